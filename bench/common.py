@@ -1,0 +1,41 @@
+"""Shared helpers for the benchmarks: result tables and JSON output."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict:
+    """What the numbers were measured on."""
+    import torch
+
+    info = {"python": platform.python_version(), "torch": torch.__version__, "cpu_threads": torch.get_num_threads(), "date": time.strftime("%Y-%m-%d")}
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def print_table(title: str, rows: list[dict], columns: list[str]) -> None:
+    """Print rows as a rich table (floats with 2 decimals)."""
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, justify="left" if col in columns[:2] else "right")
+    for row in rows:
+        table.add_row(*[f"{row[c]:.2f}" if isinstance(row.get(c), float) else str(row.get(c, "")) for c in columns])
+    Console(width=200).print(table)
+
+
+def write_json(path: Path, payload: dict) -> None:
+    """Write JSON atomically (temp file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload, indent=2))
+    tmp.replace(path)

@@ -1,0 +1,106 @@
+"""Quality of the Mirror-BERT recipes on the bundled base model (all-MiniLM-L6-v2).
+
+For each recipe: evaluate the base model, tune with each pooling on the recipe's standard
+data, evaluate again. The pooling is *chosen on the dev set* (WordSim-353 for words,
+MeSH-dev for phrases, STS-B dev for sentences) and the test score is reported for both.
+For words, the sentence-transformers equivalent (MultipleNegativesRankingLoss on (x, x)
+pairs, scale = 1/τ, same data, batch, length, epochs, mean pooling) is measured the same way.
+
+    python bench/quality.py                     # all jobs (≈ 45 min on 2 CPU cores)
+    python bench/quality.py --jobs word phrase  # a subset
+
+Prints a table and writes bench/results/quality.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import RESULTS, machine, print_table, write_json  # noqa: E402
+
+from encodr import evaluation, recipes  # noqa: E402
+from encodr.corpus import Corpus, default_corpus  # noqa: E402
+from encodr.models import Encoder, load_encoder  # noqa: E402
+from encodr.tune import run_tune  # noqa: E402
+
+# job → (recipe, data, suite, dev task, test task)
+JOBS = {
+    "word": ("word", "words", "words", "wordsim353", "simlex999"),
+    "phrase": ("phrase", "mesh", "linking", "mesh-dev", "mesh-test"),
+    "sentence-stsb": ("sentence", "stsb-train", "sts", "stsb-dev", "stsb-test"),
+    "sentence-wiki": ("sentence", "wiki", "sts", "stsb-dev", "stsb-test"),
+}
+PRIMARY = evaluation.tasks.PRIMARY
+
+
+def score(encoder, suite: str, task: str) -> float:
+    report = evaluation.run(suite, encoder, [task])
+    return next(s.value for s in report.scores if s.metric == PRIMARY[suite])
+
+
+def corpus_for(name: str, n: int) -> Corpus:
+    corpus = default_corpus(name, n=n)
+    corpus.strings = corpus.strings[:n]
+    return corpus
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", nargs="+", default=list(JOBS), choices=list(JOBS))
+    parser.add_argument("--poolings", nargs="+", default=["mean", "cls"])
+    parser.add_argument("--n", type=int, default=10_000, help="training strings per job")
+    parser.add_argument("--no-st", action="store_true", help="skip the sentence-transformers baseline")
+    parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
+    args = parser.parse_args()
+
+    rows: list[dict] = []
+    payload = {"machine": machine(), "base_model": "minilm (all-MiniLM-L6-v2)", "rows": rows}
+    scratch = Path(tempfile.mkdtemp(prefix="encodr-quality-"))
+    base = load_encoder("minilm")
+    try:
+        for job in args.jobs:
+            recipe_name, data, suite, dev, test = JOBS[job]
+            corpus = corpus_for(data, args.n)
+            rows.append({"job": job, "model": "base", "pooling": base.pooling, "dev_task": dev, "dev": score(base, suite, dev),
+                         "test_task": test, "test": score(base, suite, test), "train_s": 0.0, "selected": ""})
+            tuned = []
+            for pooling in args.poolings:
+                recipe = recipes.load(recipe_name, {"pooling": pooling})
+                started = time.perf_counter()
+                summary = run_tune(corpus, recipe, "minilm", scratch / f"{job}-{pooling}", progress=False, warn=lambda m: None)
+                enc = load_encoder(summary["out"])
+                row = {"job": job, "model": f"encodr {recipe_name}", "pooling": pooling, "dev_task": dev, "dev": score(enc, suite, dev),
+                       "test_task": test, "test": score(enc, suite, test), "train_s": time.perf_counter() - started, "selected": ""}
+                rows.append(row)
+                tuned.append(row)
+                print(row, flush=True)
+                write_json(args.out, payload)
+            best = max(tuned, key=lambda r: r["dev"])
+            best["selected"] = "✓ (best dev)"
+            if job == "word" and not args.no_st:
+                from st_baseline import train_st_equivalent
+
+                recipe = recipes.load(recipe_name)
+                started = time.perf_counter()
+                st = train_st_equivalent(corpus.strings, recipe, scratch / "st-word")
+                enc = Encoder(st, "st-mnrl")
+                rows.append({"job": job, "model": "sentence-transformers MNRL", "pooling": "mean", "dev_task": dev, "dev": score(enc, suite, dev),
+                             "test_task": test, "test": score(enc, suite, test), "train_s": time.perf_counter() - started, "selected": ""})
+            write_json(args.out, payload)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    write_json(args.out, payload)
+    print_table("encodr bench/quality.py (metric: Spearman ρ×100, or acc@1 for linking)", rows,
+                ["job", "model", "pooling", "dev_task", "dev", "test_task", "test", "train_s", "selected"])
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

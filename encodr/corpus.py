@@ -1,0 +1,168 @@
+"""Reading training text: one string a line, validated, deduplicated.
+
+Implements the data side of Mirror-BERT §2: the training set is a list of *distinct*
+strings, each later duplicated into two views.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import EncodrError
+from .paths import bundled
+
+# Strings are cut to this many characters per token of max_length before tokenising, so a
+# 1 MB line costs no more than a long sentence. No real token is 40 characters long.
+CHARS_PER_TOKEN_CAP = 40
+
+
+@dataclass
+class Corpus:
+    """Distinct, non-blank strings read from a file.
+
+    Attributes:
+        strings: distinct strings in first-seen order, whitespace-stripped.
+        source: the file path (or bundled data name) they came from.
+        sha256: hex digest of the file's bytes (the run registry's data hash).
+        lines: number of lines read.
+        blank: number of blank lines skipped.
+        duplicates: number of repeated strings dropped.
+        long_lines: 1-based line numbers of lines cut to the character cap.
+    """
+
+    strings: list[str]
+    source: str
+    sha256: str
+    lines: int = 0
+    blank: int = 0
+    duplicates: int = 0
+    long_lines: list[int] = field(default_factory=list)
+
+
+def read_lines(path: str | Path) -> tuple[list[str], str]:
+    """Read a UTF-8 text file into lines.
+
+    Args:
+        path: file path.
+
+    Returns:
+        (lines without line endings, sha256 hex digest of the bytes).
+
+    Raises:
+        EncodrError: missing file, a directory, an unreadable file, or bytes that are not
+            UTF-8 (the message gives the 1-based line number).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise EncodrError(f"{path}: no such file; pass a UTF-8 text file with one string a line")
+    if p.is_dir():
+        raise EncodrError(f"{path} is a directory; pass a text file inside it, one string a line")
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise EncodrError(f"{path}: cannot read ({exc.strerror}); check its permissions") from None
+    digest = hashlib.sha256(raw).hexdigest()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise EncodrError(
+            f"{path}: line {line} is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
+            f"convert the file, e.g. iconv -f latin1 -t utf-8 {path} > fixed.txt"
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.splitlines(), digest
+
+
+def read_corpus(path: str | Path, max_length: int | None = None) -> Corpus:
+    """Read, strip and deduplicate the strings of a text file.
+
+    Args:
+        path: UTF-8 text file, one string a line.
+        max_length: token budget; lines longer than ``max_length × 40`` characters are cut
+            there (and reported in ``long_lines``) so a huge line cannot exhaust memory.
+
+    Returns:
+        A :class:`Corpus`.
+
+    Raises:
+        EncodrError: see :func:`read_lines`; also an empty file, or one with only blank lines.
+    """
+    lines, digest = read_lines(path)
+    if not lines:
+        raise EncodrError(f"{path} is empty; it needs one string a line")
+    cap = max_length * CHARS_PER_TOKEN_CAP if max_length else None
+    seen: dict[str, None] = {}
+    corpus = Corpus([], str(path), digest, lines=len(lines))
+    for number, line in enumerate(lines, 1):
+        s = line.strip()
+        if not s:
+            corpus.blank += 1
+            continue
+        if cap and len(s) > cap:
+            corpus.long_lines.append(number)
+            s = s[:cap]
+        if s in seen:
+            corpus.duplicates += 1
+            continue
+        seen[s] = None
+    corpus.strings = list(seen)
+    if not corpus.strings:
+        raise EncodrError(f"{path} has only blank lines; it needs one string a line")
+    return corpus
+
+
+def top_words(n: int = 10_000, lang: str = "en") -> list[str]:
+    """The ``n`` most frequent alphabetic words of a language (``wordfreq``), lowercase.
+
+    Mirror-BERT §3 trains word encoders on the 10k most frequent words of a language.
+    """
+    from wordfreq import top_n_list
+
+    words: list[str] = []
+    for w in top_n_list(lang, n * 3):
+        if w.isalpha() and w not in words:
+            words.append(w)
+            if len(words) == n:
+                break
+    return words
+
+
+def default_corpus(name: str, n: int = 10_000, seed: int = 42) -> Corpus:
+    """Bundled training data for a recipe's ``default_data``.
+
+    Args:
+        name: ``words`` (wordfreq top-n), ``mesh`` (n sampled MeSH disease names),
+            ``wiki`` (the bundled Wikipedia sentences, all of them), ``stsb-train``
+            (the distinct sentences of STS-B train, labels unused).
+        n: number of strings for ``words`` and ``mesh``.
+        seed: sampling seed for ``mesh``.
+
+    Raises:
+        EncodrError: ``none`` or an unknown name.
+    """
+    import random
+
+    if name == "words":
+        strings = top_words(n)
+        return Corpus(strings, f"wordfreq:en:top{n}", hashlib.sha256("\n".join(strings).encode()).hexdigest(), len(strings))
+    if name == "mesh":
+        import csv
+
+        path = bundled("mesh/mesh_disease_names.tsv")
+        with open(path, encoding="utf-8") as f:
+            names = sorted({row["name"] for row in csv.DictReader(f, delimiter="\t")})
+        strings = random.Random(seed).sample(names, min(n, len(names)))
+        return Corpus(strings, f"mesh:sample{n}:seed{seed}", hashlib.sha256("\n".join(strings).encode()).hexdigest(), len(strings))
+    if name == "wiki":
+        return read_corpus(bundled("wiki/wiki_sentences_en.txt"))
+    if name == "stsb-train":
+        from .evaluation.readers import read_sts
+
+        pairs = read_sts(bundled("stsb/sts-train.csv"))
+        strings = list(dict.fromkeys(s for p in pairs for s in (p.text1, p.text2)))
+        return Corpus(strings, "stsb-train", hashlib.sha256("\n".join(strings).encode()).hexdigest(), len(strings))
+    raise EncodrError(f"this recipe has no bundled default data; pass a text file: encodr tune FILE --recipe ...")

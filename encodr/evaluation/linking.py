@@ -1,0 +1,40 @@
+"""Entity linking by nearest neighbour (Mirror-BERT §3, biomedical entity linking)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Evaluator, Score
+from .readers import LinkingSet
+
+
+class LinkingEvaluator(Evaluator):
+    """Each query name is linked to its most similar candidate name by cosine.
+
+    acc@k (× 100) is the share of queries whose gold concept is among the concepts named
+    by the top-k candidates.
+    """
+
+    def __init__(self, name: str, data: LinkingSet, ks: tuple[int, ...] = (1, 5), chunk: int = 4096):
+        self.name = name
+        self.data = data
+        self.ks = ks
+        self.chunk = chunk
+
+    def evaluate(self, encoder, progress: bool = False) -> list[Score]:
+        d = self.data
+        cand = encoder.encode(d.candidates, progress=progress)
+        queries = encoder.encode(d.queries, progress=progress)
+        kmax = max(self.ks)
+        hits = {k: 0 for k in self.ks}
+        for start in range(0, len(queries), self.chunk):
+            sims = queries[start : start + self.chunk] @ cand.T
+            top = np.argpartition(-sims, kmax, axis=1)[:, :kmax]
+            order = np.take_along_axis(sims, top, axis=1).argsort(axis=1)[:, ::-1]
+            top = np.take_along_axis(top, order, axis=1)
+            for row, gold in zip(top, d.query_ids[start : start + self.chunk]):
+                found = next((r for r, c in enumerate(row) if gold in d.candidate_ids[c]), None)
+                for k in self.ks:
+                    hits[k] += found is not None and found < k
+        n = len(d.queries)
+        return [Score(self.name, f"acc@{k}", 100.0 * hits[k] / n, n) for k in self.ks]

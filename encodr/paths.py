@@ -1,0 +1,33 @@
+"""Where encodr keeps its files: bundled data, recipes, and the user's workspace."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DATA_DIR = PACKAGE_DIR / "data"
+
+
+def recipes_dir() -> Path:
+    """Directory of the bundled recipe YAML files.
+
+    In a wheel they are installed as ``encodr/recipes``; in a source checkout (editable
+    install) they live in the top-level ``recipes/`` folder.
+    """
+    installed = PACKAGE_DIR / "recipes"
+    if installed.is_dir():
+        return installed
+    return PACKAGE_DIR.parent / "recipes"
+
+
+def home() -> Path:
+    """The workspace: ``$ENCODR_HOME``, default ``~/.encodr`` (run registry, model cache)."""
+    path = Path(os.environ.get("ENCODR_HOME", Path.home() / ".encodr")).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def bundled(relpath: str) -> Path:
+    """Path of a data file shipped in the package, e.g. ``bundled("stsb/sts-test.csv")``."""
+    return DATA_DIR / relpath

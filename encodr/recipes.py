@@ -1,0 +1,187 @@
+"""Recipes: declarative training settings read from YAML (``recipes/*.yaml``).
+
+A recipe names a method (``loss``) and its hyper-parameters. Bundled recipes reproduce
+the Mirror-BERT paper (§3 "Training Setup and Details", appendix D): ``word``, ``phrase``,
+``sentence``. Users pass ``--recipe NAME`` or ``--recipe path/to/mine.yaml`` and may
+override any field from the command line. Unknown keys and bad values raise
+:class:`~encodr.errors.EncodrError` naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import EncodrError
+from .paths import recipes_dir
+
+POOLINGS = ("auto", "cls", "mean")
+RAW_POOLINGS = ("cls", "mean")
+AMP_MODES = ("auto", "bf16", "fp16", "no")
+LOSSES = ("mirror_infonce",)
+DEFAULT_DATA = ("words", "mesh", "wiki", "stsb-train", "none")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Resolved training settings.
+
+    Attributes:
+        name: recipe name (file stem).
+        loss: training objective; ``mirror_infonce`` is Mirror-BERT Eq. 1.
+        temperature: InfoNCE temperature τ (dimensionless, > 0).
+        span_mask: k, number of consecutive *tokens* replaced by the tokenizer's mask
+            token in one of the two views (0 disables span masking).
+        max_length: maximum sequence length in tokens, special tokens included.
+        epochs: passes over the deduplicated strings.
+        batch_size: distinct strings per step (the loss sees 2× as many views).
+        lr: AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        dropout: probability of every ``nn.Dropout`` in the encoder during training.
+        drophead: probability of dropping a whole attention head (Zhou et al. 2020);
+            0 disables it.
+        pooling: ``cls``, ``mean`` or ``auto`` (the base model's own pooling when it has
+            one, else ``raw_pooling``).
+        raw_pooling: pooling for a raw MLM that ships none (``cls`` or ``mean``); the
+            paper uses [CLS], except mean for BERT sentence models (appendix B).
+        seed: random seed for shuffling, masking, dropout and initialisation.
+        amp: mixed precision on CUDA: ``auto`` (bf16 where supported, else fp16),
+            ``bf16``, ``fp16``, ``no``. Always fp32 on CPU.
+        default_data: bundled training data used when no FILE is given.
+        description: one line shown by ``encodr recipes``.
+    """
+
+    name: str = "custom"
+    loss: str = "mirror_infonce"
+    temperature: float = 0.04
+    span_mask: int = 5
+    max_length: int = 50
+    epochs: int = 1
+    batch_size: int = 200
+    lr: float = 2e-5
+    weight_decay: float = 0.01
+    dropout: float = 0.1
+    drophead: float = 0.0
+    pooling: str = "auto"
+    raw_pooling: str = "cls"
+    seed: int = 42
+    amp: str = "auto"
+    default_data: str = "none"
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The recipe as a plain dict (what ``recipe.yaml`` in an output directory holds)."""
+        return dataclasses.asdict(self)
+
+
+_FIELD_TYPES = {f.name: f.type for f in fields(Recipe)}
+
+
+def _check(key: str, value: Any) -> Any:
+    """Coerce and validate one field; raise EncodrError naming the key on a bad value."""
+    if key not in _FIELD_TYPES:
+        known = ", ".join(sorted(_FIELD_TYPES))
+        raise EncodrError(f"unknown recipe key '{key}'; known keys: {known}")
+    kind = _FIELD_TYPES[key]
+    try:
+        if kind == "int":
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            value = int(value)
+        elif kind == "float":
+            if isinstance(value, bool):
+                raise ValueError
+            value = float(value)
+        else:
+            value = str(value)
+    except (TypeError, ValueError):
+        raise EncodrError(f"recipe key '{key}' must be a{'n' if kind == 'int' else ''} {kind}, got {value!r}") from None
+    bad = {
+        "temperature": lambda v: not 0 < v <= 10,
+        "span_mask": lambda v: v < 0,
+        "max_length": lambda v: v < 3,
+        "epochs": lambda v: v < 1,
+        "batch_size": lambda v: v < 2,
+        "lr": lambda v: not 0 < v < 1,
+        "weight_decay": lambda v: v < 0,
+        "dropout": lambda v: not 0 <= v < 1,
+        "drophead": lambda v: not 0 <= v < 1,
+        "pooling": lambda v: v not in POOLINGS,
+        "raw_pooling": lambda v: v not in RAW_POOLINGS,
+        "amp": lambda v: v not in AMP_MODES,
+        "loss": lambda v: v not in LOSSES,
+        "default_data": lambda v: v not in DEFAULT_DATA,
+    }.get(key)
+    if bad is not None and bad(value):
+        allowed = {
+            "temperature": "a number in (0, 10]",
+            "span_mask": "an integer ≥ 0",
+            "max_length": "an integer ≥ 3",
+            "epochs": "an integer ≥ 1",
+            "batch_size": "an integer ≥ 2",
+            "lr": "a number in (0, 1)",
+            "weight_decay": "a number ≥ 0",
+            "dropout": "a number in [0, 1)",
+            "drophead": "a number in [0, 1)",
+            "pooling": " | ".join(POOLINGS),
+            "raw_pooling": " | ".join(RAW_POOLINGS),
+            "amp": " | ".join(AMP_MODES),
+            "loss": " | ".join(LOSSES),
+            "default_data": " | ".join(DEFAULT_DATA),
+        }[key]
+        raise EncodrError(f"recipe key '{key}' must be {allowed}, got {value!r}")
+    return value
+
+
+def available() -> dict[str, Path]:
+    """Bundled recipes by name → YAML path."""
+    return {p.stem: p for p in sorted(recipes_dir().glob("*.yaml"))}
+
+
+def load(spec: str, overrides: dict[str, Any] | None = None) -> Recipe:
+    """Load a recipe by bundled name or YAML path and apply overrides.
+
+    Args:
+        spec: a bundled recipe name (``word``, ``phrase``, ``sentence``…) or a path
+            to a YAML mapping of recipe keys.
+        overrides: field → value; ``None`` values are ignored (unset CLI options).
+
+    Returns:
+        The validated :class:`Recipe`.
+
+    Raises:
+        EncodrError: unknown recipe, unreadable or malformed YAML, unknown key, bad value.
+    """
+    bundled = available()
+    path = Path(spec)
+    if spec in bundled:
+        path = bundled[spec]
+    elif not (spec.endswith((".yaml", ".yml")) or path.exists()):
+        raise EncodrError(
+            f"unknown recipe '{spec}'; choose one of {', '.join(bundled)} or pass a path to a .yaml file"
+        )
+    if not path.is_file():
+        raise EncodrError(f"recipe file '{spec}' does not exist; pass an existing .yaml file or a bundled name")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise EncodrError(f"recipe file '{path}' is not valid YAML{where}; fix the syntax") from None
+    except UnicodeDecodeError:
+        raise EncodrError(f"recipe file '{path}' is not UTF-8 text; save it as UTF-8") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise EncodrError(f"recipe file '{path}' must be a YAML mapping of key: value, got {type(data).__name__}")
+    values = {"name": path.stem}
+    for key, value in data.items():
+        values[str(key)] = _check(str(key), value)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = _check(key, value)
+    return Recipe(**values)

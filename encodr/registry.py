@@ -1,0 +1,46 @@
+"""The run registry: one SQLite row per training run (``$ENCODR_HOME/registry.db``),
+through sqlite-utils. Listed by ``encodr runs``."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import sqlite_utils
+
+from .paths import home
+
+
+def database(path: Path | None = None) -> sqlite_utils.Database:
+    """Open (and create) the registry database."""
+    return sqlite_utils.Database(path or home() / "registry.db")
+
+
+def record(row: dict, path: Path | None = None) -> int:
+    """Insert a run and return its id.
+
+    Args:
+        row: ``model``, ``recipe`` (dict), ``data``, ``data_sha256``, ``strings``,
+            ``duration_s``, ``out``, ``metrics`` (dict); dicts are stored as JSON.
+    """
+    db = database(path)
+    values = {"created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    values.update({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
+    table = db["runs"]
+    table.insert(values, pk="id", alter=True)
+    return int(table.last_pk)
+
+
+def runs(path: Path | None = None, limit: int = 50) -> list[dict]:
+    """The most recent runs first, JSON columns decoded."""
+    db = database(path)
+    if "runs" not in db.table_names():
+        return []
+    rows = []
+    for row in db["runs"].rows_where(order_by="id desc", limit=limit):
+        for key in ("recipe", "metrics"):
+            if isinstance(row.get(key), str):
+                row[key] = json.loads(row[key])
+        rows.append(row)
+    return rows

@@ -1,0 +1,216 @@
+"""The one training loop: AdamW, mixed precision through 🤗 Accelerate, a rich progress
+bar, a per-step log. Methods plug in a batch maker and a loss; the loop knows nothing
+method-specific.
+
+Mirror-BERT (§2) is wired up in :func:`mirror_batches` + :class:`~encodr.losses.MirrorInfoNCELoss`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from .augment import collate, span_mask
+from .errors import EncodrError
+from .recipes import Recipe
+
+
+@dataclass
+class TrainResult:
+    """What a training run did.
+
+    Attributes:
+        steps: optimizer steps taken.
+        examples: training examples seen (strings for Mirror-BERT, not views).
+        seconds: wall time of the loop, model loading excluded.
+        examples_per_s: examples / seconds.
+        final_loss: mean loss over the last 10 steps.
+        precision: ``fp32``, ``bf16`` or ``fp16``.
+        device: ``cpu`` or ``cuda``…
+        log: one dict per step: ``step``, ``epoch``, ``loss``, ``lr``, ``examples_per_s``.
+    """
+
+    steps: int
+    examples: int
+    seconds: float
+    examples_per_s: float
+    final_loss: float
+    precision: str
+    device: str
+    log: list[dict] = field(default_factory=list)
+
+
+def mixed_precision(amp: str, device: str) -> str:
+    """Accelerate's ``mixed_precision`` for a recipe's ``amp`` on a device.
+
+    ``auto`` gives ``bf16`` on GPUs that support it, else ``fp16`` (with a gradient
+    scaler, handled by Accelerate); always ``no`` (fp32) on CPU.
+    """
+    if not device.startswith("cuda") or amp == "no":
+        return "no"
+    if amp == "auto":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return amp
+
+
+def tokenize(tokenizer, strings: Sequence[str], max_length: int) -> tuple[list[list[int]], int]:
+    """Token ids with special tokens, truncated to ``max_length`` (last special token kept).
+
+    Returns:
+        (one id list per string, number of strings that were truncated).
+    """
+    ids = tokenizer(list(strings), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+    truncated = 0
+    for i, seq in enumerate(ids):
+        if len(seq) > max_length:
+            ids[i] = seq[: max_length - 1] + seq[-1:]
+            truncated += 1
+    return ids, truncated
+
+
+def mirror_batches(tokenizer, ids: Sequence[Sequence[int]], recipe: Recipe) -> Callable[[np.random.Generator], Iterator[tuple[int, dict]]]:
+    """Mirror-BERT batches: each string twice, span-masking the second view (§2).
+
+    Args:
+        tokenizer: the model's tokenizer (gives mask, pad and special ids).
+        ids: token ids of the N distinct training strings.
+        recipe: uses ``batch_size`` and ``span_mask``.
+
+    Returns:
+        A function of a NumPy generator yielding, for one epoch in shuffled order,
+        ``(n, features)`` with features of shape (2n, T): rows 0..n−1 are the plain views,
+        rows n..2n−1 the masked views of the same strings. A final batch of one string
+        (which has no negative) is dropped.
+
+    Raises:
+        EncodrError: span masking is on and the tokenizer has no mask token.
+    """
+    if recipe.span_mask > 0 and tokenizer.mask_token_id is None:
+        raise EncodrError("this tokenizer has no mask token, so span masking cannot work; set span_mask: 0")
+    special = frozenset(tokenizer.all_special_ids)
+    with_types = "token_type_ids" in tokenizer.model_input_names
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    def epoch(rng: np.random.Generator) -> Iterator[tuple[int, dict]]:
+        order = rng.permutation(len(ids))
+        for start in range(0, len(order), recipe.batch_size):
+            chosen = [ids[i] for i in order[start : start + recipe.batch_size]]
+            if len(chosen) < 2:
+                continue
+            masked = [span_mask(s, recipe.span_mask, tokenizer.mask_token_id, special, rng) for s in chosen] if recipe.span_mask else chosen
+            yield len(chosen), collate(chosen + masked, pad_id, with_types)
+
+    return epoch
+
+
+def steps_per_epoch(n: int, batch_size: int) -> int:
+    """Optimizer steps in one epoch of n strings (a last batch of one is dropped)."""
+    full, rest = divmod(n, batch_size)
+    return full + (1 if rest >= 2 else 0)
+
+
+def fit(
+    module: torch.nn.Module,
+    epoch_batches: Callable[[np.random.Generator], Iterator[tuple[int, dict]]],
+    compute_loss: Callable[[torch.nn.Module, dict], torch.Tensor],
+    recipe: Recipe,
+    total_steps: int,
+    device: str,
+    progress: bool = True,
+    on_step: Callable[[int, float], None] | None = None,
+    max_steps: int | None = None,
+) -> TrainResult:
+    """Train ``module`` in place with AdamW for ``recipe.epochs`` epochs.
+
+    Args:
+        module: the model (e.g. a SentenceTransformer); put in train mode here and in
+            eval mode on return, also on error or Ctrl-C.
+        epoch_batches: yields ``(examples, features)`` for one epoch given a generator.
+        compute_loss: ``(module, features on device) → scalar loss``.
+        recipe: uses ``lr``, ``weight_decay``, ``epochs``, ``seed``, ``amp``.
+        total_steps: steps over all epochs, for the progress bar.
+        device: where to train; mixed precision only on CUDA (see :func:`mixed_precision`).
+        progress: show a rich progress bar (loss, examples/s) on stderr.
+        on_step: called after every step with (step, loss); may raise to stop.
+        max_steps: stop after this many steps (benchmarks).
+
+    Returns:
+        A :class:`TrainResult`.
+
+    Raises:
+        KeyboardInterrupt: passed on after the module is back in eval mode.
+    """
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+
+    set_seed(recipe.seed)
+    rng = np.random.default_rng(recipe.seed)
+    precision = mixed_precision(recipe.amp, device)
+    accelerator = Accelerator(mixed_precision=precision, cpu=not device.startswith("cuda"))
+    optimizer = torch.optim.AdamW(module.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
+    model, optimizer = accelerator.prepare(module, optimizer)
+    total = min(total_steps, max_steps) if max_steps else total_steps
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]:.4f}"),
+        TextColumn("{task.fields[rate]:.0f} ex/s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        disable=not progress,
+        transient=False,
+    )
+    log: list[dict] = []
+    step = examples = 0
+    model.train()
+    started = time.perf_counter()
+    try:
+        with bar:
+            task = bar.add_task("training", total=total, loss=math.nan, rate=0.0)
+            for epoch in range(recipe.epochs):
+                for n, features in epoch_batches(rng):
+                    features = {k: v.to(accelerator.device) for k, v in features.items()}
+                    with accelerator.autocast():
+                        loss = compute_loss(model, features)
+                    accelerator.backward(loss)
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+                    step += 1
+                    examples += n
+                    value = float(loss.detach())
+                    elapsed = time.perf_counter() - started
+                    log.append({"step": step, "epoch": epoch + 1, "loss": value, "lr": recipe.lr, "examples_per_s": examples / elapsed})
+                    bar.update(task, advance=1, loss=value, rate=examples / elapsed)
+                    if on_step is not None:
+                        on_step(step, value)
+                    if step >= total:
+                        break
+                if step >= total:
+                    break
+    finally:
+        model.eval()
+        accelerator.unwrap_model(model, keep_fp32_wrapper=False)
+        accelerator.free_memory()
+    seconds = time.perf_counter() - started
+    tail = [r["loss"] for r in log[-10:]]
+    return TrainResult(
+        steps=step,
+        examples=examples,
+        seconds=seconds,
+        examples_per_s=examples / seconds if seconds else 0.0,
+        final_loss=float(np.mean(tail)) if tail else math.nan,
+        precision={"no": "fp32"}.get(precision, precision),
+        device=device,
+        log=log,
+    )
