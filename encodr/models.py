@@ -126,7 +126,7 @@ class Encoder:
     @property
     def pooling(self) -> str:
         """Pooling mode of the model: ``cls``, ``mean``, …"""
-        from sentence_transformers.models import Pooling
+        from sentence_transformers.sentence_transformer.modules import Pooling
 
         for module in self.st:
             if isinstance(module, Pooling):
@@ -137,7 +137,7 @@ class Encoder:
     @property
     def dimension(self) -> int:
         """Embedding dimension d."""
-        return int(self.st.get_sentence_embedding_dimension())
+        return int(self.st.get_embedding_dimension())
 
     @property
     def tokenizer(self):
@@ -222,7 +222,7 @@ def load_encoder(
     import logging
 
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.models import Normalize, Pooling, Transformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
     import transformers
 

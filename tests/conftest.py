@@ -1,0 +1,67 @@
+"""Shared fixtures: a tiny BERT (2 layers, hidden 32) with the MiniLM vocabulary, and an
+isolated encodr workspace per test."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def workspace(tmp_path, monkeypatch):
+    """Every test gets its own ENCODR_HOME and runs offline."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("ENCODR_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return home
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """A raw (non-sentence-transformers) BERT checkpoint: 2 layers, hidden 32, 4 heads."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from encodr.models import resolve
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny-bert")
+    vocab = resolve("minilm").path
+    tokenizer = AutoTokenizer.from_pretrained(str(vocab))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def words_file(tmp_path) -> Path:
+    """A small training file: 40 distinct words, with a blank line and a duplicate."""
+    from encodr.corpus import top_words
+
+    path = tmp_path / "words.txt"
+    path.write_text("\n".join(top_words(40)) + "\n\n" + "the\n", encoding="utf-8")
+    return path
+
+
+def run_cli(args: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
+    """Run ``encodr ARGS`` in-process through the console-script entry point."""
+    from encodr.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["encodr", *args])
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err

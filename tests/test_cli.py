@@ -1,0 +1,112 @@
+"""Bad input: one line naming the problem and the fix, exit status 2, no traceback."""
+
+import json
+
+import pytest
+
+from conftest import run_cli
+
+
+def assert_one_line_error(code, err, words):
+    assert code == 2
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert lines[-1].startswith("encodr: error:") and words in lines[-1], err
+    assert "Traceback" not in err
+
+
+def test_missing_file(capsys, monkeypatch, tmp_path):
+    code, _, err = run_cli(["tune", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "no such file")
+
+
+def test_directory_instead_of_file(capsys, monkeypatch, tmp_path):
+    code, _, err = run_cli(["tune", str(tmp_path), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "is a directory")
+
+
+def test_empty_file(capsys, monkeypatch, tmp_path):
+    f = tmp_path / "e.txt"
+    f.write_text("")
+    code, _, err = run_cli(["tune", str(f), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "is empty")
+
+
+def test_only_blank_and_duplicate_lines(capsys, monkeypatch, tmp_path):
+    f = tmp_path / "d.txt"
+    f.write_text("same\n\nsame\n   \nsame\n")
+    code, _, err = run_cli(["tune", str(f), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "has 1 distinct string after dropping 2 blank and 2 duplicate lines")
+    assert "needs at least 2" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_non_utf8(capsys, monkeypatch, tmp_path):
+    f = tmp_path / "l.txt"
+    f.write_bytes(b"fine\n\xff\xfe bad\n")
+    code, _, err = run_cli(["tune", str(f), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "line 2 is not valid UTF-8")
+
+
+def test_unknown_recipe(capsys, monkeypatch, words_file, tmp_path):
+    code, _, err = run_cli(["tune", str(words_file), "--recipe", "nope"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "unknown recipe 'nope'")
+
+
+def test_malformed_yaml(capsys, monkeypatch, words_file, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("temperature: 0.1\n  span_mask: : 3\n")
+    code, _, err = run_cli(["tune", str(words_file), "--recipe", str(bad)], capsys, monkeypatch)
+    assert_one_line_error(code, err, "is not valid YAML")
+
+
+def test_bad_override_names_the_key(capsys, monkeypatch, words_file):
+    code, _, err = run_cli(["tune", str(words_file), "--temperature", "0"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "recipe key 'temperature' must be a number in (0, 10]")
+
+
+def test_existing_output_needs_overwrite(capsys, monkeypatch, words_file, tiny_model, tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "keep.txt").write_text("precious")
+    code, _, err = run_cli(["tune", str(words_file), "--out", str(out), "--model", str(tiny_model)], capsys, monkeypatch)
+    assert_one_line_error(code, err, "already exists; pass --overwrite")
+    assert (out / "keep.txt").read_text() == "precious"
+    args = ["tune", str(words_file), "--out", str(out), "--model", str(tiny_model), "--overwrite", "--batch-size", "16", "--json"]
+    code, stdout, _ = run_cli(args, capsys, monkeypatch)
+    assert code == 0 and not (out / "keep.txt").exists() and (out / "modules.json").is_file()
+    assert json.loads(stdout)["strings"] == 40
+
+
+def test_megabyte_line_is_truncated_with_one_warning(capsys, monkeypatch, tiny_model, tmp_path):
+    f = tmp_path / "big.txt"
+    f.write_text("one line\nanother line\n" + "x" * 1_000_000 + "\n" + "y " * 600_000 + "\n")
+    args = ["tune", str(f), "--out", str(tmp_path / "o"), "--model", str(tiny_model), "--recipe", "word", "--json"]
+    code, out, err = run_cli(args, capsys, monkeypatch)
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if "warning" in line and "truncated" in line]
+    assert len(warnings) == 1 and "first: line 3" in warnings[0]
+    assert json.loads(out)["strings"] == 4
+
+
+def test_unreachable_hub_id_fails_fast(capsys, monkeypatch, words_file, tmp_path):
+    code, _, err = run_cli(["tune", str(words_file), "--model", "nobody/not-a-model", "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "model 'nobody/not-a-model' is not in the local Hugging Face cache")
+
+
+def test_missing_model_directory(capsys, monkeypatch, words_file, tmp_path):
+    code, _, err = run_cli(["eval", "sts", "--model", str(tmp_path / "nothing")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "does not exist")
+
+
+def test_eval_unknown_suite_and_missing_data(capsys, monkeypatch, tmp_path):
+    code, _, err = run_cli(["eval", "music"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "unknown evaluation 'music'")
+    code, _, err = run_cli(["eval", "sts", "--data", str(tmp_path / "x.tsv")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "no such file or bundled dataset")
+
+
+def test_recipes_and_runs_json(capsys, monkeypatch):
+    code, out, _ = run_cli(["recipes", "--json"], capsys, monkeypatch)
+    assert code == 0 and {r["name"] for r in json.loads(out)} == {"word", "phrase", "sentence"}
+    code, out, _ = run_cli(["runs", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(out) == []

@@ -1,0 +1,88 @@
+import numpy as np
+import pytest
+
+from encodr.errors import EncodrError
+from encodr.evaluation import run, tasks_for
+from encodr.evaluation.linking import LinkingEvaluator
+from encodr.evaluation.readers import LinkingSet, read_sts, surface_key
+from encodr.evaluation.similarity import PairSimilarityEvaluator
+
+
+class TableEncoder:
+    """A fake encoder with fixed vectors, to check the metrics by hand."""
+
+    name = "table"
+
+    def __init__(self, table):
+        self.table = {k: np.asarray(v, dtype=np.float32) / np.linalg.norm(v) for k, v in table.items()}
+
+    def encode(self, texts, progress=False):
+        return np.stack([self.table[t] for t in texts])
+
+
+def test_sts_layouts(tmp_path):
+    plain = tmp_path / "plain.tsv"
+    plain.write_text("4.5\ta cat\ta kitten\n1.0\ta car\ta tree\n")
+    stsb = tmp_path / "stsb.csv"
+    stsb.write_text("main-news\tsrc\t2012\t0001\t3.2\tone\ttwo\textra\tcols\n")
+    sick = tmp_path / "sick.txt"
+    sick.write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n1\tx y\tx z\t4.1\tNEUTRAL\n")
+    assert [(p.score, p.text1) for p in read_sts(plain)] == [(4.5, "a cat"), (1.0, "a car")]
+    assert [(p.score, p.text1, p.text2) for p in read_sts(stsb)] == [(3.2, "one", "two")]
+    assert [(p.score, p.text2) for p in read_sts(sick)] == [(4.1, "x z")]
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("hello\tworld\n")
+    with pytest.raises(EncodrError, match="unknown STS layout"):
+        read_sts(bad)
+
+
+def test_spearman_times_100_per_dataset_then_mean(tmp_path):
+    # cosines: (a,b)=1.0, (a,c)=0.0, (b,d)=0.6 → ranks agree with gold 5 > 3 > 1 … or not.
+    enc = TableEncoder({"a": [1, 0], "b": [1, 0], "c": [0, 1], "d": [0.6, 0.8]})
+    f1 = tmp_path / "agree.tsv"
+    f1.write_text("5\ta\tb\n1\ta\tc\n3\tb\td\n")
+    f2 = tmp_path / "reverse.tsv"
+    f2.write_text("1\ta\tb\n5\ta\tc\n3\tb\td\n")
+    report = run("sts", enc, [str(f1), str(f2)])
+    assert [round(s.value, 6) for s in report.scores] == [100.0, -100.0]
+    assert report.mean == pytest.approx(0.0)
+    assert report.to_dict()["scores"][0]["metric"] == "spearman"
+
+
+def test_linking_accuracy_at_k():
+    data = LinkingSet(
+        queries=["q1", "q2"], query_ids=["A", "B"],
+        candidates=["ca", "cb", "cc"], candidate_ids=[frozenset({"A"}), frozenset({"B"}), frozenset({"C"})],
+    )  # fmt: skip
+    # q1 nearest ca (hit@1); q2 nearest cc, then cb (hit@5 only)
+    enc = TableEncoder({"q1": [1, 0, 0], "q2": [0, 0.6, 0.8], "ca": [1, 0, 0], "cb": [0, 1, 0], "cc": [0, 0, 1]})
+    scores = {s.metric: s.value for s in LinkingEvaluator("t", data, ks=(1, 2)).evaluate(enc)}
+    assert scores == {"acc@1": 50.0, "acc@2": 100.0}
+
+
+def test_trivial_rewrites_share_a_key():
+    assert surface_key("Arthritis, Rheumatoid") == surface_key("rheumatoid arthritis")
+    assert surface_key("Neoplasms") == surface_key("neoplasm")
+    assert surface_key("heart attack") != surface_key("myocardial infarction")
+
+
+def test_bundled_tasks_exist_and_mesh_queries_are_split():
+    from encodr.evaluation.readers import read_linking
+
+    for suite in ("sts", "words", "linking"):
+        for task in tasks_for(suite):
+            assert task.file().is_file()
+    dev = read_linking(tasks_for("linking", ["mesh-dev"])[0].file(), split="dev")
+    test = read_linking(tasks_for("linking")[0].file(), split="test")
+    assert set(dev.query_ids).isdisjoint(test.query_ids)
+    assert dev.candidates == test.candidates and len(test.queries) > 3 * len(dev.queries)
+    assert "Arthritis, Rheumatoid".lower() not in [q.lower() for q in test.queries if "arthritis, rheumatoid" == q.lower()]
+
+
+def test_pair_evaluator_counts_pairs():
+    from encodr.evaluation.readers import ScoredPair
+
+    enc = TableEncoder({"x": [1, 0], "y": [0.8, 0.6], "z": [0, 1]})
+    ev = PairSimilarityEvaluator("w", [ScoredPair(9, "x", "y"), ScoredPair(1, "x", "z"), ScoredPair(5, "y", "z")])
+    [score] = ev.evaluate(enc)
+    assert score.n == 3 and score.value == pytest.approx(100.0)

@@ -1,0 +1,46 @@
+import math
+
+import pytest
+import torch
+
+from encodr.losses import MirrorInfoNCELoss
+
+
+def test_infonce_known_value_orthogonal_pairs():
+    # N = 2 strings, views identical, the two strings orthogonal: for every anchor the
+    # positive has cos 1 and the 2N-2 = 2 negatives cos 0.
+    tau = 0.2
+    a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    loss = MirrorInfoNCELoss(tau)(a, a.clone())
+    expected = -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + 2))
+    assert loss.item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_infonce_uses_all_2n_minus_2_negatives():
+    # All 2N views identical: the positive and every negative tie, so the loss is
+    # log(2N - 1) whatever τ is (self-similarity is excluded from the denominator).
+    n = 5
+    v = torch.ones(n, 3)
+    for tau in (0.04, 0.2):
+        assert MirrorInfoNCELoss(tau)(v, v.clone()).item() == pytest.approx(math.log(2 * n - 1), rel=1e-6)
+
+
+def test_infonce_is_symmetric_in_views_and_scale_invariant():
+    torch.manual_seed(0)
+    a, b = torch.randn(8, 16), torch.randn(8, 16)
+    loss = MirrorInfoNCELoss(0.04)
+    assert loss(a, b).item() == pytest.approx(loss(b, a).item(), rel=1e-6)
+    assert loss(a, b).item() == pytest.approx(loss(3 * a, 0.5 * b).item(), rel=1e-5)
+
+
+def test_infonce_gradient_pulls_views_together():
+    torch.manual_seed(0)
+    a = torch.randn(4, 8, requires_grad=True)
+    b = (a.detach() + 0.5 * torch.randn(4, 8)).requires_grad_()
+    loss_fn = MirrorInfoNCELoss(0.1)
+    before = loss_fn(a, b)
+    before.backward()
+    with torch.no_grad():
+        a2, b2 = a - 0.5 * a.grad, b - 0.5 * b.grad
+    assert loss_fn(a2, b2).item() < before.item()
+    assert a.grad.shape == (4, 8)

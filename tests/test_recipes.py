@@ -1,0 +1,50 @@
+import pytest
+
+from encodr import recipes
+from encodr.errors import EncodrError
+
+
+@pytest.mark.parametrize(
+    "name, tau, k, max_len, epochs",
+    [("word", 0.2, 0, 25, 2), ("phrase", 0.04, 2, 25, 2), ("sentence", 0.04, 5, 50, 1)],
+)
+def test_bundled_recipes_follow_the_paper(name, tau, k, max_len, epochs):
+    r = recipes.load(name)
+    assert (r.temperature, r.span_mask, r.max_length, r.epochs) == (tau, k, max_len, epochs)
+    assert (r.batch_size, r.lr, r.dropout, r.drophead) == (200, 2e-5, 0.1, 0.0)
+    assert r.name == name and r.loss == "mirror_infonce"
+
+
+def test_overrides_apply_and_none_is_ignored():
+    r = recipes.load("word", {"temperature": "0.05", "epochs": 3, "pooling": None})
+    assert r.temperature == 0.05 and r.epochs == 3 and r.pooling == recipes.load("word").pooling
+
+
+def test_user_file(tmp_path):
+    f = tmp_path / "mine.yaml"
+    f.write_text("temperature: 0.1\nspan_mask: 3\n")
+    r = recipes.load(str(f))
+    assert (r.name, r.temperature, r.span_mask) == ("mine", 0.1, 3)
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("temprature: 0.1\n", "unknown recipe key 'temprature'"),
+        ("temperature: -1\n", "recipe key 'temperature' must be"),
+        ("span_mask: 2.5\n", "recipe key 'span_mask' must be an int"),
+        ("pooling: max\n", "recipe key 'pooling' must be auto | cls | mean"),
+        ("temperature: [0.1\n", "is not valid YAML at line"),
+        ("- a\n- b\n", "must be a YAML mapping"),
+    ],
+)
+def test_bad_recipe_files_name_the_problem(tmp_path, text, words):
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    with pytest.raises(EncodrError, match=words):
+        recipes.load(str(f))
+
+
+def test_unknown_recipe_lists_the_bundled_ones():
+    with pytest.raises(EncodrError, match="unknown recipe 'wrod'.*phrase, sentence, word"):
+        recipes.load("wrod")

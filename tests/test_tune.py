@@ -1,0 +1,120 @@
+"""End-to-end Mirror-BERT tuning on a tiny model."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from encodr import recipes, registry
+from encodr.corpus import top_words
+from encodr.models import load_encoder
+from encodr.tune import run_tune
+
+FAST = {"batch_size": 16, "epochs": 3, "lr": 5e-4, "max_length": 16}
+
+
+def tiny_recipe(name="phrase", **extra):
+    return recipes.load(name, {**FAST, **extra})
+
+
+def mean_offdiag_cosine(vectors: np.ndarray) -> float:
+    sims = vectors @ vectors.T
+    n = len(vectors)
+    return float((sims.sum() - np.trace(sims)) / (n * (n - 1)))
+
+
+def test_tune_writes_a_sentence_transformer_with_its_pooling(tiny_model, words_file, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    out = tmp_path / "out"
+    summary = run_tune(str(words_file), tiny_recipe(pooling="cls"), str(tiny_model), out, progress=False)
+    assert summary["strings"] == 40 and summary["pooling"] == "cls"
+    assert summary["steps"] == 3 * 3  # ceil(40 / 16) per epoch
+    for name in ("modules.json", "recipe.yaml", "train_log.jsonl", "encodr.json"):
+        assert (out / name).is_file()
+    st = SentenceTransformer(str(out), device="cpu")
+    assert st[1].pooling_mode == "cls"
+    texts = ["heart attack", "the", "myocardial infarction of the left ventricle"]
+    ours = load_encoder(str(out)).encode(texts)
+    theirs = st.encode(texts, normalize_embeddings=True)
+    assert ours.shape == (3, 32) and ours.dtype == np.float32
+    assert np.abs(ours - theirs).max() < 1e-5
+    assert len((out / "train_log.jsonl").read_text().splitlines()) == summary["steps"]
+
+
+def test_training_lowers_the_loss_and_spreads_the_space(tiny_model, tmp_path):
+    # Mirror-BERT §5: the tuned space is more isotropic, i.e. distinct strings move apart.
+    words = top_words(64)
+    f = tmp_path / "w.txt"
+    f.write_text("\n".join(words))
+    # mean pooling: a randomly initialised BERT gives the same [CLS] vector for every input
+    before = mean_offdiag_cosine(load_encoder(str(tiny_model), pooling="mean").encode(words))
+    recipe = tiny_recipe("word", epochs=8, lr=2e-3, pooling="mean")
+    summary = run_tune(str(f), recipe, str(tiny_model), tmp_path / "o", progress=False)
+    log = [json.loads(line) for line in (tmp_path / "o" / "train_log.jsonl").read_text().splitlines()]
+    assert np.mean([r["loss"] for r in log[-4:]]) < 0.5 * np.mean([r["loss"] for r in log[:4]])
+    after = mean_offdiag_cosine(load_encoder(summary["out"]).encode(words))
+    assert before > 0.8 and after < 0.3
+
+
+def test_same_seed_same_model(tiny_model, words_file, tmp_path):
+    a = run_tune(str(words_file), tiny_recipe(), str(tiny_model), tmp_path / "a", progress=False)
+    b = run_tune(str(words_file), tiny_recipe(), str(tiny_model), tmp_path / "b", progress=False)
+    c = run_tune(str(words_file), tiny_recipe(seed=7), str(tiny_model), tmp_path / "c", progress=False)
+    va, vb, vc = (load_encoder(s["out"]).encode(["reproducible"]) for s in (a, b, c))
+    assert np.array_equal(va, vb)
+    assert not np.array_equal(va, vc)
+
+
+def test_drophead_and_small_data_train(tiny_model, tmp_path):
+    f = tmp_path / "few.txt"
+    f.write_text("alpha beta\ngamma delta\nepsilon zeta\n")
+    warnings = []
+    s = run_tune(str(f), tiny_recipe(drophead=0.2), str(tiny_model), tmp_path / "o", progress=False, warn=warnings.append)
+    assert s["recipe"]["batch_size"] == 3 and s["steps"] == 3
+    assert warnings == ["only 3 distinct strings, fewer than batch_size 16: training with batch size 3"]
+
+
+def test_run_is_recorded_in_the_registry(tiny_model, words_file, tmp_path):
+    s = run_tune(str(words_file), tiny_recipe(), str(tiny_model), tmp_path / "o", progress=False)
+    rows = registry.runs()
+    assert len(rows) == 1 and rows[0]["id"] == s["run_id"]
+    assert rows[0]["recipe_name"] == "phrase" and rows[0]["strings"] == 40
+    assert rows[0]["data_sha256"] == s["data_sha256"] and rows[0]["metrics"]["steps"] == 9
+
+
+def test_interrupt_leaves_no_output(tiny_model, words_file, tmp_path):
+    def stop(step, loss):
+        if step == 2:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        run_tune(str(words_file), tiny_recipe(), str(tiny_model), out, progress=False, on_step=stop)
+    assert not out.exists()
+    assert list(tmp_path.glob(".out.tmp-*")) == []
+    assert registry.runs() == []
+
+
+def test_ctrl_c_in_a_real_process(tiny_model, words_file, tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "encodr", "tune", str(words_file), "--model", str(tiny_model), "--out", str(out),
+         "--epochs", "100000", "--batch-size", "8"],
+        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    first = proc.stderr.readline()  # printed just before training starts
+    assert "encodr: tuning" in first
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert "interrupted by Ctrl-C; nothing was written" in err
+    assert "Traceback" not in err
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
