@@ -152,7 +152,8 @@ def fit(
     rng = np.random.default_rng(recipe.seed)
     precision = mixed_precision(recipe.amp, device)
     accelerator = Accelerator(mixed_precision=precision, cpu=not device.startswith("cuda"))
-    optimizer = torch.optim.AdamW(module.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
+    # fused AdamW (one kernel for all parameters) on CPU and CUDA alike
+    optimizer = torch.optim.AdamW(module.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, fused=True)
     model, optimizer = accelerator.prepare(module, optimizer)
     total = min(total_steps, max_steps) if max_steps else total_steps
 
