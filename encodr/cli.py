@@ -125,6 +125,106 @@ def evaluate(
     out_console.print(table)
 
 
+@app.command("index")
+def index_cmd(
+    corpus: List[str] = typer.Argument(..., help="Text files (one text a line) or TSV files with a 'text' column (optional id, lang)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model (default: minilm; with --add, the index's model)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index directory (default: $ENCODR_HOME/indexes/NAME)."),
+    index_type: str = typer.Option("auto", help="auto | flat | hnsw | ivf (auto: flat up to 50,000 vectors, hnsw above)."),
+    add: bool = typer.Option(False, "--add", help="Append to an existing index (texts already in it are skipped)."),
+    overwrite: bool = typer.Option(False, help="Replace an existing index."),
+    pcr: bool = typer.Option(False, help="Remove each language's first principal component (language-agnostic search)."),
+    lang: Optional[str] = typer.Option(None, help="Language of texts without a lang column."),
+    batch_size: int = typer.Option(256, min=1, help="Texts per encoding batch (bounds memory)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Encode a corpus and store it in a FAISS + SQLite index."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from .index import build
+    from .paths import home
+
+    out = out or home() / "indexes" / Path(corpus[0]).stem
+    total = 0
+    for f in corpus:
+        if Path(f).is_file():
+            with open(f, "rb") as fh:
+                total += sum(1 for _ in fh)
+    bar = Progress(TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                   console=err_console, disable=as_json)  # fmt: skip
+    with bar:
+        task = bar.add_task("index", total=total or None)
+        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=lambda n: bar.update(task, completed=n))
+    if as_json:
+        _emit_json(meta)
+        return
+    table = Table(title=f"encodr index → {meta['path']}")
+    table.add_column("field")
+    table.add_column("value")
+    for key in ("model", "pooling", "dimension", "index_type", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds"):
+        table.add_row(key, str(meta[key]))
+    out_console.print(table)
+
+
+@app.command()
+def search(
+    query: Optional[str] = typer.Argument(None, help="The query; without it, one query a line from stdin."),
+    index: Path = typer.Option(..., "--index", "-i", help="Index directory."),
+    k: int = typer.Option(10, "-k", min=1, help="Results per query."),
+    lang: Optional[str] = typer.Option(None, help="Query language (for --pcr indexes)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Must match the index's model."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Nearest texts in an index: rank, score, text, source:line."""
+    from .search import Searcher
+
+    searcher = Searcher(index, model)
+    queries = [query] if query is not None else [line.strip() for line in sys.stdin if line.strip()]
+    if not queries:
+        raise EncodrError("no query given; pass QUERY or one query a line on stdin")
+    results = searcher.search(queries, k, lang)
+    if as_json:
+        payload = [{"query": q, "hits": [h.to_dict() for h in hits]} for q, hits in zip(queries, results)]
+        _emit_json(payload[0] if query is not None else payload)
+        return
+    for q, hits in zip(queries, results):
+        table = Table(title=f"{q}")
+        for col, just in (("rank", "right"), ("score", "right"), ("text", "left"), ("source", "left")):
+            table.add_column(col, justify=just)
+        for h in hits:
+            table.add_row(str(h.rank), f"{h.score:.3f}", h.text, f"{Path(h.source).name}:{h.line}")
+        out_console.print(table)
+
+
+@app.command()
+def indexes(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List the indexes in the workspace ($ENCODR_HOME/indexes)."""
+    from .index import list_indexes
+
+    rows = list_indexes()
+    if as_json:
+        _emit_json(rows)
+        return
+    table = Table(title="indexes")
+    for col in ("path", "model", "index_type", "count", "pcr", "languages"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*[str(r.get(c, r.get("error", ""))) for c in ("path", "model", "index_type", "count", "pcr", "languages")])
+    out_console.print(table)
+
+
+@app.command()
+def tui(index: Optional[Path] = typer.Option(None, "--index", "-i", help="Index to open (default: pick one).")) -> None:
+    """Interactive terminal UI: search, compare two texts, pick indexes, models and runs."""
+    from .tui import EncodrApp
+
+    if index is not None:
+        from .index import Index
+
+        Index.open(index)  # report a broken index here, as a one-line error
+    EncodrApp(index).run()
+
+
 @app.command()
 def models(as_json: bool = typer.Option(False, "--json")) -> None:
     """List model aliases and the models in the local Hugging Face cache."""

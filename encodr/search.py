@@ -1,0 +1,87 @@
+"""Search over an index: the core that ``encodr search`` and the TUI share.
+
+text → model (:class:`~encodr.models.Encoder`) → vector → PCR (optional) → FAISS → rows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import EncodrError
+from .index import Index, fingerprint
+from .models import Encoder, load_encoder
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: rank (1-based), cosine score, the text and where it came from."""
+
+    rank: int
+    score: float
+    text: str
+    source: str
+    line: int
+    id: int
+    lang: str | None = None
+    ext_id: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Searcher:
+    """An opened index plus the model it was built with.
+
+    Args:
+        index_dir: the index directory.
+        model: optional model spec; refused unless its weights match the index's model.
+
+    Raises:
+        EncodrError: the index cannot be opened (see :meth:`Index.open`), or ``model``
+            differs from the index's model.
+    """
+
+    def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | None = None):
+        self.index = Index.open(index_dir)
+        meta = self.index.meta
+        self.encoder = encoder or load_encoder(model or meta["model"])
+        if fingerprint(self.encoder) != meta["fingerprint"]:
+            raise EncodrError(
+                f"model '{model or meta['model']}' is not the model index {index_dir} was built with "
+                f"({meta['model']}, pooling {meta['pooling']}); search it without --model, or rebuild the index"
+            )
+        self.last_ms = 0.0
+
+    def search(self, queries: list[str], k: int = 10, lang: str | None = None) -> list[list[Hit]]:
+        """Top-k hits for each query (cosine, highest first); sets ``last_ms``."""
+        started = time.perf_counter()
+        vectors = self.index.prepare_queries(self.encoder.encode(queries), lang)
+        scores, ids = self.index.search(vectors, k)
+        rows = self.index.rows(np.unique(ids))
+        results = []
+        for qs, qi in zip(scores, ids):
+            hits = []
+            for score, i in zip(qs, qi):
+                if i < 0:
+                    continue
+                r = rows[int(i)]
+                hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"]))
+            results.append(hits)
+        self.last_ms = (time.perf_counter() - started) * 1000
+        return results
+
+    def compare(self, a: str, b: str, k: int = 5, lang: str | None = None) -> dict:
+        """Cosine similarity of two texts and each one's nearest neighbours in the index."""
+        va, vb = self.encoder.encode([a, b])
+        near = self.search([a, b], k, lang)
+        return {"cosine": float(va @ vb), "a": a, "b": b, "neighbours_a": near[0], "neighbours_b": near[1]}
+
+
+def similarity(encoder: Encoder, a: str, b: str) -> float:
+    """Cosine similarity of two texts under ``encoder`` (no index needed)."""
+    va, vb = encoder.encode([a, b])
+    return float(va @ vb)

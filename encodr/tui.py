@@ -1,0 +1,233 @@
+"""``encodr tui``: a Textual app over the same core as the CLI (:class:`encodr.search.Searcher`,
+:func:`encodr.index.list_indexes`, :func:`encodr.models.list_models`,
+:func:`encodr.registry.runs`). It holds presentation only, no logic of its own.
+
+Keys: F1 help · Ctrl+1..3 or the tabs: Search, Compare, Workspace · Enter searches at once ·
+Ctrl+Q quits. Results update as you type (debounced).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from textual import on, work
+from textual.worker import get_current_worker
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Header, Input, Markdown, Static, TabbedContent, TabPane
+
+from .errors import EncodrError
+
+HELP = """\
+# encodr — keys
+
+| key | action |
+|---|---|
+| F1 | this help (Esc closes it) |
+| Ctrl+1 / Ctrl+2 / Ctrl+3 | Search / Compare / Workspace tab |
+| typing in the query box | search as you type (debounced) |
+| Enter | search now |
+| Enter on an index in Workspace | open that index |
+| Ctrl+Q | quit |
+"""
+
+
+def score_bar(score: float, width: int = 10) -> str:
+    """A bar of ``width`` cells for a cosine in [0, 1] (negative scores show empty)."""
+    filled = max(0, min(width, round(score * width)))
+    return "█" * filled + "·" * (width - filled)
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Close")]
+
+    def compose(self) -> ComposeResult:
+        yield Markdown(HELP, id="help")
+
+
+class EncodrApp(App):
+    """The encodr terminal UI."""
+
+    TITLE = "encodr"
+    CSS = """
+    #query, #text-a, #text-b { margin: 0 1; }
+    #cosine { padding: 0 2; height: 3; content-align: left middle; text-style: bold; }
+    #status { dock: bottom; height: 1; background: $boost; padding: 0 1; }
+    #help { margin: 2 8; padding: 1 2; border: round $accent; background: $panel; }
+    .pane-title { padding: 0 1; text-style: bold; }
+    """
+    BINDINGS = [
+        Binding("f1", "help", "Help"),
+        Binding("ctrl+1", "tab('search')", "Search"),
+        Binding("ctrl+2", "tab('compare')", "Compare"),
+        Binding("ctrl+3", "tab('workspace')", "Workspace"),
+        Binding("ctrl+q", "quit", "Quit"),
+    ]
+
+    def __init__(self, index_dir: str | Path | None = None, k: int = 10, debounce: float = 0.25, searcher=None):
+        super().__init__()
+        self.index_dir = Path(index_dir) if index_dir else None
+        self.k = k
+        self.debounce = debounce
+        self.searcher = searcher
+        self.searches = 0  # result sets shown
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(initial="search"):
+            with TabPane("Search", id="search"):
+                yield Input(placeholder="type a query…", id="query")
+                yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
+            with TabPane("Compare", id="compare"):
+                yield Input(placeholder="text A", id="text-a")
+                yield Input(placeholder="text B (Enter to compare)", id="text-b")
+                yield Static("cosine: –", id="cosine")
+                with Horizontal():
+                    with Vertical():
+                        yield Static("nearest to A", classes="pane-title")
+                        yield DataTable(id="near-a", zebra_stripes=True)
+                    with Vertical():
+                        yield Static("nearest to B", classes="pane-title")
+                        yield DataTable(id="near-b", zebra_stripes=True)
+            with TabPane("Workspace", id="workspace"):
+                yield Static("indexes (Enter opens)", classes="pane-title")
+                yield DataTable(id="indexes", cursor_type="row")
+                yield Static("models", classes="pane-title")
+                yield DataTable(id="models")
+                yield Static("runs", classes="pane-title")
+                yield DataTable(id="runs")
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#results", DataTable).add_columns("rank", "score", "", "text", "source")
+        for table_id in ("#near-a", "#near-b"):
+            self.query_one(table_id, DataTable).add_columns("rank", "score", "text")
+        self.refresh_workspace()
+        if self.searcher is not None:
+            self.update_status()
+        elif self.index_dir is not None:
+            self.open_index(self.index_dir)
+        else:
+            self.set_status("no index open: pick one in Workspace (Ctrl+3), or start with encodr tui --index DIR")
+        self.query_one("#query", Input).focus()
+
+    # ── workspace ────────────────────────────────────────────────────────────
+    def refresh_workspace(self) -> None:
+        from .index import list_indexes
+        from .models import list_models
+        from .registry import runs
+
+        indexes = self.query_one("#indexes", DataTable)
+        indexes.clear(columns=True)
+        indexes.add_columns("path", "model", "type", "count", "pcr")
+        for row in list_indexes():
+            indexes.add_row(row["path"], row.get("model", "?"), row.get("index_type", "?"), str(row.get("count", "?")), str(row.get("pcr", "")), key=row["path"])
+        models = self.query_one("#models", DataTable)
+        models.clear(columns=True)
+        models.add_columns("name", "source", "path")
+        for row in list_models():
+            models.add_row(row["name"], row["source"], row["path"] or "(not installed)")
+        table = self.query_one("#runs", DataTable)
+        table.clear(columns=True)
+        table.add_columns("id", "created", "model", "recipe", "strings", "out")
+        for row in runs(limit=20):
+            table.add_row(str(row["id"]), row["created"], row["model"], str(row.get("recipe_name", "")), str(row.get("strings", "")), row.get("out", ""))
+
+    @on(DataTable.RowSelected, "#indexes")
+    def pick_index(self, event: DataTable.RowSelected) -> None:
+        self.open_index(Path(str(event.row_key.value)))
+        self.query_one(TabbedContent).active = "search"
+
+    @work(thread=True, exclusive=True, group="open")
+    def open_index(self, path: Path) -> None:
+        from .search import Searcher
+
+        self.call_from_thread(self.set_status, f"opening {path} …")
+        try:
+            searcher = Searcher(path)
+        except EncodrError as exc:
+            self.call_from_thread(self.set_status, f"error: {exc}")
+            return
+        self.searcher = searcher
+        self.index_dir = path
+        self.call_from_thread(self.update_status)
+
+    # ── search ───────────────────────────────────────────────────────────────
+    @on(Input.Changed, "#query")
+    def query_changed(self, event: Input.Changed) -> None:
+        self.run_search(event.value, self.debounce)
+
+    @on(Input.Submitted, "#query")
+    def query_submitted(self, event: Input.Submitted) -> None:
+        self.run_search(event.value, 0.0)
+
+    @work(thread=True, exclusive=True, group="search")
+    def run_search(self, query: str, delay: float) -> None:
+        """Debounced search: a newer keystroke cancels this worker before it searches."""
+        worker = get_current_worker()
+        if delay:
+            time.sleep(delay)
+        if worker.is_cancelled or self.searcher is None or not query.strip():
+            return
+        hits = self.searcher.search([query], self.k)[0]
+        if not worker.is_cancelled:
+            self.call_from_thread(self.show_hits, query, hits)
+
+    def show_hits(self, query: str, hits) -> None:
+        if query != self.query_one("#query", Input).value:
+            return  # a stale answer for an older query
+        self.searches += 1
+        table = self.query_one("#results", DataTable)
+        table.clear()
+        for h in hits:
+            table.add_row(str(h.rank), f"{h.score:.3f}", score_bar(h.score), h.text, f"{Path(h.source).name}:{h.line}")
+        self.update_status()
+
+    # ── compare ──────────────────────────────────────────────────────────────
+    @on(Input.Submitted, "#text-a, #text-b")
+    def compare_submitted(self) -> None:
+        a = self.query_one("#text-a", Input).value
+        b = self.query_one("#text-b", Input).value
+        if a.strip() and b.strip():
+            self.run_compare(a, b)
+
+    @work(thread=True, exclusive=True, group="compare")
+    def run_compare(self, a: str, b: str) -> None:
+        if self.searcher is None:
+            self.call_from_thread(self.set_status, "open an index first (Workspace, Ctrl+3)")
+            return
+        result = self.searcher.compare(a, b, k=5)
+        self.call_from_thread(self.show_compare, result)
+
+    def show_compare(self, result: dict) -> None:
+        self.query_one("#cosine", Static).update(f"cosine: {result['cosine']:.3f}  {score_bar(result['cosine'], 20)}")
+        for table_id, hits in (("#near-a", result["neighbours_a"]), ("#near-b", result["neighbours_b"])):
+            table = self.query_one(table_id, DataTable)
+            table.clear()
+            for h in hits:
+                table.add_row(str(h.rank), f"{h.score:.3f}", h.text)
+        self.update_status()
+
+    # ── chrome ───────────────────────────────────────────────────────────────
+    def set_status(self, text: str) -> None:
+        self.query_one("#status", Static).update(text)
+
+    def update_status(self) -> None:
+        s = self.searcher
+        if s is None:
+            return
+        meta = s.index.meta
+        self.set_status(
+            f"model {meta['model']} ({meta['pooling']}) · index {s.index.path.name}: {len(s.index):,} texts, {meta['index_type']}"
+            f"{' + PCR' if meta.get('pcr') else ''} · last query {s.last_ms:.1f} ms"
+        )
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_tab(self, name: str) -> None:
+        self.query_one(TabbedContent).active = name

@@ -1,0 +1,142 @@
+"""encodr index / search: build, search, --add, PCR, crash safety, broken indexes."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from encodr.errors import EncodrError
+from encodr.index import Index, build, read_records
+from encodr.search import Searcher
+
+TEXTS = [f"sentence number {i} about {topic}" for i, topic in enumerate(["cats", "dogs", "stocks", "rain", "music", "chess"] * 5)]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    f = tmp_path / "corpus.txt"
+    f.write_text("\n".join(TEXTS[:20]) + "\n\n" + TEXTS[0] + "\n")
+    return f
+
+
+@pytest.fixture
+def built(corpus, tiny_model, tmp_path):
+    out = tmp_path / "idx"
+    build([str(corpus)], str(tiny_model), out)
+    return out
+
+
+def test_build_dedups_and_finds_each_text_first(built, tiny_model):
+    s = Searcher(built)
+    assert len(s.index) == 20 and s.index.meta["index_type"] == "flat"
+    hits = s.search(TEXTS[:20], k=3)
+    assert [h[0].text for h in hits] == TEXTS[:20]
+    assert all(abs(h[0].score - 1.0) < 1e-4 for h in hits)
+    assert hits[3][0].line == 4 and hits[3][0].source.endswith("corpus.txt")
+    assert [h.rank for h in hits[0]] == [1, 2, 3]
+    assert hits[0][0].score >= hits[0][1].score >= hits[0][2].score
+
+
+def test_tsv_corpus_with_id_and_lang(tmp_path, tiny_model):
+    f = tmp_path / "c.tsv"
+    f.write_text("id\ttext\tlang\na1\thola mundo\tspa\na2\thello world\teng\n")
+    recs = list(read_records(f))
+    assert [(r.ext_id, r.text, r.lang, r.line) for r in recs] == [("a1", "hola mundo", "spa", 2), ("a2", "hello world", "eng", 3)]
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("id\tsentence\n1\tx\n")
+    with pytest.raises(EncodrError, match="needs a header with a 'text' column"):
+        list(read_records(bad))
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_approximate_index_types(corpus, tiny_model, tmp_path, kind):
+    meta = build([str(corpus)], str(tiny_model), tmp_path / kind, index_type=kind)
+    assert meta["index_type"] == kind and meta["count"] == 20
+    assert Searcher(tmp_path / kind).search([TEXTS[5]], k=1)[0][0].text == TEXTS[5]
+
+
+def test_add_appends_and_stores_a_text_once(built, tiny_model, tmp_path):
+    more = tmp_path / "more.txt"
+    more.write_text("\n".join(TEXTS[15:30]))
+    meta = build([str(more)], None, built, add=True)
+    assert meta["added"] == 10 and meta["skipped_duplicates"] == 5 and meta["count"] == 30
+    assert Searcher(built).search([TEXTS[29]], k=1)[0][0].text == TEXTS[29]
+
+
+def test_other_model_is_refused(built, tmp_path):
+    with pytest.raises(EncodrError, match="is not the model index .* was built with"):
+        Searcher(built, "minilm")
+
+
+def test_pcr_removes_a_direction_per_language(tmp_path, tiny_model):
+    f = tmp_path / "c.tsv"
+    rows = [f"{i}\t{t}\t{'spa' if i % 2 else 'eng'}" for i, t in enumerate(TEXTS)]
+    f.write_text("id\ttext\tlang\n" + "\n".join(rows) + "\n")
+    build([str(f)], str(tiny_model), tmp_path / "p", pcr=True)
+    index = Index.open(tmp_path / "p")
+    assert set(index.components) == {"eng", "spa"}
+    u = index.components["eng"]
+    stored = index.vectors_of([i for i in range(len(TEXTS)) if i % 2 == 0])
+    assert np.abs(stored @ u).max() < 1e-4  # the component is gone from that language's vectors
+    s = Searcher(tmp_path / "p")
+    assert s.search([TEXTS[2]], k=1, lang="eng")[0][0].text == TEXTS[2]
+    with pytest.raises(EncodrError, match="no principal component for language 'deu'"):
+        s.search(["x"], lang="deu")
+
+
+def test_broken_indexes_are_named(built):
+    (built / "index.json").write_text(json.dumps({**json.loads((built / "index.json").read_text()), "count": 99}))
+    with pytest.raises(EncodrError, match="inconsistent: vectors.faiss has 20 vectors, texts.db 20 texts, index.json says 99"):
+        Index.open(built)
+    (built / "vectors.faiss").write_bytes(b"garbage")
+    with pytest.raises(EncodrError, match="vectors.faiss is corrupted"):
+        Index.open(built)
+    (built / "texts.db").unlink()
+    with pytest.raises(EncodrError, match="is missing texts.db"):
+        Index.open(built)
+
+
+def test_broken_index_cli_message(built, capsys, monkeypatch):
+    with sqlite3.connect(built / "texts.db") as db:
+        db.execute("delete from texts where id = 3")
+    code, _, err = run_cli(["search", "cats", "--index", str(built)], capsys, monkeypatch)
+    assert code == 2 and "inconsistent" in err and "texts.db 19 texts" in err and "Traceback" not in err
+
+
+def test_search_cli_json_and_stdin(built, capsys, monkeypatch):
+    code, out, _ = run_cli(["search", TEXTS[2], "--index", str(built), "-k", "2", "--json"], capsys, monkeypatch)
+    data = json.loads(out)
+    assert code == 0 and data["hits"][0]["text"] == TEXTS[2] and len(data["hits"]) == 2
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO(f"{TEXTS[1]}\n\n{TEXTS[4]}\n"))
+    code, out, _ = run_cli(["search", "--index", str(built), "--json", "-k", "1"], capsys, monkeypatch)
+    assert [q["hits"][0]["text"] for q in json.loads(out)] == [TEXTS[1], TEXTS[4]]
+
+
+def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path):
+    before = [[h.text for h in hits] for hits in Searcher(built).search(TEXTS[:5], k=5)]
+    big = tmp_path / "big.txt"
+    big.write_text("\n".join(f"new text {i} with some words" for i in range(200_000)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "encodr", "index", str(big), "--out", str(built), "--add", "--batch-size", "64"],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    # wait until the temporary copy exists, i.e. --add is mid-way, then kill it hard
+    parent = built.parent
+    while not any(p.name.startswith(".idx.tmp-") and (p / "texts.db").exists() for p in parent.iterdir()):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        os.sched_yield()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    after = [[h.text for h in hits] for hits in Searcher(built).search(TEXTS[:5], k=5)]
+    assert after == before and len(Index.open(built)) == 20
+    # the next run sweeps the dead run's temporary directory
+    more = tmp_path / "m.txt"
+    more.write_text("one more text\n")
+    assert build([str(more)], None, built, add=True)["count"] == 21
+    assert not any(p.name.startswith(".idx.tmp-") for p in parent.iterdir())

@@ -1,0 +1,68 @@
+"""The Textual app, driven by its pilot: type a query, read the results table."""
+
+import pytest
+
+from encodr.index import build
+from encodr.search import Searcher
+from encodr.tui import EncodrApp, score_bar
+
+TEXTS = ["the cat sat on the mat", "stock markets fell sharply", "it rained all day in london", "a dog chased the cat"]
+
+
+@pytest.fixture
+def searcher(tmp_path, tiny_model):
+    f = tmp_path / "c.txt"
+    f.write_text("\n".join(TEXTS))
+    build([str(f)], str(tiny_model), tmp_path / "idx")
+    return Searcher(tmp_path / "idx")
+
+
+def test_score_bar():
+    assert score_bar(0.5) == "█████·····" and score_bar(-0.2) == "··········" and score_bar(1.0, 4) == "████"
+
+
+async def test_typing_a_query_fills_the_results_table(searcher):
+    app = EncodrApp(searcher=searcher, debounce=0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#query")
+        await pilot.press(*"stock markets fell sharply")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.query_one("#results")
+        assert table.row_count == 4
+        first = table.get_row_at(0)
+        assert first[0] == "1" and first[3] == "stock markets fell sharply" and first[4] == "c.txt:2"
+        assert "4 texts" in str(app.query_one("#status").render())
+
+
+async def test_enter_searches_and_compare_view(searcher):
+    app = EncodrApp(searcher=searcher, debounce=0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#query")
+        await pilot.press(*"it rained all day in london", "enter")  # a tiny random model: exact text ranks first
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.searches >= 1
+        assert app.query_one("#results").get_row_at(0)[3] == "it rained all day in london"
+        await pilot.press("ctrl+2")
+        app.query_one("#text-a").value = "the cat sat on the mat"
+        app.query_one("#text-b").value = "the cat sat on the mat"
+        await pilot.click("#text-b")
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "cosine: 1.000" in str(app.query_one("#cosine").render())
+        assert app.query_one("#near-a").get_row_at(0)[2] == "the cat sat on the mat"
+
+
+async def test_help_screen_and_workspace(searcher, tmp_path):
+    app = EncodrApp(searcher=searcher)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("f1")
+        await pilot.pause()
+        assert "Ctrl+Q" in app.screen.query_one("#help").source
+        await pilot.press("escape")
+        await pilot.press("ctrl+3")
+        await pilot.pause()
+        assert app.query_one("#models").get_row_at(0)[0] == "minilm"
