@@ -2,7 +2,7 @@
 :func:`encodr.index.list_indexes`, :func:`encodr.models.list_models`,
 :func:`encodr.registry.runs`). It holds presentation only, no logic of its own.
 
-Keys: F1 help · Ctrl+1..3 or the tabs: Search, Compare, Workspace · Enter searches at once ·
+Keys: F1 help · F2/F3/F4 or the tabs: Search, Compare, Workspace · Enter searches at once ·
 Ctrl+Q quits. Results update as you type (debounced).
 """
 
@@ -27,7 +27,7 @@ HELP = """\
 | key | action |
 |---|---|
 | F1 | this help (Esc closes it) |
-| Ctrl+1 / Ctrl+2 / Ctrl+3 | Search / Compare / Workspace tab |
+| F2 / F3 / F4 | Search / Compare / Workspace tab |
 | typing in the query box | search as you type (debounced) |
 | Enter | search now |
 | Enter on an index in Workspace | open that index |
@@ -61,9 +61,9 @@ class EncodrApp(App):
     """
     BINDINGS = [
         Binding("f1", "help", "Help"),
-        Binding("ctrl+1", "tab('search')", "Search"),
-        Binding("ctrl+2", "tab('compare')", "Compare"),
-        Binding("ctrl+3", "tab('workspace')", "Workspace"),
+        Binding("f2", "show_tab('search')", "Search"),
+        Binding("f3", "show_tab('compare')", "Compare"),
+        Binding("f4", "show_tab('workspace')", "Workspace"),
         Binding("ctrl+q", "quit", "Quit"),
     ]
 
@@ -112,7 +112,7 @@ class EncodrApp(App):
         elif self.index_dir is not None:
             self.open_index(self.index_dir)
         else:
-            self.set_status("no index open: pick one in Workspace (Ctrl+3), or start with encodr tui --index DIR")
+            self.set_status("no index open: pick one in Workspace (F4), or start with encodr tui --index DIR")
         self.query_one("#query", Input).focus()
 
     # ── workspace ────────────────────────────────────────────────────────────
@@ -140,7 +140,7 @@ class EncodrApp(App):
     @on(DataTable.RowSelected, "#indexes")
     def pick_index(self, event: DataTable.RowSelected) -> None:
         self.open_index(Path(str(event.row_key.value)))
-        self.query_one(TabbedContent).active = "search"
+        self.action_show_tab("search")
 
     @work(thread=True, exclusive=True, group="open")
     def open_index(self, path: Path) -> None:
@@ -188,8 +188,9 @@ class EncodrApp(App):
         self.update_status()
 
     # ── compare ──────────────────────────────────────────────────────────────
-    @on(Input.Submitted, "#text-a, #text-b")
-    def compare_submitted(self) -> None:
+    @on(Input.Submitted, "#text-a")
+    @on(Input.Submitted, "#text-b")
+    def compare_submitted(self, event: Input.Submitted) -> None:
         a = self.query_one("#text-a", Input).value
         b = self.query_one("#text-b", Input).value
         if a.strip() and b.strip():
@@ -198,7 +199,7 @@ class EncodrApp(App):
     @work(thread=True, exclusive=True, group="compare")
     def run_compare(self, a: str, b: str) -> None:
         if self.searcher is None:
-            self.call_from_thread(self.set_status, "open an index first (Workspace, Ctrl+3)")
+            self.call_from_thread(self.set_status, "open an index first (Workspace, F4)")
             return
         result = self.searcher.compare(a, b, k=5)
         self.call_from_thread(self.show_compare, result)
@@ -229,5 +230,7 @@ class EncodrApp(App):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
-    def action_tab(self, name: str) -> None:
+    def action_show_tab(self, name: str) -> None:
         self.query_one(TabbedContent).active = name
+        # focus moves into the pane: TabbedContent follows the focused widget's pane
+        self.query_one(f"#{name}").query("Input, DataTable").first().focus()

@@ -45,7 +45,7 @@ async def test_enter_searches_and_compare_view(searcher):
         await pilot.pause()
         assert app.searches >= 1
         assert app.query_one("#results").get_row_at(0)[3] == "it rained all day in london"
-        await pilot.press("ctrl+2")
+        await pilot.press("f3")
         app.query_one("#text-a").value = "the cat sat on the mat"
         app.query_one("#text-b").value = "the cat sat on the mat"
         await pilot.click("#text-b")
@@ -63,6 +63,6 @@ async def test_help_screen_and_workspace(searcher, tmp_path):
         await pilot.pause()
         assert "Ctrl+Q" in app.screen.query_one("#help").source
         await pilot.press("escape")
-        await pilot.press("ctrl+3")
+        await pilot.press("f4")
         await pilot.pause()
         assert app.query_one("#models").get_row_at(0)[0] == "minilm"
