@@ -35,6 +35,11 @@ HELP = """\
 """
 
 
+def clip(text: str, width: int = 90) -> str:
+    """``text`` cut to ``width`` characters with an ellipsis."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def score_bar(score: float, width: int = 10) -> str:
     """A bar of ``width`` cells for a cosine in [0, 1] (negative scores show empty)."""
     filled = max(0, min(width, round(score * width)))
@@ -55,7 +60,8 @@ class EncodrApp(App):
     CSS = """
     #query, #text-a, #text-b { margin: 0 1; }
     #cosine { padding: 0 2; height: 3; content-align: left middle; text-style: bold; }
-    #status { dock: bottom; height: 1; background: $boost; padding: 0 1; }
+    TabbedContent { height: 1fr; }
+    #status { height: 1; background: $boost; padding: 0 1; }
     #help { margin: 2 8; padding: 1 2; border: round $accent; background: $panel; }
     .pane-title { padding: 0 1; text-style: bold; }
     """
@@ -184,7 +190,7 @@ class EncodrApp(App):
         table = self.query_one("#results", DataTable)
         table.clear()
         for h in hits:
-            table.add_row(str(h.rank), f"{h.score:.3f}", score_bar(h.score), h.text, f"{Path(h.source).name}:{h.line}")
+            table.add_row(str(h.rank), f"{h.score:.3f}", score_bar(h.score), clip(h.text, 80), f"{Path(h.source).name}:{h.line}")
         self.update_status()
 
     # ── compare ──────────────────────────────────────────────────────────────
@@ -210,7 +216,7 @@ class EncodrApp(App):
             table = self.query_one(table_id, DataTable)
             table.clear()
             for h in hits:
-                table.add_row(str(h.rank), f"{h.score:.3f}", h.text)
+                table.add_row(str(h.rank), f"{h.score:.3f}", clip(h.text, 60))
         self.update_status()
 
     # ── chrome ───────────────────────────────────────────────────────────────

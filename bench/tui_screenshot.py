@@ -1,0 +1,40 @@
+"""Save a screenshot of ``encodr tui`` searching an index (SVG, via Textual's pilot).
+
+    python bench/tui_screenshot.py --index DIR --query "heart disease treatment" --out docs/tui.svg
+    rsvg-convert docs/tui.svg -o docs/tui.png      # Debian package librsvg2-bin
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from encodr.search import Searcher
+from encodr.tui import EncodrApp
+
+
+async def shoot(index: Path, query: str, out: Path) -> None:
+    app = EncodrApp(searcher=Searcher(index), debounce=0.0)
+    async with app.run_test(size=(130, 24)) as pilot:
+        await pilot.click("#query")
+        await pilot.press(*query)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        app.save_screenshot(filename=out.name, path=str(out.parent))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index", type=Path, required=True)
+    parser.add_argument("--query", default="heart disease treatment")
+    parser.add_argument("--out", type=Path, default=Path("docs/tui.svg"))
+    args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    asyncio.run(shoot(args.index, args.query, args.out))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
