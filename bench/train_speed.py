@@ -41,19 +41,12 @@ def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str) ->
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     if kind == "encodr":
-        from encodr.losses import LOSSES
         from encodr.models import load_encoder
-        from encodr.train import fit, mirror_batches, tokenize
+        from encodr.train import fit, mirror_batches, mirror_loss, tokenize
 
         enc = load_encoder("minilm", recipe.pooling, recipe.raw_pooling, recipe.max_length, device)
         ids, _ = tokenize(enc.tokenizer, strings, recipe.max_length)
-        loss_fn = LOSSES[recipe.loss](recipe.temperature)
-
-        def compute_loss(module, features):
-            emb = module(features)["sentence_embedding"]
-            return loss_fn(emb[: len(emb) // 2], emb[len(emb) // 2 :])
-
-        fit(enc.st, mirror_batches(enc.tokenizer, ids, recipe), compute_loss, recipe, steps, device,
+        fit(enc.st, mirror_batches(enc.tokenizer, ids, recipe), mirror_loss(recipe), recipe, steps, device,
             progress=False, on_step=lambda s, l: times.append(time.perf_counter()), max_steps=steps)  # fmt: skip
     else:
         from st_baseline import train_st_equivalent

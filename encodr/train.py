@@ -108,6 +108,21 @@ def mirror_batches(tokenizer, ids: Sequence[Sequence[int]], recipe: Recipe) -> C
     return epoch
 
 
+def mirror_loss(recipe: Recipe) -> Callable[[torch.nn.Module, dict], torch.Tensor]:
+    """``(model, features) → loss`` for batches from :func:`mirror_batches`: embeds the 2n
+    rows and applies the recipe's loss (Mirror-BERT Eq. 1) to (plain views, masked views)."""
+    from .losses import LOSSES
+
+    loss_fn = LOSSES[recipe.loss](recipe.temperature)
+
+    def compute(module: torch.nn.Module, features: dict) -> torch.Tensor:
+        emb = module(features)["sentence_embedding"]
+        half = emb.shape[0] // 2
+        return loss_fn(emb[:half], emb[half:])
+
+    return compute
+
+
 def steps_per_epoch(n: int, batch_size: int) -> int:
     """Optimizer steps in one epoch of n strings (a last batch of one is dropped)."""
     full, rest = divmod(n, batch_size)

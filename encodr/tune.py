@@ -15,11 +15,10 @@ from . import registry
 from .augment import add_drophead, set_dropout
 from .corpus import Corpus, default_corpus, read_corpus
 from .errors import EncodrError
-from .losses import LOSSES
 from .models import load_encoder, pick_device
 from .outputs import atomic_dir, check_target
 from .recipes import Recipe
-from .train import TrainResult, fit, mirror_batches, steps_per_epoch, tokenize
+from .train import TrainResult, fit, mirror_batches, mirror_loss, steps_per_epoch, tokenize
 
 MIN_STRINGS = 2  # InfoNCE needs at least one in-batch negative
 
@@ -96,19 +95,12 @@ def run_tune(
 
     set_dropout(encoder.transformer, recipe.dropout)
     hooks = add_drophead(encoder.transformer, recipe.drophead) if recipe.drophead > 0 else []
-    loss_fn = LOSSES[recipe.loss](recipe.temperature)
-
-    def compute_loss(module, features):
-        emb = module(features)["sentence_embedding"]
-        half = emb.shape[0] // 2
-        return loss_fn(emb[:half], emb[half:])
-
     total = steps_per_epoch(n, recipe.batch_size) * recipe.epochs
     started = time.time()
     with atomic_dir(out, overwrite) as tmp:
         try:
             result: TrainResult = fit(
-                encoder.st, mirror_batches(encoder.tokenizer, ids, recipe), compute_loss, recipe, total, device, progress, on_step
+                encoder.st, mirror_batches(encoder.tokenizer, ids, recipe), mirror_loss(recipe), recipe, total, device, progress, on_step
             )
         finally:
             for h in hooks:
