@@ -41,6 +41,8 @@ class Recipe:
         batch_size: distinct strings per step (the loss sees 2× as many views).
         lr: AdamW learning rate.
         weight_decay: AdamW weight decay.
+        max_grad_norm: clip the gradient's global L2 norm to this value before each step
+            (0: no clipping, as in the paper; the Hugging Face trainer uses 1.0).
         dropout: probability of every ``nn.Dropout`` in the encoder during training.
         drophead: probability of dropping a whole attention head (Zhou et al. 2020);
             0 disables it.
@@ -64,6 +66,7 @@ class Recipe:
     batch_size: int = 200
     lr: float = 2e-5
     weight_decay: float = 0.01
+    max_grad_norm: float = 0.0
     dropout: float = 0.1
     drophead: float = 0.0
     pooling: str = "auto"
@@ -108,6 +111,7 @@ def _check(key: str, value: Any) -> Any:
         "batch_size": lambda v: v < 2,
         "lr": lambda v: not 0 < v < 1,
         "weight_decay": lambda v: v < 0,
+        "max_grad_norm": lambda v: v < 0,
         "dropout": lambda v: not 0 <= v < 1,
         "drophead": lambda v: not 0 <= v < 1,
         "pooling": lambda v: v not in POOLINGS,
@@ -125,6 +129,7 @@ def _check(key: str, value: Any) -> Any:
             "batch_size": "an integer ≥ 2",
             "lr": "a number in (0, 1)",
             "weight_decay": "a number ≥ 0",
+            "max_grad_norm": "a number ≥ 0 (0: off)",
             "dropout": "a number in [0, 1)",
             "drophead": "a number in [0, 1)",
             "pooling": " | ".join(POOLINGS),

@@ -147,7 +147,7 @@ def fit(
             eval mode on return, also on error or Ctrl-C.
         epoch_batches: yields ``(examples, features)`` for one epoch given a generator.
         compute_loss: ``(module, features on device) → scalar loss``.
-        recipe: uses ``lr``, ``weight_decay``, ``epochs``, ``seed``, ``amp``.
+        recipe: uses ``lr``, ``weight_decay``, ``max_grad_norm``, ``epochs``, ``seed``, ``amp``.
         total_steps: steps over all epochs, for the progress bar.
         device: where to train; mixed precision only on CUDA (see :func:`mixed_precision`).
         progress: show a rich progress bar (loss, examples/s) on stderr.
@@ -200,6 +200,8 @@ def fit(
                     with accelerator.autocast():
                         loss = compute_loss(model, features)
                     accelerator.backward(loss)
+                    if recipe.max_grad_norm > 0:
+                        accelerator.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
                     optimizer.step()
                     optimizer.zero_grad(set_to_none=True)
                     step += 1
