@@ -50,12 +50,14 @@ def tune(
     batch_size: Optional[int] = typer.Option(None, help="Distinct strings per step (2× views)."),
     lr: Optional[float] = typer.Option(None, help="AdamW learning rate."),
     weight_decay: Optional[float] = typer.Option(None),
+    max_grad_norm: Optional[float] = typer.Option(None, help="Gradient clipping (0: off)."),
     dropout: Optional[float] = typer.Option(None),
     drophead: Optional[float] = typer.Option(None),
     pooling: Optional[str] = typer.Option(None, help="auto | cls | mean"),
     raw_pooling: Optional[str] = typer.Option(None, help="Pooling for a raw MLM: cls | mean"),
     seed: Optional[int] = typer.Option(None),
     amp: Optional[str] = typer.Option(None, help="auto | bf16 | fp16 | no (CUDA only)"),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Any recipe field as KEY=VALUE; repeatable."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ) -> None:
     """Fine-tune a base model with a Mirror-BERT recipe and save a SentenceTransformer."""
@@ -64,9 +66,14 @@ def tune(
 
     overrides = {
         "temperature": temperature, "span_mask": span_mask, "max_length": max_length, "epochs": epochs,
-        "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "dropout": dropout,
-        "drophead": drophead, "pooling": pooling, "raw_pooling": raw_pooling, "seed": seed, "amp": amp,
+        "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "max_grad_norm": max_grad_norm,
+        "dropout": dropout, "drophead": drophead, "pooling": pooling, "raw_pooling": raw_pooling, "seed": seed, "amp": amp,
     }  # fmt: skip
+    for item in set_ or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise EncodrError(f"--set takes KEY=VALUE, got '{item}'; e.g. --set temperature=0.05")
+        overrides[key.strip()] = value.strip()
     resolved = recipes.load(recipe, overrides)
     out = out or Path("encodr-runs") / f"{resolved.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     err_console.print(f"encodr: tuning {model} with recipe '{resolved.name}' → {out}", highlight=False)

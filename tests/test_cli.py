@@ -110,3 +110,12 @@ def test_recipes_and_runs_json(capsys, monkeypatch):
     assert code == 0 and {r["name"] for r in json.loads(out)} == {"word", "phrase", "sentence"}
     code, out, _ = run_cli(["runs", "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(out) == []
+
+
+def test_set_overrides_any_field_and_rejects_unknown_keys(capsys, monkeypatch, words_file):
+    code, _, err = run_cli(["tune", str(words_file), "--set", "colour=blue"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "unknown recipe key 'colour'")
+    code, _, err = run_cli(["tune", str(words_file), "--set", "span_mask"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "--set takes KEY=VALUE")
+    code, _, err = run_cli(["tune", str(words_file), "--set", "epochs=two"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "recipe key 'epochs' must be an int")
