@@ -10,7 +10,6 @@ with.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,18 +157,6 @@ class Encoder:
     def max_length(self, value: int) -> None:
         self.st.max_seq_length = int(value)
 
-    def forward(self, features: dict) -> "torch.Tensor":  # noqa: F821
-        """Embeddings with gradients for training.
-
-        Args:
-            features: ``input_ids``, ``attention_mask`` (and ``token_type_ids``), int64
-                tensors of shape (B, T) on the model's device.
-
-        Returns:
-            float tensor (B, d), L2-normalised.
-        """
-        return self.st(features)["sentence_embedding"]
-
     def encode(self, texts: Sequence[str], batch_size: int = 128, progress: bool = False) -> np.ndarray:
         """Encode texts for inference (eval mode, no gradients).
 
@@ -282,9 +269,3 @@ def list_models() -> list[dict]:
     except Exception:
         pass  # no cache directory yet
     return rows
-
-
-def describe(path: Path) -> dict:
-    """Metadata encodr wrote next to a tuned model (``encodr.json``), or ``{}``."""
-    meta = Path(path) / "encodr.json"
-    return json.loads(meta.read_text()) if meta.is_file() else {}
