@@ -34,6 +34,19 @@ def _emit_json(payload) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
 
 
+def _print_rows(title: str, rows: list[dict], columns: tuple[str, ...], as_json: bool, missing: str = "") -> None:
+    """A list of records as JSON (all fields) or as a table of ``columns``."""
+    if as_json:
+        _emit_json(rows)
+        return
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*[missing if r.get(c) is None else str(r[c]) for c in columns])
+    out_console.print(table)
+
+
 @app.command()
 def tune(
     file: Optional[str] = typer.Argument(None, help="UTF-8 text file, one string a line (default: the recipe's bundled data)."),
@@ -208,16 +221,7 @@ def indexes(as_json: bool = typer.Option(False, "--json")) -> None:
     """List the indexes in the workspace ($ENCODR_HOME/indexes)."""
     from .index import list_indexes
 
-    rows = list_indexes()
-    if as_json:
-        _emit_json(rows)
-        return
-    table = Table(title="indexes")
-    for col in ("path", "model", "index_type", "count", "pcr", "languages"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*[str(r.get(c, r.get("error", ""))) for c in ("path", "model", "index_type", "count", "pcr", "languages")])
-    out_console.print(table)
+    _print_rows("indexes", list_indexes(), ("path", "model", "index_type", "count", "pcr", "languages", "error"), as_json)
 
 
 @app.command()
@@ -237,16 +241,7 @@ def models(as_json: bool = typer.Option(False, "--json")) -> None:
     """List model aliases and the models in the local Hugging Face cache."""
     from .models import list_models
 
-    rows = list_models()
-    if as_json:
-        _emit_json(rows)
-        return
-    table = Table(title="models")
-    for col in ("name", "source", "description", "path"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["name"], r["source"], r["description"], r["path"] or "(not installed)")
-    out_console.print(table)
+    _print_rows("models", list_models(), ("name", "source", "description", "path"), as_json, missing="(not installed)")
 
 
 @app.command("recipes")
@@ -255,16 +250,8 @@ def list_recipes(as_json: bool = typer.Option(False, "--json")) -> None:
     from . import recipes
 
     rows = [recipes.load(name).to_dict() for name in recipes.available()]
-    if as_json:
-        _emit_json(rows)
-        return
-    table = Table(title="recipes")
-    cols = ("name", "temperature", "span_mask", "max_length", "epochs", "batch_size", "lr", "pooling", "default_data")
-    for col in cols:
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*[str(r[c]) for c in cols])
-    out_console.print(table)
+    columns = ("name", "temperature", "span_mask", "max_length", "epochs", "batch_size", "lr", "pooling", "default_data")
+    _print_rows("recipes", rows, columns, as_json)
 
 
 @app.command()
