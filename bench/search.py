@@ -12,12 +12,19 @@ Wikipedia sentences.
 4. End to end (encode the query with the bundled model + search + fetch rows): a warm query
    on the 17,534-sentence index, p50 / p99 over 200 queries.
 
+Searches run one query at a time on one FAISS thread, with OMP_WAIT_POLICY=PASSIVE, as
+``encodr search`` and the TUI do.
+
     python bench/search.py            # ≈ 10 min on 2 CPU cores (most of it encoding)
 
 Prints tables and writes bench/results/search.json.
 """
 
 from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `encodr search` and `encodr tui` do
 
 import argparse
 import csv

@@ -34,6 +34,14 @@ def _emit_json(payload) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
 
 
+def _interactive_threads() -> None:
+    """For query-at-a-time commands: idle OpenMP threads sleep instead of spinning, so torch and
+    FAISS do not steal each other's cores. Must run before torch or faiss is imported."""
+    import os
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def _print_rows(title: str, rows: list[dict], columns: tuple[str, ...], as_json: bool, missing: str = "") -> None:
     """A list of records as JSON (all fields) or as a table of ``columns``."""
     if as_json:
@@ -196,6 +204,7 @@ def search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Nearest texts in an index: rank, score, text, source:line."""
+    _interactive_threads()
     from .search import Searcher
 
     searcher = Searcher(index, model)
@@ -227,6 +236,7 @@ def indexes(as_json: bool = typer.Option(False, "--json")) -> None:
 @app.command()
 def tui(index: Optional[Path] = typer.Option(None, "--index", "-i", help="Index to open (default: pick one).")) -> None:
     """Interactive terminal UI: search, compare two texts, pick indexes, models and runs."""
+    _interactive_threads()
     from .tui import EncodrApp
 
     if index is not None:

@@ -46,6 +46,11 @@ class Searcher:
     """
 
     def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | None = None):
+        import faiss
+
+        # One query at a time gains nothing from FAISS threads, and two OpenMP pools (torch's and
+        # FAISS's) spinning in turn made a warm query 20× slower on 2 cores (bench/search.py).
+        faiss.omp_set_num_threads(1)
         self.index = Index.open(index_dir)
         meta = self.index.meta
         self.encoder = encoder or load_encoder(model or meta["model"])
