@@ -6,6 +6,10 @@
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `encodr tui` does
+
 import argparse
 import asyncio
 from pathlib import Path
@@ -15,7 +19,9 @@ from encodr.tui import EncodrApp
 
 
 async def shoot(index: Path, query: str, out: Path) -> None:
-    app = EncodrApp(searcher=Searcher(index), debounce=0.0)
+    searcher = Searcher(index)
+    searcher.search(["warm-up"], 10)  # the status line then shows a warm query's time
+    app = EncodrApp(searcher=searcher, debounce=0.0)
     async with app.run_test(size=(130, 24)) as pilot:
         await pilot.click("#query")
         await pilot.press(*query)
