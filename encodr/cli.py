@@ -42,6 +42,19 @@ def _interactive_threads() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+def _print_record(title: str, record: dict, keys: tuple[str, ...], as_json: bool) -> None:
+    """One record as JSON (all fields) or as a field/value table of ``keys``."""
+    if as_json:
+        _emit_json(record)
+        return
+    table = Table(title=title)
+    table.add_column("field")
+    table.add_column("value")
+    for key in keys:
+        table.add_row(key, str(record[key]))
+    out_console.print(table)
+
+
 def _print_rows(title: str, rows: list[dict], columns: tuple[str, ...], as_json: bool, missing: str = "") -> None:
     """A list of records as JSON (all fields) or as a table of ``columns``."""
     if as_json:
@@ -102,15 +115,8 @@ def tune(
         summary = run_tune(file, resolved, model, out, overwrite, device, limit, progress=True, warn=_warn)
     except KeyboardInterrupt:
         raise EncodrError(f"interrupted by Ctrl-C; nothing was written to {out}") from None
-    if as_json:
-        _emit_json(summary)
-        return
-    table = Table(title=f"encodr tune → {summary['out']}")
-    table.add_column("field")
-    table.add_column("value")
-    for key in ("base_model", "pooling", "data", "strings", "steps", "train_seconds", "examples_per_s", "final_loss", "precision", "device", "run_id"):
-        table.add_row(key, str(summary[key]))
-    out_console.print(table)
+    keys = ("base_model", "pooling", "data", "strings", "steps", "train_seconds", "examples_per_s", "final_loss", "precision", "device", "run_id")
+    _print_record(f"encodr tune → {summary['out']}", summary, keys, as_json)
 
 
 @app.command("eval")
@@ -183,15 +189,8 @@ def index_cmd(
     with bar:
         task = bar.add_task("index", total=total or None)
         meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=lambda n: bar.update(task, completed=n))
-    if as_json:
-        _emit_json(meta)
-        return
-    table = Table(title=f"encodr index → {meta['path']}")
-    table.add_column("field")
-    table.add_column("value")
-    for key in ("model", "pooling", "dimension", "index_type", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds"):
-        table.add_row(key, str(meta[key]))
-    out_console.print(table)
+    keys = ("model", "pooling", "dimension", "index_type", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
+    _print_record(f"encodr index → {meta['path']}", meta, keys, as_json)
 
 
 @app.command()
