@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from .errors import EncodrError
-from .outputs import atomic_dir
+from .outputs import atomic_dir, check_target
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
 FLAT_MAX = 50_000  # exact search up to this many vectors, HNSW above (unless --index-type)
@@ -300,6 +300,8 @@ def build(
         raise EncodrError(f"unknown index type '{index_type}'; choose one of {', '.join(INDEX_TYPES)}")
     if not files:
         raise EncodrError("no corpus file given; pass one or more text or TSV files")
+    if not add:
+        check_target(out, overwrite)
     for f in files:  # fail before any work
         next(iter(read_records(f)), None)
     old = Index.open(out) if add else None

@@ -140,3 +140,10 @@ def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path
     more.write_text("one more text\n")
     assert build([str(more)], None, built, add=True)["count"] == 21
     assert not any(p.name.startswith(".idx.tmp-") for p in parent.iterdir())
+
+
+def test_existing_index_needs_overwrite_and_bad_type_is_named(built, corpus, capsys, monkeypatch):
+    code, _, err = run_cli(["index", str(corpus), "--out", str(built)], capsys, monkeypatch)
+    assert code == 2 and "already exists; pass --overwrite" in err and "Traceback" not in err
+    code, _, err = run_cli(["index", str(corpus), "--out", str(built), "--index-type", "lsh", "--overwrite"], capsys, monkeypatch)
+    assert code == 2 and "unknown index type 'lsh'" in err
