@@ -110,8 +110,8 @@ def tune(
         overrides[key.strip()] = value.strip()
     resolved = recipes.load(recipe, overrides)
     out = out or Path("encodr-runs") / f"{resolved.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    err_console.print(f"encodr: tuning {model} with recipe '{resolved.name}' → {out}", highlight=False)
-    try:
+    try:  # from the first line printed on, Ctrl-C is reported as one line with exit status 2
+        err_console.print(f"encodr: tuning {model} with recipe '{resolved.name}' → {out}", highlight=False)
         summary = run_tune(file, resolved, model, out, overwrite, device, limit, progress=True, warn=_warn)
     except KeyboardInterrupt:
         raise EncodrError(f"interrupted by Ctrl-C; nothing was written to {out}") from None
