@@ -64,7 +64,13 @@ class Searcher:
     def search(self, queries: list[str], k: int = 10, lang: str | None = None) -> list[list[Hit]]:
         """Top-k hits for each query (cosine, highest first); sets ``last_ms``."""
         started = time.perf_counter()
-        vectors = self.index.prepare_queries(self.encoder.encode(queries), lang)
+        results = self._hits(self.encoder.encode(queries), k, lang)
+        self.last_ms = (time.perf_counter() - started) * 1000
+        return results
+
+    def _hits(self, query_vectors: np.ndarray, k: int, lang: str | None) -> list[list[Hit]]:
+        """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR)."""
+        vectors = self.index.prepare_queries(query_vectors, lang)
         scores, ids = self.index.search(vectors, k)
         rows = self.index.rows(np.unique(ids))
         results = []
@@ -76,17 +82,13 @@ class Searcher:
                 r = rows[int(i)]
                 hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"]))
             results.append(hits)
-        self.last_ms = (time.perf_counter() - started) * 1000
         return results
 
     def compare(self, a: str, b: str, k: int = 5, lang: str | None = None) -> dict:
-        """Cosine similarity of two texts and each one's nearest neighbours in the index."""
-        va, vb = self.encoder.encode([a, b])
-        near = self.search([a, b], k, lang)
-        return {"cosine": float(va @ vb), "a": a, "b": b, "neighbours_a": near[0], "neighbours_b": near[1]}
-
-
-def similarity(encoder: Encoder, a: str, b: str) -> float:
-    """Cosine similarity of two texts under ``encoder`` (no index needed)."""
-    va, vb = encoder.encode([a, b])
-    return float(va @ vb)
+        """Cosine similarity of two texts and each one's nearest neighbours in the index
+        (the two texts are encoded once, for both)."""
+        started = time.perf_counter()
+        vectors = self.encoder.encode([a, b])
+        near = self._hits(vectors, k, lang)
+        self.last_ms = (time.perf_counter() - started) * 1000
+        return {"cosine": float(vectors[0] @ vectors[1]), "a": a, "b": b, "neighbours_a": near[0], "neighbours_b": near[1]}
