@@ -20,7 +20,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="Turn pretrained masked language models into strong encoders (Mirror-BERT), and evaluate them.",
+    help="Turn pretrained masked language models into strong encoders (Mirror-BERT, Trans-Encoder), index and search text, evaluate.",
 )
 out_console = Console()
 err_console = Console(stderr=True)
@@ -71,8 +71,9 @@ def _print_rows(title: str, rows: list[dict], columns: tuple[str, ...], as_json:
 @app.command()
 def tune(
     file: Optional[str] = typer.Argument(None, help="UTF-8 text file, one string a line (default: the recipe's bundled data)."),
-    recipe: str = typer.Option("sentence", "--recipe", "-r", help="Bundled recipe (word, phrase, sentence) or a .yaml path."),
-    model: str = typer.Option("minilm", "--model", "-m", help="Base model: alias, local directory or Hub id."),
+    recipe: str = typer.Option("sentence", "--recipe", "-r", help="Bundled recipe (word, phrase, sentence, cross-encoder) or a .yaml path."),
+    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Base model: alias, local directory or Hub id (default: minilm). Repeat for Trans-Encoder mutual distillation."),
+    dev: Optional[str] = typer.Option(None, help="Trans-Encoder: scored pairs (STS layouts, or 'stsb-dev') to keep the best models by dev Spearman."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: encodr-runs/RECIPE-TIME)."),
     overwrite: bool = typer.Option(False, help="Replace an existing output directory."),
     limit: Optional[int] = typer.Option(None, min=2, help="Use only the first N distinct strings."),
@@ -94,9 +95,9 @@ def tune(
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Any recipe field as KEY=VALUE; repeatable."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ) -> None:
-    """Fine-tune a base model with a Mirror-BERT recipe and save a SentenceTransformer."""
+    """Fine-tune a base model with a recipe: Mirror-BERT (word, phrase, sentence) saves a
+    SentenceTransformer; Trans-Encoder (cross-encoder) saves bi/ and cross/."""
     from . import recipes
-    from .tune import run_tune
 
     overrides = {
         "temperature": temperature, "span_mask": span_mask, "max_length": max_length, "epochs": epochs,
@@ -108,35 +109,88 @@ def tune(
         if not sep:
             raise EncodrError(f"--set takes KEY=VALUE, got '{item}'; e.g. --set temperature=0.05")
         overrides[key.strip()] = value.strip()
-    resolved = recipes.load(recipe, overrides)
+    resolved = recipes.load(recipe, {k: v for k, v in overrides.items() if v is not None})
+    models = model or ["minilm"]
+    trans = isinstance(resolved, recipes.TransEncoderRecipe)
+    if not trans and len(models) > 1:
+        raise EncodrError(f"several --model values are for Trans-Encoder mutual distillation; recipe '{resolved.name}' takes one")
+    if not trans and dev:
+        raise EncodrError(f"--dev selects Trans-Encoder models; recipe '{resolved.name}' is Mirror-BERT (evaluate with encodr eval)")
     out = out or Path("encodr-runs") / f"{resolved.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     try:  # from the first line printed on, Ctrl-C is reported as one line with exit status 2
-        err_console.print(f"encodr: tuning {model} with recipe '{resolved.name}' → {out}", highlight=False)
-        summary = run_tune(file, resolved, model, out, overwrite, device, limit, progress=True, warn=_warn)
+        err_console.print(f"encodr: tuning {' + '.join(models)} with recipe '{resolved.name}' → {out}", highlight=False)
+        if trans:
+            from .trans_encoder import run_trans_encoder
+
+            summary = run_trans_encoder(file, resolved, models, out, overwrite, device, dev, limit, progress=not as_json, warn=_warn)
+        else:
+            from .tune import run_tune
+
+            summary = run_tune(file, resolved, models[0], out, overwrite, device, limit, progress=True, warn=_warn)
     except KeyboardInterrupt:
         raise EncodrError(f"interrupted by Ctrl-C; nothing was written to {out}") from None
+    if trans:
+        _print_trans_encoder(summary, as_json)
+        return
     keys = ("base_model", "pooling", "data", "strings", "steps", "train_seconds", "examples_per_s", "final_loss", "precision", "device", "run_id")
     _print_record(f"encodr tune → {summary['out']}", summary, keys, as_json)
 
 
+def _print_trans_encoder(summary: dict, as_json: bool) -> None:
+    """Per chain: dev ρ of the start model and of each cycle's cross- and bi-encoder."""
+    if as_json:
+        _emit_json(summary)
+        return
+    fmt = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
+    table = Table(title=f"encodr tune (Trans-Encoder) → {summary['out']}", caption=f"{summary['pairs']} pairs{' (mined)' if summary['mined'] else ''}; {summary['selection']}")
+    for col in ("chain", "cycle", "phase", "dev ρ", "steps", "seconds"):
+        table.add_column(col)
+    for c, chain in enumerate(summary["chains"], 1):
+        table.add_row(str(c), "0", f"start ({chain['start']})", fmt(chain["start_dev"]), "", "")
+        for h in chain["history"]:
+            table.add_row(str(c), str(h["cycle"]), h["phase"], fmt(h["dev"]), str(h["steps"]), str(h["seconds"]))
+        for kind in ("bi", "cross"):
+            best = chain["best"].get(kind, {})
+            table.add_row(str(c), "saved", kind, fmt(best.get("dev")), f"cycle {best.get('cycle')}", chain[kind])
+    out_console.print(table)
+
+
+def _load_scorer(spec: str, cross: bool, device: Optional[str]):
+    """A bi-encoder, or with ``cross`` a cross-encoder (both have ``pair_scores``)."""
+    if cross:
+        from .cross import load_cross
+
+        return load_cross(spec, device=device)
+    from .models import load_encoder
+
+    return load_encoder(spec, device=device)
+
+
 @app.command("eval")
 def evaluate(
-    suite: str = typer.Argument(..., help="sts | words | linking"),
+    suite: str = typer.Argument(..., help="sts | words | linking | pairs"),
+    files: Optional[List[str]] = typer.Argument(None, help="Evaluation files (same as --data)."),
     model: str = typer.Option("minilm", "--model", "-m", help="Model to evaluate (alias, directory, Hub id)."),
     data: Optional[List[str]] = typer.Option(None, "--data", "-d", help="Evaluation file or bundled task name; repeatable."),
     compare: Optional[str] = typer.Option(None, help="A second model, shown side by side with the difference."),
+    cross: bool = typer.Option(False, "--cross", help="--model is a cross-encoder (sts and pairs only)."),
+    compare_cross: bool = typer.Option(False, "--compare-cross", help="--compare is a cross-encoder."),
     device: Optional[str] = typer.Option(None),
     as_json: bool = typer.Option(False, "--json", help="Print scores as JSON."),
 ) -> None:
-    """Evaluate a bi-encoder: STS (Spearman ρ×100), word similarity, or entity linking (acc@k)."""
+    """Evaluate a model: STS (Spearman ρ×100), word similarity, entity linking (acc@k), or
+    binary pairs (ROC-AUC×100). Cross-encoders (--cross) on sts and pairs."""
     from . import evaluation
-    from .models import load_encoder
+    from .evaluation.tasks import CROSS_SUITES
 
+    data = [*(files or []), *(data or [])] or None
     evaluation.tasks_for(suite, data)  # validate before loading models
+    if (cross or compare_cross) and suite not in CROSS_SUITES:
+        raise EncodrError(f"a cross-encoder scores pairs; --cross works with 'eval {' / '.join(CROSS_SUITES)}', not '{suite}'")
     reports = []
-    for spec in [model] + ([compare] if compare else []):
-        encoder = load_encoder(spec, device=device)
-        reports.append(evaluation.run(suite, encoder, data, progress=not as_json))
+    for spec, is_cross in [(model, cross)] + ([(compare, compare_cross)] if compare else []):
+        scorer = _load_scorer(spec, is_cross, device)
+        reports.append(evaluation.run(suite, scorer, data, progress=not as_json))
     if as_json:
         _emit_json(reports[0].to_dict() if len(reports) == 1 else {"models": [r.to_dict() for r in reports]})
         return
@@ -157,6 +211,24 @@ def evaluate(
         means = [r.mean for r in reports]
         table.add_row("mean", evaluation.tasks.PRIMARY[suite], "", *[f"{m:.2f}" for m in means], *([f"{means[0] - means[1]:+.2f}"] if compare else []))
     out_console.print(table)
+
+
+@app.command()
+def score(
+    text_a: str = typer.Argument(..., help="First text."),
+    text_b: str = typer.Argument(..., help="Second text."),
+    model: str = typer.Option("minilm", "--model", "-m", help="Model (alias, directory, Hub id)."),
+    cross: bool = typer.Option(False, "--cross", help="--model is a cross-encoder: σ of its score, both orders averaged."),
+    device: Optional[str] = typer.Option(None),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Similarity of two texts: cosine for a bi-encoder, σ(score) for a cross-encoder."""
+    _interactive_threads()
+    scorer = _load_scorer(model, cross, device)
+    value = float(scorer.pair_scores([text_a], [text_b])[0])
+    record = {"model": model, "kind": "cross-encoder" if cross else "bi-encoder", "metric": "sigmoid score" if cross else "cosine",
+              "score": round(value, 4), "text_a": text_a, "text_b": text_b}  # fmt: skip
+    _print_record("encodr score", record, ("model", "kind", "metric", "score"), as_json)
 
 
 @app.command("index")

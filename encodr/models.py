@@ -49,6 +49,32 @@ class ModelRef:
         """True when the directory carries its own sentence-transformers modules (and pooling)."""
         return (self.path / "modules.json").is_file()
 
+    @property
+    def kind(self) -> str:
+        """``cross`` (a sentence-transformers CrossEncoder), ``bi`` (a SentenceTransformer),
+        or ``raw`` (a plain Hugging Face checkpoint)."""
+        import json
+
+        config = self.path / "config_sentence_transformers.json"
+        if config.is_file():
+            try:
+                if json.loads(config.read_text()).get("model_type") == "CrossEncoder":
+                    return "cross"
+            except (ValueError, OSError):
+                pass
+        return "bi" if self.is_sentence_transformer else "raw"
+
+    def transformer_dir(self) -> Path:
+        """The directory of the Hugging Face checkpoint inside (the Transformer module's
+        folder for a sentence-transformers model, else the model directory itself)."""
+        import json
+
+        if self.is_sentence_transformer:
+            for module in json.loads((self.path / "modules.json").read_text()):
+                if module.get("type", "").endswith("Transformer"):
+                    return self.path / module.get("path", "")
+        return self.path
+
 
 def resolve(spec: str | None) -> ModelRef:
     """Turn a model spec into a local directory, without hanging when offline.
@@ -177,9 +203,38 @@ class Encoder:
         )
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
+    def pair_scores(self, texts1: Sequence[str], texts2: Sequence[str], batch_size: int = 128, progress: bool = False) -> np.ndarray:
+        """Cosine similarity of each pair (each distinct text encoded once).
+
+        Args:
+            texts1, texts2: N strings each; pair i is (texts1[i], texts2[i]).
+            batch_size: strings per forward pass.
+            progress: show a progress bar.
+
+        Returns:
+            float32 array (N,), values in [−1, 1].
+        """
+        texts = list(dict.fromkeys([*texts1, *texts2]))
+        row = {t: i for i, t in enumerate(texts)}
+        vectors = self.encode(texts, batch_size=batch_size, progress=progress)
+        a = vectors[[row[t] for t in texts1]]
+        b = vectors[[row[t] for t in texts2]]
+        return np.sum(a * b, axis=1).astype(np.float32)
+
     def save(self, path: Path) -> None:
         """Save in the sentence-transformers format (``SentenceTransformer(path)`` loads it)."""
         self.st.save(str(path))
+
+
+def _quiet() -> None:
+    """Silence the libraries' loading chatter (weights reports, progress bars)."""
+    import logging
+
+    import transformers
+
+    for noisy in ("sentence_transformers", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    transformers.utils.logging.disable_progress_bar()
 
 
 def load_encoder(
@@ -206,17 +261,13 @@ def load_encoder(
         EncodrError: see :func:`resolve`; or the checkpoint cannot be loaded.
     """
     ref = resolve(spec)
-    import logging
-
+    if ref.kind == "cross":
+        raise EncodrError(f"'{ref.spec}' is a cross-encoder, not a bi-encoder; pass --cross to score pairs with it")
+    _quiet()
+    device = pick_device(device)
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
-    import transformers
-
-    for noisy in ("sentence_transformers", "transformers"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
-    transformers.utils.logging.disable_progress_bar()
-    device = pick_device(device)
     try:
         if ref.is_sentence_transformer:
             st = SentenceTransformer(str(ref.path), device=device, local_files_only=True)

@@ -23,7 +23,8 @@ POOLINGS = ("auto", "cls", "mean")
 RAW_POOLINGS = ("cls", "mean")
 AMP_MODES = ("auto", "bf16", "fp16", "no")
 LOSSES = ("mirror_infonce",)
-DEFAULT_DATA = ("words", "mesh", "wiki", "stsb-train", "none")
+DEFAULT_DATA = ("words", "mesh", "wiki", "stsb-train", "stsb-pairs", "none")
+METHODS = ("mirror", "trans_encoder")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Recipe:
 
     Attributes:
         name: recipe name (file stem).
+        method: ``mirror`` (this class); ``trans_encoder`` recipes are
+            :class:`TransEncoderRecipe`.
         loss: training objective; ``mirror_infonce`` is Mirror-BERT Eq. 1.
         temperature: InfoNCE temperature τ (dimensionless, > 0).
         span_mask: k, number of consecutive *tokens* replaced by the tokenizer's mask
@@ -58,6 +61,7 @@ class Recipe:
     """
 
     name: str = "custom"
+    method: str = "mirror"
     loss: str = "mirror_infonce"
     temperature: float = 0.04
     span_mask: int = 5
@@ -81,15 +85,100 @@ class Recipe:
         return dataclasses.asdict(self)
 
 
-_FIELD_TYPES = {f.name: f.type for f in fields(Recipe)}
+@dataclass(frozen=True)
+class TransEncoderRecipe:
+    """Settings of Trans-Encoder self- and mutual distillation (Liu et al. 2022, §2.2–2.4;
+    defaults: Table 16, STS, base models).
+
+    Attributes:
+        name: recipe name (file stem).
+        method: always ``trans_encoder``.
+        cycles: bi → cross → bi distillation cycles (paper: 3 for STS).
+        cross_lr, cross_batch_size, cross_epochs, cross_max_length: the bi → cross step
+            (BCE on soft labels, Eq. 2): 2e-5, 32 pairs (each read in both orders), 1
+            epoch, 64 tokens for the concatenated pair.
+        bi_lr, bi_batch_size, bi_epochs, bi_max_length: the cross → bi step (MSE on
+            cosine, Eq. 3): 5e-5, 128 pairs, 10 epochs, 32 tokens per sentence.
+        weight_decay: AdamW weight decay.
+        warmup: fraction of each phase's steps with a linear learning-rate warm-up,
+            followed by linear decay (the sentence-transformers ``fit`` schedule the
+            paper's code uses).
+        max_grad_norm: gradient clipping (sentence-transformers ``fit`` default 1.0).
+        eval_steps: with ``--dev``, evaluate every this many steps and at each epoch end
+            and keep the best checkpoint (paper §4: every 200 steps).
+        mine_k: for plain-text input, neighbours searched per sentence with FAISS.
+        mine_random: random pairs added, as a fraction of the mined ones, so pseudo-labels
+            span the whole similarity range.
+        max_pairs: keep at most this many pairs (seeded sample; 0: all).
+        pooling, raw_pooling: bi-encoder pooling (see :class:`Recipe`).
+        seed: random seed.
+        amp: mixed precision on CUDA (see :class:`Recipe`).
+        default_data: bundled pairs used when no FILE is given.
+        description: one line shown by ``encodr recipes``.
+    """
+
+    name: str = "custom"
+    method: str = "trans_encoder"
+    cycles: int = 3
+    cross_lr: float = 2e-5
+    cross_batch_size: int = 32
+    cross_epochs: int = 1
+    cross_max_length: int = 64
+    bi_lr: float = 5e-5
+    bi_batch_size: int = 128
+    bi_epochs: int = 10
+    bi_max_length: int = 32
+    weight_decay: float = 0.01
+    warmup: float = 0.1
+    max_grad_norm: float = 1.0
+    eval_steps: int = 200
+    mine_k: int = 10
+    mine_random: float = 0.25
+    max_pairs: int = 0
+    pooling: str = "auto"
+    raw_pooling: str = "cls"
+    seed: int = 42
+    amp: str = "auto"
+    default_data: str = "stsb-pairs"
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The recipe as a plain dict."""
+        return dataclasses.asdict(self)
+
+    def phase(self, which: str) -> "Optim":
+        """Optimiser settings of one phase, ``cross`` or ``bi``."""
+        return Optim(
+            lr=getattr(self, f"{which}_lr"), epochs=getattr(self, f"{which}_epochs"), weight_decay=self.weight_decay,
+            max_grad_norm=self.max_grad_norm, seed=self.seed, amp=self.amp, warmup=self.warmup,
+        )  # fmt: skip
 
 
-def _check(key: str, value: Any) -> Any:
-    """Coerce and validate one field; raise EncodrError naming the key on a bad value."""
-    if key not in _FIELD_TYPES:
-        known = ", ".join(sorted(_FIELD_TYPES))
-        raise EncodrError(f"unknown recipe key '{key}'; known keys: {known}")
-    kind = _FIELD_TYPES[key]
+@dataclass(frozen=True)
+class Optim:
+    """What the training loop (:func:`encodr.train.fit`) needs: AdamW learning rate, epochs,
+    weight decay, clipping, seed, mixed precision, and the warm-up fraction (0: constant
+    learning rate; > 0: linear warm-up then linear decay)."""
+
+    lr: float
+    epochs: int
+    weight_decay: float
+    max_grad_norm: float
+    seed: int
+    amp: str
+    warmup: float = 0.0
+
+
+_CLASSES = {"mirror": Recipe, "trans_encoder": TransEncoderRecipe}
+
+
+def _check(key: str, value: Any, cls: type = Recipe) -> Any:
+    """Coerce and validate one field of ``cls``; raise EncodrError naming the key on a bad value."""
+    types = {f.name: f.type for f in fields(cls)}
+    if key not in types:
+        known = ", ".join(sorted(types))
+        raise EncodrError(f"unknown recipe key '{key}' for method '{cls().method}'; known keys: {known}")
+    kind = types[key]
     try:
         if kind == "int":
             if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
@@ -119,7 +208,14 @@ def _check(key: str, value: Any) -> Any:
         "amp": lambda v: v not in AMP_MODES,
         "loss": lambda v: v not in LOSSES,
         "default_data": lambda v: v not in DEFAULT_DATA,
-    }.get(key)
+        "method": lambda v: v not in METHODS,
+        "cycles": lambda v: v < 1,
+        "warmup": lambda v: not 0 <= v < 1,
+        "eval_steps": lambda v: v < 1,
+        "mine_k": lambda v: v < 1,
+        "mine_random": lambda v: v < 0,
+        "max_pairs": lambda v: v < 0,
+    }.get(key) or _PHASE_CHECKS.get(key.partition("_")[2])
     if bad is not None and bad(value):
         allowed = {
             "temperature": "a number in (0, 10]",
@@ -137,9 +233,26 @@ def _check(key: str, value: Any) -> Any:
             "amp": " | ".join(AMP_MODES),
             "loss": " | ".join(LOSSES),
             "default_data": " | ".join(DEFAULT_DATA),
-        }[key]
+            "method": " | ".join(METHODS),
+            "cycles": "an integer ≥ 1",
+            "warmup": "a number in [0, 1)",
+            "eval_steps": "an integer ≥ 1",
+            "mine_k": "an integer ≥ 1",
+            "mine_random": "a number ≥ 0",
+            "max_pairs": "an integer ≥ 0 (0: all)",
+        }.get(key) or _PHASE_ALLOWED[key.partition("_")[2]]
         raise EncodrError(f"recipe key '{key}' must be {allowed}, got {value!r}")
     return value
+
+
+# cross_* / bi_* fields of TransEncoderRecipe share the checks of their Mirror namesakes
+_PHASE_CHECKS = {
+    "lr": lambda v: not 0 < v < 1,
+    "batch_size": lambda v: v < 2,
+    "epochs": lambda v: v < 1,
+    "max_length": lambda v: v < 3,
+}
+_PHASE_ALLOWED = {"lr": "a number in (0, 1)", "batch_size": "an integer ≥ 2", "epochs": "an integer ≥ 1", "max_length": "an integer ≥ 3"}
 
 
 def available() -> dict[str, Path]:
@@ -147,7 +260,7 @@ def available() -> dict[str, Path]:
     return {p.stem: p for p in sorted(recipes_dir().glob("*.yaml"))}
 
 
-def load(spec: str, overrides: dict[str, Any] | None = None) -> Recipe:
+def load(spec: str, overrides: dict[str, Any] | None = None) -> Recipe | TransEncoderRecipe:
     """Load a recipe by bundled name or YAML path and apply overrides.
 
     Args:
@@ -156,7 +269,8 @@ def load(spec: str, overrides: dict[str, Any] | None = None) -> Recipe:
         overrides: field → value; ``None`` values are ignored (unset CLI options).
 
     Returns:
-        The validated :class:`Recipe`.
+        The validated :class:`Recipe`, or :class:`TransEncoderRecipe` when the file says
+        ``method: trans_encoder``.
 
     Raises:
         EncodrError: unknown recipe, unreadable or malformed YAML, unknown key, bad value.
@@ -183,10 +297,11 @@ def load(spec: str, overrides: dict[str, Any] | None = None) -> Recipe:
         data = {}
     if not isinstance(data, dict):
         raise EncodrError(f"recipe file '{path}' must be a YAML mapping of key: value, got {type(data).__name__}")
+    cls = _CLASSES[_check("method", data.get("method", "mirror"))]
     values = {"name": path.stem}
     for key, value in data.items():
-        values[str(key)] = _check(str(key), value)
+        values[str(key)] = _check(str(key), value, cls)
     for key, value in (overrides or {}).items():
         if value is not None:
-            values[key] = _check(key, value)
-    return Recipe(**values)
+            values[key] = _check(key, value, cls)
+    return cls(**values)

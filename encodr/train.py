@@ -139,6 +139,9 @@ def fit(
     progress: bool = True,
     on_step: Callable[[int, float], None] | None = None,
     max_steps: int | None = None,
+    eval_steps: int = 0,
+    on_eval: Callable[[int, int], None] | None = None,
+    description: str = "training",
 ) -> TrainResult:
     """Train ``module`` in place with AdamW for ``recipe.epochs`` epochs.
 
@@ -147,12 +150,19 @@ def fit(
             eval mode on return, also on error or Ctrl-C.
         epoch_batches: yields ``(examples, features)`` for one epoch given a generator.
         compute_loss: ``(module, features on device) → scalar loss``.
-        recipe: uses ``lr``, ``weight_decay``, ``max_grad_norm``, ``epochs``, ``seed``, ``amp``.
+        recipe: uses ``lr``, ``weight_decay``, ``max_grad_norm``, ``epochs``, ``seed``, ``amp``
+            (a :class:`~encodr.recipes.Recipe` or a phase's :class:`~encodr.recipes.Optim`)
+            and ``warmup`` when it has one: the fraction of steps with a linear warm-up,
+            then linear decay to 0 (0 or absent: a constant learning rate).
         total_steps: steps over all epochs, for the progress bar.
         device: where to train; mixed precision only on CUDA (see :func:`mixed_precision`).
         progress: show a rich progress bar (loss, examples/s) on stderr.
         on_step: called after every step with (step, loss); may raise to stop.
         max_steps: stop after this many steps (benchmarks).
+        eval_steps: call ``on_eval`` every this many steps (0: only at epoch ends).
+        on_eval: ``(step, epoch)`` callback, also called at the end of every epoch (model
+            selection on a dev set); the module is in eval mode during the call.
+        description: label of the progress bar.
 
     Returns:
         A :class:`TrainResult`.
@@ -171,6 +181,18 @@ def fit(
     optimizer = torch.optim.AdamW(module.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, fused=True)
     model, optimizer = accelerator.prepare(module, optimizer)
     total = min(total_steps, max_steps) if max_steps else total_steps
+    warmup = getattr(recipe, "warmup", 0.0)
+    scheduler = None
+    if warmup > 0:
+        from transformers import get_linear_schedule_with_warmup
+
+        scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup * total), total)
+
+    def evaluate(epoch: int) -> None:
+        model.eval()
+        with torch.no_grad():
+            on_eval(step, epoch)
+        model.train()
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -193,27 +215,34 @@ def fit(
     started = time.perf_counter()
     try:
         with bar:
-            task = bar.add_task("training", total=total, loss=math.nan, rate=0.0)
+            task = bar.add_task(description, total=total, loss=math.nan, rate=0.0)
             for epoch in range(recipe.epochs):
                 for n, features in epoch_batches(rng):
-                    features = {k: v.to(accelerator.device) for k, v in features.items()}
+                    features = {k: v.to(accelerator.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
                     with accelerator.autocast():
                         loss = compute_loss(model, features)
                     accelerator.backward(loss)
                     if recipe.max_grad_norm > 0:
                         accelerator.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
                     optimizer.step()
+                    lr = optimizer.param_groups[0]["lr"]
+                    if scheduler is not None:
+                        scheduler.step()
                     optimizer.zero_grad(set_to_none=True)
                     step += 1
                     examples += n
                     value = float(loss.detach())
                     elapsed = time.perf_counter() - started
-                    log.append({"step": step, "epoch": epoch + 1, "loss": value, "lr": recipe.lr, "examples_per_s": examples / elapsed})
+                    log.append({"step": step, "epoch": epoch + 1, "loss": value, "lr": lr, "examples_per_s": examples / elapsed})
                     bar.update(task, advance=1, loss=value, rate=examples / elapsed)
                     if on_step is not None:
                         on_step(step, value)
+                    if on_eval is not None and eval_steps and step % eval_steps == 0:
+                        evaluate(epoch + 1)
                     if step >= total:
                         break
+                if on_eval is not None and not (eval_steps and step % eval_steps == 0):
+                    evaluate(epoch + 1)  # epoch end (unless just evaluated at this very step)
                 if step >= total:
                     break
     finally:
@@ -232,3 +261,85 @@ def fit(
         device=device,
         log=log,
     )
+
+
+def cross_batches(scorer, pairs: Sequence[tuple[str, str]], labels: np.ndarray, batch_size: int) -> Callable[[np.random.Generator], Iterator[tuple[int, dict]]]:
+    """Bi → cross batches (Trans-Encoder §2.2): every pair in both orders, shuffled.
+
+    Args:
+        scorer: a :class:`~encodr.cross.CrossScorer` (tokenises "[CLS] a [SEP] b [SEP]").
+        pairs: N pairs.
+        labels: float array (N,), pseudo-labels in [0, 1].
+        batch_size: ordered pairs per step.
+
+    Returns:
+        A function of a generator yielding ``(B, features)``; ``features["labels"]`` is a
+        float32 tensor (B,), the rest are (B, T) token tensors.
+    """
+    examples = [(a, b, float(y)) for (a, b), y in zip(pairs, labels)] + [(b, a, float(y)) for (a, b), y in zip(pairs, labels)]
+
+    def epoch(rng: np.random.Generator) -> Iterator[tuple[int, dict]]:
+        order = rng.permutation(len(examples))
+        for start in range(0, len(order), batch_size):
+            chosen = [examples[i] for i in order[start : start + batch_size]]
+            features = scorer.features([(a, b) for a, b, _ in chosen])
+            features["labels"] = torch.tensor([y for _, _, y in chosen], dtype=torch.float32)
+            yield len(chosen), features
+
+    return epoch
+
+
+def cross_loss() -> Callable[[torch.nn.Module, dict], torch.Tensor]:
+    """``(cross-encoder module, features) → loss``: soft BCE (Trans-Encoder Eq. 2) of the
+    logits of batches from :func:`cross_batches`."""
+    from .losses import SoftBCELoss
+
+    bce = SoftBCELoss()
+
+    def compute(module: torch.nn.Module, features: dict) -> torch.Tensor:
+        labels = features.pop("labels")
+        return bce(module(features)["scores"].view(-1), labels)
+
+    return compute
+
+
+def bi_pair_batches(st, pairs: Sequence[tuple[str, str]], labels: np.ndarray, batch_size: int) -> Callable[[np.random.Generator], Iterator[tuple[int, dict]]]:
+    """Cross → bi batches (Trans-Encoder §2.3): both sentences tokenised separately.
+
+    Args:
+        st: the SentenceTransformer (its ``preprocess`` tokenises and truncates).
+        pairs: N pairs.
+        labels: float array (N,), the cross-encoder's scores in [0, 1].
+        batch_size: pairs per step.
+
+    Returns:
+        A function of a generator yielding ``(B, features)`` with keys ``a.*`` and ``b.*``
+        (token tensors (B, T) of each side) and ``labels`` (float32 (B,)).
+    """
+
+    def epoch(rng: np.random.Generator) -> Iterator[tuple[int, dict]]:
+        order = rng.permutation(len(pairs))
+        for start in range(0, len(order), batch_size):
+            chosen = order[start : start + batch_size]
+            features = {f"a.{k}": v for k, v in st.preprocess([pairs[i][0] for i in chosen]).items()}
+            features.update({f"b.{k}": v for k, v in st.preprocess([pairs[i][1] for i in chosen]).items()})
+            features["labels"] = torch.tensor(labels[chosen], dtype=torch.float32)
+            yield len(chosen), features
+
+    return epoch
+
+
+def bi_pair_loss() -> Callable[[torch.nn.Module, dict], torch.Tensor]:
+    """``(SentenceTransformer, features) → loss``: MSE between the cosine of the two
+    embeddings and the label (Trans-Encoder Eq. 3), for :func:`bi_pair_batches`."""
+    from .losses import CosineMSELoss
+
+    mse = CosineMSELoss()
+
+    def compute(module: torch.nn.Module, features: dict) -> torch.Tensor:
+        side = {p: {k[2:]: v for k, v in features.items() if k.startswith(p + ".")} for p in ("a", "b")}
+        u = module(side["a"])["sentence_embedding"]
+        v = module(side["b"])["sentence_embedding"]
+        return mse(u, v, features["labels"])
+
+    return compute

@@ -40,17 +40,27 @@ class Report:
 
 
 def run(suite: str, encoder, data: list[str] | None = None, progress: bool = False) -> Report:
-    """Evaluate ``encoder`` on a suite (``sts``, ``words``, ``linking``).
+    """Evaluate a model on a suite (``sts``, ``words``, ``linking``, ``pairs``).
 
     Args:
         suite: which evaluation.
-        encoder: an :class:`encodr.models.Encoder`.
+        encoder: an :class:`encodr.models.Encoder`, or for ``sts`` and ``pairs`` a
+            :class:`encodr.cross.CrossScorer`.
         data: files or bundled task names replacing the suite's defaults.
         progress: show encoding progress bars.
 
     Returns:
         A :class:`Report`.
+
+    Raises:
+        EncodrError: a cross-encoder on a suite that needs vectors (``words``, ``linking``).
     """
+    from ..cross import CrossScorer
+    from ..errors import EncodrError
+    from .tasks import CROSS_SUITES
+
+    if isinstance(encoder, CrossScorer) and suite not in CROSS_SUITES:
+        raise EncodrError(f"a cross-encoder scores pairs; it works with 'eval {' / '.join(CROSS_SUITES)}', not '{suite}'")
     report = Report(encoder.name, suite)
     for task in tasks_for(suite, data):
         report.scores.extend(task.evaluator().evaluate(encoder, progress=progress))

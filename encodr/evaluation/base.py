@@ -20,10 +20,11 @@ class Score:
 
 
 class Evaluator(ABC):
-    """Scores a bi-encoder on one dataset."""
+    """Scores a model on one dataset: a bi-encoder (:class:`encodr.models.Encoder`), or for
+    pair tasks anything with ``pair_scores`` (also :class:`encodr.cross.CrossScorer`)."""
 
     name: str
 
     @abstractmethod
     def evaluate(self, encoder, progress: bool = False) -> list[Score]:
-        """Return the scores of ``encoder`` (an :class:`encodr.models.Encoder`)."""
+        """Return the scores of ``encoder``."""

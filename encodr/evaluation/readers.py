@@ -143,3 +143,58 @@ def read_linking(path: str | Path, split: str = "all") -> LinkingSet:
             query_ids.append(row["mesh_id"])
     candidates = sorted(by_name)
     return LinkingSet(queries, query_ids, candidates, [frozenset(by_name[c]) for c in candidates])
+
+
+@dataclass(frozen=True)
+class LabelledPair:
+    """Two texts and a binary label (1: related / duplicate / entailed / paraphrase)."""
+
+    label: int
+    text1: str
+    text2: str
+
+
+_BINARY_LABELS = {"1": 1, "0": 0, "entailment": 1, "not_entailment": 0}
+# layout → (column of text 1, column of text 2, column of the label), found by header names
+_BINARY_HEADERS = {
+    "QQP": ("question1", "question2", "is_duplicate"),
+    "QNLI": ("question", "sentence", "label"),
+    "MRPC": ("#1 string", "#2 string", "quality"),
+}
+
+
+def read_binary_pairs(path: str | Path) -> list[LabelledPair]:
+    """Pairs with 0/1 labels, for ROC-AUC (Trans-Encoder §3, binary classification).
+
+    Layouts, detected from the header: GLUE QQP (``question1``, ``question2``,
+    ``is_duplicate``), QNLI (``question``, ``sentence``, ``label`` with
+    ``entailment``/``not_entailment``), MRPC (``Quality``, ``#1 String``, ``#2 String``);
+    without a header, ``label<TAB>sentence1<TAB>sentence2``. Rows without a label (test
+    files) are refused.
+
+    Raises:
+        EncodrError: unreadable file, unknown layout, a label that is not 0/1 (row given),
+            or only one class present (ROC-AUC needs both).
+    """
+    lines, _ = read_lines(path)
+    rows = [line.split("\t") for line in lines if line.strip()]
+    if not rows:
+        raise EncodrError(f"{path} is empty; a pairs file needs label<TAB>sentence1<TAB>sentence2 lines")
+    header = [c.strip().lower() for c in rows[0]]
+    columns = next((cols for cols in _BINARY_HEADERS.values() if all(c in header for c in cols)), None)
+    if columns is not None:
+        a, b, y = (header.index(c) for c in columns)
+        body, first = rows[1:], 2
+    elif len(rows[0]) >= 3 and rows[0][0].strip() in ("0", "1"):
+        a, b, y = 1, 2, 0
+        body, first = rows, 1
+    else:
+        raise EncodrError(f"{path}: unknown pairs layout; use label<TAB>sentence1<TAB>sentence2 (label 0 or 1), or a QQP, QNLI or MRPC file with its header")
+    pairs = []
+    for number, row in enumerate(body, first):
+        if len(row) <= max(a, b, y) or row[y].strip().lower() not in _BINARY_LABELS:
+            raise EncodrError(f"{path}: row {number} has no 0/1 label in column {y + 1}; every row needs one")
+        pairs.append(LabelledPair(_BINARY_LABELS[row[y].strip().lower()], row[a].strip(), row[b].strip()))
+    if len({p.label for p in pairs}) < 2:
+        raise EncodrError(f"{path}: every pair has label {pairs[0].label}; ROC-AUC needs both 0 and 1 labels")
+    return pairs

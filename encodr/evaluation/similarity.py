@@ -1,16 +1,20 @@
-"""Pair similarity: STS and word similarity (Mirror-BERT §3 evaluation protocol)."""
+"""Pair scoring: STS and word similarity (Spearman ρ), binary pairs (ROC-AUC).
+
+Both work for bi-encoders (cosine of the two embeddings) and cross-encoders (σ of the
+joint score, both orders averaged): anything with ``pair_scores(texts1, texts2)``.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import spearmanr
+from scipy.stats import mannwhitneyu, spearmanr
 
 from .base import Evaluator, Score
-from .readers import ScoredPair
+from .readers import LabelledPair, ScoredPair
 
 
 class PairSimilarityEvaluator(Evaluator):
-    """Cosine similarity of each pair's two embeddings against gold scores, Spearman ρ × 100.
+    """Predicted similarity of each pair against gold scores, Spearman ρ × 100.
 
     Used for STS (sentences) and SimLex-999 / WordSim-353 (words), as in Mirror-BERT §3
     and SentEval: one ρ per dataset, never pooled across datasets.
@@ -20,13 +24,37 @@ class PairSimilarityEvaluator(Evaluator):
         self.name = name
         self.pairs = pairs
 
-    def evaluate(self, encoder, progress: bool = False) -> list[Score]:
-        texts = list(dict.fromkeys(t for p in self.pairs for t in (p.text1, p.text2)))
-        index = {t: i for i, t in enumerate(texts)}
-        vectors = encoder.encode(texts, progress=progress)
-        a = vectors[[index[p.text1] for p in self.pairs]]
-        b = vectors[[index[p.text2] for p in self.pairs]]
-        cosine = np.sum(a * b, axis=1)  # unit vectors
+    def evaluate(self, model, progress: bool = False) -> list[Score]:
+        predicted = model.pair_scores([p.text1 for p in self.pairs], [p.text2 for p in self.pairs], progress=progress)
         gold = np.array([p.score for p in self.pairs])
-        rho = spearmanr(cosine, gold).statistic
+        rho = spearmanr(predicted, gold).statistic
         return [Score(self.name, "spearman", float(rho) * 100, len(self.pairs))]
+
+
+def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Area under the ROC curve: the probability that a random positive pair scores above a
+    random negative one (ties count ½), via the Mann–Whitney U statistic.
+
+    Args:
+        scores: float (N,); labels: int (N,) of 0/1 with both classes present.
+
+    Returns:
+        AUC in [0, 1].
+    """
+    positive, negative = scores[labels == 1], scores[labels == 0]
+    u = mannwhitneyu(positive, negative, alternative="two-sided").statistic
+    return float(u) / (len(positive) * len(negative))
+
+
+class PairClassificationEvaluator(Evaluator):
+    """Binary pair tasks (QQP, QNLI, MRPC): ROC-AUC × 100 of the predicted similarity
+    (Trans-Encoder §3, following Li et al. 2020 and Liu et al. 2021)."""
+
+    def __init__(self, name: str, pairs: list[LabelledPair]):
+        self.name = name
+        self.pairs = pairs
+
+    def evaluate(self, model, progress: bool = False) -> list[Score]:
+        predicted = model.pair_scores([p.text1 for p in self.pairs], [p.text2 for p in self.pairs], progress=progress)
+        labels = np.array([p.label for p in self.pairs])
+        return [Score(self.name, "roc_auc", roc_auc(np.asarray(predicted, dtype=np.float64), labels) * 100, len(self.pairs))]

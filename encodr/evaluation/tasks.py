@@ -10,15 +10,18 @@ from ..errors import EncodrError
 from ..paths import bundled
 from .base import Evaluator
 from .linking import LinkingEvaluator
-from .readers import read_linking, read_sts, read_word_pairs
-from .similarity import PairSimilarityEvaluator
+from .readers import read_binary_pairs, read_linking, read_sts, read_word_pairs
+from .similarity import PairClassificationEvaluator, PairSimilarityEvaluator
 
 # kind → (reader, evaluator class)
 KINDS = {
     "sts": (read_sts, PairSimilarityEvaluator),
     "words": (read_word_pairs, PairSimilarityEvaluator),
     "linking": (read_linking, LinkingEvaluator),
+    "pairs": (read_binary_pairs, PairClassificationEvaluator),
 }
+# suites a cross-encoder can run (it scores pairs; it has no vectors for linking)
+CROSS_SUITES = ("sts", "pairs")
 
 
 @dataclass(frozen=True)
@@ -68,23 +71,26 @@ TASKS = {
     ]
 }
 
-PRIMARY = {"sts": "spearman", "words": "spearman", "linking": "acc@1"}
+PRIMARY = {"sts": "spearman", "words": "spearman", "linking": "acc@1", "pairs": "roc_auc"}
 
 
 def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
     """The tasks of a suite, or the given files / task names instead of its defaults.
 
     Args:
-        suite: ``sts``, ``words`` or ``linking``.
+        suite: ``sts``, ``words``, ``linking`` or ``pairs`` (no bundled data: pass files).
         data: bundled task names (``stsb-dev``) or file paths, read as the suite's kind.
 
     Raises:
-        EncodrError: unknown suite, or a path that does not exist.
+        EncodrError: unknown suite, a path that does not exist, or ``pairs`` without files.
     """
     if suite not in PRIMARY:
         raise EncodrError(f"unknown evaluation '{suite}'; choose one of {', '.join(PRIMARY)}")
     if not data:
-        return [t for t in TASKS.values() if t.suite == suite]
+        chosen = [t for t in TASKS.values() if t.suite == suite]
+        if not chosen:
+            raise EncodrError(f"'encodr eval {suite}' needs a FILE: label<TAB>sentence1<TAB>sentence2, or a QQP, QNLI or MRPC file")
+        return chosen
     chosen = []
     for item in data:
         if item in TASKS:

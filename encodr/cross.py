@@ -1,0 +1,125 @@
+"""Cross-encoders: "[CLS] a [SEP] b [SEP]" → transformer → linear head on [CLS] → one score.
+
+Wraps a :class:`sentence_transformers.CrossEncoder` (``num_labels=1``, sigmoid at
+inference), so what encodr trains is what ``CrossEncoder(path)`` loads. Trans-Encoder
+(Liu et al. 2022, §2.2) reads each pair in both orders; :meth:`CrossScorer.pair_scores`
+averages the two.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .errors import EncodrError
+from .models import _quiet, pick_device, resolve
+
+
+class CrossScorer:
+    """A cross-encoder scoring text pairs.
+
+    Attributes:
+        ce: the underlying :class:`sentence_transformers.CrossEncoder` (a ``torch.nn.Module``).
+        name: the spec it was loaded or initialised from.
+    """
+
+    def __init__(self, ce, name: str):
+        self.ce = ce
+        self.name = name
+
+    @property
+    def tokenizer(self):
+        """The Hugging Face tokenizer."""
+        return self.ce.tokenizer
+
+    def features(self, pairs: Sequence[tuple[str, str]]) -> dict:
+        """Tokenised pairs ("[CLS] a [SEP] b [SEP]", truncated to the model's max length):
+        a dict of (B, T) int64 tensors, as the module's forward takes them."""
+        return self.ce.preprocess([list(p) for p in pairs])
+
+    def logits(self, features: dict):
+        """Raw scores x (float tensor (B,)) of tokenised pairs; σ(x) is the similarity."""
+        return self.ce(features)["scores"].view(-1)
+
+    def pair_scores(
+        self,
+        texts1: Sequence[str],
+        texts2: Sequence[str],
+        batch_size: int = 64,
+        progress: bool = False,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
+        """Similarity σ(x) of each pair, averaged over both orders (a, b) and (b, a).
+
+        Args:
+            texts1, texts2: N strings each.
+            batch_size: pairs per forward pass.
+            progress: show sentence-transformers' progress bar.
+            on_batch: called with the number of pairs done so far (both orders count once).
+
+        Returns:
+            float32 array (N,), values in (0, 1).
+        """
+        n = len(texts1)
+        out = np.zeros(n, dtype=np.float32)
+        step = max(1, batch_size * 8)
+        for start in range(0, n, step):
+            a, b = texts1[start : start + step], texts2[start : start + step]
+            both = list(zip(a, b)) + list(zip(b, a))
+            scores = np.asarray(self.ce.predict(both, batch_size=batch_size, show_progress_bar=progress), dtype=np.float32)
+            out[start : start + len(a)] = (scores[: len(a)] + scores[len(a) :]) / 2
+            if on_batch is not None:
+                on_batch(start + len(a))
+        return out
+
+    def save(self, path: Path) -> None:
+        """Save in the sentence-transformers format (``CrossEncoder(path)`` loads it)."""
+        self.ce.save(str(path))
+
+
+def new_cross_encoder(base: str | None, max_length: int, device: str | None = None, seed: int = 42) -> CrossScorer:
+    """A cross-encoder initialised from a base model's transformer weights with a new linear
+    head on [CLS] (Trans-Encoder's "refreshing", §5.2).
+
+    Args:
+        base: model spec (alias, directory, Hub id); a bi-encoder's transformer is used.
+        max_length: tokens of the concatenated pair, special tokens included.
+        device: ``cpu``/``cuda``; default CUDA when available.
+        seed: seeds the head's random initialisation.
+
+    Raises:
+        EncodrError: see :func:`encodr.models.resolve`, or the checkpoint cannot load.
+    """
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    ref = resolve(base)
+    _quiet()
+    torch.manual_seed(seed)
+    try:
+        ce = CrossEncoder(str(ref.transformer_dir()), num_labels=1, max_length=max_length, device=pick_device(device), local_files_only=True)
+    except Exception as exc:
+        raise EncodrError(f"could not build a cross-encoder from '{ref.spec}': {str(exc).splitlines()[0][:200]}") from None
+    return CrossScorer(ce, ref.spec)
+
+
+def load_cross(spec: str, device: str | None = None) -> CrossScorer:
+    """Load a saved cross-encoder.
+
+    Raises:
+        EncodrError: not a cross-encoder (e.g. a bi-encoder: the message says to drop
+            ``--cross``), or it cannot be loaded.
+    """
+    from sentence_transformers import CrossEncoder
+
+    ref = resolve(spec)
+    if ref.kind != "cross":
+        raise EncodrError(f"'{ref.spec}' is not a cross-encoder (no CrossEncoder config); drop --cross to use it as a bi-encoder")
+    _quiet()
+    try:
+        ce = CrossEncoder(str(ref.path), device=pick_device(device), local_files_only=True)
+    except Exception as exc:
+        raise EncodrError(f"could not load cross-encoder '{ref.spec}': {str(exc).splitlines()[0][:200]}") from None
+    return CrossScorer(ce, ref.spec)

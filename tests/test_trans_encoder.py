@@ -1,0 +1,210 @@
+"""Trans-Encoder: losses, pair reading and mining, ROC-AUC, the recipe, and one full cycle
+on a tiny model."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from encodr import recipes
+from encodr.errors import EncodrError
+from encodr.losses import CosineMSELoss, SoftBCELoss
+from encodr.pairs import mine_pairs, read_pairs
+
+from conftest import run_cli
+
+PAIRS = [
+    ("a man is playing a guitar", "a man plays the guitar"),
+    ("a woman is slicing an onion", "a woman cuts an onion"),
+    ("a dog runs in the park", "a cat sleeps on the sofa"),
+    ("the stock market fell today", "shares dropped sharply"),
+    ("children are playing football", "kids play soccer outside"),
+    ("a plane is taking off", "an airplane departs"),
+    ("the sun is shining", "it is raining heavily"),
+    ("a man is cooking pasta", "someone is making spaghetti"),
+    ("two birds sit on a wire", "the car is red"),
+    ("she reads a book", "a woman is reading"),
+    ("the train arrives late", "a boy eats an apple"),
+    ("he is writing a letter", "a man writes a note"),
+]
+
+
+def test_soft_bce_matches_equation_2():
+    bce = SoftBCELoss()
+    assert float(bce(torch.zeros(3), torch.full((3,), 0.5))) == pytest.approx(math.log(2), abs=1e-6)
+    expected = (math.log(1 + math.exp(-2)) + math.log(1 + math.exp(-1))) / 2  # y=1 with x=2, y=0 with x=−1
+    assert float(bce(torch.tensor([2.0, -1.0]), torch.tensor([1.0, 0.0]))) == pytest.approx(expected, abs=1e-6)
+    with pytest.raises(ValueError):
+        bce(torch.zeros(2), torch.zeros(3))
+
+
+def test_cosine_mse_matches_equation_3():
+    mse = CosineMSELoss()
+    u = torch.tensor([[1.0, 0.0], [2.0, 0.0]])
+    v = torch.tensor([[0.0, 1.0], [3.0, 0.0]])  # cosines 0 and 1 (scale does not matter)
+    assert float(mse(u, v, torch.tensor([0.0, 1.0]))) == pytest.approx(0.0, abs=1e-7)
+    assert float(mse(u, v, torch.tensor([1.0, 0.5]))) == pytest.approx((1 + 0.25) / 2, abs=1e-6)
+
+
+def test_mining_pairs_each_sentence_with_a_near_neighbour_and_adds_random_pairs():
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(5, 16))
+    vectors = np.concatenate([c + 0.01 * rng.normal(size=(4, 16)) for c in centres]).astype(np.float32)  # 5 clusters of 4
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    pairs = mine_pairs(vectors, k=3, random_fraction=0.5, seed=0)
+    neighbour_pairs = [p for p in pairs[: len(pairs) - round(len(pairs) / 3)]]
+    assert all(i // 4 == j // 4 for i, j in neighbour_pairs)  # the 3 nearest are the cluster mates
+    assert len({(min(p), max(p)) for p in pairs}) == len(pairs) and all(i != j for i, j in pairs)
+    assert any(i // 4 != j // 4 for i, j in pairs)  # random pairs cross clusters
+    assert pairs == mine_pairs(vectors, k=3, random_fraction=0.5, seed=0)  # seeded
+
+
+def test_read_pairs_layouts(tmp_path):
+    f = tmp_path / "pairs.tsv"
+    f.write_text("a b\tc d\nc d\ta b\ne f\te f\ng h\ti j\n")
+    data = read_pairs(f)
+    assert data.pairs == [("a b", "c d"), ("g h", "i j")] and not data.mined  # reversed duplicate and self-pair dropped
+    f.write_text("one\ntwo\nthree\ntwo\n")
+    data = read_pairs(f)
+    assert data.mined and data.sentences == ["one", "two", "three"] and data.pairs == []
+    f.write_text("4.0\ta b\tc d\n1.0\te f\tg h\n")
+    assert read_pairs(f).labels_ignored
+    f.write_text("a\tb\nc\nd\te\n")
+    with pytest.raises(EncodrError, match="line 2 has no tab"):
+        read_pairs(f)
+
+
+def test_roc_auc_and_binary_pair_layouts(tmp_path):
+    from encodr.evaluation.readers import read_binary_pairs
+    from encodr.evaluation.similarity import roc_auc
+
+    assert roc_auc(np.array([0.9, 0.8, 0.3, 0.1]), np.array([1, 0, 1, 0])) == pytest.approx(0.75)
+    qqp = tmp_path / "qqp.tsv"
+    qqp.write_text("id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n1\t1\t2\tq a\tq b\t1\n2\t3\t4\tq c\tq d\t0\n")
+    assert [(p.label, p.text1) for p in read_binary_pairs(qqp)] == [(1, "q a"), (0, "q c")]
+    qnli = tmp_path / "qnli.tsv"
+    qnli.write_text("index\tquestion\tsentence\tlabel\n0\tq\ts\tentailment\n1\tq2\ts2\tnot_entailment\n")
+    assert [p.label for p in read_binary_pairs(qnli)] == [1, 0]
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("1\ta\tb\n1\tc\td\n")
+    with pytest.raises(EncodrError, match="ROC-AUC needs both"):
+        read_binary_pairs(bad)
+
+
+def test_cross_encoder_recipe_has_table_16_defaults_and_rejects_mirror_keys():
+    r = recipes.load("cross-encoder")
+    assert isinstance(r, recipes.TransEncoderRecipe) and r.cycles == 3
+    assert (r.cross_lr, r.cross_batch_size, r.cross_epochs, r.cross_max_length) == (2e-5, 32, 1, 64)
+    assert (r.bi_lr, r.bi_batch_size, r.bi_epochs, r.bi_max_length) == (5e-5, 128, 10, 32)
+    with pytest.raises(EncodrError, match="unknown recipe key 'temperature' for method 'trans_encoder'"):
+        recipes.load("cross-encoder", {"temperature": 0.1})
+    with pytest.raises(EncodrError, match="recipe key 'bi_batch_size' must be an integer ≥ 2"):
+        recipes.load("cross-encoder", {"bi_batch_size": 1})
+
+
+@pytest.fixture(scope="module")
+def spread_model(tmp_path_factory):
+    """A tiny BERT (2 layers, hidden 32) initialised with std 0.2 instead of 0.02, so its
+    mean-pooled cosines of different pairs differ (0.65–0.98 on PAIRS) and make usable
+    pseudo-labels; with std 0.02 they are all ≈ 0.99999."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from encodr.models import resolve
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("spread-bert")
+    tokenizer = AutoTokenizer.from_pretrained(str(resolve("minilm").path))
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=128, initializer_range=0.2)  # fmt: skip
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def _tiny_recipe(**extra):
+    settings = {"pooling": "mean", "cycles": 1, "cross_epochs": 40, "cross_lr": 1e-3, "cross_batch_size": 8, "bi_epochs": 2, "bi_lr": 1e-3,
+                "bi_batch_size": 4, "warmup": 0.0, "eval_steps": 1000, "cross_max_length": 24, "bi_max_length": 12}  # fmt: skip
+    settings.update(extra)
+    return recipes.load("cross-encoder", settings)
+
+
+def test_one_cycle_writes_both_models_and_the_cross_encoder_learns_its_pseudo_labels(spread_model, tmp_path):
+    from scipy.stats import spearmanr
+    from sentence_transformers import CrossEncoder, SentenceTransformer
+
+    from encodr.cross import load_cross
+    from encodr.models import load_encoder
+    from encodr.registry import runs
+    from encodr.trans_encoder import run_trans_encoder
+
+    data = tmp_path / "pairs.tsv"
+    data.write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS))
+    out = tmp_path / "tenc"
+    summary = run_trans_encoder(str(data), _tiny_recipe(), [str(spread_model)], out, device="cpu", progress=False, warn=lambda m: None)
+
+    assert (out / "bi" / "modules.json").is_file() and (out / "cross" / "config.json").is_file()
+    a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    bi = SentenceTransformer(str(out / "bi"), device="cpu")
+    assert bi.encode(a).shape == (len(PAIRS), 32)
+    ce = CrossEncoder(str(out / "cross"), device="cpu")
+    assert ce.predict(list(zip(a, b))).shape == (len(PAIRS),)
+
+    # the cross-encoder learned the start bi-encoder's cosine (clipped to [0, 1]) as soft labels
+    labels = np.clip(load_encoder(str(spread_model), pooling="mean", max_length=12, device="cpu").pair_scores(a, b), 0, 1)
+    assert labels.max() - labels.min() > 0.2
+    learned = load_cross(str(out / "cross"), device="cpu").pair_scores(a, b)
+    assert spearmanr(learned, labels).statistic > 0.5
+
+    assert summary["selection"].startswith("no --dev") and [h["phase"] for h in summary["chains"][0]["history"]] == ["cross", "bi"]
+    assert {r["kind"] for r in runs()} == {"tenc-bi", "tenc-cross"}
+    assert json.loads((out / "encodr.json").read_text())["pairs"] == len(PAIRS)
+
+
+def test_mutual_distillation_with_dev_selection_and_mined_pairs(tiny_model, tmp_path):
+    from encodr.trans_encoder import run_trans_encoder
+
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("".join(f"{s}\n" for p in PAIRS for s in p))
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("".join(f"{i % 5}\t{a}\t{b}\n" for i, (a, b) in enumerate(PAIRS)))
+    out = tmp_path / "mutual"
+    recipe = _tiny_recipe(cross_epochs=2, bi_epochs=1, eval_steps=2, mine_k=3)
+    summary = run_trans_encoder(str(sentences), recipe, [str(tiny_model), str(tiny_model)], out, device="cpu", dev=str(dev), progress=False)
+    assert summary["mined"] and summary["mutual"] and summary["pairs"] >= len(PAIRS)
+    assert [c["bi"].rsplit("/", 1)[-1] for c in summary["chains"]] == ["bi", "bi-2"]
+    for name in ("bi", "cross", "bi-2", "cross-2"):
+        assert (out / name / "config.json").is_file()
+    history = summary["chains"][1]["history"]
+    assert all(h["dev"] is not None and h["evaluations"] for h in history)  # selection on dev, every 2 steps + epoch ends
+    phases = [p["phase"] for p in summary["phases"]]
+    assert phases[:2] == ["mine pairs", "label (bi)"] and "label (cross)" in phases
+
+
+def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, monkeypatch):
+    from encodr.cross import new_cross_encoder
+
+    cross = tmp_path / "cross"
+    new_cross_encoder(str(tiny_model), 24, "cpu").save(cross)
+    sts = tmp_path / "sts.tsv"
+    sts.write_text("".join(f"{i % 5}\t{a}\t{b}\n" for i, (a, b) in enumerate(PAIRS)))
+    code, out, err = run_cli(["eval", "sts", "--data", str(sts), "--model", str(cross), "--cross", "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    assert json.loads(out)["scores"][0]["n"] == len(PAIRS)
+    binary = tmp_path / "binary.tsv"
+    binary.write_text("".join(f"{i % 2}\t{a}\t{b}\n" for i, (a, b) in enumerate(PAIRS)))
+    code, out, err = run_cli(["eval", "pairs", str(binary), "--model", str(tiny_model), "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    score = json.loads(out)["scores"][0]
+    assert score["metric"] == "roc_auc" and 0 <= score["value"] <= 100
+    code, out, err = run_cli(["score", "a cat", "a cat", "--model", str(cross), "--cross", "--json"], capsys, monkeypatch)
+    assert code == 0 and 0 < json.loads(out)["score"] < 1
+    code, out, err = run_cli(["eval", "sts", "--data", str(sts), "--model", str(cross)], capsys, monkeypatch)
+    assert code == 2 and "is a cross-encoder" in err and "--cross" in err
+    code, out, err = run_cli(["eval", "linking", "--model", str(cross), "--cross"], capsys, monkeypatch)
+    assert code == 2 and "--cross works with" in err
+    code, out, err = run_cli(["tune", str(sts), "--recipe", "word", "--model", "a", "--model", "b"], capsys, monkeypatch)
+    assert code == 2 and "mutual distillation" in err
