@@ -331,8 +331,8 @@ def list_recipes(as_json: bool = typer.Option(False, "--json")) -> None:
     from . import recipes
 
     rows = [recipes.load(name).to_dict() for name in recipes.available()]
-    columns = ("name", "temperature", "span_mask", "max_length", "epochs", "batch_size", "lr", "pooling", "default_data")
-    _print_rows("recipes", rows, columns, as_json)
+    columns = ("name", "method", "temperature", "span_mask", "max_length", "epochs", "batch_size", "lr", "cycles", "pooling", "default_data")
+    _print_rows("recipes", rows, columns, as_json, missing="–")
 
 
 @app.command()

@@ -107,7 +107,7 @@ def test_eval_unknown_suite_and_missing_data(capsys, monkeypatch, tmp_path):
 
 def test_recipes_and_runs_json(capsys, monkeypatch):
     code, out, _ = run_cli(["recipes", "--json"], capsys, monkeypatch)
-    assert code == 0 and {r["name"] for r in json.loads(out)} == {"word", "phrase", "sentence"}
+    assert code == 0 and {r["name"] for r in json.loads(out)} == {"word", "phrase", "sentence", "cross-encoder"}
     code, out, _ = run_cli(["runs", "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(out) == []
 
