@@ -238,41 +238,35 @@ def run_trans_encoder(
             bis.append(encoder)
             start_scores.append(_spearman(encoder.pair_scores(dev_a, dev_b), dev_gold) if dev_pairs else None)
             start_reports.append(reported(encoder))
+        def train(kind: str, c: int, cycle: int, scorer, module, batches, loss, steps: int) -> None:
+            """One training phase of one chain: fit, keep the best state on dev, record, save."""
+            done = timed(f"train {kind}", cycle, c + 1)
+            settings = recipe.phase(kind)
+            selector = _Selector(module, lambda: _spearman(scorer.pair_scores(dev_a, dev_b), dev_gold)) if dev_pairs else None
+            who = f" · chain {c + 1}" if len(chains) > 1 else ""
+            result = fit(module, batches, loss, settings, steps * settings.epochs, device, progress, eval_steps=recipe.eval_steps,
+                         on_eval=selector, description=f"cycle {cycle}/{recipe.cycles} · train {kind}{who}")  # fmt: skip
+            score = selector.restore() if selector else None
+            seconds = done(steps=result.steps, dev=score)
+            chains[c].history.append({"cycle": cycle, "phase": kind, "dev": score, "report": reported(scorer), "seconds": seconds, "steps": result.steps,
+                                      "final_loss": round(result.final_loss, 5), "evaluations": selector.evaluations if selector else []})  # fmt: skip
+            _keep(chains[c], kind, score, cycle, recipe.cycles, lambda: scorer.save(tmp / names[c][kind == "cross"]))
+
         labels = label("bi", bis, 1)
         for cycle in range(1, recipe.cycles + 1):
             crosses: list[CrossScorer] = []
             for c, chain in enumerate(chains):
-                done = timed("train cross", cycle, c + 1)
                 scorer = new_cross_encoder(chain.base, recipe.cross_max_length, device, seed=recipe.seed + cycle)
-                settings = recipe.phase("cross")
-                steps = -(-2 * len(pairs) // recipe.cross_batch_size) * settings.epochs
-                selector = _Selector(scorer.ce, lambda s=scorer: _spearman(s.pair_scores(dev_a, dev_b), dev_gold)) if dev_pairs else None
-                who = f" · chain {c + 1}" if len(chains) > 1 else ""
-                result = fit(scorer.ce, cross_batches(scorer, pairs, labels, recipe.cross_batch_size), cross_loss(), settings, steps, device,
-                             progress, eval_steps=recipe.eval_steps, on_eval=selector, description=f"cycle {cycle}/{recipe.cycles} · train cross{who}")  # fmt: skip
-                score = selector.restore() if selector else None
-                seconds = done(steps=result.steps, dev=score)
-                chain.history.append({"cycle": cycle, "phase": "cross", "dev": score, "report": reported(scorer), "seconds": seconds, "steps": result.steps,
-                                      "final_loss": round(result.final_loss, 5), "evaluations": selector.evaluations if selector else []})  # fmt: skip
-                _keep(chain, "cross", score, cycle, recipe.cycles, lambda s=scorer, n=names[c][1]: s.save(tmp / n))
+                batches = cross_batches(scorer, pairs, labels, recipe.cross_batch_size)
+                train("cross", c, cycle, scorer, scorer.ce, batches, cross_loss(), -(-2 * len(pairs) // recipe.cross_batch_size))
                 crosses.append(scorer)
             labels = label("cross", crosses, cycle)
             del crosses
             bis = []
             for c, chain in enumerate(chains):
-                done = timed("train bi", cycle, c + 1)
                 encoder = bi_encoder(chain.start)
-                settings = recipe.phase("bi")
-                steps = -(-len(pairs) // recipe.bi_batch_size) * settings.epochs
-                selector = _Selector(encoder.st, lambda e=encoder: _spearman(e.pair_scores(dev_a, dev_b), dev_gold)) if dev_pairs else None
-                who = f" · chain {c + 1}" if len(chains) > 1 else ""
-                result = fit(encoder.st, bi_pair_batches(encoder.st, pairs, labels, recipe.bi_batch_size), bi_pair_loss(), settings, steps, device,
-                             progress, eval_steps=recipe.eval_steps, on_eval=selector, description=f"cycle {cycle}/{recipe.cycles} · train bi{who}")  # fmt: skip
-                score = selector.restore() if selector else None
-                seconds = done(steps=result.steps, dev=score)
-                chain.history.append({"cycle": cycle, "phase": "bi", "dev": score, "report": reported(encoder), "seconds": seconds, "steps": result.steps,
-                                      "final_loss": round(result.final_loss, 5), "evaluations": selector.evaluations if selector else []})  # fmt: skip
-                _keep(chain, "bi", score, cycle, recipe.cycles, lambda e=encoder, n=names[c][0]: e.save(tmp / n))
+                batches = bi_pair_batches(encoder.st, pairs, labels, recipe.bi_batch_size)
+                train("bi", c, cycle, encoder, encoder.st, batches, bi_pair_loss(), -(-len(pairs) // recipe.bi_batch_size))
                 bis.append(encoder)
             if cycle < recipe.cycles:
                 labels = label("bi", bis, cycle + 1)
