@@ -76,7 +76,7 @@ def tune(
     dev: Optional[str] = typer.Option(None, help="Trans-Encoder: scored pairs (STS layouts, or 'stsb-dev') to keep the best models by dev Spearman."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: encodr-runs/RECIPE-TIME)."),
     overwrite: bool = typer.Option(False, help="Replace an existing output directory."),
-    limit: Optional[int] = typer.Option(None, min=2, help="Use only the first N distinct strings."),
+    limit: Optional[int] = typer.Option(None, min=2, help="Use only the first N distinct strings (Trans-Encoder: pairs)."),
     device: Optional[str] = typer.Option(None, help="cpu or cuda (default: cuda when available)."),
     temperature: Optional[float] = typer.Option(None, help="InfoNCE temperature τ."),
     span_mask: Optional[int] = typer.Option(None, help="Span mask length k in tokens (0: off)."),
