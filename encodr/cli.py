@@ -98,6 +98,8 @@ def tune(
     """Fine-tune a base model with a recipe: Mirror-BERT (word, phrase, sentence) saves a
     SentenceTransformer; Trans-Encoder (cross-encoder) saves bi/ and cross/."""
     from . import recipes
+    from .trans_encoder import run_trans_encoder
+    from .tune import run_tune  # heavy imports before the start line: a Ctrl-C after it must not land inside one
 
     overrides = {
         "temperature": temperature, "span_mask": span_mask, "max_length": max_length, "epochs": epochs,
@@ -120,12 +122,8 @@ def tune(
     try:  # from the first line printed on, Ctrl-C is reported as one line with exit status 2
         err_console.print(f"encodr: tuning {' + '.join(models)} with recipe '{resolved.name}' → {out}", highlight=False)
         if trans:
-            from .trans_encoder import run_trans_encoder
-
             summary = run_trans_encoder(file, resolved, models, out, overwrite, device, dev, limit, progress=not as_json, warn=_warn)
         else:
-            from .tune import run_tune
-
             summary = run_tune(file, resolved, models[0], out, overwrite, device, limit, progress=True, warn=_warn)
     except KeyboardInterrupt:
         raise EncodrError(f"interrupted by Ctrl-C; nothing was written to {out}") from None
