@@ -39,6 +39,11 @@ def main() -> None:
         data = json.loads((RESULTS / "tatoeba_pcr.json").read_text())
         print("\ntatoeba_pcr.json\n")
         print(table(data["rows"], ["pair", "pairs", "acc@1", "acc@1 (pcr)", "Δ"]))
+    if (RESULTS / "trans_encoder.json").exists():
+        data = json.loads((RESULTS / "trans_encoder.json").read_text())
+        for job, result in data["jobs"].items():
+            print(f"\ntrans_encoder.json — {job}: {json.dumps(result['settings'])}\n")
+            print(table(result["rows"], ["chain", "cycle", "model", "dev", "test"]))
 
 
 if __name__ == "__main__":
