@@ -68,11 +68,11 @@ def main() -> None:
     for job in args.jobs:
         models, data, recipe, limit = ["minilm"], None, base_recipe, None
         if job == "mined":
-            sentences = stsb_pairs().sentences
+            stsb = stsb_pairs()
             data = work / "stsb-sentences.txt"
-            data.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+            data.write_text("\n".join(stsb.sentences) + "\n", encoding="utf-8")
             recipe = recipes.load("cross-encoder", {"cycles": args.cycles, "bi_epochs": args.bi_epochs,
-                                                     "max_pairs": args.max_pairs or len(stsb_pairs().pairs)})  # fmt: skip
+                                                     "max_pairs": args.max_pairs or len(stsb.pairs)})  # fmt: skip
             data = str(data)
         if job == "mutual":
             wiki = default_corpus("wiki")

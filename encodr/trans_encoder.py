@@ -151,18 +151,21 @@ def run_trans_encoder(
         EncodrError: bad input; KeyboardInterrupt passes through with nothing written.
     """
     from .evaluation.readers import read_sts
-    from .evaluation.tasks import TASKS
+    from .evaluation.tasks import tasks_for
+
+    def scored(spec: str):
+        return read_sts(tasks_for("sts", [spec])[0].file())  # a bundled task name or a file
 
     out = Path(out)
     check_target(out, overwrite)
     dev_pairs = None
     if dev:
-        dev_pairs = read_sts(TASKS[dev].file() if dev in TASKS else dev)
+        dev_pairs = scored(dev)
         dev_gold = np.array([p.score for p in dev_pairs])
         dev_a, dev_b = [p.text1 for p in dev_pairs], [p.text2 for p in dev_pairs]
     report_set = None
     if report:
-        rp = read_sts(TASKS[report].file() if report in TASKS else report)
+        rp = scored(report)
         report_set = ([p.text1 for p in rp], [p.text2 for p in rp], np.array([p.score for p in rp]))
 
     def reported(scorer) -> float | None:

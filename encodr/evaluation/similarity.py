@@ -13,19 +13,29 @@ from .base import Evaluator, Score
 from .readers import LabelledPair, ScoredPair
 
 
-class PairSimilarityEvaluator(Evaluator):
+class _PairEvaluator(Evaluator):
+    """Scores a list of pairs (anything with ``text1``, ``text2``) with the model."""
+
+    def __init__(self, name: str, pairs: list):
+        self.name = name
+        self.pairs = pairs
+
+    def predict(self, model, progress: bool = False) -> np.ndarray:
+        """The model's similarity of each pair: float array (N,)."""
+        return model.pair_scores([p.text1 for p in self.pairs], [p.text2 for p in self.pairs], progress=progress)
+
+
+class PairSimilarityEvaluator(_PairEvaluator):
     """Predicted similarity of each pair against gold scores, Spearman ρ × 100.
 
     Used for STS (sentences) and SimLex-999 / WordSim-353 (words), as in Mirror-BERT §3
     and SentEval: one ρ per dataset, never pooled across datasets.
     """
 
-    def __init__(self, name: str, pairs: list[ScoredPair]):
-        self.name = name
-        self.pairs = pairs
+    pairs: list[ScoredPair]
 
     def evaluate(self, model, progress: bool = False) -> list[Score]:
-        predicted = model.pair_scores([p.text1 for p in self.pairs], [p.text2 for p in self.pairs], progress=progress)
+        predicted = self.predict(model, progress)
         gold = np.array([p.score for p in self.pairs])
         rho = spearmanr(predicted, gold).statistic
         return [Score(self.name, "spearman", float(rho) * 100, len(self.pairs))]
@@ -46,15 +56,13 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     return float(u) / (len(positive) * len(negative))
 
 
-class PairClassificationEvaluator(Evaluator):
+class PairClassificationEvaluator(_PairEvaluator):
     """Binary pair tasks (QQP, QNLI, MRPC): ROC-AUC × 100 of the predicted similarity
     (Trans-Encoder §3, following Li et al. 2020 and Liu et al. 2021)."""
 
-    def __init__(self, name: str, pairs: list[LabelledPair]):
-        self.name = name
-        self.pairs = pairs
+    pairs: list[LabelledPair]
 
     def evaluate(self, model, progress: bool = False) -> list[Score]:
-        predicted = model.pair_scores([p.text1 for p in self.pairs], [p.text2 for p in self.pairs], progress=progress)
+        predicted = self.predict(model, progress)
         labels = np.array([p.label for p in self.pairs])
         return [Score(self.name, "roc_auc", roc_auc(np.asarray(predicted, dtype=np.float64), labels) * 100, len(self.pairs))]
