@@ -208,3 +208,9 @@ def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, m
     assert code == 2 and "--cross works with" in err
     code, out, err = run_cli(["tune", str(sts), "--recipe", "word", "--model", "a", "--model", "b"], capsys, monkeypatch)
     assert code == 2 and "mutual distillation" in err
+    code, out, err = run_cli(["tune", str(sts), "--recipe", "word", "--dev", str(sts)], capsys, monkeypatch)
+    assert code == 2 and "--dev selects Trans-Encoder models" in err
+    code, out, err = run_cli(["tune", str(sts), "--recipe", "cross-encoder", "--dev", str(tmp_path / "nope.tsv")], capsys, monkeypatch)
+    assert code == 2 and "nope.tsv: no such file" in err and "Traceback" not in err
+    code, out, err = run_cli(["eval", "pairs", "--model", str(tiny_model)], capsys, monkeypatch)
+    assert code == 2 and "'encodr eval pairs' needs a FILE" in err
