@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
@@ -60,11 +62,17 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000, help="training strings per job")
     parser.add_argument("--no-st", action="store_true", help="skip the sentence-transformers baseline")
     parser.add_argument("--word-seeds", nargs="+", type=int, default=[42, 43, 44], help="seeds for the word job's final comparison")
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="recipe overrides for every tuned model, e.g. --set drophead=0.2 lr=5e-5 (choose on dev only)")
     parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
     args = parser.parse_args()
+    overrides = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        overrides[key] = yaml.safe_load(value)
 
     rows: list[dict] = []
-    payload = {"machine": machine(), "base_model": "minilm (all-MiniLM-L6-v2)", "rows": rows}
+    payload = {"machine": machine(), "base_model": "minilm (all-MiniLM-L6-v2)", "overrides": overrides, "rows": rows}
     scratch = Path(tempfile.mkdtemp(prefix="encodr-quality-"))
     base = load_encoder("minilm")
     try:
@@ -75,7 +83,7 @@ def main() -> None:
                          "test_task": test, "test": score(base, suite, test), "train_s": 0.0, "selected": ""})
             tuned = []
             for pooling in args.poolings:
-                recipe = recipes.load(recipe_name, {"pooling": pooling})
+                recipe = recipes.load(recipe_name, {**overrides, "pooling": pooling})
                 started = time.perf_counter()
                 summary = run_tune(corpus, recipe, "minilm", scratch / f"{job}-{pooling}", progress=False, warn=lambda m: None)
                 enc = load_encoder(summary["out"])
@@ -94,7 +102,7 @@ def main() -> None:
                 for impl in ("encodr", "sentence-transformers MNRL"):
                     tests = []
                     for seed in args.word_seeds:
-                        recipe = recipes.load(recipe_name, {"pooling": best["pooling"], "seed": seed})
+                        recipe = recipes.load(recipe_name, {**overrides, "pooling": best["pooling"], "seed": seed})
                         if impl == "encodr" and seed == best["seed"]:
                             row = best  # already trained above
                         else:

