@@ -259,7 +259,8 @@ def run_trans_encoder(
         for cycle in range(1, recipe.cycles + 1):
             crosses: list[CrossScorer] = []
             for c, chain in enumerate(chains):
-                scorer = new_cross_encoder(chain.base, recipe.cross_max_length, device, seed=recipe.seed + cycle)
+                # each chain its own seed: chains that share a base model must not train identical cross-encoders
+                scorer = new_cross_encoder(chain.base, recipe.cross_max_length, device, seed=recipe.seed + cycle + 1000 * c)
                 batches = cross_batches(scorer, pairs, labels, recipe.cross_batch_size)
                 train("cross", c, cycle, scorer, scorer.ce, batches, cross_loss(), -(-2 * len(pairs) // recipe.cross_batch_size))
                 crosses.append(scorer)

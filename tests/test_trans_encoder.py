@@ -182,6 +182,11 @@ def test_mutual_distillation_with_dev_selection_and_mined_pairs(tiny_model, tmp_
     assert all(h["dev"] is not None and h["evaluations"] for h in history)  # selection on dev, every 2 steps + epoch ends
     phases = [p["phase"] for p in summary["phases"]]
     assert phases[:2] == ["mine pairs", "label (bi)"] and "label (cross)" in phases
+    # two chains on the same base model still get their own cross-encoder (own seed: head and order)
+    from sentence_transformers import CrossEncoder
+
+    pair = [PAIRS[0]]
+    assert abs(float(CrossEncoder(str(out / "cross")).predict(pair)[0]) - float(CrossEncoder(str(out / "cross-2")).predict(pair)[0])) > 1e-6
 
 
 def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, monkeypatch):
