@@ -39,3 +39,11 @@ def write_json(path: Path, payload: dict) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=2))
     tmp.replace(path)
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """Recipe overrides from ``KEY=VALUE`` strings (``--set``); values are read as YAML
+    scalars (``0.2`` → float, ``2`` → int). Keys and values are checked by ``recipes.load``."""
+    import yaml
+
+    return {key: yaml.safe_load(value) for key, _, value in (item.partition("=") for item in items)}

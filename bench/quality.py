@@ -23,11 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, machine, print_table, write_json  # noqa: E402
+from common import RESULTS, machine, parse_overrides, print_table, write_json  # noqa: E402
 
 from encodr import evaluation, recipes  # noqa: E402
 from encodr.corpus import Corpus, default_corpus  # noqa: E402
@@ -66,10 +64,7 @@ def main() -> None:
                         help="recipe overrides for every tuned model, e.g. --set drophead=0.2 lr=5e-5 (choose on dev only)")
     parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
     args = parser.parse_args()
-    overrides = {}
-    for item in args.set:
-        key, _, value = item.partition("=")
-        overrides[key] = yaml.safe_load(value)
+    overrides = parse_overrides(args.set)
 
     rows: list[dict] = []
     payload = {"machine": machine(), "base_model": "minilm (all-MiniLM-L6-v2)", "overrides": overrides, "rows": rows}

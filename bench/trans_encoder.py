@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, machine, print_table, write_json  # noqa: E402
+from common import RESULTS, machine, parse_overrides, print_table, write_json  # noqa: E402
 
 from encodr import recipes  # noqa: E402
 from encodr.corpus import default_corpus  # noqa: E402
@@ -57,21 +57,24 @@ def main() -> None:
     parser.add_argument("--mirror-limit", type=int, default=2000)
     parser.add_argument("--mutual-pairs", type=int, default=2000)
     parser.add_argument("--mutual-cycles", type=int, default=1)
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="recipe overrides for every job, e.g. --set cross_epochs=2 (results are stored as JOB+KEY=VALUE)")
     parser.add_argument("--device", default=None)
     parser.add_argument("--out", type=Path, default=RESULTS / "trans_encoder.json")
     args = parser.parse_args()
+    overrides = parse_overrides(args.set)
 
     payload = json.loads(args.out.read_text()) if args.out.exists() else {"jobs": {}}
     payload["machine"] = machine()
     work = Path(tempfile.mkdtemp(prefix="encodr-tenc-"))
-    base_recipe = recipes.load("cross-encoder", {"cycles": args.cycles, "bi_epochs": args.bi_epochs})
+    base_recipe = recipes.load("cross-encoder", {**overrides, "cycles": args.cycles, "bi_epochs": args.bi_epochs})
     for job in args.jobs:
         models, data, recipe, limit = ["minilm"], None, base_recipe, None
         if job == "mined":
             stsb = stsb_pairs()
             data = work / "stsb-sentences.txt"
             data.write_text("\n".join(stsb.sentences) + "\n", encoding="utf-8")
-            recipe = recipes.load("cross-encoder", {"cycles": args.cycles, "bi_epochs": args.bi_epochs,
+            recipe = recipes.load("cross-encoder", {**overrides, "cycles": args.cycles, "bi_epochs": args.bi_epochs,
                                                      "max_pairs": args.max_pairs or len(stsb.pairs)})  # fmt: skip
             data = str(data)
         if job == "mutual":
@@ -82,15 +85,16 @@ def main() -> None:
                 out = work / f"mirror-seed{seed}"
                 run_tune(wiki, mirror, "minilm", out, overwrite=True, device=args.device, limit=args.mirror_limit, progress=True)
                 models.append(str(out))
-            recipe = recipes.load("cross-encoder", {"cycles": args.mutual_cycles, "bi_epochs": args.bi_epochs})
+            recipe = recipes.load("cross-encoder", {**overrides, "cycles": args.mutual_cycles, "bi_epochs": args.bi_epochs})
             limit = args.mutual_pairs
         summary = run_trans_encoder(data, recipe, models, work / f"tenc-{job}", overwrite=True, device=args.device, dev="stsb-dev",
                                     limit=limit, progress=True, report="stsb-test")  # fmt: skip
-        payload["jobs"][job] = {
-            "settings": {"cycles": recipe.cycles, "bi_epochs": recipe.bi_epochs, "paper_bi_epochs": 10, "pairs": summary["pairs"],
+        key = "+".join([job, *args.set])
+        payload["jobs"][key] = {
+            "settings": {"overrides": overrides, "cycles": recipe.cycles, "bi_epochs": recipe.bi_epochs, "paper_bi_epochs": 10, "pairs": summary["pairs"],
                          "mined": summary["mined"], "models": models, "selection": summary["selection"]},
             "phases": summary["phases"],
-            "rows": rows_of(job, summary),
+            "rows": rows_of(key, summary),
         }  # fmt: skip
         write_json(args.out, payload)
     rows = [r for j in payload["jobs"].values() for r in j["rows"]]
