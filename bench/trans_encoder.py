@@ -67,15 +67,17 @@ def main() -> None:
     payload = json.loads(args.out.read_text()) if args.out.exists() else {"jobs": {}}
     payload["machine"] = machine()
     work = Path(tempfile.mkdtemp(prefix="encodr-tenc-"))
-    base_recipe = recipes.load("cross-encoder", {**overrides, "cycles": args.cycles, "bi_epochs": args.bi_epochs})
+
+    def recipe_for(**extra):
+        return recipes.load("cross-encoder", {**overrides, "cycles": args.cycles, "bi_epochs": args.bi_epochs, **extra})
+
     for job in args.jobs:
-        models, data, recipe, limit = ["minilm"], None, base_recipe, None
+        models, data, recipe, limit = ["minilm"], None, recipe_for(), None
         if job == "mined":
             stsb = stsb_pairs()
             data = work / "stsb-sentences.txt"
             data.write_text("\n".join(stsb.sentences) + "\n", encoding="utf-8")
-            recipe = recipes.load("cross-encoder", {**overrides, "cycles": args.cycles, "bi_epochs": args.bi_epochs,
-                                                     "max_pairs": args.max_pairs or len(stsb.pairs)})  # fmt: skip
+            recipe = recipe_for(max_pairs=args.max_pairs or len(stsb.pairs))
             data = str(data)
         if job == "mutual":
             wiki = default_corpus("wiki")
@@ -85,7 +87,7 @@ def main() -> None:
                 out = work / f"mirror-seed{seed}"
                 run_tune(wiki, mirror, "minilm", out, overwrite=True, device=args.device, limit=args.mirror_limit, progress=True)
                 models.append(str(out))
-            recipe = recipes.load("cross-encoder", {**overrides, "cycles": args.mutual_cycles, "bi_epochs": args.bi_epochs})
+            recipe = recipe_for(cycles=args.mutual_cycles)
             limit = args.mutual_pairs
         summary = run_trans_encoder(data, recipe, models, work / f"tenc-{job}", overwrite=True, device=args.device, dev="stsb-dev",
                                     limit=limit, progress=True, report="stsb-test")  # fmt: skip

