@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import EncodrError
+from .errors import EncodrError, first_line
 from .models import _quiet, pick_device, resolve
 
 
@@ -101,7 +101,7 @@ def new_cross_encoder(base: str | None, max_length: int, device: str | None = No
     try:
         ce = CrossEncoder(str(ref.transformer_dir()), num_labels=1, max_length=max_length, device=pick_device(device), local_files_only=True)
     except Exception as exc:
-        raise EncodrError(f"could not build a cross-encoder from '{ref.spec}': {str(exc).splitlines()[0][:200]}") from None
+        raise EncodrError(f"could not build a cross-encoder from '{ref.spec}': {first_line(exc)}") from None
     return CrossScorer(ce, ref.spec)
 
 
@@ -121,5 +121,5 @@ def load_cross(spec: str, device: str | None = None) -> CrossScorer:
     try:
         ce = CrossEncoder(str(ref.path), device=pick_device(device), local_files_only=True)
     except Exception as exc:
-        raise EncodrError(f"could not load cross-encoder '{ref.spec}': {str(exc).splitlines()[0][:200]}") from None
+        raise EncodrError(f"could not load cross-encoder '{ref.spec}': {first_line(exc)}") from None
     return CrossScorer(ce, ref.spec)

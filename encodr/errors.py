@@ -11,3 +11,10 @@ class EncodrError(Exception):
 
     The CLI maps it to exit status 2; library callers can catch it like any exception.
     """
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message, at most ``limit`` characters; the
+    exception's class name when the message is empty (for one-line error messages)."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else type(exc).__name__

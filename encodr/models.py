@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import EncodrError
+from .errors import EncodrError, first_line
 
 DEFAULT_MODEL = "minilm"
 
@@ -194,7 +194,7 @@ def resolve(spec: str | None) -> ModelRef:
     try:
         return ModelRef(spec, Path(snapshot_download(spec)))
     except Exception as exc:
-        reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc, 160)
         raise EncodrError(
             f"model '{spec}' is not cached and could not be downloaded from the Hugging Face Hub ({reason}); "
             f"use a local directory or an alias ({', '.join(ALIASES)})"
@@ -359,7 +359,7 @@ def load_encoder(
     except EncodrError:
         raise
     except Exception as exc:
-        raise EncodrError(f"could not load model '{ref.spec}' from {ref.path}: {str(exc).splitlines()[0][:200]}") from None
+        raise EncodrError(f"could not load model '{ref.spec}' from {ref.path}: {first_line(exc)}") from None
     encoder = Encoder(st, ref.spec)
     if pooling != "auto" and encoder.pooling != pooling:
         names = list(st._modules)

@@ -81,3 +81,12 @@ def test_mpnet_alias_without_its_packages_names_the_install_command(monkeypatch)
         resolve("mpnet")
     row = next(r for r in list_models() if r["name"] == "mpnet")
     assert row["path"] is None
+
+
+def test_first_line_of_an_error_message():
+    from encodr.errors import first_line
+
+    assert first_line(OSError("no such file\nTraceback (most recent call last): ...")) == "no such file"
+    assert first_line(ValueError("x" * 300)) == "x" * 200
+    assert first_line(ValueError("abcdef"), 3) == "abc"
+    assert first_line(RuntimeError()) == "RuntimeError"  # an empty message used to raise IndexError
