@@ -49,6 +49,11 @@ class Recipe:
         dropout: probability of every ``nn.Dropout`` in the encoder during training.
         drophead: probability of dropping a whole attention head (Zhou et al. 2020);
             0 disables it.
+        false_negative_cos: in-batch false-negative filter (not in the paper; 0 disables
+            it). Before training, the frozen base model embeds every string; two strings
+            of a batch whose base-model cosine is ≥ this value are not used as each
+            other's negatives in Eq. 1, so near-synonyms already close in the base model
+            are not pushed apart. In [0, 1].
         pooling: ``cls``, ``mean`` or ``auto`` (the base model's own pooling when it has
             one, else ``raw_pooling``).
         raw_pooling: pooling for a raw MLM that ships none (``cls`` or ``mean``); the
@@ -73,6 +78,7 @@ class Recipe:
     max_grad_norm: float = 0.0
     dropout: float = 0.1
     drophead: float = 0.0
+    false_negative_cos: float = 0.0
     pooling: str = "auto"
     raw_pooling: str = "cls"
     seed: int = 42
@@ -203,6 +209,7 @@ def _check(key: str, value: Any, cls: type = Recipe) -> Any:
         "max_grad_norm": lambda v: v < 0,
         "dropout": lambda v: not 0 <= v < 1,
         "drophead": lambda v: not 0 <= v < 1,
+        "false_negative_cos": lambda v: not 0 <= v <= 1,
         "pooling": lambda v: v not in POOLINGS,
         "raw_pooling": lambda v: v not in RAW_POOLINGS,
         "amp": lambda v: v not in AMP_MODES,
@@ -228,6 +235,7 @@ def _check(key: str, value: Any, cls: type = Recipe) -> Any:
             "max_grad_norm": "a number ≥ 0 (0: off)",
             "dropout": "a number in [0, 1)",
             "drophead": "a number in [0, 1)",
+            "false_negative_cos": "a number in [0, 1] (0: off)",
             "pooling": " | ".join(POOLINGS),
             "raw_pooling": " | ".join(RAW_POOLINGS),
             "amp": " | ".join(AMP_MODES),

@@ -73,25 +73,34 @@ def tokenize(tokenizer, strings: Sequence[str], max_length: int) -> tuple[list[l
     return ids, truncated
 
 
-def mirror_batches(tokenizer, ids: Sequence[Sequence[int]], recipe: Recipe) -> Callable[[np.random.Generator], Iterator[tuple[int, dict]]]:
+def mirror_batches(
+    tokenizer, ids: Sequence[Sequence[int]], recipe: Recipe, guide: np.ndarray | None = None
+) -> Callable[[np.random.Generator], Iterator[tuple[int, dict]]]:
     """Mirror-BERT batches: each string twice, span-masking the second view (§2).
 
     Args:
         tokenizer: the model's tokenizer (gives mask, pad and special ids).
         ids: token ids of the N distinct training strings.
-        recipe: uses ``batch_size`` and ``span_mask``.
+        recipe: uses ``batch_size``, ``span_mask`` and ``false_negative_cos``.
+        guide: (N, d) float32 L2-normalised embeddings of the strings under the frozen
+            base model; required when ``recipe.false_negative_cos > 0``.
 
     Returns:
         A function of a NumPy generator yielding, for one epoch in shuffled order,
         ``(n, features)`` with features of shape (2n, T): rows 0..n−1 are the plain views,
-        rows n..2n−1 the masked views of the same strings. A final batch of one string
-        (which has no negative) is dropped.
+        rows n..2n−1 the masked views of the same strings. With the false-negative filter
+        on, ``features["false_negatives"]`` is an (n, n) bool tensor: base-model cosine
+        ≥ ``false_negative_cos`` (diagonal included). A final batch of one string (which
+        has no negative) is dropped.
 
     Raises:
         EncodrError: span masking is on and the tokenizer has no mask token.
     """
     if recipe.span_mask > 0 and tokenizer.mask_token_id is None:
         raise EncodrError("this tokenizer has no mask token, so span masking cannot work; set span_mask: 0")
+    threshold = recipe.false_negative_cos
+    if threshold > 0 and (guide is None or len(guide) != len(ids)):
+        raise ValueError("false_negative_cos > 0 needs one guide embedding per string")
     special = frozenset(tokenizer.all_special_ids)
     with_types = "token_type_ids" in tokenizer.model_input_names
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -99,11 +108,16 @@ def mirror_batches(tokenizer, ids: Sequence[Sequence[int]], recipe: Recipe) -> C
     def epoch(rng: np.random.Generator) -> Iterator[tuple[int, dict]]:
         order = rng.permutation(len(ids))
         for start in range(0, len(order), recipe.batch_size):
-            chosen = [ids[i] for i in order[start : start + recipe.batch_size]]
+            rows = order[start : start + recipe.batch_size]
+            chosen = [ids[i] for i in rows]
             if len(chosen) < 2:
                 continue
             masked = [span_mask(s, recipe.span_mask, tokenizer.mask_token_id, special, rng) for s in chosen] if recipe.span_mask else chosen
-            yield len(chosen), collate(chosen + masked, pad_id, with_types)
+            features = collate(chosen + masked, pad_id, with_types)
+            if threshold > 0:
+                g = guide[rows]
+                features["false_negatives"] = torch.from_numpy(g @ g.T >= threshold)
+            yield len(chosen), features
 
     return epoch
 
@@ -116,9 +130,10 @@ def mirror_loss(recipe: Recipe) -> Callable[[torch.nn.Module, dict], torch.Tenso
     loss_fn = LOSSES[recipe.loss](recipe.temperature)
 
     def compute(module: torch.nn.Module, features: dict) -> torch.Tensor:
+        exclude = features.pop("false_negatives", None)
         emb = module(features)["sentence_embedding"]
         half = emb.shape[0] // 2
-        return loss_fn(emb[:half], emb[half:])
+        return loss_fn(emb[:half], emb[half:], exclude)
 
     return compute
 

@@ -93,6 +93,9 @@ def run_tune(
         first = f" (first: line {corpus.long_lines[0]})" if corpus.long_lines else ""
         warn(f"{max(truncated, len(corpus.long_lines))} strings are longer than max_length={recipe.max_length} tokens and were truncated{first}")
 
+    guide = None
+    if recipe.false_negative_cos > 0:  # frozen base-model view of every string, before any update
+        guide = encoder.encode(corpus.strings, batch_size=256, progress=progress)
     set_dropout(encoder.transformer, recipe.dropout)
     hooks = add_drophead(encoder.transformer, recipe.drophead) if recipe.drophead > 0 else []
     total = steps_per_epoch(n, recipe.batch_size) * recipe.epochs
@@ -100,7 +103,7 @@ def run_tune(
     with atomic_dir(out, overwrite) as tmp:
         try:
             result: TrainResult = fit(
-                encoder.st, mirror_batches(encoder.tokenizer, ids, recipe), mirror_loss(recipe), recipe, total, device, progress, on_step
+                encoder.st, mirror_batches(encoder.tokenizer, ids, recipe, guide), mirror_loss(recipe), recipe, total, device, progress, on_step
             )
         finally:
             for h in hooks:

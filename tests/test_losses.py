@@ -44,3 +44,16 @@ def test_infonce_gradient_pulls_views_together():
         a2, b2 = a - 0.5 * a.grad, b - 0.5 * b.grad
     assert loss_fn(a2, b2).item() < before.item()
     assert a.grad.shape == (4, 8)
+
+
+def test_infonce_excluded_pairs_leave_the_denominator():
+    # All 2N views identical: every logit ties. Excluding the pair (0, 1) removes two views
+    # from the denominators of strings 0 and 1 (4 anchors: log(2N-3)); the other 2N-4
+    # anchors keep log(2N-1). The diagonal of `exclude` is ignored (positives stay).
+    n = 5
+    v = torch.ones(n, 3)
+    exclude = torch.eye(n, dtype=torch.bool)
+    exclude[0, 1] = exclude[1, 0] = True
+    expected = (4 * math.log(2 * n - 3) + (2 * n - 4) * math.log(2 * n - 1)) / (2 * n)
+    assert MirrorInfoNCELoss(0.2)(v, v.clone(), exclude).item() == pytest.approx(expected, rel=1e-6)
+    assert MirrorInfoNCELoss(0.2)(v, v.clone(), torch.zeros(n, n, dtype=torch.bool)).item() == pytest.approx(math.log(2 * n - 1), rel=1e-6)

@@ -118,3 +118,36 @@ def test_ctrl_c_in_a_real_process(tiny_model, words_file, tmp_path):
     assert "Traceback" not in err
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_false_negative_filter_marks_close_pairs_in_each_batch(tiny_model):
+    from transformers import AutoTokenizer
+
+    from encodr.train import mirror_batches
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    ids = [tok(w)["input_ids"] for w in ("heart", "cardiac", "stone", "river")]
+    # guide: strings 0 and 1 share a direction (cos 0.8), 2 and 3 are orthogonal to all
+    guide = np.array([[1, 0, 0, 0], [0.8, 0.6, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]], dtype=np.float32)
+    epoch = mirror_batches(tok, ids, tiny_recipe(batch_size=4, false_negative_cos=0.75), guide)
+    (n, features), = list(epoch(np.random.default_rng(0)))
+    flagged = features["false_negatives"]
+    assert n == 4 and flagged.shape == (4, 4) and flagged.dtype == torch.bool
+    pairs = {(i, j) for i in range(4) for j in range(4) if i != j and flagged[i, j]}
+    words = [tok.decode(features["input_ids"][i][1:2]) for i in range(4)]
+    assert {frozenset((words[i], words[j])) for i, j in pairs} == {frozenset(("heart", "cardiac"))}
+    with pytest.raises(ValueError):
+        mirror_batches(tok, ids, tiny_recipe(false_negative_cos=0.75), None)
+
+
+def test_false_negative_filter_below_every_cosine_leaves_no_negative(tiny_model, words_file, tmp_path):
+    # A random tiny BERT gives nearly the same [CLS] vector for every string, so at a
+    # threshold of 0.5 every pair is flagged: no negatives are left, every step's loss is
+    # −log(1) = 0 and the weights do not move.
+    recipe = tiny_recipe(false_negative_cos=0.5)
+    s = run_tune(str(words_file), recipe, str(tiny_model), tmp_path / "o", progress=False)
+    log = [json.loads(line) for line in (tmp_path / "o" / "train_log.jsonl").read_text().splitlines()]
+    assert s["recipe"]["false_negative_cos"] == 0.5 and len(log) == s["steps"]
+    assert all(r["loss"] == pytest.approx(0.0, abs=1e-6) for r in log)
+    base = load_encoder(str(tiny_model), pooling="cls").encode(["myocardial infarction"])
+    assert np.allclose(load_encoder(s["out"]).encode(["myocardial infarction"]), base, atol=1e-6)
