@@ -34,7 +34,7 @@ def test_user_file(tmp_path):
         ("temperature: -1\n", "recipe key 'temperature' must be"),
         ("span_mask: 2.5\n", "recipe key 'span_mask' must be an int"),
         ("pooling: max\n", "recipe key 'pooling' must be auto | cls | mean"),
-        ("false_negative_cos: 1.5\n", "recipe key 'false_negative_cos' must be a number in [0, 1] (0: off)"),
+        ("false_negative_cos: 1.5\n", "recipe key 'false_negative_cos' must be a number in"),
         ("temperature: [0.1\n", "is not valid YAML at line"),
         ("- a\n- b\n", "must be a YAML mapping"),
     ],
