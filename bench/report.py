@@ -21,12 +21,36 @@ def table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
+def sweeps() -> list[dict]:
+    """One row per dev-set trial in results/sweeps/ (bench/quality.py --set … --out …), after
+    the recipe default (seed 42, mean pooling, from quality.json) and the base model."""
+    rows: list[dict] = []
+    reference = json.loads((RESULTS / "quality.json").read_text())["rows"] if (RESULTS / "quality.json").exists() else []
+    for job in ("word", "phrase"):
+        base = next((r for r in reference if r["job"] == job and r["model"] == "base"), None)
+        default = next((r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["seed"] == 42 and r["pooling"] == "mean"), None)
+        for label, r in (("base model", base), ("recipe default", default)):
+            if r:
+                rows.append({"job": job, "setting": label, "dev_task": r["dev_task"], "dev": r["dev"], "test_task": r["test_task"], "test": r["test"]})
+        trials = []
+        for path in sorted((RESULTS / "sweeps").glob(f"{job}-*.json")):
+            data = json.loads(path.read_text())
+            tuned = next(r for r in data["rows"] if r["model"].startswith("encodr"))
+            setting = " ".join(f"{k}={v}" for k, v in data["overrides"].items())
+            trials.append({"job": job, "setting": setting, "dev_task": tuned["dev_task"], "dev": tuned["dev"], "test_task": tuned["test_task"], "test": tuned["test"], "file": path.name})
+        rows += sorted(trials, key=lambda r: -r["dev"])
+    return rows
+
+
 def main() -> None:
     for name in ("quality.json", "quality-sentence.json"):
         if (RESULTS / name).exists():
             data = json.loads((RESULTS / name).read_text())
             print(f"\n{name}\n")
             print(table(data["rows"], ["job", "model", "pooling", "seed", "dev_task", "dev", "test_task", "test", "selected"]))
+    if (RESULTS / "sweeps").is_dir():
+        print("\nsweeps/ (dev-set trials, sorted by dev)\n")
+        print(table(sweeps(), ["job", "setting", "dev_task", "dev", "test_task", "test", "file"]))
     if (RESULTS / "train_speed.json").exists():
         data = json.loads((RESULTS / "train_speed.json").read_text())
         print("\ntrain_speed.json\n")
