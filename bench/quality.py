@@ -62,6 +62,8 @@ def main() -> None:
     parser.add_argument("--word-seeds", nargs="+", type=int, default=[42, 43, 44], help="seeds for the word job's final comparison")
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
                         help="recipe overrides for every tuned model, e.g. --set drophead=0.2 lr=5e-5 (choose on dev only)")
+    parser.add_argument("--trace-every", type=int, default=0, metavar="N",
+                        help="also score the dev task every N training steps (dev only; stored as dev_trace)")
     parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
     args = parser.parse_args()
     overrides = parse_overrides(args.set)
@@ -80,10 +82,14 @@ def main() -> None:
             for pooling in args.poolings:
                 recipe = recipes.load(recipe_name, {**overrides, "pooling": pooling})
                 started = time.perf_counter()
-                summary = run_tune(corpus, recipe, "minilm", scratch / f"{job}-{pooling}", progress=False, warn=lambda m: None)
+                trace = [{"step": 0, "dev": rows[-1]["dev"]}] if args.trace_every else []
+                summary = run_tune(corpus, recipe, "minilm", scratch / f"{job}-{pooling}", progress=False, warn=lambda m: None,
+                                   eval_steps=args.trace_every, on_eval=(lambda step, e: trace.append({"step": step, "dev": score(e, suite, dev)})) if args.trace_every else None)
                 enc = load_encoder(summary["out"])
                 row = {"job": job, "model": f"encodr {recipe_name}", "pooling": pooling, "seed": recipe.seed, "dev_task": dev, "dev": score(enc, suite, dev),
                        "test_task": test, "test": score(enc, suite, test), "train_s": time.perf_counter() - started, "selected": ""}
+                if trace:
+                    row["dev_trace"] = trace
                 rows.append(row)
                 tuned.append(row)
                 print(row, flush=True)

@@ -15,7 +15,7 @@ from . import registry
 from .augment import add_drophead, set_dropout
 from .corpus import Corpus, default_corpus, read_corpus
 from .errors import EncodrError
-from .models import load_encoder, pick_device
+from .models import Encoder, load_encoder, pick_device
 from .outputs import atomic_dir, check_target
 from .recipes import Recipe
 from .train import TrainResult, fit, mirror_batches, mirror_loss, steps_per_epoch, tokenize
@@ -57,6 +57,8 @@ def run_tune(
     progress: bool = True,
     warn: Callable[[str], None] = print,
     on_step: Callable[[int, float], None] | None = None,
+    eval_steps: int = 0,
+    on_eval: Callable[[int, Encoder], None] | None = None,
 ) -> dict:
     """Fine-tune ``model`` on ``data`` with ``recipe`` and write a SentenceTransformer to ``out``.
 
@@ -72,6 +74,9 @@ def run_tune(
         progress: show the progress bar.
         warn: where one-line warnings go.
         on_step: per-step callback ``(step, loss)``.
+        eval_steps: with ``on_eval``, call it every this many steps (and at epoch ends).
+        on_eval: ``(step, encoder)`` callback with the model being trained, in eval mode
+            (e.g. to trace a dev-set score during training).
 
     Returns:
         The run summary (also written to ``out/encodr.json`` and the run registry).
@@ -103,7 +108,8 @@ def run_tune(
     with atomic_dir(out, overwrite) as tmp:
         try:
             result: TrainResult = fit(
-                encoder.st, mirror_batches(encoder.tokenizer, ids, recipe, guide), mirror_loss(recipe), recipe, total, device, progress, on_step
+                encoder.st, mirror_batches(encoder.tokenizer, ids, recipe, guide), mirror_loss(recipe), recipe, total, device, progress, on_step,
+                eval_steps=eval_steps, on_eval=(lambda step, epoch: on_eval(step, encoder)) if on_eval else None,
             )
         finally:
             for h in hooks:

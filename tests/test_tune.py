@@ -151,3 +151,15 @@ def test_false_negative_filter_below_every_cosine_leaves_no_negative(tiny_model,
     assert all(r["loss"] == pytest.approx(0.0, abs=1e-6) for r in log)
     base = load_encoder(str(tiny_model), pooling="cls").encode(["myocardial infarction"])
     assert np.allclose(load_encoder(s["out"]).encode(["myocardial infarction"]), base, atol=1e-6)
+
+
+def test_on_eval_sees_the_model_in_eval_mode_every_n_steps_and_at_epoch_ends(tiny_model, words_file, tmp_path):
+    calls = []
+
+    def on_eval(step, encoder):
+        calls.append((step, encoder.st.training, encoder.encode(["heart attack"]).shape))
+
+    run_tune(str(words_file), tiny_recipe(), str(tiny_model), tmp_path / "o", progress=False, eval_steps=4, on_eval=on_eval)
+    # 3 epochs of 3 steps: every 4th step (4, 8) and each epoch end (3, 6, 9)
+    assert [c[0] for c in calls] == [3, 4, 6, 8, 9]
+    assert all(not training and shape == (1, 32) for _, training, shape in calls)
