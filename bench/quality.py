@@ -82,7 +82,10 @@ def main() -> None:
             for pooling in args.poolings:
                 recipe = recipes.load(recipe_name, {**overrides, "pooling": pooling})
                 started = time.perf_counter()
-                trace = [{"step": 0, "dev": rows[-1]["dev"]}] if args.trace_every else []
+                trace = []
+                if args.trace_every:  # step 0: the base model as training sees it (this pooling, max_length)
+                    start = load_encoder("minilm", recipe.pooling, recipe.raw_pooling, recipe.max_length)
+                    trace.append({"step": 0, "dev": score(start, suite, dev)})
                 summary = run_tune(corpus, recipe, "minilm", scratch / f"{job}-{pooling}", progress=False, warn=lambda m: None,
                                    eval_steps=args.trace_every, on_eval=(lambda step, e: trace.append({"step": step, "dev": score(e, suite, dev)})) if args.trace_every else None)
                 enc = load_encoder(summary["out"])
