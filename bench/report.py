@@ -29,7 +29,7 @@ def sweeps() -> list[dict]:
     for job in ("word", "phrase"):
         base = next((r for r in reference if r["job"] == job and r["model"] == "base"), None)
         default = next((r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["seed"] == 42 and r["pooling"] == "mean"), None)
-        for label, r in (("base model", base), ("recipe default", default)):
+        for label, r in (("base model", base), ("paper settings (quality.json)", default)):
             if r:
                 rows.append({"job": job, "setting": label, "dev_task": r["dev_task"], "dev": r["dev"], "test_task": r["test_task"], "test": r["test"]})
         trials = []
@@ -37,9 +37,25 @@ def sweeps() -> list[dict]:
             data = json.loads(path.read_text())
             tuned = next(r for r in data["rows"] if r["model"].startswith("encodr"))
             setting = " ".join(f"{k}={v}" for k, v in data["overrides"].items())
+            if tuned["pooling"] != "mean":
+                setting = f"{setting} pooling={tuned['pooling']}".strip()
+            setting = (setting or "paper settings") + (" (traced)" if "dev_trace" in tuned else "")
             trials.append({"job": job, "setting": setting, "dev_task": tuned["dev_task"], "dev": tuned["dev"], "test_task": tuned["test_task"], "test": tuned["test"], "file": path.name})
         rows += sorted(trials, key=lambda r: -r["dev"])
     return rows
+
+
+def traces() -> tuple[list[dict], list[str]]:
+    """Dev score every N steps (bench/quality.py --trace-every N), one column per traced file."""
+    columns, by_step = [], {}
+    for path in sorted((RESULTS / "sweeps").glob("*.json")):
+        for r in json.loads(path.read_text())["rows"]:
+            if "dev_trace" in r:
+                name = f"{r['job']} {r['pooling']} {r['dev_task']}"
+                columns.append(name)
+                for point in r["dev_trace"]:
+                    by_step.setdefault(point["step"], {"step": point["step"]})[name] = point["dev"]
+    return [by_step[k] for k in sorted(by_step)], ["step", *columns]
 
 
 def main() -> None:
@@ -51,6 +67,10 @@ def main() -> None:
     if (RESULTS / "sweeps").is_dir():
         print("\nsweeps/ (dev-set trials, sorted by dev)\n")
         print(table(sweeps(), ["job", "setting", "dev_task", "dev", "test_task", "test", "file"]))
+        rows, columns = traces()
+        if rows:
+            print("\nsweeps/ dev score during training\n")
+            print(table(rows, columns))
     if (RESULTS / "train_speed.json").exists():
         data = json.loads((RESULTS / "train_speed.json").read_text())
         print("\ntrain_speed.json\n")
