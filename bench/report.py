@@ -31,16 +31,14 @@ def sweeps() -> list[dict]:
         default = next((r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["seed"] == 42 and r["pooling"] == "mean"), None)
         for label, r in (("base model", base), ("paper settings (quality.json)", default)):
             if r:
-                rows.append({"job": job, "setting": label, "dev_task": r["dev_task"], "dev": r["dev"], "test_task": r["test_task"], "test": r["test"]})
+                rows.append({"job": job, "setting": label, "pooling": r["pooling"], "dev_task": r["dev_task"], "dev": r["dev"], "test_task": r["test_task"], "test": r["test"]})
         trials = []
         for path in sorted((RESULTS / "sweeps").glob(f"{job}-*.json")):
             data = json.loads(path.read_text())
             tuned = next(r for r in data["rows"] if r["model"].startswith("encodr"))
-            setting = " ".join(f"{k}={v}" for k, v in data["overrides"].items())
-            if tuned["pooling"] != "mean":
-                setting = f"{setting} pooling={tuned['pooling']}".strip()
-            setting = (setting or "paper settings") + (" (traced)" if "dev_trace" in tuned else "")
-            trials.append({"job": job, "setting": setting, "dev_task": tuned["dev_task"], "dev": tuned["dev"], "test_task": tuned["test_task"], "test": tuned["test"], "file": path.name})
+            setting = " ".join(f"{k}={v}" for k, v in data["overrides"].items()) or "paper settings"
+            setting += " (traced)" if "dev_trace" in tuned else ""
+            trials.append({"job": job, "setting": setting, "pooling": tuned["pooling"], "dev_task": tuned["dev_task"], "dev": tuned["dev"], "test_task": tuned["test_task"], "test": tuned["test"], "file": path.name})
         rows += sorted(trials, key=lambda r: -r["dev"])
     return rows
 
@@ -66,7 +64,7 @@ def main() -> None:
             print(table(data["rows"], ["job", "model", "pooling", "seed", "dev_task", "dev", "test_task", "test", "selected"]))
     if (RESULTS / "sweeps").is_dir():
         print("\nsweeps/ (dev-set trials, sorted by dev)\n")
-        print(table(sweeps(), ["job", "setting", "dev_task", "dev", "test_task", "test", "file"]))
+        print(table(sweeps(), ["job", "setting", "pooling", "dev_task", "dev", "test_task", "test", "file"]))
         rows, columns = traces()
         if rows:
             print("\nsweeps/ dev score during training\n")

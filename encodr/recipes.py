@@ -51,9 +51,10 @@ class Recipe:
             0 disables it.
         false_negative_cos: in-batch false-negative filter (not in the paper; 0 disables
             it). Before training, the frozen base model embeds every string; two strings
-            of a batch whose base-model cosine is ≥ this value are not used as each
-            other's negatives in Eq. 1, so near-synonyms already close in the base model
-            are not pushed apart. In [0, 1].
+            of a batch whose base-model cosine (with the pooling being trained) is ≥ this
+            value are not used as each other's negatives in Eq. 1, so near-synonyms already
+            close in the base model are not pushed apart. In [0, 1]. Calibrate it to the
+            pooling: raw-MLM [CLS] vectors all have high cosines (anisotropy).
         pooling: ``cls``, ``mean`` or ``auto`` (the base model's own pooling when it has
             one, else ``raw_pooling``).
         raw_pooling: pooling for a raw MLM that ships none (``cls`` or ``mean``); the
