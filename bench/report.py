@@ -23,13 +23,14 @@ def table(rows: list[dict], columns: list[str]) -> str:
 
 def sweeps() -> list[dict]:
     """One row per dev-set trial in results/sweeps/ (bench/quality.py --set … --out …), after
-    the recipe default (seed 42, mean pooling, from quality.json) and the base model."""
+    the base model and the paper settings (seed 42, mean pooling) from the main quality runs."""
     rows: list[dict] = []
-    reference = json.loads((RESULTS / "quality.json").read_text())["rows"] if (RESULTS / "quality.json").exists() else []
-    for job in ("word", "phrase"):
+    reference = [r for name in ("quality.json", "quality-sentence.json") if (RESULTS / name).exists()
+                 for r in json.loads((RESULTS / name).read_text())["rows"]]
+    for job in ("word", "phrase", "sentence-wiki"):
         base = next((r for r in reference if r["job"] == job and r["model"] == "base"), None)
         default = next((r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["seed"] == 42 and r["pooling"] == "mean"), None)
-        for label, r in (("base model", base), ("paper settings (quality.json)", default)):
+        for label, r in (("base model", base), ("paper settings (main run)", default)):
             if r:
                 rows.append({"job": job, "setting": label, "pooling": r["pooling"], "dev_task": r["dev_task"], "dev": r["dev"], "test_task": r["test_task"], "test": r["test"]})
         trials = []
