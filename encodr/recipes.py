@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -199,69 +199,41 @@ def _check(key: str, value: Any, cls: type = Recipe) -> Any:
             value = str(value)
     except (TypeError, ValueError):
         raise EncodrError(f"recipe key '{key}' must be a{'n' if kind == 'int' else ''} {kind}, got {value!r}") from None
-    bad = {
-        "temperature": lambda v: not 0 < v <= 10,
-        "span_mask": lambda v: v < 0,
-        "max_length": lambda v: v < 3,
-        "epochs": lambda v: v < 1,
-        "batch_size": lambda v: v < 2,
-        "lr": lambda v: not 0 < v < 1,
-        "weight_decay": lambda v: v < 0,
-        "max_grad_norm": lambda v: v < 0,
-        "dropout": lambda v: not 0 <= v < 1,
-        "drophead": lambda v: not 0 <= v < 1,
-        "false_negative_cos": lambda v: not 0 <= v <= 1,
-        "pooling": lambda v: v not in POOLINGS,
-        "raw_pooling": lambda v: v not in RAW_POOLINGS,
-        "amp": lambda v: v not in AMP_MODES,
-        "loss": lambda v: v not in LOSSES,
-        "default_data": lambda v: v not in DEFAULT_DATA,
-        "method": lambda v: v not in METHODS,
-        "cycles": lambda v: v < 1,
-        "warmup": lambda v: not 0 <= v < 1,
-        "eval_steps": lambda v: v < 1,
-        "mine_k": lambda v: v < 1,
-        "mine_random": lambda v: v < 0,
-        "max_pairs": lambda v: v < 0,
-    }.get(key) or _PHASE_CHECKS.get(key.partition("_")[2])
-    if bad is not None and bad(value):
-        allowed = {
-            "temperature": "a number in (0, 10]",
-            "span_mask": "an integer ≥ 0",
-            "max_length": "an integer ≥ 3",
-            "epochs": "an integer ≥ 1",
-            "batch_size": "an integer ≥ 2",
-            "lr": "a number in (0, 1)",
-            "weight_decay": "a number ≥ 0",
-            "max_grad_norm": "a number ≥ 0 (0: off)",
-            "dropout": "a number in [0, 1)",
-            "drophead": "a number in [0, 1)",
-            "false_negative_cos": "a number in [0, 1] (0: off)",
-            "pooling": " | ".join(POOLINGS),
-            "raw_pooling": " | ".join(RAW_POOLINGS),
-            "amp": " | ".join(AMP_MODES),
-            "loss": " | ".join(LOSSES),
-            "default_data": " | ".join(DEFAULT_DATA),
-            "method": " | ".join(METHODS),
-            "cycles": "an integer ≥ 1",
-            "warmup": "a number in [0, 1)",
-            "eval_steps": "an integer ≥ 1",
-            "mine_k": "an integer ≥ 1",
-            "mine_random": "a number ≥ 0",
-            "max_pairs": "an integer ≥ 0 (0: all)",
-        }.get(key) or _PHASE_ALLOWED[key.partition("_")[2]]
-        raise EncodrError(f"recipe key '{key}' must be {allowed}, got {value!r}")
+    rule = _RULES.get(key)
+    prefix, _, suffix = key.partition("_")
+    if rule is None and prefix in ("cross", "bi"):
+        rule = _RULES.get(suffix)  # cross_lr, bi_batch_size…: the checks of their Mirror namesakes
+    if rule is not None and not rule[0](value):
+        raise EncodrError(f"recipe key '{key}' must be {rule[1]}, got {value!r}")
     return value
 
 
-# cross_* / bi_* fields of TransEncoderRecipe share the checks of their Mirror namesakes
-_PHASE_CHECKS = {
-    "lr": lambda v: not 0 < v < 1,
-    "batch_size": lambda v: v < 2,
-    "epochs": lambda v: v < 1,
-    "max_length": lambda v: v < 3,
+# key → (accepts the coerced value?, what is allowed, as the error message says it)
+_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "temperature": (lambda v: 0 < v <= 10, "a number in (0, 10]"),
+    "span_mask": (lambda v: v >= 0, "an integer ≥ 0"),
+    "max_length": (lambda v: v >= 3, "an integer ≥ 3"),
+    "epochs": (lambda v: v >= 1, "an integer ≥ 1"),
+    "batch_size": (lambda v: v >= 2, "an integer ≥ 2"),
+    "lr": (lambda v: 0 < v < 1, "a number in (0, 1)"),
+    "weight_decay": (lambda v: v >= 0, "a number ≥ 0"),
+    "max_grad_norm": (lambda v: v >= 0, "a number ≥ 0 (0: off)"),
+    "dropout": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    "drophead": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    "false_negative_cos": (lambda v: 0 <= v <= 1, "a number in [0, 1] (0: off)"),
+    "pooling": (lambda v: v in POOLINGS, " | ".join(POOLINGS)),
+    "raw_pooling": (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS)),
+    "amp": (lambda v: v in AMP_MODES, " | ".join(AMP_MODES)),
+    "loss": (lambda v: v in LOSSES, " | ".join(LOSSES)),
+    "default_data": (lambda v: v in DEFAULT_DATA, " | ".join(DEFAULT_DATA)),
+    "method": (lambda v: v in METHODS, " | ".join(METHODS)),
+    "cycles": (lambda v: v >= 1, "an integer ≥ 1"),
+    "warmup": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    "eval_steps": (lambda v: v >= 1, "an integer ≥ 1"),
+    "mine_k": (lambda v: v >= 1, "an integer ≥ 1"),
+    "mine_random": (lambda v: v >= 0, "a number ≥ 0"),
+    "max_pairs": (lambda v: v >= 0, "an integer ≥ 0 (0: all)"),
 }
-_PHASE_ALLOWED = {"lr": "a number in (0, 1)", "batch_size": "an integer ≥ 2", "epochs": "an integer ≥ 1", "max_length": "an integer ≥ 3"}
 
 
 def available() -> dict[str, Path]:

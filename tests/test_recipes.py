@@ -35,6 +35,8 @@ def test_user_file(tmp_path):
         ("span_mask: 2.5\n", "recipe key 'span_mask' must be an int"),
         ("pooling: max\n", "recipe key 'pooling' must be auto | cls | mean"),
         ("false_negative_cos: 1.5\n", "recipe key 'false_negative_cos' must be a number in"),
+        ("max_grad_norm: .nan\n", "recipe key 'max_grad_norm' must be a number ≥ 0"),
+        ("method: trans_encoder\nbi_batch_size: 1\n", "recipe key 'bi_batch_size' must be an integer ≥ 2"),
         ("temperature: [0.1\n", "is not valid YAML at line"),
         ("- a\n- b\n", "must be a YAML mapping"),
     ],
