@@ -21,6 +21,11 @@ def table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
+def overrides(data: dict) -> str:
+    """A sweep file's recipe overrides as ``key=value …`` (empty: the paper settings)."""
+    return " ".join(f"{k}={v}" for k, v in data["overrides"].items())
+
+
 def sweeps() -> list[dict]:
     """One row per dev-set trial in results/sweeps/ (bench/quality.py --set … --out …), after
     the base model and the paper settings (seed 42, mean pooling) from the main quality runs."""
@@ -37,7 +42,7 @@ def sweeps() -> list[dict]:
         for path in sorted((RESULTS / "sweeps").glob(f"{job}-*.json")):
             data = json.loads(path.read_text())
             tuned = next(r for r in data["rows"] if r["model"].startswith("encodr"))
-            setting = " ".join(f"{k}={v}" for k, v in data["overrides"].items()) or "paper settings"
+            setting = overrides(data) or "paper settings"
             setting += " (traced)" if "dev_trace" in tuned else ""
             trials.append({"job": job, "setting": setting, "pooling": tuned["pooling"], "dev_task": tuned["dev_task"], "dev": tuned["dev"], "test_task": tuned["test_task"], "test": tuned["test"], "file": path.name})
         rows += sorted(trials, key=lambda r: -r["dev"])
@@ -45,12 +50,14 @@ def sweeps() -> list[dict]:
 
 
 def traces() -> tuple[list[dict], list[str]]:
-    """Dev score every N steps (bench/quality.py --trace-every N), one column per traced file."""
+    """Dev score every N steps (bench/quality.py --trace-every N), one column per traced file,
+    named by job, pooling, dev task and overrides (so two traces of one job never share a column)."""
     columns, by_step = [], {}
     for path in sorted((RESULTS / "sweeps").glob("*.json")):
-        for r in json.loads(path.read_text())["rows"]:
+        data = json.loads(path.read_text())
+        for r in data["rows"]:
             if "dev_trace" in r:
-                name = f"{r['job']} {r['pooling']} {r['dev_task']}"
+                name = " ".join(filter(None, (r["job"], r["pooling"], r["dev_task"], overrides(data))))
                 columns.append(name)
                 for point in r["dev_trace"]:
                     by_step.setdefault(point["step"], {"step": point["step"]})[name] = point["dev"]
