@@ -32,19 +32,29 @@ def sweeps() -> list[dict]:
     rows: list[dict] = []
     reference = [r for name in ("quality.json", "quality-sentence.json") if (RESULTS / name).exists()
                  for r in json.loads((RESULTS / name).read_text())["rows"]]
-    for job in ("word", "phrase", "sentence-wiki"):
+    for job in ("word", "phrase", "sentence-stsb", "sentence-wiki"):
         base = next((r for r in reference if r["job"] == job and r["model"] == "base"), None)
         default = next((r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["seed"] == 42 and r["pooling"] == "mean"), None)
         for label, r in (("base model", base), ("paper settings (main run)", default)):
             if r:
                 rows.append({"job": job, "setting": label, "pooling": r["pooling"], "dev_task": r["dev_task"], "dev": r["dev"], "test_task": r["test_task"], "test": r["test"]})
-        trials = []
+        seeds_mean = next((r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["model"].endswith("(mean)")), None)
+        if seeds_mean:
+            rows.append({"job": job, "setting": f"paper settings (main run, mean of {seeds_mean['seed']})", "pooling": seeds_mean["pooling"], "dev_task": seeds_mean["dev_task"],
+                         "dev": seeds_mean["dev"], "test_task": seeds_mean["test_task"], "test": seeds_mean["test"]})  # fmt: skip
+        trials, groups = [], {}
         for path in sorted((RESULTS / "sweeps").glob(f"{job}-*.json")):
             data = json.loads(path.read_text())
             tuned = next(r for r in data["rows"] if r["model"].startswith("encodr"))
             setting = overrides(data) or "paper settings"
             setting += " (traced)" if "dev_trace" in tuned else ""
             trials.append({"job": job, "setting": setting, "pooling": tuned["pooling"], "dev_task": tuned["dev_task"], "dev": tuned["dev"], "test_task": tuned["test_task"], "test": tuned["test"], "file": path.name})
+            unseeded = {k: v for k, v in data["overrides"].items() if k != "seed"}
+            groups.setdefault((tuned["pooling"], overrides({"overrides": unseeded})), []).append(trials[-1])
+        for (pooling, setting), group in groups.items():  # one more row per setting run with several seeds
+            if len(group) > 1:
+                mean = {k: sum(r[k] for r in group) / len(group) for k in ("dev", "test")}
+                trials.append({**group[0], "setting": f"{setting} (mean of {len(group)} seeds)", **mean, "file": ""})
         rows += sorted(trials, key=lambda r: -r["dev"])
     return rows
 
