@@ -22,13 +22,15 @@ def table(rows: list[dict], columns: list[str]) -> str:
 
 
 def overrides(data: dict) -> str:
-    """A sweep file's recipe overrides as ``key=value …`` (empty: the paper settings)."""
+    """A sweep file's recipe overrides as ``key=value …`` (empty: the paper settings). Every
+    trial overrode the paper settings: all of them ran before ``recipes/word.yaml`` clipped at 1.0."""
     return " ".join(f"{k}={v}" for k, v in data["overrides"].items())
 
 
 def sweeps() -> list[dict]:
-    """One row per dev-set trial in results/sweeps/ (bench/quality.py --set … --out …), after
-    the base model and the paper settings (seed 42, mean pooling) from the main quality runs."""
+    """One row per dev-set trial in results/sweeps/ (bench/quality.py --set … --out …), plus a
+    mean row for each setting run with several seeds, after the base model and the paper settings
+    (seed 42, mean pooling; and the word seeds' mean) from quality.json and quality-sentence.json."""
     rows: list[dict] = []
     reference = [r for name in ("quality.json", "quality-sentence.json") if (RESULTS / name).exists()
                  for r in json.loads((RESULTS / name).read_text())["rows"]]
@@ -75,7 +77,7 @@ def traces() -> tuple[list[dict], list[str]]:
 
 
 def main() -> None:
-    for name in ("quality.json", "quality-sentence.json"):
+    for name in ("quality-word.json", "quality.json", "quality-sentence.json"):
         if (RESULTS / name).exists():
             data = json.loads((RESULTS / name).read_text())
             print(f"\n{name}\n")
