@@ -21,10 +21,10 @@ def table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
-def overrides(data: dict) -> str:
+def setting_of(overrides: dict) -> str:
     """A sweep file's recipe overrides as ``key=value …`` (empty: the paper settings). Every
     trial overrode the paper settings: all of them ran before ``recipes/word.yaml`` clipped at 1.0."""
-    return " ".join(f"{k}={v}" for k, v in data["overrides"].items())
+    return " ".join(f"{k}={v}" for k, v in overrides.items())
 
 
 def sweeps() -> list[dict]:
@@ -48,11 +48,11 @@ def sweeps() -> list[dict]:
         for path in sorted((RESULTS / "sweeps").glob(f"{job}-*.json")):
             data = json.loads(path.read_text())
             tuned = next(r for r in data["rows"] if r["model"].startswith("encodr"))
-            setting = overrides(data) or "paper settings"
+            setting = setting_of(data["overrides"]) or "paper settings"
             setting += " (traced)" if "dev_trace" in tuned else ""
             trials.append({"job": job, "setting": setting, "pooling": tuned["pooling"], "dev_task": tuned["dev_task"], "dev": tuned["dev"], "test_task": tuned["test_task"], "test": tuned["test"], "file": path.name})
-            unseeded = {k: v for k, v in data["overrides"].items() if k != "seed"}
-            groups.setdefault((tuned["pooling"], overrides({"overrides": unseeded})), []).append(trials[-1])
+            unseeded = setting_of({k: v for k, v in data["overrides"].items() if k != "seed"})
+            groups.setdefault((tuned["pooling"], unseeded), []).append(trials[-1])
         for (pooling, setting), group in groups.items():  # one more row per setting run with several seeds
             if len(group) > 1:
                 mean = {k: sum(r[k] for r in group) / len(group) for k in ("dev", "test")}
@@ -69,7 +69,7 @@ def traces() -> tuple[list[dict], list[str]]:
         data = json.loads(path.read_text())
         for r in data["rows"]:
             if "dev_trace" in r:
-                name = " ".join(filter(None, (r["job"], r["pooling"], r["dev_task"], overrides(data))))
+                name = " ".join(filter(None, (r["job"], r["pooling"], r["dev_task"], setting_of(data["overrides"]))))
                 columns.append(name)
                 for point in r["dev_trace"]:
                     by_step.setdefault(point["step"], {"step": point["step"]})[name] = point["dev"]
