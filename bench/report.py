@@ -27,6 +27,12 @@ def setting_of(overrides: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in overrides.items())
 
 
+def sweep_row(job: str, setting: str, r: dict, file: str = "") -> dict:
+    """One row of the sweeps table from a quality.py result row ``r``."""
+    return {"job": job, "setting": setting, "pooling": r["pooling"], "dev_task": r["dev_task"], "dev": r["dev"],
+            "test_task": r["test_task"], "test": r["test"], "file": file}  # fmt: skip
+
+
 def sweeps() -> list[dict]:
     """One row per dev-set trial in results/sweeps/ (bench/quality.py --set … --out …), plus a
     mean row for each setting run with several seeds, after the base model and the paper settings
@@ -39,24 +45,23 @@ def sweeps() -> list[dict]:
         default = next((r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["seed"] == 42 and r["pooling"] == "mean"), None)
         for label, r in (("base model", base), ("paper settings (main run)", default)):
             if r:
-                rows.append({"job": job, "setting": label, "pooling": r["pooling"], "dev_task": r["dev_task"], "dev": r["dev"], "test_task": r["test_task"], "test": r["test"]})
+                rows.append(sweep_row(job, label, r))
         seeds_mean = next((r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["model"].endswith("(mean)")), None)
         if seeds_mean:
-            rows.append({"job": job, "setting": f"paper settings (main run, mean of {seeds_mean['seed']})", "pooling": seeds_mean["pooling"], "dev_task": seeds_mean["dev_task"],
-                         "dev": seeds_mean["dev"], "test_task": seeds_mean["test_task"], "test": seeds_mean["test"]})  # fmt: skip
+            rows.append(sweep_row(job, f"paper settings (main run, mean of {seeds_mean['seed']})", seeds_mean))
         trials, groups = [], {}
         for path in sorted((RESULTS / "sweeps").glob(f"{job}-*.json")):
             data = json.loads(path.read_text())
             tuned = next(r for r in data["rows"] if r["model"].startswith("encodr"))
             setting = setting_of(data["overrides"]) or "paper settings"
             setting += " (traced)" if "dev_trace" in tuned else ""
-            trials.append({"job": job, "setting": setting, "pooling": tuned["pooling"], "dev_task": tuned["dev_task"], "dev": tuned["dev"], "test_task": tuned["test_task"], "test": tuned["test"], "file": path.name})
+            trials.append(sweep_row(job, setting, tuned, path.name))
             unseeded = setting_of({k: v for k, v in data["overrides"].items() if k != "seed"})
             groups.setdefault((tuned["pooling"], unseeded), []).append(trials[-1])
-        for (pooling, setting), group in groups.items():  # one more row per setting run with several seeds
+        for (_, setting), group in groups.items():  # one more row per setting run with several seeds
             if len(group) > 1:
                 mean = {k: sum(r[k] for r in group) / len(group) for k in ("dev", "test")}
-                trials.append({**group[0], "setting": f"{setting} (mean of {len(group)} seeds)", **mean, "file": ""})
+                trials.append(sweep_row(job, f"{setting} (mean of {len(group)} seeds)", {**group[0], **mean}))
         rows += sorted(trials, key=lambda r: -r["dev"])
     return rows
 
