@@ -66,6 +66,26 @@ def sweeps() -> list[dict]:
     return rows
 
 
+def word_seeds() -> list[dict]:
+    """Encodr vs the sentence-transformers equivalent over every seed run with the shipped word
+    recipe: quality-word.json (seeds 42-44) and quality-word-seeds45-46.json (42 again, 45, 46).
+    A seed run twice counts once (both runs gave the same numbers)."""
+    import statistics
+
+    runs: dict[str, dict[int, dict]] = {}
+    for name in ("quality-word.json", "quality-word-seeds45-46.json"):
+        if (RESULTS / name).exists():
+            for r in json.loads((RESULTS / name).read_text())["rows"]:
+                if r["job"] == "word" and r["pooling"] == "mean" and isinstance(r["seed"], int) and r["model"] != "base":
+                    runs.setdefault(r["model"], {})[r["seed"]] = r
+    rows = []
+    for model, by_seed in runs.items():
+        tests = [r["test"] for r in by_seed.values()]
+        rows.append({"model": model, "seeds": " ".join(map(str, sorted(by_seed))), "dev (wordsim353)": statistics.mean(r["dev"] for r in by_seed.values()),
+                     "test (simlex999)": statistics.mean(tests), "test sd": statistics.stdev(tests), "test min": min(tests), "test max": max(tests)})
+    return rows
+
+
 def traces() -> tuple[list[dict], list[str]]:
     """Dev score every N steps (bench/quality.py --trace-every N), one column per traced file,
     named by job, pooling, dev task and overrides (so two traces of one job never share a column)."""
@@ -87,6 +107,9 @@ def main() -> None:
             data = json.loads((RESULTS / name).read_text())
             print(f"\n{name}\n")
             print(table(data["rows"], ["job", "model", "pooling", "seed", "dev_task", "dev", "test_task", "test", "selected"]))
+        if name == "quality-word.json" and word_seeds():
+            print("\nquality-word.json + quality-word-seeds45-46.json (all seeds, mean pooling)\n")
+            print(table(word_seeds(), ["model", "seeds", "dev (wordsim353)", "test (simlex999)", "test sd", "test min", "test max"]))
     if (RESULTS / "sweeps").is_dir():
         print("\nsweeps/ (dev-set trials, sorted by dev)\n")
         print(table(sweeps(), ["job", "setting", "pooling", "dev_task", "dev", "test_task", "test", "file"]))

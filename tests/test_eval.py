@@ -59,7 +59,9 @@ def test_linking_accuracy_at_k():
     )  # fmt: skip
     # q1 nearest ca (hit@1); q2 nearest cc, then cb (hit@5 only)
     enc = TableEncoder({"q1": [1, 0, 0], "q2": [0, 0.6, 0.8], "ca": [1, 0, 0], "cb": [0, 1, 0], "cc": [0, 0, 1]})
-    scores = {s.metric: s.value for s in LinkingEvaluator("t", data, ks=(1, 2)).evaluate(enc)}
+    evaluator = LinkingEvaluator("t", data, ks=(1, 2))
+    assert evaluator.ranks(enc) == [0, 1]
+    scores = {s.metric: s.value for s in evaluator.evaluate(enc)}
     assert scores == {"acc@1": 50.0, "acc@2": 100.0}
 
 

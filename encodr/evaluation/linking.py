@@ -21,20 +21,28 @@ class LinkingEvaluator(Evaluator):
         self.ks = ks
         self.chunk = chunk
 
-    def evaluate(self, encoder, progress: bool = False) -> list[Score]:
+    def ranks(self, encoder, progress: bool = False) -> list[int | None]:
+        """Per query, the 0-based rank of the first candidate naming its gold concept
+        among the top ``max(ks)`` by cosine, or ``None`` when none of them does.
+
+        Returns:
+            A list as long as ``data.queries``.
+        """
         d = self.data
         cand = encoder.encode(d.candidates, progress=progress)
         queries = encoder.encode(d.queries, progress=progress)
         kmax = max(self.ks)
-        hits = {k: 0 for k in self.ks}
+        found: list[int | None] = []
         for start in range(0, len(queries), self.chunk):
             sims = queries[start : start + self.chunk] @ cand.T
             top = np.argpartition(-sims, kmax, axis=1)[:, :kmax]
             order = np.take_along_axis(sims, top, axis=1).argsort(axis=1)[:, ::-1]
             top = np.take_along_axis(top, order, axis=1)
             for row, gold in zip(top, d.query_ids[start : start + self.chunk]):
-                found = next((r for r, c in enumerate(row) if gold in d.candidate_ids[c]), None)
-                for k in self.ks:
-                    hits[k] += found is not None and found < k
-        n = len(d.queries)
-        return [Score(self.name, f"acc@{k}", 100.0 * hits[k] / n, n) for k in self.ks]
+                found.append(next((r for r, c in enumerate(row) if gold in d.candidate_ids[c]), None))
+        return found
+
+    def evaluate(self, encoder, progress: bool = False) -> list[Score]:
+        found = self.ranks(encoder, progress)
+        n = len(found)
+        return [Score(self.name, f"acc@{k}", 100.0 * sum(r is not None and r < k for r in found) / n, n) for k in self.ks]
