@@ -117,6 +117,10 @@ def main() -> None:
         if rows:
             print("\nsweeps/ dev score during training\n")
             print(table(rows, columns))
+    if (RESULTS / "linking_breakdown.json").exists():
+        data = json.loads((RESULTS / "linking_breakdown.json").read_text())
+        print(f"\nlinking_breakdown.json — {data['task']}\n")
+        print(table(data["rows"], ["model", "pooling", "bucket", "queries", "acc@1", "vs base, same pooling", "vs base (mean)"]))
     if (RESULTS / "train_speed.json").exists():
         data = json.loads((RESULTS / "train_speed.json").read_text())
         print("\ntrain_speed.json\n")
