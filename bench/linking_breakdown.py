@@ -41,7 +41,7 @@ BUCKETS = {
 def overlap(query: str, gold_names: list[str]) -> float:
     """Highest token Jaccard between ``query`` and any of its concept's canonical names."""
     q = set(surface_key(query))
-    return max(len(q & set(surface_key(g))) / max(len(q | set(surface_key(g))), 1) for g in gold_names)
+    return max(len(q & g) / max(len(q | g), 1) for g in (set(surface_key(name)) for name in gold_names))
 
 
 def main() -> None:

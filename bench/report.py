@@ -107,9 +107,10 @@ def main() -> None:
             data = json.loads((RESULTS / name).read_text())
             print(f"\n{name}\n")
             print(table(data["rows"], ["job", "model", "pooling", "seed", "dev_task", "dev", "test_task", "test", "selected"]))
-        if name == "quality-word.json" and word_seeds():
+        pooled = word_seeds() if name == "quality-word.json" else []
+        if pooled:
             print("\nquality-word.json + quality-word-seeds45-46.json (all seeds, mean pooling)\n")
-            print(table(word_seeds(), ["model", "seeds", "dev (wordsim353)", "test (simlex999)", "test sd", "test min", "test max"]))
+            print(table(pooled, ["model", "seeds", "dev (wordsim353)", "test (simlex999)", "test sd", "test min", "test max"]))
     if (RESULTS / "sweeps").is_dir():
         print("\nsweeps/ (dev-set trials, sorted by dev)\n")
         print(table(sweeps(), ["job", "setting", "pooling", "dev_task", "dev", "test_task", "test", "file"]))

@@ -63,6 +63,9 @@ def test_linking_accuracy_at_k():
     assert evaluator.ranks(enc) == [0, 1]
     scores = {s.metric: s.value for s in evaluator.evaluate(enc)}
     assert scores == {"acc@1": 50.0, "acc@2": 100.0}
+    # k larger than the candidate list (a user's small file): every candidate is ranked
+    scores = {s.metric: s.value for s in LinkingEvaluator("t", data, ks=(1, 5)).evaluate(enc)}
+    assert scores == {"acc@1": 50.0, "acc@5": 100.0}
 
 
 def test_trivial_rewrites_share_a_key():

@@ -25,17 +25,22 @@ class LinkingEvaluator(Evaluator):
         """Per query, the 0-based rank of the first candidate naming its gold concept
         among the top ``max(ks)`` by cosine, or ``None`` when none of them does.
 
+        Args:
+            encoder: anything with ``encode(texts, progress=) → (n, d)`` float32
+                L2-normalised vectors (so the dot product is the cosine).
+            progress: show encoding progress bars.
+
         Returns:
             A list as long as ``data.queries``.
         """
         d = self.data
         cand = encoder.encode(d.candidates, progress=progress)
         queries = encoder.encode(d.queries, progress=progress)
-        kmax = max(self.ks)
+        kmax = min(max(self.ks), len(d.candidates))  # fewer candidates than k: rank them all
         found: list[int | None] = []
         for start in range(0, len(queries), self.chunk):
             sims = queries[start : start + self.chunk] @ cand.T
-            top = np.argpartition(-sims, kmax, axis=1)[:, :kmax]
+            top = np.argpartition(-sims, kmax - 1, axis=1)[:, :kmax]
             order = np.take_along_axis(sims, top, axis=1).argsort(axis=1)[:, ::-1]
             top = np.take_along_axis(top, order, axis=1)
             for row, gold in zip(top, d.query_ids[start : start + self.chunk]):
