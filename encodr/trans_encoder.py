@@ -151,10 +151,12 @@ def run_trans_encoder(
         EncodrError: bad input; KeyboardInterrupt passes through with nothing written.
     """
     from .evaluation.readers import read_sts
+    from .evaluation.similarity import PairSimilarityEvaluator
     from .evaluation.tasks import tasks_for
 
     def scored(spec: str):
-        return read_sts(tasks_for("sts", [spec])[0].file())  # a bundled task name or a file
+        """Pairs of a bundled task name or a file, refused when Spearman ρ is undefined on them."""
+        return PairSimilarityEvaluator(spec, read_sts(tasks_for("sts", [spec])[0].file())).pairs
 
     out = Path(out)
     check_target(out, overwrite)

@@ -105,6 +105,25 @@ def test_eval_unknown_suite_and_missing_data(capsys, monkeypatch, tmp_path):
     assert_one_line_error(code, err, "no such file or bundled dataset")
 
 
+@pytest.mark.parametrize(
+    ("suite", "content", "words"),
+    [
+        ("words", "cat\tdog\n", "line 1 is not word1<TAB>word2<TAB>score"),
+        ("words", "# only a comment\n", "has no word pairs"),
+        ("linking", "a\tb\n1\t2\n", "needs a tab-separated header with mesh_id, name and canonical"),
+        ("linking", "mesh_id\tname\tcanonical\nD1\tfoo\n", "line 2 needs a mesh_id"),
+        ("linking", "mesh_id\tname\tcanonical\nD1\tFoos\tfoo\n", "no query names"),
+        ("sts", "3\ta cat\ta dog\n", "it has 1 pair all scored 3"),
+        ("sts", "3\ta cat\ta dog\n3\ta man\ta woman\n", "at least two different gold scores"),
+    ],
+)
+def test_eval_bad_data_files(capsys, monkeypatch, tmp_path, tiny_model, suite, content, words):
+    f = tmp_path / "data.tsv"
+    f.write_text(content)
+    code, _, err = run_cli(["eval", suite, "--data", str(f), "--model", str(tiny_model)], capsys, monkeypatch)
+    assert_one_line_error(code, err, words)
+
+
 def test_recipes_and_runs_json(capsys, monkeypatch):
     code, out, _ = run_cli(["recipes", "--json"], capsys, monkeypatch)
     assert code == 0 and {r["name"] for r in json.loads(out)} == {"word", "phrase", "sentence", "cross-encoder"}

@@ -217,5 +217,9 @@ def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, m
     assert code == 2 and "--dev selects Trans-Encoder models" in err
     code, out, err = run_cli(["tune", str(sts), "--recipe", "cross-encoder", "--dev", str(tmp_path / "nope.tsv")], capsys, monkeypatch)
     assert code == 2 and "nope.tsv: no such file" in err and "Traceback" not in err
+    flat = tmp_path / "flat.tsv"
+    flat.write_text("3\ta cat\ta dog\n3\ta man\ta woman\n")
+    code, out, err = run_cli(["tune", str(sts), "--recipe", "cross-encoder", "--dev", str(flat), "--out", str(tmp_path / "te-flat")], capsys, monkeypatch)
+    assert code == 2 and "at least two different gold scores" in err and not (tmp_path / "te-flat").exists()
     code, out, err = run_cli(["eval", "pairs", "--model", str(tiny_model)], capsys, monkeypatch)
     assert code == 2 and "'encodr eval pairs' needs a FILE" in err

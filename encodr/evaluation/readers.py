@@ -70,13 +70,21 @@ def read_sts(path: str | Path) -> list[ScoredPair]:
 
 
 def read_word_pairs(path: str | Path) -> list[ScoredPair]:
-    """Word-similarity file: ``word1<TAB>word2<TAB>score``; ``#`` lines are comments."""
+    """Word-similarity file: ``word1<TAB>word2<TAB>score``; ``#`` lines are comments.
+
+    Raises:
+        EncodrError: unreadable file, a line not in that layout (with its number), or no pair.
+    """
     pairs = []
-    for line in read_lines(path)[0]:
+    for number, line in enumerate(read_lines(path)[0], 1):
         if line.startswith("#") or not line.strip():
             continue
-        w1, w2, score = line.split("\t")[:3]
-        pairs.append(ScoredPair(float(score), w1.strip(), w2.strip()))
+        row = line.split("\t")
+        if len(row) < 3 or _float(row[2]) is None:
+            raise EncodrError(f"{path}: line {number} is not word1<TAB>word2<TAB>score")
+        pairs.append(ScoredPair(float(row[2]), row[0].strip(), row[1].strip()))
+    if not pairs:
+        raise EncodrError(f"{path} has no word pairs; it needs word1<TAB>word2<TAB>score lines")
     return pairs
 
 
@@ -128,9 +136,20 @@ def read_linking(path: str | Path, split: str = "all") -> LinkingSet:
         path: the TSV file.
         split: ``dev`` keeps the queries of a fixed 20% of concepts (for choosing settings),
             ``test`` the other 80%, ``all`` every query. Candidates are always all names.
+
+    Raises:
+        EncodrError: unreadable file, a header without those columns, or no query in the split.
     """
-    with open(path, encoding="utf-8") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
+    columns = ("mesh_id", "name", "canonical")
+    reader = csv.DictReader(read_lines(path)[0], delimiter="\t")
+    missing = set(columns) - set(reader.fieldnames or [])
+    if missing:
+        raise EncodrError(f"{path}: a linking file needs a tab-separated header with mesh_id, name and canonical (missing: {', '.join(sorted(missing))})")
+    rows = []
+    for row in reader:
+        if not all(row[c] for c in columns):
+            raise EncodrError(f"{path}: line {reader.line_num} needs a mesh_id, a name and a canonical name, tab-separated")
+        rows.append(row)
     by_name: dict[str, set[str]] = {}
     for row in rows:
         by_name.setdefault(row["canonical"], set()).add(row["mesh_id"])
@@ -141,6 +160,9 @@ def read_linking(path: str | Path, split: str = "all") -> LinkingSet:
         if surface_key(row["name"]) != surface_key(row["canonical"]):
             queries.append(row["name"])
             query_ids.append(row["mesh_id"])
+    if not queries:
+        raise EncodrError(f"{path}: no query names{'' if split == 'all' else ' in the ' + split + ' split'}; "
+                          "a query is a name that is not just a rewrite (case, plural, word order) of its canonical name")
     candidates = sorted(by_name)
     return LinkingSet(queries, query_ids, candidates, [frozenset(by_name[c]) for c in candidates])
 

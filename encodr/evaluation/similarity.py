@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import mannwhitneyu, spearmanr
 
+from ..errors import EncodrError
 from .base import Evaluator, Score
 from .readers import LabelledPair, ScoredPair
 
@@ -33,6 +34,15 @@ class PairSimilarityEvaluator(_PairEvaluator):
     """
 
     pairs: list[ScoredPair]
+
+    def __init__(self, name: str, pairs: list[ScoredPair]):
+        """Raises:
+        EncodrError: fewer than two different gold scores (ρ is undefined).
+        """
+        if len({p.score for p in pairs}) < 2:
+            raise EncodrError(f"{name}: Spearman ρ needs pairs with at least two different gold scores; "
+                              f"it has {len(pairs)} pair{'s' * (len(pairs) != 1)}{' all scored ' + format(pairs[0].score, 'g') if pairs else ''}")
+        super().__init__(name, pairs)
 
     def evaluate(self, model, progress: bool = False) -> list[Score]:
         predicted = self.predict(model, progress)
