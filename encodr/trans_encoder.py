@@ -29,7 +29,6 @@ from typing import Callable
 
 import numpy as np
 import yaml
-from scipy.stats import spearmanr
 
 from . import registry
 from .cross import CrossScorer, new_cross_encoder
@@ -107,10 +106,6 @@ class _Selector:
         return self.best
 
 
-def _spearman(pred: np.ndarray, gold: np.ndarray) -> float:
-    return float(spearmanr(pred, gold).statistic) * 100
-
-
 def run_trans_encoder(
     data: str | None,
     recipe: TransEncoderRecipe,
@@ -154,24 +149,17 @@ def run_trans_encoder(
     from .evaluation.similarity import PairSimilarityEvaluator
     from .evaluation.tasks import tasks_for
 
-    def scored(spec: str):
-        """Pairs of a bundled task name or a file, refused when Spearman ρ is undefined on them."""
-        return PairSimilarityEvaluator(spec, read_sts(tasks_for("sts", [spec])[0].file())).pairs
+    def scored(spec: str | None) -> PairSimilarityEvaluator | None:
+        """Spearman ρ on the pairs of a bundled task name or a file (refused where ρ is undefined)."""
+        return PairSimilarityEvaluator(spec, read_sts(tasks_for("sts", [spec])[0].file())) if spec else None
 
     out = Path(out)
     check_target(out, overwrite)
-    dev_pairs = None
-    if dev:
-        dev_pairs = scored(dev)
-        dev_gold = np.array([p.score for p in dev_pairs])
-        dev_a, dev_b = [p.text1 for p in dev_pairs], [p.text2 for p in dev_pairs]
-    report_set = None
-    if report:
-        rp = scored(report)
-        report_set = ([p.text1 for p in rp], [p.text2 for p in rp], np.array([p.score for p in rp]))
+    dev_set, report_set = scored(dev), scored(report)
 
-    def reported(scorer) -> float | None:
-        return _spearman(scorer.pair_scores(report_set[0], report_set[1]), report_set[2]) if report_set else None
+    def rho(evaluator: PairSimilarityEvaluator | None, scorer) -> float | None:
+        """ρ × 100 of a bi- or cross-encoder on dev or report pairs; ``None`` without them."""
+        return evaluator.evaluate(scorer)[0].value if evaluator else None
 
     device = pick_device(device)
     chains = [Chain(spec, cross_base(spec)) for spec in models]
@@ -241,19 +229,19 @@ def run_trans_encoder(
         for chain in chains:
             encoder = bi_encoder(chain.start)
             bis.append(encoder)
-            start_scores.append(_spearman(encoder.pair_scores(dev_a, dev_b), dev_gold) if dev_pairs else None)
-            start_reports.append(reported(encoder))
+            start_scores.append(rho(dev_set, encoder))
+            start_reports.append(rho(report_set, encoder))
         def train(kind: str, c: int, cycle: int, scorer, module, batches, loss, steps: int) -> None:
             """One training phase of one chain: fit, keep the best state on dev, record, save."""
             done = timed(f"train {kind}", cycle, c + 1)
             settings = recipe.phase(kind)
-            selector = _Selector(module, lambda: _spearman(scorer.pair_scores(dev_a, dev_b), dev_gold)) if dev_pairs else None
+            selector = _Selector(module, lambda: rho(dev_set, scorer)) if dev_set else None
             who = f" · chain {c + 1}" if len(chains) > 1 else ""
             result = fit(module, batches, loss, settings, steps * settings.epochs, device, progress, eval_steps=recipe.eval_steps,
                          on_eval=selector, description=f"cycle {cycle}/{recipe.cycles} · train {kind}{who}")  # fmt: skip
             score = selector.restore() if selector else None
             seconds = done(steps=result.steps, dev=score)
-            chains[c].history.append({"cycle": cycle, "phase": kind, "dev": score, "report": reported(scorer), "seconds": seconds, "steps": result.steps,
+            chains[c].history.append({"cycle": cycle, "phase": kind, "dev": score, "report": rho(report_set, scorer), "seconds": seconds, "steps": result.steps,
                                       "final_loss": round(result.final_loss, 5), "evaluations": selector.evaluations if selector else []})  # fmt: skip
             _keep(chains[c], kind, score, cycle, recipe.cycles, lambda: scorer.save(tmp / names[c][kind == "cross"]))
 

@@ -36,8 +36,12 @@ class PairSimilarityEvaluator(_PairEvaluator):
     pairs: list[ScoredPair]
 
     def __init__(self, name: str, pairs: list[ScoredPair]):
-        """Raises:
-        EncodrError: fewer than two different gold scores (ρ is undefined).
+        """Args:
+            name: dataset name for the score table.
+            pairs: pairs with gold scores on any scale.
+
+        Raises:
+            EncodrError: fewer than two different gold scores (ρ is undefined).
         """
         if len({p.score for p in pairs}) < 2:
             raise EncodrError(f"{name}: Spearman ρ needs pairs with at least two different gold scores; "
