@@ -103,6 +103,10 @@ def test_eval_unknown_suite_and_missing_data(capsys, monkeypatch, tmp_path):
     assert_one_line_error(code, err, "unknown evaluation 'music'")
     code, _, err = run_cli(["eval", "sts", "--data", str(tmp_path / "x.tsv")], capsys, monkeypatch)
     assert_one_line_error(code, err, "no such file or bundled dataset")
+    code, _, err = run_cli(["eval", "linking", "--data", "stsb-dev"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "bundled dataset 'stsb-dev' is scored by spearman, but 'linking' reports acc@1; pick one of: mesh-test, mesh-dev")
+    code, _, err = run_cli(["eval", "pairs", "--data", "simlex999"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "pick one of: none bundled, pass a file")
 
 
 @pytest.mark.parametrize(

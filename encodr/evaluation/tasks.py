@@ -82,7 +82,8 @@ def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
         data: bundled task names (``stsb-dev``) or file paths, read as the suite's kind.
 
     Raises:
-        EncodrError: unknown suite, a path that does not exist, or ``pairs`` without files.
+        EncodrError: unknown suite, a path that does not exist, ``pairs`` without files, or
+            a bundled dataset scored by another metric (``mesh-dev`` under ``sts``).
     """
     if suite not in PRIMARY:
         raise EncodrError(f"unknown evaluation '{suite}'; choose one of {', '.join(PRIMARY)}")
@@ -94,6 +95,11 @@ def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
     chosen = []
     for item in data:
         if item in TASKS:
+            metric = PRIMARY[TASKS[item].kind]
+            if metric != PRIMARY[suite]:
+                fitting = [name for name, t in TASKS.items() if PRIMARY[t.kind] == PRIMARY[suite]]
+                raise EncodrError(f"bundled dataset '{item}' is scored by {metric}, but '{suite}' reports {PRIMARY[suite]}; "
+                                  f"pick one of: {', '.join(fitting) or 'none bundled, pass a file'}")
             chosen.append(TASKS[item])
             continue
         p = Path(item)
