@@ -256,9 +256,17 @@ def index_cmd(
                 total += sum(1 for _ in fh)
     bar = Progress(TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
                    console=err_console, disable=as_json)  # fmt: skip
-    with bar:
-        task = bar.add_task("index", total=total or None)
-        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=lambda n: bar.update(task, completed=n))
+    task = bar.add_task("index", total=total or None)
+
+    def advance(n: int) -> None:
+        bar.start()  # on the first call: no bar before a bad-input error
+        bar.update(task, completed=n)
+
+    try:
+        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=advance)
+    finally:
+        if bar.live.is_started:
+            bar.stop()
     keys = ("model", "pooling", "dimension", "index_type", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
     _print_record(f"encodr index → {meta['path']}", meta, keys, as_json)
 

@@ -281,7 +281,8 @@ def build(
         pcr: fit and apply per-language principal-component removal.
         lang: language of texts without a ``lang`` column (default ``und``).
         batch_size: texts per encoding batch (bounds memory).
-        progress: called with the number of texts read after each batch.
+        progress: called with 0 once the inputs are checked and the model is loaded, then
+            with the number of texts read after each batch.
 
     Returns:
         The index metadata (``index.json``) plus ``added`` and ``skipped_duplicates``.
@@ -313,6 +314,8 @@ def build(
     else:
         encoder = load_encoder(model)
     lang = lang or "und"
+    if progress:
+        progress(0)  # inputs checked and model loaded: the work starts
     started = time.time()
     with atomic_dir(out, overwrite=overwrite or add) as tmp:
         if old is not None:

@@ -145,5 +145,6 @@ def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path
 def test_existing_index_needs_overwrite_and_bad_type_is_named(built, corpus, capsys, monkeypatch):
     code, _, err = run_cli(["index", str(corpus), "--out", str(built)], capsys, monkeypatch)
     assert code == 2 and "already exists; pass --overwrite" in err and "Traceback" not in err
+    assert err.strip().splitlines() == [err.strip()]  # the error alone: no progress bar before it
     code, _, err = run_cli(["index", str(corpus), "--out", str(built), "--index-type", "lsh", "--overwrite"], capsys, monkeypatch)
     assert code == 2 and "unknown index type 'lsh'" in err
