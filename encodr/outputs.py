@@ -20,12 +20,18 @@ def check_target(out: Path, overwrite: bool) -> None:
     """Refuse an existing output unless ``overwrite``.
 
     Raises:
-        EncodrError: ``out`` exists and ``overwrite`` is false, or ``out`` is a file.
+        EncodrError: ``out`` exists and ``overwrite`` is false, ``out`` is a file, or it
+            cannot be created (an ancestor is a file, or the nearest existing one is read-only).
     """
     if out.exists() and not overwrite:
         raise EncodrError(f"output directory {out} already exists; pass --overwrite to replace it, or choose another --out")
     if out.exists() and not out.is_dir():
         raise EncodrError(f"output {out} is a file, not a directory; choose another --out")
+    parent = next(p for p in Path(os.path.abspath(out)).parents if p.exists())  # "/" always exists
+    if not parent.is_dir():
+        raise EncodrError(f"cannot create output {out}: {parent} is a file, not a directory; choose another --out")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise EncodrError(f"cannot create output {out}: {parent} is not writable; choose another --out")
 
 
 @contextlib.contextmanager
@@ -40,7 +46,10 @@ def atomic_dir(out: Path, overwrite: bool = False) -> Iterator[Path]:
     """
     out = Path(out)
     check_target(out, overwrite)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EncodrError(f"cannot create output {out}: {exc.strerror}; choose another --out") from None
     for stale in out.parent.glob(f".{out.name}.tmp-*"):
         pid = stale.name.rsplit("-", 2)[-2]
         if not (pid.isdigit() and _alive(int(pid))):

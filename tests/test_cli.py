@@ -77,6 +77,19 @@ def test_existing_output_needs_overwrite(capsys, monkeypatch, words_file, tiny_m
     assert json.loads(stdout)["strings"] == 40
 
 
+def test_output_under_a_file_is_refused_before_training(capsys, monkeypatch, words_file, tiny_model):
+    code, _, err = run_cli(["tune", str(words_file), "--out", str(words_file / "run"), "--model", str(tiny_model)], capsys, monkeypatch)
+    assert_one_line_error(code, err, f"{words_file} is a file, not a directory")
+
+
+@pytest.mark.parametrize(("device", "words"), [("cuda:99", "device 'cuda:99' is not available on this machine"), ("tpu", "unknown device 'tpu'")])
+def test_unusable_device_is_named(capsys, monkeypatch, words_file, tiny_model, tmp_path, device, words):
+    for args in (["tune", str(words_file), "--out", str(tmp_path / "o")], ["eval", "sts"]):
+        code, _, err = run_cli([*args, "--model", str(tiny_model), "--device", device], capsys, monkeypatch)
+        assert_one_line_error(code, err, words)
+    assert not (tmp_path / "o").exists()
+
+
 def test_megabyte_line_is_truncated_with_one_warning(capsys, monkeypatch, tiny_model, tmp_path):
     f = tmp_path / "big.txt"
     f.write_text("one line\nanother line\n" + "x" * 1_000_000 + "\n" + "y " * 600_000 + "\n")
