@@ -22,9 +22,18 @@ def recipes_dir() -> Path:
 
 
 def home() -> Path:
-    """The workspace: ``$ENCODR_HOME``, default ``~/.encodr`` (run registry, model cache)."""
+    """The workspace: ``$ENCODR_HOME``, default ``~/.encodr`` (run registry, model cache).
+
+    Raises:
+        EncodrError: the directory cannot be created (e.g. ``ENCODR_HOME`` names a file).
+    """
+    from .errors import EncodrError
+
     path = Path(os.environ.get("ENCODR_HOME", Path.home() / ".encodr")).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EncodrError(f"cannot use {path} as encodr's workspace ({exc.strerror}); set ENCODR_HOME to a writable directory") from None
     return path
 
 

@@ -4,17 +4,29 @@ through sqlite-utils. Listed by ``encodr runs``."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 
 import sqlite_utils
 
+from .errors import EncodrError
 from .paths import home
 
 
 def database(path: Path | None = None) -> sqlite_utils.Database:
-    """Open (and create) the registry database."""
-    return sqlite_utils.Database(path or home() / "registry.db")
+    """Open (and create) the registry database.
+
+    Raises:
+        EncodrError: the workspace cannot be created, or the file is not a SQLite database.
+    """
+    path = path or home() / "registry.db"
+    try:
+        db = sqlite_utils.Database(path)
+        db.table_names()  # reads the header: a corrupt or foreign file fails here
+    except sqlite3.DatabaseError as exc:
+        raise EncodrError(f"run registry {path} cannot be read ({exc}); move it away and encodr starts a new one") from None
+    return db
 
 
 def record(row: dict, path: Path | None = None) -> int:

@@ -155,6 +155,7 @@ def run_trans_encoder(
 
     out = Path(out)
     check_target(out, overwrite)
+    registry.database()  # an unusable workspace or registry fails now, not after training
     dev_set, report_set = scored(dev), scored(report)
 
     def rho(evaluator: PairSimilarityEvaluator | None, scorer) -> float | None:

@@ -86,6 +86,7 @@ def run_tune(
     """
     out = Path(out)
     check_target(out, overwrite)
+    registry.database()  # an unusable workspace or registry fails now, not after training
     corpus = load_training_strings(data, recipe, limit)
     n = len(corpus.strings)
     if n < recipe.batch_size:

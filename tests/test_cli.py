@@ -90,6 +90,22 @@ def test_unusable_device_is_named(capsys, monkeypatch, words_file, tiny_model, t
     assert not (tmp_path / "o").exists()
 
 
+def test_unusable_workspace_or_registry_fails_before_training(capsys, monkeypatch, words_file, tiny_model, tmp_path):
+    run = ["tune", str(words_file), "--out", str(tmp_path / "o"), "--model", str(tiny_model)]
+    monkeypatch.setenv("ENCODR_HOME", str(words_file))  # a file, not a directory
+    for args in (["runs"], run):
+        code, _, err = run_cli(args, capsys, monkeypatch)
+        assert_one_line_error(code, err, f"cannot use {words_file} as encodr's workspace")
+    home = tmp_path / "home-corrupt"
+    home.mkdir()
+    (home / "registry.db").write_text("not a database\n")
+    monkeypatch.setenv("ENCODR_HOME", str(home))
+    for args in (["runs"], run):
+        code, _, err = run_cli(args, capsys, monkeypatch)
+        assert_one_line_error(code, err, "registry.db cannot be read (file is not a database); move it away")
+    assert not (tmp_path / "o").exists()
+
+
 def test_megabyte_line_is_truncated_with_one_warning(capsys, monkeypatch, tiny_model, tmp_path):
     f = tmp_path / "big.txt"
     f.write_text("one line\nanother line\n" + "x" * 1_000_000 + "\n" + "y " * 600_000 + "\n")
