@@ -265,6 +265,8 @@ def load(spec: str, overrides: dict[str, Any] | None = None) -> Recipe | TransEn
         raise EncodrError(
             f"unknown recipe '{spec}'; choose one of {', '.join(bundled)} or pass a path to a .yaml file"
         )
+    if path.is_dir():
+        raise EncodrError(f"recipe '{spec}' is a directory; pass a .yaml file or a bundled name")
     if not path.is_file():
         raise EncodrError(f"recipe file '{spec}' does not exist; pass an existing .yaml file or a bundled name")
     try:

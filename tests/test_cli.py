@@ -50,6 +50,8 @@ def test_non_utf8(capsys, monkeypatch, tmp_path):
 def test_unknown_recipe(capsys, monkeypatch, words_file, tmp_path):
     code, _, err = run_cli(["tune", str(words_file), "--recipe", "nope"], capsys, monkeypatch)
     assert_one_line_error(code, err, "unknown recipe 'nope'")
+    code, _, err = run_cli(["tune", str(words_file), "--recipe", str(tmp_path)], capsys, monkeypatch)
+    assert_one_line_error(code, err, f"recipe '{tmp_path}' is a directory")
 
 
 def test_malformed_yaml(capsys, monkeypatch, words_file, tmp_path):
