@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import EncodrError
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 DATA_DIR = PACKAGE_DIR / "data"
 
@@ -27,8 +29,6 @@ def home() -> Path:
     Raises:
         EncodrError: the directory cannot be created (e.g. ``ENCODR_HOME`` names a file).
     """
-    from .errors import EncodrError
-
     path = Path(os.environ.get("ENCODR_HOME", Path.home() / ".encodr")).expanduser()
     try:
         path.mkdir(parents=True, exist_ok=True)
