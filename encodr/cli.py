@@ -95,8 +95,7 @@ def tune(
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Any recipe field as KEY=VALUE; repeatable."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ) -> None:
-    """Fine-tune a base model with a recipe: Mirror-BERT (word, phrase, sentence) saves a
-    SentenceTransformer; Trans-Encoder (cross-encoder) saves bi/ and cross/."""
+    """Fine-tune a base model with a recipe: Mirror-BERT (word, phrase, sentence) saves a SentenceTransformer; Trans-Encoder (cross-encoder) saves bi/ and cross/."""
     from . import recipes
     from .trans_encoder import run_trans_encoder
     from .tune import run_tune  # heavy imports before the start line: a Ctrl-C after it must not land inside one
@@ -176,8 +175,7 @@ def evaluate(
     device: Optional[str] = typer.Option(None),
     as_json: bool = typer.Option(False, "--json", help="Print scores as JSON."),
 ) -> None:
-    """Evaluate a model: STS (Spearman ρ×100), word similarity, entity linking (acc@k), or
-    binary pairs (ROC-AUC×100). Cross-encoders (--cross) on sts and pairs."""
+    """Evaluate a model: STS (Spearman ρ×100), word similarity, entity linking (acc@k), or binary pairs (ROC-AUC×100). Cross-encoders (--cross) on sts and pairs."""
     from . import evaluation
     from .evaluation.tasks import CROSS_SUITES
 
@@ -221,6 +219,9 @@ def score(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Similarity of two texts: cosine for a bi-encoder, σ(score) for a cross-encoder."""
+    for name, text in (("TEXT_A", text_a), ("TEXT_B", text_b)):
+        if not text.strip():  # as in the TUI's compare view, which scores only two non-blank texts
+            raise EncodrError(f"{name} is blank; pass two non-blank texts, e.g. encodr score \"a cat\" \"a kitten\"")
     _interactive_threads()
     scorer = _load_scorer(model, cross, device)
     value = float(scorer.pair_scores([text_a], [text_b])[0])
@@ -281,6 +282,8 @@ def search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Nearest texts in an index: rank, score, text, source:line."""
+    if query is not None and not query.strip():  # stdin and the TUI skip blank queries too
+        raise EncodrError("QUERY is blank; pass a non-blank query, or none to read one query a line from stdin")
     _interactive_threads()
     from .search import Searcher
 

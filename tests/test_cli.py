@@ -173,3 +173,17 @@ def test_set_overrides_any_field_and_rejects_unknown_keys(capsys, monkeypatch, w
     assert_one_line_error(code, err, "--set takes KEY=VALUE")
     code, _, err = run_cli(["tune", str(words_file), "--set", "epochs=two"], capsys, monkeypatch)
     assert_one_line_error(code, err, "recipe key 'epochs' must be an int")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["score", " ", "a cat"], "TEXT_A is blank"),
+        (["score", "a cat", ""], "TEXT_B is blank"),
+        (["search", "  ", "--index", "nowhere"], "QUERY is blank"),
+    ],
+)
+def test_blank_text_is_refused(capsys, monkeypatch, args, words):
+    code, out, err = run_cli(args, capsys, monkeypatch)
+    assert_one_line_error(code, err, words)
+    assert out == ""
