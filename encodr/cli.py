@@ -183,10 +183,11 @@ def evaluate(
     evaluation.tasks_for(suite, data)  # validate before loading models
     if (cross or compare_cross) and suite not in CROSS_SUITES:
         raise EncodrError(f"a cross-encoder scores pairs; --cross works with 'eval {' / '.join(CROSS_SUITES)}', not '{suite}'")
-    reports = []
-    for spec, is_cross in [(model, cross)] + ([(compare, compare_cross)] if compare else []):
-        scorer = _load_scorer(spec, is_cross, device)
-        reports.append(evaluation.run(suite, scorer, data, progress=not as_json))
+    if compare_cross and not compare:
+        raise EncodrError("--compare-cross says the --compare model is a cross-encoder; pass --compare MODEL too")
+    specs = [(model, cross)] + ([(compare, compare_cross)] if compare else [])
+    scorers = [_load_scorer(spec, is_cross, device) for spec, is_cross in specs]  # both load before either is scored
+    reports = [evaluation.run(suite, scorer, data, progress=not as_json) for scorer in scorers]
     if as_json:
         _emit_json(reports[0].to_dict() if len(reports) == 1 else {"models": [r.to_dict() for r in reports]})
         return

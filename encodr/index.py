@@ -187,8 +187,21 @@ class Index:
         return int(self.faiss.ntotal)
 
     def prepare_queries(self, vectors: np.ndarray, lang: str | None = None) -> np.ndarray:
-        """Apply the index's PCR for ``lang`` (default: the index's default language)."""
+        """Apply the index's PCR for ``lang`` (default: the index's default language).
+
+        Args:
+            vectors: float32 (q, d) unit-norm query vectors.
+            lang: the queries' language code.
+
+        Returns:
+            float32 (q, d), unit norm (unchanged without PCR).
+
+        Raises:
+            EncodrError: ``lang`` has no component, or is given for an index without PCR.
+        """
         if not self.components:
+            if lang is not None:
+                raise EncodrError(f"index {self.path} was built without --pcr, so a query language changes nothing; drop --lang")
             return vectors
         lang = lang or self.meta.get("default_lang")
         if lang not in self.components:
@@ -303,8 +316,9 @@ def build(
         raise EncodrError("no corpus file given; pass one or more text or TSV files")
     if not add:
         check_target(out, overwrite)
-    for f in files:  # fail before any work
-        next(iter(read_records(f)), None)
+    firsts = [next(iter(read_records(f)), None) for f in files]  # fail before any work
+    if not add and all(r is None for r in firsts):
+        raise EncodrError(f"{', '.join(files)}: no text to index (all lines blank)")
     old = Index.open(out) if add else None
     if old is not None:
         encoder = load_encoder(model or old.meta["model"])
@@ -378,8 +392,6 @@ def build(
                     progress(read)
         n = next_id
         if old is None:
-            if n == 0:
-                raise EncodrError(f"{', '.join(files)}: no text to index (all lines blank)")
             dim = encoder.dimension
             vectors = np.memmap(raw_path, dtype=np.float32, mode="r+", shape=(n, dim))
             components = {}
@@ -387,6 +399,8 @@ def build(
                 langs = [row[0] for row in db.execute("select lang from texts order by id")]
                 for code in sorted(set(langs)):
                     idx = np.array([i for i, c in enumerate(langs) if c == code])
+                    if len(idx) < 2:
+                        raise EncodrError(f"language '{code}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)")
                     sub = np.asarray(vectors[idx])
                     components[code] = first_component(sub.T @ sub, sub.sum(axis=0), len(idx))
                     vectors[idx] = remove_component(sub, components[code])

@@ -138,6 +138,16 @@ def test_eval_unknown_suite_and_missing_data(capsys, monkeypatch, tmp_path):
     assert_one_line_error(code, err, "bundled dataset 'stsb-dev' is scored by spearman, but 'linking' reports acc@1; pick one of: mesh-test, mesh-dev")
     code, _, err = run_cli(["eval", "pairs", "--data", "simlex999"], capsys, monkeypatch)
     assert_one_line_error(code, err, "pick one of: none bundled, pass a file")
+    code, _, err = run_cli(["eval", "sts", "--compare-cross"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "--compare-cross says the --compare model is a cross-encoder; pass --compare MODEL too")
+
+
+def test_eval_loads_the_compare_model_before_scoring(capsys, monkeypatch, tmp_path, tiny_model):
+    f = tmp_path / "data.tsv"
+    f.write_text("1\ta cat\ta dog\n4\ta man\ta person\n")
+    code, out, err = run_cli(["eval", "sts", "--data", str(f), "--model", str(tiny_model), "--compare", str(tmp_path / "gone")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "does not exist")
+    assert out == "" and "Batches" not in err  # nothing was scored before the error
 
 
 @pytest.mark.parametrize(

@@ -90,6 +90,16 @@ def test_pcr_removes_a_direction_per_language(tmp_path, tiny_model):
         s.search(["x"], lang="deu")
 
 
+def test_pcr_needs_two_texts_per_language_and_lang_needs_pcr(tmp_path, tiny_model, built):
+    f = tmp_path / "c.tsv"
+    f.write_text("text\tlang\n" + "\n".join(f"{t}\teng" for t in TEXTS[:5]) + "\nhola mundo\tspa\n")
+    with pytest.raises(EncodrError, match="language 'spa' has only 1 distinct text; --pcr"):
+        build([str(f)], str(tiny_model), tmp_path / "p", pcr=True)
+    assert not (tmp_path / "p").exists()
+    with pytest.raises(EncodrError, match="built without --pcr, so a query language changes nothing"):
+        Searcher(built).search(["x"], lang="eng")
+
+
 def test_broken_indexes_are_named(built):
     (built / "index.json").write_text(json.dumps({**json.loads((built / "index.json").read_text()), "count": 99}))
     with pytest.raises(EncodrError, match="inconsistent: vectors.faiss has 20 vectors, texts.db 20 texts, index.json says 99"):
@@ -148,3 +158,12 @@ def test_existing_index_needs_overwrite_and_bad_type_is_named(built, corpus, cap
     assert err.strip().splitlines() == [err.strip()]  # the error alone: no progress bar before it
     code, _, err = run_cli(["index", str(corpus), "--out", str(built), "--index-type", "lsh", "--overwrite"], capsys, monkeypatch)
     assert code == 2 and "unknown index type 'lsh'" in err
+
+
+def test_empty_corpus_is_refused_before_the_bar(tmp_path, tiny_model, capsys, monkeypatch):
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n")
+    code, _, err = run_cli(["index", str(blank), "--model", str(tiny_model), "--out", str(tmp_path / "e")], capsys, monkeypatch)
+    assert code == 2 and "no text to index (all lines blank)" in err
+    assert err.strip().splitlines() == [err.strip()]  # the error alone: no progress bar before it
+    assert not (tmp_path / "e").exists()
