@@ -76,6 +76,9 @@ def test_read_pairs_layouts(tmp_path):
     f.write_text("a\tb\nc\nd\te\n")
     with pytest.raises(EncodrError, match="line 2 has no tab"):
         read_pairs(f)
+    f.write_text("one\none\n\n")
+    with pytest.raises(EncodrError, match="has 1 distinct sentence; mining pairs needs at least 3"):
+        read_pairs(f)
 
 
 def test_roc_auc_and_binary_pair_layouts(tmp_path):
