@@ -165,4 +165,4 @@ def default_corpus(name: str, n: int = 10_000, seed: int = 42) -> Corpus:
         pairs = read_sts(bundled("stsb/sts-train.csv"))
         strings = list(dict.fromkeys(s for p in pairs for s in (p.text1, p.text2)))
         return Corpus(strings, "stsb-train", hashlib.sha256("\n".join(strings).encode()).hexdigest(), len(strings))
-    raise EncodrError(f"this recipe has no bundled default data; pass a text file: encodr tune FILE --recipe ...")
+    raise EncodrError("this recipe has no bundled default data; pass a text file: encodr tune FILE --recipe ...")

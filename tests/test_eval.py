@@ -37,6 +37,11 @@ def test_sts_layouts(tmp_path):
     bad.write_text("hello\tworld\n")
     with pytest.raises(EncodrError, match="unknown STS layout"):
         read_sts(bad)
+    plain.write_text("score\tsentence1\tsentence2\n4.5\ta cat\ta kitten\n\n1.0\ta car\ta tree\n")  # optional header
+    assert [(p.score, p.text1) for p in read_sts(plain)] == [(4.5, "a cat"), (1.0, "a car")]
+    plain.write_text("4.5\ta cat\ta kitten\n\n1.0\ta car\n")
+    with pytest.raises(EncodrError, match="line 3 is not score<TAB>sentence1<TAB>sentence2"):  # the file's line, blanks counted
+        read_sts(plain)
 
 
 def test_spearman_times_100_per_dataset_then_mean(tmp_path):

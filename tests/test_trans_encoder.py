@@ -96,6 +96,15 @@ def test_roc_auc_and_binary_pair_layouts(tmp_path):
     bad.write_text("1\ta\tb\n1\tc\td\n")
     with pytest.raises(EncodrError, match="ROC-AUC needs both"):
         read_binary_pairs(bad)
+    plain = tmp_path / "plain.tsv"
+    plain.write_text("label\ts1\ts2\n\n1\ta\tb\n0\tc\td\n")  # a header line is optional
+    assert [(p.label, p.text1, p.text2) for p in read_binary_pairs(plain)] == [(1, "a", "b"), (0, "c", "d")]
+    plain.write_text("1\ta\tb\n\n0\tc\n")
+    with pytest.raises(EncodrError, match="line 3 has 2 tab-separated columns, fewer than the layout's 3"):
+        read_binary_pairs(plain)
+    plain.write_text("1\ta\tb\n2\tc\td\n")
+    with pytest.raises(EncodrError, match="line 2 has no 0/1 label in column 1 \\(got '2'\\)"):
+        read_binary_pairs(plain)
 
 
 def test_cross_encoder_recipe_has_table_16_defaults_and_rejects_mirror_keys():

@@ -34,31 +34,32 @@ def read_sts(path: str | Path) -> list[ScoredPair]:
     - STS-B: tab-separated genre, source, year, id, score, sentence 1, sentence 2
       (extra trailing columns ignored);
     - SICK: a header with ``sentence_A``, ``sentence_B``, ``relatedness_score``;
-    - plain: ``score<TAB>sentence1<TAB>sentence2``.
+    - plain: ``score<TAB>sentence1<TAB>sentence2``, with or without a header line.
 
     Raises:
         EncodrError: unreadable file, unknown layout, or no pair in it.
     """
     lines, _ = read_lines(path)
-    rows = [line.split("\t") for line in lines if line.strip()]
+    rows = [(number, line.split("\t")) for number, line in enumerate(lines, 1) if line.strip()]
     if not rows:
         raise EncodrError(f"{path} is empty; an STS file needs score<TAB>sentence1<TAB>sentence2 lines")
-    header = [c.strip().lower() for c in rows[0]]
+    header = [c.strip().lower() for c in rows[0][1]]
+    first = rows[0][1]
     pairs: list[ScoredPair] = []
     if "sentence_a" in header and "relatedness_score" in header:
         a, b, s = header.index("sentence_a"), header.index("sentence_b"), header.index("relatedness_score")
-        for row in rows[1:]:
+        for _, row in rows[1:]:
             if len(row) > max(a, b, s) and _float(row[s]) is not None:
                 pairs.append(ScoredPair(float(row[s]), row[a].strip(), row[b].strip()))
-    elif len(rows[0]) >= 7 and _float(rows[0][4]) is not None:
-        for number, row in enumerate(rows, 1):
+    elif len(first) >= 7 and _float(first[4]) is not None:
+        for number, row in rows:
             if len(row) < 7 or _float(row[4]) is None:
-                raise EncodrError(f"{path}: row {number} is not in the STS-B layout (score in column 5, sentences in 6 and 7)")
+                raise EncodrError(f"{path}: line {number} is not in the STS-B layout (score in column 5, sentences in 6 and 7)")
             pairs.append(ScoredPair(float(row[4]), row[5].strip(), row[6].strip()))
-    elif len(rows[0]) >= 3 and _float(rows[0][0]) is not None:
-        for number, row in enumerate(rows, 1):
+    elif len(first) >= 3 and (_float(first[0]) is not None or (len(rows) > 1 and _float(rows[1][1][0]) is not None)):
+        for number, row in rows if _float(first[0]) is not None else rows[1:]:  # an optional header line
             if len(row) < 3 or _float(row[0]) is None:
-                raise EncodrError(f"{path}: row {number} is not score<TAB>sentence1<TAB>sentence2")
+                raise EncodrError(f"{path}: line {number} is not score<TAB>sentence1<TAB>sentence2")
             pairs.append(ScoredPair(float(row[0]), row[1].strip(), row[2].strip()))
     else:
         raise EncodrError(
@@ -191,31 +192,34 @@ def read_binary_pairs(path: str | Path) -> list[LabelledPair]:
     Layouts, detected from the header: GLUE QQP (``question1``, ``question2``,
     ``is_duplicate``), QNLI (``question``, ``sentence``, ``label`` with
     ``entailment``/``not_entailment``), MRPC (``Quality``, ``#1 String``, ``#2 String``);
-    without a header, ``label<TAB>sentence1<TAB>sentence2``. Rows without a label (test
-    files) are refused.
+    otherwise ``label<TAB>sentence1<TAB>sentence2``, with or without a header line. Rows without a
+    label (test files) are refused.
 
     Raises:
-        EncodrError: unreadable file, unknown layout, a label that is not 0/1 (row given),
+        EncodrError: unreadable file, unknown layout, a short row or a label that is not 0/1 (line given),
             or only one class present (ROC-AUC needs both).
     """
     lines, _ = read_lines(path)
-    rows = [line.split("\t") for line in lines if line.strip()]
+    rows = [(number, line.split("\t")) for number, line in enumerate(lines, 1) if line.strip()]
     if not rows:
         raise EncodrError(f"{path} is empty; a pairs file needs label<TAB>sentence1<TAB>sentence2 lines")
-    header = [c.strip().lower() for c in rows[0]]
+    header = [c.strip().lower() for c in rows[0][1]]
     columns = next((cols for cols in _BINARY_HEADERS.values() if all(c in header for c in cols)), None)
+    plain = lambda row: len(row) >= 3 and row[0].strip() in ("0", "1")  # noqa: E731
     if columns is not None:
         a, b, y = (header.index(c) for c in columns)
-        body, first = rows[1:], 2
-    elif len(rows[0]) >= 3 and rows[0][0].strip() in ("0", "1"):
+        body = rows[1:]
+    elif plain(rows[0][1]) or (len(rows) > 1 and len(header) >= 3 and plain(rows[1][1])):
         a, b, y = 1, 2, 0
-        body, first = rows, 1
+        body = rows if plain(rows[0][1]) else rows[1:]  # an optional header line (e.g. label, s1, s2)
     else:
         raise EncodrError(f"{path}: unknown pairs layout; use label<TAB>sentence1<TAB>sentence2 (label 0 or 1), or a QQP, QNLI or MRPC file with its header")
     pairs = []
-    for number, row in enumerate(body, first):
-        if len(row) <= max(a, b, y) or row[y].strip().lower() not in _BINARY_LABELS:
-            raise EncodrError(f"{path}: row {number} has no 0/1 label in column {y + 1}; every row needs one")
+    for number, row in body:
+        if len(row) <= max(a, b, y):
+            raise EncodrError(f"{path}: line {number} has {len(row)} tab-separated column{'' if len(row) == 1 else 's'}, fewer than the layout's {max(a, b, y) + 1}")
+        if row[y].strip().lower() not in _BINARY_LABELS:
+            raise EncodrError(f"{path}: line {number} has no 0/1 label in column {y + 1} (got '{row[y].strip()[:20]}'); every row needs one")
         pairs.append(LabelledPair(_BINARY_LABELS[row[y].strip().lower()], row[a].strip(), row[b].strip()))
     if len({p.label for p in pairs}) < 2:
         raise EncodrError(f"{path}: every pair has label {pairs[0].label}; ROC-AUC needs both 0 and 1 labels")
