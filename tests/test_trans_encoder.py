@@ -73,12 +73,6 @@ def test_read_pairs_layouts(tmp_path):
     assert data.mined and data.sentences == ["one", "two", "three"] and data.pairs == []
     f.write_text("4.0\ta b\tc d\n1.0\te f\tg h\n")
     assert read_pairs(f).labels_ignored
-    f.write_text("a\tb\nc\nd\te\n")
-    with pytest.raises(EncodrError, match="line 2 has no tab"):
-        read_pairs(f)
-    f.write_text("one\none\n\n")
-    with pytest.raises(EncodrError, match="has 1 distinct sentence; mining pairs needs at least 3"):
-        read_pairs(f)
 
 
 def test_roc_auc_and_binary_pair_layouts(tmp_path):
@@ -92,19 +86,29 @@ def test_roc_auc_and_binary_pair_layouts(tmp_path):
     qnli = tmp_path / "qnli.tsv"
     qnli.write_text("index\tquestion\tsentence\tlabel\n0\tq\ts\tentailment\n1\tq2\ts2\tnot_entailment\n")
     assert [p.label for p in read_binary_pairs(qnli)] == [1, 0]
-    bad = tmp_path / "bad.tsv"
-    bad.write_text("1\ta\tb\n1\tc\td\n")
-    with pytest.raises(EncodrError, match="ROC-AUC needs both"):
-        read_binary_pairs(bad)
     plain = tmp_path / "plain.tsv"
     plain.write_text("label\ts1\ts2\n\n1\ta\tb\n0\tc\td\n")  # a header line is optional
     assert [(p.label, p.text1, p.text2) for p in read_binary_pairs(plain)] == [(1, "a", "b"), (0, "c", "d")]
-    plain.write_text("1\ta\tb\n\n0\tc\n")
-    with pytest.raises(EncodrError, match="line 3 has 2 tab-separated columns, fewer than the layout's 3"):
-        read_binary_pairs(plain)
-    plain.write_text("1\ta\tb\n2\tc\td\n")
-    with pytest.raises(EncodrError, match="line 2 has no 0/1 label in column 1 \\(got '2'\\)"):
-        read_binary_pairs(plain)
+
+
+@pytest.mark.parametrize(
+    ("reader", "content", "message"),
+    [
+        ("read_pairs", "a\tb\nc\nd\te\n", "line 2 has no tab"),
+        ("read_pairs", "one\none\n\n", "has 1 distinct sentence; mining pairs needs at least 3"),
+        ("read_binary_pairs", "1\ta\tb\n1\tc\td\n", "ROC-AUC needs both"),
+        ("read_binary_pairs", "1\ta\tb\n\n0\tc\n", "line 3 has 2 tab-separated columns, fewer than the layout's 3"),
+        ("read_binary_pairs", "1\ta\tb\n2\tc\td\n", "line 2 has no 0/1 label in column 1 \\(got '2'\\)"),
+    ],
+)
+def test_bad_pair_files_are_named(tmp_path, reader, content, message):
+    from encodr import pairs
+    from encodr.evaluation import readers
+
+    f = tmp_path / "bad.tsv"
+    f.write_text(content)
+    with pytest.raises(EncodrError, match=message):
+        getattr(pairs if reader == "read_pairs" else readers, reader)(f)
 
 
 def test_cross_encoder_recipe_has_table_16_defaults_and_rejects_mirror_keys():
