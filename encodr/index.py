@@ -244,8 +244,10 @@ def list_indexes(root: Path | None = None) -> list[dict]:
     for meta_file in sorted(root.glob(f"*/{META_FILE}")):
         try:
             found.append({"path": str(meta_file.parent), **json.loads(meta_file.read_text())})
-        except (OSError, ValueError) as exc:
-            found.append({"path": str(meta_file.parent), "error": str(exc)})
+        except ValueError:
+            found.append({"path": str(meta_file.parent), "error": f"{META_FILE} is corrupted; rebuild the index"})
+        except OSError as exc:
+            found.append({"path": str(meta_file.parent), "error": f"{META_FILE} cannot be read ({exc.strerror})"})
     return found
 
 

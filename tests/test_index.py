@@ -6,6 +6,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -167,3 +168,13 @@ def test_empty_corpus_is_refused_before_the_bar(tmp_path, tiny_model, capsys, mo
     assert code == 2 and "no text to index (all lines blank)" in err
     assert err.strip().splitlines() == [err.strip()]  # the error alone: no progress bar before it
     assert not (tmp_path / "e").exists()
+
+
+def test_list_indexes_names_a_corrupted_one(built, tmp_path):
+    from encodr.index import list_indexes
+
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "index.json").write_text("{")
+    found = {Path(r["path"]).name: r for r in list_indexes(tmp_path)}
+    assert found["idx"]["count"] == 20 and "error" not in found["idx"]
+    assert found["broken"]["error"] == "index.json is corrupted; rebuild the index"
