@@ -355,15 +355,30 @@ def runs(as_json: bool = typer.Option(False, "--json"), limit: int = typer.Optio
         _emit_json(rows)
         return
     table = Table(title="runs")
-    for col in ("id", "created", "kind", "model", "recipe", "strings", "duration_s", "ex/s", "loss", "out"):
-        table.add_column(col)
+    for col in ("id", "created", "kind", "model", "recipe", "data", "seconds", "ex/s", "result"):
+        table.add_column(col, justify="right" if col in ("id", "seconds", "ex/s") else "left")
+    table.add_column("out", overflow="fold")  # the whole path, to pass on to --model
     for r in rows:
         m = r.get("metrics") or {}
+        if "final_loss" in m:
+            result = f"loss {m['final_loss']:.4f}"
+        else:
+            dev = (m.get("best") or {}).get("dev")
+            result = "–" if dev is None else f"dev ρ {dev:.2f}"
         table.add_row(
-            str(r["id"]), r["created"], r.get("kind", ""), r["model"], r.get("recipe_name", ""), str(r.get("strings", "")),
-            str(r.get("duration_s", "")), str(m.get("examples_per_s", "")), str(m.get("final_loss", "")), r.get("out", ""),
+            str(r["id"]), str(r["created"])[:16], r.get("kind", ""), _short_path(r["model"]), r.get("recipe_name", ""),
+            _short_path(str(r.get("data", ""))), str(r.get("duration_s", "")), str(m.get("examples_per_s", "")), result,
+            _short_path(r.get("out", "")),
         )  # fmt: skip
     out_console.print(table)
+
+
+def _short_path(value: str) -> str:
+    """``value`` relative to the working directory when it is a path below it, else unchanged."""
+    try:
+        return str(Path(value).relative_to(Path.cwd())) if Path(value).is_absolute() else value
+    except ValueError:
+        return value
 
 
 def main() -> None:

@@ -197,3 +197,19 @@ def test_blank_text_is_refused(capsys, monkeypatch, args, words):
     code, out, err = run_cli(args, capsys, monkeypatch)
     assert_one_line_error(code, err, words)
     assert out == ""
+
+
+def test_runs_table_shows_the_result_of_each_kind(capsys, monkeypatch, tmp_path):
+    from encodr import cli, registry
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli.out_console, "width", 200)
+    registry.record({"kind": "tune", "model": "minilm", "recipe_name": "word", "data": "words", "out": str(tmp_path / "runs" / "w"),
+                     "metrics": {"final_loss": 1.234567, "examples_per_s": 99.5}})  # fmt: skip
+    registry.record({"kind": "tenc-bi", "model": "minilm", "recipe_name": "cross-encoder", "data": "stsb-train", "out": "/elsewhere/bi",
+                     "metrics": {"best": {"dev": 81.2, "cycle": 2}}})  # fmt: skip
+    code, out, _ = run_cli(["runs"], capsys, monkeypatch)
+    lines = out.splitlines()
+    row = lambda run_id: next(line for line in lines if line.startswith(f"│ {run_id:>2} "))  # noqa: E731
+    assert code == 0 and "loss 1.2346" in row(1) and "runs/w " in row(1) and str(tmp_path) not in row(1)
+    assert "dev ρ 81.20" in row(2) and "/elsewhere/bi" in row(2)
