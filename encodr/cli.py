@@ -235,7 +235,7 @@ def score(
 def index_cmd(
     corpus: List[str] = typer.Argument(..., help="Text files (one text a line) or TSV files with a 'text' column (optional id, lang)."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Model (default: minilm; with --add, the index's model)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index directory (default: $ENCODR_HOME/indexes/NAME)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index directory (default: $ENCODR_HOME/indexes/NAME; with --add, a workspace index name works too)."),
     index_type: str = typer.Option("auto", help="auto | flat | hnsw | ivf (auto: flat up to 50,000 vectors, hnsw above)."),
     add: bool = typer.Option(False, "--add", help="Append to an existing index (texts already in it are skipped)."),
     overwrite: bool = typer.Option(False, help="Replace an existing index."),
@@ -276,7 +276,7 @@ def index_cmd(
 @app.command()
 def search(
     query: Optional[str] = typer.Argument(None, help="The query; without it, one query a line from stdin."),
-    index: Path = typer.Option(..., "--index", "-i", help="Index directory."),
+    index: Path = typer.Option(..., "--index", "-i", help="Index directory, or the name of one in the workspace (encodr indexes)."),
     k: int = typer.Option(10, "-k", min=1, help="Results per query."),
     lang: Optional[str] = typer.Option(None, help="Query language (for --pcr indexes)."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Must match the index's model."),
@@ -311,11 +311,11 @@ def indexes(as_json: bool = typer.Option(False, "--json")) -> None:
     """List the indexes in the workspace ($ENCODR_HOME/indexes)."""
     from .index import list_indexes
 
-    _print_rows("indexes", list_indexes(), ("path", "model", "index_type", "count", "pcr", "languages", "error"), as_json)
+    _print_rows("indexes (search one with --index NAME)", list_indexes(), ("name", "model", "index_type", "count", "pcr", "languages", "error"), as_json)
 
 
 @app.command()
-def tui(index: Optional[Path] = typer.Option(None, "--index", "-i", help="Index to open (default: pick one).")) -> None:
+def tui(index: Optional[Path] = typer.Option(None, "--index", "-i", help="Index directory or workspace index name (default: pick one).")) -> None:
     """Interactive terminal UI: search, compare two texts, pick indexes, models and runs."""
     _interactive_threads()
     from .tui import EncodrApp

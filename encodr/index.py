@@ -121,6 +121,19 @@ def first_component(covariance_sum: np.ndarray, vector_sum: np.ndarray, n: int) 
     return vecs[:, -1].astype(np.float32)
 
 
+def locate(spec: str | Path) -> Path:
+    """The index directory that ``--index SPEC`` names: ``SPEC`` itself when it exists or is a
+    path with a folder in it, otherwise the workspace index of that name
+    (``$ENCODR_HOME/indexes/SPEC``, as listed by ``encodr indexes``) when there is one."""
+    from .paths import home
+
+    path = Path(spec)
+    if path.exists() or len(path.parts) != 1:
+        return path
+    named = home() / "indexes" / path.name
+    return named if named.is_dir() else path
+
+
 class Index:
     """An index directory opened for search.
 
@@ -140,14 +153,17 @@ class Index:
         """Open and check an index: all files present and readable, and FAISS, SQLite and
         ``index.json`` agreeing on the number of vectors.
 
+        Args:
+            path: the index directory, or the name of an index in the workspace (:func:`locate`).
+
         Raises:
             EncodrError: naming the missing, corrupted or disagreeing file.
         """
         import faiss
 
-        path = Path(path)
+        path = locate(path)
         if not path.is_dir():
-            raise EncodrError(f"index {path} does not exist; build one with: encodr index CORPUS --out {path}")
+            raise EncodrError(f"index {path} does not exist (nor in the workspace, see encodr indexes); build one with: encodr index CORPUS --out {path}")
         for name in (META_FILE, VECTORS_FILE, STORE_FILE):
             if not (path / name).is_file():
                 raise EncodrError(f"index {path} is missing {name}; rebuild it with encodr index")
@@ -236,18 +252,19 @@ class Index:
 
 def list_indexes(root: Path | None = None) -> list[dict]:
     """Index directories under ``root`` (default: ``$ENCODR_HOME/indexes``), with their
-    ``index.json`` fields (``path`` added); unreadable ones are listed with ``error``."""
+    ``index.json`` fields (``name``, the one ``--index`` takes, and ``path`` added); unreadable
+    ones are listed with ``error``."""
     from .paths import home
 
     root = Path(root) if root else home() / "indexes"
     found = []
     for meta_file in sorted(root.glob(f"*/{META_FILE}")):
         try:
-            found.append({"path": str(meta_file.parent), **json.loads(meta_file.read_text())})
+            found.append({"name": meta_file.parent.name, "path": str(meta_file.parent), **json.loads(meta_file.read_text())})
         except ValueError:
-            found.append({"path": str(meta_file.parent), "error": f"{META_FILE} is corrupted; rebuild the index"})
+            found.append({"name": meta_file.parent.name, "path": str(meta_file.parent), "error": f"{META_FILE} is corrupted; rebuild the index"})
         except OSError as exc:
-            found.append({"path": str(meta_file.parent), "error": f"{META_FILE} cannot be read ({exc.strerror})"})
+            found.append({"name": meta_file.parent.name, "path": str(meta_file.parent), "error": f"{META_FILE} cannot be read ({exc.strerror})"})
     return found
 
 
@@ -289,7 +306,7 @@ def build(
     Args:
         files: corpus files (plain text or TSV with ``text``, ``id``, ``lang``).
         model: model spec; with ``add``, must match the index's model (or be ``None``).
-        out: index directory.
+        out: index directory (with ``add``, also the name of a workspace index).
         index_type: ``auto``, ``flat``, ``hnsw`` or ``ivf``.
         add: append to the existing index at ``out``.
         overwrite: replace an existing index (without ``add``).
@@ -311,7 +328,7 @@ def build(
 
     from .models import load_encoder
 
-    out = Path(out)
+    out = locate(out) if add else Path(out)
     if index_type not in INDEX_TYPES:
         raise EncodrError(f"unknown index type '{index_type}'; choose one of {', '.join(INDEX_TYPES)}")
     if not files:

@@ -129,9 +129,9 @@ class EncodrApp(App):
 
         indexes = self.query_one("#indexes", DataTable)
         indexes.clear(columns=True)
-        indexes.add_columns("path", "model", "type", "count", "pcr")
+        indexes.add_columns("name", "model", "type", "count", "pcr")
         for row in list_indexes():
-            indexes.add_row(row["path"], row.get("model", "?"), row.get("index_type", "?"), str(row.get("count", "?")), str(row.get("pcr", "")), key=row["path"])
+            indexes.add_row(row["name"], row.get("model", "?"), row.get("index_type", "?"), str(row.get("count", "?")), str(row.get("pcr", "")), key=row["path"])
         models = self.query_one("#models", DataTable)
         models.clear(columns=True)
         models.add_columns("name", "source", "path")

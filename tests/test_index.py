@@ -178,3 +178,16 @@ def test_list_indexes_names_a_corrupted_one(built, tmp_path):
     found = {Path(r["path"]).name: r for r in list_indexes(tmp_path)}
     assert found["idx"]["count"] == 20 and "error" not in found["idx"]
     assert found["broken"]["error"] == "index.json is corrupted; rebuild the index"
+
+
+def test_a_workspace_index_is_found_by_name(corpus, tiny_model, workspace, tmp_path, monkeypatch, capsys):
+    build([str(corpus)], str(tiny_model), workspace / "indexes" / "notes")
+    monkeypatch.chdir(tmp_path)  # no ./notes here
+    assert Searcher("notes").search([TEXTS[3]], k=1)[0][0].text == TEXTS[3]
+    more = tmp_path / "more.txt"
+    more.write_text("one more text\n")
+    assert build([str(more)], None, "notes", add=True)["count"] == 21 and not (tmp_path / "notes").exists()
+    code, out, _ = run_cli(["indexes", "--json"], capsys, monkeypatch)
+    assert code == 0 and [(r["name"], r["count"]) for r in json.loads(out)] == [("notes", 21)]
+    with pytest.raises(EncodrError, match="index missing does not exist \\(nor in the workspace"):
+        Index.open("missing")
