@@ -359,7 +359,10 @@ def load_encoder(
     """
     ref = resolve(spec)
     if ref.kind == "cross":
-        raise EncodrError(f"'{ref.spec}' is a cross-encoder, not a bi-encoder; pass --cross to score pairs with it")
+        raise EncodrError(
+            f"'{ref.spec}' is a cross-encoder: it scores pairs but does not embed texts; use a bi-encoder here "
+            "(a Trans-Encoder run saves one in bi/), or pass --cross to encodr score / eval sts / eval pairs"
+        )
     _quiet()
     device = pick_device(device)
     from sentence_transformers import SentenceTransformer

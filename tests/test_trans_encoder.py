@@ -225,6 +225,10 @@ def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, m
     assert code == 0 and 0 < json.loads(out)["score"] < 1
     code, out, err = run_cli(["eval", "sts", "--data", str(sts), "--model", str(cross)], capsys, monkeypatch)
     assert code == 2 and "is a cross-encoder" in err and "--cross" in err
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a cat\na dog\n")
+    code, out, err = run_cli(["index", str(corpus), "--model", str(cross), "--out", str(tmp_path / "i")], capsys, monkeypatch)
+    assert code == 2 and "is a cross-encoder: it scores pairs but does not embed texts; use a bi-encoder here" in err
     code, out, err = run_cli(["eval", "linking", "--model", str(cross), "--cross"], capsys, monkeypatch)
     assert code == 2 and "--cross works with" in err
     code, out, err = run_cli(["tune", str(sts), "--recipe", "word", "--model", "a", "--model", "b"], capsys, monkeypatch)
