@@ -162,6 +162,8 @@ class Index:
         import faiss
 
         path = locate(path)
+        if path.is_file():
+            raise EncodrError(f"{path} is a file; --index takes an index directory (built by encodr index) or a workspace index name")
         if not path.is_dir():
             raise EncodrError(f"index {path} does not exist (nor in the workspace, see encodr indexes); build one with: encodr index CORPUS --out {path}")
         for name in (META_FILE, VECTORS_FILE, STORE_FILE):
@@ -259,12 +261,13 @@ def list_indexes(root: Path | None = None) -> list[dict]:
     root = Path(root) if root else home() / "indexes"
     found = []
     for meta_file in sorted(root.glob(f"*/{META_FILE}")):
+        where = {"name": meta_file.parent.name, "path": str(meta_file.parent)}
         try:
-            found.append({"name": meta_file.parent.name, "path": str(meta_file.parent), **json.loads(meta_file.read_text())})
+            found.append({**where, **json.loads(meta_file.read_text())})
         except ValueError:
-            found.append({"name": meta_file.parent.name, "path": str(meta_file.parent), "error": f"{META_FILE} is corrupted; rebuild the index"})
+            found.append({**where, "error": f"{META_FILE} is corrupted; rebuild the index"})
         except OSError as exc:
-            found.append({"name": meta_file.parent.name, "path": str(meta_file.parent), "error": f"{META_FILE} cannot be read ({exc.strerror})"})
+            found.append({**where, "error": f"{META_FILE} cannot be read ({exc.strerror})"})
     return found
 
 

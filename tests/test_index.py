@@ -191,3 +191,5 @@ def test_a_workspace_index_is_found_by_name(corpus, tiny_model, workspace, tmp_p
     assert code == 0 and [(r["name"], r["count"]) for r in json.loads(out)] == [("notes", 21)]
     with pytest.raises(EncodrError, match="index missing does not exist \\(nor in the workspace"):
         Index.open("missing")
+    with pytest.raises(EncodrError, match="more.txt is a file; --index takes an index directory"):
+        Index.open(more)
