@@ -118,7 +118,7 @@ class EncodrApp(App):
         elif self.index_dir is not None:
             self.open_index(self.index_dir)
         else:
-            self.set_status("no index open: pick one in Workspace (F4), or start with encodr tui --index DIR")
+            self.set_status("no index open: pick one in Workspace (F4), or start with encodr tui --index NAME")
         self.query_one("#query", Input).focus()
 
     # ── workspace ────────────────────────────────────────────────────────────
