@@ -43,6 +43,40 @@ def tiny_model(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def tiny_roberta(tmp_path_factory) -> Path:
+    """A raw RoBERTa checkpoint (2 layers, hidden 32) with a byte-level BPE tokenizer trained
+    here on 2,000 words: ``<s>``/``</s>``/``<mask>`` specials and no token types, unlike BERT."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from tokenizers.processors import RobertaProcessing
+    from transformers import RobertaConfig, RobertaModel, RobertaTokenizerFast
+
+    from encodr.corpus import top_words
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny-roberta")
+    bpe = ByteLevelBPETokenizer()
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    bpe.train_from_iterator(top_words(2000), vocab_size=400, min_frequency=1, special_tokens=specials, show_progress=False)
+    bpe.post_processor = RobertaProcessing(("</s>", 2), ("<s>", 0))
+    tokenizer = RobertaTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", sep_token="</s>",
+                                     cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")  # fmt: skip
+    config = RobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=130,
+        type_vocab_size=1,
+        pad_token_id=1,
+    )
+    RobertaModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
 @pytest.fixture
 def words_file(tmp_path) -> Path:
     """A small training file: 40 distinct words, with a blank line and a duplicate."""

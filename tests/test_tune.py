@@ -163,3 +163,29 @@ def test_on_eval_sees_the_model_in_eval_mode_every_n_steps_and_at_epoch_ends(tin
     # 3 epochs of 3 steps: every 4th step (4, 8) and each epoch end (3, 6, 9)
     assert [c[0] for c in calls] == [3, 4, 6, 8, 9]
     assert all(not training and shape == (1, 32) for _, training, shape in calls)
+
+
+def test_roberta_views_mask_spans_with_its_own_mask_token_and_the_model_saves(tiny_roberta, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoTokenizer
+
+    from encodr.train import mirror_batches, tokenize
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_roberta))
+    sentences = ["the quick brown fox jumps over the lazy dog", "a man is playing a guitar on the stage",
+                 "someone is cooking pasta in the kitchen", "the stock market fell sharply today"]  # fmt: skip
+    ids, _ = tokenize(tok, sentences, 50)
+    recipe = tiny_recipe("sentence", batch_size=4)  # span mask k = 5
+    n, features = next(mirror_batches(tok, ids, recipe)(np.random.default_rng(0)))
+    rows = features["input_ids"]
+    assert n == 4 and "token_type_ids" not in features  # RoBERTa takes no token types
+    assert [int((r == tok.mask_token_id).sum()) for r in rows] == [0] * 4 + [5] * 4
+    assert all(r[0] == tok.bos_token_id for r in rows)  # <s> is never masked
+    assert "<mask><mask><mask><mask><mask>" in tok.decode(rows[4])  # <mask>, never the text "[MASK]"
+    f = tmp_path / "s.txt"
+    f.write_text("\n".join(sentences))
+    summary = run_tune(str(f), recipe, str(tiny_roberta), tmp_path / "out", progress=False)
+    assert summary["steps"] == 3
+    st = SentenceTransformer(str(tmp_path / "out"), device="cpu")
+    ours = load_encoder(str(tmp_path / "out")).encode(sentences)
+    assert np.abs(ours - st.encode(sentences, normalize_embeddings=True)).max() < 1e-5
