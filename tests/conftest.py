@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 
+TINY = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}  # both tiny models
+
+
 @pytest.fixture(autouse=True)
 def workspace(tmp_path, monkeypatch):
     """Every test gets its own ENCODR_HOME and runs offline."""
@@ -30,14 +33,7 @@ def tiny_model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("tiny-bert")
     vocab = resolve("minilm").path
     tokenizer = AutoTokenizer.from_pretrained(str(vocab))
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
+    config = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=128, **TINY)
     BertModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
@@ -62,16 +58,7 @@ def tiny_roberta(tmp_path_factory) -> Path:
     bpe.post_processor = RobertaProcessing(("</s>", 2), ("<s>", 0))
     tokenizer = RobertaTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", sep_token="</s>",
                                      cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")  # fmt: skip
-    config = RobertaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=130,
-        type_vocab_size=1,
-        pad_token_id=1,
-    )
+    config = RobertaConfig(vocab_size=len(tokenizer), max_position_embeddings=130, type_vocab_size=1, pad_token_id=1, **TINY)
     RobertaModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
