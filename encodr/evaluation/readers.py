@@ -28,6 +28,17 @@ def _float(value: str) -> float | None:
         return None
 
 
+def _plain_rows(rows: list[tuple[int, list[str]]], is_data) -> list[tuple[int, list[str]]] | None:
+    """The data rows of a headerless layout: all ``(line number, cells)`` rows, or all but the
+    first when only that one is not data (an optional header line of 3+ columns); ``None`` when
+    the file is not in the layout."""
+    if is_data(rows[0][1]):
+        return rows
+    if len(rows) > 1 and len(rows[0][1]) >= 3 and is_data(rows[1][1]):
+        return rows[1:]
+    return None
+
+
 def read_sts(path: str | Path) -> list[ScoredPair]:
     """Read scored pairs from any of three layouts, detected per file:
 
@@ -56,8 +67,8 @@ def read_sts(path: str | Path) -> list[ScoredPair]:
             if len(row) < 7 or _float(row[4]) is None:
                 raise EncodrError(f"{path}: line {number} is not in the STS-B layout (score in column 5, sentences in 6 and 7)")
             pairs.append(ScoredPair(float(row[4]), row[5].strip(), row[6].strip()))
-    elif len(first) >= 3 and (_float(first[0]) is not None or (len(rows) > 1 and _float(rows[1][1][0]) is not None)):
-        for number, row in rows if _float(first[0]) is not None else rows[1:]:  # an optional header line
+    elif (body := _plain_rows(rows, lambda row: len(row) >= 3 and _float(row[0]) is not None)) is not None:
+        for number, row in body:
             if len(row) < 3 or _float(row[0]) is None:
                 raise EncodrError(f"{path}: line {number} is not score<TAB>sentence1<TAB>sentence2")
             pairs.append(ScoredPair(float(row[0]), row[1].strip(), row[2].strip()))
@@ -205,13 +216,11 @@ def read_binary_pairs(path: str | Path) -> list[LabelledPair]:
         raise EncodrError(f"{path} is empty; a pairs file needs label<TAB>sentence1<TAB>sentence2 lines")
     header = [c.strip().lower() for c in rows[0][1]]
     columns = next((cols for cols in _BINARY_HEADERS.values() if all(c in header for c in cols)), None)
-    plain = lambda row: len(row) >= 3 and row[0].strip() in ("0", "1")  # noqa: E731
     if columns is not None:
         a, b, y = (header.index(c) for c in columns)
         body = rows[1:]
-    elif plain(rows[0][1]) or (len(rows) > 1 and len(header) >= 3 and plain(rows[1][1])):
+    elif (body := _plain_rows(rows, lambda row: len(row) >= 3 and row[0].strip() in ("0", "1"))) is not None:
         a, b, y = 1, 2, 0
-        body = rows if plain(rows[0][1]) else rows[1:]  # an optional header line (e.g. label, s1, s2)
     else:
         raise EncodrError(f"{path}: unknown pairs layout; use label<TAB>sentence1<TAB>sentence2 (label 0 or 1), or a QQP, QNLI or MRPC file with its header")
     pairs = []
