@@ -4,7 +4,7 @@ The paper (§4, after Table 2) finds that Mirror-BERT turns a model into "a very
 surface-form encoder for biomedical names" and that synonyms with different surface forms
 need external knowledge. This script tests that on the bundled base: it splits the
 linking queries by how many words they share with their concept's canonical name (token
-Jaccard on :func:`encodr.evaluation.readers.surface_key`, i.e. lower-cased, singular) and
+Jaccard on :func:`encodr.data.readers.surface_key`, i.e. lower-cased, singular) and
 reports acc@1 per bucket for the base model (with its own mean pooling and with [CLS]) and
 for each tuned model given, with its change from the base in the same pooling (what tuning
 did) and from the base's own mean pooling (what a user gains or loses).
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
 from encodr.evaluation import TASKS  # noqa: E402
-from encodr.evaluation.readers import surface_key  # noqa: E402
+from encodr.data.readers import surface_key  # noqa: E402
 from encodr.models import load_encoder  # noqa: E402
 
 # bucket name → test on the Jaccard overlap with the gold canonical name

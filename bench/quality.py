@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, parse_overrides, print_table, write_json  # noqa: E402
 
 from encodr import evaluation, recipes  # noqa: E402
-from encodr.corpus import Corpus, default_corpus  # noqa: E402
+from encodr.data.text import Corpus, default_corpus  # noqa: E402
 from encodr.models import Encoder, load_encoder  # noqa: E402
 from encodr.tune import run_tune  # noqa: E402
 

@@ -41,10 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
-from encodr.corpus import read_corpus, top_words  # noqa: E402
+from encodr.data.text import read_corpus, top_words  # noqa: E402
 from encodr.index import build  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
-from encodr.search import Searcher  # noqa: E402
+from encodr.index import Searcher  # noqa: E402
 
 
 def percentiles(ms: list[float]) -> tuple[float, float]:

@@ -25,7 +25,7 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
 from encodr.models import load_encoder  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
-from encodr.search import Searcher  # noqa: E402
+from encodr.index import Searcher  # noqa: E402
 from encodr.index import build  # noqa: E402
 
 

@@ -33,7 +33,7 @@ def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str) ->
     import torch
 
     from encodr import recipes
-    from encodr.corpus import default_corpus
+    from encodr.data.text import default_corpus
 
     recipe = recipes.load(recipe_name, {"pooling": "mean", "epochs": 100})
     strings = default_corpus(DATA[recipe_name]).strings[:10_000]

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, parse_overrides, print_table, write_json  # noqa: E402
 
 from encodr import recipes  # noqa: E402
-from encodr.corpus import default_corpus  # noqa: E402
-from encodr.pairs import stsb_pairs  # noqa: E402
+from encodr.data.text import default_corpus  # noqa: E402
+from encodr.data.pairs import stsb_pairs  # noqa: E402
 from encodr.trans_encoder import run_trans_encoder  # noqa: E402
 from encodr.tune import run_tune  # noqa: E402
 

@@ -14,7 +14,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from encodr.search import Searcher
+from encodr.index import Searcher
 from encodr.tui import EncodrApp
 
 

@@ -155,7 +155,7 @@ def _print_trans_encoder(summary: dict, as_json: bool) -> None:
 def _load_scorer(spec: str, cross: bool, device: Optional[str]):
     """A bi-encoder, or with ``cross`` a cross-encoder (both have ``pair_scores``)."""
     if cross:
-        from .cross import load_cross
+        from .models import load_cross
 
         return load_cross(spec, device=device)
     from .models import load_encoder
@@ -286,7 +286,7 @@ def search(
     if query is not None and not query.strip():  # stdin and the TUI skip blank queries too
         raise EncodrError("QUERY is blank; pass a non-blank query, or none to read one query a line from stdin")
     _interactive_threads()
-    from .search import Searcher
+    from .index import Searcher
 
     searcher = Searcher(index, model)
     queries = [query] if query is not None else [line.strip() for line in sys.stdin if line.strip()]

@@ -31,11 +31,11 @@ import numpy as np
 import yaml
 
 from . import registry
-from .cross import CrossScorer, new_cross_encoder
+from .models.cross import CrossScorer, new_cross_encoder
 from .errors import EncodrError
 from .models import Encoder, load_encoder, pick_device, resolve
 from .outputs import atomic_dir, check_target
-from .pairs import PairData, mine_pairs, read_pairs, stsb_pairs
+from .data.pairs import PairData, mine_pairs, read_pairs, stsb_pairs
 from .recipes import TransEncoderRecipe
 from .train import bi_pair_batches, bi_pair_loss, cross_batches, cross_loss, fit
 
@@ -145,7 +145,7 @@ def run_trans_encoder(
     Raises:
         EncodrError: bad input; KeyboardInterrupt passes through with nothing written.
     """
-    from .evaluation.readers import read_sts
+    from .data.readers import read_sts
     from .evaluation.similarity import PairSimilarityEvaluator
     from .evaluation.tasks import tasks_for
 

@@ -150,7 +150,7 @@ class EncodrApp(App):
 
     @work(thread=True, exclusive=True, group="open")
     def open_index(self, path: Path) -> None:
-        from .search import Searcher
+        from .index import Searcher
 
         self.call_from_thread(self.set_status, f"opening {path} …")
         try:

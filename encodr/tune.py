@@ -13,7 +13,7 @@ import yaml
 
 from . import registry
 from .augment import add_drophead, set_dropout
-from .corpus import Corpus, default_corpus, read_corpus
+from .data.text import Corpus, default_corpus, read_corpus
 from .errors import EncodrError
 from .models import Encoder, load_encoder, pick_device
 from .outputs import atomic_dir, check_target

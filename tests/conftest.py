@@ -48,7 +48,7 @@ def tiny_roberta(tmp_path_factory) -> Path:
     from tokenizers.processors import RobertaProcessing
     from transformers import RobertaConfig, RobertaModel, RobertaTokenizerFast
 
-    from encodr.corpus import top_words
+    from encodr.data.text import top_words
 
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("tiny-roberta")
@@ -67,7 +67,7 @@ def tiny_roberta(tmp_path_factory) -> Path:
 @pytest.fixture
 def words_file(tmp_path) -> Path:
     """A small training file: 40 distinct words, with a blank line and a duplicate."""
-    from encodr.corpus import top_words
+    from encodr.data.text import top_words
 
     path = tmp_path / "words.txt"
     path.write_text("\n".join(top_words(40)) + "\n\n" + "the\n", encoding="utf-8")

@@ -1,6 +1,6 @@
 import pytest
 
-from encodr.corpus import read_corpus, top_words
+from encodr.data.text import read_corpus, top_words
 from encodr.errors import EncodrError
 
 

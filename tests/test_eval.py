@@ -4,7 +4,7 @@ import pytest
 from encodr.errors import EncodrError
 from encodr.evaluation import run, tasks_for
 from encodr.evaluation.linking import LinkingEvaluator
-from encodr.evaluation.readers import LinkingSet, read_sts, surface_key
+from encodr.data.readers import LinkingSet, read_sts, surface_key
 from encodr.evaluation.similarity import PairSimilarityEvaluator
 from encodr.models import Encoder
 
@@ -80,7 +80,7 @@ def test_trivial_rewrites_share_a_key():
 
 
 def test_bundled_tasks_exist_and_mesh_queries_are_split():
-    from encodr.evaluation.readers import read_linking
+    from encodr.data.readers import read_linking
 
     for suite in ("sts", "words", "linking"):
         for task in tasks_for(suite):
@@ -93,7 +93,7 @@ def test_bundled_tasks_exist_and_mesh_queries_are_split():
 
 
 def test_pair_evaluator_counts_pairs():
-    from encodr.evaluation.readers import ScoredPair
+    from encodr.data.readers import ScoredPair
 
     enc = TableEncoder({"x": [1, 0], "y": [0.8, 0.6], "z": [0, 1]})
     ev = PairSimilarityEvaluator("w", [ScoredPair(9, "x", "y"), ScoredPair(1, "x", "z"), ScoredPair(5, "y", "z")])

@@ -13,8 +13,9 @@ import pytest
 
 from conftest import run_cli
 from encodr.errors import EncodrError
-from encodr.index import Index, build, read_records
-from encodr.search import Searcher
+from encodr.index import Index, build
+from encodr.data.records import read_records
+from encodr.index import Searcher
 
 TEXTS = [f"sentence number {i} about {topic}" for i, topic in enumerate(["cats", "dogs", "stocks", "rain", "music", "chess"] * 5)]
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from encodr import evaluation, recipes
-from encodr.corpus import top_words
+from encodr.data.text import top_words
 from encodr.models import load_encoder
 from encodr.tune import run_tune
 

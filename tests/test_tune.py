@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from encodr import recipes, registry
-from encodr.corpus import top_words
+from encodr.data.text import top_words
 from encodr.models import load_encoder
 from encodr.tune import run_tune
 

@@ -55,7 +55,7 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool = Fal
     Raises:
         EncodrError: a cross-encoder on a suite that needs vectors (``words``, ``linking``).
     """
-    from ..cross import CrossScorer
+    from ..models import CrossScorer
     from ..errors import EncodrError
     from .tasks import CROSS_SUITES
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Evaluator, Score
-from .readers import LinkingSet
+from ..data.readers import LinkingSet
 
 
 class LinkingEvaluator(Evaluator):

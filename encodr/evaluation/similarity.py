@@ -11,7 +11,7 @@ from scipy.stats import mannwhitneyu, spearmanr
 
 from ..errors import EncodrError
 from .base import Evaluator, Score
-from .readers import LabelledPair, ScoredPair
+from ..data.readers import LabelledPair, ScoredPair
 
 
 class _PairEvaluator(Evaluator):

@@ -10,7 +10,7 @@ from ..errors import EncodrError
 from ..paths import bundled
 from .base import Evaluator
 from .linking import LinkingEvaluator
-from .readers import read_binary_pairs, read_linking, read_sts, read_word_pairs
+from ..data.readers import read_binary_pairs, read_linking, read_sts, read_word_pairs
 from .similarity import PairClassificationEvaluator, PairSimilarityEvaluator
 
 # kind → (reader, evaluator class)

@@ -13,8 +13,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import EncodrError, first_line
-from .models import _quiet, pick_device, resolve
+from ..errors import EncodrError, first_line
+from .encoder import _quiet, pick_device, resolve
 
 
 class CrossScorer:

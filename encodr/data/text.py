@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
-from .errors import EncodrError
-from .paths import bundled
+from ..errors import EncodrError
+from ..paths import bundled
 
 # Strings are cut to this many characters per token of max_length before tokenising, so a
 # 1 MB line costs no more than a long sentence. No real token is 40 characters long.
@@ -41,8 +42,49 @@ class Corpus:
     long_lines: list[int] = field(default_factory=list)
 
 
+def _check_file(path: str | Path, what: str) -> Path:
+    """The path of an existing regular file, or EncodrError naming the problem and ``what`` to pass."""
+    p = Path(path)
+    if not p.exists():
+        raise EncodrError(f"{path}: no such file; pass {what}")
+    if p.is_dir():
+        raise EncodrError(f"{path} is a directory; pass {what} inside it")
+    return p
+
+
+def _decode(raw: bytes, path: str | Path, line: int, offset: int = 0) -> str:
+    """UTF-8 text of ``raw``, or EncodrError giving the 1-based line of the first bad byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line += raw.count(b"\n", 0, exc.start)
+        raise EncodrError(
+            f"{path}: line {line} is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
+            f"convert the file, e.g. iconv -f latin1 -t utf-8 {path} > fixed.txt"
+        ) from None
+
+
+def iter_lines(path: str | Path, what: str = "a UTF-8 text file with one string a line") -> Iterator[tuple[int, str]]:
+    """Stream a UTF-8 text file as ``(1-based line number, line without its line ending)``,
+    one line in memory at a time. A leading byte-order mark is dropped.
+
+    Args:
+        path: file path.
+        what: what the user should pass instead, for the error messages.
+
+    Raises:
+        EncodrError: missing file, a directory, or bytes that are not UTF-8 (the message
+            gives the line number). Raised on the first ``next()``, before any line.
+    """
+    p = _check_file(path, what)
+    with open(p, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            line = _decode(raw, path, number).rstrip("\r\n")
+            yield number, (line.lstrip("\ufeff") if number == 1 else line)
+
+
 def read_lines(path: str | Path) -> tuple[list[str], str]:
-    """Read a UTF-8 text file into lines.
+    """Read a whole UTF-8 text file into lines.
 
     Args:
         path: file path.
@@ -54,27 +96,15 @@ def read_lines(path: str | Path) -> tuple[list[str], str]:
         EncodrError: missing file, a directory, an unreadable file, or bytes that are not
             UTF-8 (the message gives the 1-based line number).
     """
-    p = Path(path)
-    if not p.exists():
-        raise EncodrError(f"{path}: no such file; pass a UTF-8 text file with one string a line")
-    if p.is_dir():
-        raise EncodrError(f"{path} is a directory; pass a text file inside it, one string a line")
+    p = _check_file(path, "a UTF-8 text file with one string a line")
     try:
         raw = p.read_bytes()
     except OSError as exc:
         raise EncodrError(f"{path}: cannot read ({exc.strerror}); check its permissions") from None
-    digest = hashlib.sha256(raw).hexdigest()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise EncodrError(
-            f"{path}: line {line} is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
-            f"convert the file, e.g. iconv -f latin1 -t utf-8 {path} > fixed.txt"
-        ) from None
+    text = _decode(raw, path, 1)
     if text.startswith("\ufeff"):
         text = text[1:]
-    return text.splitlines(), digest
+    return text.splitlines(), hashlib.sha256(raw).hexdigest()
 
 
 def read_corpus(path: str | Path, max_length: int | None = None) -> Corpus:
@@ -160,7 +190,7 @@ def default_corpus(name: str, n: int = 10_000, seed: int = 42) -> Corpus:
     if name == "wiki":
         return read_corpus(bundled("wiki/wiki_sentences_en.txt"))
     if name == "stsb-train":
-        from .evaluation.readers import read_sts
+        from .readers import read_sts
 
         pairs = read_sts(bundled("stsb/sts-train.csv"))
         strings = list(dict.fromkeys(s for p in pairs for s in (p.text1, p.text2)))

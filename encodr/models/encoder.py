@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import EncodrError, first_line
+from ..errors import EncodrError, first_line
 
 DEFAULT_MODEL = "minilm"
 
@@ -77,8 +77,8 @@ def _mpnet_path(prepare: bool = True) -> Path:
     import shutil
     import zipfile
 
-    from .outputs import atomic_dir
-    from .paths import home
+    from ..outputs import atomic_dir
+    from ..paths import home
 
     target = home() / "models" / "all-mpnet-base-v2"
     if (target / "modules.json").is_file():

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..corpus import read_lines
+from .text import read_lines
 from ..errors import EncodrError
 
 

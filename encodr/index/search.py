@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import EncodrError
-from .index import Index, fingerprint
-from .models import Encoder, load_encoder
+from ..errors import EncodrError
+from .store import Index, fingerprint
+from ..models import Encoder, load_encoder
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import read_lines
-from .errors import EncodrError
-from .paths import bundled
+from .text import read_lines
+from ..errors import EncodrError
+from ..paths import bundled
 
 STSB_FILES = ("stsb/sts-train.csv", "stsb/sts-dev.csv", "stsb/sts-test.csv")
 
@@ -65,7 +65,7 @@ def read_pairs(path: str | Path) -> PairData:
         EncodrError: unreadable file (see :func:`encodr.corpus.read_lines`), a line with
             a tab where others have none (line number given), or too little data.
     """
-    from .evaluation.readers import read_sts
+    from .readers import read_sts
 
     lines, sha = read_lines(path)
     rows = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
@@ -92,7 +92,7 @@ def read_pairs(path: str | Path) -> PairData:
 def stsb_pairs() -> PairData:
     """The bundled STS-B train + dev + test pairs without their labels (Trans-Encoder §4:
     all pairs of the task, unlabelled)."""
-    from .evaluation.readers import read_sts
+    from .readers import read_sts
 
     digest = hashlib.sha256()
     raw = []

@@ -1,0 +1,8 @@
+"""Indexes: the on-disk store (:mod:`.store`), building and appending (:mod:`.build`) and
+search (:mod:`.search`), shared by the CLI and the TUI."""
+
+from .build import build
+from .search import Hit, Searcher
+from .store import Index, fingerprint, list_indexes, locate
+
+__all__ = ["Hit", "Index", "Searcher", "build", "fingerprint", "list_indexes", "locate"]

@@ -1,0 +1,208 @@
+"""Building an index: read → deduplicate → encode → store, atomically (see :mod:`.store`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..data.records import Record, read_records
+from ..errors import EncodrError
+from ..models.pcr import first_component, remove_component
+from ..outputs import atomic_dir, check_target
+from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, INDEX_TYPES, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, fingerprint, locate
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _new_faiss(kind: str, dim: int, n: int, sample: np.ndarray):
+    import faiss
+
+    if kind == "flat":
+        return faiss.IndexFlatIP(dim)
+    if kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        return index
+    nlist = max(1, min(int(4 * np.sqrt(n)), n // 39))
+    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+    index.train(sample)
+    return index
+
+
+def build(
+    files: list[str],
+    model: str | None,
+    out: str | Path,
+    index_type: str = "auto",
+    add: bool = False,
+    overwrite: bool = False,
+    pcr: bool = False,
+    lang: str | None = None,
+    batch_size: int = 256,
+    progress: Callable[[int], None] | None = None,
+) -> dict:
+    """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
+
+    Texts stream through in batches of ``batch_size``: read → deduplicate (a text already
+    in the index is stored once) → encode → store. The index type follows the size
+    (exact ``flat`` up to :data:`FLAT_MAX` vectors, ``hnsw`` above) unless given. With
+    ``pcr``, the first principal component of each language's vectors is fitted and
+    removed (CMLM §5.2). ``--add`` keeps the index type, model and PCR components.
+
+    Args:
+        files: corpus files (plain text or TSV with ``text``, ``id``, ``lang``).
+        model: model spec; with ``add``, must match the index's model (or be ``None``).
+        out: index directory (with ``add``, also the name of a workspace index).
+        index_type: ``auto``, ``flat``, ``hnsw`` or ``ivf``.
+        add: append to the existing index at ``out``.
+        overwrite: replace an existing index (without ``add``).
+        pcr: fit and apply per-language principal-component removal.
+        lang: language of texts without a ``lang`` column (default ``und``).
+        batch_size: texts per encoding batch (bounds memory).
+        progress: called with 0 once the inputs are checked and the model is loaded, then
+            with the number of texts read after each batch.
+
+    Returns:
+        The index metadata (``index.json``) plus ``added`` and ``skipped_duplicates``.
+
+    Raises:
+        EncodrError: bad input files, an unknown index type, a model that differs from the
+            index's, or an existing output without ``overwrite``/``add``.
+    """
+    import faiss
+    import sqlite_utils
+
+    from ..models import load_encoder
+
+    out = locate(out) if add else Path(out)
+    if index_type not in INDEX_TYPES:
+        raise EncodrError(f"unknown index type '{index_type}'; choose one of {', '.join(INDEX_TYPES)}")
+    if not files:
+        raise EncodrError("no corpus file given; pass one or more text or TSV files")
+    if not add:
+        check_target(out, overwrite)
+    firsts = [next(iter(read_records(f)), None) for f in files]  # fail before any work
+    if not add and all(r is None for r in firsts):
+        raise EncodrError(f"{', '.join(files)}: no text to index (all lines blank)")
+    old = Index.open(out) if add else None
+    if old is not None:
+        encoder = load_encoder(model or old.meta["model"])
+        if fingerprint(encoder) != old.meta["fingerprint"]:
+            raise EncodrError(f"model '{model}' differs from the model index {out} was built with ({old.meta['model']}); drop --model or build a new index")
+        lang = lang or old.meta.get("default_lang")
+    else:
+        encoder = load_encoder(model)
+    lang = lang or "und"
+    if progress:
+        progress(0)  # inputs checked and model loaded: the work starts
+    started = time.time()
+    with atomic_dir(out, overwrite=overwrite or add) as tmp:
+        if old is not None:
+            for name in (META_FILE, STORE_FILE, PCR_FILE):
+                if (out / name).exists():
+                    shutil.copy2(out / name, tmp / name)
+            index = old.faiss
+            meta = dict(old.meta)
+            components = dict(old.components)
+        db = sqlite_utils.Database(tmp / STORE_FILE)
+        if "texts" not in db.table_names():
+            db["texts"].create({"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str}, pk="id")
+            db["texts"].create_index(["hash"], unique=True)
+        next_id = db.execute("select coalesce(max(id) + 1, 0) from texts").fetchone()[0]
+        raw_path = tmp / "vectors.f32"
+        read = skipped = added = 0
+        with open(raw_path, "wb") as raw:
+            batch: list[Record] = []
+
+            def flush():
+                nonlocal next_id, added, skipped
+                fresh, seen = [], set()
+                hashes = [_text_hash(r.text) for r in batch]
+                marks = ",".join("?" * len(hashes))
+                known = {h for (h,) in db.execute(f"select hash from texts where hash in ({marks})", hashes)}
+                for r, h in zip(batch, hashes):
+                    if h in known or h in seen:
+                        skipped += 1
+                        continue
+                    seen.add(h)
+                    fresh.append((r, h))
+                if fresh:
+                    vectors = encoder.encode([r.text for r, _ in fresh])
+                    rows = [{"id": next_id + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line,
+                             "lang": r.lang or lang, "hash": h} for i, (r, h) in enumerate(fresh)]  # fmt: skip
+                    if old is not None:
+                        langs = np.array([row["lang"] for row in rows])
+                        for code, comp in components.items():
+                            if (langs == code).any():
+                                vectors[langs == code] = remove_component(vectors[langs == code], comp)
+                        index.add(vectors)
+                    else:
+                        vectors.tofile(raw)
+                    db["texts"].insert_all(rows)
+                    next_id += len(fresh)
+                    added += len(fresh)
+                batch.clear()
+
+            for f in files:
+                for record in read_records(f, lang):
+                    batch.append(record)
+                    read += 1
+                    if len(batch) >= batch_size:
+                        flush()
+                        if progress:
+                            progress(read)
+            if batch:
+                flush()
+                if progress:
+                    progress(read)
+        n = next_id
+        if old is None:
+            dim = encoder.dimension
+            vectors = np.memmap(raw_path, dtype=np.float32, mode="r+", shape=(n, dim))
+            components = {}
+            if pcr:
+                langs = [row[0] for row in db.execute("select lang from texts order by id")]
+                for code in sorted(set(langs)):
+                    idx = np.array([i for i, c in enumerate(langs) if c == code])
+                    if len(idx) < 2:
+                        raise EncodrError(f"language '{code}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)")
+                    sub = np.asarray(vectors[idx])
+                    components[code] = first_component(sub.T @ sub, sub.sum(axis=0), len(idx))
+                    vectors[idx] = remove_component(sub, components[code])
+                np.savez(tmp / PCR_FILE, **components)
+            kind = index_type if index_type != "auto" else ("flat" if n <= FLAT_MAX else "hnsw")
+            rng = np.random.default_rng(0)
+            sample = np.asarray(vectors[np.sort(rng.choice(n, size=min(n, 50_000), replace=False))]) if kind == "ivf" else None
+            index = _new_faiss(kind, dim, n, sample)
+            for start in range(0, n, 10_000):
+                index.add(np.ascontiguousarray(vectors[start : start + 10_000]))
+            del vectors
+            from .. import __version__
+
+            meta = {
+                "encodr_version": __version__,
+                "model": encoder.name if not Path(encoder.name).exists() else str(Path(encoder.name).resolve()),
+                "pooling": encoder.pooling,
+                "dimension": dim,
+                "fingerprint": fingerprint(encoder),
+                "index_type": kind,
+                "pcr": bool(pcr),
+                "default_lang": lang,
+                "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+            }
+        raw_path.unlink()
+        meta["count"] = int(index.ntotal)
+        meta["languages"] = sorted({row[0] for row in db.execute("select distinct lang from texts")})
+        meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        db.close()
+        faiss.write_index(index, str(tmp / VECTORS_FILE))
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+    return {**meta, "added": added, "skipped_duplicates": skipped, "seconds": round(time.time() - started, 2), "path": str(out.resolve())}

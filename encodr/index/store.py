@@ -1,0 +1,194 @@
+"""Indexes on disk: vectors in FAISS (normalised, inner product = cosine), texts and
+metadata in SQLite (sqlite-utils), settings in ``index.json``.
+
+Layout of an index directory::
+
+    index.json      model spec, pooling, dimension, weight fingerprint, count, index type, PCR
+    vectors.faiss   FAISS index; vector i is row id i of the store
+    texts.db        SQLite table ``texts``: id, ext_id, text, source, line, lang, hash
+    pcr.npz         (with --pcr) first principal component of each language's vectors
+
+Builds and ``--add`` happen in a temporary directory that replaces the old one by rename, so
+an interrupted run (even SIGKILL) leaves the previous index intact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from ..errors import EncodrError
+from ..models.pcr import remove_component
+
+META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
+FLAT_MAX = 50_000  # exact search up to this many vectors, HNSW above (unless --index-type)
+INDEX_TYPES = ("auto", "flat", "hnsw", "ivf")
+HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128
+IVF_NPROBE = 32
+
+
+def fingerprint(encoder) -> str:
+    """SHA-256 (first 16 hex digits) of the encoder's weights and pooling: two encoders
+    with the same fingerprint give the same vectors."""
+    h = hashlib.sha256(encoder.pooling.encode())
+    for name, tensor in sorted(encoder.st.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def locate(spec: str | Path) -> Path:
+    """The index directory that ``--index SPEC`` names: ``SPEC`` itself when it exists or is a
+    path with a folder in it, otherwise the workspace index of that name
+    (``$ENCODR_HOME/indexes/SPEC``, as listed by ``encodr indexes``) when there is one."""
+    from ..paths import home
+
+    path = Path(spec)
+    if path.exists() or len(path.parts) != 1:
+        return path
+    named = home() / "indexes" / path.name
+    return named if named.is_dir() else path
+
+
+class Index:
+    """An index directory opened for search.
+
+    Attributes:
+        path: the directory.
+        meta: the contents of ``index.json``.
+        faiss: the FAISS index.
+        components: language → first principal component (empty without PCR).
+    """
+
+    def __init__(self, path: Path, meta: dict, faiss_index, components: dict[str, np.ndarray]):
+        self.path, self.meta, self.faiss, self.components = path, meta, faiss_index, components
+        self._db = sqlite3.connect(str(path / STORE_FILE), check_same_thread=False)
+
+    @classmethod
+    def open(cls, path: str | Path) -> "Index":
+        """Open and check an index: all files present and readable, and FAISS, SQLite and
+        ``index.json`` agreeing on the number of vectors.
+
+        Args:
+            path: the index directory, or the name of an index in the workspace (:func:`locate`).
+
+        Raises:
+            EncodrError: naming the missing, corrupted or disagreeing file.
+        """
+        import faiss
+
+        path = locate(path)
+        if path.is_file():
+            raise EncodrError(f"{path} is a file; --index takes an index directory (built by encodr index) or a workspace index name")
+        if not path.is_dir():
+            raise EncodrError(f"index {path} does not exist (nor in the workspace, see encodr indexes); build one with: encodr index CORPUS --out {path}")
+        for name in (META_FILE, VECTORS_FILE, STORE_FILE):
+            if not (path / name).is_file():
+                raise EncodrError(f"index {path} is missing {name}; rebuild it with encodr index")
+        try:
+            meta = json.loads((path / META_FILE).read_text())
+            count = int(meta["count"])
+        except (ValueError, KeyError, TypeError):
+            raise EncodrError(f"{path / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index") from None
+        try:
+            index = faiss.read_index(str(path / VECTORS_FILE))
+        except RuntimeError:
+            raise EncodrError(f"{path / VECTORS_FILE} is corrupted (FAISS cannot read it); rebuild the index") from None
+        try:
+            with sqlite3.connect(f"file:{path / STORE_FILE}?mode=ro", uri=True) as db:
+                rows = db.execute("select count(*) from texts").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise EncodrError(f"{path / STORE_FILE} is corrupted ({exc}); rebuild the index") from None
+        if not index.ntotal == rows == count:
+            raise EncodrError(
+                f"index {path} is inconsistent: {VECTORS_FILE} has {index.ntotal} vectors, {STORE_FILE} {rows} texts, "
+                f"{META_FILE} says {count}; rebuild it with encodr index"
+            )
+        if hasattr(index, "hnsw"):
+            index.hnsw.efSearch = HNSW_EF_SEARCH
+        if hasattr(index, "nprobe"):
+            index.nprobe = IVF_NPROBE
+        components = {}
+        if meta.get("pcr"):
+            try:
+                with np.load(path / PCR_FILE) as z:
+                    components = {k: z[k] for k in z.files}
+            except (OSError, ValueError):
+                raise EncodrError(f"{path / PCR_FILE} is missing or corrupted; rebuild the index with --pcr") from None
+        return cls(path, meta, index, components)
+
+    def __len__(self) -> int:
+        return int(self.faiss.ntotal)
+
+    def prepare_queries(self, vectors: np.ndarray, lang: str | None = None) -> np.ndarray:
+        """Apply the index's PCR for ``lang`` (default: the index's default language).
+
+        Args:
+            vectors: float32 (q, d) unit-norm query vectors.
+            lang: the queries' language code.
+
+        Returns:
+            float32 (q, d), unit norm (unchanged without PCR).
+
+        Raises:
+            EncodrError: ``lang`` has no component, or is given for an index without PCR.
+        """
+        if not self.components:
+            if lang is not None:
+                raise EncodrError(f"index {self.path} was built without --pcr, so a query language changes nothing; drop --lang")
+            return vectors
+        lang = lang or self.meta.get("default_lang")
+        if lang not in self.components:
+            raise EncodrError(f"index {self.path} has no principal component for language '{lang}'; use --lang with one of {', '.join(sorted(self.components))}")
+        return remove_component(vectors, self.components[lang])
+
+    def search(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """k nearest vectors by inner product.
+
+        Args:
+            vectors: float32 (q, d), unit norm (after :meth:`prepare_queries`).
+            k: neighbours per query.
+
+        Returns:
+            (scores float32 (q, k), ids int64 (q, k)); id −1 pads when k > len(index).
+        """
+        return self.faiss.search(np.ascontiguousarray(vectors, dtype=np.float32), min(k, len(self)))
+
+    def rows(self, ids: Iterable[int]) -> dict[int, dict]:
+        """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``."""
+        ids = [int(i) for i in ids if i >= 0]
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        cur = self._db.execute(f"select id, ext_id, text, source, line, lang from texts where id in ({marks})", ids)
+        return {r[0]: {"id": r[0], "ext_id": r[1], "text": r[2], "source": r[3], "line": r[4], "lang": r[5]} for r in cur}
+
+    def vectors_of(self, ids: list[int]) -> np.ndarray:
+        """Stored vectors (for exact re-ranking and benchmarks)."""
+        return np.stack([self.faiss.reconstruct(int(i)) for i in ids])
+
+
+def list_indexes(root: Path | None = None) -> list[dict]:
+    """Index directories under ``root`` (default: ``$ENCODR_HOME/indexes``), with their
+    ``index.json`` fields (``name``, the one ``--index`` takes, and ``path`` added); unreadable
+    ones are listed with ``error``."""
+    from ..paths import home
+
+    root = Path(root) if root else home() / "indexes"
+    found = []
+    for meta_file in sorted(root.glob(f"*/{META_FILE}")):
+        where = {"name": meta_file.parent.name, "path": str(meta_file.parent)}
+        try:
+            found.append({**where, **json.loads(meta_file.read_text())})
+        except ValueError:
+            found.append({**where, "error": f"{META_FILE} is corrupted; rebuild the index"})
+        except OSError as exc:
+            found.append({**where, "error": f"{META_FILE} cannot be read ({exc.strerror})"})
+    return found
+
+
