@@ -43,7 +43,19 @@ def write_json(path: Path, payload: dict) -> None:
 
 def parse_overrides(items: list[str]) -> dict:
     """Recipe overrides from ``KEY=VALUE`` strings (``--set``); values are read as YAML
-    scalars (``0.2`` → float, ``2`` → int). Keys and values are checked by ``recipes.load``."""
+    scalars (``0.2`` → float, ``2`` → int). Keys and values are checked by ``encodr.methods.load_recipe``."""
     import yaml
 
     return {key: yaml.safe_load(value) for key, _, value in (item.partition("=") for item in items)}
+
+
+def run_tune(data, recipe, models, out, progress: bool = False, **options):
+    """``encodr.methods.tune`` as the bench scripts call it: ``data`` a path, a
+    :class:`~encodr.data.text.Corpus` or ``None``; ``models`` one spec or a list."""
+    from encodr.methods import TuneRequest, tune
+
+    models = [models] if isinstance(models, str) else list(models)
+    return tune(recipe, TuneRequest(out=Path(out), data=data, models=models, **options))
+
+
+run_trans_encoder = run_tune

@@ -25,12 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, machine, parse_overrides, print_table, write_json  # noqa: E402
+from common import RESULTS, machine, parse_overrides, print_table, run_tune, write_json  # noqa: E402
 
-from encodr import evaluation, recipes  # noqa: E402
+from encodr import evaluation  # noqa: E402
+from encodr.methods import load_recipe  # noqa: E402
 from encodr.data.text import Corpus, default_corpus  # noqa: E402
 from encodr.models import Encoder, load_encoder  # noqa: E402
-from encodr.tune import run_tune  # noqa: E402
 
 # job → (recipe, data, suite, dev task, test task)
 JOBS = {
@@ -80,7 +80,7 @@ def main() -> None:
                          "test_task": test, "test": score(base, suite, test), "train_s": 0.0, "selected": ""})
             tuned = []
             for pooling in args.poolings:
-                recipe = recipes.load(recipe_name, {**overrides, "pooling": pooling})
+                recipe = load_recipe(recipe_name, {**overrides, "pooling": pooling})
                 started = time.perf_counter()
                 trace = []
                 if args.trace_every:  # step 0: the base model as training sees it (this pooling, max_length)
@@ -106,7 +106,7 @@ def main() -> None:
                 for impl in ("encodr", "sentence-transformers MNRL"):
                     tests = []
                     for seed in args.word_seeds:
-                        recipe = recipes.load(recipe_name, {**overrides, "pooling": best["pooling"], "seed": seed})
+                        recipe = load_recipe(recipe_name, {**overrides, "pooling": best["pooling"], "seed": seed})
                         if impl == "encodr" and seed == best["seed"]:
                             row = best  # already trained above
                         else:

@@ -32,22 +32,25 @@ DATA = {"word": "words", "sentence": "wiki"}
 def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str) -> dict:
     import torch
 
-    from encodr import recipes
     from encodr.data.text import default_corpus
+    from encodr.methods import load_recipe
 
-    recipe = recipes.load(recipe_name, {"pooling": "mean", "epochs": 100})
+    recipe = load_recipe(recipe_name, {"pooling": "mean", "epochs": 100})
     strings = default_corpus(DATA[recipe_name]).strings[:10_000]
     times: list[float] = []
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     if kind == "encodr":
+        from encodr.methods.mirror.method import mirror_stream
+        from encodr.methods.mirror.views import tokenize
         from encodr.models import load_encoder
-        from encodr.train import fit, mirror_batches, mirror_loss, tokenize
+        from encodr.training import Trainer
 
-        enc = load_encoder("minilm", recipe.pooling, recipe.raw_pooling, recipe.max_length, device)
-        ids, _ = tokenize(enc.tokenizer, strings, recipe.max_length)
-        fit(enc.st, mirror_batches(enc.tokenizer, ids, recipe), mirror_loss(recipe), recipe, steps, device,
-            progress=False, on_step=lambda s, l: times.append(time.perf_counter()), max_steps=steps)  # fmt: skip
+        with Trainer(device, recipe.amp) as trainer:  # the trainer `encodr tune` uses, and its data stream
+            enc = load_encoder("minilm", recipe.pooling, recipe.raw_pooling, recipe.max_length, trainer.device)
+            ids, _ = tokenize(enc.tokenizer, strings, recipe.max_length)
+            trainer.fit(enc.st, [mirror_stream(enc.tokenizer, ids, recipe)], recipe.optim(),
+                        on_step=lambda s, l: times.append(time.perf_counter()), max_steps=steps)  # fmt: skip
     else:
         from st_baseline import train_st_equivalent
 

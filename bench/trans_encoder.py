@@ -26,13 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, machine, parse_overrides, print_table, write_json  # noqa: E402
+from common import RESULTS, machine, parse_overrides, print_table, run_trans_encoder, run_tune, write_json  # noqa: E402
 
-from encodr import recipes  # noqa: E402
+from encodr.methods import load_recipe  # noqa: E402
 from encodr.data.text import default_corpus  # noqa: E402
 from encodr.data.pairs import stsb_pairs  # noqa: E402
-from encodr.trans_encoder import run_trans_encoder  # noqa: E402
-from encodr.tune import run_tune  # noqa: E402
 
 
 def rows_of(job: str, summary: dict) -> list[dict]:
@@ -69,7 +67,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="encodr-tenc-"))
 
     def recipe_for(**extra):
-        return recipes.load("cross-encoder", {**overrides, "cycles": args.cycles, "bi_epochs": args.bi_epochs, **extra})
+        return load_recipe("cross-encoder", {**overrides, "cycles": args.cycles, "bi_epochs": args.bi_epochs, **extra})
 
     for job in args.jobs:
         models, data, recipe, limit = ["minilm"], None, recipe_for(), None
@@ -83,7 +81,7 @@ def main() -> None:
             wiki = default_corpus("wiki")
             models = []
             for seed in (1, 2):
-                mirror = recipes.load("sentence", {"seed": seed})
+                mirror = load_recipe("sentence", {"seed": seed})
                 out = work / f"mirror-seed{seed}"
                 run_tune(wiki, mirror, "minilm", out, overwrite=True, device=args.device, limit=args.mirror_limit, progress=True)
                 models.append(str(out))

@@ -68,21 +68,57 @@ def _print_rows(title: str, rows: list[dict], columns: tuple[str, ...], as_json:
     out_console.print(table)
 
 
+class _Bars:
+    """Draws :class:`~encodr.progress.ProgressEvent` s as rich bars on stderr, one bar per
+    task label; nothing is drawn before the first event (so a bad-input error stays alone)."""
+
+    def __init__(self, enabled: bool = True):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.bars = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+                             TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, disable=not enabled)  # fmt: skip
+        self.tasks: dict[str, int] = {}
+
+    def __call__(self, event) -> None:
+        if not self.bars.live.is_started:
+            self.bars.start()
+        if event.task not in self.tasks:
+            self.tasks[event.task] = self.bars.add_task(event.task, total=event.total, info="")
+        info = "  ".join(f"{k} {v:.4f}" if k == "loss" else f"{v:.0f} {k}" for k, v in event.fields.items())
+        self.bars.update(self.tasks[event.task], completed=event.completed, total=event.total, info=info)
+
+    def __enter__(self) -> "_Bars":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bars.live.is_started:
+            self.bars.stop()
+
+
+def _is_main_process() -> bool:
+    """False in the non-zero ranks of a torchrun / accelerate launch."""
+    import os
+
+    return int(os.environ.get("RANK", "0")) == 0
+
+
 @app.command()
 def tune(
-    file: Optional[str] = typer.Argument(None, help="UTF-8 text file, one string a line (default: the recipe's bundled data)."),
-    recipe: str = typer.Option("sentence", "--recipe", "-r", help="Bundled recipe (word, phrase, sentence, cross-encoder) or a .yaml path."),
+    file: Optional[str] = typer.Argument(None, help="Training data: UTF-8 text, one string a line (Trans-Encoder: pairs or sentences). Default: the recipe's bundled data."),
+    recipe: str = typer.Option("sentence", "--recipe", "-r", help="Bundled recipe (encodr recipes) or a .yaml path."),
     model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Base model: alias, local directory or Hub id (default: minilm). Repeat for Trans-Encoder mutual distillation."),
-    dev: Optional[str] = typer.Option(None, help="Trans-Encoder: scored pairs (STS layouts, or 'stsb-dev') to keep the best models by dev Spearman."),
+    dev: Optional[str] = typer.Option(None, help="Keep the best checkpoint on this set: a bundled one (stsb-dev, mesh-dev, wordsim353) or a scored-pairs file."),
+    bitext: Optional[List[str]] = typer.Option(None, "--bitext", help="Translation pairs, source<TAB>target (recipes that learn from bitext); repeatable."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: encodr-runs/RECIPE-TIME)."),
     overwrite: bool = typer.Option(False, help="Replace an existing output directory."),
     limit: Optional[int] = typer.Option(None, min=2, help="Use only the first N distinct strings (Trans-Encoder: pairs)."),
-    device: Optional[str] = typer.Option(None, help="cpu or cuda (default: cuda when available)."),
+    device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N or mps (default: cuda when available)."),
     temperature: Optional[float] = typer.Option(None, help="InfoNCE temperature τ."),
     span_mask: Optional[int] = typer.Option(None, help="Span mask length k in tokens (0: off)."),
     max_length: Optional[int] = typer.Option(None, help="Max sequence length in tokens."),
     epochs: Optional[int] = typer.Option(None),
-    batch_size: Optional[int] = typer.Option(None, help="Distinct strings per step (2× views)."),
+    batch_size: Optional[int] = typer.Option(None, help="Examples per step over all processes (Mirror: distinct strings, 2× views)."),
+    mini_batch: Optional[int] = typer.Option(None, help="GradCache chunk size: a large batch in the memory of this many views (0: off)."),
     lr: Optional[float] = typer.Option(None, help="AdamW learning rate."),
     weight_decay: Optional[float] = typer.Option(None),
     max_grad_norm: Optional[float] = typer.Option(None, help="Gradient clipping (0: off)."),
@@ -91,18 +127,17 @@ def tune(
     pooling: Optional[str] = typer.Option(None, help="auto | cls | mean"),
     raw_pooling: Optional[str] = typer.Option(None, help="Pooling for a raw MLM: cls | mean"),
     seed: Optional[int] = typer.Option(None),
-    amp: Optional[str] = typer.Option(None, help="auto | bf16 | fp16 | no (CUDA only)"),
+    amp: Optional[str] = typer.Option(None, help="auto | bf16 | fp16 | no (auto: bf16 or fp16 on CUDA, fp32 on CPU)"),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Any recipe field as KEY=VALUE; repeatable."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ) -> None:
-    """Fine-tune a base model with a recipe: Mirror-BERT (word, phrase, sentence) saves a SentenceTransformer; Trans-Encoder (cross-encoder) saves bi/ and cross/."""
-    from . import recipes
-    from .trans_encoder import run_trans_encoder
-    from .tune import run_tune  # heavy imports before the start line: a Ctrl-C after it must not land inside one
+    """Fine-tune a base model with a recipe (encodr recipes lists them); saves a SentenceTransformer (Trans-Encoder: bi/ and cross/)."""
+    from .methods import TuneRequest, check_request, load_recipe
+    from .methods import tune as run_tune  # heavy imports before the start line: a Ctrl-C after it must not land inside one
 
     overrides = {
         "temperature": temperature, "span_mask": span_mask, "max_length": max_length, "epochs": epochs,
-        "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "max_grad_norm": max_grad_norm,
+        "batch_size": batch_size, "mini_batch": mini_batch, "lr": lr, "weight_decay": weight_decay, "max_grad_norm": max_grad_norm,
         "dropout": dropout, "drophead": drophead, "pooling": pooling, "raw_pooling": raw_pooling, "seed": seed, "amp": amp,
     }  # fmt: skip
     for item in set_ or []:
@@ -110,46 +145,34 @@ def tune(
         if not sep:
             raise EncodrError(f"--set takes KEY=VALUE, got '{item}'; e.g. --set temperature=0.05")
         overrides[key.strip()] = value.strip()
-    resolved = recipes.load(recipe, {k: v for k, v in overrides.items() if v is not None})
+    resolved = load_recipe(recipe, {k: v for k, v in overrides.items() if v is not None})
     models = model or ["minilm"]
-    trans = isinstance(resolved, recipes.TransEncoderRecipe)
-    if not trans and len(models) > 1:
-        raise EncodrError(f"several --model values are for Trans-Encoder mutual distillation; recipe '{resolved.name}' takes one")
-    if not trans and dev:
-        raise EncodrError(f"--dev selects Trans-Encoder models; recipe '{resolved.name}' is Mirror-BERT (evaluate with encodr eval)")
     out = out or Path("encodr-runs") / f"{resolved.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    bars = _Bars(enabled=not as_json)
+    request = TuneRequest(out=out, data=file, models=models, overwrite=overwrite, device=device, dev=dev, bitext=list(bitext or []),
+                          limit=limit, progress=bars, warn=_warn)  # fmt: skip
+    check_request(resolved, request)
     try:  # from the first line printed on, Ctrl-C is reported as one line with exit status 2
-        err_console.print(f"encodr: tuning {' + '.join(models)} with recipe '{resolved.name}' → {out}", highlight=False)
-        if trans:
-            summary = run_trans_encoder(file, resolved, models, out, overwrite, device, dev, limit, progress=not as_json, warn=_warn)
-        else:
-            summary = run_tune(file, resolved, models[0], out, overwrite, device, limit, progress=True, warn=_warn)
+        if _is_main_process():
+            err_console.print(f"encodr: tuning {' + '.join(models)} with recipe '{resolved.name}' → {out}", highlight=False)
+        with bars:
+            summary = run_tune(resolved, request)
     except KeyboardInterrupt:
         raise EncodrError(f"interrupted by Ctrl-C; nothing was written to {out}") from None
-    if trans:
-        _print_trans_encoder(summary, as_json)
+    if summary is None:  # not the main process: it prints nothing
         return
-    keys = ("base_model", "pooling", "data", "strings", "steps", "train_seconds", "examples_per_s", "final_loss", "precision", "device", "run_id")
-    _print_record(f"encodr tune → {summary['out']}", summary, keys, as_json)
-
-
-def _print_trans_encoder(summary: dict, as_json: bool) -> None:
-    """Per chain: dev ρ of the start model and of each cycle's cross- and bi-encoder."""
+    table = summary.pop("table")
     if as_json:
         _emit_json(summary)
         return
-    fmt = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
-    table = Table(title=f"encodr tune (Trans-Encoder) → {summary['out']}", caption=f"{summary['pairs']} pairs{' (mined)' if summary['mined'] else ''}; {summary['selection']}")
-    for col in ("chain", "cycle", "phase", "dev ρ", "steps", "seconds"):
-        table.add_column(col)
-    for c, chain in enumerate(summary["chains"], 1):
-        table.add_row(str(c), "0", f"start ({chain['start']})", fmt(chain["start_dev"]), "", "")
-        for h in chain["history"]:
-            table.add_row(str(c), str(h["cycle"]), h["phase"], fmt(h["dev"]), str(h["steps"]), str(h["seconds"]))
-        for kind in ("bi", "cross"):
-            best = chain["best"].get(kind, {})
-            table.add_row(str(c), "saved", kind, fmt(best.get("dev")), f"cycle {best.get('cycle')}", chain[kind])
-    out_console.print(table)
+    view = Table(title=f"{table['title']} → {summary['out']}", caption=table.get("caption"))
+    for col in table["columns"]:
+        view.add_column(col)
+    for row in table["rows"]:
+        view.add_row(*row)
+    if table["columns"] == ["field", "value"]:
+        view.add_row("run_id", ", ".join(map(str, summary["run_ids"])))
+    out_console.print(view)
 
 
 def _load_scorer(spec: str, cross: bool, device: Optional[str]):
@@ -245,30 +268,12 @@ def index_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Encode a corpus and store it in a FAISS + SQLite index."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
     from .index import build
     from .paths import home
 
     out = out or home() / "indexes" / Path(corpus[0]).stem
-    total = 0
-    for f in corpus:
-        if Path(f).is_file():
-            with open(f, "rb") as fh:
-                total += sum(1 for _ in fh)
-    bar = Progress(TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                   console=err_console, disable=as_json)  # fmt: skip
-    task = bar.add_task("index", total=total or None)
-
-    def advance(n: int) -> None:
-        bar.start()  # on the first call: no bar before a bad-input error
-        bar.update(task, completed=n)
-
-    try:
-        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=advance)
-    finally:
-        if bar.live.is_started:
-            bar.stop()
+    with _Bars(enabled=not as_json) as bars:
+        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=bars)
     keys = ("model", "pooling", "dimension", "index_type", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
     _print_record(f"encodr index → {meta['path']}", meta, keys, as_json)
 
@@ -338,9 +343,10 @@ def models(as_json: bool = typer.Option(False, "--json")) -> None:
 @app.command("recipes")
 def list_recipes(as_json: bool = typer.Option(False, "--json")) -> None:
     """List the bundled recipes and their main settings."""
-    from . import recipes
+    from .methods import load_recipe
+    from .methods.recipe import available
 
-    rows = [recipes.load(name).to_dict() for name in recipes.available()]
+    rows = [load_recipe(name).to_dict() for name in available()]
     columns = ("name", "method", "temperature", "span_mask", "max_length", "epochs", "batch_size", "lr", "cycles", "pooling", "default_data")
     _print_rows("recipes", rows, columns, as_json, missing="–")
 

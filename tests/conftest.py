@@ -86,3 +86,19 @@ def run_cli(args: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def run_tune(data, recipe, model, out, **options):
+    """``encodr.methods.tune`` for one base model, as the CLI calls it (progress is silent)."""
+    from encodr.methods import TuneRequest, tune
+
+    options.pop("progress", None)
+    return tune(recipe, TuneRequest(out=out, data=str(data) if data else None, models=[model or "minilm"], **options))
+
+
+def run_trans_encoder(data, recipe, models, out, **options):
+    """``encodr.methods.tune`` with several base models (Trans-Encoder chains)."""
+    from encodr.methods import TuneRequest, tune
+
+    options.pop("progress", None)
+    return tune(recipe, TuneRequest(out=out, data=str(data) if data else None, models=list(models), **options))

@@ -1,7 +1,7 @@
 import numpy as np
 import torch
 
-from encodr.augment import add_drophead, collate, set_dropout, span_mask
+from encodr.methods.mirror.views import add_drophead, collate, set_dropout, span_mask
 
 CLS, SEP, MASK = 101, 102, 103
 SPECIAL = frozenset({CLS, SEP, 0})

@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from encodr import evaluation, recipes
+from encodr import evaluation
+from encodr.methods import load_recipe
 from encodr.data.text import top_words
 from encodr.models import load_encoder
-from encodr.tune import run_tune
+from conftest import run_tune
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +25,7 @@ def test_bundled_model_simlex_matches_the_reference(minilm):
 def test_word_recipe_improves_simlex_on_few_words(minilm, tmp_path):
     f = tmp_path / "w.txt"
     f.write_text("\n".join(top_words(600)))
-    summary = run_tune(str(f), recipes.load("word"), "minilm", tmp_path / "o", device="cpu", progress=False)
+    summary = run_tune(str(f), load_recipe("word"), "minilm", tmp_path / "o", device="cpu", progress=False)
     tuned = load_encoder(summary["out"])
     before = evaluation.run("words", minilm, ["simlex999"]).scores[0].value
     after = evaluation.run("words", tuned, ["simlex999"]).scores[0].value

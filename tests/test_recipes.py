@@ -1,6 +1,6 @@
 import pytest
 
-from encodr import recipes
+from encodr.methods import load_recipe
 from encodr.errors import EncodrError
 
 
@@ -9,21 +9,21 @@ from encodr.errors import EncodrError
     [("word", 0.2, 0, 25, 2), ("phrase", 0.04, 2, 25, 2), ("sentence", 0.04, 5, 50, 1)],
 )
 def test_bundled_recipes_follow_the_paper(name, tau, k, max_len, epochs):
-    r = recipes.load(name)
+    r = load_recipe(name)
     assert (r.temperature, r.span_mask, r.max_length, r.epochs) == (tau, k, max_len, epochs)
     assert (r.batch_size, r.lr, r.dropout, r.drophead) == (200, 2e-5, 0.1, 0.0)
     assert r.name == name and r.loss == "mirror_infonce"
 
 
 def test_overrides_apply_and_none_is_ignored():
-    r = recipes.load("word", {"temperature": "0.05", "epochs": 3, "pooling": None})
-    assert r.temperature == 0.05 and r.epochs == 3 and r.pooling == recipes.load("word").pooling
+    r = load_recipe("word", {"temperature": "0.05", "epochs": 3, "pooling": None})
+    assert r.temperature == 0.05 and r.epochs == 3 and r.pooling == load_recipe("word").pooling
 
 
 def test_user_file(tmp_path):
     f = tmp_path / "mine.yaml"
     f.write_text("temperature: 0.1\nspan_mask: 3\n")
-    r = recipes.load(str(f))
+    r = load_recipe(str(f))
     assert (r.name, r.temperature, r.span_mask) == ("mine", 0.1, 3)
 
 
@@ -45,9 +45,9 @@ def test_bad_recipe_files_name_the_problem(tmp_path, text, words):
     f = tmp_path / "bad.yaml"
     f.write_text(text)
     with pytest.raises(EncodrError, match=words):
-        recipes.load(str(f))
+        load_recipe(str(f))
 
 
 def test_unknown_recipe_lists_the_bundled_ones():
     with pytest.raises(EncodrError, match="unknown recipe 'wrod'.*phrase, sentence, word"):
-        recipes.load("wrod")
+        load_recipe("wrod")

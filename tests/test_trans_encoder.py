@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from encodr import recipes
+from encodr.methods import load_recipe
 from encodr.errors import EncodrError
-from encodr.losses import CosineMSELoss, SoftBCELoss
+from encodr.methods.trans_encoder.config import TransEncoderRecipe
 from encodr.data.pairs import mine_pairs, read_pairs
 
 from conftest import run_cli
@@ -33,21 +33,37 @@ PAIRS = [
 ]
 
 
-def test_soft_bce_matches_equation_2():
-    bce = SoftBCELoss()
-    assert float(bce(torch.zeros(3), torch.full((3,), 0.5))) == pytest.approx(math.log(2), abs=1e-6)
-    expected = (math.log(1 + math.exp(-2)) + math.log(1 + math.exp(-1))) / 2  # y=1 with x=2, y=0 with x=−1
-    assert float(bce(torch.tensor([2.0, -1.0]), torch.tensor([1.0, 0.0]))) == pytest.approx(expected, abs=1e-6)
-    with pytest.raises(ValueError):
-        bce(torch.zeros(2), torch.zeros(3))
+def test_cross_stream_loss_is_equation_2(tiny_model):
+    # Eq. 2: mean soft BCE of the cross-encoder's logits against the bi-encoder's labels,
+    # every pair read in both orders with the same label.
+    from encodr.methods.trans_encoder.method import cross_stream
+    from encodr.models import new_cross_encoder
+
+    scorer = new_cross_encoder(str(tiny_model), 32, "cpu")
+    scorer.ce.eval()
+    labels = np.array([0.9, 0.2])
+    stream = cross_stream(scorer, PAIRS[:2], labels, batch_size=4)
+    assert stream.size == 4
+    batch = stream.collate([0, 1, 2, 3], 1)
+    assert batch[0][2:] == [PAIRS[0][1], PAIRS[1][1]] and batch[2].tolist() == pytest.approx([0.9, 0.2, 0.9, 0.2])
+    x = scorer.logits(scorer.features(list(zip(batch[0], batch[1])))).detach().double()
+    y = torch.tensor([0.9, 0.2, 0.9, 0.2], dtype=torch.float64)
+    expected = -(y * torch.log(torch.sigmoid(x)) + (1 - y) * torch.log(1 - torch.sigmoid(x))).mean()
+    assert float(stream.loss(scorer.ce, batch).detach()) == pytest.approx(float(expected), abs=1e-5)
 
 
-def test_cosine_mse_matches_equation_3():
-    mse = CosineMSELoss()
-    u = torch.tensor([[1.0, 0.0], [2.0, 0.0]])
-    v = torch.tensor([[0.0, 1.0], [3.0, 0.0]])  # cosines 0 and 1 (scale does not matter)
-    assert float(mse(u, v, torch.tensor([0.0, 1.0]))) == pytest.approx(0.0, abs=1e-7)
-    assert float(mse(u, v, torch.tensor([1.0, 0.5]))) == pytest.approx((1 + 0.25) / 2, abs=1e-6)
+def test_bi_stream_loss_is_equation_3(tiny_model):
+    # Eq. 3: mean squared difference between the cosine of the two sentences and the label.
+    from encodr.methods.trans_encoder.method import bi_stream
+    from encodr.models import load_encoder
+
+    encoder = load_encoder(str(tiny_model), "mean", device="cpu")
+    encoder.st.eval()
+    labels = np.array([0.9, 0.1, 0.5])
+    stream = bi_stream(encoder, PAIRS[:3], labels, batch_size=3)
+    cos = encoder.pair_scores([a for a, _ in PAIRS[:3]], [b for _, b in PAIRS[:3]]).astype(np.float64)
+    expected = float(np.mean((cos - labels) ** 2))
+    assert float(stream.loss(encoder.st, stream.collate([0, 1, 2], 1)).detach()) == pytest.approx(expected, abs=1e-5)
 
 
 def test_mining_pairs_each_sentence_with_a_near_neighbour_and_adds_random_pairs():
@@ -112,14 +128,14 @@ def test_bad_pair_files_are_named(tmp_path, reader, content, message):
 
 
 def test_cross_encoder_recipe_has_table_16_defaults_and_rejects_mirror_keys():
-    r = recipes.load("cross-encoder")
-    assert isinstance(r, recipes.TransEncoderRecipe) and r.cycles == 3
+    r = load_recipe("cross-encoder")
+    assert isinstance(r, TransEncoderRecipe) and r.cycles == 3
     assert (r.cross_lr, r.cross_batch_size, r.cross_epochs, r.cross_max_length) == (2e-5, 32, 1, 64)
     assert (r.bi_lr, r.bi_batch_size, r.bi_epochs, r.bi_max_length) == (5e-5, 128, 10, 32)
     with pytest.raises(EncodrError, match="unknown recipe key 'temperature' for method 'trans_encoder'"):
-        recipes.load("cross-encoder", {"temperature": 0.1})
+        load_recipe("cross-encoder", {"temperature": 0.1})
     with pytest.raises(EncodrError, match="recipe key 'bi_batch_size' must be an integer ≥ 2"):
-        recipes.load("cross-encoder", {"bi_batch_size": 1})
+        load_recipe("cross-encoder", {"bi_batch_size": 1})
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +161,7 @@ def _tiny_recipe(**extra):
     settings = {"pooling": "mean", "cycles": 1, "cross_epochs": 40, "cross_lr": 1e-3, "cross_batch_size": 8, "bi_epochs": 2, "bi_lr": 1e-3,
                 "bi_batch_size": 4, "warmup": 0.0, "eval_steps": 1000, "cross_max_length": 24, "bi_max_length": 12}  # fmt: skip
     settings.update(extra)
-    return recipes.load("cross-encoder", settings)
+    return load_recipe("cross-encoder", settings)
 
 
 def test_one_cycle_writes_both_models_and_the_cross_encoder_learns_its_pseudo_labels(spread_model, tmp_path):
@@ -155,7 +171,7 @@ def test_one_cycle_writes_both_models_and_the_cross_encoder_learns_its_pseudo_la
     from encodr.models import load_cross
     from encodr.models import load_encoder
     from encodr.registry import runs
-    from encodr.trans_encoder import run_trans_encoder
+    from conftest import run_trans_encoder
 
     data = tmp_path / "pairs.tsv"
     data.write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS))
@@ -181,7 +197,7 @@ def test_one_cycle_writes_both_models_and_the_cross_encoder_learns_its_pseudo_la
 
 
 def test_mutual_distillation_with_dev_selection_and_mined_pairs(tiny_model, tmp_path):
-    from encodr.trans_encoder import run_trans_encoder
+    from conftest import run_trans_encoder
 
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("".join(f"{s}\n" for p in PAIRS for s in p))
@@ -233,8 +249,8 @@ def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, m
     assert code == 2 and "--cross works with" in err
     code, out, err = run_cli(["tune", str(sts), "--recipe", "word", "--model", "a", "--model", "b"], capsys, monkeypatch)
     assert code == 2 and "mutual distillation" in err
-    code, out, err = run_cli(["tune", str(sts), "--recipe", "word", "--dev", str(sts)], capsys, monkeypatch)
-    assert code == 2 and "--dev selects Trans-Encoder models" in err
+    code, out, err = run_cli(["tune", str(sts), "--recipe", "word", "--bitext", str(sts)], capsys, monkeypatch)
+    assert code == 2 and "does not take --bitext" in err and "encodr: tuning" not in err
     code, out, err = run_cli(["tune", str(sts), "--recipe", "cross-encoder", "--dev", str(tmp_path / "nope.tsv")], capsys, monkeypatch)
     assert code == 2 and "nope.tsv: no such file" in err and "Traceback" not in err
     flat = tmp_path / "flat.tsv"

@@ -1,6 +1,7 @@
 """End-to-end Mirror-BERT tuning on a tiny model."""
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -10,16 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from encodr import recipes, registry
+from encodr import registry
+from encodr.methods import load_recipe
 from encodr.data.text import top_words
+from encodr.losses import LOSSES
 from encodr.models import load_encoder
-from encodr.tune import run_tune
+from conftest import run_tune
 
 FAST = {"batch_size": 16, "epochs": 3, "lr": 5e-4, "max_length": 16}
 
 
 def tiny_recipe(name="phrase", **extra):
-    return recipes.load(name, {**FAST, **extra})
+    return load_recipe(name, {**FAST, **extra})
 
 
 def mean_offdiag_cosine(vectors: np.ndarray) -> float:
@@ -83,7 +86,7 @@ def test_drophead_and_small_data_train(tiny_model, tmp_path):
 def test_run_is_recorded_in_the_registry(tiny_model, words_file, tmp_path):
     s = run_tune(str(words_file), tiny_recipe(), str(tiny_model), tmp_path / "o", progress=False)
     rows = registry.runs()
-    assert len(rows) == 1 and rows[0]["id"] == s["run_id"]
+    assert len(rows) == 1 and s["run_ids"] == [rows[0]["id"]]
     assert rows[0]["recipe_name"] == "phrase" and rows[0]["strings"] == 40
     assert rows[0]["data_sha256"] == s["data_sha256"] and rows[0]["metrics"]["steps"] == 9
 
@@ -120,24 +123,26 @@ def test_ctrl_c_in_a_real_process(tiny_model, words_file, tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
 
 
-def test_false_negative_filter_marks_close_pairs_in_each_batch(tiny_model):
+def test_false_negative_filter_sends_guide_rows_and_the_loss_drops_close_pairs(tiny_model):
     from transformers import AutoTokenizer
 
-    from encodr.train import mirror_batches
+    from encodr.methods.mirror.method import mirror_stream
 
     tok = AutoTokenizer.from_pretrained(str(tiny_model))
     ids = [tok(w)["input_ids"] for w in ("heart", "cardiac", "stone", "river")]
     # guide: strings 0 and 1 share a direction (cos 0.8), 2 and 3 are orthogonal to all
     guide = np.array([[1, 0, 0, 0], [0.8, 0.6, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]], dtype=np.float32)
-    epoch = mirror_batches(tok, ids, tiny_recipe(batch_size=4, false_negative_cos=0.75), guide)
-    (n, features), = list(epoch(np.random.default_rng(0)))
-    flagged = features["false_negatives"]
-    assert n == 4 and flagged.shape == (4, 4) and flagged.dtype == torch.bool
-    pairs = {(i, j) for i in range(4) for j in range(4) if i != j and flagged[i, j]}
-    words = [tok.decode(features["input_ids"][i][1:2]) for i in range(4)]
-    assert {frozenset((words[i], words[j])) for i, j in pairs} == {frozenset(("heart", "cardiac"))}
+    stream = mirror_stream(tok, ids, tiny_recipe(batch_size=4, false_negative_cos=0.75), guide)
+    features = stream.collate([2, 0, 1, 3], 1)
+    assert torch.equal(features["guide"], torch.from_numpy(guide[[2, 0, 1, 3]]))
+    # identical views: every logit ties, so a string with one excluded neighbour has 2N-3 terms
+    n = 4
+    v = torch.ones(n, 3)
+    expected = (4 * math.log(2 * n - 3) + 4 * math.log(2 * n - 1)) / (2 * n)
+    loss = LOSSES["mirror_infonce"](0.2, 0.75)
+    assert loss(v, v.clone(), guide=torch.from_numpy(guide)).item() == pytest.approx(expected, rel=1e-6)
     with pytest.raises(ValueError):
-        mirror_batches(tok, ids, tiny_recipe(false_negative_cos=0.75), None)
+        mirror_stream(tok, ids, tiny_recipe(false_negative_cos=0.75), None)
 
 
 def test_false_negative_filter_below_every_cosine_leaves_no_negative(tiny_model, words_file, tmp_path):
@@ -153,32 +158,63 @@ def test_false_negative_filter_below_every_cosine_leaves_no_negative(tiny_model,
     assert np.allclose(load_encoder(s["out"]).encode(["myocardial infarction"]), base, atol=1e-6)
 
 
-def test_on_eval_sees_the_model_in_eval_mode_every_n_steps_and_at_epoch_ends(tiny_model, words_file, tmp_path):
-    calls = []
+def test_evaluate_sees_the_model_in_eval_mode_at_start_every_n_steps_and_at_epoch_ends(tiny_model, words_file):
+    from encodr.methods.mirror.method import load_training_strings, mirror_stream
+    from encodr.methods.mirror.views import tokenize
+    from encodr.training import Trainer
 
-    def on_eval(step, encoder):
-        calls.append((step, encoder.st.training, encoder.encode(["heart attack"]).shape))
+    recipe = tiny_recipe()
+    encoder = load_encoder(str(tiny_model), "mean", device="cpu")
+    ids, _ = tokenize(encoder.tokenizer, load_training_strings(str(words_file), recipe).strings, 16)
+    calls, scores = [], iter([50.0, 40.0, 60.0, 55.0, 70.0, 65.0])
 
-    run_tune(str(words_file), tiny_recipe(), str(tiny_model), tmp_path / "o", progress=False, eval_steps=4, on_eval=on_eval)
-    # 3 epochs of 3 steps: every 4th step (4, 8) and each epoch end (3, 6, 9)
-    assert [c[0] for c in calls] == [3, 4, 6, 8, 9]
-    assert all(not training and shape == (1, 32) for _, training, shape in calls)
+    def evaluate():
+        calls.append((encoder.st.training, encoder.encode(["heart attack"]).shape))
+        return next(scores)
+
+    with Trainer("cpu", "no") as trainer:
+        result = trainer.fit(encoder.st, [mirror_stream(encoder.tokenizer, ids, recipe)], recipe.optim(), evaluate=evaluate, eval_steps=4)
+    # the start (step 0), then 3 epochs of 3 steps: every 4th step (4, 8) and each epoch end (3, 6, 9)
+    assert [p["step"] for p in result.dev_curve] == [0, 3, 4, 6, 8, 9]
+    assert all(not training and shape == (1, 32) for training, shape in calls)
+    assert result.best == {"step": 8, "epoch": 3, "dev": 70.0} and not result.kept_start
+
+
+def test_dev_selection_keeps_the_start_when_no_step_beats_it_and_says_so(tiny_model, words_file, tmp_path):
+    # A random tiny BERT scores near zero on SimLex; a dev file whose gold order is the start
+    # model's own cosine order gives the start ρ = 100, which no training step can beat.
+    pairs = [("heart", "attack"), ("stone", "river"), ("blue", "green"), ("city", "town"), ("fast", "slow"), ("dog", "cat")]
+    start = load_encoder(str(tiny_model), pooling="mean").pair_scores([a for a, _ in pairs], [b for _, b in pairs])
+    ranks = np.argsort(np.argsort(start))
+    assert len(set(start.tolist())) == len(pairs)  # no ties: ρ of the start is exactly 100
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("".join(f"{r}\t{a}\t{b}\n" for r, (a, b) in zip(ranks, pairs)))
+    warnings = []
+    s = run_tune(str(words_file), tiny_recipe(pooling="mean"), str(tiny_model), tmp_path / "o", dev=str(dev), warn=warnings.append)
+    assert s["dev_curve"][0] == {"step": 0, "epoch": 0, "dev": 100.0} and len(s["dev_curve"]) == 4  # start + 3 epoch ends
+    assert s["best"]["step"] == 0
+    assert any("no training step beat the starting model" in w and "saved the starting weights" in w for w in warnings)
+    texts = ["myocardial infarction", "stone"]
+    assert np.allclose(load_encoder(s["out"]).encode(texts), load_encoder(str(tiny_model), pooling="mean").encode(texts), atol=1e-6)
+    row = registry.runs()[0]
+    assert row["metrics"]["best"]["step"] == 0 and len(row["metrics"]["dev_curve"]) == 4
 
 
 def test_roberta_views_mask_spans_with_its_own_mask_token_and_the_model_saves(tiny_roberta, tmp_path):
     from sentence_transformers import SentenceTransformer
     from transformers import AutoTokenizer
 
-    from encodr.train import mirror_batches, tokenize
+    from encodr.methods.mirror.method import mirror_stream
+    from encodr.methods.mirror.views import tokenize
 
     tok = AutoTokenizer.from_pretrained(str(tiny_roberta))
     sentences = ["the quick brown fox jumps over the lazy dog", "a man is playing a guitar on the stage",
                  "someone is cooking pasta in the kitchen", "the stock market fell sharply today"]  # fmt: skip
     ids, _ = tokenize(tok, sentences, 50)
     recipe = tiny_recipe("sentence", batch_size=4)  # span mask k = 5
-    n, features = next(mirror_batches(tok, ids, recipe)(np.random.default_rng(0)))
+    features = mirror_stream(tok, ids, recipe).collate([0, 1, 2, 3], 1)
     rows = features["input_ids"]
-    assert n == 4 and "token_type_ids" not in features  # RoBERTa takes no token types
+    assert rows.shape[0] == 8 and "token_type_ids" not in features  # RoBERTa takes no token types
     assert [int((r == tok.mask_token_id).sum()) for r in rows] == [0] * 4 + [5] * 4
     assert all(r[0] == tok.bos_token_id for r in rows)  # <s> is never masked
     assert "<mask><mask><mask><mask><mask>" in tok.decode(rows[4])  # <mask>, never the text "[MASK]"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from .base import Evaluator, Score
 from .tasks import PRIMARY, TASKS, Task, tasks_for
 
-__all__ = ["Evaluator", "Report", "Score", "TASKS", "Task", "run", "tasks_for"]
+__all__ = ["DevSet", "Evaluator", "Report", "Score", "TASKS", "Task", "dev_set", "run", "tasks_for"]
 
 
 @dataclass
@@ -65,3 +65,47 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool = Fal
     for task in tasks_for(suite, data):
         report.scores.extend(task.evaluator().evaluate(encoder, progress=progress))
     return report
+
+
+@dataclass
+class DevSet:
+    """A dataset to select checkpoints on: its name, evaluator and primary metric.
+
+    Attributes:
+        name: the bundled task name or the file given.
+        evaluator: scores a model (a bi-encoder, or for pair sets also a cross-encoder).
+        metric: the score used for selection, higher is better (``spearman``, ``acc@1``…).
+        split: ``dev``, ``test`` or ``user``.
+    """
+
+    name: str
+    evaluator: Evaluator
+    metric: str
+    split: str
+
+    def score(self, model) -> float:
+        """The primary metric of ``model`` (× 100), e.g. Spearman ρ × 100 or acc@1 × 100."""
+        return next(s.value for s in self.evaluator.evaluate(model) if s.metric == self.metric)
+
+
+def dev_set(spec: str) -> DevSet:
+    """The ``--dev`` set: a bundled task by name (``stsb-dev``, ``mesh-dev``, ``wordsim353``…)
+    or a user's scored-pairs file (any STS layout, scored by Spearman ρ).
+
+    Raises:
+        EncodrError: neither a bundled task nor an existing file, or a file that cannot be
+            scored (see the readers and :class:`~.similarity.PairSimilarityEvaluator`).
+    """
+    from pathlib import Path
+
+    from ..errors import EncodrError
+
+    if spec in TASKS:
+        task = TASKS[spec]
+    else:
+        p = Path(spec)
+        if not p.is_file():
+            dev = ", ".join(n for n, t in TASKS.items() if t.split == "dev")
+            raise EncodrError(f"--dev {spec}: no such file or bundled evaluation set; pass a scored-pairs file or one of: {dev}")
+        task = Task(p.name, "", "sts", str(p.resolve()), "user", str(p))
+    return DevSet(task.name, task.evaluator(), PRIMARY[task.kind], task.split)

@@ -63,7 +63,7 @@ TASKS = {
         Task("stsb-test", "sts", "sts", "stsb/sts-test.csv", "test", "STS Benchmark test, Cer et al. 2017"),
         Task("stsb-dev", "", "sts", "stsb/sts-dev.csv", "dev", "STS Benchmark dev, Cer et al. 2017"),
         Task("simlex999", "words", "words", "words/simlex999.txt", "test", "SimLex-999, Hill et al. 2015"),
-        Task("wordsim353", "words", "words", "words/wordsim353.tsv", "test", "WordSim-353, Finkelstein et al. 2002"),
+        Task("wordsim353", "words", "words", "words/wordsim353.tsv", "dev", "WordSim-353, Finkelstein et al. 2002 (encodr chooses word settings on it)"),
         Task("mesh-test", "linking", "linking", "mesh/mesh_disease_names.tsv", "test",
              "MeSH disease names (NLM): non-trivial variants → canonical name, 80% of concepts", (("split", "test"),)),
         Task("mesh-dev", "", "linking", "mesh/mesh_disease_names.tsv", "dev",

@@ -7,7 +7,6 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -15,11 +14,18 @@ from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.pcr import first_component, remove_component
 from ..outputs import atomic_dir, check_target
+from ..progress import ProgressEvent, ProgressFn, silent
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, INDEX_TYPES, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, fingerprint, locate
 
 
 def _text_hash(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _count_lines(path: str) -> int:
+    """Lines in a file (the progress total), without decoding it."""
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
 
 
 def _new_faiss(kind: str, dim: int, n: int, sample: np.ndarray):
@@ -47,7 +53,7 @@ def build(
     pcr: bool = False,
     lang: str | None = None,
     batch_size: int = 256,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressFn = silent,
 ) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
 
@@ -67,8 +73,8 @@ def build(
         pcr: fit and apply per-language principal-component removal.
         lang: language of texts without a ``lang`` column (default ``und``).
         batch_size: texts per encoding batch (bounds memory).
-        progress: called with 0 once the inputs are checked and the model is loaded, then
-            with the number of texts read after each batch.
+        progress: receives ``ProgressEvent("indexing", lines read, lines in all)``: first with
+            0 once the inputs are checked and the model is loaded, then after each batch.
 
     Returns:
         The index metadata (``index.json``) plus ``added`` and ``skipped_duplicates``.
@@ -101,8 +107,8 @@ def build(
     else:
         encoder = load_encoder(model)
     lang = lang or "und"
-    if progress:
-        progress(0)  # inputs checked and model loaded: the work starts
+    total = sum(_count_lines(f) for f in files)
+    progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
     started = time.time()
     with atomic_dir(out, overwrite=overwrite or add) as tmp:
         if old is not None:
@@ -157,12 +163,10 @@ def build(
                     read += 1
                     if len(batch) >= batch_size:
                         flush()
-                        if progress:
-                            progress(read)
+                        progress(ProgressEvent("indexing", read, total))
             if batch:
                 flush()
-                if progress:
-                    progress(read)
+                progress(ProgressEvent("indexing", read, total))
         n = next_id
         if old is None:
             dim = encoder.dimension

@@ -1,11 +1,15 @@
-"""Training objectives, one per file. A Mirror recipe's ``loss`` key names one of
-:data:`LOSSES`; Trans-Encoder uses :class:`SoftBCELoss` (bi → cross) and
-:class:`CosineMSELoss` (cross → bi)."""
+"""Training objectives that encodr implements itself, one per file, because the papers'
+formulation differs from what sentence-transformers ships: Mirror-BERT's Eq. 1
+(:class:`MirrorInfoNCELoss`, 2N − 2 negatives, gathered across processes) and gradient
+caching for any loss on embeddings (:class:`CachedLoss`). Trans-Encoder's Eq. 2 and Eq. 3
+are exactly sentence-transformers' ``BinaryCrossEntropyLoss`` (cross-encoder) and
+``CosineSimilarityLoss``, which it uses directly.
 
-from .cosine_mse import CosineMSELoss
-from .mirror_infonce import MirrorInfoNCELoss
-from .soft_bce import SoftBCELoss
+A Mirror recipe's ``loss`` key names one of :data:`LOSSES`."""
+
+from .cached import CachedLoss, chunk_features
+from .mirror_infonce import MirrorInfoNCELoss, gather
 
 LOSSES = {"mirror_infonce": MirrorInfoNCELoss}
 
-__all__ = ["LOSSES", "CosineMSELoss", "MirrorInfoNCELoss", "SoftBCELoss"]
+__all__ = ["LOSSES", "CachedLoss", "MirrorInfoNCELoss", "chunk_features", "gather"]

@@ -1,7 +1,8 @@
 """Mirror-BERT augmentations (§2): input-space random span masking and feature-space
 dropout / drophead.
 
-Data flow: token ids (lists of int) → two views per string → a padded batch of 2N rows.
+Data flow: strings → token ids (lists of int, :func:`tokenize`) → two views per string →
+a padded batch of 2N rows (:func:`collate`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,23 @@ import numpy as np
 import torch
 from torch import nn
 
-from .errors import EncodrError
+from ...errors import EncodrError
+
+
+
+def tokenize(tokenizer, strings: Sequence[str], max_length: int) -> tuple[list[list[int]], int]:
+    """Token ids with special tokens, truncated to ``max_length`` (last special token kept).
+
+    Returns:
+        (one id list per string, number of strings that were truncated).
+    """
+    ids = tokenizer(list(strings), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+    truncated = 0
+    for i, seq in enumerate(ids):
+        if len(seq) > max_length:
+            ids[i] = seq[: max_length - 1] + seq[-1:]
+            truncated += 1
+    return ids, truncated
 
 
 def span_mask(ids: Sequence[int], k: int, mask_id: int, special_ids: frozenset[int], rng: np.random.Generator) -> list[int]:

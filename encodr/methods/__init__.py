@@ -1,0 +1,101 @@
+"""Training methods, one package each (``encodr/methods/<name>/``), found by name.
+
+A method package defines ``METHOD``, a :class:`Method` record: its recipe class (fields,
+defaults, rules), its ``run(ctx) → Outcome`` (see :mod:`encodr.training.run`), and which
+inputs of ``encodr tune`` it takes. A recipe's ``method:`` picks the package. Adding a
+method is one package plus a YAML file in ``recipes/``: neither the CLI nor the trainer
+changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import EncodrError
+from ..training.run import Outcome, RunContext, TuneRequest, run
+from . import recipe as recipes
+
+INPUTS = ("dev", "bitext", "report", "models")
+
+
+@dataclass(frozen=True)
+class Method:
+    """One training method.
+
+    Attributes:
+        name: the value of ``method:`` in a recipe.
+        config: its recipe dataclass (with ``RULES`` and ``to_dict()``).
+        run: ``(ctx: RunContext) → Outcome``.
+        inputs: which optional inputs of :class:`~encodr.training.run.TuneRequest` it
+            takes, among ``dev``, ``bitext``, ``report`` and ``models`` (several base
+            models); a request using another is refused before any work.
+        summary: one line for ``encodr recipes`` and the docs.
+    """
+
+    name: str
+    config: type
+    run: Callable[[RunContext], Outcome]
+    inputs: tuple[str, ...] = ()
+    summary: str = ""
+
+
+def methods() -> dict[str, Method]:
+    """Every method package under ``encodr/methods``, by name."""
+    found = {}
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if info.ispkg:
+            method = importlib.import_module(f"{__name__}.{info.name}").METHOD
+            found[method.name] = method
+    return found
+
+
+def recipe_classes() -> dict[str, type]:
+    """Method name → recipe class."""
+    return {name: m.config for name, m in methods().items()}
+
+
+def load_recipe(spec: str, overrides: dict[str, Any] | None = None):
+    """A validated recipe: a bundled name or a YAML path, with overrides (see
+    :func:`encodr.methods.recipe.load`)."""
+    return recipes.load(spec, overrides, recipe_classes())
+
+
+def check_request(recipe, request: TuneRequest) -> None:
+    """Refuse, before any work, a request input the recipe's method does not take.
+
+    Raises:
+        EncodrError: naming the input and the methods that take it.
+    """
+    method = methods()[recipe.method]
+    given = {"dev": request.dev, "bitext": request.bitext, "report": request.report, "models": len(request.models) > 1}
+    for key in INPUTS:
+        if given[key] and key not in method.inputs:
+            what = {"dev": "--dev", "bitext": "--bitext", "report": "a report set", "models": "several --model values (mutual distillation)"}[key]
+            takers = [m.name for m in methods().values() if key in m.inputs]
+            raise EncodrError(f"recipe '{recipe.name}' (method {method.name}) does not take {what}; "
+                              f"{'methods that do: ' + ', '.join(takers) if takers else 'no method does'}")  # fmt: skip
+
+
+def tune(recipe, request: TuneRequest) -> dict | None:
+    """Train with ``recipe``'s method through the shared run wrapper.
+
+    Args:
+        recipe: a recipe from :func:`load_recipe`.
+        request: data, models, output and options.
+
+    Returns:
+        The run summary in the main process (``None`` in the others): the method's fields,
+        ``out``, ``run_ids`` and ``table`` (how the CLI shows it).
+
+    Raises:
+        EncodrError: an input the method does not take, or any bad input.
+    """
+    check_request(recipe, request)
+    return run(methods()[recipe.method].run, recipe, request)
+
+
+__all__ = ["Method", "TuneRequest", "check_request", "load_recipe", "methods", "recipe_classes", "tune"]

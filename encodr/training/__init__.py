@@ -1,0 +1,9 @@
+"""Training shared by every method: optimisation settings (:mod:`.args`), the one trainer
+(:mod:`.trainer`) and the run wrapper (:mod:`.run`). Nothing here knows a method."""
+
+from .args import OPTIM_RULES, OptimArgs
+from .run import Outcome, RunContext, TuneRequest, run
+from .trainer import ShardedBatchSampler, Stream, Trainer, TrainResult, mixed_precision, to_device
+
+__all__ = ["OPTIM_RULES", "OptimArgs", "Outcome", "RunContext", "ShardedBatchSampler", "Stream", "TrainResult", "Trainer",
+           "TuneRequest", "mixed_precision", "run", "to_device"]  # fmt: skip

@@ -1,0 +1,162 @@
+"""The run wrapper every method goes through: preflight checks, one :class:`Trainer`, an
+atomic output directory, ``recipe.yaml``, ``encodr.json``, ``train_log.jsonl`` and the
+run-registry rows. Under several processes only the main process writes any of them.
+
+A method supplies one function, ``run(ctx: RunContext) -> Outcome``; it trains through
+``ctx.trainer`` and saves its models with :meth:`RunContext.save`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from .. import registry
+from ..outputs import atomic_dir, check_target
+from ..progress import ProgressFn, silent
+from .trainer import Trainer
+
+
+@dataclass
+class TuneRequest:
+    """What the user asked ``encodr tune`` for, independent of the method.
+
+    Attributes:
+        out: output directory; it appears only when the run succeeded.
+        data: the training file, or data a method already read (a Mirror
+            :class:`~encodr.data.text.Corpus`); ``None``: the recipe's bundled default.
+        models: base model specs (several: Trans-Encoder mutual distillation).
+        overwrite: replace an existing ``out``.
+        device: ``cpu``, ``cuda``, ``cuda:N``, ``mps``; ``None``: CUDA when available.
+        dev: a bundled evaluation set (``stsb-dev``, ``mesh-dev``, ``wordsim353``…) or a
+            scored-pairs file, to keep the best checkpoint by.
+        bitext: translation-pair files (``source<TAB>target``), for methods that take them.
+        report: scored pairs evaluated after each phase, for reporting only.
+        limit: use only the first N training items.
+        progress: receives progress events (main process only).
+        warn: receives one-line warnings (main process only).
+        on_step: ``(step, loss)`` after every optimizer step; may raise to stop.
+    """
+
+    out: Path
+    data: Any = None
+    models: list[str] = field(default_factory=lambda: ["minilm"])
+    overwrite: bool = False
+    device: str | None = None
+    dev: str | None = None
+    bitext: list[str] = field(default_factory=list)
+    report: str | None = None
+    limit: int | None = None
+    progress: ProgressFn = silent
+    warn: Callable[[str], None] = print
+    on_step: Callable[[int, float], None] | None = None
+
+
+@dataclass
+class RunContext:
+    """What a method's ``run`` gets: the request, its recipe, the trainer and where to save."""
+
+    request: TuneRequest
+    recipe: Any  # a method that adjusts its recipe (e.g. a batch size cut to the data) stores it back here
+    trainer: Trainer
+    output: Path | None  # the temporary output directory; None outside the main process
+
+    def warn(self, message: str) -> None:
+        """A one-line warning, shown once (by the main process)."""
+        if self.trainer.is_main:
+            self.request.warn(message)
+
+    def progress(self, event) -> None:
+        """Forward a progress event (main process only)."""
+        if self.trainer.is_main:
+            self.request.progress(event)
+
+    def save(self, name: str, saver: Callable[[Path], None]) -> None:
+        """Write ``output/name`` with ``saver(path)``, in the main process only (``"."``: the
+        output directory itself)."""
+        if self.output is not None:
+            saver(self.output / name)
+
+    def out_path(self, name: str = ".") -> str:
+        """The absolute final path of ``out/name``, as the summary and registry give it."""
+        return str((Path(self.request.out) / name).resolve())
+
+
+@dataclass
+class Outcome:
+    """What a method reports back to the run wrapper.
+
+    Attributes:
+        summary: the method's fields of ``encodr.json`` (JSON-ready).
+        rows: run-registry rows: ``kind``, ``model``, ``data``, ``data_sha256``,
+            ``strings``, ``out`` (a name inside the output directory), ``metrics``.
+        table: how the CLI shows the run: ``title``, ``columns``, ``rows`` (lists of
+            strings) and an optional ``caption``.
+        log: per-step training log, written as ``train_log.jsonl`` (optional).
+    """
+
+    summary: dict
+    rows: list[dict]
+    table: dict
+    log: list[dict] | None = None
+
+
+def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneRequest) -> dict | None:
+    """Run a method: preflight, train, write the output atomically, record the run.
+
+    Args:
+        method_run: the method's ``run(ctx) → Outcome``.
+        recipe: the method's resolved recipe (a dataclass with ``to_dict()``, ``name``,
+            ``amp``).
+        request: a :class:`TuneRequest`.
+
+    Returns:
+        The run summary (also in ``out/encodr.json``) with ``out``, ``run_ids`` and
+        ``table`` added; ``None`` in processes other than the main one.
+
+    Raises:
+        EncodrError: bad input, raised before training where it can be checked then;
+            KeyboardInterrupt passes through with nothing written.
+    """
+    out = Path(request.out)
+    check_target(out, request.overwrite)
+    registry.database()  # an unusable workspace or registry fails now, not after training
+    started = time.time()
+    with Trainer(request.device, recipe.amp) as trainer:
+        main = trainer.is_main
+        with atomic_dir(out, request.overwrite) if main else contextlib.nullcontext(None) as tmp:
+            ctx = RunContext(request, recipe, trainer, tmp)
+            outcome = method_run(ctx)
+            recipe = ctx.recipe  # as the method ran it (e.g. a batch size cut to the data)
+            summary = {
+                "encodr_version": __import__("encodr").__version__,
+                "method": recipe.method,
+                **outcome.summary,
+                "recipe": recipe.to_dict(),
+                "device": trainer.device,
+                "precision": trainer.precision,
+                "processes": trainer.world,
+                "duration_s": round(time.time() - started, 2),
+            }
+            if tmp is not None:
+                (tmp / "recipe.yaml").write_text(yaml.safe_dump(recipe.to_dict(), sort_keys=False))
+                if outcome.log is not None:
+                    (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in outcome.log))
+                (tmp / "encodr.json").write_text(json.dumps(summary, indent=2, default=float))
+        trainer.wait()  # the other processes leave once the output is in place
+    if not main:
+        return None
+    summary["out"] = str(out.resolve())
+    summary["run_ids"] = [
+        registry.record({**row, "recipe_name": recipe.name, "recipe": recipe.to_dict(), "duration_s": summary["duration_s"],
+                         "out": str((out / row.get("out", ".")).resolve())})  # fmt: skip
+        for row in outcome.rows
+    ]
+    summary["table"] = outcome.table
+    return summary

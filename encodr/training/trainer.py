@@ -1,0 +1,432 @@
+"""The one trainer every method shares.
+
+A :class:`Trainer` owns the device, the processes and mixed precision of one run: it
+creates ONE 🤗 Accelerate ``Accelerator`` before any model is placed, and every phase of
+the run (Trans-Encoder has many) trains through it. :meth:`Trainer.fit` optimises a
+module on one or more :class:`Stream` s of (data, loss); it knows nothing method-specific.
+
+Several processes (``torchrun``, ``accelerate launch``): every process draws the same
+global batch order and takes its own shard of each global batch (:class:`ShardedBatchSampler`
+behind a ``DataLoader``). Contrastive losses gather the candidates of all processes
+(:mod:`encodr.losses`). After all backward passes of a step the gradients are averaged
+across processes once, through Accelerate's ``reduce``. This differs from wrapping the
+model in ``DistributedDataParallel`` (what ``accelerator.prepare(model)`` does): there is no
+overlap of communication with the backward pass, but any number of forward/backward passes
+per step — GradCache chunks, several streams, gradient accumulation — is synchronised
+exactly once, and parameters a stream does not use need no ``find_unused_parameters``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from ..errors import EncodrError
+from ..progress import ProgressEvent, ProgressFn, silent
+from .args import OptimArgs
+
+
+def mixed_precision(amp: str, device_type: str) -> str:
+    """Accelerate's ``mixed_precision`` for a recipe's ``amp`` on a device type.
+
+    Args:
+        amp: ``auto``, ``bf16``, ``fp16`` or ``no``.
+        device_type: ``cpu``, ``cuda`` or ``mps``.
+
+    Returns:
+        ``no``, ``bf16`` or ``fp16``. ``auto`` gives ``bf16`` on a CUDA GPU that supports it
+        (``torch.cuda.is_bf16_supported()``), else ``fp16`` (Accelerate adds a gradient
+        scaler); on CPU and MPS ``auto`` is fp32 (``no``). ``bf16`` on CPU is honoured.
+
+    Raises:
+        EncodrError: ``fp16`` on a CPU, which has no fp16 autocast.
+    """
+    if amp == "no":
+        return "no"
+    if amp == "auto":
+        if device_type != "cuda":
+            return "no"
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if amp == "fp16" and device_type == "cpu":
+        raise EncodrError("amp fp16 needs a CUDA GPU; on the CPU use amp bf16 or no (--amp bf16)")
+    return amp
+
+
+def to_device(features: dict, device) -> dict:
+    """``features`` with every tensor moved to ``device`` (other values, e.g. strings, kept)."""
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+
+
+@dataclass
+class Stream:
+    """One (data, loss) stream of a training step.
+
+    Attributes:
+        name: label in the log, e.g. ``mirror``, ``cross``, ``cmlm``, ``bitext``.
+        size: number of examples; the stream's data is indexed 0..size−1.
+        collate: ``(indices, epoch) → batch``: builds this process's shard of a global
+            batch from example indices (whatever the loss takes: a dict of tensors…).
+            Randomness in it should depend only on (seed, epoch, index), so a batch is the
+            same whatever the number of processes.
+        loss: ``(module, batch) → scalar tensor``, the mean over this process's examples.
+        batch_size: *global* examples per step (split across processes).
+        weight: the stream's weight in the step's loss (Σ weight × loss).
+        min_batch: a global batch smaller than this is dropped (2 for in-batch negatives).
+    """
+
+    name: str
+    size: int
+    collate: Callable[[list[int], int], Any]
+    loss: Callable[[torch.nn.Module, Any], torch.Tensor]
+    batch_size: int
+    weight: float = 1.0
+    min_batch: int = 1
+
+
+class ShardedBatchSampler(torch.utils.data.Sampler):
+    """Global batches in a seeded order, each cut into equal per-process shards.
+
+    Every process computes the same permutation of ``range(size)`` (seeded by ``seed`` and
+    the epoch), walks it in global batches of ``batch_size`` and yields its own contiguous
+    shard of each. A short last batch is cut to a multiple of the number of processes (at
+    most ``world − 1`` examples dropped) and dropped when smaller than ``min_batch``, so
+    every process takes the same number of steps with shards of equal size (what
+    ``all_gather`` needs).
+
+    Args:
+        size: number of examples.
+        batch_size: global batch size; a multiple of ``world``.
+        rank, world: this process's index and the number of processes.
+        seed: shuffling seed.
+        min_batch: smallest global batch kept.
+    """
+
+    def __init__(self, size: int, batch_size: int, rank: int = 0, world: int = 1, seed: int = 42, min_batch: int = 1):
+        self.size, self.batch_size, self.rank, self.world, self.seed = size, batch_size, rank, world, seed
+        self.min_batch = max(min_batch, world)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Choose the epoch whose order the next iteration yields."""
+        self.epoch = epoch
+
+    def _global_batches(self) -> Iterator[np.ndarray]:
+        order = np.random.default_rng([self.seed, self.epoch]).permutation(self.size)
+        for start in range(0, self.size, self.batch_size):
+            batch = order[start : start + self.batch_size]
+            batch = batch[: len(batch) - len(batch) % self.world]
+            if len(batch) >= self.min_batch:
+                yield batch
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for batch in self._global_batches():
+            shard = len(batch) // self.world
+            yield batch[self.rank * shard : (self.rank + 1) * shard].tolist()
+
+    def __len__(self) -> int:
+        full, rest = divmod(self.size, self.batch_size)
+        rest -= rest % self.world
+        return full + (1 if rest >= self.min_batch else 0)
+
+
+@dataclass
+class TrainResult:
+    """What :meth:`Trainer.fit` did.
+
+    Attributes:
+        steps: optimizer steps taken.
+        examples: global training examples seen (first stream; strings for Mirror-BERT).
+        seconds: wall time of the loop, evaluation included, model loading excluded.
+        examples_per_s: examples / seconds.
+        final_loss: mean global loss over the last 10 steps.
+        precision: ``fp32``, ``bf16`` or ``fp16``.
+        device: the device this process trained on, e.g. ``cpu`` or ``cuda:0``.
+        processes: number of processes that trained together.
+        log: one dict per step: ``step``, ``epoch``, ``loss`` (and one ``loss/NAME`` per
+            stream when there are several), ``lr``, ``examples_per_s``.
+        dev_curve: one dict per evaluation: ``step``, ``epoch``, ``dev`` (step 0: the
+            starting model); empty without an evaluator.
+        best: ``{"step", "epoch", "dev"}`` of the weights the module holds on return
+            (``None`` without an evaluator).
+    """
+
+    steps: int
+    examples: int
+    seconds: float
+    examples_per_s: float
+    final_loss: float
+    precision: str
+    device: str
+    processes: int = 1
+    log: list[dict] = field(default_factory=list)
+    dev_curve: list[dict] = field(default_factory=list)
+    best: dict | None = None
+
+    @property
+    def kept_start(self) -> bool:
+        """True when no evaluated step beat the starting model, which was restored."""
+        return self.best is not None and self.best["step"] == 0
+
+
+class _BestCheckpoint:
+    """Keeps a copy (on the CPU) of the module's best weights by a dev score, higher better."""
+
+    def __init__(self, module: torch.nn.Module, evaluate: Callable[[], float], trainer: "Trainer"):
+        self.module, self.evaluate, self.trainer = module, evaluate, trainer
+        self.curve: list[dict] = []
+        self.best: dict | None = None
+        self.state: dict | None = None
+
+    def __call__(self, step: int, epoch: int) -> None:
+        was_training = self.module.training
+        self.module.eval()
+        value = None
+        if self.trainer.is_main:
+            with torch.no_grad():
+                value = float(self.evaluate())
+        value = self.trainer.broadcast(value)  # every process takes the same decision
+        self.module.train(was_training)
+        score = -math.inf if math.isnan(value) else value
+        self.curve.append({"step": step, "epoch": epoch, "dev": round(value, 4)})
+        if self.best is None or score > self.best["score"]:
+            self.best = {"step": step, "epoch": epoch, "dev": round(value, 4), "score": score}
+            self.state = {k: v.detach().to("cpu", copy=True) for k, v in self.module.state_dict().items()}
+
+    def restore(self) -> dict | None:
+        if self.state is not None:
+            self.module.load_state_dict(self.state)
+        return None if self.best is None else {k: v for k, v in self.best.items() if k != "score"}
+
+
+class Trainer:
+    """Device, processes and mixed precision for one run; use as a context manager.
+
+    Args:
+        device: ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``None`` (CUDA when available).
+            Under a launcher each process takes its own GPU (``cuda:LOCAL_RANK``).
+        amp: see :func:`mixed_precision`.
+
+    Raises:
+        EncodrError: a device this machine lacks, a device the launcher did not give this
+            process (e.g. ``cuda:1`` in a single process, where Accelerate uses ``cuda:0``:
+            set ``CUDA_VISIBLE_DEVICES`` instead), or ``fp16`` on a CPU.
+    """
+
+    def __init__(self, device: str | None = None, amp: str = "auto"):
+        from accelerate import Accelerator
+
+        from ..models import pick_device
+
+        wanted = torch.device(pick_device(device))
+        precision = mixed_precision(amp, wanted.type)
+        self.accelerator = Accelerator(cpu=wanted.type == "cpu", mixed_precision=precision)
+        got = self.accelerator.device
+        if got.type != wanted.type or (wanted.index is not None and got.index != wanted.index and self.world == 1):
+            self.close()
+            raise EncodrError(
+                f"--device {device} cannot be honoured: this process would train on {got}; "
+                + ("set CUDA_VISIBLE_DEVICES to choose the GPU" if wanted.type == "cuda" else "leave --device out")
+            )
+        self.precision = {"no": "fp32"}.get(precision, precision)
+
+    def __enter__(self) -> "Trainer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the run's Accelerate state (the process group stays), so the next run in this
+        process may choose another precision."""
+        from accelerate.state import AcceleratorState
+
+        AcceleratorState._reset_state(reset_partial_state=False)
+
+    @property
+    def device(self) -> str:
+        """Where this process's models go (``cpu``, ``cuda:0``…)."""
+        return str(self.accelerator.device)
+
+    @property
+    def is_main(self) -> bool:
+        """True in the one process that writes outputs, the registry and progress."""
+        return self.accelerator.is_main_process
+
+    @property
+    def world(self) -> int:
+        """Number of processes training together."""
+        return self.accelerator.num_processes
+
+    @property
+    def rank(self) -> int:
+        """This process's index, 0 … world − 1."""
+        return self.accelerator.process_index
+
+    def broadcast(self, value: Any) -> Any:
+        """The main process's ``value``, in every process (a picklable object)."""
+        if self.world == 1:
+            return value
+        from accelerate.utils import broadcast_object_list
+
+        return broadcast_object_list([value], from_process=0)[0]
+
+    def wait(self) -> None:
+        """Barrier: return when every process got here."""
+        self.accelerator.wait_for_everyone()
+
+    def _loader(self, stream: Stream, args: OptimArgs) -> torch.utils.data.DataLoader:
+        if stream.batch_size % self.world:
+            raise EncodrError(f"batch size {stream.batch_size} of stream '{stream.name}' is not a multiple of the {self.world} processes; "
+                              f"choose a multiple of {self.world}")  # fmt: skip
+        sampler = ShardedBatchSampler(stream.size, stream.batch_size, self.rank, self.world, args.seed, stream.min_batch)
+        return torch.utils.data.DataLoader(range(stream.size), batch_sampler=sampler, collate_fn=lambda idx: stream.collate(idx, sampler.epoch))
+
+    def _sync_gradients(self, params: Sequence[torch.nn.Parameter]) -> None:
+        """Average gradients over processes: one all-reduce of all of them, flattened."""
+        if self.world == 1:
+            return
+        from accelerate.utils import reduce
+
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        flat = reduce(torch.cat([p.grad.reshape(-1) for p in params]), "mean")
+        offset = 0
+        for p in params:
+            p.grad.copy_(flat[offset : offset + p.numel()].view_as(p.grad))
+            offset += p.numel()
+
+    def fit(
+        self,
+        module: torch.nn.Module,
+        streams: Sequence[Stream],
+        args: OptimArgs,
+        *,
+        evaluate: Callable[[], float] | None = None,
+        eval_steps: int = 0,
+        keep_start: bool = True,
+        progress: ProgressFn = silent,
+        on_step: Callable[[int, float], None] | None = None,
+        max_steps: int | None = None,
+        description: str = "training",
+    ) -> TrainResult:
+        """Train ``module`` in place with AdamW.
+
+        One step draws one batch from every stream (``grad_accum`` times), backpropagates
+        Σ weight × loss / grad_accum under the run's autocast, averages gradients across
+        processes, clips, and steps. An epoch is one pass over the first stream; the others
+        restart whenever they run out.
+
+        Args:
+            module: the model, already on :attr:`device`; in train mode during the loop and
+                in eval mode on return, also on error or Ctrl-C.
+            streams: one or more :class:`Stream` s; the first one sets the epoch length.
+            args: :class:`~encodr.training.args.OptimArgs`.
+            evaluate: dev score of the module as it is now, higher is better (e.g.
+                Spearman ρ × 100). With it, the starting model (step 0; unless
+                ``keep_start`` is false), every ``eval_steps`` steps and every epoch end are
+                scored, and the best weights are restored before returning. It runs in the
+                main process, in eval mode, without gradients.
+            eval_steps: evaluate every this many steps (0: at epoch ends only).
+            keep_start: count the starting weights as a candidate.
+            progress: receives a :class:`~encodr.progress.ProgressEvent` after every step.
+            on_step: called after every step with (step, global loss); may raise to stop.
+            max_steps: stop after this many steps (benchmarks).
+            description: the progress task's label.
+
+        Returns:
+            A :class:`TrainResult`.
+
+        Raises:
+            EncodrError: a stream's batch size is not a multiple of the number of processes.
+            KeyboardInterrupt: passed on after the module is back in eval mode.
+        """
+        from accelerate.utils import reduce, set_seed
+
+        acc = self.accelerator
+        set_seed(args.seed)
+        loaders = [self._loader(s, args) for s in streams]
+        params = [p for p in module.parameters() if p.requires_grad]
+        # fused AdamW: one kernel for all parameters, on CPU and CUDA (torch >= 2.4)
+        optimizer = acc.prepare_optimizer(torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay, fused=True), device_placement=False)
+        per_epoch = len(loaders[0]) // args.grad_accum
+        total = per_epoch * args.epochs
+        total = min(total, max_steps) if max_steps else total
+        scheduler = None
+        if args.warmup > 0:
+            from transformers import get_linear_schedule_with_warmup
+
+            scheduler = get_linear_schedule_with_warmup(optimizer.optimizer, int(args.warmup * total), total)
+        selector = _BestCheckpoint(module, evaluate, self) if evaluate is not None else None
+        if selector is not None and keep_start:
+            selector(0, 0)
+        others = [self._cycle(loader) for loader in loaders[1:]]
+        log: list[dict] = []
+        step = examples = 0
+        started = time.perf_counter()
+        module.train()
+        try:
+            for epoch in range(1, args.epochs + 1):
+                loaders[0].batch_sampler.set_epoch(epoch)
+                first = iter(loaders[0])
+                for _ in range(per_epoch):
+                    parts = torch.zeros(len(streams), device=acc.device)
+                    for _ in range(args.grad_accum):
+                        batches = [next(first)] + [next(it) for it in others]
+                        with acc.autocast():
+                            losses = [s.weight * s.loss(module, b) for s, b in zip(streams, batches)]
+                        acc.backward(sum(losses) / args.grad_accum)
+                        parts += torch.stack([x.detach().float() for x in losses]) / args.grad_accum
+                    self._sync_gradients(params)
+                    if args.max_grad_norm > 0:
+                        acc.clip_grad_norm_(params, args.max_grad_norm)
+                    optimizer.step()
+                    lr = optimizer.param_groups[0]["lr"]
+                    if scheduler is not None:
+                        scheduler.step()
+                    optimizer.zero_grad(set_to_none=True)
+                    parts = reduce(parts, "mean") if self.world > 1 else parts
+                    value = float(parts.sum())
+                    step += 1
+                    examples += streams[0].batch_size * args.grad_accum
+                    rate = examples / (time.perf_counter() - started)
+                    row = {"step": step, "epoch": epoch, "loss": value, "lr": lr, "examples_per_s": rate}
+                    if len(streams) > 1:
+                        row.update({f"loss/{s.name}": float(x) for s, x in zip(streams, parts)})
+                    log.append(row)
+                    if self.is_main:
+                        progress(ProgressEvent(description, step, total, {"loss": value, "ex/s": rate}))
+                    if on_step is not None:
+                        on_step(step, value)
+                    if selector is not None and eval_steps and step % eval_steps == 0:
+                        selector(step, epoch)
+                    if step >= total:
+                        break
+                if selector is not None and not (eval_steps and step % eval_steps == 0):
+                    selector(step, epoch)  # epoch end, unless just evaluated at this very step
+                if step >= total:
+                    break
+        finally:
+            module.eval()
+        best = selector.restore() if selector is not None else None
+        seconds = time.perf_counter() - started
+        tail = [r["loss"] for r in log[-10:]]
+        return TrainResult(
+            steps=step, examples=examples, seconds=seconds, examples_per_s=examples / seconds if seconds else 0.0,
+            final_loss=float(np.mean(tail)) if tail else math.nan, precision=self.precision, device=self.device,
+            processes=self.world, log=log, dev_curve=selector.curve if selector else [], best=best,
+        )  # fmt: skip
+
+    @staticmethod
+    def _cycle(loader: torch.utils.data.DataLoader) -> Iterator[Any]:
+        """Batches of a secondary stream without end, a new epoch order each pass."""
+        epoch = 0
+        while True:
+            epoch += 1
+            loader.batch_sampler.set_epoch(epoch)
+            yield from loader
