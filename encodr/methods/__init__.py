@@ -65,11 +65,18 @@ def load_recipe(spec: str, overrides: dict[str, Any] | None = None):
 
 
 def check_request(recipe, request: TuneRequest) -> None:
-    """Refuse, before any work, a request input the recipe's method does not take.
+    """Refuse, before any work, a device this machine lacks, a precision it cannot run, or a
+    request input the recipe's method does not take.
 
     Raises:
-        EncodrError: naming the input and the methods that take it.
+        EncodrError: naming the problem and the fix.
     """
+    import torch
+
+    from ..models import pick_device
+    from ..training import mixed_precision
+
+    mixed_precision(recipe.amp, torch.device(pick_device(request.device)).type)
     method = methods()[recipe.method]
     given = {"dev": request.dev, "bitext": request.bitext, "report": request.report, "models": len(request.models) > 1}
     for key in INPUTS:

@@ -1,0 +1,141 @@
+"""The shared trainer: sharding, gradient caching, mixed precision, devices, several processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import run_cli, run_tune
+from encodr import registry
+from encodr.errors import EncodrError
+from encodr.losses import CachedLoss, MirrorInfoNCELoss
+from encodr.methods import load_recipe
+from encodr.models import load_encoder
+from encodr.training import ShardedBatchSampler, Trainer, mixed_precision
+
+
+def test_sharded_sampler_splits_each_global_batch_into_equal_disjoint_shards():
+    one = list(ShardedBatchSampler(23, 8, rank=0, world=1, seed=3))
+    two = [list(ShardedBatchSampler(23, 8, rank=r, world=2, seed=3)) for r in range(2)]
+    assert [len(b) for b in one] == [8, 8, 7]
+    assert len(two[0]) == len(two[1]) == 3 == len(ShardedBatchSampler(23, 8, world=2))
+    for g, (a, b) in enumerate(zip(*two)):
+        assert len(a) == len(b) and not set(a) & set(b)
+        assert a + b == one[g][: len(a) + len(b)]  # the same global batch, cut in two
+    assert [len(b) for b in two[0]] == [4, 4, 3]  # the last global batch of 7 loses one string
+    assert list(ShardedBatchSampler(9, 8, min_batch=2)) == [list(ShardedBatchSampler(9, 8, min_batch=2))[0]]  # a batch of 1 is dropped
+
+
+def _tiny_mirror(tiny_model, dropout: float):
+    from encodr.methods.mirror.views import set_dropout
+
+    encoder = load_encoder(str(tiny_model), "mean", device="cpu")
+    set_dropout(encoder.transformer, dropout)
+    encoder.st.train()
+    tok = encoder.tokenizer
+    words = ["heart attack", "stone", "myocardial infarction of the left ventricle", "river", "blue sky", "a", "cardiac arrest", "kidney"]
+    features = tok(words + words, padding=True, return_tensors="pt")
+    return encoder, dict(features)
+
+
+def _grads(module) -> torch.Tensor:
+    return torch.cat([p.grad.reshape(-1) for p in module.parameters() if p.grad is not None])
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_gradcache_gradients_equal_the_uncached_ones(tiny_model, dropout):
+    encoder, features = _tiny_mirror(tiny_model, dropout)
+    st, loss_fn = encoder.st, MirrorInfoNCELoss(0.05)
+    half = features["input_ids"].shape[0] // 2
+    on_embeddings = lambda emb: loss_fn(emb[:half], emb[half:])  # noqa: E731
+    embed = lambda chunk: st(dict(chunk))["sentence_embedding"]  # noqa: E731
+    from encodr.losses import chunk_features
+
+    # reference: the same chunks embedded with autograd in one pass (same dropout draws, in order)
+    torch.manual_seed(0)
+    reference = on_embeddings(torch.cat([embed(c) for c in chunk_features(features, 5)]))
+    reference.backward()
+    expected = _grads(st).clone()
+    st.zero_grad(set_to_none=True)
+    torch.manual_seed(0)
+    cached = CachedLoss(embed, on_embeddings, mini_batch=5)(features)
+    assert float(cached.detach()) == pytest.approx(float(reference.detach()), abs=1e-6)
+    (2.0 * cached).backward()  # a weight on the loss scales the replayed gradients too
+    assert torch.allclose(_grads(st), 2.0 * expected, atol=1e-5, rtol=0)
+    if dropout == 0.0:  # without dropout the cached gradient is the plain full-batch one
+        st.zero_grad(set_to_none=True)
+        on_embeddings(embed(features)).backward()
+        assert torch.allclose(_grads(st), expected, atol=1e-5, rtol=0)
+
+
+def test_bf16_autocast_on_cpu_trains_and_saves_an_fp32_model(tiny_model, words_file, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    recipe = load_recipe("phrase", {"batch_size": 16, "epochs": 1, "lr": 5e-4, "max_length": 16, "amp": "bf16", "pooling": "mean"})
+    s = run_tune(str(words_file), recipe, str(tiny_model), tmp_path / "o")
+    assert s["precision"] == "bf16" and all(np.isfinite(r["loss"]) for r in map(json.loads, (tmp_path / "o" / "train_log.jsonl").read_text().splitlines()))
+    st = SentenceTransformer(str(tmp_path / "o"), device="cpu")
+    assert all(p.dtype == torch.float32 for p in st.parameters())
+    vectors = st.encode(["heart attack", "stone"], convert_to_numpy=True)
+    assert vectors.dtype == np.float32 and np.isfinite(vectors).all()
+
+
+def test_mixed_precision_choice(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    assert mixed_precision("auto", "cuda") == "fp16"  # an older GPU: fp16 with a gradient scaler
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert mixed_precision("auto", "cuda") == "bf16"
+    assert mixed_precision("auto", "cpu") == "no" and mixed_precision("bf16", "cpu") == "bf16" and mixed_precision("no", "cuda") == "no"
+    with pytest.raises(EncodrError, match="fp16 needs a CUDA GPU"):
+        mixed_precision("fp16", "cpu")
+
+
+def test_a_device_that_cannot_be_honoured_is_refused(tiny_model, words_file, tmp_path, capsys, monkeypatch):
+    with pytest.raises(EncodrError, match="not available on this machine"):
+        Trainer("cuda:3" if not torch.cuda.is_available() else "mps")
+    for device in ("mps", "tpu"):
+        code, _, err = run_cli(["tune", str(words_file), "--model", str(tiny_model), "--device", device, "--out", str(tmp_path / device)], capsys, monkeypatch)
+        assert code == 2 and err.count("\n") <= 2 and "Traceback" not in err and not (tmp_path / device).exists()
+    code, _, err = run_cli(["tune", str(words_file), "--model", str(tiny_model), "--amp", "fp16", "--device", "cpu", "--out", str(tmp_path / "f")], capsys, monkeypatch)
+    assert code == 2 and "fp16 needs a CUDA GPU" in err and not (tmp_path / "f").exists()
+
+
+def _tune_cmd(launcher: list[str], words, model, out) -> list[str]:
+    return [*launcher, "-m", "encodr", "tune", str(words), "--recipe", "phrase", "--model", str(model), "--out", str(out),
+            "--batch-size", "8", "--epochs", "1", "--lr", "1e-3", "--max-length", "16", "--pooling", "mean", "--set", "dropout=0"]  # fmt: skip
+
+
+def test_two_processes_give_the_loss_of_one_on_the_same_global_batch(tiny_model, tmp_path):
+    # Two processes with global batch 8 (4 strings each, candidates gathered across processes)
+    # must reproduce one process with batch 8: the same loss at step 1, and, since the averaged
+    # gradients are the same, at step 2 too. Span masking (k = 2) is on; dropout is off.
+    from encodr.data.text import top_words
+
+    words = tmp_path / "w.txt"
+    words.write_text("\n".join(top_words(16)))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    one = subprocess.run(_tune_cmd([sys.executable], words, tiny_model, tmp_path / "one"), capture_output=True, text=True, env=env)
+    assert one.returncode == 0, one.stderr[-2000:]
+    two = subprocess.run(_tune_cmd([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"], words, tiny_model, tmp_path / "two"),
+                         capture_output=True, text=True, env=env)  # fmt: skip
+    assert two.returncode == 0, two.stderr[-3000:]
+    logs = [[json.loads(line) for line in (tmp_path / d / "train_log.jsonl").read_text().splitlines()] for d in ("one", "two")]
+    assert [len(log) for log in logs] == [2, 2]
+    for a, b in zip(*logs):
+        assert abs(a["loss"] - b["loss"]) < 1e-5
+    summary = json.loads((tmp_path / "two" / "encodr.json").read_text())
+    assert summary["processes"] == 2 and json.loads((tmp_path / "one" / "encodr.json").read_text())["processes"] == 1
+    assert two.stdout.count("encodr tune →") == 1 and two.stderr.count("encodr: tuning") == 1  # only the main process prints
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".two")] == []
+    from sentence_transformers import SentenceTransformer
+
+    texts = ["heart attack", "stone"]
+    assert np.abs(SentenceTransformer(str(tmp_path / "two"), device="cpu").encode(texts) - load_encoder(str(tmp_path / "one")).encode(texts)).max() < 1e-4
+    rows = registry.runs()
+    assert len(rows) == 2 and {r["metrics"]["processes"] for r in rows} == {1, 2}  # one row per run, not per process
