@@ -30,7 +30,11 @@ class PairSimilarityEvaluator(_PairEvaluator):
     """Predicted similarity of each pair against gold scores, Spearman ρ × 100.
 
     Used for STS (sentences) and SimLex-999 / WordSim-353 (words), as in Mirror-BERT §3
-    and SentEval: one ρ per dataset, never pooled across datasets.
+    and SentEval: one ρ per dataset, never pooled across datasets. A bi-encoder is scored by
+    sentence-transformers' ``EmbeddingSimilarityEvaluator`` (Spearman of the cosines, the
+    same computation). A cross-encoder is scored here: σ of its score averaged over both
+    orders of each pair (Trans-Encoder §2.2), which the library's
+    ``CrossEncoderCorrelationEvaluator`` (one order) does not do.
     """
 
     pairs: list[ScoredPair]
@@ -49,9 +53,17 @@ class PairSimilarityEvaluator(_PairEvaluator):
         super().__init__(name, pairs)
 
     def evaluate(self, model, progress: bool = False) -> list[Score]:
-        predicted = self.predict(model, progress)
-        gold = np.array([p.score for p in self.pairs])
-        rho = spearmanr(predicted, gold).statistic
+        from ..models import Encoder
+
+        gold = [p.score for p in self.pairs]
+        if isinstance(model, Encoder):
+            from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+
+            library = EmbeddingSimilarityEvaluator([p.text1 for p in self.pairs], [p.text2 for p in self.pairs], gold, batch_size=128,
+                                                   similarity_fn_names=["cosine"], show_progress_bar=progress, write_csv=False)  # fmt: skip
+            rho = library(model.st)["spearman_cosine"]
+        else:
+            rho = spearmanr(self.predict(model, progress), np.array(gold)).statistic
         return [Score(self.name, "spearman", float(rho) * 100, len(self.pairs))]
 
 
