@@ -69,6 +69,7 @@ def test_add_appends_and_stores_a_text_once(built, tiny_model, tmp_path):
     meta = build([str(more)], None, built, add=True)
     assert meta["added"] == 10 and meta["skipped_duplicates"] == 5 and meta["count"] == 30
     assert Searcher(built).search([TEXTS[29]], k=1)[0][0].text == TEXTS[29]
+    assert sorted(p.name for p in built.iterdir()) == ["index.json", "texts.db", "vectors.faiss"]  # no raw vectors left behind
 
 
 def test_other_model_is_refused(built, tmp_path):

@@ -84,7 +84,6 @@ def build(
             index's, or an existing output without ``overwrite``/``add``.
     """
     import faiss
-    import sqlite_utils
 
     from ..models import load_encoder
 
@@ -115,98 +114,131 @@ def build(
             for name in (META_FILE, STORE_FILE, PCR_FILE):
                 if (out / name).exists():
                     shutil.copy2(out / name, tmp / name)
-            index = old.faiss
-            meta = dict(old.meta)
-            components = dict(old.components)
-        db = sqlite_utils.Database(tmp / STORE_FILE)
-        if "texts" not in db.table_names():
-            db["texts"].create({"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str}, pk="id")
-            db["texts"].create_index(["hash"], unique=True)
-        next_id = db.execute("select coalesce(max(id) + 1, 0) from texts").fetchone()[0]
-        raw_path = tmp / "vectors.f32"
-        read = skipped = added = 0
-        with open(raw_path, "wb") as raw:
-            batch: list[Record] = []
-
-            def flush():
-                nonlocal next_id, added, skipped
-                fresh, seen = [], set()
-                hashes = [_text_hash(r.text) for r in batch]
-                marks = ",".join("?" * len(hashes))
-                known = {h for (h,) in db.execute(f"select hash from texts where hash in ({marks})", hashes)}
-                for r, h in zip(batch, hashes):
-                    if h in known or h in seen:
-                        skipped += 1
-                        continue
-                    seen.add(h)
-                    fresh.append((r, h))
-                if fresh:
-                    vectors = encoder.encode([r.text for r, _ in fresh])
-                    rows = [{"id": next_id + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line,
-                             "lang": r.lang or lang, "hash": h} for i, (r, h) in enumerate(fresh)]  # fmt: skip
-                    if old is not None:
-                        langs = np.array([row["lang"] for row in rows])
-                        for code, comp in components.items():
-                            if (langs == code).any():
-                                vectors[langs == code] = remove_component(vectors[langs == code], comp)
-                        index.add(vectors)
-                    else:
-                        vectors.tofile(raw)
-                    db["texts"].insert_all(rows)
-                    next_id += len(fresh)
-                    added += len(fresh)
-                batch.clear()
-
+        with _Ingest(tmp, encoder, lang, old) as ingest:
+            read, batch = 0, []
             for f in files:
                 for record in read_records(f, lang):
                     batch.append(record)
                     read += 1
                     if len(batch) >= batch_size:
-                        flush()
+                        ingest.flush(batch)
                         progress(ProgressEvent("indexing", read, total))
             if batch:
-                flush()
+                ingest.flush(batch)
                 progress(ProgressEvent("indexing", read, total))
-        n = next_id
         if old is None:
-            dim = encoder.dimension
-            vectors = np.memmap(raw_path, dtype=np.float32, mode="r+", shape=(n, dim))
-            components = {}
-            if pcr:
-                langs = [row[0] for row in db.execute("select lang from texts order by id")]
-                for code in sorted(set(langs)):
-                    idx = np.array([i for i, c in enumerate(langs) if c == code])
-                    if len(idx) < 2:
-                        raise EncodrError(f"language '{code}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)")
-                    sub = np.asarray(vectors[idx])
-                    components[code] = first_component(sub.T @ sub, sub.sum(axis=0), len(idx))
-                    vectors[idx] = remove_component(sub, components[code])
-                np.savez(tmp / PCR_FILE, **components)
-            kind = index_type if index_type != "auto" else ("flat" if n <= FLAT_MAX else "hnsw")
-            rng = np.random.default_rng(0)
-            sample = np.asarray(vectors[np.sort(rng.choice(n, size=min(n, 50_000), replace=False))]) if kind == "ivf" else None
-            index = _new_faiss(kind, dim, n, sample)
-            for start in range(0, n, 10_000):
-                index.add(np.ascontiguousarray(vectors[start : start + 10_000]))
-            del vectors
-            from .. import __version__
-
-            meta = {
-                "encodr_version": __version__,
-                "model": encoder.name if not Path(encoder.name).exists() else str(Path(encoder.name).resolve()),
-                "pooling": encoder.pooling,
-                "dimension": dim,
-                "fingerprint": fingerprint(encoder),
-                "index_type": kind,
-                "pcr": bool(pcr),
-                "default_lang": lang,
-                "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-            }
-        raw_path.unlink()
+            index, meta = _new_index(tmp, ingest, pcr, index_type, lang)
+        else:
+            index, meta = old.faiss, dict(old.meta)
+        ingest.raw_path.unlink()
         meta["count"] = int(index.ntotal)
-        meta["languages"] = sorted({row[0] for row in db.execute("select distinct lang from texts")})
+        meta["languages"] = sorted({row[0] for row in ingest.db.execute("select distinct lang from texts")})
         meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
-        db.close()
+        ingest.db.close()
         faiss.write_index(index, str(tmp / VECTORS_FILE))
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+    added, skipped = ingest.added, ingest.skipped
     return {**meta, "added": added, "skipped_duplicates": skipped, "seconds": round(time.time() - started, 2), "path": str(out.resolve())}
+
+
+class _Ingest:
+    """Texts into the store, vectors into the FAISS index (``--add``) or a raw float32 file
+    (a new index, whose type and PCR are fitted on all vectors at the end)."""
+
+    def __init__(self, tmp: Path, encoder, lang: str, old: Index | None):
+        import sqlite_utils
+
+        self.encoder, self.lang, self.old = encoder, lang, old
+        self.db = sqlite_utils.Database(tmp / STORE_FILE)
+        if "texts" not in self.db.table_names():
+            self.db["texts"].create({"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str}, pk="id")
+            self.db["texts"].create_index(["hash"], unique=True)
+        self.next_id = self.db.execute("select coalesce(max(id) + 1, 0) from texts").fetchone()[0]
+        self.raw_path = tmp / "vectors.f32"
+        self.raw = open(self.raw_path, "wb")
+        self.added = self.skipped = 0
+
+    def __enter__(self) -> "_Ingest":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.raw.close()
+
+    def flush(self, batch: list[Record]) -> None:
+        """Store the batch's new texts (a text already stored, or twice in the batch, is
+        skipped) and their vectors; empties ``batch``."""
+        fresh, seen = [], set()
+        hashes = [_text_hash(r.text) for r in batch]
+        marks = ",".join("?" * len(hashes))
+        known = {h for (h,) in self.db.execute(f"select hash from texts where hash in ({marks})", hashes)}
+        for r, h in zip(batch, hashes):
+            if h in known or h in seen:
+                self.skipped += 1
+                continue
+            seen.add(h)
+            fresh.append((r, h))
+        if fresh:
+            vectors = self.encoder.encode([r.text for r, _ in fresh])
+            rows = [{"id": self.next_id + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line,
+                     "lang": r.lang or self.lang, "hash": h} for i, (r, h) in enumerate(fresh)]  # fmt: skip
+            if self.old is not None:
+                langs = np.array([row["lang"] for row in rows])
+                for code, comp in self.old.components.items():
+                    if (langs == code).any():
+                        vectors[langs == code] = remove_component(vectors[langs == code], comp)
+                self.old.faiss.add(vectors)
+            else:
+                vectors.tofile(self.raw)
+            self.db["texts"].insert_all(rows)
+            self.next_id += len(fresh)
+            self.added += len(fresh)
+        batch.clear()
+
+
+def _fit_pcr(vectors: np.ndarray, langs: list[str]) -> dict[str, np.ndarray]:
+    """Per language, fit the first principal component and remove it from that language's
+    rows of ``vectors`` in place (CMLM §5.2).
+
+    Raises:
+        EncodrError: a language with a single text.
+    """
+    components = {}
+    for code in sorted(set(langs)):
+        idx = np.array([i for i, c in enumerate(langs) if c == code])
+        if len(idx) < 2:
+            raise EncodrError(f"language '{code}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)")
+        sub = np.asarray(vectors[idx])
+        components[code] = first_component(sub.T @ sub, sub.sum(axis=0), len(idx))
+        vectors[idx] = remove_component(sub, components[code])
+    return components
+
+
+def _new_index(tmp: Path, ingest: _Ingest, pcr: bool, index_type: str, lang: str):
+    """The FAISS index and ``index.json`` of a new index from the ingested raw vectors
+    (PCR applied first with ``pcr``)."""
+    from .. import __version__
+
+    encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
+    vectors = np.memmap(ingest.raw_path, dtype=np.float32, mode="r+", shape=(n, dim))
+    if pcr:
+        langs = [row[0] for row in ingest.db.execute("select lang from texts order by id")]
+        np.savez(tmp / PCR_FILE, **_fit_pcr(vectors, langs))
+    kind = index_type if index_type != "auto" else ("flat" if n <= FLAT_MAX else "hnsw")
+    rng = np.random.default_rng(0)
+    sample = np.asarray(vectors[np.sort(rng.choice(n, size=min(n, 50_000), replace=False))]) if kind == "ivf" else None
+    index = _new_faiss(kind, dim, n, sample)
+    for start in range(0, n, 10_000):
+        index.add(np.ascontiguousarray(vectors[start : start + 10_000]))
+    del vectors
+    meta = {
+        "encodr_version": __version__,
+        "model": encoder.name if not Path(encoder.name).exists() else str(Path(encoder.name).resolve()),
+        "pooling": encoder.pooling,
+        "dimension": dim,
+        "fingerprint": fingerprint(encoder),
+        "index_type": kind,
+        "pcr": bool(pcr),
+        "default_lang": lang,
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    return index, meta
