@@ -139,3 +139,28 @@ def test_two_processes_give_the_loss_of_one_on_the_same_global_batch(tiny_model,
     assert np.abs(SentenceTransformer(str(tmp_path / "two"), device="cpu").encode(texts) - load_encoder(str(tmp_path / "one")).encode(texts)).max() < 1e-4
     rows = registry.runs()
     assert len(rows) == 2 and {r["metrics"]["processes"] for r in rows} == {1, 2}  # one row per run, not per process
+
+
+def _constant_stream(name: str, size: int, batch: int, target: float, weight: float):
+    """A stream of inputs x = 1 whose loss is the mean squared error to ``target``."""
+    from encodr.training import Stream
+
+    def loss(module, b):
+        return torch.mean((module(b[0]).squeeze(-1) - b[1]) ** 2)
+
+    return Stream(name, size, lambda idx, epoch: (torch.ones(len(idx), 1), torch.full((len(idx),), target)), loss, batch, weight=weight)
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+def test_two_streams_mix_in_one_step_with_their_weights(accum):
+    from encodr.training import OptimArgs
+
+    module = torch.nn.Linear(1, 1, bias=False)
+    torch.nn.init.zeros_(module.weight)  # prediction 0: first losses are target² = 1 and 4
+    streams = [_constant_stream("a", 8, 2, 1.0, 1.0), _constant_stream("b", 3, 2, 2.0, 0.5)]
+    with Trainer("cpu", "no") as trainer:
+        result = trainer.fit(module, streams, OptimArgs(lr=1e-3, epochs=2, grad_accum=accum, batch_size=2))
+    first = result.log[0]
+    assert first["loss/a"] == pytest.approx(1.0) and first["loss/b"] == pytest.approx(0.5 * 4.0) and first["loss"] == pytest.approx(3.0)
+    assert result.steps == 2 * 4 // accum and result.examples == 2 * 8  # the first stream sets the epoch; the second cycles
+    assert float(module.weight.detach()) > 0  # both targets pull the prediction up
