@@ -23,12 +23,13 @@ from encodr.training import ShardedBatchSampler, Trainer, mixed_precision
 def test_sharded_sampler_splits_each_global_batch_into_equal_disjoint_shards():
     one = list(ShardedBatchSampler(23, 8, rank=0, world=1, seed=3))
     two = [list(ShardedBatchSampler(23, 8, rank=r, world=2, seed=3)) for r in range(2)]
-    assert [len(b) for b in one] == [8, 8, 7]
+    assert [len(b) for b in one] == [8, 8, 7] == ShardedBatchSampler(23, 8).global_sizes()
     assert len(two[0]) == len(two[1]) == 3 == len(ShardedBatchSampler(23, 8, world=2))
     for g, (a, b) in enumerate(zip(*two)):
         assert len(a) == len(b) and not set(a) & set(b)
         assert a + b == one[g][: len(a) + len(b)]  # the same global batch, cut in two
     assert [len(b) for b in two[0]] == [4, 4, 3]  # the last global batch of 7 loses one string
+    assert ShardedBatchSampler(23, 8, world=2).global_sizes() == [8, 8, 6]
     assert list(ShardedBatchSampler(9, 8, min_batch=2)) == [list(ShardedBatchSampler(9, 8, min_batch=2))[0]]  # a batch of 1 is dropped
 
 

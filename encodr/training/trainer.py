@@ -128,10 +128,14 @@ class ShardedBatchSampler(torch.utils.data.Sampler):
             shard = len(batch) // self.world
             yield batch[self.rank * shard : (self.rank + 1) * shard].tolist()
 
-    def __len__(self) -> int:
+    def global_sizes(self) -> list[int]:
+        """The size of every global batch of an epoch, in order (the same every epoch)."""
         full, rest = divmod(self.size, self.batch_size)
         rest -= rest % self.world
-        return full + (1 if rest >= self.min_batch else 0)
+        return [self.batch_size] * full + ([rest] if rest >= self.min_batch else [])
+
+    def __len__(self) -> int:
+        return len(self.global_sizes())
 
 
 @dataclass
@@ -373,11 +377,12 @@ class Trainer:
         try:
             for epoch in range(1, args.epochs + 1):
                 loaders[0].batch_sampler.set_epoch(epoch)
-                first = iter(loaders[0])
+                first, sizes = iter(loaders[0]), iter(loaders[0].batch_sampler.global_sizes())
                 for _ in range(per_epoch):
                     parts = torch.zeros(len(streams), device=acc.device)
                     for _ in range(args.grad_accum):
                         batches = [next(first)] + [next(it) for it in others]
+                        examples += next(sizes)
                         with acc.autocast():
                             losses = [s.weight * s.loss(module, b) for s, b in zip(streams, batches)]
                         acc.backward(sum(losses) / args.grad_accum)
@@ -393,7 +398,6 @@ class Trainer:
                     parts = reduce(parts, "mean") if self.world > 1 else parts
                     value = float(parts.sum())
                     step += 1
-                    examples += streams[0].batch_size * args.grad_accum
                     rate = examples / (time.perf_counter() - started)
                     row = {"step": step, "epoch": epoch, "loss": value, "lr": lr, "examples_per_s": rate}
                     if len(streams) > 1:
