@@ -146,7 +146,8 @@ class TrainResult:
         steps: optimizer steps taken.
         examples: global training examples seen (first stream; strings for Mirror-BERT).
         seconds: wall time of the loop, evaluation included, model loading excluded.
-        examples_per_s: examples / seconds.
+        examples_per_s: examples per second of training (evaluation time excluded).
+        eval_seconds: time spent evaluating on the dev set inside the loop.
         final_loss: mean global loss over the last 10 steps.
         precision: ``fp32``, ``bf16`` or ``fp16``.
         device: the device this process trained on, e.g. ``cpu`` or ``cuda:0``.
@@ -167,6 +168,7 @@ class TrainResult:
     precision: str
     device: str
     processes: int = 1
+    eval_seconds: float = 0.0
     log: list[dict] = field(default_factory=list)
     dev_curve: list[dict] = field(default_factory=list)
     best: dict | None = None
@@ -185,8 +187,10 @@ class _BestCheckpoint:
         self.curve: list[dict] = []
         self.best: dict | None = None
         self.state: dict | None = None
+        self.seconds = 0.0  # spent evaluating during the loop (the start's evaluation excluded)
 
     def __call__(self, step: int, epoch: int) -> None:
+        started = time.perf_counter()
         was_training = self.module.training
         self.module.eval()
         value = None
@@ -200,6 +204,8 @@ class _BestCheckpoint:
         if self.best is None or score > self.best["score"]:
             self.best = {"step": step, "epoch": epoch, "dev": round(value, 4), "score": score}
             self.state = {k: v.detach().to("cpu", copy=True) for k, v in self.module.state_dict().items()}
+        if step > 0:
+            self.seconds += time.perf_counter() - started
 
     def restore(self) -> dict | None:
         if self.state is not None:
@@ -398,7 +404,7 @@ class Trainer:
                     parts = reduce(parts, "mean") if self.world > 1 else parts
                     value = float(parts.sum())
                     step += 1
-                    rate = examples / (time.perf_counter() - started)
+                    rate = examples / (time.perf_counter() - started - (selector.seconds if selector else 0.0))
                     row = {"step": step, "epoch": epoch, "loss": value, "lr": lr, "examples_per_s": rate}
                     if len(streams) > 1:
                         row.update({f"loss/{s.name}": float(x) for s, x in zip(streams, parts)})
@@ -419,11 +425,12 @@ class Trainer:
             module.eval()
         best = selector.restore() if selector is not None else None
         seconds = time.perf_counter() - started
+        eval_seconds = selector.seconds if selector else 0.0
         tail = [r["loss"] for r in log[-10:]]
         return TrainResult(
-            steps=step, examples=examples, seconds=seconds, examples_per_s=examples / seconds if seconds else 0.0,
+            steps=step, examples=examples, seconds=seconds, examples_per_s=examples / (seconds - eval_seconds) if seconds > eval_seconds else 0.0,
             final_loss=float(np.mean(tail)) if tail else math.nan, precision=self.precision, device=self.device,
-            processes=self.world, log=log, dev_curve=selector.curve if selector else [], best=best,
+            processes=self.world, eval_seconds=round(eval_seconds, 2), log=log, dev_curve=selector.curve if selector else [], best=best,
         )  # fmt: skip
 
     @staticmethod

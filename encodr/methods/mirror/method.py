@@ -154,6 +154,7 @@ def run(ctx: RunContext) -> Outcome:
         "steps": result.steps,
         "examples": result.examples,
         "train_seconds": round(result.seconds, 2),
+        "eval_seconds": result.eval_seconds,
         "examples_per_s": round(result.examples_per_s, 2),
         "final_loss": round(result.final_loss, 5),
         "dev": request.dev,
