@@ -16,13 +16,17 @@ def gather(tensor: torch.Tensor, with_grad: bool) -> tuple[torch.Tensor, int]:
     ``all_gather_with_grad``, i.e. ``torch.distributed.nn.all_gather``), as in SimCSE and
     sentence-transformers' ``gather_across_devices``.
     """
+    import warnings
+
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return tensor, 0
     from sentence_transformers.util import all_gather
 
-    return all_gather(tensor.contiguous(), with_grad=with_grad), dist.get_rank() * tensor.shape[0]
+    with warnings.catch_warnings():  # torch deprecates the collective the library calls; nothing for a user to do
+        warnings.filterwarnings("ignore", message=".*all_gather is deprecated", category=FutureWarning)
+        return all_gather(tensor.contiguous(), with_grad=with_grad), dist.get_rank() * tensor.shape[0]
 
 
 class MirrorInfoNCELoss(nn.Module):
