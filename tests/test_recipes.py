@@ -51,3 +51,9 @@ def test_bad_recipe_files_name_the_problem(tmp_path, text, words):
 def test_unknown_recipe_lists_the_bundled_ones():
     with pytest.raises(EncodrError, match="unknown recipe 'wrod'.*phrase, sentence, word"):
         load_recipe("wrod")
+
+
+def test_an_override_cannot_change_the_method():
+    with pytest.raises(EncodrError, match="recipe key 'method' is 'mirror' in this recipe and cannot be changed"):
+        load_recipe("word", {"method": "trans_encoder"})
+    assert load_recipe("word", {"method": "mirror"}).method == "mirror"

@@ -4,7 +4,6 @@ on a tiny model."""
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest

@@ -54,6 +54,8 @@ def check(key: str, value: Any, cls: type) -> Any:
             value = str(value)
     except (TypeError, ValueError):
         raise EncodrError(f"recipe key '{key}' must be a{'n' if kind == 'int' else ''} {kind}, got {value!r}") from None
+    if key == "method" and value != cls.method:
+        raise EncodrError(f"recipe key 'method' is '{cls.method}' in this recipe and cannot be changed; pick a recipe of method '{value}' instead")
     rules = cls.RULES
     rule = rules.get(key)
     prefix, _, suffix = key.partition("_")
@@ -62,7 +64,6 @@ def check(key: str, value: Any, cls: type) -> Any:
     if rule is not None and not rule[0](value):
         raise EncodrError(f"recipe key '{key}' must be {rule[1]}, got {value!r}")
     return value
-
 
 
 def available() -> dict[str, Path]:
