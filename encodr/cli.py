@@ -165,13 +165,13 @@ def tune(
     if as_json:
         _emit_json(summary)
         return
-    view = Table(title=f"{table['title']} → {summary['out']}", caption=table.get("caption"))
+    ids = summary["run_ids"]
+    caption = "; ".join(filter(None, [table.get("caption"), f"run{'s' * (len(ids) > 1)} {', '.join(map(str, ids))} in encodr runs"]))
+    view = Table(title=f"{table['title']} → {summary['out']}", caption=caption)
     for col in table["columns"]:
         view.add_column(col)
     for row in table["rows"]:
         view.add_row(*row)
-    if table["columns"] == ["field", "value"]:
-        view.add_row("run_id", ", ".join(map(str, summary["run_ids"])))
     out_console.print(view)
 
 

@@ -165,3 +165,22 @@ def test_two_streams_mix_in_one_step_with_their_weights(accum):
     assert first["loss/a"] == pytest.approx(1.0) and first["loss/b"] == pytest.approx(0.5 * 4.0) and first["loss"] == pytest.approx(3.0)
     assert result.steps == 2 * 4 // accum and result.examples == 2 * 8  # the first stream sets the epoch; the second cycles
     assert float(module.weight.detach()) > 0  # both targets pull the prediction up
+
+
+def test_dev_errors_and_warnings(tiny_model, words_file, tmp_path, capsys, monkeypatch):
+    base = ["tune", str(words_file), "--model", str(tiny_model), "--batch-size", "16", "--epochs", "1"]
+    code, _, err = run_cli([*base, "--dev", str(tmp_path / "nope.tsv"), "--out", str(tmp_path / "a")], capsys, monkeypatch)
+    assert code == 2 and "--dev" in err and "no such file or bundled evaluation set" in err and "mesh-dev" in err
+    assert "Traceback" not in err and not (tmp_path / "a").exists()
+    code, _, err = run_cli(["tune", "--recipe", "cross-encoder", "--model", str(tiny_model), "--dev", "mesh-dev", "--out", str(tmp_path / "b")], capsys, monkeypatch)
+    assert code == 2 and "--dev mesh-dev is scored by acc@1" in err and "selects on spearman" in err and not (tmp_path / "b").exists()
+    code, _, err = run_cli([*base, "--recipe", "word", "--dev", "simlex999", "--out", str(tmp_path / "c")], capsys, monkeypatch)
+    assert code == 0 and "--dev simlex999 is a test set: selecting on it makes its score optimistic" in err
+
+
+def test_a_batch_that_does_not_split_over_the_processes_is_refused(monkeypatch):
+    from encodr.training import OptimArgs
+
+    monkeypatch.setattr(Trainer, "world", property(lambda self: 2))
+    with Trainer("cpu", "no") as trainer, pytest.raises(EncodrError, match="batch size 3 of stream 'a' is not a multiple of the 2 processes"):
+        trainer.fit(torch.nn.Linear(1, 1), [_constant_stream("a", 8, 3, 1.0, 1.0)], OptimArgs(batch_size=3))

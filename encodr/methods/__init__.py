@@ -87,6 +87,34 @@ def check_request(recipe, request: TuneRequest) -> None:
                               f"{'methods that do: ' + ', '.join(takers) if takers else 'no method does'}")  # fmt: skip
 
 
+def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role: str = "--dev"):
+    """The evaluation set a method selects on (``role`` ``--dev``) or reports on.
+
+    Args:
+        ctx: the run (a one-line warning goes through it).
+        spec: a bundled set name or a scored-pairs file; ``None`` gives ``None``.
+        metric: the primary metric the method needs (e.g. ``spearman``), or ``None`` for any.
+        role: how the error and warning name the set.
+
+    Returns:
+        An :class:`encodr.evaluation.DevSet` or ``None``. Selecting on a test set is allowed,
+        with a warning that its score is then optimistic.
+
+    Raises:
+        EncodrError: see :func:`encodr.evaluation.dev_set`, or a set scored by another metric.
+    """
+    from ..evaluation import dev_set
+
+    if not spec:
+        return None
+    found = dev_set(spec)
+    if metric and found.metric != metric:
+        raise EncodrError(f"{role} {spec} is scored by {found.metric}; recipe '{ctx.recipe.name}' selects on {metric}, e.g. stsb-dev or a scored-pairs file")
+    if role == "--dev" and found.split == "test":
+        ctx.warn(f"--dev {found.name} is a test set: selecting on it makes its score optimistic; report another set")
+    return found
+
+
 def tune(recipe, request: TuneRequest) -> dict | None:
     """Train with ``recipe``'s method through the shared run wrapper.
 
@@ -105,4 +133,4 @@ def tune(recipe, request: TuneRequest) -> dict | None:
     return run(methods()[recipe.method].run, recipe, request)
 
 
-__all__ = ["Method", "TuneRequest", "check_request", "load_recipe", "methods", "recipe_classes", "tune"]
+__all__ = ["Method", "TuneRequest", "check_request", "load_dev", "load_recipe", "methods", "recipe_classes", "tune"]

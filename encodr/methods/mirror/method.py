@@ -113,13 +113,11 @@ def run(ctx: RunContext) -> Outcome:
     Raises:
         EncodrError: bad input (data, dev set, model), checked before training.
     """
-    from ...evaluation import dev_set
+    from .. import load_dev
 
     request, recipe = ctx.request, ctx.recipe
     corpus = load_training_strings(request.data, recipe, request.limit)
-    dev = dev_set(request.dev) if request.dev else None  # a bad --dev fails before the model loads
-    if dev and dev.split == "test":
-        ctx.warn(f"--dev {dev.name} is a test set: selecting on it makes its score optimistic; report another set")
+    dev = load_dev(ctx, request.dev)  # a bad --dev fails before the model loads
     n = len(corpus.strings)
     if n < recipe.batch_size:
         ctx.warn(f"only {n} distinct strings, fewer than batch_size {recipe.batch_size}: training with batch size {n}")

@@ -146,10 +146,10 @@ class _TransEncoderRun:
 
     def __init__(self, ctx: RunContext):
         self.ctx, self.recipe, self.request = ctx, ctx.recipe, ctx.request
-        self.dev = self._scored(self.request.dev, "--dev")
-        self.report = self._scored(self.request.report, "the report set")
-        if self.dev and self.dev.split == "test":
-            ctx.warn(f"--dev {self.dev.name} is a test set: selecting on it makes its score optimistic; report another set")
+        from .. import load_dev
+
+        self.dev = load_dev(ctx, self.request.dev, "spearman")
+        self.report = load_dev(ctx, self.request.report, "spearman", role="the report set")
         self.chains = [Chain(spec, cross_base(spec)) for spec in self.request.models]
         multi = len(self.chains) > 1
         self.names = {i: ("bi", "cross") if i == 0 else (f"bi-{i + 1}", f"cross-{i + 1}") for i in range(len(self.chains))}
@@ -157,18 +157,6 @@ class _TransEncoderRun:
         self.timings: list[dict] = []
         self.pair_data = load_pairs(self.request.data, self.recipe)
         self.pairs: list[tuple[str, str]] = []
-
-    @staticmethod
-    def _scored(spec: str | None, what: str):
-        """A Spearman-scored set (refused when the bundled set is scored otherwise)."""
-        from ...evaluation import dev_set
-
-        if not spec:
-            return None
-        found = dev_set(spec)
-        if found.metric != "spearman":
-            raise EncodrError(f"{what} {spec} is scored by {found.metric}; Trans-Encoder selects on scored pairs (Spearman ρ), e.g. stsb-dev or a file")
-        return found
 
     def rho(self, which, scorer) -> float | None:
         """ρ × 100 of a bi- or cross-encoder on the dev or report set; ``None`` without it."""
