@@ -120,8 +120,9 @@ def run(ctx: RunContext) -> Outcome:
     dev = load_dev(ctx, request.dev)  # a bad --dev fails before the model loads
     n = len(corpus.strings)
     if n < recipe.batch_size:
-        ctx.warn(f"only {n} distinct strings, fewer than batch_size {recipe.batch_size}: training with batch size {n}")
-        recipe = ctx.recipe = dataclasses.replace(recipe, batch_size=n - n % ctx.trainer.world)
+        size = n - n % ctx.trainer.world  # a multiple of the number of processes
+        ctx.warn(f"only {n} distinct strings, fewer than batch_size {recipe.batch_size}: training with batch size {size}")
+        recipe = ctx.recipe = dataclasses.replace(recipe, batch_size=size)
     encoder = load_encoder(request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
     ids, truncated = tokenize(encoder.tokenizer, corpus.strings, recipe.max_length)
     if truncated or corpus.long_lines:
