@@ -258,3 +258,26 @@ def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, m
     assert code == 2 and "at least two different gold scores" in err and not (tmp_path / "te-flat").exists()
     code, out, err = run_cli(["eval", "pairs", "--model", str(tiny_model)], capsys, monkeypatch)
     assert code == 2 and "'encodr eval pairs' needs a FILE" in err
+
+
+def test_the_starting_bi_encoder_is_saved_when_no_trained_one_beats_it_on_dev(spread_model, tmp_path):
+    # A dev file whose gold order is the start model's own cosine order gives the start ρ = 100:
+    # no trained bi-encoder can beat it, so bi/ holds the starting weights and the run says so.
+    from conftest import run_trans_encoder
+    from encodr.models import load_encoder
+
+    start = load_encoder(str(spread_model), pooling="mean", max_length=12, device="cpu")
+    a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    cos = start.pair_scores(a, b)
+    assert len(set(cos.tolist())) == len(PAIRS)
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("".join(f"{r}\t{x}\t{y}\n" for r, x, y in zip(np.argsort(np.argsort(cos)), a, b)))
+    data = tmp_path / "pairs.tsv"
+    data.write_text("".join(f"{x}\t{y}\n" for x, y in PAIRS))
+    warnings = []
+    s = run_trans_encoder(str(data), _tiny_recipe(eval_steps=1), [str(spread_model)], tmp_path / "tenc", device="cpu", dev=str(dev), warn=warnings.append)
+    chain = s["chains"][0]
+    assert chain["start_dev"] == pytest.approx(100.0) and chain["best"]["bi"] == {"dev": 100.0, "cycle": 0}
+    assert any("no trained bi-encoder beat the starting model" in w for w in warnings)
+    saved = load_encoder(str(tmp_path / "tenc" / "bi"), device="cpu").encode(a)
+    assert np.allclose(saved, start.encode(a), atol=1e-6)
