@@ -1,8 +1,9 @@
 """encodr: turn pretrained masked language models into fast, strong encoders.
 
-Data flows one way: text (:mod:`encodr.corpus`) → tokens and views (:mod:`encodr.augment`)
-→ model (:mod:`encodr.models`, :mod:`encodr.train`, :mod:`encodr.losses`) → vectors
-(:class:`encodr.models.Encoder`) → evaluation (:mod:`encodr.evaluation`).
+Data flows one way: text (:mod:`encodr.data`) → tokens and views (a method in
+:mod:`encodr.methods`) → model (:mod:`encodr.models`, trained by :mod:`encodr.training` with
+:mod:`encodr.losses`) → vectors (:class:`encodr.models.Encoder`) → index
+(:mod:`encodr.index`) and evaluation (:mod:`encodr.evaluation`). The CLI and the TUI sit on top.
 """
 
 import os as _os

@@ -1,5 +1,5 @@
 """The ``encodr`` command line (Typer). A thin layer: every command calls the core
-modules (:mod:`encodr.tune`, :mod:`encodr.evaluation`, :mod:`encodr.registry`) and prints
+modules (:mod:`encodr.methods`, :mod:`encodr.index`, :mod:`encodr.evaluation`, :mod:`encodr.registry`) and prints
 a rich table, or JSON with ``--json``."""
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool = Fal
     Args:
         suite: which evaluation.
         encoder: an :class:`encodr.models.Encoder`, or for ``sts`` and ``pairs`` a
-            :class:`encodr.cross.CrossScorer`.
+            :class:`encodr.models.CrossScorer`.
         data: files or bundled task names replacing the suite's defaults.
         progress: show encoding progress bars.
 

@@ -21,7 +21,7 @@ class Score:
 
 class Evaluator(ABC):
     """Scores a model on one dataset: a bi-encoder (:class:`encodr.models.Encoder`), or for
-    pair tasks anything with ``pair_scores`` (also :class:`encodr.cross.CrossScorer`)."""
+    pair tasks anything with ``pair_scores`` (also :class:`encodr.models.CrossScorer`)."""
 
     name: str
 
