@@ -1,4 +1,4 @@
-"""``encodr tui``: a Textual app over the same core as the CLI (:class:`encodr.search.Searcher`,
+"""``encodr tui``: a Textual app over the same core as the CLI (:class:`encodr.index.Searcher`,
 :func:`encodr.index.list_indexes`, :func:`encodr.models.list_models`,
 :func:`encodr.registry.runs`). It holds presentation only, no logic of its own.
 

@@ -62,7 +62,7 @@ def read_pairs(path: str | Path) -> PairData:
         (call :func:`mine_pairs`).
 
     Raises:
-        EncodrError: unreadable file (see :func:`encodr.corpus.read_lines`), a line with
+        EncodrError: unreadable file (see :func:`encodr.data.text.read_lines`), a line with
             a tab where others have none (line number given), or too little data.
     """
     from .readers import read_sts
