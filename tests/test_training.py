@@ -115,7 +115,8 @@ def _tune_cmd(launcher: list[str], words, model, out) -> list[str]:
 def test_two_processes_give_the_loss_of_one_on_the_same_global_batch(tiny_model, tmp_path):
     # Two processes with global batch 8 (4 strings each, candidates gathered across processes)
     # must reproduce one process with batch 8: the same loss at step 1, and, since the averaged
-    # gradients are the same, at step 2 too. Span masking (k = 2) is on; dropout is off.
+    # gradients are the same, at step 2 too; also with GradCache. Span masking (k = 2) is on;
+    # dropout is off.
     from encodr.data.text import top_words
 
     words = tmp_path / "w.txt"
@@ -126,10 +127,14 @@ def test_two_processes_give_the_loss_of_one_on_the_same_global_batch(tiny_model,
     two = subprocess.run(_tune_cmd([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"], words, tiny_model, tmp_path / "two"),
                          capture_output=True, text=True, env=env)  # fmt: skip
     assert two.returncode == 0, two.stderr[-3000:]
-    logs = [[json.loads(line) for line in (tmp_path / d / "train_log.jsonl").read_text().splitlines()] for d in ("one", "two")]
-    assert [len(log) for log in logs] == [2, 2]
-    for a, b in zip(*logs):
-        assert abs(a["loss"] - b["loss"]) < 1e-5
+    # GradCache with gathered candidates: chunks of 3 views per process, same losses again
+    cached = subprocess.run([*_tune_cmd([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"], words, tiny_model, tmp_path / "two-cached"),
+                             "--mini-batch", "3"], capture_output=True, text=True, env=env)  # fmt: skip
+    assert cached.returncode == 0, cached.stderr[-3000:]
+    logs = [[json.loads(line) for line in (tmp_path / d / "train_log.jsonl").read_text().splitlines()] for d in ("one", "two", "two-cached")]
+    assert [len(log) for log in logs] == [2, 2, 2]
+    for a, b, c in zip(*logs):
+        assert abs(a["loss"] - b["loss"]) < 1e-5 and abs(a["loss"] - c["loss"]) < 1e-5
     summary = json.loads((tmp_path / "two" / "encodr.json").read_text())
     assert summary["processes"] == 2 and json.loads((tmp_path / "one" / "encodr.json").read_text())["processes"] == 1
     assert two.stdout.count("encodr tune →") == 1 and two.stderr.count("encodr: tuning") == 1  # only the main process prints
@@ -139,7 +144,7 @@ def test_two_processes_give_the_loss_of_one_on_the_same_global_batch(tiny_model,
     texts = ["heart attack", "stone"]
     assert np.abs(SentenceTransformer(str(tmp_path / "two"), device="cpu").encode(texts) - load_encoder(str(tmp_path / "one")).encode(texts)).max() < 1e-4
     rows = registry.runs()
-    assert len(rows) == 2 and {r["metrics"]["processes"] for r in rows} == {1, 2}  # one row per run, not per process
+    assert len(rows) == 3 and sorted(r["metrics"]["processes"] for r in rows) == [1, 2, 2]  # one row per run, not per process
 
 
 def _constant_stream(name: str, size: int, batch: int, target: float, weight: float):

@@ -176,6 +176,7 @@ def test_evaluate_sees_the_model_in_eval_mode_at_start_every_n_steps_and_at_epoc
         result = trainer.fit(encoder.st, [mirror_stream(encoder.tokenizer, ids, recipe)], recipe.optim(), evaluate=evaluate, eval_steps=4)
     # the start (step 0), then 3 epochs of 3 steps: every 4th step (4, 8) and each epoch end (3, 6, 9)
     assert [p["step"] for p in result.dev_curve] == [0, 3, 4, 6, 8, 9]
+    assert {r["step"]: r["dev"] for r in result.log if "dev" in r} == {3: 40.0, 4: 60.0, 6: 55.0, 8: 70.0, 9: 65.0}  # the run log has the curve
     assert all(not training and shape == (1, 32) for training, shape in calls)
     assert result.best == {"step": 8, "epoch": 3, "dev": 70.0} and not result.kept_start
 

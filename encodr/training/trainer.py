@@ -153,7 +153,8 @@ class TrainResult:
         device: the device this process trained on, e.g. ``cpu`` or ``cuda:0``.
         processes: number of processes that trained together.
         log: one dict per step: ``step``, ``epoch``, ``loss`` (and one ``loss/NAME`` per
-            stream when there are several), ``lr``, ``examples_per_s``.
+            stream when there are several), ``lr``, ``examples_per_s``, and ``dev`` at the
+            steps that were evaluated.
         dev_curve: one dict per evaluation: ``step``, ``epoch``, ``dev`` (step 0: the
             starting model); empty without an evaluator.
         best: ``{"step", "epoch", "dev"}`` of the weights the module holds on return
@@ -415,10 +416,12 @@ class Trainer:
                         on_step(step, value)
                     if selector is not None and eval_steps and step % eval_steps == 0:
                         selector(step, epoch)
+                        row["dev"] = selector.curve[-1]["dev"]
                     if step >= total:
                         break
                 if selector is not None and not (eval_steps and step % eval_steps == 0):
                     selector(step, epoch)  # epoch end, unless just evaluated at this very step
+                    log[-1]["dev"] = selector.curve[-1]["dev"]
                 if step >= total:
                     break
         finally:
