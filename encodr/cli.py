@@ -368,6 +368,9 @@ def runs(as_json: bool = typer.Option(False, "--json"), limit: int = typer.Optio
         m = r.get("metrics") or {}
         if "final_loss" in m:
             result = f"loss {m['final_loss']:.4f}"
+            if m.get("dev_metric"):  # selected on --dev: the kept checkpoint's score
+                best = m["best"]
+                result += f" · dev {m['dev_metric']} {best['dev']:.2f} ({'start kept' if best['step'] == 0 else 'step ' + str(best['step'])})"
         else:
             dev = (m.get("best") or {}).get("dev")
             result = "–" if dev is None else f"dev ρ {dev:.2f}"

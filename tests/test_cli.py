@@ -208,8 +208,12 @@ def test_runs_table_shows_the_result_of_each_kind(capsys, monkeypatch, tmp_path)
                      "metrics": {"final_loss": 1.234567, "examples_per_s": 99.5}})  # fmt: skip
     registry.record({"kind": "tenc-bi", "model": "minilm", "recipe_name": "cross-encoder", "data": "stsb-train", "out": "/elsewhere/bi",
                      "metrics": {"best": {"dev": 81.2, "cycle": 2}}})  # fmt: skip
+    registry.record({"kind": "tune", "model": "minilm", "recipe_name": "phrase", "data": "mesh", "out": str(tmp_path / "runs" / "p"),
+                     "metrics": {"final_loss": 0.21, "dev_metric": "acc@1", "best": {"step": 0, "epoch": 0, "dev": 49.8769}}})  # fmt: skip
+    monkeypatch.setattr(cli.out_console, "width", 260)
     code, out, _ = run_cli(["runs"], capsys, monkeypatch)
     lines = out.splitlines()
     row = lambda run_id: next(line for line in lines if line.startswith(f"│ {run_id:>2} "))  # noqa: E731
     assert code == 0 and "loss 1.2346" in row(1) and "runs/w " in row(1) and str(tmp_path) not in row(1)
     assert "dev ρ 81.20" in row(2) and "/elsewhere/bi" in row(2)
+    assert "loss 0.2100 · dev acc@1 49.88 (start kept)" in row(3)
