@@ -188,7 +188,7 @@ def _load_scorer(spec: str, cross: bool, device: Optional[str]):
 
 @app.command("eval")
 def evaluate(
-    suite: str = typer.Argument(..., help="sts | words | linking | pairs"),
+    suite: str = typer.Argument(..., help="sts | words | linking | pairs | bitext"),
     files: Optional[List[str]] = typer.Argument(None, help="Evaluation files (same as --data)."),
     model: str = typer.Option("minilm", "--model", "-m", help="Model to evaluate (alias, directory, Hub id)."),
     data: Optional[List[str]] = typer.Option(None, "--data", "-d", help="Evaluation file or bundled task name; repeatable."),
@@ -198,7 +198,7 @@ def evaluate(
     device: Optional[str] = typer.Option(None),
     as_json: bool = typer.Option(False, "--json", help="Print scores as JSON."),
 ) -> None:
-    """Evaluate a model: STS (Spearman ρ×100), word similarity, entity linking (acc@k), or binary pairs (ROC-AUC×100). Cross-encoders (--cross) on sts and pairs."""
+    """Evaluate a model: STS (Spearman ρ×100), word similarity, entity linking (acc@k), binary pairs (ROC-AUC×100), or bitext retrieval (Tatoeba acc@1, both directions). Cross-encoders (--cross) on sts and pairs."""
     from . import evaluation
     from .evaluation.tasks import CROSS_SUITES
 

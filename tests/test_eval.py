@@ -99,3 +99,61 @@ def test_pair_evaluator_counts_pairs():
     ev = PairSimilarityEvaluator("w", [ScoredPair(9, "x", "y"), ScoredPair(1, "x", "z"), ScoredPair(5, "y", "z")])
     [score] = ev.evaluate(enc)
     assert score.n == 3 and score.value == pytest.approx(100.0)
+
+
+class _Lookup:
+    """An 'encoder' that returns fixed unit vectors per text."""
+
+    name = "lookup"
+
+    def __init__(self, table):
+        self.table = table
+
+    def encode(self, texts, progress=False):
+        import numpy as np
+
+        return np.array([self.table[t] for t in texts], dtype=np.float32)
+
+
+def test_bitext_accuracy_both_directions_on_a_known_input():
+    from encodr.data.bitext import Translation
+    from encodr.evaluation.bitext import BitextEvaluator
+
+    # a→x, b→y right both ways; c's nearest target is y (so c→z fails), while z's nearest source is c
+    table = {"a": [1, 0, 0], "b": [0, 1, 0], "c": [0, 0.9, 0.43589], "x": [1, 0, 0], "y": [0, 1, 0], "z": [0, 0.43589, 0.9]}  # c·y 0.90 > c·z 0.78
+    pairs = [Translation("a", "x", "spa", "eng"), Translation("b", "y", "spa", "eng"), Translation("c", "z", "spa", "eng")]
+    scores = {s.metric: s.value for s in BitextEvaluator("toy", pairs).evaluate(_Lookup(table))}
+    assert scores["acc@1 spa→eng"] == pytest.approx(200 / 3) and scores["acc@1 eng→spa"] == pytest.approx(100.0)
+    assert scores["acc@1"] == pytest.approx((200 / 3 + 100) / 2)
+
+
+def test_tatoeba_layout_and_its_errors(tmp_path):
+    from encodr.data.bitext import read_bitext_any
+
+    (tmp_path / "tatoeba.ita-eng.ita").write_text("il gatto\nil cane\n")
+    (tmp_path / "tatoeba.ita-eng.eng").write_text("the cat\nthe dog\n")
+    pairs = read_bitext_any(tmp_path / "tatoeba.ita-eng.eng")  # either file of the pair
+    assert [(p.source, p.target, p.source_lang, p.target_lang) for p in pairs] == [("il gatto", "the cat", "ita", "eng"), ("il cane", "the dog", "ita", "eng")]
+    (tmp_path / "tatoeba.ita-eng.eng").write_text("the cat\n")
+    with pytest.raises(EncodrError, match="has 2 lines and tatoeba.ita-eng.eng 1"):
+        read_bitext_any(tmp_path / "tatoeba.ita-eng.ita")
+    (tmp_path / "tatoeba.ita-eng.eng").write_text("the cat\n\n")
+    with pytest.raises(EncodrError, match="line 2 is blank"):
+        read_bitext_any(tmp_path / "tatoeba.ita-eng.ita")
+    with pytest.raises(EncodrError, match="not a Tatoeba file"):
+        read_bitext_any(tmp_path / "pairs.csv")
+
+
+def test_cli_eval_bitext_on_a_user_file(tiny_model, tmp_path, capsys, monkeypatch):
+    import json
+
+    from conftest import run_cli
+
+    f = tmp_path / "pairs.tsv"
+    f.write_text("il gatto\tthe cat\tita\teng\nil cane\tthe dog\tita\teng\nla casa\tthe house\tita\teng\n")
+    code, out, err = run_cli(["eval", "bitext", str(f), "--model", str(tiny_model), "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    scores = {s["metric"]: s for s in json.loads(out)["scores"]}
+    assert set(scores) == {"acc@1", "acc@1 ita→eng", "acc@1 eng→ita"} and scores["acc@1"]["n"] == 3
+    code, _, err = run_cli(["eval", "bitext", "--data", "stsb-dev", "--model", str(tiny_model)], capsys, monkeypatch)
+    assert code == 2 and "scored by spearman" in err and "tatoeba-spa" in err

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EncodrError
-from .text import iter_lines
+from .text import iter_lines, read_lines
 
 
 @dataclass(frozen=True)
@@ -44,3 +44,37 @@ def read_bitext(path: str | Path) -> list[Translation]:
     if len(found) < 2:
         raise EncodrError(f"{path} has {len(found)} distinct translation pair{'s' * (len(found) != 1)}; bitext retrieval needs at least 2 (in-batch negatives)")
     return list(found.values())
+
+
+def read_tatoeba(path: str | Path) -> list[Translation]:
+    """Read the Tatoeba / LASER layout: ``tatoeba.XXX-eng.XXX`` and its aligned sibling
+    ``tatoeba.XXX-eng.eng`` (line i of one translates line i of the other). Every line is kept,
+    repeats included, so that line i stays the gold answer for line i.
+
+    Args:
+        path: either file of the pair.
+
+    Raises:
+        EncodrError: a name not in that layout, a missing sibling, files of different
+            lengths, or a blank line.
+    """
+    p = Path(path)
+    parts = p.name.split(".")
+    if len(parts) != 3 or "-" not in parts[1]:
+        raise EncodrError(f"{path}: not a Tatoeba file (tatoeba.LANG-eng.LANG); pass source<TAB>target pairs as a .tsv instead")
+    lang, other = parts[1].split("-", 1)
+    source, target = p.with_name(f"{parts[0]}.{parts[1]}.{lang}"), p.with_name(f"{parts[0]}.{parts[1]}.{other}")
+    a, _ = read_lines(source)
+    b, _ = read_lines(target)
+    if len(a) != len(b):
+        raise EncodrError(f"{source.name} has {len(a)} lines and {target.name} {len(b)}; aligned files need one translation a line")
+    blank = next((i for i, (x, y) in enumerate(zip(a, b), 1) if not x.strip() or not y.strip()), None)
+    if blank is not None:
+        raise EncodrError(f"{source.name} / {target.name}: line {blank} is blank; aligned files need one sentence a line")
+    return [Translation(x.strip(), y.strip(), lang, other) for x, y in zip(a, b)]
+
+
+def read_bitext_any(path: str | Path) -> list[Translation]:
+    """Translation pairs from a Tatoeba pair of files (:func:`read_tatoeba`) or a TSV
+    (:func:`read_bitext`), chosen by the file name."""
+    return read_tatoeba(path) if Path(path).suffix.lower() not in (".tsv", ".txt") else read_bitext(path)

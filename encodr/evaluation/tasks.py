@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..data.bitext import read_bitext_any
+from ..data.readers import read_binary_pairs, read_linking, read_sts, read_word_pairs
 from ..errors import EncodrError
 from ..paths import bundled
 from .base import Evaluator
+from .bitext import BitextEvaluator
 from .linking import LinkingEvaluator
-from ..data.readers import read_binary_pairs, read_linking, read_sts, read_word_pairs
 from .similarity import PairClassificationEvaluator, PairSimilarityEvaluator
 
 # kind → (reader, evaluator class)
@@ -19,6 +21,7 @@ KINDS = {
     "words": (read_word_pairs, PairSimilarityEvaluator),
     "linking": (read_linking, LinkingEvaluator),
     "pairs": (read_binary_pairs, PairClassificationEvaluator),
+    "bitext": (read_bitext_any, BitextEvaluator),
 }
 # suites a cross-encoder can run (it scores pairs; it has no vectors for linking)
 CROSS_SUITES = ("sts", "pairs")
@@ -68,10 +71,12 @@ TASKS = {
              "MeSH disease names (NLM): non-trivial variants → canonical name, 80% of concepts", (("split", "test"),)),
         Task("mesh-dev", "", "linking", "mesh/mesh_disease_names.tsv", "dev",
              "MeSH disease names (NLM): the other 20% of concepts, for choosing settings", (("split", "dev"),)),
+        *(Task(f"tatoeba-{lang}", "bitext", "bitext", f"tatoeba/tatoeba.{lang}-eng.{lang}", "dev",
+               f"Tatoeba {lang}↔eng, 1,000 pairs (Artetxe & Schwenk 2019); the multilingual dev set") for lang in ("spa", "fra", "deu")),
     ]
 }
 
-PRIMARY = {"sts": "spearman", "words": "spearman", "linking": "acc@1", "pairs": "roc_auc"}
+PRIMARY = {"sts": "spearman", "words": "spearman", "linking": "acc@1", "pairs": "roc_auc", "bitext": "acc@1"}
 
 
 def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
