@@ -195,6 +195,8 @@ def evaluate(
     compare: Optional[str] = typer.Option(None, help="A second model, shown side by side with the difference."),
     cross: bool = typer.Option(False, "--cross", help="--model is a cross-encoder (sts and pairs only)."),
     compare_cross: bool = typer.Option(False, "--compare-cross", help="--compare is a cross-encoder."),
+    pcr: bool = typer.Option(False, "--pcr", help="bitext: remove each language's first principal component before retrieval."),
+    pcr_variant: Optional[str] = typer.Option(None, help="With --pcr: centred | uncentred."),
     device: Optional[str] = typer.Option(None),
     as_json: bool = typer.Option(False, "--json", help="Print scores as JSON."),
 ) -> None:
@@ -208,9 +210,16 @@ def evaluate(
         raise EncodrError(f"a cross-encoder scores pairs; --cross works with 'eval {' / '.join(CROSS_SUITES)}', not '{suite}'")
     if compare_cross and not compare:
         raise EncodrError("--compare-cross says the --compare model is a cross-encoder; pass --compare MODEL too")
+    if (pcr or pcr_variant) and suite != "bitext":
+        raise EncodrError(f"--pcr applies to 'eval bitext' (cross-language retrieval), not '{suite}'")
+    if pcr_variant and not pcr:
+        raise EncodrError("--pcr-variant chooses how --pcr fits its components; pass --pcr too")
+    from .models.pcr import DEFAULT_VARIANT
+
+    options = {"pcr": pcr_variant or DEFAULT_VARIANT} if pcr else {}
     specs = [(model, cross)] + ([(compare, compare_cross)] if compare else [])
     scorers = [_load_scorer(spec, is_cross, device) for spec, is_cross in specs]  # both load before either is scored
-    reports = [evaluation.run(suite, scorer, data, progress=not as_json) for scorer in scorers]
+    reports = [evaluation.run(suite, scorer, data, progress=not as_json, **options) for scorer in scorers]
     if as_json:
         _emit_json(reports[0].to_dict() if len(reports) == 1 else {"models": [r.to_dict() for r in reports]})
         return
@@ -263,17 +272,21 @@ def index_cmd(
     add: bool = typer.Option(False, "--add", help="Append to an existing index (texts already in it are skipped)."),
     overwrite: bool = typer.Option(False, help="Replace an existing index."),
     pcr: bool = typer.Option(False, help="Remove each language's first principal component (language-agnostic search)."),
+    pcr_variant: Optional[str] = typer.Option(None, help="With --pcr: centred (PCA of the covariance) | uncentred (CMLM §5.2: first singular vector)."),
     lang: Optional[str] = typer.Option(None, help="Language of texts without a lang column."),
     batch_size: int = typer.Option(256, min=1, help="Texts per encoding batch (bounds memory)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Encode a corpus and store it in a FAISS + SQLite index."""
     from .index import build
+    from .models.pcr import DEFAULT_VARIANT
     from .paths import home
 
+    if pcr_variant and not pcr:
+        raise EncodrError("--pcr-variant chooses how --pcr fits its components; pass --pcr too")
     out = out or home() / "indexes" / Path(corpus[0]).stem
     with _Bars(enabled=not as_json) as bars:
-        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=bars)
+        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=bars, pcr_variant=pcr_variant or DEFAULT_VARIANT)
     keys = ("model", "pooling", "dimension", "index_type", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
     _print_record(f"encodr index → {meta['path']}", meta, keys, as_json)
 

@@ -83,7 +83,7 @@ def test_pcr_removes_a_direction_per_language(tmp_path, tiny_model):
     f.write_text("id\ttext\tlang\n" + "\n".join(rows) + "\n")
     build([str(f)], str(tiny_model), tmp_path / "p", pcr=True)
     index = Index.open(tmp_path / "p")
-    assert set(index.components) == {"eng", "spa"}
+    assert set(index.components) == {"eng", "spa"} and index.meta["pcr_variant"] == "uncentred"  # the default (CMLM §5.2)
     u = index.components["eng"]
     stored = index.vectors_of([i for i in range(len(TEXTS)) if i % 2 == 0])
     assert np.abs(stored @ u).max() < 1e-4  # the component is gone from that language's vectors
@@ -195,3 +195,36 @@ def test_a_workspace_index_is_found_by_name(corpus, tiny_model, workspace, tmp_p
         Index.open("missing")
     with pytest.raises(EncodrError, match="more.txt is a file; --index takes an index directory"):
         Index.open(more)
+
+
+@pytest.mark.parametrize("variant", ["centred", "uncentred"])
+def test_pcr_variants_remove_their_component(variant):
+    import numpy as np
+
+    from encodr.models.pcr import first_component, fit_and_remove
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(50, 8)).astype(np.float32) + np.array([3, 0, 0, 0, 0, 0, 0, 0], dtype=np.float32)  # a shared offset
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    original = vectors.copy()
+    component = fit_and_remove(vectors, ["spa"] * 50, variant)["spa"]
+    assert np.abs(vectors @ component).max() < 1e-5  # the projection is gone
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    if variant == "uncentred":  # the paper's: the first right singular vector of the uncentred matrix
+        reference = np.linalg.svd(original, full_matrices=False)[2][0]
+    else:  # classic PCA: the same of the centred matrix
+        reference = np.linalg.svd(original - original.mean(axis=0), full_matrices=False)[2][0]
+    assert abs(float(component @ reference)) > 1 - 1e-5
+    mean = original.mean(0) / np.linalg.norm(original.mean(0))
+    assert abs(float(first_component(original.T @ original, original.sum(0), 50, "uncentred") @ mean)) > 0.99  # ≈ the mean direction here
+
+
+def test_pcr_variant_needs_pcr_and_a_known_name(tmp_path, tiny_model, capsys, monkeypatch):
+    f = tmp_path / "c.txt"
+    f.write_text("a cat\na dog\n")
+    code, _, err = run_cli(["index", str(f), "--model", str(tiny_model), "--pcr-variant", "centred", "--out", str(tmp_path / "a")], capsys, monkeypatch)
+    assert code == 2 and "pass --pcr too" in err and not (tmp_path / "a").exists()
+    code, _, err = run_cli(["index", str(f), "--model", str(tiny_model), "--pcr", "--pcr-variant", "median", "--out", str(tmp_path / "b")], capsys, monkeypatch)
+    assert code == 2 and "unknown PCR variant 'median'; choose one of centred, uncentred" in err and not (tmp_path / "b").exists()
+    code, _, err = run_cli(["eval", "sts", "--pcr", "--model", str(tiny_model)], capsys, monkeypatch)
+    assert code == 2 and "--pcr applies to 'eval bitext'" in err

@@ -39,7 +39,7 @@ class Report:
         }
 
 
-def run(suite: str, encoder, data: list[str] | None = None, progress: bool = False) -> Report:
+def run(suite: str, encoder, data: list[str] | None = None, progress: bool = False, **options) -> Report:
     """Evaluate a model on a suite (``sts``, ``words``, ``linking``, ``pairs``).
 
     Args:
@@ -48,6 +48,7 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool = Fal
             :class:`encodr.models.CrossScorer`.
         data: files or bundled task names replacing the suite's defaults.
         progress: show encoding progress bars.
+        options: passed to each task's evaluator (``pcr="centred"`` for bitext).
 
     Returns:
         A :class:`Report`.
@@ -63,7 +64,7 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool = Fal
         raise EncodrError(f"a cross-encoder scores pairs; it works with 'eval {' / '.join(CROSS_SUITES)}', not '{suite}'")
     report = Report(encoder.name, suite)
     for task in tasks_for(suite, data):
-        report.scores.extend(task.evaluator().evaluate(encoder, progress=progress))
+        report.scores.extend(task.evaluator(**options).evaluate(encoder, progress=progress))
     return report
 
 

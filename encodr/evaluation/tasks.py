@@ -54,10 +54,10 @@ class Task:
         p = Path(self.path)
         return p if p.is_absolute() or p.exists() else bundled(self.path)
 
-    def evaluator(self) -> Evaluator:
-        """Read the data and build its evaluator."""
+    def evaluator(self, **options) -> Evaluator:
+        """Read the data and build its evaluator (``options`` go to the evaluator)."""
         reader, cls = KINDS[self.kind]
-        return cls(self.name, reader(self.file(), **dict(self.options)))
+        return cls(self.name, reader(self.file(), **dict(self.options)), **options)
 
 
 TASKS = {

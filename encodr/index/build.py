@@ -12,7 +12,7 @@ import numpy as np
 
 from ..data.records import Record, read_records
 from ..errors import EncodrError
-from ..models.pcr import first_component, remove_component
+from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, fit_and_remove, remove_component
 from ..outputs import atomic_dir, check_target
 from ..progress import ProgressEvent, ProgressFn, silent
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, INDEX_TYPES, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, fingerprint, locate
@@ -54,6 +54,7 @@ def build(
     lang: str | None = None,
     batch_size: int = 256,
     progress: ProgressFn = silent,
+    pcr_variant: str = DEFAULT_VARIANT,
 ) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
 
@@ -71,6 +72,7 @@ def build(
         add: append to the existing index at ``out``.
         overwrite: replace an existing index (without ``add``).
         pcr: fit and apply per-language principal-component removal.
+        pcr_variant: ``centred`` or ``uncentred`` first component (:mod:`encodr.models.pcr`).
         lang: language of texts without a ``lang`` column (default ``und``).
         batch_size: texts per encoding batch (bounds memory).
         progress: receives ``ProgressEvent("indexing", lines read, lines in all)``: first with
@@ -92,6 +94,8 @@ def build(
         raise EncodrError(f"unknown index type '{index_type}'; choose one of {', '.join(INDEX_TYPES)}")
     if not files:
         raise EncodrError("no corpus file given; pass one or more text or TSV files")
+    if pcr_variant not in PCR_VARIANTS:
+        raise EncodrError(f"unknown PCR variant '{pcr_variant}'; choose one of {', '.join(PCR_VARIANTS)}")
     if not add:
         check_target(out, overwrite)
     firsts = [next(iter(read_records(f)), None) for f in files]  # fail before any work
@@ -127,7 +131,7 @@ def build(
                 ingest.flush(batch)
                 progress(ProgressEvent("indexing", read, total))
         if old is None:
-            index, meta = _new_index(tmp, ingest, pcr, index_type, lang)
+            index, meta = _new_index(tmp, ingest, pcr_variant if pcr else None, index_type, lang)
         else:
             index, meta = old.faiss, dict(old.meta)
         ingest.raw_path.unlink()
@@ -195,34 +199,16 @@ class _Ingest:
         batch.clear()
 
 
-def _fit_pcr(vectors: np.ndarray, langs: list[str]) -> dict[str, np.ndarray]:
-    """Per language, fit the first principal component and remove it from that language's
-    rows of ``vectors`` in place (CMLM §5.2).
-
-    Raises:
-        EncodrError: a language with a single text.
-    """
-    components = {}
-    for code in sorted(set(langs)):
-        idx = np.array([i for i, c in enumerate(langs) if c == code])
-        if len(idx) < 2:
-            raise EncodrError(f"language '{code}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)")
-        sub = np.asarray(vectors[idx])
-        components[code] = first_component(sub.T @ sub, sub.sum(axis=0), len(idx))
-        vectors[idx] = remove_component(sub, components[code])
-    return components
-
-
-def _new_index(tmp: Path, ingest: _Ingest, pcr: bool, index_type: str, lang: str):
+def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lang: str):
     """The FAISS index and ``index.json`` of a new index from the ingested raw vectors
-    (PCR applied first with ``pcr``)."""
+    (PCR of the variant ``pcr`` applied first, when given)."""
     from .. import __version__
 
     encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
     vectors = np.memmap(ingest.raw_path, dtype=np.float32, mode="r+", shape=(n, dim))
     if pcr:
         langs = [row[0] for row in ingest.db.execute("select lang from texts order by id")]
-        np.savez(tmp / PCR_FILE, **_fit_pcr(vectors, langs))
+        np.savez(tmp / PCR_FILE, **fit_and_remove(vectors, langs, pcr))
     kind = index_type if index_type != "auto" else ("flat" if n <= FLAT_MAX else "hnsw")
     rng = np.random.default_rng(0)
     sample = np.asarray(vectors[np.sort(rng.choice(n, size=min(n, 50_000), replace=False))]) if kind == "ivf" else None
@@ -238,6 +224,7 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: bool, index_type: str, lang: str
         "fingerprint": fingerprint(encoder),
         "index_type": kind,
         "pcr": bool(pcr),
+        "pcr_variant": pcr,
         "default_lang": lang,
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
