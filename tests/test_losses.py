@@ -57,3 +57,26 @@ def test_infonce_excluded_pairs_leave_the_denominator():
     expected = (4 * math.log(2 * n - 3) + (2 * n - 4) * math.log(2 * n - 1)) / (2 * n)
     assert MirrorInfoNCELoss(0.2)(v, v.clone(), exclude).item() == pytest.approx(expected, rel=1e-6)
     assert MirrorInfoNCELoss(0.2)(v, v.clone(), torch.zeros(n, n, dtype=torch.bool)).item() == pytest.approx(math.log(2 * n - 1), rel=1e-6)
+
+
+def test_additive_margin_known_value():
+    # Two orthogonal pairs, each translation identical to its source: the positive cosine is 1,
+    # the negative 0. Each direction: −log(e^{s(1−m)} / (e^{s(1−m)} + e^0)); the loss sums both.
+    from encodr.losses import AdditiveMarginLoss
+
+    s, m = 2.0, 0.3  # a small scale keeps the exact value well above float32 resolution
+    x = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    one_way = -math.log(math.exp(s * (1 - m)) / (math.exp(s * (1 - m)) + 1.0))
+    assert AdditiveMarginLoss(m, s)(x, x.clone()).item() == pytest.approx(2 * one_way, rel=1e-5)
+    # with no margin and scale 1, a batch where every cosine ties gives log(B) per direction
+    v = torch.ones(4, 3)
+    assert AdditiveMarginLoss(0.0, 1.0)(v, v.clone()).item() == pytest.approx(2 * math.log(4), rel=1e-6)
+    # the margin makes the loss larger than without it, and its gradient pulls translations together
+    a = torch.randn(6, 8, requires_grad=True)
+    b = (a.detach() + 0.3 * torch.randn(6, 8)).requires_grad_()
+    with_margin = AdditiveMarginLoss(0.3)(a, b)
+    assert with_margin.item() > AdditiveMarginLoss(0.0)(a, b).item()
+    with_margin.backward()
+    with torch.no_grad():
+        closer = AdditiveMarginLoss(0.3)(a - 0.05 * a.grad, b - 0.05 * b.grad)
+    assert closer.item() < with_margin.item()
