@@ -102,3 +102,34 @@ def run_trans_encoder(data, recipe, models, out, **options):
 
     options.pop("progress", None)
     return tune(recipe, TuneRequest(out=out, data=str(data) if data else None, models=list(models), **options))
+
+
+TOY_KEYS = ["alpha", "beta", "gamma", "delta", "gato", "perro", "chien", "maison", "casa", "hund", "katze", "river",
+            "stone", "luna", "sol", "mer", "berg", "fleur", "libro", "noche"]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def tiny_multilingual(tmp_path_factory) -> Path:
+    """A raw RoBERTa-style checkpoint (2 layers, hidden 32) with a byte-level BPE tokenizer
+    trained here on a few words of English, Spanish, French and German."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from tokenizers.processors import RobertaProcessing
+    from transformers import RobertaConfig, RobertaModel, RobertaTokenizerFast
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny-multilingual")
+    bpe = ByteLevelBPETokenizer()
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    corpus = [f"{k} one" for k in TOY_KEYS] + [f"{k} two" for k in TOY_KEYS] + ["el gato duerme", "le chien mange", "der Hund läuft"]
+    bpe.train_from_iterator(corpus * 5, vocab_size=1000, min_frequency=1, special_tokens=specials, show_progress=False)  # whole words
+    bpe.post_processor = RobertaProcessing(("</s>", 2), ("<s>", 0))
+    tokenizer = RobertaTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", sep_token="</s>",
+                                     cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")  # fmt: skip
+    # std 0.2 (not 0.02): mean-pooled vectors of different inputs differ from the start, so the
+    # conditioning vector carries a signal the MLM can learn to read
+    config = RobertaConfig(vocab_size=len(tokenizer), max_position_embeddings=130, type_vocab_size=1, pad_token_id=1,
+                           initializer_range=0.2, **TINY)  # fmt: skip
+    RobertaModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

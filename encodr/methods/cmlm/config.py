@@ -1,0 +1,90 @@
+"""The CMLM recipe (Yang et al. 2021, §2, §4.2, appendix C): fields, defaults, rules."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ...training.args import OPTIM_RULES, OptimArgs, Rules
+from ..mirror.config import POOLINGS, RAW_POOLINGS
+
+
+@dataclass(frozen=True)
+class CMLMRecipe:
+    """Settings of conditional masked language modelling plus bitext retrieval.
+
+    Attributes:
+        name: recipe name (file stem).
+        method: always ``cmlm``.
+        lr, epochs, weight_decay, max_grad_norm, warmup, seed, amp, grad_accum: optimisation
+            (:class:`~encodr.training.OptimArgs`); an epoch is one pass over the CMLM pairs
+            (over the bitext when there is no text).
+        batch_size: adjacent-sentence pairs per CMLM step (global).
+        bitext_batch_size: translation pairs per bitext step (global; the paper uses 2,048,
+            reachable through ``mini_batch``).
+        mini_batch: GradCache chunk size for the bitext stream (0: off).
+        eval_steps: with ``--dev``, also evaluate every this many steps (0: epoch ends only).
+        max_length: tokens per sentence, special tokens included (paper: 256).
+        mask_rate: share of s2's tokens masked (paper: 80 of 256 = 0.3125), replaced 80 % by
+            the mask token, 10 % by a random token, 10 % unchanged, as in BERT.
+        projections: N, the vectors s1 is projected into (paper: 15), one of them s1's own.
+        margin: m of the additive-margin softmax (paper: 0.3).
+        scale: s, the cosine scale of that softmax (see :class:`~encodr.losses.AdditiveMarginLoss`).
+        cmlm_weight, bitext_weight: L = cmlm_weight · L_CMLM + bitext_weight · L_BR (paper: 1
+            and 0.2); 0 switches a part off.
+        pooling, raw_pooling: sentence-vector pooling (the paper: mean).
+        default_data: ``none`` (pass TEXT and/or ``--bitext``).
+        description: one line shown by ``encodr recipes``.
+    """
+
+    name: str = "custom"
+    method: str = "cmlm"
+    lr: float = 2e-5
+    epochs: int = 1
+    batch_size: int = 32
+    bitext_batch_size: int = 64
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    warmup: float = 0.1
+    grad_accum: int = 1
+    mini_batch: int = 0
+    eval_steps: int = 0
+    max_length: int = 64
+    mask_rate: float = 0.3125
+    projections: int = 15
+    margin: float = 0.3
+    scale: float = 20.0
+    cmlm_weight: float = 1.0
+    bitext_weight: float = 0.2
+    pooling: str = "auto"
+    raw_pooling: str = "mean"
+    seed: int = 42
+    amp: str = "auto"
+    default_data: str = "none"
+    description: str = ""
+
+    RULES: ClassVar[Rules] = {
+        **OPTIM_RULES,
+        "bitext_batch_size": (lambda v: v >= 2, "an integer ≥ 2"),
+        "max_length": (lambda v: v >= 4, "an integer ≥ 4"),
+        "mask_rate": (lambda v: 0 < v < 1, "a number in (0, 1)"),
+        "projections": (lambda v: v >= 1, "an integer ≥ 1"),
+        "margin": (lambda v: v >= 0, "a number ≥ 0"),
+        "scale": (lambda v: v > 0, "a number > 0"),
+        "cmlm_weight": (lambda v: v >= 0, "a number ≥ 0 (0: off)"),
+        "bitext_weight": (lambda v: v >= 0, "a number ≥ 0 (0: off)"),
+        "pooling": (lambda v: v in POOLINGS, " | ".join(POOLINGS)),
+        "raw_pooling": (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS)),
+        "default_data": (lambda v: v == "none", "none"),
+    }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The recipe as a plain dict."""
+        return dataclasses.asdict(self)
+
+    def optim(self) -> OptimArgs:
+        """The optimisation settings the trainer takes."""
+        return OptimArgs(lr=self.lr, epochs=self.epochs, batch_size=self.batch_size, weight_decay=self.weight_decay,
+                         max_grad_norm=self.max_grad_norm, warmup=self.warmup, seed=self.seed, amp=self.amp,
+                         grad_accum=self.grad_accum, mini_batch=self.mini_batch)  # fmt: skip
