@@ -21,13 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
+from encodr.data.bitext import read_tatoeba  # noqa: E402
+from encodr.evaluation.bitext import retrieval_accuracy  # noqa: E402
 from encodr.models import load_encoder  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
-
-
-def accuracy(a: np.ndarray, b: np.ndarray) -> float:
-    """acc@1 × 100 of retrieving row i of ``b`` for row i of ``a`` by cosine (unit vectors)."""
-    return 100.0 * float(np.mean((a @ b.T).argmax(axis=1) == np.arange(len(a))))
 
 
 def main() -> None:
@@ -42,11 +39,11 @@ def main() -> None:
         row = {"prefix": repr(prefix)}
         means = []
         for lang in ("spa", "fra", "deu"):
-            foreign = bundled(f"tatoeba/tatoeba.{lang}-eng.{lang}").read_text(encoding="utf-8").splitlines()
-            english = bundled(f"tatoeba/tatoeba.{lang}-eng.eng").read_text(encoding="utf-8").splitlines()
+            pairs = read_tatoeba(bundled(f"tatoeba/tatoeba.{lang}-eng.{lang}"))
+            foreign, english = [p.source for p in pairs], [p.target for p in pairs]
             f = encoder.encode([prefix + t for t in foreign], batch_size=64)
             e = encoder.encode([prefix + t for t in english], batch_size=64)
-            to_eng, from_eng = accuracy(f, e), accuracy(e, f)
+            to_eng, from_eng = retrieval_accuracy(f, e), retrieval_accuracy(e, f)
             row[f"{lang}→eng"], row[f"eng→{lang}"] = round(to_eng, 2), round(from_eng, 2)
             means.append((to_eng + from_eng) / 2)
         row["mean"] = round(float(np.mean(means)), 2)

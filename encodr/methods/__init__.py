@@ -115,6 +115,33 @@ def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role:
     return found
 
 
+def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict]:
+    """What a single-model method reports about its :class:`~encodr.training.TrainResult`, and
+    the one-line warning when ``--dev`` selection kept the starting weights.
+
+    Args:
+        ctx: the run.
+        result: the trainer's result.
+        dev: the :class:`~encodr.evaluation.DevSet` selected on, or ``None``.
+
+    Returns:
+        (summary fields for ``encodr.json``, metrics for the registry row).
+    """
+    if result.kept_start:
+        ctx.warn(f"no training step beat the starting model on {ctx.request.dev} ({dev.metric} {result.dev_curve[0]['dev']:.2f}); "
+                 "saved the starting weights unchanged")  # fmt: skip
+    summary = {
+        "steps": result.steps, "examples": result.examples, "train_seconds": round(result.seconds, 2), "eval_seconds": result.eval_seconds,
+        "examples_per_s": round(result.examples_per_s, 2), "final_loss": round(result.final_loss, 5),
+        "dev": ctx.request.dev, "dev_curve": result.dev_curve, "best": result.best,
+    }  # fmt: skip
+    metrics = {k: summary[k] for k in ("steps", "examples_per_s", "final_loss")}
+    metrics.update(precision=result.precision, device=result.device, processes=result.processes)
+    if dev:
+        metrics.update(dev_set=ctx.request.dev, dev_metric=dev.metric, best=result.best, dev_curve=result.dev_curve)
+    return summary, metrics
+
+
 def tune(recipe, request: TuneRequest) -> dict | None:
     """Train with ``recipe``'s method through the shared run wrapper.
 
@@ -133,4 +160,4 @@ def tune(recipe, request: TuneRequest) -> dict | None:
     return run(methods()[recipe.method].run, recipe, request)
 
 
-__all__ = ["Method", "TuneRequest", "check_request", "load_dev", "load_recipe", "methods", "recipe_classes", "tune"]
+__all__ = ["Method", "TuneRequest", "check_request", "fit_report", "load_dev", "load_recipe", "methods", "recipe_classes", "tune"]

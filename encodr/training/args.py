@@ -43,6 +43,14 @@ class OptimArgs:
     grad_accum: int = 1
     mini_batch: int = 0
 
+    @classmethod
+    def of(cls, settings) -> "OptimArgs":
+        """The optimisation fields of a recipe (any object with attributes of the same names;
+        a field it lacks keeps its default)."""
+        from dataclasses import fields
+
+        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls) if hasattr(settings, f.name)})
+
 
 # key → (accepts the coerced value?, what is allowed, as an error message says it)
 Rules = dict[str, tuple[Callable[[Any], bool], str]]

@@ -85,6 +85,4 @@ class CMLMRecipe:
 
     def optim(self) -> OptimArgs:
         """The optimisation settings the trainer takes."""
-        return OptimArgs(lr=self.lr, epochs=self.epochs, batch_size=self.batch_size, weight_decay=self.weight_decay,
-                         max_grad_norm=self.max_grad_norm, warmup=self.warmup, seed=self.seed, amp=self.amp,
-                         grad_accum=self.grad_accum, mini_batch=self.mini_batch)  # fmt: skip
+        return OptimArgs.of(self)

@@ -144,7 +144,7 @@ def run(ctx: RunContext) -> Outcome:
         EncodrError: no usable input (neither documents with 2+ sentences nor bitext, or both
             parts weighted 0), or bad files, checked before the model loads.
     """
-    from .. import load_dev
+    from .. import fit_report, load_dev
 
     request, recipe = ctx.request, ctx.recipe
     documents = read_documents(request.data) if request.data and recipe.cmlm_weight > 0 else None
@@ -167,22 +167,13 @@ def run(ctx: RunContext) -> Outcome:
     module = nn.ModuleDict({"encoder": encoder.st, "head": head})
     result = ctx.trainer.fit(module, streams, recipe.optim(), evaluate=(lambda: dev.score(encoder)) if dev else None,
                              eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step)  # fmt: skip
-    if result.kept_start:
-        ctx.warn(f"no training step beat the starting model on {request.dev} ({dev.metric} {result.dev_curve[0]['dev']:.2f}); saved the starting weights unchanged")
     ctx.save(".", encoder.save)
-    sources = [s for s in ([documents.source] if documents else []) + list(request.bitext)]
-    summary = {
-        "base_model": encoder.name, "pooling": encoder.pooling, "data": ", ".join(sources),
-        "cmlm_pairs": len(documents.adjacent_pairs()) if documents else 0, "bitext_pairs": len(translations),
-        "mlm_head_from_checkpoint": head.from_checkpoint, "steps": result.steps, "examples": result.examples,
-        "train_seconds": round(result.seconds, 2), "eval_seconds": result.eval_seconds, "examples_per_s": round(result.examples_per_s, 2),
-        "final_loss": round(result.final_loss, 5), "dev": request.dev, "dev_curve": result.dev_curve, "best": result.best,
-    }  # fmt: skip
+    report, metrics = fit_report(ctx, result, dev)
+    sources = ([documents.source] if documents else []) + list(request.bitext)
+    summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": ", ".join(sources), "cmlm_pairs": len(documents.adjacent_pairs()) if documents else 0,
+               "bitext_pairs": len(translations), "mlm_head_from_checkpoint": head.from_checkpoint, **report}  # fmt: skip
     last = result.log[-1] if result.log else {}
-    metrics = {k: summary[k] for k in ("steps", "examples_per_s", "final_loss", "cmlm_pairs", "bitext_pairs")}
-    metrics.update({k: round(v, 5) for k, v in last.items() if k.startswith("loss/")}, processes=result.processes)
-    if dev:
-        metrics.update(dev_set=request.dev, dev_metric=dev.metric, best=result.best, dev_curve=result.dev_curve)
+    metrics.update({k: summary[k] for k in ("cmlm_pairs", "bitext_pairs")}, **{k: round(v, 5) for k, v in last.items() if k.startswith("loss/")})
     rows = [{"kind": "tune", "model": encoder.name, "data": summary["data"], "data_sha256": documents.sha256 if documents else "",
              "strings": summary["cmlm_pairs"] + summary["bitext_pairs"], "out": ".", "metrics": metrics}]  # fmt: skip
     keys = ["base_model", "pooling", "data", "cmlm_pairs", "bitext_pairs", "steps", "train_seconds", "examples_per_s", "final_loss"]

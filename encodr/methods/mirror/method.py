@@ -113,7 +113,7 @@ def run(ctx: RunContext) -> Outcome:
     Raises:
         EncodrError: bad input (data, dev set, model), checked before training.
     """
-    from .. import load_dev
+    from .. import fit_report, load_dev
 
     request, recipe = ctx.request, ctx.recipe
     corpus = load_training_strings(request.data, recipe, request.limit)
@@ -140,30 +140,9 @@ def run(ctx: RunContext) -> Outcome:
     finally:
         for h in hooks:
             h.remove()
-    if result.kept_start:
-        start = result.dev_curve[0]["dev"]
-        ctx.warn(f"no training step beat the starting model on {request.dev} ({dev.metric} {start:.2f}); saved the starting weights unchanged")
     ctx.save(".", encoder.save)
-    summary = {
-        "base_model": encoder.name,
-        "pooling": encoder.pooling,
-        "data": corpus.source,
-        "data_sha256": corpus.sha256,
-        "strings": n,
-        "steps": result.steps,
-        "examples": result.examples,
-        "train_seconds": round(result.seconds, 2),
-        "eval_seconds": result.eval_seconds,
-        "examples_per_s": round(result.examples_per_s, 2),
-        "final_loss": round(result.final_loss, 5),
-        "dev": request.dev,
-        "dev_curve": result.dev_curve,
-        "best": result.best,
-    }
-    metrics = {k: summary[k] for k in ("steps", "examples_per_s", "final_loss")}
-    metrics.update(precision=result.precision, device=result.device, processes=result.processes)
-    if dev:
-        metrics.update(dev_set=request.dev, dev_metric=dev.metric, best=result.best, dev_curve=result.dev_curve)
+    report, metrics = fit_report(ctx, result, dev)
+    summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": corpus.source, "data_sha256": corpus.sha256, "strings": n, **report}
     rows = [{"kind": "tune", "model": encoder.name, "data": corpus.source, "data_sha256": corpus.sha256, "strings": n, "out": ".", "metrics": metrics}]
     keys = ["base_model", "pooling", "data", "strings", "steps", "train_seconds", "examples_per_s", "final_loss"]
     table_rows = [[k, str(summary[k])] for k in keys]
