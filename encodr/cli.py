@@ -186,6 +186,18 @@ def _load_scorer(spec: str, cross: bool, device: Optional[str]):
     return load_encoder(spec, device=device)
 
 
+def _pcr_variant(pcr: bool, variant: Optional[str]) -> Optional[str]:
+    """The PCR variant ``--pcr`` / ``--pcr-variant`` ask for (``None`` without ``--pcr``), checked
+    before any work."""
+    from .models.pcr import DEFAULT_VARIANT, PCR_VARIANTS
+
+    if variant and not pcr:
+        raise EncodrError("--pcr-variant chooses how --pcr fits its components; pass --pcr too")
+    if variant and variant not in PCR_VARIANTS:
+        raise EncodrError(f"unknown PCR variant '{variant}'; choose one of {', '.join(PCR_VARIANTS)}")
+    return (variant or DEFAULT_VARIANT) if pcr else None
+
+
 @app.command("eval")
 def evaluate(
     suite: str = typer.Argument(..., help="sts | words | linking | pairs | bitext"),
@@ -212,11 +224,8 @@ def evaluate(
         raise EncodrError("--compare-cross says the --compare model is a cross-encoder; pass --compare MODEL too")
     if (pcr or pcr_variant) and suite != "bitext":
         raise EncodrError(f"--pcr applies to 'eval bitext' (cross-language retrieval), not '{suite}'")
-    if pcr_variant and not pcr:
-        raise EncodrError("--pcr-variant chooses how --pcr fits its components; pass --pcr too")
-    from .models.pcr import DEFAULT_VARIANT
-
-    options = {"pcr": pcr_variant or DEFAULT_VARIANT} if pcr else {}
+    variant = _pcr_variant(pcr, pcr_variant)
+    options = {"pcr": variant} if variant else {}
     specs = [(model, cross)] + ([(compare, compare_cross)] if compare else [])
     scorers = [_load_scorer(spec, is_cross, device) for spec, is_cross in specs]  # both load before either is scored
     reports = [evaluation.run(suite, scorer, data, progress=not as_json, **options) for scorer in scorers]
@@ -282,11 +291,10 @@ def index_cmd(
     from .models.pcr import DEFAULT_VARIANT
     from .paths import home
 
-    if pcr_variant and not pcr:
-        raise EncodrError("--pcr-variant chooses how --pcr fits its components; pass --pcr too")
+    variant = _pcr_variant(pcr, pcr_variant) or DEFAULT_VARIANT
     out = out or home() / "indexes" / Path(corpus[0]).stem
     with _Bars(enabled=not as_json) as bars:
-        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=bars, pcr_variant=pcr_variant or DEFAULT_VARIANT)
+        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=bars, pcr_variant=variant)
     keys = ("model", "pooling", "dimension", "index_type", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
     _print_record(f"encodr index → {meta['path']}", meta, keys, as_json)
 

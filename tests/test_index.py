@@ -228,3 +228,8 @@ def test_pcr_variant_needs_pcr_and_a_known_name(tmp_path, tiny_model, capsys, mo
     assert code == 2 and "unknown PCR variant 'median'; choose one of centred, uncentred" in err and not (tmp_path / "b").exists()
     code, _, err = run_cli(["eval", "sts", "--pcr", "--model", str(tiny_model)], capsys, monkeypatch)
     assert code == 2 and "--pcr applies to 'eval bitext'" in err
+
+
+def test_eval_bitext_refuses_an_unknown_pcr_variant_before_encoding(tiny_model, capsys, monkeypatch):
+    code, _, err = run_cli(["eval", "bitext", "--pcr", "--pcr-variant", "median", "--model", str(tiny_model)], capsys, monkeypatch)
+    assert code == 2 and "unknown PCR variant 'median'" in err and "Batches" not in err

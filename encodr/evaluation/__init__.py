@@ -40,7 +40,7 @@ class Report:
 
 
 def run(suite: str, encoder, data: list[str] | None = None, progress: bool = False, **options) -> Report:
-    """Evaluate a model on a suite (``sts``, ``words``, ``linking``, ``pairs``).
+    """Evaluate a model on a suite (``sts``, ``words``, ``linking``, ``pairs``, ``bitext``).
 
     Args:
         suite: which evaluation.
