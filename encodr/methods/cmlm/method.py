@@ -65,7 +65,7 @@ def _pad(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
 
 def cmlm_stream(encoder: Encoder, head: CMLMHead, pairs: Sequence[tuple[str, str]], recipe: CMLMRecipe) -> Stream:
     """The conditional-MLM stream: for each pair of adjacent sentences (s1, s2) — swapped with
-    probability ½ — s1's sentence vector (the encoder's pooling) is projected into N vectors
+    probability ½ — s1's pooled sentence vector (:func:`pooled`, before normalisation) is projected into N vectors
     that are placed before s2's token embeddings at the input layer, and the model predicts
     s2's masked tokens (cross-entropy over the vocabulary, on masked positions only).
 
