@@ -115,7 +115,7 @@ def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role:
     return found
 
 
-def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict]:
+def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict, list[list[str]]]:
     """What a single-model method reports about its :class:`~encodr.training.TrainResult`, and
     the one-line warning when ``--dev`` selection kept the starting weights.
 
@@ -125,7 +125,9 @@ def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict]:
         dev: the :class:`~encodr.evaluation.DevSet` selected on, or ``None``.
 
     Returns:
-        (summary fields for ``encodr.json``, metrics for the registry row).
+        (summary fields for ``encodr.json``, metrics for the registry row, the training rows
+        of the CLI's field/value table: steps, time, loss and each stream's last loss,
+        precision, device, processes, and with ``--dev`` the dev curve and the kept step).
     """
     if result.kept_start:
         ctx.warn(f"no training step beat the starting model on {ctx.request.dev} ({dev.metric} {result.dev_curve[0]['dev']:.2f}); "
@@ -135,11 +137,17 @@ def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict]:
         "examples_per_s": round(result.examples_per_s, 2), "final_loss": round(result.final_loss, 5),
         "dev": ctx.request.dev, "dev_curve": result.dev_curve, "best": result.best,
     }  # fmt: skip
+    streams = {k: round(v, 5) for k, v in (result.log[-1] if result.log else {}).items() if k.startswith("loss/")}
     metrics = {k: summary[k] for k in ("steps", "examples_per_s", "final_loss")}
-    metrics.update(precision=result.precision, device=result.device, processes=result.processes)
+    metrics.update(streams, precision=result.precision, device=result.device, processes=result.processes)
+    rows = [[k, str(summary[k])] for k in ("steps", "train_seconds", "examples_per_s", "final_loss")]
+    rows += [[k, f"{v:.4f}"] for k, v in streams.items()]
+    rows += [["precision", result.precision], ["device", result.device], ["processes", str(result.processes)]]
     if dev:
         metrics.update(dev_set=ctx.request.dev, dev_metric=dev.metric, best=result.best, dev_curve=result.dev_curve)
-    return summary, metrics
+        rows.append([f"dev {dev.metric} ({ctx.request.dev})", " → ".join(f"{p['dev']:.2f}" for p in result.dev_curve)])
+        rows.append(["kept", "starting weights" if result.kept_start else f"step {result.best['step']}"])
+    return summary, metrics, rows
 
 
 def tune(recipe, request: TuneRequest) -> dict | None:

@@ -159,25 +159,22 @@ def run(ctx: RunContext) -> Outcome:
     if documents is not None and not head.load_transform(resolve(request.models[0]).transformer_dir()):
         ctx.warn(f"'{encoder.name}' has no MLM head in its checkpoint: the CMLM head's transform starts from a fresh initialisation")
     head.to(ctx.trainer.device)
+    adjacent = documents.adjacent_pairs() if documents is not None else []
     streams = []
-    if documents is not None:
-        streams.append(cmlm_stream(encoder, head, documents.adjacent_pairs(), recipe))
+    if adjacent:
+        streams.append(cmlm_stream(encoder, head, adjacent, recipe))
     if translations:
         streams.append(bitext_stream(encoder, translations, recipe))
     module = nn.ModuleDict({"encoder": encoder.st, "head": head})
     result = ctx.trainer.fit(module, streams, recipe.optim(), evaluate=(lambda: dev.score(encoder)) if dev else None,
                              eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step)  # fmt: skip
     ctx.save(".", encoder.save)
-    report, metrics = fit_report(ctx, result, dev)
+    report, metrics, training_rows = fit_report(ctx, result, dev)
     sources = ([documents.source] if documents else []) + list(request.bitext)
-    summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": ", ".join(sources), "cmlm_pairs": len(documents.adjacent_pairs()) if documents else 0,
+    summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": ", ".join(sources), "cmlm_pairs": len(adjacent),
                "bitext_pairs": len(translations), "mlm_head_from_checkpoint": head.from_checkpoint, **report}  # fmt: skip
-    last = result.log[-1] if result.log else {}
-    metrics.update({k: summary[k] for k in ("cmlm_pairs", "bitext_pairs")}, **{k: round(v, 5) for k, v in last.items() if k.startswith("loss/")})
+    metrics.update(cmlm_pairs=len(adjacent), bitext_pairs=len(translations))
     rows = [{"kind": "tune", "model": encoder.name, "data": summary["data"], "data_sha256": documents.sha256 if documents else "",
-             "strings": summary["cmlm_pairs"] + summary["bitext_pairs"], "out": ".", "metrics": metrics}]  # fmt: skip
-    keys = ["base_model", "pooling", "data", "cmlm_pairs", "bitext_pairs", "steps", "train_seconds", "examples_per_s", "final_loss"]
-    table = [[k, str(summary[k])] for k in keys] + [[k, f"{v:.4f}"] for k, v in last.items() if k.startswith("loss/")]
-    if dev:
-        table.append([f"dev {dev.metric} ({request.dev})", " → ".join(f"{p['dev']:.2f}" for p in result.dev_curve)])
+             "strings": len(adjacent) + len(translations), "out": ".", "metrics": metrics}]  # fmt: skip
+    table = [[k, str(summary[k])] for k in ("base_model", "pooling", "data", "cmlm_pairs", "bitext_pairs")] + training_rows
     return Outcome(summary, rows, {"title": "encodr tune (CMLM)", "columns": ["field", "value"], "rows": table}, result.log)

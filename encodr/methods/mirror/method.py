@@ -141,13 +141,8 @@ def run(ctx: RunContext) -> Outcome:
         for h in hooks:
             h.remove()
     ctx.save(".", encoder.save)
-    report, metrics = fit_report(ctx, result, dev)
+    report, metrics, training_rows = fit_report(ctx, result, dev)
     summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": corpus.source, "data_sha256": corpus.sha256, "strings": n, **report}
     rows = [{"kind": "tune", "model": encoder.name, "data": corpus.source, "data_sha256": corpus.sha256, "strings": n, "out": ".", "metrics": metrics}]
-    keys = ["base_model", "pooling", "data", "strings", "steps", "train_seconds", "examples_per_s", "final_loss"]
-    table_rows = [[k, str(summary[k])] for k in keys]
-    table_rows += [["precision", result.precision], ["device", result.device], ["processes", str(result.processes)]]
-    if dev:
-        curve = " → ".join(f"{p['dev']:.2f}" for p in result.dev_curve)
-        table_rows += [[f"dev {dev.metric} ({request.dev})", curve], ["kept", "starting weights" if result.kept_start else f"step {result.best['step']}"]]
-    return Outcome(summary, rows, {"title": "encodr tune", "columns": ["field", "value"], "rows": table_rows}, result.log)
+    table = [[k, str(summary[k])] for k in ("base_model", "pooling", "data", "strings")] + training_rows
+    return Outcome(summary, rows, {"title": "encodr tune", "columns": ["field", "value"], "rows": table}, result.log)
