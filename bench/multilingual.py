@@ -54,15 +54,17 @@ def load(lang: str, bible: Path) -> dict[tuple[str, str, str], str]:
     return out
 
 
-def build_data(bible: Path, pairs: int, cmlm_pairs_per_lang: int, work: Path) -> tuple[Path, Path]:
-    """Write the bitext TSV and the documents file; return their paths."""
+def build_data(bible: Path, pairs: int, cmlm_pairs_per_lang: int, work: Path, langs=LANGS, max_words: int = 0) -> tuple[Path, Path]:
+    """Write the bitext TSV and the documents file; return their paths. ``max_words`` > 0
+    keeps only bitext verses whose English has at most that many words."""
     eng = load("eng", bible)
     keys = list(eng)[1000:]
+    short = [k for k in keys if not max_words or len(eng[k].split()) <= max_words]
     bitext, docs = [], []
-    for lang in ("eng", *LANGS):
+    for lang in ("eng", *langs):
         text = eng if lang == "eng" else load(lang, bible)
         if lang != "eng":
-            bitext += [f"{eng[k]}\t{text[k]}\teng\t{lang}" for k in [k for k in keys if k in text][:pairs]]
+            bitext += [f"{eng[k]}\t{text[k]}\teng\t{lang}" for k in [k for k in short if k in text][:pairs]]
         chapters: dict[tuple[str, str], list[str]] = {}
         taken = 0
         for k in keys:
@@ -118,14 +120,19 @@ def main() -> None:
     parser.add_argument("--bible", type=Path, default=BIBLE)
     parser.add_argument("--pairs", type=int, default=1000, help="bitext pairs per language")
     parser.add_argument("--rows", nargs="+", default=["base", "br", "cmlm", "cmlm+br", "st-distill"])
+    parser.add_argument("--langs", nargs="+", default=list(LANGS), help="bitext languages (each paired with English)")
+    parser.add_argument("--max-words", type=int, default=0, help="keep bitext verses of at most this many English words (0: all)")
+    parser.add_argument("--lr", type=float, default=None, help="learning rate of every trained row (default: the recipe's)")
     parser.add_argument("--out", type=Path, default=RESULTS / "multilingual.json")
     args = parser.parse_args()
-    recipe = load_recipe("multilingual")
+    overrides = {"lr": args.lr} if args.lr else {}
+    recipe = load_recipe("multilingual", overrides)
     work = Path(tempfile.mkdtemp(prefix="encodr-multilingual-"))
-    n_bitext = args.pairs * len(LANGS)
+    docs, bitext = build_data(args.bible, args.pairs, 0, work, tuple(args.langs), args.max_words)
+    n_bitext = sum(1 for line in bitext.open(encoding="utf-8") if line.strip())
     steps = n_bitext // recipe.bitext_batch_size
-    per_lang = steps * recipe.batch_size // (len(LANGS) + 1)  # CMLM pairs: the same number of steps
-    docs, bitext = build_data(args.bible, args.pairs, per_lang, work)
+    per_lang = steps * recipe.batch_size // (len(args.langs) + 1)  # CMLM pairs: the same number of steps
+    docs, bitext = build_data(args.bible, args.pairs, per_lang, work, tuple(args.langs), args.max_words)
     rows = []
     for name in args.rows:
         started, out, trained = time.perf_counter(), work / name, None
@@ -136,7 +143,7 @@ def main() -> None:
             model = str(out)
         else:
             weights = {"cmlm": {"bitext_weight": 0.0}, "br": {}, "cmlm+br": {}}[name]
-            summary = run_tune(str(docs) if "cmlm" in name else None, load_recipe("multilingual", weights), "minilm", out,
+            summary = run_tune(str(docs) if "cmlm" in name else None, load_recipe("multilingual", {**overrides, **weights}), "minilm", out,
                                bitext=[] if name == "cmlm" else [str(bitext)], warn=lambda m: None)  # fmt: skip
             trained, model = summary["train_seconds"], str(out)
             steps_done = summary["steps"]
@@ -150,7 +157,9 @@ def main() -> None:
         print(row, flush=True)
     columns = ["row", "steps", "tatoeba-spa", "tatoeba-fra", "tatoeba-deu", "tatoeba mean", "with pcr", "stsb-test", "train s", "examples/s", "wall s"]
     print_table("MiniLM + the multilingual recipe on Bible pairs (Tatoeba acc@1 both directions; STS-B test ρ × 100)", rows, columns)
-    write_json(args.out, {"machine": machine(), "pairs_per_language": args.pairs, "steps": steps, "rows": rows})
+    settings = {"pairs_per_language": args.pairs, "langs": args.langs, "max_words": args.max_words, "bitext_pairs": n_bitext,
+                "lr": recipe.lr, "bitext_batch": recipe.bitext_batch_size, "steps": steps}  # fmt: skip
+    write_json(args.out, {"machine": machine(), **settings, "rows": rows})
     print(f"wrote {args.out}")
 
 

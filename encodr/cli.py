@@ -282,7 +282,7 @@ def index_cmd(
     overwrite: bool = typer.Option(False, help="Replace an existing index."),
     pcr: bool = typer.Option(False, help="Remove each language's first principal component (language-agnostic search)."),
     pcr_variant: Optional[str] = typer.Option(None, help="With --pcr: centred (PCA of the covariance) | uncentred (CMLM §5.2: first singular vector)."),
-    lang: Optional[str] = typer.Option(None, help="Language of texts without a lang column."),
+    lang: Optional[str] = typer.Option(None, help="Language of texts without a lang column, ISO 639-3 (default: detected per text)."),
     batch_size: int = typer.Option(256, min=1, help="Texts per encoding batch (bounds memory)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -304,11 +304,12 @@ def search(
     query: Optional[str] = typer.Argument(None, help="The query; without it, one query a line from stdin."),
     index: Path = typer.Option(..., "--index", "-i", help="Index directory, or the name of one in the workspace (encodr indexes)."),
     k: int = typer.Option(10, "-k", min=1, help="Results per query."),
-    lang: Optional[str] = typer.Option(None, help="Query language (for --pcr indexes)."),
+    lang: Optional[str] = typer.Option(None, help="Query language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages)."),
+    hit_lang: Optional[str] = typer.Option(None, "--hit-lang", help="Only hits in these languages, comma-separated (e.g. spa,fra)."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Must match the index's model."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Nearest texts in an index: rank, score, text, source:line."""
+    """Nearest texts in an index: rank, score, language, text, source:line."""
     if query is not None and not query.strip():  # stdin and the TUI skip blank queries too
         raise EncodrError("QUERY is blank; pass a non-blank query, or none to read one query a line from stdin")
     _interactive_threads()
@@ -318,17 +319,18 @@ def search(
     queries = [query] if query is not None else [line.strip() for line in sys.stdin if line.strip()]
     if not queries:
         raise EncodrError("no query given; pass QUERY or one query a line on stdin")
-    results = searcher.search(queries, k, lang)
+    hit_langs = [c.strip() for c in hit_lang.split(",") if c.strip()] if hit_lang else None
+    results = searcher.search(queries, k, lang, hit_langs)
     if as_json:
-        payload = [{"query": q, "hits": [h.to_dict() for h in hits]} for q, hits in zip(queries, results)]
+        payload = [{"query": q, "lang": code, "hits": [h.to_dict() for h in hits]} for q, code, hits in zip(queries, searcher.last_langs, results)]
         _emit_json(payload[0] if query is not None else payload)
         return
-    for q, hits in zip(queries, results):
-        table = Table(title=f"{q}")
-        for col, just in (("rank", "right"), ("score", "right"), ("text", "left"), ("source", "left")):
+    for q, code, hits in zip(queries, searcher.last_langs, results):
+        table = Table(title=f"{q}  [{code}]")
+        for col, just in (("rank", "right"), ("score", "right"), ("lang", "left"), ("text", "left"), ("source", "left")):
             table.add_column(col, justify=just)
         for h in hits:
-            table.add_row(str(h.rank), f"{h.score:.3f}", h.text, f"{Path(h.source).name}:{h.line}")
+            table.add_row(str(h.rank), f"{h.score:.3f}", h.lang or "", h.text, f"{Path(h.source).name}:{h.line}")
         out_console.print(table)
 
 

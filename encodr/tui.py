@@ -30,6 +30,7 @@ HELP = """\
 | F2 / F3 / F4 | Search / Compare / Workspace tab |
 | typing in the query box | search as you type (debounced) |
 | Enter | search now |
+| language box (beside the query) | only hits in these languages, e.g. `spa,fra`; Enter applies |
 | Enter on an index in Workspace | open that index |
 | Ctrl+Q | quit |
 """
@@ -59,6 +60,9 @@ class EncodrApp(App):
     TITLE = "encodr"
     CSS = """
     #query, #text-a, #text-b { margin: 0 1; }
+    #query-row { height: auto; }
+    #query { width: 3fr; }
+    #hit-lang { width: 1fr; margin: 0 1 0 0; }
     #cosine { padding: 0 2; height: 3; content-align: left middle; text-style: bold; }
     TabbedContent { height: 1fr; }
     #status { height: 1; background: $boost; padding: 0 1; }
@@ -85,7 +89,9 @@ class EncodrApp(App):
         yield Header()
         with TabbedContent(initial="search"):
             with TabPane("Search", id="search"):
-                yield Input(placeholder="type a query…", id="query")
+                with Horizontal(id="query-row"):
+                    yield Input(placeholder="type a query…", id="query")
+                    yield Input(placeholder="languages: spa,fra (blank: all)", id="hit-lang")
                 yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
             with TabPane("Compare", id="compare"):
                 yield Input(placeholder="text A", id="text-a")
@@ -109,7 +115,7 @@ class EncodrApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#results", DataTable).add_columns("rank", "score", "", "text", "source")
+        self.query_one("#results", DataTable).add_columns("rank", "score", "", "lang", "text", "source")
         for table_id in ("#near-a", "#near-b"):
             self.query_one(table_id, DataTable).add_columns("rank", "score", "text")
         self.refresh_workspace()
@@ -171,6 +177,15 @@ class EncodrApp(App):
     def query_submitted(self, event: Input.Submitted) -> None:
         self.run_search(event.value, 0.0)
 
+    @on(Input.Submitted, "#hit-lang")
+    def hit_lang_submitted(self, event: Input.Submitted) -> None:
+        self.run_search(self.query_one("#query", Input).value, 0.0)
+
+    def hit_langs(self) -> list[str] | None:
+        """The language filter box as ``--hit-lang`` takes it."""
+        codes = [c.strip() for c in self.query_one("#hit-lang", Input).value.split(",") if c.strip()]
+        return codes or None
+
     @work(thread=True, exclusive=True, group="search")
     def run_search(self, query: str, delay: float) -> None:
         """Debounced search: a newer keystroke cancels this worker before it searches."""
@@ -179,7 +194,11 @@ class EncodrApp(App):
             time.sleep(delay)
         if worker.is_cancelled or self.searcher is None or not query.strip():
             return
-        hits = self.searcher.search([query], self.k)[0]
+        try:
+            hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs())[0]
+        except EncodrError as exc:
+            self.call_from_thread(self.set_status, f"error: {exc}")
+            return
         if not worker.is_cancelled:
             self.call_from_thread(self.show_hits, query, hits)
 
@@ -190,7 +209,7 @@ class EncodrApp(App):
         table = self.query_one("#results", DataTable)
         table.clear()
         for h in hits:
-            table.add_row(str(h.rank), f"{h.score:.3f}", score_bar(h.score), clip(h.text, 80), f"{Path(h.source).name}:{h.line}")
+            table.add_row(str(h.rank), f"{h.score:.3f}", score_bar(h.score), h.lang or "", clip(h.text, 80), f"{Path(h.source).name}:{h.line}")
         self.update_status()
 
     # ── compare ──────────────────────────────────────────────────────────────
@@ -230,7 +249,8 @@ class EncodrApp(App):
         meta = s.index.meta
         self.set_status(
             f"model {meta['model']} ({meta['pooling']}) · index {s.index.path.name}: {len(s.index):,} texts, {meta['index_type']}"
-            f"{' + PCR' if meta.get('pcr') else ''} · last query {s.last_ms:.1f} ms"
+            f"{' + PCR' if meta.get('pcr') else ''} · languages {', '.join(meta.get('languages') or ['?'])}"
+            f"{f' · query language {s.last_langs[0]}' if s.last_langs else ''} · last query {s.last_ms:.1f} ms"
         )
 
     def action_help(self) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.language import DETECTOR, corpus_languages, detect_languages
 from ..data.records import Record, read_records
 from ..errors import EncodrError
-from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, fit_and_remove, remove_component
+from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, component_for, fit_and_remove, remove_component
 from ..outputs import atomic_dir, check_target
 from ..progress import ProgressEvent, ProgressFn, silent
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, INDEX_TYPES, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, fingerprint, locate
@@ -64,6 +65,12 @@ def build(
     ``pcr``, the first principal component of each language's vectors is fitted and
     removed (CMLM §5.2). ``--add`` keeps the index type, model and PCR components.
 
+    Languages: a ``lang`` column wins, then ``lang``. Without either, each text's language is
+    detected (:mod:`encodr.data.language`): first among all languages, then, once the whole
+    corpus is in, again among the languages that make up at least 1 % of it, which undoes
+    most of the detector's mistakes on short texts. ``--add`` detects among the languages
+    the index already has.
+
     Args:
         files: corpus files (plain text or TSV with ``text``, ``id``, ``lang``).
         model: model spec; with ``add``, must match the index's model (or be ``None``).
@@ -73,7 +80,7 @@ def build(
         overwrite: replace an existing index (without ``add``).
         pcr: fit and apply per-language principal-component removal.
         pcr_variant: ``centred`` or ``uncentred`` first component (:mod:`encodr.models.pcr`).
-        lang: language of texts without a ``lang`` column (default ``und``).
+        lang: language of texts without a ``lang`` column (default: detected).
         batch_size: texts per encoding batch (bounds memory).
         progress: receives ``ProgressEvent("indexing", lines read, lines in all)``: first with
             0 once the inputs are checked and the model is loaded, then after each batch.
@@ -109,7 +116,7 @@ def build(
         lang = lang or old.meta.get("default_lang")
     else:
         encoder = load_encoder(model)
-    lang = lang or "und"
+    candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
     total = sum(_count_lines(f) for f in files)
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
     started = time.time()
@@ -118,7 +125,7 @@ def build(
             for name in (META_FILE, STORE_FILE, PCR_FILE):
                 if (out / name).exists():
                     shutil.copy2(out / name, tmp / name)
-        with _Ingest(tmp, encoder, lang, old) as ingest:
+        with _Ingest(tmp, encoder, lang, old, candidates) as ingest:
             read, batch = 0, []
             for f in files:
                 for record in read_records(f, lang):
@@ -130,8 +137,9 @@ def build(
             if batch:
                 ingest.flush(batch)
                 progress(ProgressEvent("indexing", read, total))
+        detected = ingest.detected and old is None and _settle_languages(ingest.db)
         if old is None:
-            index, meta = _new_index(tmp, ingest, pcr_variant if pcr else None, index_type, lang)
+            index, meta = _new_index(tmp, ingest, pcr_variant if pcr else None, index_type, lang, detected)
         else:
             index, meta = old.faiss, dict(old.meta)
         ingest.raw_path.unlink()
@@ -149,13 +157,14 @@ class _Ingest:
     """Texts into the store, vectors into the FAISS index (``--add``) or a raw float32 file
     (a new index, whose type and PCR are fitted on all vectors at the end)."""
 
-    def __init__(self, tmp: Path, encoder, lang: str, old: Index | None):
+    def __init__(self, tmp: Path, encoder, lang: str | None, old: Index | None, candidates: list[str] | None = None):
         import sqlite_utils
 
-        self.encoder, self.lang, self.old = encoder, lang, old
+        self.encoder, self.lang, self.old, self.candidates = encoder, lang, old, candidates
+        self.detected = 0  # texts whose language came from the detector
         self.db = sqlite_utils.Database(tmp / STORE_FILE)
         if "texts" not in self.db.table_names():
-            self.db["texts"].create({"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str}, pk="id")
+            self.db["texts"].create({"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int}, pk="id")
             self.db["texts"].create_index(["hash"], unique=True)
         self.next_id = self.db.execute("select coalesce(max(id) + 1, 0) from texts").fetchone()[0]
         self.raw_path = tmp / "vectors.f32"
@@ -183,32 +192,69 @@ class _Ingest:
             fresh.append((r, h))
         if fresh:
             vectors = self.encoder.encode([r.text for r, _ in fresh])
+            langs = [r.lang or self.lang for r, _ in fresh]
+            unknown = [i for i, code in enumerate(langs) if code is None]
+            if unknown:
+                for i, code in zip(unknown, detect_languages([fresh[i][0].text for i in unknown], self.candidates)):
+                    langs[i] = code
+                self.detected += len(unknown)
+            guessed = set(unknown)
             rows = [{"id": self.next_id + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line,
-                     "lang": r.lang or self.lang, "hash": h} for i, (r, h) in enumerate(fresh)]  # fmt: skip
+                     "lang": langs[i], "hash": h, "lang_detected": int(i in guessed)} for i, (r, h) in enumerate(fresh)]  # fmt: skip
             if self.old is not None:
-                langs = np.array([row["lang"] for row in rows])
-                for code, comp in self.old.components.items():
-                    if (langs == code).any():
-                        vectors[langs == code] = remove_component(vectors[langs == code], comp)
+                if self.old.components:
+                    vectors = self._remove_components(vectors, langs)
                 self.old.faiss.add(vectors)
             else:
                 vectors.tofile(self.raw)
-            self.db["texts"].insert_all(rows)
+            self.db["texts"].insert_all(rows, alter=True)
             self.next_id += len(fresh)
             self.added += len(fresh)
         batch.clear()
 
+    def _remove_components(self, vectors: np.ndarray, langs: list[str]) -> np.ndarray:
+        """``--add`` to a PCR index: each new vector loses its language's component."""
+        codes = np.array(langs)
+        for code in set(langs):
+            component = component_for(self.old.components, code)
+            if component is None:
+                have = ", ".join(sorted(self.old.components))
+                raise EncodrError(f"index {self.old.path} has no principal component for language '{code}' (it has {have}); "
+                                  "rebuild it with --pcr over all languages, or give --lang")  # fmt: skip
+            vectors[codes == code] = remove_component(vectors[codes == code], component)
+        return vectors
 
-def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lang: str):
+
+def _settle_languages(db, chunk: int = 10_000) -> list[str]:
+    """Second pass of language detection over a new index's store: detect again, among
+    the languages that make up the corpus (:func:`~encodr.data.language.corpus_languages`)
+    and in high-accuracy mode, the texts whose language was detected. Returns those
+    languages. (Nothing to do when every text got the one same label.)"""
+    labels = {code for (code,) in db.execute("select distinct lang from texts where lang_detected = 1")}
+    kept = corpus_languages(code for (code,) in db.execute("select lang from texts where lang_detected = 1"))
+    if not kept or labels == set(kept) == {kept[0]}:
+        return kept
+    last = db.execute("select max(id) from texts").fetchone()[0]
+    for start in range(0, last + 1, chunk):
+        rows = db.execute("select id, text from texts where lang_detected = 1 and id >= ? and id < ?", (start, start + chunk)).fetchall()
+        if rows:
+            codes = detect_languages([text for _, text in rows], kept)
+            db.conn.executemany("update texts set lang = ? where id = ?", [(code, i) for code, (i, _) in zip(codes, rows)])
+    db.conn.commit()
+    return kept
+
+
+def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lang: str | None, detected: list[str] | None = None):
     """The FAISS index and ``index.json`` of a new index from the ingested raw vectors
-    (PCR of the variant ``pcr`` applied first, when given)."""
+    (PCR of the variant ``pcr`` applied first, when given; ``detected``: the languages the
+    detector settled on, when it labelled any text)."""
     from .. import __version__
 
     encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
     vectors = np.memmap(ingest.raw_path, dtype=np.float32, mode="r+", shape=(n, dim))
     if pcr:
         langs = [row[0] for row in ingest.db.execute("select lang from texts order by id")]
-        np.savez(tmp / PCR_FILE, **fit_and_remove(vectors, langs, pcr))
+        np.savez(tmp / PCR_FILE, **fit_and_remove(vectors, langs, pcr, strict=not ingest.detected))
     kind = index_type if index_type != "auto" else ("flat" if n <= FLAT_MAX else "hnsw")
     rng = np.random.default_rng(0)
     sample = np.asarray(vectors[np.sort(rng.choice(n, size=min(n, 50_000), replace=False))]) if kind == "ivf" else None
@@ -226,6 +272,7 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
         "pcr": bool(pcr),
         "pcr_variant": pcr,
         "default_lang": lang,
+        "lang_detection": {"detector": DETECTOR, "languages": detected} if ingest.detected else None,
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     return index, meta

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.language import UNDETERMINED, detect_languages
 from ..errors import EncodrError
 from .store import Index, fingerprint
 from ..models import Encoder, load_encoder
@@ -60,18 +61,54 @@ class Searcher:
                 f"({meta['model']}, pooling {meta['pooling']}); search it without --model, or rebuild the index"
             )
         self.last_ms = 0.0
+        self.languages = [c for c in self.index.meta.get("languages", []) if c != UNDETERMINED]
+        self.last_langs: list[str] = []
 
-    def search(self, queries: list[str], k: int = 10, lang: str | None = None) -> list[list[Hit]]:
-        """Top-k hits for each query (cosine, highest first); sets ``last_ms``."""
+    def query_languages(self, queries: list[str], lang: str | None = None) -> list[str]:
+        """Each query's language: ``lang`` when given; otherwise the index's default language
+        when it was built with one (``--lang``); otherwise detected among the languages
+        of the index (:func:`encodr.data.language.detect_languages`), ``und`` if it has none.
+
+        Raises:
+            EncodrError: ``lang`` given for an index built without PCR (it would change nothing).
+        """
+        if lang is not None:
+            if not self.index.components:
+                raise EncodrError(f"index {self.index.path} was built without --pcr, so a query language changes nothing; drop --lang")
+            return [lang] * len(queries)
+        default = self.index.meta.get("default_lang")
+        if default or not self.languages:
+            return [default or UNDETERMINED] * len(queries)
+        return detect_languages(queries, self.languages)
+
+    def search(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None) -> list[list[Hit]]:
+        """Top-k hits for each query (cosine, highest first); sets ``last_ms`` and
+        ``last_langs`` (the queries' languages, see :meth:`query_languages`).
+
+        Args:
+            queries: q texts.
+            k: hits per query.
+            lang: the queries' language (default: detected; it picks the PCR component).
+            hit_langs: keep only hits in these languages (ISO 639-3 codes as stored).
+
+        Raises:
+            EncodrError: a ``hit_langs`` code the index has no text in; see
+                :meth:`query_languages` and :meth:`Index.prepare_queries`.
+        """
+        stored = self.index.meta.get("languages", [])
+        missing = [c for c in hit_langs or [] if c not in stored]
+        if missing:
+            raise EncodrError(f"--hit-lang {','.join(missing)}: index {self.index.path} has no texts in that language; it has {', '.join(stored)}")
         started = time.perf_counter()
-        results = self._hits(self.encoder.encode(queries), k, lang)
+        self.last_langs = self.query_languages(queries, lang)
+        results = self._hits(self.encoder.encode(queries), k, self.last_langs, hit_langs)
         self.last_ms = (time.perf_counter() - started) * 1000
         return results
 
-    def _hits(self, query_vectors: np.ndarray, k: int, lang: str | None) -> list[list[Hit]]:
+    def _hits(self, query_vectors: np.ndarray, k: int, langs: list[str], hit_langs: list[str] | None = None) -> list[list[Hit]]:
         """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR)."""
-        vectors = self.index.prepare_queries(query_vectors, lang)
-        scores, ids = self.index.search(vectors, k)
+        vectors = self.index.prepare_queries(query_vectors, langs)
+        scores, ids = self.index.search(vectors, k, hit_langs)
         rows = self.index.rows(np.unique(ids))
         results = []
         for qs, qi in zip(scores, ids):
@@ -89,6 +126,7 @@ class Searcher:
         (the two texts are encoded once, for both)."""
         started = time.perf_counter()
         vectors = self.encoder.encode([a, b])
-        near = self._hits(vectors, k, lang)
+        self.last_langs = self.query_languages([a, b], lang)
+        near = self._hits(vectors, k, self.last_langs)
         self.last_ms = (time.perf_counter() - started) * 1000
         return {"cosine": float(vectors[0] @ vectors[1]), "a": a, "b": b, "neighbours_a": near[0], "neighbours_b": near[1]}

@@ -5,8 +5,10 @@ Layout of an index directory::
 
     index.json      model spec, pooling, dimension, weight fingerprint, count, index type, PCR
     vectors.faiss   FAISS index; vector i is row id i of the store
-    texts.db        SQLite table ``texts``: id, ext_id, text, source, line, lang, hash
+    texts.db        SQLite table ``texts``: id, ext_id, text, source, line, lang, hash,
+                    lang_detected (1: lang came from the detector, not the input)
     pcr.npz         (with --pcr) first principal component of each language's vectors
+                    (``*``: of all vectors, for detected languages with a single text)
 
 Builds and ``--add`` happen in a temporary directory that replaces the old one by rename, so
 an interrupted run (even SIGKILL) leaves the previous index intact.
@@ -23,7 +25,7 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import EncodrError
-from ..models.pcr import remove_component
+from ..models.pcr import POOLED, component_for, remove_component
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
 FLAT_MAX = 50_000  # exact search up to this many vectors, HNSW above (unless --index-type)
@@ -125,39 +127,70 @@ class Index:
     def __len__(self) -> int:
         return int(self.faiss.ntotal)
 
-    def prepare_queries(self, vectors: np.ndarray, lang: str | None = None) -> np.ndarray:
-        """Apply the index's PCR for ``lang`` (default: the index's default language).
+    def prepare_queries(self, vectors: np.ndarray, langs: list[str] | str | None = None) -> np.ndarray:
+        """Apply the index's PCR (CMLM §5.2) to each query with its language's component.
 
         Args:
             vectors: float32 (q, d) unit-norm query vectors.
-            lang: the queries' language code.
+            langs: one language code per query, or one for all (default: the index's
+                default language). A language without a component of its own gets the
+                pooled one when the index has it (:func:`encodr.models.pcr.component_for`).
 
         Returns:
             float32 (q, d), unit norm (unchanged without PCR).
 
         Raises:
-            EncodrError: ``lang`` has no component, or is given for an index without PCR.
+            EncodrError: a language with no component, or a language given for an index
+                without PCR.
         """
         if not self.components:
-            if lang is not None:
+            if isinstance(langs, str):
                 raise EncodrError(f"index {self.path} was built without --pcr, so a query language changes nothing; drop --lang")
             return vectors
-        lang = lang or self.meta.get("default_lang")
-        if lang not in self.components:
-            raise EncodrError(f"index {self.path} has no principal component for language '{lang}'; use --lang with one of {', '.join(sorted(self.components))}")
-        return remove_component(vectors, self.components[lang])
+        if langs is None or isinstance(langs, str):
+            langs = [langs or self.meta.get("default_lang")] * len(vectors)
+        out = np.empty_like(vectors, dtype=np.float32)
+        for i, lang in enumerate(langs):
+            component = component_for(self.components, lang)
+            if component is None:
+                named = ", ".join(sorted(c for c in self.components if c != POOLED))
+                raise EncodrError(f"index {self.path} has no principal component for language '{lang}'; use --lang with one of {named}")
+            out[i] = remove_component(vectors[i : i + 1], component)[0]
+        return out
 
-    def search(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """k nearest vectors by inner product.
+    def search(self, vectors: np.ndarray, k: int, langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """k nearest vectors by inner product, optionally among texts of some languages only.
 
         Args:
             vectors: float32 (q, d), unit norm (after :meth:`prepare_queries`).
             k: neighbours per query.
+            langs: keep only hits whose stored language is one of these (FAISS searches
+                with an ID selector, so k hits come back whenever k such texts exist).
 
         Returns:
-            (scores float32 (q, k), ids int64 (q, k)); id −1 pads when k > len(index).
+            (scores float32 (q, k), ids int64 (q, k)); id −1 pads when fewer than k exist.
         """
-        return self.faiss.search(np.ascontiguousarray(vectors, dtype=np.float32), min(k, len(self)))
+        import faiss
+
+        x = np.ascontiguousarray(vectors, dtype=np.float32)
+        if not langs:
+            return self.faiss.search(x, min(k, len(self)))
+        marks = ",".join("?" * len(langs))
+        ids = np.array([r[0] for r in self._db.execute(f"select id from texts where lang in ({marks})", list(langs))], dtype=np.int64)
+        if not len(ids):
+            return np.zeros((len(x), 0), dtype=np.float32), np.zeros((len(x), 0), dtype=np.int64)
+        selector = faiss.IDSelectorBatch(ids)
+        if hasattr(self.faiss, "hnsw"):
+            params = faiss.SearchParametersHNSW(sel=selector, efSearch=self.faiss.hnsw.efSearch)
+        elif hasattr(self.faiss, "nprobe"):
+            params = faiss.SearchParametersIVF(sel=selector, nprobe=self.faiss.nprobe)
+        else:
+            params = faiss.SearchParameters(sel=selector)
+        return self.faiss.search(x, min(k, len(ids)), params=params)
+
+    def language_counts(self) -> dict[str, int]:
+        """Stored texts per language code."""
+        return dict(self._db.execute("select lang, count(*) from texts group by lang order by count(*) desc").fetchall())
 
     def rows(self, ids: Iterable[int]) -> dict[int, dict]:
         """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``."""

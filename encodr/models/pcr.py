@@ -48,7 +48,10 @@ def first_component(covariance_sum: np.ndarray, vector_sum: np.ndarray, n: int, 
     return vecs[:, -1].astype(np.float32)
 
 
-def fit_and_remove(vectors: np.ndarray, langs: list[str], variant: str = "centred") -> dict[str, np.ndarray]:
+POOLED = "*"  # the component of all vectors together: for a language with too few texts of its own
+
+
+def fit_and_remove(vectors: np.ndarray, langs: list[str], variant: str = "centred", strict: bool = True) -> dict[str, np.ndarray]:
     """Per language, fit the first principal component and remove it from that language's rows
     of ``vectors``, in place.
 
@@ -56,19 +59,45 @@ def fit_and_remove(vectors: np.ndarray, langs: list[str], variant: str = "centre
         vectors: float32 (n, d) unit vectors (a NumPy array or memmap, written in place).
         langs: n language codes, one per row.
         variant: ``centred`` or ``uncentred``.
+        strict: a language with a single vector is an error; otherwise (detected languages,
+            where a lone label is likely a detector's mistake) its rows lose the component of
+            all n vectors together, stored under :data:`POOLED`.
 
     Returns:
-        language → component, unit vector (d,).
+        language → component, unit vector (d,) (plus :data:`POOLED` when it was used).
 
     Raises:
-        EncodrError: a language with a single vector, or an unknown variant.
+        EncodrError: with ``strict``, a language with a single vector; an unknown variant.
     """
     components = {}
-    for code in sorted(set(langs)):
-        idx = np.array([i for i, c in enumerate(langs) if c == code])
-        if len(idx) < 2:
-            raise EncodrError(f"language '{code}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)")
+    codes = np.asarray(langs)
+    counts = {code: int((codes == code).sum()) for code in sorted(set(langs))}
+    lone = [code for code, n in counts.items() if n < 2]
+    if lone and strict:
+        raise EncodrError(f"language '{lone[0]}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)")
+    if lone:  # fitted before any row changes
+        components[POOLED] = _pooled_component(vectors, variant)
+    for code in counts:
+        idx = np.flatnonzero(codes == code)
         sub = np.asarray(vectors[idx])
-        components[code] = first_component(sub.T @ sub, sub.sum(axis=0), len(idx), variant)
-        vectors[idx] = remove_component(sub, components[code])
+        if code not in lone:
+            components[code] = first_component(sub.T @ sub, sub.sum(axis=0), len(idx), variant)
+        vectors[idx] = remove_component(sub, components[code] if code not in lone else components[POOLED])
     return components
+
+
+def _pooled_component(vectors: np.ndarray, variant: str, chunk: int = 50_000) -> np.ndarray:
+    """First component of all rows, summed in chunks (a memmap is never read whole)."""
+    d = vectors.shape[1]
+    outer, total = np.zeros((d, d), dtype=np.float64), np.zeros(d, dtype=np.float64)
+    for start in range(0, len(vectors), chunk):
+        part = np.asarray(vectors[start : start + chunk], dtype=np.float64)
+        outer += part.T @ part
+        total += part.sum(axis=0)
+    return first_component(outer, total, len(vectors), variant)
+
+
+def component_for(components: dict[str, np.ndarray], lang: str) -> np.ndarray | None:
+    """The component that PCR removes from a vector of language ``lang``: its own, else the
+    pooled one (see :func:`fit_and_remove`), else ``None``."""
+    return components.get(lang, components.get(POOLED))

@@ -1,0 +1,112 @@
+"""Language detection at index time, the query's language at search time, and the
+language filter (CMLM §5.2 needs a language per text for PCR)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from encodr.data.language import corpus_languages, detect_languages
+from encodr.errors import EncodrError
+from encodr.index import Searcher, build
+from encodr.models.pcr import POOLED, fit_and_remove
+from encodr.tui import EncodrApp
+from tests.conftest import run_cli
+
+# Six sentences in each of three languages, long enough for the detector to be sure
+MIXED = {
+    "eng": ["The children are playing in the garden after school.", "My brother works at the hospital every night.",
+            "We are going to the market to buy fresh bread.", "She reads a book before she goes to sleep.",
+            "The train to the city leaves in ten minutes.", "It has been raining all week and the river is high."],
+    "spa": ["Los niños juegan en el jardín después de la escuela.", "Mi hermano trabaja en el hospital todas las noches.",
+            "Vamos al mercado a comprar pan fresco.", "Ella lee un libro antes de dormirse.",
+            "El tren a la ciudad sale dentro de diez minutos.", "Ha llovido toda la semana y el río está alto."],
+    "deu": ["Die Kinder spielen nach der Schule im Garten.", "Mein Bruder arbeitet jede Nacht im Krankenhaus.",
+            "Wir gehen auf den Markt, um frisches Brot zu kaufen.", "Sie liest ein Buch, bevor sie schlafen geht.",
+            "Der Zug in die Stadt fährt in zehn Minuten ab.", "Es hat die ganze Woche geregnet und der Fluss ist hoch."],
+}  # fmt: skip
+
+
+@pytest.fixture
+def mixed_file(tmp_path):
+    lines = [text for i in range(6) for code in MIXED for text in [MIXED[code][i]]] + ["12345"]  # interleaved, plus one text no detector can place
+    f = tmp_path / "mixed.txt"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return f
+
+
+def test_detector_codes_and_candidates():
+    assert detect_languages([MIXED["eng"][0], MIXED["spa"][0], MIXED["deu"][0], "12345"]) == ["eng", "spa", "deu", "und"]
+    # among all 75 languages a lone word goes astray; among the index's languages it does not
+    assert detect_languages(["Hola"], ["eng", "spa"]) == ["spa"]
+    assert detect_languages(["anything at all"], ["deu", "und"]) == ["deu"]  # one candidate: no guess needed
+    with pytest.raises(EncodrError, match="unknown language code"):
+        detect_languages(["x"], ["english"])
+
+
+def test_corpus_languages_drop_rare_labels():
+    labels = ["eng"] * 300 + ["spa"] * 200 + ["sot"] * 2 + ["tgl"] * 4 + ["und"] * 9
+    assert corpus_languages(labels) == ["eng", "spa"]  # tgl: 4 texts but under 1 %
+    assert corpus_languages(["ita", "ita", "fra"]) == ["ita"]  # nothing reaches 3 texts: the most common
+
+
+def test_index_detects_languages_and_search_filters_them(mixed_file, tiny_model, tmp_path):
+    meta = build([str(mixed_file)], str(tiny_model), tmp_path / "idx", pcr=True)
+    assert meta["languages"] == ["deu", "eng", "spa", "und"]
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())
+    assert stored["lang_detection"]["languages"] == ["deu", "eng", "spa"] and stored["default_lang"] is None
+    s = Searcher(tmp_path / "idx")
+    rows = s.index.rows(range(len(s.index)))
+    assert all(rows[i]["text"] in MIXED[rows[i]["lang"]] for i in rows if rows[i]["lang"] != "und")
+    assert POOLED in s.index.components  # the lone undetermined text lost the pooled component
+    # the query's language is detected among the index's, and picks its PCR component
+    hits = s.search(["Die Kinder spielen nach der Schule im Garten.", "My brother works at the hospital every night."], k=3)
+    assert s.last_langs == ["deu", "eng"]
+    assert hits[0][0].text == MIXED["deu"][0] and hits[1][0].text == MIXED["eng"][1]  # a tiny random model: the exact text first
+    only = s.search([MIXED["deu"][0]], k=20, hit_langs=["spa"])[0]
+    assert len(only) == 6 and {h.lang for h in only} == {"spa"}
+    with pytest.raises(EncodrError, match="no texts in that language"):
+        s.search(["x"], hit_langs=["fra"])
+
+
+def test_add_detects_among_the_index_languages(mixed_file, tiny_model, tmp_path):
+    build([str(mixed_file)], str(tiny_model), tmp_path / "idx", pcr=True)
+    more = tmp_path / "more.txt"
+    more.write_text("Hola\nGuten Morgen, wie geht es dir heute?\n", encoding="utf-8")
+    build([str(more)], None, tmp_path / "idx", add=True)
+    s = Searcher(tmp_path / "idx")
+    assert [r["lang"] for r in s.index.rows([19, 20]).values()] == ["spa", "deu"]
+
+
+def test_lone_language_is_refused_only_when_given():
+    vectors = np.random.default_rng(0).normal(size=(5, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    with pytest.raises(EncodrError, match="only 1 distinct text"):
+        fit_and_remove(vectors.copy(), ["eng"] * 4 + ["spa"], "uncentred")
+    out = vectors.copy()
+    components = fit_and_remove(out, ["eng"] * 4 + ["spa"], "uncentred", strict=False)
+    assert set(components) == {"eng", POOLED}
+    assert abs(float(out[4] @ components[POOLED])) < 1e-5 and np.allclose(np.linalg.norm(out, axis=1), 1, atol=1e-5)
+
+
+def test_cli_search_shows_languages_and_refuses_unknown_filter(mixed_file, tiny_model, tmp_path, capsys, monkeypatch):
+    build([str(mixed_file)], str(tiny_model), tmp_path / "idx")
+    code, out, _ = run_cli(["search", MIXED["spa"][2], "--index", str(tmp_path / "idx"), "--hit-lang", "spa,deu", "-k", "4", "--json"], capsys, monkeypatch)
+    payload = json.loads(out)
+    assert code == 0 and payload["lang"] == "spa" and {h["lang"] for h in payload["hits"]} <= {"spa", "deu"}
+    code, _, err = run_cli(["search", "x", "--index", str(tmp_path / "idx"), "--hit-lang", "ita"], capsys, monkeypatch)
+    assert code == 2 and "no texts in that language" in err and len(err.strip().splitlines()) == 1
+
+
+async def test_tui_language_column_and_filter(mixed_file, tiny_model, tmp_path):
+    build([str(mixed_file)], str(tiny_model), tmp_path / "idx")
+    app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
+    async with app.run_test(size=(140, 40)) as pilot:
+        app.query_one("#hit-lang").value = "deu"
+        await pilot.click("#query")
+        await pilot.press(*"Los niños juegan", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.query_one("#results")
+        assert table.row_count == 6 and {table.get_row_at(i)[3] for i in range(6)} == {"deu"}
+        assert "query language spa" in str(app.query_one("#status").render())
