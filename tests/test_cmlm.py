@@ -93,5 +93,19 @@ def test_multilingual_recipe_end_to_end_with_bitext_and_dev(tiny_multilingual, t
 
 
 def test_multilingual_recipe_needs_text_or_bitext(tiny_multilingual, tmp_path, capsys, monkeypatch):
-    code, _, err = run_cli(["tune", "--recipe", "multilingual", "--model", str(tiny_multilingual), "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    args = ["tune", "--recipe", "multilingual", "--model", str(tiny_multilingual), "--out", str(tmp_path / "o"), "--set", "default_data=none"]
+    code, _, err = run_cli(args, capsys, monkeypatch)
     assert code == 2 and "needs documents (TEXT) or --bitext FILE" in err and not (tmp_path / "o").exists()
+
+
+def test_multilingual_recipe_defaults_to_the_bundled_bible_sample(tiny_multilingual, tmp_path):
+    from encodr.methods import load_recipe
+    from encodr.paths import bundled
+
+    recipe = load_recipe("multilingual", {"batch_size": 512, "bitext_batch_size": 512})
+    s = run_tune(None, recipe, str(tiny_multilingual), tmp_path / "o")
+    assert s["cmlm_pairs"] == 2261 - 7 * 8 and s["bitext_pairs"] == 1938  # Mark 1–8: 7 languages × 8 chapters
+    assert "mark_documents.tsv" in s["data"] and "mark_bitext.tsv" in s["data"]
+    # the sample ships no German (the Elberfelder 1932 is never shipped)
+    langs = {line.split("\t")[3] for line in bundled("bible/mark_bitext.tsv").read_text(encoding="utf-8").splitlines()}
+    assert langs == {"spa", "fra", "ita", "rus", "ara", "vie"}

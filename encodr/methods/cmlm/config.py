@@ -34,7 +34,8 @@ class CMLMRecipe:
         cmlm_weight, bitext_weight: L = cmlm_weight · L_CMLM + bitext_weight · L_BR (paper: 1
             and 0.2); 0 switches a part off.
         pooling, raw_pooling: sentence-vector pooling (the paper: mean).
-        default_data: ``none`` (pass TEXT and/or ``--bitext``).
+        default_data: ``bible-sample`` (Mark 1–8 in 7 languages, used when neither TEXT nor
+            ``--bitext`` is given) or ``none`` (pass TEXT and/or ``--bitext``).
         description: one line shown by ``encodr recipes``.
     """
 
@@ -76,7 +77,7 @@ class CMLMRecipe:
         "bitext_weight": (lambda v: v >= 0, "a number ≥ 0 (0: off)"),
         "pooling": (lambda v: v in POOLINGS, " | ".join(POOLINGS)),
         "raw_pooling": (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS)),
-        "default_data": (lambda v: v == "none", "none"),
+        "default_data": (lambda v: v in ("none", "bible-sample"), "none | bible-sample"),
     }
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,9 +15,13 @@ from ...data.documents import read_documents
 from ...errors import EncodrError
 from ...losses import AdditiveMarginLoss, CachedLoss
 from ...models import Encoder, load_encoder, resolve
+from ...paths import bundled
 from ...training import Outcome, RunContext, Stream, to_device
 from .config import CMLMRecipe
 from .head import CMLMHead
+
+# default_data "bible-sample": Mark 1–8 in 7 public-domain translations (bench/make_bible_sample.py)
+BIBLE_SAMPLE = ("bible/mark_documents.tsv", "bible/mark_bitext.tsv")
 
 
 def mask_tokens(ids: Sequence[int], rate: float, tokenizer, special: frozenset[int], rng: np.random.Generator) -> tuple[list[int], list[int]]:
@@ -138,7 +142,8 @@ def run(ctx: RunContext) -> Outcome:
     """Train ``ctx.request.models[0]`` with CMLM on the request's documents (TEXT: one sentence a
     line, a blank line between documents, or a TSV with a doc id) and/or bitext retrieval on
     its ``--bitext`` files, and save the encoder as a SentenceTransformer. The projection and
-    MLM head are for training only and are not saved.
+    MLM head are for training only and are not saved. With neither TEXT nor ``--bitext`` and
+    ``default_data: bible-sample``, both come from the bundled sample (:data:`BIBLE_SAMPLE`).
 
     Raises:
         EncodrError: no usable input (neither documents with 2+ sentences nor bitext, or both
@@ -147,8 +152,11 @@ def run(ctx: RunContext) -> Outcome:
     from .. import fit_report, load_dev
 
     request, recipe = ctx.request, ctx.recipe
-    documents = read_documents(request.data) if request.data and recipe.cmlm_weight > 0 else None
-    translations = [t for path in request.bitext for t in read_bitext_any(path)] if recipe.bitext_weight > 0 else []
+    data, bitext = request.data, list(request.bitext)
+    if not data and not bitext and recipe.default_data == "bible-sample":
+        data, bitext = str(bundled(BIBLE_SAMPLE[0])), [str(bundled(BIBLE_SAMPLE[1]))]
+    documents = read_documents(data) if data and recipe.cmlm_weight > 0 else None
+    translations = [t for path in bitext for t in read_bitext_any(path)] if recipe.bitext_weight > 0 else []
     if documents is None and not translations:
         raise EncodrError("the multilingual recipe needs documents (TEXT) or --bitext FILE with a weight above 0; "
                           "pass TEXT, --bitext, or both")  # fmt: skip
@@ -170,7 +178,7 @@ def run(ctx: RunContext) -> Outcome:
                              eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step)  # fmt: skip
     ctx.save(".", encoder.save)
     report, metrics, training_rows = fit_report(ctx, result, dev)
-    sources = ([documents.source] if documents else []) + list(request.bitext)
+    sources = ([documents.source] if documents else []) + (bitext if translations else [])
     summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": ", ".join(sources), "cmlm_pairs": len(adjacent),
                "bitext_pairs": len(translations), "mlm_head_from_checkpoint": head.from_checkpoint, **report}  # fmt: skip
     metrics.update(cmlm_pairs=len(adjacent), bitext_pairs=len(translations))
