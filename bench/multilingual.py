@@ -82,7 +82,7 @@ def build_data(bible: Path, pairs: int, cmlm_pairs_per_lang: int, work: Path, la
     return work / "docs.txt", work / "bitext.tsv"
 
 
-def st_distill(bitext: Path, out: Path, steps: int, batch: int, lr: float) -> float:
+def st_distill(bitext: Path, out: Path, steps: int, batch: int, lr: float, model: str = "minilm") -> float:
     """sentence-transformers' multilingual distillation; returns the training seconds."""
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
@@ -91,8 +91,8 @@ def st_distill(bitext: Path, out: Path, steps: int, batch: int, lr: float) -> fl
     from encodr.models import resolve
 
     rows = [line.split("\t") for line in bitext.read_text(encoding="utf-8").splitlines() if line]
-    teacher = SentenceTransformer(str(resolve("minilm").path), device="cpu")
-    student = SentenceTransformer(str(resolve("minilm").path), device="cpu")
+    teacher = SentenceTransformer(str(resolve(model).path), device="cpu")
+    student = SentenceTransformer(str(resolve(model).path), device="cpu")
     english, other = [r[0] for r in rows], [r[1] for r in rows]
     labels = teacher.encode(english, batch_size=128, convert_to_numpy=True)
     data = Dataset.from_dict({"english": english, "non_english": other, "label": [v.tolist() for v in labels]})
@@ -120,6 +120,7 @@ def main() -> None:
     parser.add_argument("--bible", type=Path, default=BIBLE)
     parser.add_argument("--pairs", type=int, default=1000, help="bitext pairs per language")
     parser.add_argument("--rows", nargs="+", default=["base", "br", "cmlm", "cmlm+br", "st-distill"])
+    parser.add_argument("--model", default="minilm", help="base model of every row (an alias, hub id or path)")
     parser.add_argument("--langs", nargs="+", default=list(LANGS), help="bitext languages (each paired with English)")
     parser.add_argument("--max-words", type=int, default=0, help="keep bitext verses of at most this many English words (0: all)")
     parser.add_argument("--lr", type=float, default=None, help="learning rate of every trained row (default: the recipe's)")
@@ -137,13 +138,13 @@ def main() -> None:
     for name in args.rows:
         started, out, trained = time.perf_counter(), work / name, None
         if name == "base":
-            model = "minilm"
+            model = args.model
         elif name == "st-distill":
-            trained = st_distill(bitext, out, steps, recipe.bitext_batch_size, recipe.lr)
+            trained = st_distill(bitext, out, steps, recipe.bitext_batch_size, recipe.lr, args.model)
             model = str(out)
         else:
             weights = {"cmlm": {"bitext_weight": 0.0}, "br": {}, "cmlm+br": {}}[name]
-            summary = run_tune(str(docs) if "cmlm" in name else None, load_recipe("multilingual", {**overrides, **weights}), "minilm", out,
+            summary = run_tune(str(docs) if "cmlm" in name else None, load_recipe("multilingual", {**overrides, **weights}), args.model, out,
                                bitext=[] if name == "cmlm" else [str(bitext)], warn=lambda m: None)  # fmt: skip
             trained, model = summary["train_seconds"], str(out)
             steps_done = summary["steps"]
@@ -156,8 +157,8 @@ def main() -> None:
         rows.append(row)
         print(row, flush=True)
     columns = ["row", "steps", "tatoeba-spa", "tatoeba-fra", "tatoeba-deu", "tatoeba mean", "with pcr", "stsb-test", "train s", "examples/s", "wall s"]
-    print_table("MiniLM + the multilingual recipe on Bible pairs (Tatoeba acc@1 both directions; STS-B test ρ × 100)", rows, columns)
-    settings = {"pairs_per_language": args.pairs, "langs": args.langs, "max_words": args.max_words, "bitext_pairs": n_bitext,
+    print_table(f"{args.model} + the multilingual recipe on Bible pairs (Tatoeba acc@1 both directions; STS-B test ρ × 100)", rows, columns)
+    settings = {"model": args.model, "pairs_per_language": args.pairs, "langs": args.langs, "max_words": args.max_words, "bitext_pairs": n_bitext,
                 "lr": recipe.lr, "bitext_batch": recipe.bitext_batch_size, "steps": steps}  # fmt: skip
     write_json(args.out, {"machine": machine(), **settings, "rows": rows})
     print(f"wrote {args.out}")
