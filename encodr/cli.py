@@ -209,6 +209,7 @@ def evaluate(
     compare_cross: bool = typer.Option(False, "--compare-cross", help="--compare is a cross-encoder."),
     pcr: bool = typer.Option(False, "--pcr", help="bitext: remove each language's first principal component before retrieval."),
     pcr_variant: Optional[str] = typer.Option(None, help="With --pcr: centred | uncentred."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="sts, words, pairs: write the score distributions of high- and low-gold pairs (each model) to this PNG."),
     device: Optional[str] = typer.Option(None),
     as_json: bool = typer.Option(False, "--json", help="Print scores as JSON."),
 ) -> None:
@@ -224,11 +225,20 @@ def evaluate(
         raise EncodrError("--compare-cross says the --compare model is a cross-encoder; pass --compare MODEL too")
     if (pcr or pcr_variant) and suite != "bitext":
         raise EncodrError(f"--pcr applies to 'eval bitext' (cross-language retrieval), not '{suite}'")
+    if plot is not None and suite not in ("sts", "words", "pairs"):
+        raise EncodrError(f"--plot draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{suite}'")
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise EncodrError(f"--plot {plot}: the picture is a PNG; give a file name ending in .png")
     variant = _pcr_variant(pcr, pcr_variant)
     options = {"pcr": variant} if variant else {}
     specs = [(model, cross)] + ([(compare, compare_cross)] if compare else [])
     scorers = [_load_scorer(spec, is_cross, device) for spec, is_cross in specs]  # both load before either is scored
     reports = [evaluation.run(suite, scorer, data, progress=not as_json, **options) for scorer in scorers]
+    if plot is not None:
+        from .plots import distribution_figure, save_png
+
+        panels = [p for scorer in scorers for p in evaluation.score_distributions(suite, scorer, data)]
+        save_png(distribution_figure(f"encodr eval {suite}: scores of high- and low-gold pairs", panels), plot)
     if as_json:
         _emit_json(reports[0].to_dict() if len(reports) == 1 else {"models": [r.to_dict() for r in reports]})
         return
@@ -374,9 +384,15 @@ def list_recipes(as_json: bool = typer.Option(False, "--json")) -> None:
     _print_rows("recipes", rows, columns, as_json, missing="–")
 
 
-@app.command()
-def runs(as_json: bool = typer.Option(False, "--json"), limit: int = typer.Option(50, min=1)) -> None:
-    """List recorded training runs, newest first."""
+runs_app = typer.Typer(help="Recorded training runs: list them, newest first, or show one (encodr runs show ID).", no_args_is_help=False)
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.callback(invoke_without_command=True)
+def runs(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"), limit: int = typer.Option(50, min=1)) -> None:
+    """List recorded training runs, newest first (encodr runs show ID: one run, its curves)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from .registry import runs as list_runs
 
     rows = list_runs(limit=limit)
@@ -403,6 +419,60 @@ def runs(as_json: bool = typer.Option(False, "--json"), limit: int = typer.Optio
             _short_path(r.get("out", "")),
         )  # fmt: skip
     out_console.print(table)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_id: int = typer.Argument(..., help="The run's id (encodr runs)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the loss curve and the dev curve to this PNG."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """One run: its details, recipe, losses and dev curve; --plot draws the curves."""
+    import json
+
+    from .registry import get_run
+
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise EncodrError(f"--plot {plot}: the picture is a PNG; give a file name ending in .png")
+    row = get_run(run_id)
+    metrics = row.get("metrics") or {}
+    log_file = Path(row.get("out") or "") / "train_log.jsonl"
+    log = [json.loads(line) for line in log_file.read_text().splitlines() if line.strip()] if log_file.is_file() else []
+    curve = metrics.get("dev_curve") or []
+    if plot is not None:
+        if not log and not curve:
+            raise EncodrError(f"run {run_id} has no loss log ({log_file} is gone) and no dev curve; nothing to plot")
+        from .plots import run_figure, save_png
+
+        title = f"run {run_id}: {row.get('recipe_name', '')} on {_short_path(str(row.get('model', '')))}"
+        save_png(run_figure(title, log, curve, f"{metrics.get('dev_metric', 'dev')} ({metrics.get('dev_set', 'dev')})"), plot)
+    if as_json:
+        _emit_json({**row, "loss_log": log, "plot": str(plot) if plot else None})
+        return
+    fields = [("id", row["id"]), ("created", row.get("created")), ("kind", row.get("kind")), ("model", row.get("model")),
+              ("recipe", row.get("recipe_name")), ("data", row.get("data")), ("strings", row.get("strings")),
+              ("seconds", row.get("duration_s")), ("out", row.get("out"))]  # fmt: skip
+    fields += [(k, v) for k, v in metrics.items() if not isinstance(v, (dict, list))]
+    if curve:
+        fields.append(("dev curve", " → ".join(f"{p['dev']:.2f} (step {p['step']})" for p in curve)))
+    if log:
+        fields.append(("loss", f"{log[0]['loss']:.4f} (step {log[0]['step']}) → {log[-1]['loss']:.4f} (step {log[-1]['step']}), {len(log)} points"))
+    if plot is not None:
+        fields.append(("plot", str(plot)))
+    table = Table(title=f"run {run_id}")
+    table.add_column("field")
+    table.add_column("value", overflow="fold")
+    for key, value in fields:
+        table.add_row(key, "" if value is None else str(value))
+    out_console.print(table)
+    recipe = row.get("recipe") or {}
+    if recipe:
+        recipe_table = Table(title="recipe")
+        recipe_table.add_column("field")
+        recipe_table.add_column("value")
+        for key, value in recipe.items():
+            recipe_table.add_row(key, str(value))
+        out_console.print(recipe_table)
 
 
 def _short_path(value: str) -> str:

@@ -56,3 +56,21 @@ def runs(path: Path | None = None, limit: int = 50) -> list[dict]:
                 row[key] = json.loads(row[key])
         rows.append(row)
     return rows
+
+
+def get_run(run_id: int, path: Path | None = None) -> dict:
+    """One run by id, JSON columns decoded.
+
+    Raises:
+        EncodrError: no run with that id.
+    """
+    db = database(path)
+    row = None
+    if "runs" in db.table_names():
+        row = next(db["runs"].rows_where("id = ?", [run_id]), None)
+    if row is None:
+        raise EncodrError(f"no run {run_id} in the registry; list the runs with: encodr runs")
+    for key in ("recipe", "metrics"):
+        if isinstance(row.get(key), str):
+            row[key] = json.loads(row[key])
+    return row

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .base import Evaluator, Score
 from .tasks import PRIMARY, TASKS, Task, tasks_for
 
-__all__ = ["DevSet", "Evaluator", "Report", "Score", "TASKS", "Task", "dev_set", "run", "tasks_for"]
+__all__ = ["DevSet", "Evaluator", "Report", "Score", "TASKS", "Task", "dev_set", "run", "score_distributions", "tasks_for"]
 
 
 @dataclass
@@ -66,6 +68,39 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool = Fal
     for task in tasks_for(suite, data):
         report.scores.extend(task.evaluator(**options).evaluate(encoder, progress=progress))
     return report
+
+
+def score_distributions(suite: str, scorer, data: list[str] | None = None, progress: bool = False) -> list[dict]:
+    """For each dataset of a pair suite, the model's scores of its high-gold and low-gold
+    pairs: the anisotropy picture of Mirror-BERT §4 (Fig. 7), drawn by
+    :func:`encodr.plots.distribution_figure`.
+
+    Args:
+        suite: ``sts``, ``words`` or ``pairs``.
+        scorer: a bi-encoder (cosines) or a cross-encoder (σ scores).
+        data: files or bundled task names replacing the suite's defaults.
+
+    Returns:
+        ``{"dataset", "model", "high", "low", "high_label", "low_label"}`` per dataset;
+        ``high`` and ``low`` are lists of floats. STS and word sets split at the gold
+        score's quartiles; binary pairs by label.
+
+    Raises:
+        EncodrError: a suite whose items are not scored pairs (``linking``, ``bitext``).
+    """
+    from ..errors import EncodrError
+    from .similarity import _PairEvaluator
+
+    panels = []
+    for task in tasks_for(suite, data):
+        evaluator = task.evaluator()
+        if not isinstance(evaluator, _PairEvaluator):
+            raise EncodrError(f"--plot draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{suite}'")
+        scores = np.asarray(evaluator.predict(scorer, progress), dtype=np.float64)
+        high, low, high_label, low_label = evaluator.gold_groups()
+        panels.append({"dataset": task.name, "model": scorer.name, "high": scores[high].tolist(), "low": scores[low].tolist(),
+                       "high_label": high_label, "low_label": low_label})  # fmt: skip
+    return panels
 
 
 @dataclass

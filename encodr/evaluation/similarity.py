@@ -25,6 +25,11 @@ class _PairEvaluator(Evaluator):
         """The model's similarity of each pair: float array (N,)."""
         return model.pair_scores([p.text1 for p in self.pairs], [p.text2 for p in self.pairs], progress=progress)
 
+    def gold_groups(self) -> tuple[np.ndarray, np.ndarray, str, str]:
+        """(indices of the high-gold pairs, of the low-gold pairs, their labels), for the
+        score-distribution picture (Mirror-BERT §4, Fig. 7)."""
+        raise NotImplementedError
+
 
 class PairSimilarityEvaluator(_PairEvaluator):
     """Predicted similarity of each pair against gold scores, Spearman ρ × 100.
@@ -66,6 +71,12 @@ class PairSimilarityEvaluator(_PairEvaluator):
             rho = spearmanr(self.predict(model, progress), np.array(gold)).statistic
         return [Score(self.name, "spearman", float(rho) * 100, len(self.pairs))]
 
+    def gold_groups(self) -> tuple[np.ndarray, np.ndarray, str, str]:
+        """The top and bottom quarter of the pairs by gold score."""
+        gold = np.array([p.score for p in self.pairs], dtype=np.float64)
+        high, low = np.quantile(gold, 0.75), np.quantile(gold, 0.25)
+        return np.flatnonzero(gold >= high), np.flatnonzero(gold <= low), f"gold ≥ {high:g} (top quarter)", f"gold ≤ {low:g} (bottom quarter)"
+
 
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     """Area under the ROC curve: the probability that a random positive pair scores above a
@@ -92,3 +103,8 @@ class PairClassificationEvaluator(_PairEvaluator):
         predicted = self.predict(model, progress)
         labels = np.array([p.label for p in self.pairs])
         return [Score(self.name, "roc_auc", roc_auc(np.asarray(predicted, dtype=np.float64), labels) * 100, len(self.pairs))]
+
+    def gold_groups(self) -> tuple[np.ndarray, np.ndarray, str, str]:
+        """Positive and negative pairs (Mirror-BERT Fig. 7 draws QQP this way)."""
+        labels = np.array([p.label for p in self.pairs])
+        return np.flatnonzero(labels == 1), np.flatnonzero(labels == 0), "positive pairs", "negative pairs"
