@@ -405,7 +405,9 @@ def runs(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"), limi
     table.add_column("out", overflow="fold")  # the whole path, to pass on to --model
     for r in rows:
         m = r.get("metrics") or {}
-        if "final_loss" in m:
+        if r.get("status") == "cancelled":
+            result = "cancelled"
+        elif "final_loss" in m:
             result = f"loss {m['final_loss']:.4f}"
             if m.get("dev_metric"):  # selected on --dev: the kept checkpoint's score
                 best = m["best"]

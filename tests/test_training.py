@@ -189,3 +189,21 @@ def test_a_batch_that_does_not_split_over_the_processes_is_refused(monkeypatch):
     monkeypatch.setattr(Trainer, "world", property(lambda self: 2))
     with Trainer("cpu", "no") as trainer, pytest.raises(EncodrError, match="batch size 3 of stream 'a' is not a multiple of the 2 processes"):
         trainer.fit(torch.nn.Linear(1, 1), [_constant_stream("a", 8, 3, 1.0, 1.0)], OptimArgs(batch_size=3))
+
+
+def test_a_cancelled_run_writes_nothing_and_is_recorded_as_cancelled(tiny_model, tmp_path):
+    from encodr import registry
+    from encodr.methods import RunCancelled, load_recipe
+    from tests.conftest import run_tune
+
+    def stop(step, loss):
+        if step == 2:
+            raise RunCancelled()
+
+    words = tmp_path / "words.txt"
+    words.write_text("\n".join(f"word{i}" for i in range(64)) + "\n")
+    with pytest.raises(RunCancelled):
+        run_tune(words, load_recipe("word", {"batch_size": 8}), str(tiny_model), tmp_path / "out", on_step=stop)
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.tmp-*"))
+    row = registry.runs()[0]
+    assert row["status"] == "cancelled" and row["recipe_name"] == "word" and row["out"] == str((tmp_path / "out").resolve())

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import EncodrError
-from ..training.run import Outcome, RunContext, TuneRequest, run
+from ..training.run import Outcome, RunCancelled, RunContext, TuneRequest, run
 from . import recipe as recipes
 
 INPUTS = ("dev", "bitext", "report", "models")
@@ -168,4 +168,4 @@ def tune(recipe, request: TuneRequest) -> dict | None:
     return run(methods()[recipe.method].run, recipe, request)
 
 
-__all__ = ["Method", "TuneRequest", "check_request", "fit_report", "load_dev", "load_recipe", "methods", "recipe_classes", "tune"]
+__all__ = ["Method", "RunCancelled", "TuneRequest", "check_request", "fit_report", "load_dev", "load_recipe", "methods", "recipe_classes", "tune"]

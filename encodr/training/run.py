@@ -107,6 +107,12 @@ class Outcome:
     log: list[dict] | None = None
 
 
+class RunCancelled(Exception):
+    """Raised by a run's ``progress`` or ``on_step`` callback (the TUI's Cancel) to stop it:
+    the temporary output is removed, nothing appears at ``out``, and the registry records the
+    run with ``status: cancelled``."""
+
+
 def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneRequest) -> dict | None:
     """Run a method: preflight, train, write the output atomically, record the run.
 
@@ -121,8 +127,9 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneReques
         ``table`` added; ``None`` in processes other than the main one.
 
     Raises:
-        EncodrError: bad input, raised before training where it can be checked then;
-            KeyboardInterrupt passes through with nothing written.
+        EncodrError: bad input, raised before training where it can be checked then.
+        RunCancelled, KeyboardInterrupt: pass through with nothing written at ``out``; the
+            registry gets a row with ``status: cancelled``.
     """
     out = Path(request.out)
     check_target(out, request.overwrite)
@@ -130,25 +137,32 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneReques
     started = time.time()
     with Trainer(request.device, recipe.amp) as trainer:
         main = trainer.is_main
-        with atomic_dir(out, request.overwrite) if main else contextlib.nullcontext(None) as tmp:
-            ctx = RunContext(request, recipe, trainer, tmp)
-            outcome = method_run(ctx)
-            recipe = ctx.recipe  # as the method ran it (e.g. a batch size cut to the data)
-            summary = {
-                "encodr_version": __import__("encodr").__version__,
-                "method": recipe.method,
-                **outcome.summary,
-                "recipe": recipe.to_dict(),
-                "device": trainer.device,
-                "precision": trainer.precision,
-                "processes": trainer.world,
-                "duration_s": round(time.time() - started, 2),
-            }
-            if tmp is not None:
-                (tmp / "recipe.yaml").write_text(yaml.safe_dump(recipe.to_dict(), sort_keys=False))
-                if outcome.log is not None:
-                    (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in outcome.log))
-                (tmp / "encodr.json").write_text(json.dumps(summary, indent=2, default=float))
+        try:
+            with atomic_dir(out, request.overwrite) if main else contextlib.nullcontext(None) as tmp:
+                ctx = RunContext(request, recipe, trainer, tmp)
+                outcome = method_run(ctx)
+                recipe = ctx.recipe  # as the method ran it (e.g. a batch size cut to the data)
+                summary = {
+                    "encodr_version": __import__("encodr").__version__,
+                    "method": recipe.method,
+                    **outcome.summary,
+                    "recipe": recipe.to_dict(),
+                    "device": trainer.device,
+                    "precision": trainer.precision,
+                    "processes": trainer.world,
+                    "duration_s": round(time.time() - started, 2),
+                }
+                if tmp is not None:
+                    (tmp / "recipe.yaml").write_text(yaml.safe_dump(recipe.to_dict(), sort_keys=False))
+                    if outcome.log is not None:
+                        (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in outcome.log))
+                    (tmp / "encodr.json").write_text(json.dumps(summary, indent=2, default=float))
+        except (RunCancelled, KeyboardInterrupt):
+            if main:
+                registry.record({"kind": "tune", "status": "cancelled", "model": request.models[0], "recipe_name": recipe.name,
+                                 "recipe": recipe.to_dict(), "data": str(getattr(request.data, "source", request.data) or "(bundled default)"),
+                                 "duration_s": round(time.time() - started, 2), "out": str(out.resolve())})  # fmt: skip
+            raise
         trainer.wait()  # the other processes leave once the output is in place
     if not main:
         return None
