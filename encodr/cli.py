@@ -84,7 +84,7 @@ class _Bars:
             self.bars.start()
         if event.task not in self.tasks:
             self.tasks[event.task] = self.bars.add_task(event.task, total=event.total, info="")
-        info = "  ".join(f"{k} {v:.4f}" if k == "loss" else f"{v:.0f} {k}" for k, v in event.fields.items())
+        info = "  ".join(f"{k} {v:.4f}" if k == "loss" else (f"{k} {v:.2f}" if k == "dev" else f"{v:.0f} {k}") for k, v in event.fields.items())
         self.bars.update(self.tasks[event.task], completed=event.completed, total=event.total, info=info)
 
     def __enter__(self) -> "_Bars":

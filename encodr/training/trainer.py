@@ -183,8 +183,8 @@ class TrainResult:
 class _BestCheckpoint:
     """Keeps a copy (on the CPU) of the module's best weights by a dev score, higher better."""
 
-    def __init__(self, module: torch.nn.Module, evaluate: Callable[[], float], trainer: "Trainer"):
-        self.module, self.evaluate, self.trainer = module, evaluate, trainer
+    def __init__(self, module: torch.nn.Module, evaluate: Callable[[], float], trainer: "Trainer", report: Callable[[int, float], None] | None = None):
+        self.module, self.evaluate, self.trainer, self.report = module, evaluate, trainer, report
         self.curve: list[dict] = []
         self.best: dict | None = None
         self.state: dict | None = None
@@ -202,6 +202,8 @@ class _BestCheckpoint:
         self.module.train(was_training)
         score = -math.inf if math.isnan(value) else value
         self.curve.append({"step": step, "epoch": epoch, "dev": round(value, 4)})
+        if self.report is not None and self.trainer.is_main:
+            self.report(step, value)
         if self.best is None or score > self.best["score"]:
             self.best = {"step": step, "epoch": epoch, "dev": round(value, 4), "score": score}
             self.state = {k: v.detach().to("cpu", copy=True) for k, v in self.module.state_dict().items()}
@@ -345,7 +347,8 @@ class Trainer:
                 main process, in eval mode, without gradients.
             eval_steps: evaluate every this many steps (0: at epoch ends only).
             keep_start: count the starting weights as a candidate.
-            progress: receives a :class:`~encodr.progress.ProgressEvent` after every step.
+            progress: receives a :class:`~encodr.progress.ProgressEvent` after every step (fields
+                ``loss``, ``ex/s``) and after every dev evaluation (field ``dev``; step 0: the start).
             on_step: called after every step with (step, global loss); may raise to stop.
             max_steps: stop after this many steps (benchmarks).
             description: the progress task's label.
@@ -373,7 +376,8 @@ class Trainer:
             from transformers import get_linear_schedule_with_warmup
 
             scheduler = get_linear_schedule_with_warmup(optimizer.optimizer, int(args.warmup * total), total)
-        selector = _BestCheckpoint(module, evaluate, self) if evaluate is not None else None
+        report = lambda at, dev: progress(ProgressEvent(description, at, total, {"dev": dev}))  # noqa: E731 - the dev score, as it comes
+        selector = _BestCheckpoint(module, evaluate, self, report) if evaluate is not None else None
         if selector is not None and keep_start:
             selector(0, 0)
         others = [self._cycle(loader) for loader in loaders[1:]]
