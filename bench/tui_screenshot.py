@@ -26,7 +26,10 @@ async def shoot(index: Path, query: str, out: Path) -> None:
         await pilot.click("#query")
         await pilot.press(*query)
         await pilot.press("enter")
-        await app.workers.wait_for_complete()
+        # the Train pane's DirectoryTree keeps a loader worker alive: wait for the others
+        others = [w for w in app.workers if w.group != "_loader"]
+        if others:  # an empty list would mean "all of them"
+            await app.workers.wait_for_complete(others)
         await pilot.pause()
         app.save_screenshot(filename=out.name, path=str(out.parent))
 

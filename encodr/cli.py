@@ -430,20 +430,17 @@ def runs_show(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """One run: its details, recipe, losses and dev curve; --plot draws the curves."""
-    import json
-
-    from .registry import get_run
+    from .registry import get_run, run_log
 
     if plot is not None and plot.suffix.lower() != ".png":
         raise EncodrError(f"--plot {plot}: the picture is a PNG; give a file name ending in .png")
     row = get_run(run_id)
     metrics = row.get("metrics") or {}
-    log_file = Path(row.get("out") or "") / "train_log.jsonl"
-    log = [json.loads(line) for line in log_file.read_text().splitlines() if line.strip()] if log_file.is_file() else []
+    log = run_log(row)
     curve = metrics.get("dev_curve") or []
     if plot is not None:
         if not log and not curve:
-            raise EncodrError(f"run {run_id} has no loss log ({log_file} is gone) and no dev curve; nothing to plot")
+            raise EncodrError(f"run {run_id} has no loss log (its output {row.get('out')} is gone) and no dev curve; nothing to plot")
         from .plots import run_figure, save_png
 
         title = f"run {run_id}: {row.get('recipe_name', '')} on {_short_path(str(row.get('model', '')))}"

@@ -74,3 +74,12 @@ def get_run(run_id: int, path: Path | None = None) -> dict:
         if isinstance(row.get(key), str):
             row[key] = json.loads(row[key])
     return row
+
+
+def run_log(row: dict) -> list[dict]:
+    """A run's per-step training log (``train_log.jsonl`` in its output folder: ``step``,
+    ``loss``, ``loss/NAME``…); empty when the output is gone or the run wrote none."""
+    path = Path(row.get("out") or "") / "train_log.jsonl"
+    if not row.get("out") or not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -133,3 +133,13 @@ def tiny_multilingual(tmp_path_factory) -> Path:
     RobertaModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+async def settle(app, pilot) -> None:
+    """Wait for the app's workers to finish, then for the screen to catch up. Textual's
+    DirectoryTree (the Train pane's file picker) keeps a loader worker alive for good, so it
+    is left out."""
+    others = [w for w in app.workers if w.group != "_loader"]
+    if others:  # an empty list would mean "all of them" to Textual
+        await app.workers.wait_for_complete(others)
+    await pilot.pause()

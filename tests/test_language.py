@@ -11,7 +11,7 @@ from encodr.errors import EncodrError
 from encodr.index import Searcher, build
 from encodr.models.pcr import POOLED, fit_and_remove
 from encodr.tui import EncodrApp
-from tests.conftest import run_cli
+from tests.conftest import run_cli, settle
 
 # Six sentences in each of three languages, long enough for the detector to be sure
 MIXED = {
@@ -105,8 +105,7 @@ async def test_tui_language_column_and_filter(mixed_file, tiny_model, tmp_path):
         app.query_one("#hit-lang").value = "deu"
         await pilot.click("#query")
         await pilot.press(*"Los niños juegan", "enter")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         table = app.query_one("#results")
         assert table.row_count == 6 and {table.get_row_at(i)[3] for i in range(6)} == {"deu"}
         assert "query language spa" in str(app.query_one("#status").render())

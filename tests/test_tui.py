@@ -5,6 +5,7 @@ import pytest
 from encodr.index import build
 from encodr.index import Searcher
 from encodr.tui import EncodrApp, score_bar
+from tests.conftest import settle
 
 TEXTS = ["the cat sat on the mat", "stock markets fell sharply", "it rained all day in london", "a dog chased the cat"]
 
@@ -27,8 +28,7 @@ async def test_typing_a_query_fills_the_results_table(searcher):
         await pilot.click("#query")
         await pilot.press(*"stock markets fell sharply")
         await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         table = app.query_one("#results")
         assert table.row_count == 4
         first = table.get_row_at(0)
@@ -41,8 +41,7 @@ async def test_enter_searches_and_compare_view(searcher):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.click("#query")
         await pilot.press(*"it rained all day in london", "enter")  # a tiny random model: exact text ranks first
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         assert app.searches >= 1
         assert app.query_one("#results").get_row_at(0)[4] == "it rained all day in london"
         await pilot.press("f3")
@@ -50,8 +49,7 @@ async def test_enter_searches_and_compare_view(searcher):
         app.query_one("#text-b").value = "the cat sat on the mat"
         await pilot.click("#text-b")
         await pilot.press("enter")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         assert "cosine: 1.000" in str(app.query_one("#cosine").render())
         assert app.query_one("#near-a").get_row_at(0)[2] == "the cat sat on the mat"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.language import DETECTOR, corpus_languages, detect_languages
+from ..data.language import DETECTOR, SMALL_CORPUS, corpus_languages, detect_languages
 from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, component_for, fit_and_remove, remove_component
@@ -66,7 +66,8 @@ def build(
     removed (CMLM §5.2). ``--add`` keeps the index type, model and PCR components.
 
     Languages: a ``lang`` column wins, then ``lang``. Without either, each text's language is
-    detected (:mod:`encodr.data.language`): first among all languages, then, once the whole
+    detected (:mod:`encodr.data.language`): first among all languages (high-accuracy mode up to
+    10,000 lines), then, once the whole
     corpus is in, again among the languages that make up at least 1 % of it, which undoes
     most of the detector's mistakes on short texts. ``--add`` detects among the languages
     the index already has.
@@ -125,7 +126,7 @@ def build(
             for name in (META_FILE, STORE_FILE, PCR_FILE):
                 if (out / name).exists():
                     shutil.copy2(out / name, tmp / name)
-        with _Ingest(tmp, encoder, lang, old, candidates) as ingest:
+        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest:
             read, batch = 0, []
             for f in files:
                 for record in read_records(f, lang):
@@ -157,10 +158,10 @@ class _Ingest:
     """Texts into the store, vectors into the FAISS index (``--add``) or a raw float32 file
     (a new index, whose type and PCR are fitted on all vectors at the end)."""
 
-    def __init__(self, tmp: Path, encoder, lang: str | None, old: Index | None, candidates: list[str] | None = None):
+    def __init__(self, tmp: Path, encoder, lang: str | None, old: Index | None, candidates: list[str] | None = None, accurate: bool = False):
         import sqlite_utils
 
-        self.encoder, self.lang, self.old, self.candidates = encoder, lang, old, candidates
+        self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
         self.detected = 0  # texts whose language came from the detector
         self.db = sqlite_utils.Database(tmp / STORE_FILE)
         if "texts" not in self.db.table_names():
@@ -195,7 +196,7 @@ class _Ingest:
             langs = [r.lang or self.lang for r, _ in fresh]
             unknown = [i for i, code in enumerate(langs) if code is None]
             if unknown:
-                for i, code in zip(unknown, detect_languages([fresh[i][0].text for i in unknown], self.candidates)):
+                for i, code in zip(unknown, detect_languages([fresh[i][0].text for i in unknown], self.candidates, self.accurate)):
                     langs[i] = code
                 self.detected += len(unknown)
             guessed = set(unknown)

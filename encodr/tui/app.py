@@ -1,9 +1,10 @@
 """``encodr tui``: a Textual app over the same core as the CLI (:class:`encodr.index.Searcher`,
 :func:`encodr.index.list_indexes`, :func:`encodr.models.list_models`,
-:func:`encodr.registry.runs`). It holds presentation only, no logic of its own.
+:func:`encodr.registry.runs`, and through its panes :func:`encodr.methods.tune`,
+:func:`encodr.index.build`, :func:`encodr.evaluation.run`). It holds presentation only.
 
-Keys: F1 help · F2/F3/F4 or the tabs: Search, Compare, Workspace · Enter searches at once ·
-Ctrl+Q quits. Results update as you type (debounced).
+Keys: F1 help · F2–F8 or the tabs: Search, Compare, Workspace, Train, Index, Eval, Runs ·
+Enter searches at once · Ctrl+Q quits. Results update as you type (debounced).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, Markdown, Static, TabbedContent, TabPane
 
-from .errors import EncodrError
+from ..errors import EncodrError
+from .jobs import EvalPane, IndexPane
+from .runs import RunsPane
+from .train import TrainPane
 
 HELP = """\
 # encodr — keys
@@ -28,6 +32,13 @@ HELP = """\
 |---|---|
 | F1 | this help (Esc closes it) |
 | F2 / F3 / F4 | Search / Compare / Workspace tab |
+| F5 / F6 / F7 / F8 | Train / Index / Eval / Runs tab |
+| Train: Start / Cancel | tune with the form's model, recipe, data, dev set and output; Cancel writes nothing |
+| Train: a recipe field | edit it; the CLI's check of `--set KEY=VALUE` shows beside it |
+| Train: Enter on a file in the tree | use it as the data file (preview: first lines, distinct strings) |
+| Index: Build, then o | build or append (`--add`), then open the index in Search |
+| Eval: Evaluate | a suite on a model, optionally against a second; table and bar chart |
+| Runs: arrows | a run's details, loss and dev curves; buttons: index / evaluate with its model |
 | typing in the query box | search as you type (debounced) |
 | Enter | search now |
 | language box (beside the query) | only hits in these languages, e.g. `spa,fra`; Enter applies |
@@ -74,6 +85,10 @@ class EncodrApp(App):
         Binding("f2", "show_tab('search')", "Search"),
         Binding("f3", "show_tab('compare')", "Compare"),
         Binding("f4", "show_tab('workspace')", "Workspace"),
+        Binding("f5", "show_tab('train')", "Train"),
+        Binding("f6", "show_tab('index')", "Index"),
+        Binding("f7", "show_tab('eval')", "Eval"),
+        Binding("f8", "show_tab('runs-tab')", "Runs"),
         Binding("ctrl+q", "quit", "Quit"),
     ]
 
@@ -111,6 +126,14 @@ class EncodrApp(App):
                 yield DataTable(id="models")
                 yield Static("runs", classes="pane-title")
                 yield DataTable(id="runs")
+            with TabPane("Train", id="train"):
+                yield TrainPane()
+            with TabPane("Index", id="index"):
+                yield IndexPane()
+            with TabPane("Eval", id="eval"):
+                yield EvalPane()
+            with TabPane("Runs", id="runs-tab"):
+                yield RunsPane()
         yield Static("", id="status")
         yield Footer()
 
@@ -129,9 +152,9 @@ class EncodrApp(App):
 
     # ── workspace ────────────────────────────────────────────────────────────
     def refresh_workspace(self) -> None:
-        from .index import list_indexes
-        from .models import list_models
-        from .registry import runs
+        from ..index import list_indexes
+        from ..models import list_models
+        from ..registry import runs
 
         indexes = self.query_one("#indexes", DataTable)
         indexes.clear(columns=True)
@@ -156,7 +179,7 @@ class EncodrApp(App):
 
     @work(thread=True, exclusive=True, group="open")
     def open_index(self, path: Path) -> None:
-        from .index import Searcher
+        from ..index import Searcher
 
         self.call_from_thread(self.set_status, f"opening {path} …")
         try:

@@ -1,0 +1,96 @@
+"""The Runs pane: the registry's runs (:func:`encodr.registry.runs`); for the selected one,
+its details, loss curve, dev curve and recipe (as ``encodr runs show``), and two actions:
+index with this model, evaluate this model."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, DataTable, Static
+from textual_plotext import PlotextPlot
+
+
+class RunsPane(Vertical):
+    """The Runs tab (see the module docstring)."""
+
+    DEFAULT_CSS = """
+    RunsPane #runs-table { height: 10; }
+    RunsPane #run-detail { width: 60; height: 1fr; }
+    RunsPane #run-curves { width: 1fr; height: 1fr; }
+    RunsPane #run-loss, RunsPane #run-dev { height: 1fr; }
+    RunsPane .row { height: 3; }
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.selected: dict | None = None
+
+    def compose(self) -> ComposeResult:
+        yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        with Horizontal(classes="row"):
+            yield Button("Index with this model", id="run-index", disabled=True)
+            yield Button("Evaluate this model", id="run-eval", disabled=True)
+            yield Button("Refresh", id="runs-refresh")
+        with Horizontal():
+            yield Static("select a run", id="run-detail")
+            with Vertical(id="run-curves"):
+                yield PlotextPlot(id="run-loss")
+                yield PlotextPlot(id="run-dev")
+
+    def on_mount(self) -> None:
+        self.refresh_runs()
+
+    @on(Button.Pressed, "#runs-refresh")
+    def refresh_runs(self) -> None:
+        from ..registry import runs
+
+        table = self.query_one("#runs-table", DataTable)
+        table.clear(columns=True)
+        table.add_columns("id", "created", "status", "recipe", "model", "data", "out")
+        for row in runs(limit=100):
+            table.add_row(str(row["id"]), str(row["created"])[:16], row.get("status") or "done", str(row.get("recipe_name") or ""),
+                          str(row.get("model", "")), str(row.get("data", "")), str(row.get("out", "")), key=str(row["id"]))  # fmt: skip
+
+    @on(DataTable.RowHighlighted, "#runs-table")
+    @on(DataTable.RowSelected, "#runs-table")
+    def run_picked(self, event) -> None:
+        from ..registry import get_run, run_log
+
+        if event.row_key is None or event.row_key.value is None:
+            return
+        row = get_run(int(event.row_key.value))
+        self.selected = row
+        metrics = row.get("metrics") or {}
+        lines = [f"run {row['id']} · {row.get('status') or 'done'}", f"model: {row.get('model')}", f"recipe: {row.get('recipe_name')}",
+                 f"data: {row.get('data')}", f"out: {row.get('out')}", f"seconds: {row.get('duration_s')}"]  # fmt: skip
+        lines += [f"{k}: {v}" for k, v in metrics.items() if not isinstance(v, (dict, list))]
+        lines += ["", "recipe:"] + [f"  {k}: {v}" for k, v in (row.get("recipe") or {}).items()]
+        self.query_one("#run-detail", Static).update("\n".join(lines))
+        log = run_log(row)
+        for plot_id, xs, ys, title in (
+            ("#run-loss", [r["step"] for r in log], [r["loss"] for r in log], "training loss"),
+            ("#run-dev", [p["step"] for p in metrics.get("dev_curve") or []], [p["dev"] for p in metrics.get("dev_curve") or []],
+             f"dev {metrics.get('dev_metric', '')} ({metrics.get('dev_set', 'none')})"),
+        ):  # fmt: skip
+            plot = self.query_one(plot_id, PlotextPlot)
+            plot.plt.clear_data()
+            plot.plt.title(title if ys else f"{title}: none")
+            if ys:
+                plot.plt.plot(xs, ys, marker="braille")
+            plot.refresh()
+        usable = row.get("status") != "cancelled"
+        self.query_one("#run-index", Button).disabled = not usable
+        self.query_one("#run-eval", Button).disabled = not usable
+
+    @on(Button.Pressed, "#run-index")
+    def index_with(self) -> None:
+        if self.selected:
+            self.app.query_one("#index-model").value = str(self.selected["out"])
+            self.app.action_show_tab("index")
+
+    @on(Button.Pressed, "#run-eval")
+    def evaluate_with(self) -> None:
+        if self.selected:
+            self.app.query_one("#eval-model").value = str(self.selected["out"])
+            self.app.action_show_tab("eval")

@@ -1,0 +1,130 @@
+"""The Train, Index, Eval and Runs panes of the TUI, driven by Textual's pilot. Each calls the
+core the CLI calls (encodr.methods.tune, encodr.index.build, encodr.evaluation.run, the registry)."""
+
+import json
+
+import pytest
+
+from encodr import registry
+from encodr.tui import EncodrApp
+from tests.conftest import settle
+
+
+@pytest.fixture
+def words(tmp_path):
+    f = tmp_path / "words.txt"
+    f.write_text("\n".join(f"word{i} thing{i % 7}" for i in range(96)) + "\n")
+    return f
+
+
+async def _fill_train(app, pilot, tiny_model, data, out, batch="16"):
+    await pilot.press("f5")
+    pane = app.query_one("TrainPane")
+    app.query_one("#train-model-path").value = str(tiny_model)
+    app.query_one("#train-data").value = str(data)
+    app.query_one("#train-out").value = str(out)
+    field = next(i for i in pane.query(".field-input") if i.name == "batch_size")
+    field.value = batch
+    await pilot.pause()
+    return pane
+
+
+async def test_train_pane_trains_end_to_end_and_records_the_run(tiny_model, words, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    app = EncodrApp()
+    async with app.run_test(size=(180, 60)) as pilot:
+        pane = await _fill_train(app, pilot, tiny_model, words, tmp_path / "out")
+        await pilot.click("#train-start")
+        await settle(app, pilot)
+        assert pane.error is None and pane.result is not None
+        assert len(pane.losses) == 96 // 16 and "step 6/6" in str(app.query_one("#train-stats").render()) or pane.result
+        assert "saved" in str(app.query_one("#train-result").render())
+    assert SentenceTransformer(str(tmp_path / "out"), device="cpu").encode(["word1 thing1"]).shape == (1, 32)
+    rows = registry.runs()
+    assert len(rows) == 1 and rows[0]["out"] == str((tmp_path / "out").resolve()) and rows[0].get("status") is None
+
+
+async def test_train_pane_cancel_leaves_nothing_and_registry_says_cancelled(tiny_model, words, tmp_path):
+    app = EncodrApp()
+    async with app.run_test(size=(180, 60)) as pilot:
+        pane = await _fill_train(app, pilot, tiny_model, words, tmp_path / "out", batch="8")
+        step = pane.step
+
+        def cancel_at_3(n, loss):  # as if Cancel were pressed during step 3
+            if n == 3:
+                pane.cancel.set()
+            step(n, loss)
+
+        pane.step = cancel_at_3
+        pane.start()
+        await settle(app, pilot)
+        assert pane.result is None and "cancelled" in pane.error
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.tmp-*"))
+    assert registry.runs()[0]["status"] == "cancelled"
+
+
+async def test_train_pane_checks_fields_inline_as_the_cli_does(tiny_model):
+    app = EncodrApp()
+    async with app.run_test(size=(180, 60)) as pilot:
+        await pilot.press("f5")
+        pane = app.query_one("TrainPane")
+        field = next(i for i in pane.query(".field-input") if i.name == "epochs")
+        field.value = "two"
+        await pilot.pause()
+        assert "recipe key 'epochs' must be an int" in str(app.query_one("#check-epochs").render())
+        field.value = "3"
+        await pilot.pause()
+        assert str(app.query_one("#check-epochs").render()) == "✓"
+        pane.start()  # no output folder chosen
+        await pilot.pause()
+        assert "choose an output folder" in str(app.query_one("#train-result").render())
+
+
+async def test_index_pane_builds_then_opens_search(tiny_model, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat\nstock markets fell\nit rained in london\n")
+    app = EncodrApp()
+    async with app.run_test(size=(180, 60)) as pilot:
+        await pilot.press("f6")
+        app.query_one("#index-files").value = str(corpus)
+        app.query_one("#index-model").value = str(tiny_model)
+        app.query_one("#index-out").value = str(tmp_path / "idx")
+        await pilot.click("#index-build")
+        await settle(app, pilot)
+        assert "count: 3" in str(app.query_one("#index-result").render())
+        await pilot.click("#index-open")
+        await settle(app, pilot)
+        assert app.searcher is not None and len(app.searcher.index) == 3
+        assert app.query_one("TabbedContent").active == "search"
+
+
+async def test_eval_pane_table_and_chart(tiny_model, tmp_path):
+    sts = tmp_path / "sts.tsv"
+    sts.write_text("\n".join(f"{s}\tthe {w} sat here\tthe {w} sat there" for s, w in zip([0, 1, 2, 3, 4, 5], "abcdef")) + "\n")
+    app = EncodrApp()
+    async with app.run_test(size=(180, 60)) as pilot:
+        await pilot.press("f7")
+        app.query_one("#eval-model").value = str(tiny_model)
+        app.query_one("#eval-compare").value = str(tiny_model)
+        app.query_one("#eval-data").value = str(sts)
+        await pilot.click("#eval-run")
+        await settle(app, pilot)
+        row = app.query_one("#eval-table").get_row_at(0)
+        assert row[0] == "sts.tsv" and row[1] == "spearman" and row[-1] == "+0.00"
+
+
+async def test_runs_pane_shows_a_run_and_hands_its_model_on(tmp_path):
+    out = tmp_path / "m"
+    out.mkdir()
+    (out / "train_log.jsonl").write_text("\n".join(json.dumps({"step": s, "loss": 1.0 / s}) for s in range(1, 6)) + "\n")
+    run_id = registry.record({"kind": "tune", "model": "minilm", "recipe_name": "word", "data": "w.txt", "out": str(out),
+                              "recipe": {"lr": 2e-5}, "metrics": {"final_loss": 0.2, "dev_curve": [{"step": 0, "dev": 50.0}, {"step": 5, "dev": 51.0}]}})  # fmt: skip
+    app = EncodrApp()
+    async with app.run_test(size=(180, 60)) as pilot:
+        await pilot.press("f8")
+        await pilot.pause()
+        assert f"run {run_id} · done" in str(app.query_one("#run-detail").render())
+        await pilot.click("#run-eval")
+        await pilot.pause()
+        assert app.query_one("#eval-model").value == str(out) and app.query_one("TabbedContent").active == "eval"
