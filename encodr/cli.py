@@ -227,8 +227,10 @@ def evaluate(
         raise EncodrError(f"--pcr applies to 'eval bitext' (cross-language retrieval), not '{suite}'")
     if plot is not None and suite not in ("sts", "words", "pairs"):
         raise EncodrError(f"--plot draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{suite}'")
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise EncodrError(f"--plot {plot}: the picture is a PNG; give a file name ending in .png")
+    if plot is not None:
+        from .plots import check_png
+
+        check_png(plot)
     variant = _pcr_variant(pcr, pcr_variant)
     options = {"pcr": variant} if variant else {}
     specs = [(model, cross)] + ([(compare, compare_cross)] if compare else [])
@@ -432,8 +434,10 @@ def runs_show(
     """One run: its details, recipe, losses and dev curve; --plot draws the curves."""
     from .registry import get_run, run_log
 
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise EncodrError(f"--plot {plot}: the picture is a PNG; give a file name ending in .png")
+    if plot is not None:
+        from .plots import check_png
+
+        check_png(plot)
     row = get_run(run_id)
     metrics = row.get("metrics") or {}
     log = run_log(row)

@@ -26,18 +26,28 @@ def _pyplot():
     return plt
 
 
-def save_png(fig, path: str | Path) -> Path:
-    """Write ``fig`` to ``path`` as PNG, atomically (a temporary file in the same folder,
-    then a rename), and close it.
+def check_png(path: str | Path) -> Path:
+    """Check a ``--plot`` target before any work: a ``.png`` name in an existing folder.
 
     Raises:
-        EncodrError: ``path`` does not end in ``.png``, or its folder cannot be written.
+        EncodrError: naming the problem and the fix.
     """
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise EncodrError(f"--plot {path}: the picture is a PNG; give a file name ending in .png")
     if not path.parent.is_dir():
         raise EncodrError(f"--plot {path}: folder {path.parent} does not exist; create it or choose another file")
+    return path
+
+
+def save_png(fig, path: str | Path) -> Path:
+    """Write ``fig`` to ``path`` as PNG, atomically (a temporary file in the same folder,
+    then a rename), and close it.
+
+    Raises:
+        EncodrError: see :func:`check_png`; the file cannot be written.
+    """
+    path = check_png(path)
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}.png"
     try:
         fig.savefig(tmp, dpi=110, bbox_inches="tight")
