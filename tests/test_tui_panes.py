@@ -38,11 +38,16 @@ async def test_train_pane_trains_end_to_end_and_records_the_run(tiny_model, word
         await pilot.click("#train-start")
         await settle(app, pilot)
         assert pane.error is None and pane.result is not None
-        assert len(pane.losses) == 96 // 16 and "step 6/6" in str(app.query_one("#train-stats").render()) or pane.result
+        from encodr.methods import load_recipe
+
+        steps = 96 // 16 * load_recipe("word").epochs
+        assert len(pane.losses) == steps and all(loss > 0 for loss in pane.losses)  # one point of the live curve per step
+        assert str(app.query_one("#train-stats").render()) == "done"
         assert "saved" in str(app.query_one("#train-result").render())
     assert SentenceTransformer(str(tmp_path / "out"), device="cpu").encode(["word1 thing1"]).shape == (1, 32)
     rows = registry.runs()
     assert len(rows) == 1 and rows[0]["out"] == str((tmp_path / "out").resolve()) and rows[0].get("status") is None
+    assert rows[0]["metrics"]["steps"] == steps
 
 
 async def test_train_pane_cancel_leaves_nothing_and_registry_says_cancelled(tiny_model, words, tmp_path):
