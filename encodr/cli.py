@@ -462,20 +462,11 @@ def runs_show(
         fields.append(("loss", f"{log[0]['loss']:.4f} (step {log[0]['step']}) → {log[-1]['loss']:.4f} (step {log[-1]['step']}), {len(log)} points"))
     if plot is not None:
         fields.append(("plot", str(plot)))
-    table = Table(title=f"run {run_id}")
-    table.add_column("field")
-    table.add_column("value", overflow="fold")
-    for key, value in fields:
-        table.add_row(key, "" if value is None else str(value))
-    out_console.print(table)
+    record = {key: "" if value is None else value for key, value in fields}
+    _print_record(f"run {run_id}", record, tuple(record), False)
     recipe = row.get("recipe") or {}
     if recipe:
-        recipe_table = Table(title="recipe")
-        recipe_table.add_column("field")
-        recipe_table.add_column("value")
-        for key, value in recipe.items():
-            recipe_table.add_row(key, str(value))
-        out_console.print(recipe_table)
+        _print_record("recipe", recipe, tuple(recipe), False)
 
 
 def _short_path(value: str) -> str:

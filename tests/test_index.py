@@ -91,6 +91,26 @@ def test_pcr_removes_a_direction_per_language(tmp_path, tiny_model):
     assert s.search([TEXTS[2]], k=1, lang="eng")[0][0].text == TEXTS[2]
     with pytest.raises(EncodrError, match="no principal component for language 'deu'"):
         s.search(["x"], lang="deu")
+    # the query's PCR is the per-language removal --add uses too: one call per language
+    from encodr.models.pcr import remove_per_language
+
+    queries = s.encoder.encode([TEXTS[1], TEXTS[2]])
+    both = index.prepare_queries(queries, ["spa", "eng"])
+    assert np.allclose(both, remove_per_language(queries, ["spa", "eng"], index.components))
+    assert abs(float(both[0] @ index.components["spa"])) < 1e-4 and abs(float(both[1] @ u)) < 1e-4
+
+
+def test_add_to_a_pcr_index_refuses_a_language_without_a_component(tmp_path, tiny_model, capsys, monkeypatch):
+    f = tmp_path / "c.tsv"
+    f.write_text("text\tlang\n" + "\n".join(f"{t}\t{'spa' if i % 2 else 'eng'}" for i, t in enumerate(TEXTS)) + "\n")
+    build([str(f)], str(tiny_model), tmp_path / "p", pcr=True)
+    more = tmp_path / "more.txt"
+    more.write_text("bonjour tout le monde\n")
+    code, _, err = run_cli(["index", str(more), "--out", str(tmp_path / "p"), "--add", "--lang", "fra"], capsys, monkeypatch)
+    last = err.strip().splitlines()[-1]  # the progress bar had started: the error is the one line after it
+    assert code == 2 and last.startswith("encodr: error:") and "no principal component for language 'fra' (it has eng, spa)" in last
+    assert "Traceback" not in err
+    assert len(Index.open(tmp_path / "p")) == len(TEXTS)  # the index is as it was
 
 
 def test_pcr_needs_two_texts_per_language_and_lang_needs_pcr(tmp_path, tiny_model, built):

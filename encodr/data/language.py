@@ -6,9 +6,10 @@ rather than our own. Codes are ISO 639-3 in lower case (``eng``, ``spa``, ``deu`
 of the Tatoeba and Bible files; ``und`` when the detector cannot decide.
 
 A corpus of up to :data:`SMALL_CORPUS` texts is first labelled in high-accuracy mode (1 GB of
-models, 4 s to load); a larger one in low-accuracy mode. What the low-accuracy mode gets wrong, measured on 1,000 Bible verses per language against all 75
-languages (low-accuracy mode, 90 MB): 86 % (spa, mislabelled Tagalog, Shona, Latin) to 99 %
-(ara) correct, and single words often wrong ("Hola" → Latvian). Two things make it reliable:
+models, 4 s to load); a larger one in low-accuracy mode (90 MB). What the low-accuracy mode
+gets wrong, measured on 1,000 Bible verses per language against all 75 languages: 86 % (spa,
+mislabelled Tagalog, Shona, Latin) to 99 % (ara) correct, and single words often wrong ("Hola"
+→ Latvian). Two things make it reliable:
 
 - :func:`corpus_languages` keeps the languages that make up a real share of a corpus, and the
   corpus is labelled again with only those as candidates, in high-accuracy mode (98.4 % ita
@@ -26,7 +27,8 @@ from typing import Iterable
 from ..errors import EncodrError
 
 UNDETERMINED = "und"
-DETECTOR = "lingua-language-detector: low-accuracy mode among all languages, high-accuracy among the corpus's"
+DETECTOR = "lingua-language-detector: among all languages (high-accuracy mode up to 10,000 texts), then high-accuracy among the corpus's"
+SMALL_CORPUS = 10_000  # up to this many texts, the first pass runs in high-accuracy mode
 MIN_SHARE = 0.01  # a detected language must label at least 1 % of a corpus…
 MIN_TEXTS = 3  # …and at least 3 texts to be kept as one of its languages
 
@@ -45,9 +47,6 @@ def known_languages() -> dict[str, object]:
     return {lang.iso_code_639_3.name.lower(): lang for lang in lingua.Language.all()}
 
 
-SMALL_CORPUS = 10_000  # up to this many texts, the first pass runs in high-accuracy mode
-
-
 @lru_cache(maxsize=8)
 def _detector(candidates: tuple[str, ...] | None, accurate: bool = False):
     lingua = _lingua()
@@ -55,14 +54,13 @@ def _detector(candidates: tuple[str, ...] | None, accurate: bool = False):
     if candidates is None:  # all 75: high accuracy loads 1 GB of models (4 s), low accuracy 90 MB
         builder = lingua.LanguageDetectorBuilder.from_all_languages()
         return (builder if accurate else builder.with_low_accuracy_mode()).build()
-    else:
-        unknown = [c for c in candidates if c not in known]
-        if unknown:
-            raise EncodrError(f"unknown language code(s) {', '.join(unknown)}; use ISO 639-3 codes such as eng, spa, fra, deu, rus, ara, vie")
-        if len(candidates) == 1:
-            return candidates[0]
-        # high-accuracy mode, which short texts need (the models of a few languages are small)
-        return lingua.LanguageDetectorBuilder.from_languages(*[known[c] for c in candidates]).build()
+    unknown = [c for c in candidates if c not in known]
+    if unknown:
+        raise EncodrError(f"unknown language code(s) {', '.join(unknown)}; use ISO 639-3 codes such as eng, spa, fra, deu, rus, ara, vie")
+    if len(candidates) == 1:
+        return candidates[0]
+    # high-accuracy mode, which short texts need (the models of a few languages are small)
+    return lingua.LanguageDetectorBuilder.from_languages(*[known[c] for c in candidates]).build()
 
 
 def detect_languages(texts: list[str], candidates: Iterable[str] | None = None, accurate: bool = False) -> list[str]:

@@ -13,7 +13,7 @@ import numpy as np
 from ..data.language import DETECTOR, SMALL_CORPUS, corpus_languages, detect_languages
 from ..data.records import Record, read_records
 from ..errors import EncodrError
-from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, component_for, fit_and_remove, remove_component
+from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, fit_and_remove, remove_per_language
 from ..outputs import atomic_dir, check_target
 from ..progress import ProgressEvent, ProgressFn, silent
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, INDEX_TYPES, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, fingerprint, locate
@@ -204,7 +204,12 @@ class _Ingest:
                      "lang": langs[i], "hash": h, "lang_detected": int(i in guessed)} for i, (r, h) in enumerate(fresh)]  # fmt: skip
             if self.old is not None:
                 if self.old.components:
-                    vectors = self._remove_components(vectors, langs)
+                    try:
+                        vectors = remove_per_language(vectors, langs, self.old.components)
+                    except KeyError as missing:
+                        have = ", ".join(sorted(self.old.components))
+                        raise EncodrError(f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
+                                          "rebuild it with --pcr over all languages, or give --lang") from None  # fmt: skip
                 self.old.faiss.add(vectors)
             else:
                 vectors.tofile(self.raw)
@@ -212,18 +217,6 @@ class _Ingest:
             self.next_id += len(fresh)
             self.added += len(fresh)
         batch.clear()
-
-    def _remove_components(self, vectors: np.ndarray, langs: list[str]) -> np.ndarray:
-        """``--add`` to a PCR index: each new vector loses its language's component."""
-        codes = np.array(langs)
-        for code in set(langs):
-            component = component_for(self.old.components, code)
-            if component is None:
-                have = ", ".join(sorted(self.old.components))
-                raise EncodrError(f"index {self.old.path} has no principal component for language '{code}' (it has {have}); "
-                                  "rebuild it with --pcr over all languages, or give --lang")  # fmt: skip
-            vectors[codes == code] = remove_component(vectors[codes == code], component)
-        return vectors
 
 
 def _settle_languages(db, chunk: int = 10_000) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import EncodrError
-from ..models.pcr import POOLED, component_for, remove_component
+from ..models.pcr import POOLED, remove_per_language
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
 FLAT_MAX = 50_000  # exact search up to this many vectors, HNSW above (unless --index-type)
@@ -149,14 +149,11 @@ class Index:
             return vectors
         if langs is None or isinstance(langs, str):
             langs = [langs or self.meta.get("default_lang")] * len(vectors)
-        out = np.empty_like(vectors, dtype=np.float32)
-        for i, lang in enumerate(langs):
-            component = component_for(self.components, lang)
-            if component is None:
-                named = ", ".join(sorted(c for c in self.components if c != POOLED))
-                raise EncodrError(f"index {self.path} has no principal component for language '{lang}'; use --lang with one of {named}")
-            out[i] = remove_component(vectors[i : i + 1], component)[0]
-        return out
+        try:
+            return remove_per_language(vectors, langs, self.components)
+        except KeyError as missing:
+            named = ", ".join(sorted(c for c in self.components if c != POOLED))
+            raise EncodrError(f"index {self.path} has no principal component for language '{missing.args[0]}'; use --lang with one of {named}") from None
 
     def search(self, vectors: np.ndarray, k: int, langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """k nearest vectors by inner product, optionally among texts of some languages only.

@@ -101,3 +101,29 @@ def component_for(components: dict[str, np.ndarray], lang: str) -> np.ndarray | 
     """The component that PCR removes from a vector of language ``lang``: its own, else the
     pooled one (see :func:`fit_and_remove`), else ``None``."""
     return components.get(lang, components.get(POOLED))
+
+
+def remove_per_language(vectors: np.ndarray, langs: list[str], components: dict[str, np.ndarray]) -> np.ndarray:
+    """Remove from each vector its language's fitted component (:func:`component_for`), one
+    call per language present (CMLM §5.2 at query and ``--add`` time).
+
+    Args:
+        vectors: float32 (n, d) unit vectors (not changed).
+        langs: n language codes.
+        components: language → unit component (d,), as :func:`fit_and_remove` returns.
+
+    Returns:
+        float32 (n, d), unit norm.
+
+    Raises:
+        KeyError: carrying the first language with neither its own nor a pooled component
+            (callers turn it into their one-line error).
+    """
+    codes = np.asarray(langs)
+    out = np.array(vectors, dtype=np.float32, copy=True)
+    for code in sorted(set(langs)):
+        component = component_for(components, code)
+        if component is None:
+            raise KeyError(code)
+        out[codes == code] = remove_component(out[codes == code], component)
+    return out
