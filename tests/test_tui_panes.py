@@ -44,6 +44,10 @@ async def test_train_pane_trains_end_to_end_and_records_the_run(tiny_model, word
         assert len(pane.losses) == steps and all(loss > 0 for loss in pane.losses)  # one point of the live curve per step
         assert str(app.query_one("#train-stats").render()) == "done"
         assert "saved" in str(app.query_one("#train-result").render())
+        await pilot.press("f8")  # the Runs pane lists the run just made, and shows it
+        await pilot.pause()
+        assert app.query_one("#runs-table").row_count == 1
+        assert str(app.query_one("#run-detail").render()).startswith("run 1 · done")
     assert SentenceTransformer(str(tmp_path / "out"), device="cpu").encode(["word1 thing1"]).shape == (1, 32)
     rows = registry.runs()
     assert len(rows) == 1 and rows[0]["out"] == str((tmp_path / "out").resolve()) and rows[0].get("status") is None

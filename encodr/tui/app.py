@@ -172,6 +172,16 @@ class EncodrApp(App):
         for row in runs(limit=20):
             table.add_row(str(row["id"]), row["created"], row["model"], str(row.get("recipe_name", "")), str(row.get("strings", "")), row.get("out", ""))
 
+    @on(TabbedContent.TabActivated)
+    def tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        """Workspace and Runs read the workspace and registry again each time they are shown, so
+        a run, index or model made in another pane (or another process) is listed."""
+        pane = event.pane.id if event.pane is not None else None
+        if pane == "workspace":
+            self.refresh_workspace()
+        elif pane == "runs-tab":
+            self.query_one("RunsPane").refresh_runs()
+
     @on(DataTable.RowSelected, "#indexes")
     def pick_index(self, event: DataTable.RowSelected) -> None:
         self.open_index(Path(str(event.row_key.value)))

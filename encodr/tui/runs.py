@@ -43,6 +43,8 @@ class RunsPane(Vertical):
 
     @on(Button.Pressed, "#runs-refresh")
     def refresh_runs(self) -> None:
+        """List the registry's runs again, newest first; the highlighted run stays highlighted
+        (the newest one when none was)."""
         from ..registry import runs
 
         table = self.query_one("#runs-table", DataTable)
@@ -51,15 +53,23 @@ class RunsPane(Vertical):
         for row in runs(limit=100):
             table.add_row(str(row["id"]), str(row["created"])[:16], row.get("status") or "done", str(row.get("recipe_name") or ""),
                           str(row.get("model", "")), str(row.get("data", "")), str(row.get("out", "")), key=str(row["id"]))  # fmt: skip
+        if table.row_count:
+            keep = str(self.selected["id"]) if self.selected else None
+            row = table.get_row_index(keep) if keep is not None and keep in table.rows else 0
+            table.move_cursor(row=row)
+            self.show_run(int(table.coordinate_to_cell_key((row, 0)).row_key.value))
 
     @on(DataTable.RowHighlighted, "#runs-table")
     @on(DataTable.RowSelected, "#runs-table")
     def run_picked(self, event) -> None:
+        if event.row_key is not None and event.row_key.value is not None:
+            self.show_run(int(event.row_key.value))
+
+    def show_run(self, run_id: int) -> None:
+        """The run's details, recipe, loss curve and dev curve (what ``encodr runs show`` prints and plots)."""
         from ..registry import get_run, run_log
 
-        if event.row_key is None or event.row_key.value is None:
-            return
-        row = get_run(int(event.row_key.value))
+        row = get_run(run_id)
         self.selected = row
         metrics = row.get("metrics") or {}
         lines = [f"run {row['id']} · {row.get('status') or 'done'}", f"model: {row.get('model')}", f"recipe: {row.get('recipe_name')}",
