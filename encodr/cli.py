@@ -16,6 +16,8 @@ from rich.table import Table
 
 from .errors import EncodrError
 
+BACKEND_HELP = "torch | onnx | onnx-int8 (onnxruntime on the CPU; int8: dynamic quantisation, faster, see bench/encode_speed.py for the quality cost)."
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -175,15 +177,26 @@ def tune(
     out_console.print(view)
 
 
-def _load_scorer(spec: str, cross: bool, device: Optional[str]):
+def _check_backend(backend: str) -> None:
+    """A one-line error for an unknown ``--backend``, before any model loads."""
+    from .models.encoder import BACKENDS
+
+    if backend not in BACKENDS:
+        raise EncodrError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+
+
+def _load_scorer(spec: str, cross: bool, device: Optional[str], backend: str = "torch"):
     """A bi-encoder, or with ``cross`` a cross-encoder (both have ``pair_scores``)."""
+    _check_backend(backend)
     if cross:
+        if backend != "torch":
+            raise EncodrError(f"--backend {backend} runs bi-encoders; a cross-encoder (--cross) runs on torch: drop --backend")
         from .models import load_cross
 
         return load_cross(spec, device=device)
     from .models import load_encoder
 
-    return load_encoder(spec, device=device)
+    return load_encoder(spec, device=device, backend=backend)
 
 
 def _pcr_variant(pcr: bool, variant: Optional[str]) -> Optional[str]:
@@ -211,6 +224,7 @@ def evaluate(
     pcr_variant: Optional[str] = typer.Option(None, help="With --pcr: centred | uncentred."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="sts, words, pairs: write the score distributions of high- and low-gold pairs (each model) to this PNG."),
     device: Optional[str] = typer.Option(None),
+    backend: str = typer.Option("torch", help=BACKEND_HELP + " For --model; --compare runs on torch."),
     as_json: bool = typer.Option(False, "--json", help="Print scores as JSON."),
 ) -> None:
     """Evaluate a model: STS (Spearman ρ×100), word similarity, entity linking (acc@k), binary pairs (ROC-AUC×100), or bitext retrieval (Tatoeba acc@1, both directions). Cross-encoders (--cross) on sts and pairs."""
@@ -234,7 +248,7 @@ def evaluate(
     variant = _pcr_variant(pcr, pcr_variant)
     options = {"pcr": variant} if variant else {}
     specs = [(model, cross)] + ([(compare, compare_cross)] if compare else [])
-    scorers = [_load_scorer(spec, is_cross, device) for spec, is_cross in specs]  # both load before either is scored
+    scorers = [_load_scorer(spec, is_cross, device, backend if i == 0 else "torch") for i, (spec, is_cross) in enumerate(specs)]  # both load before either is scored
     reports = [evaluation.run(suite, scorer, data, progress=not as_json, **options) for scorer in scorers]
     if plot is not None:
         from .plots import distribution_figure, save_png
@@ -270,6 +284,7 @@ def score(
     model: str = typer.Option("minilm", "--model", "-m", help="Model (alias, directory, Hub id)."),
     cross: bool = typer.Option(False, "--cross", help="--model is a cross-encoder: σ of its score, both orders averaged."),
     device: Optional[str] = typer.Option(None),
+    backend: str = typer.Option("torch", help=BACKEND_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Similarity of two texts: cosine for a bi-encoder, σ(score) for a cross-encoder."""
@@ -277,7 +292,7 @@ def score(
         if not text.strip():  # as in the TUI's compare view, which scores only two non-blank texts
             raise EncodrError(f"{name} is blank; pass two non-blank texts, e.g. encodr score \"a cat\" \"a kitten\"")
     _interactive_threads()
-    scorer = _load_scorer(model, cross, device)
+    scorer = _load_scorer(model, cross, device, backend)
     value = float(scorer.pair_scores([text_a], [text_b])[0])
     record = {"model": model, "kind": "cross-encoder" if cross else "bi-encoder", "metric": "sigmoid score" if cross else "cosine",
               "score": round(value, 4), "text_a": text_a, "text_b": text_b}  # fmt: skip
@@ -289,13 +304,15 @@ def index_cmd(
     corpus: List[str] = typer.Argument(..., help="Text files (one text a line) or TSV files with a 'text' column (optional id, lang)."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Model (default: minilm; with --add, the index's model)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index directory (default: $ENCODR_HOME/indexes/NAME; with --add, a workspace index name works too)."),
-    index_type: str = typer.Option("auto", help="auto | flat | hnsw | ivf (auto: flat up to 50,000 vectors, hnsw above)."),
+    index_type: str = typer.Option("auto", help="auto | flat | hnsw | ivf | ivfpq (auto: flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above)."),
     add: bool = typer.Option(False, "--add", help="Append to an existing index (texts already in it are skipped)."),
     overwrite: bool = typer.Option(False, help="Replace an existing index."),
     pcr: bool = typer.Option(False, help="Remove each language's first principal component (language-agnostic search)."),
     pcr_variant: Optional[str] = typer.Option(None, help="With --pcr: centred (PCA of the covariance) | uncentred (CMLM §5.2: first singular vector)."),
     lang: Optional[str] = typer.Option(None, help="Language of texts without a lang column, ISO 639-3 (default: detected per text)."),
-    batch_size: int = typer.Option(256, min=1, help="Texts per encoding batch (bounds memory)."),
+    batch_size: Optional[int] = typer.Option(None, min=1, help="Texts per forward pass (default: per backend and device)."),
+    backend: str = typer.Option("torch", help=BACKEND_HELP),
+    processes: int = typer.Option(1, min=1, help="Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Encode a corpus and store it in a FAISS + SQLite index."""
@@ -306,8 +323,9 @@ def index_cmd(
     variant = _pcr_variant(pcr, pcr_variant) or DEFAULT_VARIANT
     out = out or home() / "indexes" / Path(corpus[0]).stem
     with _Bars(enabled=not as_json) as bars:
-        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=bars, pcr_variant=variant)
-    keys = ("model", "pooling", "dimension", "index_type", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
+        meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=bars, pcr_variant=variant,
+                     backend=backend, processes=processes)  # fmt: skip
+    keys = ("model", "pooling", "dimension", "backend", "index_type", "bytes_per_vector", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
     _print_record(f"encodr index → {meta['path']}", meta, keys, as_json)
 
 
@@ -319,6 +337,9 @@ def search(
     lang: Optional[str] = typer.Option(None, help="Query language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages)."),
     hit_lang: Optional[str] = typer.Option(None, "--hit-lang", help="Only hits in these languages, comma-separated (e.g. spa,fra)."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Must match the index's model."),
+    backend: Optional[str] = typer.Option(None, help="torch | onnx | onnx-int8 for the queries (default: the one the index was built with)."),
+    nprobe: Optional[int] = typer.Option(None, help="IVF indexes: lists visited per query (default 32); more: slower, closer to exact."),
+    ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW indexes: candidate list size (default 128); more: slower, closer to exact."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Nearest texts in an index: rank, score, language, text, source:line."""
@@ -327,7 +348,11 @@ def search(
     _interactive_threads()
     from .index import Searcher
 
-    searcher = Searcher(index, model)
+    if backend is not None:
+        _check_backend(backend)
+    searcher = Searcher(index, model, backend=backend, nprobe=nprobe, ef_search=ef_search)
+    for line in searcher.warnings:
+        _warn(line)
     queries = [query] if query is not None else [line.strip() for line in sys.stdin if line.strip()]
     if not queries:
         raise EncodrError("no query given; pass QUERY or one query a line on stdin")
@@ -351,7 +376,7 @@ def indexes(as_json: bool = typer.Option(False, "--json")) -> None:
     """List the indexes in the workspace ($ENCODR_HOME/indexes)."""
     from .index import list_indexes
 
-    _print_rows("indexes (search one with --index NAME)", list_indexes(), ("name", "model", "index_type", "count", "pcr", "languages", "error"), as_json)
+    _print_rows("indexes (search one with --index NAME)", list_indexes(), ("name", "model", "backend", "index_type", "count", "bytes_per_vector", "pcr", "languages", "error"), as_json)
 
 
 @app.command()

@@ -70,6 +70,22 @@ def atomic_dir(out: Path, overwrite: bool = False) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def atomic_file(path: Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary file name beside ``path`` that is renamed onto ``path`` when the
+    block succeeds and removed when it fails, so ``path`` is either the old file or the
+    whole new one. ``suffix`` ends the temporary name (a writer that picks its format from
+    the extension needs it)."""
+    path = Path(path)
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}{suffix}"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

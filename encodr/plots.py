@@ -7,12 +7,11 @@ The functions take plain numbers; the CLI gathers them from the registry, a run'
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 from typing import Sequence
 
 from .errors import EncodrError
+from .outputs import atomic_file
 
 
 def _pyplot():
@@ -48,12 +47,10 @@ def save_png(fig, path: str | Path) -> Path:
         EncodrError: see :func:`check_png`; the file cannot be written.
     """
     path = check_png(path)
-    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}.png"
     try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.replace(tmp, path)
+        with atomic_file(path, suffix=".png") as tmp:
+            fig.savefig(tmp, dpi=110, bbox_inches="tight")
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise EncodrError(f"--plot {path}: cannot write it ({exc.strerror}); choose another file") from None
     finally:
         _pyplot().close(fig)

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import shutil
+import sqlite3
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
 from ..data.language import DETECTOR, SMALL_CORPUS, corpus_languages, detect_languages
 from ..data.records import Record, read_records
 from ..errors import EncodrError
+from ..models.encoder import BACKENDS
 from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, fit_and_remove, remove_per_language
 from ..outputs import atomic_dir, check_target
 from ..progress import ProgressEvent, ProgressFn, silent
-from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, INDEX_TYPES, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, fingerprint, locate
+from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, fingerprint, locate
+
+
+WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
 
 
 def _text_hash(text: str) -> str:
@@ -29,7 +38,9 @@ def _count_lines(path: str) -> int:
         return sum(1 for _ in f)
 
 
-def _new_faiss(kind: str, dim: int, n: int, sample: np.ndarray):
+def _new_faiss(kind: str, dim: int, n: int, sample: np.ndarray | None):
+    """An empty FAISS index of ``kind`` for ``n`` vectors of dimension ``dim`` (inner
+    product), its quantisers trained on ``sample`` (IVF types)."""
     import faiss
 
     if kind == "flat":
@@ -39,9 +50,19 @@ def _new_faiss(kind: str, dim: int, n: int, sample: np.ndarray):
         index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
         return index
     nlist = max(1, min(int(4 * np.sqrt(n)), n // 39))
-    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+    if kind == "ivf":
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+    else:  # ivfpq: PQ codes, re-ranked from 8-bit scalar-quantised vectors
+        m = PQ_BYTES if dim % PQ_BYTES == 0 else max(d for d in range(1, min(dim, PQ_BYTES) + 1) if dim % d == 0)
+        index = faiss.index_factory(dim, f"IVF{nlist},PQ{m}x8,Refine(SQ8)", faiss.METRIC_INNER_PRODUCT)
     index.train(sample)
     return index
+
+
+def auto_index_type(n: int) -> str:
+    """The index type ``--index-type auto`` picks for ``n`` vectors: ``flat`` up to
+    :data:`~.store.FLAT_MAX`, ``hnsw`` up to :data:`~.store.HNSW_MAX`, ``ivfpq`` above."""
+    return "flat" if n <= FLAT_MAX else "hnsw" if n <= HNSW_MAX else "ivfpq"
 
 
 def build(
@@ -53,15 +74,29 @@ def build(
     overwrite: bool = False,
     pcr: bool = False,
     lang: str | None = None,
-    batch_size: int = 256,
+    batch_size: int | None = None,
     progress: ProgressFn = silent,
     pcr_variant: str = DEFAULT_VARIANT,
+    backend: str = "torch",
+    processes: int = 1,
+    window: int = WINDOW,
 ) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
 
-    Texts stream through in batches of ``batch_size``: read → deduplicate (a text already
-    in the index is stored once) → encode → store. The index type follows the size
-    (exact ``flat`` up to :data:`FLAT_MAX` vectors, ``hnsw`` above) unless given. With
+    Texts stream through in windows of ``window`` texts: read → deduplicate (a text already
+    in the index is stored once) → encode, longest first in batches of ``batch_size`` (so a
+    batch is mostly real tokens, not padding) → store. Storing a window (language detection,
+    SQLite, the vectors) runs in a second thread while the next window is encoded.
+
+    Memory is bounded whatever the corpus size: two windows at most are alive (one encoding,
+    one being stored), about ``2 × window × (4·d + text bytes)`` — 30 MB for MiniLM (d = 384)
+    with the default window; the vectors of a new index go to a file on disk until the end.
+    What stays in memory at the end is the FAISS index itself: 4·d bytes per vector for
+    ``flat`` and ``hnsw`` (plus HNSW's links), the PQ code size for ``ivfpq``
+    (:data:`~.store.PQ_BYTES`), and a training sample of at most 50,000 vectors.
+
+    The index type follows the size (exact ``flat`` up to :data:`FLAT_MAX` vectors, ``hnsw``
+    up to :data:`HNSW_MAX`, ``ivfpq`` above) unless given. With
     ``pcr``, the first principal component of each language's vectors is fitted and
     removed (CMLM §5.2). ``--add`` keeps the index type, model and PCR components.
 
@@ -82,24 +117,37 @@ def build(
         pcr: fit and apply per-language principal-component removal.
         pcr_variant: ``centred`` or ``uncentred`` first component (:mod:`encodr.models.pcr`).
         lang: language of texts without a ``lang`` column (default: detected).
-        batch_size: texts per encoding batch (bounds memory).
-        progress: receives ``ProgressEvent("indexing", lines read, lines in all)``: first with
+        batch_size: texts per forward pass (default: the encoder's, per backend and device).
+        progress: receives ``ProgressEvent("indexing", lines done, lines in all)``: first with
             0 once the inputs are checked and the model is loaded, then after each batch.
+        backend: ``torch``, ``onnx`` or ``onnx-int8`` (:mod:`encodr.models.onnx`); recorded
+            in ``index.json``.
+        processes: encode on this many processes (sentence-transformers' multi-process pool:
+            one per GPU, ``cuda:0`` … ``cuda:N-1``, when CUDA is visible, else CPU processes
+            sharing the cores); this process alone reads, deduplicates and writes.
+        window: texts read, deduplicated and encoded together.
 
     Returns:
         The index metadata (``index.json``) plus ``added`` and ``skipped_duplicates``.
 
     Raises:
-        EncodrError: bad input files, an unknown index type, a model that differs from the
-            index's, or an existing output without ``overwrite``/``add``.
+        EncodrError: bad input files, an unknown index type or backend, ``processes`` with an
+            ONNX backend, a model that differs from the index's, or an existing output without
+            ``overwrite``/``add``.
+
+    Two builds of the same index (two ``--add`` runs, say) take turns: each holds an
+    exclusive lock on ``.NAME.lock`` beside the index from before it reads the index until
+    its output is renamed into place, so the second sees what the first added.
     """
-    import faiss
-
-    from ..models import load_encoder
-
     out = locate(out) if add else Path(out)
     if index_type not in INDEX_TYPES:
         raise EncodrError(f"unknown index type '{index_type}'; choose one of {', '.join(INDEX_TYPES)}")
+    if backend not in BACKENDS:
+        raise EncodrError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    if processes < 1:
+        raise EncodrError(f"--processes {processes}: give 1 or more")
+    if processes > 1 and backend != "torch":
+        raise EncodrError(f"--processes works with --backend torch; onnxruntime already uses every core, so drop --processes for {backend}")
     if not files:
         raise EncodrError("no corpus file given; pass one or more text or TSV files")
     if pcr_variant not in PCR_VARIANTS:
@@ -109,14 +157,52 @@ def build(
     firsts = [next(iter(read_records(f)), None) for f in files]  # fail before any work
     if not add and all(r is None for r in firsts):
         raise EncodrError(f"{', '.join(files)}: no text to index (all lines blank)")
+    with index_lock(out):
+        if not add:
+            check_target(out, overwrite)  # again: another build may have made it while this one waited
+        return _build_locked(files, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window)
+
+
+@contextlib.contextmanager
+def index_lock(out: Path):
+    """Hold an exclusive lock on ``.NAME.lock`` beside the index ``out`` (``flock``: released
+    by the OS when the process ends, however it ends, so a killed build leaves no stale
+    lock). A second build of the same index waits for the first."""
+    out = Path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(out.parent / f".{out.name}.lock", "a")
+    except OSError as exc:
+        raise EncodrError(f"cannot create index {out}: {exc.strerror}; choose another --out") from None
+    try:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no flock; builds of one index must not overlap there
+            yield
+            return
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        handle.close()
+
+
+def _build_locked(files, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window) -> dict:
+    """:func:`build` once the inputs are checked and the index is locked."""
+    import faiss
+
+    from ..models import load_encoder
+
     old = Index.open(out) if add else None
     if old is not None:
-        encoder = load_encoder(model or old.meta["model"])
+        encoder = load_encoder(model or old.meta["model"], backend=backend)
         if fingerprint(encoder) != old.meta["fingerprint"]:
             raise EncodrError(f"model '{model}' differs from the model index {out} was built with ({old.meta['model']}); drop --model or build a new index")
         lang = lang or old.meta.get("default_lang")
     else:
-        encoder = load_encoder(model)
+        encoder = load_encoder(model, backend=backend)
     candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
     total = sum(_count_lines(f) for f in files)
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
@@ -126,21 +212,23 @@ def build(
             for name in (META_FILE, STORE_FILE, PCR_FILE):
                 if (out / name).exists():
                     shutil.copy2(out / name, tmp / name)
-        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest:
-            read, batch = 0, []
-            for f in files:
-                for record in read_records(f, lang):
-                    batch.append(record)
-                    read += 1
-                    if len(batch) >= batch_size:
-                        ingest.flush(batch)
-                        progress(ProgressEvent("indexing", read, total))
-            if batch:
-                ingest.flush(batch)
-                progress(ProgressEvent("indexing", read, total))
+        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, processes) as encode:
+            done = 0
+
+            def step(n: int) -> None:
+                nonlocal done
+                done += n
+                progress(ProgressEvent("indexing", min(done, total), total))
+
+            for records in _windows(files, lang, window):
+                fresh = ingest.fresh(records)
+                step(len(records) - len(fresh))  # duplicates count as done
+                if fresh:
+                    ingest.store(fresh, encode([r.text for r, _ in fresh], batch_size, step))
         detected = ingest.detected and old is None and _settle_languages(ingest.db)
         if old is None:
             index, meta = _new_index(tmp, ingest, pcr_variant if pcr else None, index_type, lang, detected)
+            meta["backend"] = backend
         else:
             index, meta = old.faiss, dict(old.meta)
         ingest.raw_path.unlink()
@@ -149,74 +237,151 @@ def build(
         meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
         ingest.db.close()
         faiss.write_index(index, str(tmp / VECTORS_FILE))
+        meta["bytes_per_vector"] = round((tmp / VECTORS_FILE).stat().st_size / max(1, index.ntotal), 1)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
     added, skipped = ingest.added, ingest.skipped
     return {**meta, "added": added, "skipped_duplicates": skipped, "seconds": round(time.time() - started, 2), "path": str(out.resolve())}
 
 
+def _windows(files: list[str], lang: str | None, size: int) -> Iterator[list[Record]]:
+    """The records of ``files`` in lists of ``size``."""
+    window: list[Record] = []
+    for f in files:
+        for record in read_records(f, lang):
+            window.append(record)
+            if len(window) >= size:
+                yield window
+                window = []
+    if window:
+        yield window
+
+
+@contextlib.contextmanager
+def _encoding(encoder, processes: int):
+    """``encode(texts, batch_size, on_batch) -> float32 (N, d)``: the encoder itself, or with
+    ``processes`` > 1 sentence-transformers' multi-process pool (one process per GPU when CUDA
+    is visible, else CPU processes that split the cores between them), stopped on exit."""
+    if processes == 1:
+        yield lambda texts, batch_size, on_batch: encoder.encode(texts, batch_size, on_batch=on_batch)
+        return
+    import torch
+
+    gpus = torch.cuda.device_count()
+    devices = [f"cuda:{i % gpus}" for i in range(processes)] if gpus else ["cpu"] * processes
+    saved = os.environ.get("OMP_NUM_THREADS")
+    if not gpus:  # the workers read it when they import torch: no more threads than cores in all
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // processes))
+    try:
+        pool = encoder.st.start_multi_process_pool(devices)
+    finally:
+        if saved is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        elif not gpus:
+            os.environ["OMP_NUM_THREADS"] = saved
+
+    def encode(texts, batch_size, on_batch):
+        chunk = max(1, min(1000, -(-len(texts) // (4 * processes))))
+        vectors = encoder.st.encode(texts, pool=pool, batch_size=batch_size or encoder.batch_size, chunk_size=chunk,
+                                    convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)  # fmt: skip
+        on_batch(len(texts))
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    try:
+        yield encode
+    finally:
+        encoder.st.stop_multi_process_pool(pool)
+
+
 class _Ingest:
     """Texts into the store, vectors into the FAISS index (``--add``) or a raw float32 file
-    (a new index, whose type and PCR are fitted on all vectors at the end)."""
+    (a new index, whose type and PCR are fitted on all vectors at the end).
+
+    :meth:`fresh` runs in the caller's thread; :meth:`store` hands the window to a writer
+    thread (language detection, PCR on ``--add``, SQLite, vectors) and returns once the
+    previous window is stored, so one window is stored while the next is encoded. A failure
+    in the writer comes out of the next :meth:`store` or the ``with`` block's end."""
 
     def __init__(self, tmp: Path, encoder, lang: str | None, old: Index | None, candidates: list[str] | None = None, accurate: bool = False):
         import sqlite_utils
 
         self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
         self.detected = 0  # texts whose language came from the detector
-        self.db = sqlite_utils.Database(tmp / STORE_FILE)
+        self.db = sqlite_utils.Database(sqlite3.connect(str(tmp / STORE_FILE), check_same_thread=False))
         if "texts" not in self.db.table_names():
             self.db["texts"].create({"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int}, pk="id")
             self.db["texts"].create_index(["hash"], unique=True)
+        self.db.conn.commit()
+        self.reader = sqlite3.connect(str(tmp / STORE_FILE), timeout=60, check_same_thread=False)
         self.next_id = self.db.execute("select coalesce(max(id) + 1, 0) from texts").fetchone()[0]
         self.raw_path = tmp / "vectors.f32"
         self.raw = open(self.raw_path, "wb")
         self.added = self.skipped = 0
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-store")
+        self.pending: Future | None = None
+        self.pending_hashes: set[str] = set()
 
     def __enter__(self) -> "_Ingest":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.raw.close()
+    def __exit__(self, kind, *exc) -> None:
+        try:
+            if self.pending is not None and kind is None:
+                self.pending.result()
+        finally:
+            self.writer.shutdown(wait=True)
+            self.reader.close()
+            self.raw.close()
 
-    def flush(self, batch: list[Record]) -> None:
-        """Store the batch's new texts (a text already stored, or twice in the batch, is
-        skipped) and their vectors; empties ``batch``."""
+    def fresh(self, records: list[Record]) -> list[tuple[Record, str]]:
+        """The records whose text is neither stored (nor being stored) nor earlier in
+        ``records``, with their text hashes; counts the others in ``skipped``."""
+        hashes = [_text_hash(r.text) for r in records]
+        known = set()
+        for start in range(0, len(hashes), 900):  # SQLite's limit on parameters
+            part = hashes[start : start + 900]
+            known.update(h for (h,) in self.reader.execute(f"select hash from texts where hash in ({','.join('?' * len(part))})", part))
         fresh, seen = [], set()
-        hashes = [_text_hash(r.text) for r in batch]
-        marks = ",".join("?" * len(hashes))
-        known = {h for (h,) in self.db.execute(f"select hash from texts where hash in ({marks})", hashes)}
-        for r, h in zip(batch, hashes):
-            if h in known or h in seen:
+        for r, h in zip(records, hashes):
+            if h in known or h in seen or h in self.pending_hashes:
                 self.skipped += 1
                 continue
             seen.add(h)
             fresh.append((r, h))
-        if fresh:
-            vectors = self.encoder.encode([r.text for r, _ in fresh])
-            langs = [r.lang or self.lang for r, _ in fresh]
-            unknown = [i for i, code in enumerate(langs) if code is None]
-            if unknown:
-                for i, code in zip(unknown, detect_languages([fresh[i][0].text for i in unknown], self.candidates, self.accurate)):
-                    langs[i] = code
-                self.detected += len(unknown)
-            guessed = set(unknown)
-            rows = [{"id": self.next_id + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line,
-                     "lang": langs[i], "hash": h, "lang_detected": int(i in guessed)} for i, (r, h) in enumerate(fresh)]  # fmt: skip
-            if self.old is not None:
-                if self.old.components:
-                    try:
-                        vectors = remove_per_language(vectors, langs, self.old.components)
-                    except KeyError as missing:
-                        have = ", ".join(sorted(self.old.components))
-                        raise EncodrError(f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
-                                          "rebuild it with --pcr over all languages, or give --lang") from None  # fmt: skip
-                self.old.faiss.add(vectors)
-            else:
-                vectors.tofile(self.raw)
-            self.db["texts"].insert_all(rows, alter=True)
-            self.next_id += len(fresh)
-            self.added += len(fresh)
-        batch.clear()
+        return fresh
+
+    def store(self, fresh: list[tuple[Record, str]], vectors: np.ndarray) -> None:
+        """Queue the window for the writer thread, once the previous one is stored."""
+        if self.pending is not None:
+            self.pending.result()
+        first = self.next_id
+        self.next_id += len(fresh)
+        self.added += len(fresh)
+        self.pending_hashes = {h for _, h in fresh}
+        self.pending = self.writer.submit(self._write, fresh, vectors, first)
+
+    def _write(self, fresh: list[tuple[Record, str]], vectors: np.ndarray, first: int) -> None:
+        langs = [r.lang or self.lang for r, _ in fresh]
+        unknown = [i for i, code in enumerate(langs) if code is None]
+        if unknown:
+            for i, code in zip(unknown, detect_languages([fresh[i][0].text for i in unknown], self.candidates, self.accurate)):
+                langs[i] = code
+            self.detected += len(unknown)
+        guessed = set(unknown)
+        rows = [{"id": first + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line,
+                 "lang": langs[i], "hash": h, "lang_detected": int(i in guessed)} for i, (r, h) in enumerate(fresh)]  # fmt: skip
+        if self.old is not None:
+            if self.old.components:
+                try:
+                    vectors = remove_per_language(vectors, langs, self.old.components)
+                except KeyError as missing:
+                    have = ", ".join(sorted(self.old.components))
+                    raise EncodrError(f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
+                                      "rebuild it with --pcr over all languages, or give --lang") from None  # fmt: skip
+            self.old.faiss.add(vectors)
+        else:
+            vectors.tofile(self.raw)
+        self.db["texts"].insert_all(rows, alter=True)
+        self.db.conn.commit()
 
 
 def _settle_languages(db, chunk: int = 10_000) -> list[str]:
@@ -249,9 +414,11 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
     if pcr:
         langs = [row[0] for row in ingest.db.execute("select lang from texts order by id")]
         np.savez(tmp / PCR_FILE, **fit_and_remove(vectors, langs, pcr, strict=not ingest.detected))
-    kind = index_type if index_type != "auto" else ("flat" if n <= FLAT_MAX else "hnsw")
+    kind = index_type if index_type != "auto" else auto_index_type(n)
+    if kind == "ivfpq" and n < 10_000:
+        raise EncodrError(f"--index-type ivfpq needs at least 10,000 texts to train its quantisers (this corpus has {n:,}); use flat or hnsw")
     rng = np.random.default_rng(0)
-    sample = np.asarray(vectors[np.sort(rng.choice(n, size=min(n, 50_000), replace=False))]) if kind == "ivf" else None
+    sample = np.asarray(vectors[np.sort(rng.choice(n, size=min(n, TRAIN_SAMPLE), replace=False))]) if kind.startswith("ivf") else None
     index = _new_faiss(kind, dim, n, sample)
     for start in range(0, n, 10_000):
         index.add(np.ascontiguousarray(vectors[start : start + 10_000]))

@@ -40,21 +40,36 @@ class Searcher:
     Args:
         index_dir: the index directory.
         model: optional model spec; refused unless its weights match the index's model.
+        backend: ``torch``, ``onnx`` or ``onnx-int8`` for the queries (default: the backend
+            the index was built with). Another backend than the index's works — the vectors
+            agree within the quality cost ``bench/encode_speed.py`` measures — and adds a
+            line to :attr:`warnings`.
+        nprobe, ef_search: search-time settings of IVF and HNSW indexes (:meth:`Index.open`).
+        mmap: memory-map the FAISS index instead of reading it (:meth:`Index.open`).
+
+    Attributes:
+        warnings: one-line notes for the user (the CLI prints them, the TUI shows them).
 
     Raises:
         EncodrError: the index cannot be opened (see :meth:`Index.open`), or ``model``
             differs from the index's model.
     """
 
-    def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | None = None):
+    def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | None = None, backend: str | None = None,
+                 nprobe: int | None = None, ef_search: int | None = None, mmap: bool = True):  # fmt: skip
         import faiss
 
         # One query at a time gains nothing from FAISS threads, and two OpenMP pools (torch's and
         # FAISS's) spinning in turn made a warm query 20× slower on 2 cores (bench/search.py).
         faiss.omp_set_num_threads(1)
-        self.index = Index.open(index_dir)
+        self.index = Index.open(index_dir, mmap=mmap, nprobe=nprobe, ef_search=ef_search)
         meta = self.index.meta
-        self.encoder = encoder or load_encoder(model or meta["model"])
+        built = meta.get("backend", "torch")
+        self.warnings: list[str] = []
+        if encoder is None and backend is not None and backend != built:
+            self.warnings.append(f"index {self.index.path} was built with --backend {built}; searching it with {backend} "
+                                 "gives slightly different vectors (see bench/encode_speed.py), so scores and ranks may move a little")  # fmt: skip
+        self.encoder = encoder or load_encoder(model or meta["model"], backend=backend or built)
         if fingerprint(self.encoder) != meta["fingerprint"]:
             raise EncodrError(
                 f"model '{model or meta['model']}' is not the model index {index_dir} was built with "

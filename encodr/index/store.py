@@ -16,7 +16,6 @@ an interrupted run (even SIGKILL) leaves the previous index intact.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -28,20 +27,23 @@ from ..errors import EncodrError
 from ..models.pcr import POOLED, remove_per_language
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
-FLAT_MAX = 50_000  # exact search up to this many vectors, HNSW above (unless --index-type)
-INDEX_TYPES = ("auto", "flat", "hnsw", "ivf")
+# --index-type auto: exact search up to FLAT_MAX vectors, HNSW up to HNSW_MAX, IVF-PQ above
+# (chosen with bench/search.py: each meets p99 < 10 ms and recall@10 >= 0.95 in its range).
+FLAT_MAX = 50_000
+HNSW_MAX = 250_000
+INDEX_TYPES = ("auto", "flat", "hnsw", "ivf", "ivfpq")
 HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128
 IVF_NPROBE = 32
+# IVF-PQ: PQ_BYTES one-byte codes per vector, re-ranked by a scalar-quantised (8-bit) copy of
+# each vector: the REFINE_K_FACTOR × k best PQ candidates are scored again, nearly exactly.
+PQ_BYTES, REFINE_K_FACTOR = 48, 8
+TRAIN_SAMPLE = 50_000  # vectors an IVF quantiser is trained on (a seeded sample)
 
 
 def fingerprint(encoder) -> str:
-    """SHA-256 (first 16 hex digits) of the encoder's weights and pooling: two encoders
-    with the same fingerprint give the same vectors."""
-    h = hashlib.sha256(encoder.pooling.encode())
-    for name, tensor in sorted(encoder.st.state_dict().items()):
-        h.update(name.encode())
-        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()[:16]
+    """The encoder's weight fingerprint (:attr:`encodr.models.Encoder.fingerprint`): two
+    encoders with the same fingerprint give the same vectors."""
+    return encoder.fingerprint
 
 
 def locate(spec: str | Path) -> Path:
@@ -67,20 +69,30 @@ class Index:
         components: language → first principal component (empty without PCR).
     """
 
-    def __init__(self, path: Path, meta: dict, faiss_index, components: dict[str, np.ndarray]):
+    def __init__(self, path: Path, meta: dict, faiss_index, components: dict[str, np.ndarray],
+                 nprobe: int | None = None, ef_search: int | None = None):  # fmt: skip
         self.path, self.meta, self.faiss, self.components = path, meta, faiss_index, components
+        self.nprobe = nprobe or IVF_NPROBE
+        self.ef_search = ef_search or HNSW_EF_SEARCH
         self._db = sqlite3.connect(str(path / STORE_FILE), check_same_thread=False)
 
     @classmethod
-    def open(cls, path: str | Path) -> "Index":
+    def open(cls, path: str | Path, mmap: bool = False, nprobe: int | None = None, ef_search: int | None = None) -> "Index":
         """Open and check an index: all files present and readable, and FAISS, SQLite and
         ``index.json`` agreeing on the number of vectors.
 
         Args:
             path: the index directory, or the name of an index in the workspace (:func:`locate`).
+            mmap: memory-map ``vectors.faiss`` (FAISS ``IO_FLAG_MMAP``) instead of reading it:
+                opening takes no time and no memory up front, and the OS pages in what searches
+                touch. A mapped index is read-only (``--add`` opens without it).
+            nprobe: IVF lists visited per query (default :data:`IVF_NPROBE`): more is slower
+                and finds more of the exact neighbours.
+            ef_search: HNSW candidate-list size (default :data:`HNSW_EF_SEARCH`), likewise.
 
         Raises:
-            EncodrError: naming the missing, corrupted or disagreeing file.
+            EncodrError: naming the missing, corrupted or disagreeing file; ``nprobe`` or
+                ``ef_search`` below 1.
         """
         import faiss
 
@@ -97,8 +109,11 @@ class Index:
             count = int(meta["count"])
         except (ValueError, KeyError, TypeError):
             raise EncodrError(f"{path / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index") from None
+        for name, value in (("--nprobe", nprobe), ("--ef-search", ef_search)):
+            if value is not None and value < 1:
+                raise EncodrError(f"{name} {value}: give 1 or more")
         try:
-            index = faiss.read_index(str(path / VECTORS_FILE))
+            index = faiss.read_index(str(path / VECTORS_FILE), faiss.IO_FLAG_MMAP if mmap else 0)
         except RuntimeError:
             raise EncodrError(f"{path / VECTORS_FILE} is corrupted (FAISS cannot read it); rebuild the index") from None
         try:
@@ -111,10 +126,6 @@ class Index:
                 f"index {path} is inconsistent: {VECTORS_FILE} has {index.ntotal} vectors, {STORE_FILE} {rows} texts, "
                 f"{META_FILE} says {count}; rebuild it with encodr index"
             )
-        if hasattr(index, "hnsw"):
-            index.hnsw.efSearch = HNSW_EF_SEARCH
-        if hasattr(index, "nprobe"):
-            index.nprobe = IVF_NPROBE
         components = {}
         if meta.get("pcr"):
             try:
@@ -122,7 +133,7 @@ class Index:
                     components = {k: z[k] for k in z.files}
             except (OSError, ValueError):
                 raise EncodrError(f"{path / PCR_FILE} is missing or corrupted; rebuild the index with --pcr") from None
-        return cls(path, meta, index, components)
+        return cls(path, meta, index, components, nprobe, ef_search)
 
     def __len__(self) -> int:
         return int(self.faiss.ntotal)
@@ -171,19 +182,33 @@ class Index:
 
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         if not langs:
-            return self.faiss.search(x, min(k, len(self)))
+            return self.faiss.search(x, min(k, len(self)), params=self.search_params())
         marks = ",".join("?" * len(langs))
         ids = np.array([r[0] for r in self._db.execute(f"select id from texts where lang in ({marks})", list(langs))], dtype=np.int64)
         if not len(ids):
             return np.zeros((len(x), 0), dtype=np.float32), np.zeros((len(x), 0), dtype=np.int64)
         selector = faiss.IDSelectorBatch(ids)
-        if hasattr(self.faiss, "hnsw"):
-            params = faiss.SearchParametersHNSW(sel=selector, efSearch=self.faiss.hnsw.efSearch)
-        elif hasattr(self.faiss, "nprobe"):
-            params = faiss.SearchParametersIVF(sel=selector, nprobe=self.faiss.nprobe)
+        return self.faiss.search(x, min(k, len(ids)), params=self.search_params(selector))
+
+    def search_params(self, selector=None):
+        """FAISS search parameters for this index's type: ``nprobe`` (IVF), ``efSearch``
+        (HNSW), the re-ranking factor (IVF-PQ's refinement), and an ID selector."""
+        import faiss
+
+        base = faiss.downcast_index(self.faiss.base_index) if isinstance(self.faiss, faiss.IndexRefine) else self.faiss
+        if isinstance(base, faiss.IndexHNSW):
+            params = faiss.SearchParametersHNSW(efSearch=self.ef_search)
+        elif isinstance(base, faiss.IndexIVF):
+            params = faiss.SearchParametersIVF(nprobe=self.nprobe)
         else:
-            params = faiss.SearchParameters(sel=selector)
-        return self.faiss.search(x, min(k, len(ids)), params=params)
+            params = faiss.SearchParameters()
+        if selector is not None:
+            params.sel = selector
+        if base is not self.faiss:
+            refine = faiss.IndexRefineSearchParameters(k_factor=REFINE_K_FACTOR, base_index_params=params)
+            refine.referenced_objects = [params, selector]  # the C++ object points at them: keep them alive
+            return refine
+        return params
 
     def language_counts(self) -> dict[str, int]:
         """Stored texts per language code."""

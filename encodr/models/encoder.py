@@ -10,16 +10,22 @@ with.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..errors import EncodrError, first_line
 
 DEFAULT_MODEL = "minilm"
+BACKENDS = ("torch", "onnx", "onnx-int8")
+# Texts per forward pass by (backend, device type), measured on the bundled MiniLM with
+# bench/encode_speed.py --batch-sizes (2 CPU cores); other devices take 32, sentence-transformers' default.
+BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("onnx", "cpu"): 32, ("onnx-int8", "cpu"): 32}
 
 
 def _minilm_path(prepare: bool = True) -> Path:
@@ -313,25 +319,77 @@ class Encoder:
     def max_length(self, value: int) -> None:
         self.st.max_seq_length = int(value)
 
-    def encode(self, texts: Sequence[str], batch_size: int = 128, progress: bool = False) -> np.ndarray:
-        """Encode texts for inference (eval mode, no gradients).
+    backend = "torch"
+
+    @property
+    def device(self) -> str:
+        """The device the forward pass runs on (``cpu``, ``cuda:0``…)."""
+        return str(self.st.device)
+
+    @property
+    def batch_size(self) -> int:
+        """Texts per forward pass when none is given: :data:`BATCH_SIZES` for this backend and
+        device type (measured with ``bench/encode_speed.py --batch-sizes``)."""
+        kind = "cpu" if self.backend != "torch" else self.device.split(":")[0]
+        return BATCH_SIZES.get((self.backend, kind), 32)
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 (first 16 hex digits) of the weights and pooling: two encoders with the same
+        fingerprint give the same vectors (up to the backend's precision)."""
+        h = hashlib.sha256(self.pooling.encode())
+        for name, tensor in sorted(self.st.state_dict().items()):
+            h.update(name.encode())
+            h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        return h.hexdigest()[:16]
+
+    def encode(self, texts: Sequence[str], batch_size: int | None = None, progress: bool = False,
+               on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+        """Encode texts for inference (eval mode, no gradients), longest first in batches of
+        similar length, so little of each batch is padding.
+
+        Unlike ``SentenceTransformer.encode``, which this calls batch by batch for the torch
+        backend, it reports each batch through ``on_batch`` (the index's progress bar), sorts
+        by the tokenizer's length rather than characters, and runs the forward pass of any
+        backend (:mod:`encodr.models.onnx`).
 
         Args:
             texts: N strings.
-            batch_size: strings per forward pass.
-            progress: show a progress bar.
+            batch_size: strings per forward pass (default: :attr:`batch_size`).
+            progress: show a tqdm progress bar.
+            on_batch: called with the number of texts of each finished batch.
 
         Returns:
             float32 array (N, d) of unit-norm vectors; cosine similarity is a dot product.
         """
-        vectors = self.st.encode(
-            list(texts),
-            batch_size=batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=progress,
-        )
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+        texts = list(texts)
+        batch_size = batch_size or self.batch_size
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        lengths = self.token_lengths(texts)
+        order = np.argsort(-lengths, kind="stable")
+        starts = range(0, len(texts), batch_size)
+        if progress:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc="Batches")
+        for start in starts:
+            rows = order[start : start + batch_size]
+            out[rows] = self._forward([texts[i] for i in rows])
+            if on_batch is not None:
+                on_batch(len(rows))
+        return out
+
+    def token_lengths(self, texts: Sequence[str]) -> np.ndarray:
+        """int array (N,): each text's length in tokens, capped at :attr:`max_length`."""
+        ids = self.tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=self.max_length)["input_ids"]
+        return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(texts))
+
+    def _forward(self, batch: list[str]) -> np.ndarray:
+        """float32 (len(batch), d) unit vectors of one batch (sentence-transformers' encode)."""
+        vectors = self.st.encode(batch, batch_size=len(batch), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(batch), -1)
 
     def pair_scores(self, texts1: Sequence[str], texts2: Sequence[str], batch_size: int = 128, progress: bool = False) -> np.ndarray:
         """Cosine similarity of each pair (each distinct text encoded once).
@@ -373,6 +431,7 @@ def load_encoder(
     raw_pooling: str = "cls",
     max_length: int | None = None,
     device: str | None = None,
+    backend: str = "torch",
 ) -> Encoder:
     """Load a bi-encoder.
 
@@ -383,13 +442,22 @@ def load_encoder(
         raw_pooling: pooling for a raw checkpoint with none of its own.
         max_length: truncate inputs to this many tokens (``None``: the model's setting).
         device: ``cpu``, ``cuda``…; default: CUDA when available.
+        backend: ``torch``, or ``onnx`` / ``onnx-int8`` (onnxruntime on the CPU,
+            :mod:`encodr.models.onnx`; the model is exported on first use and cached).
 
     Returns:
-        An :class:`Encoder`.
+        An :class:`Encoder` (an :class:`~encodr.models.onnx.OnnxEncoder` for the ONNX backends).
 
     Raises:
-        EncodrError: see :func:`resolve`; or the checkpoint cannot be loaded.
+        EncodrError: see :func:`resolve`; an unknown backend; or the checkpoint cannot be loaded
+            or exported.
     """
+    if backend not in BACKENDS:
+        raise EncodrError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    if backend != "torch":
+        from .onnx import onnx_encoder
+
+        return onnx_encoder(load_encoder(spec, pooling, raw_pooling, max_length, "cpu"), backend)
     ref = resolve(spec)
     if ref.kind == "cross":
         raise EncodrError(
