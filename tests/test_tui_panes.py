@@ -99,12 +99,15 @@ async def test_index_pane_builds_then_opens_search(tiny_model, tmp_path):
         app.query_one("#index-files").value = str(corpus)
         app.query_one("#index-model").value = str(tiny_model)
         app.query_one("#index-out").value = str(tmp_path / "idx")
+        app.query_one("#index-backend").value = "onnx-int8"
         await pilot.click("#index-build")
         await settle(app, pilot)
-        assert "count: 3" in str(app.query_one("#index-result").render())
+        result = str(app.query_one("#index-result").render())
+        assert "count: 3" in result and "backend: onnx-int8" in result
         await pilot.click("#index-open")
         await settle(app, pilot)
         assert app.searcher is not None and len(app.searcher.index) == 3
+        assert app.searcher.encoder.backend == "onnx-int8"  # Search encodes queries with the index's backend
         assert app.query_one("TabbedContent").active == "search"
 
 

@@ -21,6 +21,7 @@ export), and written atomically (a temporary file renamed into place).
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -92,7 +93,8 @@ def export(encoder: Encoder, backend: str) -> Path:
 
     sample = encoder.tokenizer(["an example", "a slightly longer example sentence"], padding=True, return_tensors="pt")
     axes = {name: {0: "batch", 1: "tokens"} for name in names}
-    with atomic_file(target, suffix=".onnx") as tmp, torch.inference_mode(False), torch.no_grad():
+    with atomic_file(target, suffix=".onnx") as tmp, torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on Python branches: they take the same side for any batch
         try:
             torch.onnx.export(Pipeline(), tuple(sample[n] for n in names), str(tmp), input_names=names, output_names=["sentence_embedding"],
                               dynamic_axes={**axes, "sentence_embedding": {0: "batch"}}, opset_version=OPSET, dynamo=False)  # fmt: skip

@@ -22,6 +22,7 @@ class IndexPane(Vertical):
     BINDINGS = [Binding("o", "open_search", "Open in Search")]
     DEFAULT_CSS = """
     IndexPane Input, IndexPane Select { width: 80; }
+    IndexPane #index-type, IndexPane #index-backend { width: 24; }
     IndexPane .row { height: 3; }
     IndexPane #index-result { height: auto; padding: 1 0; }
     """
@@ -33,6 +34,7 @@ class IndexPane(Vertical):
 
     def compose(self) -> ComposeResult:
         from ..index.store import INDEX_TYPES
+        from ..models import BACKENDS
 
         yield Label("corpus files (space-separated): one text a line, or TSV with text, id, lang")
         yield Input(placeholder="corpus.txt", id="index-files")
@@ -42,6 +44,7 @@ class IndexPane(Vertical):
         yield Input(placeholder="my-index", id="index-out")
         with Horizontal(classes="row"):
             yield Select([(t, t) for t in INDEX_TYPES], value="auto", allow_blank=False, id="index-type")
+            yield Select([(b, b) for b in BACKENDS], value="torch", allow_blank=False, id="index-backend")
             yield Checkbox("--pcr", id="index-pcr")
             yield Checkbox("append (--add)", id="index-add")
             yield Checkbox("overwrite", id="index-overwrite")
@@ -75,8 +78,9 @@ class IndexPane(Vertical):
         kind = str(self.query_one("#index-type", Select).value)
         pcr = self.query_one("#index-pcr", Checkbox).value
         overwrite = self.query_one("#index-overwrite", Checkbox).value
+        backend = str(self.query_one("#index-backend", Select).value)
         try:
-            meta = build(files, None if add else model, out, kind, add, overwrite, pcr, progress=self.report)
+            meta = build(files, None if add else model, out, kind, add, overwrite, pcr, progress=self.report, backend=backend)
         except EncodrError as exc:
             self.app.call_from_thread(self.finished, None, f"error: {exc}")
             return
@@ -91,7 +95,7 @@ class IndexPane(Vertical):
             self.query_one("#index-result", Static).update(f"[red]{message}[/]")
             return
         self.meta, self.built = meta, Path(meta["path"])
-        keys = ("model", "index_type", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
+        keys = ("model", "backend", "index_type", "bytes_per_vector", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
         self.query_one("#index-result", Static).update("\n".join(f"{k}: {meta.get(k)}" for k in keys) + "\n\npress o to search it")
         self.query_one("#index-open", Button).disabled = False
 
@@ -107,6 +111,7 @@ class EvalPane(Vertical):
 
     DEFAULT_CSS = """
     EvalPane Input, EvalPane Select { width: 80; }
+    EvalPane #eval-backend { width: 24; }
     EvalPane .row { height: 3; }
     EvalPane #eval-table { height: auto; max-height: 14; }
     EvalPane #eval-chart { height: 1fr; min-height: 12; }
@@ -114,6 +119,7 @@ class EvalPane(Vertical):
 
     def compose(self) -> ComposeResult:
         from ..evaluation.tasks import PRIMARY
+        from ..models import BACKENDS
 
         yield Label("suite")
         yield Select([(s, s) for s in PRIMARY], value="sts", allow_blank=False, id="eval-suite")
@@ -124,6 +130,7 @@ class EvalPane(Vertical):
         yield Label("data (optional; space-separated files or bundled names, else the suite's bundled sets)")
         yield Input(placeholder="", id="eval-data")
         with Horizontal(classes="row"):
+            yield Select([(b, b) for b in BACKENDS], value="torch", allow_blank=False, id="eval-backend")
             yield Checkbox("--pcr (bitext)", id="eval-pcr")
             yield Button("Evaluate", id="eval-run", variant="success")
         yield Static("", id="eval-status")
@@ -155,8 +162,9 @@ class EvalPane(Vertical):
         from ..models import load_encoder
 
         options = {"pcr": "uncentred"} if suite == "bitext" and self.query_one("#eval-pcr", Checkbox).value else {}
+        backend = str(self.query_one("#eval-backend", Select).value)  # for the model; the comparison runs on torch, as in the CLI
         try:
-            reports = [evaluation.run(suite, load_encoder(m), data, **options) for m in models]
+            reports = [evaluation.run(suite, load_encoder(m, backend=backend if i == 0 else "torch"), data, **options) for i, m in enumerate(models)]
         except EncodrError as exc:
             self.app.call_from_thread(self.finished, None, f"error: {exc}")
             return

@@ -1,0 +1,147 @@
+"""Issue 16: the ONNX backends, windows and the writer thread, encoding on two processes,
+IVF-PQ, search-time settings and two builds of one index at the same time."""
+
+import threading
+
+import numpy as np
+import onnx
+import pytest
+
+from conftest import run_cli
+from encodr.errors import EncodrError
+from encodr.index import Index, Searcher, build
+from encodr.index.build import auto_index_type
+from encodr.models import load_encoder
+from encodr.models.onnx import export_dir
+
+TEXTS = [f"text {i}: the {w} of {v}" for i, (w, v) in enumerate((w, v) for w in ("cat", "dog", "sea", "sun", "tax") for v in ("paris", "rome", "oslo", "lima"))]
+
+
+def lines(tmp_path, texts, name="c.txt"):
+    f = tmp_path / name
+    f.write_text("\n".join(texts) + "\n")
+    return f
+
+
+def stored(index_dir) -> tuple[list[str], np.ndarray]:
+    """Texts in line order of their source and their vectors."""
+    index = Index.open(index_dir)
+    rows = index._db.execute("select id, text from texts order by id").fetchall()
+    return [t for _, t in rows], index.faiss.reconstruct_n(0, len(index))
+
+
+def test_onnx_backends_match_torch_and_are_cached_atomically(tiny_model):
+    torch_enc = load_encoder(str(tiny_model), device="cpu")
+    ref = torch_enc.encode(TEXTS)
+    fp32 = load_encoder(str(tiny_model), backend="onnx")
+    int8 = load_encoder(str(tiny_model), backend="onnx-int8")
+    assert fp32.backend == "onnx" and fp32.fingerprint == torch_enc.fingerprint  # an index opens with either
+    np.testing.assert_allclose(fp32.encode(TEXTS), ref, atol=1e-5)
+    quantised = int8.encode(TEXTS)
+    assert np.sum(quantised * ref, axis=1).min() > 0.99 and np.abs(quantised - ref).max() > 1e-4  # close, but not the same
+    folder = export_dir(torch_enc)
+    graph = onnx.load(str(folder / "model_qint8.onnx")).graph
+    assert {n.op_type for n in graph.node} >= {"MatMulInteger", "DynamicQuantizeLinear"}  # weight matrices in int8
+    files = sorted(p.name for p in folder.iterdir())
+    assert files == ["model.onnx", "model_qint8.onnx"]  # no temporary file left behind
+    before = (folder / "model_qint8.onnx").stat().st_mtime_ns
+    load_encoder(str(tiny_model), backend="onnx-int8")
+    assert (folder / "model_qint8.onnx").stat().st_mtime_ns == before  # reused, not exported again
+
+
+def test_unknown_backend_and_processes_with_onnx_are_refused(tiny_model, tmp_path, capsys, monkeypatch):
+    with pytest.raises(EncodrError, match="unknown backend 'tensorrt'"):
+        load_encoder(str(tiny_model), backend="tensorrt")
+    corpus = lines(tmp_path, TEXTS)
+    code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "i"), "--backend", "onnx-int8", "--processes", "2"],
+                           capsys, monkeypatch)  # fmt: skip
+    assert code == 2 and "--processes works with --backend torch" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "i").exists()
+
+
+def test_small_windows_and_the_writer_thread_store_every_text_once(tiny_model, tmp_path):
+    texts = TEXTS + TEXTS[:7]  # duplicates across windows
+    one = build([str(lines(tmp_path, texts))], str(tiny_model), tmp_path / "one", lang="eng")
+    small = build([str(lines(tmp_path, texts))], str(tiny_model), tmp_path / "small", lang="eng", window=3, batch_size=2)
+    assert one["count"] == small["count"] == len(TEXTS) and small["skipped_duplicates"] == 7
+    t1, v1 = stored(tmp_path / "one")
+    t2, v2 = stored(tmp_path / "small")
+    assert t1 == t2 == TEXTS
+    np.testing.assert_allclose(v1, v2, atol=1e-5)
+
+
+def test_index_records_backend_and_search_with_another_warns(tiny_model, tmp_path):
+    out = tmp_path / "idx"
+    meta = build([str(lines(tmp_path, TEXTS))], str(tiny_model), out, lang="eng", backend="onnx-int8")
+    assert meta["backend"] == "onnx-int8" and meta["bytes_per_vector"] >= 32 * 4
+    same = Searcher(out)
+    assert same.encoder.backend == "onnx-int8" and same.warnings == []
+    other = Searcher(out, backend="torch")
+    assert other.encoder.backend == "torch" and len(other.warnings) == 1 and "built with --backend onnx-int8" in other.warnings[0]
+    assert other.search([TEXTS[3]], k=1)[0][0].text == TEXTS[3]  # compatible vectors
+
+
+def test_two_processes_give_the_vectors_of_one(tiny_model, tmp_path):
+    corpus = lines(tmp_path, TEXTS)
+    build([str(corpus)], str(tiny_model), tmp_path / "p1", lang="eng")
+    meta = build([str(corpus)], str(tiny_model), tmp_path / "p2", lang="eng", processes=2)
+    assert meta["count"] == len(TEXTS)
+    t1, v1 = stored(tmp_path / "p1")
+    t2, v2 = stored(tmp_path / "p2")
+    assert t1 == t2
+    assert np.abs(v1 - v2).max() < 1e-5
+
+
+def test_concurrent_adds_lose_and_duplicate_nothing(tiny_model, tmp_path):
+    out = tmp_path / "idx"
+    build([str(lines(tmp_path, TEXTS[:4], "base.txt"))], str(tiny_model), out, lang="eng")
+    a = [f"alpha {i} {w}" for i, w in enumerate(["red", "green", "blue"] * 40)]
+    b = [f"beta {i} {w}" for i, w in enumerate(["red", "green", "blue"] * 40)]
+    shared = [f"both {i}" for i in range(30)]  # in both files: stored once
+    files = [lines(tmp_path, a + shared, "a.txt"), lines(tmp_path, shared + b, "b.txt")]
+    start, errors = threading.Barrier(2), []
+
+    def add(f):
+        start.wait()  # both open the index at the same moment
+        try:
+            build([str(f)], None, out, add=True, lang="eng", window=16)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=add, args=(f,)) for f in files]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    texts, _ = stored(out)
+    assert len(texts) == len(set(texts)) == 4 + len(a) + len(b) + len(shared)
+    assert set(texts) == set(TEXTS[:4] + a + b + shared)
+    assert len(Index.open(out)) == len(texts)
+
+
+def test_ivfpq_builds_compresses_and_finds_each_text(tiny_model, tmp_path):
+    texts = [f"item {i} in row {i % 97} of block {i // 97}" for i in range(12_000)]
+    out = tmp_path / "pq"
+    meta = build([str(lines(tmp_path, texts))], str(tiny_model), out, index_type="ivfpq", lang="eng")
+    flat = build([str(lines(tmp_path, texts[:2000], "f.txt"))], str(tiny_model), tmp_path / "flat", lang="eng")
+    assert meta["index_type"] == "ivfpq" and meta["bytes_per_vector"] < 0.7 * flat["bytes_per_vector"]
+    exact = Index.open(tmp_path / "flat")
+    index = Index.open(out, mmap=True, nprobe=64)
+    queries = exact.faiss.reconstruct_n(0, 50)
+    _, ids = index.search(queries, 1)
+    assert (ids[:, 0] == np.arange(50)).mean() >= 0.9  # the text itself comes first (the first 2,000 lines are ids 0…1999)
+
+
+def test_ivfpq_needs_enough_texts_and_auto_picks_by_size(tiny_model, tmp_path):
+    with pytest.raises(EncodrError, match="needs at least 10,000 texts"):
+        build([str(lines(tmp_path, TEXTS))], str(tiny_model), tmp_path / "x", index_type="ivfpq", lang="eng")
+    assert not (tmp_path / "x").exists()
+    assert [auto_index_type(n) for n in (10, 50_000, 50_001, 250_000, 250_001, 5_000_000)] == ["flat", "flat", "hnsw", "hnsw", "ivfpq", "ivfpq"]
+
+
+def test_search_settings_are_checked(tiny_model, tmp_path):
+    out = tmp_path / "idx"
+    build([str(lines(tmp_path, TEXTS))], str(tiny_model), out, lang="eng")
+    with pytest.raises(EncodrError, match="--nprobe 0: give 1 or more"):
+        Index.open(out, nprobe=0)
