@@ -1,21 +1,23 @@
-"""Search speed and quality at 100,000 vectors, and warm query latency on the bundled
-Wikipedia sentences.
+"""Search at scale: build time, bytes per vector, p50 / p99 latency and recall@10 of exact,
+HNSW and IVF-PQ indexes over ≥ 300,000 real texts, and the automatic choice.
 
-1. Corpus: the 17,534 bundled Wikipedia sentences, the 72,297 bundled MeSH disease names,
-   then the most frequent English words (wordfreq) to reach 100,000 distinct texts: all
-   offline, and short enough to encode in minutes on a CPU.
-2. ``encodr index`` builds an HNSW index of it (build time includes encoding), and the same
-   vectors go into IVF and exact FAISS indexes and a NumPy matrix.
-3. 1,000 held-out queries (Wikipedia sentences and MeSH names with every fourth word
-   dropped, none of them in the corpus), k = 10: p50 and
-   p99 latency of the vector search per single query, and recall@10 against exact search.
-4. End to end (encode the query with the bundled model + search + fetch rows): a warm query
-   on the 17,534-sentence index, p50 / p99 over 200 queries.
+1. Corpus: everything offline — the 17,534 bundled Wikipedia sentences, the 72,297 MeSH disease
+   names and the Bible in 8 languages (8 × 31,102 verses) from ``../shared/data`` — 336,198
+   distinct texts, as TSV with each text's language (so no detection). ``--n`` cuts it.
+2. ``encodr index --index-type flat`` (through :func:`encodr.index.build`, ``--backend``
+   onnx-int8 by default: the CPU encodes 336k texts in about 20 min instead of 50) builds it;
+   its stored vectors are exact, and the same vectors then go into an HNSW and an IVF-PQ index
+   made by encodr's own builder (``_new_faiss``, as ``--index-type auto`` does above
+   250,000 vectors), each timed.
+3. 1,000 held-out queries: Wikipedia sentences, MeSH names and Bible verses (in their own
+   languages) with every fourth word dropped, none of them in the corpus; k = 10. p50 and p99
+   of the vector search, one query at a time on one FAISS thread (as ``encodr search`` runs),
+   and recall@10 against exact search over the same vectors.
+4. The IVF-PQ index written to disk and opened as ``encodr search`` opens it, memory-mapped:
+   open time and resident memory against a full read; and warm end-to-end queries (encode +
+   search + SQLite rows) p50 / p99 over 200 queries.
 
-Searches run one query at a time on one FAISS thread, with OMP_WAIT_POLICY=PASSIVE, as
-``encodr search`` and the TUI do.
-
-    python bench/search.py            # ≈ 10 min on 2 CPU cores (most of it encoding)
+    python bench/search.py                       # ≈ 30 min on 2 CPU cores, most of it encoding
 
 Prints tables and writes bench/results/search.json.
 """
@@ -28,6 +30,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `encodr search` and `e
 
 import argparse
 import csv
+import json
 import random
 import shutil
 import sys
@@ -41,17 +44,54 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
-from encodr.data.text import read_corpus, top_words  # noqa: E402
-from encodr.index import build  # noqa: E402
+from encodr.index import Index, Searcher, build  # noqa: E402
+from encodr.index.build import _new_faiss, auto_index_type  # noqa: E402
+from encodr.index.store import HNSW_EF_SEARCH, IVF_NPROBE, META_FILE, TRAIN_SAMPLE, VECTORS_FILE  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
-from encodr.index import Searcher  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+BIBLE = ("eng", "spa", "fra", "deu", "ita", "rus", "ara", "vie")
 
 
-def percentiles(ms: list[float]) -> tuple[float, float]:
-    return float(np.percentile(ms, 50)), float(np.percentile(ms, 99))
+def corpus_texts(limit: int | None) -> tuple[list[tuple[str, str]], dict[str, list[str]]]:
+    """(text, lang) of the corpus, deduplicated, and the pools queries are drawn from."""
+    wiki = bundled("wiki/wiki_sentences_en.txt").read_text(encoding="utf-8").splitlines()
+    with open(bundled("mesh/mesh_disease_names.tsv"), encoding="utf-8") as f:
+        mesh = [row["name"] for row in csv.DictReader(f, delimiter="\t")]
+    rows = [(t, "eng") for t in wiki + mesh]
+    bible = []
+    for lang in BIBLE:
+        with open(DATA / "bible" / f"{lang}.tsv", encoding="utf-8") as f:
+            next(f)
+            verses = [line.rstrip("\n").split("\t", 3)[3] for line in f]
+        rows += [(v, lang) for v in verses]
+        bible += verses
+    seen: dict[str, str] = {}
+    for text, lang in rows:
+        text = " ".join(text.split())
+        if text and text not in seen:
+            seen[text] = lang
+    texts = list(seen.items())[:limit]
+    return texts, {"wiki": wiki, "mesh": [m for m in mesh if len(m.split()) > 3], "bible": [b for b in bible if len(b.split()) > 6]}
 
 
-def timed_single(fn, queries: np.ndarray) -> tuple[list[float], list[np.ndarray]]:
+def held_out(pools: dict[str, list[str]], count: int, corpus: set[str], rng: random.Random) -> list[str]:
+    """``count`` queries, a third from each pool: a text with every fourth word dropped, not in the corpus."""
+    out = []
+    for i, pool in enumerate(pools.values()):
+        want = count // len(pools) + (1 if i < count % len(pools) else 0)
+        got = 0
+        for s in rng.sample(pool, min(len(pool), 3 * want)):
+            q = " ".join(w for k, w in enumerate(s.split()) if k % 4 != 1)
+            if q != s and q not in corpus:
+                out.append(q)
+                got += 1
+            if got == want:
+                break
+    return out
+
+
+def timed(fn, queries: np.ndarray) -> tuple[list[float], list[np.ndarray]]:
     ms, ids = [], []
     for q in queries:
         t = time.perf_counter()
@@ -60,103 +100,104 @@ def timed_single(fn, queries: np.ndarray) -> tuple[list[float], list[np.ndarray]
     return ms, ids
 
 
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--n", type=int, default=None, help="only the first N texts")
     parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--wiki-index", type=Path, help="an existing index of the bundled Wikipedia sentences (else built here)")
+    parser.add_argument("--backend", default="onnx-int8")
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--keep", type=Path, help="keep the built indexes in this folder")
     parser.add_argument("--out", type=Path, default=RESULTS / "search.json")
     args = parser.parse_args()
     import faiss
 
     rng = random.Random(0)
-    wiki = read_corpus(bundled("wiki/wiki_sentences_en.txt")).strings
-    with open(bundled("mesh/mesh_disease_names.tsv"), encoding="utf-8") as f:
-        mesh = [row["name"] for row in csv.DictReader(f, delimiter="\t")]
-    corpus = dict.fromkeys(wiki + mesh)
-    for w in top_words(60_000):
-        if len(corpus) >= args.n:
-            break
-        corpus.setdefault(w)
-    texts = list(corpus)[: args.n]
-    held = set(texts)
-
-    def held_out(pool: list[str], count: int) -> list[str]:
-        out = []
-        for s in rng.sample(pool, min(len(pool), 3 * count)):
-            q = " ".join(w for k, w in enumerate(s.split()) if k % 4 != 1)  # drop every fourth word
-            if q != s and q not in held:
-                out.append(q)
-            if len(out) == count:
-                break
-        return out
-
-    half = args.queries // 2
-    queries = held_out(wiki, half) + held_out([m for m in mesh if len(m.split()) > 3], args.queries - half)
-
-    scratch = Path(tempfile.mkdtemp(prefix="encodr-search-"))
-    rows = []
+    texts, pools = corpus_texts(args.n)
+    queries = held_out(pools, args.queries, {t for t, _ in texts}, rng)
+    scratch = Path(tempfile.mkdtemp(prefix="encodr-search-", dir=args.keep))
+    k, rows = 10, []
     try:
-        (scratch / "corpus.txt").write_text("\n".join(texts))
+        corpus = scratch / "corpus.tsv"
+        with open(corpus, "w", encoding="utf-8") as f:
+            f.write("text\tlang\n" + "".join(f"{t}\t{lang}\n" for t, lang in texts))
         t = time.perf_counter()
-        meta = build([str(scratch / "corpus.txt")], "minilm", scratch / "hnsw", index_type="hnsw")
+        meta = build([str(corpus)], args.model, scratch / "flat", index_type="flat", backend=args.backend)
         build_s = time.perf_counter() - t
-        searcher = Searcher(scratch / "hnsw")
-        index = searcher.index
-        n = len(index)
-        vectors = index.faiss.reconstruct_n(0, n)
+        print(f"encodr index: {meta['count']:,} texts in {build_s:.0f} s ({meta['count'] / build_s:.0f} texts/s, backend {args.backend})", flush=True)
+        searcher = Searcher(scratch / "flat")
+        flat = searcher.index.faiss
+        n, dim = flat.ntotal, flat.d
+        vectors = flat.reconstruct_n(0, n)
         qv = searcher.encoder.encode(queries)
-        k = 10
-
-        def np_exact(q):
-            sims = vectors @ q[0]
-            top = np.argpartition(-sims, k)[:k]
-            return top[np.argsort(-sims[top])]
-
-        np_ms, exact_ids = timed_single(np_exact, qv)
+        faiss.omp_set_num_threads(1)
+        exact_ms, exact_ids = timed(lambda q: flat.search(q, k)[1][0], qv)
         exact = [set(i.tolist()) for i in exact_ids]
-        flat = faiss.IndexFlatIP(vectors.shape[1])
-        flat.add(vectors)
-        t = time.perf_counter()
-        ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(vectors.shape[1]), vectors.shape[1], int(4 * np.sqrt(n)), faiss.METRIC_INNER_PRODUCT)
-        ivf.train(vectors)
-        ivf.add(vectors)
-        ivf.nprobe = 32
-        ivf_build = time.perf_counter() - t
-        hnsw_index_s = meta["seconds"]
-
-        for name, idx, extra in (("faiss flat (exact)", flat, 0.0), ("faiss hnsw (encodr default > 50k)", index.faiss, build_s), ("faiss ivf, nprobe 32", ivf, ivf_build)):
-            ms, got = timed_single(lambda q: idx.search(q, k)[1][0], qv)
-            recall = float(np.mean([len(exact[i] & set(g.tolist())) / k for i, g in enumerate(got)]))
-            p50, p99 = percentiles(ms)
-            rows.append({"method": name, "vectors": n, "build_s": extra, "p50_ms": p50, "p99_ms": p99, "recall@10": recall})
-        p50, p99 = percentiles(np_ms)
-        rows.append({"method": "numpy exact (matmul + argpartition)", "vectors": n, "build_s": 0.0, "p50_ms": p50, "p99_ms": p99, "recall@10": 1.0})
-        print_table(f"vector search, k = {k}, {len(queries)} single queries ({n:,} vectors, dim {vectors.shape[1]})", rows,
-                    ["method", "vectors", "build_s", "p50_ms", "p99_ms", "recall@10"])  # fmt: skip
-        print(f"encodr index (hnsw) built in {build_s:.1f} s including encoding; index work {hnsw_index_s:.1f} s wall")
-
-        # warm end-to-end queries on the bundled Wikipedia sentences
-        wiki_dir, wiki_build = args.wiki_index, None
-        if wiki_dir is None:
+        sample = vectors[np.sort(np.random.default_rng(0).choice(n, size=min(n, TRAIN_SAMPLE), replace=False))]
+        built = {"flat": (flat, 0.0)}
+        faiss.omp_set_num_threads(os.cpu_count() or 1)
+        for kind in ("hnsw", "ivfpq"):
             t = time.perf_counter()
-            wiki_dir = scratch / "wiki"
-            build([str(bundled("wiki/wiki_sentences_en.txt"))], "minilm", wiki_dir)
-            wiki_build = time.perf_counter() - t
-        wiki_searcher = Searcher(wiki_dir)
-        wiki_searcher.search(["warm-up query"], 10)
+            index = _new_faiss(kind, dim, n, sample if kind == "ivfpq" else None)
+            for start in range(0, n, 10_000):
+                index.add(vectors[start : start + 10_000])
+            built[kind] = (index, time.perf_counter() - t)
+            print(f"{kind}: built in {built[kind][1]:.0f} s", flush=True)
+        faiss.omp_set_num_threads(1)
+        sizes = {}
+        for kind, (index, _) in built.items():
+            path = scratch / f"{kind}.faiss"
+            faiss.write_index(index, str(path))
+            sizes[kind] = path.stat().st_size / n
+        auto = auto_index_type(n)
+        settings = [("flat", None), ("hnsw", 64), ("hnsw", HNSW_EF_SEARCH), ("ivfpq", 32), ("ivfpq", 64), ("ivfpq", IVF_NPROBE["ivfpq"]), ("ivfpq", 256)]
+        for kind, setting in settings:
+            index, seconds = built[kind]
+            holder = Index(scratch / "flat", {"index_type": kind}, index, {}, nprobe=setting if kind == "ivfpq" else None,
+                           ef_search=setting if kind == "hnsw" else None)  # fmt: skip
+            params = holder.search_params()
+            ms, got = timed(lambda q: index.search(q, k, params=params)[1][0], qv)
+            recall = float(np.mean([len(exact[i] & set(g.tolist())) / k for i, g in enumerate(got)]))
+            label = {"flat": "flat (exact)", "hnsw": f"hnsw, efSearch {setting}", "ivfpq": f"ivfpq, nprobe {setting}"}[kind]
+            default = setting in (None, HNSW_EF_SEARCH, IVF_NPROBE["ivfpq"])
+            rows.append({"index": label + (" ← auto" if kind == auto and default else ""), "vectors": n, "faiss build s": round(seconds, 1),
+                         "bytes/vector": round(sizes[kind], 1), "p50 ms": round(float(np.percentile(ms, 50)), 3),
+                         "p99 ms": round(float(np.percentile(ms, 99)), 3), "recall@10": round(recall, 3)})  # fmt: skip
+        print_table(f"vector search, k = {k}, {len(queries)} single queries, 1 FAISS thread ({n:,} vectors, dim {dim})", rows,
+                    ["index", "vectors", "faiss build s", "bytes/vector", "p50 ms", "p99 ms", "recall@10"])  # fmt: skip
+
+        # the automatic choice as encodr search opens it: memory-mapped, then end to end
+        auto_dir = scratch / "auto"
+        shutil.copytree(scratch / "flat", auto_dir, ignore=shutil.ignore_patterns(VECTORS_FILE))
+        shutil.copy(scratch / f"{auto}.faiss", auto_dir / VECTORS_FILE)
+        meta_auto = {**meta, "index_type": auto}
+        (auto_dir / META_FILE).write_text(json.dumps(meta_auto))
+        opened = {}
+        for mmap in (True, False):
+            before, t = rss_mb(), time.perf_counter()
+            handle = Index.open(auto_dir, mmap=mmap)
+            opened["mmap" if mmap else "read"] = {"open_ms": round((time.perf_counter() - t) * 1000, 1), "rss_mb": round(rss_mb() - before, 1)}
+            del handle
+        e2e_searcher = Searcher(auto_dir)
+        e2e_searcher.search(["warm-up query"], k)
         e2e = []
         for q in queries[:200]:
-            wiki_searcher.search([q], 10)
-            e2e.append(wiki_searcher.last_ms)
-        p50, p99 = percentiles(e2e)
-        e2e_row = {"method": "encodr search (encode + flat + sqlite), warm", "vectors": len(wiki_searcher.index), "build_s": wiki_build if wiki_build is not None else "",
-                   "p50_ms": p50, "p99_ms": p99, "recall@10": 1.0}  # fmt: skip
-        print_table("end to end, bundled Wikipedia sentences, k = 10, 200 queries", [e2e_row], ["method", "vectors", "build_s", "p50_ms", "p99_ms"])
-        write_json(args.out, {"machine": machine(), "k": k, "queries": len(queries), "vector_search": rows, "end_to_end": e2e_row})
+            e2e_searcher.search([q], k)
+            e2e.append(e2e_searcher.last_ms)
+        e2e_row = {"index": f"{auto} (auto), memory-mapped", "p50 ms": round(float(np.percentile(e2e, 50)), 2), "p99 ms": round(float(np.percentile(e2e, 99)), 2)}
+        print_table(f"end to end (encode with {args.backend} + search + SQLite rows), warm, 200 queries", [e2e_row], ["index", "p50 ms", "p99 ms"])
+        print(f"open {auto}: {opened}")
+        write_json(args.out, {"machine": machine(), "texts": n, "dimension": dim, "backend": args.backend, "model": args.model,
+                              "encodr_index_seconds": round(build_s, 1), "encodr_index_texts_per_s": round(n / build_s, 1), "k": k,
+                              "queries": len(queries), "auto": auto, "vector_search": rows, "open": opened, "end_to_end": e2e_row})  # fmt: skip
         print(f"wrote {args.out}")
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if args.keep is None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

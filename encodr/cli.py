@@ -338,7 +338,7 @@ def search(
     hit_lang: Optional[str] = typer.Option(None, "--hit-lang", help="Only hits in these languages, comma-separated (e.g. spa,fra)."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Must match the index's model."),
     backend: Optional[str] = typer.Option(None, help="torch | onnx | onnx-int8 for the queries (default: the one the index was built with)."),
-    nprobe: Optional[int] = typer.Option(None, help="IVF indexes: lists visited per query (default 32); more: slower, closer to exact."),
+    nprobe: Optional[int] = typer.Option(None, help="IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact."),
     ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW indexes: candidate list size (default 128); more: slower, closer to exact."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:

@@ -145,3 +145,18 @@ def test_search_settings_are_checked(tiny_model, tmp_path):
     build([str(lines(tmp_path, TEXTS))], str(tiny_model), out, lang="eng")
     with pytest.raises(EncodrError, match="--nprobe 0: give 1 or more"):
         Index.open(out, nprobe=0)
+
+
+def test_eval_scores_the_backend_it_is_given(tiny_model, tmp_path):
+    """An ONNX encoder is scored on its own vectors (sentence-transformers' evaluator would run torch)."""
+    from scipy.stats import spearmanr
+
+    from encodr import evaluation
+
+    sts = tmp_path / "sts.tsv"
+    rows = [(i % 6, TEXTS[i], TEXTS[(i * 7 + 3) % len(TEXTS)]) for i in range(len(TEXTS))]
+    sts.write_text("".join(f"{g}\t{a}\t{b}\n" for g, a, b in rows))
+    int8 = load_encoder(str(tiny_model), backend="onnx-int8")
+    got = evaluation.run("sts", int8, [str(sts)]).scores[0].value
+    expected = spearmanr(int8.pair_scores([a for _, a, _ in rows], [b for _, _, b in rows]), [g for g, _, _ in rows]).statistic * 100
+    assert got == pytest.approx(expected, abs=1e-9)

@@ -35,9 +35,10 @@ class PairSimilarityEvaluator(_PairEvaluator):
     """Predicted similarity of each pair against gold scores, Spearman ρ × 100.
 
     Used for STS (sentences) and SimLex-999 / WordSim-353 (words), as in Mirror-BERT §3
-    and SentEval: one ρ per dataset, never pooled across datasets. A bi-encoder is scored by
-    sentence-transformers' ``EmbeddingSimilarityEvaluator`` (Spearman of the cosines, the
-    same computation). A cross-encoder is scored here: σ of its score averaged over both
+    and SentEval: one ρ per dataset, never pooled across datasets. A torch bi-encoder is scored
+    by sentence-transformers' ``EmbeddingSimilarityEvaluator`` (Spearman of the cosines); an
+    ONNX one (:mod:`encodr.models.onnx`) here, by the same computation on its own vectors, since
+    the library's evaluator would run the torch model. A cross-encoder is scored here: σ of its score averaged over both
     orders of each pair (Trans-Encoder §2.2), which the library's
     ``CrossEncoderCorrelationEvaluator`` (one order) does not do.
     """
@@ -61,7 +62,7 @@ class PairSimilarityEvaluator(_PairEvaluator):
         from ..models import Encoder
 
         gold = [p.score for p in self.pairs]
-        if isinstance(model, Encoder):
+        if isinstance(model, Encoder) and model.backend == "torch":  # the library runs the torch model itself
             from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
             library = EmbeddingSimilarityEvaluator([p.text1 for p in self.pairs], [p.text2 for p in self.pairs], gold, batch_size=128,

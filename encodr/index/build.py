@@ -93,7 +93,8 @@ def build(
     with the default window; the vectors of a new index go to a file on disk until the end.
     What stays in memory at the end is the FAISS index itself: 4·d bytes per vector for
     ``flat`` and ``hnsw`` (plus HNSW's links), the PQ code size for ``ivfpq``
-    (:data:`~.store.PQ_BYTES`), and a training sample of at most 50,000 vectors.
+    (:data:`~.store.PQ_BYTES`) plus its 8-bit re-ranking copy (d bytes), and a training sample
+    of at most :data:`~.store.TRAIN_SAMPLE` vectors.
 
     The index type follows the size (exact ``flat`` up to :data:`FLAT_MAX` vectors, ``hnsw``
     up to :data:`HNSW_MAX`, ``ivfpq`` above) unless given. With
