@@ -177,17 +177,8 @@ def tune(
     out_console.print(view)
 
 
-def _check_backend(backend: str) -> None:
-    """A one-line error for an unknown ``--backend``, before any model loads."""
-    from .models.encoder import BACKENDS
-
-    if backend not in BACKENDS:
-        raise EncodrError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
-
-
 def _load_scorer(spec: str, cross: bool, device: Optional[str], backend: str = "torch"):
     """A bi-encoder, or with ``cross`` a cross-encoder (both have ``pair_scores``)."""
-    _check_backend(backend)
     if cross:
         if backend != "torch":
             raise EncodrError(f"--backend {backend} runs bi-encoders; a cross-encoder (--cross) runs on torch: drop --backend")
@@ -348,8 +339,6 @@ def search(
     _interactive_threads()
     from .index import Searcher
 
-    if backend is not None:
-        _check_backend(backend)
     searcher = Searcher(index, model, backend=backend, nprobe=nprobe, ef_search=ef_search)
     for line in searcher.warnings:
         _warn(line)

@@ -160,3 +160,17 @@ def test_eval_scores_the_backend_it_is_given(tiny_model, tmp_path):
     got = evaluation.run("sts", int8, [str(sts)]).scores[0].value
     expected = spearmanr(int8.pair_scores([a for _, a, _ in rows], [b for _, _, b in rows]), [g for g, _, _ in rows]).statistic * 100
     assert got == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["score", "a cat", "a kitten", "--backend", "tensorrt"], "unknown backend 'tensorrt'; choose one of torch, onnx, onnx-int8"),
+    (["score", "a cat", "a kitten", "--cross", "--backend", "onnx"], "--backend onnx runs bi-encoders"),
+    (["search", "cat", "--index", "IDX", "--nprobe", "0"], "--nprobe 0: give 1 or more"),
+    (["search", "cat", "--index", "IDX", "--backend", "tensorrt"], "unknown backend 'tensorrt'"),
+])  # fmt: skip
+def test_cli_backend_and_search_settings_errors(args, message, tiny_model, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "idx"
+    build([str(lines(tmp_path, TEXTS))], str(tiny_model), out, lang="eng")
+    args = [str(out) if a == "IDX" else a for a in args] + (["--model", str(tiny_model)] if args[0] == "score" else [])
+    code, _, err = run_cli(args, capsys, monkeypatch)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1

@@ -269,16 +269,18 @@ def _encoding(encoder, processes: int):
 
     gpus = torch.cuda.device_count()
     devices = [f"cuda:{i % gpus}" for i in range(processes)] if gpus else ["cpu"] * processes
-    saved = os.environ.get("OMP_NUM_THREADS")
-    if not gpus:  # the workers read it when they import torch: no more threads than cores in all
-        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // processes))
-    try:
+    if gpus:
         pool = encoder.st.start_multi_process_pool(devices)
-    finally:
-        if saved is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        elif not gpus:
-            os.environ["OMP_NUM_THREADS"] = saved
+    else:  # the workers read it when they import torch: no more threads than cores in all
+        saved = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // processes))
+        try:
+            pool = encoder.st.start_multi_process_pool(devices)
+        finally:
+            if saved is None:
+                del os.environ["OMP_NUM_THREADS"]
+            else:
+                os.environ["OMP_NUM_THREADS"] = saved
 
     def encode(texts, batch_size, on_batch):
         chunk = max(1, min(1000, -(-len(texts) // (4 * processes))))

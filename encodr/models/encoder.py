@@ -10,7 +10,6 @@ with.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 from dataclasses import dataclass
@@ -334,10 +333,11 @@ class Encoder:
         kind = "cpu" if self.backend != "torch" else self.device.split(":")[0]
         return BATCH_SIZES.get((self.backend, kind), 32)
 
-    @functools.cached_property
+    @property
     def fingerprint(self) -> str:
         """SHA-256 (first 16 hex digits) of the weights and pooling: two encoders with the same
-        fingerprint give the same vectors (up to the backend's precision)."""
+        fingerprint give the same vectors (up to the backend's precision). Computed on each
+        call (≈ 0.2 s for MiniLM), since training changes the weights."""
         h = hashlib.sha256(self.pooling.encode())
         for name, tensor in sorted(self.st.state_dict().items()):
             h.update(name.encode())
