@@ -48,7 +48,7 @@ class Searcher:
         mmap: memory-map the FAISS index instead of reading it (:meth:`Index.open`).
 
     Attributes:
-        warnings: one-line notes for the user (the CLI prints them, the TUI shows them).
+        warnings: one-line notes for the user (``encodr search`` prints them).
 
     Raises:
         EncodrError: the index cannot be opened (see :meth:`Index.open`), or ``model``

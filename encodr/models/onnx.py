@@ -111,7 +111,7 @@ class OnnxEncoder(Encoder):
     from the exported graph.
     """
 
-    def __init__(self, st, name: str, backend: str, path: Path, threads: int | None = None):
+    def __init__(self, st, name: str, backend: str, path: Path):
         import onnxruntime as ort
 
         super().__init__(st, name)
@@ -119,8 +119,6 @@ class OnnxEncoder(Encoder):
         self.path = path
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads:
-            options.intra_op_num_threads = threads
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
 
