@@ -120,17 +120,21 @@ def test_concurrent_adds_lose_and_duplicate_nothing(tiny_model, tmp_path):
     assert len(Index.open(out)) == len(texts)
 
 
-def test_ivfpq_builds_compresses_and_finds_each_text(tiny_model, tmp_path):
+def test_ivfpq_builds_compresses_and_finds_near_exact_neighbours(tiny_model, tmp_path):
     texts = [f"item {i} in row {i % 97} of block {i // 97}" for i in range(12_000)]
-    out = tmp_path / "pq"
-    meta = build([str(lines(tmp_path, texts))], str(tiny_model), out, index_type="ivfpq", lang="eng")
-    flat = build([str(lines(tmp_path, texts[:2000], "f.txt"))], str(tiny_model), tmp_path / "flat", lang="eng")
+    corpus = str(lines(tmp_path, texts))
+    meta = build([corpus], str(tiny_model), tmp_path / "pq", index_type="ivfpq", lang="eng")
+    flat = build([corpus], str(tiny_model), tmp_path / "flat", index_type="flat", lang="eng")
     assert meta["index_type"] == "ivfpq" and meta["bytes_per_vector"] < 0.7 * flat["bytes_per_vector"]
-    exact = Index.open(tmp_path / "flat")
-    index = Index.open(out, mmap=True, nprobe=64)
-    queries = exact.faiss.reconstruct_n(0, 50)
-    _, ids = index.search(queries, 1)
-    assert (ids[:, 0] == np.arange(50)).mean() >= 0.9  # the text itself comes first (the first 2,000 lines are ids 0…1999)
+    vectors = Index.open(tmp_path / "flat").faiss.reconstruct_n(0, len(texts))
+    queries = vectors[::240]  # 50 stored texts
+    best = (queries @ vectors.T).max(axis=1)
+    for mmap in (True, False):
+        _, ids = Index.open(tmp_path / "pq", mmap=mmap, nprobe=64).search(queries, 10)
+        found = np.sum(queries * vectors[ids[:, 0]], axis=1)
+        # the tiny random model's vectors are nearly parallel, so ties abound: the first hit must score
+        # (exactly) within 0.005 of the best, read from the file or memory-mapped alike
+        assert np.all(found >= best - 0.005) and len(set(ids[:, 0])) > 1
 
 
 def test_ivfpq_needs_enough_texts_and_auto_picks_by_size(tiny_model, tmp_path):
