@@ -247,14 +247,15 @@ def evaluate(
         panels = [p for scorer in scorers for p in evaluation.score_distributions(suite, scorer, data)]
         save_png(distribution_figure(f"encodr eval {suite}: scores of high- and low-gold pairs", panels), plot)
     if as_json:
-        _emit_json(reports[0].to_dict() if len(reports) == 1 else {"models": [r.to_dict() for r in reports]})
+        dicts = [{**r.to_dict(), "backend": backend if i == 0 else "torch"} for i, r in enumerate(reports)]
+        _emit_json(dicts[0] if len(dicts) == 1 else {"models": dicts})
         return
     table = Table(title=f"encodr eval {suite}")
     table.add_column("dataset")
     table.add_column("metric")
     table.add_column("n", justify="right")
-    for r in reports:
-        table.add_column(r.model, justify="right")
+    for i, r in enumerate(reports):
+        table.add_column(f"{r.model} ({backend})" if i == 0 and backend != "torch" else r.model, justify="right")
     if compare:
         table.add_column("Δ (model − compare)", justify="right")
     rows = [(s.dataset, s.metric, s.n) for s in reports[0].scores]

@@ -1,6 +1,7 @@
 """Issue 16: the ONNX backends, windows and the writer thread, encoding on two processes,
 IVF-PQ, search-time settings and two builds of one index at the same time."""
 
+import json
 import threading
 
 import numpy as np
@@ -178,3 +179,13 @@ def test_cli_backend_and_search_settings_errors(args, message, tiny_model, tmp_p
     args = [str(out) if a == "IDX" else a for a in args] + (["--model", str(tiny_model)] if args[0] == "score" else [])
     code, _, err = run_cli(args, capsys, monkeypatch)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_eval_names_the_backend_beside_the_model(tiny_model, tmp_path, capsys, monkeypatch):
+    sts = tmp_path / "sts.tsv"
+    sts.write_text("".join(f"{i % 5}\t{TEXTS[i]}\t{TEXTS[-1 - i]}\n" for i in range(12)))
+    args = ["eval", "sts", str(sts), "--model", str(tiny_model), "--backend", "onnx", "--compare", str(tiny_model)]
+    code, out, _ = run_cli(args + ["--json"], capsys, monkeypatch)
+    assert code == 0 and [m["backend"] for m in json.loads(out)["models"]] == ["onnx", "torch"]
+    code, out, _ = run_cli(args, capsys, monkeypatch)
+    assert code == 0 and "(onnx)" in out.replace("\n", "").replace("│", "").replace(" ", "")
