@@ -54,6 +54,11 @@ def test_unknown_backend_and_processes_with_onnx_are_refused(tiny_model, tmp_pat
     with pytest.raises(EncodrError, match="unknown backend 'tensorrt'"):
         load_encoder(str(tiny_model), backend="tensorrt")
     corpus = lines(tmp_path, TEXTS)
+    with pytest.raises(EncodrError, match="unknown backend 'tensorrt'"):
+        build([str(corpus)], str(tiny_model), tmp_path / "b", backend="tensorrt")
+    with pytest.raises(EncodrError, match="--processes 0: give 1 or more"):
+        build([str(corpus)], str(tiny_model), tmp_path / "b", processes=0)
+    assert not list(tmp_path.glob(".b*")) and not (tmp_path / "b").exists()  # refused before the lock file
     code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "i"), "--backend", "onnx-int8", "--processes", "2"],
                            capsys, monkeypatch)  # fmt: skip
     assert code == 2 and "--processes works with --backend torch" in err and len(err.strip().splitlines()) == 1

@@ -3,6 +3,6 @@ search (:mod:`.search`), shared by the CLI and the TUI."""
 
 from .build import build
 from .search import Hit, Searcher
-from .store import Index, fingerprint, list_indexes, locate
+from .store import Index, list_indexes, locate
 
-__all__ = ["Hit", "Index", "Searcher", "build", "fingerprint", "list_indexes", "locate"]
+__all__ = ["Hit", "Index", "Searcher", "build", "list_indexes", "locate"]

@@ -18,11 +18,11 @@ import numpy as np
 from ..data.language import DETECTOR, SMALL_CORPUS, corpus_languages, detect_languages
 from ..data.records import Record, read_records
 from ..errors import EncodrError
-from ..models.encoder import BACKENDS
+from ..models.encoder import check_backend
 from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, fit_and_remove, remove_per_language
 from ..outputs import atomic_dir, check_target
 from ..progress import ProgressEvent, ProgressFn, silent
-from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, fingerprint, locate
+from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, locate
 
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
@@ -53,7 +53,7 @@ def _new_faiss(kind: str, dim: int, n: int, sample: np.ndarray | None):
     if kind == "ivf":
         index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
     else:  # ivfpq: PQ codes, re-ranked from 8-bit scalar-quantised vectors
-        m = PQ_BYTES if dim % PQ_BYTES == 0 else max(d for d in range(1, min(dim, PQ_BYTES) + 1) if dim % d == 0)
+        m = max(d for d in range(1, min(dim, PQ_BYTES) + 1) if dim % d == 0)  # PQ_BYTES sub-quantisers, or the most that divide dim
         index = faiss.index_factory(dim, f"IVF{nlist},PQ{m}x8,Refine(SQ8)", faiss.METRIC_INNER_PRODUCT)
     index.train(sample)
     return index
@@ -143,8 +143,7 @@ def build(
     out = locate(out) if add else Path(out)
     if index_type not in INDEX_TYPES:
         raise EncodrError(f"unknown index type '{index_type}'; choose one of {', '.join(INDEX_TYPES)}")
-    if backend not in BACKENDS:
-        raise EncodrError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    check_backend(backend)  # before the lock file and any work
     if processes < 1:
         raise EncodrError(f"--processes {processes}: give 1 or more")
     if processes > 1 and backend != "torch":
@@ -199,7 +198,7 @@ def _build_locked(files, model, out, index_type, add, overwrite, pcr, lang, batc
     old = Index.open(out) if add else None
     if old is not None:
         encoder = load_encoder(model or old.meta["model"], backend=backend)
-        if fingerprint(encoder) != old.meta["fingerprint"]:
+        if encoder.fingerprint != old.meta["fingerprint"]:
             raise EncodrError(f"model '{model}' differs from the model index {out} was built with ({old.meta['model']}); drop --model or build a new index")
         lang = lang or old.meta.get("default_lang")
     else:
@@ -431,7 +430,7 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
         "model": encoder.name if not Path(encoder.name).exists() else str(Path(encoder.name).resolve()),
         "pooling": encoder.pooling,
         "dimension": dim,
-        "fingerprint": fingerprint(encoder),
+        "fingerprint": encoder.fingerprint,
         "index_type": kind,
         "pcr": bool(pcr),
         "pcr_variant": pcr,

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..data.language import UNDETERMINED, detect_languages
 from ..errors import EncodrError
-from .store import Index, fingerprint
+from .store import Index
 from ..models import Encoder, load_encoder
 
 
@@ -70,7 +70,7 @@ class Searcher:
             self.warnings.append(f"index {self.index.path} was built with --backend {built}; searching it with {backend} "
                                  "gives slightly different vectors (see bench/encode_speed.py), so scores and ranks may move a little")  # fmt: skip
         self.encoder = encoder or load_encoder(model or meta["model"], backend=backend or built)
-        if fingerprint(self.encoder) != meta["fingerprint"]:
+        if self.encoder.fingerprint != meta["fingerprint"]:
             raise EncodrError(
                 f"model '{model or meta['model']}' is not the model index {index_dir} was built with "
                 f"({meta['model']}, pooling {meta['pooling']}); search it without --model, or rebuild the index"

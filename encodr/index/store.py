@@ -44,12 +44,6 @@ PQ_BYTES, REFINE_K_FACTOR = 48, 32
 TRAIN_SAMPLE = 100_000  # vectors an IVF quantiser is trained on (a seeded sample; FAISS asks 39 per list)
 
 
-def fingerprint(encoder) -> str:
-    """The encoder's weight fingerprint (:attr:`encodr.models.Encoder.fingerprint`): two
-    encoders with the same fingerprint give the same vectors."""
-    return encoder.fingerprint
-
-
 def locate(spec: str | Path) -> Path:
     """The index directory that ``--index SPEC`` names: ``SPEC`` itself when it exists or is a
     path with a folder in it, otherwise the workspace index of that name

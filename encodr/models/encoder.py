@@ -426,6 +426,12 @@ def _quiet() -> None:
     transformers.utils.logging.disable_progress_bar()
 
 
+def check_backend(backend: str) -> None:
+    """Raises EncodrError (naming the choices) unless ``backend`` is one of :data:`BACKENDS`."""
+    if backend not in BACKENDS:
+        raise EncodrError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+
+
 def load_encoder(
     spec: str | None = None,
     pooling: str = "auto",
@@ -453,8 +459,7 @@ def load_encoder(
         EncodrError: see :func:`resolve`; an unknown backend; or the checkpoint cannot be loaded
             or exported.
     """
-    if backend not in BACKENDS:
-        raise EncodrError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    check_backend(backend)
     if backend != "torch":
         from .onnx import onnx_encoder
 
