@@ -309,6 +309,7 @@ def index_cmd(
 ) -> None:
     """Encode a corpus and store it in a FAISS + SQLite index."""
     from .index import build
+    from .index.build import SUMMARY
     from .models.pcr import DEFAULT_VARIANT
     from .paths import home
 
@@ -317,8 +318,7 @@ def index_cmd(
     with _Bars(enabled=not as_json) as bars:
         meta = build(corpus, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress=bars, pcr_variant=variant,
                      backend=backend, processes=processes)  # fmt: skip
-    keys = ("model", "pooling", "dimension", "backend", "index_type", "bytes_per_vector", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
-    _print_record(f"encodr index → {meta['path']}", meta, keys, as_json)
+    _print_record(f"encodr index → {meta['path']}", meta, SUMMARY, as_json)
 
 
 @app.command()

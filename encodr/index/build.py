@@ -26,6 +26,8 @@ from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_TYPES
 
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
+# The fields of build()'s result that `encodr index` and the TUI's Index pane show.
+SUMMARY = ("model", "pooling", "dimension", "backend", "index_type", "bytes_per_vector", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
 
 
 def _text_hash(text: str) -> str:

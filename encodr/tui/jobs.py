@@ -95,8 +95,9 @@ class IndexPane(Vertical):
             self.query_one("#index-result", Static).update(f"[red]{message}[/]")
             return
         self.meta, self.built = meta, Path(meta["path"])
-        keys = ("model", "backend", "index_type", "bytes_per_vector", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
-        self.query_one("#index-result", Static).update("\n".join(f"{k}: {meta.get(k)}" for k in keys) + "\n\npress o to search it")
+        from ..index.build import SUMMARY
+
+        self.query_one("#index-result", Static).update("\n".join(f"{k}: {meta.get(k)}" for k in SUMMARY) + "\n\npress o to search it")
         self.query_one("#index-open", Button).disabled = False
 
     @on(Button.Pressed, "#index-open")
