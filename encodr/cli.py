@@ -159,8 +159,8 @@ def tune(
             err_console.print(f"encodr: tuning {' + '.join(models)} with recipe '{resolved.name}' → {out}", highlight=False)
         with bars:
             summary = run_tune(resolved, request)
-    except KeyboardInterrupt:
-        raise EncodrError(f"interrupted by Ctrl-C; nothing was written to {out}") from None
+    except KeyboardInterrupt as exc:
+        raise EncodrError(f"{_interruption(exc)}; nothing was written to {out}, and the run is recorded as cancelled") from None
     if summary is None:  # not the main process: it prints nothing
         return
     table = summary.pop("table")
@@ -422,7 +422,9 @@ def runs(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"), limi
     table.add_column("out", overflow="fold")  # the whole path, to pass on to --model
     for r in rows:
         m = r.get("metrics") or {}
-        if r.get("status") == "cancelled":
+        if r.get("unreadable"):
+            result = f"unreadable row: {r['unreadable']}"
+        elif r.get("status") == "cancelled":
             result = "cancelled"
         elif "final_loss" in m:
             result = f"loss {m['final_loss']:.4f}"
@@ -433,9 +435,9 @@ def runs(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"), limi
             dev = (m.get("best") or {}).get("dev")
             result = "–" if dev is None else f"dev ρ {dev:.2f}"
         table.add_row(
-            str(r["id"]), str(r["created"])[:16], r.get("kind", ""), _short_path(r["model"]), r.get("recipe_name", ""),
-            _short_path(str(r.get("data", ""))), str(r.get("duration_s", "")), str(m.get("examples_per_s", "")), result,
-            _short_path(r.get("out", "")),
+            str(r.get("id", "")), str(r.get("created", ""))[:16], str(r.get("kind", "")), _short_path(str(r.get("model", ""))),
+            str(r.get("recipe_name", "")), _short_path(str(r.get("data", ""))), str(r.get("duration_s", "")), str(m.get("examples_per_s", "")),
+            result, _short_path(str(r.get("out", ""))),
         )  # fmt: skip
     out_console.print(table)
 
@@ -467,7 +469,7 @@ def runs_show(
     if as_json:
         _emit_json({**row, "loss_log": log, "plot": str(plot) if plot else None})
         return
-    fields = [("id", row["id"]), ("created", row.get("created")), ("kind", row.get("kind")), ("model", row.get("model")),
+    fields = [("id", row["id"]), *([("unreadable", row["unreadable"])] if row.get("unreadable") else []), ("created", row.get("created")), ("kind", row.get("kind")), ("model", row.get("model")),
               ("recipe", row.get("recipe_name")), ("data", row.get("data")), ("strings", row.get("strings")),
               ("seconds", row.get("duration_s")), ("out", row.get("out"))]  # fmt: skip
     fields += [(k, v) for k, v in metrics.items() if not isinstance(v, (dict, list))]
@@ -492,13 +494,30 @@ def _short_path(value: str) -> str:
         return value
 
 
+def _interruption(exc: KeyboardInterrupt) -> str:
+    """How a run was stopped: by Ctrl-C, or by a signal or a dead launcher (:mod:`encodr.signals`)."""
+    from .signals import Terminated
+
+    return f"stopped: {exc.reason}" if isinstance(exc, Terminated) else "interrupted by Ctrl-C"
+
+
 def main() -> None:
-    """Console-script entry point: user errors → one line on stderr, exit status 2."""
+    """Console-script entry point: user errors, OS faults (full disk, read-only…), Ctrl-C and
+    SIGTERM → one line on stderr, exit status 2."""
+    from .outputs import os_fault
+    from .signals import install
+
+    install()
     try:
         app()
     except EncodrError as exc:
-        err_console.print(f"[red]encodr: error:[/] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        err_console.print("[red]encodr: error:[/] interrupted by Ctrl-C; nothing was written", highlight=False)
-        sys.exit(2)
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(str(os_fault(exc)))
+    except KeyboardInterrupt as exc:
+        _fail(f"{_interruption(exc)}; nothing was written")
+
+
+def _fail(message: str) -> None:
+    err_console.print(f"[red]encodr: error:[/] {message}", highlight=False, soft_wrap=True)
+    sys.exit(2)

@@ -1,19 +1,26 @@
-"""Atomic output directories: build in a hidden temporary sibling, then rename into place.
+"""Atomic outputs: build in a hidden temporary sibling, then rename into place.
 
-An interrupted job (error, Ctrl-C, SIGKILL) never leaves a half-written output: the
+An interrupted job (error, Ctrl-C, SIGTERM, SIGKILL) never leaves a half-written output: the
 temporary directory is removed on error, and a stale one is ignored and swept next time.
+
+Outputs that are *replaced while readers use them* (indexes: ``--add``, ``--overwrite``) are
+kept in generations (:func:`generation`): each write makes a new folder, and one ``rename`` of
+a symlink makes it current, so a reader that resolves the link once and reads every file
+through that one generation sees the old output or the new one, never a mix and never none.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
 from typing import Iterator
 
-from .errors import EncodrError
+from .errors import EncodrError, first_line
 
 
 def check_target(out: Path, overwrite: bool) -> None:
@@ -38,8 +45,9 @@ def check_target(out: Path, overwrite: bool) -> None:
 def atomic_dir(out: Path, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary directory that becomes ``out`` when the block succeeds.
 
-    The old ``out`` (with ``overwrite``) is replaced by two renames, so a reader sees
-    either the old or the new directory, never a mix.
+    The old ``out`` (with ``overwrite``) is replaced by two renames: a reader sees the old
+    directory, the new one, or for a moment none (outputs that readers hold open while they
+    are replaced use :func:`generation` instead).
 
     Raises:
         EncodrError: see :func:`check_target`.
@@ -94,3 +102,177 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# --- generations -----------------------------------------------------------------------------
+
+CURRENT = "current"  # the symlink naming the current generation folder (``g000007``)
+_GENERATION = re.compile(r"^g(\d{6,})$")
+
+
+def current_generation(root: Path) -> Path | None:
+    """The current generation folder of ``root`` (``root/current`` resolved once, by
+    ``readlink``), or ``None`` when ``root`` has no generations (a legacy flat output, or
+    none at all). Read every file through the returned path: resolving again may give a newer
+    generation."""
+    try:
+        name = os.readlink(Path(root) / CURRENT)
+    except OSError:  # no link (or not a directory at all)
+        return None
+    return Path(root) / name
+
+
+def hold_generation(folder: Path) -> int | None:
+    """Take a shared ``flock`` on a generation ``folder`` for as long as a reader uses it (a
+    writer removes only the generations nobody holds; the OS drops the lock when the process
+    ends, however it ends). Returns the descriptor to pass to :func:`release_generation`, or
+    ``None`` when the folder was removed before the lock was taken (resolve again)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except FileNotFoundError:
+        return None
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while a writer is removing this very folder
+    except ImportError:  # Windows: no flock; old generations are then kept until the next write
+        pass
+    if not os.path.isdir(folder):  # removed while the lock was awaited
+        os.close(fd)
+        return None
+    return fd
+
+
+def release_generation(fd: int | None) -> None:
+    """Drop a reader's hold (:func:`hold_generation`)."""
+    if fd is not None:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def generation(root: Path, legacy: tuple[str, ...] = ()) -> Iterator[Path]:
+    """Yield a new, empty generation folder of ``root``; when the block succeeds it becomes
+    current in one atomic step (a symlink ``root/current`` replaced by ``rename``), and the old
+    generations that no reader holds (:func:`hold_generation`) are removed. A generation still
+    held stays until a later write finds it free. The caller serialises writers of one
+    ``root`` (an index lock).
+
+    Guarantee: a reader that resolves :func:`current_generation` once sees the whole old
+    generation or the whole new one. SIGKILL at any moment leaves ``root`` usable: the link
+    names a complete generation until the rename, and the next write sweeps the dead write's
+    folder.
+
+    ``root`` that does not exist yet appears whole (:func:`atomic_dir`). ``root`` that holds
+    a flat output of files named in ``legacy`` is converted in place: the first generation
+    becomes current, then the flat files are removed. Any other existing directory is replaced
+    whole (:func:`atomic_dir` with ``overwrite``; the caller has checked that this is allowed).
+
+    Raises:
+        OSError: the file system refuses a write (full, read-only…); nothing of the new
+            generation is left.
+    """
+    root = Path(root)
+    if not root.exists() or (current_generation(root) is None and not any((root / name).exists() for name in legacy)):
+        with atomic_dir(root, overwrite=True) as tmp:
+            folder = tmp / "g000001"
+            folder.mkdir()
+            yield folder
+            _point(tmp, folder.name)
+        return
+    numbers = [int(m.group(1)) for p in root.iterdir() if (m := _GENERATION.match(p.name))]
+    folder = root / f"g{max(numbers, default=0) + 1:06d}"
+    folder.mkdir()
+    try:
+        yield folder
+        _point(root, folder.name)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    for name in legacy:
+        with contextlib.suppress(FileNotFoundError):
+            (root / name).unlink()
+    sweep_generations(root)
+
+
+def _point(root: Path, name: str) -> None:
+    """Make ``root/current`` name the generation ``name``: a new symlink renamed over the old."""
+    link = root / f".{CURRENT}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    os.symlink(name, link)
+    try:
+        os.replace(link, root / CURRENT)
+    except BaseException:
+        link.unlink(missing_ok=True)
+        raise
+    with contextlib.suppress(OSError):  # make the new link durable where the OS allows it
+        fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def sweep_generations(root: Path) -> list[str]:
+    """Remove the generations of ``root`` other than the current one that no reader holds
+    (a non-blocking exclusive ``flock`` succeeds), and stale ``current`` temporaries. Returns
+    the names removed. Call it with the writers' lock held."""
+    try:
+        import fcntl
+    except ImportError:
+        return []
+    current = current_generation(root)
+    removed = []
+    for path in Path(root).iterdir():
+        if path.name.startswith(f".{CURRENT}.tmp-"):
+            path.unlink(missing_ok=True)
+            continue
+        if not _GENERATION.match(path.name) or (current is not None and path.name == current.name):
+            continue
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a reader holds it
+            os.close(fd)
+            continue
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+        finally:
+            os.close(fd)
+    return removed
+
+
+# --- OS faults -------------------------------------------------------------------------------
+
+_CAUSES = {
+    errno.ENOSPC: "the disk is full; free some space",
+    errno.EDQUOT: "the disk quota is exhausted; free some space",
+    errno.EROFS: "the file system is read-only; write somewhere else",
+    errno.EACCES: "permission denied; fix the permissions or write somewhere else",
+    errno.EPERM: "the operation is not permitted (an immutable file?); fix the permissions or write somewhere else",
+    errno.EIO: "an I/O error on the device",
+}
+
+
+def os_fault(exc: BaseException, path: Path | str | None = None, kept: str = "") -> EncodrError:
+    """One-line :class:`EncodrError` for an OS-level write failure: the file, the cause and the
+    fix, then ``kept`` (what was kept as it was, e.g. "the previous index is unchanged").
+
+    Understands ``OSError`` (its ``errno``), SQLite's "database or disk is full" /
+    "readonly database" / "database is locked", and the messages FAISS and safetensors raise
+    with an ``errno`` text in them (``No space left on device``…).
+    """
+    text = str(exc)
+    code = getattr(exc, "errno", None)
+    if code is None:
+        for number, words in ((errno.ENOSPC, ("No space left", "disk is full")), (errno.EROFS, ("Read-only file system", "readonly database")),
+                              (errno.EACCES, ("Permission denied",)), (errno.EDQUOT, ("Disk quota",))):  # fmt: skip
+            if any(w.lower() in text.lower() for w in words):
+                code = number
+                break
+    where = path or getattr(exc, "filename", None)
+    if "database is locked" in text:
+        cause = "it is locked by another process; wait for that process to finish (or stop it) and run again"
+    else:
+        cause = _CAUSES.get(code) or (os.strerror(code) if code else first_line(exc))
+    message = f"cannot write {where}: {cause}" if where else f"write failed: {cause}"
+    return EncodrError(message + (f"; {kept}" if kept else ""))

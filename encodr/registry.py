@@ -10,8 +10,10 @@ from pathlib import Path
 
 import sqlite_utils
 
-from .errors import EncodrError
+from .errors import EncodrError, first_line
 from .paths import home
+
+TIMEOUT = 10.0  # seconds a registry write waits for a lock another process holds
 
 
 def database(path: Path | None = None) -> sqlite_utils.Database:
@@ -22,11 +24,41 @@ def database(path: Path | None = None) -> sqlite_utils.Database:
     """
     path = path or home() / "registry.db"
     try:
-        db = sqlite_utils.Database(path)
+        db = sqlite_utils.Database(sqlite3.connect(str(path), timeout=TIMEOUT))
         db.table_names()  # reads the header: a corrupt or foreign file fails here
     except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc) or "unable to open" in str(exc):
+            raise _unwritable(path, exc) from None
         raise EncodrError(f"run registry {path} cannot be read ({exc}); move it away and encodr starts a new one") from None
     return db
+
+
+def check_writable(path: Path | None = None) -> None:
+    """Preflight: the registry can be written (a write in a transaction that is rolled
+    back: it needs the file and its folder writable, for SQLite's journal, and no lock held
+    by another process past :data:`TIMEOUT`).
+
+    Raises:
+        EncodrError: naming the registry and the cause (read-only, locked, not a database…).
+    """
+    path = path or home() / "registry.db"
+    db = database(path)
+    try:
+        db.conn.execute("begin immediate")
+        db.conn.execute("create table _encodr_write_probe (x)")
+        db.conn.execute("rollback")
+    except sqlite3.Error as exc:
+        raise _unwritable(path, exc) from None
+    finally:
+        db.conn.close()
+
+
+def _unwritable(path: Path, exc: BaseException) -> EncodrError:
+    if "locked" in str(exc):
+        cause = f"it is locked by another process (waited {TIMEOUT:g} s); wait for that process and run again"
+    else:
+        cause = f"{first_line(exc)}; make it and its folder writable, or point ENCODR_HOME at a writable folder"
+    return EncodrError(f"run registry {path} cannot be {'opened' if 'unable to open' in str(exc) else 'written'}: {cause}")
 
 
 def record(row: dict, path: Path | None = None) -> int:
@@ -35,13 +67,36 @@ def record(row: dict, path: Path | None = None) -> int:
     Args:
         row: ``model``, ``recipe`` (dict), ``data``, ``data_sha256``, ``strings``,
             ``duration_s``, ``out``, ``metrics`` (dict); dicts are stored as JSON.
+
+    Raises:
+        EncodrError: the registry cannot be opened or written (read-only, full disk, locked).
     """
+    path = path or home() / "registry.db"
     db = database(path)
     values = {"created": time.strftime("%Y-%m-%d %H:%M:%S")}
     values.update({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
     table = db["runs"]
-    table.insert(values, pk="id", alter=True)
+    try:
+        table.insert(values, pk="id", alter=True)
+    except (sqlite3.Error, OSError) as exc:
+        raise _unwritable(path, exc) from None
     return int(table.last_pk)
+
+
+def _decoded(row: dict) -> dict:
+    """A row with its JSON columns decoded; a column that is not valid JSON is left out and
+    named in ``unreadable`` (shown as such, never a traceback)."""
+    bad = []
+    for key in ("recipe", "metrics"):
+        if isinstance(row.get(key), str):
+            try:
+                row[key] = json.loads(row[key])
+            except ValueError:
+                row[key] = None
+                bad.append(key)
+    if bad:
+        row["unreadable"] = f"{', '.join(bad)} not valid JSON"
+    return row
 
 
 def runs(path: Path | None = None, limit: int = 50) -> list[dict]:
@@ -49,13 +104,8 @@ def runs(path: Path | None = None, limit: int = 50) -> list[dict]:
     db = database(path)
     if "runs" not in db.table_names():
         return []
-    rows = []
-    for row in db["runs"].rows_where(order_by="id desc", limit=limit):
-        for key in ("recipe", "metrics"):
-            if isinstance(row.get(key), str):
-                row[key] = json.loads(row[key])
-        rows.append(row)
-    return rows
+    order = "id desc" if "id" in db["runs"].columns_dict else "rowid desc"  # a foreign table: newest rows first still
+    return [_decoded(row) for row in db["runs"].rows_where(order_by=order, limit=limit)]
 
 
 def get_run(run_id: int, path: Path | None = None) -> dict:
@@ -66,14 +116,11 @@ def get_run(run_id: int, path: Path | None = None) -> dict:
     """
     db = database(path)
     row = None
-    if "runs" in db.table_names():
+    if "runs" in db.table_names() and "id" in db["runs"].columns_dict:
         row = next(db["runs"].rows_where("id = ?", [run_id]), None)
     if row is None:
         raise EncodrError(f"no run {run_id} in the registry; list the runs with: encodr runs")
-    for key in ("recipe", "metrics"):
-        if isinstance(row.get(key), str):
-            row[key] = json.loads(row[key])
-    return row
+    return _decoded(row)
 
 
 def run_log(row: dict) -> list[dict]:
@@ -82,4 +129,10 @@ def run_log(row: dict) -> list[dict]:
     path = Path(row.get("out") or "") / "train_log.jsonl"
     if not row.get("out") or not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut short by a full disk or a kill: the others still plot
+    return rows

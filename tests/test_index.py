@@ -69,7 +69,8 @@ def test_add_appends_and_stores_a_text_once(built, tiny_model, tmp_path):
     meta = build([str(more)], None, built, add=True)
     assert meta["added"] == 10 and meta["skipped_duplicates"] == 5 and meta["count"] == 30
     assert Searcher(built).search([TEXTS[29]], k=1)[0][0].text == TEXTS[29]
-    assert sorted(p.name for p in built.iterdir()) == ["index.json", "texts.db", "vectors.faiss"]  # no raw vectors left behind
+    assert sorted(p.name for p in built.iterdir()) == ["current", "g000002"]  # the first generation is gone: nobody holds it
+    assert sorted(p.name for p in (built / "current").iterdir()) == ["index.json", "texts.db", "vectors.faiss"]  # no raw vectors left behind
 
 
 def test_other_model_is_refused(built, tmp_path):
@@ -124,19 +125,19 @@ def test_pcr_needs_two_texts_per_language_and_lang_needs_pcr(tmp_path, tiny_mode
 
 
 def test_broken_indexes_are_named(built):
-    (built / "index.json").write_text(json.dumps({**json.loads((built / "index.json").read_text()), "count": 99}))
+    (built / "current" / "index.json").write_text(json.dumps({**json.loads((built / "current" / "index.json").read_text()), "count": 99}))
     with pytest.raises(EncodrError, match="inconsistent: vectors.faiss has 20 vectors, texts.db 20 texts, index.json says 99"):
         Index.open(built)
-    (built / "vectors.faiss").write_bytes(b"garbage")
+    (built / "current" / "vectors.faiss").write_bytes(b"garbage")
     with pytest.raises(EncodrError, match="vectors.faiss is corrupted"):
         Index.open(built)
-    (built / "texts.db").unlink()
+    (built / "current" / "texts.db").unlink()
     with pytest.raises(EncodrError, match="is missing texts.db"):
         Index.open(built)
 
 
 def test_broken_index_cli_message(built, capsys, monkeypatch):
-    with sqlite3.connect(built / "texts.db") as db:
+    with sqlite3.connect(built / "current" / "texts.db") as db:
         db.execute("delete from texts where id = 3")
     code, _, err = run_cli(["search", "cats", "--index", str(built)], capsys, monkeypatch)
     assert code == 2 and "inconsistent" in err and "texts.db 19 texts" in err and "Traceback" not in err
@@ -159,9 +160,8 @@ def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path
         [sys.executable, "-m", "encodr", "index", str(big), "--out", str(built), "--add", "--batch-size", "64"],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
-    # wait until the temporary copy exists, i.e. --add is mid-way, then kill it hard
-    parent = built.parent
-    while not any(p.name.startswith(".idx.tmp-") and (p / "texts.db").exists() for p in parent.iterdir()):
+    # wait until the new generation's store exists, i.e. --add is mid-way, then kill it hard
+    while not (built / "g000002" / "texts.db").exists():
         assert proc.poll() is None, proc.stderr.read().decode()
         os.sched_yield()
     proc.send_signal(signal.SIGKILL)
@@ -172,7 +172,7 @@ def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path
     more = tmp_path / "m.txt"
     more.write_text("one more text\n")
     assert build([str(more)], None, built, add=True)["count"] == 21
-    assert not any(p.name.startswith(".idx.tmp-") for p in parent.iterdir())
+    assert sorted(p.name for p in built.iterdir()) == ["current", "g000003"]  # the dead run's generation is swept
 
 
 def test_existing_index_needs_overwrite_and_bad_type_is_named(built, corpus, capsys, monkeypatch):

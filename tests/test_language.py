@@ -53,7 +53,7 @@ def test_corpus_languages_drop_rare_labels():
 def test_index_detects_languages_and_search_filters_them(mixed_file, tiny_model, tmp_path):
     meta = build([str(mixed_file)], str(tiny_model), tmp_path / "idx", pcr=True)
     assert meta["languages"] == ["deu", "eng", "spa", "und"]
-    stored = json.loads((tmp_path / "idx" / "index.json").read_text())
+    stored = json.loads((tmp_path / "idx" / "current" / "index.json").read_text())
     assert stored["lang_detection"]["languages"] == ["deu", "eng", "spa"] and stored["default_lang"] is None
     s = Searcher(tmp_path / "idx")
     rows = s.index.rows(range(len(s.index)))

@@ -20,9 +20,9 @@ from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import check_backend
 from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, fit_and_remove, remove_per_language
-from ..outputs import atomic_dir, check_target
+from ..outputs import check_target, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
-from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, locate
+from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, locate
 
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
@@ -135,8 +135,13 @@ def build(
 
     Raises:
         EncodrError: bad input files, an unknown index type or backend, ``processes`` with an
-            ONNX backend, a model that differs from the index's, or an existing output without
-            ``overwrite``/``add``.
+            ONNX backend, a model that differs from the index's, an existing output without
+            ``overwrite``/``add``; an OS-level failure (full disk, read-only, a locked
+            ``texts.db``), naming the file, with the previous index unchanged.
+
+    A build or ``--add`` writes a new generation of the index and makes it current in one
+    atomic step (:func:`encodr.outputs.generation`): readers see the old index or the new one,
+    and SIGKILL at any moment leaves the previous one usable.
 
     Two builds of the same index (two ``--add`` runs, say) take turns: each holds an
     exclusive lock on ``.NAME.lock`` beside the index from before it reads the index until
@@ -162,7 +167,11 @@ def build(
     with index_lock(out):
         if not add:
             check_target(out, overwrite)  # again: another build may have made it while this one waited
-        return _build_locked(files, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window)
+        try:
+            return _build_locked(files, model, out, index_type, add, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window)
+        except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
+            where = getattr(exc, "filename", None) or out
+            raise os_fault(exc, where, kept="the previous index is unchanged" if out.exists() else "no index was written") from None
 
 
 @contextlib.contextmanager
@@ -191,13 +200,20 @@ def index_lock(out: Path):
         handle.close()
 
 
-def _build_locked(files, model, out, index_type, add, overwrite, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window) -> dict:
+def _build_locked(files, model, out, index_type, add, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window) -> dict:
     """:func:`build` once the inputs are checked and the index is locked."""
-    import faiss
+    old = Index.open(out) if add else None
+    try:
+        return _build_generation(files, model, out, index_type, old, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window)
+    finally:
+        if old is not None:
+            old.close()  # release the old generation before the sweep (if not already)
 
+
+def _build_generation(files, model, out, index_type, old, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window) -> dict:
+    """Write the new generation of ``out`` (from ``old``'s, with ``--add``) and make it current."""
     from ..models import load_encoder
 
-    old = Index.open(out) if add else None
     if old is not None:
         encoder = load_encoder(model or old.meta["model"], backend=backend)
         if encoder.fingerprint != old.meta["fingerprint"]:
@@ -209,11 +225,12 @@ def _build_locked(files, model, out, index_type, add, overwrite, pcr, lang, batc
     total = sum(_count_lines(f) for f in files)
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
     started = time.time()
-    with atomic_dir(out, overwrite=overwrite or add) as tmp:
+    with generation(out, legacy=INDEX_FILES) as tmp:
         if old is not None:
-            for name in (META_FILE, STORE_FILE, PCR_FILE):
-                if (out / name).exists():
-                    shutil.copy2(out / name, tmp / name)
+            old.copy_store(tmp / STORE_FILE)
+            for name in (META_FILE, PCR_FILE):
+                if (old.folder / name).exists():
+                    shutil.copy2(old.folder / name, tmp / name)
         with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, processes) as encode:
             done = 0
 
@@ -238,11 +255,32 @@ def _build_locked(files, model, out, index_type, add, overwrite, pcr, lang, batc
         meta["languages"] = sorted({row[0] for row in ingest.db.execute("select distinct lang from texts")})
         meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
         ingest.db.close()
-        faiss.write_index(index, str(tmp / VECTORS_FILE))
+        write_faiss(index, tmp / VECTORS_FILE)
         meta["bytes_per_vector"] = round((tmp / VECTORS_FILE).stat().st_size / max(1, index.ntotal), 1)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+        if old is not None:
+            old.close()  # this build holds the old generation no more: the swap may remove it
     added, skipped = ingest.added, ingest.skipped
     return {**meta, "added": added, "skipped_duplicates": skipped, "seconds": round(time.time() - started, 2), "path": str(out.resolve())}
+
+
+def write_faiss(index, path: Path) -> None:
+    """``faiss.write_index``, its write errors (a full disk…) raised as ``OSError`` with the
+    file named, like every other write of a build.
+
+    Raises:
+        OSError: FAISS could not write ``path`` (``errno`` from its message when it names one).
+    """
+    import errno
+
+    import faiss
+
+    try:
+        faiss.write_index(index, str(path))
+    except RuntimeError as exc:
+        text = str(exc)
+        code = next((number for number in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT, errno.EIO) if os.strerror(number) in text), errno.EIO)
+        raise OSError(code, os.strerror(code), str(path)) from None
 
 
 def _windows(files: list[str], lang: str | None, size: int) -> Iterator[list[Record]]:

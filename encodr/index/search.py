@@ -62,7 +62,8 @@ class Searcher:
         # One query at a time gains nothing from FAISS threads, and two OpenMP pools (torch's and
         # FAISS's) spinning in turn made a warm query 20× slower on 2 cores (bench/search.py).
         faiss.omp_set_num_threads(1)
-        self.index = Index.open(index_dir, mmap=mmap, nprobe=nprobe, ef_search=ef_search)
+        self._open = dict(mmap=mmap, nprobe=nprobe, ef_search=ef_search)
+        self.index = Index.open(index_dir, **self._open)
         meta = self.index.meta
         built = meta.get("backend", "torch")
         self.warnings: list[str] = []
@@ -70,7 +71,9 @@ class Searcher:
             self.warnings.append(f"index {self.index.path} was built with --backend {built}; searching it with {backend} "
                                  "gives slightly different vectors (see bench/encode_speed.py), so scores and ranks may move a little")  # fmt: skip
         self.encoder = encoder or load_encoder(model or meta["model"], backend=backend or built)
-        if self.encoder.fingerprint != meta["fingerprint"]:
+        self.fingerprint = self.encoder.fingerprint
+        if self.fingerprint != meta["fingerprint"]:
+            self.index.close()
             raise EncodrError(
                 f"model '{model or meta['model']}' is not the model index {index_dir} was built with "
                 f"({meta['model']}, pooling {meta['pooling']}); search it without --model, or rebuild the index"
@@ -78,6 +81,31 @@ class Searcher:
         self.last_ms = 0.0
         self.languages = [c for c in self.index.meta.get("languages", []) if c != UNDETERMINED]
         self.last_langs: list[str] = []
+
+    def refresh(self) -> bool:
+        """Open the index again when another generation has become current (an ``--add`` or
+        ``--overwrite`` since it was opened); :meth:`search` and :meth:`compare` call it first,
+        so a long-running searcher (the TUI) sees every write whole. Returns True when it
+        reopened.
+
+        Raises:
+            EncodrError: the index was rebuilt with another model (search it anew), or the new
+                generation cannot be opened (:meth:`Index.open`).
+        """
+        if not self.index.stale():
+            return False
+        fresh = Index.open(self.index.path, **self._open)
+        if fresh.meta["fingerprint"] != self.fingerprint:
+            fresh.close()
+            raise EncodrError(f"index {self.index.path} was rebuilt with another model ({fresh.meta['model']}); open it again to search it")
+        old, self.index = self.index, fresh
+        old.close()
+        self.languages = [c for c in fresh.meta.get("languages", []) if c != UNDETERMINED]
+        return True
+
+    def close(self) -> None:
+        """Release the index (its generation may then be removed by the next write)."""
+        self.index.close()
 
     def query_languages(self, queries: list[str], lang: str | None = None) -> list[str]:
         """Each query's language: ``lang`` when given; otherwise the index's default language
@@ -110,6 +138,7 @@ class Searcher:
             EncodrError: a ``hit_langs`` code the index has no text in; see
                 :meth:`query_languages` and :meth:`Index.prepare_queries`.
         """
+        self.refresh()
         stored = self.index.meta.get("languages", [])
         missing = [c for c in hit_langs or [] if c not in stored]
         if missing:
@@ -139,6 +168,7 @@ class Searcher:
     def compare(self, a: str, b: str, k: int = 5, lang: str | None = None) -> dict:
         """Cosine similarity of two texts and each one's nearest neighbours in the index
         (the two texts are encoded once, for both)."""
+        self.refresh()
         started = time.perf_counter()
         vectors = self.encoder.encode([a, b])
         self.last_langs = self.query_languages([a, b], lang)

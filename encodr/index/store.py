@@ -1,7 +1,8 @@
 """Indexes on disk: vectors in FAISS (normalised, inner product = cosine), texts and
 metadata in SQLite (sqlite-utils), settings in ``index.json``.
 
-Layout of an index directory::
+Layout of an index directory: ``current`` (a symlink) names the current generation, a folder
+``gNNNNNN`` that holds (an index written before generations holds these files itself)::
 
     index.json      model spec, pooling, dimension, weight fingerprint, count, index type, PCR
     vectors.faiss   FAISS index; vector i is row id i of the store
@@ -10,8 +11,10 @@ Layout of an index directory::
     pcr.npz         (with --pcr) first principal component of each language's vectors
                     (``*``: of all vectors, for detected languages with a single text)
 
-Builds and ``--add`` happen in a temporary directory that replaces the old one by rename, so
-an interrupted run (even SIGKILL) leaves the previous index intact.
+Builds and ``--add`` write a new generation that becomes current in one ``rename`` of the
+link (:func:`encodr.outputs.generation`), so an interrupted run (even SIGKILL) leaves the
+previous index intact, and a reader sees the old index or the new one, never a mix and never
+none. Old generations are removed by the next write once no reader holds them.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ import numpy as np
 
 from ..errors import EncodrError
 from ..models.pcr import POOLED, remove_per_language
+from ..outputs import current_generation, hold_generation, release_generation
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
+INDEX_FILES = (META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE, "vectors.f32")  # what a generation (or a flat index) holds
 # --index-type auto: exact search up to FLAT_MAX vectors, HNSW up to HNSW_MAX, IVF-PQ above
 # (chosen with bench/search.py: each meets p99 < 10 ms and recall@10 >= 0.95 in its range).
 FLAT_MAX = 50_000
@@ -41,6 +46,8 @@ IVF_NPROBE = {"ivf": 32, "ivfpq": 128}
 # the 8-bit re-ranking 0.97 (nprobe 128, k-factor 32) at p99 1.1 ms; 6- and 4-bit re-ranking
 # 0.94 and 0.82. The 8-bit copy is most of the size (d bytes of d + 48 + 8 per vector).
 PQ_BYTES, REFINE_K_FACTOR = 48, 32
+LOCK_TIMEOUT = 10.0  # seconds a reader waits for a texts.db that another process has locked
+OPEN_ATTEMPTS = 20  # generations Index.open follows when the index is replaced while it opens
 TRAIN_SAMPLE = 100_000  # vectors an IVF quantiser is trained on (a seeded sample; FAISS asks 39 per list)
 
 
@@ -57,71 +64,121 @@ def locate(spec: str | Path) -> Path:
     return named if named.is_dir() else path
 
 
+class _Moved(Exception):
+    """The folder being opened stopped being the index's current one (resolve again)."""
+
+
 class Index:
-    """An index directory opened for search.
+    """One generation of an index directory, opened for search.
 
     Attributes:
-        path: the directory.
+        path: the index directory (what ``--index`` names).
+        folder: the generation read (``path/gNNNNNN``; ``path`` itself for an index written
+            before generations), held with a shared lock until :meth:`close` so that no writer
+            removes it under this reader.
         meta: the contents of ``index.json``.
         faiss: the FAISS index.
         components: language → first principal component (empty without PCR).
     """
 
-    def __init__(self, path: Path, meta: dict, faiss_index, components: dict[str, np.ndarray],
-                 nprobe: int | None = None, ef_search: int | None = None):  # fmt: skip
-        self.path, self.meta, self.faiss, self.components = path, meta, faiss_index, components
+    def __init__(self, path: Path, folder: Path, meta: dict, faiss_index, components: dict[str, np.ndarray], db: sqlite3.Connection,
+                 hold: int | None = None, nprobe: int | None = None, ef_search: int | None = None):  # fmt: skip
+        self.path, self.folder, self.meta, self.faiss, self.components = path, folder, meta, faiss_index, components
         self.nprobe = nprobe or IVF_NPROBE.get(meta.get("index_type"), IVF_NPROBE["ivf"])
         self.ef_search = ef_search or HNSW_EF_SEARCH
-        self._db = sqlite3.connect(str(path / STORE_FILE), check_same_thread=False)
+        self._db, self._hold = db, hold
 
     @classmethod
     def open(cls, path: str | Path, mmap: bool = False, nprobe: int | None = None, ef_search: int | None = None) -> "Index":
-        """Open and check an index: all files present and readable, and FAISS, SQLite and
-        ``index.json`` agreeing on the number of vectors.
+        """Open and check the current generation of an index: all files present and readable,
+        and FAISS, SQLite and ``index.json`` agreeing on the number of vectors.
+
+        The generation is resolved once (:func:`encodr.outputs.current_generation`) and held
+        (:func:`encodr.outputs.hold_generation`), and all three files are read from it, so an
+        ``--add`` or ``--overwrite`` running meanwhile is seen whole or not at all.
 
         Args:
             path: the index directory, or the name of an index in the workspace (:func:`locate`).
             mmap: memory-map ``vectors.faiss`` (FAISS ``IO_FLAG_MMAP_IFC``: the codes stay in
                 the file, zero-copy) instead of reading it: opening takes no time and no memory up
-                front, and the OS pages in what searches touch (336k IVF-PQ vectors: 1 ms and 2 MB
-                to open instead of 79 ms and 146 MB; ``IO_FLAG_MMAP`` still copied them). A mapped
-                index is read-only (``--add`` opens without it).
+                front, and the OS pages in what searches touch (``IO_FLAG_MMAP`` still copies
+                the codes). A mapped index is read-only (``--add`` opens without it).
             nprobe: IVF lists visited per query (default: :data:`IVF_NPROBE` of the index
                 type): more is slower and finds more of the exact neighbours.
             ef_search: HNSW candidate-list size (default :data:`HNSW_EF_SEARCH`), likewise.
 
         Raises:
-            EncodrError: naming the missing, corrupted or disagreeing file; ``nprobe`` or
-                ``ef_search`` below 1.
+            EncodrError: naming the missing, corrupted, locked or disagreeing file; ``nprobe``
+                or ``ef_search`` below 1.
         """
-        import faiss
-
         path = locate(path)
         if path.is_file():
             raise EncodrError(f"{path} is a file; --index takes an index directory (built by encodr index) or a workspace index name")
         if not path.is_dir():
             raise EncodrError(f"index {path} does not exist (nor in the workspace, see encodr indexes); build one with: encodr index CORPUS --out {path}")
-        for name in (META_FILE, VECTORS_FILE, STORE_FILE):
-            if not (path / name).is_file():
-                raise EncodrError(f"index {path} is missing {name}; rebuild it with encodr index")
-        try:
-            meta = json.loads((path / META_FILE).read_text())
-            count = int(meta["count"])
-        except (ValueError, KeyError, TypeError):
-            raise EncodrError(f"{path / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index") from None
         for name, value in (("--nprobe", nprobe), ("--ef-search", ef_search)):
             if value is not None and value < 1:
                 raise EncodrError(f"{name} {value}: give 1 or more")
+        for _ in range(OPEN_ATTEMPTS):
+            folder = current_generation(path)
+            hold = None
+            if folder is not None:
+                hold = hold_generation(folder)
+                if hold is None:  # superseded and removed before we held it
+                    continue
+            try:
+                return cls._open_folder(path, folder or path, hold, mmap, nprobe, ef_search)
+            except _Moved:
+                release_generation(hold)
+            except BaseException:
+                release_generation(hold)
+                raise
+        raise EncodrError(f"index {path} was replaced {OPEN_ATTEMPTS} times while it was being opened; try again")
+
+    @classmethod
+    def _open_folder(cls, path: Path, folder: Path, hold: int | None, mmap: bool, nprobe: int | None, ef_search: int | None) -> "Index":
+        """:meth:`open` of one generation ``folder``. Raises :class:`_Moved` when a flat
+        (pre-generations) index was converted to generations while it was read."""
+        import faiss
+
+        def moved() -> bool:
+            return folder == path and current_generation(path) is not None
+
+        for name in (META_FILE, VECTORS_FILE, STORE_FILE):
+            if not (folder / name).is_file():
+                if moved():
+                    raise _Moved
+                raise EncodrError(f"index {path} is missing {name}; rebuild it with encodr index")
         try:
-            index = faiss.read_index(str(path / VECTORS_FILE), faiss.IO_FLAG_MMAP_IFC if mmap else 0)
+            meta = json.loads((folder / META_FILE).read_text())
+            count = int(meta["count"])
+        except FileNotFoundError:
+            raise _Moved from None
+        except (ValueError, KeyError, TypeError):
+            raise EncodrError(f"{folder / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index") from None
+        try:
+            index = faiss.read_index(str(folder / VECTORS_FILE), faiss.IO_FLAG_MMAP_IFC if mmap else 0)
         except RuntimeError:
-            raise EncodrError(f"{path / VECTORS_FILE} is corrupted (FAISS cannot read it); rebuild the index") from None
+            if moved():
+                raise _Moved from None
+            raise EncodrError(f"{folder / VECTORS_FILE} is corrupted (FAISS cannot read it); rebuild the index") from None
+        db = None
         try:
-            with sqlite3.connect(f"file:{path / STORE_FILE}?mode=ro", uri=True) as db:
-                rows = db.execute("select count(*) from texts").fetchone()[0]
+            db = sqlite3.connect(f"file:{folder / STORE_FILE}?mode=ro", uri=True, timeout=LOCK_TIMEOUT, check_same_thread=False)
+            rows = db.execute("select count(*) from texts").fetchone()[0]
         except sqlite3.DatabaseError as exc:
-            raise EncodrError(f"{path / STORE_FILE} is corrupted ({exc}); rebuild the index") from None
+            if db is not None:
+                db.close()
+            if moved():
+                raise _Moved from None
+            if "locked" in str(exc):
+                raise EncodrError(f"{folder / STORE_FILE} is locked by another process (waited {LOCK_TIMEOUT:g} s); "
+                                  "wait for that process to finish, or stop it, and run again") from None  # fmt: skip
+            raise EncodrError(f"{folder / STORE_FILE} is corrupted ({exc}); rebuild the index") from None
         if not index.ntotal == rows == count:
+            db.close()
+            if moved():
+                raise _Moved
             raise EncodrError(
                 f"index {path} is inconsistent: {VECTORS_FILE} has {index.ntotal} vectors, {STORE_FILE} {rows} texts, "
                 f"{META_FILE} says {count}; rebuild it with encodr index"
@@ -129,11 +186,48 @@ class Index:
         components = {}
         if meta.get("pcr"):
             try:
-                with np.load(path / PCR_FILE) as z:
+                with np.load(folder / PCR_FILE) as z:
                     components = {k: z[k] for k in z.files}
             except (OSError, ValueError):
-                raise EncodrError(f"{path / PCR_FILE} is missing or corrupted; rebuild the index with --pcr") from None
-        return cls(path, meta, index, components, nprobe, ef_search)
+                db.close()
+                raise EncodrError(f"{folder / PCR_FILE} is missing or corrupted; rebuild the index with --pcr") from None
+        return cls(path, folder, meta, index, components, db, hold, nprobe, ef_search)
+
+    def copy_store(self, target: Path) -> None:
+        """Copy ``texts.db`` to ``target`` through SQLite's backup API (a consistent copy,
+        which waits for a writer's lock like any reader instead of copying a file mid-write).
+
+        Raises:
+            sqlite3.OperationalError: the copy failed (locked, disk full…).
+        """
+        dest = sqlite3.connect(str(target))
+        try:
+            self._db.backup(dest)
+        finally:
+            dest.close()
+
+    def stale(self) -> bool:
+        """True once another generation has become current (a long-running reader then opens
+        the index again to see it; this one stays readable until :meth:`close`)."""
+        now = current_generation(self.path)
+        return (now or self.path) != self.folder
+
+    def close(self) -> None:
+        """Close the store and release the generation (a writer may then remove it)."""
+        self._db.close()
+        release_generation(self._hold)
+        self._hold = None
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # an Index dropped without close() releases its generation too
+        if getattr(self, "_hold", None) is not None:
+            release_generation(self._hold)
+            self._hold = None
 
     def __len__(self) -> int:
         return int(self.faiss.ntotal)
@@ -236,8 +330,11 @@ def list_indexes(root: Path | None = None) -> list[dict]:
 
     root = Path(root) if root else home() / "indexes"
     found = []
-    for meta_file in sorted(root.glob(f"*/{META_FILE}")):
-        where = {"name": meta_file.parent.name, "path": str(meta_file.parent)}
+    for folder in sorted(p for p in root.glob("*") if p.is_dir()):
+        where = {"name": folder.name, "path": str(folder)}
+        meta_file = (current_generation(folder) or folder) / META_FILE
+        if not meta_file.exists():
+            continue
         try:
             found.append({**where, **json.loads(meta_file.read_text())})
         except ValueError:

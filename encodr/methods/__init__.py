@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import registry
 from ..errors import EncodrError
 from ..training.run import Outcome, RunCancelled, RunContext, TuneRequest, run
 from . import recipe as recipes
@@ -65,8 +66,8 @@ def load_recipe(spec: str, overrides: dict[str, Any] | None = None):
 
 
 def check_request(recipe, request: TuneRequest) -> None:
-    """Refuse, before any work, a device this machine lacks, a precision it cannot run, or a
-    request input the recipe's method does not take.
+    """Refuse, before any work, a device this machine lacks, a precision it cannot run, a
+    request input the recipe's method does not take, or a run registry that cannot be written.
 
     Raises:
         EncodrError: naming the problem and the fix.
@@ -85,6 +86,7 @@ def check_request(recipe, request: TuneRequest) -> None:
             takers = [m.name for m in methods().values() if key in m.inputs]
             raise EncodrError(f"recipe '{recipe.name}' (method {method.name}) does not take {what}; "
                               f"{'methods that do: ' + ', '.join(takers) if takers else 'no method does'}")  # fmt: skip
+    registry.check_writable()  # a rolled-back write: harmless in every process of a launch
 
 
 def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role: str = "--dev"):

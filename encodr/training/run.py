@@ -17,8 +17,9 @@ from typing import Any, Callable
 
 import yaml
 
-from .. import registry
-from ..outputs import atomic_dir, check_target
+from .. import registry, signals
+from ..errors import EncodrError
+from ..outputs import atomic_dir, check_target, os_fault
 from ..progress import ProgressFn, silent
 from .trainer import Trainer
 
@@ -79,9 +80,22 @@ class RunContext:
 
     def save(self, name: str, saver: Callable[[Path], None]) -> None:
         """Write ``output/name`` with ``saver(path)``, in the main process only (``"."``: the
-        output directory itself)."""
-        if self.output is not None:
+        output directory itself).
+
+        Raises:
+            EncodrError: the file system refused the write (full, read-only…), safetensors'
+                errors included; the temporary output is removed by the run wrapper.
+        """
+        if self.output is None:
+            return
+        try:
             saver(self.output / name)
+        except EncodrError:
+            raise
+        except Exception as exc:
+            if not isinstance(exc, OSError) and type(exc).__name__ != "SafetensorError":
+                raise
+            raise os_fault(exc, Path(self.request.out), kept="nothing was written there") from None
 
     def out_path(self, name: str = ".") -> str:
         """The absolute final path of ``out/name``, as the summary and registry give it."""
@@ -128,12 +142,15 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneReques
 
     Raises:
         EncodrError: bad input, raised before training where it can be checked then.
-        RunCancelled, KeyboardInterrupt: pass through with nothing written at ``out``; the
+        RunCancelled, KeyboardInterrupt (Ctrl-C, or :class:`encodr.signals.Terminated`: SIGTERM,
+            SIGHUP, a dead launcher): pass through with nothing written at ``out``; the
             registry gets a row with ``status: cancelled``.
+        EncodrError: an OS-level write failure (full disk, read-only…), with nothing written
+            at ``out``; or a registry that fails after training, saying where the model is.
     """
     out = Path(request.out)
     check_target(out, request.overwrite)
-    registry.database()  # an unusable workspace or registry fails now, not after training
+    registry.check_writable()  # a read-only, locked or broken registry fails now, not after training
     started = time.time()
     with Trainer(request.device, recipe.amp) as trainer:
         main = trainer.is_main
@@ -157,20 +174,32 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneReques
                     if outcome.log is not None:
                         (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in outcome.log))
                     (tmp / "encodr.json").write_text(json.dumps(summary, indent=2, default=float))
-        except (RunCancelled, KeyboardInterrupt):
+        except OSError as exc:  # recipe.yaml, encodr.json, train_log.jsonl, or the folder's rename
+            raise os_fault(exc, out, kept="nothing was written there") from None
+        except BaseException as exc:
+            # a signal (or a dead launcher) may surface as another error first: a collective
+            # whose peer has already left; either way the run was cancelled, never a success
+            if not isinstance(exc, (RunCancelled, KeyboardInterrupt)) and not signals.received():
+                raise
             if main:
-                registry.record({"kind": "tune", "status": "cancelled", "model": request.models[0], "recipe_name": recipe.name,
-                                 "recipe": recipe.to_dict(), "data": str(getattr(request.data, "source", request.data) or "(bundled default)"),
-                                 "duration_s": round(time.time() - started, 2), "out": str(out.resolve())})  # fmt: skip
-            raise
+                with contextlib.suppress(EncodrError):  # the cancellation is what to report
+                    registry.record({"kind": "tune", "status": "cancelled", "model": request.models[0], "recipe_name": recipe.name,
+                                     "recipe": recipe.to_dict(), "data": str(getattr(request.data, "source", request.data) or "(bundled default)"),
+                                     "duration_s": round(time.time() - started, 2), "out": str(out.resolve())})  # fmt: skip
+            if isinstance(exc, (RunCancelled, KeyboardInterrupt)):
+                raise
+            raise signals.Terminated(f"terminated ({type(exc).__name__} after the signal)") from None
         trainer.wait()  # the other processes leave once the output is in place
     if not main:
         return None
     summary["out"] = str(out.resolve())
-    summary["run_ids"] = [
-        registry.record({**row, "recipe_name": recipe.name, "recipe": recipe.to_dict(), "duration_s": summary["duration_s"],
-                         "out": str((out / row.get("out", ".")).resolve())})  # fmt: skip
-        for row in outcome.rows
-    ]
+    try:
+        summary["run_ids"] = [
+            registry.record({**row, "recipe_name": recipe.name, "recipe": recipe.to_dict(), "duration_s": summary["duration_s"],
+                             "out": str((out / row.get("out", ".")).resolve())})  # fmt: skip
+            for row in outcome.rows
+        ]
+    except EncodrError as exc:
+        raise EncodrError(f"the model was saved to {summary['out']}, but the run was not recorded: {exc}") from None
     summary["table"] = outcome.table
     return summary

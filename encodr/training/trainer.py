@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import torch
 
+from .. import signals
 from ..errors import EncodrError
 from ..progress import ProgressEvent, ProgressFn, silent
 from .args import OptimArgs
@@ -416,6 +417,7 @@ class Trainer:
                     log.append(row)
                     if self.is_main:
                         progress(ProgressEvent(description, step, total, {"loss": value, "ex/s": rate}))
+                    signals.check_launcher()  # a worker whose launcher died stops here, before it writes
                     if on_step is not None:
                         on_step(step, value)
                     if selector is not None and eval_steps and step % eval_steps == 0:
