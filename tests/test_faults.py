@@ -182,11 +182,14 @@ def test_sigkill_of_the_torchrun_launcher_stops_its_workers_before_they_write(ma
     workers = _children(proc.pid)
     assert len(workers) == 2
     proc.send_signal(signal.SIGKILL)
-    proc.communicate()
+    proc.wait()  # not communicate(): an orphaned worker would hold the pipes open
     deadline = time.monotonic() + 5
     while any(map(_alive, workers)) and time.monotonic() < deadline:
         os.sched_yield()
-    assert not any(map(_alive, workers))  # no worker alive 5 s after the launcher died
+    survivors = [pid for pid in workers if _alive(pid)]
+    for pid in survivors:  # leave no orphan behind when the check fails
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == []  # no worker alive 5 s after the launcher died
     assert not out.exists()
     assert all(r.get("status") == "cancelled" for r in registry.runs())  # never a success row
 
