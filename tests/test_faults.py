@@ -369,3 +369,26 @@ def test_a_long_running_searcher_sees_each_add_whole(built_small, tmp_path):
     assert hits[0].text == "a fourth text" and len(searcher.index) == 4 and searcher.index.folder != first
     build([str(more)], None, built_small, add=True)  # the next write removes the generation nobody holds now
     assert not first.exists()
+
+
+def test_a_ragged_tsv_row_is_refused_with_its_line(tmp_path, tiny_model, capsys, monkeypatch):
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text("text\tlang\nhello there\teng\nhola\n")
+    out = tmp_path / "idx"
+    code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(out)], capsys, monkeypatch)
+    assert code == 2 and "Traceback" not in err and _one_error_line(err)
+    assert f"{corpus}, line 3: 1 column where the header has 2 (text, lang)" in err
+    assert not out.exists()
+
+
+def test_a_language_that_is_not_a_code_is_refused(tmp_path, tiny_model, built_small, capsys, monkeypatch):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello there\n")
+    code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), "--lang", "not a code!"], capsys, monkeypatch)
+    assert code == 2 and "--lang 'not a code!' is not an ISO 639-3 language code" in err and not (tmp_path / "x").exists()
+    code, _, err = run_cli(["search", "first", "--index", str(built_small), "--hit-lang", "English"], capsys, monkeypatch)
+    assert code == 2 and "--hit-lang 'English' is not an ISO 639-3 language code" in err
+    tsv = tmp_path / "c.tsv"
+    tsv.write_text("text\tlang\nhello\tEnglish!\n")
+    code, _, err = run_cli(["index", str(tsv), "--model", str(tiny_model), "--out", str(tmp_path / "y")], capsys, monkeypatch)
+    assert code == 2 and "line 2: lang 'English!' is not an ISO 639-3 language code" in err

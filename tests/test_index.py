@@ -16,6 +16,7 @@ from encodr.errors import EncodrError
 from encodr.index import Index, build
 from encodr.data.records import read_records
 from encodr.index import Searcher
+from encodr.models.pcr import POOLED
 
 TEXTS = [f"sentence number {i} about {topic}" for i, topic in enumerate(["cats", "dogs", "stocks", "rain", "music", "chess"] * 5)]
 
@@ -84,7 +85,7 @@ def test_pcr_removes_a_direction_per_language(tmp_path, tiny_model):
     f.write_text("id\ttext\tlang\n" + "\n".join(rows) + "\n")
     build([str(f)], str(tiny_model), tmp_path / "p", pcr=True)
     index = Index.open(tmp_path / "p")
-    assert set(index.components) == {"eng", "spa"} and index.meta["pcr_variant"] == "uncentred"  # the default (CMLM §5.2)
+    assert set(index.components) == {"eng", "spa", POOLED} and index.meta["pcr_variant"] == "uncentred"  # the default (CMLM §5.2)
     u = index.components["eng"]
     stored = index.vectors_of([i for i in range(len(TEXTS)) if i % 2 == 0])
     assert np.abs(stored @ u).max() < 1e-4  # the component is gone from that language's vectors
@@ -92,6 +93,10 @@ def test_pcr_removes_a_direction_per_language(tmp_path, tiny_model):
     assert s.search([TEXTS[2]], k=1, lang="eng")[0][0].text == TEXTS[2]
     with pytest.raises(EncodrError, match="no principal component for language 'deu'"):
         s.search(["x"], lang="deu")
+    # a query in no language (digits, emoji) takes the pooled component instead of an error
+    assert s.query_languages(["12345"]) == ["und"] and len(s.search(["12345"], k=1)[0]) == 1
+    pooled = index.prepare_queries(s.encoder.encode(["🙂🙂"]), ["und"])
+    assert abs(float(pooled[0] @ index.components[POOLED])) < 1e-5
     # the query's PCR is the per-language removal --add uses too: one call per language
     from encodr.models.pcr import remove_per_language
 

@@ -20,6 +20,7 @@ mislabelled Tagalog, Shona, Latin) to 99 % (ara) correct, and single words often
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from functools import lru_cache
 from typing import Iterable
@@ -27,6 +28,19 @@ from typing import Iterable
 from ..errors import EncodrError
 
 UNDETERMINED = "und"
+_CODE = re.compile(r"^[a-z]{3}$")
+
+
+def check_code(code: str, where: str = "--lang") -> str:
+    """``code`` when it has the shape of an ISO 639-3 code (three lower-case letters, as
+    stored and detected: ``eng``, ``spa``, ``und``).
+
+    Raises:
+        EncodrError: naming ``where`` (the option, or a file's line) and the fix.
+    """
+    if not _CODE.match(code):
+        raise EncodrError(f"{where} '{code}' is not an ISO 639-3 language code; give three lower-case letters such as eng, spa or deu")
+    return code
 DETECTOR = "lingua-language-detector: among all languages (high-accuracy mode up to 10,000 texts), then high-accuracy among the corpus's"
 SMALL_CORPUS = 10_000  # up to this many texts, the first pass runs in high-accuracy mode
 MIN_SHARE = 0.01  # a detected language must label at least 1 % of a corpus…

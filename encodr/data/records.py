@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import EncodrError
+from .language import check_code
 from .text import iter_lines
 
 
@@ -30,7 +31,9 @@ def read_records(path: str | Path, default_lang: str | None = None) -> Iterator[
 
     Raises:
         EncodrError: missing file, a directory, bytes that are not UTF-8 (with the line
-            number), or a TSV without a ``text`` column.
+            number), a TSV without a ``text`` column, or a TSV row whose number of fields
+            differs from the header's, or whose ``lang`` is not an ISO 639-3 code (with the
+            line number: such a row is refused, not guessed at).
     """
     p = Path(path)
     columns = None
@@ -41,9 +44,16 @@ def read_records(path: str | Path, default_lang: str | None = None) -> Iterator[
                 raise EncodrError(f"{path}: a .tsv corpus needs a header with a 'text' column (optional: id, lang)")
             continue
         if columns:
-            cells = dict(zip(columns, line.split("\t")))
+            values = line.split("\t")
+            if len(values) != len(columns) and line.strip():
+                raise EncodrError(f"{path}, line {number}: {len(values)} column{'s' * (len(values) != 1)} where the header has {len(columns)} "
+                                  f"({', '.join(columns)}); separate the row's fields with tabs, or leave a field empty between two tabs")  # fmt: skip
+            cells = dict(zip(columns, values))
             text = cells.get("text", "").strip()
+            lang = cells.get("lang", "").strip()
+            if lang:
+                check_code(lang, f"{path}, line {number}: lang")
             if text:
-                yield Record(text, str(p), number, cells.get("id") or None, cells.get("lang") or default_lang)
+                yield Record(text, str(p), number, cells.get("id") or None, lang or default_lang)
         elif line.strip():
             yield Record(line.strip(), str(p), number, None, default_lang)

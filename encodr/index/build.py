@@ -15,11 +15,11 @@ from typing import Iterator
 
 import numpy as np
 
-from ..data.language import DETECTOR, SMALL_CORPUS, corpus_languages, detect_languages
+from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages, detect_languages
 from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import check_backend
-from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, fit_and_remove, remove_per_language
+from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, POOLED, fit_and_remove, remove_per_language
 from ..outputs import check_target, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, locate
@@ -157,6 +157,8 @@ def build(
         raise EncodrError(f"--processes works with --backend torch; onnxruntime already uses every core, so drop --processes for {backend}")
     if not files:
         raise EncodrError("no corpus file given; pass one or more text or TSV files")
+    if lang is not None:
+        check_code(lang)
     if pcr_variant not in PCR_VARIANTS:
         raise EncodrError(f"unknown PCR variant '{pcr_variant}'; choose one of {', '.join(PCR_VARIANTS)}")
     if not add:
@@ -414,9 +416,9 @@ class _Ingest:
         if self.old is not None:
             if self.old.components:
                 try:
-                    vectors = remove_per_language(vectors, langs, self.old.components)
+                    vectors = remove_per_language(vectors, langs, self.old.components, self.old.pooled_for)
                 except KeyError as missing:
-                    have = ", ".join(sorted(self.old.components))
+                    have = ", ".join(sorted(c for c in self.old.components if c != POOLED))
                     raise EncodrError(f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
                                       "rebuild it with --pcr over all languages, or give --lang") from None  # fmt: skip
             self.old.faiss.add(vectors)

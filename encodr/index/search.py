@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.language import UNDETERMINED, detect_languages
+from ..data.language import UNDETERMINED, check_code, detect_languages
 from ..errors import EncodrError
 from .store import Index
 from ..models import Encoder, load_encoder
@@ -116,6 +116,7 @@ class Searcher:
             EncodrError: ``lang`` given for an index built without PCR (it would change nothing).
         """
         if lang is not None:
+            check_code(lang)
             if not self.index.components:
                 raise EncodrError(f"index {self.index.path} was built without --pcr, so a query language changes nothing; drop --lang")
             return [lang] * len(queries)
@@ -140,6 +141,8 @@ class Searcher:
         """
         self.refresh()
         stored = self.index.meta.get("languages", [])
+        for code in hit_langs or []:
+            check_code(code, "--hit-lang")
         missing = [c for c in hit_langs or [] if c not in stored]
         if missing:
             raise EncodrError(f"--hit-lang {','.join(missing)}: index {self.index.path} has no texts in that language; it has {', '.join(stored)}")

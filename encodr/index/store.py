@@ -26,6 +26,7 @@ from typing import Iterable
 
 import numpy as np
 
+from ..data.language import UNDETERMINED
 from ..errors import EncodrError
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
@@ -206,6 +207,13 @@ class Index:
         finally:
             dest.close()
 
+    @property
+    def pooled_for(self) -> tuple[str, ...] | None:
+        """The languages that take the pooled PCR component (:func:`encodr.models.pcr.component_for`):
+        any, in an index whose languages were detected; only ``und`` (a text in no language)
+        in one whose languages were given."""
+        return None if self.meta.get("lang_detection") else (UNDETERMINED,)
+
     def stale(self) -> bool:
         """True once another generation has become current (a long-running reader then opens
         the index again to see it; this one stays readable until :meth:`close`)."""
@@ -255,7 +263,7 @@ class Index:
         if langs is None or isinstance(langs, str):
             langs = [langs or self.meta.get("default_lang")] * len(vectors)
         try:
-            return remove_per_language(vectors, langs, self.components)
+            return remove_per_language(vectors, langs, self.components, self.pooled_for)
         except KeyError as missing:
             named = ", ".join(sorted(c for c in self.components if c != POOLED))
             raise EncodrError(f"index {self.path} has no principal component for language '{missing.args[0]}'; use --lang with one of {named}") from None

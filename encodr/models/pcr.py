@@ -12,6 +12,8 @@ Two ways to take "the first principal component" of a language's (n, d) embeddin
 
 from __future__ import annotations
 
+from typing import Collection
+
 import numpy as np
 
 from ..errors import EncodrError
@@ -64,7 +66,9 @@ def fit_and_remove(vectors: np.ndarray, langs: list[str], variant: str = "centre
             all n vectors together, stored under :data:`POOLED`.
 
     Returns:
-        language → component, unit vector (d,) (plus :data:`POOLED` when it was used).
+        language → component, unit vector (d,), plus :data:`POOLED`, the component of all
+        vectors together: removed from lone languages' rows, and from queries in no language
+        (:data:`UNDETERMINED`) later.
 
     Raises:
         EncodrError: with ``strict``, a language with a single vector; an unknown variant.
@@ -75,8 +79,7 @@ def fit_and_remove(vectors: np.ndarray, langs: list[str], variant: str = "centre
     lone = [code for code, n in counts.items() if n < 2]
     if lone and strict:
         raise EncodrError(f"language '{lone[0]}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)")
-    if lone:  # fitted before any row changes
-        components[POOLED] = _pooled_component(vectors, variant)
+    components[POOLED] = _pooled_component(vectors, variant)  # fitted before any row changes
     for code in counts:
         idx = np.flatnonzero(codes == code)
         sub = np.asarray(vectors[idx])
@@ -97,13 +100,18 @@ def _pooled_component(vectors: np.ndarray, variant: str, chunk: int = 50_000) ->
     return first_component(outer, total, len(vectors), variant)
 
 
-def component_for(components: dict[str, np.ndarray], lang: str) -> np.ndarray | None:
+def component_for(components: dict[str, np.ndarray], lang: str, pooled_for: Collection[str] | None = None) -> np.ndarray | None:
     """The component that PCR removes from a vector of language ``lang``: its own, else the
-    pooled one (see :func:`fit_and_remove`), else ``None``."""
-    return components.get(lang, components.get(POOLED))
+    pooled one (see :func:`fit_and_remove`), else ``None``. ``pooled_for``: the only languages
+    that may take the pooled one (``None``: any; an index whose languages were given, not
+    detected, passes ``("und",)``, so that a query in no language still works and an unknown
+    language is an error)."""
+    if lang in components:
+        return components[lang]
+    return components.get(POOLED) if (pooled_for is None or lang in pooled_for) else None
 
 
-def remove_per_language(vectors: np.ndarray, langs: list[str], components: dict[str, np.ndarray]) -> np.ndarray:
+def remove_per_language(vectors: np.ndarray, langs: list[str], components: dict[str, np.ndarray], pooled_for: Collection[str] | None = None) -> np.ndarray:
     """Remove from each vector its language's fitted component (:func:`component_for`), one
     call per language present (CMLM §5.2 at query and ``--add`` time).
 
@@ -111,6 +119,7 @@ def remove_per_language(vectors: np.ndarray, langs: list[str], components: dict[
         vectors: float32 (n, d) unit vectors (not changed).
         langs: n language codes.
         components: language → unit component (d,), as :func:`fit_and_remove` returns.
+        pooled_for: see :func:`component_for`.
 
     Returns:
         float32 (n, d), unit norm.
@@ -122,7 +131,7 @@ def remove_per_language(vectors: np.ndarray, langs: list[str], components: dict[
     codes = np.asarray(langs)
     out = np.array(vectors, dtype=np.float32, copy=True)
     for code in sorted(set(langs)):
-        component = component_for(components, code)
+        component = component_for(components, code, pooled_for)
         if component is None:
             raise KeyError(code)
         out[codes == code] = remove_component(out[codes == code], component)
