@@ -88,7 +88,7 @@ def main() -> None:
         translations = [lang for lang in args.langs if lang != "eng" and first[lang] in hit_texts]
         stored = {h["text"]: h["lang"] for h in hits}
         detected_ok = sum(stored[t] == truth[t] for t in hit_texts)
-        with sqlite3.connect(out / "texts.db") as db:  # every text's detected language against its file's
+        with sqlite3.connect(out / "current" / "texts.db") as db:  # every text's detected language against its file's
             labels = db.execute("select text, lang from texts").fetchall()
         corpus_ok = sum(truth[t] == code for t, code in labels)
         print(f"$ encodr {' '.join(index_args[:-1])}\n{meta}\n$ encodr search \"{QUERY}\" --index {out} -k 10\n{shown}", flush=True)

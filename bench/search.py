@@ -157,7 +157,7 @@ def main() -> None:
         settings = [("flat", None), ("hnsw", 64), ("hnsw", HNSW_EF_SEARCH), ("ivfpq", 32), ("ivfpq", 64), ("ivfpq", IVF_NPROBE["ivfpq"]), ("ivfpq", 256)]
         for kind, setting in settings:
             index, seconds = built[kind]
-            holder = Index(scratch / "flat", {"index_type": kind}, index, {}, nprobe=setting if kind == "ivfpq" else None,
+            holder = Index(scratch / "flat", scratch / "flat", {"index_type": kind}, index, {}, None, nprobe=setting if kind == "ivfpq" else None,
                            ef_search=setting if kind == "hnsw" else None)  # fmt: skip
             params = holder.search_params()
             ms, got = timed(lambda q: index.search(q, k, params=params)[1][0], qv)
@@ -172,7 +172,7 @@ def main() -> None:
 
         # the automatic choice as encodr search opens it: memory-mapped, then end to end
         auto_dir = scratch / "auto"
-        shutil.copytree(scratch / "flat", auto_dir, ignore=shutil.ignore_patterns(VECTORS_FILE))
+        shutil.copytree(searcher.index.folder, auto_dir, ignore=shutil.ignore_patterns(VECTORS_FILE))  # one generation, as a flat index
         shutil.copy(scratch / f"{auto}.faiss", auto_dir / VECTORS_FILE)
         meta_auto = {**meta, "index_type": auto}
         (auto_dir / META_FILE).write_text(json.dumps(meta_auto))

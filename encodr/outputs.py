@@ -128,7 +128,7 @@ def hold_generation(folder: Path) -> int | None:
     ends, however it ends). Returns the descriptor to pass to :func:`release_generation`, or
     ``None`` when the folder was removed before the lock was taken (resolve again)."""
     try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fd = _open_dir(folder)
     except FileNotFoundError:
         return None
     try:
@@ -194,6 +194,10 @@ def generation(root: Path, legacy: tuple[str, ...] = ()) -> Iterator[Path]:
     sweep_generations(root)
 
 
+def _open_dir(path: Path) -> int:
+    return os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+
+
 def _point(root: Path, name: str) -> None:
     """Make ``root/current`` name the generation ``name``: a new symlink renamed over the old."""
     link = root / f".{CURRENT}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -204,7 +208,7 @@ def _point(root: Path, name: str) -> None:
         link.unlink(missing_ok=True)
         raise
     with contextlib.suppress(OSError):  # make the new link durable where the OS allows it
-        fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fd = _open_dir(root)
         try:
             os.fsync(fd)
         finally:
@@ -227,7 +231,7 @@ def sweep_generations(root: Path) -> list[str]:
             continue
         if not _GENERATION.match(path.name) or (current is not None and path.name == current.name):
             continue
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fd = _open_dir(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:  # a reader holds it
@@ -253,6 +257,19 @@ _CAUSES = {
 }
 
 
+_PHRASES = {errno.ENOSPC: ("disk is full",), errno.EROFS: ("readonly database",)}  # SQLite's words for them
+
+
+def errno_in(text: str) -> int | None:
+    """The ``errno`` that a library's error message names (its ``strerror``, "No space left on
+    device", or SQLite's own words, "database or disk is full"), or ``None``."""
+    lower = text.lower()
+    for number in _CAUSES:
+        if os.strerror(number).lower() in lower or any(w in lower for w in _PHRASES.get(number, ())):
+            return number
+    return None
+
+
 def os_fault(exc: BaseException, path: Path | str | None = None, kept: str = "") -> EncodrError:
     """One-line :class:`EncodrError` for an OS-level write failure: the file, the cause and the
     fix, then ``kept`` (what was kept as it was, e.g. "the previous index is unchanged").
@@ -262,13 +279,7 @@ def os_fault(exc: BaseException, path: Path | str | None = None, kept: str = "")
     with an ``errno`` text in them (``No space left on device``…).
     """
     text = str(exc)
-    code = getattr(exc, "errno", None)
-    if code is None:
-        for number, words in ((errno.ENOSPC, ("No space left", "disk is full")), (errno.EROFS, ("Read-only file system", "readonly database")),
-                              (errno.EACCES, ("Permission denied",)), (errno.EDQUOT, ("Disk quota",))):  # fmt: skip
-            if any(w.lower() in text.lower() for w in words):
-                code = number
-                break
+    code = getattr(exc, "errno", None) or errno_in(text)
     where = path or getattr(exc, "filename", None)
     if "database is locked" in text:
         cause = "it is locked by another process; wait for that process to finish (or stop it) and run again"

@@ -392,3 +392,25 @@ def test_a_language_that_is_not_a_code_is_refused(tmp_path, tiny_model, built_sm
     tsv.write_text("text\tlang\nhello\tEnglish!\n")
     code, _, err = run_cli(["index", str(tsv), "--model", str(tiny_model), "--out", str(tmp_path / "y")], capsys, monkeypatch)
     assert code == 2 and "line 2: lang 'English!' is not an ISO 639-3 language code" in err
+
+
+def test_a_read_only_file_system_is_one_line_and_keeps_the_index(tmpfs, tiny_model, tmp_path, capsys, monkeypatch):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("first text\nsecond text\n")
+    out = tmpfs / "idx"
+    build([str(corpus)], str(tiny_model), out, lang="eng")
+    if subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], capture_output=True).returncode != 0:
+        pytest.skip("cannot remount read-only here")
+    more = tmp_path / "more.txt"
+    more.write_text("third text\n")
+    code, _, err = run_cli(["index", str(more), "--out", str(out), "--add"], capsys, monkeypatch)
+    assert code == 2 and "Traceback" not in err and _one_error_line(err) and "read-only" in err.lower()
+    assert len(Index.open(out)) == 2
+
+
+def test_a_link_to_a_missing_generation_is_named(built_small):
+    import shutil
+
+    shutil.rmtree(built_small / os.readlink(built_small / "current"))
+    with pytest.raises(EncodrError, match="names generation g000001, which is missing; rebuild it"):
+        Index.open(built_small)

@@ -20,7 +20,7 @@ from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import check_backend
 from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, POOLED, fit_and_remove, remove_per_language
-from ..outputs import check_target, generation, os_fault
+from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, locate
 
@@ -280,8 +280,7 @@ def write_faiss(index, path: Path) -> None:
     try:
         faiss.write_index(index, str(path))
     except RuntimeError as exc:
-        text = str(exc)
-        code = next((number for number in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT, errno.EIO) if os.strerror(number) in text), errno.EIO)
+        code = errno_in(str(exc)) or errno.EIO
         raise OSError(code, os.strerror(code), str(path)) from None
 
 

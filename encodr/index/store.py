@@ -125,8 +125,10 @@ class Index:
             hold = None
             if folder is not None:
                 hold = hold_generation(folder)
-                if hold is None:  # superseded and removed before we held it
-                    continue
+                if hold is None:
+                    if current_generation(path) == folder:  # not superseded: the link names a missing folder
+                        raise EncodrError(f"index {path} names generation {folder.name}, which is missing; rebuild it with encodr index --overwrite")
+                    continue  # superseded and removed before we held it: resolve again
             try:
                 return cls._open_folder(path, folder or path, hold, mmap, nprobe, ef_search)
             except _Moved:
@@ -222,7 +224,8 @@ class Index:
 
     def close(self) -> None:
         """Close the store and release the generation (a writer may then remove it)."""
-        self._db.close()
+        if self._db is not None:
+            self._db.close()
         release_generation(self._hold)
         self._hold = None
 
