@@ -88,13 +88,11 @@ class RunContext:
         """
         if self.output is None:
             return
+        from safetensors import SafetensorError
+
         try:
             saver(self.output / name)
-        except EncodrError:
-            raise
-        except Exception as exc:
-            if not isinstance(exc, OSError) and type(exc).__name__ != "SafetensorError":
-                raise
+        except (OSError, SafetensorError) as exc:
             raise os_fault(exc, Path(self.request.out), kept="nothing was written there") from None
 
     def out_path(self, name: str = ".") -> str:
@@ -174,12 +172,12 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneReques
                     if outcome.log is not None:
                         (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in outcome.log))
                     (tmp / "encodr.json").write_text(json.dumps(summary, indent=2, default=float))
-        except OSError as exc:  # recipe.yaml, encodr.json, train_log.jsonl, or the folder's rename
-            raise os_fault(exc, out, kept="nothing was written there") from None
         except BaseException as exc:
             # a signal (or a dead launcher) may surface as another error first: a collective
             # whose peer has already left; either way the run was cancelled, never a success
             if not isinstance(exc, (RunCancelled, KeyboardInterrupt)) and not signals.received():
+                if isinstance(exc, OSError):  # recipe.yaml, encodr.json, train_log.jsonl, or the folder's rename
+                    raise os_fault(exc, out, kept="nothing was written there") from None
                 raise
             if main:
                 with contextlib.suppress(EncodrError):  # the cancellation is what to report
