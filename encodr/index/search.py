@@ -103,10 +103,6 @@ class Searcher:
         self.languages = [c for c in fresh.meta.get("languages", []) if c != UNDETERMINED]
         return True
 
-    def close(self) -> None:
-        """Release the index (its generation may then be removed by the next write)."""
-        self.index.close()
-
     def query_languages(self, queries: list[str], lang: str | None = None) -> list[str]:
         """Each query's language: ``lang`` when given; otherwise the index's default language
         when it was built with one (``--lang``); otherwise detected among the languages

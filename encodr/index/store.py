@@ -19,6 +19,7 @@ none. Old generations are removed by the next write once no reader holds them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -165,35 +166,33 @@ class Index:
             if moved():
                 raise _Moved from None
             raise EncodrError(f"{folder / VECTORS_FILE} is corrupted (FAISS cannot read it); rebuild the index") from None
-        db = None
-        try:
-            db = sqlite3.connect(f"file:{folder / STORE_FILE}?mode=ro", uri=True, timeout=LOCK_TIMEOUT, check_same_thread=False)
-            rows = db.execute("select count(*) from texts").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            if db is not None:
-                db.close()
-            if moved():
-                raise _Moved from None
-            if "locked" in str(exc):
-                raise EncodrError(f"{folder / STORE_FILE} is locked by another process (waited {LOCK_TIMEOUT:g} s); "
-                                  "wait for that process to finish, or stop it, and run again") from None  # fmt: skip
-            raise EncodrError(f"{folder / STORE_FILE} is corrupted ({exc}); rebuild the index") from None
-        if not index.ntotal == rows == count:
-            db.close()
-            if moved():
-                raise _Moved
-            raise EncodrError(
-                f"index {path} is inconsistent: {VECTORS_FILE} has {index.ntotal} vectors, {STORE_FILE} {rows} texts, "
-                f"{META_FILE} says {count}; rebuild it with encodr index"
-            )
-        components = {}
-        if meta.get("pcr"):
+        with contextlib.ExitStack() as on_error:  # the store's connection is closed on any refusal below
             try:
-                with np.load(folder / PCR_FILE) as z:
-                    components = {k: z[k] for k in z.files}
-            except (OSError, ValueError):
-                db.close()
-                raise EncodrError(f"{folder / PCR_FILE} is missing or corrupted; rebuild the index with --pcr") from None
+                db = sqlite3.connect(f"file:{folder / STORE_FILE}?mode=ro", uri=True, timeout=LOCK_TIMEOUT, check_same_thread=False)
+                on_error.callback(db.close)
+                rows = db.execute("select count(*) from texts").fetchone()[0]
+            except sqlite3.DatabaseError as exc:
+                if moved():
+                    raise _Moved from None
+                if "locked" in str(exc):
+                    raise EncodrError(f"{folder / STORE_FILE} is locked by another process (waited {LOCK_TIMEOUT:g} s); "
+                                      "wait for that process to finish, or stop it, and run again") from None  # fmt: skip
+                raise EncodrError(f"{folder / STORE_FILE} is corrupted ({exc}); rebuild the index") from None
+            if not index.ntotal == rows == count:
+                if moved():
+                    raise _Moved
+                raise EncodrError(
+                    f"index {path} is inconsistent: {VECTORS_FILE} has {index.ntotal} vectors, {STORE_FILE} {rows} texts, "
+                    f"{META_FILE} says {count}; rebuild it with encodr index"
+                )
+            components = {}
+            if meta.get("pcr"):
+                try:
+                    with np.load(folder / PCR_FILE) as z:
+                        components = {k: z[k] for k in z.files}
+                except (OSError, ValueError):
+                    raise EncodrError(f"{folder / PCR_FILE} is missing or corrupted; rebuild the index with --pcr") from None
+            on_error.pop_all()  # opened: the Index owns the connection now
         return cls(path, folder, meta, index, components, db, hold, nprobe, ef_search)
 
     def copy_store(self, target: Path) -> None:
@@ -236,9 +235,8 @@ class Index:
         self.close()
 
     def __del__(self) -> None:  # an Index dropped without close() releases its generation too
-        if getattr(self, "_hold", None) is not None:
-            release_generation(self._hold)
-            self._hold = None
+        if hasattr(self, "_hold"):
+            self.close()
 
     def __len__(self) -> int:
         return int(self.faiss.ntotal)
