@@ -52,10 +52,10 @@ def parse_overrides(items: list[str]) -> dict:
 def run_tune(data, recipe, models, out, progress: bool = False, **options):
     """``encodr.methods.tune`` as the bench scripts call it: ``data`` a path, a
     :class:`~encodr.data.text.Corpus` or ``None``; ``models`` one spec or a list."""
-    from encodr.methods import TuneRequest, tune
+    from encodr.methods import TuneJob, tune
 
     models = [models] if isinstance(models, str) else list(models)
-    return tune(recipe, TuneRequest(out=Path(out), data=data, models=models, **options))
+    return tune(recipe, TuneJob(out=Path(out), data=data, models=models, **options))
 
 
 run_trans_encoder = run_tune

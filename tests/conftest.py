@@ -90,18 +90,18 @@ def run_cli(args: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
 
 def run_tune(data, recipe, model, out, **options):
     """``encodr.methods.tune`` for one base model, as the CLI calls it (progress is silent)."""
-    from encodr.methods import TuneRequest, tune
+    from encodr.methods import TuneJob, tune
 
     options.pop("progress", None)
-    return tune(recipe, TuneRequest(out=out, data=str(data) if data else None, models=[model or "minilm"], **options))
+    return tune(recipe, TuneJob(out=out, data=str(data) if data else None, models=[model or "minilm"], **options))
 
 
 def run_trans_encoder(data, recipe, models, out, **options):
     """``encodr.methods.tune`` with several base models (Trans-Encoder chains)."""
-    from encodr.methods import TuneRequest, tune
+    from encodr.methods import TuneJob, tune
 
     options.pop("progress", None)
-    return tune(recipe, TuneRequest(out=out, data=str(data) if data else None, models=list(models), **options))
+    return tune(recipe, TuneJob(out=out, data=str(data) if data else None, models=list(models), **options))
 
 
 TOY_KEYS = ["alpha", "beta", "gamma", "delta", "gato", "perro", "chien", "maison", "casa", "hund", "katze", "river",

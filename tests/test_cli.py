@@ -217,4 +217,4 @@ def test_runs_table_shows_the_result_of_each_kind(capsys, monkeypatch, tmp_path)
     row = lambda run_id: next(line for line in lines if line.startswith(f"│ {run_id:>2} "))  # noqa: E731
     assert code == 0 and "loss 1.2346" in row(1) and "runs/w " in row(1) and str(tmp_path) not in row(1)
     assert "dev ρ 81.20" in row(2) and "/elsewhere/bi" in row(2)
-    assert "loss 0.2100 · dev acc@1 49.88 (start kept)" in row(3)
+    assert "loss 0.2100 (mean of last 10 steps) · dev acc@1 49.88 (start kept)" in row(3)

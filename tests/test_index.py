@@ -151,10 +151,11 @@ def test_broken_index_cli_message(built, capsys, monkeypatch):
 def test_search_cli_json_and_stdin(built, capsys, monkeypatch):
     code, out, _ = run_cli(["search", TEXTS[2], "--index", str(built), "-k", "2", "--json"], capsys, monkeypatch)
     data = json.loads(out)
-    assert code == 0 and data["hits"][0]["text"] == TEXTS[2] and len(data["hits"]) == 2
+    (result,) = data["results"]  # one query: the same shape as several
+    assert code == 0 and result["hits"][0]["text"] == TEXTS[2] and len(result["hits"]) == 2 and data["index"] == str(built)
     monkeypatch.setattr("sys.stdin", __import__("io").StringIO(f"{TEXTS[1]}\n\n{TEXTS[4]}\n"))
     code, out, _ = run_cli(["search", "--index", str(built), "--json", "-k", "1"], capsys, monkeypatch)
-    assert [q["hits"][0]["text"] for q in json.loads(out)] == [TEXTS[1], TEXTS[4]]
+    assert [q["hits"][0]["text"] for q in json.loads(out)["results"]] == [TEXTS[1], TEXTS[4]]
 
 
 def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path):

@@ -92,7 +92,7 @@ def test_lone_language_is_refused_only_when_given():
 def test_cli_search_shows_languages_and_refuses_unknown_filter(mixed_file, tiny_model, tmp_path, capsys, monkeypatch):
     build([str(mixed_file)], str(tiny_model), tmp_path / "idx")
     code, out, _ = run_cli(["search", MIXED["spa"][2], "--index", str(tmp_path / "idx"), "--hit-lang", "spa,deu", "-k", "4", "--json"], capsys, monkeypatch)
-    payload = json.loads(out)
+    (payload,) = json.loads(out)["results"]
     assert code == 0 and payload["lang"] == "spa" and {h["lang"] for h in payload["hits"]} <= {"spa", "deu"}
     code, _, err = run_cli(["search", "x", "--index", str(tmp_path / "idx"), "--hit-lang", "ita"], capsys, monkeypatch)
     assert code == 2 and "no texts in that language" in err and len(err.strip().splitlines()) == 1

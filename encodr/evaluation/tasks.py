@@ -3,11 +3,11 @@ nothing task-specific: a task names its file, its reader, and its evaluator."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..data.bitext import read_bitext_any
-from ..data.readers import read_binary_pairs, read_linking, read_sts, read_word_pairs
+from ..data.readers import LinkingSet, read_binary_pairs, read_linking, read_sts, read_word_pairs
 from ..errors import EncodrError
 from ..paths import bundled
 from .base import Evaluator
@@ -54,10 +54,30 @@ class Task:
         p = Path(self.path)
         return p if p.is_absolute() or p.exists() else bundled(self.path)
 
-    def evaluator(self, **options) -> Evaluator:
-        """Read the data and build its evaluator (``options`` go to the evaluator)."""
+    def evaluator(self, limit: int | None = None, **options) -> Evaluator:
+        """Read the data and build its evaluator (``options`` go to the evaluator).
+
+        Args:
+            limit: keep only the first N items (pairs, translations, or linking queries, which
+                are still matched against every candidate): a quick estimate, not the protocol's score.
+        """
         reader, cls = KINDS[self.kind]
-        return cls(self.name, reader(self.file(), **dict(self.options)), **options)
+        data = reader(self.file(), **dict(self.options))
+        if limit is not None:
+            if isinstance(data, LinkingSet):
+                data = replace(data, queries=data.queries[:limit], query_ids=data.query_ids[:limit])
+            else:
+                data = data[:limit]
+        return cls(self.name, data, **options)
+
+    def texts(self, limit: int | None = None) -> int:
+        """How many texts an evaluation encodes (at most; repeated texts are encoded once):
+        linking queries plus candidates, else two per pair or translation (reads the file)."""
+        reader, _ = KINDS[self.kind]
+        data = reader(self.file(), **dict(self.options))
+        if isinstance(data, LinkingSet):
+            return len(data.queries[:limit]) + len(data.candidates)
+        return 2 * len(data[:limit])
 
 
 TASKS = {

@@ -5,6 +5,7 @@ text → model (:class:`~encodr.models.Encoder`) → vector → PCR (optional) �
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -81,6 +82,7 @@ class Searcher:
         self.last_ms = 0.0
         self.languages = [c for c in self.index.meta.get("languages", []) if c != UNDETERMINED]
         self.last_langs: list[str] = []
+        self._reopen = threading.Lock()
 
     def refresh(self) -> bool:
         """Open the index again when another generation has become current (an ``--add`` or
@@ -88,22 +90,28 @@ class Searcher:
         so a long-running searcher (the TUI) sees every write whole. Returns True when it
         reopened.
 
+        Thread-safe: one thread reopens while the others go on with the generation they hold;
+        the old generation is closed (and released to writers) when the last search using it
+        drops it (:meth:`Index.__del__`), not under a search still reading it.
+
         Raises:
             EncodrError: the index was rebuilt with another model (search it anew), or the new
                 generation cannot be opened (:meth:`Index.open`).
         """
         if not self.index.stale():
             return False
-        fresh = Index.open(self.index.path, **self._open)
-        if fresh.meta["fingerprint"] != self.fingerprint:
-            fresh.close()
-            raise EncodrError(f"index {self.index.path} was rebuilt with another model ({fresh.meta['model']}); open it again to search it")
-        old, self.index = self.index, fresh
-        old.close()
-        self.languages = [c for c in fresh.meta.get("languages", []) if c != UNDETERMINED]
+        with self._reopen:
+            if not self.index.stale():  # another thread reopened it meanwhile
+                return False
+            fresh = Index.open(self.index.path, **self._open)
+            if fresh.meta["fingerprint"] != self.fingerprint:
+                fresh.close()
+                raise EncodrError(f"index {self.index.path} was rebuilt with another model ({fresh.meta['model']}); open it again to search it")
+            self.languages = [c for c in fresh.meta.get("languages", []) if c != UNDETERMINED]
+            self.index = fresh  # the old Index closes when its last reader drops it
         return True
 
-    def query_languages(self, queries: list[str], lang: str | None = None) -> list[str]:
+    def query_languages(self, queries: list[str], lang: str | None = None, index: Index | None = None) -> list[str]:
         """Each query's language: ``lang`` when given; otherwise the index's default language
         when it was built with one (``--lang``); otherwise detected among the languages
         of the index (:func:`encodr.data.language.detect_languages`), ``und`` if it has none.
@@ -111,19 +119,31 @@ class Searcher:
         Raises:
             EncodrError: ``lang`` given for an index built without PCR (it would change nothing).
         """
+        index = index or self.index
         if lang is not None:
             check_code(lang)
-            if not self.index.components:
-                raise EncodrError(f"index {self.index.path} was built without --pcr, so a query language changes nothing; drop --lang")
+            if not index.components:
+                raise EncodrError(f"index {index.path} was built without --pcr, so a query language changes nothing; drop --lang", field="lang")
             return [lang] * len(queries)
-        default = self.index.meta.get("default_lang")
-        if default or not self.languages:
+        default = index.meta.get("default_lang")
+        languages = [c for c in index.meta.get("languages", []) if c != UNDETERMINED]
+        if default or not languages:
             return [default or UNDETERMINED] * len(queries)
-        return detect_languages(queries, self.languages)
+        return detect_languages(queries, languages)
 
     def search(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None) -> list[list[Hit]]:
         """Top-k hits for each query (cosine, highest first); sets ``last_ms`` and
-        ``last_langs`` (the queries' languages, see :meth:`query_languages`).
+        ``last_langs`` (the queries' languages) for a single-threaded caller (the TUI's
+        status line); see :meth:`query` for the arguments and errors.
+        """
+        started = time.perf_counter()
+        self.last_langs, results = self.query(queries, k, lang, hit_langs)
+        self.last_ms = (time.perf_counter() - started) * 1000
+        return results
+
+    def query(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None) -> tuple[list[str], list[list[Hit]]]:
+        """Each query's language and its top-k hits (cosine, highest first). Thread-safe: it
+        reads one generation of the index throughout, the current one when it starts.
 
         Args:
             queries: q texts.
@@ -131,28 +151,32 @@ class Searcher:
             lang: the queries' language (default: detected; it picks the PCR component).
             hit_langs: keep only hits in these languages (ISO 639-3 codes as stored).
 
+        Returns:
+            (q language codes, q lists of at most k :class:`Hit` s).
+
         Raises:
             EncodrError: a ``hit_langs`` code the index has no text in; see
                 :meth:`query_languages` and :meth:`Index.prepare_queries`.
         """
         self.refresh()
-        stored = self.index.meta.get("languages", [])
+        index = self.index
+        stored = index.meta.get("languages", [])
         for code in hit_langs or []:
             check_code(code, "--hit-lang")
         missing = [c for c in hit_langs or [] if c not in stored]
         if missing:
-            raise EncodrError(f"--hit-lang {','.join(missing)}: index {self.index.path} has no texts in that language; it has {', '.join(stored)}")
-        started = time.perf_counter()
-        self.last_langs = self.query_languages(queries, lang)
-        results = self._hits(self.encoder.encode(queries), k, self.last_langs, hit_langs)
-        self.last_ms = (time.perf_counter() - started) * 1000
-        return results
+            raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
+                              field="hit_lang")  # fmt: skip
+        langs = self.query_languages(queries, lang, index)
+        return langs, self._hits(self.encoder.encode(queries), k, langs, hit_langs, index)
 
-    def _hits(self, query_vectors: np.ndarray, k: int, langs: list[str], hit_langs: list[str] | None = None) -> list[list[Hit]]:
-        """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR)."""
-        vectors = self.index.prepare_queries(query_vectors, langs)
-        scores, ids = self.index.search(vectors, k, hit_langs)
-        rows = self.index.rows(np.unique(ids))
+    def _hits(self, query_vectors: np.ndarray, k: int, langs: list[str], hit_langs: list[str] | None = None, index: Index | None = None) -> list[list[Hit]]:
+        """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR) in ``index``
+        (default: the current one)."""
+        index = index or self.index
+        vectors = index.prepare_queries(query_vectors, langs)
+        scores, ids = index.search(vectors, k, hit_langs)
+        rows = index.rows(np.unique(ids))
         results = []
         for qs, qi in zip(scores, ids):
             hits = []

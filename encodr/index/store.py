@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Iterable
 
@@ -89,6 +90,7 @@ class Index:
         self.nprobe = nprobe or IVF_NPROBE.get(meta.get("index_type"), IVF_NPROBE["ivf"])
         self.ef_search = ef_search or HNSW_EF_SEARCH
         self._db, self._hold = db, hold
+        self._db_lock = threading.Lock()  # one statement at a time on the shared connection (a server searches from several threads)
 
     @classmethod
     def open(cls, path: str | Path, mmap: bool = False, nprobe: int | None = None, ef_search: int | None = None) -> "Index":
@@ -287,7 +289,8 @@ class Index:
         if not langs:
             return self.faiss.search(x, min(k, len(self)), params=self.search_params())
         marks = ",".join("?" * len(langs))
-        ids = np.array([r[0] for r in self._db.execute(f"select id from texts where lang in ({marks})", list(langs))], dtype=np.int64)
+        with self._db_lock:
+            ids = np.array([r[0] for r in self._db.execute(f"select id from texts where lang in ({marks})", list(langs))], dtype=np.int64)
         if not len(ids):
             return np.zeros((len(x), 0), dtype=np.float32), np.zeros((len(x), 0), dtype=np.int64)
         selector = faiss.IDSelectorBatch(ids)
@@ -313,18 +316,15 @@ class Index:
             return refine
         return params
 
-    def language_counts(self) -> dict[str, int]:
-        """Stored texts per language code."""
-        return dict(self._db.execute("select lang, count(*) from texts group by lang order by count(*) desc").fetchall())
-
     def rows(self, ids: Iterable[int]) -> dict[int, dict]:
         """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``."""
         ids = [int(i) for i in ids if i >= 0]
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
-        cur = self._db.execute(f"select id, ext_id, text, source, line, lang from texts where id in ({marks})", ids)
-        return {r[0]: {"id": r[0], "ext_id": r[1], "text": r[2], "source": r[3], "line": r[4], "lang": r[5]} for r in cur}
+        with self._db_lock:
+            found = self._db.execute(f"select id, ext_id, text, source, line, lang from texts where id in ({marks})", ids).fetchall()
+        return {r[0]: {"id": r[0], "ext_id": r[1], "text": r[2], "source": r[3], "line": r[4], "lang": r[5]} for r in found}
 
     def vectors_of(self, ids: list[int]) -> np.ndarray:
         """Stored vectors (for exact re-ranking and benchmarks)."""

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .. import registry
 from ..errors import EncodrError
-from ..training.run import Outcome, RunCancelled, RunContext, TuneRequest, run
+from ..training.run import Outcome, RunCancelled, RunContext, TuneJob, run
 from . import recipe as recipes
 
 INPUTS = ("dev", "bitext", "report", "models")
@@ -31,7 +31,7 @@ class Method:
         name: the value of ``method:`` in a recipe.
         config: its recipe dataclass (with ``RULES`` and ``to_dict()``).
         run: ``(ctx: RunContext) → Outcome``.
-        inputs: which optional inputs of :class:`~encodr.training.run.TuneRequest` it
+        inputs: which optional inputs of :class:`~encodr.training.run.TuneJob` it
             takes, among ``dev``, ``bitext``, ``report`` and ``models`` (several base
             models); a request using another is refused before any work.
         summary: one line for ``encodr recipes`` and the docs.
@@ -65,7 +65,7 @@ def load_recipe(spec: str, overrides: dict[str, Any] | None = None):
     return recipes.load(spec, overrides, recipe_classes())
 
 
-def check_request(recipe, request: TuneRequest) -> None:
+def check_request(recipe, request: TuneJob) -> None:
     """Refuse, before any work, a device this machine lacks, a precision it cannot run, a
     request input the recipe's method does not take, or a run registry that cannot be written.
 
@@ -152,7 +152,7 @@ def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict, list[list[str]
     return summary, metrics, rows
 
 
-def tune(recipe, request: TuneRequest) -> dict | None:
+def tune(recipe, request: TuneJob) -> dict | None:
     """Train with ``recipe``'s method through the shared run wrapper.
 
     Args:
@@ -170,4 +170,4 @@ def tune(recipe, request: TuneRequest) -> dict | None:
     return run(methods()[recipe.method].run, recipe, request)
 
 
-__all__ = ["Method", "RunCancelled", "TuneRequest", "check_request", "fit_report", "load_dev", "load_recipe", "methods", "recipe_classes", "tune"]
+__all__ = ["Method", "RunCancelled", "TuneJob", "check_request", "fit_report", "load_dev", "load_recipe", "methods", "recipe_classes", "tune"]

@@ -37,7 +37,7 @@ def remove_component(vectors: np.ndarray, component: np.ndarray) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def first_component(covariance_sum: np.ndarray, vector_sum: np.ndarray, n: int, variant: str = "centred") -> np.ndarray:
+def first_component(covariance_sum: np.ndarray, vector_sum: np.ndarray, n: int, variant: str = DEFAULT_VARIANT) -> np.ndarray:
     """First principal component (unit vector (d,), float32) from the sums Σvvᵀ (d, d) and
     Σv (d,) over n vectors, ``centred`` or ``uncentred`` (see the module docstring)."""
     if variant not in PCR_VARIANTS:
@@ -53,7 +53,7 @@ def first_component(covariance_sum: np.ndarray, vector_sum: np.ndarray, n: int, 
 POOLED = "*"  # the component of all vectors together: for a language with too few texts of its own
 
 
-def fit_and_remove(vectors: np.ndarray, langs: list[str], variant: str = "centred", strict: bool = True) -> dict[str, np.ndarray]:
+def fit_and_remove(vectors: np.ndarray, langs: list[str], variant: str = DEFAULT_VARIANT, strict: bool = True) -> dict[str, np.ndarray]:
     """Per language, fit the first principal component and remove it from that language's rows
     of ``vectors``, in place.
 

@@ -2,8 +2,8 @@
 (:mod:`.trainer`) and the run wrapper (:mod:`.run`). Nothing here knows a method."""
 
 from .args import OPTIM_RULES, OptimArgs
-from .run import Outcome, RunCancelled, RunContext, TuneRequest, run
+from .run import Outcome, RunCancelled, RunContext, TuneJob, run
 from .trainer import ShardedBatchSampler, Stream, Trainer, TrainResult, mixed_precision, to_device
 
 __all__ = ["OPTIM_RULES", "OptimArgs", "Outcome", "RunCancelled", "RunContext", "ShardedBatchSampler", "Stream", "TrainResult", "Trainer",
-           "TuneRequest", "mixed_precision", "run", "to_device"]  # fmt: skip
+           "TuneJob", "mixed_precision", "run", "to_device"]  # fmt: skip

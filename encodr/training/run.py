@@ -25,7 +25,7 @@ from .trainer import Trainer
 
 
 @dataclass
-class TuneRequest:
+class TuneJob:
     """What the user asked ``encodr tune`` for, independent of the method.
 
     Attributes:
@@ -43,6 +43,8 @@ class TuneRequest:
         progress: receives progress events (main process only).
         warn: receives one-line warnings (main process only).
         on_step: ``(step, loss)`` after every optimizer step; may raise to stop.
+        announce: receives the one start line (``tuning MODEL with recipe NAME → OUT``), in
+            the main process only, once the processes are up.
     """
 
     out: Path
@@ -57,13 +59,14 @@ class TuneRequest:
     progress: ProgressFn = silent
     warn: Callable[[str], None] = print
     on_step: Callable[[int, float], None] | None = None
+    announce: Callable[[str], None] | None = None
 
 
 @dataclass
 class RunContext:
     """What a method's ``run`` gets: the request, its recipe, the trainer and where to save."""
 
-    request: TuneRequest
+    request: TuneJob
     recipe: Any  # a method that adjusts its recipe (e.g. a batch size cut to the data) stores it back here
     trainer: Trainer
     output: Path | None  # the temporary output directory; None outside the main process
@@ -125,14 +128,14 @@ class RunCancelled(Exception):
     run with ``status: cancelled``."""
 
 
-def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneRequest) -> dict | None:
+def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -> dict | None:
     """Run a method: preflight, train, write the output atomically, record the run.
 
     Args:
         method_run: the method's ``run(ctx) → Outcome``.
         recipe: the method's resolved recipe (a dataclass with ``to_dict()``, ``name``,
             ``amp``).
-        request: a :class:`TuneRequest`.
+        request: a :class:`TuneJob`.
 
     Returns:
         The run summary (also in ``out/encodr.json``) with ``out``, ``run_ids`` and
@@ -152,6 +155,8 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneReques
     started = time.time()
     with Trainer(request.device, recipe.amp) as trainer:
         main = trainer.is_main
+        if main and request.announce is not None:
+            request.announce(f"tuning {' + '.join(request.models)} with recipe '{recipe.name}' → {out}")
         try:
             with atomic_dir(out, request.overwrite) if main else contextlib.nullcontext(None) as tmp:
                 ctx = RunContext(request, recipe, trainer, tmp)

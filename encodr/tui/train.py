@@ -185,9 +185,9 @@ class TrainPane(Vertical):
         self.query_one("#train-stats", Static).update("cancelling after the current step…")
 
     def request(self):
-        """The recipe and :class:`encodr.methods.TuneRequest` the form describes, checked as
+        """The recipe and :class:`encodr.methods.TuneJob` the form describes, checked as
         ``encodr tune`` checks them. Raises EncodrError."""
-        from ..methods import TuneRequest, load_recipe
+        from ..methods import TuneJob, load_recipe
 
         out = self.query_one("#train-out", Input).value.strip()
         if not out:
@@ -198,7 +198,7 @@ class TrainPane(Vertical):
             raise EncodrError("choose a base model")
         dev = self.query_one("#train-dev", Select).value
         data = self.query_one("#train-data", Input).value.strip() or None
-        request = TuneRequest(out=Path(out), data=data, models=[str(model)], dev=dev if isinstance(dev, str) else None,
+        request = TuneJob(out=Path(out), data=data, models=[str(model)], dev=dev if isinstance(dev, str) else None,
                               progress=self.report, warn=self.warn, on_step=self.step)  # fmt: skip
         return recipe, request
 

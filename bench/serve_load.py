@@ -1,0 +1,162 @@
+"""Load on ``encodr serve``: requests/s, texts/s, p50/p99 latency and errors for 1, 4 and 16
+concurrent clients, side by side with offline ``Encoder.encode`` at its best batch size,
+measured in the same run on the same machine.
+
+Scenarios (each ``--seconds`` long, after a short warm-up):
+  embed-1    single short texts to POST /v1/embeddings
+  embed-32   batches of 32 short texts to POST /v1/embeddings
+  search-1   single queries to POST /v1/search
+and, for the figure without dynamic batching, embed-1 against a second server started with
+``--no-batching``.
+
+The clients are asyncio tasks in this process (one httpx connection each), so the load
+generator costs little CPU; it still shares the machine's cores with the server, as offline
+encoding does not — the comparison is conservative.
+
+    python bench/serve_load.py                      # 60 s per scenario, minilm, 5,000 Wikipedia sentences indexed
+    python bench/serve_load.py --seconds 5 --clients 1 4   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import RESULTS, machine, print_table, write_json  # noqa: E402
+
+
+def sentences(n: int) -> list[str]:
+    from encodr.paths import bundled
+
+    lines = [line for line in bundled("wiki/wiki_sentences_en.txt").read_text(encoding="utf-8").splitlines() if 5 <= len(line.split()) <= 30]
+    return lines[:n]
+
+
+def offline(model: str, texts: list[str], sizes: list[int]) -> dict:
+    """texts/s of Encoder.encode at each batch size (after one warm-up pass)."""
+    from encodr.models import load_encoder
+
+    encoder = load_encoder(model, device="cpu")
+    encoder.encode(texts[:64])
+    out = {}
+    for size in sizes:
+        started = time.perf_counter()
+        encoder.encode(texts, batch_size=size)
+        out[size] = len(texts) / (time.perf_counter() - started)
+    return out
+
+
+class Server:
+    def __init__(self, args: list[str]):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "encodr", "serve", "--port", str(self.port), *args], stderr=subprocess.PIPE, text=True)
+        for line in self.proc.stderr:
+            if "listening on" in line:
+                return
+        raise SystemExit("server did not start")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=120)
+
+
+async def load(url: str, clients: int, seconds: float, route: str, bodies: list[dict], texts_per: int) -> dict:
+    import httpx
+
+    latencies: list[float] = []
+    errors = 0
+    stop_at = time.perf_counter() + seconds
+
+    async def client(i: int) -> None:
+        nonlocal errors
+        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+            j = i
+            while time.perf_counter() < stop_at:
+                body = bodies[j % len(bodies)]
+                j += clients
+                started = time.perf_counter()
+                try:
+                    r = await http.post(route, json=body)
+                    ok = r.status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                latencies.append(time.perf_counter() - started)
+                errors += not ok
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(i) for i in range(clients)))
+    wall = time.perf_counter() - started
+    lat = np.array(latencies) * 1000
+    return {"requests": len(latencies), "requests_per_s": len(latencies) / wall, "texts_per_s": len(latencies) * texts_per / wall,
+            "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99)), "errors": errors}  # fmt: skip
+
+
+def scenarios(model: str, index: str, texts: list[str]) -> dict:
+    return {
+        "embed-1": ("/v1/embeddings", [{"model": model, "input": t} for t in texts], 1),
+        "embed-32": ("/v1/embeddings", [{"model": model, "input": texts[i : i + 32]} for i in range(0, len(texts) - 32, 32)], 32),
+        "search-1": ("/v1/search", [{"index": index, "query": t, "k": 10} for t in texts], 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--corpus", type=int, default=5000, help="Wikipedia sentences indexed for search-1")
+    parser.add_argument("--out", type=Path, default=RESULTS / "serve_load.json")
+    args = parser.parse_args()
+
+    texts = sentences(args.corpus)
+    queries = texts[::7][:2000]
+    rows = []
+    speeds = offline(args.model, queries[:1024], [16, 32, 64, 128])
+    best = max(speeds, key=speeds.get)
+    for size, rate in speeds.items():
+        rows.append({"setup": f"offline Encoder.encode, batch {size}", "clients": "", "texts_per_s": rate})
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "wiki.txt"
+        corpus.write_text("\n".join(texts) + "\n")
+        subprocess.run([sys.executable, "-m", "encodr", "index", str(corpus), "--model", args.model, "--out", f"{tmp}/wiki", "--lang", "eng"], check=True,
+                       capture_output=True)  # fmt: skip
+        for batching in (True, False):
+            server = Server(["--model", args.model, "--index", f"{tmp}/wiki", *([] if batching else ["--no-batching"])])
+            try:
+                for name, (route, bodies, per) in scenarios(args.model, "wiki", queries).items():
+                    if not batching and name != "embed-1":
+                        continue
+                    for clients in args.clients if batching else [max(args.clients)]:
+                        asyncio.run(load(server.url, clients, min(3.0, args.seconds), route, bodies, per))  # warm-up
+                        result = asyncio.run(load(server.url, clients, args.seconds, route, bodies, per))
+                        rows.append({"setup": f"{name}{'' if batching else ' (no batching)'}", "clients": clients, **result})
+                        print(rows[-1], flush=True)
+            finally:
+                server.stop()
+    single16 = next(r for r in rows if r["setup"] == "embed-1" and r["clients"] == max(args.clients))
+    unbatched = next(r for r in rows if r["setup"] == "embed-1 (no batching)")
+    ratio = single16["texts_per_s"] / speeds[best]
+    print_table(f"encodr serve under load ({args.model}, {os.cpu_count()} CPU threads, {args.seconds:g} s per row)", rows,
+                ["setup", "clients", "requests_per_s", "texts_per_s", "p50_ms", "p99_ms", "errors"])  # fmt: skip
+    print(f"{max(args.clients)} single-text clients: {single16['texts_per_s']:.1f} texts/s = {ratio:.2f}× offline at batch {best} "
+          f"({speeds[best]:.1f} texts/s); without batching {unbatched['texts_per_s']:.1f} texts/s = {unbatched['texts_per_s'] / speeds[best]:.2f}×")
+    write_json(args.out, {"machine": machine(), "model": args.model, "seconds": args.seconds, "rows": rows, "offline_best_batch": best,
+                          "ratio_16_single_to_offline": ratio, "ratio_unbatched": unbatched["texts_per_s"] / speeds[best]})  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

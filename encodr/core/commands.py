@@ -1,0 +1,323 @@
+"""The commands: each takes its request (:mod:`.requests`), checks it, runs it on the core
+modules (:mod:`encodr.methods`, :mod:`encodr.index`, :mod:`encodr.evaluation`,
+:mod:`encodr.registry`) and returns its result (:mod:`.results`). Long work reports through a
+:data:`~encodr.progress.ProgressFn`; nothing here draws or prints.
+
+The CLI, the TUI and the HTTP server call these and only these, so a rule, a default or a
+table layout is written once.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Callable
+
+import numpy as np
+
+from ..errors import EncodrError
+from ..progress import ProgressFn, silent
+from .requests import (EmbedRequest, EvalRequest, IndexRequest, IndexesRequest, ModelsRequest, RecipesRequest, RunRequest, RunsRequest, ScoreRequest,
+                       SearchRequest, TuneRequest, pcr_variant)  # fmt: skip
+from .results import EmbedResult, Embedding, EvalResult, HitOut, ListResult, QueryHits, RecordResult, ScoreResult, SearchResult, TuneResult, Usage, short_path
+
+WarnFn = Callable[[str], None]
+
+
+def open_searcher(request: SearchRequest):
+    """A :class:`encodr.index.Searcher` for ``request``'s index, model, backend and search settings.
+
+    Raises:
+        EncodrError: see :class:`~encodr.index.Searcher`.
+    """
+    from ..index import Searcher
+
+    return Searcher(request.index, request.model, backend=request.backend, nprobe=request.nprobe, ef_search=request.ef_search)
+
+
+def search(request: SearchRequest, searcher=None) -> SearchResult:
+    """Top-k hits of each query (cosine, highest first).
+
+    Args:
+        request: the queries, the index and the search settings.
+        searcher: an opened :class:`~encodr.index.Searcher` to use (the server's and the
+            TUI's, kept warm); default: one opened for this request.
+
+    Raises:
+        EncodrError: see :meth:`SearchRequest.check` and :meth:`encodr.index.Searcher.query`.
+    """
+    request.check()
+    searcher = searcher or open_searcher(request)
+    langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang)
+    return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"],
+                        results=[QueryHits(query=q, lang=code, hits=[HitOut(**h.to_dict()) for h in hits])
+                                 for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
+
+
+def load_scorer(spec: str, cross: bool, device: str | None = None, backend: str = "torch"):
+    """A bi-encoder, or with ``cross`` a cross-encoder (both have ``pair_scores``).
+
+    Raises:
+        EncodrError: see :func:`encodr.models.load_encoder` and :func:`encodr.models.load_cross`.
+    """
+    from ..models import load_cross, load_encoder
+
+    return load_cross(spec, device=device) if cross else load_encoder(spec, device=device, backend=backend)
+
+
+def score(request: ScoreRequest, scorer=None) -> ScoreResult:
+    """Cosine of two texts' vectors (bi-encoder) or σ of a cross-encoder's score, both orders averaged.
+
+    Args:
+        request: the texts and the model.
+        scorer: a loaded model to use (the server's, kept warm); default: loaded for this request.
+    """
+    request.check()
+    scorer = scorer or load_scorer(request.model, request.cross, request.device, request.backend)
+    value = float(scorer.pair_scores([request.text_a], [request.text_b])[0])
+    return ScoreResult(model=request.model, encoder="cross-encoder" if request.cross else "bi-encoder", metric="sigmoid score" if request.cross else "cosine",
+                       score=round(value, 4), text_a=request.text_a, text_b=request.text_b)  # fmt: skip
+
+
+def embed(request: EmbedRequest, encode: Callable[[list[str]], np.ndarray], dimension: int, count_tokens: Callable[[list[str]], int]) -> EmbedResult:
+    """OpenAI-compatible embeddings of ``request.input``.
+
+    Args:
+        request: the texts, the model's name and the encoding format.
+        encode: texts → float32 (n, d) unit-norm vectors (the server's batcher).
+        dimension: d, which ``request.dimensions`` must equal when given.
+        count_tokens: texts → tokens read, for ``usage``.
+
+    Returns:
+        One :class:`Embedding` per text, in input order: floats, or with ``encoding_format``
+        ``base64`` the base64 of the float32 little-endian bytes (as OpenAI's API does).
+
+    Raises:
+        EncodrError: blank or empty input; ``dimensions`` other than the model's.
+    """
+    request.check()
+    if request.dimensions is not None and request.dimensions != dimension:
+        raise EncodrError(f"dimensions {request.dimensions}: model '{request.model}' gives {dimension}-dimensional vectors and does not truncate them; "
+                          f"leave dimensions out or pass {dimension}", field="dimensions")  # fmt: skip
+    texts = request.texts
+    vectors = np.asarray(encode(texts), dtype="<f4")
+    if request.encoding_format == "base64":
+        data = [Embedding(index=i, embedding=base64.b64encode(v.tobytes()).decode("ascii")) for i, v in enumerate(vectors)]
+    else:
+        data = [Embedding(index=i, embedding=v.tolist()) for i, v in enumerate(vectors)]
+    tokens = count_tokens(texts)
+    return EmbedResult(data=data, model=request.model, usage=Usage(prompt_tokens=tokens, total_tokens=tokens))
+
+
+def index(request: IndexRequest, progress: ProgressFn = silent) -> RecordResult:
+    """Build an index, or append to one (``add``): see :func:`encodr.index.build`.
+
+    Raises:
+        EncodrError: see :meth:`IndexRequest.check` and :func:`encodr.index.build`.
+    """
+    from ..index import build
+    from ..index.build import SUMMARY
+
+    request.check()
+    meta = build(request.corpus, request.model, request.target(), request.index_type, request.add, request.overwrite, request.pcr, request.lang,
+                 request.batch_size, progress=progress, pcr_variant=pcr_variant(True, request.pcr_variant), backend=request.backend,
+                 processes=request.processes)  # fmt: skip
+    return RecordResult(title=f"encodr index → {meta['path']}", record=meta, keys=list(SUMMARY))
+
+
+ESTIMATE_ABOVE = 20_000  # texts: an evaluation encoding more first says how long it will take
+
+
+def _estimate(suite_tasks, scorers, limit: int | None, warn: WarnFn) -> None:
+    """Warn with the expected duration when an evaluation encodes more than
+    :data:`ESTIMATE_ABOVE` texts: the count times the rate of a 64-text trial batch here."""
+    import time
+
+    texts = sum(t.texts(limit) for t in suite_tasks) * len(scorers)
+    encoders = [s for s in scorers if hasattr(s, "encode")]
+    if texts <= ESTIMATE_ABOVE or not encoders:
+        return
+    trial = ["a short name of a disease or a sentence of ordinary length"] * 64
+    started = time.perf_counter()
+    encoders[0].encode(trial)
+    rate = len(trial) / max(time.perf_counter() - started, 1e-6)
+    warn(f"this evaluation encodes about {texts:,} texts: about {texts / rate / 60:.0f} min at {rate:.0f} texts/s here; "
+         "--limit N scores only the first N items of each dataset")  # fmt: skip
+
+
+def evaluate(request: EvalRequest, progress: bool = False, warn: WarnFn = lambda line: None) -> EvalResult:
+    """Scores of ``request.model`` (and ``compare``) on a suite; with ``plot``, the PNG of
+    their score distributions (Mirror-BERT §4, Fig. 7).
+
+    Args:
+        request: the suite, data, models and options.
+        progress: let the evaluators report encoding progress.
+
+    Raises:
+        EncodrError: see :meth:`EvalRequest.check` and :func:`encodr.evaluation.run`.
+    """
+    from .. import evaluation
+
+    request.check()
+    variant = pcr_variant(request.pcr, request.pcr_variant)
+    options = {"pcr": variant} if variant else {}
+    if request.limit:
+        options["limit"] = request.limit
+    specs = [(request.model, request.cross, request.backend)] + ([(request.compare, request.compare_cross, "torch")] if request.compare else [])
+    scorers = [load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs]  # both load before either is scored
+    data = request.data or None
+    _estimate(evaluation.tasks_for(request.suite, data), scorers, request.limit, warn)
+    reports = [evaluation.run(request.suite, scorer, data, progress=progress, **options) for scorer in scorers]
+    if request.plot is not None:
+        from pathlib import Path
+
+        from ..plots import distribution_figure, save_png
+
+        panels = [p for scorer in scorers for p in evaluation.score_distributions(request.suite, scorer, data)]
+        save_png(distribution_figure(f"encodr eval {request.suite}: scores of high- and low-gold pairs", panels), Path(request.plot))
+    dicts = [{**r.to_dict(), "backend": backend} for r, (_, _, backend) in zip(reports, specs)]
+    return EvalResult(suite=request.suite, primary=evaluation.tasks.PRIMARY[request.suite], reports=dicts)
+
+
+def prepare_tune(request: TuneRequest, progress: ProgressFn = silent, warn: WarnFn = lambda line: None, announce: WarnFn | None = None, on_step=None):
+    """Check a tune request before any work and return what :func:`tune` runs: (recipe, job).
+
+    Raises:
+        EncodrError: a bad recipe field, device, precision, an input the recipe's method does
+            not take, or a registry that cannot be written (:func:`encodr.methods.check_request`).
+    """
+    from ..methods import TuneJob, check_request, load_recipe
+
+    request.check()
+    recipe = load_recipe(request.recipe, request.overrides())
+    job = TuneJob(out=request.target(recipe.name), data=request.file, models=list(request.model), overwrite=request.overwrite, device=request.device,
+                  dev=request.dev, bitext=list(request.bitext), limit=request.limit, progress=progress, warn=warn, announce=announce, on_step=on_step)  # fmt: skip
+    check_request(recipe, job)
+    return recipe, job
+
+
+def tune(recipe, job) -> TuneResult | None:
+    """Train (see :func:`encodr.methods.tune`) what :func:`prepare_tune` checked.
+
+    Returns:
+        The result in the main process; ``None`` in the other processes of a launch (they
+        print nothing: the trainer decides which process is the main one).
+    """
+    from ..methods import tune as run_tune
+
+    summary = run_tune(recipe, job)
+    if summary is None:
+        return None
+    table = summary.pop("table")
+    return TuneResult(summary=summary, out=str(summary["out"]), run_ids=list(summary["run_ids"]), title=table["title"], columns=list(table["columns"]),
+                      rows=[list(map(str, r)) for r in table["rows"]], caption=table.get("caption") or "")  # fmt: skip
+
+
+INDEX_COLUMNS = ("name", "model", "backend", "index_type", "count", "bytes_per_vector", "pcr", "languages", "error")
+
+
+def indexes(request: IndexesRequest) -> ListResult:
+    """The indexes in ``request.path`` (default: the workspace), and where it looked."""
+    from pathlib import Path
+
+    from ..index import list_indexes
+    from ..paths import home
+
+    root = Path(request.path) if request.path else home() / "indexes"
+    if request.path and not root.is_dir():
+        raise EncodrError(f"--path {root}: no such folder; pass the folder that holds your indexes", field="path")
+    rows = list_indexes(root)
+    where = f"in {root}" + ("" if rows else " (none: build one with encodr index CORPUS, or look elsewhere with --path DIR)")
+    return ListResult(title="indexes (search one with --index NAME)", columns=list(INDEX_COLUMNS), rows=rows, where=where)
+
+
+def models(request: ModelsRequest) -> ListResult:
+    """Model aliases and the models in the local Hugging Face cache."""
+    from ..models import list_models
+
+    return ListResult(title="models", columns=["name", "source", "description", "path"], rows=list_models(), missing="(not installed)")
+
+
+def recipes(request: RecipesRequest) -> ListResult:
+    """The bundled recipes and their main settings."""
+    from ..methods import load_recipe
+    from ..methods.recipe import available
+
+    columns = ["name", "method", "temperature", "span_mask", "max_length", "epochs", "batch_size", "lr", "cycles", "pooling", "default_data"]
+    return ListResult(title="recipes", columns=columns, rows=[load_recipe(name).to_dict() for name in available()], missing="–")
+
+
+def _run_result(r: dict) -> str:
+    """A run's outcome in one cell: its loss and kept dev score, cancelled, or unreadable."""
+    m = r.get("metrics") or {}
+    if r.get("unreadable"):
+        return f"unreadable row: {r['unreadable']}"
+    if r.get("status") == "cancelled":
+        return "cancelled"
+    if "final_loss" in m:
+        text = f"loss {m['final_loss']:.4f} (mean of last 10 steps)"
+        if m.get("dev_metric"):  # selected on --dev: the kept checkpoint's score
+            best = m["best"]
+            text += f" · dev {m['dev_metric']} {best['dev']:.2f} ({'start kept' if best['step'] == 0 else 'step ' + str(best['step'])})"
+        return text
+    dev = (m.get("best") or {}).get("dev")
+    return "–" if dev is None else f"dev ρ {dev:.2f}"
+
+
+class RunsResult(ListResult):
+    """Recorded runs, newest first."""
+
+    def tables(self):
+        from .results import Table, human
+
+        table = Table("runs", ["id", "created", "run", "model", "recipe", "data", "seconds", "ex/s", "result", "out"], right=("id", "seconds", "ex/s"))
+        for r in self.rows:
+            m = r.get("metrics") or {}
+            table.rows.append([human(r.get("id")), str(r.get("created", ""))[:16], human(r.get("kind")), short_path(str(r.get("model", ""))),
+                               human(r.get("recipe_name")), short_path(str(r.get("data", ""))), human(r.get("duration_s")),
+                               human(m.get("examples_per_s")), _run_result(r), short_path(str(r.get("out", "")))])  # fmt: skip
+        return [table]
+
+
+def runs(request: RunsRequest) -> RunsResult:
+    """The newest ``request.limit`` recorded runs."""
+    from ..registry import runs as list_runs
+
+    return RunsResult(title="runs", columns=[], rows=list_runs(limit=request.limit))
+
+
+def run(request: RunRequest) -> RecordResult:
+    """One recorded run: its fields, recipe, loss log and dev curve; with ``plot``, a PNG of the curves.
+
+    Raises:
+        EncodrError: no such run; ``plot`` asked of a run with neither a loss log nor a dev curve.
+    """
+    from pathlib import Path
+
+    from ..registry import get_run, run_log
+
+    request.check()
+    row = get_run(request.run_id)
+    metrics = row.get("metrics") or {}
+    log = run_log(row)
+    curve = metrics.get("dev_curve") or []
+    if request.plot is not None:
+        if not log and not curve:
+            raise EncodrError(f"run {request.run_id} has no loss log (its output {row.get('out')} is gone) and no dev curve; nothing to plot", field="plot")
+        from ..plots import run_figure, save_png
+
+        title = f"run {request.run_id}: {row.get('recipe_name', '')} on {short_path(str(row.get('model', '')))}"
+        save_png(run_figure(title, log, curve, f"{metrics.get('dev_metric', 'dev')} ({metrics.get('dev_set', 'dev')})"), Path(request.plot))
+    fields = [("id", row["id"]), *([("unreadable", row["unreadable"])] if row.get("unreadable") else []), ("created", row.get("created")),
+              ("run", row.get("kind")), ("model", row.get("model")), ("recipe", row.get("recipe_name")), ("data", row.get("data")),
+              ("strings", row.get("strings")), ("seconds", row.get("duration_s")), ("out", row.get("out"))]  # fmt: skip
+    fields += [(k, v) for k, v in metrics.items() if not isinstance(v, (dict, list))]
+    if curve:
+        fields.append(("dev curve", " → ".join(f"{p['dev']:.2f} (step {p['step']})" for p in curve)))
+    if log:
+        fields.append(("loss", f"{log[0]['loss']:.4f} (step {log[0]['step']}) → {log[-1]['loss']:.4f} (step {log[-1]['step']}), {len(log)} points"))
+    if request.plot is not None:
+        fields.append(("plot", request.plot))
+    shown = {key: value for key, value in fields}
+    recipe = row.get("recipe") or {}
+    return RecordResult(title=f"run {request.run_id}", record={**row, "loss_log": log, "plot": request.plot}, keys=[], caption="",
+                        extra=[{"title": f"run {request.run_id}", "record": shown}] + ([{"title": "recipe", "record": recipe}] if recipe else []))  # fmt: skip

@@ -1,0 +1,280 @@
+"""The requests of every command, each field declared once (:func:`~.fields.option`).
+
+A request is a pydantic model: types, defaults, help and ranges are checked when it is built
+(:func:`~.fields.build`), and the rules that tie fields together live in its ``check()``,
+which the core's command (:mod:`encodr.core.commands`) calls before any work. The CLI, the TUI
+and the HTTP server build these and render the results; none of them holds a rule or a
+default of its own.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from ..errors import EncodrError
+from .fields import option
+
+BACKEND_HELP = "torch | onnx | onnx-int8 (onnxruntime on the CPU; int8: dynamic quantisation, faster, see bench/encode_speed.py for the quality cost)."
+CLI, CLI_TUI, CLI_HTTP, HTTP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http",)
+
+
+class Request(BaseModel):
+    """A command's request: unknown fields are refused (422 over HTTP, naming the field)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def check(self) -> None:
+        """Refuse what the fields' types cannot express (combinations, files, names), before any work.
+
+        Raises:
+            EncodrError: naming the field (``field``) and the fix.
+        """
+
+
+def _comma_list(value):
+    """``"spa,fra"`` or ``["spa,fra", "deu"]`` → ``["spa", "fra", "deu"]`` (``None`` stays)."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else list(value)
+    return [c.strip() for item in items for c in str(item).split(",") if c.strip()] or None
+
+
+def pcr_variant(pcr: bool, variant: str | None) -> str | None:
+    """The PCR variant ``pcr`` / ``pcr_variant`` ask for: ``None`` without PCR, else the
+    variant or :data:`encodr.models.pcr.DEFAULT_VARIANT` (CMLM §5.2).
+
+    Raises:
+        EncodrError: a variant without ``pcr``, or an unknown variant.
+    """
+    from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS
+
+    if variant and not pcr:
+        raise EncodrError("--pcr-variant chooses how --pcr fits its components; pass --pcr too", field="pcr_variant")
+    if variant and variant not in PCR_VARIANTS:
+        raise EncodrError(f"unknown PCR variant '{variant}'; choose one of {', '.join(PCR_VARIANTS)}", field="pcr_variant")
+    return (variant or DEFAULT_VARIANT) if pcr else None
+
+
+class SearchRequest(Request):
+    """Nearest texts in an index: rank, score, language, text, source:line."""
+
+    query: list[str] = option([], "The queries (one or several); none on the CLI: one query a line from stdin.", argument=True)
+    index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"))
+    k: int = option(10, "Results per query.", flags=("-k",), ge=1)
+    lang: str | None = option(None, "Query language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages).")
+    hit_lang: list[str] | None = option(None, "Only hits in these languages, ISO 639-3, comma-separated or repeated (e.g. spa,fra).")
+    model: str | None = option(None, "Must match the index's model.", flags=("--model", "-m"))
+    backend: str | None = option(None, "torch | onnx | onnx-int8 for the queries (default: the one the index was built with).")
+    nprobe: int | None = option(None, "IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact.", ge=1)
+    ef_search: int | None = option(None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1)
+
+    _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
+    _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)
+
+    def check(self) -> None:
+        if not self.query:
+            raise EncodrError("no query given; pass QUERY, or one query a line on stdin", field="query")
+        if any(not q.strip() for q in self.query):
+            raise EncodrError("QUERY is blank; pass non-blank queries, or none to read one query a line from stdin", field="query")
+
+
+class ScoreRequest(Request):
+    """Similarity of two texts: cosine for a bi-encoder, σ(score) for a cross-encoder."""
+
+    text_a: str = option(..., "First text.", argument=True)
+    text_b: str = option(..., "Second text.", argument=True)
+    model: str = option("minilm", "Model (alias, directory, Hub id).", flags=("--model", "-m"))
+    cross: bool = option(False, "--model is a cross-encoder: σ of its score, both orders averaged.")
+    device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
+    backend: str = option("torch", BACKEND_HELP)
+
+    def check(self) -> None:
+        for name in ("text_a", "text_b"):
+            if not getattr(self, name).strip():
+                raise EncodrError(f"{name.upper()} is blank; pass two non-blank texts, e.g. encodr score \"a cat\" \"a kitten\"", field=name)
+        if self.cross and self.backend != "torch":
+            raise EncodrError(f"--backend {self.backend} runs bi-encoders; a cross-encoder (--cross) runs on torch: drop --backend", field="backend")
+
+
+class EmbedRequest(Request):
+    """OpenAI-compatible embeddings (``POST /v1/embeddings``): unit-norm vectors of the inputs."""
+
+    model_config = ConfigDict(extra="ignore")  # OpenAI clients may send fields this server does not use (e.g. user)
+
+    input: str | list[str] = option(..., "A text or a list of texts.", fronts=HTTP)
+    model: str = option(..., "A served model's name (GET /v1/models).", fronts=HTTP)
+    encoding_format: Literal["float", "base64"] = option("float", "float: lists of numbers; base64: little-endian float32 bytes.", fronts=HTTP)
+    dimensions: int | None = option(None, "The model's dimension, if given (vectors are not truncated).", fronts=HTTP, ge=1)
+
+    @property
+    def texts(self) -> list[str]:
+        """The inputs as a list."""
+        return [self.input] if isinstance(self.input, str) else list(self.input)
+
+    def check(self) -> None:
+        if not self.texts:
+            raise EncodrError("input is empty; pass a text or a non-empty list of texts", field="input")
+        if any(not t.strip() for t in self.texts):
+            raise EncodrError("input holds a blank text; pass non-blank texts", field="input")
+
+
+class IndexRequest(Request):
+    """Encode a corpus and store it in a FAISS + SQLite index."""
+
+    corpus: list[str] = option(..., "Text files (one text a line) or TSV files with a 'text' column (optional id, lang).", argument=True, fronts=CLI_TUI)
+    model: str | None = option(None, "Model (default: minilm; with --add, the index's model).", flags=("--model", "-m"), fronts=CLI_TUI)
+    out: str | None = option(None, "Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with --add, a workspace index name works too).",
+                             flags=("--out", "-o"), fronts=CLI_TUI)  # fmt: skip
+    index_type: str = option("auto", "auto | flat | hnsw | ivf | ivfpq (auto: flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above).", fronts=CLI_TUI)
+    add: bool = option(False, "Append to an existing index (texts already in it are skipped).", fronts=CLI_TUI)
+    overwrite: bool = option(False, "Replace an existing index.", fronts=CLI_TUI)
+    pcr: bool = option(False, "Remove each language's first principal component (language-agnostic search, CMLM §5.2).", fronts=CLI_TUI)
+    pcr_variant: str | None = option(None, "With --pcr: centred (PCA of the covariance) | uncentred (CMLM §5.2: first singular vector; the default).", fronts=CLI_TUI)
+    lang: str | None = option(None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).", fronts=CLI_TUI)
+    batch_size: int | None = option(None, "Texts per forward pass (default: per backend and device).", ge=1, fronts=CLI_TUI)
+    backend: str = option("torch", BACKEND_HELP, fronts=CLI_TUI)
+    processes: int = option(1, "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
+                            ge=1, fronts=CLI_TUI)  # fmt: skip
+
+    def check(self) -> None:
+        if not self.corpus:
+            raise EncodrError("no corpus given; pass one or more text or TSV files", field="corpus")
+        pcr_variant(self.pcr, self.pcr_variant)
+
+    def target(self) -> Path:
+        """The index directory: ``out``, else the workspace index named after the first file."""
+        from ..paths import home
+
+        return Path(self.out) if self.out else home() / "indexes" / Path(self.corpus[0]).stem
+
+
+class EvalRequest(Request):
+    """Evaluate a model: STS (Spearman ρ×100), word similarity, entity linking (acc@k), binary pairs (ROC-AUC×100),
+    or bitext retrieval (Tatoeba acc@1, both directions). Cross-encoders (--cross) on sts and pairs."""
+
+    suite: str = option(..., "sts | words | linking | pairs | bitext", argument=True, fronts=CLI_TUI)
+    data: list[str] = option([], "Evaluation files or bundled task names (default: the suite's bundled sets).", argument=True, flags=("--data", "-d"), fronts=CLI_TUI)
+    model: str = option("minilm", "Model to evaluate (alias, directory, Hub id).", flags=("--model", "-m"), fronts=CLI_TUI)
+    compare: str | None = option(None, "A second model, shown side by side with the difference.", fronts=CLI_TUI)
+    cross: bool = option(False, "--model is a cross-encoder (sts and pairs only).", fronts=CLI_TUI)
+    compare_cross: bool = option(False, "--compare is a cross-encoder.", fronts=CLI_TUI)
+    pcr: bool = option(False, "bitext: remove each language's first principal component before retrieval (CMLM §5.2).", fronts=CLI_TUI)
+    pcr_variant: str | None = option(None, "With --pcr: centred | uncentred (the default).", fronts=CLI_TUI)
+    limit: int | None = option(None, "Score only the first N items of each dataset (queries, pairs or sentences): a quick estimate.", ge=1, fronts=CLI_TUI)
+    plot: str | None = option(None, "sts, words, pairs: write the score distributions of high- and low-gold pairs (each model) to this PNG.", fronts=CLI)
+    device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
+    backend: str = option("torch", BACKEND_HELP + " For --model; --compare runs on torch.", fronts=CLI_TUI)
+
+    def check(self) -> None:
+        from .. import evaluation
+        from ..evaluation.tasks import CROSS_SUITES
+
+        evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
+        if (self.cross or self.compare_cross) and self.suite not in CROSS_SUITES:
+            raise EncodrError(f"a cross-encoder scores pairs; --cross works with 'eval {' / '.join(CROSS_SUITES)}', not '{self.suite}'", field="cross")
+        if self.compare_cross and not self.compare:
+            raise EncodrError("--compare-cross says the --compare model is a cross-encoder; pass --compare MODEL too", field="compare_cross")
+        if (self.pcr or self.pcr_variant) and self.suite != "bitext":
+            raise EncodrError(f"--pcr applies to 'eval bitext' (cross-language retrieval), not '{self.suite}'", field="pcr")
+        pcr_variant(self.pcr, self.pcr_variant)
+        if self.cross and self.backend != "torch":
+            raise EncodrError(f"--backend {self.backend} runs bi-encoders; a cross-encoder (--cross) runs on torch: drop --backend", field="backend")
+        if self.plot is not None:
+            if self.suite not in ("sts", "words", "pairs"):
+                raise EncodrError(f"--plot draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{self.suite}'", field="plot")
+            from ..plots import check_png
+
+            check_png(Path(self.plot))
+
+
+# Recipe fields the CLI and the TUI set directly (any other: --set KEY=VALUE); None keeps the recipe's value.
+OVERRIDES = ("temperature", "span_mask", "max_length", "epochs", "batch_size", "mini_batch", "lr", "weight_decay", "max_grad_norm",
+             "dropout", "drophead", "pooling", "raw_pooling", "seed", "amp")  # fmt: skip
+
+
+class TuneRequest(Request):
+    """Fine-tune a base model with a recipe (Mirror-BERT, Trans-Encoder or CMLM; encodr recipes lists them); saves a
+    SentenceTransformer (Trans-Encoder: bi/ and cross/)."""
+
+    file: str | None = option(None, "Training data: UTF-8 text, one string a line (Trans-Encoder: pairs or sentences). Default: the recipe's bundled data.",
+                              argument=True, fronts=CLI_TUI)  # fmt: skip
+    recipe: str = option("sentence", "Bundled recipe (encodr recipes) or a .yaml path.", flags=("--recipe", "-r"), fronts=CLI_TUI)
+    model: list[str] = option(["minilm"], "Base model: alias, local directory or Hub id. Repeat for Trans-Encoder mutual distillation.",
+                              flags=("--model", "-m"), fronts=CLI_TUI)  # fmt: skip
+    dev: str | None = option(None, "Keep the best checkpoint on this set: a bundled one (stsb-dev, mesh-dev, wordsim353) or a scored-pairs file.", fronts=CLI_TUI)
+    bitext: list[str] = option([], "Translation pairs, source<TAB>target (recipes that learn from bitext); repeatable.", fronts=CLI_TUI)
+    out: str | None = option(None, "Output directory (default: encodr-runs/RECIPE-TIME).", flags=("--out", "-o"), fronts=CLI_TUI)
+    overwrite: bool = option(False, "Replace an existing output directory.", fronts=CLI_TUI)
+    limit: int | None = option(None, "Use only the first N distinct strings (Trans-Encoder: pairs).", ge=2, fronts=CLI_TUI)
+    device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI_TUI)
+    temperature: float | None = option(None, "InfoNCE temperature τ.", fronts=CLI)
+    span_mask: int | None = option(None, "Span mask length k in tokens (0: off).", fronts=CLI)
+    max_length: int | None = option(None, "Max sequence length in tokens.", fronts=CLI)
+    epochs: int | None = option(None, "Passes over the data.", fronts=CLI)
+    batch_size: int | None = option(None, "Examples per step over all processes (Mirror: distinct strings, 2× views).", fronts=CLI)
+    mini_batch: int | None = option(None, "GradCache chunk size: a large batch in the memory of this many views (0: off).", fronts=CLI)
+    lr: float | None = option(None, "AdamW learning rate.", fronts=CLI)
+    weight_decay: float | None = option(None, "AdamW weight decay.", fronts=CLI)
+    max_grad_norm: float | None = option(None, "Gradient clipping (0: off).", fronts=CLI)
+    dropout: float | None = option(None, "Dropout of the transformer (one of Mirror-BERT's two view makers).", fronts=CLI)
+    drophead: float | None = option(None, "Attention-head dropout.", fronts=CLI)
+    pooling: str | None = option(None, "auto | cls | mean", fronts=CLI)
+    raw_pooling: str | None = option(None, "Pooling for a raw MLM: cls | mean", fronts=CLI)
+    seed: int | None = option(None, "Random seed.", fronts=CLI)
+    amp: str | None = option(None, "auto | bf16 | fp16 | no (auto: bf16 or fp16 on CUDA, fp32 on CPU)", fronts=CLI)
+    set: list[str] = option([], "Any recipe field as KEY=VALUE; repeatable (the TUI edits each field of the recipe).", flags=("--set",), fronts=CLI_TUI)
+
+    def overrides(self) -> dict[str, str]:
+        """The recipe fields this request changes: the named options, then ``--set`` items.
+
+        Raises:
+            EncodrError: a ``--set`` item without ``=``.
+        """
+        values = {k: getattr(self, k) for k in OVERRIDES if getattr(self, k) is not None}
+        for item in self.set:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise EncodrError(f"--set takes KEY=VALUE, got '{item}'; e.g. --set temperature=0.05", field="set")
+            values[key.strip()] = value.strip()
+        return values
+
+    def target(self, recipe_name: str) -> Path:
+        """The output directory: ``out``, else ``encodr-runs/RECIPE-YYYYmmdd-HHMMSS``."""
+        return Path(self.out) if self.out else Path("encodr-runs") / f"{recipe_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+class IndexesRequest(Request):
+    """List the indexes in a folder (default: the workspace, $ENCODR_HOME/indexes)."""
+
+    path: str | None = option(None, "The folder to look in (default: $ENCODR_HOME/indexes).", fronts=CLI)
+
+
+class ModelsRequest(Request):
+    """List model aliases and the models in the local Hugging Face cache."""
+
+
+class RecipesRequest(Request):
+    """List the bundled recipes and their main settings."""
+
+
+class RunsRequest(Request):
+    """List recorded training runs, newest first (encodr runs show ID: one run, its curves)."""
+
+    limit: int = option(50, "The newest N runs.", ge=1, fronts=CLI_HTTP)
+
+
+class RunRequest(Request):
+    """One run: its details, recipe, losses and dev curve; --plot draws the curves."""
+
+    run_id: int = option(..., "The run's id (encodr runs).", argument=True, fronts=CLI)
+    plot: str | None = option(None, "Write the loss curve and the dev curve to this PNG.", fronts=CLI)
+
+    def check(self) -> None:
+        if self.plot is not None:
+            from ..plots import check_png
+
+            check_png(Path(self.plot))

@@ -1,0 +1,240 @@
+"""The results of every command: one vocabulary, typed (pydantic, so the server returns them
+as they are), each able to lay itself out as tables of text for people (:meth:`Result.tables`).
+
+Front ends draw :class:`Table` s (the CLI with rich, the TUI with a DataTable) or emit the
+result's JSON (``--json``, the HTTP API): the same fields, whichever front end. Values are
+rendered for people by :func:`human` (no Python reprs: lists joined, yes/no, units).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+# How some fields read in a table (their JSON keeps the plain number).
+UNITS = {"bytes_per_vector": "{:,.0f} B", "seconds": "{:.1f} s", "train_seconds": "{:.1f} s", "eval_seconds": "{:.1f} s",
+         "duration_s": "{:.0f} s", "examples_per_s": "{:.2f}", "ms": "{:.1f} ms"}  # fmt: skip
+
+
+def human(value: Any, key: str = "") -> str:
+    """``value`` as a table cell: ``""`` for None, yes/no, lists joined with commas, floats
+    with 4 decimals (or the field's unit from :data:`UNITS`), dicts as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if key in UNITS and isinstance(value, (int, float)):
+        return UNITS[key].format(value)
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(human(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(", ", ": "), default=str)
+    return str(value)
+
+
+def short_path(value: str) -> str:
+    """``value`` relative to the working directory when it is a path below it, else unchanged."""
+    try:
+        return str(Path(value).relative_to(Path.cwd())) if Path(value).is_absolute() else value
+    except ValueError:
+        return value
+
+
+@dataclass
+class Table:
+    """A table of text cells, for a front end to draw.
+
+    Attributes:
+        title, caption: above and below it.
+        columns: column names; ``right`` names those aligned right (numbers).
+        rows: one list of cells (strings) per row, as many as ``columns``.
+    """
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    caption: str = ""
+    right: tuple[str, ...] = ()
+
+
+def record_table(title: str, record: dict, keys: tuple[str, ...] | list[str], caption: str = "") -> Table:
+    """A field/value table of ``record``'s ``keys``."""
+    return Table(title, ["field", "value"], [[k, human(record.get(k), k)] for k in keys], caption)
+
+
+def rows_table(title: str, rows: list[dict], columns: tuple[str, ...], missing: str = "", caption: str = "", right: tuple[str, ...] = ()) -> Table:
+    """A table of ``rows``' ``columns`` (``missing`` for an absent value)."""
+    return Table(title, list(columns), [[missing if r.get(c) is None else human(r[c], c) for c in columns] for r in rows], caption, right)
+
+
+class Result(BaseModel):
+    """A command's result."""
+
+    def tables(self) -> list[Table]:
+        """How people see it: one table or several."""
+        raise NotImplementedError
+
+    def payload(self) -> Any:
+        """What ``--json`` prints and the HTTP API returns."""
+        return self.model_dump(mode="json")
+
+
+class HitOut(BaseModel):
+    """One search hit: rank (1-based), cosine score, the text and where it came from."""
+
+    rank: int
+    score: float
+    text: str
+    source: str
+    line: int
+    id: int
+    lang: str | None = None
+    ext_id: str | None = None
+
+
+class QueryHits(BaseModel):
+    """One query's language (ISO 639-3, ``und``: none) and its hits."""
+
+    query: str
+    lang: str
+    hits: list[HitOut]
+
+
+class SearchResult(Result):
+    """Hits of each query; one shape for one query or many."""
+
+    index: str
+    model: str
+    results: list[QueryHits]
+
+    def tables(self) -> list[Table]:
+        return [Table(f"{q.query}  [{q.lang}]", ["rank", "score", "lang", "text", "source"],
+                      [[str(h.rank), f"{h.score:.4f}", h.lang or "", h.text, f"{Path(h.source).name}:{h.line}"] for h in q.hits], right=("rank", "score"))
+                for q in self.results]  # fmt: skip
+
+
+class ScoreResult(Result):
+    """The similarity of two texts: ``encoder`` is ``bi-encoder`` (cosine) or ``cross-encoder`` (σ of its score)."""
+
+    model: str
+    encoder: str
+    metric: str
+    score: float
+    text_a: str
+    text_b: str
+
+    def tables(self) -> list[Table]:
+        return [record_table("encodr score", self.model_dump(), ("model", "encoder", "metric", "score"))]
+
+
+class Embedding(BaseModel):
+    """One vector, OpenAI's shape: a list of floats, or base64 of little-endian float32."""
+
+    object: str = "embedding"
+    index: int
+    embedding: list[float] | str
+
+
+class Usage(BaseModel):
+    """Tokens read (OpenAI's shape; encodr counts the tokenizer's tokens, special ones included)."""
+
+    prompt_tokens: int
+    total_tokens: int
+
+
+class EmbedResult(Result):
+    """``POST /v1/embeddings``'s answer, as OpenAI's."""
+
+    object: str = "list"
+    data: list[Embedding]
+    model: str
+    usage: Usage
+
+    def tables(self) -> list[Table]:
+        return [Table("embeddings", ["index", "dimension"], [[str(e.index), str(len(e.embedding))] for e in self.data])]
+
+
+class ListResult(Result):
+    """Rows of a listing (indexes, models, recipes, runs), with where they came from."""
+
+    title: str
+    columns: list[str]
+    rows: list[dict]
+    where: str = ""
+    missing: str = ""
+
+    def tables(self) -> list[Table]:
+        return [rows_table(self.title, self.rows, tuple(self.columns), self.missing, caption=self.where)]
+
+    def payload(self) -> Any:
+        return self.rows
+
+
+class RecordResult(Result):
+    """One record (an index's summary, a run) shown as a field/value table; ``extra``: further tables."""
+
+    title: str
+    record: dict
+    keys: list[str]
+    caption: str = ""
+    extra: list[dict] = []
+
+    def tables(self) -> list[Table]:
+        out = [record_table(self.title, self.record, self.keys, self.caption)] if self.keys else []
+        out += [record_table(e["title"], e["record"], list(e["record"])) for e in self.extra]
+        return out
+
+    def payload(self) -> Any:
+        return self.record
+
+
+class EvalResult(Result):
+    """Scores of one model, or two side by side (``compare``) with their difference."""
+
+    suite: str
+    primary: str
+    reports: list[dict]  # {"model", "backend", "suite", "scores": [{"dataset", "metric", "value", "n"}], "mean"}
+
+    def tables(self) -> list[Table]:
+        compare = len(self.reports) > 1
+        heads = [f"{r['model']} ({r['backend']})" if r["backend"] != "torch" else r["model"] for r in self.reports]
+        columns = ["dataset", "metric", "n", *heads] + (["Δ (model − compare)"] if compare else [])
+        table = Table(f"encodr eval {self.suite}", columns, right=("n", *heads, "Δ (model − compare)"))
+        for i, s in enumerate(self.reports[0]["scores"]):
+            values = [r["scores"][i]["value"] for r in self.reports]
+            table.rows.append([s["dataset"], s["metric"], str(s["n"]), *[f"{v:.2f}" for v in values], *([f"{values[0] - values[1]:+.2f}"] if compare else [])])
+        if self.reports[0]["mean"] is not None:
+            means = [r["mean"] for r in self.reports]
+            table.rows.append(["mean", self.primary, "", *[f"{m:.2f}" for m in means], *([f"{means[0] - means[1]:+.2f}"] if compare else [])])
+        return [table]
+
+    def payload(self) -> Any:
+        return self.reports[0] if len(self.reports) == 1 else {"models": self.reports}
+
+
+class TuneResult(Result):
+    """A finished run: the method's fields, where it was saved and its registry ids."""
+
+    summary: dict
+    out: str
+    run_ids: list[int]
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+    def tables(self) -> list[Table]:
+        ids = self.run_ids
+        caption = "; ".join(filter(None, [self.caption, f"run{'s' * (len(ids) > 1)} {', '.join(map(str, ids))} in encodr runs"]))
+        return [Table(f"{self.title} → {self.out}", self.columns, self.rows, caption)]
+
+    def payload(self) -> Any:
+        return self.summary

@@ -1,0 +1,107 @@
+"""``encodr serve``: models and indexes over HTTP (:mod:`.app`), with dynamic batching
+(:mod:`.batcher`). Needs the ``serve`` extra (FastAPI, uvicorn)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..errors import EncodrError
+from .app import Limits, Served, create_app
+
+__all__ = ["Limits", "Served", "create_app", "load", "serve"]
+
+
+def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_key: str | None = None,
+         announce: Callable[[str], None] = lambda line: None) -> Served:  # fmt: skip
+    """Load what a server serves, once: each model (a bi-encoder behind a
+    :class:`~.batcher.DynamicBatcher`, or a cross-encoder), and each index with a searcher
+    whose queries go through its model's batcher (an index's model is served too, under the
+    name it was built with).
+
+    Args:
+        models: model specs (alias, directory, Hub id); default, with no index either: ``minilm``.
+        indexes: index directories or workspace names; default, with no model either: every
+            index of the workspace.
+
+    Raises:
+        EncodrError: a model or index that cannot be loaded (one line, before the server binds).
+    """
+    from ..index import Searcher, list_indexes, locate
+    from ..models import load_cross, load_encoder, resolve
+    from .batcher import BatchedEncoder, DynamicBatcher
+
+    if not models and not indexes:
+        models = ["minilm"]
+        indexes = [row["path"] for row in list_indexes() if "error" not in row]
+    served = Served(limits=limits, api_key=api_key)
+
+    def add_model(spec: str, backend: str = "torch") -> None:
+        if spec in served.models:
+            return
+        if resolve(spec).kind == "cross":
+            served.models[spec] = (load_cross(spec), None)
+        else:
+            encoder = load_encoder(spec, backend=backend)
+            batcher = DynamicBatcher(encoder, limits.batch_wait, limits.batch_tokens, limits.batching)
+            served.models[spec] = (BatchedEncoder(encoder, batcher), batcher)
+        announce(f"serving model {spec}")
+
+    for spec in models:
+        add_model(spec)
+    for spec in indexes:
+        path = locate(spec)
+        name = path.name
+        if name in served.searchers:
+            raise EncodrError(f"two served indexes are named '{name}'; serve one of them, or rename its folder", field="index")
+        from ..index import Index
+
+        with Index.open(path) as index:
+            model, backend = index.meta["model"], index.meta.get("backend", "torch")
+        add_model(model, backend)
+        scorer, batcher = served.models[model]
+        if batcher is None:
+            raise EncodrError(f"index {path} names model '{model}', a cross-encoder", field="index")
+        served.searchers[name] = Searcher(path, encoder=scorer)
+        announce(f"serving index {name} ({path}, {len(served.searchers[name].index):,} texts, model {model})")
+    return served
+
+
+def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None, limits: Limits = Limits(),
+          announce: Callable[[str], None] = lambda line: None) -> None:  # fmt: skip
+    """Load (:func:`load`) and serve until SIGTERM or Ctrl-C: then the server stops accepting,
+    lets the requests in flight finish (uvicorn's graceful shutdown), stops the batchers and returns.
+
+    Raises:
+        EncodrError: see :func:`load`; the port is taken.
+    """
+    import asyncio
+    import signal
+
+    import uvicorn
+
+    served = load(models, indexes, limits, api_key, announce)
+    config = uvicorn.Config(create_app(served), host=host, port=port, log_level="warning", timeout_graceful_shutdown=60, lifespan="off")
+    listening = (f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score; GET /v1/models, /v1/indexes, /v1/runs, /health)"
+                 + ("; requests need the API key" if api_key else ""))  # fmt: skip
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if self.started:  # bound: say so (tests and scripts wait for this line)
+                announce(listening)
+
+    server = Server(config)
+    # uvicorn catches SIGTERM and SIGINT while it serves (stop accepting, finish what is in flight), then
+    # restores the handlers it found and raises the signal again: ignored here, so serve returns normally.
+    found = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        asyncio.run(server.serve())
+    except SystemExit:  # uvicorn exits when it cannot bind
+        raise EncodrError(f"cannot listen on {host}:{port} (in use, or not an address of this machine); pick another --port or --host") from None
+    finally:
+        for sig, handler in found.items():
+            signal.signal(sig, handler)
+        for _, batcher in served.models.values():
+            if batcher is not None:
+                batcher.close()
+    announce("stopped: the requests in flight were answered")

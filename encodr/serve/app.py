@@ -1,0 +1,211 @@
+"""The HTTP API (FastAPI): the third front end of the core (:mod:`encodr.core`).
+
+Routes render the core's requests and results: a body is validated by the request's own
+declaration (unknown or badly typed fields: 422 naming the field), checked by its
+``check()``, answered by the command in :mod:`encodr.core.commands`, and returned as the
+result's JSON — the same JSON ``--json`` prints. Errors have OpenAI's shape:
+``{"error": {"message", "type", "param", "code"}}``.
+
+Only what the server was started with can be named: a model or index outside that set is a
+404 listing the served ones, whatever path the request gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from ..core import commands
+from ..core import requests as rq
+from ..core.fields import build, fields_for
+from ..errors import EncodrError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask, and how requests are batched.
+
+    Attributes:
+        max_texts: texts per request (413 above).
+        max_chars: characters per text (413 above).
+        batch_wait: seconds the first request of a batch waits for others.
+        batch_tokens: estimated tokens per forward pass.
+        batching: False: every request runs its own forward pass.
+    """
+
+    max_texts: int = 2048
+    max_chars: int = 20_000
+    batch_wait: float = 0.010
+    batch_tokens: int = 8192
+    batching: bool = True
+
+
+@dataclass
+class Served:
+    """What a server holds warm: models by name (an encoder or cross-encoder, its batcher),
+    searchers by index name, and its limits and key."""
+
+    models: dict = field(default_factory=dict)  # name → (scorer, batcher or None)
+    searchers: dict = field(default_factory=dict)  # index name → Searcher
+    limits: Limits = field(default_factory=Limits)
+    api_key: str | None = None
+
+
+def error(status: int, message: str, param: str | None = None) -> JSONResponse:
+    """An error answer in OpenAI's shape, naming the field at fault (``param``)."""
+    kind = {401: "authentication_error", 404: "not_found_error", 413: "request_too_large"}.get(status, "invalid_request_error")
+    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": status}}, status_code=status)
+
+
+def http_schema(model) -> dict:
+    """The JSON schema of the fields of request class ``model`` that the HTTP API takes."""
+    full = model.model_json_schema()
+    names = fields_for(model, "http")
+    return {"type": "object", "title": model.__name__, "properties": {n: full["properties"][n] for n in names},
+            "required": [n for n in full.get("required", []) if n in names], "$defs": full.get("$defs", {})}  # fmt: skip
+
+
+def _body_doc(model) -> dict:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": http_schema(model)}}}}
+
+
+async def parse(request: Request, model):
+    """The body of ``request`` as a request of class ``model``, HTTP fields only.
+
+    Raises:
+        EncodrError: not JSON (400), not an object, a field the API does not take, or a bad value (422).
+    """
+    try:
+        body = json.loads(await request.body() or b"null")
+    except ValueError as exc:
+        raise EncodrError(f"the body is not valid JSON ({exc}); send a JSON object", field="body", status=400) from None
+    if not isinstance(body, dict):
+        raise EncodrError("the body must be a JSON object", field="body")
+    allowed = fields_for(model, "http")
+    unknown = [k for k in body if k not in allowed]
+    if unknown and model.model_config.get("extra") == "forbid":
+        raise EncodrError(f"unknown field '{unknown[0]}'; this route takes {', '.join(allowed)}", field=unknown[0])
+    return build(model, {k: v for k, v in body.items() if k in allowed})
+
+
+def create_app(served: Served) -> FastAPI:
+    """The FastAPI application over ``served`` (see the module docstring for the routes)."""
+    app = FastAPI(title="encodr", description="Embeddings (OpenAI-compatible), search and scoring with encodr models and indexes.")
+    limits = served.limits
+
+    @app.exception_handler(EncodrError)
+    async def refused(_, exc: EncodrError):
+        return error(exc.status, str(exc), exc.field)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_, exc: RequestValidationError):
+        first = exc.errors()[0]
+        name = str(first["loc"][-1]) if first.get("loc") else None
+        return error(422, f"{name}: {first['msg'].lower()}", name)
+
+    def check_key(request: Request) -> None:
+        if served.api_key is None:
+            return
+        given = request.headers.get("authorization", "")
+        if given != f"Bearer {served.api_key}":
+            raise EncodrError("missing or wrong API key; send 'Authorization: Bearer KEY' with the key the server was started with",
+                              field="authorization", status=401)  # fmt: skip
+
+    def sized(texts: list[str], name: str) -> None:
+        if len(texts) > limits.max_texts:
+            raise EncodrError(f"{name} holds {len(texts)} texts; the limit is {limits.max_texts} a request (max_texts): send fewer", field=name, status=413)
+        longest = max((len(t) for t in texts), default=0)
+        if longest > limits.max_chars:
+            raise EncodrError(f"{name} holds a text of {longest} characters; the limit is {limits.max_chars} (max_chars): shorten or split it",
+                              field=name, status=413)  # fmt: skip
+
+    def model_named(name: str, field_name: str = "model"):
+        if name not in served.models:
+            raise EncodrError(f"model '{name}' is not served here; served: {', '.join(served.models) or 'none'}", field=field_name, status=404)
+        return served.models[name]
+
+    def searcher_named(name: str):
+        if name not in served.searchers:
+            raise EncodrError(f"index '{name}' is not served here; served: {', '.join(served.searchers) or 'none'}", field="index", status=404)
+        return served.searchers[name]
+
+    api = APIRouter(prefix="/v1", dependencies=[Depends(check_key)])
+
+    @api.post("/embeddings", openapi_extra=_body_doc(rq.EmbedRequest))
+    async def embeddings(request: Request):
+        """OpenAI-compatible embeddings: ``input`` a string or a list, ``encoding_format`` float or base64."""
+        req = await parse(request, rq.EmbedRequest)
+        scorer, batcher = model_named(req.model)
+        if batcher is None:
+            raise EncodrError(f"model '{req.model}' is a cross-encoder: it scores pairs (POST /v1/score) but gives no embeddings", field="model")
+        req.check()
+        sized(req.texts, "input")
+        vectors = await asyncio.wrap_future(batcher.submit(req.texts))  # encoded off the event loop, batched with other requests
+        result = commands.embed(req, lambda _: vectors, scorer.dimension, batcher.tokens)
+        return JSONResponse(result.payload())
+
+    @api.post("/search", openapi_extra=_body_doc(rq.SearchRequest))
+    async def search(request: Request):
+        """Top-k hits of each query in a served index; every option of ``encodr search``."""
+        req = await parse(request, rq.SearchRequest)
+        sized(req.query, "query")
+        searcher = searcher_named(req.index)
+        if req.model is not None and req.model != searcher.index.meta["model"]:
+            raise EncodrError(f"index '{req.index}' is searched with model '{searcher.index.meta['model']}', not '{req.model}'; leave model out", field="model")
+        built = searcher.index.meta.get("backend", "torch")
+        if req.backend is not None and req.backend != built:
+            raise EncodrError(f"index '{req.index}' is served with backend {built}; leave backend out", field="backend")
+        if req.nprobe is not None or req.ef_search is not None:
+            raise EncodrError("nprobe and ef_search are set when the server starts (encodr serve); leave them out", field="nprobe" if req.nprobe else "ef_search")
+        result = await run_in_threadpool(commands.search, req, searcher)
+        return JSONResponse(result.payload())
+
+    @api.post("/score", openapi_extra=_body_doc(rq.ScoreRequest))
+    async def score(request: Request):
+        """Cosine (bi-encoder) or σ score (cross-encoder, ``cross: true``) of two texts."""
+        req = await parse(request, rq.ScoreRequest)
+        sized([req.text_a, req.text_b], "text_a")
+        scorer, batcher = model_named(req.model)
+        if req.cross != (batcher is None):
+            raise EncodrError(f"model '{req.model}' is a {'cross' if batcher is None else 'bi'}-encoder; "
+                              f"{'pass' if batcher is None else 'leave out'} cross: true", field="cross")  # fmt: skip
+        result = await run_in_threadpool(commands.score, req, scorer)
+        return JSONResponse(result.payload())
+
+    @api.get("/models")
+    async def models():
+        """The served models, OpenAI's shape."""
+        data = [{"id": name, "object": "model", "owned_by": "encodr", "encoder": "bi-encoder" if b is not None else "cross-encoder",
+                 "dimension": s.dimension if b is not None else None} for name, (s, b) in served.models.items()]  # fmt: skip
+        return {"object": "list", "data": data}
+
+    @api.get("/indexes")
+    async def indexes():
+        """The served indexes: the fields of ``encodr indexes`` of each one's current generation."""
+        rows = []
+        for name, searcher in served.searchers.items():
+            await run_in_threadpool(searcher.refresh)
+            rows.append({"name": name, "path": str(searcher.index.path), **{k: searcher.index.meta.get(k) for k in commands.INDEX_COLUMNS if k != "name"}})
+        return rows
+
+    @api.get("/runs")
+    async def runs(limit: int = 50):
+        """Recorded training runs, newest first (``encodr runs --json``)."""
+        req = build(rq.RunsRequest, {"limit": limit})
+        return JSONResponse(json.loads(json.dumps(commands.runs(req).payload(), default=str)))
+
+    app.include_router(api)
+
+    @app.get("/health")
+    async def health():
+        """Liveness, and what is served: models (with forward passes and texts so far) and indexes."""
+        return {"status": "ok", "models": {n: {"passes": b.passes, "texts": b.texts} if b else {} for n, (_, b) in served.models.items()},
+                "indexes": list(served.searchers)}  # fmt: skip
+
+    return app

@@ -1,0 +1,147 @@
+"""Dynamic batching: concurrent requests to one model share forward passes.
+
+Guarantee: every text submitted gets its own vector back, in its request's order, computed by
+the same :meth:`encodr.models.Encoder.encode` an offline caller runs; batching changes which
+texts share a forward pass, never a vector (up to the floating-point effect of padding a text
+with others, as offline batching has too).
+
+How: one worker thread per model takes the first waiting request, then gathers the requests
+that arrive within ``wait`` seconds (or are already queued, as they are while a forward pass
+runs) up to ``budget`` tokens, encodes them as one batch, and hands each request its rows.
+This is the scheme of text-embeddings-inference and infinity; unlike them, the token count is
+estimated from characters (no tokenizer call on the event loop), and a request larger than the
+budget runs alone rather than being split across passes. Encoding runs on the worker thread,
+never on the event loop.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import numpy as np
+
+CHARS_PER_TOKEN = 4  # a rough mean for English word-piece tokens, for the budget only
+
+
+@dataclass
+class _Job:
+    texts: list[str]
+    future: Future
+    tokens: int
+
+
+class DynamicBatcher:
+    """Encodes submitted texts in shared batches on one worker thread.
+
+    Args:
+        encoder: an :class:`encodr.models.Encoder` (anything with ``encode(texts,
+            batch_size=) → float32 (n, d)`` and ``max_length``).
+        wait: seconds the first request of a batch waits for others (0: only those already queued);
+            only while requests are concurrent (the last pass served several), so a lone
+            client's request runs at once.
+        budget: estimated tokens per forward pass at most (texts × their estimated length).
+        batching: False runs each request alone (the unbatched baseline of ``bench/serve_load.py``).
+
+    Attributes:
+        passes, texts: forward passes run and texts encoded so far (for ``/health``).
+    """
+
+    def __init__(self, encoder, wait: float = 0.002, budget: int = 8192, batching: bool = True):
+        self.encoder, self.wait, self.budget, self.batching = encoder, wait, budget, batching
+        self.passes = self.texts = 0
+        self._shared = False  # the last pass served several requests: requests are concurrent, so waiting for more pays
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._carry: _Job | None = None
+        self._worker = threading.Thread(target=self._loop, name="encodr-batcher", daemon=True)
+        self._worker.start()
+
+    def tokens(self, texts: list[str]) -> int:
+        """Estimated tokens of ``texts`` (characters / :data:`CHARS_PER_TOKEN` + 2 each, capped at the model's maximum)."""
+        cap = int(getattr(self.encoder, "max_length", 512))
+        return sum(min(cap, len(t) // CHARS_PER_TOKEN + 2) for t in texts)
+
+    def submit(self, texts: list[str]) -> Future:
+        """Queue ``texts``; the future gives float32 (len(texts), d) unit vectors, or the encoder's exception."""
+        future: Future = Future()
+        self._queue.put(_Job(list(texts), future, self.tokens(texts)))
+        return future
+
+    def encode(self, texts: list[str], **_) -> np.ndarray:
+        """Blocking :meth:`submit` (for worker threads, e.g. a search's queries)."""
+        return self.submit(texts).result()
+
+    def close(self) -> None:
+        """Finish the queued requests, then stop the worker."""
+        self._queue.put(None)
+        self._worker.join()
+
+    def _next(self, timeout: float | None) -> _Job | None:
+        if self._carry is not None:
+            job, self._carry = self._carry, None
+            return job
+        return self._queue.get(timeout=timeout) if timeout is None or timeout > 0 else self._queue.get_nowait()
+
+    def _loop(self) -> None:
+        while True:
+            first = self._next(None)
+            if first is None:
+                return
+            batch, tokens = [first], first.tokens
+            deadline = time.monotonic() + (self.wait if self._shared else 0.0)  # a lone client does not wait for company
+            while self.batching and tokens < self.budget:
+                try:
+                    job = self._next(deadline - time.monotonic())
+                except queue.Empty:
+                    break
+                if job is None:  # close(): finish this batch, then stop
+                    self._queue.put(None)
+                    break
+                if tokens + job.tokens > self.budget:
+                    self._carry = job
+                    break
+                batch.append(job)
+                tokens += job.tokens
+            self._shared = len(batch) > 1
+            self._run(batch)
+
+    def _run(self, batch: list[_Job]) -> None:
+        live = [job for job in batch if job.future.set_running_or_notify_cancel()]  # a cancelled request (client gone) is skipped
+        if not live:
+            return
+        texts = [t for job in live for t in job.texts]
+        try:
+            vectors = self.encoder.encode(texts, batch_size=len(texts))
+        except BaseException as exc:  # every waiting request gets the error, and the worker goes on
+            for job in live:
+                job.future.set_exception(exc)
+            return
+        self.passes += 1
+        self.texts += len(texts)
+        start = 0
+        for job in live:
+            job.future.set_result(vectors[start : start + len(job.texts)])
+            start += len(job.texts)
+
+
+class BatchedEncoder:
+    """An :class:`encodr.models.Encoder` whose ``encode`` goes through a :class:`DynamicBatcher`
+    (what the server's searchers and scorers use); every other attribute is the encoder's."""
+
+    def __init__(self, encoder, batcher: DynamicBatcher):
+        self._encoder, self._batcher = encoder, batcher
+
+    def __getattr__(self, name):
+        return getattr(self._encoder, name)
+
+    def encode(self, texts, batch_size: int | None = None, progress: bool = False, on_batch=None) -> np.ndarray:
+        """float32 (n, d) unit vectors of ``texts``, batched with other requests' texts."""
+        return self._batcher.encode(list(texts))
+
+    def pair_scores(self, texts1, texts2, batch_size: int = 128, progress: bool = False) -> np.ndarray:
+        """Cosine of each pair (:meth:`encodr.models.Encoder.pair_scores`, batched)."""
+        a, b = self.encode(list(texts1)), self.encode(list(texts2))
+        return np.sum(a * b, axis=1).astype(np.float32)

@@ -1,0 +1,140 @@
+"""encodr.serve: the HTTP API over the core — OpenAI-compatible embeddings, search, score —
+and its refusals (bad JSON, oversized input, unknown names, keys, paths outside the served set)."""
+
+from __future__ import annotations
+
+import base64
+import threading
+
+import numpy as np
+import pytest
+
+fastapi = pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from encodr.core import commands  # noqa: E402
+from encodr.core.requests import IndexRequest  # noqa: E402
+from encodr.serve import Limits, create_app, load  # noqa: E402
+
+TEXTS = ["the cat sat on the mat", "a dog barked at the mailman", "stock prices fell sharply today", "the kitten slept on the rug",
+         "rain is expected tomorrow", "the market rallied after the news"]  # fmt: skip
+
+
+@pytest.fixture
+def index_dir(tmp_path, tiny_model):
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    out = tmp_path / "docs-index"
+    commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(out), lang="eng"))
+    return out
+
+
+@pytest.fixture
+def served(tiny_model, index_dir):
+    s = load([str(tiny_model)], [str(index_dir)], Limits(max_texts=8, max_chars=200))
+    yield s
+    for _, batcher in s.models.values():
+        if batcher is not None:
+            batcher.close()
+
+
+@pytest.fixture
+def client(served):
+    return TestClient(create_app(served))
+
+
+def error_of(response, status, param):
+    assert response.status_code == status, response.text
+    body = response.json()["error"]
+    assert body["param"] == param and body["code"] == status and body["message"]
+    return body["message"]
+
+
+def test_embeddings_equal_sentence_transformers(client, tiny_model):
+    from encodr.models import load_encoder
+
+    expected = load_encoder(str(tiny_model)).st.encode(TEXTS[:3], normalize_embeddings=True)
+    got = client.post("/v1/embeddings", json={"model": str(tiny_model), "input": TEXTS[:3]}).json()
+    assert [d["index"] for d in got["data"]] == [0, 1, 2] and got["object"] == "list" and got["usage"]["prompt_tokens"] > 0
+    assert np.allclose(np.array([d["embedding"] for d in got["data"]]), expected, atol=1e-5)
+    one = client.post("/v1/embeddings", json={"model": str(tiny_model), "input": TEXTS[0], "encoding_format": "base64"}).json()
+    vector = np.frombuffer(base64.b64decode(one["data"][0]["embedding"]), dtype="<f4")
+    assert np.allclose(vector, expected[0], atol=1e-5)
+
+
+def test_search_has_one_shape_for_one_query_and_many(client, index_dir):
+    one = client.post("/v1/search", json={"index": index_dir.name, "query": "a cat on a mat", "k": 2}).json()
+    many = client.post("/v1/search", json={"index": index_dir.name, "query": ["a cat on a mat", "shares dropped"], "k": 2}).json()
+    assert [r["query"] for r in one["results"]] == ["a cat on a mat"]
+    assert [r["query"] for r in many["results"]] == ["a cat on a mat", "shares dropped"]
+    ids = lambda r: [h["id"] for h in r["results"][0]["hits"]]  # noqa: E731 (scores differ in the last float bits: padding)
+    assert ids(one) == ids(many) and len(ids(one)) == 2
+    assert one["results"][0]["lang"] == "eng"
+
+
+def test_score_and_listings(client, tiny_model, index_dir):
+    scored = client.post("/v1/score", json={"model": str(tiny_model), "text_a": "a cat", "text_b": "a kitten"}).json()
+    assert scored["encoder"] == "bi-encoder" and -1 <= scored["score"] <= 1
+    assert [m["id"] for m in client.get("/v1/models").json()["data"]] == [str(tiny_model)]
+    (row,) = client.get("/v1/indexes").json()
+    assert row["name"] == index_dir.name and row["count"] == len(TEXTS)
+    assert client.get("/v1/runs").json() == []
+    assert client.get("/health").json()["status"] == "ok"
+
+
+def test_bad_bodies_are_refused_naming_the_field(client, tiny_model, index_dir):
+    r = client.post("/v1/embeddings", content=b"{not json", headers={"content-type": "application/json"})
+    assert "not valid JSON" in error_of(r, 400, "body")
+    error_of(client.post("/v1/embeddings", json={"model": str(tiny_model)}), 422, "input")
+    error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "x", "k": 0}), 422, "k")
+    error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "x", "colour": "red"}), 422, "colour")
+    error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "  "}), 422, "query")
+    error_of(client.post("/v1/embeddings", json={"model": str(tiny_model), "input": "x", "encoding_format": "int8"}), 422, "encoding_format")
+    error_of(client.post("/v1/embeddings", json={"model": str(tiny_model), "input": "x", "dimensions": 7}), 422, "dimensions")
+
+
+def test_oversized_input_is_refused_naming_the_limit(client, tiny_model):
+    message = error_of(client.post("/v1/embeddings", json={"model": str(tiny_model), "input": ["a"] * 9}), 413, "input")
+    assert "limit is 8" in message
+    message = error_of(client.post("/v1/embeddings", json={"model": str(tiny_model), "input": "a" * 201}), 413, "input")
+    assert "limit is 200" in message
+
+
+def test_unknown_names_and_paths_outside_the_served_set_get_404_with_the_served_ones(client, tiny_model, index_dir, tmp_path):
+    message = error_of(client.post("/v1/embeddings", json={"model": "minilm", "input": "x"}), 404, "model")
+    assert str(tiny_model) in message
+    message = error_of(client.post("/v1/search", json={"index": "nothing", "query": "x"}), 404, "index")
+    assert index_dir.name in message
+    for outside in (str(index_dir), str(tmp_path), "/etc", "../docs-index"):  # even the served index's own path: names only
+        error_of(client.post("/v1/search", json={"index": outside, "query": "x"}), 404, "index")
+    error_of(client.post("/v1/embeddings", json={"model": "/etc/passwd", "input": "x"}), 404, "model")
+
+
+def test_api_key_is_required_when_set(served, tiny_model):
+    served.api_key = "s3cret"
+    client = TestClient(create_app(served))
+    body = {"model": str(tiny_model), "input": "x"}
+    error_of(client.post("/v1/embeddings", json=body), 401, "authorization")
+    error_of(client.post("/v1/embeddings", json=body, headers={"Authorization": "Bearer wrong"}), 401, "authorization")
+    assert client.post("/v1/embeddings", json=body, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_concurrent_requests_share_forward_passes_and_get_their_own_vectors(served, tiny_model):
+    from encodr.models import load_encoder
+
+    encoder = load_encoder(str(tiny_model))
+    _, batcher = served.models[str(tiny_model)]
+    barrier, results, texts = threading.Barrier(12), {}, [f"text number {i} about cats" for i in range(12)]
+
+    def one(i):
+        barrier.wait()
+        results[i] = batcher.submit([texts[i]]).result()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert batcher.passes < 12  # some requests shared a pass
+    expected = encoder.encode(texts)
+    assert all(np.allclose(results[i][0], expected[i], atol=1e-5) for i in range(12))

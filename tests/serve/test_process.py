@@ -1,0 +1,171 @@
+"""``encodr serve`` as a real process: the official openai client, SIGTERM under load, a client
+that disconnects mid-request, and an index replaced by ``encodr index --add`` while it is served."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+httpx = pytest.importorskip("httpx")
+
+TEXTS = [f"document {i}: the {w} sat near the {v}" for i, (w, v) in enumerate(zip(["cat", "dog", "bird", "fox"] * 10, ["mat", "door", "tree", "den"] * 10))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``encodr serve`` in a subprocess; ``url`` once it has said it is listening."""
+
+    def __init__(self, *args: str, env: dict | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "encodr", "serve", "--port", str(self.port), *args], stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, **(env or {})})  # fmt: skip
+        self.lines: list[str] = []
+        for line in self.proc.stderr:  # blocks until the server says it listens (or dies)
+            self.lines.append(line)
+            if "listening on" in line:
+                break
+        else:
+            raise AssertionError("server did not start: " + "".join(self.lines))
+        self.rest = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True)
+        self.rest.start()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=60)
+        self.rest.join(timeout=10)
+        return code
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "docs.txt"
+    path.write_text("\n".join(TEXTS[:20]) + "\n")
+    return path
+
+
+@pytest.fixture
+def index_dir(tmp_path, tiny_model, corpus):
+    out = tmp_path / "docs"
+    subprocess.run([sys.executable, "-m", "encodr", "index", str(corpus), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], check=True,
+                   capture_output=True)  # fmt: skip
+    return out
+
+
+def test_openai_client_gets_the_vectors_sentence_transformers_gives(tiny_model, tmp_path):
+    openai = pytest.importorskip("openai")
+    from sentence_transformers import SentenceTransformer
+
+    from encodr.models import load_encoder
+
+    saved = tmp_path / "tiny-st"
+    load_encoder(str(tiny_model)).save(saved)  # a saved bi-encoder, as encodr tune writes one
+    server = Server("--model", str(saved), "--api-key", "k3y")
+    try:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="k3y")
+        got = client.embeddings.create(model=str(saved), input=TEXTS[:5])  # the client asks for base64 and decodes it
+        floats = client.embeddings.create(model=str(saved), input=TEXTS[0], encoding_format="float")
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=server.url + "/v1", api_key="wrong").embeddings.create(model=str(saved), input="x")
+    finally:
+        assert server.stop() == 0
+    expected = SentenceTransformer(str(saved), device="cpu").encode(TEXTS[:5])
+    assert np.allclose(np.array([d.embedding for d in got.data]), expected, atol=1e-5)
+    assert np.allclose(floats.data[0].embedding, expected[0], atol=1e-5)
+
+
+def test_sigterm_under_load_lets_in_flight_requests_finish(tiny_model, index_dir):
+    server = Server("--model", str(tiny_model), "--index", str(index_dir))
+    answered, sigterm = threading.Event(), threading.Event()
+    outcomes = []  # (sent before SIGTERM, answered after it, status, texts in the answer)
+
+    def client_loop():
+        while True:
+            before = not sigterm.is_set()
+            try:  # a new connection each time: an idle keep-alive connection is closed at shutdown, as it should be
+                r = httpx.post(server.url + "/v1/embeddings", json={"model": str(tiny_model), "input": TEXTS * 50}, timeout=60)
+            except httpx.TransportError:  # refused: the server no longer accepts
+                return
+            outcomes.append((before, sigterm.is_set(), r.status_code, len(r.json()["data"])))
+            answered.set()
+
+    threads = [threading.Thread(target=client_loop) for _ in range(4)]
+    for t in threads:
+        t.start()
+    answered.wait(timeout=60)
+    sigterm.set()
+    code = server.stop()
+    for t in threads:
+        t.join(timeout=60)
+    assert code == 0, "".join(server.lines)
+    assert {(status, n) for _, _, status, n in outcomes} == {(200, len(TEXTS) * 50)}  # every answer whole
+    assert any(before and after for before, after, _, _ in outcomes)  # a request in flight at SIGTERM was answered
+    assert any("stopped" in line for line in server.lines)
+
+
+def test_a_client_that_disconnects_mid_request_harms_no_one(tiny_model, index_dir):
+    server = Server("--model", str(tiny_model), "--index", str(index_dir))
+    try:
+        body = json.dumps({"model": str(tiny_model), "input": TEXTS * 50}).encode()
+        for _ in range(3):  # send a request, then hang up before the answer
+            with socket.create_connection(("127.0.0.1", server.port)) as s:
+                s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        with socket.create_connection(("127.0.0.1", server.port)) as s:  # and one that leaves mid-body
+            s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999\r\n\r\n{\"model\":")
+        r = httpx.post(server.url + "/v1/embeddings", json={"model": str(tiny_model), "input": "still here"}, timeout=60)
+        assert r.status_code == 200 and len(r.json()["data"]) == 1
+    finally:
+        assert server.stop() == 0
+    assert not any("Traceback" in line for line in server.lines), "".join(server.lines)
+
+
+def test_index_add_under_load_is_seen_whole(tiny_model, index_dir, tmp_path):
+    more = tmp_path / "more.txt"
+    more.write_text("\n".join(TEXTS[20:]) + "\n")
+    server = Server("--index", str(index_dir))
+    counts, hits, errors, done = [], [], [], threading.Event()
+
+    def reader():
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            while not done.is_set():
+                r = http.get("/v1/indexes")
+                s = http.post("/v1/search", json={"index": index_dir.name, "query": "the fox sat near the den", "k": 40})
+                if r.status_code != 200 or s.status_code != 200:
+                    errors.append((r.status_code, s.text))
+                    return
+                counts.append(r.json()[0]["count"])
+                hits.append(len(s.json()["results"][0]["hits"]))
+
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            futures = [pool.submit(reader) for _ in range(3)]
+            add = subprocess.run([sys.executable, "-m", "encodr", "index", str(more), "--add", "--out", str(index_dir), "--lang", "eng"],
+                                 capture_output=True, text=True)  # fmt: skip
+            with httpx.Client(base_url=server.url, timeout=30) as http:  # one request after the add has finished
+                final = http.get("/v1/indexes").json()[0]["count"]
+            done.set()
+            for f in futures:
+                f.result()
+    finally:
+        assert server.stop() == 0
+    assert add.returncode == 0, add.stderr
+    assert errors == []
+    assert set(counts) <= {20, 40} and set(hits) <= {20, 40} and final == 40
+    assert counts == sorted(counts)  # old, then new: never back, never between
