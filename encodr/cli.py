@@ -66,7 +66,7 @@ class _Bars:
             self.bars.start()
         if event.task not in self.tasks:
             self.tasks[event.task] = self.bars.add_task(event.task, total=event.total, info="")
-        info = "  ".join(f"{k} {v:.4f}" if k == "loss" else (f"{k} {v:.2f}" if k == "dev" else f"{v:.0f} {k}") for k, v in event.fields.items())
+        info = "  ".join(f"{k} {v:.4f}" if k == "loss" else (f"{k} {v:.2f}" if k == "dev" else f"{v:.3g} {k}") for k, v in event.fields.items())
         self.bars.update(self.tasks[event.task], completed=event.completed, total=event.total, info=info)
 
     def __enter__(self) -> "_Bars":
@@ -338,9 +338,12 @@ def _interruption(exc: KeyboardInterrupt) -> str:
 def main() -> None:
     """Console-script entry point: user errors, OS faults (full disk, read-only…), Ctrl-C and
     SIGTERM → one line on stderr, exit status 2."""
+    import os
+
     from .outputs import os_fault
     from .signals import install
 
+    os.environ.setdefault("TQDM_DISABLE", "1")  # one progress style: encodr's bars (ProgressEvent), not sentence-transformers' unlabelled tqdm bars
     install()
     try:
         app()

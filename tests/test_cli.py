@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from tests.conftest import run_cli
 
 
 def assert_one_line_error(code, err, words):
@@ -121,7 +121,15 @@ def test_megabyte_line_is_truncated_with_one_warning(capsys, monkeypatch, tiny_m
 
 def test_unreachable_hub_id_fails_fast(capsys, monkeypatch, words_file, tmp_path):
     code, _, err = run_cli(["tune", str(words_file), "--model", "nobody/not-a-model", "--out", str(tmp_path / "o")], capsys, monkeypatch)
-    assert_one_line_error(code, err, "model 'nobody/not-a-model' is not in the local Hugging Face cache")
+    assert_one_line_error(code, err, "model 'nobody/not-a-model' is no directory here, and not in the local Hugging Face cache")
+
+
+def test_a_mistyped_local_folder_is_named_as_a_missing_directory(capsys, monkeypatch, words_file, tmp_path):
+    """Before: "is not cached and could not be downloaded from the Hugging Face Hub" for encodr-runs-x."""
+    for spec in ("encodr-runs-x", "./encodr-runs-x", "runs/word/x"):
+        code, _, err = run_cli(["score", "a", "b", "--model", spec], capsys, monkeypatch)
+        assert code == 2 and ("no directory here" in err or "does not exist" in err), err
+        assert "download" not in err
 
 
 def test_missing_model_directory(capsys, monkeypatch, words_file, tmp_path):

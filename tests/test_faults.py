@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from tests.conftest import run_cli
 from encodr.errors import EncodrError
 from encodr.index import Index, build
 

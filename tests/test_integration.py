@@ -7,7 +7,7 @@ from encodr import evaluation
 from encodr.methods import load_recipe
 from encodr.data.text import top_words
 from encodr.models import load_encoder
-from conftest import run_tune
+from tests.conftest import run_tune
 
 pytestmark = pytest.mark.integration
 

@@ -207,9 +207,8 @@ def tune(recipe, job) -> TuneResult | None:
     summary = run_tune(recipe, job)
     if summary is None:
         return None
-    table = summary.pop("table")
-    return TuneResult(summary=summary, out=str(summary["out"]), run_ids=list(summary["run_ids"]), title=table["title"], columns=list(table["columns"]),
-                      rows=[list(map(str, r)) for r in table["rows"]], caption=table.get("caption") or "")  # fmt: skip
+    shown = summary.pop("shown")
+    return TuneResult(summary=summary, out=str(summary["out"]), run_ids=list(summary["run_ids"]), shown=shown)
 
 
 INDEX_COLUMNS = ("name", "model", "backend", "index_type", "count", "bytes_per_vector", "pcr", "languages", "error")

@@ -50,13 +50,11 @@ def pcr_variant(pcr: bool, variant: str | None) -> str | None:
     Raises:
         EncodrError: a variant without ``pcr``, or an unknown variant.
     """
-    from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS
+    from ..models.pcr import DEFAULT_VARIANT, check_variant
 
     if variant and not pcr:
         raise EncodrError("--pcr-variant chooses how --pcr fits its components; pass --pcr too", field="pcr_variant")
-    if variant and variant not in PCR_VARIANTS:
-        raise EncodrError(f"unknown PCR variant '{variant}'; choose one of {', '.join(PCR_VARIANTS)}", field="pcr_variant")
-    return (variant or DEFAULT_VARIANT) if pcr else None
+    return check_variant(variant or DEFAULT_VARIANT) if pcr else None
 
 
 class SearchRequest(Request):
@@ -208,9 +206,9 @@ class TuneRequest(Request):
     dev: str | None = option(None, "Keep the best checkpoint on this set: a bundled one (stsb-dev, mesh-dev, wordsim353) or a scored-pairs file.", fronts=CLI_TUI)
     bitext: list[str] = option([], "Translation pairs, source<TAB>target (recipes that learn from bitext); repeatable.", fronts=CLI_TUI)
     out: str | None = option(None, "Output directory (default: encodr-runs/RECIPE-TIME).", flags=("--out", "-o"), fronts=CLI_TUI)
-    overwrite: bool = option(False, "Replace an existing output directory.", fronts=CLI_TUI)
-    limit: int | None = option(None, "Use only the first N distinct strings (Trans-Encoder: pairs).", ge=2, fronts=CLI_TUI)
-    device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI_TUI)
+    overwrite: bool = option(False, "Replace an existing output directory.", fronts=CLI)
+    limit: int | None = option(None, "Use only the first N distinct strings (Trans-Encoder: pairs).", ge=2, fronts=CLI)
+    device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
     temperature: float | None = option(None, "InfoNCE temperature τ.", fronts=CLI)
     span_mask: int | None = option(None, "Span mask length k in tokens (0: off).", fronts=CLI)
     max_length: int | None = option(None, "Max sequence length in tokens.", fronts=CLI)

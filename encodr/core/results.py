@@ -220,21 +220,54 @@ class EvalResult(Result):
         return self.reports[0] if len(self.reports) == 1 else {"models": self.reports}
 
 
+# How the fields a method shows read in the tune table.
+TUNE_LABELS = {"final_loss": "final_loss (mean of the last 10 steps)", "train_seconds": "train_seconds", "best": "kept"}
+
+
+def _tune_cell(key: str, value: Any, summary: dict) -> str:
+    if key == "dev_curve":
+        return " → ".join(f"{p['dev']:.2f}" for p in value)
+    if key == "best":
+        return "starting weights" if value["step"] == 0 else f"step {value['step']}"
+    return human(value, key)
+
+
+def _chains_table(summary: dict) -> Table:
+    """Trans-Encoder: per chain, dev ρ of the start model and of each cycle's cross- and bi-encoder, and what was saved."""
+    fmt = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
+    table = Table("encodr tune (Trans-Encoder)", ["chain", "cycle", "phase", "dev ρ", "steps", "seconds"], right=("dev ρ", "steps", "seconds"),
+                  caption=f"{summary['pairs']} pairs{' (mined)' if summary['mined'] else ''}; {summary['selection']}")  # fmt: skip
+    for c, chain in enumerate(summary["chains"], 1):
+        table.rows.append([str(c), "0", f"start ({chain['start']})", fmt(chain["start_dev"]), "", ""])
+        table.rows += [[str(c), str(h["cycle"]), h["phase"], fmt(h["dev"]), str(h["steps"]), str(h["seconds"])] for h in chain["history"]]
+        for kind in ("bi", "cross"):
+            best = chain["best"].get(kind, {})
+            table.rows.append([str(c), "saved", kind, fmt(best.get("dev")), f"cycle {best.get('cycle')}", chain[kind]])
+    return table
+
+
 class TuneResult(Result):
-    """A finished run: the method's fields, where it was saved and its registry ids."""
+    """A finished run: the method's summary (``encodr.json``), where it was saved, its registry
+    ids, and which summary fields sum it up (``shown``, chosen by the method)."""
 
     summary: dict
     out: str
     run_ids: list[int]
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    caption: str = ""
+    shown: list[str] = []
 
     def tables(self) -> list[Table]:
-        ids = self.run_ids
-        caption = "; ".join(filter(None, [self.caption, f"run{'s' * (len(ids) > 1)} {', '.join(map(str, ids))} in encodr runs"]))
-        return [Table(f"{self.title} → {self.out}", self.columns, self.rows, caption)]
+        s, ids = self.summary, self.run_ids
+        where = f"run{'s' * (len(ids) > 1)} {', '.join(map(str, ids))} in encodr runs"
+        if "chains" in s:
+            table = _chains_table(s)
+            table.caption = f"{table.caption}; {where}"
+        else:
+            table = Table(f"encodr tune ({s.get('method', '')})", ["field", "value"], caption=where)
+            for key in self.shown:
+                label = f"dev {s.get('dev_metric', '')} ({s.get('dev')})" if key == "dev_curve" else TUNE_LABELS.get(key, key)
+                table.rows.append([label, _tune_cell(key, s.get(key), s)])
+        table.title = f"{table.title} → {self.out}"
+        return [table]
 
     def payload(self) -> Any:
         return self.summary

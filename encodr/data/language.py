@@ -5,11 +5,10 @@ We use ``lingua-language-detector`` (rule + n-gram models of 75 languages, writt
 rather than our own. Codes are ISO 639-3 in lower case (``eng``, ``spa``, ``deu``), the codes
 of the Tatoeba and Bible files; ``und`` when the detector cannot decide.
 
-A corpus of up to :data:`SMALL_CORPUS` texts is first labelled in high-accuracy mode (1 GB of
-models, 4 s to load); a larger one in low-accuracy mode (90 MB). What the low-accuracy mode
-gets wrong, measured on 1,000 Bible verses per language against all 75 languages: 86 % (spa,
-mislabelled Tagalog, Shona, Latin) to 99 % (ara) correct, and single words often wrong ("Hola"
-→ Latvian). Two things make it reliable:
+A corpus of up to :data:`SMALL_CORPUS` texts is first labelled in high-accuracy mode (larger
+models, slower to load); a larger one in low-accuracy mode, which mislabels a share of
+sentences against all 75 languages and single words often ("Hola" → Latvian; the README's
+"Search across six languages" gives the measured rates). Two things make it reliable:
 
 - :func:`corpus_languages` keeps the languages that make up a real share of a corpus, and the
   corpus is labelled again with only those as candidates, in high-accuracy mode (98.4 % ita

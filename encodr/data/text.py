@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import EncodrError
-from ..paths import bundled
 
 # Strings are cut to this many characters per token of max_length before tokenising, so a
 # 1 MB line costs no more than a long sentence. No real token is 40 characters long.
@@ -159,40 +158,3 @@ def top_words(n: int = 10_000, lang: str = "en") -> list[str]:
             if len(words) == n:
                 break
     return words
-
-
-def default_corpus(name: str, n: int = 10_000, seed: int = 42) -> Corpus:
-    """Bundled training data for a recipe's ``default_data``.
-
-    Args:
-        name: ``words`` (wordfreq top-n), ``mesh`` (n sampled MeSH disease names),
-            ``wiki`` (the bundled Wikipedia sentences, all of them), ``stsb-train``
-            (the distinct sentences of STS-B train, labels unused).
-        n: number of strings for ``words`` and ``mesh``.
-        seed: sampling seed for ``mesh``.
-
-    Raises:
-        EncodrError: ``none`` or an unknown name.
-    """
-    import random
-
-    if name == "words":
-        strings = top_words(n)
-        return Corpus(strings, f"wordfreq:en:top{n}", hashlib.sha256("\n".join(strings).encode()).hexdigest(), len(strings))
-    if name == "mesh":
-        import csv
-
-        path = bundled("mesh/mesh_disease_names.tsv")
-        with open(path, encoding="utf-8") as f:
-            names = sorted({row["name"] for row in csv.DictReader(f, delimiter="\t")})
-        strings = random.Random(seed).sample(names, min(n, len(names)))
-        return Corpus(strings, f"mesh:sample{n}:seed{seed}", hashlib.sha256("\n".join(strings).encode()).hexdigest(), len(strings))
-    if name == "wiki":
-        return read_corpus(bundled("wiki/wiki_sentences_en.txt"))
-    if name == "stsb-train":
-        from .readers import read_sts
-
-        pairs = read_sts(bundled("stsb/sts-train.csv"))
-        strings = list(dict.fromkeys(s for p in pairs for s in (p.text1, p.text2)))
-        return Corpus(strings, "stsb-train", hashlib.sha256("\n".join(strings).encode()).hexdigest(), len(strings))
-    raise EncodrError("this recipe has no bundled default data; pass a text file: encodr tune FILE --recipe ...")

@@ -9,6 +9,7 @@ import os
 import shutil
 import sqlite3
 import time
+from dataclasses import dataclass
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator
@@ -19,10 +20,10 @@ from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages
 from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import check_backend
-from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS, POOLED, fit_and_remove, remove_per_language
+from ..models.pcr import DEFAULT_VARIANT, POOLED, check_variant, fit_and_remove, remove_per_language
 from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
-from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, Index, locate
+from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, create_texts, locate
 
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
@@ -159,8 +160,7 @@ def build(
         raise EncodrError("no corpus file given; pass one or more text or TSV files")
     if lang is not None:
         check_code(lang)
-    if pcr_variant not in PCR_VARIANTS:
-        raise EncodrError(f"unknown PCR variant '{pcr_variant}'; choose one of {', '.join(PCR_VARIANTS)}")
+    check_variant(pcr_variant)
     if not add:
         check_target(out, overwrite)
     firsts = [next(iter(read_records(f)), None) for f in files]  # fail before any work
@@ -169,8 +169,9 @@ def build(
     with index_lock(out):
         if not add:
             check_target(out, overwrite)  # again: another build may have made it while this one waited
+        spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window)
         try:
-            return _build_locked(files, model, out, index_type, add, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window)
+            return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
             where = getattr(exc, "filename", None) or out
             raise os_fault(exc, where, kept="the previous index is unchanged" if out.exists() else "no index was written") from None
@@ -202,19 +203,39 @@ def index_lock(out: Path):
         handle.close()
 
 
-def _build_locked(files, model, out, index_type, add, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window) -> dict:
+@dataclass(frozen=True)
+class IndexSpec:
+    """What one build or ``--add`` writes: :func:`build`'s arguments, checked (see there)."""
+
+    files: list[str]
+    model: str | None
+    out: Path
+    index_type: str
+    add: bool
+    pcr: bool
+    lang: str | None
+    batch_size: int | None
+    pcr_variant: str
+    backend: str
+    processes: int
+    window: int
+
+
+def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
     """:func:`build` once the inputs are checked and the index is locked."""
-    old = Index.open(out) if add else None
+    old = Index.open(spec.out) if spec.add else None
     try:
-        return _build_generation(files, model, out, index_type, old, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window)
+        return _build_generation(spec, old, progress)
     finally:
         if old is not None:
             old.close()  # release the old generation before the sweep (if not already)
 
 
-def _build_generation(files, model, out, index_type, old, pcr, lang, batch_size, progress, pcr_variant, backend, processes, window) -> dict:
-    """Write the new generation of ``out`` (from ``old``'s, with ``--add``) and make it current."""
+def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) -> dict:
+    """Write the new generation of ``spec.out`` (from ``old``'s, with ``--add``) and make it current."""
     from ..models import load_encoder
+
+    files, model, out, backend, lang = spec.files, spec.model, spec.out, spec.backend, spec.lang
 
     if old is not None:
         encoder = load_encoder(model or old.meta["model"], backend=backend)
@@ -233,7 +254,7 @@ def _build_generation(files, model, out, index_type, old, pcr, lang, batch_size,
             for name in (META_FILE, PCR_FILE):
                 if (old.folder / name).exists():
                     shutil.copy2(old.folder / name, tmp / name)
-        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, processes) as encode:
+        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, spec.processes) as encode:
             done = 0
 
             def step(n: int) -> None:
@@ -241,14 +262,14 @@ def _build_generation(files, model, out, index_type, old, pcr, lang, batch_size,
                 done += n
                 progress(ProgressEvent("indexing", min(done, total), total))
 
-            for records in _windows(files, lang, window):
+            for records in _windows(files, lang, spec.window):
                 fresh = ingest.fresh(records)
                 step(len(records) - len(fresh))  # duplicates count as done
                 if fresh:
-                    ingest.store(fresh, encode([r.text for r, _ in fresh], batch_size, step))
+                    ingest.store(fresh, encode([r.text for r, _ in fresh], spec.batch_size, step))
         detected = ingest.detected and old is None and _settle_languages(ingest.db)
         if old is None:
-            index, meta = _new_index(tmp, ingest, pcr_variant if pcr else None, index_type, lang, detected)
+            index, meta = _new_index(tmp, ingest, spec.pcr_variant if spec.pcr else None, spec.index_type, lang, detected)
             meta["backend"] = backend
         else:
             index, meta = old.faiss, dict(old.meta)
@@ -350,13 +371,11 @@ class _Ingest:
         self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
         self.detected = 0  # texts whose language came from the detector
         self.db = sqlite_utils.Database(sqlite3.connect(str(tmp / STORE_FILE), check_same_thread=False))
-        if "texts" not in self.db.table_names():
-            self.db["texts"].create({"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int}, pk="id")
-            self.db["texts"].create_index(["hash"], unique=True)
+        create_texts(self.db)
         self.db.conn.commit()
         self.reader = sqlite3.connect(str(tmp / STORE_FILE), timeout=60, check_same_thread=False)
         self.next_id = self.db.execute("select coalesce(max(id) + 1, 0) from texts").fetchone()[0]
-        self.raw_path = tmp / "vectors.f32"
+        self.raw_path = tmp / RAW_VECTORS_FILE
         self.raw = open(self.raw_path, "wb")
         self.added = self.skipped = 0
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-store")

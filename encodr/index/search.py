@@ -61,7 +61,7 @@ class Searcher:
         import faiss
 
         # One query at a time gains nothing from FAISS threads, and two OpenMP pools (torch's and
-        # FAISS's) spinning in turn made a warm query 20× slower on 2 cores (bench/search.py).
+        # FAISS's) spinning in turn slow a warm query many times over on few cores (bench/search.py).
         faiss.omp_set_num_threads(1)
         self._open = dict(mmap=mmap, nprobe=nprobe, ef_search=ef_search)
         self.index = Index.open(index_dir, **self._open)

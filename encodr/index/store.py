@@ -34,7 +34,8 @@ from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
-INDEX_FILES = (META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE, "vectors.f32")  # what a generation (or a flat index) holds
+RAW_VECTORS_FILE = "vectors.f32"  # a new index's vectors while it is built (removed before the generation is complete)
+INDEX_FILES = (META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE, RAW_VECTORS_FILE)  # what a generation (or a flat index) holds  # what a generation (or a flat index) holds
 # --index-type auto: exact search up to FLAT_MAX vectors, HNSW up to HNSW_MAX, IVF-PQ above
 # (chosen with bench/search.py: each meets p99 < 10 ms and recall@10 >= 0.95 in its range).
 FLAT_MAX = 50_000
@@ -45,13 +46,26 @@ HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128
 IVF_NPROBE = {"ivf": 32, "ivfpq": 128}
 # IVF-PQ: PQ_BYTES one-byte codes per vector, re-ranked by a scalar-quantised (8-bit) copy of
 # each vector: the REFINE_K_FACTOR × k best PQ candidates are scored again, nearly exactly.
-# On 336,198 MiniLM vectors (bench/search.py): PQ alone finds 0.55 of the exact top 10; with
-# the 8-bit re-ranking 0.97 (nprobe 128, k-factor 32) at p99 1.1 ms; 6- and 4-bit re-ranking
-# 0.94 and 0.82. The 8-bit copy is most of the size (d bytes of d + 48 + 8 per vector).
+# PQ alone finds too few of the exact neighbours; 8-bit re-ranking recovers nearly all of them
+# (bench/search.py; the README's "Search" gives recall and latency). The 8-bit copy is most of
+# the size (d bytes of d + 48 + 8 per vector).
 PQ_BYTES, REFINE_K_FACTOR = 48, 32
 LOCK_TIMEOUT = 10.0  # seconds a reader waits for a texts.db that another process has locked
 OPEN_ATTEMPTS = 20  # generations Index.open follows when the index is replaced while it opens
 TRAIN_SAMPLE = 100_000  # vectors an IVF quantiser is trained on (a seeded sample; FAISS asks 39 per list)
+
+
+# The store's one table: vector i of the FAISS index is row id i. lang_detected = 1: the language
+# came from the detector (a build may settle it again), not from the input.
+TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int}
+
+
+def create_texts(db) -> None:
+    """Create the ``texts`` table (:data:`TEXTS_COLUMNS`, unique text hashes) in a
+    ``sqlite_utils.Database`` that lacks it: the schema :class:`Index` reads."""
+    if "texts" not in db.table_names():
+        db["texts"].create(TEXTS_COLUMNS, pk="id")
+        db["texts"].create_index(["hash"], unique=True)
 
 
 def locate(spec: str | Path) -> Path:

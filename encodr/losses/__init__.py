@@ -4,14 +4,10 @@ formulation differs from what sentence-transformers ships: Mirror-BERT's Eq. 1
 additive-margin softmax for bitext retrieval (:class:`AdditiveMarginLoss`) and gradient
 caching for any loss on embeddings (:class:`CachedLoss`). Trans-Encoder's Eq. 2 and Eq. 3
 are exactly sentence-transformers' ``BinaryCrossEntropyLoss`` (cross-encoder) and
-``CosineSimilarityLoss``, which it uses directly.
-
-A Mirror recipe's ``loss`` key names one of :data:`LOSSES`."""
+``CosineSimilarityLoss``, which it uses directly."""
 
 from .additive_margin import AdditiveMarginLoss
 from .cached import CachedLoss, chunk_features
 from .mirror_infonce import MirrorInfoNCELoss, gather
 
-LOSSES = {"mirror_infonce": MirrorInfoNCELoss}
-
-__all__ = ["LOSSES", "AdditiveMarginLoss", "CachedLoss", "MirrorInfoNCELoss", "chunk_features", "gather"]
+__all__ = ["AdditiveMarginLoss", "CachedLoss", "MirrorInfoNCELoss", "chunk_features", "gather"]

@@ -19,12 +19,6 @@ from ..errors import EncodrError
 from ..paths import recipes_dir
 
 
-def _classes() -> dict[str, type]:
-    from . import recipe_classes
-
-    return recipe_classes()
-
-
 def check(key: str, value: Any, cls: type) -> Any:
     """Coerce and validate one field of a method's recipe class.
 
@@ -71,7 +65,7 @@ def available() -> dict[str, Path]:
     return {p.stem: p for p in sorted(recipes_dir().glob("*.yaml"))}
 
 
-def load(spec: str, overrides: dict[str, Any] | None = None, classes: dict[str, type] | None = None):
+def load(spec: str, overrides: dict[str, Any] | None, classes: dict[str, type]):
     """Load a recipe by bundled name or YAML path and apply overrides.
 
     Args:
@@ -79,7 +73,8 @@ def load(spec: str, overrides: dict[str, Any] | None = None, classes: dict[str, 
             to a YAML mapping of recipe keys.
         overrides: field → value; ``None`` values are ignored (unset CLI options).
 
-        classes: method name → recipe class (default: :func:`encodr.methods.recipe_classes`).
+        classes: method name → recipe class (:func:`encodr.methods.recipe_classes`; passed in, so this
+            module does not import the package that imports it).
 
     Returns:
         The validated recipe: an instance of the class of the file's ``method:`` (default
@@ -112,7 +107,6 @@ def load(spec: str, overrides: dict[str, Any] | None = None, classes: dict[str, 
         data = {}
     if not isinstance(data, dict):
         raise EncodrError(f"recipe file '{path}' must be a YAML mapping of key: value, got {type(data).__name__}")
-    classes = classes if classes is not None else _classes()
     method = str(data.get("method", "mirror"))
     if method not in classes:
         raise EncodrError(f"recipe key 'method' must be one of {' | '.join(sorted(classes))}, got {method!r}")

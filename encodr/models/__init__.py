@@ -3,7 +3,11 @@
 (:mod:`.pcr`)."""
 
 from .cross import CrossScorer, load_cross, new_cross_encoder
-from .encoder import ALIASES, BACKENDS, DEFAULT_MODEL, Encoder, ModelRef, list_models, load_encoder, pick_device, resolve
+from .aliases import ALIASES, DEFAULT_MODEL, list_models
+from .device import pick_device
+from .encoder import BACKENDS, Encoder
+from .resolution import ModelRef, resolve
+from .loading import load_encoder
 
 __all__ = ["ALIASES", "BACKENDS", "DEFAULT_MODEL", "CrossScorer", "Encoder", "ModelRef", "list_models", "load_cross", "load_encoder",
            "new_cross_encoder", "pick_device", "resolve"]  # fmt: skip

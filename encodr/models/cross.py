@@ -14,7 +14,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import EncodrError, first_line
-from .encoder import _quiet, pick_device, resolve
+from .encoder import pick_device, resolve
+from .logs import quiet
 
 
 class CrossScorer:
@@ -96,7 +97,7 @@ def new_cross_encoder(base: str | None, max_length: int, device: str | None = No
     from sentence_transformers import CrossEncoder
 
     ref = resolve(base)
-    _quiet()
+    quiet()
     torch.manual_seed(seed)
     try:
         ce = CrossEncoder(str(ref.transformer_dir()), num_labels=1, max_length=max_length, device=pick_device(device), local_files_only=True)
@@ -117,7 +118,7 @@ def load_cross(spec: str, device: str | None = None) -> CrossScorer:
     ref = resolve(spec)
     if ref.kind != "cross":
         raise EncodrError(f"'{ref.spec}' is not a cross-encoder (no CrossEncoder config); drop --cross to use it as a bi-encoder")
-    _quiet()
+    quiet()
     try:
         ce = CrossEncoder(str(ref.path), device=pick_device(device), local_files_only=True)
     except Exception as exc:

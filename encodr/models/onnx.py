@@ -21,6 +21,8 @@ export), and written atomically (a temporary file renamed into place).
 
 from __future__ import annotations
 
+import logging
+
 import warnings
 from pathlib import Path
 
@@ -71,11 +73,16 @@ def export(encoder: Encoder, backend: str) -> Path:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         source = export(encoder, "onnx")
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # onnxruntime's "Please consider to run pre-processing" goes to the root logger, on every first use
         with atomic_file(target, suffix=".onnx") as tmp:
             try:
                 quantize_dynamic(str(source), str(tmp), op_types_to_quantize=["MatMul"], per_channel=True, weight_type=QuantType.QInt8)
             except Exception as exc:
                 raise EncodrError(f"could not quantise {source} to int8 ({first_line(exc)}); use --backend onnx or torch") from None
+            finally:
+                root.setLevel(level)
         return target
 
     names = _input_names(encoder)

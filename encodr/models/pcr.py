@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import EncodrError
 
 PCR_VARIANTS = ("centred", "uncentred")
-DEFAULT_VARIANT = "uncentred"  # chosen on Tatoeba dev: me5 95.75 vs 95.00 (centred), MiniLM 20.62 vs 13.70 (bench/pcr_variants.py)
+DEFAULT_VARIANT = "uncentred"  # chosen on Tatoeba dev with bench/pcr_variants.py (the README's "PCR variants on Tatoeba")
 
 
 def remove_component(vectors: np.ndarray, component: np.ndarray) -> np.ndarray:
@@ -37,11 +37,21 @@ def remove_component(vectors: np.ndarray, component: np.ndarray) -> np.ndarray:
     return out.astype(np.float32)
 
 
+def check_variant(variant: str) -> str:
+    """``variant`` if it is one of :data:`PCR_VARIANTS`.
+
+    Raises:
+        EncodrError: an unknown variant, naming the choices (field ``pcr_variant``).
+    """
+    if variant not in PCR_VARIANTS:
+        raise EncodrError(f"unknown PCR variant '{variant}'; choose one of {', '.join(PCR_VARIANTS)}", field="pcr_variant")
+    return variant
+
+
 def first_component(covariance_sum: np.ndarray, vector_sum: np.ndarray, n: int, variant: str = DEFAULT_VARIANT) -> np.ndarray:
     """First principal component (unit vector (d,), float32) from the sums Σvvᵀ (d, d) and
     Σv (d,) over n vectors, ``centred`` or ``uncentred`` (see the module docstring)."""
-    if variant not in PCR_VARIANTS:
-        raise EncodrError(f"unknown PCR variant '{variant}'; choose one of {', '.join(PCR_VARIANTS)}")
+    check_variant(variant)
     matrix = covariance_sum / n
     if variant == "centred":
         mean = vector_sum / n

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
 
 from ..core import commands
 from ..core import requests as rq
@@ -82,7 +83,11 @@ async def parse(request: Request, model):
         EncodrError: not JSON (400), not an object, a field the API does not take, or a bad value (422).
     """
     try:
-        body = json.loads(await request.body() or b"null")
+        raw = await request.body()
+    except ClientDisconnect:  # the client left mid-body: nothing to answer, nothing to log
+        raise EncodrError("the client left before sending its whole body", field="body", status=400) from None
+    try:
+        body = json.loads(raw or b"null")
     except ValueError as exc:
         raise EncodrError(f"the body is not valid JSON ({exc}); send a JSON object", field="body", status=400) from None
     if not isinstance(body, dict):

@@ -111,15 +111,15 @@ class Outcome:
         summary: the method's fields of ``encodr.json`` (JSON-ready).
         rows: run-registry rows: ``kind``, ``model``, ``data``, ``data_sha256``,
             ``strings``, ``out`` (a name inside the output directory), ``metrics``.
-        table: how the CLI shows the run: ``title``, ``columns``, ``rows`` (lists of
-            strings) and an optional ``caption``.
         log: per-step training log, written as ``train_log.jsonl`` (optional).
+        shown: the ``summary`` keys that sum the run up for people, in order (the core lays
+            them out: :class:`encodr.core.results.TuneResult`); the method draws nothing.
     """
 
     summary: dict
     rows: list[dict]
-    table: dict
     log: list[dict] | None = None
+    shown: tuple[str, ...] = ()
 
 
 class RunCancelled(Exception):
@@ -139,7 +139,7 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -
 
     Returns:
         The run summary (also in ``out/encodr.json``) with ``out``, ``run_ids`` and
-        ``table`` added; ``None`` in processes other than the main one.
+        ``shown`` (:attr:`Outcome.shown`) added; ``None`` in processes other than the main one.
 
     Raises:
         EncodrError: bad input, raised before training where it can be checked then.
@@ -204,5 +204,5 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -
         ]
     except EncodrError as exc:
         raise EncodrError(f"the model was saved to {summary['out']}, but the run was not recorded: {exc}") from None
-    summary["table"] = outcome.table
+    summary["shown"] = list(outcome.shown)
     return summary

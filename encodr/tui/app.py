@@ -152,24 +152,23 @@ class EncodrApp(App):
 
     # ── workspace ────────────────────────────────────────────────────────────
     def refresh_workspace(self) -> None:
-        from ..index import list_indexes
-        from ..models import list_models
-        from ..registry import runs
+        from ..core import commands
+        from ..core.requests import IndexesRequest, ModelsRequest, RunsRequest
 
         indexes = self.query_one("#indexes", DataTable)
         indexes.clear(columns=True)
         indexes.add_columns("name", "model", "type", "count", "pcr")
-        for row in list_indexes():
+        for row in commands.indexes(IndexesRequest()).rows:
             indexes.add_row(row["name"], row.get("model", "?"), row.get("index_type", "?"), str(row.get("count", "?")), str(row.get("pcr", "")), key=row["path"])
         models = self.query_one("#models", DataTable)
         models.clear(columns=True)
         models.add_columns("name", "source", "path")
-        for row in list_models():
+        for row in commands.models(ModelsRequest()).rows:
             models.add_row(row["name"], row["source"], row["path"] or "(not installed)")
         table = self.query_one("#runs", DataTable)
         table.clear(columns=True)
         table.add_columns("id", "created", "model", "recipe", "strings", "out")
-        for row in runs(limit=20):
+        for row in commands.runs(RunsRequest(limit=20)).rows:
             table.add_row(str(row["id"]), row["created"], row["model"], str(row.get("recipe_name", "")), str(row.get("strings", "")), row.get("out", ""))
 
     @on(TabbedContent.TabActivated)
@@ -189,17 +188,24 @@ class EncodrApp(App):
 
     @work(thread=True, exclusive=True, group="open")
     def open_index(self, path: Path) -> None:
-        from ..index import Searcher
+        from ..core import commands
+        from ..core.requests import SearchRequest
 
         self.call_from_thread(self.set_status, f"opening {path} …")
         try:
-            searcher = Searcher(path)
+            searcher = commands.open_searcher(SearchRequest(index=str(path)))
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
         self.searcher = searcher
         self.index_dir = path
-        self.call_from_thread(self.update_status)
+        self.call_from_thread(self.index_opened)
+
+    def index_opened(self) -> None:
+        """A new index is open: the old index's hits go, and the query in the box is searched again."""
+        self.query_one("#results", DataTable).clear()
+        self.update_status()
+        self.run_search(self.query_one("#query", Input).value, 0.0)
 
     # ── search ───────────────────────────────────────────────────────────────
     @on(Input.Changed, "#query")
@@ -242,7 +248,7 @@ class EncodrApp(App):
         table = self.query_one("#results", DataTable)
         table.clear()
         for h in hits:
-            table.add_row(str(h.rank), f"{h.score:.3f}", score_bar(h.score), h.lang or "", clip(h.text, 80), f"{Path(h.source).name}:{h.line}")
+            table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score), h.lang or "", clip(h.text, 80), f"{Path(h.source).name}:{h.line}")
         self.update_status()
 
     # ── compare ──────────────────────────────────────────────────────────────

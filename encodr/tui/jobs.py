@@ -1,6 +1,7 @@
-"""The Index and Eval panes: forms over :func:`encodr.index.build` (the core of ``encodr
-index``) and :func:`encodr.evaluation.run` (the core of ``encodr eval``), run in worker
-threads, with a progress bar, a results table and a bar chart."""
+"""The Index and Eval panes: forms over the core's ``index`` and ``eval`` commands
+(:func:`encodr.core.commands.index`, :func:`encodr.core.commands.evaluate`; their fields in
+:data:`encodr.tui.forms.FORMS`), run in worker threads, with a progress bar, the result's
+table and a bar chart."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 from textual_plotext import PlotextPlot
 
+from ..core import commands
+from ..core.fields import build
+from ..core.requests import EvalRequest, IndexRequest
 from ..errors import EncodrError
+from .forms import values
 
 
 class IndexPane(Vertical):
@@ -22,7 +27,8 @@ class IndexPane(Vertical):
     BINDINGS = [Binding("o", "open_search", "Open in Search")]
     DEFAULT_CSS = """
     IndexPane Input, IndexPane Select { width: 80; }
-    IndexPane #index-type, IndexPane #index-backend { width: 24; }
+    IndexPane #index-type, IndexPane #index-backend, IndexPane #index-pcr-variant { width: 24; }
+    IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-processes { width: 30; }
     IndexPane .row { height: 3; }
     IndexPane #index-result { height: auto; padding: 1 0; }
     """
@@ -35,19 +41,25 @@ class IndexPane(Vertical):
     def compose(self) -> ComposeResult:
         from ..index.store import INDEX_TYPES
         from ..models import BACKENDS
+        from ..models.pcr import PCR_VARIANTS
 
         yield Label("corpus files (space-separated): one text a line, or TSV with text, id, lang")
         yield Input(placeholder="corpus.txt", id="index-files")
         yield Label("model (alias, folder or hub id; ignored with append)")
         yield Input("minilm", id="index-model")
-        yield Label("index: a folder, or a name in the workspace")
+        yield Label("index: a folder, or a name in the workspace (blank: the workspace index named after the first file)")
         yield Input(placeholder="my-index", id="index-out")
         with Horizontal(classes="row"):
             yield Select([(t, t) for t in INDEX_TYPES], value="auto", allow_blank=False, id="index-type")
             yield Select([(b, b) for b in BACKENDS], value="torch", allow_blank=False, id="index-backend")
             yield Checkbox("--pcr", id="index-pcr")
+            yield Select([(v, v) for v in PCR_VARIANTS], prompt="PCR variant", id="index-pcr-variant")
             yield Checkbox("append (--add)", id="index-add")
             yield Checkbox("overwrite", id="index-overwrite")
+        with Horizontal(classes="row"):
+            yield Input(placeholder="language (ISO 639-3; blank: detected)", id="index-lang")
+            yield Input(placeholder="batch size (blank: auto)", id="index-batch-size")
+            yield Input(placeholder="processes (1)", id="index-processes")
         with Horizontal(classes="row"):
             yield Button("Build", id="index-build", variant="success")
             yield Button("Open in Search (o)", id="index-open", disabled=True)
@@ -56,49 +68,38 @@ class IndexPane(Vertical):
 
     @on(Button.Pressed, "#index-build")
     def build_pressed(self) -> None:
-        files = self.query_one("#index-files", Input).value.split()
-        out = self.query_one("#index-out", Input).value.strip()
-        if not out:
-            self.query_one("#index-result", Static).update("[red]error:[/] choose an index folder or name")
+        try:
+            request = build(IndexRequest, values(self, IndexRequest))
+            request.check()
+        except EncodrError as exc:
+            self.query_one("#index-result", Static).update(f"[red]error:[/] {exc}")
             return
-        add = self.query_one("#index-add", Checkbox).value
-        if not add and len(Path(out).parts) == 1 and not Path(out).exists():
-            from ..paths import home
-
-            out = str(home() / "indexes" / out)  # a bare name: the workspace, as encodr index does
         self.query_one("#index-build", Button).disabled = True
-        self.query_one("#index-result", Static).update(f"indexing → {out} …")
-        self.build(files, out, add)
+        self.query_one("#index-result", Static).update(f"indexing → {request.target()} …")
+        self.build(request)
 
     @work(thread=True, exclusive=True, group="index")
-    def build(self, files: list[str], out: str, add: bool) -> None:
-        from ..index import build
-
-        model = self.query_one("#index-model", Input).value.strip() or None
-        kind = str(self.query_one("#index-type", Select).value)
-        pcr = self.query_one("#index-pcr", Checkbox).value
-        overwrite = self.query_one("#index-overwrite", Checkbox).value
-        backend = str(self.query_one("#index-backend", Select).value)
+    def build(self, request: IndexRequest) -> None:
         try:
-            meta = build(files, None if add else model, out, kind, add, overwrite, pcr, progress=self.report, backend=backend)
+            result = commands.index(request, progress=self.report)
         except EncodrError as exc:
             self.app.call_from_thread(self.finished, None, f"error: {exc}")
             return
-        self.app.call_from_thread(self.finished, meta, None)
+        self.app.call_from_thread(self.finished, result, None)
 
     def report(self, event) -> None:
         self.app.call_from_thread(self.query_one("#index-bar", ProgressBar).update, total=event.total, progress=event.completed)
 
-    def finished(self, meta: dict | None, message: str | None) -> None:
+    def finished(self, result, message: str | None) -> None:
         self.query_one("#index-build", Button).disabled = False
-        if meta is None:
+        if result is None:
             self.query_one("#index-result", Static).update(f"[red]{message}[/]")
             return
-        self.meta, self.built = meta, Path(meta["path"])
-        from ..index.build import SUMMARY
-
-        self.query_one("#index-result", Static).update("\n".join(f"{k}: {meta.get(k)}" for k in SUMMARY) + "\n\npress o to search it")
+        self.meta, self.built = result.record, Path(result.record["path"])
+        (table,) = result.tables()
+        self.query_one("#index-result", Static).update("\n".join(f"{k}: {v}" for k, v in table.rows) + "\n\npress o to search it")
         self.query_one("#index-open", Button).disabled = False
+        self.query_one("#index-open", Button).focus()  # the Build button was disabled while it ran, taking the focus (and the pane's o key) with it
 
     @on(Button.Pressed, "#index-open")
     def action_open_search(self) -> None:
@@ -112,7 +113,7 @@ class EvalPane(Vertical):
 
     DEFAULT_CSS = """
     EvalPane Input, EvalPane Select { width: 80; }
-    EvalPane #eval-backend { width: 24; }
+    EvalPane #eval-backend, EvalPane #eval-pcr-variant, EvalPane #eval-limit { width: 24; }
     EvalPane .row { height: 3; }
     EvalPane #eval-table { height: auto; max-height: 14; }
     EvalPane #eval-chart { height: 1fr; min-height: 12; }
@@ -121,6 +122,7 @@ class EvalPane(Vertical):
     def compose(self) -> ComposeResult:
         from ..evaluation.tasks import PRIMARY
         from ..models import BACKENDS
+        from ..models.pcr import PCR_VARIANTS
 
         yield Label("suite")
         yield Select([(s, s) for s in PRIMARY], value="sts", allow_blank=False, id="eval-suite")
@@ -134,6 +136,11 @@ class EvalPane(Vertical):
             yield Select([(b, b) for b in BACKENDS], value="torch", allow_blank=False, id="eval-backend")
             yield Checkbox("--pcr (bitext)", id="eval-pcr")
             yield Button("Evaluate", id="eval-run", variant="success")
+        with Horizontal(classes="row"):
+            yield Checkbox("cross-encoder", id="eval-cross")
+            yield Checkbox("compare is a cross-encoder", id="eval-compare-cross")
+            yield Select([(v, v) for v in PCR_VARIANTS], prompt="PCR variant", id="eval-pcr-variant")
+            yield Input(placeholder="limit (items per dataset)", id="eval-limit")
         yield Static("", id="eval-status")
         yield DataTable(id="eval-table", zebra_stripes=True)
         yield PlotextPlot(id="eval-chart")
@@ -143,59 +150,48 @@ class EvalPane(Vertical):
 
     @on(Button.Pressed, "#eval-run")
     def run_pressed(self) -> None:
-        from .. import evaluation
-
-        suite = str(self.query_one("#eval-suite", Select).value)
-        data = self.query_one("#eval-data", Input).value.split() or None
         try:
-            evaluation.tasks_for(suite, data)  # the CLI's check, before any model loads
+            request = build(EvalRequest, values(self, EvalRequest))
+            request.check()  # the CLI's checks, before any model loads
         except EncodrError as exc:
             self.query_one("#eval-status", Static).update(f"[red]error:[/] {exc}")
             return
-        models = [self.query_one("#eval-model", Input).value.strip(), self.query_one("#eval-compare", Input).value.strip()]
         self.query_one("#eval-run", Button).disabled = True
-        self.query_one("#eval-status", Static).update(f"evaluating {' and '.join(m for m in models if m)} on {suite} …")
-        self.evaluate(suite, [m for m in models if m], data)
+        self.query_one("#eval-status", Static).update(f"evaluating {' and '.join(filter(None, [request.model, request.compare]))} on {request.suite} …")
+        self.evaluate(request)
 
     @work(thread=True, exclusive=True, group="eval")
-    def evaluate(self, suite: str, models: list[str], data: list[str] | None) -> None:
-        from .. import evaluation
-        from ..models import load_encoder
-
-        options = {"pcr": "uncentred"} if suite == "bitext" and self.query_one("#eval-pcr", Checkbox).value else {}
-        backend = str(self.query_one("#eval-backend", Select).value)  # for the model; the comparison runs on torch, as in the CLI
+    def evaluate(self, request: EvalRequest) -> None:
         try:
-            reports = [evaluation.run(suite, load_encoder(m, backend=backend if i == 0 else "torch"), data, **options) for i, m in enumerate(models)]
+            result = commands.evaluate(request, warn=lambda line: self.app.call_from_thread(self.query_one("#eval-status", Static).update, line))
         except EncodrError as exc:
             self.app.call_from_thread(self.finished, None, f"error: {exc}")
             return
-        self.app.call_from_thread(self.finished, reports, None)
+        self.app.call_from_thread(self.finished, result, None)
 
-    def finished(self, reports, message: str | None) -> None:
+    def finished(self, result, message: str | None) -> None:
         self.query_one("#eval-run", Button).disabled = False
-        if reports is None:
+        if result is None:
             self.query_one("#eval-status", Static).update(f"[red]{message}[/]")
             return
         self.query_one("#eval-status", Static).update("done")
         table = self.query_one("#eval-table", DataTable)
         table.clear(columns=True)
-        table.add_columns("dataset", "metric", "n", *[r.model for r in reports], *(["Δ"] if len(reports) == 2 else []))
-        for i, score in enumerate(reports[0].scores):
-            values = [r.scores[i].value for r in reports]
-            table.add_row(score.dataset, score.metric, str(score.n), *[f"{v:.2f}" for v in values],
-                          *([f"{values[0] - values[1]:+.2f}"] if len(values) == 2 else []))  # fmt: skip
+        (shown,) = result.tables()
+        table.add_columns(*shown.columns)
+        for row in shown.rows:
+            table.add_row(*row)
+        reports = result.reports
         chart = self.query_one("#eval-chart", PlotextPlot)
         plt = chart.plt
         plt.clear_data()
         plt.clear_figure()
-        from ..evaluation.tasks import PRIMARY
-
-        metric = PRIMARY[reports[0].suite]
-        names = [s.dataset for s in reports[0].scores if s.metric == metric]
-        series = [[s.value for s in r.scores if s.metric == metric] for r in reports]
+        metric = result.primary
+        names = [s["dataset"] for s in reports[0]["scores"] if s["metric"] == metric]
+        series = [[s["value"] for s in r["scores"] if s["metric"] == metric] for r in reports]
         if len(series) == 1:
             plt.bar(names, series[0])
         else:
-            plt.multiple_bar(names, series, labels=[r.model for r in reports])
-        plt.title(f"{reports[0].suite}: {metric}")
+            plt.multiple_bar(names, series, labels=[r["model"] for r in reports])
+        plt.title(f"{result.suite}: {metric}")
         chart.refresh()

@@ -45,12 +45,13 @@ class RunsPane(Vertical):
     def refresh_runs(self) -> None:
         """List the registry's runs again, newest first; the highlighted run stays highlighted
         (the newest one when none was)."""
-        from ..registry import runs
+        from ..core import commands
+        from ..core.requests import RunsRequest
 
         table = self.query_one("#runs-table", DataTable)
         table.clear(columns=True)
         table.add_columns("id", "created", "status", "recipe", "model", "data", "out")
-        for row in runs(limit=100):
+        for row in commands.runs(RunsRequest(limit=100)).rows:
             table.add_row(str(row["id"]), str(row["created"])[:16], row.get("status") or "done", str(row.get("recipe_name") or ""),
                           str(row.get("model", "")), str(row.get("data", "")), str(row.get("out", "")), key=str(row["id"]))  # fmt: skip
         if table.row_count:
@@ -67,9 +68,10 @@ class RunsPane(Vertical):
 
     def show_run(self, run_id: int) -> None:
         """The run's details, recipe, loss curve and dev curve (what ``encodr runs show`` prints and plots)."""
-        from ..registry import get_run, run_log
+        from ..core import commands
+        from ..core.requests import RunRequest
 
-        row = get_run(run_id)
+        row = commands.run(RunRequest(run_id=run_id)).record
         self.selected = row
         metrics = row.get("metrics") or {}
         lines = [f"run {row['id']} · {row.get('status') or 'done'}", f"model: {row.get('model')}", f"recipe: {row.get('recipe_name')}",
@@ -77,7 +79,7 @@ class RunsPane(Vertical):
         lines += [f"{k}: {v}" for k, v in metrics.items() if not isinstance(v, (dict, list))]
         lines += ["", "recipe:"] + [f"  {k}: {v}" for k, v in (row.get("recipe") or {}).items()]
         self.query_one("#run-detail", Static).update("\n".join(lines))
-        log = run_log(row)
+        log = row["loss_log"]
         for plot_id, xs, ys, title in (
             ("#run-loss", [r["step"] for r in log], [r["loss"] for r in log], "training loss"),
             ("#run-dev", [p["step"] for p in metrics.get("dev_curve") or []], [p["dev"] for p in metrics.get("dev_curve") or []],

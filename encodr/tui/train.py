@@ -57,16 +57,17 @@ class TrainPane(Vertical):
         self.dev: list[tuple[int, float]] = []
         self.phases: dict[str, str] = {}
         self.started = 0.0
-        self.result: dict | None = None
+        self.result = None  # the finished run (encodr.core.results.TuneResult)
         self.error: str | None = None
         self.running = False
 
     def compose(self) -> ComposeResult:
         from ..evaluation import TASKS
         from ..methods.recipe import available
-        from ..models import list_models
+        from ..core import commands
+        from ..core.requests import ModelsRequest
 
-        models = [(f"{m['name']} ({m['source']})", m["name"]) for m in list_models()]
+        models = [(f"{m['name']} ({m['source']})", m["name"]) for m in commands.models(ModelsRequest()).rows]
         recipes = [(name, name) for name in available()]
         devs = [(name, name) for name, task in TASKS.items() if task.split == "dev"]
         with Horizontal():
@@ -84,8 +85,10 @@ class TrainPane(Vertical):
                 yield Static("", id="train-preview")
                 yield Label("dev set (optional: keeps the best checkpoint)")
                 yield Select(devs, id="train-dev")
+                yield Label("bitext (optional: translation-pair files, space-separated, for recipes that learn from bitext)")
+                yield Input(placeholder="pairs.tsv", id="train-bitext")
                 yield Label("output folder")
-                yield Input(placeholder="output folder (required)", id="train-out")
+                yield Input(placeholder="blank: encodr-runs/RECIPE-TIME, as encodr tune", id="train-out")
                 with Horizontal(classes="field-row"):
                     yield Button("Start", id="train-start", variant="success")
                     yield Button("Cancel", id="train-cancel", variant="error", disabled=True)
@@ -185,22 +188,19 @@ class TrainPane(Vertical):
         self.query_one("#train-stats", Static).update("cancelling after the current step…")
 
     def request(self):
-        """The recipe and :class:`encodr.methods.TuneJob` the form describes, checked as
-        ``encodr tune`` checks them. Raises EncodrError."""
-        from ..methods import TuneJob, load_recipe
+        """The recipe and job the form describes, checked as ``encodr tune`` checks them
+        (:func:`encodr.core.commands.prepare_tune`). Raises EncodrError."""
+        from ..core import commands
+        from ..core.fields import build
+        from ..core.requests import TuneRequest
+        from .forms import values
 
-        out = self.query_one("#train-out", Input).value.strip()
-        if not out:
-            raise EncodrError("choose an output folder")
-        recipe = load_recipe(self.recipe_spec(), self.overrides())
         model = self.query_one("#train-model-path", Input).value.strip() or self.query_one("#train-model", Select).value
         if not isinstance(model, str):  # the Select's blank value
             raise EncodrError("choose a base model")
-        dev = self.query_one("#train-dev", Select).value
-        data = self.query_one("#train-data", Input).value.strip() or None
-        request = TuneJob(out=Path(out), data=data, models=[str(model)], dev=dev if isinstance(dev, str) else None,
-                              progress=self.report, warn=self.warn, on_step=self.step)  # fmt: skip
-        return recipe, request
+        given = values(self, TuneRequest, skip=("recipe", "model", "set"))
+        given.update(recipe=self.recipe_spec(), model=[model], set=[f"{k}={v}" for k, v in self.overrides().items()])
+        return commands.prepare_tune(build(TuneRequest, given), progress=self.report, warn=self.warn, on_step=self.step)
 
     def start(self) -> None:
         if self.running:
@@ -220,11 +220,12 @@ class TrainPane(Vertical):
 
     @work(thread=True, exclusive=True, group="train")
     def train(self, recipe, request) -> None:
-        from ..methods import RunCancelled, tune
+        from ..core import commands
+        from ..methods import RunCancelled
 
         try:
-            summary = tune(recipe, request)
-            self.app.call_from_thread(self.finished, summary, None)
+            result = commands.tune(recipe, request)
+            self.app.call_from_thread(self.finished, result, None)
         except RunCancelled:
             self.app.call_from_thread(self.finished, None, f"cancelled: nothing written at {request.out}; the registry says cancelled")
         except EncodrError as exc:
@@ -282,7 +283,7 @@ class TrainPane(Vertical):
             self.query_one("#train-result", Static).update(f"[red]{message}[/]")
             self.query_one("#train-stats", Static).update("stopped")
             return
-        rows = (summary.get("table") or {}).get("rows") or []
-        lines = [f"saved {summary['out']} (run {', '.join(map(str, summary['run_ids']))})"] + [f"{k}: {v}" for k, v in rows[:12]]
+        (table,) = summary.tables()
+        lines = [f"saved {summary.out} (run {', '.join(map(str, summary.run_ids))})"] + [f"{r[0]}: {r[1]}" for r in table.rows[:12]]
         self.query_one("#train-result", Static).update("\n".join(lines))
         self.query_one("#train-stats", Static).update("done")

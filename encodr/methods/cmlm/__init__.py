@@ -8,7 +8,7 @@ additive-margin softmax over in-batch translations), for language-agnostic sente
 - :mod:`.method`: the two streams and ``run``.
 """
 
-from .. import Method
+from ..base import Method
 from .config import CMLMRecipe
 from .method import run
 

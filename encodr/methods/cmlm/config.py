@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from ...training.args import OPTIM_RULES, OptimArgs, Rules
-from ..mirror.config import POOLINGS, RAW_POOLINGS
+from ...training.args import Rules
+from ..base import SingleRunRecipe
 
 
 @dataclass(frozen=True)
-class CMLMRecipe:
+class CMLMRecipe(SingleRunRecipe):
     """Settings of conditional masked language modelling plus bitext retrieval.
 
     Attributes:
@@ -39,34 +38,20 @@ class CMLMRecipe:
         description: one line shown by ``encodr recipes``.
     """
 
-    name: str = "custom"
     method: str = "cmlm"
-    lr: float = 2e-5
-    epochs: int = 1
-    batch_size: int = 32
     bitext_batch_size: int = 64
-    weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     warmup: float = 0.1
-    grad_accum: int = 1
-    mini_batch: int = 0
-    eval_steps: int = 0
-    max_length: int = 64
     mask_rate: float = 0.3125
     projections: int = 15
     margin: float = 0.3
     scale: float = 20.0
     cmlm_weight: float = 1.0
     bitext_weight: float = 0.2
-    pooling: str = "auto"
     raw_pooling: str = "mean"
-    seed: int = 42
-    amp: str = "auto"
-    default_data: str = "none"
-    description: str = ""
 
     RULES: ClassVar[Rules] = {
-        **OPTIM_RULES,
+        **SingleRunRecipe.RULES,
         "bitext_batch_size": (lambda v: v >= 2, "an integer ≥ 2"),
         "max_length": (lambda v: v >= 4, "an integer ≥ 4"),
         "mask_rate": (lambda v: 0 < v < 1, "a number in (0, 1)"),
@@ -75,15 +60,7 @@ class CMLMRecipe:
         "scale": (lambda v: v > 0, "a number > 0"),
         "cmlm_weight": (lambda v: v >= 0, "a number ≥ 0 (0: off)"),
         "bitext_weight": (lambda v: v >= 0, "a number ≥ 0 (0: off)"),
-        "pooling": (lambda v: v in POOLINGS, " | ".join(POOLINGS)),
-        "raw_pooling": (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS)),
         "default_data": (lambda v: v in ("none", "bible-sample"), "none | bible-sample"),
     }
 
-    def to_dict(self) -> dict[str, Any]:
-        """The recipe as a plain dict."""
-        return dataclasses.asdict(self)
 
-    def optim(self) -> OptimArgs:
-        """The optimisation settings the trainer takes."""
-        return OptimArgs.of(self)

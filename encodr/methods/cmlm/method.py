@@ -149,7 +149,7 @@ def run(ctx: RunContext) -> Outcome:
         EncodrError: no usable input (neither documents with 2+ sentences nor bitext, or both
             parts weighted 0), or bad files, checked before the model loads.
     """
-    from .. import fit_report, load_dev
+    from ..base import fit_report, load_dev
 
     request, recipe = ctx.request, ctx.recipe
     data, bitext = request.data, list(request.bitext)
@@ -177,12 +177,11 @@ def run(ctx: RunContext) -> Outcome:
     result = ctx.trainer.fit(module, streams, recipe.optim(), evaluate=(lambda: dev.score(encoder)) if dev else None,
                              eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step)  # fmt: skip
     ctx.save(".", encoder.save)
-    report, metrics, training_rows = fit_report(ctx, result, dev)
+    report, metrics, shown = fit_report(ctx, result, dev)
     sources = ([documents.source] if documents else []) + (bitext if translations else [])
     summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": ", ".join(sources), "cmlm_pairs": len(adjacent),
                "bitext_pairs": len(translations), "mlm_head_from_checkpoint": head.from_checkpoint, **report}  # fmt: skip
     metrics.update(cmlm_pairs=len(adjacent), bitext_pairs=len(translations))
     rows = [{"kind": "tune", "model": encoder.name, "data": summary["data"], "data_sha256": documents.sha256 if documents else "",
              "strings": len(adjacent) + len(translations), "out": ".", "metrics": metrics}]  # fmt: skip
-    table = [[k, str(summary[k])] for k in ("base_model", "pooling", "data", "cmlm_pairs", "bitext_pairs")] + training_rows
-    return Outcome(summary, rows, {"title": "encodr tune (CMLM)", "columns": ["field", "value"], "rows": table}, result.log)
+    return Outcome(summary, rows, result.log, ("base_model", "pooling", "data", "cmlm_pairs", "bitext_pairs", *shown))

@@ -6,7 +6,7 @@ and a masked token span, pulled together by InfoNCE over in-batch negatives (Eq.
 - :mod:`.method`: the training stream and ``run``.
 """
 
-from .. import Method
+from ..base import Method
 from .config import MirrorRecipe
 from .method import run
 

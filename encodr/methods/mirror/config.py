@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from ...training.args import OPTIM_RULES, OptimArgs, Rules
+from ...training.args import Rules
+from ..base import SingleRunRecipe
 
-POOLINGS = ("auto", "cls", "mean")
-RAW_POOLINGS = ("cls", "mean")
 LOSS_NAMES = ("mirror_infonce",)
 DEFAULT_DATA = ("words", "mesh", "wiki", "stsb-train", "none")
 
 
 @dataclass(frozen=True)
-class MirrorRecipe:
+class MirrorRecipe(SingleRunRecipe):
     """Resolved Mirror-BERT settings (bundled: ``word``, ``phrase``, ``sentence``).
 
     Attributes:
@@ -55,49 +53,26 @@ class MirrorRecipe:
         description: one line shown by ``encodr recipes``.
     """
 
-    name: str = "custom"
     method: str = "mirror"
     loss: str = "mirror_infonce"
     temperature: float = 0.04
     span_mask: int = 5
     max_length: int = 50
-    epochs: int = 1
     batch_size: int = 200
-    lr: float = 2e-5
-    weight_decay: float = 0.01
-    max_grad_norm: float = 0.0
-    warmup: float = 0.0
-    grad_accum: int = 1
-    mini_batch: int = 0
-    eval_steps: int = 0
     dropout: float = 0.1
     drophead: float = 0.0
     false_negative_cos: float = 0.0
-    pooling: str = "auto"
-    raw_pooling: str = "cls"
-    seed: int = 42
-    amp: str = "auto"
-    default_data: str = "none"
-    description: str = ""
 
     RULES: ClassVar[Rules] = {
-        **OPTIM_RULES,
+        **SingleRunRecipe.RULES,
         "temperature": (lambda v: 0 < v <= 10, "a number in (0, 10]"),
         "span_mask": (lambda v: v >= 0, "an integer ≥ 0"),
         "max_length": (lambda v: v >= 3, "an integer ≥ 3"),
         "dropout": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
         "drophead": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
         "false_negative_cos": (lambda v: 0 <= v <= 1, "a number in [0, 1] (0: off)"),
-        "pooling": (lambda v: v in POOLINGS, " | ".join(POOLINGS)),
-        "raw_pooling": (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS)),
         "loss": (lambda v: v in LOSS_NAMES, " | ".join(LOSS_NAMES)),
         "default_data": (lambda v: v in DEFAULT_DATA, " | ".join(DEFAULT_DATA)),
     }
 
-    def to_dict(self) -> dict[str, Any]:
-        """The recipe as a plain dict (what ``recipe.yaml`` in an output directory holds)."""
-        return dataclasses.asdict(self)
 
-    def optim(self) -> OptimArgs:
-        """The optimisation settings the trainer takes."""
-        return OptimArgs.of(self)

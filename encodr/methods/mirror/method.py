@@ -10,9 +10,10 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ...data.text import Corpus, default_corpus, read_corpus
+from ...data.bundled import default_corpus
+from ...data.text import Corpus, read_corpus
 from ...errors import EncodrError
-from ...losses import LOSSES, CachedLoss
+from ...losses import CachedLoss, MirrorInfoNCELoss
 from ...models import load_encoder
 from ...training import Outcome, RunContext, Stream, to_device
 from .config import MirrorRecipe
@@ -74,7 +75,7 @@ def mirror_stream(tokenizer, ids: Sequence[Sequence[int]], recipe: MirrorRecipe,
     special = frozenset(tokenizer.all_special_ids)
     with_types = "token_type_ids" in tokenizer.model_input_names
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    loss_fn = LOSSES[recipe.loss](recipe.temperature, recipe.false_negative_cos)
+    loss_fn = MirrorInfoNCELoss(recipe.temperature, recipe.false_negative_cos)  # the recipe's loss: mirror_infonce, its one choice
 
     def batch(indices: list[int], epoch: int) -> dict:
         chosen = [ids[i] for i in indices]
@@ -113,7 +114,7 @@ def run(ctx: RunContext) -> Outcome:
     Raises:
         EncodrError: bad input (data, dev set, model), checked before training.
     """
-    from .. import fit_report, load_dev
+    from ..base import fit_report, load_dev
 
     request, recipe = ctx.request, ctx.recipe
     corpus = load_training_strings(request.data, recipe, request.limit)
@@ -141,8 +142,7 @@ def run(ctx: RunContext) -> Outcome:
         for h in hooks:
             h.remove()
     ctx.save(".", encoder.save)
-    report, metrics, training_rows = fit_report(ctx, result, dev)
+    report, metrics, shown = fit_report(ctx, result, dev)
     summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": corpus.source, "data_sha256": corpus.sha256, "strings": n, **report}
     rows = [{"kind": "tune", "model": encoder.name, "data": corpus.source, "data_sha256": corpus.sha256, "strings": n, "out": ".", "metrics": metrics}]
-    table = [[k, str(summary[k])] for k in ("base_model", "pooling", "data", "strings")] + training_rows
-    return Outcome(summary, rows, {"title": "encodr tune", "columns": ["field", "value"], "rows": table}, result.log)
+    return Outcome(summary, rows, result.log, ("base_model", "pooling", "data", "strings", *shown))

@@ -6,7 +6,7 @@ distillation).
 - :mod:`.method`: pairs, labelling, the two training streams and ``run``.
 """
 
-from .. import Method
+from ..base import Method
 from .config import TransEncoderRecipe
 from .method import run
 

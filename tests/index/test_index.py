@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from tests.conftest import run_cli
 from encodr.errors import EncodrError
 from encodr.index import Index, build
 from encodr.data.records import read_records

@@ -147,7 +147,7 @@ def test_tatoeba_layout_and_its_errors(tmp_path):
 def test_cli_eval_bitext_on_a_user_file(tiny_model, tmp_path, capsys, monkeypatch):
     import json
 
-    from conftest import run_cli
+    from tests.conftest import run_cli
 
     f = tmp_path / "pairs.tsv"
     f.write_text("il gatto\tthe cat\tita\teng\nil cane\tthe dog\tita\teng\nla casa\tthe house\tita\teng\n")

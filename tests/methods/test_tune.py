@@ -14,9 +14,9 @@ import torch
 from encodr import registry
 from encodr.methods import load_recipe
 from encodr.data.text import top_words
-from encodr.losses import LOSSES
+from encodr.losses import MirrorInfoNCELoss
 from encodr.models import load_encoder
-from conftest import run_tune
+from tests.conftest import run_tune
 
 FAST = {"batch_size": 16, "epochs": 3, "lr": 5e-4, "max_length": 16}
 
@@ -139,7 +139,7 @@ def test_false_negative_filter_sends_guide_rows_and_the_loss_drops_close_pairs(t
     n = 4
     v = torch.ones(n, 3)
     expected = (4 * math.log(2 * n - 3) + 4 * math.log(2 * n - 1)) / (2 * n)
-    loss = LOSSES["mirror_infonce"](0.2, 0.75)
+    loss = MirrorInfoNCELoss(0.2, 0.75)
     assert loss(v, v.clone(), guide=torch.from_numpy(guide)).item() == pytest.approx(expected, rel=1e-6)
     with pytest.raises(ValueError):
         mirror_stream(tok, ids, tiny_recipe(false_negative_cos=0.75), None)

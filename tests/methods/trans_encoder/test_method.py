@@ -14,7 +14,7 @@ from encodr.errors import EncodrError
 from encodr.methods.trans_encoder.config import TransEncoderRecipe
 from encodr.data.pairs import mine_pairs, read_pairs
 
-from conftest import run_cli
+from tests.conftest import run_cli
 
 PAIRS = [
     ("a man is playing a guitar", "a man plays the guitar"),
@@ -170,7 +170,7 @@ def test_one_cycle_writes_both_models_and_the_cross_encoder_learns_its_pseudo_la
     from encodr.models import load_cross
     from encodr.models import load_encoder
     from encodr.registry import runs
-    from conftest import run_trans_encoder
+    from tests.conftest import run_trans_encoder
 
     data = tmp_path / "pairs.tsv"
     data.write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS))
@@ -196,7 +196,7 @@ def test_one_cycle_writes_both_models_and_the_cross_encoder_learns_its_pseudo_la
 
 
 def test_mutual_distillation_with_dev_selection_and_mined_pairs(tiny_model, tmp_path):
-    from conftest import run_trans_encoder
+    from tests.conftest import run_trans_encoder
 
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("".join(f"{s}\n" for p in PAIRS for s in p))
@@ -263,7 +263,7 @@ def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, m
 def test_the_starting_bi_encoder_is_saved_when_no_trained_one_beats_it_on_dev(spread_model, tmp_path):
     # A dev file whose gold order is the start model's own cosine order gives the start ρ = 100:
     # no trained bi-encoder can beat it, so bi/ holds the starting weights and the run says so.
-    from conftest import run_trans_encoder
+    from tests.conftest import run_trans_encoder
     from encodr.models import load_encoder
 
     start = load_encoder(str(spread_model), pooling="mean", max_length=12, device="cpu")

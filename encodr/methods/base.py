@@ -1,0 +1,156 @@
+"""What every method package shares: the :class:`Method` record it exports as ``METHOD``, the
+dev set it selects on (:func:`load_dev`), and what a single-model method reports (:func:`fit_report`).
+Method packages import these from here, never from :mod:`encodr.methods` (which imports them)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+from ..errors import EncodrError
+from ..models.encoder import POOLINGS, RAW_POOLINGS
+from ..training.args import OPTIM_RULES, OptimArgs, Rules
+from ..training.run import Outcome, RunContext
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The fields every method's recipe has, with their rules; a method's recipe class extends
+    it (or :class:`SingleRunRecipe`) with its own fields, and re-declares a shared field to change
+    its default. See each method's class for what the fields mean there.
+
+    Attributes:
+        name: recipe name (file stem).
+        method: the method package that runs it.
+        weight_decay, max_grad_norm, warmup: AdamW weight decay; gradient clipping (0: off); the
+            fraction of steps with linear warm-up then linear decay.
+        eval_steps: with ``--dev``, also evaluate every this many steps (0: at epoch ends only).
+        pooling, raw_pooling: :data:`~encodr.models.encoder.POOLINGS`, :data:`~encodr.models.encoder.RAW_POOLINGS`.
+        seed, amp: random seed; mixed precision (``auto``, ``bf16``, ``fp16``, ``no``).
+        default_data, description: bundled data used without a FILE; one line for ``encodr recipes``.
+    """
+
+    name: str = "custom"
+    method: str = ""
+    weight_decay: float = 0.01
+    max_grad_norm: float = 0.0
+    warmup: float = 0.0
+    eval_steps: int = 0
+    pooling: str = "auto"
+    raw_pooling: str = "cls"
+    seed: int = 42
+    amp: str = "auto"
+    default_data: str = "none"
+    description: str = ""
+
+    RULES: ClassVar[Rules] = {
+        **OPTIM_RULES,
+        "pooling": (lambda v: v in POOLINGS, " | ".join(POOLINGS)),
+        "raw_pooling": (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS)),
+    }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The recipe as a plain dict (what ``recipe.yaml`` in an output directory holds)."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class SingleRunRecipe(Recipe):
+    """A recipe trained by one optimiser over the whole run (Mirror-BERT, CMLM; Trans-Encoder has
+    one per phase): learning rate, epochs, batch size, accumulation, GradCache chunk, max length."""
+
+    lr: float = 2e-5
+    epochs: int = 1
+    batch_size: int = 32
+    grad_accum: int = 1
+    mini_batch: int = 0
+    max_length: int = 64
+
+    def optim(self) -> OptimArgs:
+        """The optimisation settings the trainer takes."""
+        return OptimArgs.of(self)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One training method.
+
+    Attributes:
+        name: the value of ``method:`` in a recipe.
+        config: its recipe dataclass (with ``RULES`` and ``to_dict()``).
+        run: ``(ctx: RunContext) → Outcome``.
+        inputs: which optional inputs of :class:`~encodr.training.run.TuneJob` it
+            takes, among ``dev``, ``bitext``, ``report`` and ``models`` (several base
+            models); a request using another is refused before any work.
+        summary: one line for ``encodr recipes`` and the docs.
+    """
+
+    name: str
+    config: type
+    run: Callable[[RunContext], Outcome]
+    inputs: tuple[str, ...] = ()
+    summary: str = ""
+
+
+def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role: str = "--dev"):
+    """The evaluation set a method selects on (``role`` ``--dev``) or reports on.
+
+    Args:
+        ctx: the run (a one-line warning goes through it).
+        spec: a bundled set name or a scored-pairs file; ``None`` gives ``None``.
+        metric: the primary metric the method needs (e.g. ``spearman``), or ``None`` for any.
+        role: how the error and warning name the set.
+
+    Returns:
+        An :class:`encodr.evaluation.DevSet` or ``None``. Selecting on a test set is allowed,
+        with a warning that its score is then optimistic.
+
+    Raises:
+        EncodrError: see :func:`encodr.evaluation.dev_set`, or a set scored by another metric.
+    """
+    from ..evaluation import dev_set
+
+    if not spec:
+        return None
+    found = dev_set(spec)
+    if metric and found.metric != metric:
+        raise EncodrError(f"{role} {spec} is scored by {found.metric}; recipe '{ctx.recipe.name}' selects on {metric}, e.g. stsb-dev or a scored-pairs file")
+    if role == "--dev" and found.split == "test":
+        ctx.warn(f"--dev {found.name} is a test set: selecting on it makes its score optimistic; report another set")
+    return found
+
+
+def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict, tuple[str, ...]]:
+    """What a single-model method reports about its :class:`~encodr.training.TrainResult`, and
+    the one-line warning when ``--dev`` selection kept the starting weights.
+
+    Args:
+        ctx: the run.
+        result: the trainer's result.
+        dev: the :class:`~encodr.evaluation.DevSet` selected on, or ``None``.
+
+    Returns:
+        (summary fields for ``encodr.json``, metrics for the registry row, the summary keys
+        that sum the training up (:attr:`~encodr.training.run.Outcome.shown`): steps, time,
+        loss and each stream's last loss, precision, device, processes, and with ``--dev`` the
+        dev curve and the kept step).
+    """
+    if result.kept_start:
+        ctx.warn(f"no training step beat the starting model on {ctx.request.dev} ({dev.metric} {result.dev_curve[0]['dev']:.2f}); "
+                 "saved the starting weights unchanged")  # fmt: skip
+    summary = {
+        "steps": result.steps, "examples": result.examples, "train_seconds": round(result.seconds, 2), "eval_seconds": result.eval_seconds,
+        "examples_per_s": round(result.examples_per_s, 2), "final_loss": round(result.final_loss, 5),
+        "dev": ctx.request.dev, "dev_curve": result.dev_curve, "best": result.best,
+    }  # fmt: skip
+    streams = {k: round(v, 5) for k, v in (result.log[-1] if result.log else {}).items() if k.startswith("loss/")}
+    summary.update(streams)
+    metrics = {k: summary[k] for k in ("steps", "examples_per_s", "final_loss")}
+    metrics.update(streams, precision=result.precision, device=result.device, processes=result.processes)
+    shown = ("steps", "train_seconds", "examples_per_s", "final_loss", *streams, "precision", "device", "processes")
+    if dev:
+        summary["dev_metric"] = dev.metric
+        metrics.update(dev_set=ctx.request.dev, dev_metric=dev.metric, best=result.best, dev_curve=result.dev_curve)
+        shown += ("dev_curve", "best")
+    return summary, metrics, shown

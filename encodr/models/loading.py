@@ -1,0 +1,80 @@
+"""Loading a bi-encoder: resolve the spec (:func:`~.encoder.resolve`), build the
+sentence-transformers model with the pooling asked for, and pick its forward pass — torch, or
+ONNX Runtime (:mod:`.onnx`). Kept apart from :mod:`.encoder` so that the ONNX encoder, which
+extends :class:`~.encoder.Encoder`, and the loader that chooses it import in one direction."""
+
+from __future__ import annotations
+
+from ..errors import EncodrError, first_line
+from .encoder import Encoder, check_backend, pick_device, resolve
+from .logs import quiet
+
+
+def load_encoder(
+    spec: str | None = None,
+    pooling: str = "auto",
+    raw_pooling: str = "cls",
+    max_length: int | None = None,
+    device: str | None = None,
+    backend: str = "torch",
+) -> Encoder:
+    """Load a bi-encoder.
+
+    Args:
+        spec: model spec (see :func:`resolve`).
+        pooling: ``auto`` keeps the model's own pooling (``raw_pooling`` for a raw MLM);
+            ``cls`` or ``mean`` replaces it.
+        raw_pooling: pooling for a raw checkpoint with none of its own.
+        max_length: truncate inputs to this many tokens (``None``: the model's setting).
+        device: ``cpu``, ``cuda``…; default: CUDA when available.
+        backend: ``torch``, or ``onnx`` / ``onnx-int8`` (onnxruntime on the CPU,
+            :mod:`encodr.models.onnx`; the model is exported on first use and cached).
+
+    Returns:
+        An :class:`Encoder` (an :class:`~encodr.models.onnx.OnnxEncoder` for the ONNX backends).
+
+    Raises:
+        EncodrError: see :func:`resolve`; an unknown backend; or the checkpoint cannot be loaded
+            or exported.
+    """
+    check_backend(backend)
+    if backend != "torch":
+        from .onnx import onnx_encoder
+
+        return onnx_encoder(load_encoder(spec, pooling, raw_pooling, max_length, "cpu"), backend)
+    ref = resolve(spec)
+    if ref.kind == "cross":
+        raise EncodrError(
+            f"'{ref.spec}' is a cross-encoder: it scores pairs but does not embed texts; use a bi-encoder here "
+            "(a Trans-Encoder run saves one in bi/), or pass --cross to encodr score / eval sts / eval pairs"
+        )
+    quiet()
+    device = pick_device(device)
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    try:
+        if ref.is_sentence_transformer:
+            st = SentenceTransformer(str(ref.path), device=device, local_files_only=True)
+        else:
+            transformer = Transformer(str(ref.path))
+            mode = raw_pooling if pooling == "auto" else pooling
+            st = SentenceTransformer(
+                modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=mode), Normalize()],
+                device=device,
+            )
+    except EncodrError:
+        raise
+    except Exception as exc:
+        raise EncodrError(f"could not load model '{ref.spec}' from {ref.path}: {first_line(exc)}") from None
+    encoder = Encoder(st, ref.spec)
+    if pooling != "auto" and encoder.pooling != pooling:
+        names = list(st._modules)
+        for name in names:
+            if isinstance(st._modules[name], Pooling):
+                st._modules[name] = Pooling(encoder.dimension, pooling_mode=pooling)
+        if not any(isinstance(m, Normalize) for m in st):
+            st.append(Normalize())
+    if max_length is not None:
+        encoder.max_length = max_length
+    return encoder

@@ -1,0 +1,47 @@
+"""The TUI's forms over the core's requests (:mod:`encodr.core.requests`): which widget of a
+pane renders which request field, and reading a pane's widgets into a request's values.
+
+``tests/core/test_fronts.py`` checks that every field a request declares for the TUI has a
+widget here; the panes build their requests only through :func:`values`, so a field without
+a widget cannot reach the core from the TUI.
+"""
+
+from __future__ import annotations
+
+from textual.widgets import Checkbox, Input, Select
+
+from ..core.requests import EvalRequest, IndexRequest, TuneRequest
+
+# request class → {field: widget id}
+FORMS = {
+    IndexRequest: {"corpus": "index-files", "model": "index-model", "out": "index-out", "index_type": "index-type", "add": "index-add",
+                   "overwrite": "index-overwrite", "pcr": "index-pcr", "pcr_variant": "index-pcr-variant", "lang": "index-lang",
+                   "batch_size": "index-batch-size", "backend": "index-backend", "processes": "index-processes"},
+    EvalRequest: {"suite": "eval-suite", "data": "eval-data", "model": "eval-model", "compare": "eval-compare", "cross": "eval-cross",
+                  "compare_cross": "eval-compare-cross", "pcr": "eval-pcr", "pcr_variant": "eval-pcr-variant", "limit": "eval-limit",
+                  "backend": "eval-backend"},
+    TuneRequest: {"file": "train-data", "recipe": "train-recipe", "model": "train-model", "dev": "train-dev", "bitext": "train-bitext",
+                  "out": "train-out", "set": "train-fields"},
+}  # fmt: skip
+
+
+def values(pane, model, skip: tuple[str, ...] = ()) -> dict:
+    """The values of ``model``'s fields in ``pane``'s widgets: an Input's text (split on
+    spaces for a list field; blank: left out, so the request's default applies), a
+    Checkbox's state, a Select's value (blank: left out). ``skip``: fields the pane reads itself."""
+    import typing
+
+    out = {}
+    for name, widget_id in FORMS[model].items():
+        if name in skip:
+            continue
+        widget = pane.query_one(f"#{widget_id}")
+        if isinstance(widget, Checkbox):
+            out[name] = widget.value
+        elif isinstance(widget, Select):
+            if isinstance(widget.value, str):
+                out[name] = widget.value
+        elif isinstance(widget, Input) and widget.value.strip():
+            is_list = "list" in str(model.model_fields[name].annotation) or typing.get_origin(model.model_fields[name].annotation) is list
+            out[name] = widget.value.split() if is_list else widget.value.strip()
+    return out
