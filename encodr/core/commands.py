@@ -18,7 +18,8 @@ from ..errors import EncodrError
 from ..progress import ProgressFn, silent
 from .requests import (EmbedRequest, EvalRequest, IndexRequest, IndexesRequest, ModelsRequest, RecipesRequest, RunRequest, RunsRequest, ScoreRequest,
                        SearchRequest, TuneRequest, pcr_variant)  # fmt: skip
-from .results import EmbedResult, Embedding, EvalResult, HitOut, ListResult, QueryHits, RecordResult, ScoreResult, SearchResult, TuneResult, Usage, short_path
+from .results import (EmbedResult, Embedding, EvalResult, HitOut, ListResult, QueryHits, RecordResult, RunsResult, ScoreResult, SearchResult, TuneResult,
+                      Usage, short_path)  # fmt: skip
 
 WarnFn = Callable[[str], None]
 
@@ -47,7 +48,7 @@ def search(request: SearchRequest, searcher=None) -> SearchResult:
     """
     request.check()
     searcher = searcher or open_searcher(request)
-    langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang)
+    langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search)
     return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"],
                         results=[QueryHits(query=q, lang=code, hits=[HitOut(**h.to_dict()) for h in hits])
                                  for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
@@ -243,38 +244,6 @@ def recipes(request: RecipesRequest) -> ListResult:
 
     columns = ["name", "method", "temperature", "span_mask", "max_length", "epochs", "batch_size", "lr", "cycles", "pooling", "default_data"]
     return ListResult(title="recipes", columns=columns, rows=[load_recipe(name).to_dict() for name in available()], missing="–")
-
-
-def _run_result(r: dict) -> str:
-    """A run's outcome in one cell: its loss and kept dev score, cancelled, or unreadable."""
-    m = r.get("metrics") or {}
-    if r.get("unreadable"):
-        return f"unreadable row: {r['unreadable']}"
-    if r.get("status") == "cancelled":
-        return "cancelled"
-    if "final_loss" in m:
-        text = f"loss {m['final_loss']:.4f} (mean of last 10 steps)"
-        if m.get("dev_metric"):  # selected on --dev: the kept checkpoint's score
-            best = m["best"]
-            text += f" · dev {m['dev_metric']} {best['dev']:.2f} ({'start kept' if best['step'] == 0 else 'step ' + str(best['step'])})"
-        return text
-    dev = (m.get("best") or {}).get("dev")
-    return "–" if dev is None else f"dev ρ {dev:.2f}"
-
-
-class RunsResult(ListResult):
-    """Recorded runs, newest first."""
-
-    def tables(self):
-        from .results import Table, human
-
-        table = Table("runs", ["id", "created", "run", "model", "recipe", "data", "seconds", "ex/s", "result", "out"], right=("id", "seconds", "ex/s"))
-        for r in self.rows:
-            m = r.get("metrics") or {}
-            table.rows.append([human(r.get("id")), str(r.get("created", ""))[:16], human(r.get("kind")), short_path(str(r.get("model", ""))),
-                               human(r.get("recipe_name")), short_path(str(r.get("data", ""))), human(r.get("duration_s")),
-                               human(m.get("examples_per_s")), _run_result(r), short_path(str(r.get("out", "")))])  # fmt: skip
-        return [table]
 
 
 def runs(request: RunsRequest) -> RunsResult:

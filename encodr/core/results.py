@@ -178,6 +178,36 @@ class ListResult(Result):
         return self.rows
 
 
+def _run_result(r: dict) -> str:
+    """A run's outcome in one cell: its loss and kept dev score, cancelled, or unreadable."""
+    m = r.get("metrics") or {}
+    if r.get("unreadable"):
+        return f"unreadable row: {r['unreadable']}"
+    if r.get("status") == "cancelled":
+        return "cancelled"
+    if "final_loss" in m:
+        text = f"loss {m['final_loss']:.4f} (mean of last 10 steps)"
+        if m.get("dev_metric"):  # selected on --dev: the kept checkpoint's score
+            best = m["best"]
+            text += f" · dev {m['dev_metric']} {best['dev']:.2f} ({'start kept' if best['step'] == 0 else 'step ' + str(best['step'])})"
+        return text
+    dev = (m.get("best") or {}).get("dev")
+    return "–" if dev is None else f"dev ρ {dev:.2f}"
+
+
+class RunsResult(ListResult):
+    """Recorded runs, newest first."""
+
+    def tables(self):
+        table = Table("runs", ["id", "created", "run", "model", "recipe", "data", "seconds", "ex/s", "result", "out"], right=("id", "seconds", "ex/s"))
+        for r in self.rows:
+            m = r.get("metrics") or {}
+            table.rows.append([human(r.get("id")), str(r.get("created", ""))[:16], human(r.get("kind")), short_path(str(r.get("model", ""))),
+                               human(r.get("recipe_name")), short_path(str(r.get("data", ""))), human(r.get("duration_s")),
+                               human(m.get("examples_per_s")), _run_result(r), short_path(str(r.get("out", "")))])  # fmt: skip
+        return [table]
+
+
 class RecordResult(Result):
     """One record (an index's summary, a run) shown as a field/value table; ``extra``: further tables."""
 

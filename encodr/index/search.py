@@ -141,7 +141,8 @@ class Searcher:
         self.last_ms = (time.perf_counter() - started) * 1000
         return results
 
-    def query(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None) -> tuple[list[str], list[list[Hit]]]:
+    def query(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, nprobe: int | None = None,
+              ef_search: int | None = None) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
         """Each query's language and its top-k hits (cosine, highest first). Thread-safe: it
         reads one generation of the index throughout, the current one when it starts.
 
@@ -150,6 +151,7 @@ class Searcher:
             k: hits per query.
             lang: the queries' language (default: detected; it picks the PCR component).
             hit_langs: keep only hits in these languages (ISO 639-3 codes as stored).
+            nprobe, ef_search: this call's search settings (:meth:`Index.search`; default: the searcher's).
 
         Returns:
             (q language codes, q lists of at most k :class:`Hit` s).
@@ -168,14 +170,15 @@ class Searcher:
             raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
                               field="hit_lang")  # fmt: skip
         langs = self.query_languages(queries, lang, index)
-        return langs, self._hits(self.encoder.encode(queries), k, langs, hit_langs, index)
+        return langs, self._hits(self.encoder.encode(queries), k, langs, hit_langs, index, nprobe, ef_search)
 
-    def _hits(self, query_vectors: np.ndarray, k: int, langs: list[str], hit_langs: list[str] | None = None, index: Index | None = None) -> list[list[Hit]]:
+    def _hits(self, query_vectors: np.ndarray, k: int, langs: list[str], hit_langs: list[str] | None = None, index: Index | None = None,
+              nprobe: int | None = None, ef_search: int | None = None) -> list[list[Hit]]:  # fmt: skip
         """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR) in ``index``
         (default: the current one)."""
         index = index or self.index
         vectors = index.prepare_queries(query_vectors, langs)
-        scores, ids = index.search(vectors, k, hit_langs)
+        scores, ids = index.search(vectors, k, hit_langs, nprobe, ef_search)
         rows = index.rows(np.unique(ids))
         results = []
         for qs, qi in zip(scores, ids):

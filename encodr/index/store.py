@@ -285,7 +285,8 @@ class Index:
             named = ", ".join(sorted(c for c in self.components if c != POOLED))
             raise EncodrError(f"index {self.path} has no principal component for language '{missing.args[0]}'; use --lang with one of {named}") from None
 
-    def search(self, vectors: np.ndarray, k: int, langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, vectors: np.ndarray, k: int, langs: list[str] | None = None, nprobe: int | None = None,
+               ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """k nearest vectors by inner product, optionally among texts of some languages only.
 
         Args:
@@ -293,6 +294,8 @@ class Index:
             k: neighbours per query.
             langs: keep only hits whose stored language is one of these (FAISS searches
                 with an ID selector, so k hits come back whenever k such texts exist).
+            nprobe, ef_search: this search's settings (default: the index's, :meth:`open`);
+                per call, so concurrent searches may differ.
 
         Returns:
             (scores float32 (q, k), ids int64 (q, k)); id −1 pads when fewer than k exist.
@@ -301,25 +304,25 @@ class Index:
 
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         if not langs:
-            return self.faiss.search(x, min(k, len(self)), params=self.search_params())
+            return self.faiss.search(x, min(k, len(self)), params=self.search_params(None, nprobe, ef_search))
         marks = ",".join("?" * len(langs))
         with self._db_lock:
             ids = np.array([r[0] for r in self._db.execute(f"select id from texts where lang in ({marks})", list(langs))], dtype=np.int64)
         if not len(ids):
             return np.zeros((len(x), 0), dtype=np.float32), np.zeros((len(x), 0), dtype=np.int64)
         selector = faiss.IDSelectorBatch(ids)
-        return self.faiss.search(x, min(k, len(ids)), params=self.search_params(selector))
+        return self.faiss.search(x, min(k, len(ids)), params=self.search_params(selector, nprobe, ef_search))
 
-    def search_params(self, selector=None):
+    def search_params(self, selector=None, nprobe: int | None = None, ef_search: int | None = None):
         """FAISS search parameters for this index's type: ``nprobe`` (IVF), ``efSearch``
         (HNSW), the re-ranking factor (IVF-PQ's refinement), and an ID selector."""
         import faiss
 
         base = faiss.downcast_index(self.faiss.base_index) if isinstance(self.faiss, faiss.IndexRefine) else self.faiss
         if isinstance(base, faiss.IndexHNSW):
-            params = faiss.SearchParametersHNSW(efSearch=self.ef_search)
+            params = faiss.SearchParametersHNSW(efSearch=ef_search or self.ef_search)
         elif isinstance(base, faiss.IndexIVF):
-            params = faiss.SearchParametersIVF(nprobe=self.nprobe)
+            params = faiss.SearchParametersIVF(nprobe=nprobe or self.nprobe)
         else:
             params = faiss.SearchParameters()
         if selector is not None:

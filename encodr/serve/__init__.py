@@ -26,7 +26,7 @@ def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_k
     Raises:
         EncodrError: a model or index that cannot be loaded (one line, before the server binds).
     """
-    from ..index import Searcher, list_indexes, locate
+    from ..index import Index, Searcher, list_indexes, locate
     from ..models import load_cross, load_encoder, resolve
     from .batcher import BatchedEncoder, DynamicBatcher
 
@@ -53,8 +53,6 @@ def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_k
         name = path.name
         if name in served.searchers:
             raise EncodrError(f"two served indexes are named '{name}'; serve one of them, or rename its folder", field="index")
-        from ..index import Index
-
         with Index.open(path) as index:
             model, backend = index.meta["model"], index.meta.get("backend", "torch")
         add_model(model, backend)

@@ -166,8 +166,6 @@ def create_app(served: Served) -> FastAPI:
         built = searcher.index.meta.get("backend", "torch")
         if req.backend is not None and req.backend != built:
             raise EncodrError(f"index '{req.index}' is served with backend {built}; leave backend out", field="backend")
-        if req.nprobe is not None or req.ef_search is not None:
-            raise EncodrError("nprobe and ef_search are set when the server starts (encodr serve); leave them out", field="nprobe" if req.nprobe else "ef_search")
         result = await run_in_threadpool(commands.search, req, searcher)
         return JSONResponse(result.payload())
 
