@@ -189,11 +189,19 @@ def _remote(url: str, route: str, body: dict):
         raise EncodrError(f"no encodr server at {url} ({getattr(exc, 'reason', exc)}); start one with encodr serve, or drop --server") from None
 
 
-def _http_body(model, request) -> dict:
-    """The request's fields that the HTTP API takes, as JSON."""
+def _answer(model, values: dict, server: Optional[str], route: str, result_type, local):
+    """Build and check a request of class ``model``; answer it through a running server at
+    ``server`` (its HTTP fields POSTed to ``route``, the JSON read back as ``result_type``),
+    or here with ``local(request)``."""
     from .core.fields import fields_for
 
-    return request.model_dump(include=set(fields_for(model, "http")), exclude_none=True)
+    request = build(model, values)
+    request.check()
+    if server:
+        body = request.model_dump(include=set(fields_for(model, "http")), exclude_none=True)
+        return result_type.model_validate(_remote(server, route, body))
+    _interactive_threads()
+    return local(request)
 
 
 @command(app, rq.TuneRequest, "tune")
@@ -221,14 +229,7 @@ def evaluate(values: dict, as_json: bool) -> None:
 def score(values: dict, as_json: bool, server: Optional[str]) -> None:
     from .core.results import ScoreResult
 
-    request = build(rq.ScoreRequest, values)
-    request.check()
-    if server:
-        result = ScoreResult.model_validate(_remote(server, "/v1/score", _http_body(rq.ScoreRequest, request)))
-    else:
-        _interactive_threads()
-        result = commands.score(request)
-    _show(result, as_json)
+    _show(_answer(rq.ScoreRequest, values, server, "/v1/score", ScoreResult, commands.score), as_json)
 
 
 @command(app, rq.IndexRequest, "index")
@@ -244,19 +245,15 @@ def index_cmd(values: dict, as_json: bool) -> None:
 def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     from .core.results import SearchResult
 
-    if not values.get("query"):
-        values["query"] = [line.strip() for line in sys.stdin if line.strip()]
-    request = build(rq.SearchRequest, values)
-    request.check()
-    if server:
-        result = SearchResult.model_validate(_remote(server, "/v1/search", _http_body(rq.SearchRequest, request)))
-    else:
-        _interactive_threads()
+    def local(request):
         searcher = commands.open_searcher(request)
         for line in searcher.warnings:
             _warn(line)
-        result = commands.search(request, searcher)
-    _show(result, as_json)
+        return commands.search(request, searcher)
+
+    if not values.get("query"):
+        values["query"] = [line.strip() for line in sys.stdin if line.strip()]
+    _show(_answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local), as_json)
 
 
 @command(app, rq.IndexesRequest, "indexes")

@@ -18,7 +18,7 @@ from ..errors import EncodrError
 from ..progress import ProgressFn, silent
 from .requests import (EmbedRequest, EvalRequest, IndexRequest, IndexesRequest, ModelsRequest, RecipesRequest, RunRequest, RunsRequest, ScoreRequest,
                        SearchRequest, TuneRequest, pcr_variant)  # fmt: skip
-from .results import (EmbedResult, Embedding, EvalResult, HitOut, ListResult, QueryHits, RecordResult, RunsResult, ScoreResult, SearchResult, TuneResult,
+from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits, RecordResult, RunsResult, ScoreResult, SearchResult, TuneResult,
                       Usage, short_path)  # fmt: skip
 
 WarnFn = Callable[[str], None]
@@ -50,7 +50,7 @@ def search(request: SearchRequest, searcher=None) -> SearchResult:
     searcher = searcher or open_searcher(request)
     langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search)
     return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"],
-                        results=[QueryHits(query=q, lang=code, hits=[HitOut(**h.to_dict()) for h in hits])
+                        results=[QueryHits(query=q, lang=code, hits=hits)
                                  for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..index.search import Hit
+
 # How some fields read in a table (their JSON keeps the plain number).
 UNITS = {"bytes_per_vector": "{:,.0f} B", "seconds": "{:.1f} s", "train_seconds": "{:.1f} s", "eval_seconds": "{:.1f} s",
          "duration_s": "{:.0f} s", "examples_per_s": "{:.2f}", "ms": "{:.1f} ms"}  # fmt: skip
@@ -87,25 +89,12 @@ class Result(BaseModel):
         return self.model_dump(mode="json")
 
 
-class HitOut(BaseModel):
-    """One search hit: rank (1-based), cosine score, the text and where it came from."""
-
-    rank: int
-    score: float
-    text: str
-    source: str
-    line: int
-    id: int
-    lang: str | None = None
-    ext_id: str | None = None
-
-
 class QueryHits(BaseModel):
     """One query's language (ISO 639-3, ``und``: none) and its hits."""
 
     query: str
     lang: str
-    hits: list[HitOut]
+    hits: list[Hit]  # encodr.index.Hit, a dataclass pydantic reads and writes as it is
 
 
 class SearchResult(Result):
