@@ -33,14 +33,14 @@ class Recipe:
 
     name: str = "custom"
     method: str = ""
-    weight_decay: float = 0.01
-    max_grad_norm: float = 0.0
-    warmup: float = 0.0
+    weight_decay: float = OptimArgs.weight_decay  # the optimiser's defaults are the trainer's (training.args.OptimArgs)
+    max_grad_norm: float = OptimArgs.max_grad_norm
+    warmup: float = OptimArgs.warmup
     eval_steps: int = 0
     pooling: str = "auto"
     raw_pooling: str = "cls"
-    seed: int = 42
-    amp: str = "auto"
+    seed: int = OptimArgs.seed
+    amp: str = OptimArgs.amp
     default_data: str = "none"
     description: str = ""
 
@@ -60,11 +60,11 @@ class SingleRunRecipe(Recipe):
     """A recipe trained by one optimiser over the whole run (Mirror-BERT, CMLM; Trans-Encoder has
     one per phase): learning rate, epochs, batch size, accumulation, GradCache chunk, max length."""
 
-    lr: float = 2e-5
-    epochs: int = 1
-    batch_size: int = 32
-    grad_accum: int = 1
-    mini_batch: int = 0
+    lr: float = OptimArgs.lr
+    epochs: int = OptimArgs.epochs
+    batch_size: int = OptimArgs.batch_size
+    grad_accum: int = OptimArgs.grad_accum
+    mini_batch: int = OptimArgs.mini_batch
     max_length: int = 64
 
     def optim(self) -> OptimArgs:
