@@ -222,7 +222,9 @@ def tune(values: dict, as_json: bool) -> None:
 @command(app, rq.EvalRequest, "eval")
 def evaluate(values: dict, as_json: bool) -> None:
     request = build(rq.EvalRequest, values)
-    _show(commands.evaluate(request, progress=not as_json, warn=_warn), as_json)
+    with _Bars(enabled=not as_json) as bars:
+        result = commands.evaluate(request, progress=bars, warn=_warn)
+    _show(result, as_json)
 
 
 @command(app, rq.ScoreRequest, "score", extra=(SERVER,))

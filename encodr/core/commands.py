@@ -145,13 +145,13 @@ def _estimate(suite_tasks, scorers, limit: int | None, warn: WarnFn) -> None:
          "--limit N scores only the first N items of each dataset")  # fmt: skip
 
 
-def evaluate(request: EvalRequest, progress: bool = False, warn: WarnFn = lambda line: None) -> EvalResult:
+def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn = lambda line: None) -> EvalResult:
     """Scores of ``request.model`` (and ``compare``) on a suite; with ``plot``, the PNG of
     their score distributions (Mirror-BERT §4, Fig. 7).
 
     Args:
         request: the suite, data, models and options.
-        progress: let the evaluators report encoding progress.
+        progress: receives one event per dataset and model as it starts and ends (:func:`encodr.evaluation.run`).
 
     Raises:
         EncodrError: see :meth:`EvalRequest.check` and :func:`encodr.evaluation.run`.

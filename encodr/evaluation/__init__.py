@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..progress import ProgressEvent, ProgressFn
 from .base import Evaluator, Score
 from .tasks import PRIMARY, TASKS, Task, tasks_for
 
@@ -41,7 +42,7 @@ class Report:
         }
 
 
-def run(suite: str, encoder, data: list[str] | None = None, progress: bool = False, **options) -> Report:
+def run(suite: str, encoder, data: list[str] | None = None, progress: bool | ProgressFn = False, **options) -> Report:
     """Evaluate a model on a suite (``sts``, ``words``, ``linking``, ``pairs``, ``bitext``).
 
     Args:
@@ -49,7 +50,9 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool = Fal
         encoder: an :class:`encodr.models.Encoder`, or for ``sts`` and ``pairs`` a
             :class:`encodr.models.CrossScorer`.
         data: files or bundled task names replacing the suite's defaults.
-        progress: show encoding progress bars.
+        progress: a :data:`~encodr.progress.ProgressFn` receives one event per dataset as it
+            starts and ends (task ``eval SUITE · DATASET · MODEL``), and nothing else draws; ``True``
+            shows the encoders' own tqdm bars instead (the bench scripts).
         options: passed to each task's evaluator (``pcr="centred"`` for bitext).
 
     Returns:
@@ -65,8 +68,14 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool = Fal
     if isinstance(encoder, CrossScorer) and suite not in CROSS_SUITES:
         raise EncodrError(f"a cross-encoder scores pairs; it works with 'eval {' / '.join(CROSS_SUITES)}', not '{suite}'")
     report = Report(encoder.name, suite)
+    report_to = progress if callable(progress) else None
     for task in tasks_for(suite, data):
-        report.scores.extend(task.evaluator(**options).evaluate(encoder, progress=progress))
+        label = f"eval {suite} · {task.name} · {encoder.name}"
+        if report_to:
+            report_to(ProgressEvent(label, 0, 1))
+        report.scores.extend(task.evaluator(**options).evaluate(encoder, progress=progress is True))
+        if report_to:
+            report_to(ProgressEvent(label, 1, 1))
     return report
 
 
