@@ -144,5 +144,7 @@ class BatchedEncoder:
 
     def pair_scores(self, texts1, texts2, batch_size: int = 128, progress: bool = False) -> np.ndarray:
         """Cosine of each pair (:meth:`encodr.models.Encoder.pair_scores`, batched)."""
-        a, b = self.encode(list(texts1)), self.encode(list(texts2))
+        texts1, texts2 = list(texts1), list(texts2)
+        vectors = self.encode(texts1 + texts2)  # one request to the batcher for both sides
+        a, b = vectors[: len(texts1)], vectors[len(texts1) :]
         return np.sum(a * b, axis=1).astype(np.float32)

@@ -154,12 +154,13 @@ class EncodrApp(App):
     def refresh_workspace(self) -> None:
         from ..core import commands
         from ..core.requests import IndexesRequest, ModelsRequest, RunsRequest
+        from ..core.results import human
 
         indexes = self.query_one("#indexes", DataTable)
         indexes.clear(columns=True)
         indexes.add_columns("name", "model", "type", "count", "pcr")
         for row in commands.indexes(IndexesRequest()).rows:
-            indexes.add_row(row["name"], row.get("model", "?"), row.get("index_type", "?"), str(row.get("count", "?")), str(row.get("pcr", "")), key=row["path"])
+            indexes.add_row(*[human(row.get(k), k) for k in ("name", "model", "index_type", "count", "pcr")], key=row["path"])
         models = self.query_one("#models", DataTable)
         models.clear(columns=True)
         models.add_columns("name", "source", "path")

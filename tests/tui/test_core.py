@@ -25,6 +25,7 @@ PRESENTATION_ONLY = {
     ("encodr.methods", "load_recipe"),  # the Train pane shows the recipe's fields to edit (they reach the core as --set items)
     ("encodr.methods.recipe", "available"),  # the Train pane's recipe choices (`encodr recipes`)
     ("encodr.models.pcr", "PCR_VARIANTS"),  # the Index and Eval panes' PCR variants (the request's check names them)
+    ("encodr.core.results", "human"),  # the Workspace's cells, rendered for people as the CLI's tables are (Result.tables)
 }
 
 
