@@ -226,3 +226,33 @@ def test_runs_table_shows_the_result_of_each_kind(capsys, monkeypatch, tmp_path)
     assert code == 0 and "loss 1.2346" in row(1) and "runs/w " in row(1) and str(tmp_path) not in row(1)
     assert "dev ρ 81.20" in row(2) and "/elsewhere/bi" in row(2)
     assert "loss 0.2100 (mean of last 10 steps) · dev acc@1 49.88 (start kept)" in row(3)
+
+
+def test_indexes_says_where_it_looked_and_takes_path(capsys, monkeypatch, tmp_path, workspace):
+    code, out, _ = run_cli(["indexes"], capsys, monkeypatch)
+    assert code == 0 and str(workspace / "indexes") in out.replace("\n", "") and "--path DIR" in out
+    code, _, err = run_cli(["indexes", "--path", str(tmp_path / "elsewhere")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "--path")
+    (tmp_path / "mine").mkdir()
+    code, out, _ = run_cli(["indexes", "--path", str(tmp_path / "mine"), "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(out) == []
+
+
+def test_eval_limit_scores_the_first_items(capsys, monkeypatch, tmp_path, tiny_model):
+    f = tmp_path / "data.tsv"
+    f.write_text("1\ta cat\ta dog\n4\ta man\ta person\n2\tthe sun\tthe moon\n5\ta car\tan automobile\n")
+    code, out, _ = run_cli(["eval", "sts", str(f), "--model", str(tiny_model), "--limit", "3", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(out)["scores"][0]["n"] == 3
+    code, _, err = run_cli(["eval", "sts", str(f), "--model", str(tiny_model), "--limit", "0"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "--limit 0: give 1 or more")
+
+
+def test_server_flag_without_a_server_is_one_line(capsys, monkeypatch):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for args in (["search", "cats", "--index", "x"], ["score", "a", "b"]):
+        code, _, err = run_cli([*args, "--server", f"http://127.0.0.1:{port}"], capsys, monkeypatch)
+        assert_one_line_error(code, err, f"no encodr server at http://127.0.0.1:{port}")

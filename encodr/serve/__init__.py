@@ -74,6 +74,7 @@ def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: 
     """
     import asyncio
     import signal
+    import socket
 
     import uvicorn
 
@@ -91,11 +92,19 @@ def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: 
     server = Server(config)
     # uvicorn catches SIGTERM and SIGINT while it serves (stop accepting, finish what is in flight), then
     # restores the handlers it found and raises the signal again: ignored here, so serve returns normally.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:  # bound here, so a taken port is one line (uvicorn would log it, then exit)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        for _, batcher in served.models.values():
+            if batcher is not None:
+                batcher.close()
+        raise EncodrError(f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port or --host") from None
     found = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        asyncio.run(server.serve())
-    except SystemExit:  # uvicorn exits when it cannot bind
-        raise EncodrError(f"cannot listen on {host}:{port} (in use, or not an address of this machine); pick another --port or --host") from None
+        asyncio.run(server.serve(sockets=[sock]))
     finally:
         for sig, handler in found.items():
             signal.signal(sig, handler)

@@ -168,3 +168,15 @@ def test_index_add_under_load_is_seen_whole(tiny_model, index_dir, tmp_path):
     assert errors == []
     assert set(counts) <= {20, 40} and set(hits) <= {20, 40} and final == 40
     assert counts == sorted(counts)  # old, then new: never back, never between
+
+
+def test_a_port_in_use_is_one_line(tiny_model):
+    server = Server("--model", str(tiny_model))
+    try:
+        second = subprocess.run([sys.executable, "-m", "encodr", "serve", "--model", str(tiny_model), "--port", str(server.port)],
+                                capture_output=True, text=True, timeout=120)  # fmt: skip
+    finally:
+        assert server.stop() == 0
+    errors = [line for line in second.stderr.splitlines() if "error" in line.lower()]
+    assert second.returncode == 2 and len(errors) == 1 and errors[0].startswith("encodr: error: cannot listen on 127.0.0.1:"), second.stderr
+    assert "Traceback" not in second.stderr
