@@ -80,7 +80,6 @@ class Searcher:
                 f"({meta['model']}, pooling {meta['pooling']}); search it without --model, or rebuild the index"
             )
         self.last_ms = 0.0
-        self.languages = [c for c in self.index.meta.get("languages", []) if c != UNDETERMINED]
         self.last_langs: list[str] = []
         self._reopen = threading.Lock()
 
@@ -107,7 +106,6 @@ class Searcher:
             if fresh.meta["fingerprint"] != self.fingerprint:
                 fresh.close()
                 raise EncodrError(f"index {self.index.path} was rebuilt with another model ({fresh.meta['model']}); open it again to search it")
-            self.languages = [c for c in fresh.meta.get("languages", []) if c != UNDETERMINED]
             self.index = fresh  # the old Index closes when its last reader drops it
         return True
 

@@ -78,7 +78,18 @@ def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: 
 
     import uvicorn
 
-    served = load(models, indexes, limits, api_key, announce)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:  # bound here and first: a taken port is one line, before any model loads (uvicorn would log it, then exit)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise EncodrError(f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port or --host") from None
+    try:
+        served = load(models, indexes, limits, api_key, announce)
+    except BaseException:
+        sock.close()
+        raise
     config = uvicorn.Config(create_app(served), host=host, port=port, log_level="warning", timeout_graceful_shutdown=60, lifespan="off")
     listening = (f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score; GET /v1/models, /v1/indexes, /v1/runs, /health)"
                  + ("; requests need the API key" if api_key else ""))  # fmt: skip
@@ -86,29 +97,16 @@ def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets)
-            if self.started:  # bound: say so (tests and scripts wait for this line)
+            if self.started:  # listening: say so (tests and scripts wait for this line)
                 announce(listening)
 
-    server = Server(config)
     # uvicorn catches SIGTERM and SIGINT while it serves (stop accepting, finish what is in flight), then
     # restores the handlers it found and raises the signal again: ignored here, so serve returns normally.
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:  # bound here, so a taken port is one line (uvicorn would log it, then exit)
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        for _, batcher in served.models.values():
-            if batcher is not None:
-                batcher.close()
-        raise EncodrError(f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port or --host") from None
     found = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        asyncio.run(server.serve(sockets=[sock]))
+        asyncio.run(Server(config).serve(sockets=[sock]))
     finally:
         for sig, handler in found.items():
             signal.signal(sig, handler)
-        for _, batcher in served.models.values():
-            if batcher is not None:
-                batcher.close()
+        served.close()
     announce("stopped: the requests in flight were answered")

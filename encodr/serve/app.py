@@ -57,6 +57,12 @@ class Served:
     limits: Limits = field(default_factory=Limits)
     api_key: str | None = None
 
+    def close(self) -> None:
+        """Stop every batcher, once the requests queued to it are answered."""
+        for _, batcher in self.models.values():
+            if batcher is not None:
+                batcher.close()
+
 
 def error(status: int, message: str, param: str | None = None) -> JSONResponse:
     """An error answer in OpenAI's shape, naming the field at fault (``param``)."""

@@ -33,9 +33,7 @@ def index_dir(tmp_path, tiny_model):
 def served(tiny_model, index_dir):
     s = load([str(tiny_model)], [str(index_dir)], Limits(max_texts=8, max_chars=200))
     yield s
-    for _, batcher in s.models.values():
-        if batcher is not None:
-            batcher.close()
+    s.close()
 
 
 @pytest.fixture
