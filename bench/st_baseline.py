@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 
-def train_st_equivalent(strings, recipe, out_dir, max_steps=None, step_times=None, device=None):
+def train_st_equivalent(strings, recipe, out_dir, max_steps=None, step_times=None, device=None, model="minilm"):
     """Train with SentenceTransformerTrainer + MNRL; return the trained SentenceTransformer.
 
     Args:
@@ -15,6 +15,7 @@ def train_st_equivalent(strings, recipe, out_dir, max_steps=None, step_times=Non
         out_dir: scratch directory for the trainer.
         max_steps: stop after this many steps (throughput runs).
         step_times: a list to which perf_counter() is appended at each step end.
+        model: base model spec (an encodr alias or a local path).
     """
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
@@ -23,7 +24,7 @@ def train_st_equivalent(strings, recipe, out_dir, max_steps=None, step_times=Non
 
     from encodr.models import resolve
 
-    model = SentenceTransformer(str(resolve("minilm").path), device=device)
+    model = SentenceTransformer(str(resolve(model).path), device=device)
     model.max_seq_length = recipe.max_length
     data = Dataset.from_dict({"anchor": list(strings), "positive": list(strings)})
     loss = MultipleNegativesRankingLoss(model, scale=1.0 / recipe.temperature)

@@ -29,7 +29,7 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 DATA = {"word": "words", "sentence": "wiki"}
 
 
-def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str) -> dict:
+def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str, model: str = "minilm") -> dict:
     import torch
 
     from encodr.data.bundled import default_corpus
@@ -47,7 +47,7 @@ def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str) ->
         from encodr.training import Trainer
 
         with Trainer(device, recipe.amp) as trainer:  # the trainer `encodr tune` uses, and its data stream
-            enc = load_encoder("minilm", recipe.pooling, recipe.raw_pooling, recipe.max_length, trainer.device)
+            enc = load_encoder(model, recipe.pooling, recipe.raw_pooling, recipe.max_length, trainer.device)
             ids, _ = tokenize(enc.tokenizer, strings, recipe.max_length)
             trainer.fit(enc.st, [mirror_stream(enc.tokenizer, ids, recipe)], recipe.optim(),
                         on_step=lambda s, l: times.append(time.perf_counter()), max_steps=steps)  # fmt: skip
@@ -55,7 +55,7 @@ def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str) ->
         from st_baseline import train_st_equivalent
 
         with tempfile.TemporaryDirectory() as tmp:
-            train_st_equivalent(strings, recipe, tmp, max_steps=steps, step_times=times, device=device)
+            train_st_equivalent(strings, recipe, tmp, max_steps=steps, step_times=times, device=device, model=model)
     timed = times[warmup:]
     seconds = timed[-1] - times[warmup - 1]
     result = {"impl": kind, "recipe": recipe_name, "batch_size": recipe.batch_size, "max_length": recipe.max_length,
@@ -71,19 +71,20 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12, help="steps per measurement, warm-up included")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--model", default="minilm", help="base model spec for both implementations (bench/gpu.py passes a local copy)")
     parser.add_argument("--worker", nargs=2, metavar=("IMPL", "RECIPE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if args.worker:
-        print(json.dumps(worker(args.worker[0], args.worker[1], args.steps, args.warmup, device)))
+        print(json.dumps(worker(args.worker[0], args.worker[1], args.steps, args.warmup, device, args.model)))
         return
     rows = []
     for recipe in args.recipes:
         measured = {}
         for impl in ("encodr", "sentence-transformers"):
-            cmd = [sys.executable, __file__, "--worker", impl, recipe, "--steps", str(args.steps), "--warmup", str(args.warmup), "--device", device]
+            cmd = [sys.executable, __file__, "--worker", impl, recipe, "--steps", str(args.steps), "--warmup", str(args.warmup), "--device", device, "--model", args.model]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 sys.exit(f"worker {impl}/{recipe} failed:\n{proc.stderr[-3000:]}")
