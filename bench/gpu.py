@@ -129,6 +129,42 @@ def encode_rows(models: dict[str, Path], sets: dict[str, list[str]], batches: li
     return rows
 
 
+def profile_rows(models: dict[str, Path], sets: dict[str, list[str]], batch: int) -> list[dict]:
+    """Where an encode's time goes: the tokenizer alone (the fast Rust tokenizer, batches of
+    ``batch``, padded, as ``encode`` calls it) against the forward pass alone on tensors already
+    on the GPU (sorted by length, so batches pad little), in each dtype."""
+    import numpy as np
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    rows = []
+    for name, path in models.items():
+        st = SentenceTransformer(str(path), device="cuda")
+        tokenizer, window = st.tokenizer, st.max_seq_length
+        for set_name, texts in sets.items():
+            lengths = np.array([len(t) for t in texts])
+            ordered = [texts[i] for i in np.argsort(-lengths)]
+            chunks = [ordered[i : i + batch] for i in range(0, len(ordered), batch)]
+            start = time.perf_counter()
+            features = [tokenizer(c, padding=True, truncation=True, max_length=window, return_tensors="pt") for c in chunks]
+            tok_s = time.perf_counter() - start
+            rows.append({"model": name, "texts": set_name, "stage": "tokenize (CPU, 1 process)", "fast_tokenizer": bool(tokenizer.is_fast),
+                         "texts_per_s": len(texts) / tok_s})  # fmt: skip
+            print(rows[-1], flush=True)
+            on_gpu = [{k: v.to("cuda") for k, v in f.items()} for f in features]
+            for dtype_name, dtype in (("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)):
+                st.to(dtype)
+                with torch.inference_mode():
+                    st(dict(on_gpu[0]))
+                    seconds = timed(lambda: [st(dict(f)) for f in on_gpu])
+                rows.append({"model": name, "texts": set_name, "stage": f"forward (GPU, {dtype_name})", "texts_per_s": len(texts) / seconds})
+                print(rows[-1], flush=True)
+            st.to(torch.float32)
+        st = None
+        torch.cuda.empty_cache()
+    return rows
+
+
 def ict_pairs(texts: list[str], n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     """Inverse-cloze pairs: a random sentence of an abstract → the abstract without it."""
     import random
@@ -213,7 +249,7 @@ def tune_rows(model: Path, work: Path) -> list[dict]:
     return rows
 
 
-def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str]) -> None:
+def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str], recipes: list[str]) -> None:
     import torch
 
     work = Path("/tmp/encodr-gpu")
@@ -226,16 +262,19 @@ def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str]) 
     result = {"machine": machine(), "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "weights": "random (same arithmetic)"}
     result["encode"] = encode_rows(models, sets, batches) if "encode" in parts else []
     write_json(out / "gpu.json", result)
+    result["profile"] = profile_rows(models, sets, 256) if "profile" in parts else []
+    write_json(out / "gpu.json", result)
+    result["tune"] = tune_rows(models["minilm"], work) if "tune" in parts else []
+    write_json(out / "gpu.json", result)
     result["train"] = []
     if "train" in parts:
         train = subprocess.run([sys.executable, str(Path(__file__).parent / "train_speed.py"), "--device", "cuda", "--model", str(models["minilm"]),
-                                "--steps", str(steps)], capture_output=True, text=True)  # fmt: skip
+                                "--steps", str(steps), "--recipes", *recipes], capture_output=True, text=True)  # fmt: skip
         print(train.stdout[-3000:], train.stderr[-3000:] if train.returncode else "", flush=True)
         cuda_json = Path(__file__).parent / "results" / "train_speed-cuda.json"
         result["train"] = json.loads(cuda_json.read_text())["rows"] if cuda_json.is_file() else []
         result["train"] += ict_rows(models["minilm"], sets["SciFact abstracts"], [64, 256], steps, 2)
         write_json(out / "gpu.json", result)
-    result["tune"] = tune_rows(models["minilm"], work) if "tune" in parts else []
     write_json(out / "gpu.json", result)
     print_table(f"encoding on {result['gpu']} (random weights)", result["encode"],
                 ["model", "texts", "impl", "dtype", "batch", "texts_per_s", "tokens_per_s", "max_dcos"])  # fmt: skip
@@ -250,7 +289,8 @@ def main() -> None:
     parser.add_argument("folder", type=Path, help="what travels: configs, tokenizers, the SciFact corpus")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--batches", type=int, nargs="+", default=[64, 256, 1024])
-    parser.add_argument("--parts", nargs="+", default=["encode", "train", "tune"], choices=["encode", "train", "tune"])
+    parser.add_argument("--parts", nargs="+", default=["encode", "profile", "train", "tune"], choices=["encode", "profile", "train", "tune"])
+    parser.add_argument("--recipes", nargs="+", default=["word", "sentence"], help="bench/train_speed.py's recipes")
     parser.add_argument("--steps", type=int, default=22, help="training steps per row, 2 of them warm-up")
     args = parser.parse_args()
     if args.step == "prepare":
@@ -258,7 +298,7 @@ def main() -> None:
         prepare(args.folder)
     else:
         os.environ.setdefault("TQDM_DISABLE", "1")
-        run(args.folder, args.out, args.batches, args.steps, args.parts)
+        run(args.folder, args.out, args.batches, args.steps, args.parts, args.recipes)
 
 
 if __name__ == "__main__":

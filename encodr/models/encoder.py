@@ -107,10 +107,15 @@ class Encoder:
         """Encode texts for inference (eval mode, no gradients), longest first in batches of
         similar length, so little of each batch is padding.
 
-        Unlike ``SentenceTransformer.encode``, which this calls batch by batch for the torch
-        backend, it reports each batch through ``on_batch`` (the index's progress bar), sorts
-        by the tokenizer's length rather than characters, and runs the forward pass of any
-        backend (:mod:`encodr.models.onnx`).
+        Each text is tokenized once, all of them up front (truncated at :attr:`max_length`, not
+        padded); the lengths order the batches, and each batch is padded to its longest text
+        and run through the model's own modules. ``SentenceTransformer.encode`` sorts by
+        characters and tokenizes batch by batch; calling it after measuring token lengths
+        tokenized every text twice, which on a GPU costs more than the forward pass
+        (``bench/gpu.py``). A model with a ``default_prompt_name`` goes through
+        ``SentenceTransformer.encode``, which adds the prompt. Progress is reported through
+        ``on_batch`` (the index's progress bar), and any backend's forward pass runs
+        (:mod:`encodr.models.onnx`).
 
         Args:
             texts: N strings.
@@ -126,27 +131,50 @@ class Encoder:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
-        lengths = self.token_lengths(texts)
+        features = self._tokenize(texts)
+        lengths = np.fromiter((len(x) for x in features["input_ids"]), dtype=np.int64, count=len(texts))
         order = np.argsort(-lengths, kind="stable")
         starts = range(0, len(texts), batch_size)
         if progress:
             from tqdm.auto import tqdm
 
             starts = tqdm(starts, desc="Batches")
+        prompted = getattr(self.st, "default_prompt_name", None) is not None
         for start in starts:
             rows = order[start : start + batch_size]
-            out[rows] = self._forward([texts[i] for i in rows])
+            if prompted:
+                out[rows] = self._st_encode([texts[i] for i in rows])
+            else:
+                out[rows] = self._forward({name: [values[i] for i in rows] for name, values in features.items()})
             if on_batch is not None:
                 on_batch(len(rows))
         return out
 
+    def _tokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
+        """Token ids (and the tokenizer's other inputs) of each text, truncated, not padded."""
+        encoded = self.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=self.max_length)
+        return {name: encoded[name] for name in encoded.keys()}
+
     def token_lengths(self, texts: Sequence[str]) -> np.ndarray:
         """int array (N,): each text's length in tokens, capped at :attr:`max_length`."""
-        ids = self.tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=self.max_length)["input_ids"]
-        return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(texts))
+        ids = self._tokenize(list(texts))["input_ids"]
+        return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
 
-    def _forward(self, batch: list[str]) -> np.ndarray:
-        """float32 (len(batch), d) unit vectors of one batch (sentence-transformers' encode)."""
+    def _forward(self, features: dict[str, list[list[int]]]) -> np.ndarray:
+        """float32 (B, d) unit vectors of one batch of unpadded token lists: padded to the
+        batch's longest, then the SentenceTransformer's modules (transformer, pooling, and
+        normalisation) on :attr:`device`."""
+        import torch
+
+        padded = self.tokenizer.pad(features, return_tensors="pt")
+        self.st.eval()
+        with torch.inference_mode():
+            vectors = self.st({name: tensor.to(self.st.device) for name, tensor in padded.items()})["sentence_embedding"]
+            vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
+        return vectors.cpu().numpy().reshape(len(features["input_ids"]), -1)
+
+    def _st_encode(self, batch: list[str]) -> np.ndarray:
+        """float32 (len(batch), d) unit vectors through ``SentenceTransformer.encode`` (its prompts)."""
         vectors = self.st.encode(batch, batch_size=len(batch), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32).reshape(len(batch), -1)
 

