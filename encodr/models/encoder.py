@@ -21,7 +21,7 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 POOLINGS = ("auto", "cls", "mean")  # --pooling: auto keeps the model's own pooling (a raw MLM: RAW_POOLINGS' choice)
 RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no pooling
 # Texts per forward pass by (backend, device type), chosen with bench/encode_speed.py --batch-sizes
-# (the README's "Encoding speed" gives the measurements); cuda is not measured (no GPU was lent);
+# and, for cuda, bench/gpu.py (the README's "Encoding speed" and "One GPU" give the measurements);
 # other devices take 32, as sentence-transformers does.
 BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("onnx", "cpu"): 16, ("onnx-int8", "cpu"): 16}
 
@@ -107,15 +107,14 @@ class Encoder:
         """Encode texts for inference (eval mode, no gradients), longest first in batches of
         similar length, so little of each batch is padding.
 
-        Each text is tokenized once, all of them up front (truncated at :attr:`max_length`, not
-        padded); the lengths order the batches, and each batch is padded to its longest text
-        and run through the model's own modules. ``SentenceTransformer.encode`` sorts by
-        characters and tokenizes batch by batch; calling it after measuring token lengths
-        tokenized every text twice, which on a GPU costs more than the forward pass
-        (``bench/gpu.py``). A model with a ``default_prompt_name`` goes through
-        ``SentenceTransformer.encode``, which adds the prompt. Progress is reported through
-        ``on_batch`` (the index's progress bar), and any backend's forward pass runs
-        (:mod:`encodr.models.onnx`).
+        Each text is tokenized exactly once, all of them up front (truncated at
+        :attr:`max_length`, not padded): the token lengths order the batches, and each batch is
+        padded to its longest text and run through the model's own modules. Unlike
+        ``SentenceTransformer.encode``, which sorts by characters and tokenizes batch by batch,
+        it sorts by tokens, reports each batch through ``on_batch`` (the index's progress bar),
+        and runs any backend's forward pass (:mod:`encodr.models.onnx`). On a GPU the tokenizer
+        is the bottleneck, so a second pass would halve throughput. A model with a
+        ``default_prompt_name`` goes through ``SentenceTransformer.encode``, which adds the prompt.
 
         Args:
             texts: N strings.
