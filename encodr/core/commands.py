@@ -163,6 +163,8 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
     options = {"pcr": variant} if variant else {}
     if request.limit:
         options["limit"] = request.limit
+    if request.suite == "retrieval":
+        options["split"] = request.retrieval_split
     specs = [(request.model, request.cross, request.backend)] + ([(request.compare, request.compare_cross, "torch")] if request.compare else [])
     scorers = [load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs]  # both load before either is scored
     data = request.data or None

@@ -152,10 +152,12 @@ class IndexRequest(Request):
 
 class EvalRequest(Request):
     """Evaluate a model: STS (Spearman ρ×100), word similarity, entity linking (acc@k), binary pairs (ROC-AUC×100),
-    or bitext retrieval (Tatoeba acc@1, both directions). Cross-encoders (--cross) on sts and pairs."""
+    bitext retrieval (Tatoeba acc@1, both directions), or search over a BEIR-layout folder (nDCG@10, MRR@10,
+    recall@100, MAP@100, through a real index). Cross-encoders (--cross) on sts and pairs."""
 
-    suite: str = option(..., "sts | words | linking | pairs | bitext", argument=True, fronts=CLI_TUI)
-    data: list[str] = option([], "Evaluation files or bundled task names (default: the suite's bundled sets).", argument=True, flags=("--data", "-d"), fronts=CLI_TUI)
+    suite: str = option(..., "sts | words | linking | pairs | bitext | retrieval", argument=True, fronts=CLI_TUI)
+    data: list[str] = option([], "Evaluation files, BEIR-layout folders (retrieval), or bundled task names (default: the suite's bundled sets).",
+                             argument=True, flags=("--data", "-d"), fronts=CLI_TUI)  # fmt: skip
     model: str = option("minilm", "Model to evaluate (alias, directory, Hub id).", flags=("--model", "-m"), fronts=CLI_TUI)
     compare: str | None = option(None, "A second model, shown side by side with the difference.", fronts=CLI_TUI)
     cross: bool = option(False, "--model is a cross-encoder (sts and pairs only).", fronts=CLI_TUI)
@@ -166,12 +168,22 @@ class EvalRequest(Request):
     plot: str | None = option(None, "sts, words, pairs: write the score distributions of high- and low-gold pairs (each model) to this PNG.", fronts=CLI)
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
     backend: str = option("torch", BACKEND_HELP + " For --model; --compare runs on torch.", fronts=CLI_TUI)
+    split: str | None = option(None, "retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test).", fronts=CLI_TUI)
 
     def check(self) -> None:
         from .. import evaluation
+        from ..data.beir import splits
         from ..evaluation.tasks import CROSS_SUITES
 
-        evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
+        tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
+        if self.split is not None and self.suite != "retrieval":
+            raise EncodrError(f"--split picks the qrels of 'eval retrieval', not '{self.suite}'; drop --split", field="split")
+        if self.suite == "retrieval":
+            for task in tasks:
+                there = splits(task.file())
+                if self.retrieval_split not in there:
+                    raise EncodrError(f"{task.path}: no qrels/{self.retrieval_split}.tsv; its splits are {', '.join(there) or 'none'} (use --split)",
+                                      field="split")  # fmt: skip
         if (self.cross or self.compare_cross) and self.suite not in CROSS_SUITES:
             raise EncodrError(f"a cross-encoder scores pairs; --cross works with 'eval {' / '.join(CROSS_SUITES)}', not '{self.suite}'", field="cross")
         if self.compare_cross and not self.compare:
@@ -187,6 +199,11 @@ class EvalRequest(Request):
             from ..plots import check_png
 
             check_png(Path(self.plot))
+
+    @property
+    def retrieval_split(self) -> str:
+        """The qrels split ``eval retrieval`` scores: ``split``, else ``test`` (BEIR's)."""
+        return self.split or "test"
 
 
 # Recipe fields the CLI and the TUI set directly (any other: --set KEY=VALUE); None keeps the recipe's value.

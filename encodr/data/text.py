@@ -41,7 +41,7 @@ class Corpus:
     long_lines: list[int] = field(default_factory=list)
 
 
-def _check_file(path: str | Path, what: str) -> Path:
+def check_file(path: str | Path, what: str) -> Path:
     """The path of an existing regular file, or EncodrError naming the problem and ``what`` to pass."""
     p = Path(path)
     if not p.exists():
@@ -75,7 +75,7 @@ def iter_lines(path: str | Path, what: str = "a UTF-8 text file with one string 
         EncodrError: missing file, a directory, or bytes that are not UTF-8 (the message
             gives the line number). Raised on the first ``next()``, before any line.
     """
-    p = _check_file(path, what)
+    p = check_file(path, what)
     with open(p, "rb") as f:
         for number, raw in enumerate(f, 1):
             line = _decode(raw, path, number).rstrip("\r\n")
@@ -95,7 +95,7 @@ def read_lines(path: str | Path) -> tuple[list[str], str]:
         EncodrError: missing file, a directory, an unreadable file, or bytes that are not
             UTF-8 (the message gives the 1-based line number).
     """
-    p = _check_file(path, "a UTF-8 text file with one string a line")
+    p = check_file(path, "a UTF-8 text file with one string a line")
     try:
         raw = p.read_bytes()
     except OSError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..data.beir import RetrievalSet, read_retrieval
 from ..data.bitext import read_bitext_any
 from ..data.readers import LinkingSet, read_binary_pairs, read_linking, read_sts, read_word_pairs
 from ..errors import EncodrError
@@ -13,6 +14,7 @@ from ..paths import bundled
 from .base import Evaluator
 from .bitext import BitextEvaluator
 from .linking import LinkingEvaluator
+from .retrieval import RetrievalEvaluator
 from .similarity import PairClassificationEvaluator, PairSimilarityEvaluator
 
 # kind → (reader, evaluator class)
@@ -22,6 +24,7 @@ KINDS = {
     "linking": (read_linking, LinkingEvaluator),
     "pairs": (read_binary_pairs, PairClassificationEvaluator),
     "bitext": (read_bitext_any, BitextEvaluator),
+    "retrieval": (read_retrieval, RetrievalEvaluator),
 }
 # suites a cross-encoder can run (it scores pairs; it has no vectors for linking)
 CROSS_SUITES = ("sts", "pairs")
@@ -63,6 +66,8 @@ class Task:
         """
         reader, cls = KINDS[self.kind]
         data = reader(self.file(), **dict(self.options))
+        if isinstance(data, RetrievalSet):
+            return cls(self.name, data, limit=limit, **options)
         if limit is not None:
             if isinstance(data, LinkingSet):
                 data = replace(data, queries=data.queries[:limit], query_ids=data.query_ids[:limit])
@@ -72,9 +77,12 @@ class Task:
 
     def texts(self, limit: int | None = None) -> int:
         """How many texts an evaluation encodes (at most; repeated texts are encoded once):
-        linking queries plus candidates, else two per pair or translation (reads the file)."""
+        linking queries plus candidates, a retrieval set's queries plus documents, else two
+        per pair or translation (reads the file)."""
         reader, _ = KINDS[self.kind]
         data = reader(self.file(), **dict(self.options))
+        if isinstance(data, RetrievalSet):
+            return len(list(data.queries)[:limit]) + len(data.doc_ids)
         if isinstance(data, LinkingSet):
             return len(data.queries[:limit]) + len(data.candidates)
         return 2 * len(data[:limit])
@@ -96,14 +104,15 @@ TASKS = {
     ]
 }
 
-PRIMARY = {"sts": "spearman", "words": "spearman", "linking": "acc@1", "pairs": "roc_auc", "bitext": "acc@1"}
+PRIMARY = {"sts": "spearman", "words": "spearman", "linking": "acc@1", "pairs": "roc_auc", "bitext": "acc@1", "retrieval": "ndcg@10"}
 
 
 def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
     """The tasks of a suite, or the given files / task names instead of its defaults.
 
     Args:
-        suite: ``sts``, ``words``, ``linking`` or ``pairs`` (no bundled data: pass files).
+        suite: ``sts``, ``words``, ``linking``, ``pairs``, ``bitext`` or ``retrieval`` (no
+            bundled data for ``pairs`` and ``retrieval``: pass files, or BEIR-layout folders).
         data: bundled task names (``stsb-dev``) or file paths, read as the suite's kind.
 
     Raises:
@@ -115,6 +124,8 @@ def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
     if not data:
         chosen = [t for t in TASKS.values() if t.suite == suite]
         if not chosen:
+            if suite == "retrieval":
+                raise EncodrError("'encodr eval retrieval' needs a BEIR-layout FOLDER (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")
             raise EncodrError(f"'encodr eval {suite}' needs a FILE: label<TAB>sentence1<TAB>sentence2, or a QQP, QNLI or MRPC file")
         return chosen
     chosen = []
@@ -130,7 +141,8 @@ def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
         p = Path(item)
         if not p.exists():
             raise EncodrError(f"{item}: no such file or bundled dataset; bundled: {', '.join(TASKS)}")
-        if p.is_dir():
-            raise EncodrError(f"{item} is a directory; pass an evaluation file")
+        if p.is_dir() != (suite == "retrieval"):
+            raise EncodrError(f"{item} is a directory; pass an evaluation file" if p.is_dir() else
+                              f"{item} is a file; 'eval retrieval' takes a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")  # fmt: skip
         chosen.append(Task(p.name, suite, suite, str(p.resolve()), "user", str(p)))
     return chosen

@@ -19,7 +19,7 @@ import numpy as np
 from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages, detect_languages
 from ..data.records import Record, read_records
 from ..errors import EncodrError
-from ..models.encoder import check_backend
+from ..models.encoder import Encoder, check_backend
 from ..models.pcr import DEFAULT_VARIANT, POOLED, check_variant, fit_and_remove, remove_per_language
 from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
@@ -70,7 +70,7 @@ def auto_index_type(n: int) -> str:
 
 def build(
     files: list[str],
-    model: str | None,
+    model: str | Encoder | None,
     out: str | Path,
     index_type: str = "auto",
     add: bool = False,
@@ -113,7 +113,9 @@ def build(
 
     Args:
         files: corpus files (plain text or TSV with ``text``, ``id``, ``lang``).
-        model: model spec; with ``add``, must match the index's model (or be ``None``).
+        model: model spec, or an already loaded :class:`~encodr.models.Encoder` (a new index
+            only: ``encodr eval retrieval`` indexes with the model it scores); with ``add``, a
+            spec that must match the index's model (or ``None``).
         out: index directory (with ``add``, also the name of a workspace index).
         index_type: ``auto``, ``flat``, ``hnsw`` or ``ivf``.
         add: append to the existing index at ``out``.
@@ -208,7 +210,7 @@ class IndexSpec:
     """What one build or ``--add`` writes: :func:`build`'s arguments, checked (see there)."""
 
     files: list[str]
-    model: str | None
+    model: str | Encoder | None
     out: Path
     index_type: str
     add: bool
@@ -243,7 +245,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
             raise EncodrError(f"model '{model}' differs from the model index {out} was built with ({old.meta['model']}); drop --model or build a new index")
         lang = lang or old.meta.get("default_lang")
     else:
-        encoder = load_encoder(model, backend=backend)
+        encoder = model if isinstance(model, Encoder) else load_encoder(model, backend=backend)
     candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
     total = sum(_count_lines(f) for f in files)
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts

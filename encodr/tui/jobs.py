@@ -113,7 +113,7 @@ class EvalPane(Vertical):
 
     DEFAULT_CSS = """
     EvalPane Input, EvalPane Select { width: 80; }
-    EvalPane #eval-backend, EvalPane #eval-pcr-variant, EvalPane #eval-limit { width: 24; }
+    EvalPane #eval-backend, EvalPane #eval-pcr-variant, EvalPane #eval-limit, EvalPane #eval-split { width: 24; }
     EvalPane .row { height: 3; }
     EvalPane #eval-table { height: auto; max-height: 14; }
     EvalPane #eval-chart { height: 1fr; min-height: 12; }
@@ -130,7 +130,7 @@ class EvalPane(Vertical):
         yield Input("minilm", id="eval-model")
         yield Label("compare with (optional)")
         yield Input(placeholder="a second model", id="eval-compare")
-        yield Label("data (optional; space-separated files or bundled names, else the suite's bundled sets)")
+        yield Label("data (optional; space-separated files, BEIR folders for retrieval, or bundled names, else the suite's bundled sets)")
         yield Input(placeholder="", id="eval-data")
         with Horizontal(classes="row"):
             yield Select([(b, b) for b in BACKENDS], value="torch", allow_blank=False, id="eval-backend")
@@ -141,6 +141,7 @@ class EvalPane(Vertical):
             yield Checkbox("compare is a cross-encoder", id="eval-compare-cross")
             yield Select([(v, v) for v in PCR_VARIANTS], prompt="PCR variant", id="eval-pcr-variant")
             yield Input(placeholder="limit (items per dataset)", id="eval-limit")
+            yield Input(placeholder="split (retrieval: test)", id="eval-split")
         yield Static("", id="eval-status")
         yield DataTable(id="eval-table", zebra_stripes=True)
         yield PlotextPlot(id="eval-chart")

@@ -1,0 +1,112 @@
+"""Retrieval datasets in BEIR's layout (Thakur et al. 2021): ``corpus.jsonl`` (``_id``,
+``title``, ``text``), ``queries.jsonl`` (``_id``, ``text``) and ``qrels/<split>.tsv``
+(``query-id``, ``corpus-id``, ``score``, with a header)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import EncodrError
+from .text import iter_lines
+
+
+@dataclass
+class RetrievalSet:
+    """One BEIR-layout folder, read.
+
+    Attributes:
+        name: the folder's name.
+        corpus_file: ``corpus.jsonl`` (what ``encodr index`` reads: title and text joined).
+        doc_ids: every document id of the corpus.
+        queries: query id → text, in file order.
+        qrels: split → query id → {document id: relevance grade}; grades ≤ 0 are dropped.
+    """
+
+    name: str
+    corpus_file: Path
+    doc_ids: set[str]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+
+    def judged(self, split: str) -> dict[str, dict[str, int]]:
+        """The qrels of ``split``: query id → {document id: grade}, queries with at least one
+        relevant document only.
+
+        Raises:
+            EncodrError: no ``qrels/<split>.tsv`` (naming the splits there are).
+        """
+        if split not in self.qrels:
+            raise EncodrError(f"{self.name}: no qrels/{split}.tsv; its splits are {', '.join(sorted(self.qrels)) or 'none'} (use --split)",
+                              field="split")  # fmt: skip
+        return self.qrels[split]
+
+
+def splits(folder: str | Path) -> list[str]:
+    """The split names of a BEIR folder (``qrels/*.tsv``), without reading any file.
+
+    Raises:
+        EncodrError: not a folder, or it lacks ``corpus.jsonl``, ``queries.jsonl`` or ``qrels/``.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        raise EncodrError(f"{folder}: not a folder; pass a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels"):
+        if not (root / name).exists():
+            raise EncodrError(f"{folder}: no {name}; a BEIR-layout folder holds corpus.jsonl, queries.jsonl and qrels/SPLIT.tsv")
+    return sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
+
+
+def _jsonl(path: Path, what: str) -> list[dict]:
+    out = []
+    for number, line in iter_lines(path, what):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EncodrError(f"{path}, line {number}: not JSON ({exc.msg}); write one JSON object a line") from None
+        if not isinstance(obj, dict) or "_id" not in obj or not isinstance(obj.get("text"), str):
+            raise EncodrError(f"{path}, line {number}: needs a JSON object with '_id' and a string 'text'")
+        out.append(obj)
+    return out
+
+
+def read_retrieval(folder: str | Path) -> RetrievalSet:
+    """Read a BEIR-layout folder: corpus ids, queries and every split's qrels.
+
+    Raises:
+        EncodrError: not a folder, a missing ``corpus.jsonl`` / ``queries.jsonl`` / ``qrels``
+            folder, a line that is not JSON, a qrels row that is not ``query-id<TAB>corpus-id<TAB>score``,
+            or qrels that name a query or a document the folder lacks (with their count and the
+            first one: every judgment must be scoreable, or the metric is wrong).
+    """
+    root = Path(folder)
+    names = splits(root)
+    corpus_file = root / "corpus.jsonl"
+    doc_ids = {str(d["_id"]) for d in _jsonl(corpus_file, "a BEIR corpus.jsonl")}
+    queries = {str(q["_id"]): q["text"] for q in _jsonl(root / "queries.jsonl", "a BEIR queries.jsonl")}
+    data = RetrievalSet(root.name, corpus_file, doc_ids, queries)
+    for split in names:
+        path = root / "qrels" / f"{split}.tsv"
+        judged: dict[str, dict[str, int]] = {}
+        for number, line in iter_lines(path, "a BEIR qrels file: query-id<TAB>corpus-id<TAB>score"):
+            cells = line.split("\t")
+            if number == 1 and cells[0].strip().lower() in ("query-id", "query_id", "qid"):
+                continue
+            if not line.strip():
+                continue
+            if len(cells) != 3 or not cells[2].strip().lstrip("-").isdigit():
+                raise EncodrError(f"{path}, line {number}: expected query-id<TAB>corpus-id<TAB>score (an integer)")
+            qid, did, grade = cells[0].strip(), cells[1].strip(), int(cells[2])
+            if grade > 0:
+                judged.setdefault(qid, {})[did] = grade
+        for what, ids, known in (("document", {d for r in judged.values() for d in r}, doc_ids), ("query", set(judged), set(queries))):
+            missing = sorted(ids - known)
+            if missing:
+                where = "corpus.jsonl" if what == "document" else "queries.jsonl"
+                raise EncodrError(f"{path}: names {len(missing)} {what}{'s' * (len(missing) > 1)} not in {where} (first: '{missing[0]}'); "
+                                  f"remove those rows or add the {what}s")  # fmt: skip
+        data.qrels[split] = judged
+    return data

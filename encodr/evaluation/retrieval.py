@@ -1,0 +1,84 @@
+"""Retrieval scored as BEIR and MTEB score it — nDCG@10 first — through encodr's own index:
+the corpus goes through ``encodr index`` (reading, deduplication, language detection, FAISS)
+and the queries through :class:`~encodr.index.Searcher`, so the number is the one a user's
+search gets."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from ..data.beir import RetrievalSet
+from ..data.records import read_records
+from .base import Evaluator, Score
+
+DEPTH = 100  # hits kept per query: recall@100 and MAP@100 need 100
+METRICS = (("ndcg@k", 10), ("mrr@k", 10), ("recall@k", 100), ("map@k", 100))  # sentence-transformers' key, k
+
+
+class RetrievalEvaluator(Evaluator):
+    """nDCG@10 (primary), MRR@10, recall@100 and MAP@100 (× 100) of a bi-encoder's search over
+    a BEIR-layout set (:mod:`encodr.data.beir`).
+
+    The corpus is indexed with the encoder being scored (exact ``flat`` index by default, so
+    the score is the model's, not an approximate index's), each judged query of ``split``
+    retrieves its top :data:`DEPTH` documents, and the metrics are computed by
+    sentence-transformers' ``InformationRetrievalEvaluator.compute_metrics`` on those ranked
+    lists, so the numbers are defined exactly as that evaluator defines them. Unlike running
+    that evaluator, the vectors come from the index (what ``encodr search`` returns), and
+    documents with the same text — stored once by the index — all take the hit's rank.
+
+    Relevance is binary, as in sentence-transformers' evaluator: a qrels grade > 0 is
+    relevant. BEIR's pytrec_eval uses the grades in nDCG; on sets graded 0/1 (SciFact, XQuAD)
+    the two agree. sentence-transformers' MAP@k divides by min(k, relevant documents).
+    """
+
+    def __init__(self, name: str, data: RetrievalSet, split: str = "test", limit: int | None = None, index_type: str = "flat"):
+        self.name = name
+        self.data = data
+        self.split = split
+        self.limit = limit
+        self.index_type = index_type
+        self.judged = data.judged(split)
+
+    def query_ids(self) -> list[str]:
+        """The judged queries scored, in file order (the first ``limit``)."""
+        return [q for q in self.data.queries if q in self.judged][: self.limit]
+
+    def ranked(self, encoder) -> list[list[tuple[str, float]]]:
+        """Each judged query's ranked (document id, cosine) list, at most :data:`DEPTH` long
+        (a little longer where documents share a text)."""
+        from ..index import Searcher, build
+
+        same_text: dict[str, list[str]] = {}  # the id the index keeps for a text → every id with that text
+        first: dict[str, str] = {}
+        for record in read_records(self.data.corpus_file):
+            keeper = first.setdefault(record.text, record.ext_id)
+            same_text.setdefault(keeper, []).append(record.ext_id)
+        qids = self.query_ids()
+        with tempfile.TemporaryDirectory(prefix="encodr-retrieval-") as tmp:
+            out = Path(tmp) / "index"
+            build([str(self.data.corpus_file)], encoder, out, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"))
+            searcher = Searcher(out, encoder=encoder)
+            try:
+                _, hits = searcher.query([self.data.queries[q] for q in qids], k=DEPTH)
+            finally:
+                searcher.index.close()
+        return [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
+
+    def evaluate(self, encoder, progress: bool = False) -> list[Score]:
+        """nDCG@10, MRR@10, recall@100 and MAP@100 × 100 over the judged queries of the split.
+
+        Raises:
+            EncodrError: see :func:`encodr.index.build` (the corpus cannot be indexed).
+        """
+        from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+
+        qids = self.query_ids()
+        ranked = self.ranked(encoder)
+        reference = InformationRetrievalEvaluator(
+            {q: self.data.queries[q] for q in qids}, {d: "" for d in self.data.doc_ids}, {q: set(self.judged[q]) for q in qids},
+            mrr_at_k=[10], ndcg_at_k=[10], accuracy_at_k=[1], precision_recall_at_k=[100], map_at_k=[100], write_csv=False,
+        )  # fmt: skip
+        metrics = reference.compute_metrics([[{"corpus_id": d, "score": s} for d, s in row] for row in ranked])
+        return [Score(self.name, f"{key.split('@')[0]}@{k}", 100 * float(metrics[key][k]), len(qids)) for key, k in METRICS]

@@ -1,0 +1,85 @@
+import json
+
+import pytest
+
+from encodr.data.beir import read_retrieval
+from encodr.errors import EncodrError
+from tests.conftest import run_cli
+
+TOPICS = ["river", "mountain", "kitchen", "violin", "planet", "garden", "winter", "harbour"]
+
+
+def beir_folder(root, split="dev", extra_qrels=""):
+    """A small BEIR-layout set: 3 documents per topic (one of them a duplicate text), one query per topic."""
+    root.mkdir()
+    docs = []
+    for i, topic in enumerate(TOPICS):
+        docs += [{"_id": f"{topic}-a", "title": topic.title(), "text": f"all about the {topic} and its {topic} things"},
+                 {"_id": f"{topic}-b", "title": "", "text": f"a note that mentions a {topic} once, number {i}"},
+                 {"_id": f"{topic}-c", "title": "", "text": "an unrelated filler line"}]  # fmt: skip
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": f"{t} facts"}) + "\n" for i, t in enumerate(TOPICS)))
+    (root / "qrels").mkdir()
+    rows = "".join(f"q{i}\t{t}-a\t1\nq{i}\t{t}-b\t1\n" for i, t in enumerate(TOPICS))
+    (root / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows + extra_qrels)
+    return root
+
+
+def test_scores_equal_sentence_transformers_information_retrieval_evaluator(tmp_path, tiny_model):
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+
+    from encodr.evaluation.retrieval import RetrievalEvaluator
+    from encodr.models import load_encoder
+
+    data = read_retrieval(beir_folder(tmp_path / "toy"))
+    encoder = load_encoder(str(tiny_model), pooling="mean", device="cpu")
+    ours = {s.metric: s.value for s in RetrievalEvaluator("toy", data, split="dev").evaluate(encoder)}
+    corpus = {}
+    for line in data.corpus_file.read_text().splitlines():
+        d = json.loads(line)
+        corpus[d["_id"]] = f"{d['title']} {d['text']}".strip()
+    judged = {q: set(r) for q, r in data.qrels["dev"].items()}
+    st = InformationRetrievalEvaluator(data.queries, corpus, judged, mrr_at_k=[10], ndcg_at_k=[10], precision_recall_at_k=[100], map_at_k=[100],
+                                       write_csv=False)(encoder.st)  # fmt: skip
+    expected = {"ndcg@10": st["cosine_ndcg@10"], "mrr@10": st["cosine_mrr@10"], "recall@100": st["cosine_recall@100"], "map@100": st["cosine_map@100"]}
+    assert set(ours) == set(expected)
+    for metric, value in expected.items():
+        assert ours[metric] == pytest.approx(100 * value, abs=0.1), metric
+    assert 0 < ours["ndcg@10"] < 100  # a real ranking, not a degenerate one
+
+
+def test_qrels_naming_a_missing_document_is_one_error(tmp_path):
+    folder = beir_folder(tmp_path / "toy", extra_qrels="q0\tnot-a-doc\t1\n")
+    with pytest.raises(EncodrError, match=r"names 1 document not in corpus.jsonl \(first: 'not-a-doc'\)"):
+        read_retrieval(folder)
+
+
+def test_a_corpus_line_that_is_not_json_names_its_line(tmp_path):
+    folder = beir_folder(tmp_path / "toy")
+    with open(folder / "corpus.jsonl", "a") as f:
+        f.write("{not json\n")
+    with pytest.raises(EncodrError, match=r"corpus.jsonl, line 25: not JSON"):
+        read_retrieval(folder)
+
+
+def test_cli_eval_retrieval_names_the_splits_there_are(tmp_path, capsys, monkeypatch, tiny_model):
+    folder = beir_folder(tmp_path / "toy")
+    code, _, err = run_cli(["eval", "retrieval", str(folder), "--model", str(tiny_model)], capsys, monkeypatch)
+    assert code == 2 and "no qrels/test.tsv; its splits are dev (use --split)" in err and "Traceback" not in err
+    code, _, err = run_cli(["eval", "sts", "--split", "dev"], capsys, monkeypatch)
+    assert code == 2 and "--split picks the qrels of 'eval retrieval'" in err
+    code, _, err = run_cli(["eval", "retrieval", str(folder / "corpus.jsonl")], capsys, monkeypatch)
+    assert code == 2 and "takes a BEIR-layout folder" in err
+
+
+def test_cli_eval_retrieval_prints_ndcg_and_json(tmp_path, capsys, monkeypatch, tiny_model):
+    folder = beir_folder(tmp_path / "toy")
+    code, out, err = run_cli(["eval", "retrieval", str(folder), "--split", "dev", "--model", str(tiny_model), "--limit", "4", "--json"],
+                             capsys, monkeypatch)  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    scores = {s["metric"]: s for s in payload["scores"]}
+    assert payload["suite"] == "retrieval"
+    assert set(scores) == {"ndcg@10", "mrr@10", "recall@100", "map@100"}
+    assert scores["ndcg@10"]["n"] == 4  # --limit: the first 4 judged queries
+    assert scores["recall@100"]["value"] == pytest.approx(100.0)  # 24 documents, all retrieved within 100
