@@ -36,7 +36,7 @@ def open_searcher(request: SearchRequest):
 
 
 def search(request: SearchRequest, searcher=None) -> SearchResult:
-    """Top-k hits of each query (cosine, highest first).
+    """Top-k hits of each query, best first (dense, keyword or hybrid: ``request.mode``).
 
     Args:
         request: the queries, the index and the search settings.
@@ -48,7 +48,8 @@ def search(request: SearchRequest, searcher=None) -> SearchResult:
     """
     request.check()
     searcher = searcher or open_searcher(request)
-    langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search)
+    langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search,
+                                    request.mode, request.fusion)  # fmt: skip
     return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"],
                         results=[QueryHits(query=q, lang=code, hits=hits)
                                  for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
@@ -164,7 +165,7 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
     if request.limit:
         options["limit"] = request.limit
     if request.suite == "retrieval":
-        options["split"] = request.retrieval_split
+        options.update(split=request.retrieval_split, mode=request.mode, fusion=request.fusion)
     specs = [(request.model, request.cross, request.backend)] + ([(request.compare, request.compare_cross, "torch")] if request.compare else [])
     scorers = [load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs]  # both load before either is scored
     data = request.data or None

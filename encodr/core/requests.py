@@ -22,6 +22,21 @@ BACKEND_HELP = "torch | onnx | onnx-int8 (onnxruntime on the CPU; int8: dynamic 
 CLI, CLI_TUI, CLI_HTTP, HTTP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http",)
 
 
+MODE_HELP = "dense (vectors) | keyword (BM25, SQLite FTS5) | hybrid (both, fused by --fusion)."
+FUSION_HELP = "hybrid: rrf (reciprocal rank fusion) | convex (min-max normalised scores, 0.5 each); both language-aware."
+
+
+def check_mode(mode: str, fusion: str) -> None:
+    """Raises EncodrError naming the field unless ``mode`` and ``fusion`` are known."""
+    from ..index.fusion import FUSIONS
+    from ..index.search import MODES
+
+    if mode not in MODES:
+        raise EncodrError(f"--mode {mode}: choose one of {', '.join(MODES)}", field="mode")
+    if fusion not in FUSIONS:
+        raise EncodrError(f"--fusion {fusion}: choose one of {', '.join(FUSIONS)}", field="fusion")
+
+
 class Request(BaseModel):
     """A command's request: unknown fields are refused (422 over HTTP, naming the field)."""
 
@@ -69,11 +84,14 @@ class SearchRequest(Request):
     backend: str | None = option(None, "torch | onnx | onnx-int8 for the queries (default: the one the index was built with).")
     nprobe: int | None = option(None, "IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact.", ge=1)
     ef_search: int | None = option(None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1)
+    mode: str = option("dense", MODE_HELP)
+    fusion: str = option("rrf", FUSION_HELP)
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
     _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)
 
     def check(self) -> None:
+        check_mode(self.mode, self.fusion)
         if not self.query:
             raise EncodrError("no query given; pass QUERY, or one query a line on stdin", field="query")
         if any(not q.strip() for q in self.query):
@@ -169,6 +187,8 @@ class EvalRequest(Request):
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
     backend: str = option("torch", BACKEND_HELP + " For --model; --compare runs on torch.", fronts=CLI_TUI)
     split: str | None = option(None, "retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test).", fronts=CLI_TUI)
+    mode: str = option("dense", "retrieval: " + MODE_HELP, fronts=CLI_TUI)
+    fusion: str = option("rrf", "retrieval: " + FUSION_HELP, fronts=CLI_TUI)
 
     def check(self) -> None:
         from .. import evaluation
@@ -176,6 +196,9 @@ class EvalRequest(Request):
         from ..evaluation.tasks import CROSS_SUITES
 
         tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
+        check_mode(self.mode, self.fusion)
+        if self.suite != "retrieval" and (self.mode, self.fusion) != ("dense", "rrf"):
+            raise EncodrError(f"--mode and --fusion choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode")
         if self.split is not None and self.suite != "retrieval":
             raise EncodrError(f"--split picks the qrels of 'eval retrieval', not '{self.suite}'; drop --split", field="split")
         if self.suite == "retrieval":

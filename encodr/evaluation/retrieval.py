@@ -22,7 +22,8 @@ class RetrievalEvaluator(Evaluator):
 
     The corpus is indexed with the encoder being scored (exact ``flat`` index by default, so
     the score is the model's, not an approximate index's), each judged query of ``split``
-    retrieves its top :data:`DEPTH` documents, and the metrics are computed by
+    retrieves its top :data:`DEPTH` documents in ``mode`` (``dense``, ``keyword`` or
+    ``hybrid`` with ``fusion``: :meth:`encodr.index.Searcher.query`), and the metrics are computed by
     sentence-transformers' ``InformationRetrievalEvaluator.compute_metrics`` on those ranked
     lists, so the numbers are defined exactly as that evaluator defines them. Unlike running
     that evaluator, the vectors come from the index (what ``encodr search`` returns), and
@@ -33,8 +34,10 @@ class RetrievalEvaluator(Evaluator):
     the two agree. sentence-transformers' MAP@k divides by min(k, relevant documents).
     """
 
-    def __init__(self, name: str, data: RetrievalSet, split: str = "test", limit: int | None = None, index_type: str = "flat"):
+    def __init__(self, name: str, data: RetrievalSet, split: str = "test", limit: int | None = None, index_type: str = "flat",
+                 mode: str = "dense", fusion: str = "rrf"):  # fmt: skip
         self.name = name
+        self.mode, self.fusion = mode, fusion
         self.data = data
         self.split = split
         self.limit = limit
@@ -61,7 +64,7 @@ class RetrievalEvaluator(Evaluator):
             build([str(self.data.corpus_file)], encoder, out, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"))
             searcher = Searcher(out, encoder=encoder)
             try:
-                _, hits = searcher.query([self.data.queries[q] for q in qids], k=DEPTH)
+                _, hits = searcher.query([self.data.queries[q] for q in qids], k=DEPTH, mode=self.mode, fusion=self.fusion)
             finally:
                 searcher.index.close()
         return [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]

@@ -23,7 +23,7 @@ from ..models.encoder import Encoder, check_backend
 from ..models.pcr import DEFAULT_VARIANT, POOLED, check_variant, fit_and_remove, remove_per_language
 from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
-from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, create_texts, locate
+from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, KEYWORD_TOKENIZER, Index, build_keywords, create_texts, locate
 
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
@@ -279,6 +279,10 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         meta["count"] = int(index.ntotal)
         meta["languages"] = sorted({row[0] for row in ingest.db.execute("select distinct lang from texts")})
         meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        keywords_started = time.time()
+        build_keywords(ingest.db.conn)
+        meta["keywords"] = {"engine": "sqlite-fts5 bm25", "tokenizer": KEYWORD_TOKENIZER}
+        keyword_seconds = round(time.time() - keywords_started, 2)
         ingest.db.close()
         write_faiss(index, tmp / VECTORS_FILE)
         meta["bytes_per_vector"] = round((tmp / VECTORS_FILE).stat().st_size / max(1, index.ntotal), 1)
@@ -286,7 +290,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         if old is not None:
             old.close()  # this build holds the old generation no more: the swap may remove it
     added, skipped = ingest.added, ingest.skipped
-    return {**meta, "added": added, "skipped_duplicates": skipped, "seconds": round(time.time() - started, 2), "path": str(out.resolve())}
+    return {**meta, "added": added, "skipped_duplicates": skipped, "seconds": round(time.time() - started, 2), "keyword_seconds": keyword_seconds,
+            "path": str(out.resolve())}  # fmt: skip
 
 
 def write_faiss(index, path: Path) -> None:

@@ -14,8 +14,12 @@ import numpy as np
 
 from ..data.language import UNDETERMINED, check_code, detect_languages
 from ..errors import EncodrError
+from .fusion import FUSIONS, fuse
 from .store import Index
 from ..models import Encoder, load_encoder
+
+MODES = ("dense", "keyword", "hybrid")
+HYBRID_DEPTH = 100  # candidates taken from each list before fusion
 
 
 @dataclass(frozen=True)
@@ -129,18 +133,19 @@ class Searcher:
             return [default or UNDETERMINED] * len(queries)
         return detect_languages(queries, languages)
 
-    def search(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None) -> list[list[Hit]]:
+    def search(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, mode: str = "dense",
+               fusion: str = "rrf") -> list[list[Hit]]:  # fmt: skip
         """Top-k hits for each query (cosine, highest first); sets ``last_ms`` and
         ``last_langs`` (the queries' languages) for a single-threaded caller (the TUI's
         status line); see :meth:`query` for the arguments and errors.
         """
         started = time.perf_counter()
-        self.last_langs, results = self.query(queries, k, lang, hit_langs)
+        self.last_langs, results = self.query(queries, k, lang, hit_langs, mode=mode, fusion=fusion)
         self.last_ms = (time.perf_counter() - started) * 1000
         return results
 
     def query(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, nprobe: int | None = None,
-              ef_search: int | None = None) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
+              ef_search: int | None = None, mode: str = "dense", fusion: str = "rrf") -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
         """Each query's language and its top-k hits (cosine, highest first). Thread-safe: it
         reads one generation of the index throughout, the current one when it starts.
 
@@ -150,14 +155,23 @@ class Searcher:
             lang: the queries' language (default: detected; it picks the PCR component).
             hit_langs: keep only hits in these languages (ISO 639-3 codes as stored).
             nprobe, ef_search: this call's search settings (:meth:`Index.search`; default: the searcher's).
+            mode: ``dense`` (cosine of the vectors), ``keyword`` (BM25 over the keyword index,
+                :meth:`Index.keyword_search`; the score is BM25's) or ``hybrid`` (the top
+                :data:`HYBRID_DEPTH` of each, fused by ``fusion``; the score is the fused one).
+            fusion: ``rrf`` or ``convex`` (:mod:`.fusion`), for ``hybrid``.
 
         Returns:
             (q language codes, q lists of at most k :class:`Hit` s).
 
         Raises:
-            EncodrError: a ``hit_langs`` code the index has no text in; see
+            EncodrError: a ``hit_langs`` code the index has no text in, an unknown mode or
+                fusion, a keyword mode on an index without a keyword index; see
                 :meth:`query_languages` and :meth:`Index.prepare_queries`.
         """
+        if mode not in MODES:
+            raise EncodrError(f"unknown search mode '{mode}'; choose one of {', '.join(MODES)}", field="mode")
+        if fusion not in FUSIONS:
+            raise EncodrError(f"unknown fusion '{fusion}'; choose one of {', '.join(FUSIONS)}", field="fusion")
         self.refresh()
         index = self.index
         stored = index.meta.get("languages", [])
@@ -168,7 +182,23 @@ class Searcher:
             raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
                               field="hit_lang")  # fmt: skip
         langs = self.query_languages(queries, lang, index)
-        return langs, self._hits(self.encoder.encode(queries), k, langs, hit_langs, index, nprobe, ef_search)
+        if mode == "keyword":
+            return langs, self._rows_to_hits(index, *index.keyword_search(queries, k, hit_langs))
+        if mode == "dense":
+            return langs, self._hits(self.encoder.encode(queries), k, langs, hit_langs, index, nprobe, ef_search)
+        depth = max(k, HYBRID_DEPTH)
+        vectors = index.prepare_queries(self.encoder.encode(queries), langs)
+        d_scores, d_ids = index.search(vectors, depth, hit_langs, nprobe, ef_search)
+        k_scores, k_ids = index.keyword_search(queries, depth, hit_langs)
+        lang_of = {i: r["lang"] for i, r in index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()]))).items()}
+        fused_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        fused_ids = np.full((len(queries), k), -1, dtype=np.int64)
+        for q in range(len(queries)):
+            ranked = fuse([(int(i), float(s)) for s, i in zip(d_scores[q], d_ids[q]) if i >= 0],
+                          [(int(i), float(s)) for s, i in zip(k_scores[q], k_ids[q]) if i >= 0], fusion, langs[q], lang_of)[:k]  # fmt: skip
+            for col, (i, s) in enumerate(ranked):
+                fused_ids[q, col], fused_scores[q, col] = i, s
+        return langs, self._rows_to_hits(index, fused_scores, fused_ids)
 
     def _hits(self, query_vectors: np.ndarray, k: int, langs: list[str], hit_langs: list[str] | None = None, index: Index | None = None,
               nprobe: int | None = None, ef_search: int | None = None) -> list[list[Hit]]:  # fmt: skip
@@ -176,7 +206,11 @@ class Searcher:
         (default: the current one)."""
         index = index or self.index
         vectors = index.prepare_queries(query_vectors, langs)
-        scores, ids = index.search(vectors, k, hit_langs, nprobe, ef_search)
+        return self._rows_to_hits(index, *index.search(vectors, k, hit_langs, nprobe, ef_search))
+
+    @staticmethod
+    def _rows_to_hits(index: Index, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
+        """:class:`Hit` lists from (q, k) score and id arrays (id −1: no hit)."""
         rows = index.rows(np.unique(ids))
         results = []
         for qs, qi in zip(scores, ids):

@@ -60,6 +60,36 @@ TRAIN_SAMPLE = 100_000  # vectors an IVF quantiser is trained on (a seeded sampl
 TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int}
 
 
+KEYWORD_TABLE = "texts_fts"
+# FTS5's Unicode tokenizer: words split on Unicode classes, case-folded, diacritics removed
+# (café = cafe, Müller = muller), no stemming (Porter stems English only).
+KEYWORD_TOKENIZER = "unicode61 remove_diacritics 2"
+
+
+def build_keywords(conn) -> None:
+    """(Re)build the keyword index of a store: an SQLite FTS5 table over ``texts.text``
+    (external content, so each text is stored once) whose ``bm25()`` ranks keyword hits.
+    Runs inside the generation being written, so it changes atomically with the vectors.
+
+    Args:
+        conn: an ``sqlite3.Connection`` to the store being written.
+    """
+    conn.execute(f"create virtual table if not exists {KEYWORD_TABLE} using fts5(text, content='texts', content_rowid='id', "
+                 f"tokenize='{KEYWORD_TOKENIZER}')")  # fmt: skip
+    conn.execute(f"insert into {KEYWORD_TABLE}({KEYWORD_TABLE}) values ('rebuild')")
+    conn.commit()
+
+
+def keyword_expression(query: str) -> str:
+    """An FTS5 MATCH expression for a free-text query: each word (``\\w+``, any script) as a
+    quoted term, joined by OR, so no character of the query is read as FTS5 syntax; ``""``
+    when the query has no word."""
+    import re
+
+    terms = dict.fromkeys(t.lower() for t in re.findall(r"\w+", query))
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
 def create_texts(db) -> None:
     """Create the ``texts`` table (:data:`TEXTS_COLUMNS`, unique text hashes) in a
     ``sqlite_utils.Database`` that lacks it: the schema :class:`Index` reads."""
@@ -342,6 +372,45 @@ class Index:
         with self._db_lock:
             found = self._db.execute(f"select id, ext_id, text, source, line, lang from texts where id in ({marks})", ids).fetchall()
         return {r[0]: {"id": r[0], "ext_id": r[1], "text": r[2], "source": r[3], "line": r[4], "lang": r[5]} for r in found}
+
+    @property
+    def has_keywords(self) -> bool:
+        """Whether this generation has a keyword index (built by ``encodr index`` since it has one)."""
+        with self._db_lock:
+            return self._db.execute("select 1 from sqlite_master where name = ?", (KEYWORD_TABLE,)).fetchone() is not None
+
+    def keyword_search(self, queries: list[str], k: int, langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k texts of each query by BM25 (SQLite FTS5: k1 = 1.2, b = 0.75), best first.
+
+        Args:
+            queries: q free-text queries (:func:`keyword_expression`).
+            k: hits per query.
+            langs: keep only texts whose stored language is one of these.
+
+        Returns:
+            (scores, ids): float32 and int64 arrays (q, k); the score is −``bm25()`` (higher
+            is better); rows with fewer than k matches are padded with score −inf and id −1,
+            as FAISS pads.
+
+        Raises:
+            EncodrError: the index has no keyword index (built before encodr had one).
+        """
+        if not self.has_keywords:
+            raise EncodrError(f"index {self.path} has no keyword index (built by an older encodr); rebuild it with encodr index, or use --mode dense",
+                              field="mode")  # fmt: skip
+        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        ids = np.full((len(queries), k), -1, dtype=np.int64)
+        where = f" and rowid in (select id from texts where lang in ({','.join('?' * len(langs))}))" if langs else ""
+        sql = f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order by bm25({KEYWORD_TABLE}) limit ?"
+        for row, query in enumerate(queries):
+            expression = keyword_expression(query)
+            if not expression:
+                continue
+            with self._db_lock:
+                found = self._db.execute(sql, (expression, *(langs or []), k)).fetchall()
+            for col, (i, score) in enumerate(found):
+                ids[row, col], scores[row, col] = i, score
+        return scores, ids
 
     def vectors_of(self, ids: list[int]) -> np.ndarray:
         """Stored vectors (for exact re-ranking and benchmarks)."""

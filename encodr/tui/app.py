@@ -18,7 +18,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Header, Input, Markdown, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, Static, TabbedContent, TabPane
 
 from ..errors import EncodrError
 from .jobs import EvalPane, IndexPane
@@ -74,6 +74,7 @@ class EncodrApp(App):
     #query-row { height: auto; }
     #query { width: 3fr; }
     #hit-lang { width: 1fr; margin: 0 1 0 0; }
+    #search-mode { width: 16; }
     #cosine { padding: 0 2; height: 3; content-align: left middle; text-style: bold; }
     TabbedContent { height: 1fr; }
     #status { height: 1; background: $boost; padding: 0 1; }
@@ -107,6 +108,7 @@ class EncodrApp(App):
                 with Horizontal(id="query-row"):
                     yield Input(placeholder="type a query…", id="query")
                     yield Input(placeholder="languages: spa,fra (blank: all)", id="hit-lang")
+                    yield Select([(m, m) for m in ("dense", "keyword", "hybrid")], value="dense", allow_blank=False, id="search-mode")
                 yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
             with TabPane("Compare", id="compare"):
                 yield Input(placeholder="text A", id="text-a")
@@ -218,7 +220,8 @@ class EncodrApp(App):
         self.run_search(event.value, 0.0)
 
     @on(Input.Submitted, "#hit-lang")
-    def hit_lang_submitted(self, event: Input.Submitted) -> None:
+    @on(Select.Changed, "#search-mode")
+    def search_again(self, event) -> None:
         self.run_search(self.query_one("#query", Input).value, 0.0)
 
     def hit_langs(self) -> list[str] | None:
@@ -235,7 +238,7 @@ class EncodrApp(App):
         if worker.is_cancelled or self.searcher is None or not query.strip():
             return
         try:
-            hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs())[0]
+            hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs(), mode=self.query_one("#search-mode", Select).value)[0]
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return

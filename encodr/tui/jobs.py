@@ -113,7 +113,7 @@ class EvalPane(Vertical):
 
     DEFAULT_CSS = """
     EvalPane Input, EvalPane Select { width: 80; }
-    EvalPane #eval-backend, EvalPane #eval-pcr-variant, EvalPane #eval-limit, EvalPane #eval-split { width: 24; }
+    EvalPane #eval-backend, EvalPane #eval-pcr-variant, EvalPane #eval-limit, EvalPane #eval-split, EvalPane #eval-mode, EvalPane #eval-fusion { width: 24; }
     EvalPane .row { height: 3; }
     EvalPane #eval-table { height: auto; max-height: 14; }
     EvalPane #eval-chart { height: 1fr; min-height: 12; }
@@ -142,6 +142,9 @@ class EvalPane(Vertical):
             yield Select([(v, v) for v in PCR_VARIANTS], prompt="PCR variant", id="eval-pcr-variant")
             yield Input(placeholder="limit (items per dataset)", id="eval-limit")
             yield Input(placeholder="split (retrieval: test)", id="eval-split")
+        with Horizontal(classes="row"):
+            yield Select([(m, m) for m in ("dense", "keyword", "hybrid")], value="dense", allow_blank=False, id="eval-mode")
+            yield Select([(f, f) for f in ("rrf", "convex")], value="rrf", allow_blank=False, id="eval-fusion")
         yield Static("", id="eval-status")
         yield DataTable(id="eval-table", zebra_stripes=True)
         yield PlotextPlot(id="eval-chart")

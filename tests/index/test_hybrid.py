@@ -1,0 +1,98 @@
+import pytest
+
+from encodr.errors import EncodrError
+from encodr.index import Searcher, build
+from encodr.index.fusion import RRF_K, fuse
+from tests.conftest import run_cli
+
+TEXTS = [
+    "the pump stopped with error code XJ4471 during the night shift",
+    "a quiet morning at the harbour with boats and gulls",
+    "the café on the corner serves strong coffee",
+    "winter storms closed the mountain pass for a week",
+    "the library opened a new reading room for children",
+    "the pump was serviced and runs normally again",
+]
+
+
+@pytest.fixture
+def index(tmp_path, tiny_model):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    out = tmp_path / "idx"
+    meta = build([str(corpus)], str(tiny_model), out, lang="eng")
+    assert meta["keywords"]["engine"] == "sqlite-fts5 bm25" and meta["keyword_seconds"] >= 0
+    return out
+
+
+def test_keyword_mode_finds_an_exact_code_and_ignores_diacritics(index):
+    searcher = Searcher(index)
+    assert searcher.search(["XJ4471"], k=3, mode="keyword")[0][0].text == TEXTS[0]
+    assert searcher.search(["cafe"], k=3, mode="keyword")[0][0].text == TEXTS[2]  # café, diacritics removed
+    assert searcher.search(["zebra"], k=3, mode="keyword") == [[]]  # no word in common: no hit, not an error
+
+
+def test_queries_with_fts5_syntax_are_plain_words(index):
+    searcher = Searcher(index)
+    hits = searcher.search(['pump" AND (NEAR* OR -', "*", ""], k=3, mode="keyword")
+    found = {h.text for h in hits[0]}  # the words pump, and, near, or: AND and OR are words here, not operators
+    assert {TEXTS[0], TEXTS[5]} <= found and all(" and " in t or "pump" in t for t in found)
+    assert hits[1] == [] and hits[2] == []
+
+
+def test_hybrid_is_the_fusion_of_the_dense_and_keyword_rankings(index):
+    searcher = Searcher(index)
+    query = ["pump error XJ4471"]
+    dense = [(h.id, h.score) for h in searcher.search(query, k=6, mode="dense")[0]]
+    keyword = [(h.id, h.score) for h in searcher.search(query, k=6, mode="keyword")[0]]
+    for fusion in ("rrf", "convex"):
+        hits = searcher.search(query, k=6, mode="hybrid", fusion=fusion)[0]
+        expected = fuse(dense, keyword, fusion, "eng", {i: "eng" for i, _ in dense + keyword})
+        assert [(h.id, pytest.approx(h.score)) for h in hits] == [(i, pytest.approx(s)) for i, s in expected]
+        assert [h.rank for h in hits] == list(range(1, 7))
+
+
+def test_add_updates_the_keyword_index_with_the_vectors(index, tmp_path):
+    more = tmp_path / "more.txt"
+    more.write_text("a zebra crossed the savanna at dawn\n")
+    build([str(more)], None, index, add=True)
+    assert Searcher(index).search(["zebra"], k=1, mode="keyword")[0][0].text == "a zebra crossed the savanna at dawn"
+
+
+def test_rrf_arithmetic():
+    fused = dict(fuse([(1, 0.9), (2, 0.8)], [(2, 12.0), (3, 5.0)], "rrf"))
+    assert fused[2] == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
+    assert fused[1] == pytest.approx(1 / (RRF_K + 1)) and fused[3] == pytest.approx(1 / (RRF_K + 2))
+
+
+def test_fusion_does_not_demote_a_cross_lingual_hit_that_dense_ranks_first():
+    dense = [(10, 0.9), (11, 0.85), (12, 0.8)]  # 10 is Spanish, the query English
+    keyword = [(11, 9.0), (12, 8.0)]  # a keyword list cannot match the Spanish text
+    langs = {10: "spa", 11: "eng", 12: "eng"}
+    for fusion in ("rrf", "convex"):
+        blind = fuse(dense, keyword, fusion)
+        aware = fuse(dense, keyword, fusion, query_lang="eng", lang_of=langs)
+        assert blind[0][0] != 10  # fused without languages, the cross-lingual hit drops
+        assert aware[0][0] == 10, fusion
+
+
+def test_unknown_mode_is_one_line(index, capsys, monkeypatch):
+    code, _, err = run_cli(["search", "pump", "--index", str(index), "--mode", "fuzzy"], capsys, monkeypatch)
+    assert code == 2 and err.strip() == "encodr: error: --mode fuzzy: choose one of dense, keyword, hybrid"
+    code, out, err = run_cli(["search", "XJ4471", "--index", str(index), "--mode", "hybrid", "--json"], capsys, monkeypatch)
+    assert code == 0 and "XJ4471" in out
+
+
+def test_an_index_without_a_keyword_index_says_how_to_get_one(index):
+    import sqlite3
+
+    from encodr.index import Index
+
+    with Index.open(index) as opened:
+        store = opened.folder / "texts.db"
+    conn = sqlite3.connect(store)
+    conn.execute("drop table texts_fts")
+    conn.commit()
+    conn.close()
+    with pytest.raises(EncodrError, match="has no keyword index .* or use --mode dense"):
+        Searcher(index).search(["pump"], mode="hybrid")
