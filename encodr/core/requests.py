@@ -141,7 +141,8 @@ class EmbedRequest(Request):
 class IndexRequest(Request):
     """Encode a corpus and store it in a FAISS + SQLite index."""
 
-    corpus: list[str] = option(..., "Text files (one text a line) or TSV files with a 'text' column (optional id, lang).", argument=True, fronts=CLI_TUI)
+    corpus: list[str] = option(..., "Text files (one text a line), TSV or CSV files with a header with a 'text' column (optional id, lang), "
+                                    "or JSONL (one object a line: text, optional _id / id, title, lang; a BEIR corpus.jsonl).", argument=True, fronts=CLI_TUI)
     model: str | None = option(None, "Model (default: minilm; with --add, the index's model).", flags=("--model", "-m"), fronts=CLI_TUI)
     out: str | None = option(None, "Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with --add, a workspace index name works too).",
                              flags=("--out", "-o"), fronts=CLI_TUI)  # fmt: skip
@@ -158,7 +159,7 @@ class IndexRequest(Request):
 
     def check(self) -> None:
         if not self.corpus:
-            raise EncodrError("no corpus given; pass one or more text or TSV files", field="corpus")
+            raise EncodrError("no corpus given; pass one or more text, TSV, CSV or JSONL files", field="corpus")
         pcr_variant(self.pcr, self.pcr_variant)
 
     def target(self) -> Path:

@@ -48,40 +48,50 @@ class RetrievalEvaluator(Evaluator):
         """The judged queries scored, in file order (the first ``limit``)."""
         return [q for q in self.data.queries if q in self.judged][: self.limit]
 
-    def ranked(self, encoder) -> list[list[tuple[str, float]]]:
-        """Each judged query's ranked (document id, cosine) list, at most :data:`DEPTH` long
-        (a little longer where documents share a text)."""
+    def ranked(self, encoder, modes: list[tuple[str, str]] | None = None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:
+        """Each judged query's ranked (document id, score) list, at most :data:`DEPTH` long
+        (a little longer where documents share a text), for each (mode, fusion) in ``modes``
+        (default: this evaluator's), from one index built once."""
         from ..index import Searcher, build
 
+        modes = modes or [(self.mode, self.fusion)]
         same_text: dict[str, list[str]] = {}  # the id the index keeps for a text → every id with that text
         first: dict[str, str] = {}
         for record in read_records(self.data.corpus_file):
             keeper = first.setdefault(record.text, record.ext_id)
             same_text.setdefault(keeper, []).append(record.ext_id)
-        qids = self.query_ids()
+        queries = [self.data.queries[q] for q in self.query_ids()]
+        out: dict[tuple[str, str], list[list[tuple[str, float]]]] = {}
         with tempfile.TemporaryDirectory(prefix="encodr-retrieval-") as tmp:
-            out = Path(tmp) / "index"
-            build([str(self.data.corpus_file)], encoder, out, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"))
-            searcher = Searcher(out, encoder=encoder)
+            where = Path(tmp) / "index"
+            build([str(self.data.corpus_file)], encoder, where, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"))
+            searcher = Searcher(where, encoder=encoder)
             try:
-                _, hits = searcher.query([self.data.queries[q] for q in qids], k=DEPTH, mode=self.mode, fusion=self.fusion)
+                for mode, fusion in modes:
+                    _, hits = searcher.query(queries, k=DEPTH, mode=mode, fusion=fusion)
+                    out[(mode, fusion)] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
             finally:
                 searcher.index.close()
-        return [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
+        return out
 
-    def evaluate(self, encoder, progress: bool = False) -> list[Score]:
-        """nDCG@10, MRR@10, recall@100 and MAP@100 × 100 over the judged queries of the split.
-
-        Raises:
-            EncodrError: see :func:`encodr.index.build` (the corpus cannot be indexed).
-        """
+    def scores(self, ranked: list[list[tuple[str, float]]]) -> list[Score]:
+        """nDCG@10, MRR@10, recall@100 and MAP@100 × 100 of ranked lists (one per judged query,
+        in :meth:`query_ids` order), by sentence-transformers' ``compute_metrics``."""
         from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
         qids = self.query_ids()
-        ranked = self.ranked(encoder)
         reference = InformationRetrievalEvaluator(
             {q: self.data.queries[q] for q in qids}, {d: "" for d in self.data.doc_ids}, {q: set(self.judged[q]) for q in qids},
             mrr_at_k=[10], ndcg_at_k=[10], accuracy_at_k=[1], precision_recall_at_k=[100], map_at_k=[100], write_csv=False,
         )  # fmt: skip
         metrics = reference.compute_metrics([[{"corpus_id": d, "score": s} for d, s in row] for row in ranked])
         return [Score(self.name, f"{key.split('@')[0]}@{k}", 100 * float(metrics[key][k]), len(qids)) for key, k in METRICS]
+
+    def evaluate(self, encoder, progress: bool = False) -> list[Score]:
+        """nDCG@10, MRR@10, recall@100 and MAP@100 × 100 over the judged queries of the split.
+
+        Raises:
+            EncodrError: see :func:`encodr.index.build` (the corpus cannot be indexed) and
+                :meth:`encodr.index.Searcher.query`.
+        """
+        return self.scores(self.ranked(encoder)[(self.mode, self.fusion)])

@@ -159,7 +159,7 @@ def build(
     if processes > 1 and backend != "torch":
         raise EncodrError(f"--processes works with --backend torch; onnxruntime already uses every core, so drop --processes for {backend}")
     if not files:
-        raise EncodrError("no corpus file given; pass one or more text or TSV files")
+        raise EncodrError("no corpus file given; pass one or more text, TSV, CSV or JSONL files")
     if lang is not None:
         check_code(lang)
     check_variant(pcr_variant)

@@ -83,3 +83,17 @@ def test_cli_eval_retrieval_prints_ndcg_and_json(tmp_path, capsys, monkeypatch, 
     assert set(scores) == {"ndcg@10", "mrr@10", "recall@100", "map@100"}
     assert scores["ndcg@10"]["n"] == 4  # --limit: the first 4 judged queries
     assert scores["recall@100"]["value"] == pytest.approx(100.0)  # 24 documents, all retrieved within 100
+
+
+def test_every_mode_scores_from_one_index(tmp_path, tiny_model):
+    from encodr.evaluation.retrieval import RetrievalEvaluator
+    from encodr.models import load_encoder
+
+    evaluator = RetrievalEvaluator("toy", read_retrieval(beir_folder(tmp_path / "toy")), split="dev")
+    encoder = load_encoder(str(tiny_model), pooling="mean", device="cpu")
+    modes = [("dense", "rrf"), ("keyword", "rrf"), ("hybrid", "rrf"), ("hybrid", "convex")]
+    ranked = evaluator.ranked(encoder, modes)
+    ndcg = {m: evaluator.scores(ranked[m])[0].value for m in modes}
+    assert ndcg[("keyword", "rrf")] == pytest.approx(100.0)  # each query's topic word is in both relevant documents only
+    assert ndcg[("dense", "rrf")] < 100  # a random tiny encoder: the keyword list is what lifts hybrid
+    assert ndcg[("hybrid", "rrf")] > ndcg[("dense", "rrf")]
