@@ -16,7 +16,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages, detect_languages
+from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages, detect_languages, detect_with_confidence
 from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import Encoder, check_backend
@@ -430,14 +430,15 @@ class _Ingest:
 
     def _write(self, fresh: list[tuple[Record, str]], vectors: np.ndarray, first: int) -> None:
         langs = [r.lang or self.lang for r, _ in fresh]
+        confidence: list[float | None] = [None] * len(fresh)
         unknown = [i for i, code in enumerate(langs) if code is None]
         if unknown:
-            for i, code in zip(unknown, detect_languages([fresh[i][0].text for i in unknown], self.candidates, self.accurate)):
-                langs[i] = code
+            for i, (code, sure) in zip(unknown, detect_with_confidence([fresh[i][0].text for i in unknown], self.candidates, self.accurate)):
+                langs[i], confidence[i] = code, sure
             self.detected += len(unknown)
         guessed = set(unknown)
-        rows = [{"id": first + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line,
-                 "lang": langs[i], "hash": h, "lang_detected": int(i in guessed)} for i, (r, h) in enumerate(fresh)]  # fmt: skip
+        rows = [{"id": first + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line, "lang": langs[i], "hash": h,
+                 "lang_detected": int(i in guessed), "lang_confidence": confidence[i]} for i, (r, h) in enumerate(fresh)]  # fmt: skip
         if self.old is not None:
             if self.old.components:
                 try:
@@ -455,11 +456,12 @@ class _Ingest:
 
 def _settle_languages(db, chunk: int = 10_000) -> list[str]:
     """Second pass of language detection over a new index's store: detect again, among
-    the languages that make up the corpus (:func:`~encodr.data.language.corpus_languages`)
+    the languages that make up the corpus's confident labels (:func:`~encodr.data.language.corpus_languages`)
     and in high-accuracy mode, the texts whose language was detected. Returns those
     languages. (Nothing to do when every text got the one same label.)"""
     labels = {code for (code,) in db.execute("select distinct lang from texts where lang_detected = 1")}
-    kept = corpus_languages(code for (code,) in db.execute("select lang from texts where lang_detected = 1"))
+    pairs = db.execute("select lang, lang_confidence from texts where lang_detected = 1").fetchall()
+    kept = corpus_languages([code for code, _ in pairs], confidences=[sure for _, sure in pairs])
     if not kept or labels == set(kept) == {kept[0]}:
         return kept
     last = db.execute("select max(id) from texts").fetchone()[0]

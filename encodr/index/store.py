@@ -57,7 +57,8 @@ TRAIN_SAMPLE = 100_000  # vectors an IVF quantiser is trained on (a seeded sampl
 
 # The store's one table: vector i of the FAISS index is row id i. lang_detected = 1: the language
 # came from the detector (a build may settle it again), not from the input.
-TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int}
+TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int,
+                 "lang_confidence": float}  # fmt: skip
 
 
 KEYWORD_TABLE = "texts_fts"

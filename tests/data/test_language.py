@@ -109,3 +109,14 @@ async def test_tui_language_column_and_filter(mixed_file, tiny_model, tmp_path):
         table = app.query_one("#results")
         assert table.row_count == 6 and {table.get_row_at(i)[3] for i in range(6)} == {"deu"}
         assert "query language spa" in str(app.query_one("#status").render())
+
+
+def test_a_small_share_must_hold_among_confident_labels():
+    from encodr.data.language import corpus_languages
+
+    labels = ["eng"] * 970 + ["lat"] * 30  # 3 %: kept by its share alone
+    sure = [0.95] * 900 + [0.5] * 70 + [0.8] * 3 + [0.3] * 27  # but 3 of 903 sure labels are Latin
+    assert corpus_languages(labels) == ["eng", "lat"]
+    assert corpus_languages(labels, confidences=sure) == ["eng"]
+    plain = ["eng"] * 6 + ["deu"] * 6  # short plain sentences: English unsure throughout, yet a third of the corpus
+    assert corpus_languages(plain, confidences=[0.5] * 6 + [0.9] * 6) == ["deu", "eng"]
