@@ -16,10 +16,10 @@ import numpy as np
 
 from ..errors import EncodrError
 from ..progress import ProgressFn, silent
-from .requests import (EmbedRequest, EvalRequest, IndexRequest, IndexesRequest, ModelsRequest, RecipesRequest, RunRequest, RunsRequest, ScoreRequest,
-                       SearchRequest, TuneRequest, pcr_variant)  # fmt: skip
-from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits, RecordResult, RunsResult, ScoreResult, SearchResult, TuneResult,
-                      Usage, short_path)  # fmt: skip
+from .requests import (EmbedRequest, EvalRequest, IndexRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
+                       ScoreRequest, SearchRequest, TuneRequest, pcr_variant)  # fmt: skip
+from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits, Ranked, RecordResult, RerankResult, RunsResult, ScoreResult,
+                      SearchResult, TuneResult, Usage, short_path)  # fmt: skip
 
 WarnFn = Callable[[str], None]
 
@@ -35,24 +35,43 @@ def open_searcher(request: SearchRequest):
     return Searcher(request.index, request.model, backend=request.backend, nprobe=request.nprobe, ef_search=request.ef_search)
 
 
-def search(request: SearchRequest, searcher=None) -> SearchResult:
+def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult:
     """Top-k hits of each query, best first (dense, keyword or hybrid: ``request.mode``).
 
     Args:
         request: the queries, the index and the search settings.
         searcher: an opened :class:`~encodr.index.Searcher` to use (the server's and the
             TUI's, kept warm); default: one opened for this request.
+        reranker: the cross-encoder ``request.rerank`` names, loaded (the server's); default:
+            loaded for this request when ``request.rerank`` is set.
 
     Raises:
         EncodrError: see :meth:`SearchRequest.check` and :meth:`encodr.index.Searcher.query`.
     """
     request.check()
     searcher = searcher or open_searcher(request)
+    if request.rerank and reranker is None:
+        reranker = load_scorer(request.rerank, cross=True)
     langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search,
-                                    request.mode, request.fusion)  # fmt: skip
+                                    request.mode, request.fusion, reranker, request.rerank_depth)  # fmt: skip
     return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"],
                         results=[QueryHits(query=q, lang=code, hits=hits)
                                  for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
+
+
+def rerank(request: RerankRequest, reranker) -> RerankResult:
+    """Scores of ``request``'s texts against its query by a cross-encoder, best first
+    (``top_n`` of them), in Cohere's shape.
+
+    Args:
+        reranker: the loaded cross-encoder (:class:`~encodr.models.CrossScorer`).
+    """
+    request.check()
+    texts = request.candidates
+    scores = reranker.query_scores(request.query, texts)
+    order = sorted(range(len(texts)), key=lambda i: (-float(scores[i]), i))[: request.top_n]
+    return RerankResult(model=request.model, results=[Ranked(index=i, relevance_score=float(scores[i]), document=texts[i] if request.return_documents else None)
+                                                       for i in order])  # fmt: skip
 
 
 def load_scorer(spec: str, cross: bool, device: str | None = None, backend: str = "torch"):
@@ -165,7 +184,7 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
     if request.limit:
         options["limit"] = request.limit
     if request.suite == "retrieval":
-        options.update(split=request.retrieval_split, mode=request.mode, fusion=request.fusion)
+        options.update(split=request.retrieval_split, mode=request.mode, fusion=request.fusion, rerank=request.rerank)
     specs = [(request.model, request.cross, request.backend)] + ([(request.compare, request.compare_cross, "torch")] if request.compare else [])
     scorers = [load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs]  # both load before either is scored
     data = request.data or None

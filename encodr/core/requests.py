@@ -23,6 +23,7 @@ CLI, CLI_TUI, CLI_HTTP, HTTP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http
 
 
 MODE_HELP = "dense (vectors) | keyword (BM25, SQLite FTS5) | hybrid (both, fused by --fusion)."
+RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits (--rerank-depth, 50)."
 FUSION_HELP = "hybrid: rrf (reciprocal rank fusion) | convex (min-max normalised scores, 0.5 each); both language-aware."
 
 
@@ -86,6 +87,8 @@ class SearchRequest(Request):
     ef_search: int | None = option(None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1)
     mode: str = option("dense", MODE_HELP)
     fusion: str = option("rrf", FUSION_HELP)
+    rerank: str | None = option(None, RERANK_HELP)
+    rerank_depth: int = option(50, "With --rerank: first-stage hits the cross-encoder re-scores per query.", ge=1)
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
     _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)
@@ -136,6 +139,33 @@ class EmbedRequest(Request):
             raise EncodrError("input is empty; pass a text or a non-empty list of texts", field="input")
         if any(not t.strip() for t in self.texts):
             raise EncodrError("input holds a blank text; pass non-blank texts", field="input")
+
+
+class RerankRequest(Request):
+    """Re-rank texts for a query with a cross-encoder (``POST /v1/rerank``), in the shape of Cohere's
+    and text-embeddings-inference's rerank: ``documents`` (or ``texts``) in, scores by index out."""
+
+    model_config = ConfigDict(extra="ignore")  # clients of other rerank APIs send fields this server does not use
+
+    model: str = option(..., "A served cross-encoder's name (GET /v1/models).", fronts=HTTP)
+    query: str = option(..., "The query.", fronts=HTTP)
+    documents: list[str] | None = option(None, "The texts to score (Cohere's name).", fronts=HTTP)
+    texts: list[str] | None = option(None, "The texts to score (text-embeddings-inference's name).", fronts=HTTP)
+    top_n: int | None = option(None, "Return only the best N (default: all).", fronts=HTTP, ge=1)
+    return_documents: bool = option(False, "Include each text in its result.", fronts=HTTP)
+
+    @property
+    def candidates(self) -> list[str]:
+        """The texts, under either name."""
+        return list(self.documents if self.documents is not None else self.texts or [])
+
+    def check(self) -> None:
+        if not self.query.strip():
+            raise EncodrError("query is blank; pass the query the texts are scored against", field="query")
+        if self.documents is not None and self.texts is not None:
+            raise EncodrError("pass documents or texts, not both", field="texts")
+        if not self.candidates:
+            raise EncodrError("documents is empty; pass a non-empty list of texts to score", field="documents")
 
 
 class IndexRequest(Request):
@@ -190,6 +220,7 @@ class EvalRequest(Request):
     split: str | None = option(None, "retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test).", fronts=CLI_TUI)
     mode: str = option("dense", "retrieval: " + MODE_HELP, fronts=CLI_TUI)
     fusion: str = option("rrf", "retrieval: " + FUSION_HELP, fronts=CLI_TUI)
+    rerank: str | None = option(None, "retrieval: " + RERANK_HELP, fronts=CLI_TUI)
 
     def check(self) -> None:
         from .. import evaluation
@@ -198,8 +229,8 @@ class EvalRequest(Request):
 
         tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
         check_mode(self.mode, self.fusion)
-        if self.suite != "retrieval" and (self.mode, self.fusion) != ("dense", "rrf"):
-            raise EncodrError(f"--mode and --fusion choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode")
+        if self.suite != "retrieval" and ((self.mode, self.fusion) != ("dense", "rrf") or self.rerank):
+            raise EncodrError(f"--mode, --fusion and --rerank choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode")
         if self.split is not None and self.suite != "retrieval":
             raise EncodrError(f"--split picks the qrels of 'eval retrieval', not '{self.suite}'; drop --split", field="split")
         if self.suite == "retrieval":

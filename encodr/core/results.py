@@ -151,6 +151,27 @@ class EmbedResult(Result):
         return [Table("embeddings", ["index", "dimension"], [[str(e.index), str(len(e.embedding))] for e in self.data])]
 
 
+class Ranked(BaseModel):
+    """One re-ranked text: its position in the request, its score, and the text if asked for."""
+
+    index: int
+    relevance_score: float
+    document: str | None = None
+
+
+class RerankResult(Result):
+    """``POST /v1/rerank``'s answer: Cohere's shape (``results`` best first)."""
+
+    model: str
+    results: list[Ranked]
+
+    def payload(self) -> Any:
+        return self.model_dump(mode="json", exclude_none=True)  # no "document" unless asked for, as Cohere answers
+
+    def tables(self) -> list[Table]:
+        return [Table("rerank", ["index", "relevance_score"], [[str(r.index), f"{r.relevance_score:.4f}"] for r in self.results])]
+
+
 class ListResult(Result):
     """Rows of a listing (indexes, models, recipes, runs), with where they came from."""
 

@@ -16,6 +16,14 @@ DEPTH = 100  # hits kept per query: recall@100 and MAP@100 need 100
 METRICS = (("ndcg@k", 10), ("mrr@k", 10), ("recall@k", 100), ("map@k", 100))  # sentence-transformers' key, k
 
 
+def _below(hits: list, rank: int) -> list:
+    """First-stage hits after the re-ranked ones: ranks from ``rank`` + 1, and scores below
+    any cross-encoder score that keep their first-stage order."""
+    from dataclasses import replace
+
+    return [replace(h, rank=rank + i, score=-1e6 - i) for i, h in enumerate(hits, 1)]
+
+
 class RetrievalEvaluator(Evaluator):
     """nDCG@10 (primary), MRR@10, recall@100 and MAP@100 (× 100) of a bi-encoder's search over
     a BEIR-layout set (:mod:`encodr.data.beir`).
@@ -35,9 +43,9 @@ class RetrievalEvaluator(Evaluator):
     """
 
     def __init__(self, name: str, data: RetrievalSet, split: str = "test", limit: int | None = None, index_type: str = "flat",
-                 mode: str = "dense", fusion: str = "rrf"):  # fmt: skip
+                 mode: str = "dense", fusion: str = "rrf", rerank: str | None = None):  # fmt: skip
         self.name = name
-        self.mode, self.fusion = mode, fusion
+        self.mode, self.fusion, self.rerank = mode, fusion, rerank
         self.data = data
         self.split = split
         self.limit = limit
@@ -48,11 +56,21 @@ class RetrievalEvaluator(Evaluator):
         """The judged queries scored, in file order (the first ``limit``)."""
         return [q for q in self.data.queries if q in self.judged][: self.limit]
 
-    def ranked(self, encoder, modes: list[tuple[str, str]] | None = None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:
+    def ranked(self, encoder, modes: list[tuple[str, str]] | None = None, reranker=None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:
         """Each judged query's ranked (document id, score) list, at most :data:`DEPTH` long
         (a little longer where documents share a text), for each (mode, fusion) in ``modes``
-        (default: this evaluator's), from one index built once."""
+        (default: this evaluator's), from one index built once. With ``reranker`` (a
+        :class:`~encodr.models.CrossScorer`; default: loaded from ``rerank``), each mode's first
+        :data:`~encodr.index.search.RERANK_DEPTH` hits are re-scored by it
+        (:func:`~encodr.index.search.rerank_hits`) and the rest follow in first-stage order, so
+        recall@100 still sees 100 documents."""
         from ..index import Searcher, build
+        from ..index.search import RERANK_DEPTH, rerank_hits
+
+        if reranker is None and self.rerank:
+            from ..models import load_cross
+
+            reranker = load_cross(self.rerank)
 
         modes = modes or [(self.mode, self.fusion)]
         same_text: dict[str, list[str]] = {}  # the id the index keeps for a text → every id with that text
@@ -69,6 +87,9 @@ class RetrievalEvaluator(Evaluator):
             try:
                 for mode, fusion in modes:
                     _, hits = searcher.query(queries, k=DEPTH, mode=mode, fusion=fusion)
+                    if reranker is not None:
+                        hits = [rerank_hits(q, row[:RERANK_DEPTH], reranker, RERANK_DEPTH) + _below(row[RERANK_DEPTH:], RERANK_DEPTH)
+                                for q, row in zip(queries, hits)]  # fmt: skip
                     out[(mode, fusion)] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
             finally:
                 searcher.index.close()

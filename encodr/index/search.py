@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,20 @@ from ..models import Encoder, load_encoder
 
 MODES = ("dense", "keyword", "hybrid")
 HYBRID_DEPTH = 100  # candidates taken from each list before fusion
+RERANK_DEPTH = 50  # candidates a cross-encoder re-scores by default
+
+
+def rerank_hits(query: str, hits: list[Hit], reranker, k: int) -> list[Hit]:
+    """The top ``k`` of ``hits`` by a cross-encoder's score of (query, hit text), ranks renumbered
+    and each score replaced by the cross-encoder's (ties keep the first-stage order).
+
+    Args:
+        reranker: anything with ``query_scores(query, texts) -> float array`` (a
+            :class:`~encodr.models.CrossScorer`).
+    """
+    scores = reranker.query_scores(query, [h.text for h in hits])
+    order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))[:k]
+    return [replace(hits[i], rank=r, score=float(scores[i])) for r, i in enumerate(order, 1)]
 
 
 @dataclass(frozen=True)
@@ -145,7 +159,8 @@ class Searcher:
         return results
 
     def query(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, nprobe: int | None = None,
-              ef_search: int | None = None, mode: str = "dense", fusion: str = "rrf") -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
+              ef_search: int | None = None, mode: str = "dense", fusion: str = "rrf", reranker=None,
+              rerank_depth: int = RERANK_DEPTH) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
         """Each query's language and its top-k hits (cosine, highest first). Thread-safe: it
         reads one generation of the index throughout, the current one when it starts.
 
@@ -159,6 +174,9 @@ class Searcher:
                 :meth:`Index.keyword_search`; the score is BM25's) or ``hybrid`` (the top
                 :data:`HYBRID_DEPTH` of each, fused by ``fusion``; the score is the fused one).
             fusion: ``rrf`` or ``convex`` (:mod:`.fusion`), for ``hybrid``.
+            reranker: a cross-encoder (:class:`~encodr.models.CrossScorer`) that re-scores the
+                first ``max(k, rerank_depth)`` hits of ``mode`` (:func:`rerank_hits`); the
+                score is then the cross-encoder's.
 
         Returns:
             (q language codes, q lists of at most k :class:`Hit` s).
@@ -181,6 +199,9 @@ class Searcher:
         if missing:
             raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
                               field="hit_lang")  # fmt: skip
+        if reranker is not None:
+            langs, first = self.query(queries, max(k, rerank_depth), lang, hit_langs, nprobe, ef_search, mode, fusion)
+            return langs, [rerank_hits(q, hits, reranker, k) for q, hits in zip(queries, first)]
         langs = self.query_languages(queries, lang, index)
         if mode == "keyword":
             return langs, self._rows_to_hits(index, *index.keyword_search(queries, k, hit_langs))

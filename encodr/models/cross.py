@@ -75,6 +75,19 @@ class CrossScorer:
                 on_batch(start + len(a))
         return out
 
+    def query_scores(self, query: str, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Relevance of each text to a query, as a re-ranker reads it: one order, (query, text),
+        through ``CrossEncoder.predict`` with the model's own activation (σ for one label).
+        Unlike :meth:`pair_scores`, which averages both orders for symmetric similarity.
+
+        Returns:
+            float32 array (N,).
+        """
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        scores = self.ce.predict([(query, t) for t in texts], batch_size=batch_size, show_progress_bar=False)
+        return np.asarray(scores, dtype=np.float32).reshape(len(texts))
+
     def save(self, path: Path) -> None:
         """Save in the sentence-transformers format (``CrossEncoder(path)`` loads it)."""
         self.ce.save(str(path))

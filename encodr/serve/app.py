@@ -141,6 +141,12 @@ def create_app(served: Served) -> FastAPI:
             raise EncodrError(f"model '{name}' is not served here; served: {', '.join(served.models) or 'none'}", field=field_name, status=404)
         return served.models[name]
 
+    def cross_named(name: str, field_name: str):
+        scorer, batcher = model_named(name, field_name)
+        if batcher is not None:
+            raise EncodrError(f"model '{name}' is a bi-encoder; re-ranking needs a served cross-encoder (encodr serve --model CROSS_ENCODER)", field=field_name)
+        return scorer
+
     def searcher_named(name: str):
         if name not in served.searchers:
             raise EncodrError(f"index '{name}' is not served here; served: {', '.join(served.searchers) or 'none'}", field="index", status=404)
@@ -172,7 +178,18 @@ def create_app(served: Served) -> FastAPI:
         built = searcher.index.meta.get("backend", "torch")
         if req.backend is not None and req.backend != built:
             raise EncodrError(f"index '{req.index}' is served with backend {built}; leave backend out", field="backend")
-        result = await run_in_threadpool(commands.search, req, searcher)
+        reranker = cross_named(req.rerank, "rerank") if req.rerank else None
+        result = await run_in_threadpool(commands.search, req, searcher, reranker)
+        return JSONResponse(result.payload())
+
+    @api.post("/rerank", openapi_extra=_body_doc(rq.RerankRequest))
+    async def rerank(request: Request):
+        """Scores of ``documents`` (or ``texts``) against ``query`` by a served cross-encoder, best first (Cohere's shape)."""
+        req = await parse(request, rq.RerankRequest)
+        reranker = cross_named(req.model, "model")
+        req.check()
+        sized(req.candidates, "documents" if req.documents is not None else "texts")
+        result = await run_in_threadpool(commands.rerank, req, reranker)
         return JSONResponse(result.payload())
 
     @api.post("/score", openapi_extra=_body_doc(rq.ScoreRequest))

@@ -145,6 +145,7 @@ class EvalPane(Vertical):
         with Horizontal(classes="row"):
             yield Select([(m, m) for m in ("dense", "keyword", "hybrid")], value="dense", allow_blank=False, id="eval-mode")
             yield Select([(f, f) for f in ("rrf", "convex")], value="rrf", allow_blank=False, id="eval-fusion")
+            yield Input(placeholder="retrieval: re-rank with a cross-encoder", id="eval-rerank")
         yield Static("", id="eval-status")
         yield DataTable(id="eval-table", zebra_stripes=True)
         yield PlotextPlot(id="eval-chart")

@@ -18,7 +18,7 @@ CLI_COMMANDS = {
     ("search",): rq.SearchRequest, ("indexes",): rq.IndexesRequest, ("models",): rq.ModelsRequest, ("recipes",): rq.RecipesRequest,
     ("runs",): rq.RunsRequest, ("runs", "show"): rq.RunRequest,
 }  # fmt: skip
-HTTP_ROUTES = {"/v1/embeddings": rq.EmbedRequest, "/v1/search": rq.SearchRequest, "/v1/score": rq.ScoreRequest}
+HTTP_ROUTES = {"/v1/embeddings": rq.EmbedRequest, "/v1/search": rq.SearchRequest, "/v1/score": rq.ScoreRequest, "/v1/rerank": rq.RerankRequest}
 
 
 def missing(model, front: str, rendered: set[str]) -> list[str]:

@@ -96,3 +96,22 @@ def test_an_index_without_a_keyword_index_says_how_to_get_one(index):
     conn.close()
     with pytest.raises(EncodrError, match="has no keyword index .* or use --mode dense"):
         Searcher(index).search(["pump"], mode="hybrid")
+
+
+class LengthReranker:
+    """A stand-in cross-encoder: the shorter the text, the higher its score."""
+
+    def query_scores(self, query, texts):
+        import numpy as np
+
+        return -np.array([len(t) for t in texts], dtype=np.float32)
+
+
+def test_rerank_rescores_the_first_stage_hits_only(index):
+    searcher = Searcher(index)
+    first = searcher.search(["pump"], k=2, mode="keyword")[0]  # only the two pump texts match
+    _, hits = searcher.query(["pump"], k=2, mode="keyword", reranker=LengthReranker(), rerank_depth=50)
+    assert [h.text for h in hits[0]] == sorted((h.text for h in first), key=len)
+    assert [h.score for h in hits[0]] == [-len(h.text) for h in hits[0]] and [h.rank for h in hits[0]] == [1, 2]
+    _, deep = searcher.query(["harbour"], k=1, mode="dense", reranker=LengthReranker(), rerank_depth=6)
+    assert deep[0][0].text == min(TEXTS, key=len)  # depth 6 = every text: the shortest wins

@@ -138,3 +138,40 @@ def test_concurrent_requests_share_forward_passes_and_get_their_own_vectors(serv
     assert batcher.passes < 12  # some requests shared a pass
     expected = encoder.encode(texts)
     assert all(np.allclose(results[i][0], expected[i], atol=1e-5) for i in range(12))
+
+
+@pytest.fixture(scope="module")
+def tiny_cross(tmp_path_factory, tiny_model):
+    from encodr.models.cross import new_cross_encoder
+
+    path = tmp_path_factory.mktemp("cross") / "cross"
+    new_cross_encoder(str(tiny_model), max_length=64, device="cpu").save(path)
+    return path
+
+
+def test_rerank_answers_in_cohere_shape_and_search_reranks(tmp_path, tiny_model, tiny_cross, index_dir):
+    from sentence_transformers import CrossEncoder
+
+    served = load([str(tiny_model), str(tiny_cross)], [str(index_dir)], Limits())
+    try:
+        client = TestClient(create_app(served))
+        body = {"model": str(tiny_cross), "query": "a cat", "documents": TEXTS[:4], "top_n": 3, "return_documents": True}
+        answer = client.post("/v1/rerank", json=body)
+        assert answer.status_code == 200, answer.text
+        results = answer.json()["results"]
+        expected = CrossEncoder(str(tiny_cross), device="cpu").predict([("a cat", t) for t in TEXTS[:4]])
+        best = np.argsort(-expected, kind="stable")[:3]
+        assert [r["index"] for r in results] == list(best)
+        assert [r["relevance_score"] for r in results] == pytest.approx([float(expected[i]) for i in best], abs=1e-5)
+        assert [r["document"] for r in results] == [TEXTS[i] for i in best]
+        assert "document" not in client.post("/v1/rerank", json={**body, "return_documents": False, "documents": None, "texts": TEXTS[:2]}).json()["results"][0]
+        error_of(client.post("/v1/rerank", json={**body, "model": str(tiny_model)}), 422, "model")  # a bi-encoder cannot re-rank
+        error_of(client.post("/v1/rerank", json={**body, "documents": []}), 422, "documents")
+        hits = client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "k": 3, "rerank": str(tiny_cross), "rerank_depth": 6})
+        assert hits.status_code == 200, hits.text
+        scores = [h["score"] for h in hits.json()["results"][0]["hits"]]
+        all_scores = CrossEncoder(str(tiny_cross), device="cpu").predict([("a cat", t) for t in TEXTS])
+        assert scores == pytest.approx(sorted(map(float, all_scores), reverse=True)[:3], abs=1e-5)  # depth 6 = the whole index, re-scored
+        error_of(client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "rerank": "nothing"}), 404, "rerank")
+    finally:
+        served.close()
