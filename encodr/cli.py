@@ -239,7 +239,7 @@ def index_cmd(values: dict, as_json: bool) -> None:
     request = build(rq.IndexRequest, values)
     request.check()
     with _Bars(enabled=not as_json) as bars:
-        result = commands.index(request, progress=bars)
+        result = commands.index(request, progress=bars, warn=_warn)
     _show(result, as_json)
 
 

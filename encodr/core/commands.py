@@ -129,8 +129,10 @@ def embed(request: EmbedRequest, encode: Callable[[list[str]], np.ndarray], dime
     return EmbedResult(data=data, model=request.model, usage=Usage(prompt_tokens=tokens, total_tokens=tokens))
 
 
-def index(request: IndexRequest, progress: ProgressFn = silent) -> RecordResult:
-    """Build an index, or append to one (``add``): see :func:`encodr.index.build`.
+def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = lambda line: None) -> RecordResult:
+    """Build an index, or append to one (``add``): see :func:`encodr.index.build`. Each file
+    of a folder left out (another kind, a damaged PDF, an empty document) is one ``warn`` line,
+    then their count.
 
     Raises:
         EncodrError: see :meth:`IndexRequest.check` and :func:`encodr.index.build`.
@@ -141,7 +143,11 @@ def index(request: IndexRequest, progress: ProgressFn = silent) -> RecordResult:
     request.check()
     meta = build(request.corpus, request.model, request.target(), request.index_type, request.add, request.overwrite, request.pcr, request.lang,
                  request.batch_size, progress=progress, pcr_variant=pcr_variant(True, request.pcr_variant), backend=request.backend,
-                 processes=request.processes)  # fmt: skip
+                 processes=request.processes, glob=request.glob, whole=request.whole)  # fmt: skip
+    for skipped in meta.get("skipped_files", []):
+        warn(f"skipped {skipped['path']}: {skipped['reason']}")
+    if meta.get("skipped_files"):
+        warn(f"{len(meta['skipped_files'])} file(s) skipped; the others are indexed")
     return RecordResult(title=f"encodr index → {meta['path']}", record=meta, keys=list(SUMMARY))
 
 
@@ -184,7 +190,7 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
     if request.limit:
         options["limit"] = request.limit
     if request.suite == "retrieval":
-        options.update(split=request.retrieval_split, mode=request.mode, fusion=request.fusion, rerank=request.rerank)
+        options.update(split=request.retrieval_split, mode=request.mode, fusion=request.fusion, rerank=request.rerank, whole=request.whole)
     specs = [(request.model, request.cross, request.backend)] + ([(request.compare, request.compare_cross, "torch")] if request.compare else [])
     scorers = [load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs]  # both load before either is scored
     data = request.data or None

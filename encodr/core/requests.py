@@ -171,7 +171,7 @@ class RerankRequest(Request):
 class IndexRequest(Request):
     """Encode a corpus and store it in a FAISS + SQLite index."""
 
-    corpus: list[str] = option(..., "Text files (one text a line), TSV or CSV files with a header with a 'text' column (optional id, lang), "
+    corpus: list[str] = option(..., "Files or folders (read recursively): Markdown, HTML and PDF documents; text files (one text a line), TSV or CSV files with a header with a 'text' column (optional id, lang), "
                                     "or JSONL (one object a line: text, optional _id / id, title, lang; a BEIR corpus.jsonl).", argument=True, fronts=CLI_TUI)
     model: str | None = option(None, "Model (default: minilm; with --add, the index's model).", flags=("--model", "-m"), fronts=CLI_TUI)
     out: str | None = option(None, "Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with --add, a workspace index name works too).",
@@ -184,6 +184,8 @@ class IndexRequest(Request):
     lang: str | None = option(None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).", fronts=CLI_TUI)
     batch_size: int | None = option(None, "Texts per forward pass (default: per backend and device).", ge=1, fronts=CLI_TUI)
     backend: str = option("torch", BACKEND_HELP, fronts=CLI_TUI)
+    glob: str | None = option(None, "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).", fronts=CLI_TUI)
+    whole: bool = option(False, "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.", fronts=CLI_TUI)
     processes: int = option(1, "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
                             ge=1, fronts=CLI_TUI)  # fmt: skip
 
@@ -221,6 +223,8 @@ class EvalRequest(Request):
     mode: str = option("dense", "retrieval: " + MODE_HELP, fronts=CLI_TUI)
     fusion: str = option("rrf", "retrieval: " + FUSION_HELP, fronts=CLI_TUI)
     rerank: str | None = option(None, "retrieval: " + RERANK_HELP, fronts=CLI_TUI)
+    whole: bool = option(False, "retrieval: index each document whole, cut at the model's window (default: passages, each document ranked by its best).",
+                         fronts=CLI_TUI)  # fmt: skip
 
     def check(self) -> None:
         from .. import evaluation
@@ -229,7 +233,7 @@ class EvalRequest(Request):
 
         tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
         check_mode(self.mode, self.fusion)
-        if self.suite != "retrieval" and ((self.mode, self.fusion) != ("dense", "rrf") or self.rerank):
+        if self.suite != "retrieval" and ((self.mode, self.fusion) != ("dense", "rrf") or self.rerank or self.whole):
             raise EncodrError(f"--mode, --fusion and --rerank choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode")
         if self.split is not None and self.suite != "retrieval":
             raise EncodrError(f"--split picks the qrels of 'eval retrieval', not '{self.suite}'; drop --split", field="split")

@@ -17,13 +17,16 @@ from .text import check_file, iter_lines
 
 @dataclass(frozen=True)
 class Record:
-    """One text to index, with where it came from (1-based line number)."""
+    """One text to index, with where it came from: the file, the 1-based line, the document's id
+    and title, and (a passage of a longer text) its character offset in that text."""
 
     text: str
     source: str
     line: int
     ext_id: str | None = None
     lang: str | None = None
+    title: str | None = None
+    start: int | None = None
 
 
 def read_records(path: str | Path, default_lang: str | None = None) -> Iterator[Record]:
@@ -90,7 +93,7 @@ def _read_jsonl(p: Path, default_lang: str | None) -> Iterator[Record]:
         if lang:
             check_code(lang, f"{p}, line {number}: lang")
         if text:
-            yield Record(text, str(p), number, None if ext_id is None else str(ext_id), lang or default_lang)
+            yield Record(text, str(p), number, None if ext_id is None else str(ext_id), lang or default_lang, obj.get("title") or None)
 
 
 def _read_csv(p: Path, default_lang: str | None) -> Iterator[Record]:

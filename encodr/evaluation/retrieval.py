@@ -28,7 +28,8 @@ class RetrievalEvaluator(Evaluator):
     """nDCG@10 (primary), MRR@10, recall@100 and MAP@100 (× 100) of a bi-encoder's search over
     a BEIR-layout set (:mod:`encodr.data.beir`).
 
-    The corpus is indexed with the encoder being scored (exact ``flat`` index by default, so
+    The corpus is indexed as ``encodr index`` indexes it — a document longer than the model's
+    window split into passages and ranked by its best passage, unless ``whole`` — with the encoder being scored (exact ``flat`` index by default, so
     the score is the model's, not an approximate index's), each judged query of ``split``
     retrieves its top :data:`DEPTH` documents in ``mode`` (``dense``, ``keyword`` or
     ``hybrid`` with ``fusion``: :meth:`encodr.index.Searcher.query`), and the metrics are computed by
@@ -43,8 +44,9 @@ class RetrievalEvaluator(Evaluator):
     """
 
     def __init__(self, name: str, data: RetrievalSet, split: str = "test", limit: int | None = None, index_type: str = "flat",
-                 mode: str = "dense", fusion: str = "rrf", rerank: str | None = None):  # fmt: skip
+                 mode: str = "dense", fusion: str = "rrf", rerank: str | None = None, whole: bool = False):  # fmt: skip
         self.name = name
+        self.whole = whole
         self.mode, self.fusion, self.rerank = mode, fusion, rerank
         self.data = data
         self.split = split
@@ -82,7 +84,7 @@ class RetrievalEvaluator(Evaluator):
         out: dict[tuple[str, str], list[list[tuple[str, float]]]] = {}
         with tempfile.TemporaryDirectory(prefix="encodr-retrieval-") as tmp:
             where = Path(tmp) / "index"
-            build([str(self.data.corpus_file)], encoder, where, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"))
+            build([str(self.data.corpus_file)], encoder, where, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole)
             searcher = Searcher(where, encoder=encoder)
             try:
                 for mode, fusion in modes:

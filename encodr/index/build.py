@@ -9,7 +9,7 @@ import os
 import shutil
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator
@@ -17,6 +17,7 @@ from typing import Iterator
 import numpy as np
 
 from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages, detect_languages, detect_with_confidence
+from ..data.files import DOCUMENT_SUFFIXES, Skipped, expand, iter_records, passage_splitter
 from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import Encoder, check_backend
@@ -28,7 +29,8 @@ from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
 # The fields of build()'s result that `encodr index` and the TUI's Index pane show.
-SUMMARY = ("model", "pooling", "dimension", "backend", "index_type", "bytes_per_vector", "count", "added", "skipped_duplicates", "pcr", "languages", "seconds")
+SUMMARY = ("model", "pooling", "dimension", "backend", "index_type", "bytes_per_vector", "count", "added", "skipped_duplicates", "passages", "split_documents", "pcr",
+           "languages", "seconds")  # fmt: skip
 
 
 def _text_hash(text: str) -> str:
@@ -83,6 +85,8 @@ def build(
     backend: str = "torch",
     processes: int = 1,
     window: int = WINDOW,
+    glob: str | None = None,
+    whole: bool = False,
 ) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
 
@@ -132,6 +136,14 @@ def build(
             one per GPU, ``cuda:0`` … ``cuda:N-1``, when CUDA is visible, else CPU processes
             sharing the cores); this process alone reads, deduplicates and writes.
         window: texts read, deduplicated and encoded together.
+        glob: in folders, read only the files whose name matches (``*.pdf``); default: every
+            kind encodr reads (:func:`encodr.data.files.expand`).
+        whole: index each text whole, cut at the model's window, instead of splitting a longer
+            text into passages (:func:`encodr.data.files.passage_splitter`).
+
+    Files and folders: a folder is read recursively; a file in it that encodr cannot read (another
+    kind, a damaged PDF, an empty document) is skipped and listed in ``skipped_files``, while
+    the same fault in a file named on the command line is an error.
 
     Returns:
         The index metadata (``index.json``) plus ``added`` and ``skipped_duplicates``.
@@ -165,13 +177,16 @@ def build(
     check_variant(pcr_variant)
     if not add:
         check_target(out, overwrite)
-    firsts = [next(iter(read_records(f)), None) for f in files]  # fail before any work
-    if not add and all(r is None for r in firsts):
+    given = [f for f in files if Path(f).is_file()]
+    files, skipped = expand(list(files), glob)
+    firsts = [next(iter(read_records(f)), None) for f in given if Path(f).suffix.lower() not in DOCUMENT_SUFFIXES]  # fail before any work
+    if not add and firsts and len(firsts) == len(files) and all(r is None for r in firsts):
         raise EncodrError(f"{', '.join(files)}: no text to index (all lines blank)")
     with index_lock(out):
         if not add:
             check_target(out, overwrite)  # again: another build may have made it while this one waited
-        spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window)
+        spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window, whole,
+                         [f for f in files if f not in given], skipped)  # fmt: skip
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -221,6 +236,9 @@ class IndexSpec:
     backend: str
     processes: int
     window: int
+    whole: bool = False
+    found: list[str] = field(default_factory=list)  # files found in folders: their faults are skipped, not raised
+    skipped: list[Skipped] = field(default_factory=list)  # files left out, and why (filled while reading)
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
@@ -264,7 +282,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                 done += n
                 progress(ProgressEvent("indexing", min(done, total), total))
 
-            for records in _windows(files, lang, spec.window):
+            split = None if spec.whole else passage_splitter(encoder.tokenizer, encoder.max_length - 2)
+            for records in _windows(files, lang, spec.window, split, spec.found, spec.skipped):
                 fresh = ingest.fresh(records)
                 step(len(records) - len(fresh))  # duplicates count as done
                 if fresh:
@@ -277,6 +296,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
             index, meta = old.faiss, dict(old.meta)
         ingest.raw_path.unlink()
         meta["count"] = int(index.ntotal)
+        meta["split_documents"] = int(meta.get("split_documents") or 0) + len(ingest.split_documents)
+        meta["passages"] = int(meta.get("passages") or 0) + ingest.passages
         meta["languages"] = sorted({row[0] for row in ingest.db.execute("select distinct lang from texts")})
         meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
         keywords_started = time.time()
@@ -290,7 +311,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         if old is not None:
             old.close()  # this build holds the old generation no more: the swap may remove it
     added, skipped = ingest.added, ingest.skipped
-    return {**meta, "added": added, "skipped_duplicates": skipped, "seconds": round(time.time() - started, 2), "keyword_seconds": keyword_seconds,
+    files_skipped = [{"path": s.path, "reason": s.reason} for s in spec.skipped]
+    return {**meta, "added": added, "skipped_duplicates": skipped, "skipped_files": files_skipped, "seconds": round(time.time() - started, 2), "keyword_seconds": keyword_seconds,
             "path": str(out.resolve())}  # fmt: skip
 
 
@@ -312,11 +334,12 @@ def write_faiss(index, path: Path) -> None:
         raise OSError(code, os.strerror(code), str(path)) from None
 
 
-def _windows(files: list[str], lang: str | None, size: int) -> Iterator[list[Record]]:
-    """The records of ``files`` in lists of ``size``."""
+def _windows(files: list[str], lang: str | None, size: int, split=None, found: list[str] = (), skipped: list | None = None) -> Iterator[list[Record]]:
+    """The records of ``files`` (passages, with ``split``) in lists of ``size``; a document
+    file among ``found`` that cannot be read is added to ``skipped`` instead of raising."""
     window: list[Record] = []
     for f in files:
-        for record in read_records(f, lang):
+        for record in iter_records(f, lang, split, skipped if f in found else None):
             window.append(record)
             if len(window) >= size:
                 yield window
@@ -384,7 +407,8 @@ class _Ingest:
         self.next_id = self.db.execute("select coalesce(max(id) + 1, 0) from texts").fetchone()[0]
         self.raw_path = tmp / RAW_VECTORS_FILE
         self.raw = open(self.raw_path, "wb")
-        self.added = self.skipped = 0
+        self.added = self.skipped = self.passages = 0
+        self.split_documents: set[str] = set()  # ids of the documents stored as several passages
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-store")
         self.pending: Future | None = None
         self.pending_hashes: set[str] = set()
@@ -425,6 +449,7 @@ class _Ingest:
         first = self.next_id
         self.next_id += len(fresh)
         self.added += len(fresh)
+        self.passages += sum(r.start is not None for r, _ in fresh)
         self.pending_hashes = {h for _, h in fresh}
         self.pending = self.writer.submit(self._write, fresh, vectors, first)
 
@@ -438,7 +463,9 @@ class _Ingest:
             self.detected += len(unknown)
         guessed = set(unknown)
         rows = [{"id": first + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line, "lang": langs[i], "hash": h,
-                 "lang_detected": int(i in guessed), "lang_confidence": confidence[i]} for i, (r, h) in enumerate(fresh)]  # fmt: skip
+                 "lang_detected": int(i in guessed), "lang_confidence": confidence[i], "title": r.title, "start": r.start}
+                for i, (r, h) in enumerate(fresh)]  # fmt: skip
+        self.split_documents.update(r.ext_id for r, _ in fresh if r.start is not None)
         if self.old is not None:
             if self.old.components:
                 try:

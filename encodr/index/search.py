@@ -21,6 +21,21 @@ from ..models import Encoder, load_encoder
 MODES = ("dense", "keyword", "hybrid")
 HYBRID_DEPTH = 100  # candidates taken from each list before fusion
 RERANK_DEPTH = 50  # candidates a cross-encoder re-scores by default
+PASSAGES_PER_DOCUMENT = 4  # passages fetched per document asked for, before keeping each document's best
+
+
+def best_passages(hits: list[Hit], k: int) -> list[Hit]:
+    """The first ``k`` documents of a passage ranking, each at its best (first) passage,
+    ranks renumbered."""
+    seen: set[str] = set()
+    out: list[Hit] = []
+    for hit in hits:
+        if hit.document not in seen:
+            seen.add(hit.document)
+            out.append(replace(hit, rank=len(out) + 1))
+            if len(out) == k:
+                break
+    return out
 
 
 def rerank_hits(query: str, hits: list[Hit], reranker, k: int) -> list[Hit]:
@@ -48,6 +63,13 @@ class Hit:
     id: int
     lang: str | None = None
     ext_id: str | None = None
+    title: str | None = None
+    start: int | None = None  # a passage's character offset in its document
+
+    @property
+    def document(self) -> str:
+        """The id of the document this text belongs to: its id, else ``source:line``."""
+        return self.ext_id or f"{self.source}:{self.line}"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -160,7 +182,7 @@ class Searcher:
 
     def query(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, nprobe: int | None = None,
               ef_search: int | None = None, mode: str = "dense", fusion: str = "rrf", reranker=None,
-              rerank_depth: int = RERANK_DEPTH) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
+              rerank_depth: int = RERANK_DEPTH, passages: bool = False) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
         """Each query's language and its top-k hits (cosine, highest first). Thread-safe: it
         reads one generation of the index throughout, the current one when it starts.
 
@@ -177,6 +199,9 @@ class Searcher:
             reranker: a cross-encoder (:class:`~encodr.models.CrossScorer`) that re-scores the
                 first ``max(k, rerank_depth)`` hits of ``mode`` (:func:`rerank_hits`); the
                 score is then the cross-encoder's.
+            passages: rank passages. By default, in an index of documents split into
+                passages (``index.json``'s ``split_documents``), each document appears once, at
+                its best passage (:func:`best_passages`).
 
         Returns:
             (q language codes, q lists of at most k :class:`Hit` s).
@@ -199,6 +224,10 @@ class Searcher:
         if missing:
             raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
                               field="hit_lang")  # fmt: skip
+        if not passages and index.meta.get("split_documents"):
+            langs, found = self.query(queries, k * PASSAGES_PER_DOCUMENT, lang, hit_langs, nprobe, ef_search, mode, fusion, reranker,
+                                      rerank_depth, passages=True)  # fmt: skip
+            return langs, [best_passages(hits, k) for hits in found]
         if reranker is not None:
             langs, first = self.query(queries, max(k, rerank_depth), lang, hit_langs, nprobe, ef_search, mode, fusion)
             return langs, [rerank_hits(q, hits, reranker, k) for q, hits in zip(queries, first)]
@@ -240,7 +269,7 @@ class Searcher:
                 if i < 0:
                     continue
                 r = rows[int(i)]
-                hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"]))
+                hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"], r["title"], r["start"]))
             results.append(hits)
         return results
 

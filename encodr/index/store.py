@@ -58,7 +58,7 @@ TRAIN_SAMPLE = 100_000  # vectors an IVF quantiser is trained on (a seeded sampl
 # The store's one table: vector i of the FAISS index is row id i. lang_detected = 1: the language
 # came from the detector (a build may settle it again), not from the input.
 TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int,
-                 "lang_confidence": float}  # fmt: skip
+                 "lang_confidence": float, "title": str, "start": int}  # fmt: skip
 
 
 KEYWORD_TABLE = "texts_fts"
@@ -365,14 +365,19 @@ class Index:
         return params
 
     def rows(self, ids: Iterable[int]) -> dict[int, dict]:
-        """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``."""
+        """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``, ``title`` and
+        ``start`` (None in an index written before those columns)."""
         ids = [int(i) for i in ids if i >= 0]
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
         with self._db_lock:
-            found = self._db.execute(f"select id, ext_id, text, source, line, lang from texts where id in ({marks})", ids).fetchall()
-        return {r[0]: {"id": r[0], "ext_id": r[1], "text": r[2], "source": r[3], "line": r[4], "lang": r[5]} for r in found}
+            columns = {row[1] for row in self._db.execute("pragma table_info(texts)")}
+            extra = [c for c in ("title", "start") if c in columns]
+            found = self._db.execute(f"select id, ext_id, text, source, line, lang{''.join(', ' + c for c in extra)} from texts where id in ({marks})",
+                                     ids).fetchall()  # fmt: skip
+        keys = ["id", "ext_id", "text", "source", "line", "lang", *extra]
+        return {r[0]: {"title": None, "start": None, **dict(zip(keys, r))} for r in found}
 
     @property
     def has_keywords(self) -> bool:

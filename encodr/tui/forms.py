@@ -16,11 +16,13 @@ from ..core.requests import EvalRequest, IndexRequest, TuneRequest
 FORMS = {
     IndexRequest: {"corpus": "index-files", "model": "index-model", "out": "index-out", "index_type": "index-type", "add": "index-add",
                    "overwrite": "index-overwrite", "pcr": "index-pcr", "pcr_variant": "index-pcr-variant", "lang": "index-lang",
-                   "batch_size": "index-batch-size", "backend": "index-backend", "processes": "index-processes"},
+                   "batch_size": "index-batch-size", "backend": "index-backend", "processes": "index-processes",
+                   "glob": "index-glob", "whole": "index-whole"},
     EvalRequest: {"suite": "eval-suite", "data": "eval-data", "model": "eval-model", "compare": "eval-compare", "cross": "eval-cross",
                   "compare_cross": "eval-compare-cross", "pcr": "eval-pcr", "pcr_variant": "eval-pcr-variant", "limit": "eval-limit",
                   "backend": "eval-backend", "split": "eval-split",
-                  "mode": "eval-mode", "fusion": "eval-fusion", "rerank": "eval-rerank"},
+                  "mode": "eval-mode", "fusion": "eval-fusion", "rerank": "eval-rerank",
+                  "whole": "eval-whole"},
     TuneRequest: {"file": "train-data", "recipe": "train-recipe", "model": "train-model", "dev": "train-dev", "bitext": "train-bitext",
                   "out": "train-out", "set": "train-fields"},
 }  # fmt: skip

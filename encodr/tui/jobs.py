@@ -43,7 +43,7 @@ class IndexPane(Vertical):
         from ..models import BACKENDS
         from ..models.pcr import PCR_VARIANTS
 
-        yield Label("corpus files (space-separated): one text a line, or TSV with text, id, lang")
+        yield Label("corpus files or folders (space-separated): Markdown, HTML, PDF; one text a line; TSV / CSV with text, id, lang; JSONL")
         yield Input(placeholder="corpus.txt", id="index-files")
         yield Label("model (alias, folder or hub id; ignored with append)")
         yield Input("minilm", id="index-model")
@@ -60,6 +60,9 @@ class IndexPane(Vertical):
             yield Input(placeholder="language (ISO 639-3; blank: detected)", id="index-lang")
             yield Input(placeholder="batch size (blank: auto)", id="index-batch-size")
             yield Input(placeholder="processes (1)", id="index-processes")
+        with Horizontal(classes="row"):
+            yield Input(placeholder="in folders, only files like: *.pdf", id="index-glob")
+            yield Checkbox("whole texts (no passages)", id="index-whole")
         with Horizontal(classes="row"):
             yield Button("Build", id="index-build", variant="success")
             yield Button("Open in Search (o)", id="index-open", disabled=True)
@@ -146,6 +149,7 @@ class EvalPane(Vertical):
             yield Select([(m, m) for m in ("dense", "keyword", "hybrid")], value="dense", allow_blank=False, id="eval-mode")
             yield Select([(f, f) for f in ("rrf", "convex")], value="rrf", allow_blank=False, id="eval-fusion")
             yield Input(placeholder="retrieval: re-rank with a cross-encoder", id="eval-rerank")
+            yield Checkbox("whole documents", id="eval-whole")
         yield Static("", id="eval-status")
         yield DataTable(id="eval-table", zebra_stripes=True)
         yield PlotextPlot(id="eval-chart")

@@ -1,0 +1,233 @@
+"""What ``encodr index PATH…`` reads: files and folders (recursive), each file by its kind —
+records (one text a line, TSV, CSV, JSONL: :mod:`.records`) or documents (Markdown, HTML, PDF:
+one document a file) — and passages that fit the model's window.
+
+Documents → passages → records: a text longer than the window is split into passages on
+semantic boundaries by ``semantic-text-splitter`` (Rust; the model's own tokenizer measures
+each passage, and it splits at the largest unit that fits — paragraphs, then Unicode sentence
+boundaries (UAX #29, so any language), then words), with an overlap of :data:`OVERLAP` tokens.
+Each passage keeps its document's id, title and source, and its character offset.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..errors import EncodrError
+from .records import Record, read_records
+
+RECORD_SUFFIXES = (".txt", ".tsv", ".csv", ".jsonl")
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf")
+OVERLAP = 32  # tokens shared by consecutive passages of a document
+
+Splitter = Callable[[str], list[tuple[int, str]]]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file left out of an index, and why (a one-line reason)."""
+
+    path: str
+    reason: str
+
+
+def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[Skipped]]:
+    """The files that ``paths`` name: files as given; folders walked recursively in sorted
+    order, keeping the files whose name matches ``glob`` (default: every kind encodr reads,
+    :data:`RECORD_SUFFIXES` and :data:`DOCUMENT_SUFFIXES`); hidden files and folders are left out.
+
+    Returns:
+        (file paths, files of a folder skipped: another kind of file, e.g. an image).
+
+    Raises:
+        EncodrError: a path that does not exist, or a folder with no file to read.
+    """
+    files: list[str] = []
+    skipped: list[Skipped] = []
+    for spec in paths:
+        p = Path(spec)
+        if not p.exists():
+            raise EncodrError(f"{spec}: no such file or folder")
+        if p.is_file():
+            files.append(str(p))
+            continue
+        found = 0
+        for f in sorted(x for x in p.rglob("*") if x.is_file()):
+            if any(part.startswith(".") for part in f.relative_to(p).parts):
+                continue
+            if glob is not None:
+                if fnmatch.fnmatch(f.name, glob) or fnmatch.fnmatch(str(f.relative_to(p)), glob):
+                    files.append(str(f))
+                    found += 1
+            elif f.suffix.lower() in RECORD_SUFFIXES + DOCUMENT_SUFFIXES:
+                files.append(str(f))
+                found += 1
+            else:
+                skipped.append(Skipped(str(f), f"not a kind encodr reads ({', '.join(RECORD_SUFFIXES + DOCUMENT_SUFFIXES)})"))
+        if not found:
+            raise EncodrError(f"{spec}: no file to read in this folder{f' matching {glob!r}' if glob else ''}; "
+                              f"encodr reads {', '.join(RECORD_SUFFIXES + DOCUMENT_SUFFIXES)}")  # fmt: skip
+    return files, skipped
+
+
+def read_document(path: str | Path) -> tuple[str, str]:
+    """The title and text of one document file.
+
+    - Markdown: the text as written; the title is the first ``#`` heading, else the file name.
+    - HTML: the visible text (Python's ``html.parser``; script and style left out, block
+      elements end lines); the title is ``<title>``, else the first ``<h1>``, else the file name.
+    - PDF: the text of each page (``pypdf``), pages separated by a blank line; the title is the
+      PDF's own title, else the file name.
+
+    Raises:
+        EncodrError: the file cannot be read or parsed (a PDF pypdf cannot open, bytes that are
+            not UTF-8 in Markdown or HTML), naming the file.
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".pdf":
+        return _read_pdf(p)
+    try:
+        raw = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise EncodrError(f"{p}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise EncodrError(f"{p}: cannot read it ({exc.strerror})") from None
+    if suffix in (".html", ".htm"):
+        return _html_text(raw, p.stem)
+    heading = next((line.lstrip("#").strip() for line in raw.splitlines() if line.startswith("# ")), None)
+    return heading or p.stem, raw
+
+
+def _read_pdf(p: Path) -> tuple[str, str]:
+    try:
+        from pypdf import PdfReader
+    except ImportError:  # pragma: no cover - a core dependency
+        raise EncodrError("reading PDF needs pypdf: pip install pypdf") from None
+    try:
+        reader = PdfReader(str(p))
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+        title = (reader.metadata.title if reader.metadata and reader.metadata.title else None) or p.stem
+    except Exception as exc:  # pypdf raises many kinds of errors on damaged files
+        raise EncodrError(f"{p}: not a PDF that can be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'unreadable'})") from None
+    return str(title), "\n\n".join(page for page in pages if page)
+
+
+def _html_text(raw: str, fallback: str) -> tuple[str, str]:
+    from html.parser import HTMLParser
+
+    blocks = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "pre", "blockquote", "td", "th"}
+
+    class Text(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.parts: list[str] = []
+            self.skip = 0
+            self.where: list[str] = []
+            self.title = ""
+            self.h1 = ""
+
+        def handle_starttag(self, tag, attrs):
+            self.where.append(tag)
+            if tag in ("script", "style", "noscript"):
+                self.skip += 1
+            if tag in blocks:
+                self.parts.append("\n")
+
+        def handle_endtag(self, tag):
+            if tag in ("script", "style", "noscript") and self.skip:
+                self.skip -= 1
+            if tag in blocks:
+                self.parts.append("\n")
+            if self.where and self.where[-1] == tag:
+                self.where.pop()
+
+        def handle_data(self, data):
+            tag = self.where[-1] if self.where else ""
+            if tag == "title":
+                self.title += data
+                return
+            if tag == "h1" and not self.h1:
+                self.h1 = data.strip()
+            if not self.skip:
+                self.parts.append(data)
+
+    parser = Text()
+    parser.feed(raw)
+    lines = [" ".join(line.split()) for line in "".join(parser.parts).splitlines()]
+    text = "\n".join(line for line in lines if line)
+    return (parser.title.strip() or parser.h1 or fallback), text
+
+
+def passage_splitter(tokenizer, max_tokens: int, overlap: int = OVERLAP) -> Splitter:
+    """``text → [(character offset, passage)]`` with passages of at most ``max_tokens`` tokens of
+    ``tokenizer`` (a Hugging Face fast tokenizer), consecutive ones sharing up to ``overlap``
+    tokens; a text that fits comes back whole, at offset 0.
+
+    Raises:
+        EncodrError: the tokenizer is not a fast (Rust) one, which the splitter needs.
+    """
+    from semantic_text_splitter import TextSplitter
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        raise EncodrError("splitting documents into passages needs a fast (Rust) tokenizer; this model has a slow one")
+    splitter = TextSplitter.from_huggingface_tokenizer(backend, capacity=max_tokens, overlap=min(overlap, max_tokens // 4), trim=True)
+
+    def split(text: str) -> list[tuple[int, str]]:
+        if len(text) <= max_tokens:  # no token is shorter than a character: it fits
+            return [(0, text)]
+        return [(offset, chunk) for offset, chunk in splitter.chunk_indices(text) if chunk.strip()] or [(0, text)]
+
+    return split
+
+
+def iter_records(path: str, lang: str | None = None, split: Splitter | None = None, skipped: list[Skipped] | None = None) -> Iterator[Record]:
+    """The records of one file, split into passages by ``split`` where a text is too long.
+
+    A document file (Markdown, HTML, PDF) is one document with the file's path as its id; a
+    record file gives its records (:func:`~.records.read_records`), each a document whose id is
+    its own (``id`` / ``_id``), else ``source:line``. A passage's ``line`` is its record's line
+    (1 for a document file) and ``start`` its character offset.
+
+    Args:
+        skipped: when given, a document file that cannot be read, or holds no text, is added
+            to it instead of raising (files found in a folder).
+
+    Raises:
+        EncodrError: see :func:`read_document` and :func:`~.records.read_records`.
+    """
+    if Path(path).suffix.lower() in DOCUMENT_SUFFIXES:
+        try:
+            title, text = read_document(path)
+        except EncodrError as exc:
+            if skipped is None:
+                raise
+            skipped.append(Skipped(path, str(exc).removeprefix(f"{path}: ")))
+            return
+        if not text.strip():
+            if skipped is None:
+                raise EncodrError(f"{path}: no text in it (an empty document, or a PDF of scanned images); leave it out")
+            skipped.append(Skipped(path, "no text in it (an empty document, or a PDF of scanned images)"))
+            return
+        record = Record(text.strip(), str(path), 1, str(path), lang, title)
+        yield from _passages(record, split)
+        return
+    for record in read_records(path, lang):
+        yield from _passages(record, split)
+
+
+def _passages(record: Record, split: Splitter | None) -> Iterator[Record]:
+    if split is None:
+        yield record
+        return
+    parts = split(record.text)
+    if len(parts) == 1:
+        yield record
+        return
+    doc = record.ext_id or f"{record.source}:{record.line}"
+    for offset, chunk in parts:
+        yield replace(record, text=chunk, ext_id=doc, start=offset)

@@ -1,0 +1,143 @@
+import json
+
+import pytest
+
+from encodr.data.files import expand, iter_records, passage_splitter, read_document
+from encodr.errors import EncodrError
+from tests.conftest import run_cli
+
+
+def tiny_pdf(text: str, title: str = "Pump manual") -> bytes:
+    """A one-page PDF whose page shows ``text`` (Helvetica), with a document title."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Title ({title}) >>".encode(),
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return out
+
+
+@pytest.fixture
+def mixed_folder(tmp_path):
+    root = tmp_path / "docs"
+    (root / "sub").mkdir(parents=True)
+    (root / "notes.txt").write_text("the harbour was calm this morning\nboats left early for the fishing grounds\n")
+    (root / "guide.md").write_text("# Garden guide\n\nWater the tomatoes every evening in summer.\n")
+    (root / "page.html").write_text("<html><head><title>Winter news</title><style>p{}</style></head><body><h1>Snow</h1>"
+                                    "<p>The mountain pass closed after heavy snow.</p><script>var x = 1;</script></body></html>")  # fmt: skip
+    (root / "sub" / "manual.pdf").write_bytes(tiny_pdf("Error code XJ4471 means the pump has lost pressure"))
+    (root / "sub" / "items.jsonl").write_text(json.dumps({"_id": "v1", "title": "Violin", "text": "a violin has four strings"}) + "\n")
+    (root / "sub" / "table.csv").write_text('text,id\n"planets, moons and rings",p1\n')
+    (root / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    (root / "empty.md").write_text("   \n")
+    (root / ".hidden.txt").write_text("never read\n")
+    return root
+
+
+def test_documents_are_read_with_their_titles(mixed_folder):
+    assert read_document(mixed_folder / "guide.md")[0] == "Garden guide"
+    title, text = read_document(mixed_folder / "page.html")
+    assert title == "Winter news" and "mountain pass closed" in text and "var x" not in text and "p{}" not in text
+    title, text = read_document(mixed_folder / "sub" / "manual.pdf")
+    assert title == "Pump manual" and "XJ4471" in text
+    with pytest.raises(EncodrError, match=r"broken.pdf: not a PDF that can be read"):
+        read_document(mixed_folder / "broken.pdf")
+
+
+def test_a_folder_is_read_recursively_and_other_files_are_skipped(mixed_folder):
+    files, skipped = expand([str(mixed_folder)])
+    names = sorted(p.rsplit("/", 1)[-1] for p in files)
+    assert names == ["broken.pdf", "empty.md", "guide.md", "items.jsonl", "manual.pdf", "notes.txt", "page.html", "table.csv"]
+    assert [s.path.rsplit("/", 1)[-1] for s in skipped] == ["photo.png"]
+    assert [p.rsplit("/", 1)[-1] for p in expand([str(mixed_folder)], glob="*.pdf")[0]] == ["broken.pdf", "manual.pdf"]
+    with pytest.raises(EncodrError, match="no file to read in this folder matching"):
+        expand([str(mixed_folder)], glob="*.docx")
+
+
+def test_a_long_text_becomes_overlapping_passages_that_fit(tiny_model):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model))
+    text = " ".join(f"Sentence number {i} talks about topic {i % 7} at some length." for i in range(60))
+    split = passage_splitter(tokenizer, 60, overlap=20)
+    parts = split(text)
+    assert len(parts) > 4
+    for offset, chunk in parts:
+        assert text[offset : offset + len(chunk)] == chunk  # offsets point into the document
+        assert len(tokenizer(chunk, add_special_tokens=False)["input_ids"]) <= 60
+    assert parts[1][0] < parts[0][0] + len(parts[0][1])  # consecutive passages overlap
+    assert split("short text") == [(0, "short text")]
+    records = list(iter_records_of(text, split))
+    assert {r.ext_id for r in records} == {"doc-1"} and [r.start for r in records] == [o for o, _ in parts]
+
+
+def iter_records_of(text, split):
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp())
+    (folder / "docs.jsonl").write_text(json.dumps({"_id": "doc-1", "text": text}) + "\n")
+    return iter_records(str(folder / "docs.jsonl"), None, split)
+
+
+def test_index_a_mixed_folder_in_one_command_and_find_the_pdf(mixed_folder, tmp_path, tiny_model, capsys, monkeypatch):
+    out = tmp_path / "idx"
+    code, stdout, err = run_cli(["index", str(mixed_folder), "--model", str(tiny_model), "--out", str(out), "--lang", "eng", "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    meta = json.loads(stdout)
+    assert sorted(s["path"].rsplit("/", 1)[-1] for s in meta["skipped_files"]) == ["broken.pdf", "empty.md", "photo.png"]
+    assert "3 file(s) skipped" in err and "broken.pdf: not a PDF that can be read" in err
+    assert meta["count"] == 7  # 2 lines, the guide, the page, the manual, the violin, the planets
+    code, stdout, err = run_cli(["search", "XJ4471", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    hit = json.loads(stdout)["results"][0]["hits"][0]
+    assert hit["title"] == "Pump manual" and hit["source"].endswith("manual.pdf") and "XJ4471" in hit["text"]
+
+
+def test_a_file_named_on_the_command_line_is_an_error_not_a_skip(mixed_folder, tmp_path, tiny_model, capsys, monkeypatch):
+    code, _, err = run_cli(["index", str(mixed_folder / "broken.pdf"), "--model", str(tiny_model), "--out", str(tmp_path / "x")], capsys, monkeypatch)
+    assert code == 2 and "broken.pdf: not a PDF that can be read" in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists()  # nothing half-written
+
+
+def test_the_csv_of_the_issue_is_read_as_records(tmp_path, tiny_model, capsys, monkeypatch):
+    data = tmp_path / "data.csv"
+    data.write_text('text,id\n"hello, world",1\n')
+    code, _, err = run_cli(["index", str(data), "--model", str(tiny_model), "--out", str(tmp_path / "csvidx"), "--lang", "eng"], capsys, monkeypatch)
+    assert code == 0, err
+    code, out, _ = run_cli(["search", "hello", "--index", str(tmp_path / "csvidx"), "--json"], capsys, monkeypatch)
+    assert [h["text"] for h in json.loads(out)["results"][0]["hits"]] == ["hello, world"]
+    (tmp_path / "bad.csv").write_text("title,body\nx,y\n")
+    code, _, err = run_cli(["index", str(tmp_path / "bad.csv"), "--model", str(tiny_model), "--out", str(tmp_path / "bad")], capsys, monkeypatch)
+    assert code == 2 and "needs a header with a 'text' column" in err
+
+
+def test_search_ranks_documents_by_their_best_passage_unless_passages(tmp_path, tiny_model):
+    from encodr.index import Searcher, build
+
+    long = " ".join(f"The lighthouse keeper wrote entry {i} about the tide and the weather that night." for i in range(60))
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in [{"_id": "log", "title": "Keeper's log", "text": long},
+                                                               {"_id": "b", "text": "a short note about the lighthouse"}]))  # fmt: skip
+    meta = build([str(corpus)], str(tiny_model), tmp_path / "idx", lang="eng")
+    assert meta["split_documents"] == 1 and meta["passages"] == meta["count"] - 1 > 3
+    searcher = Searcher(tmp_path / "idx")
+    docs = searcher.search(["lighthouse tide"], k=5, mode="keyword")[0]
+    assert sorted(h.document for h in docs) == ["b", "log"] and [h.rank for h in docs] == [1, 2]
+    passages = searcher.query(["lighthouse tide"], k=5, mode="keyword", passages=True)[1][0]
+    assert len(passages) == 5 and sum(h.document == "log" for h in passages) >= 4
+    log = next(h for h in docs if h.document == "log")
+    indexed = "Keeper's log " + long  # a JSONL document's text is its title and text, as BEIR joins them
+    assert log.title == "Keeper's log" and indexed[log.start : log.start + len(log.text)] == log.text
