@@ -53,8 +53,10 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     if request.rerank and reranker is None:
         reranker = load_scorer(request.rerank, cross=True)
     langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search,
-                                    request.mode, request.fusion, reranker, request.rerank_depth)  # fmt: skip
-    return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"],
+                                    request.mode, request.fusion, reranker, request.rerank_depth, request.passages)  # fmt: skip
+    split = searcher.index.meta.get("split_documents") and not request.passages
+    caption = f"documents ranked by their best passage ({searcher.index.meta['split_documents']:,} long documents are split; --passages ranks passages)" if split else ""
+    return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption,
                         results=[QueryHits(query=q, lang=code, hits=hits)
                                  for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
 

@@ -89,6 +89,7 @@ class SearchRequest(Request):
     fusion: str = option("rrf", FUSION_HELP)
     rerank: str | None = option(None, RERANK_HELP)
     rerank_depth: int = option(50, "With --rerank: first-stage hits the cross-encoder re-scores per query.", ge=1)
+    passages: bool = option(False, "Rank passages; by default an index of long documents split into passages ranks each document once, by its best passage.")
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
     _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)

@@ -103,11 +103,17 @@ class SearchResult(Result):
     index: str
     model: str
     results: list[QueryHits]
+    caption: str = ""  # how the hits are ranked, when it needs saying (documents by their best passage)
 
     def tables(self) -> list[Table]:
-        return [Table(f"{q.query}  [{q.lang}]", ["rank", "score", "lang", "text", "source"],
-                      [[str(h.rank), f"{h.score:.4f}", h.lang or "", h.text, f"{Path(h.source).name}:{h.line}"] for h in q.hits], right=("rank", "score"))
-                for q in self.results]  # fmt: skip
+        out = []
+        for q in self.results:
+            titled = any(h.title for h in q.hits)
+            columns = ["rank", "score", "lang", *(["title"] if titled else []), "text", "source"]
+            rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([h.title or ""] if titled else []), h.text, f"{Path(h.source).name}:{h.line}"]
+                    for h in q.hits]  # fmt: skip
+            out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score")))
+        return out
 
 
 class ScoreResult(Result):
