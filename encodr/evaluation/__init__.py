@@ -134,8 +134,9 @@ class DevSet:
 
 
 def dev_set(spec: str) -> DevSet:
-    """The ``--dev`` set: a bundled task by name (``stsb-dev``, ``mesh-dev``, ``wordsim353``…)
-    or a user's scored-pairs file (any STS layout, scored by Spearman ρ).
+    """The ``--dev`` set: a bundled task by name (``stsb-dev``, ``mesh-dev``, ``wordsim353``…),
+    a user's scored-pairs file (any STS layout, scored by Spearman ρ), or a BEIR-layout folder
+    (search scored by nDCG@10 on its ``dev`` qrels, else ``train``; never ``test``).
 
     Raises:
         EncodrError: neither a bundled task nor an existing file, or a file that cannot be
@@ -147,6 +148,17 @@ def dev_set(spec: str) -> DevSet:
 
     if spec in TASKS:
         task = TASKS[spec]
+    elif Path(spec).is_dir():
+        from ..data.beir import read_retrieval, splits
+        from .retrieval import RetrievalEvaluator
+
+        there = splits(spec)
+        split = next((s for s in ("dev", "train") if s in there), None)
+        if split is None:
+            raise EncodrError(f"--dev {spec}: a BEIR folder selects checkpoints on qrels/dev.tsv or qrels/train.tsv, never a test split; "
+                              f"it has {', '.join(there) or 'none'}")  # fmt: skip
+        name = Path(spec).name
+        return DevSet(name, RetrievalEvaluator(name, read_retrieval(spec), split=split), "ndcg@10", split)
     else:
         p = Path(spec)
         if not p.is_file():

@@ -97,3 +97,14 @@ def test_every_mode_scores_from_one_index(tmp_path, tiny_model):
     assert ndcg[("keyword", "rrf")] == pytest.approx(100.0)  # each query's topic word is in both relevant documents only
     assert ndcg[("dense", "rrf")] < 100  # a random tiny encoder: the keyword list is what lifts hybrid
     assert ndcg[("hybrid", "rrf")] > ndcg[("dense", "rrf")]
+
+
+def test_a_beir_folder_is_a_dev_set_but_never_its_test_split(tmp_path, tiny_model):
+    from encodr.evaluation import dev_set
+    from encodr.models import load_encoder
+
+    dev = dev_set(str(beir_folder(tmp_path / "toy", split="train")))
+    assert (dev.metric, dev.split) == ("ndcg@10", "train")
+    assert 0 < dev.score(load_encoder(str(tiny_model), pooling="mean", device="cpu")) <= 100
+    with pytest.raises(EncodrError, match="never a test split; it has test"):
+        dev_set(str(beir_folder(tmp_path / "held-out", split="test")))
