@@ -82,12 +82,19 @@ def _show(result, as_json: bool) -> None:
     if as_json:
         _emit_json(result.payload())
         return
+    from rich.text import Text
+
     for t in result.tables():
         table = Table(title=t.title, caption=t.caption or None)
         for col in t.columns:
             table.add_column(col, justify="right" if col in t.right else "left", overflow="fold")
-        for row in t.rows:
-            table.add_row(*row)
+        for r, row in enumerate(t.rows):
+            cells = [Text(cell) for cell in row]  # plain text: a hit's "[…]" is not read as markup
+            for (mr, mc), spans in t.marks.items():
+                if mr == r:
+                    for start, end in spans:
+                        cells[mc].stylize("bold yellow", start, end)
+            table.add_row(*cells)
         out_console.print(table)
 
 

@@ -65,6 +65,25 @@ class Table:
     rows: list[list[str]] = field(default_factory=list)
     caption: str = ""
     right: tuple[str, ...] = ()
+    marks: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)  # (row, column) → character spans to highlight
+
+
+def term_spans(text: str, query: str) -> list[tuple[int, int]]:
+    """Where the words of ``query`` occur in ``text`` as whole words, case- and
+    accent-insensitively (as the keyword index matches them): sorted (start, end) character spans.
+
+    Args:
+        text: the hit's text.
+        query: the query as typed.
+    """
+    import re
+    import unicodedata
+
+    def fold(s: str) -> str:
+        return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
+
+    words = {fold(w) for w in re.findall(r"\w+", query)}
+    return [(m.start(), m.end()) for m in re.finditer(r"\w+", text) if fold(m.group()) in words]
 
 
 def record_table(title: str, record: dict, keys: tuple[str, ...] | list[str], caption: str = "") -> Table:
@@ -112,7 +131,9 @@ class SearchResult(Result):
             columns = ["rank", "score", "lang", *(["title"] if titled else []), "text", "source"]
             rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([h.title or ""] if titled else []), h.text, f"{Path(h.source).name}:{h.line}"]
                     for h in q.hits]  # fmt: skip
-            out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score")))
+            at = columns.index("text")
+            marks = {(r, at): term_spans(h.text, q.query) for r, h in enumerate(q.hits)}
+            out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score"), marks=marks))
         return out
 
 

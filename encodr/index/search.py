@@ -273,6 +273,19 @@ class Searcher:
             results.append(hits)
         return results
 
+    def document(self, hit: Hit) -> tuple[str, int]:
+        """The whole document a hit belongs to, rebuilt from its stored passages (overlaps laid
+        over each other at their offsets), and where the hit starts in it: (text, offset). A
+        text that was not split is its own document."""
+        if hit.start is None or hit.ext_id is None:
+            return hit.text, 0
+        chars: list[str] = []
+        for start, text in self.index.passages_of(hit.ext_id):
+            if start > len(chars):
+                chars.extend(" " * (start - len(chars)))  # a passage stored once, under another document
+            chars[start : start + len(text)] = text
+        return "".join(chars), hit.start
+
     def compare(self, a: str, b: str, k: int = 5, lang: str | None = None) -> dict:
         """Cosine similarity of two texts and each one's nearest neighbours in the index
         (the two texts are encoded once, for both)."""

@@ -379,6 +379,13 @@ class Index:
         keys = ["id", "ext_id", "text", "source", "line", "lang", *extra]
         return {r[0]: {"title": None, "start": None, **dict(zip(keys, r))} for r in found}
 
+    def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
+        """(character offset, text) of every stored passage of the document ``ext_id``, in
+        document order (passages with no offset, whole texts, at 0)."""
+        with self._db_lock:
+            rows = self._db.execute("select coalesce(start, 0), text from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,)).fetchall()
+        return [(int(s), t) for s, t in rows]
+
     @property
     def has_keywords(self) -> bool:
         """Whether this generation has a keyword index (built by ``encodr index`` since it has one)."""

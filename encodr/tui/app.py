@@ -43,6 +43,7 @@ HELP = """\
 | Enter | search now |
 | language box (beside the query) | only hits in these languages, e.g. `spa,fra`; Enter applies |
 | Enter on an index in Workspace | open that index |
+| Enter on a hit | its whole document, at the passage (Esc closes) |
 | Ctrl+Q | quit |
 """
 
@@ -63,6 +64,46 @@ class HelpScreen(ModalScreen):
 
     def compose(self) -> ComposeResult:
         yield Markdown(HELP, id="help")
+
+
+def marked(text: str, query: str, width: int | None = None):
+    """``text`` (clipped to ``width``) as rich Text with the query's words in bold yellow."""
+    from rich.text import Text
+
+    from ..core.results import term_spans
+
+    shown = Text(clip(text, width) if width else text)
+    for start, end in term_spans(text, query):
+        if width is None or end < width:
+            shown.stylize("bold yellow", start, end)
+    return shown
+
+
+class DocumentScreen(ModalScreen):
+    """A hit's whole document, scrolled to the hit, the query's words highlighted."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Close")]
+    DEFAULT_CSS = """
+    DocumentScreen VerticalScroll { margin: 2 6; padding: 1 2; border: round $accent; background: $panel; }
+    """
+
+    def __init__(self, title: str, text: str, at: int, length: int, query: str):
+        super().__init__()
+        self.heading, self.text, self.at, self.length, self.query_text = title, text, at, length, query
+
+    def compose(self) -> ComposeResult:
+        from rich.text import Text
+        from textual.containers import VerticalScroll
+
+        body = marked(self.text, self.query_text)
+        body.stylize("reverse", self.at, self.at + self.length)  # the passage that matched
+        with VerticalScroll(id="document"):
+            yield Static(Text(self.heading, style="bold"))
+            yield Static(body, id="document-text")
+
+    def on_mount(self) -> None:
+        before = self.text[: self.at].count("\n") + self.at // 100  # about the hit's line: scroll it into view
+        self.query_one("#document").scroll_to(y=max(0, before - 2), animate=False)
 
 
 class EncodrApp(App):
@@ -100,6 +141,7 @@ class EncodrApp(App):
         self.debounce = debounce
         self.searcher = searcher
         self.searches = 0  # result sets shown
+        self.hits: list = []  # the hits shown, by row
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -251,9 +293,20 @@ class EncodrApp(App):
         self.searches += 1
         table = self.query_one("#results", DataTable)
         table.clear()
+        self.hits = hits
         for h in hits:
-            table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score), h.lang or "", clip(h.text, 80), f"{Path(h.source).name}:{h.line}")
+            table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score), h.lang or "", marked(h.text, query, 80), f"{Path(h.source).name}:{h.line}")
         self.update_status()
+
+    @on(DataTable.RowSelected, "#results")
+    def open_hit(self, event: DataTable.RowSelected) -> None:
+        """Enter on a hit: its whole document, at the passage."""
+        if self.searcher is None or event.cursor_row >= len(self.hits):
+            return
+        hit = self.hits[event.cursor_row]
+        text, at = self.searcher.document(hit)
+        title = " · ".join(x for x in (hit.title, f"{Path(hit.source).name}:{hit.line}") if x)
+        self.push_screen(DocumentScreen(title, text, at, len(hit.text), self.query_one("#query", Input).value))
 
     # ── compare ──────────────────────────────────────────────────────────────
     @on(Input.Submitted, "#text-a")

@@ -141,3 +141,19 @@ def test_search_ranks_documents_by_their_best_passage_unless_passages(tmp_path, 
     log = next(h for h in docs if h.document == "log")
     indexed = "Keeper's log " + long  # a JSONL document's text is its title and text, as BEIR joins them
     assert log.title == "Keeper's log" and indexed[log.start : log.start + len(log.text)] == log.text
+
+
+def test_a_hit_opens_its_whole_document_at_the_passage(tmp_path, tiny_model):
+    from encodr.core.results import term_spans
+    from encodr.index import Searcher, build
+
+    long = " ".join(f"Entry {i}: the keeper logged the tide at the lighthouse." for i in range(80))
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(json.dumps({"_id": "log", "text": long}) + "\n")
+    build([str(corpus)], str(tiny_model), tmp_path / "idx", lang="eng")
+    searcher = Searcher(tmp_path / "idx")
+    hit = searcher.query(["Entry 63"], k=1, mode="keyword", passages=True)[1][0][0]
+    text, at = searcher.document(hit)
+    assert text == long and text[at : at + len(hit.text)] == hit.text and at > 0
+    assert [hit.text[s:e] for s, e in term_spans(hit.text, "ENTRY lighthouse")][:2] == ["Entry", "lighthouse"]
+    assert term_spans("Café au lait", "cafe") == [(0, 4)]

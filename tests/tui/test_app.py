@@ -32,7 +32,8 @@ async def test_typing_a_query_fills_the_results_table(searcher):
         table = app.query_one("#results")
         assert table.row_count == 4
         first = table.get_row_at(0)
-        assert first[0] == "1" and first[4] == "stock markets fell sharply" and first[5] == "c.txt:2"
+        assert first[0] == "1" and str(first[4]) == "stock markets fell sharply" and first[5] == "c.txt:2"
+        assert [first[4].plain[s.start : s.end] for s in first[4].spans] == ["stock", "markets", "fell", "sharply"]  # the query's words highlighted
         assert "4 texts" in str(app.query_one("#status").render())
 
 
@@ -43,7 +44,16 @@ async def test_enter_searches_and_compare_view(searcher):
         await pilot.press(*"it rained all day in london", "enter")  # a tiny random model: exact text ranks first
         await settle(app, pilot)
         assert app.searches >= 1
-        assert app.query_one("#results").get_row_at(0)[4] == "it rained all day in london"
+        assert str(app.query_one("#results").get_row_at(0)[4]) == "it rained all day in london"
+        app.query_one("#results").focus()
+        await pilot.press("enter")  # the hit's whole document
+        await pilot.pause()
+        from encodr.tui.app import DocumentScreen
+
+        assert isinstance(app.screen, DocumentScreen) and app.screen.text == "it rained all day in london"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, DocumentScreen)
         await pilot.press("f3")
         app.query_one("#text-a").value = "the cat sat on the mat"
         app.query_one("#text-b").value = "the cat sat on the mat"

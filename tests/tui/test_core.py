@@ -5,6 +5,7 @@ this test checks the other half — that the TUI calls no core entry point the C
 
 import ast
 import importlib
+import importlib.util
 import inspect
 from pathlib import Path
 
@@ -26,6 +27,7 @@ PRESENTATION_ONLY = {
     ("encodr.methods.recipe", "available"),  # the Train pane's recipe choices (`encodr recipes`)
     ("encodr.models.pcr", "PCR_VARIANTS"),  # the Index and Eval panes' PCR variants (the request's check names them)
     ("encodr.core.results", "human"),  # the Workspace's cells, rendered for people as the CLI's tables are (Result.tables)
+    ("encodr.core.results", "term_spans"),  # the Search tab's highlights: the spans SearchResult.tables marks for the CLI
 }
 
 
@@ -41,7 +43,7 @@ def core_refs(path: Path, source: str | None = None) -> set[tuple[str, str]]:
             base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
             module = f"{base}.{node.module}" if node.module else base
             for alias in node.names:
-                if inspect.ismodule(getattr(importlib.import_module(module), alias.name, None)):
+                if inspect.ismodule(getattr(importlib.import_module(module), alias.name, None)) or importlib.util.find_spec(f"{module}.{alias.name}"):
                     modules[alias.asname or alias.name] = f"{module}.{alias.name}"  # a module imported whole
                 else:
                     refs.add((module, alias.name))
