@@ -43,7 +43,9 @@ def core_refs(path: Path, source: str | None = None) -> set[tuple[str, str]]:
             base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
             module = f"{base}.{node.module}" if node.module else base
             for alias in node.names:
-                if inspect.ismodule(getattr(importlib.import_module(module), alias.name, None)) or importlib.util.find_spec(f"{module}.{alias.name}"):
+                parent = importlib.import_module(module)
+                submodule = hasattr(parent, "__path__") and importlib.util.find_spec(f"{module}.{alias.name}") is not None
+                if inspect.ismodule(getattr(parent, alias.name, None)) or submodule:
                     modules[alias.asname or alias.name] = f"{module}.{alias.name}"  # a module imported whole
                 else:
                     refs.add((module, alias.name))
