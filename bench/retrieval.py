@@ -103,6 +103,7 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["minilm"])
     parser.add_argument("--data", nargs="+", default=list(SPLITS), choices=list(SPLITS))
     parser.add_argument("--no-anchors", action="store_true", help="skip sentence-transformers and bm25s")
+    parser.add_argument("--whole", action="store_true", help="index documents whole, cut at the window (default: passages, as encodr index does)")
     parser.add_argument("--out", type=Path, default=RESULTS / "retrieval.json")
     args = parser.parse_args()
 
@@ -115,10 +116,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.data:
             folder = cross_lingual(Path(tmp) / name) if name == "xquad-x" else DATA / name
-            evaluator = RetrievalEvaluator(name, read_retrieval(folder), split=SPLITS[name])
+            evaluator = RetrievalEvaluator(name, read_retrieval(folder), split=SPLITS[name], whole=args.whole)
             for model in args.models:
                 encoder = load_encoder(model)
-                row = {"model": model, "data": name, "queries": len(evaluator.query_ids()), "docs": len(evaluator.data.doc_ids)}
+                row = {"model": model, "data": name, "documents as": "whole" if args.whole else "passages", "queries": len(evaluator.query_ids()),
+                       "docs": len(evaluator.data.doc_ids)}  # fmt: skip
                 started = time.perf_counter()
                 ranked = evaluator.ranked(encoder, MODES)
                 row["encodr_seconds"] = round(time.perf_counter() - started, 1)
@@ -130,9 +132,10 @@ def main() -> None:
                     row["bm25s"] = bm25s_anchor(evaluator)
                 rows.append(row)
                 print(row, flush=True)
-    kept = [r for r in previous if (r["model"], r["data"]) not in {(x["model"], x["data"]) for x in rows}]
+    key = lambda r: (r["model"], r["data"], r.get("documents as", "whole"))  # noqa: E731
+    kept = [r for r in previous if key(r) not in {key(x) for x in rows}]
     table = kept + rows
-    columns = ["model", "data", "queries", "docs", "dense", "keyword", "hybrid-rrf", "hybrid-convex", "st_dense", "bm25s"]
+    columns = ["model", "data", "documents as", "queries", "docs", "dense", "keyword", "hybrid-rrf", "hybrid-convex", "st_dense", "bm25s"]
     print_table("nDCG@10 × 100 (encodr eval retrieval's pipeline; anchors in the same run)", table, columns)
     write_json(args.out, {"machine": machine(), "splits": SPLITS, "rows": table})
     print(f"wrote {args.out}")
