@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import EncodrError
 from ..progress import ProgressFn, silent
 from .requests import (EmbedRequest, EvalRequest, IndexRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
-                       ScoreRequest, SearchRequest, TuneRequest, pcr_variant)  # fmt: skip
+                       ScoreRequest, SearchRequest, TuneRequest, DEFAULT_FUSION, DEFAULT_MODE, pcr_variant)  # fmt: skip
 from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits, Ranked, RecordResult, RerankResult, RunsResult, ScoreResult,
                       SearchResult, TuneResult, Usage, short_path)  # fmt: skip
 
@@ -52,8 +52,9 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     searcher = searcher or open_searcher(request)
     if request.rerank and reranker is None:
         reranker = load_scorer(request.rerank, cross=True)
+    mode = request.mode or (DEFAULT_MODE if searcher.index.has_keywords else "dense")  # an index older than keyword indexes: dense
     langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search,
-                                    request.mode, request.fusion, reranker, request.rerank_depth, request.passages)  # fmt: skip
+                                    mode, request.fusion or DEFAULT_FUSION, reranker, request.rerank_depth, request.passages)  # fmt: skip
     split = searcher.index.meta.get("split_documents") and not request.passages
     caption = f"documents ranked by their best passage ({searcher.index.meta['split_documents']:,} long documents are split; --passages ranks passages)" if split else ""
     return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption,
@@ -192,7 +193,7 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
     if request.limit:
         options["limit"] = request.limit
     if request.suite == "retrieval":
-        options.update(split=request.retrieval_split, mode=request.mode, fusion=request.fusion, rerank=request.rerank, whole=request.whole)
+        options.update(split=request.retrieval_split, mode=request.mode or DEFAULT_MODE, fusion=request.fusion or DEFAULT_FUSION, rerank=request.rerank, whole=request.whole)
     specs = [(request.model, request.cross, request.backend)] + ([(request.compare, request.compare_cross, "torch")] if request.compare else [])
     scorers = [load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs]  # both load before either is scored
     data = request.data or None

@@ -22,16 +22,21 @@ BACKEND_HELP = "torch | onnx | onnx-int8 (onnxruntime on the CPU; int8: dynamic 
 CLI, CLI_TUI, CLI_HTTP, HTTP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http",)
 
 
-MODE_HELP = "dense (vectors) | keyword (BM25, SQLite FTS5) | hybrid (both, fused by --fusion)."
+MODE_HELP = ("hybrid (the default: vectors and BM25 fused by --fusion; dense on an index built without a keyword index) | dense (vectors) | "
+             "keyword (BM25, SQLite FTS5).")  # fmt: skip
 RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits (--rerank-depth, 50)."
-FUSION_HELP = "hybrid: rrf (reciprocal rank fusion) | convex (min-max normalised scores, 0.5 each); both language-aware."
+FUSION_HELP = "hybrid: convex (min-max normalised scores, 0.5 each; the default) | rrf (reciprocal rank fusion); both language-aware."
 
 
-def check_mode(mode: str, fusion: str) -> None:
-    """Raises EncodrError naming the field unless ``mode`` and ``fusion`` are known."""
+DEFAULT_MODE, DEFAULT_FUSION = "hybrid", "convex"  # chosen on the dev sets (bench/retrieval.py; README "Search quality")
+
+
+def check_mode(mode: str | None, fusion: str | None) -> None:
+    """Raises EncodrError naming the field unless ``mode`` and ``fusion`` are known (None: the default)."""
     from ..index.fusion import FUSIONS
     from ..index.search import MODES
 
+    mode, fusion = mode or DEFAULT_MODE, fusion or DEFAULT_FUSION
     if mode not in MODES:
         raise EncodrError(f"--mode {mode}: choose one of {', '.join(MODES)}", field="mode")
     if fusion not in FUSIONS:
@@ -85,8 +90,8 @@ class SearchRequest(Request):
     backend: str | None = option(None, "torch | onnx | onnx-int8 for the queries (default: the one the index was built with).")
     nprobe: int | None = option(None, "IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact.", ge=1)
     ef_search: int | None = option(None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1)
-    mode: str = option("dense", MODE_HELP)
-    fusion: str = option("rrf", FUSION_HELP)
+    mode: str | None = option(None, MODE_HELP)
+    fusion: str | None = option(None, FUSION_HELP)
     rerank: str | None = option(None, RERANK_HELP)
     rerank_depth: int = option(50, "With --rerank: first-stage hits the cross-encoder re-scores per query.", ge=1)
     passages: bool = option(False, "Rank passages; by default an index of long documents split into passages ranks each document once, by its best passage.")
@@ -221,8 +226,8 @@ class EvalRequest(Request):
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
     backend: str = option("torch", BACKEND_HELP + " For --model; --compare runs on torch.", fronts=CLI_TUI)
     split: str | None = option(None, "retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test).", fronts=CLI_TUI)
-    mode: str = option("dense", "retrieval: " + MODE_HELP, fronts=CLI_TUI)
-    fusion: str = option("rrf", "retrieval: " + FUSION_HELP, fronts=CLI_TUI)
+    mode: str | None = option(None, "retrieval: " + MODE_HELP, fronts=CLI_TUI)
+    fusion: str | None = option(None, "retrieval: " + FUSION_HELP, fronts=CLI_TUI)
     rerank: str | None = option(None, "retrieval: " + RERANK_HELP, fronts=CLI_TUI)
     whole: bool = option(False, "retrieval: index each document whole, cut at the model's window (default: passages, each document ranked by its best).",
                          fronts=CLI_TUI)  # fmt: skip
@@ -234,7 +239,7 @@ class EvalRequest(Request):
 
         tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
         check_mode(self.mode, self.fusion)
-        if self.suite != "retrieval" and ((self.mode, self.fusion) != ("dense", "rrf") or self.rerank or self.whole):
+        if self.suite != "retrieval" and (self.mode or self.fusion or self.rerank or self.whole):
             raise EncodrError(f"--mode, --fusion and --rerank choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode")
         if self.split is not None and self.suite != "retrieval":
             raise EncodrError(f"--split picks the qrels of 'eval retrieval', not '{self.suite}'; drop --split", field="split")

@@ -44,7 +44,7 @@ class RetrievalEvaluator(Evaluator):
     """
 
     def __init__(self, name: str, data: RetrievalSet, split: str = "test", limit: int | None = None, index_type: str = "flat",
-                 mode: str = "dense", fusion: str = "rrf", rerank: str | None = None, whole: bool = False):  # fmt: skip
+                 mode: str = "dense", fusion: str = "convex", rerank: str | None = None, whole: bool = False):  # fmt: skip
         self.name = name
         self.whole = whole
         self.mode, self.fusion, self.rerank = mode, fusion, rerank

@@ -24,7 +24,7 @@ RRF_K = 60  # Cormack et al. 2009
 CONVEX_ALPHA = 0.5  # weight of the dense scores
 
 
-def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusion: str = "rrf", query_lang: str | None = None,
+def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusion: str = "convex", query_lang: str | None = None,
          lang_of: dict[int, str | None] | None = None, alpha: float = CONVEX_ALPHA) -> list[tuple[int, float]]:  # fmt: skip
     """One ranking from a dense and a keyword ranking of the same corpus.
 

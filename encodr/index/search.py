@@ -170,7 +170,7 @@ class Searcher:
         return detect_languages(queries, languages)
 
     def search(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, mode: str = "dense",
-               fusion: str = "rrf") -> list[list[Hit]]:  # fmt: skip
+               fusion: str = "convex") -> list[list[Hit]]:  # fmt: skip
         """Top-k hits for each query (cosine, highest first); sets ``last_ms`` and
         ``last_langs`` (the queries' languages) for a single-threaded caller (the TUI's
         status line); see :meth:`query` for the arguments and errors.
@@ -181,7 +181,7 @@ class Searcher:
         return results
 
     def query(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, nprobe: int | None = None,
-              ef_search: int | None = None, mode: str = "dense", fusion: str = "rrf", reranker=None,
+              ef_search: int | None = None, mode: str = "dense", fusion: str = "convex", reranker=None,
               rerank_depth: int = RERANK_DEPTH, passages: bool = False) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
         """Each query's language and its top-k hits (cosine, highest first). Thread-safe: it
         reads one generation of the index throughout, the current one when it starts.

@@ -150,7 +150,7 @@ class EncodrApp(App):
                 with Horizontal(id="query-row"):
                     yield Input(placeholder="type a query…", id="query")
                     yield Input(placeholder="languages: spa,fra (blank: all)", id="hit-lang")
-                    yield Select([(m, m) for m in ("dense", "keyword", "hybrid")], value="dense", allow_blank=False, id="search-mode")
+                    yield Select([(m, m) for m in ("dense", "keyword", "hybrid")], value="hybrid", allow_blank=False, id="search-mode")
                 yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
             with TabPane("Compare", id="compare"):
                 yield Input(placeholder="text A", id="text-a")
@@ -280,7 +280,8 @@ class EncodrApp(App):
         if worker.is_cancelled or self.searcher is None or not query.strip():
             return
         try:
-            hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs(), mode=self.query_one("#search-mode", Select).value)[0]
+            mode = self.query_one("#search-mode", Select).value if self.searcher.index.has_keywords else "dense"  # an index older than keyword indexes
+            hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs(), mode=mode, fusion="convex")[0]
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return

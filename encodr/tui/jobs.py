@@ -146,8 +146,8 @@ class EvalPane(Vertical):
             yield Input(placeholder="limit (items per dataset)", id="eval-limit")
             yield Input(placeholder="split (retrieval: test)", id="eval-split")
         with Horizontal(classes="row"):
-            yield Select([(m, m) for m in ("dense", "keyword", "hybrid")], value="dense", allow_blank=False, id="eval-mode")
-            yield Select([(f, f) for f in ("rrf", "convex")], value="rrf", allow_blank=False, id="eval-fusion")
+            yield Select([(m, m) for m in ("hybrid", "dense", "keyword")], prompt="retrieval mode (hybrid)", id="eval-mode")
+            yield Select([(f, f) for f in ("convex", "rrf")], prompt="fusion (convex)", id="eval-fusion")
             yield Input(placeholder="retrieval: re-rank with a cross-encoder", id="eval-rerank")
             yield Checkbox("whole documents", id="eval-whole")
         yield Static("", id="eval-status")
