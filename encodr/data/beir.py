@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EncodrError
-from .text import iter_lines
+from .text import iter_json_lines, iter_lines
 
 
 @dataclass
@@ -59,18 +58,7 @@ def splits(folder: str | Path) -> list[str]:
 
 
 def _jsonl(path: Path, what: str) -> list[dict]:
-    out = []
-    for number, line in iter_lines(path, what):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EncodrError(f"{path}, line {number}: not JSON ({exc.msg}); write one JSON object a line") from None
-        if not isinstance(obj, dict) or "_id" not in obj or not isinstance(obj.get("text"), str):
-            raise EncodrError(f"{path}, line {number}: needs a JSON object with '_id' and a string 'text'")
-        out.append(obj)
-    return out
+    return [obj for _, obj in iter_json_lines(path, what, "'_id' and a string 'text'", ids=True)]
 
 
 def read_retrieval(folder: str | Path) -> RetrievalSet:

@@ -5,14 +5,13 @@ with a header (``text``, optional ``id`` and ``lang`` columns); or JSONL, one ob
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import EncodrError
 from .language import check_code
-from .text import check_file, iter_lines
+from .text import check_file, iter_json_lines, iter_lines
 
 
 @dataclass(frozen=True)
@@ -78,15 +77,7 @@ def read_records(path: str | Path, default_lang: str | None = None) -> Iterator[
 
 
 def _read_jsonl(p: Path, default_lang: str | None) -> Iterator[Record]:
-    for number, line in iter_lines(p, "a JSONL file: one JSON object a line with a 'text' field"):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EncodrError(f"{p}, line {number}: not JSON ({exc.msg}); write one JSON object a line") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-            raise EncodrError(f"{p}, line {number}: needs a JSON object with a string 'text' field (optional: _id, title, lang)")
+    for number, obj in iter_json_lines(p, "a JSONL file: one JSON object a line with a 'text' field", "a string 'text' field (optional: _id, title, lang)"):
         text = f"{obj.get('title') or ''} {obj['text']}".strip()
         ext_id = obj.get("_id", obj.get("id"))
         lang = obj.get("lang") or None

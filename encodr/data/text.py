@@ -82,6 +82,28 @@ def iter_lines(path: str | Path, what: str = "a UTF-8 text file with one string 
             yield number, (line.lstrip("\ufeff") if number == 1 else line)
 
 
+def iter_json_lines(path: str | Path, what: str, needs: str = "a string 'text'", ids: bool = False) -> Iterator[tuple[int, dict]]:
+    """Stream a JSONL file as ``(1-based line number, object)``, blank lines skipped; each
+    object must have a string ``text`` (and with ``ids`` an ``_id``).
+
+    Raises:
+        EncodrError: see :func:`iter_lines`; a line that is not JSON, or not an object with
+            ``text`` (``needs`` says what it must hold), naming the line.
+    """
+    import json
+
+    for number, line in iter_lines(path, what):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EncodrError(f"{path}, line {number}: not JSON ({exc.msg}); write one JSON object a line") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str) or (ids and "_id" not in obj):
+            raise EncodrError(f"{path}, line {number}: needs a JSON object with {needs}")
+        yield number, obj
+
+
 def read_lines(path: str | Path) -> tuple[list[str], str]:
     """Read a whole UTF-8 text file into lines.
 
