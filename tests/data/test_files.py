@@ -157,3 +157,14 @@ def test_a_hit_opens_its_whole_document_at_the_passage(tmp_path, tiny_model):
     assert text == long and text[at : at + len(hit.text)] == hit.text and at > 0
     assert [hit.text[s:e] for s, e in term_spans(hit.text, "ENTRY lighthouse")][:2] == ["Entry", "lighthouse"]
     assert term_spans("Café au lait", "cafe") == [(0, 4)]
+
+
+def test_malformed_records_name_their_line(tmp_path):
+    from encodr.data.records import read_records
+
+    (tmp_path / "rows.csv").write_text('text,id\n"one, two",1,extra\n')
+    with pytest.raises(EncodrError, match=r"rows.csv, line 2: 3 fields where the header has 2"):
+        list(read_records(tmp_path / "rows.csv"))
+    (tmp_path / "objs.jsonl").write_text('{"text": "fine"}\n["not", "an", "object"]\n')
+    with pytest.raises(EncodrError, match=r"objs.jsonl, line 2: needs a JSON object with a string 'text' field"):
+        list(read_records(tmp_path / "objs.jsonl"))
