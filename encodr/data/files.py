@@ -175,7 +175,12 @@ def passage_splitter(tokenizer, max_tokens: int, overlap: int = OVERLAP) -> Spli
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         raise EncodrError("splitting documents into passages needs a fast (Rust) tokenizer; this model has a slow one")
-    splitter = TextSplitter.from_huggingface_tokenizer(backend, capacity=max_tokens, overlap=min(overlap, max_tokens // 4), trim=True)
+    from tokenizers import Tokenizer
+
+    counter = Tokenizer.from_str(backend.to_str())  # a copy without the truncation a model's tokenizer.json may carry,
+    counter.no_truncation()  # which would count every long text as fitting
+    counter.no_padding()
+    splitter = TextSplitter.from_huggingface_tokenizer(counter, capacity=max_tokens, overlap=min(overlap, max_tokens // 4), trim=True)
 
     def split(text: str) -> list[tuple[int, str]]:
         if len(text) <= max_tokens:  # no token is shorter than a character: it fits

@@ -168,3 +168,13 @@ def test_malformed_records_name_their_line(tmp_path):
     (tmp_path / "objs.jsonl").write_text('{"text": "fine"}\n["not", "an", "object"]\n')
     with pytest.raises(EncodrError, match=r"objs.jsonl, line 2: needs a JSON object with a string 'text' field"):
         list(read_records(tmp_path / "objs.jsonl"))
+
+
+def test_passages_are_measured_without_the_tokenizers_own_truncation(tiny_model):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model))
+    tokenizer.backend_tokenizer.enable_truncation(32)  # as a model's tokenizer.json may ship it (all-MiniLM-L6-v2 does)
+    text = " ".join(f"Sentence number {i} talks about topic {i % 7} at some length." for i in range(30))
+    parts = passage_splitter(tokenizer, 60)(text)
+    assert len(parts) > 4 and all(len(tokenizer(c, add_special_tokens=False, truncation=False)["input_ids"]) <= 60 for _, c in parts)
