@@ -136,6 +136,9 @@ class Index:
         self.ef_search = ef_search or HNSW_EF_SEARCH
         self._db, self._hold = db, hold
         self._db_lock = threading.Lock()  # one statement at a time on the shared connection (a server searches from several threads)
+        # the optional columns this generation's store has (an index written before them lacks them); read once, not per search
+        self._extra = [c for c in ("title", "start") if c in {row[1] for row in db.execute("pragma table_info(texts)")}] if db is not None else []
+        self._keywords = db is not None and db.execute("select 1 from sqlite_master where name = ?", (KEYWORD_TABLE,)).fetchone() is not None
 
     @classmethod
     def open(cls, path: str | Path, mmap: bool = False, nprobe: int | None = None, ef_search: int | None = None) -> "Index":
@@ -372,11 +375,9 @@ class Index:
             return {}
         marks = ",".join("?" * len(ids))
         with self._db_lock:
-            columns = {row[1] for row in self._db.execute("pragma table_info(texts)")}
-            extra = [c for c in ("title", "start") if c in columns]
-            found = self._db.execute(f"select id, ext_id, text, source, line, lang{''.join(', ' + c for c in extra)} from texts where id in ({marks})",
+            found = self._db.execute(f"select id, ext_id, text, source, line, lang{''.join(', ' + c for c in self._extra)} from texts where id in ({marks})",
                                      ids).fetchall()  # fmt: skip
-        keys = ["id", "ext_id", "text", "source", "line", "lang", *extra]
+        keys = ["id", "ext_id", "text", "source", "line", "lang", *self._extra]
         return {r[0]: {"title": None, "start": None, **dict(zip(keys, r))} for r in found}
 
     def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
@@ -389,8 +390,7 @@ class Index:
     @property
     def has_keywords(self) -> bool:
         """Whether this generation has a keyword index (built by ``encodr index`` since it has one)."""
-        with self._db_lock:
-            return self._db.execute("select 1 from sqlite_master where name = ?", (KEYWORD_TABLE,)).fetchone() is not None
+        return self._keywords
 
     def keyword_search(self, queries: list[str], k: int, langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k texts of each query by BM25 (SQLite FTS5: k1 = 1.2, b = 0.75), best first.
