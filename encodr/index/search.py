@@ -224,12 +224,17 @@ class Searcher:
         if missing:
             raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
                               field="hit_lang")  # fmt: skip
+        return self._query(index, queries, k, lang, hit_langs, nprobe, ef_search, mode, fusion, reranker, rerank_depth, passages)
+
+    def _query(self, index: Index, queries: list[str], k: int, lang: str | None, hit_langs: list[str] | None, nprobe: int | None,
+               ef_search: int | None, mode: str, fusion: str, reranker, rerank_depth: int, passages: bool) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
+        """:meth:`query` on one generation, its arguments checked."""
         if not passages and index.meta.get("split_documents"):
-            langs, found = self.query(queries, k * PASSAGES_PER_DOCUMENT, lang, hit_langs, nprobe, ef_search, mode, fusion, reranker,
-                                      rerank_depth, passages=True)  # fmt: skip
+            langs, found = self._query(index, queries, k * PASSAGES_PER_DOCUMENT, lang, hit_langs, nprobe, ef_search, mode, fusion, reranker,
+                                       rerank_depth, True)  # fmt: skip
             return langs, [best_passages(hits, k) for hits in found]
         if reranker is not None:
-            langs, first = self.query(queries, max(k, rerank_depth), lang, hit_langs, nprobe, ef_search, mode, fusion)
+            langs, first = self._query(index, queries, max(k, rerank_depth), lang, hit_langs, nprobe, ef_search, mode, fusion, None, rerank_depth, True)
             return langs, [rerank_hits(q, hits, reranker, k) for q, hits in zip(queries, first)]
         langs = self.query_languages(queries, lang, index)
         if mode == "keyword":
