@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import EncodrError
-from ..progress import ProgressFn, silent
+from ..progress import ProgressEvent, ProgressFn, silent
 from .requests import (EmbedRequest, EvalRequest, IndexRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
                        ScoreRequest, SearchRequest, TuneRequest, DEFAULT_FUSION, DEFAULT_MODE, pcr_variant)  # fmt: skip
 from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits, Ranked, RecordResult, RerankResult, RunsResult, ScoreResult,
@@ -146,7 +146,7 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
     request.check()
     meta = build(request.corpus, request.model, request.target(), request.index_type, request.add, request.overwrite, request.pcr, request.lang,
                  request.batch_size, progress=progress, pcr_variant=pcr_variant(True, request.pcr_variant), backend=request.backend,
-                 processes=request.processes, glob=request.glob, whole=request.whole)  # fmt: skip
+                 processes=request.processes, glob=request.glob, whole=request.whole, layout=request.layout())  # fmt: skip
     for skipped in meta.get("skipped_files", []):
         warn(f"skipped {skipped['path']}: {skipped['reason']}")
     if meta.get("skipped_files"):
@@ -192,6 +192,8 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
     options = {"pcr": variant} if variant else {}
     if request.limit:
         options["limit"] = request.limit
+    if request.index:
+        return _evaluate_index(request, progress)
     if request.suite == "retrieval":
         options.update(split=request.retrieval_split, mode=request.mode or DEFAULT_MODE, fusion=request.fusion or DEFAULT_FUSION, rerank=request.rerank, whole=request.whole)
     specs = [(request.model, request.cross, request.backend)] + ([(request.compare, request.compare_cross, "torch")] if request.compare else [])
@@ -208,6 +210,26 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
         save_png(distribution_figure(f"encodr eval {request.suite}: scores of high- and low-gold pairs", panels), Path(request.plot))
     dicts = [{**r.to_dict(), "backend": backend} for r, (_, _, backend) in zip(reports, specs)]
     return EvalResult(suite=request.suite, primary=evaluation.tasks.PRIMARY[request.suite], reports=dicts)
+
+
+def _evaluate_index(request: EvalRequest, progress: ProgressFn) -> EvalResult:
+    """``eval retrieval --index``: the retrieval metrics of an index already built, over the
+    given queries and qrels (:class:`encodr.evaluation.retrieval.IndexRetrievalEvaluator`);
+    the mode defaults as search's does (hybrid where the index has a keyword index)."""
+    from ..evaluation import Report
+    from ..evaluation.retrieval import IndexRetrievalEvaluator
+    from ..evaluation.tasks import PRIMARY
+
+    evaluator = IndexRetrievalEvaluator(request.index, request.queries, request.qrels, request.limit, request.mode,
+                                        request.fusion or DEFAULT_FUSION, request.rerank)  # fmt: skip
+    try:
+        label = f"eval retrieval · {evaluator.name} · {evaluator.model_name}"
+        progress(ProgressEvent(label, 0, 1))
+        report = Report(evaluator.model_name, "retrieval", evaluator.evaluate(None))
+        progress(ProgressEvent(label, 1, 1))
+    finally:
+        evaluator.close()
+    return EvalResult(suite="retrieval", primary=PRIMARY["retrieval"], reports=[{**report.to_dict(), "backend": evaluator.searcher.index.meta.get("backend", "torch")}])
 
 
 def prepare_tune(request: TuneRequest, progress: ProgressFn = silent, warn: WarnFn = lambda line: None, announce: WarnFn | None = None, on_step=None):

@@ -192,6 +192,12 @@ class IndexRequest(Request):
     backend: str = option("torch", BACKEND_HELP, fronts=CLI_TUI)
     glob: str | None = option(None, "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).", fronts=CLI_TUI)
     whole: bool = option(False, "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.", fronts=CLI_TUI)
+    documents: bool = option(False, "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
+                                    "not each line.", fronts=CLI_TUI)  # fmt: skip
+    text_field: str = option("text", "JSONL: the field that holds the text.", fronts=CLI_TUI)
+    text_column: str = option("text", "CSV / TSV: the header's column that holds the text.", fronts=CLI_TUI)
+    id_column: str | None = option(None, "CSV / TSV: the column that holds each document's id (default: 'id' when present).", fronts=CLI_TUI)
+    title_column: str | None = option(None, "CSV / TSV: the column that holds each document's title (default: 'title' when present).", fronts=CLI_TUI)
     processes: int = option(1, "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
                             ge=1, fronts=CLI_TUI)  # fmt: skip
 
@@ -199,6 +205,17 @@ class IndexRequest(Request):
         if not self.corpus:
             raise EncodrError("no corpus given; pass one or more text, TSV, CSV or JSONL files", field="corpus")
         pcr_variant(self.pcr, self.pcr_variant)
+        for name in ("text_field", "text_column", "id_column", "title_column"):
+            value = getattr(self, name)
+            if value is not None and not value.strip():
+                raise EncodrError(f"--{name.replace('_', '-')} is blank; name a field or column of the corpus", field=name)
+
+    def layout(self):
+        """Where the corpus's record files keep their fields (:class:`encodr.data.records.Layout`)."""
+        from ..data.records import Layout
+
+        return Layout(self.text_field.strip(), self.text_column.strip(), self.id_column and self.id_column.strip(),
+                      self.title_column and self.title_column.strip(), self.documents)  # fmt: skip
 
     def target(self) -> Path:
         """The index directory: ``out``, else the workspace index named after the first file."""
@@ -231,14 +248,34 @@ class EvalRequest(Request):
     rerank: str | None = option(None, "retrieval: " + RERANK_HELP, fronts=CLI_TUI)
     whole: bool = option(False, "retrieval: index each document whole, cut at the model's window (default: passages, each document ranked by its best).",
                          fronts=CLI_TUI)  # fmt: skip
+    index: str | None = option(None, "retrieval: score this existing index (a folder or workspace name) with --queries and --qrels, "
+                                     "its own model encoding the queries, instead of indexing a BEIR folder.", fronts=CLI_TUI)  # fmt: skip
+    queries: str | None = option(None, "retrieval, with --index: the queries, a BEIR queries.jsonl (_id, text).", fronts=CLI_TUI)
+    qrels: str | None = option(None, "retrieval, with --index: the judgments, a BEIR qrels TSV (query-id, corpus-id, score) naming the index's document ids.",
+                               fronts=CLI_TUI)  # fmt: skip
 
     def check(self) -> None:
         from .. import evaluation
         from ..data.beir import splits
         from ..evaluation.tasks import CROSS_SUITES
 
-        tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
         check_mode(self.mode, self.fusion)
+        given = [name for name in ("index", "queries", "qrels") if getattr(self, name)]
+        if given:
+            if self.suite != "retrieval":
+                raise EncodrError(f"--{given[0]} scores an existing index with 'eval retrieval', not '{self.suite}'; drop it", field=given[0])
+            if len(given) < 3:
+                missing = next(n for n in ("index", "queries", "qrels") if n not in given)
+                raise EncodrError(f"scoring an existing index needs --index, --queries and --qrels together; pass --{missing} too", field=missing)
+            for name, why in (("data", "a BEIR folder to index"), ("compare", "a second model (it would need its own index)"), ("whole", "how to index"),
+                              ("split", "a qrels split of a BEIR folder"), ("cross", "a cross-encoder to score pairs"), ("pcr", "bitext options"),
+                              ("plot", "score distributions of pairs")):  # fmt: skip
+                if getattr(self, name):
+                    raise EncodrError(f"--{name} gives {why}, but --index scores an index already built; drop --{name}", field=name)
+            if self.backend != "torch":
+                raise EncodrError("--index encodes the queries with the index's own model and backend; drop --backend", field="backend")
+            return
+        tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
         if self.suite != "retrieval" and (self.mode or self.fusion or self.rerank or self.whole):
             raise EncodrError(f"--mode, --fusion and --rerank choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode")
         if self.split is not None and self.suite != "retrieval":

@@ -61,40 +61,61 @@ def _jsonl(path: Path, what: str) -> list[dict]:
     return [obj for _, obj in iter_json_lines(path, what, "'_id' and a string 'text'", ids=True)]
 
 
+def read_queries(path: str | Path) -> dict[str, str]:
+    """A BEIR ``queries.jsonl``: query id → text, in file order.
+
+    Raises:
+        EncodrError: a missing file, a line that is not JSON or lacks ``_id`` and a string ``text``.
+    """
+    return {str(q["_id"]): q["text"] for q in _jsonl(Path(path), "a BEIR queries.jsonl")}
+
+
+def read_qrels(path: str | Path, doc_ids: set[str], queries: dict[str, str], corpus: str = "corpus.jsonl") -> dict[str, dict[str, int]]:
+    """A BEIR qrels file (``query-id<TAB>corpus-id<TAB>score``, header optional): query id →
+    {document id: grade}, grades ≤ 0 dropped.
+
+    Args:
+        doc_ids / queries: the documents and queries it may name.
+        corpus: what holds ``doc_ids``, for the error message.
+
+    Raises:
+        EncodrError: a row that is not ``query-id<TAB>corpus-id<TAB>score``, or qrels that name
+            a query or a document not given (with their count and the first one: every
+            judgment must be scoreable, or the metric is wrong).
+    """
+    judged: dict[str, dict[str, int]] = {}
+    for number, line in iter_lines(path, "a BEIR qrels file: query-id<TAB>corpus-id<TAB>score"):
+        cells = line.split("\t")
+        if number == 1 and cells[0].strip().lower() in ("query-id", "query_id", "qid"):
+            continue
+        if not line.strip():
+            continue
+        if len(cells) != 3 or not cells[2].strip().lstrip("-").isdigit():
+            raise EncodrError(f"{path}, line {number}: expected query-id<TAB>corpus-id<TAB>score (an integer)")
+        qid, did, grade = cells[0].strip(), cells[1].strip(), int(cells[2])
+        if grade > 0:
+            judged.setdefault(qid, {})[did] = grade
+    for what, ids, known in (("document", {d for r in judged.values() for d in r}, doc_ids), ("query", set(judged), set(queries))):
+        missing = sorted(ids - known)
+        if missing:
+            where = corpus if what == "document" else "the queries"
+            raise EncodrError(f"{path}: names {len(missing)} {what}{'s' * (len(missing) > 1)} not in {where} (first: '{missing[0]}'); "
+                              f"remove those rows or add the {what}s")  # fmt: skip
+    return judged
+
+
 def read_retrieval(folder: str | Path) -> RetrievalSet:
     """Read a BEIR-layout folder: corpus ids, queries and every split's qrels.
 
     Raises:
         EncodrError: not a folder, a missing ``corpus.jsonl`` / ``queries.jsonl`` / ``qrels``
-            folder, a line that is not JSON, a qrels row that is not ``query-id<TAB>corpus-id<TAB>score``,
-            or qrels that name a query or a document the folder lacks (with their count and the
-            first one: every judgment must be scoreable, or the metric is wrong).
+            folder, a line that is not JSON; see :func:`read_qrels`.
     """
     root = Path(folder)
     names = splits(root)
     corpus_file = root / "corpus.jsonl"
     doc_ids = {str(d["_id"]) for d in _jsonl(corpus_file, "a BEIR corpus.jsonl")}
-    queries = {str(q["_id"]): q["text"] for q in _jsonl(root / "queries.jsonl", "a BEIR queries.jsonl")}
-    data = RetrievalSet(root.name, corpus_file, doc_ids, queries)
+    data = RetrievalSet(root.name, corpus_file, doc_ids, read_queries(root / "queries.jsonl"))
     for split in names:
-        path = root / "qrels" / f"{split}.tsv"
-        judged: dict[str, dict[str, int]] = {}
-        for number, line in iter_lines(path, "a BEIR qrels file: query-id<TAB>corpus-id<TAB>score"):
-            cells = line.split("\t")
-            if number == 1 and cells[0].strip().lower() in ("query-id", "query_id", "qid"):
-                continue
-            if not line.strip():
-                continue
-            if len(cells) != 3 or not cells[2].strip().lstrip("-").isdigit():
-                raise EncodrError(f"{path}, line {number}: expected query-id<TAB>corpus-id<TAB>score (an integer)")
-            qid, did, grade = cells[0].strip(), cells[1].strip(), int(cells[2])
-            if grade > 0:
-                judged.setdefault(qid, {})[did] = grade
-        for what, ids, known in (("document", {d for r in judged.values() for d in r}, doc_ids), ("query", set(judged), set(queries))):
-            missing = sorted(ids - known)
-            if missing:
-                where = "corpus.jsonl" if what == "document" else "queries.jsonl"
-                raise EncodrError(f"{path}: names {len(missing)} {what}{'s' * (len(missing) > 1)} not in {where} (first: '{missing[0]}'); "
-                                  f"remove those rows or add the {what}s")  # fmt: skip
-        data.qrels[split] = judged
+        data.qrels[split] = read_qrels(root / "qrels" / f"{split}.tsv", doc_ids, data.queries)
     return data

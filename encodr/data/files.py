@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import EncodrError
-from .records import Record, read_records
+from .records import Layout, Record, read_records
 
 RECORD_SUFFIXES = (".txt", ".tsv", ".csv", ".jsonl")
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf")
@@ -190,7 +190,8 @@ def passage_splitter(tokenizer, max_tokens: int, overlap: int = OVERLAP) -> Spli
     return split
 
 
-def iter_records(path: str, lang: str | None = None, split: Splitter | None = None, skipped: list[Skipped] | None = None) -> Iterator[Record]:
+def iter_records(path: str, lang: str | None = None, split: Splitter | None = None, skipped: list[Skipped] | None = None,
+                 layout: Layout = Layout()) -> Iterator[Record]:  # fmt: skip
     """The records of one file, split into passages by ``split`` where a text is too long.
 
     A document file (Markdown, HTML, PDF) is one document with the file's path as its id; a
@@ -201,6 +202,7 @@ def iter_records(path: str, lang: str | None = None, split: Splitter | None = No
     Args:
         skipped: when given, a document file that cannot be read, or holds no text, is added
             to it instead of raising (files found in a folder).
+        layout: where a record file keeps its fields (:class:`~.records.Layout`).
 
     Raises:
         EncodrError: see :func:`read_document` and :func:`~.records.read_records`.
@@ -221,7 +223,7 @@ def iter_records(path: str, lang: str | None = None, split: Splitter | None = No
         record = Record(text.strip(), str(path), 1, str(path), lang, title)
         yield from _passages(record, split)
         return
-    for record in read_records(path, lang):
+    for record in read_records(path, lang, layout):
         yield from _passages(record, split)
 
 

@@ -1,6 +1,8 @@
-"""Corpus records for indexing, streamed one record at a time: one text a line; a TSV or CSV
-with a header (``text``, optional ``id`` and ``lang`` columns); or JSONL, one object a line
-(a BEIR corpus: ``_id``, ``title``, ``text``)."""
+"""Corpus records for indexing, streamed one record at a time: one text a line (or, with
+:attr:`Layout.documents`, one document a blank-line-separated block); a TSV or CSV with a
+header (``text``, optional ``id``, ``title`` and ``lang`` columns, or the columns a
+:class:`Layout` names); or JSONL, one object a line (a BEIR corpus: ``_id``, ``title``,
+``text``; or the text field a :class:`Layout` names)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Iterator
 
 from ..errors import EncodrError
 from .language import check_code
-from .text import check_file, iter_json_lines, iter_lines
+from .text import iter_json_lines, iter_lines
 
 
 @dataclass(frozen=True)
@@ -28,88 +30,131 @@ class Record:
     start: int | None = None
 
 
-def read_records(path: str | Path, default_lang: str | None = None) -> Iterator[Record]:
-    """Stream the texts of a corpus file, one line at a time (memory bounded by a line).
+@dataclass(frozen=True)
+class Layout:
+    """Where a record file keeps its fields, when not where a BEIR corpus keeps them.
 
-    Plain text: one text a line. TSV (``.tsv``) or CSV (``.csv``, RFC 4180: quoted fields
-    may hold commas and line breaks; never read as lines) with a header that has a ``text``
-    column, and optionally ``id`` and ``lang``. JSONL (``.jsonl``): one JSON object a line
-    with ``text``, and optionally ``title`` (joined before the text with a space, as BEIR's
-    dense-retrieval protocol joins them), ``_id`` or ``id``, and ``lang``. Blank texts are
-    skipped. ``line`` is the 1-based line (CSV: the line where the row ends).
+    Attributes:
+        text_field: JSONL: the field holding the text (default ``text``).
+        text_column / id_column / title_column: TSV and CSV: the header's columns holding the
+            text, the document id and the title (default ``text``, ``id``, ``title``; a column
+            named here must exist, the default id and title columns are optional). Matched
+            without regard to case.
+        documents: plain text: each blank-line-separated block (a file without blank lines:
+            the whole file) is one document, not each line.
+    """
+
+    text_field: str = "text"
+    text_column: str = "text"
+    id_column: str | None = None
+    title_column: str | None = None
+    documents: bool = False
+
+
+def read_records(path: str | Path, default_lang: str | None = None, layout: Layout = Layout()) -> Iterator[Record]:
+    """Stream the texts of a corpus file, one line (one record) at a time.
+
+    Plain text: one text a line; with ``layout.documents``, one text a blank-line-separated
+    block (lines joined with a line break; ``line`` is the block's first). TSV (``.tsv``) or
+    CSV (``.csv``, RFC 4180: quoted fields may hold commas and line breaks; never read as
+    lines) with a header that has the text column, and optionally the id, title and ``lang``
+    columns. JSONL (``.jsonl``): one JSON object a line with the text field, and optionally
+    ``title``, ``_id`` or ``id``, and ``lang``. A title is joined before the text with a
+    space, as BEIR's dense-retrieval protocol joins them, and kept as the record's title.
+    Blank texts are skipped. ``line`` is the 1-based line (CSV: the line where the row ends).
 
     Raises:
         EncodrError: missing file, a directory, bytes that are not UTF-8 (with the line
-            number), a TSV without a ``text`` column, or a TSV row whose number of fields
-            differs from the header's, or whose ``lang`` is not an ISO 639-3 code (with the
-            line number: such a row is refused, not guessed at); a CSV without a ``text``
-            column; a JSONL line that is not a JSON object with a string ``text``.
+            number); a TSV or CSV whose header lacks the text column or a column the layout
+            names (naming the header's columns and the option to pass); a row whose number of
+            fields differs from the header's, or whose ``lang`` is not an ISO 639-3 code (with
+            the line number: such a row is refused, not guessed at); a JSONL line that is not
+            a JSON object with a string text field.
     """
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".jsonl":
-        yield from _read_jsonl(p, default_lang)
-        return
-    if suffix == ".csv":
-        yield from _read_csv(p, default_lang)
-        return
-    columns = None
-    for number, line in iter_lines(path, "a text file (one text a line) or a TSV with a 'text' column"):
-        if number == 1 and p.suffix.lower() == ".tsv":
-            columns = [c.strip().lower() for c in line.split("\t")]
-            if "text" not in columns:
-                raise EncodrError(f"{path}: a .tsv corpus needs a header with a 'text' column (optional: id, lang)")
-            continue
-        if columns:
-            values = line.split("\t")
-            if len(values) != len(columns) and line.strip():
-                raise EncodrError(f"{path}, line {number}: {len(values)} column{'s' * (len(values) != 1)} where the header has {len(columns)} "
-                                  f"({', '.join(columns)}); separate the row's fields with tabs, or leave a field empty between two tabs")  # fmt: skip
-            cells = dict(zip(columns, values))
-            text = cells.get("text", "").strip()
-            lang = cells.get("lang", "").strip()
-            if lang:
-                check_code(lang, f"{path}, line {number}: lang")
-            if text:
-                yield Record(text, str(p), number, cells.get("id") or None, lang or default_lang)
-        elif line.strip():
-            yield Record(line.strip(), str(p), number, None, default_lang)
+        yield from _read_jsonl(p, default_lang, layout)
+    elif suffix in (".csv", ".tsv"):
+        yield from _read_table(p, default_lang, layout, suffix)
+    elif layout.documents:
+        yield from _read_blocks(p, default_lang)
+    else:
+        for number, line in iter_lines(p, "a text file (one text a line), or a TSV or CSV with a 'text' column"):
+            if line.strip():
+                yield Record(line.strip(), str(p), number, None, default_lang)
 
 
-def _read_jsonl(p: Path, default_lang: str | None) -> Iterator[Record]:
-    for number, obj in iter_json_lines(p, "a JSONL file: one JSON object a line with a 'text' field", "a string 'text' field (optional: _id, title, lang)"):
-        text = f"{obj.get('title') or ''} {obj['text']}".strip()
+def _read_blocks(p: Path, default_lang: str | None) -> Iterator[Record]:
+    block: list[str] = []
+    first = 0
+    for number, line in iter_lines(p, "a text file (one document a blank-line-separated block)"):
+        if line.strip():
+            first = first or number
+            block.append(line.rstrip())
+        elif block:
+            yield Record("\n".join(block).strip(), str(p), first, None, default_lang)
+            block, first = [], 0
+    if block:
+        yield Record("\n".join(block).strip(), str(p), first, None, default_lang)
+
+
+def _read_jsonl(p: Path, default_lang: str | None, layout: Layout) -> Iterator[Record]:
+    field = layout.text_field
+    for number, obj in iter_json_lines(p, f"a JSONL file: one JSON object a line with a '{field}' field",
+                                       f"a string '{field}' field (optional: _id, title, lang; --text-field names another)", text=field):  # fmt: skip
+        title = obj.get("title") if isinstance(obj.get("title"), str) else None
+        text = f"{title or ''} {obj[field]}".strip()
         ext_id = obj.get("_id", obj.get("id"))
         lang = obj.get("lang") or None
         if lang:
             check_code(lang, f"{p}, line {number}: lang")
         if text:
-            yield Record(text, str(p), number, None if ext_id is None else str(ext_id), lang or default_lang, obj.get("title") or None)
+            yield Record(text, str(p), number, None if ext_id is None else str(ext_id), lang or default_lang, title or None)
 
 
-def _read_csv(p: Path, default_lang: str | None) -> Iterator[Record]:
-    check_file(p, "a CSV file with a header that has a 'text' column")
+def _columns(p: Path, header: list[str], layout: Layout) -> dict[str, int]:
+    """The header's column index for each of text, id, title and lang (those present)."""
+    columns = [c.strip().lower() for c in header]
+    names = {"text": layout.text_column, "id": layout.id_column or "id", "title": layout.title_column or "title", "lang": "lang"}
+    named = {"text": "--text-column", "id": "--id-column" if layout.id_column else None, "title": "--title-column" if layout.title_column else None}
+    found = {}
+    for key, name in names.items():
+        if name.lower() in columns:
+            found[key] = columns.index(name.lower())
+        elif named.get(key):
+            raise EncodrError(f"{p}: no column '{name}' in its header ({', '.join(columns) or 'empty'}); "
+                              f"pass {named[key]} with one of them")  # fmt: skip
+    return found
+
+
+def _row(p: Path, number: int, values: list[str], columns: dict[str, int], default_lang: str | None) -> Record | None:
+    cells = {key: values[i].strip() for key, i in columns.items()}
+    if cells.get("lang"):
+        check_code(cells["lang"], f"{p}, line {number}: lang")
+    title = cells.get("title") or None
+    text = f"{title or ''} {cells['text']}".strip() if cells["text"] else ""
+    return Record(text, str(p), number, cells.get("id") or None, cells.get("lang") or default_lang, title) if text else None
+
+
+def _read_table(p: Path, default_lang: str | None, layout: Layout, suffix: str) -> Iterator[Record]:
+    tsv = suffix == ".tsv"
+    lines = (line for _, line in iter_lines(p, f"a {suffix[1:].upper()} file with a header that has a '{layout.text_column}' column", ends=True))
+    csv.field_size_limit(2**31 - 1)  # a document in one field may be longer than the module's 128 KiB default
     try:
-        with open(p, encoding="utf-8-sig", newline="") as f:
-            rows = csv.reader(f)
-            header = next(rows, None)
-            columns = [c.strip().lower() for c in header or []]
-            if "text" not in columns:
-                raise EncodrError(f"{p}: a .csv corpus needs a header with a 'text' column (optional: id, lang); "
-                                  f"its header is {', '.join(columns) or 'empty'}")  # fmt: skip
-            for values in rows:
-                if not any(v.strip() for v in values):
-                    continue
-                if len(values) != len(columns):
-                    raise EncodrError(f"{p}, line {rows.line_num}: {len(values)} fields where the header has {len(columns)} "
-                                      f"({', '.join(columns)}); quote a field that holds a comma")  # fmt: skip
-                cells = dict(zip(columns, values))
-                text, lang = cells["text"].strip(), cells.get("lang", "").strip()
-                if lang:
-                    check_code(lang, f"{p}, line {rows.line_num}: lang")
-                if text:
-                    yield Record(text, str(p), rows.line_num, cells.get("id") or None, lang or default_lang)
-    except UnicodeDecodeError as exc:
-        raise EncodrError(f"{p}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+        # a TSV is split at every tab, quotes kept as text; a CSV follows RFC 4180
+        rows = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE) if tsv else csv.reader(lines)
+        header = next(rows, None) or []
+        columns = _columns(p, header, layout)
+        for values in rows:
+            if not any(v.strip() for v in values):
+                continue
+            if len(values) != len(header):
+                unit, fix = ("column", "separate the row's fields with tabs, or leave a field empty between two tabs") if tsv else ("field", "quote a field that holds a comma")
+                raise EncodrError(f"{p}, line {rows.line_num}: {len(values)} {unit}{'s' * (len(values) != 1)} where the header has {len(header)} "
+                                  f"({', '.join(c.strip().lower() for c in header)}); {fix}")  # fmt: skip
+            record = _row(p, rows.line_num, values, columns, default_lang)
+            if record:
+                yield record
     except csv.Error as exc:
-        raise EncodrError(f"{p}: not a readable CSV ({exc}); check its quoting") from None
+        raise EncodrError(f"{p}: not a readable {suffix[1:].upper()} ({exc}); check its quoting") from None

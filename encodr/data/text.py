@@ -63,13 +63,14 @@ def _decode(raw: bytes, path: str | Path, line: int, offset: int = 0) -> str:
         ) from None
 
 
-def iter_lines(path: str | Path, what: str = "a UTF-8 text file with one string a line") -> Iterator[tuple[int, str]]:
+def iter_lines(path: str | Path, what: str = "a UTF-8 text file with one string a line", ends: bool = False) -> Iterator[tuple[int, str]]:
     """Stream a UTF-8 text file as ``(1-based line number, line without its line ending)``,
     one line in memory at a time. A leading byte-order mark is dropped.
 
     Args:
         path: file path.
         what: what the user should pass instead, for the error messages.
+        ends: keep each line's ending (for a reader such as :mod:`csv` that needs it).
 
     Raises:
         EncodrError: missing file, a directory, or bytes that are not UTF-8 (the message
@@ -78,13 +79,14 @@ def iter_lines(path: str | Path, what: str = "a UTF-8 text file with one string 
     p = check_file(path, what)
     with open(p, "rb") as f:
         for number, raw in enumerate(f, 1):
-            line = _decode(raw, path, number).rstrip("\r\n")
+            line = _decode(raw, path, number)
+            line = line if ends else line.rstrip("\r\n")
             yield number, (line.lstrip("\ufeff") if number == 1 else line)
 
 
-def iter_json_lines(path: str | Path, what: str, needs: str = "a string 'text'", ids: bool = False) -> Iterator[tuple[int, dict]]:
+def iter_json_lines(path: str | Path, what: str, needs: str = "a string 'text'", ids: bool = False, text: str = "text") -> Iterator[tuple[int, dict]]:
     """Stream a JSONL file as ``(1-based line number, object)``, blank lines skipped; each
-    object must have a string ``text`` (and with ``ids`` an ``_id``).
+    object must have a string field ``text`` (the field's name; and with ``ids`` an ``_id``).
 
     Raises:
         EncodrError: see :func:`iter_lines`; a line that is not JSON, or not an object with
@@ -99,7 +101,7 @@ def iter_json_lines(path: str | Path, what: str, needs: str = "a string 'text'",
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise EncodrError(f"{path}, line {number}: not JSON ({exc.msg}); write one JSON object a line") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str) or (ids and "_id" not in obj):
+        if not isinstance(obj, dict) or not isinstance(obj.get(text), str) or (ids and "_id" not in obj):
             raise EncodrError(f"{path}, line {number}: needs a JSON object with {needs}")
         yield number, obj
 

@@ -67,34 +67,38 @@ class RetrievalEvaluator(Evaluator):
         (:func:`~encodr.index.search.rerank_hits`) and the rest follow in first-stage order, so
         recall@100 still sees 100 documents."""
         from ..index import Searcher, build
-        from ..index.search import RERANK_DEPTH, rerank_hits
 
         if reranker is None and self.rerank:
             from ..models import load_cross
 
             reranker = load_cross(self.rerank)
 
-        modes = modes or [(self.mode, self.fusion)]
         same_text: dict[str, list[str]] = {}  # the id the index keeps for a text → every id with that text
         first: dict[str, str] = {}
         for record in read_records(self.data.corpus_file):
             keeper = first.setdefault(record.text, record.ext_id)
             same_text.setdefault(keeper, []).append(record.ext_id)
-        queries = [self.data.queries[q] for q in self.query_ids()]
-        out: dict[tuple[str, str], list[list[tuple[str, float]]]] = {}
         with tempfile.TemporaryDirectory(prefix="encodr-retrieval-") as tmp:
             where = Path(tmp) / "index"
             build([str(self.data.corpus_file)], encoder, where, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole)
             searcher = Searcher(where, encoder=encoder)
             try:
-                for mode, fusion in modes:
-                    _, hits = searcher.query(queries, k=DEPTH, mode=mode, fusion=fusion)
-                    if reranker is not None:
-                        hits = [rerank_hits(q, row[:RERANK_DEPTH], reranker, RERANK_DEPTH) + _below(row[RERANK_DEPTH:], RERANK_DEPTH)
-                                for q, row in zip(queries, hits)]  # fmt: skip
-                    out[(mode, fusion)] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
+                return self._rank(searcher, modes or [(self.mode, self.fusion)], reranker, same_text)
             finally:
                 searcher.index.close()
+
+    def _rank(self, searcher, modes: list[tuple[str, str]], reranker, same_text: dict[str, list[str]]) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:
+        """:meth:`ranked`'s lists from ``searcher``'s index."""
+        from ..index.search import RERANK_DEPTH, rerank_hits
+
+        queries = [self.data.queries[q] for q in self.query_ids()]
+        out: dict[tuple[str, str], list[list[tuple[str, float]]]] = {}
+        for mode, fusion in modes:
+            _, hits = searcher.query(queries, k=DEPTH, mode=mode, fusion=fusion)
+            if reranker is not None:
+                hits = [rerank_hits(q, row[:RERANK_DEPTH], reranker, RERANK_DEPTH) + _below(row[RERANK_DEPTH:], RERANK_DEPTH)
+                        for q, row in zip(queries, hits)]  # fmt: skip
+            out[(mode, fusion)] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
         return out
 
     def scores(self, ranked: list[list[tuple[str, float]]]) -> list[Score]:
@@ -118,3 +122,46 @@ class RetrievalEvaluator(Evaluator):
                 :meth:`encodr.index.Searcher.query`.
         """
         return self.scores(self.ranked(encoder)[(self.mode, self.fusion)])
+
+
+class IndexRetrievalEvaluator(RetrievalEvaluator):
+    """:class:`RetrievalEvaluator`'s metrics for an index already built (``encodr eval retrieval
+    --index IDX --queries Q --qrels R``): the queries are encoded by the index's own model and
+    searched as ``encodr search`` searches that index, so the number is the one its users get.
+
+    Unlike :class:`RetrievalEvaluator`, nothing is indexed: the qrels must name the documents by
+    the ids the index stores (a JSONL's ``_id``, a CSV's id column, a document file's path).
+    Documents with the same text are stored once, under the first one's id; qrels naming
+    another of them are refused as naming a document the index lacks.
+    """
+
+    def __init__(self, index: str | Path, queries: str | Path, qrels: str | Path, limit: int | None = None, mode: str | None = None,
+                 fusion: str = "convex", rerank: str | None = None):  # fmt: skip
+        from ..data.beir import read_qrels, read_queries
+        from ..index import Searcher
+
+        self.searcher = Searcher(index)
+        asked = read_queries(queries)
+        doc_ids = self.searcher.index.document_ids()
+        judged = read_qrels(qrels, doc_ids, asked, corpus=f"the index {index}")
+        data = RetrievalSet(Path(str(index)).name, None, doc_ids, asked, {"qrels": judged})
+        mode = mode or ("hybrid" if self.searcher.index.has_keywords else "dense")
+        super().__init__(data.name, data, "qrels", limit, mode=mode, fusion=fusion, rerank=rerank)
+
+    @property
+    def model_name(self) -> str:
+        """The index's model, which encodes the queries."""
+        return str(self.searcher.index.meta.get("model"))
+
+    def ranked(self, encoder=None, modes: list[tuple[str, str]] | None = None, reranker=None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:
+        """Each judged query's ranked (document id, score) list from the index (``encoder`` is
+        unused: the index's model encodes the queries)."""
+        if reranker is None and self.rerank:
+            from ..models import load_cross
+
+            reranker = load_cross(self.rerank)
+        return self._rank(self.searcher, modes or [(self.mode, self.fusion)], reranker, {})
+
+    def close(self) -> None:
+        """Release the index."""
+        self.searcher.index.close()

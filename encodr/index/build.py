@@ -18,13 +18,14 @@ import numpy as np
 
 from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages, detect_languages, detect_with_confidence
 from ..data.files import DOCUMENT_SUFFIXES, Skipped, expand, iter_records, passage_splitter
-from ..data.records import Record, read_records
+from ..data.records import Layout, Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import Encoder, check_backend
 from ..models.pcr import DEFAULT_VARIANT, POOLED, check_variant, fit_and_remove, remove_per_language
 from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
-from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, KEYWORD_TOKENIZER, Index, build_keywords, create_texts, locate
+from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, create_texts, locate
+from .keywords import ANALYZER, KEYWORD_TOKENIZER, build_keywords
 
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
@@ -87,6 +88,7 @@ def build(
     window: int = WINDOW,
     glob: str | None = None,
     whole: bool = False,
+    layout: Layout = Layout(),
 ) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
 
@@ -140,6 +142,8 @@ def build(
             kind encodr reads (:func:`encodr.data.files.expand`).
         whole: index each text whole, cut at the model's window, instead of splitting a longer
             text into passages (:func:`encodr.data.files.passage_splitter`).
+        layout: where record files keep their fields (:class:`encodr.data.records.Layout`:
+            JSONL text field; CSV/TSV text, id and title columns; plain-text documents).
 
     Files and folders: a folder is read recursively; a file in it that encodr cannot read (another
     kind, a damaged PDF, an empty document) is skipped and listed in ``skipped_files``, while
@@ -179,14 +183,14 @@ def build(
         check_target(out, overwrite)
     given = [f for f in files if Path(f).is_file()]
     files, skipped = expand(list(files), glob)
-    firsts = [next(iter(read_records(f)), None) for f in given if Path(f).suffix.lower() not in DOCUMENT_SUFFIXES]  # fail before any work
+    firsts = [next(iter(read_records(f, None, layout)), None) for f in given if Path(f).suffix.lower() not in DOCUMENT_SUFFIXES]  # fail before any work
     if not add and firsts and len(firsts) == len(files) and all(r is None for r in firsts):
         raise EncodrError(f"{', '.join(files)}: no text to index (all lines blank)")
     with index_lock(out):
         if not add:
             check_target(out, overwrite)  # again: another build may have made it while this one waited
         spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window, whole,
-                         [f for f in files if f not in given], skipped)  # fmt: skip
+                         [f for f in files if f not in given], skipped, layout)  # fmt: skip
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -239,6 +243,7 @@ class IndexSpec:
     whole: bool = False
     found: list[str] = field(default_factory=list)  # files found in folders: their faults are skipped, not raised
     skipped: list[Skipped] = field(default_factory=list)  # files left out, and why (filled while reading)
+    layout: Layout = Layout()  # where record files keep their fields
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
@@ -283,7 +288,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                 progress(ProgressEvent("indexing", min(done, total), total))
 
             split = None if spec.whole else passage_splitter(encoder.tokenizer, encoder.max_length - 2)
-            for records in _windows(files, lang, spec.window, split, spec.found, spec.skipped):
+            for records in _windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout):
                 fresh = ingest.fresh(records)
                 step(len(records) - len(fresh))  # duplicates count as done
                 if fresh:
@@ -302,7 +307,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
         keywords_started = time.time()
         build_keywords(ingest.db.conn)
-        meta["keywords"] = {"engine": "sqlite-fts5 bm25", "tokenizer": KEYWORD_TOKENIZER}
+        meta["keywords"] = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
         keyword_seconds = round(time.time() - keywords_started, 2)
         ingest.db.close()
         write_faiss(index, tmp / VECTORS_FILE)
@@ -334,12 +339,13 @@ def write_faiss(index, path: Path) -> None:
         raise OSError(code, os.strerror(code), str(path)) from None
 
 
-def _windows(files: list[str], lang: str | None, size: int, split=None, found: list[str] = (), skipped: list | None = None) -> Iterator[list[Record]]:
+def _windows(files: list[str], lang: str | None, size: int, split=None, found: list[str] = (), skipped: list | None = None,
+             layout: Layout = Layout()) -> Iterator[list[Record]]:  # fmt: skip
     """The records of ``files`` (passages, with ``split``) in lists of ``size``; a document
     file among ``found`` that cannot be read is added to ``skipped`` instead of raising."""
     window: list[Record] = []
     for f in files:
-        for record in iter_records(f, lang, split, skipped if f in found else None):
+        for record in iter_records(f, lang, split, skipped if f in found else None, layout):
             window.append(record)
             if len(window) >= size:
                 yield window

@@ -32,6 +32,7 @@ from ..data.language import UNDETERMINED
 from ..errors import EncodrError
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
+from .keywords import ANALYZER, KEYWORD_TABLE, keyword_expression
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
 RAW_VECTORS_FILE = "vectors.f32"  # a new index's vectors while it is built (removed before the generation is complete)
@@ -59,36 +60,6 @@ TRAIN_SAMPLE = 100_000  # vectors an IVF quantiser is trained on (a seeded sampl
 # came from the detector (a build may settle it again), not from the input.
 TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int,
                  "lang_confidence": float, "title": str, "start": int}  # fmt: skip
-
-
-KEYWORD_TABLE = "texts_fts"
-# FTS5's Unicode tokenizer: words split on Unicode classes, case-folded, diacritics removed
-# (café = cafe, Müller = muller), no stemming (Porter stems English only).
-KEYWORD_TOKENIZER = "unicode61 remove_diacritics 2"
-
-
-def build_keywords(conn) -> None:
-    """(Re)build the keyword index of a store: an SQLite FTS5 table over ``texts.text``
-    (external content, so each text is stored once) whose ``bm25()`` ranks keyword hits.
-    Runs inside the generation being written, so it changes atomically with the vectors.
-
-    Args:
-        conn: an ``sqlite3.Connection`` to the store being written.
-    """
-    conn.execute(f"create virtual table if not exists {KEYWORD_TABLE} using fts5(text, content='texts', content_rowid='id', "
-                 f"tokenize='{KEYWORD_TOKENIZER}')")  # fmt: skip
-    conn.execute(f"insert into {KEYWORD_TABLE}({KEYWORD_TABLE}) values ('rebuild')")
-    conn.commit()
-
-
-def keyword_expression(query: str) -> str:
-    """An FTS5 MATCH expression for a free-text query: each word (``\\w+``, any script) as a
-    quoted term, joined by OR, so no character of the query is read as FTS5 syntax; ``""``
-    when the query has no word."""
-    import re
-
-    terms = dict.fromkeys(t.lower() for t in re.findall(r"\w+", query))
-    return " OR ".join(f'"{t}"' for t in terms)
 
 
 def create_texts(db) -> None:
@@ -139,6 +110,7 @@ class Index:
         # the optional columns this generation's store has (an index written before them lacks them); read once, not per search
         self._extra = [c for c in ("title", "start") if c in {row[1] for row in db.execute("pragma table_info(texts)")}] if db is not None else []
         self._keywords = db is not None and db.execute("select 1 from sqlite_master where name = ?", (KEYWORD_TABLE,)).fetchone() is not None
+        self._analysed = (meta.get("keywords") or {}).get("analyzer") == ANALYZER  # else built before the analysis: plain words
 
     @classmethod
     def open(cls, path: str | Path, mmap: bool = False, nprobe: int | None = None, ef_search: int | None = None) -> "Index":
@@ -387,18 +359,25 @@ class Index:
             rows = self._db.execute("select coalesce(start, 0), text from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,)).fetchall()
         return [(int(s), t) for s, t in rows]
 
+    def document_ids(self) -> set[str]:
+        """Every document id stored (``ext_id``; a text stored once for several documents keeps
+        the first one's id)."""
+        with self._db_lock:
+            return {str(d) for (d,) in self._db.execute("select distinct ext_id from texts where ext_id is not null")}
+
     @property
     def has_keywords(self) -> bool:
         """Whether this generation has a keyword index (built by ``encodr index`` since it has one)."""
         return self._keywords
 
-    def keyword_search(self, queries: list[str], k: int, langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def keyword_search(self, queries: list[str], k: int, langs: list[str] | None = None, query_langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k texts of each query by BM25 (SQLite FTS5: k1 = 1.2, b = 0.75), best first.
 
         Args:
-            queries: q free-text queries (:func:`keyword_expression`).
+            queries: q free-text queries (:func:`~.keywords.keyword_expression`).
             k: hits per query.
             langs: keep only texts whose stored language is one of these.
+            query_langs: each query's language, which picks its stemmer (default: none).
 
         Returns:
             (scores, ids): float32 and int64 arrays (q, k); the score is −``bm25()`` (higher
@@ -416,7 +395,7 @@ class Index:
         where = f" and rowid in (select id from texts where lang in ({','.join('?' * len(langs))}))" if langs else ""
         sql = f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order by bm25({KEYWORD_TABLE}) limit ?"
         for row, query in enumerate(queries):
-            expression = keyword_expression(query)
+            expression = keyword_expression(query, query_langs[row] if query_langs else None, self._analysed)
             if not expression:
                 continue
             with self._db_lock:

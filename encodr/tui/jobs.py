@@ -29,6 +29,7 @@ class IndexPane(Vertical):
     IndexPane Input, IndexPane Select { width: 80; }
     IndexPane #index-type, IndexPane #index-backend, IndexPane #index-pcr-variant { width: 24; }
     IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-processes { width: 30; }
+    IndexPane #index-text-field, IndexPane #index-text-column, IndexPane #index-id-column, IndexPane #index-title-column { width: 30; }
     IndexPane .row { height: 3; }
     IndexPane #index-result { height: auto; padding: 1 0; }
     """
@@ -63,6 +64,12 @@ class IndexPane(Vertical):
         with Horizontal(classes="row"):
             yield Input(placeholder="in folders, only files like: *.pdf", id="index-glob")
             yield Checkbox("whole texts (no passages)", id="index-whole")
+            yield Checkbox("text files: a blank-line block is a document", id="index-documents")
+        with Horizontal(classes="row"):
+            yield Input(placeholder="JSONL text field (text)", id="index-text-field")
+            yield Input(placeholder="CSV text column (text)", id="index-text-column")
+            yield Input(placeholder="CSV id column (id)", id="index-id-column")
+            yield Input(placeholder="CSV title column (title)", id="index-title-column")
         with Horizontal(classes="row"):
             yield Button("Build", id="index-build", variant="success")
             yield Button("Open in Search (o)", id="index-open", disabled=True)
@@ -117,6 +124,7 @@ class EvalPane(Vertical):
     DEFAULT_CSS = """
     EvalPane Input, EvalPane Select { width: 80; }
     EvalPane #eval-backend, EvalPane #eval-pcr-variant, EvalPane #eval-limit, EvalPane #eval-split, EvalPane #eval-mode, EvalPane #eval-fusion { width: 24; }
+    EvalPane #eval-index, EvalPane #eval-queries, EvalPane #eval-qrels { width: 40; }
     EvalPane .row { height: 3; }
     EvalPane #eval-table { height: auto; max-height: 14; }
     EvalPane #eval-chart { height: 1fr; min-height: 12; }
@@ -150,6 +158,10 @@ class EvalPane(Vertical):
             yield Select([(f, f) for f in ("convex", "rrf")], prompt="fusion (convex)", id="eval-fusion")
             yield Input(placeholder="retrieval: re-rank with a cross-encoder", id="eval-rerank")
             yield Checkbox("whole documents", id="eval-whole")
+        with Horizontal(classes="row"):
+            yield Input(placeholder="retrieval: an existing index", id="eval-index")
+            yield Input(placeholder="its queries.jsonl", id="eval-queries")
+            yield Input(placeholder="its qrels .tsv", id="eval-qrels")
         yield Static("", id="eval-status")
         yield DataTable(id="eval-table", zebra_stripes=True)
         yield PlotextPlot(id="eval-chart")

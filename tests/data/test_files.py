@@ -121,7 +121,14 @@ def test_the_csv_of_the_issue_is_read_as_records(tmp_path, tiny_model, capsys, m
     assert [h["text"] for h in json.loads(out)["results"][0]["hits"]] == ["hello, world"]
     (tmp_path / "bad.csv").write_text("title,body\nx,y\n")
     code, _, err = run_cli(["index", str(tmp_path / "bad.csv"), "--model", str(tiny_model), "--out", str(tmp_path / "bad")], capsys, monkeypatch)
-    assert code == 2 and "needs a header with a 'text' column" in err
+    assert code == 2 and "bad.csv: no column 'text' in its header (title, body); pass --text-column with one of them" in err
+    assert not (tmp_path / "bad").exists()
+    code, _, err = run_cli(["index", str(tmp_path / "bad.csv"), "--model", str(tiny_model), "--out", str(tmp_path / "named"), "--lang", "eng",
+                            "--text-column", "body", "--title-column", "title"], capsys, monkeypatch)  # fmt: skip
+    assert code == 0, err
+    code, out, _ = run_cli(["search", "y", "--index", str(tmp_path / "named"), "--json"], capsys, monkeypatch)
+    (hit,) = json.loads(out)["results"][0]["hits"]
+    assert hit["text"] == "x y" and hit["title"] == "x"
 
 
 def test_search_ranks_documents_by_their_best_passage_unless_passages(tmp_path, tiny_model):

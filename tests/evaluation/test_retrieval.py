@@ -9,14 +9,15 @@ from tests.conftest import run_cli
 TOPICS = ["river", "mountain", "kitchen", "violin", "planet", "garden", "winter", "harbour"]
 
 
-def beir_folder(root, split="dev", extra_qrels=""):
-    """A small BEIR-layout set: 3 documents per topic (one of them a duplicate text), one query per topic."""
+def beir_folder(root, split="dev", extra_qrels="", same_filler=True):
+    """A small BEIR-layout set: 3 documents per topic (one of them, with ``same_filler``, a text
+    the other topics' fillers share), one query per topic."""
     root.mkdir()
     docs = []
     for i, topic in enumerate(TOPICS):
         docs += [{"_id": f"{topic}-a", "title": topic.title(), "text": f"all about the {topic} and its {topic} things"},
                  {"_id": f"{topic}-b", "title": "", "text": f"a note that mentions a {topic} once, number {i}"},
-                 {"_id": f"{topic}-c", "title": "", "text": "an unrelated filler line"}]  # fmt: skip
+                 {"_id": f"{topic}-c", "title": "", "text": "an unrelated filler line" + ("" if same_filler else f" {i}")}]  # fmt: skip
     (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": f"{t} facts"}) + "\n" for i, t in enumerate(TOPICS)))
     (root / "qrels").mkdir()
@@ -108,3 +109,32 @@ def test_a_beir_folder_is_a_dev_set_but_never_its_test_split(tmp_path, tiny_mode
     assert 0 < dev.score(load_encoder(str(tiny_model), pooling="mean", device="cpu")) <= 100
     with pytest.raises(EncodrError, match="never a test split; it has test"):
         dev_set(str(beir_folder(tmp_path / "held-out", split="test")))
+
+
+def test_an_existing_index_is_scored_as_the_folder_it_was_built_from(tmp_path, capsys, monkeypatch, tiny_model):
+    folder = beir_folder(tmp_path / "toy", same_filler=False)  # the folder's score counts a shared text once per document, the index's once
+    code, _, err = run_cli(["index", str(folder / "corpus.jsonl"), "--model", str(tiny_model), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
+    assert code == 0, err
+    scored = {}
+    for mode in ("dense", "hybrid"):
+        for name, args in (("folder", [str(folder), "--split", "dev", "--model", str(tiny_model)]),
+                           ("index", ["--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl"), "--qrels", str(folder / "qrels" / "dev.tsv")])):  # fmt: skip
+            code, out, err = run_cli(["eval", "retrieval", *args, "--mode", mode, "--json"], capsys, monkeypatch)
+            assert code == 0, err
+            scored[name, mode] = {s["metric"]: s["value"] for s in json.loads(out)["scores"]}
+        assert scored["index", mode] == pytest.approx(scored["folder", mode], abs=1e-6), mode
+    assert scored["index", "hybrid"]["ndcg@10"] > scored["index", "dense"]["ndcg@10"]  # the mode reaches the index's own search
+
+
+def test_scoring_an_index_needs_all_three_and_names_a_missing_document(tmp_path, capsys, monkeypatch, tiny_model):
+    folder = beir_folder(tmp_path / "toy")
+    run_cli(["index", str(folder / "corpus.jsonl"), "--model", str(tiny_model), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
+    code, _, err = run_cli(["eval", "retrieval", "--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl")], capsys, monkeypatch)
+    assert code == 2 and "needs --index, --queries and --qrels together; pass --qrels too" in err
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("q0\tgarden-c\t1\n")  # the filler text is stored once, under its first document's id (river-c)
+    code, _, err = run_cli(["eval", "retrieval", "--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl"), "--qrels", str(bad)],
+                           capsys, monkeypatch)  # fmt: skip
+    assert code == 2 and "names 1 document not in the index" in err and "(first: 'garden-c')" in err
+    code, _, err = run_cli(["eval", "sts", "--index", str(tmp_path / "idx")], capsys, monkeypatch)
+    assert code == 2 and "--index scores an existing index with 'eval retrieval', not 'sts'" in err

@@ -53,7 +53,7 @@ def test_tsv_corpus_with_id_and_lang(tmp_path, tiny_model):
     assert [(r.ext_id, r.text, r.lang, r.line) for r in recs] == [("a1", "hola mundo", "spa", 2), ("a2", "hello world", "eng", 3)]
     bad = tmp_path / "bad.tsv"
     bad.write_text("id\tsentence\n1\tx\n")
-    with pytest.raises(EncodrError, match="needs a header with a 'text' column"):
+    with pytest.raises(EncodrError, match=r"no column 'text' in its header \(id, sentence\); pass --text-column"):
         list(read_records(bad))
 
 

@@ -1,0 +1,112 @@
+"""The keyword index beside the vectors: SQLite FTS5 with BM25 over analysed text.
+
+Guarantee: a text and a query go through the same analysis, :func:`keyword_terms`, so a query
+word matches a text word when both reduce to the same term in their languages.
+
+Analysis, in order (Lucene's and Elasticsearch's language analyzers do the same steps):
+
+1. lower-case, then split into words (``\\w+``, any script) and runs of CJK characters (Han,
+   kana, Hangul), which are written without spaces;
+2. a CJK run becomes its overlapping character bigrams (``東京都`` → ``東京 京都``; one
+   character stays itself), as Lucene's ``CJKBigramFilter`` does: no dictionary, any of the
+   three languages, and a query's bigrams match inside longer words;
+3. every other word is stemmed by the Snowball stemmer of the text's language (PyStemmer's C
+   build; :data:`STEMMERS`), when there is one: ``studies`` and ``studied`` both become
+   ``studi``. A text of another language, or of none (``und``), is left unstemmed;
+4. FTS5's ``unicode61`` tokenizer then folds case and removes diacritics (``café`` = ``cafe``).
+
+A query is analysed in its own detected language (:meth:`encodr.index.Searcher.query_languages`),
+so a German query meets German stems. Scripts written without spaces other than CJK (Thai,
+Lao, Khmer, Burmese) are not segmented: each run is one term.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+KEYWORD_TABLE = "texts_fts"
+# FTS5's Unicode tokenizer, after keyword_terms: splits on spaces, folds case, drops diacritics.
+KEYWORD_TOKENIZER = "unicode61 remove_diacritics 2"
+ANALYZER = "snowball-stems+cjk-bigrams"  # recorded in index.json: an index without it was built unanalysed
+
+# ISO 639-3 → Snowball stemmer (PyStemmer's algorithm names)
+STEMMERS = {
+    "ara": "arabic", "hye": "armenian", "eus": "basque", "cat": "catalan", "ces": "czech", "dan": "danish", "nld": "dutch", "eng": "english",
+    "epo": "esperanto", "est": "estonian", "fin": "finnish", "fra": "french", "deu": "german", "ell": "greek", "hin": "hindi",
+    "hun": "hungarian", "ind": "indonesian", "gle": "irish", "ita": "italian", "lit": "lithuanian", "nep": "nepali", "nob": "norwegian",
+    "nno": "norwegian", "nor": "norwegian", "fas": "persian", "pes": "persian", "pol": "polish", "por": "portuguese", "ron": "romanian",
+    "rus": "russian", "srp": "serbian", "sot": "sesotho", "spa": "spanish", "swe": "swedish", "tam": "tamil", "tur": "turkish", "yid": "yiddish",
+}  # fmt: skip
+
+_CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
+_WORDS = re.compile(f"([{_CJK}]+)|([^\\W{_CJK}]+)")
+_PLAIN = re.compile(r"\w+")
+
+
+@functools.lru_cache(maxsize=None)
+def _stemmer(lang: str | None):
+    import Stemmer
+
+    name = STEMMERS.get(lang or "")
+    return Stemmer.Stemmer(name) if name else None
+
+
+def keyword_terms(text: str, lang: str | None) -> list[str]:
+    """The terms of ``text`` in language ``lang`` (ISO 639-3, or None) for the keyword index:
+    stemmed words and CJK bigrams, in order, before FTS5's case and diacritic folding (see
+    the module docstring).
+
+    Args:
+        text: any text.
+        lang: its language; selects the stemmer (none for languages without one).
+
+    Returns:
+        Terms, lower-case, possibly repeated (BM25 counts them).
+    """
+    words: list[str] = []
+    terms: list[str] = []
+    for cjk, word in _WORDS.findall(text.lower()):
+        if cjk:
+            terms.extend([cjk] if len(cjk) == 1 else [cjk[i : i + 2] for i in range(len(cjk) - 1)])
+        else:
+            words.append(word)
+    stemmer = _stemmer(lang)
+    return (stemmer.stemWords(words) if stemmer else words) + terms
+
+
+def keyword_text(text: str, lang: str | None) -> str:
+    """:func:`keyword_terms` joined by spaces: what the keyword index stores for a text."""
+    return " ".join(keyword_terms(text, lang))
+
+
+def keyword_expression(query: str, lang: str | None = None, analysed: bool = True) -> str:
+    """An FTS5 MATCH expression for a free-text query: each distinct term as a quoted string,
+    joined by OR, so no character of the query is read as FTS5 syntax; ``""`` when the query
+    has no term.
+
+    Args:
+        query: the user's text.
+        lang: its language (the stemmer of :func:`keyword_terms`).
+        analysed: False for an index built before the analysis (plain ``\\w+`` words).
+    """
+    terms = keyword_terms(query, lang) if analysed else [t.lower() for t in _PLAIN.findall(query)]
+    return " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
+
+
+def build_keywords(conn) -> None:
+    """(Re)build the keyword index of a store: an SQLite FTS5 table whose rows are the
+    :func:`keyword_text` of ``texts.text`` in each row's language, ranked by ``bm25()``
+    (k1 = 1.2, b = 0.75). External content (``content='texts'``): the analysed terms are
+    indexed, the text itself is stored once, in ``texts``. Runs inside the generation being
+    written, so it changes atomically with the vectors.
+
+    Args:
+        conn: an ``sqlite3.Connection`` to the store being written.
+    """
+    conn.create_function("encodr_keyword_text", 2, keyword_text, deterministic=True)
+    conn.execute(f"create virtual table if not exists {KEYWORD_TABLE} using fts5(text, content='texts', content_rowid='id', "
+                 f"tokenize='{KEYWORD_TOKENIZER}')")  # fmt: skip
+    conn.execute(f"insert into {KEYWORD_TABLE}({KEYWORD_TABLE}) values ('delete-all')")
+    conn.execute(f"insert into {KEYWORD_TABLE}(rowid, text) select id, encodr_keyword_text(text, lang) from texts")
+    conn.commit()

@@ -1,0 +1,30 @@
+import json
+
+from encodr.index.keywords import keyword_expression, keyword_terms
+
+
+def test_words_are_stemmed_in_their_language_and_cjk_runs_become_bigrams():
+    assert keyword_terms("Studies STUDIED studying", "eng") == ["studi", "studi", "studi"]
+    assert (keyword_terms("Häuser", "deu"), keyword_terms("Häuser", "eng")) == (["haus"], ["häuser"])  # the text's own language's stemmer
+    assert keyword_terms("Studies", "und") == ["studies"]  # no language, no stemming
+    assert keyword_terms("東京都に住む", None) == ["東京", "京都", "都に", "に住", "住む"]
+    assert keyword_terms("서울 中", "kor") == ["서울", "中"]  # a single character stays itself
+    assert keyword_expression('cafés "x" OR NEAR(', "fra") == '"caf" OR "x" OR "or" OR "near"'  # no character read as FTS5 syntax
+    assert keyword_expression("Studies studies", "eng") == '"studi"'
+    assert keyword_expression("Studies", "eng", analysed=False) == '"studies"'  # an index built before the analysis
+
+
+def test_keyword_search_finds_inflections_and_words_inside_cjk_text(tmp_path, tiny_model):
+    from encodr.index import Searcher, build
+
+    docs = [{"_id": "en", "text": "The studies were published last year", "lang": "eng"},
+            {"_id": "ja", "text": "私は東京都に住んでいます", "lang": "jpn"},
+            {"_id": "zh", "text": "我们在北京大学学习", "lang": "zho"},
+            {"_id": "other", "text": "A note about something else entirely", "lang": "eng"}]  # fmt: skip
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))
+    build([str(corpus)], str(tiny_model), tmp_path / "idx")
+    searcher = Searcher(tmp_path / "idx")
+    for query, expected in (("study", "en"), ("京都", "ja"), ("北京", "zh"), ("大学", "zh")):
+        hits = searcher.query([query], k=2, mode="keyword", lang=None)[1][0]
+        assert [h.ext_id for h in hits][:1] == [expected], query
