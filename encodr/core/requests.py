@@ -317,12 +317,15 @@ class TuneRequest(Request):
     """Fine-tune a base model with a recipe (Mirror-BERT, Trans-Encoder or CMLM; encodr recipes lists them); saves a
     SentenceTransformer (Trans-Encoder: bi/ and cross/)."""
 
-    file: str | None = option(None, "Training data: UTF-8 text, one string a line (Trans-Encoder: pairs or sentences). Default: the recipe's bundled data.",
+    file: str | None = option(None, "Training data: UTF-8 text, one string a line (Trans-Encoder: pairs or sentences; retrieval: a file or folder of documents). "
+                                    "Default: the recipe's bundled data.",
                               argument=True, fronts=CLI_TUI)  # fmt: skip
     recipe: str = option("sentence", "Bundled recipe (encodr recipes) or a .yaml path.", flags=("--recipe", "-r"), fronts=CLI_TUI)
     model: list[str] = option(["minilm"], "Base model: alias, local directory or Hub id. Repeat for Trans-Encoder mutual distillation.",
                               flags=("--model", "-m"), fronts=CLI_TUI)  # fmt: skip
-    dev: str | None = option(None, "Keep the best checkpoint on this set: a bundled one (stsb-dev, mesh-dev, wordsim353) or a scored-pairs file.", fronts=CLI_TUI)
+    dev: str | None = option(None, "Keep the best checkpoint on this set: a bundled one (stsb-dev, mesh-dev, wordsim353), a scored-pairs file, "
+                                   "a BEIR folder (nDCG@10 on its dev or train queries), or auto (retrieval recipe: pseudo-queries cut from your documents).",
+                             fronts=CLI_TUI)  # fmt: skip
     bitext: list[str] = option([], "Translation pairs, source<TAB>target (recipes that learn from bitext); repeatable.", fronts=CLI_TUI)
     out: str | None = option(None, "Output directory (default: encodr-runs/RECIPE-TIME).", flags=("--out", "-o"), fronts=CLI_TUI)
     overwrite: bool = option(False, "Replace an existing output directory.", fronts=CLI)

@@ -163,6 +163,7 @@ def dev_set(spec: str) -> DevSet:
         p = Path(spec)
         if not p.is_file():
             dev = ", ".join(n for n, t in TASKS.items() if t.split == "dev")
-            raise EncodrError(f"--dev {spec}: no such file or bundled evaluation set; pass a scored-pairs file or one of: {dev}")
+            auto = " (--dev auto works with the retrieval recipe only)" if spec == "auto" else ""
+            raise EncodrError(f"--dev {spec}: no such file or bundled evaluation set{auto}; pass a scored-pairs file, a BEIR folder or one of: {dev}")
         task = Task(p.name, "", "sts", str(p.resolve()), "user", str(p))
     return DevSet(task.name, task.evaluator(), PRIMARY[task.kind], task.split)

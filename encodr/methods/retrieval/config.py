@@ -1,0 +1,75 @@
+"""The retrieval recipe: its fields, defaults and rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ...training.args import Rules
+from ..base import SingleRunRecipe
+
+SIGNALS = ("ict", "crop", "title")
+
+
+def signal_list(value: str) -> list[str]:
+    """The signals of a ``signals`` field (``ict``, ``ict+crop``…), in order."""
+    return [s.strip() for s in value.split("+") if s.strip()]
+
+
+@dataclass(frozen=True)
+class RetrievalRecipe(SingleRunRecipe):
+    """Settings of label-free retrieval training on a user's documents.
+
+    Attributes:
+        name: recipe name (file stem).
+        method: always ``retrieval``.
+        signals: how a (query, positive) pair is made from a passage, ``+``-joined and drawn
+            in turn: ``ict`` — a sentence is the query, its passage without it the positive
+            (inverse cloze task, ORQA §5); ``crop`` — two independent random spans of the
+            passage, each ``crop_min``–``crop_max`` of its words (Contriever §3.1); ``title`` —
+            the document's title is the query for its passage (documents without a title
+            fall back to the next signal).
+        ict_keep: the share of ICT pairs whose positive keeps the query sentence (ORQA: 0.1),
+            so the model also learns to match words that do appear.
+        crop_min, crop_max: bounds of a crop's share of the passage's words.
+        scale: s = 1/τ of the InfoNCE softmax over cosines (sentence-transformers' MNRL: 20).
+        query_max_length: tokens of a query; ``max_length``: tokens of a passage (documents are
+            split into passages that fit it).
+        batch_size: pairs per step over all processes; every other pair's passage is a
+            negative (gathered across processes).
+        mini_batch: GradCache chunk (sentence-transformers' ``CachedMultipleNegativesRankingLoss``;
+            0: off).
+        dev_queries: pseudo-queries ``--dev auto`` holds out (:func:`encodr.evaluation.pseudo.pseudo_dev`).
+        eval_steps: with ``--dev``, also evaluate every this many steps (0: epoch ends only).
+        lr, epochs, weight_decay, max_grad_norm, warmup, seed, amp, grad_accum: optimisation.
+        pooling, raw_pooling: sentence-vector pooling.
+        default_data, description: none (pass your documents); one line for ``encodr recipes``.
+    """
+
+    method: str = "retrieval"
+    signals: str = "ict"
+    ict_keep: float = 0.1
+    crop_min: float = 0.1
+    crop_max: float = 0.5
+    scale: float = 20.0
+    query_max_length: int = 64
+    max_length: int = 256
+    batch_size: int = 64
+    lr: float = 2e-5
+    warmup: float = 0.1
+    dev_queries: int = 200
+    raw_pooling: str = "mean"
+
+    RULES: ClassVar[Rules] = {
+        **SingleRunRecipe.RULES,
+        "signals": (lambda v: bool(signal_list(v)) and all(s in SIGNALS for s in signal_list(v)), "one or more of ict, crop, title joined by +"),
+        "ict_keep": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+        "crop_min": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+        "crop_max": (lambda v: 0 < v <= 1, "a number in (0, 1], at least crop_min"),
+        "scale": (lambda v: v > 0, "a number > 0"),
+        "query_max_length": (lambda v: v >= 4, "an integer ≥ 4"),
+        "max_length": (lambda v: v >= 16, "an integer ≥ 16"),
+        "batch_size": (lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"),
+        "dev_queries": (lambda v: v >= 1, "an integer ≥ 1"),
+        "default_data": (lambda v: v == "none", "none (pass your documents)"),
+    }

@@ -1,0 +1,36 @@
+import pytest
+
+from encodr.data.records import Record
+from encodr.errors import EncodrError
+from encodr.evaluation.pseudo import pseudo_dev, sentence_spans
+
+
+def docs(n=12):
+    return [Record(f"Document {i} opens here with words. The keeper of lighthouse {i} wrote a long entry. "
+                   f"Storm number {i} came over the hill at night. Short one.", "d.jsonl", i + 1, f"d{i}") for i in range(n)]  # fmt: skip
+
+
+def test_sentences_split_after_end_marks_in_any_script():
+    text = "First one here. Second? Third!  東京です。大阪です"
+    assert [text[s:e] for s, e in sentence_spans(text)] == ["First one here.", "Second?", "Third!", "東京です。", "大阪です"]
+
+
+def test_pseudo_queries_are_cut_out_of_their_documents_and_never_left_in_the_corpus(tmp_path):
+    held = pseudo_dev(docs(), 5, seed=3)
+    assert len(held.queries) == 5 and len(held.documents) == 12
+    by_id = {d.ext_id: d.text for d in held.documents}
+    for qid, sentence in held.queries.items():
+        assert len(sentence.split()) >= 5 and sentence != "Short one."
+        assert all(sentence not in text for text in by_id.values())  # nothing to train on holds it
+        assert held.qrels[qid] in by_id
+    assert pseudo_dev(docs(), 5, seed=3).queries == held.queries  # seeded
+    folder = held.write(tmp_path / "dev")
+    from encodr.data.beir import read_retrieval
+
+    data = read_retrieval(folder)
+    assert data.judged("dev") == {q: {d: 1} for q, d in held.qrels.items()}
+
+
+def test_documents_too_short_for_a_pseudo_query_are_one_error():
+    with pytest.raises(EncodrError, match=r"--dev auto cuts a sentence of 5\+ words out of documents of 3\+ sentences"):
+        pseudo_dev([Record("one line only", "x", 1, "a"), Record("another", "x", 2, "b")], 3)
