@@ -78,7 +78,8 @@ def st_anchor(encoder, evaluator) -> float:
 
     qids = evaluator.query_ids()
     ir = InformationRetrievalEvaluator({q: evaluator.data.queries[q] for q in qids}, corpus_texts(evaluator.data.corpus_file),
-                                       {q: set(evaluator.judged[q]) for q in qids}, ndcg_at_k=[10], write_csv=False, batch_size=32)  # fmt: skip
+                                       {q: set(evaluator.judged[q]) for q in qids}, ndcg_at_k=[10], write_csv=False, batch_size=32,
+                                       query_prompt=encoder.prompt("query") or None, corpus_prompt=encoder.prompt("document") or None)  # fmt: skip
     return 100 * ir(encoder.st)["cosine_ndcg@10"]
 
 
@@ -104,6 +105,9 @@ def main() -> None:
     parser.add_argument("--data", nargs="+", default=list(SPLITS), choices=list(SPLITS))
     parser.add_argument("--no-anchors", action="store_true", help="skip sentence-transformers and bm25s")
     parser.add_argument("--whole", action="store_true", help="index documents whole, cut at the window (default: passages, as encodr index does)")
+    parser.add_argument("--rerank", default=None, help="a CrossEncoder: adds hybrid (convex) + re-ranking of the first 50 (a second index build)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N judged queries (every column on the same ones)")
+    parser.add_argument("--tag", default="", help="a label for the rows (kept apart from untagged rows in the JSON)")
     parser.add_argument("--out", type=Path, default=RESULTS / "retrieval.json")
     args = parser.parse_args()
 
@@ -116,17 +120,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.data:
             folder = cross_lingual(Path(tmp) / name) if name == "xquad-x" else DATA / name
-            evaluator = RetrievalEvaluator(name, read_retrieval(folder), split=SPLITS[name], whole=args.whole)
+            evaluator = RetrievalEvaluator(name, read_retrieval(folder), split=SPLITS[name], whole=args.whole, limit=args.limit)
             for model in args.models:
                 encoder = load_encoder(model)
-                row = {"model": model, "data": name, "documents as": "whole" if args.whole else "passages", "queries": len(evaluator.query_ids()),
-                       "docs": len(evaluator.data.doc_ids)}  # fmt: skip
+                row = {"model": model, "data": name, "documents as": ("whole" if args.whole else "passages") + (f", {args.tag}" if args.tag else ""),
+                       "queries": len(evaluator.query_ids()), "docs": len(evaluator.data.doc_ids), "prompts": [encoder.prompt("query"), encoder.prompt("document")]}  # fmt: skip
                 started = time.perf_counter()
                 ranked = evaluator.ranked(encoder, MODES)
                 row["encodr_seconds"] = round(time.perf_counter() - started, 1)
                 for mode, fusion in MODES:
                     label = mode if mode != "hybrid" else f"hybrid-{fusion}"
                     row[label] = next(s.value for s in evaluator.scores(ranked[(mode, fusion)]) if s.metric == "ndcg@10")
+                if args.rerank:
+                    from encodr.models import load_cross
+
+                    reranked = evaluator.ranked(encoder, [("hybrid", "convex")], reranker=load_cross(args.rerank))[("hybrid", "convex")]
+                    row["hybrid-convex+rerank"] = next(s.value for s in evaluator.scores(reranked) if s.metric == "ndcg@10")
+                    row["reranker"] = args.rerank
                 if not args.no_anchors:
                     row["st_dense"] = st_anchor(encoder, evaluator)
                     row["bm25s"] = bm25s_anchor(evaluator)
@@ -135,7 +145,7 @@ def main() -> None:
     key = lambda r: (r["model"], r["data"], r.get("documents as", "whole"))  # noqa: E731
     kept = [r for r in previous if key(r) not in {key(x) for x in rows}]
     table = kept + rows
-    columns = ["model", "data", "documents as", "queries", "docs", "dense", "keyword", "hybrid-rrf", "hybrid-convex", "st_dense", "bm25s"]
+    columns = ["model", "data", "documents as", "queries", "docs", "dense", "keyword", "hybrid-rrf", "hybrid-convex", "hybrid-convex+rerank", "st_dense", "bm25s"]
     print_table("nDCG@10 × 100 (encodr eval retrieval's pipeline; anchors in the same run)", table, columns)
     write_json(args.out, {"machine": machine(), "splits": SPLITS, "rows": table})
     print(f"wrote {args.out}")

@@ -279,7 +279,9 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
             for name in (META_FILE, PCR_FILE):
                 if (old.folder / name).exists():
                     shutil.copy2(old.folder / name, tmp / name)
-        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, spec.processes) as encode:
+        # documents are encoded with the model's document prompt (E5: "passage: "); --add keeps the index's own
+        prompts = old.meta.get("prompts", {"query": "", "document": ""}) if old is not None else {role: encoder.prompt(role) for role in ("query", "document")}
+        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, spec.processes, prompts["document"]) as encode:
             done = 0
 
             def step(n: int) -> None:
@@ -287,7 +289,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                 done += n
                 progress(ProgressEvent("indexing", min(done, total), total))
 
-            split = None if spec.whole else passage_splitter(encoder.tokenizer, encoder.max_length - 2)
+            room = encoder.max_length - 2 - len(encoder.tokenizer.tokenize(prompts["document"]))  # the prompt's tokens share the window
+            split = None if spec.whole else passage_splitter(encoder.tokenizer, room)
             for records in _windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout):
                 fresh = ingest.fresh(records)
                 step(len(records) - len(fresh))  # duplicates count as done
@@ -308,6 +311,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         keywords_started = time.time()
         build_keywords(ingest.db.conn)
         meta["keywords"] = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
+        meta["prompts"] = prompts
         keyword_seconds = round(time.time() - keywords_started, 2)
         ingest.db.close()
         write_faiss(index, tmp / VECTORS_FILE)
@@ -355,12 +359,13 @@ def _windows(files: list[str], lang: str | None, size: int, split=None, found: l
 
 
 @contextlib.contextmanager
-def _encoding(encoder, processes: int):
+def _encoding(encoder, processes: int, prompt: str = ""):
     """``encode(texts, batch_size, on_batch) -> float32 (N, d)``: the encoder itself, or with
     ``processes`` > 1 sentence-transformers' multi-process pool (one process per GPU when CUDA
-    is visible, else CPU processes that split the cores between them), stopped on exit."""
+    is visible, else CPU processes that split the cores between them), stopped on exit; each
+    text after ``prompt``."""
     if processes == 1:
-        yield lambda texts, batch_size, on_batch: encoder.encode(texts, batch_size, on_batch=on_batch)
+        yield lambda texts, batch_size, on_batch: encoder.encode(texts, batch_size, on_batch=on_batch, prompt=prompt)
         return
     import torch
 
@@ -381,7 +386,7 @@ def _encoding(encoder, processes: int):
 
     def encode(texts, batch_size, on_batch):
         chunk = max(1, min(1000, -(-len(texts) // (4 * processes))))
-        vectors = encoder.st.encode(texts, pool=pool, batch_size=batch_size or encoder.batch_size, chunk_size=chunk,
+        vectors = encoder.st.encode(texts, pool=pool, batch_size=batch_size or encoder.batch_size, chunk_size=chunk, prompt=prompt,
                                     convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)  # fmt: skip
         on_batch(len(texts))
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)

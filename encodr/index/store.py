@@ -359,6 +359,12 @@ class Index:
             rows = self._db.execute("select coalesce(start, 0), text from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,)).fetchall()
         return [(int(s), t) for s, t in rows]
 
+    @property
+    def query_prompt(self) -> str:
+        """The text put before each query: the model's query prompt the index was built with
+        (``index.json`` ``prompts``; E5: ``query: ``), ``""`` for an index built before prompts."""
+        return (self.meta.get("prompts") or {}).get("query", "")
+
     def document_ids(self) -> set[str]:
         """Every document id stored (``ext_id``; a text stored once for several documents keeps
         the first one's id)."""

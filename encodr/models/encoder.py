@@ -102,8 +102,20 @@ class Encoder:
             h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
         return h.hexdigest()[:16]
 
+    def prompt(self, role: str) -> str:
+        """The text this model puts before an input of ``role`` (``query`` or ``document``) in
+        asymmetric search: its sentence-transformers ``prompts`` entry ``query``; for a
+        document the first non-empty of ``document``, ``passage`` and ``corpus``. E5 (Wang et
+        al. 2022, §4.1) is trained with ``query: `` and ``passage: ``; sentence-transformers'
+        own ``encode_document`` takes the first entry present, even an empty one, which for
+        an E5 model saved by sentence-transformers 6 (``document: ""`` beside ``passage``)
+        drops the document prefix. ``""`` for a model without prompts."""
+        prompts = getattr(self.st, "prompts", None) or {}
+        keys = ("query",) if role == "query" else ("document", "passage", "corpus")
+        return next((prompts[k] for k in keys if prompts.get(k)), "")
+
     def encode(self, texts: Sequence[str], batch_size: int | None = None, progress: bool = False,
-               on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+               on_batch: Callable[[int], None] | None = None, prompt: str | None = None) -> np.ndarray:
         """Encode texts for inference (eval mode, no gradients), longest first in batches of
         similar length, so little of each batch is padding.
 
@@ -121,11 +133,13 @@ class Encoder:
             batch_size: strings per forward pass (default: :attr:`batch_size`).
             progress: show a tqdm progress bar.
             on_batch: called with the number of texts of each finished batch.
+            prompt: text put before each input (:meth:`prompt`: search encodes queries and
+                documents with their roles' prompts); given, it replaces any default prompt.
 
         Returns:
             float32 array (N, d) of unit-norm vectors; cosine similarity is a dot product.
         """
-        texts = list(texts)
+        texts = [prompt + t for t in texts] if prompt else list(texts)
         batch_size = batch_size or self.batch_size
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         if not texts:
@@ -138,7 +152,7 @@ class Encoder:
             from tqdm.auto import tqdm
 
             starts = tqdm(starts, desc="Batches")
-        prompted = getattr(self.st, "default_prompt_name", None) is not None
+        prompted = prompt is None and getattr(self.st, "default_prompt_name", None) is not None
         for start in starts:
             rows = order[start : start + batch_size]
             if prompted:

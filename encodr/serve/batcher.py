@@ -138,9 +138,10 @@ class BatchedEncoder:
     def __getattr__(self, name):
         return getattr(self._encoder, name)
 
-    def encode(self, texts, batch_size: int | None = None, progress: bool = False, on_batch=None) -> np.ndarray:
-        """float32 (n, d) unit vectors of ``texts``, batched with other requests' texts."""
-        return self._batcher.encode(list(texts))
+    def encode(self, texts, batch_size: int | None = None, progress: bool = False, on_batch=None, prompt: str | None = None) -> np.ndarray:
+        """float32 (n, d) unit vectors of ``texts`` (each after ``prompt``: a search's query
+        prompt), batched with other requests' texts."""
+        return self._batcher.encode([prompt + t for t in texts] if prompt else list(texts))
 
     def pair_scores(self, texts1, texts2, batch_size: int = 128, progress: bool = False) -> np.ndarray:
         """Cosine of each pair (:meth:`encodr.models.Encoder.pair_scores`, batched)."""

@@ -259,3 +259,28 @@ def test_pcr_variant_needs_pcr_and_a_known_name(tmp_path, tiny_model, capsys, mo
 def test_eval_bitext_refuses_an_unknown_pcr_variant_before_encoding(tiny_model, capsys, monkeypatch):
     code, _, err = run_cli(["eval", "bitext", "--pcr", "--pcr-variant", "median", "--model", str(tiny_model)], capsys, monkeypatch)
     assert code == 2 and "unknown PCR variant 'median'" in err and "Batches" not in err
+
+
+def test_queries_and_documents_are_encoded_with_the_models_prompts(tiny_model, tmp_path):
+    """An E5-style model: 'query: ' before queries, 'passage: ' before documents (the empty
+    'document' entry sentence-transformers adds is not taken); the index records both."""
+    from sentence_transformers import SentenceTransformer
+
+    from encodr.index import Searcher, build
+    from encodr.models import load_encoder
+
+    st = SentenceTransformer(str(tiny_model), device="cpu")
+    st.prompts = {"query": "query: ", "document": "", "passage": "passage: "}
+    st.save(str(tmp_path / "prompted"))
+    encoder = load_encoder(str(tmp_path / "prompted"), device="cpu")
+    assert (encoder.prompt("query"), encoder.prompt("document")) == ("query: ", "passage: ")
+    texts = ["the river runs to the sea", "a violin in the attic", "winter comes early"]
+    (tmp_path / "c.txt").write_text("\n".join(texts) + "\n")
+    meta = build([str(tmp_path / "c.txt")], encoder, tmp_path / "idx", lang="eng")
+    assert meta["prompts"] == {"query": "query: ", "document": "passage: "}
+    searcher = Searcher(tmp_path / "idx", encoder=encoder)
+    (hits,) = searcher.query(["river"], k=3, mode="dense")[1]
+    docs = encoder.encode([f"passage: {t}" for t in texts])
+    expected = docs @ encoder.encode(["query: river"])[0]
+    assert [h.score for h in hits] == pytest.approx(sorted(expected, reverse=True), abs=1e-5)
+    assert not np.allclose(encoder.encode(["river"]), encoder.encode(["query: river"]))  # the prompt changes the vector

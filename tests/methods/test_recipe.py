@@ -49,7 +49,7 @@ def test_bad_recipe_files_name_the_problem(tmp_path, text, words):
 
 
 def test_unknown_recipe_lists_the_bundled_ones():
-    with pytest.raises(EncodrError, match="unknown recipe 'wrod'.*phrase, sentence, word"):
+    with pytest.raises(EncodrError, match="unknown recipe 'wrod'.*phrase, retrieval, sentence, word"):
         load_recipe("wrod")
 
 

@@ -1,0 +1,98 @@
+"""Does the retrieval recipe make search on a user's documents better, without labels? And does
+the label-free dev set rank checkpoints the way real queries do?
+
+One run of ``encodr tune CORPUS --recipe retrieval --dev auto`` on a BEIR folder's corpus (its
+queries are never read by training or by the dev set), with the folder's real queries
+(``--split``, SciFact: train) scored at every checkpoint beside the label-free dev score (the
+method's report set; reporting only, it chooses nothing). From that one run:
+
+- ``base``: the starting model (checkpoint 0), nDCG@10 of dense search for the real queries;
+- ``--dev auto``: the checkpoint the label-free dev set keeps (what the command hands back);
+- ``real dev``: the checkpoint the real queries would keep among the same checkpoints — what
+  ``--dev FOLDER`` selects, except that ``--dev auto`` also cut its pseudo-queries (a few
+  hundred sentences) out of the training documents;
+- Spearman ρ between the label-free and the real score over the checkpoints.
+
+Both scores are dense search over the whole corpus, each document ranked by its best passage,
+through ``encodr eval retrieval``'s code. Training cost: examples/s and minutes on this machine.
+
+    python bench/retrieval_recipe.py --data scifact --model minilm
+    python bench/retrieval_recipe.py --data xquad-en --model me5 --eval-steps 5
+
+Prints a table and writes bench/results/retrieval_recipe_DATA_MODEL.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import RESULTS, machine, parse_overrides, print_table, write_json  # noqa: E402
+from retrieval import DATA, SPLITS  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default="scifact")
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--eval-steps", type=int, default=15)
+    parser.add_argument("--set", nargs="*", default=[], help="recipe overrides KEY=VALUE")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    from scipy.stats import spearmanr
+
+    from encodr.methods import TuneJob, load_recipe, tune
+
+    folder = DATA / args.data
+    report = Path(tempfile.mkdtemp(prefix="encodr-report-")) / args.data
+    report.mkdir(parents=True)
+    split = SPLITS[args.data]
+    for name in ("corpus.jsonl", "queries.jsonl"):  # the real queries of one split, named dev so dev_set reads them
+        (report / name).symlink_to(folder / name)
+    (report / "qrels").mkdir()
+    (report / "qrels" / "dev.tsv").symlink_to(folder / "qrels" / f"{split}.tsv")
+    recipe = load_recipe("retrieval", {"eval_steps": args.eval_steps, **parse_overrides(args.set)})
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = tune(recipe, TuneJob(out=Path(tmp) / "run", data=str(folder / "corpus.jsonl"), models=[args.model], dev="auto", report=str(report),
+                                       warn=lambda line: print("warning:", line, flush=True)))  # fmt: skip
+        minutes = (time.perf_counter() - started) / 60
+        from encodr.data.beir import read_retrieval
+        from encodr.evaluation.retrieval import RetrievalEvaluator
+        from encodr.models import load_encoder
+
+        evaluator = RetrievalEvaluator(args.data, read_retrieval(folder), split=split)
+        search = {}  # the default search (hybrid, convex) and dense, for the base and the model --dev auto hands back
+        for label, spec in (("base", args.model), ("--dev auto", str(Path(tmp) / "run"))):
+            ranked = evaluator.ranked(load_encoder(spec), [("dense", "rrf"), ("hybrid", "convex")])
+            search[label] = {mode: next(s.value for s in evaluator.scores(ranked[(mode, "rrf" if mode == "dense" else "convex")]) if s.metric == "ndcg@10")
+                             for mode in ("dense", "hybrid")}  # fmt: skip
+    curve = summary["dev_curve"]
+    for point in curve:
+        print(point, flush=True)
+    auto = max(curve, key=lambda p: p["dev"])  # the trainer keeps the first best
+    real = max(curve, key=lambda p: p["report"])
+    rho = spearmanr([p["dev"] for p in curve], [p["report"] for p in curve]).statistic
+    rows = [
+        {"model": "base", "step": 0, "label-free dev": curve[0]["dev"], f"real ({split})": curve[0]["report"],
+         "real, hybrid": search["base"]["hybrid"]},
+        {"model": "--dev auto", "step": auto["step"], "label-free dev": auto["dev"], f"real ({split})": auto["report"],
+         "real, hybrid": search["--dev auto"]["hybrid"]},
+        {"model": "real dev (same checkpoints)", "step": real["step"], "label-free dev": real["dev"], f"real ({split})": real["report"]},
+    ]  # fmt: skip
+    print_table(f"retrieval recipe on {args.data} ({args.model}): nDCG@10 × 100, dense search", rows, list(rows[0]))
+    cost = {"checkpoints": len(curve), "spearman_label_free_vs_real": round(float(rho), 3), "examples_per_s": summary["examples_per_s"],
+            "train_minutes": round(summary["train_seconds"] / 60, 1), "eval_minutes": round((summary.get("eval_seconds") or 0) / 60, 1),
+            "total_minutes": round(minutes, 1), "documents": summary["documents"], "passages": summary["passages"], "steps": summary["steps"]}  # fmt: skip
+    print_table("checkpoints and cost", [cost], list(cost))
+    out = args.out or RESULTS / f"retrieval_recipe_{args.data}_{args.model}.json"
+    write_json(out, {"machine": machine(), "recipe": recipe.to_dict(), "rows": rows, "cost": cost, "curve": curve})
+
+
+if __name__ == "__main__":
+    main()
