@@ -137,7 +137,8 @@ def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict, tuple[str, ...
         dev curve and the kept step).
     """
     if result.kept_start:
-        ctx.warn(f"no training step beat the starting model on {ctx.request.dev} ({dev.metric} {result.dev_curve[0]['dev']:.2f}); "
+        where = "the label-free dev set (--dev auto)" if ctx.request.dev == "auto" else ctx.request.dev
+        ctx.warn(f"no training step beat the starting model on {where} ({dev.metric} {result.dev_curve[0]['dev']:.2f}); "
                  "saved the starting weights unchanged")  # fmt: skip
     summary = {
         "steps": result.steps, "examples": result.examples, "train_seconds": round(result.seconds, 2), "eval_seconds": result.eval_seconds,
