@@ -55,6 +55,7 @@ class TrainPane(Vertical):
         self.steps: list[int] = []
         self.losses: list[float] = []
         self.dev: list[tuple[int, float]] = []
+        self.dev_label = "dev"
         self.phases: dict[str, str] = {}
         self.started = 0.0
         self.result = None  # the finished run (encodr.core.results.TuneResult)
@@ -69,7 +70,7 @@ class TrainPane(Vertical):
 
         models = [(f"{m['name']} ({m['source']})", m["name"]) for m in commands.models(ModelsRequest()).rows]
         recipes = [(name, name) for name in available()]
-        devs = [(name, name) for name, task in TASKS.items() if task.split == "dev"]
+        devs = [(name, name) for name, task in TASKS.items() if task.split == "dev"] + [("auto (retrieval: pseudo-queries cut from your documents)", "auto")]
         with Horizontal():
             with VerticalScroll(id="train-form"):
                 yield Label("base model (alias or Hugging Face cache) — or a folder / hub id below")
@@ -202,6 +203,16 @@ class TrainPane(Vertical):
         given.update(recipe=self.recipe_spec(), model=[model], set=[f"{k}={v}" for k, v in self.overrides().items()])
         return commands.prepare_tune(build(TuneRequest, given), progress=self.report, warn=self.warn, on_step=self.step)
 
+    @staticmethod
+    def metric_of(dev: str | None) -> str:
+        """The metric a dev set is scored by, for the curve's label (nDCG@10 for retrieval sets)."""
+        from ..evaluation import TASKS
+        from ..evaluation.tasks import PRIMARY
+
+        if dev in TASKS:
+            return PRIMARY[TASKS[dev].kind]
+        return "ndcg@10" if dev == "auto" or (dev and Path(dev).is_dir()) else "spearman"
+
     def start(self) -> None:
         if self.running:
             return
@@ -212,6 +223,7 @@ class TrainPane(Vertical):
             return
         self.cancel.clear()
         self.steps, self.losses, self.dev, self.phases = [], [], [], {}
+        self.dev_label = self.metric_of(request.dev)
         self.result, self.error, self.running, self.started = None, None, True, time.perf_counter()
         self.query_one("#train-start", Button).disabled = True
         self.query_one("#train-cancel", Button).disabled = False
@@ -254,7 +266,7 @@ class TrainPane(Vertical):
         fields = event.fields
         if "dev" in fields:
             self.dev.append((event.completed, fields["dev"]))
-            self.query_one("#train-dev-curve", Static).update("dev: " + " → ".join(f"{v:.2f} (step {s})" for s, v in self.dev))
+            self.query_one("#train-dev-curve", Static).update(f"dev {self.dev_label}: " + " → ".join(f"{v:.2f} (step {s})" for s, v in self.dev))
         if "loss" in fields:
             self.steps.append(len(self.steps) + 1)
             self.losses.append(fields["loss"])

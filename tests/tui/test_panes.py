@@ -139,3 +139,27 @@ async def test_runs_pane_shows_a_run_and_hands_its_model_on(tmp_path):
         await pilot.click("#run-eval")
         await pilot.pause()
         assert app.query_one("#eval-model").value == str(out) and app.query_one("TabbedContent").active == "eval"
+
+
+async def test_train_pane_runs_the_retrieval_recipe_on_a_label_free_dev_set(tiny_model, tmp_path):
+    from tests.methods.retrieval.test_method import corpus
+
+    docs = corpus(tmp_path / "docs.jsonl")
+    app = EncodrApp()
+    async with app.run_test(size=(180, 60)) as pilot:
+        await pilot.press("f5")
+        pane = app.query_one("TrainPane")
+        app.query_one("#train-recipe").value = "retrieval"
+        await pilot.pause()
+        app.query_one("#train-dev").value = "auto"
+        app.query_one("#train-model-path").value = str(tiny_model)
+        app.query_one("#train-data").value = str(docs)
+        app.query_one("#train-out").value = str(tmp_path / "out")
+        for name, value in (("batch_size", "8"), ("max_length", "48"), ("dev_queries", "6"), ("eval_steps", "2")):
+            next(i for i in pane.query(".field-input") if i.name == name).value = value
+        await pilot.pause()
+        await pilot.click("#train-start")
+        await settle(app, pilot)
+        assert pane.error is None and pane.result is not None
+        curve = str(app.query_one("#train-dev-curve").render())
+        assert curve.startswith("dev ndcg@10: ") and "(step 0)" in curve  # the label-free dev set's nDCG@10, the start first
