@@ -57,11 +57,14 @@ class PseudoDev:
             texts to train on and to search).
         queries: pseudo-query id → sentence.
         qrels: pseudo-query id → the id of the document it was cut from.
+        searched: indices (into ``documents``) of the documents the dev set searches: all of
+            them, or with a cap, the pseudo-queries' own and a seeded sample of the others.
     """
 
     documents: list[Record]
     queries: dict[str, str]
     qrels: dict[str, str]
+    searched: list[int] | None = None
 
     def write(self, folder: str | Path) -> Path:
         """Write it in BEIR's layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/dev.tsv``),
@@ -73,7 +76,8 @@ class PseudoDev:
         root = Path(folder)
         (root / "qrels").mkdir(parents=True, exist_ok=True)
         with open(root / "corpus.jsonl", "w", encoding="utf-8") as f:
-            for doc in self.documents:  # the title stays in the text, as the documents were read
+            for i in self.searched if self.searched is not None else range(len(self.documents)):
+                doc = self.documents[i]  # the title stays in the text, as the documents were read
                 f.write(json.dumps({"_id": document_id(doc), "text": doc.text}, ensure_ascii=False) + "\n")
         with open(root / "queries.jsonl", "w", encoding="utf-8") as f:
             for qid, text in self.queries.items():
@@ -83,7 +87,7 @@ class PseudoDev:
         return root
 
 
-def pseudo_dev(documents: list[Record], n: int, seed: int = 42) -> PseudoDev:
+def pseudo_dev(documents: list[Record], n: int, seed: int = 42, searched: int = 0) -> PseudoDev:
     """Hold out ``n`` pseudo-queries: from ``n`` documents drawn at random (seeded) among those
     with at least :data:`MIN_SENTENCES` sentences, one sentence of at least :data:`MIN_WORDS`
     words each, cut out of its document.
@@ -92,6 +96,11 @@ def pseudo_dev(documents: list[Record], n: int, seed: int = 42) -> PseudoDev:
         documents: whole documents (one record each; distinct ids).
         n: pseudo-queries to hold out (fewer when fewer documents qualify).
         seed: the draw.
+        searched: at most this many documents are searched by the dev set (0: all): the
+            pseudo-queries' own and a seeded sample of the others. Each evaluation indexes
+            them anew, so on a large corpus a cap keeps checkpoint selection affordable; the
+            task gets easier with fewer distractors, which shifts every checkpoint's score
+            alike.
 
     Returns:
         A :class:`PseudoDev`.
@@ -124,4 +133,9 @@ def pseudo_dev(documents: list[Record], n: int, seed: int = 42) -> PseudoDev:
         queries[f"pq{number}"] = doc.text[start:end]
         qrels[f"pq{number}"] = ids[i]
         out[i] = replace(doc, text=(doc.text[:start].rstrip() + " " + doc.text[end:].lstrip()).strip())
-    return PseudoDev(out, queries, qrels)
+    kept = None
+    if searched and searched < len(out):
+        own = {i for i, _ in chosen}
+        others = [i for i in range(len(out)) if i not in own]
+        kept = sorted(own | set(rng.sample(others, max(0, searched - len(own)))))
+    return PseudoDev(out, queries, qrels, kept)

@@ -34,3 +34,12 @@ def test_pseudo_queries_are_cut_out_of_their_documents_and_never_left_in_the_cor
 def test_documents_too_short_for_a_pseudo_query_are_one_error():
     with pytest.raises(EncodrError, match=r"--dev auto cuts a sentence of 5\+ words out of documents of 3\+ sentences"):
         pseudo_dev([Record("one line only", "x", 1, "a"), Record("another", "x", 2, "b")], 3)
+
+
+def test_a_cap_on_searched_documents_keeps_every_pseudo_querys_own(tmp_path):
+    from encodr.data.beir import read_retrieval
+
+    held = pseudo_dev(docs(12), 3, seed=1, searched=5)
+    assert len(held.searched) == 5 and len(held.documents) == 12  # training keeps them all
+    data = read_retrieval(held.write(tmp_path / "dev"))
+    assert len(data.doc_ids) == 5 and set(held.qrels.values()) <= data.doc_ids

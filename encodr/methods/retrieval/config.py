@@ -40,6 +40,8 @@ class RetrievalRecipe(SingleRunRecipe):
         mini_batch: GradCache chunk (sentence-transformers' ``CachedMultipleNegativesRankingLoss``;
             0: off).
         dev_queries: pseudo-queries ``--dev auto`` holds out (:func:`encodr.evaluation.pseudo.pseudo_dev`).
+        dev_documents: documents ``--dev auto`` searches at each evaluation (0: all); the
+            pseudo-queries' own are always among them.
         eval_steps: with ``--dev``, also evaluate every this many steps (0: epoch ends only).
         lr, epochs, weight_decay, max_grad_norm, warmup, seed, amp, grad_accum: optimisation.
         pooling, raw_pooling: sentence-vector pooling.
@@ -58,6 +60,7 @@ class RetrievalRecipe(SingleRunRecipe):
     lr: float = 2e-5
     warmup: float = 0.1
     dev_queries: int = 200
+    dev_documents: int = 5000
     raw_pooling: str = "mean"
 
     RULES: ClassVar[Rules] = {
@@ -71,5 +74,6 @@ class RetrievalRecipe(SingleRunRecipe):
         "max_length": (lambda v: v >= 16, "an integer ≥ 16"),
         "batch_size": (lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"),
         "dev_queries": (lambda v: v >= 1, "an integer ≥ 1"),
+        "dev_documents": (lambda v: v >= 0, "an integer ≥ 0 (0: all)"),
         "default_data": (lambda v: v == "none", "none (pass your documents)"),
     }

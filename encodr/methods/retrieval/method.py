@@ -64,7 +64,7 @@ def run(ctx: RunContext) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="encodr-retrieval-dev-") as tmp:
         held = None
         if request.dev == AUTO:
-            held = pseudo_dev(documents, recipe.dev_queries, recipe.seed)
+            held = pseudo_dev(documents, recipe.dev_queries, recipe.seed, recipe.dev_documents)
             documents = held.documents  # the pseudo-queries are never trained on
             dev = load_dev(ctx, str(held.write(Path(tmp) / "auto-dev")), "ndcg@10")
         else:
