@@ -235,6 +235,6 @@ def _passages(record: Record, split: Splitter | None) -> Iterator[Record]:
     if len(parts) == 1:
         yield record
         return
-    doc = record.ext_id or f"{record.source}:{record.line}"
+    doc = record.document_id
     for offset, chunk in parts:
         yield replace(record, text=chunk, ext_id=doc, start=offset)

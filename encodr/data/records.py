@@ -29,6 +29,12 @@ class Record:
     title: str | None = None
     start: int | None = None
 
+    @property
+    def document_id(self) -> str:
+        """The id of the document this record is (or is a passage of) in an index: its own id
+        (``_id``, an id column, a document file's path), else ``source:line``."""
+        return self.ext_id or f"{self.source}:{self.line}"
+
 
 @dataclass(frozen=True)
 class Layout:

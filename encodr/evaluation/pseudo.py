@@ -42,12 +42,6 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def document_id(record: Record) -> str:
-    """The id a document has in an index: its own (``_id``, an id column, a file's path), else
-    ``source:line``."""
-    return record.ext_id or f"{record.source}:{record.line}"
-
-
 @dataclass
 class PseudoDev:
     """A label-free retrieval dev set.
@@ -78,7 +72,7 @@ class PseudoDev:
         with open(root / "corpus.jsonl", "w", encoding="utf-8") as f:
             for i in self.searched if self.searched is not None else range(len(self.documents)):
                 doc = self.documents[i]  # the title stays in the text, as the documents were read
-                f.write(json.dumps({"_id": document_id(doc), "text": doc.text}, ensure_ascii=False) + "\n")
+                f.write(json.dumps({"_id": doc.document_id, "text": doc.text}, ensure_ascii=False) + "\n")
         with open(root / "queries.jsonl", "w", encoding="utf-8") as f:
             for qid, text in self.queries.items():
                 f.write(json.dumps({"_id": qid, "text": text}, ensure_ascii=False) + "\n")
@@ -109,7 +103,7 @@ def pseudo_dev(documents: list[Record], n: int, seed: int = 42, searched: int = 
         EncodrError: no document has enough sentences to give one (naming the rule), or two
             documents share an id.
     """
-    ids = [document_id(d) for d in documents]
+    ids = [d.document_id for d in documents]
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
         dup = next(i for i in ids if i in seen or seen.add(i))
