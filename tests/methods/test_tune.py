@@ -111,6 +111,7 @@ def test_ctrl_c_in_a_real_process(tiny_model, words_file, tmp_path):
         [sys.executable, "-m", "encodr", "tune", str(words_file), "--model", str(tiny_model), "--out", str(out),
          "--epochs", "100000", "--batch-size", "8"],
         stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a suite started in the background (cmd &) ignores SIGINT, and so would the child
     )  # fmt: skip
     first = proc.stderr.readline()  # printed just before training starts
     assert "encodr: tuning" in first
