@@ -68,11 +68,7 @@ class RetrievalEvaluator(Evaluator):
         recall@100 still sees 100 documents."""
         from ..index import Searcher, build
 
-        if reranker is None and self.rerank:
-            from ..models import load_cross
-
-            reranker = load_cross(self.rerank)
-
+        reranker = self._reranker(reranker)
         same_text: dict[str, list[str]] = {}  # the id the index keeps for a text → every id with that text
         first: dict[str, str] = {}
         for record in read_records(self.data.corpus_file):
@@ -86,6 +82,14 @@ class RetrievalEvaluator(Evaluator):
                 return self._rank(searcher, modes or [(self.mode, self.fusion)], reranker, same_text)
             finally:
                 searcher.index.close()
+
+    def _reranker(self, reranker):
+        """``reranker``, else the cross-encoder ``rerank`` names (loaded before any indexing, so a bad path fails first), else None."""
+        if reranker is None and self.rerank:
+            from ..models import load_cross
+
+            return load_cross(self.rerank)
+        return reranker
 
     def _rank(self, searcher, modes: list[tuple[str, str]], reranker, same_text: dict[str, list[str]]) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:
         """:meth:`ranked`'s lists from ``searcher``'s index."""
@@ -141,9 +145,13 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
         from ..index import Searcher
 
         self.searcher = Searcher(index)
-        asked = read_queries(queries)
-        doc_ids = self.searcher.index.document_ids()
-        judged = read_qrels(qrels, doc_ids, asked, corpus=f"the index {index}")
+        try:
+            asked = read_queries(queries)
+            doc_ids = self.searcher.index.document_ids()
+            judged = read_qrels(qrels, doc_ids, asked, corpus=f"the index {index}")
+        except BaseException:
+            self.searcher.index.close()  # a bad queries or qrels file leaves the index released
+            raise
         data = RetrievalSet(Path(str(index)).name, None, doc_ids, asked, {"qrels": judged})
         mode = mode or ("hybrid" if self.searcher.index.has_keywords else "dense")
         super().__init__(data.name, data, "qrels", limit, mode=mode, fusion=fusion, rerank=rerank)
@@ -156,11 +164,7 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
     def ranked(self, encoder=None, modes: list[tuple[str, str]] | None = None, reranker=None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:
         """Each judged query's ranked (document id, score) list from the index (``encoder`` is
         unused: the index's model encodes the queries)."""
-        if reranker is None and self.rerank:
-            from ..models import load_cross
-
-            reranker = load_cross(self.rerank)
-        return self._rank(self.searcher, modes or [(self.mode, self.fusion)], reranker, {})
+        return self._rank(self.searcher, modes or [(self.mode, self.fusion)], self._reranker(reranker), {})
 
     def close(self) -> None:
         """Release the index."""
