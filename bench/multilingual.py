@@ -12,12 +12,14 @@ Rows, every trained one for the same number of steps on the same data:
   with no documents, and with both (L = L_CMLM + 0.2 · L_BR);
 - ``st-distill``: sentence-transformers' multilingual knowledge distillation (Reimers &
   Gurevych 2020): ``MSELoss``, the student maps English and the translation onto the frozen
-  teacher's (the same MiniLM) English vector; same pairs, batch, steps, learning rate.
+  teacher's (the same MiniLM) English vector; same pairs, batch, steps, learning rate;
+- ``infonce``: the plain baseline (:func:`infonce_baseline`): the same loss, batch and pairs in a
+  bare loop at a constant ``--infonce-lr`` (2e-5), as many steps as the ``br`` row (list it after ``br``).
 
 Each row: Tatoeba spa/fra/deu acc@1 (both directions, mean; the dev set), with ``--pcr``, STS-B
 test Spearman (English quality kept), wall time and examples/s.
 
-    python bench/multilingual.py [--pairs 1000] [--rows base br cmlm cmlm+br st-distill]
+    python bench/multilingual.py [--pairs 1000] [--rows base br cmlm cmlm+br st-distill infonce]
 
 Prints a table and writes bench/results/multilingual.json.
 """
@@ -105,6 +107,43 @@ def st_distill(bitext: Path, out: Path, steps: int, batch: int, lr: float, model
     return seconds
 
 
+def infonce_baseline(bitext: Path, out: Path, steps: int, batch: int, lr: float, margin: float, scale: float, max_length: int,
+                     model: str = "minilm", seed: int = 42) -> float:  # fmt: skip
+    """The simplest baseline: bidirectional additive-margin InfoNCE over in-batch translations
+    (:class:`encodr.losses.AdditiveMarginLoss`, the recipe's loss), written as a bare loop: the
+    pairs shuffled once, ``steps`` batches of ``batch`` pairs, torch's AdamW at a constant
+    ``lr`` (its default weight decay 0.01), no warm-up, decay, clipping or dev selection.
+    Returns the training seconds."""
+    import random
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from encodr.losses import AdditiveMarginLoss
+    from encodr.models import resolve
+
+    rows = [line.split("\t")[:2] for line in bitext.read_text(encoding="utf-8").splitlines() if line]
+    random.Random(seed).shuffle(rows)
+    torch.manual_seed(seed)
+    st = SentenceTransformer(str(resolve(model).path), device="cpu")
+    st.max_seq_length = max_length
+    st.train()
+    loss_fn, optimizer = AdditiveMarginLoss(margin, scale), torch.optim.AdamW(st.parameters(), lr=lr)
+    started = time.perf_counter()
+    for step in range(steps):
+        chunk = rows[step * batch : (step + 1) * batch]
+        features = st.tokenize([r[0] for r in chunk] + [r[1] for r in chunk])
+        vectors = st(features)["sentence_embedding"]
+        loss = loss_fn(vectors[: len(chunk)], vectors[len(chunk) :])
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    seconds = time.perf_counter() - started
+    st.eval()
+    st.save(str(out))
+    return seconds
+
+
 def score(model: str) -> dict:
     encoder = load_encoder(model)
     tatoeba = evaluation.run("bitext", encoder)
@@ -124,6 +163,7 @@ def main() -> None:
     parser.add_argument("--langs", nargs="+", default=list(LANGS), help="bitext languages (each paired with English)")
     parser.add_argument("--max-words", type=int, default=0, help="keep bitext verses of at most this many English words (0: all)")
     parser.add_argument("--lr", type=float, default=None, help="learning rate of every trained row (default: the recipe's)")
+    parser.add_argument("--infonce-lr", type=float, default=2e-5, help="constant learning rate of the infonce baseline (0: the recipe's)")
     parser.add_argument("--out", type=Path, default=RESULTS / "multilingual.json")
     args = parser.parse_args()
     overrides = {"lr": args.lr} if args.lr else {}
@@ -142,6 +182,11 @@ def main() -> None:
         elif name == "st-distill":
             trained = st_distill(bitext, out, steps, recipe.bitext_batch_size, recipe.lr, args.model)
             model = str(out)
+        elif name == "infonce":  # as many steps as the recipe's bitext row took (a dev split held out of the bitext makes it fewer)
+            steps_done = next((r["steps"] for r in rows if r["row"] == "br"), steps)
+            trained = infonce_baseline(bitext, out, steps_done, recipe.bitext_batch_size, args.infonce_lr or recipe.lr, recipe.margin, recipe.scale,
+                                       recipe.max_length, args.model)  # fmt: skip
+            model = str(out)
         else:
             weights = {"cmlm": {"bitext_weight": 0.0}, "br": {}, "cmlm+br": {}}[name]
             summary = run_tune(str(docs) if "cmlm" in name else None, load_recipe("multilingual", {**overrides, **weights}), args.model, out,
@@ -159,7 +204,8 @@ def main() -> None:
     columns = ["row", "steps", "tatoeba-spa", "tatoeba-fra", "tatoeba-deu", "tatoeba mean", "with pcr", "stsb-test", "train s", "examples/s", "wall s"]
     print_table(f"{args.model} + the multilingual recipe on Bible pairs (Tatoeba acc@1 both directions; STS-B test ρ × 100)", rows, columns)
     settings = {"model": args.model, "pairs_per_language": args.pairs, "langs": args.langs, "max_words": args.max_words, "bitext_pairs": n_bitext,
-                "lr": recipe.lr, "bitext_batch": recipe.bitext_batch_size, "steps": steps}  # fmt: skip
+                "lr": recipe.lr, "warmup": recipe.warmup, "max_grad_norm": recipe.max_grad_norm, "bitext_weight": recipe.bitext_weight,
+                "bitext_dev": recipe.bitext_dev, "bitext_batch": recipe.bitext_batch_size, "steps": steps, "infonce_lr": args.infonce_lr}  # fmt: skip
     write_json(args.out, {"machine": machine(), **settings, "rows": rows})
     print(f"wrote {args.out}")
 

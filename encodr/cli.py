@@ -66,7 +66,9 @@ class _Bars:
             self.bars.start()
         if event.task not in self.tasks:
             self.tasks[event.task] = self.bars.add_task(event.task, total=event.total, info="")
-        info = "  ".join(f"{k} {v:.4f}" if k == "loss" else (f"{k} {v:.2f}" if k == "dev" else f"{v:.3g} {k}") for k, v in event.fields.items())
+        shown = {k: v for k, v in event.fields.items() if k != "dev_metric"}
+        dev = f"dev {event.fields.get('dev_metric', '')}".rstrip()
+        info = "  ".join(f"{k} {v:.4f}" if k == "loss" else (f"{dev} {v:.2f}" if k == "dev" else f"{v:.3g} {k}") for k, v in shown.items())
         self.bars.update(self.tasks[event.task], completed=event.completed, total=event.total, info=info)
 
     def __enter__(self) -> "_Bars":

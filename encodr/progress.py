@@ -20,7 +20,8 @@ class ProgressEvent:
             ``"cycle 1/3 · train cross"``; a new label starts a new bar.
         completed: units done so far (steps, pairs, texts).
         total: units in all, or ``None`` when unknown.
-        fields: numbers to show beside the bar, e.g. ``{"loss": 0.71, "ex/s": 212.0}``.
+        fields: numbers to show beside the bar, e.g. ``{"loss": 0.71, "ex/s": 212.0}``; a dev
+            score comes as ``dev`` with ``dev_metric``, the one string, naming what it measures.
     """
 
     task: str

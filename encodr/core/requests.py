@@ -183,6 +183,8 @@ class IndexRequest(Request):
     out: str | None = option(None, "Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with --add, a workspace index name works too).",
                              flags=("--out", "-o"), fronts=CLI_TUI)  # fmt: skip
     index_type: str = option("auto", "auto | flat | hnsw | ivf | ivfpq (auto: flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above).", fronts=CLI_TUI)
+    quantize: str = option("none", "none | int8 (4× smaller: FAISS's 8-bit scalar quantiser) | binary (32× smaller in memory: sign bits searched by "
+                                   "Hamming distance, the best candidates rescored by int8 vectors kept on disk; a flat scan).", fronts=CLI_TUI)  # fmt: skip
     add: bool = option(False, "Append to an existing index (texts already in it are skipped).", fronts=CLI_TUI)
     overwrite: bool = option(False, "Replace an existing index.", fronts=CLI_TUI)
     pcr: bool = option(False, "Remove each language's first principal component (language-agnostic search, CMLM §5.2).", fronts=CLI_TUI)

@@ -46,6 +46,40 @@ def read_bitext(path: str | Path) -> list[Translation]:
     return list(found.values())
 
 
+def hold_out(pairs: list[Translation], n: int, seed: int = 42) -> tuple[list[Translation], list[Translation]]:
+    """Split translation pairs into (train, dev) for a dev set cut from the bitext itself.
+
+    Source sentences are drawn at random (seeded) until ``n`` pairs are held; every pair of a
+    drawn source goes to dev, so no dev source sentence is ever trained on, even when one
+    English sentence is paired with several languages. At most a tenth of the pairs is held.
+
+    Args:
+        pairs: the training pairs, in file order.
+        n: pairs to hold out (fewer when a tenth of the pairs is fewer).
+        seed: seeds the draw.
+
+    Returns:
+        (train, dev), each in the input order; dev is empty when a tenth of the pairs is
+        fewer than 2 (too little bitext for a dev set).
+    """
+    import random
+
+    n = min(n, len(pairs) // 10)
+    if n < 2:
+        return list(pairs), []
+    by_source: dict[str, list[int]] = {}
+    for i, p in enumerate(pairs):
+        by_source.setdefault(p.source, []).append(i)
+    order = list(by_source)
+    random.Random(seed).shuffle(order)
+    held: set[int] = set()
+    for source in order:
+        if len(held) >= n:
+            break
+        held.update(by_source[source])
+    return [p for i, p in enumerate(pairs) if i not in held], [p for i, p in enumerate(pairs) if i in held]
+
+
 def read_tatoeba(path: str | Path) -> list[Translation]:
     """Read the Tatoeba / LASER layout: ``tatoeba.XXX-eng.XXX`` and its aligned sibling
     ``tatoeba.XXX-eng.eng`` (line i of one translates line i of the other). Every line is kept,

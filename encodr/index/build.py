@@ -24,13 +24,14 @@ from ..models.encoder import Encoder, check_backend
 from ..models.pcr import DEFAULT_VARIANT, POOLED, check_variant, fit_and_remove, remove_per_language
 from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
+from .quantized import QUANTIZE, RESCORE_FILE, BinaryRescored
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, create_texts, locate
 from .keywords import ANALYZER, KEYWORD_TOKENIZER, build_keywords
 
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
 # The fields of build()'s result that `encodr index` and the TUI's Index pane show.
-SUMMARY = ("model", "pooling", "dimension", "backend", "index_type", "bytes_per_vector", "count", "added", "skipped_duplicates", "passages", "split_documents", "pcr",
+SUMMARY = ("model", "pooling", "dimension", "backend", "index_type", "quantize", "bytes_per_vector", "count", "added", "skipped_duplicates", "passages", "split_documents", "pcr",
            "languages", "seconds")  # fmt: skip
 
 
@@ -44,19 +45,34 @@ def _count_lines(path: str) -> int:
         return sum(1 for _ in f)
 
 
-def _new_faiss(kind: str, dim: int, n: int, sample: np.ndarray | None):
+def _new_faiss(kind: str, dim: int, n: int, sample: np.ndarray | None, quantize: str = "none"):
     """An empty FAISS index of ``kind`` for ``n`` vectors of dimension ``dim`` (inner
-    product), its quantisers trained on ``sample`` (IVF types)."""
+    product), its quantisers trained on ``sample`` (IVF types, ``int8``, ``binary``).
+
+    ``quantize``: ``none`` (float32 vectors), ``int8`` (FAISS's 8-bit scalar quantiser in place
+    of the float vectors, per-dimension ranges trained on ``sample``: d bytes a vector) or
+    ``binary`` (:class:`~.quantized.BinaryRescored`, ``flat`` only: d / 8 bytes in memory, d on disk)."""
     import faiss
 
+    ip, sq8 = faiss.METRIC_INNER_PRODUCT, faiss.ScalarQuantizer.QT_8bit
+    if quantize == "binary":
+        return BinaryRescored.new(dim, sample)
     if kind == "flat":
+        if quantize == "int8":
+            index = faiss.IndexScalarQuantizer(dim, sq8, ip)
+            index.train(sample)
+            return index
         return faiss.IndexFlatIP(dim)
     if kind == "hnsw":
-        index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexHNSWSQ(dim, sq8, HNSW_M, ip) if quantize == "int8" else faiss.IndexHNSWFlat(dim, HNSW_M, ip)
         index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        if quantize == "int8":
+            index.train(sample)
         return index
     nlist = max(1, min(int(4 * np.sqrt(n)), n // 39))
-    if kind == "ivf":
+    if kind == "ivf" and quantize == "int8":
+        index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist, sq8, ip)
+    elif kind == "ivf":
         index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
     else:  # ivfpq: PQ codes, re-ranked from 8-bit scalar-quantised vectors
         m = max(d for d in range(1, min(dim, PQ_BYTES) + 1) if dim % d == 0)  # PQ_BYTES sub-quantisers, or the most that divide dim
@@ -89,6 +105,7 @@ def build(
     glob: str | None = None,
     whole: bool = False,
     layout: Layout = Layout(),
+    quantize: str = "none",
 ) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
 
@@ -144,6 +161,10 @@ def build(
             text into passages (:func:`encodr.data.files.passage_splitter`).
         layout: where record files keep their fields (:class:`encodr.data.records.Layout`:
             JSONL text field; CSV/TSV text, id and title columns; plain-text documents).
+        quantize: ``none``, ``int8`` (FAISS's 8-bit scalar quantiser: 4× smaller; ``flat``,
+            ``hnsw``, ``ivf``) or ``binary`` (sign bits searched by Hamming distance, the
+            candidates rescored by int8 vectors kept on disk: 32× smaller in memory; ``flat``,
+            which ``auto`` then means at any size); :mod:`~.quantized`. ``--add`` keeps the index's.
 
     Files and folders: a folder is read recursively; a file in it that encodr cannot read (another
     kind, a damaged PDF, an empty document) is skipped and listed in ``skipped_files``, while
@@ -179,6 +200,7 @@ def build(
     if lang is not None:
         check_code(lang)
     check_variant(pcr_variant)
+    check_quantize(quantize, index_type)
     if not add:
         check_target(out, overwrite)
     given = [f for f in files if Path(f).is_file()]
@@ -190,7 +212,7 @@ def build(
         if not add:
             check_target(out, overwrite)  # again: another build may have made it while this one waited
         spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window, whole,
-                         [f for f in files if f not in given], skipped, layout)  # fmt: skip
+                         [f for f in files if f not in given], skipped, layout, quantize)  # fmt: skip
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -244,6 +266,7 @@ class IndexSpec:
     found: list[str] = field(default_factory=list)  # files found in folders: their faults are skipped, not raised
     skipped: list[Skipped] = field(default_factory=list)  # files left out, and why (filled while reading)
     layout: Layout = Layout()  # where record files keep their fields
+    quantize: str = "none"  # none | int8 | binary (a new index only; --add keeps the index's)
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
@@ -298,7 +321,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                     ingest.store(fresh, encode([r.text for r, _ in fresh], spec.batch_size, step))
         detected = ingest.detected and old is None and _settle_languages(ingest.db)
         if old is None:
-            index, meta = _new_index(tmp, ingest, spec.pcr_variant if spec.pcr else None, spec.index_type, lang, detected)
+            index, meta = _new_index(tmp, ingest, spec.pcr_variant if spec.pcr else None, spec.index_type, lang, detected, spec.quantize)
             meta["backend"] = backend
         else:
             index, meta = old.faiss, dict(old.meta)
@@ -316,6 +339,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         ingest.db.close()
         write_faiss(index, tmp / VECTORS_FILE)
         meta["bytes_per_vector"] = round((tmp / VECTORS_FILE).stat().st_size / max(1, index.ntotal), 1)
+        if (tmp / RESCORE_FILE).exists():  # --quantize binary: the int8 vectors, on disk and memory-mapped
+            meta["rescore_bytes_per_vector"] = round((tmp / RESCORE_FILE).stat().st_size / max(1, index.ntotal), 1)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         if old is not None:
             old.close()  # this build holds the old generation no more: the swap may remove it
@@ -337,7 +362,7 @@ def write_faiss(index, path: Path) -> None:
     import faiss
 
     try:
-        faiss.write_index(index, str(path))
+        index.write(path) if isinstance(index, BinaryRescored) else faiss.write_index(index, str(path))
     except RuntimeError as exc:
         code = errno_in(str(exc)) or errno.EIO
         raise OSError(code, os.strerror(code), str(path)) from None
@@ -512,10 +537,11 @@ def _settle_languages(db, chunk: int = 10_000) -> list[str]:
     return kept
 
 
-def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lang: str | None, detected: list[str] | None = None):
+def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lang: str | None, detected: list[str] | None = None,
+               quantize: str = "none"):  # fmt: skip
     """The FAISS index and ``index.json`` of a new index from the ingested raw vectors
     (PCR of the variant ``pcr`` applied first, when given; ``detected``: the languages the
-    detector settled on, when it labelled any text)."""
+    detector settled on, when it labelled any text; ``quantize``: see :func:`build`)."""
     from .. import __version__
 
     encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
@@ -523,15 +549,19 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
     if pcr:
         langs = [row[0] for row in ingest.db.execute("select lang from texts order by id")]
         np.savez(tmp / PCR_FILE, **fit_and_remove(vectors, langs, pcr, strict=not ingest.detected))
-    kind = index_type if index_type != "auto" else auto_index_type(n)
+    kind = "flat" if quantize == "binary" else index_type if index_type != "auto" else auto_index_type(n)
+    if kind == "ivfpq" and quantize == "int8":
+        kind = "ivf"  # auto above HNSW_MAX: IVF lists of int8 vectors (PQ codes are a quantisation of their own)
     if kind == "ivfpq" and n < 10_000:
         raise EncodrError(f"--index-type ivfpq needs at least 10,000 texts to train its quantisers (this corpus has {n:,}); use flat or hnsw")
     rng = np.random.default_rng(0)
-    sample = np.asarray(vectors[np.sort(rng.choice(n, size=min(n, TRAIN_SAMPLE), replace=False))]) if kind.startswith("ivf") else None
-    index = _new_faiss(kind, dim, n, sample)
+    trained = kind.startswith("ivf") or quantize != "none"
+    sample = np.asarray(vectors[np.sort(rng.choice(n, size=min(n, TRAIN_SAMPLE), replace=False))]) if trained else None
+    index = _new_faiss(kind, dim, n, sample, quantize)
     for start in range(0, n, 10_000):
         index.add(np.ascontiguousarray(vectors[start : start + 10_000]))
     del vectors
+    extra = {"int8_ranges": index.ranges.tolist()} if isinstance(index, BinaryRescored) else {}
     meta = {
         "encodr_version": __version__,
         "model": encoder.name if not Path(encoder.name).exists() else str(Path(encoder.name).resolve()),
@@ -539,10 +569,26 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
         "dimension": dim,
         "fingerprint": encoder.fingerprint,
         "index_type": kind,
+        "quantize": quantize,
         "pcr": bool(pcr),
         "pcr_variant": pcr,
         "default_lang": lang,
         "lang_detection": {"detector": DETECTOR, "languages": detected} if ingest.detected else None,
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        **extra,
     }
     return index, meta
+
+
+def check_quantize(quantize: str, index_type: str) -> None:
+    """Refuse a ``--quantize`` that is unknown or that the index type cannot hold.
+
+    Raises:
+        EncodrError: naming the option and what to pass instead.
+    """
+    if quantize not in QUANTIZE:
+        raise EncodrError(f"unknown --quantize '{quantize}'; choose one of {', '.join(QUANTIZE)}")
+    if quantize == "binary" and index_type not in ("auto", "flat"):
+        raise EncodrError(f"--quantize binary searches every vector's bits (a flat Hamming scan); drop --index-type {index_type} or pass --index-type flat")
+    if quantize == "int8" and index_type == "ivfpq":
+        raise EncodrError("--index-type ivfpq already compresses vectors (PQ codes); use --quantize int8 with flat, hnsw or ivf, or drop --quantize")

@@ -10,6 +10,8 @@ Layout of an index directory: ``current`` (a symlink) names the current generati
                     lang_detected (1: lang came from the detector, not the input)
     pcr.npz         (with --pcr) first principal component of each language's vectors
                     (``*``: of all vectors, for detected languages with a single text)
+    rescore.i8.npy  (with --quantize binary) the int8 vectors the Hamming candidates are
+                    rescored with, memory-mapped (:mod:`encodr.index.quantized`)
 
 Builds and ``--add`` write a new generation that becomes current in one ``rename`` of the
 link (:func:`encodr.outputs.generation`), so an interrupted run (even SIGKILL) leaves the
@@ -33,10 +35,11 @@ from ..errors import EncodrError
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
 from .keywords import ANALYZER, KEYWORD_TABLE, keyword_expression
+from .quantized import RESCORE_FILE, BinaryRescored
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
 RAW_VECTORS_FILE = "vectors.f32"  # a new index's vectors while it is built (removed before the generation is complete)
-INDEX_FILES = (META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE, RAW_VECTORS_FILE)  # what a generation (or a flat index) holds  # what a generation (or a flat index) holds
+INDEX_FILES = (META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE, RAW_VECTORS_FILE, RESCORE_FILE)  # what a generation (or a flat index) holds
 # --index-type auto: exact search up to FLAT_MAX vectors, HNSW up to HNSW_MAX, IVF-PQ above
 # (chosen with bench/search.py: each meets p99 < 10 ms and recall@10 >= 0.95 in its range).
 FLAT_MAX = 50_000
@@ -183,8 +186,11 @@ class Index:
         except (ValueError, KeyError, TypeError):
             raise EncodrError(f"{folder / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index") from None
         try:
-            index = faiss.read_index(str(folder / VECTORS_FILE), faiss.IO_FLAG_MMAP_IFC if mmap else 0)
-        except RuntimeError:
+            if meta.get("quantize") == "binary":
+                index = BinaryRescored.read(folder / VECTORS_FILE, meta["int8_ranges"])
+            else:
+                index = faiss.read_index(str(folder / VECTORS_FILE), faiss.IO_FLAG_MMAP_IFC if mmap else 0)
+        except (RuntimeError, OSError, ValueError, KeyError):
             if moved():
                 raise _Moved from None
             raise EncodrError(f"{folder / VECTORS_FILE} is corrupted (FAISS cannot read it); rebuild the index") from None

@@ -136,14 +136,16 @@ def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict, tuple[str, ...
         loss and each stream's last loss, precision, device, processes, and with ``--dev`` the
         dev curve and the kept step).
     """
+    given = ctx.request.dev
+    named = given or (dev.name if dev else None)  # a method's own dev set (held-out bitext) when --dev is not given
     if result.kept_start:
-        where = "the label-free dev set (--dev auto)" if ctx.request.dev == "auto" else ctx.request.dev
+        where = "the label-free dev set (--dev auto)" if given == "auto" else named
         ctx.warn(f"no training step beat the starting model on {where} ({dev.metric} {result.dev_curve[0]['dev']:.2f}); "
                  "saved the starting weights unchanged")  # fmt: skip
     summary = {
         "steps": result.steps, "examples": result.examples, "train_seconds": round(result.seconds, 2), "eval_seconds": result.eval_seconds,
         "examples_per_s": round(result.examples_per_s, 2), "final_loss": round(result.final_loss, 5),
-        "dev": ctx.request.dev, "dev_curve": result.dev_curve, "best": result.best,
+        "dev": named, "dev_curve": result.dev_curve, "best": result.best,
     }  # fmt: skip
     streams = {k: round(v, 5) for k, v in (result.log[-1] if result.log else {}).items() if k.startswith("loss/")}
     summary.update(streams)
@@ -152,6 +154,6 @@ def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict, tuple[str, ...
     shown = ("steps", "train_seconds", "examples_per_s", "final_loss", *streams, "precision", "device", "processes")
     if dev:
         summary["dev_metric"] = dev.metric
-        metrics.update(dev_set=ctx.request.dev, dev_metric=dev.metric, best=result.best, dev_curve=result.dev_curve)
+        metrics.update(dev_set=named, dev_metric=dev.metric, best=result.best, dev_curve=result.dev_curve)
         shown += ("dev_curve", "best")
     return summary, metrics, shown

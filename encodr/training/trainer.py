@@ -322,6 +322,7 @@ class Trainer:
         args: OptimArgs,
         *,
         evaluate: Callable[[], float] | None = None,
+        dev_metric: str = "dev",
         eval_steps: int = 0,
         keep_start: bool = True,
         progress: ProgressFn = silent,
@@ -346,10 +347,12 @@ class Trainer:
                 ``keep_start`` is false), every ``eval_steps`` steps and every epoch end are
                 scored, and the best weights are restored before returning. It runs in the
                 main process, in eval mode, without gradients.
+            dev_metric: what ``evaluate`` returns (``spearman``, ``acc@1``, ``ndcg@10``…), carried
+                by every dev progress event so that a front end can label the curve.
             eval_steps: evaluate every this many steps (0: at epoch ends only).
             keep_start: count the starting weights as a candidate.
             progress: receives a :class:`~encodr.progress.ProgressEvent` after every step (fields
-                ``loss``, ``ex/s``) and after every dev evaluation (field ``dev``; step 0: the start).
+                ``loss``, ``ex/s``) and after every dev evaluation (fields ``dev``, step 0 being the start, and ``dev_metric``).
             on_step: called after every step with (step, global loss); may raise to stop.
             max_steps: stop after this many steps (benchmarks).
             description: the progress task's label.
@@ -377,7 +380,7 @@ class Trainer:
             from transformers import get_linear_schedule_with_warmup
 
             scheduler = get_linear_schedule_with_warmup(optimizer.optimizer, int(args.warmup * total), total)
-        report = lambda at, dev: progress(ProgressEvent(description, at, total, {"dev": dev}))  # noqa: E731 - the dev score, as it comes
+        report = lambda at, dev: progress(ProgressEvent(description, at, total, {"dev": dev, "dev_metric": dev_metric}))  # noqa: E731 - the dev score, as it comes
         selector = _BestCheckpoint(module, evaluate, self, report) if evaluate is not None else None
         if selector is not None and keep_start:
             selector(0, 0)

@@ -27,7 +27,7 @@ class IndexPane(Vertical):
     BINDINGS = [Binding("o", "open_search", "Open in Search")]
     DEFAULT_CSS = """
     IndexPane Input, IndexPane Select { width: 80; }
-    IndexPane #index-type, IndexPane #index-backend, IndexPane #index-pcr-variant { width: 24; }
+    IndexPane #index-type, IndexPane #index-backend, IndexPane #index-pcr-variant, IndexPane #index-quantize { width: 24; }
     IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-processes { width: 30; }
     IndexPane #index-text-field, IndexPane #index-text-column, IndexPane #index-id-column, IndexPane #index-title-column { width: 30; }
     IndexPane .row { height: 3; }
@@ -40,6 +40,7 @@ class IndexPane(Vertical):
         self.meta: dict | None = None
 
     def compose(self) -> ComposeResult:
+        from ..index.quantized import QUANTIZE
         from ..index.store import INDEX_TYPES
         from ..models import BACKENDS
         from ..models.pcr import PCR_VARIANTS
@@ -52,6 +53,7 @@ class IndexPane(Vertical):
         yield Input(placeholder="my-index", id="index-out")
         with Horizontal(classes="row"):
             yield Select([(t, t) for t in INDEX_TYPES], value="auto", allow_blank=False, id="index-type")
+            yield Select([(f"vectors: {q}", q) for q in QUANTIZE], value="none", allow_blank=False, id="index-quantize")
             yield Select([(b, b) for b in BACKENDS], value="torch", allow_blank=False, id="index-backend")
             yield Checkbox("--pcr", id="index-pcr")
             yield Select([(v, v) for v in PCR_VARIANTS], prompt="PCR variant", id="index-pcr-variant")

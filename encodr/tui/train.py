@@ -55,7 +55,6 @@ class TrainPane(Vertical):
         self.steps: list[int] = []
         self.losses: list[float] = []
         self.dev: list[tuple[int, float]] = []
-        self.dev_label = "dev"
         self.phases: dict[str, str] = {}
         self.started = 0.0
         self.result = None  # the finished run (encodr.core.results.TuneResult)
@@ -203,16 +202,6 @@ class TrainPane(Vertical):
         given.update(recipe=self.recipe_spec(), model=[model], set=[f"{k}={v}" for k, v in self.overrides().items()])
         return commands.prepare_tune(build(TuneRequest, given), progress=self.report, warn=self.warn, on_step=self.step)
 
-    @staticmethod
-    def metric_of(dev: str | None) -> str:
-        """The metric a dev set is scored by, for the curve's label (nDCG@10 for retrieval sets)."""
-        from ..evaluation import TASKS
-        from ..evaluation.tasks import PRIMARY
-
-        if dev in TASKS:
-            return PRIMARY[TASKS[dev].kind]
-        return "ndcg@10" if dev == "auto" or (dev and Path(dev).is_dir()) else "spearman"
-
     def start(self) -> None:
         if self.running:
             return
@@ -223,7 +212,6 @@ class TrainPane(Vertical):
             return
         self.cancel.clear()
         self.steps, self.losses, self.dev, self.phases = [], [], [], {}
-        self.dev_label = self.metric_of(request.dev)
         self.result, self.error, self.running, self.started = None, None, True, time.perf_counter()
         self.query_one("#train-start", Button).disabled = True
         self.query_one("#train-cancel", Button).disabled = False
@@ -266,7 +254,7 @@ class TrainPane(Vertical):
         fields = event.fields
         if "dev" in fields:
             self.dev.append((event.completed, fields["dev"]))
-            self.query_one("#train-dev-curve", Static).update(f"dev {self.dev_label}: " + " → ".join(f"{v:.2f} (step {s})" for s, v in self.dev))
+            self.query_one("#train-dev-curve", Static).update(f"dev {fields.get('dev_metric', 'score')}: " + " → ".join(f"{v:.2f} (step {s})" for s, v in self.dev))
         if "loss" in fields:
             self.steps.append(len(self.steps) + 1)
             self.losses.append(fields["loss"])

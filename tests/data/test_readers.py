@@ -49,3 +49,16 @@ def test_bad_bitext_is_named(tmp_path, content, message):
     f.write_text(content)
     with pytest.raises(EncodrError, match=message):
         read_bitext(f)
+
+
+def test_hold_out_keeps_every_pair_of_a_dev_source_out_of_training():
+    from encodr.data.bitext import Translation, hold_out
+
+    pairs = [Translation(f"en {i}", f"{lang} {i}", "eng", lang) for i in range(30) for lang in ("spa", "fra")]
+    train, dev = hold_out(pairs, 500, seed=1)
+    assert len(dev) == 6  # at most a tenth of the 60 pairs, both pairs of each drawn source
+    assert not {p.source for p in train} & {p.source for p in dev}
+    assert sorted(train + dev, key=pairs.index) == pairs and train == [p for p in pairs if p in train]  # nothing lost, order kept
+    assert hold_out(pairs, 500, seed=1) == (train, dev) and hold_out(pairs, 500, seed=2)[1] != dev  # seeded
+    assert hold_out(pairs, 2, seed=1)[1] and len(hold_out(pairs, 2, seed=1)[1]) == 2
+    assert hold_out(pairs[:15], 500) == (pairs[:15], [])  # a tenth of 15 is one pair: too few for a dev set

@@ -127,6 +127,21 @@ def test_bitext_accuracy_both_directions_on_a_known_input():
     assert scores["acc@1"] == pytest.approx((200 / 3 + 100) / 2)
 
 
+def test_bitext_pairs_of_several_languages_are_searched_within_their_own_language_pair():
+    from encodr.data.bitext import Translation
+    from encodr.evaluation.bitext import BitextEvaluator
+
+    # one English sentence paired with Spanish and with French (a held-out split of a multilingual
+    # bitext): pooled, "a" would find both of its translations and count one as a miss
+    table = {"a": [1, 0], "b": [0, 1], "a-es": [1, 0], "b-es": [0, 1], "a-fr": [1, 0], "b-fr": [0.8, 0.6]}  # b-fr is nearer a than b
+    pairs = [Translation("a", "a-es", "eng", "spa"), Translation("b", "b-es", "eng", "spa"), Translation("a", "a-fr", "eng", "fra"),
+             Translation("b", "b-fr", "eng", "fra")]  # fmt: skip
+    scores = {s.metric: s.value for s in BitextEvaluator("held-out", pairs).evaluate(_Lookup(table))}
+    assert scores["acc@1 eng→spa"] == scores["acc@1 spa→eng"] == 100.0
+    assert scores["acc@1 eng→fra"] == 100.0 and scores["acc@1 fra→eng"] == 50.0  # b is nearer b-fr than a-fr, but b-fr is nearer a than b
+    assert scores["acc@1"] == pytest.approx((100 + 75) / 2)  # the mean over the two language pairs
+
+
 def test_tatoeba_layout_and_its_errors(tmp_path):
     from encodr.data.bitext import read_bitext_any
 

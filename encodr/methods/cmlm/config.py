@@ -23,7 +23,10 @@ class CMLMRecipe(SingleRunRecipe):
         bitext_batch_size: translation pairs per bitext step (global; the paper uses 2,048,
             reachable through ``mini_batch``).
         mini_batch: GradCache chunk size for the bitext stream (0: off).
-        eval_steps: with ``--dev``, also evaluate every this many steps (0: epoch ends only).
+        eval_steps: with a dev set, also evaluate every this many steps (0: epoch ends only).
+        bitext_dev: without ``--dev``, this many ``--bitext`` pairs (at most a tenth) are held
+            out of training as the dev set (:func:`~encodr.data.bitext.hold_out`), scored by
+            acc@1 in both directions, so the run keeps its best checkpoint; 0: no dev set.
         max_length: tokens per sentence, special tokens included (paper: 256).
         mask_rate: share of s2's tokens masked (paper: 80 of 256 = 0.3125), replaced 80 % by
             the mask token, 10 % by a random token, 10 % unchanged, as in BERT.
@@ -49,6 +52,7 @@ class CMLMRecipe(SingleRunRecipe):
     cmlm_weight: float = 1.0
     bitext_weight: float = 0.2
     raw_pooling: str = "mean"
+    bitext_dev: int = 500
 
     RULES: ClassVar[Rules] = {
         **SingleRunRecipe.RULES,
@@ -60,6 +64,7 @@ class CMLMRecipe(SingleRunRecipe):
         "scale": (lambda v: v > 0, "a number > 0"),
         "cmlm_weight": (lambda v: v >= 0, "a number ≥ 0 (0: off)"),
         "bitext_weight": (lambda v: v >= 0, "a number ≥ 0 (0: off)"),
+        "bitext_dev": (lambda v: v >= 0, "an integer ≥ 0 (0: no dev set held out of --bitext)"),
         "default_data": (lambda v: v in ("none", "bible-sample"), "none | bible-sample"),
     }
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...data.bitext import Translation, read_bitext_any
+from ...data.bitext import Translation, hold_out, read_bitext_any
 from ...data.documents import read_documents
 from ...errors import EncodrError
 from ...losses import AdditiveMarginLoss, CachedLoss
@@ -138,12 +138,26 @@ def bitext_stream(encoder: Encoder, pairs: Sequence[Translation], recipe: CMLMRe
     return Stream("bitext", len(pairs), batch, loss, recipe.bitext_batch_size, weight=recipe.bitext_weight, min_batch=2)
 
 
+def held_out_dev(pairs: Sequence[Translation]):
+    """The dev set of a run given bitext and no ``--dev``: translation retrieval on pairs held
+    out of training (:func:`~encodr.data.bitext.hold_out`), acc@1 in both directions, averaged
+    over language pairs (:class:`~encodr.evaluation.bitext.BitextEvaluator`; CMLM §5 scores
+    Tatoeba so). Its name is how the run log and warnings name it."""
+    from ...evaluation import DevSet
+    from ...evaluation.bitext import BitextEvaluator
+
+    name = f"{len(pairs)} held-out --bitext pairs"
+    return DevSet(name, BitextEvaluator(name, list(pairs)), "acc@1", "dev")
+
+
 def run(ctx: RunContext) -> Outcome:
     """Train ``ctx.request.models[0]`` with CMLM on the request's documents (TEXT: one sentence a
     line, a blank line between documents, or a TSV with a doc id) and/or bitext retrieval on
     its ``--bitext`` files, and save the encoder as a SentenceTransformer. The projection and
     MLM head are for training only and are not saved. With neither TEXT nor ``--bitext`` and
     ``default_data: bible-sample``, both come from the bundled sample (:data:`BIBLE_SAMPLE`).
+    Without ``--dev``, ``bitext_dev`` pairs of the bitext are held out as the dev set
+    (:func:`held_out_dev`); with any dev set the best checkpoint is kept, the start included.
 
     Raises:
         EncodrError: no usable input (neither documents with 2+ sentences nor bitext, or both
@@ -161,6 +175,11 @@ def run(ctx: RunContext) -> Outcome:
         raise EncodrError("the multilingual recipe needs documents (TEXT) or --bitext FILE with a weight above 0; "
                           "pass TEXT, --bitext, or both")  # fmt: skip
     dev = load_dev(ctx, request.dev)
+    held: list[Translation] = []
+    if dev is None and translations and recipe.bitext_dev:
+        translations, held = hold_out(translations, recipe.bitext_dev, recipe.seed)
+        if held:
+            dev = held_out_dev(held)
     encoder = load_encoder(request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
     bert = encoder.transformer
     head = CMLMHead(bert.config.hidden_size, recipe.projections, bert.get_input_embeddings(), getattr(bert.config, "layer_norm_eps", 1e-12))
@@ -174,13 +193,13 @@ def run(ctx: RunContext) -> Outcome:
     if translations:
         streams.append(bitext_stream(encoder, translations, recipe))
     module = nn.ModuleDict({"encoder": encoder.st, "head": head})
-    result = ctx.trainer.fit(module, streams, recipe.optim(), evaluate=(lambda: dev.score(encoder)) if dev else None,
+    result = ctx.trainer.fit(module, streams, recipe.optim(), evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric=dev.metric if dev else "dev",
                              eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step)  # fmt: skip
     ctx.save(".", encoder.save)
     report, metrics, shown = fit_report(ctx, result, dev)
     sources = ([documents.source] if documents else []) + (bitext if translations else [])
     summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": ", ".join(sources), "cmlm_pairs": len(adjacent),
-               "bitext_pairs": len(translations), "mlm_head_from_checkpoint": head.from_checkpoint, **report}  # fmt: skip
+               "bitext_pairs": len(translations), "bitext_dev_pairs": len(held), "mlm_head_from_checkpoint": head.from_checkpoint, **report}  # fmt: skip
     metrics.update(cmlm_pairs=len(adjacent), bitext_pairs=len(translations))
     rows = [{"kind": "tune", "model": encoder.name, "data": summary["data"], "data_sha256": documents.sha256 if documents else "",
              "strings": len(adjacent) + len(translations), "out": ".", "metrics": metrics}]  # fmt: skip

@@ -135,7 +135,7 @@ def run(ctx: RunContext) -> Outcome:
     try:
         result = ctx.trainer.fit(
             encoder.st, [mirror_stream(encoder.tokenizer, ids, recipe, guide)], recipe.optim(),
-            evaluate=(lambda: dev.score(encoder)) if dev else None, eval_steps=recipe.eval_steps,
+            evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps,
             progress=ctx.progress, on_step=request.on_step,
         )  # fmt: skip
     finally:

@@ -86,7 +86,7 @@ def run(ctx: RunContext) -> Outcome:
 
         result = ctx.trainer.fit(
             encoder.st, [retrieval_stream(encoder.tokenizer, passages, recipe, ctx.trainer.world)], recipe.optim(),
-            evaluate=evaluate if dev else None, eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step,
+            evaluate=evaluate if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step,
         )  # fmt: skip
     for point, value in zip(result.dev_curve, reported):
         point["report"] = value

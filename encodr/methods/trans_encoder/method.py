@@ -218,7 +218,7 @@ class _TransEncoderRun:
         done = self.timed(f"train {kind}", cycle, c + 1)
         result = self.ctx.trainer.fit(
             module, [stream], self.recipe.phase(kind), evaluate=(lambda: self.dev.score(scorer)) if self.dev else None,
-            eval_steps=self.recipe.eval_steps, keep_start=False, progress=self.ctx.progress, on_step=self.request.on_step,
+            dev_metric=self.dev.metric if self.dev else "dev", eval_steps=self.recipe.eval_steps, keep_start=False, progress=self.ctx.progress, on_step=self.request.on_step,
             description=f"cycle {cycle}/{self.recipe.cycles} · train {kind}{self.who(c)}",
         )  # fmt: skip
         score = result.best["dev"] if result.best else None

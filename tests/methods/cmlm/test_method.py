@@ -76,11 +76,13 @@ def test_multilingual_recipe_end_to_end_with_bitext_and_dev(tiny_multilingual, t
     bitext = tmp_path / "bi.tsv"
     bitext.write_text("".join(f"{k} one\t{k} two\teng\tspa\n" for k in TOY_KEYS))
     dev = tmp_path / "dev.tsv"
-    dev.write_text("".join(f"{k} one\t{k} two\n" for k in TOY_KEYS[:8]))
+    dev.write_text("".join(f"{i % 5}\t{k} one\t{k} two\n" for i, k in enumerate(TOY_KEYS[:8])))
     recipe = load_recipe("multilingual", {"batch_size": 8, "bitext_batch_size": 8, "epochs": 2, "lr": 1e-3, "max_length": 8, "projections": 3})
     warnings = []
     s = run_tune(str(_documents(tmp_path)), recipe, str(tiny_multilingual), tmp_path / "out", bitext=[str(bitext)], warn=warnings.append)
-    assert s["cmlm_pairs"] == 20 and s["bitext_pairs"] == 20 and s["steps"] == 2 * 3  # 20 CMLM pairs / 8 → 3 steps an epoch
+    # without --dev, a tenth of the bitext (2 of 20 pairs) is held out as the dev set, and the best checkpoint is kept
+    assert s["cmlm_pairs"] == 20 and s["bitext_pairs"] == 18 and s["bitext_dev_pairs"] == 2 and s["steps"] == 2 * 3  # 20 CMLM pairs / 8 → 3 steps an epoch
+    assert s["dev"] == "2 held-out --bitext pairs" and s["dev_metric"] == "acc@1" and s["dev_curve"][0]["step"] == 0 and s["best"] is not None
     log = [json.loads(line) for line in (tmp_path / "out" / "train_log.jsonl").read_text().splitlines()]
     assert all("loss/cmlm" in r and "loss/bitext" in r for r in log)
     assert log[0]["loss"] == pytest.approx(log[0]["loss/cmlm"] + log[0]["loss/bitext"], rel=1e-5)  # the bitext part is already × 0.2
@@ -89,7 +91,10 @@ def test_multilingual_recipe_end_to_end_with_bitext_and_dev(tiny_multilingual, t
     assert st.encode(["alpha one"]).shape == (1, 32)
     # bitext alone (no TEXT), refused without either, and --bitext only for methods that take it
     s = run_tune(None, recipe, str(tiny_multilingual), tmp_path / "bi-only", bitext=[str(bitext)])
-    assert s["cmlm_pairs"] == 0 and s["steps"] == 2 * 3
+    assert s["cmlm_pairs"] == 0 and s["steps"] == 2 * 3  # 18 pairs / 8: two full batches and one of 2
+    # with --dev, nothing is held out of the bitext
+    s = run_tune(None, recipe, str(tiny_multilingual), tmp_path / "with-dev", bitext=[str(bitext)], dev=str(dev))
+    assert s["bitext_pairs"] == 20 and s["bitext_dev_pairs"] == 0 and s["dev"] == str(dev) and s["dev_metric"] == "spearman"
 
 
 def test_multilingual_recipe_needs_text_or_bitext(tiny_multilingual, tmp_path, capsys, monkeypatch):
@@ -104,7 +109,8 @@ def test_multilingual_recipe_defaults_to_the_bundled_bible_sample(tiny_multiling
 
     recipe = load_recipe("multilingual", {"batch_size": 512, "bitext_batch_size": 512})
     s = run_tune(None, recipe, str(tiny_multilingual), tmp_path / "o")
-    assert s["cmlm_pairs"] == 2261 - 7 * 8 and s["bitext_pairs"] == 1938  # Mark 1–8: 7 languages × 8 chapters
+    assert s["cmlm_pairs"] == 2261 - 7 * 8 and s["bitext_pairs"] + s["bitext_dev_pairs"] == 1938  # Mark 1–8: 7 languages × 8 chapters
+    assert 193 <= s["bitext_dev_pairs"] < 193 + 6  # a tenth held out as the dev set, whole English verses (6 languages each)
     assert "mark_documents.tsv" in s["data"] and "mark_bitext.tsv" in s["data"]
     # the sample ships no German (the Elberfelder 1932 is never shipped)
     langs = {line.split("\t")[3] for line in bundled("bible/mark_bitext.tsv").read_text(encoding="utf-8").splitlines()}

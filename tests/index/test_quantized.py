@@ -1,0 +1,70 @@
+"""--quantize int8 and binary (with int8 rescoring): what they store, what they find, --add, and refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+from tests.index.test_index import TEXTS
+from encodr.index import Searcher, build
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    f = tmp_path / "corpus.txt"
+    f.write_text("\n".join(TEXTS[:20]) + "\n")
+    return f
+
+
+def test_binary_rescoring_returns_the_int8_best_of_the_hamming_candidates():
+    from encodr.index.quantized import RESCORE_FACTOR, BinaryRescored, from_int8, to_int8
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(500, 64)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    index = BinaryRescored.new(64, x)
+    index.add(x)
+    assert index.ntotal == 500 and index.binary.code_size == 8  # 64 dimensions → 8 bytes of bits a vector
+    q = x[:5] + 0.05 * rng.normal(size=(5, 64)).astype(np.float32)
+    scores, ids = index.search(q, 3)
+    assert list(ids[:, 0]) == [0, 1, 2, 3, 4]  # each query's own vector, found through its bits
+    decoded = from_int8(to_int8(x, index.ranges), index.ranges)
+    assert np.allclose(decoded, x, atol=float((index.ranges[1] - index.ranges[0]).max()) / 255)  # within one int8 bucket
+    for row in range(5):  # the scores are the float query against the dequantised int8 vectors, best first
+        assert np.allclose(scores[row], decoded[ids[row]] @ q[row], atol=1e-5) and np.all(np.diff(scores[row]) <= 0)
+    _, hamming = index.binary.search(np.packbits(q > 0, axis=-1), RESCORE_FACTOR * 3)
+    assert all(set(ids[row]) <= set(hamming[row]) for row in range(5))  # only Hamming candidates are rescored
+
+
+def test_int8_and_binary_indexes_find_each_text_and_are_smaller(corpus, tmp_path):
+    sizes = {}
+    for quantize in ("none", "int8", "binary"):  # the real MiniLM: a random tiny model maps these texts to nearly one vector
+        meta = build([str(corpus)], "minilm", tmp_path / quantize, quantize=quantize)
+        assert meta["quantize"] == quantize and meta["index_type"] == "flat" and meta["count"] == 20
+        hits = Searcher(tmp_path / quantize).search(TEXTS[:20], k=2)
+        assert [h[0].text for h in hits] == TEXTS[:20]
+        assert all(abs(h[0].score - 1.0) < 0.05 for h in hits)  # still on the cosine scale
+        sizes[quantize] = meta["bytes_per_vector"]
+    assert sizes["binary"] < sizes["int8"] < sizes["none"]
+    files = sorted(p.name for p in (tmp_path / "binary" / "current").iterdir())
+    assert files == ["index.json", "rescore.i8.npy", "texts.db", "vectors.faiss"]
+
+
+def test_add_to_a_binary_index_keeps_its_quantisation(corpus, tmp_path):
+    build([str(corpus)], "minilm", tmp_path / "b", quantize="binary")
+    more = tmp_path / "more.txt"
+    more.write_text("\n".join(TEXTS[20:30]) + "\n")
+    meta = build([str(more)], None, tmp_path / "b", add=True)
+    assert meta["count"] == 30 and meta["quantize"] == "binary"
+    s = Searcher(tmp_path / "b")
+    assert len(s.index) == 30 and s.search([TEXTS[25]], k=1)[0][0].text == TEXTS[25]
+    assert s.index.faiss.codes.shape == (30, s.index.meta["dimension"])
+
+
+def test_quantize_refuses_what_the_index_type_cannot_hold(corpus, tiny_model, tmp_path, capsys, monkeypatch):
+    for args, message in [(["--quantize", "int4"], "unknown --quantize 'int4'; choose one of none, int8, binary"),
+                          (["--quantize", "binary", "--index-type", "hnsw"], "--quantize binary searches every vector's bits"),
+                          (["--quantize", "int8", "--index-type", "ivfpq"], "--index-type ivfpq already compresses vectors")]:  # fmt: skip
+        code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), *args], capsys, monkeypatch)
+        assert code == 2 and message in err and "Traceback" not in err and not (tmp_path / "x").exists()
