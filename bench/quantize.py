@@ -1,0 +1,160 @@
+"""Compressed vectors on SciFact: ``encodr index --quantize none | int8 | binary`` (binary: Hamming
+candidates rescored by int8 vectors), and truncation to fewer dimensions, side by side in one run.
+
+The corpus (SciFact's 5,183 abstracts, split into passages as ``encodr index`` splits them) is
+encoded once, into an exact float32 index (``--quantize none``); every other index is made from
+that index's vectors by the code ``encodr index --quantize`` runs (``_new_faiss`` with the same
+training sample: all vectors below 100,000), so the rows differ only in how vectors are stored.
+
+Per row: bytes a vector in memory (``vectors.faiss``) and on disk (with binary, the int8 file the
+candidates are rescored with, memory-mapped), recall@10 against the exact top 10 of the float32
+index, nDCG@10 of dense search on the 809 train queries (``encodr eval retrieval``'s metrics; a
+document ranks by its best passage), and p50 / p99 of one query's search (the vector search
+alone, queries encoded beforehand).
+
+Truncation rows (``dim N``): the first N dimensions of each vector, renormalised, searched
+exactly. They show what a ``--dim`` would give on a model *not* trained for it (MiniLM, mpnet
+and me5 were trained without Matryoshka loss); encodr does not offer ``--dim`` yet.
+
+    python bench/quantize.py [--model minilm] [--dims 256 128 64]
+
+Prints a table and writes bench/results/quantize.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import RESULTS, machine, print_table, write_json  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval" / "scifact"
+
+
+def same_text_map(corpus_file: Path) -> dict[str, list[str]]:
+    """The id the index keeps for a text → every document id with that text (as eval retrieval counts them)."""
+    from encodr.data.records import read_records
+
+    first, out = {}, {}
+    for record in read_records(corpus_file):
+        keeper = first.setdefault(record.text, record.ext_id)
+        out.setdefault(keeper, []).append(record.ext_id)
+    return out
+
+
+def requantize(base: Path, out: Path, quantize: str) -> None:
+    """A copy of the index at ``base`` whose vectors are stored as ``quantize``, made by the
+    same code as ``encodr index --quantize`` (same vectors, same training sample)."""
+    from encodr.index import Index
+    from encodr.index.build import _new_faiss, write_faiss
+    from encodr.index.quantized import RESCORE_FILE, BinaryRescored
+    from encodr.index.store import META_FILE, TRAIN_SAMPLE, VECTORS_FILE
+
+    with Index.open(base) as index:
+        n = len(index)
+        vectors = np.ascontiguousarray(index.vectors_of(list(range(n))), dtype=np.float32)
+        folder = index.folder
+    shutil.copytree(folder, out)
+    sample = vectors[np.sort(np.random.default_rng(0).choice(n, size=min(n, TRAIN_SAMPLE), replace=False))]
+    faiss_index = _new_faiss("flat", vectors.shape[1], n, sample, quantize)
+    faiss_index.add(vectors)
+    write_faiss(faiss_index, out / VECTORS_FILE)
+    meta = json.loads((out / META_FILE).read_text())
+    meta.update(quantize=quantize, bytes_per_vector=round((out / VECTORS_FILE).stat().st_size / n, 1))
+    if isinstance(faiss_index, BinaryRescored):
+        meta.update(int8_ranges=faiss_index.ranges.tolist(), rescore_bytes_per_vector=round((out / RESCORE_FILE).stat().st_size / n, 1))
+    (out / META_FILE).write_text(json.dumps(meta))
+
+
+def timed_search(search, queries: np.ndarray) -> tuple[list[float], np.ndarray]:
+    """One query at a time: per-query milliseconds, and the (q, 10) ids."""
+    ms, ids = [], []
+    for q in queries:
+        started = time.perf_counter()
+        _, found = search(q[None, :])
+        ms.append(1000 * (time.perf_counter() - started))
+        ids.append(found[0, :10])
+    return ms, np.stack(ids)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--dims", type=int, nargs="*", default=[256, 128, 64], help="truncation rows")
+    parser.add_argument("--out", type=Path, default=RESULTS / "quantize.json")
+    args = parser.parse_args()
+
+    from encodr.data.beir import read_retrieval
+    from encodr.evaluation.retrieval import DEPTH, RetrievalEvaluator
+    from encodr.index import Index, Searcher, build
+    from encodr.models import load_encoder
+
+    data = read_retrieval(DATA)
+    evaluator = RetrievalEvaluator("scifact", data, split="train")
+    same_text = same_text_map(data.corpus_file)
+    encoder = load_encoder(args.model)
+    work = Path(tempfile.mkdtemp(prefix="encodr-quantize-"))
+    started = time.perf_counter()
+    build([str(data.corpus_file)], encoder, work / "none", index_type="flat")
+    encode_s = time.perf_counter() - started
+    texts = [data.queries[q] for q in evaluator.query_ids()]
+    queries = encoder.encode(texts, prompt=encoder.prompt("query"))
+
+    rows, exact = [], None
+    for quantize in ("none", "int8", "binary"):
+        if quantize != "none":
+            requantize(work / "none", work / quantize, quantize)
+        searcher = Searcher(work / quantize, encoder=encoder)
+        meta = searcher.index.meta
+        ms, top10 = timed_search(lambda q: searcher.index.search(q, 10), queries)
+        exact = top10 if exact is None else exact
+        ranked = evaluator._rank(searcher, [("dense", "rrf")], None, same_text)[("dense", "rrf")]
+        ndcg = next(s.value for s in evaluator.scores(ranked) if s.metric == "ndcg@10")
+        rows.append({"row": f"--quantize {quantize}", "bytes/vector (memory)": meta["bytes_per_vector"],
+                     "bytes/vector (disk)": meta["bytes_per_vector"] + meta.get("rescore_bytes_per_vector", 0),
+                     "recall@10 vs exact": round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top10, exact)])), 4),
+                     "ndcg@10": round(ndcg, 2), "p50 ms": round(float(np.percentile(ms, 50)), 3), "p99 ms": round(float(np.percentile(ms, 99)), 3)})  # fmt: skip
+        searcher.index.close()
+        print(rows[-1], flush=True)
+
+    with Index.open(work / "none") as index:
+        full = np.ascontiguousarray(index.vectors_of(list(range(len(index)))), dtype=np.float32)
+        stored = index.rows(range(len(index)))
+        ext = [stored[i]["ext_id"] for i in range(len(index))]
+    for dim in args.dims:
+        docs = full[:, :dim] / np.linalg.norm(full[:, :dim], axis=1, keepdims=True)
+        qs = queries[:, :dim] / np.linalg.norm(queries[:, :dim], axis=1, keepdims=True)
+        ms, top10 = timed_search(lambda q: (None, np.argsort(-(docs @ q[0]))[None, :10]), qs)
+        ranked = []
+        for q in qs:  # a document ranks by its best passage, as in the index's dense search
+            order, seen, row = np.argsort(-(docs @ q)), set(), []
+            for i in order:
+                if ext[i] not in seen:
+                    seen.add(ext[i])
+                    row += [(d, float(docs[i] @ q)) for d in same_text.get(ext[i], [ext[i]])]
+                if len(seen) >= DEPTH:
+                    break
+            ranked.append(row)
+        ndcg = next(s.value for s in evaluator.scores(ranked) if s.metric == "ndcg@10")
+        rows.append({"row": f"dim {dim} (truncated, float32)", "bytes/vector (memory)": 4.0 * dim, "bytes/vector (disk)": 4.0 * dim,
+                     "recall@10 vs exact": round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top10, exact)])), 4),
+                     "ndcg@10": round(ndcg, 2), "p50 ms": round(float(np.percentile(ms, 50)), 3), "p99 ms": round(float(np.percentile(ms, 99)), 3)})  # fmt: skip
+        print(rows[-1], flush=True)
+
+    columns = ["row", "bytes/vector (memory)", "bytes/vector (disk)", "recall@10 vs exact", "ndcg@10", "p50 ms", "p99 ms"]
+    print_table(f"{args.model} on SciFact ({len(full):,} passages; 809 train queries): compressed vectors", rows, columns)
+    write_json(args.out, {"machine": machine(), "model": args.model, "passages": len(full), "queries": len(texts), "encode_seconds": round(encode_s, 1), "rows": rows})
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
