@@ -40,17 +40,6 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval" / "scifact"
 
 
-def same_text_map(corpus_file: Path) -> dict[str, list[str]]:
-    """The id the index keeps for a text → every document id with that text (as eval retrieval counts them)."""
-    from encodr.data.records import read_records
-
-    first, out = {}, {}
-    for record in read_records(corpus_file):
-        keeper = first.setdefault(record.text, record.ext_id)
-        out.setdefault(keeper, []).append(record.ext_id)
-    return out
-
-
 def requantize(base: Path, out: Path, quantize: str) -> None:
     """A copy of the index at ``base`` whose vectors are stored as ``quantize``, made by the
     same code as ``encodr index --quantize`` (same vectors, same training sample)."""
@@ -100,7 +89,7 @@ def main() -> None:
 
     data = read_retrieval(DATA)
     evaluator = RetrievalEvaluator("scifact", data, split="train")
-    same_text = same_text_map(data.corpus_file)
+    same_text = evaluator.same_text()
     encoder = load_encoder(args.model)
     work = Path(tempfile.mkdtemp(prefix="encodr-quantize-"))
     started = time.perf_counter()

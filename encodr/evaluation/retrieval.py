@@ -69,11 +69,7 @@ class RetrievalEvaluator(Evaluator):
         from ..index import Searcher, build
 
         reranker = self._reranker(reranker)
-        same_text: dict[str, list[str]] = {}  # the id the index keeps for a text → every id with that text
-        first: dict[str, str] = {}
-        for record in read_records(self.data.corpus_file):
-            keeper = first.setdefault(record.text, record.ext_id)
-            same_text.setdefault(keeper, []).append(record.ext_id)
+        same_text = self.same_text()
         with tempfile.TemporaryDirectory(prefix="encodr-retrieval-") as tmp:
             where = Path(tmp) / "index"
             build([str(self.data.corpus_file)], encoder, where, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole)
@@ -82,6 +78,16 @@ class RetrievalEvaluator(Evaluator):
                 return self._rank(searcher, modes or [(self.mode, self.fusion)], reranker, same_text)
             finally:
                 searcher.index.close()
+
+    def same_text(self) -> dict[str, list[str]]:
+        """The id an index keeps for each text of the corpus (it stores a text once: the first
+        document's id) → the ids of every document with that text, which all take the hit's rank."""
+        same_text: dict[str, list[str]] = {}
+        first: dict[str, str] = {}
+        for record in read_records(self.data.corpus_file):
+            keeper = first.setdefault(record.text, record.ext_id)
+            same_text.setdefault(keeper, []).append(record.ext_id)
+        return same_text
 
     def _reranker(self, reranker):
         """``reranker``, else the cross-encoder ``rerank`` names (loaded before any indexing, so a bad path fails first), else None."""
