@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, machine, print_table, run_tune, write_json  # noqa: E402
+from common import RESULTS, machine, parse_overrides, print_table, run_tune, write_json  # noqa: E402
 
 from encodr import evaluation  # noqa: E402
 from encodr.methods import load_recipe  # noqa: E402
@@ -163,10 +163,11 @@ def main() -> None:
     parser.add_argument("--langs", nargs="+", default=list(LANGS), help="bitext languages (each paired with English)")
     parser.add_argument("--max-words", type=int, default=0, help="keep bitext verses of at most this many English words (0: all)")
     parser.add_argument("--lr", type=float, default=None, help="learning rate of every trained row (default: the recipe's)")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="recipe fields of every recipe row (e.g. lr=2e-5 bitext_dev=0: the defaults before the sweep)")
     parser.add_argument("--infonce-lr", type=float, default=2e-5, help="constant learning rate of the infonce baseline (0: the recipe's)")
     parser.add_argument("--out", type=Path, default=RESULTS / "multilingual.json")
     args = parser.parse_args()
-    overrides = {"lr": args.lr} if args.lr else {}
+    overrides = {**parse_overrides(args.set), **({"lr": args.lr} if args.lr else {})}
     recipe = load_recipe("multilingual", overrides)
     work = Path(tempfile.mkdtemp(prefix="encodr-multilingual-"))
     docs, bitext = build_data(args.bible, args.pairs, 0, work, tuple(args.langs), args.max_words)
