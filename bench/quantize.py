@@ -44,17 +44,16 @@ def requantize(base: Path, out: Path, quantize: str) -> None:
     """A copy of the index at ``base`` whose vectors are stored as ``quantize``, made by the
     same code as ``encodr index --quantize`` (same vectors, same training sample)."""
     from encodr.index import Index
-    from encodr.index.build import _new_faiss, write_faiss
+    from encodr.index.build import _new_faiss, training_sample, write_faiss
     from encodr.index.quantized import RESCORE_FILE, BinaryRescored
-    from encodr.index.store import META_FILE, TRAIN_SAMPLE, VECTORS_FILE
+    from encodr.index.store import META_FILE, VECTORS_FILE
 
     with Index.open(base) as index:
         n = len(index)
         vectors = np.ascontiguousarray(index.vectors_of(list(range(n))), dtype=np.float32)
         folder = index.folder
     shutil.copytree(folder, out)
-    sample = vectors[np.sort(np.random.default_rng(0).choice(n, size=min(n, TRAIN_SAMPLE), replace=False))]
-    faiss_index = _new_faiss("flat", vectors.shape[1], n, sample, quantize)
+    faiss_index = _new_faiss("flat", vectors.shape[1], n, training_sample(vectors), quantize)
     faiss_index.add(vectors)
     write_faiss(faiss_index, out / VECTORS_FILE)
     meta = json.loads((out / META_FILE).read_text())

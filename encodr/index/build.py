@@ -554,9 +554,7 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
         kind = "ivf"  # auto above HNSW_MAX: IVF lists of int8 vectors (PQ codes are a quantisation of their own)
     if kind == "ivfpq" and n < 10_000:
         raise EncodrError(f"--index-type ivfpq needs at least 10,000 texts to train its quantisers (this corpus has {n:,}); use flat or hnsw")
-    rng = np.random.default_rng(0)
-    trained = kind.startswith("ivf") or quantize != "none"
-    sample = np.asarray(vectors[np.sort(rng.choice(n, size=min(n, TRAIN_SAMPLE), replace=False))]) if trained else None
+    sample = training_sample(vectors) if kind.startswith("ivf") or quantize != "none" else None
     index = _new_faiss(kind, dim, n, sample, quantize)
     for start in range(0, n, 10_000):
         index.add(np.ascontiguousarray(vectors[start : start + 10_000]))
@@ -578,6 +576,13 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
         **extra,
     }
     return index, meta
+
+
+def training_sample(vectors: np.ndarray) -> np.ndarray:
+    """What an index's quantisers train on: at most :data:`~.store.TRAIN_SAMPLE` of ``vectors``
+    (n, d), a seeded draw kept in row order (all of them below that size). Returns (m, d) float32."""
+    n = len(vectors)
+    return np.asarray(vectors[np.sort(np.random.default_rng(0).choice(n, size=min(n, TRAIN_SAMPLE), replace=False))])
 
 
 def check_quantize(quantize: str, index_type: str) -> None:
