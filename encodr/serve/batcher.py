@@ -6,8 +6,11 @@ texts share a forward pass, never a vector (up to the floating-point effect of p
 with others, as offline batching has too).
 
 How: one worker thread per model takes the first waiting request, then gathers the requests
-that arrive within ``wait`` seconds (or are already queued, as they are while a forward pass
-runs) up to ``budget`` tokens, encodes them as one batch, and hands each request its rows.
+already queued (as they are while a forward pass runs) and those that arrive within ``wait``
+seconds, up to ``budget`` tokens, encodes them as one batch, and hands each request its rows.
+It waits only until it holds as many requests as were live when the last pass ended (that
+pass's, whose clients come back, and those queued meanwhile): concurrent clients are served in
+one pass rather than splitting into groups that alternate, and a lone client never waits.
 This is the scheme of text-embeddings-inference and infinity; unlike them, the token count is
 estimated from characters (no tokenizer call on the event loop), and a request larger than the
 budget runs alone rather than being split across passes. Encoding runs on the worker thread,
@@ -41,9 +44,9 @@ class DynamicBatcher:
         encoder: an :class:`encodr.models.Encoder` (anything with ``encode(texts) → float32
             (n, d)`` and ``max_length``); a gathered batch is encoded in the encoder's own
             forward-pass size (:attr:`~encodr.models.Encoder.batch_size`), longest first.
-        wait: seconds the first request of a batch waits for others (0: only those already queued);
-            only while requests are concurrent (the last pass served several), so a lone
-            client's request runs at once.
+        wait: seconds the first request of a batch waits for others at most (0: only those
+            already queued); it stops waiting once as many requests as were live at the end
+            of the last pass are gathered, so a lone client's request runs at once.
         budget: estimated tokens per forward pass at most (texts × their estimated length).
         batching: False runs each request alone (the unbatched baseline of ``bench/serve_load.py``).
 
@@ -54,7 +57,7 @@ class DynamicBatcher:
     def __init__(self, encoder, wait: float = 0.002, budget: int = 8192, batching: bool = True):
         self.encoder, self.wait, self.budget, self.batching = encoder, wait, budget, batching
         self.passes = self.texts = 0
-        self._shared = False  # the last pass served several requests: requests are concurrent, so waiting for more pays
+        self._expect = 1  # requests live at the end of the last pass: a batch waits (at most ``wait``) until as many are gathered
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._carry: _Job | None = None
         self._worker = threading.Thread(target=self._loop, name="encodr-batcher", daemon=True)
@@ -92,10 +95,10 @@ class DynamicBatcher:
             if first is None:
                 return
             batch, tokens = [first], first.tokens
-            deadline = time.monotonic() + (self.wait if self._shared else 0.0)  # a lone client does not wait for company
+            deadline = time.monotonic() + self.wait
             while self.batching and tokens < self.budget:
-                try:
-                    job = self._next(deadline - time.monotonic())
+                try:  # wait for company only until as many requests as the last pass saw have come
+                    job = self._next(deadline - time.monotonic() if len(batch) < self._expect else 0)
                 except queue.Empty:
                     break
                 if job is None:  # close(): finish this batch, then stop
@@ -106,7 +109,6 @@ class DynamicBatcher:
                     break
                 batch.append(job)
                 tokens += job.tokens
-            self._shared = len(batch) > 1
             self._run(batch)
 
     def _run(self, batch: list[_Job]) -> None:
@@ -117,8 +119,11 @@ class DynamicBatcher:
         try:
             vectors = self.encoder.encode(texts)  # in the encoder's own batches, longest first: a pass of 128 texts is slower per text on a CPU than 4 of 32
         except BaseException as exc:  # every waiting request gets the error, and the worker goes on
+            vectors = exc
+        self._expect = len(live) + self._queue.qsize()  # requests live as the pass ends: its own (their clients come back) and those queued meanwhile
+        if isinstance(vectors, BaseException):
             for job in live:
-                job.future.set_exception(exc)
+                job.future.set_exception(vectors)
             return
         self.passes += 1
         self.texts += len(texts)

@@ -182,3 +182,28 @@ def test_a_port_in_use_is_one_line(tiny_model):
     errors = [line for line in second.stderr.splitlines() if "error" in line.lower()]
     assert second.returncode == 2 and len(errors) == 1 and errors[0].startswith("encodr: error: cannot listen on 127.0.0.1:"), second.stderr
     assert "Traceback" not in second.stderr
+
+
+def test_answers_are_not_held_by_nagles_algorithm():
+    """Each accepted connection has TCP_NODELAY: without it every answer waited ~40 ms for the
+    client's delayed ACK (a socket made without naming IPPROTO_TCP gets no TCP_NODELAY from asyncio)."""
+    import asyncio
+
+    from encodr.serve import listening_socket
+
+    async def accepted_nodelay() -> int:
+        sock = listening_socket("127.0.0.1", 0)
+        accepted: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def on_connect(_reader, writer):
+            accepted.set_result(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(on_connect, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            value = await asyncio.wait_for(accepted, 30)
+            writer.close()
+        return value
+
+    assert asyncio.run(accepted_nodelay()) != 0
