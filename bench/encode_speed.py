@@ -66,7 +66,7 @@ def encodr_index(corpus: Path, model: str, backend: str, work: Path, batch_size:
     index = Index.open(out)
     n = len(index)
     vectors = index.faiss.reconstruct_n(0, n)
-    lines = [r[0] for r in index._db.execute("select line from texts order by id")]
+    lines = index.texts.column("line")
     order = np.argsort(lines)
     return float(meta["seconds"]), vectors[order]
 

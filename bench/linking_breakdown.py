@@ -47,7 +47,7 @@ def overlap(query: str, gold_names: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="*", help="tuned model directories (or specs) to compare with the base")
-    parser.add_argument("--task", default="mesh-dev", choices=[t for t in TASKS if TASKS[t].kind == "linking"])
+    parser.add_argument("--task", default="mesh-dev", choices=[t for t in TASKS if TASKS[t].type == "linking"])
     parser.add_argument("--out", type=Path, default=RESULTS / "linking_breakdown.json")
     args = parser.parse_args()
 

@@ -25,7 +25,7 @@ from encodr.paths import bundled  # noqa: E402
 
 def vectors_by_line(index_dir: Path) -> np.ndarray:
     index = Index.open(index_dir)
-    lines = [r[0] for r in index._db.execute("select line from texts order by id")]
+    lines = index.texts.column("line")
     return index.faiss.reconstruct_n(0, len(index))[np.argsort(lines)]
 
 

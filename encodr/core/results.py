@@ -107,6 +107,13 @@ class Result(BaseModel):
         """What ``--json`` prints and the HTTP API returns."""
         return self.model_dump(mode="json")
 
+    def payload_json(self) -> bytes:
+        """:meth:`payload` as UTF-8 JSON: pydantic's own serializer (compiled) where the payload
+        is the model's dump, as for embeddings, whose floats dominate a response."""
+        if type(self).payload is Result.payload:
+            return self.model_dump_json().encode()
+        return json.dumps(self.payload(), ensure_ascii=False).encode()
+
 
 class QueryHits(BaseModel):
     """One query's language (ISO 639-3, ``und``: none) and its hits."""

@@ -166,4 +166,4 @@ def dev_set(spec: str) -> DevSet:
             auto = " (--dev auto works with the retrieval recipe only)" if spec == "auto" else ""
             raise EncodrError(f"--dev {spec}: no such file or bundled evaluation set{auto}; pass a scored-pairs file, a BEIR folder or one of: {dev}")
         task = Task(p.name, "", "sts", str(p.resolve()), "user", str(p))
-    return DevSet(task.name, task.evaluator(), PRIMARY[task.kind], task.split)
+    return DevSet(task.name, task.evaluator(), PRIMARY[task.type], task.split)

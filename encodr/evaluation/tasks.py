@@ -17,8 +17,8 @@ from .linking import LinkingEvaluator
 from .retrieval import RetrievalEvaluator
 from .similarity import PairClassificationEvaluator, PairSimilarityEvaluator
 
-# kind → (reader, evaluator class)
-KINDS = {
+# task type → (reader, evaluator class), as MTEB types its tasks (STS, Retrieval…)
+TYPES = {
     "sts": (read_sts, PairSimilarityEvaluator),
     "words": (read_word_pairs, PairSimilarityEvaluator),
     "linking": (read_linking, LinkingEvaluator),
@@ -37,7 +37,7 @@ class Task:
     Attributes:
         name: short id used on the command line (``--data NAME``) and in tables.
         suite: the ``encodr eval`` sub-command it belongs to by default, or ``""``.
-        kind: reader + evaluator (a key of :data:`KINDS`).
+        type: reader + evaluator (a key of :data:`TYPES`).
         path: file (bundled relative path, or a user's path).
         split: ``dev`` or ``test``; tune settings on ``dev`` only.
         description: source, for tables and attribution.
@@ -46,7 +46,7 @@ class Task:
 
     name: str
     suite: str
-    kind: str
+    type: str
     path: str
     split: str = "test"
     description: str = ""
@@ -64,7 +64,7 @@ class Task:
             limit: keep only the first N items (pairs, translations, or linking queries, which
                 are still matched against every candidate): a quick estimate, not the protocol's score.
         """
-        reader, cls = KINDS[self.kind]
+        reader, cls = TYPES[self.type]
         data = reader(self.file(), **dict(self.options))
         if isinstance(data, RetrievalSet):
             return cls(self.name, data, limit=limit, **options)
@@ -79,7 +79,7 @@ class Task:
         """How many texts an evaluation encodes (at most; repeated texts are encoded once):
         linking queries plus candidates, a retrieval set's queries plus documents, else two
         per pair or translation (reads the file)."""
-        reader, _ = KINDS[self.kind]
+        reader, _ = TYPES[self.type]
         data = reader(self.file(), **dict(self.options))
         if isinstance(data, RetrievalSet):
             return len(list(data.queries)[:limit]) + len(data.doc_ids)
@@ -113,7 +113,7 @@ def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
     Args:
         suite: ``sts``, ``words``, ``linking``, ``pairs``, ``bitext`` or ``retrieval`` (no
             bundled data for ``pairs`` and ``retrieval``: pass files, or BEIR-layout folders).
-        data: bundled task names (``stsb-dev``) or file paths, read as the suite's kind.
+        data: bundled task names (``stsb-dev``) or file paths, read as the suite's type.
 
     Raises:
         EncodrError: unknown suite, a path that does not exist, ``pairs`` without files, or
@@ -131,9 +131,9 @@ def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
     chosen = []
     for item in data:
         if item in TASKS:
-            metric = PRIMARY[TASKS[item].kind]
+            metric = PRIMARY[TASKS[item].type]
             if metric != PRIMARY[suite]:
-                fitting = [name for name, t in TASKS.items() if PRIMARY[t.kind] == PRIMARY[suite]]
+                fitting = [name for name, t in TASKS.items() if PRIMARY[t.type] == PRIMARY[suite]]
                 raise EncodrError(f"bundled dataset '{item}' is scored by {metric}, but '{suite}' reports {PRIMARY[suite]}; "
                                   f"pick one of: {', '.join(fitting) or 'none bundled, pass a file'}")
             chosen.append(TASKS[item])

@@ -25,8 +25,9 @@ from ..models.pcr import DEFAULT_VARIANT, POOLED, check_variant, fit_and_remove,
 from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
 from .quantized import QUANTIZE, RESCORE_FILE, BinaryRescored
-from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, create_texts, locate
-from .keywords import ANALYZER, KEYWORD_TOKENIZER, build_keywords
+from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, locate
+from .texts import TextStore
+from .keywords import ANALYZER, KEYWORD_TOKENIZER
 
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
@@ -319,7 +320,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                 step(len(records) - len(fresh))  # duplicates count as done
                 if fresh:
                     ingest.store(fresh, encode([r.text for r, _ in fresh], spec.batch_size, step))
-        detected = ingest.detected and old is None and _settle_languages(ingest.db)
+        detected = ingest.detected and old is None and _settle_languages(ingest.texts)
         if old is None:
             index, meta = _new_index(tmp, ingest, spec.pcr_variant if spec.pcr else None, spec.index_type, lang, detected, spec.quantize)
             meta["backend"] = backend
@@ -329,14 +330,14 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         meta["count"] = int(index.ntotal)
         meta["split_documents"] = int(meta.get("split_documents") or 0) + len(ingest.split_documents)
         meta["passages"] = int(meta.get("passages") or 0) + ingest.passages
-        meta["languages"] = sorted({row[0] for row in ingest.db.execute("select distinct lang from texts")})
+        meta["languages"] = ingest.texts.languages()
         meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
         keywords_started = time.time()
-        build_keywords(ingest.db.conn)
+        ingest.texts.build_keywords()
         meta["keywords"] = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
         meta["prompts"] = prompts
         keyword_seconds = round(time.time() - keywords_started, 2)
-        ingest.db.close()
+        ingest.texts.close()
         write_faiss(index, tmp / VECTORS_FILE)
         meta["bytes_per_vector"] = round((tmp / VECTORS_FILE).stat().st_size / max(1, index.ntotal), 1)
         if (tmp / RESCORE_FILE).exists():  # --quantize binary: the int8 vectors, on disk and memory-mapped
@@ -432,15 +433,10 @@ class _Ingest:
     in the writer comes out of the next :meth:`store` or the ``with`` block's end."""
 
     def __init__(self, tmp: Path, encoder, lang: str | None, old: Index | None, candidates: list[str] | None = None, accurate: bool = False):
-        import sqlite_utils
-
         self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
         self.detected = 0  # texts whose language came from the detector
-        self.db = sqlite_utils.Database(sqlite3.connect(str(tmp / STORE_FILE), check_same_thread=False))
-        create_texts(self.db)
-        self.db.conn.commit()
-        self.reader = sqlite3.connect(str(tmp / STORE_FILE), timeout=60, check_same_thread=False)
-        self.next_id = self.db.execute("select coalesce(max(id) + 1, 0) from texts").fetchone()[0]
+        self.texts = TextStore.create(tmp / STORE_FILE)
+        self.next_id = self.texts.next_id()
         self.raw_path = tmp / RAW_VECTORS_FILE
         self.raw = open(self.raw_path, "wb")
         self.added = self.skipped = self.passages = 0
@@ -458,17 +454,13 @@ class _Ingest:
                 self.pending.result()
         finally:
             self.writer.shutdown(wait=True)
-            self.reader.close()
             self.raw.close()
 
     def fresh(self, records: list[Record]) -> list[tuple[Record, str]]:
         """The records whose text is neither stored (nor being stored) nor earlier in
         ``records``, with their text hashes; counts the others in ``skipped``."""
         hashes = [_text_hash(r.text) for r in records]
-        known = set()
-        for start in range(0, len(hashes), 900):  # SQLite's limit on parameters
-            part = hashes[start : start + 900]
-            known.update(h for (h,) in self.reader.execute(f"select hash from texts where hash in ({','.join('?' * len(part))})", part))
+        known = self.texts.known(hashes)
         fresh, seen = [], set()
         for r, h in zip(records, hashes):
             if h in known or h in seen or h in self.pending_hashes:
@@ -513,27 +505,19 @@ class _Ingest:
             self.old.faiss.add(vectors)
         else:
             vectors.tofile(self.raw)
-        self.db["texts"].insert_all(rows, alter=True)
-        self.db.conn.commit()
+        self.texts.insert(rows)
 
 
-def _settle_languages(db, chunk: int = 10_000) -> list[str]:
+def _settle_languages(texts: TextStore) -> list[str]:
     """Second pass of language detection over a new index's store: detect again, among
     the languages that make up the corpus's confident labels (:func:`~encodr.data.language.corpus_languages`)
     and in high-accuracy mode, the texts whose language was detected. Returns those
     languages. (Nothing to do when every text got the one same label.)"""
-    labels = {code for (code,) in db.execute("select distinct lang from texts where lang_detected = 1")}
-    pairs = db.execute("select lang, lang_confidence from texts where lang_detected = 1").fetchall()
+    pairs = texts.detected_labels()
     kept = corpus_languages([code for code, _ in pairs], confidences=[sure for _, sure in pairs])
-    if not kept or labels == set(kept) == {kept[0]}:
+    if not kept or {code for code, _ in pairs} == set(kept) == {kept[0]}:
         return kept
-    last = db.execute("select max(id) from texts").fetchone()[0]
-    for start in range(0, last + 1, chunk):
-        rows = db.execute("select id, text from texts where lang_detected = 1 and id >= ? and id < ?", (start, start + chunk)).fetchall()
-        if rows:
-            codes = detect_languages([text for _, text in rows], kept)
-            db.conn.executemany("update texts set lang = ? where id = ?", [(code, i) for code, (i, _) in zip(codes, rows)])
-    db.conn.commit()
+    texts.relabel_detected(lambda batch: detect_languages(batch, kept))
     return kept
 
 
@@ -547,7 +531,7 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
     encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
     vectors = np.memmap(ingest.raw_path, dtype=np.float32, mode="r+", shape=(n, dim))
     if pcr:
-        langs = [row[0] for row in ingest.db.execute("select lang from texts order by id")]
+        langs = ingest.texts.langs()
         np.savez(tmp / PCR_FILE, **fit_and_remove(vectors, langs, pcr, strict=not ingest.detected))
     kind = "flat" if quantize == "binary" else index_type if index_type != "auto" else auto_index_type(n)
     if kind == "ivfpq" and quantize == "int8":

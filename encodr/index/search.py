@@ -86,7 +86,6 @@ class Searcher:
             agree within the quality cost ``bench/encode_speed.py`` measures — and adds a
             line to :attr:`warnings`.
         nprobe, ef_search: search-time settings of IVF and HNSW indexes (:meth:`Index.open`).
-        mmap: memory-map the FAISS index instead of reading it (:meth:`Index.open`).
 
     Attributes:
         warnings: one-line notes for the user (``encodr search`` prints them).
@@ -97,13 +96,13 @@ class Searcher:
     """
 
     def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | None = None, backend: str | None = None,
-                 nprobe: int | None = None, ef_search: int | None = None, mmap: bool = True):  # fmt: skip
+                 nprobe: int | None = None, ef_search: int | None = None):  # fmt: skip
         import faiss
 
         # One query at a time gains nothing from FAISS threads, and two OpenMP pools (torch's and
         # FAISS's) spinning in turn slow a warm query many times over on few cores (bench/search.py).
         faiss.omp_set_num_threads(1)
-        self._open = dict(mmap=mmap, nprobe=nprobe, ef_search=ef_search)
+        self._open = dict(mmap=True, nprobe=nprobe, ef_search=ef_search)  # memory-mapped: opening a large index reads only what searches touch
         self.index = Index.open(index_dir, **self._open)
         meta = self.index.meta
         built = meta.get("backend", "torch")

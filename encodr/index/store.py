@@ -6,8 +6,8 @@ Layout of an index directory: ``current`` (a symlink) names the current generati
 
     index.json      model spec, pooling, dimension, weight fingerprint, count, index type, PCR
     vectors.faiss   FAISS index; vector i is row id i of the store
-    texts.db        SQLite table ``texts``: id, ext_id, text, source, line, lang, hash,
-                    lang_detected (1: lang came from the detector, not the input)
+    texts.db        SQLite table ``texts`` (:mod:`.texts`): id, ext_id, text, source, line,
+                    lang, hash, lang_detected (1: lang came from the detector, not the input)
     pcr.npz         (with --pcr) first principal component of each language's vectors
                     (``*``: of all vectors, for detected languages with a single text)
     rescore.i8.npy  (with --quantize binary) the int8 vectors the Hamming candidates are
@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Iterable
 
@@ -34,8 +33,9 @@ from ..data.language import UNDETERMINED
 from ..errors import EncodrError
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
-from .keywords import ANALYZER, KEYWORD_TABLE, keyword_expression
+from .keywords import ANALYZER, keyword_expression
 from .quantized import RESCORE_FILE, BinaryRescored
+from .texts import TextStore
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
 RAW_VECTORS_FILE = "vectors.f32"  # a new index's vectors while it is built (removed before the generation is complete)
@@ -57,20 +57,6 @@ PQ_BYTES, REFINE_K_FACTOR = 48, 32
 LOCK_TIMEOUT = 10.0  # seconds a reader waits for a texts.db that another process has locked
 OPEN_ATTEMPTS = 20  # generations Index.open follows when the index is replaced while it opens
 TRAIN_SAMPLE = 100_000  # vectors an IVF quantiser is trained on (a seeded sample; FAISS asks 39 per list)
-
-
-# The store's one table: vector i of the FAISS index is row id i. lang_detected = 1: the language
-# came from the detector (a build may settle it again), not from the input.
-TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int,
-                 "lang_confidence": float, "title": str, "start": int}  # fmt: skip
-
-
-def create_texts(db) -> None:
-    """Create the ``texts`` table (:data:`TEXTS_COLUMNS`, unique text hashes) in a
-    ``sqlite_utils.Database`` that lacks it: the schema :class:`Index` reads."""
-    if "texts" not in db.table_names():
-        db["texts"].create(TEXTS_COLUMNS, pk="id")
-        db["texts"].create_index(["hash"], unique=True)
 
 
 def locate(spec: str | Path) -> Path:
@@ -101,18 +87,15 @@ class Index:
         meta: the contents of ``index.json``.
         faiss: the FAISS index.
         components: language → first principal component (empty without PCR).
+        texts: the generation's :class:`~.texts.TextStore`, read-only.
     """
 
-    def __init__(self, path: Path, folder: Path, meta: dict, faiss_index, components: dict[str, np.ndarray], db: sqlite3.Connection,
+    def __init__(self, path: Path, folder: Path, meta: dict, faiss_index, components: dict[str, np.ndarray], texts: TextStore,
                  hold: int | None = None, nprobe: int | None = None, ef_search: int | None = None):  # fmt: skip
-        self.path, self.folder, self.meta, self.faiss, self.components = path, folder, meta, faiss_index, components
+        self.path, self.folder, self.meta, self.faiss, self.components, self.texts = path, folder, meta, faiss_index, components, texts
         self.nprobe = nprobe or IVF_NPROBE.get(meta.get("index_type"), IVF_NPROBE["ivf"])
         self.ef_search = ef_search or HNSW_EF_SEARCH
-        self._db, self._hold = db, hold
-        self._db_lock = threading.Lock()  # one statement at a time on the shared connection (a server searches from several threads)
-        # the optional columns this generation's store has (an index written before them lacks them); read once, not per search
-        self._extra = [c for c in ("title", "start") if c in {row[1] for row in db.execute("pragma table_info(texts)")}] if db is not None else []
-        self._keywords = db is not None and db.execute("select 1 from sqlite_master where name = ?", (KEYWORD_TABLE,)).fetchone() is not None
+        self._hold = hold
         self._analysed = (meta.get("keywords") or {}).get("analyzer") == ANALYZER  # else built before the analysis: plain words
 
     @classmethod
@@ -196,9 +179,9 @@ class Index:
             raise EncodrError(f"{folder / VECTORS_FILE} is corrupted (FAISS cannot read it); rebuild the index") from None
         with contextlib.ExitStack() as on_error:  # the store's connection is closed on any refusal below
             try:
-                db = sqlite3.connect(f"file:{folder / STORE_FILE}?mode=ro", uri=True, timeout=LOCK_TIMEOUT, check_same_thread=False)
-                on_error.callback(db.close)
-                rows = db.execute("select count(*) from texts").fetchone()[0]
+                texts = TextStore.open(folder / STORE_FILE, LOCK_TIMEOUT)
+                on_error.callback(texts.close)
+                rows = texts.count()
             except sqlite3.DatabaseError as exc:
                 if moved():
                     raise _Moved from None
@@ -220,21 +203,16 @@ class Index:
                         components = {k: z[k] for k in z.files}
                 except (OSError, ValueError):
                     raise EncodrError(f"{folder / PCR_FILE} is missing or corrupted; rebuild the index with --pcr") from None
-            on_error.pop_all()  # opened: the Index owns the connection now
-        return cls(path, folder, meta, index, components, db, hold, nprobe, ef_search)
+            on_error.pop_all()  # opened: the Index owns the store now
+        return cls(path, folder, meta, index, components, texts, hold, nprobe, ef_search)
 
     def copy_store(self, target: Path) -> None:
-        """Copy ``texts.db`` to ``target`` through SQLite's backup API (a consistent copy,
-        which waits for a writer's lock like any reader instead of copying a file mid-write).
+        """Copy ``texts.db`` to ``target`` (:meth:`~.texts.TextStore.copy_to`: consistent, waits for a writer).
 
         Raises:
             sqlite3.OperationalError: the copy failed (locked, disk full…).
         """
-        dest = sqlite3.connect(str(target))
-        try:
-            self._db.backup(dest)
-        finally:
-            dest.close()
+        self.texts.copy_to(target)
 
     @property
     def pooled_for(self) -> tuple[str, ...] | None:
@@ -251,8 +229,8 @@ class Index:
 
     def close(self) -> None:
         """Close the store and release the generation (a writer may then remove it)."""
-        if self._db is not None:
-            self._db.close()
+        if self.texts is not None:
+            self.texts.close()
         release_generation(self._hold)
         self._hold = None
 
@@ -317,9 +295,7 @@ class Index:
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         if not langs:
             return self.faiss.search(x, min(k, len(self)), params=self.search_params(None, nprobe, ef_search))
-        marks = ",".join("?" * len(langs))
-        with self._db_lock:
-            ids = np.array([r[0] for r in self._db.execute(f"select id from texts where lang in ({marks})", list(langs))], dtype=np.int64)
+        ids = self.texts.ids_in(list(langs))
         if not len(ids):
             return np.zeros((len(x), 0), dtype=np.float32), np.zeros((len(x), 0), dtype=np.int64)
         selector = faiss.IDSelectorBatch(ids)
@@ -346,24 +322,13 @@ class Index:
         return params
 
     def rows(self, ids: Iterable[int]) -> dict[int, dict]:
-        """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``, ``title`` and
-        ``start`` (None in an index written before those columns)."""
+        """Stored rows by id (:meth:`~.texts.TextStore.rows`); negative ids (FAISS's padding) are skipped."""
         ids = [int(i) for i in ids if i >= 0]
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        with self._db_lock:
-            found = self._db.execute(f"select id, ext_id, text, source, line, lang{''.join(', ' + c for c in self._extra)} from texts where id in ({marks})",
-                                     ids).fetchall()  # fmt: skip
-        keys = ["id", "ext_id", "text", "source", "line", "lang", *self._extra]
-        return {r[0]: {"title": None, "start": None, **dict(zip(keys, r))} for r in found}
+        return self.texts.rows(ids) if ids else {}
 
     def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
-        """(character offset, text) of every stored passage of the document ``ext_id``, in
-        document order (passages with no offset, whole texts, at 0)."""
-        with self._db_lock:
-            rows = self._db.execute("select coalesce(start, 0), text from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,)).fetchall()
-        return [(int(s), t) for s, t in rows]
+        """(character offset, text) of every stored passage of the document ``ext_id``, in document order."""
+        return self.texts.passages_of(ext_id)
 
     @property
     def query_prompt(self) -> str:
@@ -374,13 +339,12 @@ class Index:
     def document_ids(self) -> set[str]:
         """Every document id stored (``ext_id``; a text stored once for several documents keeps
         the first one's id)."""
-        with self._db_lock:
-            return {str(d) for (d,) in self._db.execute("select distinct ext_id from texts where ext_id is not null")}
+        return self.texts.document_ids()
 
     @property
     def has_keywords(self) -> bool:
         """Whether this generation has a keyword index (built by ``encodr index`` since it has one)."""
-        return self._keywords
+        return self.texts.has_keywords
 
     def keyword_search(self, queries: list[str], k: int, langs: list[str] | None = None, query_langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k texts of each query by BM25 (SQLite FTS5: k1 = 1.2, b = 0.75), best first.
@@ -404,14 +368,11 @@ class Index:
                               field="mode")  # fmt: skip
         scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), k), -1, dtype=np.int64)
-        where = f" and rowid in (select id from texts where lang in ({','.join('?' * len(langs))}))" if langs else ""
-        sql = f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order by bm25({KEYWORD_TABLE}) limit ?"
         for row, query in enumerate(queries):
             expression = keyword_expression(query, query_langs[row] if query_langs else None, self._analysed)
             if not expression:
                 continue
-            with self._db_lock:
-                found = self._db.execute(sql, (expression, *(langs or []), k)).fetchall()
+            found = self.texts.keyword_hits(expression, k, langs)
             for col, (i, score) in enumerate(found):
                 ids[row, col], scores[row, col] = i, score
         return scores, ids

@@ -129,7 +129,7 @@ def load_cross(spec: str, device: str | None = None) -> CrossScorer:
     from sentence_transformers import CrossEncoder
 
     ref = resolve(spec)
-    if ref.kind != "cross":
+    if ref.encoder_type != "cross":
         raise EncodrError(f"'{ref.spec}' is not a cross-encoder (no CrossEncoder config); drop --cross to use it as a bi-encoder")
     quiet()
     try:

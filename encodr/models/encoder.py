@@ -1,8 +1,9 @@
 """The encoder: tokenizer → transformer → pooling → unit vector, through sentence-transformers,
 so every saved model loads with ``SentenceTransformer(path)`` with the pooling it was trained
 with. Specs are resolved by :mod:`.resolution` (aliases: :mod:`.aliases`), devices chosen by
-:mod:`.device`, and models loaded by :mod:`.loading`, whose ONNX forward pass (:mod:`.onnx`)
-extends :class:`Encoder`."""
+:mod:`.device`, and models loaded by :mod:`.loading`. The forward pass is pluggable: torch
+(:class:`TorchForward`, here) or ONNX Runtime (:class:`~.onnx.OnnxForward`), which the
+:class:`Encoder` is given and never imports."""
 
 from __future__ import annotations
 
@@ -26,21 +27,64 @@ RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no 
 BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("onnx", "cpu"): 16, ("onnx-int8", "cpu"): 16}
 
 
+class TorchForward:
+    """The forward pass in torch: the SentenceTransformer's own modules (transformer, pooling,
+    normalisation) on the model's device.
+
+    The contract every forward pass keeps (:class:`~.onnx.OnnxForward` too): ``backend`` and
+    ``device`` name it; calling it with one batch of unpadded token lists (``input_ids`` and the
+    tokenizer's other outputs, B lists each) gives float32 (B, d) unit vectors; ``prompted``
+    encodes B raw texts with the model's default prompt put before each.
+    """
+
+    backend = "torch"
+
+    def __init__(self, st):
+        self.st = st
+
+    @property
+    def device(self) -> str:
+        """The device the pass runs on (``cpu``, ``cuda:0``…)."""
+        return str(self.st.device)
+
+    def __call__(self, features: dict[str, list[list[int]]]) -> np.ndarray:
+        """float32 (B, d) unit vectors of one batch: padded to its longest text, then the modules."""
+        import torch
+
+        padded = self.st.tokenizer.pad(features, return_tensors="pt")
+        self.st.eval()
+        with torch.inference_mode():
+            vectors = self.st({name: tensor.to(self.st.device) for name, tensor in padded.items()})["sentence_embedding"]
+            vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
+        return vectors.cpu().numpy().reshape(len(features["input_ids"]), -1)
+
+    def prompted(self, batch: list[str]) -> np.ndarray:
+        """float32 (len(batch), d) unit vectors through ``SentenceTransformer.encode``, which adds
+        the default prompt (and leaves it out of the pooling where the model says so)."""
+        vectors = self.st.encode(batch, batch_size=len(batch), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(batch), -1)
+
+
 class Encoder:
     """A bi-encoder: tokenizer → transformer → pooling → L2-normalised vector.
 
     Wraps a :class:`sentence_transformers.SentenceTransformer` made of three modules
     (``Transformer``, ``Pooling``, ``Normalize``), so what encodr trains is what
-    ``SentenceTransformer(path)`` loads.
+    ``SentenceTransformer(path)`` loads. The vectors come from ``forward``: the model's own
+    modules in torch by default, or an exported graph (:class:`~.onnx.OnnxForward`); the model
+    stays loaded either way for its tokenizer, pooling, dimension and fingerprint, so an index
+    built with one backend opens with another.
 
     Attributes:
         st: the underlying SentenceTransformer (a ``torch.nn.Module``).
         name: the spec it was loaded from.
+        forward: the forward pass (:class:`TorchForward`'s contract).
     """
 
-    def __init__(self, st, name: str):
+    def __init__(self, st, name: str, forward=None):
         self.st = st
         self.name = name
+        self.forward = forward if forward is not None else TorchForward(st)
 
     @property
     def pooling(self) -> str:
@@ -77,12 +121,15 @@ class Encoder:
     def max_length(self, value: int) -> None:
         self.st.max_seq_length = int(value)
 
-    backend = "torch"
+    @property
+    def backend(self) -> str:
+        """The forward pass's backend: one of :data:`BACKENDS`."""
+        return self.forward.backend
 
     @property
     def device(self) -> str:
         """The device the forward pass runs on (``cpu``, ``cuda:0``…)."""
-        return str(self.st.device)
+        return self.forward.device
 
     @property
     def batch_size(self) -> int:
@@ -124,7 +171,7 @@ class Encoder:
         padded to its longest text and run through the model's own modules. Unlike
         ``SentenceTransformer.encode``, which sorts by characters and tokenizes batch by batch,
         it sorts by tokens, reports each batch through ``on_batch`` (the index's progress bar),
-        and runs any backend's forward pass (:mod:`encodr.models.onnx`). On a GPU the tokenizer
+        and runs any backend's forward pass (:attr:`forward`). On a GPU the tokenizer
         is the bottleneck, so a second pass would halve throughput. A model with a
         ``default_prompt_name`` goes through ``SentenceTransformer.encode``, which adds the prompt.
 
@@ -156,9 +203,9 @@ class Encoder:
         for start in starts:
             rows = order[start : start + batch_size]
             if prompted:
-                out[rows] = self._st_encode([texts[i] for i in rows])
+                out[rows] = self.forward.prompted([texts[i] for i in rows])
             else:
-                out[rows] = self._forward({name: [values[i] for i in rows] for name, values in features.items()})
+                out[rows] = self.forward({name: [values[i] for i in rows] for name, values in features.items()})
             if on_batch is not None:
                 on_batch(len(rows))
         return out
@@ -172,24 +219,6 @@ class Encoder:
         """int array (N,): each text's length in tokens, capped at :attr:`max_length`."""
         ids = self._tokenize(list(texts))["input_ids"]
         return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-
-    def _forward(self, features: dict[str, list[list[int]]]) -> np.ndarray:
-        """float32 (B, d) unit vectors of one batch of unpadded token lists: padded to the
-        batch's longest, then the SentenceTransformer's modules (transformer, pooling, and
-        normalisation) on :attr:`device`."""
-        import torch
-
-        padded = self.tokenizer.pad(features, return_tensors="pt")
-        self.st.eval()
-        with torch.inference_mode():
-            vectors = self.st({name: tensor.to(self.st.device) for name, tensor in padded.items()})["sentence_embedding"]
-            vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
-        return vectors.cpu().numpy().reshape(len(features["input_ids"]), -1)
-
-    def _st_encode(self, batch: list[str]) -> np.ndarray:
-        """float32 (len(batch), d) unit vectors through ``SentenceTransformer.encode`` (its prompts)."""
-        vectors = self.st.encode(batch, batch_size=len(batch), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32).reshape(len(batch), -1)
 
     def pair_scores(self, texts1: Sequence[str], texts2: Sequence[str], batch_size: int = 128, progress: bool = False) -> np.ndarray:
         """Cosine similarity of each pair (each distinct text encoded once).

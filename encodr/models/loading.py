@@ -1,7 +1,7 @@
 """Loading a bi-encoder: resolve the spec (:func:`~.encoder.resolve`), build the
 sentence-transformers model with the pooling asked for, and pick its forward pass — torch, or
-ONNX Runtime (:mod:`.onnx`). Kept apart from :mod:`.encoder` so that the ONNX encoder, which
-extends :class:`~.encoder.Encoder`, and the loader that chooses it import in one direction."""
+ONNX Runtime (:mod:`.onnx`). Kept apart from :mod:`.encoder` so that the ONNX forward pass and
+the loader that chooses it import in one direction: loading → onnx → encoder."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def load_encoder(
             :mod:`encodr.models.onnx`; the model is exported on first use and cached).
 
     Returns:
-        An :class:`Encoder` (an :class:`~encodr.models.onnx.OnnxEncoder` for the ONNX backends).
+        An :class:`Encoder`; for the ONNX backends its forward pass is an :class:`~encodr.models.onnx.OnnxForward`.
 
     Raises:
         EncodrError: see :func:`resolve`; an unknown backend; or the checkpoint cannot be loaded
@@ -43,7 +43,7 @@ def load_encoder(
 
         return onnx_encoder(load_encoder(spec, pooling, raw_pooling, max_length, "cpu"), backend)
     ref = resolve(spec)
-    if ref.kind == "cross":
+    if ref.encoder_type == "cross":
         raise EncodrError(
             f"'{ref.spec}' is a cross-encoder: it scores pairs but does not embed texts; use a bi-encoder here "
             "(a Trans-Encoder run saves one in bi/), or pass --cross to encodr score / eval sts / eval pairs"

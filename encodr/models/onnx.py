@@ -110,41 +110,35 @@ def export(encoder: Encoder, backend: str) -> Path:
     return target
 
 
-class OnnxEncoder(Encoder):
-    """An :class:`~encodr.models.Encoder` whose forward pass runs in onnxruntime on the CPU.
+class OnnxForward:
+    """The forward pass in onnxruntime on the CPU: the exported graph of the whole pipeline
+    (:func:`export`), with :class:`~encodr.models.encoder.TorchForward`'s contract."""
 
-    The sentence-transformers model stays loaded for its tokenizer, pooling, dimension and
-    fingerprint (so an index built with one backend opens with another), but the vectors come
-    from the exported graph.
-    """
+    device = "cpu"
 
-    def __init__(self, st, name: str, backend: str, path: Path):
+    def __init__(self, st, backend: str, path: Path):
         import onnxruntime as ort
 
-        super().__init__(st, name)
-        self.backend = backend
-        self.path = path
+        self.st, self.backend, self.path = st, backend, path
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
 
-    @property
-    def device(self) -> str:
-        return "cpu"
-
-    def _forward(self, features: dict[str, list[list[int]]]) -> np.ndarray:
-        padded = self.tokenizer.pad(features, return_tensors="np")
+    def __call__(self, features: dict[str, list[list[int]]]) -> np.ndarray:
+        """float32 (B, d) unit vectors of one batch of unpadded token lists."""
+        padded = self.st.tokenizer.pad(features, return_tensors="np")
         (vectors,) = self.session.run(None, {name: padded[name].astype(np.int64) for name in self.inputs})
         return np.asarray(vectors, dtype=np.float32)
 
-    def _st_encode(self, batch: list[str]) -> np.ndarray:
-        """The prompt that ``SentenceTransformer.encode`` would add, then the ONNX graph."""
+    def prompted(self, batch: list[str]) -> np.ndarray:
+        """The prompt that ``SentenceTransformer.encode`` would add, then the graph."""
         prompt = self.st.prompts.get(self.st.default_prompt_name, "")
-        return self._forward(self._tokenize([prompt + text for text in batch]))
+        encoded = self.st.tokenizer([prompt + text for text in batch], add_special_tokens=True, truncation=True, max_length=int(self.st.max_seq_length))
+        return self({name: encoded[name] for name in encoded.keys()})
 
 
-def onnx_encoder(encoder: Encoder, backend: str) -> OnnxEncoder:
+def onnx_encoder(encoder: Encoder, backend: str) -> Encoder:
     """``encoder`` with its forward pass in onnxruntime (``backend``: ``onnx`` or ``onnx-int8``),
     exported on first use (:func:`export`).
 
@@ -155,4 +149,4 @@ def onnx_encoder(encoder: Encoder, backend: str) -> OnnxEncoder:
         import onnxruntime  # noqa: F401
     except ImportError:
         raise EncodrError(f"--backend {backend} needs onnxruntime: pip install onnxruntime onnx (or use --backend torch)") from None
-    return OnnxEncoder(encoder.st, encoder.name, backend, export(encoder, backend))
+    return Encoder(encoder.st, encoder.name, OnnxForward(encoder.st, backend, export(encoder, backend)))

@@ -25,7 +25,7 @@ class ModelRef:
         return (self.path / "modules.json").is_file()
 
     @property
-    def kind(self) -> str:
+    def encoder_type(self) -> str:
         """``cross`` (a sentence-transformers CrossEncoder), ``bi`` (a SentenceTransformer),
         or ``raw`` (a plain Hugging Face checkpoint)."""
         import json

@@ -38,7 +38,7 @@ def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_k
     def add_model(spec: str, backend: str = "torch") -> None:
         if spec in served.models:
             return
-        if resolve(spec).kind == "cross":
+        if resolve(spec).encoder_type == "cross":
             served.models[spec] = (load_cross(spec), None)
         else:
             encoder = load_encoder(spec, backend=backend)

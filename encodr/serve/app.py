@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
 from ..core import commands
@@ -68,6 +68,11 @@ def error(status: int, message: str, param: str | None = None) -> JSONResponse:
     """An error answer in OpenAI's shape, naming the field at fault (``param``)."""
     kind = {401: "authentication_error", 404: "not_found_error", 413: "request_too_large"}.get(status, "invalid_request_error")
     return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": status}}, status_code=status)
+
+
+def answer(result) -> Response:
+    """A 200 with ``result``'s JSON (:meth:`~encodr.core.results.Result.payload_json`)."""
+    return Response(result.payload_json(), media_type="application/json")
 
 
 def http_schema(model) -> dict:
@@ -165,7 +170,7 @@ def create_app(served: Served) -> FastAPI:
         sized(req.texts, "input")
         vectors = await asyncio.wrap_future(batcher.submit(req.texts))  # encoded off the event loop, batched with other requests
         result = commands.embed(req, lambda _: vectors, scorer.dimension, batcher.tokens)
-        return JSONResponse(result.payload())
+        return answer(result)
 
     @api.post("/search", openapi_extra=_body_doc(rq.SearchRequest))
     async def search(request: Request):
@@ -180,7 +185,7 @@ def create_app(served: Served) -> FastAPI:
             raise EncodrError(f"index '{req.index}' is served with backend {built}; leave backend out", field="backend")
         reranker = cross_named(req.rerank, "rerank") if req.rerank else None
         result = await run_in_threadpool(commands.search, req, searcher, reranker)
-        return JSONResponse(result.payload())
+        return answer(result)
 
     @api.post("/rerank", openapi_extra=_body_doc(rq.RerankRequest))
     async def rerank(request: Request):
@@ -190,7 +195,7 @@ def create_app(served: Served) -> FastAPI:
         req.check()
         sized(req.candidates, "documents" if req.documents is not None else "texts")
         result = await run_in_threadpool(commands.rerank, req, reranker)
-        return JSONResponse(result.payload())
+        return answer(result)
 
     @api.post("/score", openapi_extra=_body_doc(rq.ScoreRequest))
     async def score(request: Request):
@@ -202,7 +207,7 @@ def create_app(served: Served) -> FastAPI:
             raise EncodrError(f"model '{req.model}' is a {'cross' if batcher is None else 'bi'}-encoder; "
                               f"{'pass' if batcher is None else 'leave out'} cross: true", field="cross")  # fmt: skip
         result = await run_in_threadpool(commands.score, req, scorer)
-        return JSONResponse(result.payload())
+        return answer(result)
 
     @api.get("/models")
     async def models():

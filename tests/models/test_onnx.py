@@ -27,8 +27,7 @@ def lines(tmp_path, texts, name="c.txt"):
 def stored(index_dir) -> tuple[list[str], np.ndarray]:
     """Texts in line order of their source and their vectors."""
     index = Index.open(index_dir)
-    rows = index._db.execute("select id, text from texts order by id").fetchall()
-    return [t for _, t in rows], index.faiss.reconstruct_n(0, len(index))
+    return index.texts.column("text"), index.faiss.reconstruct_n(0, len(index))
 
 
 def test_onnx_backends_match_torch_and_are_cached_atomically(tiny_model):

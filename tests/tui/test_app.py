@@ -74,3 +74,19 @@ async def test_help_screen_and_workspace(searcher, tmp_path):
         await pilot.press("f4")
         await pilot.pause()
         assert app.query_one("#models").get_row_at(0)[0] == "minilm"
+
+
+async def test_workspace_columns_fit_their_cells_on_a_wide_terminal(searcher):
+    """F4 on a 160-column terminal: every Workspace column is as wide as its widest cell (a defect
+    cut every column to 4–5 characters), so a model's path is shown whole."""
+    app = EncodrApp(searcher=searcher)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("f4")
+        await pilot.pause()
+        for table_id in ("#indexes", "#models", "#runs"):
+            table = app.query_one(table_id)
+            for column in table.columns.values():
+                cells = [len(str(table.get_cell(row, column.key))) for row in table.rows]
+                assert column.get_render_width(table) >= max([len(str(column.label)), *cells]), (table_id, column.label)
+        models = app.query_one("#models")
+        assert any(len(str(models.get_row_at(i)[2])) > 20 for i in range(models.row_count))  # a long cell to fit, not only short ones

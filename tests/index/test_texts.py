@@ -1,0 +1,38 @@
+"""encodr.index.texts: the one owner of ``texts.db`` — writes, hash lookup, language settling, reads."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from encodr.index.keywords import keyword_expression
+from encodr.index.texts import TextStore
+
+
+def row(i: int, text: str, lang: str, detected: bool = False, ext_id: str | None = None, start: int | None = None) -> dict:
+    return {"id": i, "ext_id": ext_id, "text": text, "source": "f.txt", "line": i + 1, "lang": lang, "hash": f"h{i}", "lang_detected": int(detected),
+            "lang_confidence": 0.5 if detected else None, "title": None, "start": start}  # fmt: skip
+
+
+def test_a_store_written_then_read(tmp_path):
+    path = tmp_path / "texts.db"
+    store = TextStore.create(path)
+    assert store.next_id() == 0
+    store.insert([row(0, "the cat", "eng"), row(1, "el gato", "spa", detected=True, ext_id="d1", start=40), row(2, "le chat", "eng", detected=True, ext_id="d1", start=0)])
+    assert store.next_id() == 3 and store.known(["h0", "h2", "h9"]) == {"h0", "h2"}
+    assert store.detected_labels() == [("spa", 0.5), ("eng", 0.5)]
+    store.relabel_detected(lambda texts: ["fra" if t.startswith("le ") else "spa" for t in texts], chunk=1)  # one text a chunk: the chunks are walked
+    store.build_keywords()
+    store.close()
+
+    reader = TextStore.open(path, timeout=1)
+    assert reader.count() == 3 and reader.langs() == ["eng", "spa", "fra"] and reader.languages() == ["eng", "fra", "spa"]
+    assert reader.ids_in(["fra", "spa"]).tolist() == [1, 2]
+    assert reader.rows([2])[2]["text"] == "le chat" and reader.rows([2])[2]["start"] == 0
+    assert reader.passages_of("d1") == [(0, "le chat"), (40, "el gato")] and reader.document_ids() == {"d1"}
+    assert reader.has_keywords and [i for i, _ in reader.keyword_hits(keyword_expression("gato", "spa"), 5)] == [1]
+    assert [i for i, _ in reader.keyword_hits(keyword_expression("gato chat", "fra"), 5, langs=["fra"])] == [2]
+    with pytest.raises(sqlite3.OperationalError):  # read-only: a reader cannot write
+        reader.insert([row(3, "a dog", "eng")])
+    reader.close()
