@@ -171,17 +171,16 @@ def main() -> None:
         corpus.write_text("\n".join(texts) + "\n")
         subprocess.run([sys.executable, "-m", "encodr", "index", str(corpus), "--model", args.model, "--out", f"{tmp}/wiki", "--lang", "eng"], check=True,
                        capture_output=True)  # fmt: skip
-        for batching in (True, False):
+        runs = [(name, True, args.clients) for name in scenarios(args.model, "wiki", queries)] + [("embed-1", False, [max(args.clients)])]
+        for name, batching, counts in runs:  # a fresh server for each scenario: no row inherits another's state
+            route, bodies, per = scenarios(args.model, "wiki", queries)[name]
             server = Server(["--model", args.model, "--index", f"{tmp}/wiki", *([] if batching else ["--no-batching"])])
             try:
-                for name, (route, bodies, per) in scenarios(args.model, "wiki", queries).items():
-                    if not batching and name != "embed-1":
-                        continue
-                    for clients in args.clients if batching else [max(args.clients)]:
-                        asyncio.run(load(server.url, clients, min(3.0, args.seconds), route, bodies, per))  # warm-up
-                        result = asyncio.run(load(server.url, clients, args.seconds, route, bodies, per))
-                        rows.append({"setup": f"{name}{'' if batching else ' (no batching)'}", "clients": clients, **result})
-                        print(rows[-1], flush=True)
+                for clients in counts:
+                    asyncio.run(load(server.url, clients, min(3.0, args.seconds), route, bodies, per))  # warm-up
+                    result = asyncio.run(load(server.url, clients, args.seconds, route, bodies, per))
+                    rows.append({"setup": f"{name}{'' if batching else ' (no batching)'}", "clients": clients, **result})
+                    print(rows[-1], flush=True)
             finally:
                 server.stop()
     single16 = next(r for r in rows if r["setup"] == "embed-1" and r["clients"] == max(args.clients))

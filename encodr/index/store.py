@@ -156,11 +156,14 @@ class Index:
         def moved() -> bool:
             return folder == path and current_generation(path) is not None
 
+        def missing(name: str) -> EncodrError:
+            if moved():
+                raise _Moved
+            return EncodrError(f"index {path} is missing {name}; rebuild it with encodr index")
+
         for name in (META_FILE, VECTORS_FILE, STORE_FILE):
             if not (folder / name).is_file():
-                if moved():
-                    raise _Moved
-                raise EncodrError(f"index {path} is missing {name}; rebuild it with encodr index")
+                raise missing(name)
         try:
             meta = json.loads((folder / META_FILE).read_text())
             count = int(meta["count"])
@@ -168,15 +171,19 @@ class Index:
             raise _Moved from None
         except (ValueError, KeyError, TypeError):
             raise EncodrError(f"{folder / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index") from None
+        binary = meta.get("quantize") == "binary"
+        if binary and not (folder / RESCORE_FILE).is_file():
+            raise missing(RESCORE_FILE)
         try:
-            if meta.get("quantize") == "binary":
+            if binary:
                 index = BinaryRescored.read(folder / VECTORS_FILE, meta["int8_ranges"])
             else:
                 index = faiss.read_index(str(folder / VECTORS_FILE), faiss.IO_FLAG_MMAP_IFC if mmap else 0)
         except (RuntimeError, OSError, ValueError, KeyError):
             if moved():
                 raise _Moved from None
-            raise EncodrError(f"{folder / VECTORS_FILE} is corrupted (FAISS cannot read it); rebuild the index") from None
+            damaged = f"{VECTORS_FILE} or {RESCORE_FILE} is" if binary else f"{VECTORS_FILE} is"
+            raise EncodrError(f"index {path}: {damaged} corrupted (FAISS or NumPy cannot read it); rebuild the index") from None
         with contextlib.ExitStack() as on_error:  # the store's connection is closed on any refusal below
             try:
                 texts = TextStore.open(folder / STORE_FILE, LOCK_TIMEOUT)

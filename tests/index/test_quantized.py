@@ -68,3 +68,17 @@ def test_quantize_refuses_what_the_index_type_cannot_hold(corpus, tiny_model, tm
                           (["--quantize", "int8", "--index-type", "ivfpq"], "--index-type ivfpq already compresses vectors")]:  # fmt: skip
         code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), *args], capsys, monkeypatch)
         assert code == 2 and message in err and "Traceback" not in err and not (tmp_path / "x").exists()
+
+
+def test_a_binary_index_without_its_int8_file_names_that_file(corpus, tiny_model, tmp_path):
+    from encodr.errors import EncodrError
+    from encodr.index.store import Index
+
+    build([str(corpus)], str(tiny_model), tmp_path / "b", quantize="binary")
+    rescore = tmp_path / "b" / "current" / "rescore.i8.npy"
+    rescore.write_bytes(b"not numpy")
+    with pytest.raises(EncodrError, match="vectors.faiss or rescore.i8.npy is corrupted"):
+        Index.open(tmp_path / "b")
+    rescore.unlink()
+    with pytest.raises(EncodrError, match="is missing rescore.i8.npy; rebuild it"):
+        Index.open(tmp_path / "b")
