@@ -27,6 +27,10 @@ RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no 
 BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("onnx", "cpu"): 16, ("onnx-int8", "cpu"): 16}
 
 
+PACK_WASTE = 1.25  # pack a batch whose padded tokens are at least this many times its real tokens
+PACK_TOKENS = 1024  # ... and whose real tokens are at most this many (packed attention costs tokens²)
+
+
 class TorchForward:
     """The forward pass in torch: the SentenceTransformer's own modules (transformer, pooling,
     normalisation) on the model's device.
@@ -35,12 +39,25 @@ class TorchForward:
     ``device`` name it; calling it with one batch of unpadded token lists (``input_ids`` and the
     tokenizer's other outputs, B lists each) gives float32 (B, d) unit vectors; ``prompted``
     encodes B raw texts with the model's default prompt put before each.
+
+    Packing. A batch whose texts differ much in length (padded tokens ≥ :data:`PACK_WASTE` × real
+    ones, at most :data:`PACK_TOKENS` real ones: a server's batch of whatever texts arrived,
+    not a length-sorted one) runs padding-free: its texts are laid end to end in one row, each
+    with its own positions from 0, and a block-diagonal attention mask keeps each text to its own
+    tokens, so the transformer's linear layers see no padding. Only for BERT models with plain
+    mean or CLS pooling (``model_type`` ``bert``; Transformer → Pooling → Normalize), and checked:
+    the first packed batch is run padded too, and packing stays off for this model unless the two
+    agree within 1e-4 (a model whose positions do not start at 0 would fail here). As the
+    padding-free inference of text-embeddings-inference, but for a CPU and sdpa attention,
+    where it has no varlen kernel.
     """
 
     backend = "torch"
 
     def __init__(self, st):
         self.st = st
+        self._packing: bool | None = None  # None: not checked yet; False: this model does not pack
+        self._mode: str | None = None  # the pooling packing reproduces (mean or cls), once checked
 
     @property
     def device(self) -> str:
@@ -48,7 +65,43 @@ class TorchForward:
         return str(self.st.device)
 
     def __call__(self, features: dict[str, list[list[int]]]) -> np.ndarray:
-        """float32 (B, d) unit vectors of one batch: padded to its longest text, then the modules."""
+        """float32 (B, d) unit vectors of one batch: padded to its longest text (or packed, see
+        the class docstring), then the modules."""
+        lengths = [len(ids) for ids in features["input_ids"]]
+        if self._packing is not False and self._packable(lengths):
+            packed = self._packed(features["input_ids"])
+            if self._packing is None:  # the first time: the two ways must agree
+                self._packing = bool(np.abs(packed - self._padded(features)).max() <= 1e-4)
+            if self._packing:
+                return packed
+        return self._padded(features)
+
+    def _packable(self, lengths: list[int]) -> bool:
+        real = sum(lengths)
+        if len(lengths) < 2 or real > PACK_TOKENS or max(lengths) * len(lengths) < PACK_WASTE * real:
+            return False
+        if self._packing is None and self._mode is None:
+            self._mode = self._pooling()
+            if self._mode is None:
+                self._packing = False
+        return self._packing is not False
+
+    def _pooling(self) -> str | None:
+        """``mean`` or ``cls`` when the model is a BERT under exactly Transformer → Pooling(mean|cls)
+        (→ Normalize); None otherwise."""
+        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+        modules = list(self.st)
+        if len(modules) not in (2, 3) or not isinstance(modules[0], Transformer) or not isinstance(modules[1], Pooling):
+            return None
+        if len(modules) == 3 and not isinstance(modules[2], Normalize):
+            return None
+        if getattr(modules[0].auto_model.config, "model_type", None) != "bert" or getattr(modules[1], "include_prompt", True) is False:
+            return None
+        mode = modules[1].pooling_mode
+        return mode if mode in ("mean", "cls") else None
+
+    def _padded(self, features: dict[str, list[list[int]]]) -> np.ndarray:
         import torch
 
         padded = self.st.tokenizer.pad(features, return_tensors="pt")
@@ -57,6 +110,29 @@ class TorchForward:
             vectors = self.st({name: tensor.to(self.st.device) for name, tensor in padded.items()})["sentence_embedding"]
             vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
         return vectors.cpu().numpy().reshape(len(features["input_ids"]), -1)
+
+    def _packed(self, ids: list[list[int]]) -> np.ndarray:
+        """float32 (B, d) unit vectors of B token lists laid end to end in one row."""
+        import torch
+
+        device = self.st.device
+        lengths = torch.tensor([len(x) for x in ids])
+        flat = torch.tensor([[t for x in ids for t in x]], device=device)
+        segment = torch.repeat_interleave(torch.arange(len(ids)), lengths).to(device)
+        positions = torch.cat([torch.arange(n) for n in lengths.tolist()])[None].to(device)
+        mask = (segment[:, None] == segment[None, :])[None, None]  # (1, 1, T, T): each token sees its own text only
+        model = self.st[0].auto_model
+        self.st.eval()
+        with torch.inference_mode():
+            hidden = model(input_ids=flat, attention_mask=mask, position_ids=positions, token_type_ids=torch.zeros_like(flat)).last_hidden_state[0]
+            if self._mode == "cls":
+                starts = torch.cumsum(lengths, 0) - lengths
+                vectors = hidden[starts.to(device)]
+            else:
+                sums = torch.zeros(len(ids), hidden.shape[1], device=device, dtype=hidden.dtype).index_add_(0, segment, hidden)
+                vectors = sums / lengths.to(device=device, dtype=hidden.dtype)[:, None]
+            vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
+        return vectors.cpu().numpy()
 
     def prompted(self, batch: list[str]) -> np.ndarray:
         """float32 (len(batch), d) unit vectors through ``SentenceTransformer.encode``, which adds

@@ -148,3 +148,33 @@ def test_a_default_prompt_is_added_as_sentence_transformers_adds_it(tiny_model):
     assert np.allclose(prompted, encoder.st.encode(texts, normalize_embeddings=True), atol=1e-5)
     assert np.allclose(prompted, encoder.st.encode(["query: " + t for t in texts], prompt="", normalize_embeddings=True), atol=1e-5)
     assert not np.allclose(prompted, plain, atol=1e-3)
+
+
+TEXTS_OF_MANY_LENGTHS = ["a", "the cat sat on the mat and looked at the dog for a long while", "rain", "stock prices fell sharply today in london",
+                         "ok", "a b c d e f g h i j k l m n o p q r s t u v w x y z"]  # fmt: skip
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_a_batch_of_uneven_texts_runs_packed_and_gives_the_padded_vectors(tiny_model, pooling):
+    enc = load_encoder(str(tiny_model), pooling=pooling)
+    packed = enc.encode(TEXTS_OF_MANY_LENGTHS)
+    assert enc.forward._packing is True  # uneven enough to pack, and the first packed batch agreed with the padded one
+    enc.forward._packing = False
+    padded = enc.encode(TEXTS_OF_MANY_LENGTHS)
+    assert abs(packed - padded).max() < 1e-5
+    assert abs(packed[0] - packed[2]).max() > 1e-3  # each text kept to its own tokens: different texts, different vectors
+
+
+def test_packing_stays_off_where_it_would_change_the_vectors(tiny_roberta):
+    enc = load_encoder(str(tiny_roberta), pooling="mean")  # RoBERTa: positions start after the padding index, not at 0
+    enc.encode(TEXTS_OF_MANY_LENGTHS)
+    assert enc.forward._packing is False
+
+
+def test_a_packed_batch_that_disagrees_with_the_padded_one_turns_packing_off(tiny_model, monkeypatch):
+    enc = load_encoder(str(tiny_model), pooling="mean")
+    expected = load_encoder(str(tiny_model), pooling="mean")
+    expected.forward._packing = False
+    monkeypatch.setattr(type(enc.forward), "_packed", lambda self, ids: -self._padded({"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}))
+    got = enc.encode(TEXTS_OF_MANY_LENGTHS)
+    assert enc.forward._packing is False and abs(got - expected.encode(TEXTS_OF_MANY_LENGTHS)).max() < 1e-6  # the padded vectors were returned
