@@ -27,8 +27,8 @@ RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no 
 BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("onnx", "cpu"): 16, ("onnx-int8", "cpu"): 16}
 
 
-PACK_WASTE = 1.25  # pack a batch whose padded tokens are at least this many times its real tokens
-PACK_TOKENS = 1024  # ... and whose real tokens are at most this many (packed attention costs tokens²)
+PACK_GAIN = 0.8  # pack a batch when that costs at most this fraction of padding it (:meth:`TorchForward._packable`)
+PACK_TOKENS = 1024  # real tokens a packed batch holds at most (its attention costs tokens²)
 
 
 class TorchForward:
@@ -40,12 +40,11 @@ class TorchForward:
     tokenizer's other outputs, B lists each) gives float32 (B, d) unit vectors; ``prompted``
     encodes B raw texts with the model's default prompt put before each.
 
-    Packing. A batch whose texts differ much in length (padded tokens ≥ :data:`PACK_WASTE` × real
-    ones, at most :data:`PACK_TOKENS` real ones: a server's batch of whatever texts arrived,
-    not a length-sorted one) runs padding-free: its texts are laid end to end in one row, each
+    Packing. A batch whose texts differ much in length (a server's batch of whatever texts
+    arrived, not a length-sorted one) runs padding-free when the estimated cost says so: its texts are laid end to end in one row, each
     with its own positions from 0, and a block-diagonal attention mask keeps each text to its own
     tokens, so the transformer's linear layers see no padding. Only for BERT models with plain
-    mean or CLS pooling (``model_type`` ``bert``; Transformer → Pooling → Normalize), and checked:
+    mean or CLS pooling (``model_type`` ``bert``; Transformer → Pooling → Normalize), on a CPU, and checked:
     the first packed batch is run padded too, and packing stays off for this model unless the two
     agree within 1e-4 (a model whose positions do not start at 0 would fail here). As the
     padding-free inference of text-embeddings-inference, but for a CPU and sdpa attention,
@@ -77,8 +76,16 @@ class TorchForward:
         return self._padded(features)
 
     def _packable(self, lengths: list[int]) -> bool:
-        real = sum(lengths)
-        if len(lengths) < 2 or real > PACK_TOKENS or max(lengths) * len(lengths) < PACK_WASTE * real:
+        """Whether packing these B texts pays: its estimated FLOPs per layer — linear layers
+        24·h² per token, attention 4·h per pair of tokens that attend to each other, where the
+        packed mask still computes every pair of the row — are at most :data:`PACK_GAIN` of the
+        padded batch's, with at most :data:`PACK_TOKENS` tokens, on a CPU (where padding costs
+        and packing was measured)."""
+        real, longest, n = sum(lengths), max(lengths), len(lengths)
+        if n < 2 or real > PACK_TOKENS or self.st.device.type != "cpu":
+            return False
+        h = 6 * self.st.get_embedding_dimension()  # 24·h² / (4·h) = 6·h: the linear cost of a token in units of one attended pair
+        if h * real + real * real > PACK_GAIN * (h * n * longest + n * longest * longest):
             return False
         if self._packing is None and self._mode is None:
             self._mode = self._pooling()
