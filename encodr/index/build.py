@@ -455,6 +455,8 @@ class _Ingest:
         finally:
             self.writer.shutdown(wait=True)
             self.raw.close()
+            if kind is not None:  # a failed build: its generation is dropped; on success the build reads on, then closes
+                self.texts.close()
 
     def fresh(self, records: list[Record]) -> list[tuple[Record, str]]:
         """The records whose text is neither stored (nor being stored) nor earlier in

@@ -41,12 +41,13 @@ class TorchForward:
     encodes B raw texts with the model's default prompt put before each.
 
     Packing. A batch whose texts differ much in length (a server's batch of whatever texts
-    arrived, not a length-sorted one) runs padding-free when the estimated cost says so: its texts are laid end to end in one row, each
-    with its own positions from 0, and a block-diagonal attention mask keeps each text to its own
-    tokens, so the transformer's linear layers see no padding. Only for BERT models with plain
-    mean or CLS pooling (``model_type`` ``bert``; Transformer → Pooling → Normalize), on a CPU, and checked:
-    the first packed batch is run padded too, and packing stays off for this model unless the two
-    agree within 1e-4 (a model whose positions do not start at 0 would fail here). As the
+    arrived, not a length-sorted one) runs padding-free when the estimated cost says so
+    (:meth:`_packable`): its texts are laid end to end in one row, each with its own positions
+    from 0, and a block-diagonal attention mask keeps each text to its own tokens, so the
+    transformer's linear layers see no padding. Only for BERT models with plain mean or CLS
+    pooling (``model_type`` ``bert``; Transformer → Pooling → Normalize), on a CPU, and checked:
+    the first packed batch is run padded too, and packing stays off for this model unless the
+    two agree within 1e-4 (a model whose positions do not start at 0 would fail here). As the
     padding-free inference of text-embeddings-inference, but for a CPU and sdpa attention,
     where it has no varlen kernel.
     """
