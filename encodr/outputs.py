@@ -63,8 +63,8 @@ def atomic_dir(out: Path, overwrite: bool = False) -> Iterator[Path]:
         if not (pid.isdigit() and _alive(int(pid))):
             shutil.rmtree(stale, ignore_errors=True)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
+    try:  # made inside the try: a signal right after mkdir (SIGTERM as soon as the folder shows) still removes it
+        tmp.mkdir()
         yield tmp
         if out.exists():
             trash = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
@@ -180,9 +180,9 @@ def generation(root: Path, legacy: tuple[str, ...] = ()) -> Iterator[Path]:
             _point(tmp, folder.name)
         return
     numbers = [int(m.group(1)) for p in root.iterdir() if (m := _GENERATION.match(p.name))]
-    folder = root / f"g{max(numbers, default=0) + 1:06d}"
-    folder.mkdir()
-    try:
+    folder = root / f"g{max(numbers, default=0) + 1:06d}"  # one past the highest: no folder of that name exists to be removed below
+    try:  # made inside the try, as in atomic_dir
+        folder.mkdir()
         yield folder
         _point(root, folder.name)
     except BaseException:
