@@ -27,6 +27,13 @@ RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no 
 BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("onnx", "cpu"): 16, ("onnx-int8", "cpu"): 16}
 
 
+def tokenize(st, texts: list[str]) -> dict[str, list[list[int]]]:
+    """Token ids (and the tokenizer's other inputs: B lists each) of each of B texts for the
+    SentenceTransformer ``st``, truncated at its ``max_seq_length``, not padded."""
+    encoded = st.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=int(st.max_seq_length))
+    return {name: encoded[name] for name in encoded.keys()}
+
+
 PACK_GAIN = 0.8  # pack a batch when that costs at most this fraction of padding it (:meth:`TorchForward._packable`)
 PACK_TOKENS = 1024  # real tokens a packed batch holds at most (its attention costs tokens²)
 
@@ -296,8 +303,7 @@ class Encoder:
 
     def _tokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
         """Token ids (and the tokenizer's other inputs) of each text, truncated, not padded."""
-        encoded = self.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=self.max_length)
-        return {name: encoded[name] for name in encoded.keys()}
+        return tokenize(self.st, texts)
 
     def token_lengths(self, texts: Sequence[str]) -> np.ndarray:
         """int array (N,): each text's length in tokens, capped at :attr:`max_length`."""

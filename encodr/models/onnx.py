@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import EncodrError, first_line
 from ..outputs import atomic_file
-from .encoder import Encoder
+from .encoder import Encoder, tokenize
 
 FILES = {"onnx": "model.onnx", "onnx-int8": "model_qint8.onnx"}
 OPSET = 17
@@ -134,8 +134,7 @@ class OnnxForward:
     def prompted(self, batch: list[str]) -> np.ndarray:
         """The prompt that ``SentenceTransformer.encode`` would add, then the graph."""
         prompt = self.st.prompts.get(self.st.default_prompt_name, "")
-        encoded = self.st.tokenizer([prompt + text for text in batch], add_special_tokens=True, truncation=True, max_length=int(self.st.max_seq_length))
-        return self({name: encoded[name] for name in encoded.keys()})
+        return self(tokenize(self.st, [prompt + text for text in batch]))
 
 
 def onnx_encoder(encoder: Encoder, backend: str) -> Encoder:
