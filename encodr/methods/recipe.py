@@ -19,10 +19,14 @@ from ..errors import EncodrError
 from ..paths import recipes_dir
 
 
+BOOLEANS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
 def check(key: str, value: Any, cls: type) -> Any:
     """Coerce and validate one field of a method's recipe class.
 
-    The field's annotation gives the type (``int``, ``float``, ``str``); ``cls.RULES`` maps
+    The field's annotation gives the type (``int``, ``float``, ``bool`` — YAML's booleans, or
+    ``true``/``false``/``yes``/``no``/``1``/``0`` from ``--set`` —, ``str``); ``cls.RULES`` maps
     a key to ``(accepts(value), what is allowed)``. A key without a rule whose name is
     ``PREFIX_rest`` with PREFIX in ``cls.PHASES`` (Trans-Encoder's ``cross_lr``…) takes the
     rule of ``rest``.
@@ -44,10 +48,13 @@ def check(key: str, value: Any, cls: type) -> Any:
             if isinstance(value, bool):
                 raise ValueError
             value = float(value)
+        elif kind == "bool":
+            value = value if isinstance(value, bool) else BOOLEANS[str(value).strip().lower()]
         else:
             value = str(value)
-    except (TypeError, ValueError):
-        raise EncodrError(f"recipe key '{key}' must be a{'n' if kind == 'int' else ''} {kind}, got {value!r}") from None
+    except (TypeError, ValueError, KeyError):
+        what = "true or false" if kind == "bool" else f"a{'n' if kind == 'int' else ''} {kind}"
+        raise EncodrError(f"recipe key '{key}' must be {what}, got {value!r}") from None
     if key == "method" and value != cls.method:
         raise EncodrError(f"recipe key 'method' is '{cls.method}' in this recipe and cannot be changed; pick a recipe of method '{value}' instead")
     rules = cls.RULES

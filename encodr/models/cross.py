@@ -51,14 +51,17 @@ class CrossScorer:
         batch_size: int = 64,
         progress: bool = False,
         on_batch: Callable[[int], None] | None = None,
+        symmetric: bool = True,
     ) -> np.ndarray:
-        """Similarity σ(x) of each pair, averaged over both orders (a, b) and (b, a).
+        """Similarity σ(x) of each pair, averaged over both orders (a, b) and (b, a); with
+        ``symmetric=False`` the order (a, b) only (a query and a passage, as a re-ranker reads them).
 
         Args:
             texts1, texts2: N strings each.
             batch_size: pairs per forward pass.
             progress: show sentence-transformers' progress bar.
             on_batch: called with the number of pairs done so far (both orders count once).
+            symmetric: average both orders.
 
         Returns:
             float32 array (N,), values in (0, 1).
@@ -68,9 +71,9 @@ class CrossScorer:
         step = max(1, batch_size * 8)
         for start in range(0, n, step):
             a, b = texts1[start : start + step], texts2[start : start + step]
-            both = list(zip(a, b)) + list(zip(b, a))
+            both = list(zip(a, b)) + (list(zip(b, a)) if symmetric else [])
             scores = np.asarray(self.ce.predict(both, batch_size=batch_size, show_progress_bar=progress), dtype=np.float32)
-            out[start : start + len(a)] = (scores[: len(a)] + scores[len(a) :]) / 2
+            out[start : start + len(a)] = (scores[: len(a)] + scores[len(a) :]) / 2 if symmetric else scores
             if on_batch is not None:
                 on_batch(start + len(a))
         return out

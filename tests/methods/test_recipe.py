@@ -20,6 +20,14 @@ def test_overrides_apply_and_none_is_ignored():
     assert r.temperature == 0.05 and r.epochs == 3 and r.pooling == load_recipe("word").pooling
 
 
+def test_boolean_keys_are_booleans_from_yaml_and_from_set():
+    assert load_recipe("reranker").symmetric is False and load_recipe("cross-encoder").symmetric is True
+    assert load_recipe("cross-encoder", {"symmetric": "no"}).symmetric is False  # --set symmetric=no
+    assert load_recipe("reranker", {"symmetric": "True"}).symmetric is True
+    with pytest.raises(EncodrError, match="recipe key 'symmetric' must be true or false, got 'maybe'"):
+        load_recipe("reranker", {"symmetric": "maybe"})
+
+
 def test_user_file(tmp_path):
     f = tmp_path / "mine.yaml"
     f.write_text("temperature: 0.1\nspan_mask: 3\n")
@@ -49,7 +57,7 @@ def test_bad_recipe_files_name_the_problem(tmp_path, text, words):
 
 
 def test_unknown_recipe_lists_the_bundled_ones():
-    with pytest.raises(EncodrError, match="unknown recipe 'wrod'.*phrase, retrieval, sentence, word"):
+    with pytest.raises(EncodrError, match="unknown recipe 'wrod'.*phrase, reranker, retrieval, sentence, word"):
         load_recipe("wrod")
 
 

@@ -34,6 +34,9 @@ class TransEncoderRecipe(Recipe):
         mine_random: random pairs added, as a fraction of the mined ones, so pseudo-labels
             span the whole similarity range.
         max_pairs: keep at most this many pairs (seeded sample; 0: all).
+        symmetric: the pairs are unordered (two sentences, as in STS): the cross-encoder
+            learns each pair in both orders and labels it with both orders averaged (§2.2).
+            ``false`` for ordered pairs (a query and a passage): one order only.
         pooling, raw_pooling: bi-encoder pooling (see the Mirror recipe).
         seed: random seed.
         amp: mixed precision (see :func:`encodr.training.mixed_precision`).
@@ -57,6 +60,7 @@ class TransEncoderRecipe(Recipe):
     mine_k: int = 10
     mine_random: float = 0.25
     max_pairs: int = 0
+    symmetric: bool = True
     default_data: str = "stsb-pairs"
 
     PHASES: ClassVar[tuple[str, ...]] = ("cross", "bi")

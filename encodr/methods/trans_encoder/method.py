@@ -80,23 +80,27 @@ def load_pairs(data: str | None, recipe: TransEncoderRecipe) -> PairData:
     return stsb_pairs()
 
 
-def cross_stream(scorer: CrossScorer, pairs: Sequence[tuple[str, str]], labels: np.ndarray, batch_size: int) -> Stream:
-    """Bi → cross (§2.2): every pair in both orders with its soft label; loss Eq. 2.
+def cross_stream(scorer: CrossScorer, pairs: Sequence[tuple[str, str]], labels: np.ndarray, batch_size: int, symmetric: bool = True) -> Stream:
+    """Bi → cross (§2.2): every pair in both orders (``symmetric``; else as given) with its
+    soft label; loss Eq. 2.
 
     Args:
         scorer: the cross-encoder being trained.
         pairs: N pairs.
         labels: float array (N,), pseudo-labels in [0, 1].
         batch_size: ordered pairs per step (global).
+        symmetric: add each pair's reverse order.
 
     Returns:
-        A :class:`~encodr.training.Stream` of 2N examples; a batch is (first texts, second
-        texts, float32 labels (B,)), the loss sentence-transformers' ``BinaryCrossEntropyLoss``
-        (BCE with logits on soft labels, exactly Eq. 2).
+        A :class:`~encodr.training.Stream` of 2N examples (N without ``symmetric``); a batch
+        is (first texts, second texts, float32 labels (B,)), the loss sentence-transformers'
+        ``BinaryCrossEntropyLoss`` (BCE with logits on soft labels, exactly Eq. 2).
     """
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    examples = [(a, b, float(y)) for (a, b), y in zip(pairs, labels)] + [(b, a, float(y)) for (a, b), y in zip(pairs, labels)]
+    examples = [(a, b, float(y)) for (a, b), y in zip(pairs, labels)]
+    if symmetric:
+        examples += [(b, a, float(y)) for (a, b), y in zip(pairs, labels)]
     bce = BinaryCrossEntropyLoss(scorer.ce)
 
     def batch(indices: list[int], epoch: int):
@@ -141,8 +145,14 @@ def bi_stream(encoder: Encoder, pairs: Sequence[tuple[str, str]], labels: np.nda
     return Stream("bi", len(pairs), batch, loss, batch_size)
 
 
-class _TransEncoderRun:
-    """One Trans-Encoder run: the pairs, the chains, the dev and report sets, the phase timings."""
+class TransEncoderRun:
+    """One Trans-Encoder run: the pairs, the chains, the dev and report sets, the phase timings.
+
+    A subclass that makes its own pairs (the re-ranker recipe) overrides :meth:`read_pairs`
+    and :meth:`prepare_pairs`; ``known`` maps a pair's position to a label that every
+    labelling keeps (a pair known to be relevant)."""
+
+    NO_DEV = "no --dev file: kept the last cycle's bi- and cross-encoder (pass --dev stsb-dev or a scored file to select the best)"
 
     def __init__(self, ctx: RunContext):
         self.ctx, self.recipe, self.request = ctx, ctx.recipe, ctx.request
@@ -155,8 +165,13 @@ class _TransEncoderRun:
         self.names = {i: ("bi", "cross") if i == 0 else (f"bi-{i + 1}", f"cross-{i + 1}") for i in range(len(self.chains))}
         self.who = (lambda c: f" · chain {c + 1}") if multi else (lambda c: "")
         self.timings: list[dict] = []
-        self.pair_data = load_pairs(self.request.data, self.recipe)
+        self.pair_data = self.read_pairs()
         self.pairs: list[tuple[str, str]] = []
+        self.known: dict[int, float] = {}
+
+    def read_pairs(self) -> PairData:
+        """The request's pairs (or sentences to mine them from), read before any model loads."""
+        return load_pairs(self.request.data, self.recipe)
 
     def rho(self, which, scorer) -> float | None:
         """ρ × 100 of a bi- or cross-encoder on the dev or report set; ``None`` without it."""
@@ -205,13 +220,16 @@ class _TransEncoderRun:
             report = lambda n, t=task: self.ctx.progress(ProgressEvent(t, n, len(self.pairs)))  # noqa: E731
             report(0)
             if isinstance(scorer, CrossScorer):
-                scores = scorer.pair_scores(texts1, texts2, on_batch=report)
+                scores = scorer.pair_scores(texts1, texts2, on_batch=report, symmetric=self.recipe.symmetric)
             else:
                 scores = scorer.pair_scores(texts1, texts2)
                 report(len(self.pairs))
             labels += np.clip(scores, 0.0, 1.0)
         done(pairs=len(self.pairs))
-        return labels / len(scorers)
+        labels /= len(scorers)
+        for i, value in self.known.items():
+            labels[i] = value
+        return labels
 
     def train(self, kind: str, c: int, cycle: int, scorer, module, stream: Stream) -> None:
         """One phase of one chain: fit with dev selection, record, save when best."""
@@ -243,7 +261,7 @@ class _TransEncoderRun:
             for c, chain in enumerate(self.chains):
                 # each chain its own seed: chains that share a base model must not train identical cross-encoders
                 scorer = new_cross_encoder(chain.base, r.cross_max_length, self.ctx.trainer.device, seed=r.seed + cycle + 1000 * c)
-                self.train("cross", c, cycle, scorer, scorer.ce, cross_stream(scorer, self.pairs, labels, r.cross_batch_size))
+                self.train("cross", c, cycle, scorer, scorer.ce, cross_stream(scorer, self.pairs, labels, r.cross_batch_size, r.symmetric))
                 crosses.append(scorer)
             labels = self.label("cross", crosses, cycle)
             del crosses
@@ -281,7 +299,7 @@ class _TransEncoderRun:
                         "dev_per_cycle": [h["dev"] for h in ch["history"] if h["phase"] == kind]},
         } for c, ch in enumerate(chains) for kind in ("bi", "cross")]  # fmt: skip
         if not request.dev:
-            ctx.warn("no --dev file: kept the last cycle's bi- and cross-encoder (pass --dev stsb-dev or a scored file to select the best)")
+            ctx.warn(self.NO_DEV)
         return Outcome(summary, rows)  # the core lays out its chains (encodr.core.results)
 
 
@@ -296,4 +314,4 @@ def run(ctx: RunContext) -> Outcome:
     Raises:
         EncodrError: bad input, checked before training where possible.
     """
-    return _TransEncoderRun(ctx).run()
+    return TransEncoderRun(ctx).run()

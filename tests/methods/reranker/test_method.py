@@ -1,0 +1,53 @@
+"""The re-ranker recipe: pairs mined from documents (inverse-cloze query, its passage, the
+bi-encoder's nearest others), one order, known positives kept through every labelling, and a
+saved CrossEncoder."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from encodr.methods import load_recipe
+from tests.conftest import run_tune
+from tests.methods.retrieval.test_method import corpus
+
+
+def test_pairs_are_mined_one_order_and_the_positive_keeps_its_label(tiny_model, tmp_path, monkeypatch):
+    from sentence_transformers import CrossEncoder
+
+    from encodr.methods.trans_encoder import method as trans
+
+    seen = {}
+    original_label, original_stream = trans.TransEncoderRun.label, trans.cross_stream
+
+    def label(self, kind, scorers, cycle):
+        labels = original_label(self, kind, scorers, cycle)
+        seen.setdefault("labels", []).append((kind, labels.copy()))
+        seen["pairs"] = list(self.pairs)
+        return labels
+
+    def stream(scorer, pairs, labels, batch_size, symmetric=True):
+        s = original_stream(scorer, pairs, labels, batch_size, symmetric)
+        seen["examples"] = s.size
+        return s
+
+    monkeypatch.setattr(trans.TransEncoderRun, "label", label)
+    monkeypatch.setattr(trans, "cross_stream", stream)
+    recipe = load_recipe("reranker", {"queries": 5, "candidates": 3, "ict_keep": 0, "bi_max_length": 48, "cross_max_length": 96,
+                                      "cross_batch_size": 4, "bi_batch_size": 4})  # fmt: skip
+    warnings = []
+    summary = run_tune(corpus(tmp_path / "docs.jsonl"), recipe, str(tiny_model), tmp_path / "o", warn=warnings.append)
+    pairs = seen["pairs"]
+    assert len(pairs) == 15 and summary["pairs"] == 15  # 5 queries × (its passage + 2 others)
+    for q in range(5):
+        query, positive = pairs[3 * q]
+        assert query not in positive  # inverse cloze: the sentence is cut out of its passage
+        assert all(p[0] == query and p[1] != positive for p in pairs[3 * q + 1 : 3 * q + 3])
+    assert seen["examples"] == 15  # one order: a query, then a passage
+    for kind, labels in seen["labels"]:
+        assert np.allclose(labels[::3], 1.0), kind  # the known positive, whoever labels
+        assert not np.allclose(np.delete(labels, np.arange(0, 15, 3)), 1.0)
+    assert CrossEncoder(str(tmp_path / "o" / "cross"), device="cpu").predict([("a query", "a passage")]).shape == (1,)
+    assert any("takes no --dev" in w for w in warnings)
+    assert json.loads((tmp_path / "o" / "encodr.json").read_text())["mined"] is True
