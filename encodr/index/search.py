@@ -148,19 +148,23 @@ class Searcher:
             self.index = fresh  # the old Index closes when its last reader drops it
         return True
 
-    def query_languages(self, queries: list[str], lang: str | None = None, index: Index | None = None) -> list[str]:
+    def query_languages(self, queries: list[str], lang: str | None = None, index: Index | None = None, mode: str = "dense") -> list[str]:
         """Each query's language: ``lang`` when given; otherwise the index's default language
         when it was built with one (``--lang``); otherwise detected among the languages
         of the index (:func:`encodr.data.language.detect_languages`), ``und`` if it has none.
+        The language picks the query's PCR component and, in ``keyword`` and ``hybrid``
+        ``mode``, its stemmer and the fusion's language-aware step.
 
         Raises:
-            EncodrError: ``lang`` given for an index built without PCR (it would change nothing).
+            EncodrError: ``lang`` given where it would change nothing: an index built without
+                PCR, searched densely or without a keyword index.
         """
         index = index or self.index
         if lang is not None:
             check_code(lang)
-            if not index.components:
-                raise EncodrError(f"index {index.path} was built without --pcr, so a query language changes nothing; drop --lang", field="lang")
+            if not index.components and (mode == "dense" or not index.has_keywords):
+                raise EncodrError(f"index {index.path} was built without --pcr, so a query language changes nothing in {mode} search; "
+                                  "drop --lang, or search with --mode keyword or hybrid", field="lang")  # fmt: skip
             return [lang] * len(queries)
         default = index.meta.get("default_lang")
         languages = [c for c in index.meta.get("languages", []) if c != UNDETERMINED]
@@ -235,7 +239,7 @@ class Searcher:
         if reranker is not None:
             langs, first = self._query(index, queries, max(k, rerank_depth), lang, hit_langs, nprobe, ef_search, mode, fusion, None, rerank_depth, True)
             return langs, [rerank_hits(q, hits, reranker, k) for q, hits in zip(queries, first)]
-        langs = self.query_languages(queries, lang, index)
+        langs = self.query_languages(queries, lang, index, mode)
         if mode == "keyword":
             return langs, self._rows_to_hits(index, *index.keyword_search(queries, k, hit_langs, langs))
         if mode == "dense":

@@ -125,8 +125,13 @@ def test_pcr_needs_two_texts_per_language_and_lang_needs_pcr(tmp_path, tiny_mode
     with pytest.raises(EncodrError, match="language 'spa' has only 1 distinct text; --pcr"):
         build([str(f)], str(tiny_model), tmp_path / "p", pcr=True)
     assert not (tmp_path / "p").exists()
-    with pytest.raises(EncodrError, match="built without --pcr, so a query language changes nothing"):
+    with pytest.raises(EncodrError, match="built without --pcr, so a query language changes nothing in dense search"):
         Searcher(built).search(["x"], lang="eng")
+    # in keyword and hybrid search it picks the query's stemmer, so it is taken there
+    s = Searcher(built)
+    for mode in ("keyword", "hybrid"):
+        hits = s.search(["cat"], k=3, lang="eng", mode=mode)[0]
+        assert s.last_langs == ["eng"] and "cats" in hits[0].text  # "cat" finds "cats" through the English stemmer
 
 
 def test_broken_indexes_are_named(built):
