@@ -146,7 +146,8 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
     request.check()
     meta = build(request.corpus, request.model, request.target(), request.index_type, request.add, request.overwrite, request.pcr, request.lang,
                  request.batch_size, progress=progress, pcr_variant=pcr_variant(True, request.pcr_variant), backend=request.backend,
-                 processes=request.processes, glob=request.glob, whole=request.whole, layout=request.layout(), quantize=request.quantize)  # fmt: skip
+                 processes=request.processes, glob=request.glob, whole=request.whole, layout=request.layout(), quantize=request.quantize,
+                 engine=request.engine, address=request.address)  # fmt: skip
     for skipped in meta.get("skipped_files", []):
         warn(f"skipped {skipped['path']}: {skipped['reason']}")
     if meta.get("skipped_files"):

@@ -27,6 +27,7 @@ from ..progress import ProgressEvent, ProgressFn, silent
 from .quantized import QUANTIZE, RESCORE_FILE, BinaryRescored
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, locate
 from .texts import TextStore
+from .engines import check_engine, ray_encoding
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
 
 
@@ -107,6 +108,8 @@ def build(
     whole: bool = False,
     layout: Layout = Layout(),
     quantize: str = "none",
+    engine: str = "local",
+    address: str | None = None,
 ) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
 
@@ -154,7 +157,8 @@ def build(
             in ``index.json``.
         processes: encode on this many processes (sentence-transformers' multi-process pool:
             one per GPU, ``cuda:0`` … ``cuda:N-1``, when CUDA is visible, else CPU processes
-            sharing the cores); this process alone reads, deduplicates and writes.
+            sharing the cores), or with ``engine`` ``ray`` this many Ray actors; this process
+            alone reads, deduplicates and writes.
         window: texts read, deduplicated and encoded together.
         glob: in folders, read only the files whose name matches (``*.pdf``); default: every
             kind encodr reads (:func:`encodr.data.files.expand`).
@@ -166,6 +170,8 @@ def build(
             ``hnsw``, ``ivf``) or ``binary`` (sign bits searched by Hamming distance, the
             candidates rescored by int8 vectors kept on disk: 32× smaller in memory; ``flat``,
             which ``auto`` then means at any size); :mod:`~.quantized`. ``--add`` keeps the index's.
+        engine: ``local`` or ``ray`` (encode on ``processes`` Ray actors, :mod:`~.engines`).
+        address: with ``ray``, the cluster's address (default: ``RAY_ADDRESS``, else a local Ray).
 
     Files and folders: a folder is read recursively; a file in it that encodr cannot read (another
     kind, a damaged PDF, an empty document) is skipped and listed in ``skipped_files``, while
@@ -175,8 +181,8 @@ def build(
         The index metadata (``index.json``) plus ``added`` and ``skipped_duplicates``.
 
     Raises:
-        EncodrError: bad input files, an unknown index type or backend, ``processes`` with an
-            ONNX backend, a model that differs from the index's, an existing output without
+        EncodrError: bad input files, an unknown index type, backend or engine, ``processes``
+            with an ONNX backend (local engine), ``address`` without Ray, a model that differs from the index's, an existing output without
             ``overwrite``/``add``; an OS-level failure (full disk, read-only, a locked
             ``texts.db``), naming the file, with the previous index unchanged.
 
@@ -194,7 +200,8 @@ def build(
     check_backend(backend)  # before the lock file and any work
     if processes < 1:
         raise EncodrError(f"--processes {processes}: give 1 or more")
-    if processes > 1 and backend != "torch":
+    check_engine(engine, address, processes)
+    if processes > 1 and backend != "torch" and engine == "local":
         raise EncodrError(f"--processes works with --backend torch; onnxruntime already uses every core, so drop --processes for {backend}")
     if not files:
         raise EncodrError("no corpus file given; pass one or more text, TSV, CSV or JSONL files")
@@ -213,7 +220,7 @@ def build(
         if not add:
             check_target(out, overwrite)  # again: another build may have made it while this one waited
         spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window, whole,
-                         [f for f in files if f not in given], skipped, layout, quantize)  # fmt: skip
+                         [f for f in files if f not in given], skipped, layout, quantize, engine, address)  # fmt: skip
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -268,6 +275,8 @@ class IndexSpec:
     skipped: list[Skipped] = field(default_factory=list)  # files left out, and why (filled while reading)
     layout: Layout = Layout()  # where record files keep their fields
     quantize: str = "none"  # none | int8 | binary (a new index only; --add keeps the index's)
+    engine: str = "local"  # local | ray (encodr.index.engines)
+    address: str | None = None  # with engine ray: the cluster's address
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
@@ -305,7 +314,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                     shutil.copy2(old.folder / name, tmp / name)
         # documents are encoded with the model's document prompt (E5: "passage: "); --add keeps the index's own
         prompts = old.meta.get("prompts", {"query": "", "document": ""}) if old is not None else {role: encoder.prompt(role) for role in ("query", "document")}
-        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, spec.processes, prompts["document"]) as encode:
+        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, spec, prompts["document"], old) as encode:
             done = 0
 
             def step(n: int) -> None:
@@ -385,11 +394,18 @@ def _windows(files: list[str], lang: str | None, size: int, split=None, found: l
 
 
 @contextlib.contextmanager
-def _encoding(encoder, processes: int, prompt: str = ""):
-    """``encode(texts, batch_size, on_batch) -> float32 (N, d)``: the encoder itself, or with
-    ``processes`` > 1 sentence-transformers' multi-process pool (one process per GPU when CUDA
-    is visible, else CPU processes that split the cores between them), stopped on exit; each
-    text after ``prompt``."""
+def _encoding(encoder, spec: IndexSpec, prompt: str = "", old: Index | None = None):
+    """``encode(texts, batch_size, on_batch) -> float32 (N, d)``: with ``spec.engine`` ``ray``,
+    ``spec.processes`` Ray actors (:func:`encodr.index.engines.ray_encoding`); else the encoder
+    itself, or with ``processes`` > 1 sentence-transformers' multi-process pool (one process
+    per GPU when CUDA is visible, else CPU processes that split the cores between them),
+    stopped on exit; each text after ``prompt``."""
+    processes = spec.processes
+    if spec.engine == "ray":
+        model = spec.model if isinstance(spec.model, str) else old.meta["model"] if old is not None and spec.model is None else encoder.name
+        with ray_encoding(model, encoder.fingerprint, spec.backend, processes, prompt, spec.address) as encode:
+            yield encode
+        return
     if processes == 1:
         yield lambda texts, batch_size, on_batch: encoder.encode(texts, batch_size, on_batch=on_batch, prompt=prompt)
         return

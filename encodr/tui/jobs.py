@@ -40,6 +40,7 @@ class IndexPane(Vertical):
         self.meta: dict | None = None
 
     def compose(self) -> ComposeResult:
+        from ..index.engines import ENGINES
         from ..index.quantized import QUANTIZE
         from ..index.store import INDEX_TYPES
         from ..models import BACKENDS
@@ -63,6 +64,8 @@ class IndexPane(Vertical):
             yield Input(placeholder="language (ISO 639-3; blank: detected)", id="index-lang")
             yield Input(placeholder="batch size (blank: auto)", id="index-batch-size")
             yield Input(placeholder="processes (1)", id="index-processes")
+            yield Select([(f"engine: {e}", e) for e in ENGINES], value="local", allow_blank=False, id="index-engine")
+            yield Input(placeholder="Ray address (blank: local)", id="index-address")
         with Horizontal(classes="row"):
             yield Input(placeholder="in folders, only files like: *.pdf", id="index-glob")
             yield Checkbox("whole texts (no passages)", id="index-whole")

@@ -21,6 +21,7 @@ PRESENTATION_ONLY = {
     ("encodr.evaluation.tasks", "PRIMARY"),  # the Eval pane's suites (`encodr eval SUITE`)
     ("encodr.index.store", "INDEX_TYPES"),  # the Index pane's index types (`encodr index --index-type`)
     ("encodr.index.quantized", "QUANTIZE"),  # the Index pane's vector quantisations (`encodr index --quantize`)
+    ("encodr.index.engines", "ENGINES"),  # the Index pane's engines (`encodr index --engine`)
     ("encodr.models", "BACKENDS"),  # the Index and Eval panes' backends (`--backend`; load_encoder checks the name)
     ("encodr.data.text", "read_corpus"),  # the data-file preview: the reader `encodr tune` reads with, for its count
     ("encodr.methods", "RunCancelled"),  # Cancel: raised from the step callback; the CLI's Ctrl-C ends the same way
