@@ -1,7 +1,11 @@
-"""``encodr index --processes N`` against one process: the same texts, the same model, and the
+"""``encodr index --processes N`` (sentence-transformers' multi-process pool) and ``--engine ray``
+(N Ray actors on a local Ray) against one process: the same texts, the same model, and the
 largest difference between the stored vectors (it should be below 1e-5 for the torch backend).
+A build's seconds count from the model loaded to the index written: for Ray they include
+starting the local Ray and its actors (each loads the model).
 
     python bench/multiprocess_index.py --limit 3000 --processes 2
+    python bench/multiprocess_index.py --limit 3000 --processes 2 --engines local ray
 
 Prints a table and writes bench/results/multiprocess_index.json.
 """
@@ -34,6 +38,7 @@ def main() -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--limit", type=int, default=3000)
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--engines", nargs="+", default=["local"], choices=["local", "ray"])
     parser.add_argument("--out", type=Path, default=RESULTS / "multiprocess_index.json")
     args = parser.parse_args()
     texts = bundled("wiki/wiki_sentences_en.txt").read_text(encoding="utf-8").splitlines()[: args.limit]
@@ -41,15 +46,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "wiki.txt"
         corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
-        for processes in (1, args.processes):
-            meta = build([str(corpus)], args.model, Path(tmp) / f"p{processes}", index_type="flat", lang="eng", processes=processes)
-            vectors[processes] = vectors_by_line(Path(tmp) / f"p{processes}")
-            rows.append({"processes": processes, "texts": meta["count"], "seconds": meta["seconds"], "texts/s": round(meta["count"] / meta["seconds"], 1)})
-    diff = float(np.abs(vectors[1] - vectors[args.processes]).max())
+        runs = [("local", 1)] + [(engine, n) for engine in args.engines for n in (1, args.processes) if (engine, n) != ("local", 1)]
+        for engine, processes in runs:
+            out = Path(tmp) / f"{engine}{processes}"
+            meta = build([str(corpus)], args.model, out, index_type="flat", lang="eng", processes=processes, engine=engine)
+            vectors[engine, processes] = vectors_by_line(out)
+            rows.append({"engine": engine, "processes": processes, "texts": meta["count"], "seconds": meta["seconds"],
+                         "texts/s": round(meta["count"] / meta["seconds"], 1)})  # fmt: skip
+    diff = 0.0
     for row in rows:
-        row["max |Δ| to 1 process"] = f"{diff:.2e}" if row["processes"] != 1 else "–"
-    print_table(f"encodr index --processes, {len(texts):,} Wikipedia sentences, {args.model}, torch", rows,
-                ["processes", "texts", "seconds", "texts/s", "max |Δ| to 1 process"])  # fmt: skip
+        d = float(np.abs(vectors["local", 1] - vectors[row["engine"], row["processes"]]).max())
+        row["max |Δ| to 1 process"] = f"{d:.2e}" if (row["engine"], row["processes"]) != ("local", 1) else "–"
+        diff = max(diff, d)
+    print_table(f"encodr index --processes / --engine, {len(texts):,} Wikipedia sentences, {args.model}, torch", rows,
+                ["engine", "processes", "texts", "seconds", "texts/s", "max |Δ| to 1 process"])  # fmt: skip
     write_json(args.out, {"model": args.model, "rows": rows, "max_abs_diff": diff, "machine": machine()})
 
 
