@@ -17,15 +17,19 @@ from ..retrieval.pairs import Passage, ict_pair
 from ..trans_encoder.method import TransEncoderRun
 
 
-def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], candidates: int) -> list[list[int]]:
-    """For each pseudo-query, the ``candidates − 1`` passages the bi-encoder ranks highest,
-    its own passage left out.
+def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], candidates: int, document_of: list[int]) -> list[list[int]]:
+    """For each pseudo-query, the ``candidates − 1`` passages the bi-encoder ranks highest
+    among the other documents' passages. Its own document's are left out: a neighbouring
+    passage shares text with the query's (the splitter's overlap) and may hold the query
+    sentence itself, which the positive lacks — as negatives they would teach the cross-encoder
+    that matching the query's words makes a passage less relevant.
 
     Args:
         encoder: the starting :class:`~encodr.models.Encoder` (its query and document prompts apply).
         passages: the N passage texts.
         queries: (query, positive, index of its passage) for Q queries.
         candidates: pairs per query, its positive included.
+        document_of: N document indices, one per passage.
 
     Returns:
         Q lists of passage indices, best first (fewer where the corpus is small).
@@ -36,8 +40,8 @@ def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], cand
     asked = encoder.encode([q for q, _, _ in queries], prompt=encoder.prompt("query"))
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-    _, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min(candidates, len(passages)))
-    return [[int(j) for j in row if j >= 0 and j != own][: candidates - 1] for (_, _, own), row in zip(queries, top)]
+    _, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min(4 * candidates, len(passages)))
+    return [[int(j) for j in row if j >= 0 and document_of[j] != document_of[own]][: candidates - 1] for (_, _, own), row in zip(queries, top)]
 
 
 class RerankerRun(TransEncoderRun):
@@ -59,7 +63,8 @@ class RerankerRun(TransEncoderRun):
         done = self.timed("mine pairs", 0)
         encoder = self.bi_encoder(self.request.models[0])
         split = passage_splitter(encoder.tokenizer, r.bi_max_length - 2)
-        passages = [Passage.of(chunk, d.title) for d in self.documents for _, chunk in split(d.text)]
+        chunks = [(n, Passage.of(chunk, d.title)) for n, d in enumerate(self.documents) for _, chunk in split(d.text)]
+        passages, document_of = [p for _, p in chunks], [n for n, _ in chunks]
         rng = np.random.default_rng(r.seed)
         queries: list[tuple[str, str, int]] = []
         for i in rng.permutation(len(passages)):
@@ -71,7 +76,7 @@ class RerankerRun(TransEncoderRun):
         if len(queries) < 2:
             raise EncodrError(f"{self.request.data}: {len(queries)} passage(s) of two or more sentences; the re-ranker's pseudo-queries need at least 2")
         pairs: list[tuple[str, str]] = []
-        for (query, positive, _), others in zip(queries, mine(encoder, [p.text for p in passages], queries, r.candidates)):
+        for (query, positive, _), others in zip(queries, mine(encoder, [p.text for p in passages], queries, r.candidates, document_of)):
             if r.positive_label >= 0:
                 self.known[len(pairs)] = r.positive_label
             pairs.append((query, positive))

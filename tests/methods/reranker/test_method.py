@@ -51,3 +51,20 @@ def test_pairs_are_mined_one_order_and_the_positive_keeps_its_label(tiny_model, 
     assert CrossEncoder(str(tmp_path / "o" / "cross"), device="cpu").predict([("a query", "a passage")]).shape == (1,)
     assert any("takes no --dev" in w for w in warnings)
     assert json.loads((tmp_path / "o" / "encodr.json").read_text())["mined"] is True
+
+
+def test_negatives_come_from_other_documents():
+    # the query's own document's other passages share its text (the splitter's overlap): never negatives
+    from encodr.methods.reranker.method import mine
+
+    class Stub:
+        def prompt(self, role):
+            return ""
+
+        def encode(self, texts, prompt=""):
+            table = {"q": [1, 0], "own": [0.9, 0.1], "same doc": [1, 0], "near": [0.8, 0.2], "far": [0, 1]}
+            v = np.array([table[t] for t in texts], dtype=np.float32)
+            return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    passages = ["own", "same doc", "near", "far"]
+    assert mine(Stub(), passages, [("q", "own", 0)], candidates=3, document_of=[0, 0, 1, 2]) == [[2, 3]]
