@@ -182,9 +182,10 @@ def build(
 
     Raises:
         EncodrError: bad input files, an unknown index type, backend or engine, ``processes``
-            with an ONNX backend (local engine), ``address`` without Ray, a model that differs from the index's, an existing output without
-            ``overwrite``/``add``; an OS-level failure (full disk, read-only, a locked
-            ``texts.db``), naming the file, with the previous index unchanged.
+            with an ONNX backend (local engine), ``address`` without Ray or unreachable, a model
+            that differs from the index's, an existing output without ``overwrite``/``add``; an
+            OS-level failure (full disk, read-only, a locked ``texts.db``), naming the file, with
+            the previous index unchanged.
 
     A build or ``--add`` writes a new generation of the index and makes it current in one
     atomic step (:func:`encodr.outputs.generation`): readers see the old index or the new one,
@@ -200,7 +201,7 @@ def build(
     check_backend(backend)  # before the lock file and any work
     if processes < 1:
         raise EncodrError(f"--processes {processes}: give 1 or more")
-    check_engine(engine, address, processes)
+    check_engine(engine, address)
     if processes > 1 and backend != "torch" and engine == "local":
         raise EncodrError(f"--processes works with --backend torch; onnxruntime already uses every core, so drop --processes for {backend}")
     if not files:
@@ -402,7 +403,7 @@ def _encoding(encoder, spec: IndexSpec, prompt: str = "", old: Index | None = No
     stopped on exit; each text after ``prompt``."""
     processes = spec.processes
     if spec.engine == "ray":
-        model = spec.model if isinstance(spec.model, str) else old.meta["model"] if old is not None and spec.model is None else encoder.name
+        model = spec.model if isinstance(spec.model, str) else old.meta["model"] if old is not None else encoder.name
         with ray_encoding(model, encoder.fingerprint, spec.backend, processes, prompt, spec.address) as encode:
             yield encode
         return

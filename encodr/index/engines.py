@@ -30,7 +30,7 @@ CHUNKS_PER_ACTOR = 4  # a window is cut into this many chunks per actor, so a sl
 Encode = Callable[[list[str], "int | None", Callable[[int], None]], np.ndarray]
 
 
-def check_engine(engine: str, address: str | None, processes: int) -> None:
+def check_engine(engine: str, address: str | None) -> None:
     """Refuse an unknown engine, ``address`` without Ray, or Ray not installed, before any work.
 
     Raises:

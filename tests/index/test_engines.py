@@ -67,4 +67,4 @@ def test_ray_missing_is_named(monkeypatch):
     real = builtins.__import__
     monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name)) if name == "ray" else real(name, *a, **k))
     with pytest.raises(EncodrError, match=r"--engine ray needs Ray; install it with pip install 'encodr\[ray\]'"):
-        check_engine("ray", None, 1)
+        check_engine("ray", None)
