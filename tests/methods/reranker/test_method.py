@@ -68,3 +68,15 @@ def test_negatives_come_from_other_documents():
 
     passages = ["own", "same doc", "near", "far"]
     assert mine(Stub(), passages, [("q", "own", 0)], candidates=3, document_of=[0, 0, 1, 2]) == [[2, 3]]
+
+
+def test_documents_without_two_sentence_passages_are_refused(tiny_model, tmp_path):
+    import pytest
+
+    from encodr.errors import EncodrError
+
+    docs = tmp_path / "short.jsonl"
+    docs.write_text("".join(json.dumps({"_id": str(i), "text": f"only one sentence here number {i}"}) + "\n" for i in range(4)))
+    with pytest.raises(EncodrError, match="0 passage\\(s\\) of two or more sentences; the re-ranker's pseudo-queries need at least 2"):
+        run_tune(docs, load_recipe("reranker", {"bi_max_length": 48}), str(tiny_model), tmp_path / "o")
+    assert not (tmp_path / "o").exists()  # nothing half-written
