@@ -58,7 +58,7 @@ class RerankerRun(TransEncoderRun):
 
     def prepare_pairs(self) -> None:
         """Pseudo-queries (inverse cloze) from a seeded sample of passages, each paired with its
-        own passage and with the starting bi-encoder's nearest other passages."""
+        own passage and with the starting bi-encoder's nearest passages of other documents (:func:`mine`)."""
         r = self.recipe
         done = self.timed("mine pairs", 0)
         encoder = self.bi_encoder(self.request.models[0])
