@@ -108,7 +108,8 @@ def embed(request: EmbedRequest, encode: Callable[[list[str]], np.ndarray], dime
     Args:
         request: the texts, the model's name and the encoding format.
         encode: texts → float32 (n, d) unit-norm vectors (the server's batcher).
-        dimension: d, which ``request.dimensions`` must equal when given.
+        dimension: d; ``request.dimensions`` (at most d) keeps the first that many dimensions,
+            renormalised (:func:`encodr.models.encoder.truncated`).
         count_tokens: texts → tokens read, for ``usage``.
 
     Returns:
@@ -116,14 +117,19 @@ def embed(request: EmbedRequest, encode: Callable[[list[str]], np.ndarray], dime
         ``base64`` the base64 of the float32 little-endian bytes (as OpenAI's API does).
 
     Raises:
-        EncodrError: blank or empty input; ``dimensions`` other than the model's.
+        EncodrError: blank or empty input; ``dimensions`` above the model's.
     """
     request.check()
-    if request.dimensions is not None and request.dimensions != dimension:
-        raise EncodrError(f"dimensions {request.dimensions}: model '{request.model}' gives {dimension}-dimensional vectors and does not truncate them; "
-                          f"leave dimensions out or pass {dimension}", field="dimensions")  # fmt: skip
+    if request.dimensions is not None and request.dimensions > dimension:
+        raise EncodrError(f"dimensions {request.dimensions}: model '{request.model}' gives {dimension}-dimensional vectors; "
+                          f"pass at most {dimension}, or leave dimensions out", field="dimensions")  # fmt: skip
     texts = request.texts
-    vectors = np.asarray(encode(texts), dtype="<f4")
+    vectors = encode(texts)
+    if request.dimensions is not None and request.dimensions < dimension:
+        from ..models.encoder import truncated
+
+        vectors = truncated(vectors, request.dimensions)
+    vectors = np.asarray(vectors, dtype="<f4")
     if request.encoding_format == "base64":
         data = [Embedding(index=i, embedding=base64.b64encode(v.tobytes()).decode("ascii")) for i, v in enumerate(vectors)]
     else:
@@ -147,7 +153,7 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
     meta = build(request.corpus, request.model, request.target(), request.index_type, request.add, request.overwrite, request.pcr, request.lang,
                  request.batch_size, progress=progress, pcr_variant=pcr_variant(True, request.pcr_variant), backend=request.backend,
                  processes=request.processes, glob=request.glob, whole=request.whole, layout=request.layout(), quantize=request.quantize,
-                 engine=request.engine, address=request.address)  # fmt: skip
+                 engine=request.engine, address=request.address, dim=request.dim)  # fmt: skip
     for skipped in meta.get("skipped_files", []):
         warn(f"skipped {skipped['path']}: {skipped['reason']}")
     if meta.get("skipped_files"):

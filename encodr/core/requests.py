@@ -133,7 +133,8 @@ class EmbedRequest(Request):
     input: str | list[str] = option(..., "A text or a list of texts.", fronts=HTTP)
     model: str = option(..., "A served model's name (GET /v1/models).", fronts=HTTP)
     encoding_format: Literal["float", "base64"] = option("float", "float: lists of numbers; base64: little-endian float32 bytes.", fronts=HTTP)
-    dimensions: int | None = option(None, "The model's dimension, if given (vectors are not truncated).", fronts=HTTP, ge=1)
+    dimensions: int | None = option(None, "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation, as OpenAI's "
+                                          "dimensions); at most the model's dimension (default: all).", fronts=HTTP, ge=1)  # fmt: skip
 
     @property
     def texts(self) -> list[str]:
@@ -185,6 +186,8 @@ class IndexRequest(Request):
     index_type: str = option("auto", "auto | flat | hnsw | ivf | ivfpq (auto: flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above).", fronts=CLI_TUI)
     quantize: str = option("none", "none | int8 (4× smaller: FAISS's 8-bit scalar quantiser) | binary (32× smaller in memory: sign bits searched by "
                                    "Hamming distance, the best candidates rescored by int8 vectors kept on disk; a flat scan).", fronts=CLI_TUI)  # fmt: skip
+    dim: int | None = option(None, "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation: N/d of the memory; for a model "
+                                   "trained with matryoshka_dims; default: all). --add keeps the index's.", ge=1, fronts=CLI_TUI)  # fmt: skip
     add: bool = option(False, "Append to an existing index (texts already in it are skipped).", fronts=CLI_TUI)
     overwrite: bool = option(False, "Replace an existing index.", fronts=CLI_TUI)
     pcr: bool = option(False, "Remove each language's first principal component (language-agnostic search, CMLM §5.2).", fronts=CLI_TUI)

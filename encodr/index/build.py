@@ -110,6 +110,7 @@ def build(
     quantize: str = "none",
     engine: str = "local",
     address: str | None = None,
+    dim: int | None = None,
 ) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
 
@@ -172,6 +173,11 @@ def build(
             which ``auto`` then means at any size); :mod:`~.quantized`. ``--add`` keeps the index's.
         engine: ``local`` or ``ray`` (encode on ``processes`` Ray actors, :mod:`~.engines`).
         address: with ``ray``, the cluster's address (default: ``RAY_ADDRESS``, else a local Ray).
+        dim: keep the first ``dim`` dimensions of each vector, renormalised (Matryoshka
+            truncation, :meth:`~encodr.models.encoder.Encoder.truncate`): d·4 bytes a float
+            vector become dim·4. Search truncates queries the same way; ``--add`` keeps the
+            index's (a different ``dim`` is an error). Worth it for a model trained with
+            ``matryoshka_dims``; a model trained without loses more (``bench/quantize.py``).
 
     Files and folders: a folder is read recursively; a file in it that encodr cannot read (another
     kind, a damaged PDF, an empty document) is skipped and listed in ``skipped_files``, while
@@ -181,7 +187,8 @@ def build(
         The index metadata (``index.json``) plus ``added`` and ``skipped_duplicates``.
 
     Raises:
-        EncodrError: bad input files, an unknown index type, backend or engine, ``processes``
+        EncodrError: bad input files, an unknown index type, backend or engine, a ``dim`` the
+            model cannot give or that differs from the index's on ``--add``, ``processes``
             with an ONNX backend (local engine), ``address`` without Ray or unreachable, a model
             that differs from the index's, an existing output without ``overwrite``/``add``; an
             OS-level failure (full disk, read-only, a locked ``texts.db``), naming the file, with
@@ -210,6 +217,8 @@ def build(
         check_code(lang)
     check_variant(pcr_variant)
     check_quantize(quantize, index_type)
+    if dim is not None and dim < 1:
+        raise EncodrError(f"--dim {dim}: give a number of dimensions ≥ 1, or drop --dim")
     if not add:
         check_target(out, overwrite)
     given = [f for f in files if Path(f).is_file()]
@@ -221,7 +230,7 @@ def build(
         if not add:
             check_target(out, overwrite)  # again: another build may have made it while this one waited
         spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window, whole,
-                         [f for f in files if f not in given], skipped, layout, quantize, engine, address)  # fmt: skip
+                         [f for f in files if f not in given], skipped, layout, quantize, engine, address, dim)  # fmt: skip
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -278,6 +287,7 @@ class IndexSpec:
     quantize: str = "none"  # none | int8 | binary (a new index only; --add keeps the index's)
     engine: str = "local"  # local | ray (encodr.index.engines)
     address: str | None = None  # with engine ray: the cluster's address
+    dim: int | None = None  # Matryoshka truncation (a new index; --add keeps the index's)
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
@@ -300,9 +310,14 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         encoder = load_encoder(model or old.meta["model"], backend=backend)
         if encoder.fingerprint != old.meta["fingerprint"]:
             raise EncodrError(f"model '{model}' differs from the model index {out} was built with ({old.meta['model']}); drop --model or build a new index")
+        kept = old.meta.get("truncate_dim")
+        if spec.dim is not None and spec.dim != (kept or old.meta["dimension"]):
+            raise EncodrError(f"--dim {spec.dim} differs from index {out}'s {old.meta['dimension']} dimensions; drop --dim (--add keeps the index's)")
+        encoder.truncate(kept)
         lang = lang or old.meta.get("default_lang")
     else:
         encoder = model if isinstance(model, Encoder) else load_encoder(model, backend=backend)
+        encoder.truncate(spec.dim)
     candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
     total = sum(_count_lines(f) for f in files)
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
@@ -404,7 +419,7 @@ def _encoding(encoder, spec: IndexSpec, prompt: str = "", old: Index | None = No
     processes = spec.processes
     if spec.engine == "ray":
         model = spec.model if isinstance(spec.model, str) else old.meta["model"] if old is not None else encoder.name
-        with ray_encoding(model, encoder.fingerprint, spec.backend, processes, prompt, spec.address) as encode:
+        with ray_encoding(model, encoder.fingerprint, spec.backend, processes, prompt, spec.address, encoder.truncate_dim) as encode:
             yield encode
         return
     if processes == 1:
@@ -429,7 +444,7 @@ def _encoding(encoder, spec: IndexSpec, prompt: str = "", old: Index | None = No
 
     def encode(texts, batch_size, on_batch):
         chunk = max(1, min(1000, -(-len(texts) // (4 * processes))))
-        vectors = encoder.st.encode(texts, pool=pool, batch_size=batch_size or encoder.batch_size, chunk_size=chunk, prompt=prompt,
+        vectors = encoder.st.encode(texts, pool=pool, batch_size=batch_size or encoder.batch_size, chunk_size=chunk, prompt=prompt, truncate_dim=encoder.truncate_dim,
                                     convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)  # fmt: skip
         on_batch(len(texts))
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
@@ -568,6 +583,7 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
         "model": encoder.name if not Path(encoder.name).exists() else str(Path(encoder.name).resolve()),
         "pooling": encoder.pooling,
         "dimension": dim,
+        "truncate_dim": encoder.truncate_dim,
         "fingerprint": encoder.fingerprint,
         "index_type": kind,
         "quantize": quantize,

@@ -74,10 +74,11 @@ def _actor_class():
 
     @ray.remote(max_restarts=-1, max_task_retries=-1)
     class EncodeActor:
-        def __init__(self, model: str, backend: str):
+        def __init__(self, model: str, backend: str, dim: int | None = None):
             from encodr.models import load_encoder
 
             self.encoder = load_encoder(model, backend=backend)
+            self.encoder.truncate(dim)
 
         def fingerprint(self) -> str:
             return self.encoder.fingerprint
@@ -89,7 +90,8 @@ def _actor_class():
 
 
 @contextlib.contextmanager
-def ray_encoding(model: str, fingerprint: str, backend: str, actors: int, prompt: str = "", address: str | None = None) -> Iterator[Encode]:
+def ray_encoding(model: str, fingerprint: str, backend: str, actors: int, prompt: str = "", address: str | None = None,
+                 dim: int | None = None) -> Iterator[Encode]:  # fmt: skip
     """``encode(texts, batch_size, on_batch) → float32 (N, d)`` on ``actors`` Ray actors, each
     holding ``model``; each text after ``prompt``.
 
@@ -106,6 +108,7 @@ def ray_encoding(model: str, fingerprint: str, backend: str, actors: int, prompt
         actors: how many actors encode (``--processes``).
         prompt: the document prompt (E5: ``passage: ``).
         address: a Ray cluster's address.
+        dim: Matryoshka truncation (:meth:`Encoder.truncate`); ``None``: the full vectors.
 
     Raises:
         EncodrError: no cluster at ``address``, or an actor loaded another model than the
@@ -132,7 +135,7 @@ def ray_encoding(model: str, fingerprint: str, backend: str, actors: int, prompt
             options = {"num_gpus": 1}
         else:
             options = {"num_cpus": resources.get("CPU", 1) / actors}  # a share (fractional on a small machine)
-        pool_actors = [_actor_class().options(**options).remote(model, backend) for _ in range(actors)]
+        pool_actors = [_actor_class().options(**options).remote(model, backend, dim) for _ in range(actors)]
         found = set(ray.get([a.fingerprint.remote() for a in pool_actors]))
         if found != {fingerprint}:
             raise EncodrError(f"a Ray actor loaded another model than this process for '{model}'; give a path every node has, or a Hub id")

@@ -243,9 +243,9 @@ class Searcher:
         if mode == "keyword":
             return langs, self._rows_to_hits(index, *index.keyword_search(queries, k, hit_langs, langs))
         if mode == "dense":
-            return langs, self._hits(self.encoder.encode(queries, prompt=index.query_prompt), k, langs, hit_langs, index, nprobe, ef_search)
+            return langs, self._hits(index.encode_queries(self.encoder, queries), k, langs, hit_langs, index, nprobe, ef_search)
         depth = max(k, HYBRID_DEPTH)
-        vectors = index.prepare_queries(self.encoder.encode(queries, prompt=index.query_prompt), langs)
+        vectors = index.prepare_queries(index.encode_queries(self.encoder, queries), langs)
         d_scores, d_ids = index.search(vectors, depth, hit_langs, nprobe, ef_search)
         k_scores, k_ids = index.keyword_search(queries, depth, hit_langs, langs)
         lang_of = {i: r["lang"] for i, r in index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()]))).items()}

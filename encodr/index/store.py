@@ -31,6 +31,7 @@ import numpy as np
 
 from ..data.language import UNDETERMINED
 from ..errors import EncodrError
+from ..models.encoder import truncated
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
 from .keywords import ANALYZER, keyword_expression
@@ -342,6 +343,14 @@ class Index:
         """The text put before each query: the model's query prompt the index was built with
         (``index.json`` ``prompts``; E5: ``query: ``), ``""`` for an index built before prompts."""
         return (self.meta.get("prompts") or {}).get("query", "")
+
+    def encode_queries(self, encoder, queries: list[str]) -> np.ndarray:
+        """float32 (Q, d) unit vectors of ``queries`` as this index's vectors were made: after
+        :attr:`query_prompt`, truncated to the index's ``truncate_dim`` and renormalised when it
+        was built with ``--dim`` (Matryoshka), whatever truncation ``encoder`` itself holds."""
+        vectors = encoder.encode(queries, prompt=self.query_prompt)
+        dim = int(self.meta["dimension"])
+        return truncated(vectors, dim) if vectors.shape[1] != dim else vectors
 
     def document_ids(self) -> set[str]:
         """Every document id stored (``ext_id``; a text stored once for several documents keeps

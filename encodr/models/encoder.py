@@ -156,6 +156,14 @@ class TorchForward:
         return np.asarray(vectors, dtype=np.float32).reshape(len(batch), -1)
 
 
+def truncated(vectors: np.ndarray, dim: int) -> np.ndarray:
+    """The first ``dim`` columns of float32 (N, d) ``vectors``, each row renormalised to unit
+    length (a zero row stays zero): float32 (N, dim). Matryoshka truncation (:meth:`Encoder.truncate`)."""
+    head = np.ascontiguousarray(vectors[:, :dim], dtype=np.float32)
+    norms = np.linalg.norm(head, axis=1, keepdims=True)
+    return head / np.maximum(norms, 1e-12)
+
+
 class Encoder:
     """A bi-encoder: tokenizer → transformer → pooling → L2-normalised vector.
 
@@ -170,12 +178,33 @@ class Encoder:
         st: the underlying SentenceTransformer (a ``torch.nn.Module``).
         name: the spec it was loaded from.
         forward: the forward pass (:class:`TorchForward`'s contract).
+        truncate_dim: keep the first this many dimensions of each vector, renormalised
+            (Matryoshka; :meth:`truncate`); ``None``: all of them.
     """
 
     def __init__(self, st, name: str, forward=None):
         self.st = st
         self.name = name
         self.forward = forward if forward is not None else TorchForward(st)
+        self.truncate_dim: int | None = None
+
+    def truncate(self, dim: int | None) -> None:
+        """Make :meth:`encode` keep the first ``dim`` dimensions of each vector, renormalised to
+        unit length (Matryoshka representation learning, Kusupati et al. 2022, §3: a model
+        trained with the loss summed over nested prefixes keeps most of its quality in each
+        prefix; one trained without it loses more — ``bench/quantize.py`` measures both).
+        sentence-transformers' ``truncate_dim`` does the same, then normalises.
+
+        Args:
+            dim: 1 ≤ dim ≤ the model's full dimension; ``None`` or the full dimension: no truncation.
+
+        Raises:
+            EncodrError: ``dim`` outside [1, full dimension].
+        """
+        full = int(self.st.get_embedding_dimension())
+        if dim is not None and not 1 <= dim <= full:
+            raise EncodrError(f"--dim {dim} is outside what {self.name} gives (1 to {full}); pass a --dim from 1 to {full}, or drop it")
+        self.truncate_dim = None if dim is None or dim == full else int(dim)
 
     @property
     def pooling(self) -> str:
@@ -190,8 +219,8 @@ class Encoder:
 
     @property
     def dimension(self) -> int:
-        """Embedding dimension d."""
-        return int(self.st.get_embedding_dimension())
+        """Embedding dimension d of :meth:`encode`'s vectors (:attr:`truncate_dim` when set)."""
+        return self.truncate_dim or int(self.st.get_embedding_dimension())
 
     @property
     def tokenizer(self):
@@ -275,7 +304,9 @@ class Encoder:
                 documents with their roles' prompts); given, it replaces any default prompt.
 
         Returns:
-            float32 array (N, d) of unit-norm vectors; cosine similarity is a dot product.
+            float32 array (N, d) of unit-norm vectors (d = :attr:`dimension`: the first
+            :attr:`truncate_dim` dimensions, renormalised, when set); cosine similarity is a
+            dot product.
         """
         texts = [prompt + t for t in texts] if prompt else list(texts)
         batch_size = batch_size or self.batch_size
@@ -294,9 +325,10 @@ class Encoder:
         for start in starts:
             rows = order[start : start + batch_size]
             if prompted:
-                out[rows] = self.forward.prompted([texts[i] for i in rows])
+                vectors = self.forward.prompted([texts[i] for i in rows])
             else:
-                out[rows] = self.forward({name: [values[i] for i in rows] for name, values in features.items()})
+                vectors = self.forward({name: [values[i] for i in rows] for name, values in features.items()})
+            out[rows] = vectors if self.truncate_dim is None else truncated(vectors, self.truncate_dim)
             if on_batch is not None:
                 on_batch(len(rows))
         return out

@@ -29,6 +29,7 @@ class IndexPane(Vertical):
     IndexPane Input, IndexPane Select { width: 80; }
     IndexPane #index-type, IndexPane #index-backend, IndexPane #index-pcr-variant, IndexPane #index-quantize { width: 24; }
     IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-processes { width: 30; }
+    IndexPane #index-dim { width: 26; }
     IndexPane #index-text-field, IndexPane #index-text-column, IndexPane #index-id-column, IndexPane #index-title-column { width: 30; }
     IndexPane .row { height: 3; }
     IndexPane #index-result { height: auto; padding: 1 0; }
@@ -63,6 +64,7 @@ class IndexPane(Vertical):
         with Horizontal(classes="row"):
             yield Input(placeholder="language (ISO 639-3; blank: detected)", id="index-lang")
             yield Input(placeholder="batch size (blank: auto)", id="index-batch-size")
+            yield Input(placeholder="dimensions (blank: all)", id="index-dim")
             yield Input(placeholder="processes (1)", id="index-processes")
             yield Select([(f"engine: {e}", e) for e in ENGINES], value="local", allow_blank=False, id="index-engine")
             yield Input(placeholder="Ray address (blank: local)", id="index-address")

@@ -82,3 +82,31 @@ def test_a_binary_index_without_its_int8_file_names_that_file(corpus, tiny_model
     rescore.unlink()
     with pytest.raises(EncodrError, match="is missing rescore.i8.npy; rebuild it"):
         Index.open(tmp_path / "b")
+
+
+def test_dim_keeps_the_first_dimensions_renormalised_for_texts_and_queries(corpus, tiny_model, tmp_path):
+    from encodr.models.encoder import truncated
+
+    full = build([str(corpus)], str(tiny_model), tmp_path / "full")
+    meta = build([str(corpus)], str(tiny_model), tmp_path / "d8", dim=8)
+    assert meta["dimension"] == 8 and meta["truncate_dim"] == 8 and full["truncate_dim"] is None and meta["bytes_per_vector"] < full["bytes_per_vector"]
+    a, b = Searcher(tmp_path / "full"), Searcher(tmp_path / "d8")
+    n = len(a.index)
+    expected = truncated(a.index.vectors_of(list(range(n))), 8)
+    assert np.allclose(b.index.vectors_of(list(range(n))), expected, atol=1e-5)  # each text: the full vector's first 8 dimensions, renormalised
+    query = truncated(a.encoder.encode([TEXTS[3]]), 8)[0]
+    hit = b.search([TEXTS[3]], k=1)[0][0]
+    assert abs(hit.score - float((expected @ query).max())) < 1e-4  # the query is truncated the same way
+    a.index.close()
+    b.index.close()
+    more = tmp_path / "more.txt"
+    more.write_text("\n".join(TEXTS[20:30]) + "\n")
+    added = build([str(more)], None, tmp_path / "d8", add=True)
+    assert added["count"] == 30 and added["dimension"] == 8  # --add keeps the index's truncation
+    with pytest.raises(Exception, match="--dim 16 differs from index .* 8 dimensions"):
+        build([str(more)], None, tmp_path / "d8", add=True, dim=16)
+
+
+def test_dim_above_the_models_is_refused_and_writes_nothing(corpus, tiny_model, tmp_path, capsys, monkeypatch):
+    code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), "--dim", "4096"], capsys, monkeypatch)
+    assert code == 2 and "--dim 4096 is outside what" in err and "Traceback" not in err and not (tmp_path / "x").exists()

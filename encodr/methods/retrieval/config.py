@@ -11,6 +11,19 @@ from ..base import SingleRunRecipe
 SIGNALS = ("ict", "crop", "title")
 
 
+def dims_list(value: str) -> list[int]:
+    """The dimensions of a ``matryoshka_dims`` field (``"256,128,64"``), in the order given;
+    ``[]`` for ``""``. Raises ValueError on a part that is not an integer."""
+    return [int(part) for part in value.replace(" ", "").split(",") if part]
+
+
+def _dims_ok(value: str) -> bool:
+    try:
+        return all(d >= 1 for d in dims_list(value))
+    except ValueError:
+        return False
+
+
 def signal_list(value: str) -> list[str]:
     """The signals of a ``signals`` field (``ict``, ``ict+crop``…), in order."""
     return [s.strip() for s in value.split("+") if s.strip()]
@@ -39,6 +52,10 @@ class RetrievalRecipe(SingleRunRecipe):
             negative (gathered across processes).
         mini_batch: GradCache chunk (sentence-transformers' ``CachedMultipleNegativesRankingLoss``;
             0: off).
+        matryoshka_dims: comma-separated dimensions (``"256,128,64"``; ``""``: off): the loss
+            becomes sentence-transformers' ``MatryoshkaLoss`` over the full dimension and each of
+            these prefixes, weight 1 each (Kusupati et al. 2022, §3), so that ``encodr index
+            --dim N`` loses little for N among them.
         dev_queries: pseudo-queries ``--dev auto`` holds out (:func:`encodr.evaluation.pseudo.pseudo_dev`).
         dev_documents: documents ``--dev auto`` searches at each evaluation (0: all); the
             pseudo-queries' own are always among them.
@@ -61,6 +78,7 @@ class RetrievalRecipe(SingleRunRecipe):
     warmup: float = 0.1
     dev_queries: int = 200
     dev_documents: int = 5000
+    matryoshka_dims: str = ""
     raw_pooling: str = "mean"
 
     RULES: ClassVar[Rules] = {
@@ -75,5 +93,6 @@ class RetrievalRecipe(SingleRunRecipe):
         "batch_size": (lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"),
         "dev_queries": (lambda v: v >= 1, "an integer ≥ 1"),
         "dev_documents": (lambda v: v >= 0, "an integer ≥ 0 (0: all)"),
+        "matryoshka_dims": (_dims_ok, "comma-separated dimensions ≥ 1, e.g. 256,128,64 (empty: off)"),
         "default_data": (lambda v: v == "none", "none (pass your documents)"),
     }

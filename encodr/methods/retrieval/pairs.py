@@ -10,7 +10,7 @@ import torch
 from ...errors import EncodrError
 from ...evaluation.pseudo import sentence_spans
 from ...training import Stream, to_device
-from .config import RetrievalRecipe, signal_list
+from .config import RetrievalRecipe, dims_list, signal_list
 
 
 @dataclass(frozen=True)
@@ -74,13 +74,16 @@ def retrieval_stream(tokenizer, passages: list[Passage], recipe: RetrievalRecipe
     ``MultipleNegativesRankingLoss``: the cosine of the query with its positive against its
     cosines with every other positive of the global batch, scaled by ``scale``), gathered
     across processes when there are several, and with GradCache
-    (``CachedMultipleNegativesRankingLoss``) when ``mini_batch`` > 0.
+    (``CachedMultipleNegativesRankingLoss``) when ``mini_batch`` > 0. With ``matryoshka_dims``,
+    sentence-transformers' ``MatryoshkaLoss`` wraps it: the same InfoNCE summed over the full
+    vectors and each prefix of the listed dimensions (Kusupati et al. 2022, §3), weight 1 each.
 
     Args:
         tokenizer: the model's tokenizer.
         passages: the N passages to draw pairs from.
         recipe: uses ``signals``, ``ict_keep``, ``crop_min``/``crop_max``, ``scale``,
-            ``query_max_length``, ``max_length``, ``batch_size``, ``mini_batch`` and ``seed``.
+            ``query_max_length``, ``max_length``, ``batch_size``, ``mini_batch``,
+            ``matryoshka_dims`` and ``seed``.
         world: the number of processes (candidates are gathered across them when > 1).
 
     Returns:
@@ -88,9 +91,10 @@ def retrieval_stream(tokenizer, passages: list[Passage], recipe: RetrievalRecipe
         features), each a dict of (n, T) tensors for this process's n pairs.
 
     Raises:
-        EncodrError: ``crop_min`` above ``crop_max``.
+        EncodrError: ``crop_min`` above ``crop_max``; a ``matryoshka_dims`` entry above the
+            model's dimension (on the first step).
     """
-    from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss, MatryoshkaLoss, MultipleNegativesRankingLoss
 
     if recipe.crop_min > recipe.crop_max:
         raise EncodrError(f"crop_min {recipe.crop_min} is above crop_max {recipe.crop_max}; set crop_min ≤ crop_max")
@@ -107,10 +111,26 @@ def retrieval_stream(tokenizer, passages: list[Passage], recipe: RetrievalRecipe
     def loss(module: torch.nn.Module, features: tuple[dict, dict]) -> torch.Tensor:
         if id(module) not in losses:  # sentence-transformers' losses hold the model they embed with
             gather = world > 1
-            losses[id(module)] = (CachedMultipleNegativesRankingLoss(module, scale=recipe.scale, mini_batch_size=recipe.mini_batch, gather_across_devices=gather)
-                                  if recipe.mini_batch else MultipleNegativesRankingLoss(module, scale=recipe.scale, gather_across_devices=gather))  # fmt: skip
+            inner = (CachedMultipleNegativesRankingLoss(module, scale=recipe.scale, mini_batch_size=recipe.mini_batch, gather_across_devices=gather)
+                     if recipe.mini_batch else MultipleNegativesRankingLoss(module, scale=recipe.scale, gather_across_devices=gather))  # fmt: skip
+            losses[id(module)] = matryoshka(module, inner, dims_list(recipe.matryoshka_dims), MatryoshkaLoss)
         device = next(module.parameters()).device
         queries, positives = (to_device(f, device) for f in features)
         return losses[id(module)]([queries, positives], labels=None)
 
     return Stream("retrieval", len(passages), batch, loss, recipe.batch_size, min_batch=2)
+
+
+def matryoshka(module: torch.nn.Module, loss: torch.nn.Module, dims: list[int], wrapper) -> torch.nn.Module:
+    """``loss`` itself when ``dims`` is empty, else ``wrapper`` (sentence-transformers'
+    ``MatryoshkaLoss``) over the full dimension d and each of ``dims`` below it, largest first.
+
+    Raises:
+        EncodrError: a dimension above d (naming the field and d).
+    """
+    if not dims:
+        return loss
+    full = int(getattr(module, "module", module).get_embedding_dimension())  # a DDP-wrapped model holds the SentenceTransformer as .module
+    if max(dims) > full:
+        raise EncodrError(f"matryoshka_dims {','.join(map(str, dims))}: the model gives {full} dimensions; list dimensions of at most {full}")
+    return wrapper(module, loss, sorted({full, *dims}, reverse=True))

@@ -72,3 +72,31 @@ def test_the_recipe_needs_documents_and_auto_dev_is_its_own(tiny_model, tmp_path
 
         retrieval_stream(None, [], load_recipe("retrieval", {"crop_min": 0.6}))
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_matryoshka_dims_add_the_loss_of_each_prefix_to_the_full_one(tiny_model):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from encodr.methods.retrieval.pairs import retrieval_stream
+
+    model = SentenceTransformer(str(tiny_model), device="cpu")
+    passages = [Passage.of(f"The {t} is here. It has a long {t} history. People like the {t}.") for t in TOPICS[:4]]
+    plain = retrieval_stream(model.tokenizer, passages, load_recipe("retrieval", {"batch_size": 4, "max_length": 32}))
+    nested = retrieval_stream(model.tokenizer, passages, load_recipe("retrieval", {"batch_size": 4, "max_length": 32, "matryoshka_dims": "8"}))
+    features = plain.collate([0, 1, 2, 3], 0)
+    with torch.no_grad():
+        q, p = (torch.nn.functional.normalize(model(dict(f))["sentence_embedding"][:, :8], dim=-1) for f in features)
+        prefix = torch.nn.functional.cross_entropy(20.0 * q @ p.T, torch.arange(4))  # InfoNCE on the first 8 dimensions, scale 20
+        full = plain.loss(model, features)
+        both = nested.loss(model, features)
+    assert torch.allclose(both, full + prefix, atol=1e-4) and not torch.allclose(both, full)
+
+
+def test_matryoshka_dims_above_the_models_dimension_are_refused_before_training(tiny_model, tmp_path, capsys, monkeypatch):
+    code, _, err = run_cli(["tune", str(corpus(tmp_path / "docs.jsonl")), "--recipe", "retrieval", "--model", str(tiny_model), "--out", str(tmp_path / "o"),
+                            "--set", "matryoshka_dims=64,16"], capsys, monkeypatch)  # fmt: skip
+    assert code == 2 and "matryoshka_dims 64,16" in err and "at most 32" in err and "Traceback" not in err and not (tmp_path / "o").exists()
+    code, _, err = run_cli(["tune", str(corpus(tmp_path / "docs.jsonl")), "--recipe", "retrieval", "--model", str(tiny_model), "--out", str(tmp_path / "o"),
+                            "--set", "matryoshka_dims=a,b"], capsys, monkeypatch)  # fmt: skip
+    assert code == 2 and "matryoshka_dims" in err and "comma-separated dimensions" in err
