@@ -12,9 +12,11 @@ index, nDCG@10 of dense search on the 809 train queries (``encodr eval retrieval
 document ranks by its best passage), and p50 / p99 of one query's search (the vector search
 alone, queries encoded beforehand).
 
-Truncation rows (``dim N``): the first N dimensions of each vector, renormalised, searched
-exactly. They show what a ``--dim`` would give on a model *not* trained for it (MiniLM, mpnet
-and me5 were trained without Matryoshka loss); encodr does not offer ``--dim`` yet.
+Truncation rows (``--dim N``): the first N dimensions of each vector, renormalised, in an exact
+index made by the code ``encodr index --dim`` runs; queries are truncated as the index's search
+truncates them. With ``--model minilm`` (or mpnet, me5: trained without Matryoshka loss) they show
+what ``--dim`` costs a model not trained for it; give a model tuned with ``matryoshka_dims`` to see
+what the training buys.
 
     python bench/quantize.py [--model minilm] [--dims 256 128 64]
 
@@ -40,9 +42,10 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval" / "scifact"
 
 
-def requantize(base: Path, out: Path, quantize: str) -> None:
-    """A copy of the index at ``base`` whose vectors are stored as ``quantize``, made by the
-    same code as ``encodr index --quantize`` (same vectors, same training sample)."""
+def requantize(base: Path, out: Path, quantize: str, dim: int | None = None) -> None:
+    """A copy of the index at ``base`` whose vectors are stored as ``quantize`` (and truncated to
+    ``dim``), made by the same code as ``encodr index --quantize`` / ``--dim`` (same vectors,
+    same training sample)."""
     from encodr.index import Index
     from encodr.index.build import _new_faiss, training_sample, write_faiss
     from encodr.index.quantized import RESCORE_FILE, BinaryRescored
@@ -52,11 +55,17 @@ def requantize(base: Path, out: Path, quantize: str) -> None:
         n = len(index)
         vectors = np.ascontiguousarray(index.vectors_of(list(range(n))), dtype=np.float32)
         folder = index.folder
+    if dim is not None:
+        from encodr.models.encoder import truncated
+
+        vectors = truncated(vectors, dim)
     shutil.copytree(folder, out)
     faiss_index = _new_faiss("flat", vectors.shape[1], n, training_sample(vectors), quantize)
     faiss_index.add(vectors)
     write_faiss(faiss_index, out / VECTORS_FILE)
     meta = json.loads((out / META_FILE).read_text())
+    if dim is not None:
+        meta.update(dimension=dim, truncate_dim=dim)
     meta.update(quantize=quantize, bytes_per_vector=round((out / VECTORS_FILE).stat().st_size / n, 1))
     if isinstance(faiss_index, BinaryRescored):
         meta.update(int8_ranges=faiss_index.ranges.tolist(), rescore_bytes_per_vector=round((out / RESCORE_FILE).stat().st_size / n, 1))
@@ -82,7 +91,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from encodr.data.beir import read_retrieval
-    from encodr.evaluation.retrieval import DEPTH, RetrievalEvaluator
+    from encodr.evaluation.retrieval import RetrievalEvaluator
     from encodr.index import Index, Searcher, build
     from encodr.models import load_encoder
 
@@ -97,17 +106,20 @@ def main() -> None:
     texts = [data.queries[q] for q in evaluator.query_ids()]
     queries = encoder.encode(texts, prompt=encoder.prompt("query"))
 
+    from encodr.models.encoder import truncated
+
     rows, exact = [], None
-    for quantize in ("none", "int8", "binary"):
-        if quantize != "none":
-            requantize(work / "none", work / quantize, quantize)
-        searcher = Searcher(work / quantize, encoder=encoder)
+    for quantize, dim in [("none", None), ("int8", None), ("binary", None), *(("none", d) for d in args.dims)]:
+        name = quantize if dim is None else f"dim{dim}"
+        if name != "none":
+            requantize(work / "none", work / name, quantize, dim)
+        searcher = Searcher(work / name, encoder=encoder)
         meta = searcher.index.meta
-        ms, top10 = timed_search(lambda q: searcher.index.search(q, 10), queries)
+        ms, top10 = timed_search(lambda q: searcher.index.search(q, 10), queries if dim is None else truncated(queries, dim))
         exact = top10 if exact is None else exact
         ranked = evaluator._rank(searcher, [("dense", "rrf")], None, same_text)[("dense", "rrf")]
         ndcg = next(s.value for s in evaluator.scores(ranked) if s.metric == "ndcg@10")
-        rows.append({"row": f"--quantize {quantize}", "bytes/vector (memory)": meta["bytes_per_vector"],
+        rows.append({"row": f"--quantize {quantize}" if dim is None else f"--dim {dim}", "bytes/vector (memory)": meta["bytes_per_vector"],
                      "bytes/vector (disk)": meta["bytes_per_vector"] + meta.get("rescore_bytes_per_vector", 0),
                      "recall@10 vs exact": round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top10, exact)])), 4),
                      "ndcg@10": round(ndcg, 2), "p50 ms": round(float(np.percentile(ms, 50)), 3), "p99 ms": round(float(np.percentile(ms, 99)), 3)})  # fmt: skip
@@ -115,32 +127,10 @@ def main() -> None:
         print(rows[-1], flush=True)
 
     with Index.open(work / "none") as index:
-        full = np.ascontiguousarray(index.vectors_of(list(range(len(index)))), dtype=np.float32)
-        stored = index.rows(range(len(index)))
-        ext = [stored[i]["ext_id"] for i in range(len(index))]
-    for dim in args.dims:
-        docs = full[:, :dim] / np.linalg.norm(full[:, :dim], axis=1, keepdims=True)
-        qs = queries[:, :dim] / np.linalg.norm(queries[:, :dim], axis=1, keepdims=True)
-        ms, top10 = timed_search(lambda q: (None, np.argsort(-(docs @ q[0]))[None, :10]), qs)
-        ranked = []
-        for q in qs:  # a document ranks by its best passage, as in the index's dense search
-            order, seen, row = np.argsort(-(docs @ q)), set(), []
-            for i in order:
-                if ext[i] not in seen:
-                    seen.add(ext[i])
-                    row += [(d, float(docs[i] @ q)) for d in same_text.get(ext[i], [ext[i]])]
-                if len(seen) >= DEPTH:
-                    break
-            ranked.append(row)
-        ndcg = next(s.value for s in evaluator.scores(ranked) if s.metric == "ndcg@10")
-        rows.append({"row": f"dim {dim} (truncated, float32)", "bytes/vector (memory)": 4.0 * dim, "bytes/vector (disk)": 4.0 * dim,
-                     "recall@10 vs exact": round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top10, exact)])), 4),
-                     "ndcg@10": round(ndcg, 2), "p50 ms": round(float(np.percentile(ms, 50)), 3), "p99 ms": round(float(np.percentile(ms, 99)), 3)})  # fmt: skip
-        print(rows[-1], flush=True)
-
+        n = len(index)
     columns = ["row", "bytes/vector (memory)", "bytes/vector (disk)", "recall@10 vs exact", "ndcg@10", "p50 ms", "p99 ms"]
-    print_table(f"{args.model} on SciFact ({len(full):,} passages; 809 train queries): compressed vectors", rows, columns)
-    write_json(args.out, {"machine": machine(), "model": args.model, "passages": len(full), "queries": len(texts), "encode_seconds": round(encode_s, 1), "rows": rows})
+    print_table(f"{args.model} on SciFact ({n:,} passages; 809 train queries): compressed vectors", rows, columns)
+    write_json(args.out, {"machine": machine(), "model": args.model, "passages": n, "queries": len(texts), "encode_seconds": round(encode_s, 1), "rows": rows})
     print(f"wrote {args.out}")
 
 
