@@ -11,15 +11,17 @@ import numpy as np
 from ...data.files import passage_splitter
 from ...data.pairs import PairData
 from ...errors import EncodrError
+from ...progress import ProgressEvent, ProgressFn, silent
 from ...training import Outcome, RunContext
 from ..retrieval.method import read_documents
 from ..retrieval.pairs import Passage, ict_pair
 from ..trans_encoder.method import TransEncoderRun
 
 
-def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], candidates: int, document_of: list[int]) -> list[list[int]]:
+def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], candidates: int, document_of: list[int],
+         progress: ProgressFn = silent) -> tuple[list[list[int]], list[list[float]], np.ndarray]:  # fmt: skip
     """For each pseudo-query, the ``candidates − 1`` passages the bi-encoder ranks highest
-    among the other documents' passages. Its own document's are left out: a neighbouring
+    among the other documents' passages, and their cosines. Its own document's are left out: a neighbouring
     passage shares text with the query's (the splitter's overlap) and may hold the query
     sentence itself, which the positive lacks — as negatives they would teach the cross-encoder
     that matching the query's words makes a passage less relevant.
@@ -30,18 +32,29 @@ def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], cand
         queries: (query, positive, index of its passage) for Q queries.
         candidates: pairs per query, its positive included.
         document_of: N document indices, one per passage.
+        progress: called with ``mine pairs`` events, texts encoded of N + Q.
 
     Returns:
-        Q lists of passage indices, best first (fewer where the corpus is small).
+        Q lists of passage indices, best first (fewer where the corpus is small); Q lists of
+        their cosines with the query (float); the queries' vectors, float32 (Q, d).
     """
     import faiss
 
-    vectors = encoder.encode(passages, prompt=encoder.prompt("document"))
-    asked = encoder.encode([q for q, _, _ in queries], prompt=encoder.prompt("query"))
+    total, done = len(passages) + len(queries), 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        progress(ProgressEvent("mine pairs", done, total))
+
+    vectors = encoder.encode(passages, prompt=encoder.prompt("document"), on_batch=step)
+    asked = encoder.encode([q for q, _, _ in queries], prompt=encoder.prompt("query"), on_batch=step)
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-    _, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min(4 * candidates, len(passages)))
-    return [[int(j) for j in row if j >= 0 and document_of[j] != document_of[own]][: candidates - 1] for (_, _, own), row in zip(queries, top)]
+    scores, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min(4 * candidates, len(passages)))
+    kept = [[n for n, j in enumerate(row) if j >= 0 and document_of[j] != document_of[own]][: candidates - 1] for (_, _, own), row in zip(queries, top)]
+    return ([[int(top[q, n]) for n in ns] for q, ns in enumerate(kept)], [[float(scores[q, n]) for n in ns] for q, ns in enumerate(kept)],
+            np.asarray(asked, dtype=np.float32))  # fmt: skip
 
 
 class RerankerRun(TransEncoderRun):
@@ -58,7 +71,10 @@ class RerankerRun(TransEncoderRun):
 
     def prepare_pairs(self) -> None:
         """Pseudo-queries (inverse cloze) from a seeded sample of passages, each paired with its
-        own passage and with the starting bi-encoder's nearest passages of other documents (:func:`mine`)."""
+        own passage and with the starting bi-encoder's nearest passages of other documents
+        (:func:`mine`). The mining's cosines are the first bi-encoder labels (``first_labels``);
+        only the positives, passages with the query sentence cut out, are encoded again, and
+        only when ``positive_label`` is off."""
         r = self.recipe
         done = self.timed("mine pairs", 0)
         encoder = self.bi_encoder(self.request.models[0])
@@ -76,13 +92,21 @@ class RerankerRun(TransEncoderRun):
         if len(queries) < 2:
             raise EncodrError(f"{self.request.data}: {len(queries)} passage(s) of two or more sentences; the re-ranker's pseudo-queries need at least 2")
         pairs: list[tuple[str, str]] = []
-        for (query, positive, _), others in zip(queries, mine(encoder, [p.text for p in passages], queries, r.candidates, document_of)):
+        labels: list[float] = []
+        found, cosines, asked = mine(encoder, [p.text for p in passages], queries, r.candidates, document_of, self.ctx.progress)
+        if r.positive_label >= 0:
+            own = np.full(len(queries), r.positive_label)
+        else:  # the bi-encoder's cosine of each query with its positive, as the labelling would give
+            own = np.sum(asked * encoder.encode([positive for _, positive, _ in queries], prompt=encoder.prompt("document")), axis=1)
+        for (query, positive, _), others, scores, label in zip(queries, found, cosines, own):
             if r.positive_label >= 0:
                 self.known[len(pairs)] = r.positive_label
             pairs.append((query, positive))
             pairs += [(query, passages[j].text) for j in others]
+            labels += [float(label), *scores]
         self.pair_data.sentences = [p.text for p in passages]
         self.pairs = self.pair_data.pairs = pairs
+        self.first_labels = np.asarray(labels, dtype=np.float64)
         done(pairs=len(pairs))
 
 

@@ -150,7 +150,9 @@ class TransEncoderRun:
 
     A subclass that makes its own pairs (the re-ranker recipe) overrides :meth:`read_pairs`
     and :meth:`prepare_pairs`; ``known`` maps a pair's position to a label that every
-    labelling keeps (a pair known to be relevant)."""
+    labelling keeps (a pair known to be relevant); ``first_labels``, when :meth:`prepare_pairs`
+    sets it (float (P,), cosines the starting bi-encoder already computed while mining), is the
+    first bi-encoder labelling, so the pairs are not encoded a second time (one chain only)."""
 
     NO_DEV = "no --dev file: kept the last cycle's bi- and cross-encoder (pass --dev stsb-dev or a scored file to select the best)"
 
@@ -168,6 +170,7 @@ class TransEncoderRun:
         self.pair_data = self.read_pairs()
         self.pairs: list[tuple[str, str]] = []
         self.known: dict[int, float] = {}
+        self.first_labels: np.ndarray | None = None
 
     def read_pairs(self) -> PairData:
         """The request's pairs (or sentences to mine them from), read before any model loads."""
@@ -213,6 +216,12 @@ class TransEncoderRun:
     def label(self, kind: str, scorers: list, cycle: int) -> np.ndarray:
         """Average pseudo-labels of several models, clipped to [0, 1] (§2.4)."""
         done = self.timed(f"label ({kind})", cycle)
+        if kind == "bi" and cycle == 1 and self.first_labels is not None and len(scorers) == 1:
+            labels = np.clip(np.asarray(self.first_labels, dtype=np.float64), 0.0, 1.0)
+            for i, value in self.known.items():
+                labels[i] = value
+            done(pairs=len(self.pairs), reused="the mining's cosines")
+            return labels
         texts1, texts2 = [a for a, _ in self.pairs], [b for _, b in self.pairs]
         labels = np.zeros(len(self.pairs), dtype=np.float64)
         for c, scorer in enumerate(scorers):

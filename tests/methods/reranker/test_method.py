@@ -48,6 +48,13 @@ def test_pairs_are_mined_one_order_and_the_positive_keeps_its_label(tiny_model, 
     for kind, labels in seen["labels"]:
         assert np.allclose(labels[::3], 1.0), kind  # the known positive, whoever labels
         assert not np.allclose(np.delete(labels, np.arange(0, 15, 3)), 1.0)
+    from encodr.models import load_encoder
+
+    bi = load_encoder(str(tiny_model), recipe.pooling, recipe.raw_pooling, recipe.bi_max_length, "cpu")
+    expected = np.clip(bi.pair_scores([a for a, _ in pairs], [b for _, b in pairs]), 0, 1)
+    expected[::3] = 1.0
+    kind, first = seen["labels"][0]
+    assert kind == "bi" and np.allclose(first, expected, atol=1e-4)  # the mining's cosines serve as the first labels: what labelling would give
     assert CrossEncoder(str(tmp_path / "o" / "cross"), device="cpu").predict([("a query", "a passage")]).shape == (1,)
     assert any("takes no --dev" in w for w in warnings)
     assert json.loads((tmp_path / "o" / "encodr.json").read_text())["mined"] is True
@@ -61,13 +68,14 @@ def test_negatives_come_from_other_documents():
         def prompt(self, role):
             return ""
 
-        def encode(self, texts, prompt=""):
+        def encode(self, texts, prompt="", on_batch=None):
             table = {"q": [1, 0], "own": [0.9, 0.1], "same doc": [1, 0], "near": [0.8, 0.2], "far": [0, 1]}
             v = np.array([table[t] for t in texts], dtype=np.float32)
             return v / np.linalg.norm(v, axis=1, keepdims=True)
 
     passages = ["own", "same doc", "near", "far"]
-    assert mine(Stub(), passages, [("q", "own", 0)], candidates=3, document_of=[0, 0, 1, 2]) == [[2, 3]]
+    found, scores, _ = mine(Stub(), passages, [("q", "own", 0)], candidates=3, document_of=[0, 0, 1, 2])
+    assert found == [[2, 3]] and np.allclose(scores, [[0.8 / np.hypot(0.8, 0.2), 0.0]], atol=1e-6)
 
 
 def test_documents_without_two_sentence_passages_are_refused(tiny_model, tmp_path):
