@@ -26,6 +26,7 @@ from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
 from .quantized import QUANTIZE, RESCORE_FILE, BinaryRescored
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, locate
+from .shards import Shards, digest, shards_folder
 from .texts import TextStore
 from .engines import check_engine, ray_encoding
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
@@ -33,7 +34,7 @@ from .keywords import ANALYZER, KEYWORD_TOKENIZER
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
 # The fields of build()'s result that `encodr index` and the TUI's Index pane show.
-SUMMARY = ("model", "pooling", "dimension", "backend", "index_type", "quantize", "bytes_per_vector", "count", "added", "skipped_duplicates", "passages", "split_documents", "pcr",
+SUMMARY = ("model", "pooling", "dimension", "backend", "index_type", "quantize", "bytes_per_vector", "count", "added", "skipped_duplicates", "resumed", "passages", "split_documents", "pcr",
            "languages", "seconds")  # fmt: skip
 
 
@@ -235,7 +236,11 @@ def build(
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
             where = getattr(exc, "filename", None) or out
-            raise os_fault(exc, where, kept="the previous index is unchanged" if out.exists() else "no index was written") from None
+            kept = "the previous index is unchanged" if out.exists() else "no index was written"
+            finished = Shards.finished(shards_folder(out))
+            if finished:
+                kept += f"; {finished} encoded window(s) are kept in {shards_folder(out)}, and the same command reuses them"
+            raise os_fault(exc, where, kept=kept) from None
 
 
 @contextlib.contextmanager
@@ -322,6 +327,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
     total = sum(_count_lines(f) for f in files)
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
     started = time.time()
+    shards = Shards(shards_folder(out), {"fingerprint": encoder.fingerprint, "backend": backend, "truncate_dim": encoder.truncate_dim,
+                                         "prompt": old.meta.get("prompts", {}).get("document", "") if old is not None else encoder.prompt("document")})  # fmt: skip
     with generation(out, legacy=INDEX_FILES) as tmp:
         if old is not None:
             old.copy_store(tmp / STORE_FILE)
@@ -340,11 +347,18 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
 
             room = encoder.max_length - 2 - len(encoder.tokenizer.tokenize(prompts["document"]))  # the prompt's tokens share the window
             split = None if spec.whole else passage_splitter(encoder.tokenizer, room)
-            for records in _windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout):
+            for n, records in enumerate(_windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout)):
                 fresh = ingest.fresh(records)
                 step(len(records) - len(fresh))  # duplicates count as done
                 if fresh:
-                    ingest.store(fresh, encode([r.text for r, _ in fresh], spec.batch_size, step))
+                    key = digest([h for _, h in fresh])
+                    vectors = shards.get(n, key)  # a rerun after a crash: this window was encoded then
+                    if vectors is None:
+                        vectors = encode([r.text for r, _ in fresh], spec.batch_size, step)
+                        shards.put(n, key, vectors)
+                    else:
+                        step(len(fresh))
+                    ingest.store(fresh, vectors)
         detected = ingest.detected and old is None and _settle_languages(ingest.texts)
         if old is None:
             index, meta = _new_index(tmp, ingest, spec.pcr_variant if spec.pcr else None, spec.index_type, lang, detected, spec.quantize)
@@ -370,9 +384,10 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         if old is not None:
             old.close()  # this build holds the old generation no more: the swap may remove it
+    shards.remove()  # the new generation is current: nothing left to resume
     added, skipped = ingest.added, ingest.skipped
     files_skipped = [{"path": s.path, "reason": s.reason} for s in spec.skipped]
-    return {**meta, "added": added, "skipped_duplicates": skipped, "skipped_files": files_skipped, "seconds": round(time.time() - started, 2), "keyword_seconds": keyword_seconds,
+    return {**meta, "added": added, "skipped_duplicates": skipped, "resumed": shards.reused, "skipped_files": files_skipped, "seconds": round(time.time() - started, 2), "keyword_seconds": keyword_seconds,
             "path": str(out.resolve())}  # fmt: skip
 
 

@@ -289,3 +289,37 @@ def test_queries_and_documents_are_encoded_with_the_models_prompts(tiny_model, t
     expected = docs @ encoder.encode(["query: river"])[0]
     assert [h.score for h in hits] == pytest.approx(sorted(expected, reverse=True), abs=1e-5)
     assert not np.allclose(encoder.encode(["river"]), encoder.encode(["query: river"]))  # the prompt changes the vector
+
+
+def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_same_index(tmp_path, tiny_model):
+    from encodr.index.shards import Shards, shards_folder
+    from encodr.models import load_encoder
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")  # 30 texts: windows of 8, 8, 8, 6
+    build([str(corpus)], str(tiny_model), tmp_path / "clean", window=8)
+    encoder, calls = load_encoder(str(tiny_model)), []
+    real = encoder.encode
+
+    def encode(texts, *args, **kwargs):
+        calls.append(len(texts))
+        if len(calls) == 3:  # the third window: the disk fills up
+            raise OSError(28, "No space left on device", "shard")
+        return real(texts, *args, **kwargs)
+
+    encoder.encode = encode
+    out = tmp_path / "idx"
+    with pytest.raises(EncodrError, match=r"no index was written; 2 encoded window\(s\) are kept in .*\.idx\.shards, and the same command reuses them"):
+        build([str(corpus)], encoder, out, window=8)
+    assert not out.exists() and Shards.finished(shards_folder(out)) == 2
+    calls.clear()
+    meta = build([str(corpus)], encoder, out, window=8)
+    assert meta["resumed"] == 16 and calls == [8, 6]  # only the windows not finished before are encoded
+    assert not shards_folder(out).exists()  # the build is complete: nothing left to resume
+    with Index.open(tmp_path / "clean") as a, Index.open(out) as b:
+        assert np.array_equal(a.vectors_of(list(range(30))), b.vectors_of(list(range(30))))
+        assert [r["text"] for r in a.rows(range(30)).values()] == [r["text"] for r in b.rows(range(30)).values()]
+    stale = Shards(tmp_path / "s", {"fingerprint": "a"})
+    stale.put(0, "d", np.ones((2, 4), dtype=np.float32))
+    assert Shards(tmp_path / "s", {"fingerprint": "a"}).get(0, "d").shape == (2, 4)
+    assert Shards(tmp_path / "s", {"fingerprint": "b"}).get(0, "d") is None  # another model's shards are never used

@@ -1,0 +1,106 @@
+"""Encoded windows of a build, kept on disk until the build succeeds, so that a rerun after a
+crash (a killed process, a lost Ray cluster, a full disk) encodes none of them again.
+
+Guarantee: a shard is used only for exactly the texts it was encoded from, by the same model.
+Each shard is one file, ``NNNNNN-DIGEST.npy`` — the window's number and a digest of its texts'
+hashes — written to a temporary name and renamed, so a shard that exists is whole; the folder's
+``key.json`` names the model's fingerprint, the backend, the truncation and the document prompt,
+and a folder made under another key is emptied first. Anything else is encoded afresh.
+
+The folder is ``.NAME.shards`` beside the index ``NAME`` (as its lock, ``.NAME.lock``); only the
+building process writes it, under the index lock, and the build removes it once the new
+generation is current. It holds the vectors of every finished window, float32: 4·d bytes a text
+while a build runs (1.5 kB for MiniLM), on top of the generation being written.
+
+Unlike autofaiss and clip-retrieval, whose shards are the stage between an embedding job and an
+indexing job, these shards are only a resume point: the index is still built from the vectors
+in order, so a resumed build gives the index an uninterrupted one gives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+SUFFIX = ".shards"
+KEY_FILE = "key.json"
+
+
+def shards_folder(out: Path) -> Path:
+    """Where the shards of index ``out`` live: ``.NAME.shards`` beside it."""
+    out = Path(out)
+    return out.parent / f".{out.name}{SUFFIX}"
+
+
+def digest(hashes: list[str]) -> str:
+    """The first 16 hex digits of SHA-256 over a window's text hashes, in order."""
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:16]
+
+
+class Shards:
+    """The finished windows of one index's build (see the module docstring).
+
+    Args:
+        folder: the shard folder (:func:`shards_folder`); created on the first :meth:`put`.
+        key: what the vectors depend on besides the texts (JSON-ready); a folder made under
+            another key is emptied.
+
+    Raises:
+        OSError: the folder cannot be read or written (full disk, read-only…).
+    """
+
+    def __init__(self, folder: Path, key: dict):
+        self.folder = Path(folder)
+        self.key = key
+        self.reused = 0  # texts whose vectors came from a shard
+        if self.folder.exists():
+            try:
+                same = json.loads((self.folder / KEY_FILE).read_text()) == key
+            except (OSError, ValueError):
+                same = False
+            if not same:
+                shutil.rmtree(self.folder)
+
+    def _path(self, n: int, window_digest: str) -> Path:
+        return self.folder / f"{n:06d}-{window_digest}.npy"
+
+    def get(self, n: int, window_digest: str) -> np.ndarray | None:
+        """The vectors of window ``n`` when a shard of exactly these texts exists: float32 (N, d);
+        else None (a damaged shard counts as missing)."""
+        path = self._path(n, window_digest)
+        if not path.exists():
+            return None
+        try:
+            vectors = np.load(path)
+        except (OSError, ValueError):
+            return None
+        self.reused += len(vectors)
+        return vectors
+
+    def put(self, n: int, window_digest: str, vectors: np.ndarray) -> None:
+        """Keep the float32 (N, d) vectors of window ``n``: a temporary file, then a rename."""
+        if not self.folder.exists():
+            self.folder.mkdir(parents=True)
+            (self.folder / KEY_FILE).write_text(json.dumps(self.key))
+        path = self._path(n, window_digest)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as handle:
+            np.save(handle, np.asarray(vectors, dtype=np.float32))
+        os.replace(tmp, path)
+
+    @staticmethod
+    def finished(folder: Path) -> int:
+        """How many shards ``folder`` holds (0 when it cannot be read)."""
+        try:
+            return len(list(Path(folder).glob("*.npy")))
+        except OSError:
+            return 0
+
+    def remove(self) -> None:
+        """Delete the folder (the build it served is complete)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
