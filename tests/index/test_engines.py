@@ -68,3 +68,27 @@ def test_ray_missing_is_named(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name)) if name == "ray" else real(name, *a, **k))
     with pytest.raises(EncodrError, match=r"--engine ray needs Ray; install it with pip install 'encodr\[ray\]'"):
         check_engine("ray", None)
+
+
+def test_a_ray_actor_killed_mid_build_is_restarted_and_the_index_is_the_same(ray_cluster, tiny_model, tmp_path):
+    import os
+    import signal
+
+    import psutil
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    local = build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng")
+    killed = []
+
+    def kill_one_actor(event):  # in the driver, once the first chunk is back: SIGKILL one encoding actor's process
+        if killed or not event.completed:
+            return
+        actors = [p for p in psutil.process_iter(["cmdline"]) if any("EncodeActor" in part for part in (p.info["cmdline"] or []))]
+        if actors:
+            os.kill(actors[0].pid, signal.SIGKILL)
+            killed.append(actors[0].pid)
+
+    remote = build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", processes=2, window=5, progress=kill_one_actor)
+    assert killed and remote["count"] == local["count"] == len(TEXTS)  # Ray restarted the actor and reran its chunk: the build completed
+    np.testing.assert_allclose(vectors(tmp_path / "ray"), vectors(tmp_path / "local"), atol=1e-5)
