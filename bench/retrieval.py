@@ -126,16 +126,20 @@ def main() -> None:
                 row = {"model": model, "data": name, "documents as": ("whole" if args.whole else "passages") + (f", {args.tag}" if args.tag else ""),
                        "queries": len(evaluator.query_ids()), "docs": len(evaluator.data.doc_ids), "prompts": [encoder.prompt("query"), encoder.prompt("document")]}  # fmt: skip
                 started = time.perf_counter()
-                ranked = evaluator.ranked(encoder, MODES)
+                if args.rerank:  # one index: every mode's first stage, and the hybrid (convex) lists re-ranked
+                    from encodr.models import load_cross
+
+                    ranked = evaluator.ranked(encoder, MODES, reranker=load_cross(args.rerank), first_stage=True, reranked=[("hybrid", "convex")])
+                    ranked[("rerank", "convex")] = ranked[("hybrid", "convex")]
+                    ranked[("hybrid", "convex")] = ranked.pop(("hybrid", "convex+first-stage"))
+                else:
+                    ranked = evaluator.ranked(encoder, MODES)
                 row["encodr_seconds"] = round(time.perf_counter() - started, 1)
                 for mode, fusion in MODES:
                     label = mode if mode != "hybrid" else f"hybrid-{fusion}"
                     row[label] = next(s.value for s in evaluator.scores(ranked[(mode, fusion)]) if s.metric == "ndcg@10")
                 if args.rerank:
-                    from encodr.models import load_cross
-
-                    reranked = evaluator.ranked(encoder, [("hybrid", "convex")], reranker=load_cross(args.rerank))[("hybrid", "convex")]
-                    row["hybrid-convex+rerank"] = next(s.value for s in evaluator.scores(reranked) if s.metric == "ndcg@10")
+                    row["hybrid-convex+rerank"] = next(s.value for s in evaluator.scores(ranked[("rerank", "convex")]) if s.metric == "ndcg@10")
                     row["reranker"] = args.rerank
                 if not args.no_anchors:
                     row["st_dense"] = st_anchor(encoder, evaluator)

@@ -58,14 +58,18 @@ class RetrievalEvaluator(Evaluator):
         """The judged queries scored, in file order (the first ``limit``)."""
         return [q for q in self.data.queries if q in self.judged][: self.limit]
 
-    def ranked(self, encoder, modes: list[tuple[str, str]] | None = None, reranker=None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:
+    def ranked(self, encoder, modes: list[tuple[str, str]] | None = None, reranker=None, first_stage: bool = False,
+               reranked: list[tuple[str, str]] | None = None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:  # fmt: skip
         """Each judged query's ranked (document id, score) list, at most :data:`DEPTH` long
         (a little longer where documents share a text), for each (mode, fusion) in ``modes``
         (default: this evaluator's), from one index built once. With ``reranker`` (a
         :class:`~encodr.models.CrossScorer`; default: loaded from ``rerank``), each mode's first
         :data:`~encodr.index.search.RERANK_DEPTH` hits are re-scored by it
         (:func:`~encodr.index.search.rerank_hits`) and the rest follow in first-stage order, so
-        recall@100 still sees 100 documents."""
+        recall@100 still sees 100 documents. ``reranked``: only these of ``modes`` are re-ranked
+        (default: all). With ``first_stage`` too, a re-ranked mode's lists before re-ranking are
+        returned beside them, under ``(mode, fusion + "+first-stage")``, from the same searches
+        (one index, not two)."""
         from ..index import Searcher, build
 
         reranker = self._reranker(reranker)
@@ -75,7 +79,7 @@ class RetrievalEvaluator(Evaluator):
             build([str(self.data.corpus_file)], encoder, where, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole)
             searcher = Searcher(where, encoder=encoder)
             try:
-                return self._rank(searcher, modes or [(self.mode, self.fusion)], reranker, same_text)
+                return self._rank(searcher, modes or [(self.mode, self.fusion)], reranker, same_text, first_stage, reranked)
             finally:
                 searcher.index.close()
 
@@ -97,7 +101,8 @@ class RetrievalEvaluator(Evaluator):
             return load_cross(self.rerank)
         return reranker
 
-    def _rank(self, searcher, modes: list[tuple[str, str]], reranker, same_text: dict[str, list[str]]) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:
+    def _rank(self, searcher, modes: list[tuple[str, str]], reranker, same_text: dict[str, list[str]], first_stage: bool = False,
+              reranked: list[tuple[str, str]] | None = None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:  # fmt: skip
         """:meth:`ranked`'s lists from ``searcher``'s index."""
         from ..index.search import RERANK_DEPTH, rerank_hits
 
@@ -105,7 +110,10 @@ class RetrievalEvaluator(Evaluator):
         out: dict[tuple[str, str], list[list[tuple[str, float]]]] = {}
         for mode, fusion in modes:
             _, hits = searcher.query(queries, k=DEPTH, mode=mode, fusion=fusion)
-            if reranker is not None:
+            rerank = reranker is not None and (reranked is None or (mode, fusion) in reranked)
+            if rerank and first_stage:
+                out[(mode, f"{fusion}+first-stage")] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
+            if rerank:
                 hits = [rerank_hits(q, row[:RERANK_DEPTH], reranker, RERANK_DEPTH) + _below(row[RERANK_DEPTH:], RERANK_DEPTH)
                         for q, row in zip(queries, hits)]  # fmt: skip
             out[(mode, fusion)] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]

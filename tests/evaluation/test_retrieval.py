@@ -98,6 +98,14 @@ def test_every_mode_scores_from_one_index(tmp_path, tiny_model):
     assert ndcg[("keyword", "rrf")] == pytest.approx(100.0)  # each query's topic word is in both relevant documents only
     assert ndcg[("dense", "rrf")] < 100  # a random tiny encoder: the keyword list is what lifts hybrid
     assert ndcg[("hybrid", "rrf")] > ndcg[("dense", "rrf")]
+    from tests.index.test_hybrid import LengthReranker
+
+    both = evaluator.ranked(encoder, modes, reranker=LengthReranker(), first_stage=True, reranked=[("hybrid", "convex")])
+    assert set(both) == {*modes, ("hybrid", "convex+first-stage")}  # only the mode asked for is re-ranked, from the same index
+    for mode in modes[:3]:
+        assert [[d for d, _ in row] for row in both[mode]] == [[d for d, _ in row] for row in ranked[mode]]
+    assert [[d for d, _ in row] for row in both[("hybrid", "convex+first-stage")]] == [[d for d, _ in row] for row in ranked[("hybrid", "convex")]]
+    assert both[("hybrid", "convex")] != ranked[("hybrid", "convex")]  # re-scored by the stand-in re-ranker
 
 
 def test_a_beir_folder_is_a_dev_set_but_never_its_test_split(tmp_path, tiny_model):
