@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -112,6 +112,7 @@ def build(
     engine: str = "local",
     address: str | None = None,
     dim: int | None = None,
+    warn: Callable[[str], None] = lambda line: None,
 ) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
 
@@ -178,7 +179,9 @@ def build(
             truncation, :meth:`~encodr.models.encoder.Encoder.truncate`): d·4 bytes a float
             vector become dim·4. Search truncates queries the same way; ``--add`` keeps the
             index's (a different ``dim`` is an error). Worth it for a model trained with
-            ``matryoshka_dims``; a model trained without loses more (``bench/quantize.py``).
+            ``matryoshka_dims``; a model trained without loses more (``bench/quantize.py``), and
+            ``warn`` says so.
+        warn: called with one line for what the user should know but is not an error.
 
     Files and folders: a folder is read recursively; a file in it that encodr cannot read (another
     kind, a damaged PDF, an empty document) is skipped and listed in ``skipped_files``, while
@@ -231,7 +234,7 @@ def build(
         if not add:
             check_target(out, overwrite)  # again: another build may have made it while this one waited
         spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window, whole,
-                         [f for f in files if f not in given], skipped, layout, quantize, engine, address, dim)  # fmt: skip
+                         [f for f in files if f not in given], skipped, layout, quantize, engine, address, dim, warn)  # fmt: skip
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -293,6 +296,7 @@ class IndexSpec:
     engine: str = "local"  # local | ray (encodr.index.engines)
     address: str | None = None  # with engine ray: the cluster's address
     dim: int | None = None  # Matryoshka truncation (a new index; --add keeps the index's)
+    warn: Callable[[str], None] = lambda line: None
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
@@ -323,6 +327,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
     else:
         encoder = model if isinstance(model, Encoder) else load_encoder(model, backend=backend)
         encoder.truncate(spec.dim)
+        if encoder.truncate_dim is not None:
+            _check_matryoshka(encoder, spec.warn)
     candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
     total = sum(_count_lines(f) for f in files)
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
@@ -389,6 +395,23 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
     files_skipped = [{"path": s.path, "reason": s.reason} for s in spec.skipped]
     return {**meta, "added": added, "skipped_duplicates": skipped, "resumed": shards.reused, "skipped_files": files_skipped, "seconds": round(time.time() - started, 2), "keyword_seconds": keyword_seconds,
             "path": str(out.resolve())}  # fmt: skip
+
+
+def _check_matryoshka(encoder: Encoder, warn: Callable[[str], None]) -> None:
+    """One ``warn`` line when ``encoder`` was not trained to be truncated to its ``truncate_dim``
+    (:attr:`~encodr.models.resolution.ModelRef.matryoshka_dims`)."""
+    from ..models import resolve
+
+    try:
+        dims = resolve(encoder.name).matryoshka_dims
+    except EncodrError:
+        return
+    dim = encoder.truncate_dim
+    if dims is None:
+        warn(f"{encoder.name} was not trained with a Matryoshka loss: its first {dim} dimensions lose more quality than a model tuned "
+             "with matryoshka_dims (see bench/quantize.py); drop --dim to keep them all")  # fmt: skip
+    elif dims and dim not in dims:
+        warn(f"{encoder.name} was trained to be truncated to {', '.join(map(str, dims))} dimensions, not {dim}; pass one of those to --dim")
 
 
 def write_faiss(index, path: Path) -> None:

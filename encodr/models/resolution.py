@@ -39,6 +39,26 @@ class ModelRef:
                 pass
         return "bi" if self.is_sentence_transformer else "raw"
 
+    @property
+    def matryoshka_dims(self) -> list[int] | None:
+        """The dimensions the model was trained to be truncated to (Matryoshka loss): a model
+        tuned by encodr with ``matryoshka_dims`` (its ``encodr.json`` recipe) gives them; a model
+        whose card names sentence-transformers' ``MatryoshkaLoss`` gives ``[]`` (trained for
+        it, dimensions not recorded); ``None`` otherwise (none of the bundled aliases was)."""
+        import json
+
+        try:
+            run = json.loads((self.path / "encodr.json").read_text())
+            dims = str((run.get("recipe") or {}).get("matryoshka_dims") or "")
+            if dims:
+                return [int(d) for d in dims.replace(" ", "").split(",") if d]
+        except (OSError, ValueError, AttributeError):
+            pass
+        try:
+            return [] if "MatryoshkaLoss" in (self.path / "README.md").read_text(errors="ignore") else None
+        except OSError:
+            return None
+
     def transformer_dir(self) -> Path:
         """The directory of the Hugging Face checkpoint inside (the Transformer module's
         folder for a sentence-transformers model, else the model directory itself)."""

@@ -110,3 +110,18 @@ def test_dim_keeps_the_first_dimensions_renormalised_for_texts_and_queries(corpu
 def test_dim_above_the_models_is_refused_and_writes_nothing(corpus, tiny_model, tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), "--dim", "4096"], capsys, monkeypatch)
     assert code == 2 and "--dim 4096 is outside what" in err and "Traceback" not in err and not (tmp_path / "x").exists()
+
+
+def test_dim_warns_when_the_model_was_not_trained_for_it(corpus, tiny_model, tmp_path, capsys, monkeypatch):
+    import json
+    import shutil
+
+    code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "a"), "--dim", "8"], capsys, monkeypatch)
+    assert code == 0 and "was not trained with a Matryoshka loss" in err
+    tuned = tmp_path / "tuned"
+    shutil.copytree(tiny_model, tuned)
+    (tuned / "encodr.json").write_text(json.dumps({"recipe": {"method": "retrieval", "matryoshka_dims": "16,8"}}))  # as encodr tune writes it
+    code, _, err = run_cli(["index", str(corpus), "--model", str(tuned), "--out", str(tmp_path / "b"), "--dim", "8"], capsys, monkeypatch)
+    assert code == 0 and "Matryoshka" not in err and "truncated to" not in err
+    code, _, err = run_cli(["index", str(corpus), "--model", str(tuned), "--out", str(tmp_path / "c"), "--dim", "4"], capsys, monkeypatch)
+    assert code == 0 and "trained to be truncated to 16, 8 dimensions, not 4" in err
