@@ -333,16 +333,15 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
     total = sum(_count_lines(f) for f in files)
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
     started = time.time()
-    shards = Shards(shards_folder(out), {"fingerprint": encoder.fingerprint, "backend": backend, "truncate_dim": encoder.truncate_dim,
-                                         "prompt": old.meta.get("prompts", {}).get("document", "") if old is not None else encoder.prompt("document")})  # fmt: skip
+    # documents are encoded with the model's document prompt (E5: "passage: "); --add keeps the index's own
+    prompts = old.meta.get("prompts", {"query": "", "document": ""}) if old is not None else {role: encoder.prompt(role) for role in ("query", "document")}
+    shards = Shards(shards_folder(out), {"fingerprint": encoder.fingerprint, "backend": backend, "truncate_dim": encoder.truncate_dim, "prompt": prompts["document"]})
     with generation(out, legacy=INDEX_FILES) as tmp:
         if old is not None:
             old.copy_store(tmp / STORE_FILE)
             for name in (META_FILE, PCR_FILE):
                 if (old.folder / name).exists():
                     shutil.copy2(old.folder / name, tmp / name)
-        # documents are encoded with the model's document prompt (E5: "passage: "); --add keeps the index's own
-        prompts = old.meta.get("prompts", {"query": "", "document": ""}) if old is not None else {role: encoder.prompt(role) for role in ("query", "document")}
         with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, spec, prompts["document"], old) as encode:
             done = 0
 

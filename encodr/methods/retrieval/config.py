@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ...training.args import Rules
+from ...errors import EncodrError
 from ..base import SingleRunRecipe
 
 SIGNALS = ("ict", "crop", "title")
@@ -15,6 +16,16 @@ def dims_list(value: str) -> list[int]:
     """The dimensions of a ``matryoshka_dims`` field (``"256,128,64"``), in the order given;
     ``[]`` for ``""``. Raises ValueError on a part that is not an integer."""
     return [int(part) for part in value.replace(" ", "").split(",") if part]
+
+
+def check_dims(dims: list[int], full: int) -> None:
+    """Refuse ``matryoshka_dims`` above the model's dimension ``full``.
+
+    Raises:
+        EncodrError: naming the field, the dimensions and ``full``.
+    """
+    if dims and max(dims) > full:
+        raise EncodrError(f"matryoshka_dims {','.join(map(str, dims))}: the model gives {full} dimensions; list dimensions of at most {full}")
 
 
 def _dims_ok(value: str) -> bool:

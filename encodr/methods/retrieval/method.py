@@ -14,7 +14,7 @@ from ...data.records import Record
 from ...errors import EncodrError
 from ...models import load_encoder
 from ...training import Outcome, RunContext
-from .config import dims_list
+from .config import check_dims, dims_list
 from .pairs import Passage, retrieval_stream
 
 AUTO = "auto"  # --dev auto: the label-free dev set cut from the documents
@@ -72,9 +72,7 @@ def run(ctx: RunContext) -> Outcome:
             dev = load_dev(ctx, request.dev, "ndcg@10")
         report = load_dev(ctx, request.report, "ndcg@10", role="the report set")
         encoder = load_encoder(request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
-        if dims_list(recipe.matryoshka_dims) and max(dims_list(recipe.matryoshka_dims)) > encoder.dimension:  # before any training
-            raise EncodrError(f"matryoshka_dims {recipe.matryoshka_dims}: {encoder.name} gives {encoder.dimension} dimensions; "
-                              f"list dimensions of at most {encoder.dimension}")  # fmt: skip
+        check_dims(dims_list(recipe.matryoshka_dims), encoder.dimension)  # before any training
         split = passage_splitter(encoder.tokenizer, recipe.max_length - 2)
         passages = [Passage.of(chunk, d.title) for d in documents for _, chunk in split(d.text)]
         if len(passages) < recipe.batch_size:

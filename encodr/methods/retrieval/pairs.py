@@ -10,7 +10,7 @@ import torch
 from ...errors import EncodrError
 from ...evaluation.pseudo import sentence_spans
 from ...training import Stream, to_device
-from .config import RetrievalRecipe, dims_list, signal_list
+from .config import RetrievalRecipe, check_dims, dims_list, signal_list
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,5 @@ def matryoshka(module: torch.nn.Module, loss: torch.nn.Module, dims: list[int], 
     if not dims:
         return loss
     full = int(getattr(module, "module", module).get_embedding_dimension())  # a DDP-wrapped model holds the SentenceTransformer as .module
-    if max(dims) > full:
-        raise EncodrError(f"matryoshka_dims {','.join(map(str, dims))}: the model gives {full} dimensions; list dimensions of at most {full}")
+    check_dims(dims, full)
     return wrapper(module, loss, sorted({full, *dims}, reverse=True))
