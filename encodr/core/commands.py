@@ -153,7 +153,7 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
     meta = build(request.corpus, request.model, request.target(), request.index_type, request.add, request.overwrite, request.pcr, request.lang,
                  request.batch_size, progress=progress, pcr_variant=pcr_variant(True, request.pcr_variant), backend=request.backend,
                  processes=request.processes, glob=request.glob, whole=request.whole, layout=request.layout(), quantize=request.quantize,
-                 engine=request.engine, address=request.address, dim=request.dim, warn=warn)  # fmt: skip
+                 engine=request.engine, address=request.address, dim=request.dim, warn=warn, on_disk=request.on_disk)  # fmt: skip
     for skipped in meta.get("skipped_files", []):
         warn(f"skipped {skipped['path']}: {skipped['reason']}")
     if meta.get("skipped_files"):

@@ -188,6 +188,8 @@ class IndexRequest(Request):
                                    "Hamming distance, the best candidates rescored by int8 vectors kept on disk; a flat scan).", fronts=CLI_TUI)  # fmt: skip
     dim: int | None = option(None, "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation: N/d of the memory; for a model "
                                    "trained with matryoshka_dims; default: all). --add keeps the index's.", ge=1, fronts=CLI_TUI)  # fmt: skip
+    on_disk: bool = option(False, "With --index-type ivf or ivfpq: keep the IVF lists in a file beside the index, built in blocks and merged (FAISS "
+                                  "merge_ondisk), memory-mapped on search: neither needs the lists in memory.", fronts=CLI_TUI)  # fmt: skip
     add: bool = option(False, "Append to an existing index (texts already in it are skipped).", fronts=CLI_TUI)
     overwrite: bool = option(False, "Replace an existing index.", fronts=CLI_TUI)
     pcr: bool = option(False, "Remove each language's first principal component (language-agnostic search, CMLM §5.2).", fronts=CLI_TUI)

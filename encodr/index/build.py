@@ -26,6 +26,7 @@ from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
 from .quantized import QUANTIZE, RESCORE_FILE, BinaryRescored
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, locate
+from .ondisk import ONDISK_FILE, add_on_disk
 from .shards import Shards, digest, shards_folder
 from .texts import TextStore
 from .engines import check_engine, ray_encoding
@@ -113,6 +114,7 @@ def build(
     address: str | None = None,
     dim: int | None = None,
     warn: Callable[[str], None] = lambda line: None,
+    on_disk: bool = False,
 ) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
 
@@ -182,6 +184,9 @@ def build(
             ``matryoshka_dims``; a model trained without loses more (``bench/quantize.py``), and
             ``warn`` says so.
         warn: called with one line for what the user should know but is not an error.
+        on_disk: an IVF index (``index_type`` ``ivf`` or ``ivfpq``, a new index) whose inverted
+            lists are added in blocks and merged into ``lists.ivfdata`` beside it, memory-mapped
+            on search (:mod:`~.ondisk`): neither the build nor a search holds the lists in memory.
 
     Files and folders: a folder is read recursively; a file in it that encodr cannot read (another
     kind, a damaged PDF, an empty document) is skipped and listed in ``skipped_files``, while
@@ -223,6 +228,10 @@ def build(
     check_quantize(quantize, index_type)
     if dim is not None and dim < 1:
         raise EncodrError(f"--dim {dim}: give a number of dimensions ≥ 1, or drop --dim")
+    if on_disk and index_type not in ("ivf", "ivfpq"):
+        raise EncodrError("--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq with it, or drop --on-disk")
+    if on_disk and add:
+        raise EncodrError("--on-disk builds a new index; --add to one is not supported yet: rebuild with --overwrite, or drop --on-disk")
     if not add:
         check_target(out, overwrite)
     given = [f for f in files if Path(f).is_file()]
@@ -234,7 +243,7 @@ def build(
         if not add:
             check_target(out, overwrite)  # again: another build may have made it while this one waited
         spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window, whole,
-                         [f for f in files if f not in given], skipped, layout, quantize, engine, address, dim, warn)  # fmt: skip
+                         [f for f in files if f not in given], skipped, layout, quantize, engine, address, dim, warn, on_disk)  # fmt: skip
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -297,6 +306,7 @@ class IndexSpec:
     address: str | None = None  # with engine ray: the cluster's address
     dim: int | None = None  # Matryoshka truncation (a new index; --add keeps the index's)
     warn: Callable[[str], None] = lambda line: None
+    on_disk: bool = False  # IVF lists in lists.ivfdata, built in blocks (a new IVF index)
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
@@ -366,7 +376,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                     ingest.store(fresh, vectors)
         detected = ingest.detected and old is None and _settle_languages(ingest.texts)
         if old is None:
-            index, meta = _new_index(tmp, ingest, spec.pcr_variant if spec.pcr else None, spec.index_type, lang, detected, spec.quantize)
+            index, meta = _new_index(tmp, ingest, spec.pcr_variant if spec.pcr else None, spec.index_type, lang, detected, spec.quantize, spec.on_disk)
             meta["backend"] = backend
         else:
             index, meta = old.faiss, dict(old.meta)
@@ -383,7 +393,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         keyword_seconds = round(time.time() - keywords_started, 2)
         ingest.texts.close()
         write_faiss(index, tmp / VECTORS_FILE)
-        meta["bytes_per_vector"] = round((tmp / VECTORS_FILE).stat().st_size / max(1, index.ntotal), 1)
+        stored = (tmp / VECTORS_FILE).stat().st_size + ((tmp / ONDISK_FILE).stat().st_size if (tmp / ONDISK_FILE).exists() else 0)
+        meta["bytes_per_vector"] = round(stored / max(1, index.ntotal), 1)
         if (tmp / RESCORE_FILE).exists():  # --quantize binary: the int8 vectors, on disk and memory-mapped
             meta["rescore_bytes_per_vector"] = round((tmp / RESCORE_FILE).stat().st_size / max(1, index.ntotal), 1)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
@@ -593,10 +604,10 @@ def _settle_languages(texts: TextStore) -> list[str]:
 
 
 def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lang: str | None, detected: list[str] | None = None,
-               quantize: str = "none"):  # fmt: skip
+               quantize: str = "none", on_disk: bool = False):  # fmt: skip
     """The FAISS index and ``index.json`` of a new index from the ingested raw vectors
     (PCR of the variant ``pcr`` applied first, when given; ``detected``: the languages the
-    detector settled on, when it labelled any text; ``quantize``: see :func:`build`)."""
+    detector settled on, when it labelled any text; ``quantize``, ``on_disk``: see :func:`build`)."""
     from .. import __version__
 
     encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
@@ -611,8 +622,11 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
         raise EncodrError(f"--index-type ivfpq needs at least 10,000 texts to train its quantisers (this corpus has {n:,}); use flat or hnsw")
     sample = training_sample(vectors) if kind.startswith("ivf") or quantize != "none" else None
     index = _new_faiss(kind, dim, n, sample, quantize)
-    for start in range(0, n, 10_000):
-        index.add(np.ascontiguousarray(vectors[start : start + 10_000]))
+    if on_disk:
+        add_on_disk(index, vectors, tmp)
+    else:
+        for start in range(0, n, 10_000):
+            index.add(np.ascontiguousarray(vectors[start : start + 10_000]))
     del vectors
     extra = {"int8_ranges": index.ranges.tolist()} if isinstance(index, BinaryRescored) else {}
     meta = {
@@ -624,6 +638,7 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
         "fingerprint": encoder.fingerprint,
         "index_type": kind,
         "quantize": quantize,
+        "on_disk": on_disk,
         "pcr": bool(pcr),
         "pcr_variant": pcr,
         "default_lang": lang,

@@ -35,12 +35,13 @@ from ..models.encoder import truncated
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
 from .keywords import ANALYZER, keyword_expression
+from .ondisk import ONDISK_FILE, read_on_disk
 from .quantized import RESCORE_FILE, BinaryRescored
 from .texts import TextStore
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
 RAW_VECTORS_FILE = "vectors.f32"  # a new index's vectors while it is built (removed before the generation is complete)
-INDEX_FILES = (META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE, RAW_VECTORS_FILE, RESCORE_FILE)  # what a generation (or a flat index) holds
+INDEX_FILES = (META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE, RAW_VECTORS_FILE, RESCORE_FILE, ONDISK_FILE)  # what a generation (or a flat index) holds
 # --index-type auto: exact search up to FLAT_MAX vectors, HNSW up to HNSW_MAX, IVF-PQ above
 # (chosen with bench/search.py: each meets p99 < 10 ms and recall@10 >= 0.95 in its range).
 FLAT_MAX = 50_000
@@ -175,11 +176,14 @@ class Index:
         binary = meta.get("quantize") == "binary"
         if binary and not (folder / RESCORE_FILE).is_file():
             raise missing(RESCORE_FILE)
+        if meta.get("on_disk") and not (folder / ONDISK_FILE).is_file():
+            raise missing(ONDISK_FILE)
         try:
             if binary:
                 index = BinaryRescored.read(folder / VECTORS_FILE, meta["int8_ranges"])
             else:
-                index = faiss.read_index(str(folder / VECTORS_FILE), faiss.IO_FLAG_MMAP_IFC if mmap else 0)
+                flags = faiss.IO_FLAG_MMAP_IFC if mmap else 0
+                index = read_on_disk(folder / VECTORS_FILE, flags) if meta.get("on_disk") else faiss.read_index(str(folder / VECTORS_FILE), flags)
         except (RuntimeError, OSError, ValueError, KeyError):
             if moved():
                 raise _Moved from None

@@ -14,7 +14,7 @@ from ..core.requests import EvalRequest, IndexRequest, TuneRequest
 
 # request class → {field: widget id}
 FORMS = {
-    IndexRequest: {"corpus": "index-files", "model": "index-model", "out": "index-out", "index_type": "index-type", "quantize": "index-quantize", "dim": "index-dim", "add": "index-add",
+    IndexRequest: {"corpus": "index-files", "model": "index-model", "out": "index-out", "index_type": "index-type", "quantize": "index-quantize", "dim": "index-dim", "on_disk": "index-on-disk", "add": "index-add",
                    "overwrite": "index-overwrite", "pcr": "index-pcr", "pcr_variant": "index-pcr-variant", "lang": "index-lang",
                    "batch_size": "index-batch-size", "backend": "index-backend", "processes": "index-processes",
                    "engine": "index-engine", "address": "index-address",

@@ -59,6 +59,7 @@ class IndexPane(Vertical):
             yield Select([(b, b) for b in BACKENDS], value="torch", allow_blank=False, id="index-backend")
             yield Checkbox("--pcr", id="index-pcr")
             yield Select([(v, v) for v in PCR_VARIANTS], prompt="PCR variant", id="index-pcr-variant")
+            yield Checkbox("IVF lists on disk", id="index-on-disk")
             yield Checkbox("append (--add)", id="index-add")
             yield Checkbox("overwrite", id="index-overwrite")
         with Horizontal(classes="row"):

@@ -323,3 +323,33 @@ def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_sa
     stale.put(0, "d", np.ones((2, 4), dtype=np.float32))
     assert Shards(tmp_path / "s", {"fingerprint": "a"}).get(0, "d").shape == (2, 4)
     assert Shards(tmp_path / "s", {"fingerprint": "b"}).get(0, "d") is None  # another model's shards are never used
+
+
+def test_on_disk_ivf_lists_find_what_the_in_memory_index_finds(tmp_path, tiny_model, capsys, monkeypatch):
+    import faiss
+
+    from encodr.index import ondisk
+    from encodr.index.build import _new_faiss, training_sample
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3000, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    memory = _new_faiss("ivf", 32, len(x), training_sample(x))  # ivfpq (a Refine wrapper) goes the same way; its PQ training is too slow for CI
+    memory.add(x)
+    disk = ondisk.add_on_disk(faiss.clone_index(_new_faiss("ivf", 32, len(x), training_sample(x))), x, tmp_path, block=700)  # 5 blocks, merged
+    assert disk.ntotal == len(x) and (tmp_path / ondisk.ONDISK_FILE).stat().st_size > 0 and not list(tmp_path.glob("block*"))
+    faiss.extract_index_ivf(memory).nprobe = faiss.extract_index_ivf(disk).nprobe = 8
+    q = x[:50] + 0.01
+    assert np.array_equal(memory.search(q, 10)[1], disk.search(q, 10)[1])  # the same lists, the same hits
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(f"line {i} about {TEXTS[i % 30]}" for i in range(400)) + "\n")
+    meta = build([str(corpus)], str(tiny_model), tmp_path / "idx", index_type="ivf", on_disk=True, lang="eng")
+    assert meta["on_disk"] is True and meta["count"] == 400
+    generation = Index.open(tmp_path / "idx").folder
+    assert (generation / ondisk.ONDISK_FILE).is_file()  # found beside vectors.faiss though the folder was renamed into place
+    hit = Searcher(tmp_path / "idx").search(["line 7 about " + TEXTS[7]], k=1, mode="dense")[0][0]
+    assert hit.text == "line 7 about " + TEXTS[7]
+    for args, words in [(["--on-disk"], "--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq"),
+                        (["--on-disk", "--index-type", "ivf", "--add"], "--add to one is not supported yet")]:  # fmt: skip
+        code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), *args], capsys, monkeypatch)
+        assert code == 2 and words in err and not (tmp_path / "x").exists()

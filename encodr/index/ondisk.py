@@ -1,0 +1,131 @@
+"""IVF indexes whose inverted lists live in a file beside the index, memory-mapped: built in
+blocks and merged on disk, so neither building nor searching needs the whole index in memory.
+
+Guarantee: the index finds what the same IVF index built in memory finds (same trained
+quantisers, same vectors, same ids, so the same lists in the same order), while the memory it
+needs is bounded by the coarse centroids (nlist × d × 4 bytes), one block of vectors while it is
+built, and the lists a query visits while it searches (``nprobe`` of ``nlist``), which the OS pages
+in from ``lists.ivfdata`` and may drop again. With ``ivfpq``, the 8-bit copy of each vector that
+re-ranks the PQ candidates (``Refine(SQ8)``, d bytes a vector) stays in ``vectors.faiss`` and is
+memory-mapped on search like any flat index's codes.
+
+As FAISS's wiki ("Indexes that do not fit in RAM") and autofaiss do: train once on a sample, add
+each block of vectors to a copy of the trained index and write it, then merge the blocks' lists
+into one ``OnDiskInvertedLists`` file (``faiss.contrib.ondisk.merge_ondisk``). Unlike autofaiss,
+the blocks are added here in order, one at a time (the build's memory bound is the point; adding
+is not where a build spends its time), and the result is one generation of an encodr index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+ONDISK_FILE = "lists.ivfdata"
+BLOCK = 1_000_000  # vectors added to one copy of the trained index before it is written
+
+
+def add_on_disk(trained, vectors: np.ndarray, folder: Path, block: int = BLOCK, on_block: Callable[[int], None] = lambda n: None):
+    """Fill the trained, empty IVF index ``trained`` with ``vectors``, its inverted lists in
+    ``folder / ONDISK_FILE``.
+
+    Args:
+        trained: a trained FAISS IVF index (IVFFlat, IVFScalarQuantizer, IVFPQ), or an
+            ``IndexRefine`` around one (its refine codes are added in memory, in order).
+        vectors: (n, d) float32, a NumPy array or memmap; row i gets id i.
+        folder: where the list file and the blocks (removed once merged) are written.
+        block: vectors per block.
+        on_block: called with the number of vectors of each block added.
+
+    Returns:
+        ``trained``, holding n vectors, its lists on disk.
+
+    Raises:
+        OSError: a block or the list file cannot be written (full disk…), naming the file.
+    """
+    import faiss
+    from faiss.contrib.ondisk import merge_ondisk
+
+    ivf = faiss.extract_index_ivf(trained)
+    refined = isinstance(trained, faiss.IndexRefine)
+    n = len(vectors)
+    parts = []
+    try:
+        for b, start in enumerate(range(0, n, block)):
+            chunk = np.ascontiguousarray(vectors[start : start + block], dtype=np.float32)
+            part = faiss.clone_index(ivf)
+            part.add_with_ids(chunk, np.arange(start, start + len(chunk), dtype=np.int64))
+            path = folder / f"block{b:05d}.index"
+            _write(part, path)
+            parts.append(path)
+            del part
+            if refined:  # IndexRefine: the refine index is flat, its ids are the order of adding
+                faiss.downcast_index(trained.refine_index).add(chunk)
+            on_block(len(chunk))
+        refine = trained.refine_index.ntotal if refined else None
+        try:
+            with _c_stdout_silenced():  # OnDiskInvertedLists printf()s "resizing FILE to N bytes" on stdout, which --json owns
+                merge_ondisk(trained, [str(p) for p in parts], str(folder / ONDISK_FILE))
+        except RuntimeError as exc:
+            raise OSError(5, f"merging the IVF lists failed ({str(exc).splitlines()[0]})", str(folder / ONDISK_FILE)) from None
+        if refine is not None:
+            trained.ntotal = refine
+    finally:
+        for path in parts:
+            path.unlink(missing_ok=True)
+    return trained
+
+
+def _write(index, path: Path) -> None:
+    """``faiss.write_index``, its failure raised as ``OSError`` naming ``path``."""
+    import errno
+
+    import faiss
+
+    try:
+        faiss.write_index(index, str(path))
+    except RuntimeError:
+        raise OSError(errno.EIO, os.strerror(errno.EIO), str(path)) from None
+
+
+def read_on_disk(path: Path, flags: int):
+    """Read the index at ``path`` (``vectors.faiss``) whose lists are in ``ONDISK_FILE`` beside
+    it, wherever its folder was when it was written (a generation is renamed into place), and
+    memory-map them. FAISS's own ``IO_FLAG_ONDISK_SAME_DIR`` does this too, but printf()s a line
+    on stdout and refuses ``IO_FLAG_MMAP_IFC``; here the lists are read without their data
+    (``IO_FLAG_SKIP_IVF_DATA``), pointed at the file and mapped.
+
+    Raises:
+        RuntimeError: FAISS cannot read the index or map the file.
+    """
+    import faiss
+
+    index = faiss.read_index(str(path), flags | faiss.IO_FLAG_SKIP_IVF_DATA)
+    lists = faiss.downcast_InvertedLists(faiss.extract_index_ivf(index).invlists)
+    lists.filename = str(Path(path).parent / ONDISK_FILE)
+    lists.do_mmap()
+    return index
+
+
+@contextlib.contextmanager
+def _c_stdout_silenced():
+    """Send what C code writes to file descriptor 1 to /dev/null meanwhile (Python's own
+    ``sys.stdout`` is flushed first; C's stdio buffer before fd 1 is given back)."""
+    import ctypes
+
+    sys.stdout.flush()
+    libc = ctypes.CDLL(None)
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        libc.fflush(None)
+        os.dup2(saved, 1)
+        os.close(saved)
