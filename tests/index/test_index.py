@@ -349,6 +349,9 @@ def test_on_disk_ivf_lists_find_what_the_in_memory_index_finds(tmp_path, tiny_mo
     assert (generation / ondisk.ONDISK_FILE).is_file()  # found beside vectors.faiss though the folder was renamed into place
     hit = Searcher(tmp_path / "idx").search(["line 7 about " + TEXTS[7]], k=1, mode="dense")[0][0]
     assert hit.text == "line 7 about " + TEXTS[7]
+    (generation / ondisk.ONDISK_FILE).unlink()
+    with pytest.raises(EncodrError, match="is missing lists.ivfdata; rebuild it with encodr index"):
+        Index.open(tmp_path / "idx")
     for args, words in [(["--on-disk"], "--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq"),
                         (["--on-disk", "--index-type", "ivf", "--add"], "--add to one is not supported yet")]:  # fmt: skip
         code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), *args], capsys, monkeypatch)
