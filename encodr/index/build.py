@@ -623,7 +623,7 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
     sample = training_sample(vectors) if kind.startswith("ivf") or quantize != "none" else None
     index = _new_faiss(kind, dim, n, sample, quantize)
     if on_disk:
-        add_on_disk(index, vectors, tmp)
+        add_on_disk(index, vectors, tmp, write_faiss)
     else:
         for start in range(0, n, 10_000):
             index.add(np.ascontiguousarray(vectors[start : start + 10_000]))

@@ -19,6 +19,7 @@ is not where a build spends its time), and the result is one generation of an en
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from pathlib import Path
@@ -30,7 +31,7 @@ ONDISK_FILE = "lists.ivfdata"
 BLOCK = 1_000_000  # vectors added to one copy of the trained index before it is written
 
 
-def add_on_disk(trained, vectors: np.ndarray, folder: Path, block: int = BLOCK, on_block: Callable[[int], None] = lambda n: None):
+def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[object, Path], None], block: int = BLOCK):
     """Fill the trained, empty IVF index ``trained`` with ``vectors``, its inverted lists in
     ``folder / ONDISK_FILE``.
 
@@ -39,8 +40,9 @@ def add_on_disk(trained, vectors: np.ndarray, folder: Path, block: int = BLOCK, 
             ``IndexRefine`` around one (its refine codes are added in memory, in order).
         vectors: (n, d) float32, a NumPy array or memmap; row i gets id i.
         folder: where the list file and the blocks (removed once merged) are written.
+        write: ``(index, path)`` writes a block (the build's ``write_faiss``, which raises
+            ``OSError`` naming the file).
         block: vectors per block.
-        on_block: called with the number of vectors of each block added.
 
     Returns:
         ``trained``, holding n vectors, its lists on disk.
@@ -61,36 +63,23 @@ def add_on_disk(trained, vectors: np.ndarray, folder: Path, block: int = BLOCK, 
             part = faiss.clone_index(ivf)
             part.add_with_ids(chunk, np.arange(start, start + len(chunk), dtype=np.int64))
             path = folder / f"block{b:05d}.index"
-            _write(part, path)
+            write(part, path)
             parts.append(path)
             del part
             if refined:  # IndexRefine: the refine index is flat, its ids are the order of adding
                 faiss.downcast_index(trained.refine_index).add(chunk)
-            on_block(len(chunk))
         refine = trained.refine_index.ntotal if refined else None
         try:
             with _c_stdout_silenced():  # OnDiskInvertedLists printf()s "resizing FILE to N bytes" on stdout, which --json owns
                 merge_ondisk(trained, [str(p) for p in parts], str(folder / ONDISK_FILE))
         except RuntimeError as exc:
-            raise OSError(5, f"merging the IVF lists failed ({str(exc).splitlines()[0]})", str(folder / ONDISK_FILE)) from None
+            raise OSError(errno.EIO, f"merging the IVF lists failed ({str(exc).splitlines()[0]})", str(folder / ONDISK_FILE)) from None
         if refine is not None:
             trained.ntotal = refine
     finally:
         for path in parts:
             path.unlink(missing_ok=True)
     return trained
-
-
-def _write(index, path: Path) -> None:
-    """``faiss.write_index``, its failure raised as ``OSError`` naming ``path``."""
-    import errno
-
-    import faiss
-
-    try:
-        faiss.write_index(index, str(path))
-    except RuntimeError:
-        raise OSError(errno.EIO, os.strerror(errno.EIO), str(path)) from None
 
 
 def read_on_disk(path: Path, flags: int):

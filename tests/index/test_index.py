@@ -329,14 +329,14 @@ def test_on_disk_ivf_lists_find_what_the_in_memory_index_finds(tmp_path, tiny_mo
     import faiss
 
     from encodr.index import ondisk
-    from encodr.index.build import _new_faiss, training_sample
+    from encodr.index.build import _new_faiss, training_sample, write_faiss
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(3000, 32)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     memory = _new_faiss("ivf", 32, len(x), training_sample(x))  # ivfpq (a Refine wrapper) goes the same way; its PQ training is too slow for CI
     memory.add(x)
-    disk = ondisk.add_on_disk(faiss.clone_index(_new_faiss("ivf", 32, len(x), training_sample(x))), x, tmp_path, block=700)  # 5 blocks, merged
+    disk = ondisk.add_on_disk(faiss.clone_index(_new_faiss("ivf", 32, len(x), training_sample(x))), x, tmp_path, write_faiss, block=700)  # 5 blocks, merged
     assert disk.ntotal == len(x) and (tmp_path / ondisk.ONDISK_FILE).stat().st_size > 0 and not list(tmp_path.glob("block*"))
     faiss.extract_index_ivf(memory).nprobe = faiss.extract_index_ivf(disk).nprobe = 8
     q = x[:50] + 0.01
