@@ -68,14 +68,11 @@ def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[obj
             del part
             if refined:  # IndexRefine: the refine index is flat, its ids are the order of adding
                 faiss.downcast_index(trained.refine_index).add(chunk)
-        refine = trained.refine_index.ntotal if refined else None
         try:
             with _c_stdout_silenced():  # OnDiskInvertedLists printf()s "resizing FILE to N bytes" on stdout, which --json owns
                 merge_ondisk(trained, [str(p) for p in parts], str(folder / ONDISK_FILE))
         except RuntimeError as exc:
             raise OSError(errno.EIO, f"merging the IVF lists failed ({str(exc).splitlines()[0]})", str(folder / ONDISK_FILE)) from None
-        if refine is not None:
-            trained.ntotal = refine
     finally:
         for path in parts:
             path.unlink(missing_ok=True)
