@@ -6,8 +6,8 @@ Scenarios (each ``--seconds`` long, after a short warm-up):
   embed-1    single short texts to POST /v1/embeddings
   embed-32   batches of 32 short texts to POST /v1/embeddings
   search-1   single queries to POST /v1/search
-and, for the figure without dynamic batching, embed-1 against a second server started with
-``--no-batching``.
+and embed-1 at the most clients against a server started with ``--workers 1`` (one forward pass
+at a time, on all the cores) and one with ``--no-batching`` (the figure without dynamic batching).
 
 The clients are asyncio tasks in this process (one kept-alive connection each, a minimal
 HTTP/1.1 client on asyncio streams), so the load generator costs little CPU; it still shares
@@ -46,7 +46,7 @@ def sentences(n: int) -> list[str]:
     return lines[:n]
 
 
-def offline(model: str, texts: list[str], sizes: list[int], repeats: int = 2, arrival: int = 16) -> tuple[dict, float]:
+def offline(model: str, texts: list[str], sizes: list[int], repeats: int = 2, arrival: int = 16, backend: str = "torch") -> tuple[dict, float]:
     """texts/s of Encoder.encode at each batch size: the best of ``repeats`` passes over ``texts``
     (after one warm-up pass), so the anchor is offline encoding at its fastest; and, the best of
     ``repeats`` too, texts/s when ``texts`` are encoded ``arrival`` at a time in their order, as a
@@ -54,7 +54,7 @@ def offline(model: str, texts: list[str], sizes: list[int], repeats: int = 2, ar
     by length across more texts than it holds, so they carry the padding sorted ones avoid."""
     from encodr.models import load_encoder
 
-    encoder = load_encoder(model, device="cpu")
+    encoder = load_encoder(model, device="cpu", backend=backend)
     encoder.encode(texts[:256])
     out = {size: 0.0 for size in sizes}
     in_order = 0.0
@@ -154,14 +154,16 @@ def main() -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--backend", default="torch", help="the forward pass, offline and in the server (encodr serve --backend)")
     parser.add_argument("--corpus", type=int, default=5000, help="Wikipedia sentences indexed for search-1")
-    parser.add_argument("--out", type=Path, default=RESULTS / "serve_load.json")
+    parser.add_argument("--out", type=Path, default=None, help="default: bench/results/serve_load.json (serve_load_BACKEND.json for another backend)")
     args = parser.parse_args()
+    args.out = args.out or RESULTS / ("serve_load.json" if args.backend == "torch" else f"serve_load_{args.backend}.json")
 
     texts = sentences(args.corpus)
     queries = texts[::7][:2000]
     rows = []
-    speeds, in_order = offline(args.model, queries[:1024], [16, 32, 64, 128], arrival=max(args.clients))
+    speeds, in_order = offline(args.model, queries[:1024], [16, 32, 64, 128], arrival=max(args.clients), backend=args.backend)
     best = max(speeds, key=speeds.get)
     for size, rate in speeds.items():
         rows.append({"setup": f"offline Encoder.encode, batch {size}", "clients": "", "texts_per_s": rate})
@@ -169,31 +171,36 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "wiki.txt"
         corpus.write_text("\n".join(texts) + "\n")
-        subprocess.run([sys.executable, "-m", "encodr", "index", str(corpus), "--model", args.model, "--out", f"{tmp}/wiki", "--lang", "eng"], check=True,
+        subprocess.run([sys.executable, "-m", "encodr", "index", str(corpus), "--model", args.model, "--out", f"{tmp}/wiki", "--lang", "eng",
+                        "--backend", args.backend], check=True,
                        capture_output=True)  # fmt: skip
-        runs = [(name, True, args.clients) for name in scenarios(args.model, "wiki", queries)] + [("embed-1", False, [max(args.clients)])]
-        for name, batching, counts in runs:  # a fresh server for each scenario: no row inherits another's state
+        most = [max(args.clients)]
+        runs = [(name, [], args.clients) for name in scenarios(args.model, "wiki", queries)]
+        runs += [("embed-1", ["--workers", "1"], most), ("embed-1", ["--no-batching"], most)]  # one pass at a time; no batching
+        for name, flags, counts in runs:  # a fresh server for each scenario: no row inherits another's state
             route, bodies, per = scenarios(args.model, "wiki", queries)[name]
-            server = Server(["--model", args.model, "--index", f"{tmp}/wiki", *([] if batching else ["--no-batching"])])
+            server = Server(["--model", args.model, "--index", f"{tmp}/wiki", "--backend", args.backend, *flags])
             try:
                 for clients in counts:
                     asyncio.run(load(server.url, clients, min(3.0, args.seconds), route, bodies, per))  # warm-up
                     result = asyncio.run(load(server.url, clients, args.seconds, route, bodies, per))
-                    rows.append({"setup": f"{name}{'' if batching else ' (no batching)'}", "clients": clients, **result})
+                    rows.append({"setup": f"{name}{' (' + ' '.join(flags) + ')' if flags else ''}", "clients": clients, **result})
                     print(rows[-1], flush=True)
             finally:
                 server.stop()
     single16 = next(r for r in rows if r["setup"] == "embed-1" and r["clients"] == max(args.clients))
-    unbatched = next(r for r in rows if r["setup"] == "embed-1 (no batching)")
+    unbatched = next(r for r in rows if r["setup"] == "embed-1 (--no-batching)")
+    one_worker = next(r for r in rows if r["setup"] == "embed-1 (--workers 1)")
     ratio = single16["texts_per_s"] / speeds[best]
     print_table(f"encodr serve under load ({args.model}, {os.cpu_count()} CPU threads, {args.seconds:g} s per row)", rows,
                 ["setup", "clients", "requests_per_s", "texts_per_s", "p50_ms", "p99_ms", "errors"])  # fmt: skip
     print(f"{max(args.clients)} single-text clients: {single16['texts_per_s']:.1f} texts/s = {ratio:.2f}× offline at batch {best} "
           f"({speeds[best]:.1f} texts/s), {single16['texts_per_s'] / in_order:.2f}× offline {max(args.clients)} at a time in arrival order "
-          f"({in_order:.1f} texts/s); without batching {unbatched['texts_per_s']:.1f} texts/s = {unbatched['texts_per_s'] / speeds[best]:.2f}×")
-    write_json(args.out, {"machine": machine(), "model": args.model, "seconds": args.seconds, "rows": rows, "offline_best_batch": best,
+          f"({in_order:.1f} texts/s); one pass at a time (--workers 1) {one_worker['texts_per_s']:.1f} texts/s = "
+          f"{one_worker['texts_per_s'] / speeds[best]:.2f}×; without batching {unbatched['texts_per_s']:.1f} texts/s = {unbatched['texts_per_s'] / speeds[best]:.2f}×")
+    write_json(args.out, {"machine": machine(), "model": args.model, "backend": args.backend, "seconds": args.seconds, "rows": rows, "offline_best_batch": best,
                           "ratio_16_single_to_offline": ratio, "ratio_16_single_to_arrival_order": single16["texts_per_s"] / in_order,
-                          "ratio_unbatched": unbatched["texts_per_s"] / speeds[best]})  # fmt: skip
+                          "ratio_one_worker": one_worker["texts_per_s"] / speeds[best], "ratio_unbatched": unbatched["texts_per_s"] / speeds[best]})  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -324,6 +324,8 @@ def serve(
     max_texts: int = typer.Option(2048, min=1, help="Texts per request at most (413 above)."),
     max_chars: int = typer.Option(20000, min=1, help="Characters per text at most (413 above)."),
     batching: bool = typer.Option(True, "--batching/--no-batching", help="Dynamic batching of concurrent requests (off: one forward pass per request)."),
+    workers: Optional[int] = typer.Option(None, min=1, help="Forward passes a model runs at once, each on its share of the CPU cores (default: 2 on a CPU, 1 on a GPU)."),
+    backend: str = typer.Option("torch", help="Forward pass of each --model bi-encoder: torch, onnx or onnx-int8 (onnxruntime on the CPU); an index's model runs on its index's backend."),
 ) -> None:
     """Serve models and indexes over HTTP: OpenAI-compatible POST /v1/embeddings, POST /v1/search, POST /v1/score,
     GET /v1/models, /v1/indexes, /v1/runs, /health. Models and indexes are loaded once and kept warm."""
@@ -333,7 +335,8 @@ def serve(
     except ImportError as exc:
         raise EncodrError(f"encodr serve needs the serve extra ({exc.name} is missing): pip install 'encodr[serve]'") from None
 
-    run_server(model or [], index or [], host, port, api_key, Limits(max_texts, max_chars, batch_wait_ms / 1000, batch_tokens, batching), announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))
+    run_server(model or [], index or [], host, port, api_key, Limits(max_texts, max_chars, batch_wait_ms / 1000, batch_tokens, batching, workers), announce=lambda line: err_console.print(f"encodr: {line}", highlight=False),
+               backend=backend)  # fmt: skip
 
 
 def _interruption(exc: KeyboardInterrupt) -> str:

@@ -8,6 +8,7 @@ with. Specs are resolved by :mod:`.resolution` (aliases: :mod:`.aliases`), devic
 from __future__ import annotations
 
 import hashlib
+import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -27,10 +28,16 @@ RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no 
 BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("onnx", "cpu"): 16, ("onnx-int8", "cpu"): 16}
 
 
+_TOKENIZING = threading.Lock()
+
+
 def tokenize(st, texts: list[str]) -> dict[str, list[list[int]]]:
     """Token ids (and the tokenizer's other inputs: B lists each) of each of B texts for the
-    SentenceTransformer ``st``, truncated at its ``max_seq_length``, not padded."""
-    encoded = st.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=int(st.max_seq_length))
+    SentenceTransformer ``st``, truncated at its ``max_seq_length``, not padded. One thread at a
+    time: a fast tokenizer whose truncation is being set while another thread encodes with it
+    raises "Already borrowed" (the server's batcher encodes on several threads)."""
+    with _TOKENIZING:
+        encoded = st.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=int(st.max_seq_length))
     return {name: encoded[name] for name in encoded.keys()}
 
 
@@ -148,6 +155,14 @@ class TorchForward:
                 vectors = sums / lengths.to(device=device, dtype=hidden.dtype)[:, None]
             vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
         return vectors.cpu().numpy()
+
+    def use_threads(self, n: int) -> None:
+        """Run the calling thread's passes on ``n`` CPU threads (``torch.set_num_threads``:
+        OpenMP's thread count is per calling thread; MKL's, where torch uses it, is the process's)."""
+        import torch
+
+        if torch.get_num_threads() != int(n):
+            torch.set_num_threads(int(n))
 
     def prompted(self, batch: list[str]) -> np.ndarray:
         """float32 (len(batch), d) unit vectors through ``SentenceTransformer.encode``, which adds
@@ -268,6 +283,12 @@ class Encoder:
             h.update(name.encode())
             h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
         return h.hexdigest()[:16]
+
+    def use_threads(self, n: int) -> None:
+        """Make the calling thread's forward passes use ``n`` CPU threads (≥ 1), leaving other
+        threads' as they were: the server's batcher runs one pass per worker thread at once,
+        each on its share of the cores (:class:`encodr.serve.batcher.DynamicBatcher`)."""
+        self.forward.use_threads(max(1, int(n)))
 
     def prompt(self, role: str) -> str:
         """The text this model puts before an input of ``role`` (``query`` or ``document``) in

@@ -22,7 +22,8 @@ export), and written atomically (a temporary file renamed into place).
 from __future__ import annotations
 
 import logging
-
+import os
+import threading
 import warnings
 from pathlib import Path
 
@@ -117,18 +118,36 @@ class OnnxForward:
     device = "cpu"
 
     def __init__(self, st, backend: str, path: Path):
+        self.st, self.backend, self.path = st, backend, path
+        self.session = self._session(None)
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self._local = threading.local()  # a thread's own session, where use_threads made one
+
+    def _session(self, threads: int | None):
         import onnxruntime as ort
 
-        self.st, self.backend, self.path = st, backend, path
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.inputs = [i.name for i in self.session.get_inputs()]
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        if os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE":  # query-at-a-time commands and the server: idle threads sleep, as torch's do
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+
+    def use_threads(self, n: int) -> None:
+        """Run the calling thread's passes on ``n`` CPU threads: a session of its own for each
+        ``n`` it asks for (the graph loaded again, once), since onnxruntime's thread count is a
+        session's."""
+        sessions = self._local.__dict__.setdefault("sessions", {})
+        if int(n) not in sessions:
+            sessions[int(n)] = self._session(int(n))
+        self._local.session = sessions[int(n)]
 
     def __call__(self, features: dict[str, list[list[int]]]) -> np.ndarray:
         """float32 (B, d) unit vectors of one batch of unpadded token lists."""
         padded = self.st.tokenizer.pad(features, return_tensors="np")
-        (vectors,) = self.session.run(None, {name: padded[name].astype(np.int64) for name in self.inputs})
+        session = getattr(self._local, "session", self.session)
+        (vectors,) = session.run(None, {name: padded[name].astype(np.int64) for name in self.inputs})
         return np.asarray(vectors, dtype=np.float32)
 
     def prompted(self, batch: list[str]) -> np.ndarray:

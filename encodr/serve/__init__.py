@@ -12,7 +12,7 @@ __all__ = ["Limits", "Served", "create_app", "load", "serve"]
 
 
 def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_key: str | None = None,
-         announce: Callable[[str], None] = lambda line: None) -> Served:  # fmt: skip
+         announce: Callable[[str], None] = lambda line: None, backend: str = "torch") -> Served:  # fmt: skip
     """Load what a server serves, once: each model (a bi-encoder behind a
     :class:`~.batcher.DynamicBatcher`, or a cross-encoder), and each index with a searcher
     whose queries go through its model's batcher (an index's model is served too, under the
@@ -22,13 +22,19 @@ def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_k
         models: model specs (alias, directory, Hub id); default, with no index either: ``minilm``.
         indexes: index directories or workspace names; default, with no model either: every
             index of the workspace.
+        backend: the forward pass of each bi-encoder in ``models`` (``torch``, ``onnx``,
+            ``onnx-int8``); an index's model runs on the backend the index was built with.
 
     Raises:
-        EncodrError: a model or index that cannot be loaded (one line, before the server binds).
+        EncodrError: a model or index that cannot be loaded, or an unknown backend (one line,
+            before the server binds).
     """
     from ..index import Index, Searcher, list_indexes, locate
     from ..models import load_cross, load_encoder, resolve
+    from ..models.encoder import check_backend
     from .batcher import BatchedEncoder, DynamicBatcher
+
+    check_backend(backend)
 
     if not models and not indexes:
         models = ["minilm"]
@@ -42,12 +48,12 @@ def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_k
             served.models[spec] = (load_cross(spec), None)
         else:
             encoder = load_encoder(spec, backend=backend)
-            batcher = DynamicBatcher(encoder, limits.batch_wait, limits.batch_tokens, limits.batching)
+            batcher = DynamicBatcher(encoder, limits.batch_wait, limits.batch_tokens, limits.batching, limits.workers)
             served.models[spec] = (BatchedEncoder(encoder, batcher), batcher)
         announce(f"serving model {spec}")
 
     for spec in models:
-        add_model(spec)
+        add_model(spec, backend)
     for spec in indexes:
         path = locate(spec)
         name = path.name
@@ -88,7 +94,7 @@ def listening_socket(host: str, port: int):
 
 
 def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None, limits: Limits = Limits(),
-          announce: Callable[[str], None] = lambda line: None) -> None:  # fmt: skip
+          announce: Callable[[str], None] = lambda line: None, backend: str = "torch") -> None:  # fmt: skip
     """Load (:func:`load`) and serve until SIGTERM or Ctrl-C: then the server stops accepting,
     lets the requests in flight finish (uvicorn's graceful shutdown), stops the batchers and returns.
 
@@ -102,7 +108,7 @@ def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: 
 
     sock = listening_socket(host, port)
     try:
-        served = load(models, indexes, limits, api_key, announce)
+        served = load(models, indexes, limits, api_key, announce, backend)
     except BaseException:
         sock.close()
         raise

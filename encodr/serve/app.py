@@ -38,6 +38,8 @@ class Limits:
         batch_wait: seconds the first request of a batch waits for others.
         batch_tokens: estimated tokens per forward pass.
         batching: False: every request runs its own forward pass.
+        workers: forward passes a model runs at once, each on its share of the CPU cores
+            (``None``: :func:`~.batcher.default_workers`).
     """
 
     max_texts: int = 2048
@@ -45,6 +47,7 @@ class Limits:
     batch_wait: float = 0.010
     batch_tokens: int = 8192
     batching: bool = True
+    workers: int | None = None
 
 
 @dataclass

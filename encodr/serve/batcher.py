@@ -13,12 +13,20 @@ pass's, whose clients come back, and those queued meanwhile): concurrent clients
 one pass rather than splitting into groups that alternate, and a lone client never waits.
 This is the scheme of text-embeddings-inference and infinity; unlike them, the token count is
 estimated from characters (no tokenizer call on the event loop), and a request larger than the
-budget runs alone rather than being split across passes. Encoding runs on the worker thread,
+budget runs alone rather than being split across passes. Encoding runs on the worker threads,
 never on the event loop.
+
+On a CPU, ``workers`` threads (default 2) take turns gathering, each up to its share of the
+requests live at the end of the last pass, and each runs its passes on its share of the cores
+(:meth:`encodr.models.Encoder.use_threads`), or on all of them when no other pass is running:
+while one computes, the other's clients are answered and send again, and a small pass on one
+core wastes less than on two. Sixteen clients then form two alternating passes of about eight
+rather than one of sixteen, and a lone client still gets every core.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -49,19 +57,27 @@ class DynamicBatcher:
             of the last pass are gathered, so a lone client's request runs at once.
         budget: estimated tokens per forward pass at most (texts × their estimated length).
         batching: False runs each request alone (the unbatched baseline of ``bench/serve_load.py``).
+        workers: passes run at once, each on its own thread with ``cores // workers`` CPU
+            threads (:func:`default_workers`: 2 on a CPU with 2 cores or more, 1 on a GPU).
 
     Attributes:
         passes, texts: forward passes run and texts encoded so far (for ``/health``).
     """
 
-    def __init__(self, encoder, wait: float = 0.002, budget: int = 8192, batching: bool = True):
+    def __init__(self, encoder, wait: float = 0.002, budget: int = 8192, batching: bool = True, workers: int | None = None):
         self.encoder, self.wait, self.budget, self.batching = encoder, wait, budget, batching
+        self.workers = default_workers(encoder) if workers is None else max(1, int(workers))
         self.passes = self.texts = 0
-        self._expect = 1  # requests live at the end of the last pass: a batch waits (at most ``wait``) until as many are gathered
+        self._inflight = 0  # requests submitted and not yet answered
+        self._running = 0  # passes running now
+        self._expect = 1  # a worker's share of the requests live at the end of the last pass: a batch waits (at most ``wait``) until as many are gathered
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._carry: _Job | None = None
-        self._worker = threading.Thread(target=self._loop, name="encodr-batcher", daemon=True)
-        self._worker.start()
+        self._gathering = threading.Lock()  # one worker gathers at a time
+        self._counting = threading.Lock()
+        self._threads = [threading.Thread(target=self._loop, name=f"encodr-batcher-{i}", daemon=True) for i in range(self.workers)]
+        for thread in self._threads:
+            thread.start()
 
     def tokens(self, texts: list[str]) -> int:
         """Estimated tokens of ``texts`` (characters / :data:`CHARS_PER_TOKEN` + 2 each, capped at the model's maximum)."""
@@ -71,6 +87,8 @@ class DynamicBatcher:
     def submit(self, texts: list[str]) -> Future:
         """Queue ``texts``; the future gives float32 (len(texts), d) unit vectors, or the encoder's exception."""
         future: Future = Future()
+        with self._counting:
+            self._inflight += 1
         self._queue.put(_Job(list(texts), future, self.tokens(texts)))
         return future
 
@@ -79,9 +97,10 @@ class DynamicBatcher:
         return self.submit(texts).result()
 
     def close(self) -> None:
-        """Finish the queued requests, then stop the worker."""
+        """Finish the queued requests, then stop the workers."""
         self._queue.put(None)
-        self._worker.join()
+        for thread in self._threads:
+            thread.join()
 
     def _next(self, timeout: float | None) -> _Job | None:
         if self._carry is not None:
@@ -90,47 +109,87 @@ class DynamicBatcher:
         return self._queue.get(timeout=timeout) if timeout is None or timeout > 0 else self._queue.get_nowait()
 
     def _loop(self) -> None:
+        split = self.workers > 1 and hasattr(self.encoder, "use_threads") and str(getattr(self.encoder, "device", "cpu")).startswith("cpu")
+        cores = _cores()
+        threads = None
         while True:
-            first = self._next(None)
-            if first is None:
+            with self._gathering:
+                batch = self._gather()
+            if batch is None:
                 return
-            batch, tokens = [first], first.tokens
-            deadline = time.monotonic() + self.wait
-            while self.batching and tokens < self.budget:
-                try:  # wait for company only until as many requests as the last pass saw have come
-                    job = self._next(deadline - time.monotonic() if len(batch) < self._expect else 0)
-                except queue.Empty:
-                    break
-                if job is None:  # close(): finish this batch, then stop
-                    self._queue.put(None)
-                    break
-                if tokens + job.tokens > self.budget:
-                    self._carry = job
-                    break
-                batch.append(job)
-                tokens += job.tokens
-            self._run(batch)
+            with self._counting:
+                alone = self._running == 0
+                self._running += 1
+            if split and threads != (want := cores if alone else max(1, cores // self.workers)):  # no other pass running: all the cores
+                self.encoder.use_threads(want)
+                threads = want
+            try:
+                self._run(batch)
+            finally:
+                with self._counting:
+                    self._running -= 1
+
+    def _gather(self) -> list[_Job] | None:
+        """The next batch (None: close() was called and nothing is left)."""
+        first = self._next(None)
+        if first is None:
+            self._queue.put(None)  # for the other workers
+            return None
+        batch, tokens = [first], first.tokens
+        deadline = time.monotonic() + self.wait
+        expect = self._expect
+        most = expect if self.workers > 1 else float("inf")  # several workers: leave the rest to the others, which run meanwhile
+        while self.batching and tokens < self.budget and len(batch) < most:
+            try:  # wait for company only until this worker's share of the requests the last pass saw have come
+                job = self._next(deadline - time.monotonic() if len(batch) < expect else 0)
+            except queue.Empty:
+                break
+            if job is None:  # close(): finish this batch, then stop
+                self._queue.put(None)
+                break
+            if tokens + job.tokens > self.budget:
+                self._carry = job
+                break
+            batch.append(job)
+            tokens += job.tokens
+        return batch
 
     def _run(self, batch: list[_Job]) -> None:
         live = [job for job in batch if job.future.set_running_or_notify_cancel()]  # a cancelled request (client gone) is skipped
         if not live:
+            with self._counting:
+                self._inflight -= len(batch)
             return
         texts = [t for job in live for t in job.texts]
         try:
             vectors = self.encoder.encode(texts)  # in the encoder's own batches, longest first: a pass of 128 texts is slower per text on a CPU than 4 of 32
         except BaseException as exc:  # every waiting request gets the error, and the worker goes on
             vectors = exc
-        self._expect = len(live) + self._queue.qsize()  # requests live as the pass ends: its own (their clients come back) and those queued meanwhile
+        with self._counting:  # requests live as the pass ends (its own, whose clients come back, other workers', those queued), shared among the workers
+            self._expect = -(-self._inflight // self.workers)
+            self._inflight -= len(batch)
+            if not isinstance(vectors, BaseException):
+                self.passes += 1
+                self.texts += len(texts)
         if isinstance(vectors, BaseException):
             for job in live:
                 job.future.set_exception(vectors)
             return
-        self.passes += 1
-        self.texts += len(texts)
         start = 0
         for job in live:
             job.future.set_result(vectors[start : start + len(job.texts)])
             start += len(job.texts)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def default_workers(encoder) -> int:
+    """Passes a batcher runs at once by default: 2 for an encoder on a CPU with at least 2 cores
+    (each pass on half of them while the other runs), else 1 (one GPU runs one pass at a time)."""
+    cpu = str(getattr(encoder, "device", "")).startswith("cpu") and hasattr(encoder, "use_threads")
+    return 2 if cpu and _cores() >= 2 else 1
 
 
 class BatchedEncoder:
