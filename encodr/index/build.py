@@ -26,10 +26,10 @@ from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
 from .quantized import QUANTIZE, RESCORE_FILE, BinaryRescored
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, locate
-from .ondisk import ONDISK_FILE, add_on_disk
+from .ondisk import ONDISK_FILE, add_on_disk, extend_trained
 from .shards import Shards, digest, shards_folder
 from .texts import TextStore
-from .engines import check_engine, ray_encoding
+from .engines import check_engine, ray_adding, ray_encoding
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
 
 
@@ -231,7 +231,7 @@ def build(
     if on_disk and index_type not in ("ivf", "ivfpq"):
         raise EncodrError("--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq with it, or drop --on-disk")
     if on_disk and add:
-        raise EncodrError("--on-disk builds a new index; --add to one is not supported yet: rebuild with --overwrite, or drop --on-disk")
+        raise EncodrError("--on-disk is chosen when an index is built; --add keeps the index's own layout: drop --on-disk")
     if not add:
         check_target(out, overwrite)
     given = [f for f in files if Path(f).is_file()]
@@ -375,10 +375,15 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                         step(len(fresh))
                     ingest.store(fresh, vectors)
         detected = ingest.detected and old is None and _settle_languages(ingest.texts)
-        if old is None:
-            index, meta = _new_index(tmp, ingest, spec.pcr_variant if spec.pcr else None, spec.index_type, lang, detected, spec.quantize, spec.on_disk)
-            meta["backend"] = backend
-        else:
+        on_disk = spec.on_disk if old is None else bool(old.meta.get("on_disk"))
+        with ray_adding(spec.address) if on_disk and spec.engine == "ray" else contextlib.nullcontext() as add_blocks:  # blocks added in Ray tasks
+            if old is None:
+                index, meta = _new_index(tmp, ingest, spec.pcr_variant if spec.pcr else None, spec.index_type, lang, detected, spec.quantize, on_disk,
+                                         add_blocks)  # fmt: skip
+                meta["backend"] = backend
+            elif on_disk:
+                index, meta = _extended(tmp, ingest, old, add_blocks), dict(old.meta)
+        if old is not None and not on_disk:
             index, meta = old.faiss, dict(old.meta)
         ingest.raw_path.unlink()
         meta["count"] = int(index.ntotal)
@@ -584,8 +589,9 @@ class _Ingest:
                     have = ", ".join(sorted(c for c in self.old.components if c != POOLED))
                     raise EncodrError(f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
                                       "rebuild it with --pcr over all languages, or give --lang") from None  # fmt: skip
+        if self.old is not None and not self.old.meta.get("on_disk"):
             self.old.faiss.add(vectors)
-        else:
+        else:  # a new index, or one whose lists are on disk: the vectors wait in the raw file (see _extended)
             vectors.tofile(self.raw)
         self.texts.insert(rows)
 
@@ -603,11 +609,23 @@ def _settle_languages(texts: TextStore) -> list[str]:
     return kept
 
 
+def _extended(tmp: Path, ingest: _Ingest, old: Index, add_blocks=None):
+    """``old``'s on-disk IVF index with the ingested vectors added (ids after its own), its lists
+    merged into ``tmp``'s own list file (:func:`~.ondisk.add_on_disk`, ``add_blocks`` as there):
+    the old generation's files are only read."""
+    n = ingest.added
+    vectors = np.memmap(ingest.raw_path, dtype=np.float32, mode="r", shape=(n, ingest.encoder.dimension)) if n else np.empty((0, ingest.encoder.dimension), np.float32)
+    index = add_on_disk(extend_trained(old.folder / VECTORS_FILE), vectors, tmp, write_faiss, old=old.faiss, add_blocks=add_blocks)
+    del vectors
+    return index
+
+
 def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lang: str | None, detected: list[str] | None = None,
-               quantize: str = "none", on_disk: bool = False):  # fmt: skip
+               quantize: str = "none", on_disk: bool = False, add_blocks=None):  # fmt: skip
     """The FAISS index and ``index.json`` of a new index from the ingested raw vectors
     (PCR of the variant ``pcr`` applied first, when given; ``detected``: the languages the
-    detector settled on, when it labelled any text; ``quantize``, ``on_disk``: see :func:`build`)."""
+    detector settled on, when it labelled any text; ``quantize``, ``on_disk``: see :func:`build`;
+    ``add_blocks``: see :func:`~.ondisk.add_on_disk`)."""
     from .. import __version__
 
     encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
@@ -623,7 +641,7 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
     sample = training_sample(vectors) if kind.startswith("ivf") or quantize != "none" else None
     index = _new_faiss(kind, dim, n, sample, quantize)
     if on_disk:
-        add_on_disk(index, vectors, tmp, write_faiss)
+        add_on_disk(index, vectors, tmp, write_faiss, add_blocks=add_blocks)
     else:
         for start in range(0, n, 10_000):
             index.add(np.ascontiguousarray(vectors[start : start + 10_000]))

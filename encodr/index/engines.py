@@ -114,22 +114,9 @@ def ray_encoding(model: str, fingerprint: str, backend: str, actors: int, prompt
         EncodrError: no cluster at ``address``, or an actor loaded another model than the
             building process (a path that differs between nodes).
     """
-    import ray
     from ray.util import ActorPool
 
-    started = False
-    if not ray.is_initialized():
-        address = address or os.environ.get("RAY_ADDRESS") or None
-        if address is None:  # a local Ray of this process: its start-up notices are not the user's business
-            logging.getLogger("ray").setLevel(logging.ERROR)
-        try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)  # fmt: skip
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise EncodrError(f"--address {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with ray start --head, "
-                              "or drop --address for a local Ray", field="address") from None  # fmt: skip
-        started = True
-    try:
+    with _ray_session(address) as ray:
         resources = ray.cluster_resources()
         if resources.get("GPU", 0) >= actors:
             options = {"num_gpus": 1}
@@ -150,7 +137,83 @@ def ray_encoding(model: str, fingerprint: str, backend: str, actors: int, prompt
                 on_batch(len(vectors))
             return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
 
-        yield encode
+        try:
+            yield encode
+        finally:  # an actor holds its CPUs until killed: the blocks' tasks after it need them
+            for actor in pool_actors:
+                ray.kill(actor)
+
+
+@contextlib.contextmanager
+def _ray_session(address: str | None):
+    """Ray, connected: to the cluster at ``address`` (else ``RAY_ADDRESS``, else a local Ray of
+    this process, stopped on exit), or the Ray this process already started.
+
+    Raises:
+        EncodrError: no cluster answers at ``address``.
+    """
+    import ray
+
+    started = False
+    if not ray.is_initialized():
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        if address is None:  # a local Ray of this process: its start-up notices are not the user's business
+            logging.getLogger("ray").setLevel(logging.ERROR)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)  # fmt: skip
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise EncodrError(f"--address {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with ray start --head, "
+                              "or drop --address for a local Ray", field="address") from None  # fmt: skip
+        started = True
+    try:
+        yield ray
     finally:
         if started:
             ray.shutdown()
+
+
+def _add_task():
+    import ray
+
+    @ray.remote(max_retries=-1)  # a killed worker's block is added again: adding is deterministic
+    def add_block(trained: np.ndarray, vectors: np.ndarray, first: int) -> np.ndarray:
+        import faiss
+
+        part = faiss.deserialize_index(trained)
+        part.add_with_ids(vectors, np.arange(first, first + len(vectors), dtype=np.int64))
+        return faiss.serialize_index(part)
+
+    return add_block
+
+
+@contextlib.contextmanager
+def ray_adding(address: str | None = None) -> Iterator[Callable]:
+    """``add_blocks(ivf, blocks) → iterator of IVF indexes`` for :func:`~.ondisk.add_on_disk`:
+    each ``(first id, float32 (n, d) vectors)`` block added to a copy of the trained, empty
+    ``ivf`` in a Ray task, the filled copies given back in the blocks' order. At most as many
+    blocks are in flight as the cluster has CPUs, so the building process holds that many blocks
+    of vectors and their copies at once. The tasks send their copies back through Ray's object
+    store and the building process writes them: a cluster needs no shared file system, and only
+    one process writes the index. Ray reruns the task of a killed worker.
+
+    Raises:
+        EncodrError: no Ray cluster answers at ``address``.
+    """
+    with _ray_session(address) as ray:
+        add_block = _add_task()
+        limit = max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+        def add_blocks(ivf, blocks):
+            import faiss
+
+            trained = ray.put(faiss.serialize_index(ivf))
+            pending = []
+            for first, vectors in blocks:
+                pending.append(add_block.remote(trained, vectors, first))
+                if len(pending) >= limit:
+                    yield faiss.deserialize_index(ray.get(pending.pop(0)))
+            while pending:
+                yield faiss.deserialize_index(ray.get(pending.pop(0)))
+
+        yield add_blocks

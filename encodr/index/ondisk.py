@@ -31,52 +31,110 @@ ONDISK_FILE = "lists.ivfdata"
 BLOCK = 1_000_000  # vectors added to one copy of the trained index before it is written
 
 
-def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[object, Path], None], block: int = BLOCK):
-    """Fill the trained, empty IVF index ``trained`` with ``vectors``, its inverted lists in
-    ``folder / ONDISK_FILE``.
+def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[object, Path], None], block: int | None = None, old=None,
+                add_blocks: Callable | None = None):  # fmt: skip
+    """Fill the trained, empty IVF index ``trained`` with ``vectors`` (after the vectors of
+    ``old``, with ``--add``), its inverted lists in ``folder / ONDISK_FILE``.
 
     Args:
         trained: a trained FAISS IVF index (IVFFlat, IVFScalarQuantizer, IVFPQ), or an
             ``IndexRefine`` around one (its refine codes are added in memory, in order).
-        vectors: (n, d) float32, a NumPy array or memmap; row i gets id i.
+        vectors: (n, d) float32, a NumPy array or memmap; row i gets id i (``first + i``
+            after ``old``'s ``first`` vectors).
         folder: where the list file and the blocks (removed once merged) are written.
         write: ``(index, path)`` writes a block (the build's ``write_faiss``, which raises
             ``OSError`` naming the file).
-        block: vectors per block.
+        block: vectors per block (default :data:`BLOCK`).
+        add_blocks: ``(ivf, blocks) → iterator of IVF indexes``: each ``(first id, vectors)``
+            block added to a copy of ``trained``'s empty IVF index, in order (default: here,
+            one block at a time; :func:`encodr.index.engines.ray_adding`: in Ray tasks).
+        old: an on-disk index with the same quantisers (:func:`extend_trained` made
+            ``trained`` from it): its lists come first in each merged list, read from its own
+            memory-mapped file, which is left as it was.
 
     Returns:
-        ``trained``, holding n vectors, its lists on disk.
+        ``trained``, holding ``old``'s vectors and n more, its lists on disk.
 
     Raises:
         OSError: a block or the list file cannot be written (full disk…), naming the file.
     """
     import faiss
-    from faiss.contrib.ondisk import merge_ondisk
 
     ivf = faiss.extract_index_ivf(trained)
     refined = isinstance(trained, faiss.IndexRefine)
-    n = len(vectors)
-    parts = []
-    try:
-        for b, start in enumerate(range(0, n, block)):
+    first = 0 if old is None else int(old.ntotal)
+    block = block or BLOCK
+
+    def blocks():
+        for start in range(0, len(vectors), block):
             chunk = np.ascontiguousarray(vectors[start : start + block], dtype=np.float32)
-            part = faiss.clone_index(ivf)
-            part.add_with_ids(chunk, np.arange(start, start + len(chunk), dtype=np.int64))
-            path = folder / f"block{b:05d}.index"
-            write(part, path)
-            parts.append(path)
-            del part
             if refined:  # IndexRefine: the refine index is flat, its ids are the order of adding
                 faiss.downcast_index(trained.refine_index).add(chunk)
+            yield first + start, chunk
+
+    parts = []
+    try:
+        for b, part in enumerate((add_blocks or _add_here)(ivf, blocks())):
+            path = folder / f"block{b:05d}.index"
+            parts.append(path)
+            write(part, path)
+            del part
         try:
             with _c_stdout_silenced():  # OnDiskInvertedLists printf()s "resizing FILE to N bytes" on stdout, which --json owns
-                merge_ondisk(trained, [str(p) for p in parts], str(folder / ONDISK_FILE))
+                _merge(trained, ([faiss.extract_index_ivf(old).invlists] if old is not None else []), parts, folder / ONDISK_FILE)
         except RuntimeError as exc:
             raise OSError(errno.EIO, f"merging the IVF lists failed ({str(exc).splitlines()[0]})", str(folder / ONDISK_FILE)) from None
     finally:
         for path in parts:
             path.unlink(missing_ok=True)
     return trained
+
+
+def _add_here(ivf, blocks):
+    """Each ``(first id, vectors)`` block added to a copy of the empty IVF index ``ivf``, in this process."""
+    import faiss
+
+    for first, chunk in blocks:
+        part = faiss.clone_index(ivf)
+        part.add_with_ids(chunk, np.arange(first, first + len(chunk), dtype=np.int64))
+        yield part
+
+
+def _merge(trained, lists: list, parts: list[Path], target: Path) -> None:
+    """``faiss.contrib.ondisk.merge_ondisk``, which takes block files only, with inverted lists
+    already open (an old generation's, mapped from its own folder) merged first, in order."""
+    import faiss
+
+    opened = []
+    for path in parts:
+        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP)
+        part = faiss.extract_index_ivf(index)
+        opened.append(index)  # kept alive until merged
+        lists.append(part.invlists)
+    ivf = faiss.extract_index_ivf(trained)
+    merged = faiss.OnDiskInvertedLists(ivf.nlist, ivf.code_size, str(target))
+    pointers = faiss.InvertedListsPtrVector()
+    for item in lists:
+        pointers.push_back(item)
+    ntotal = merged.merge_from_multiple(pointers.data(), pointers.size(), False)
+    ivf.ntotal = trained.ntotal = ntotal
+    ivf.replace_invlists(merged, True)
+    merged.this.disown()
+
+
+def extend_trained(path: Path):
+    """The trained quantisers of the on-disk index at ``path`` (``vectors.faiss``) with empty
+    lists in memory, ready for :func:`add_on_disk` ``(…, old=the index)``; an ``IndexRefine``
+    keeps its refine codes (read into memory, d bytes a vector), to which the new ones are added."""
+    import faiss
+
+    index = faiss.read_index(str(path), faiss.IO_FLAG_SKIP_IVF_DATA)
+    ivf = faiss.extract_index_ivf(index)
+    empty = faiss.ArrayInvertedLists(ivf.nlist, ivf.code_size)
+    ivf.replace_invlists(empty, True)
+    empty.this.disown()  # the index owns its lists now
+    ivf.ntotal = 0
+    return index
 
 
 def read_on_disk(path: Path, flags: int):

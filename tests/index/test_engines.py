@@ -92,3 +92,34 @@ def test_a_ray_actor_killed_mid_build_is_restarted_and_the_index_is_the_same(ray
     remote = build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", processes=2, window=5, progress=kill_one_actor)
     assert killed and remote["count"] == local["count"] == len(TEXTS)  # Ray restarted the actor and reran its chunk: the build completed
     np.testing.assert_allclose(vectors(tmp_path / "ray"), vectors(tmp_path / "local"), atol=1e-5)
+
+
+def test_on_disk_blocks_added_in_ray_tasks_equal_blocks_added_here(ray_cluster, tiny_model, tmp_path, monkeypatch):
+    import faiss
+
+    from encodr.index import ondisk
+    from encodr.index.build import _new_faiss, training_sample, write_faiss
+    from encodr.index.engines import ray_adding
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1200, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    trained = _new_faiss("ivf", 32, len(x), training_sample(x))
+    (tmp_path / "here").mkdir()
+    (tmp_path / "ray").mkdir()
+    here = ondisk.add_on_disk(faiss.clone_index(trained), x, tmp_path / "here", write_faiss, block=250)
+    with ray_adding() as add_blocks:
+        remote = ondisk.add_on_disk(faiss.clone_index(trained), x, tmp_path / "ray", write_faiss, block=250, add_blocks=add_blocks)  # 5 tasks
+    assert remote.ntotal == here.ntotal == len(x) and not list((tmp_path / "ray").glob("block*"))
+    faiss.extract_index_ivf(here).nprobe = faiss.extract_index_ivf(remote).nprobe = 8
+    q = x[:40] + 0.01
+    assert [a.tolist() for a in remote.search(q, 10)] == [a.tolist() for a in here.search(q, 10)]  # the same lists, the same hits
+
+    monkeypatch.setattr(ondisk, "BLOCK", 60)  # through encodr index --engine ray --on-disk, then --add: several tasks each
+    lines = [f"line {i}: {TEXTS[i % len(TEXTS)]}" for i in range(400)]
+    (tmp_path / "a.txt").write_text("\n".join(lines[:300]) + "\n")
+    (tmp_path / "b.txt").write_text("\n".join(lines[300:]) + "\n")
+    build([str(tmp_path / "a.txt")], str(tiny_model), tmp_path / "idx", lang="eng", index_type="ivf", on_disk=True, engine="ray")
+    meta = build([str(tmp_path / "b.txt")], str(tiny_model), tmp_path / "idx", lang="eng", add=True, engine="ray")
+    assert meta["count"] == 400 and meta["on_disk"] is True
+    assert Searcher(tmp_path / "idx").search([lines[350]], k=1, mode="dense")[0][0].text == lines[350]

@@ -353,6 +353,28 @@ def test_on_disk_ivf_lists_find_what_the_in_memory_index_finds(tmp_path, tiny_mo
     with pytest.raises(EncodrError, match="is missing lists.ivfdata; rebuild it with encodr index"):
         Index.open(tmp_path / "idx")
     for args, words in [(["--on-disk"], "--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq"),
-                        (["--on-disk", "--index-type", "ivf", "--add"], "--add to one is not supported yet")]:  # fmt: skip
+                        (["--on-disk", "--index-type", "ivf", "--add"], "--add keeps the index's own layout: drop --on-disk")]:  # fmt: skip
         code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), *args], capsys, monkeypatch)
         assert code == 2 and words in err and not (tmp_path / "x").exists()
+
+
+def test_add_to_an_on_disk_index_finds_what_add_to_the_same_index_in_memory_finds(tmp_path, tiny_model):
+    from encodr.index import ondisk
+
+    lines = [f"line {i} about {TEXTS[i % 30]}" for i in range(600)]
+    first, more = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("\n".join(lines[:400]) + "\n")
+    more.write_text("\n".join(lines[350:]) + "\n")  # 50 already indexed
+    for name, on_disk in (("disk", True), ("memory", False)):  # the same sample trains the same quantisers
+        build([str(first)], str(tiny_model), tmp_path / name, index_type="ivf", on_disk=on_disk, lang="eng")
+        meta = build([str(more)], str(tiny_model), tmp_path / name, add=True, lang="eng")
+        assert (meta["count"], meta["added"], meta["skipped_duplicates"], meta["on_disk"]) == (600, 200, 50, on_disk)
+    disk = Index.open(tmp_path / "disk")
+    assert (disk.folder / ondisk.ONDISK_FILE).is_file() and not list(disk.folder.glob("block*"))
+    disk.close()
+    queries = [lines[i] for i in range(0, 600, 30)]
+    found = {name: Searcher(tmp_path / name).search(queries, k=10, mode="dense") for name in ("disk", "memory")}
+    for a, b in zip(found["disk"], found["memory"]):
+        assert [h.text for h in a] == [h.text for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-6)
+    assert found["disk"][-1][0].text == queries[-1]  # an added line is found

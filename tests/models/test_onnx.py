@@ -193,3 +193,30 @@ def test_cli_eval_names_the_backend_beside_the_model(tiny_model, tmp_path, capsy
     assert code == 0 and [m["backend"] for m in json.loads(out)["models"]] == ["onnx", "torch"]
     code, out, _ = run_cli(args, capsys, monkeypatch)
     assert code == 0 and "(onnx)" in out.replace("\n", "").replace("│", "").replace(" ", "")
+
+
+@pytest.mark.parametrize("backend", ["torch", "onnx"])
+def test_a_thread_on_fewer_cpu_threads_gets_the_same_vectors(tiny_model, backend):
+    import torch
+
+    encoder = load_encoder(str(tiny_model), device="cpu", backend=backend)
+    expected = encoder.encode(TEXTS)
+    threads_before = torch.get_num_threads()
+    got = {}
+
+    def worker():
+        encoder.use_threads(1)
+        got["vectors"] = encoder.encode(TEXTS)
+        got["threads"] = torch.get_num_threads()
+        if backend == "onnx":
+            got["session"] = encoder.forward._local.session
+        encoder.use_threads(threads_before)  # as it was (torch also sets MKL's count, which is the process's)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    np.testing.assert_allclose(got["vectors"], expected, atol=1e-5)
+    if backend == "torch":
+        assert got["threads"] == 1 and torch.get_num_threads() == threads_before  # the calling thread's count only
+    else:
+        assert got["session"] is not encoder.forward.session and got["session"].get_session_options().intra_op_num_threads == 1

@@ -178,3 +178,20 @@ def test_rerank_answers_in_cohere_shape_and_search_reranks(tmp_path, tiny_model,
         error_of(client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "rerank": "nothing"}), 404, "rerank")
     finally:
         served.close()
+
+
+def test_backend_serves_onnx_with_the_vectors_of_torch_and_unknown_ones_are_refused(tiny_model):
+    from encodr.errors import EncodrError
+    from encodr.models import load_encoder
+
+    served = load([str(tiny_model)], [], Limits(), backend="onnx")
+    try:
+        scorer, batcher = served.models[str(tiny_model)]
+        assert scorer.backend == "onnx"
+        vectors = TestClient(create_app(served)).post("/v1/embeddings", json={"model": str(tiny_model), "input": TEXTS}).json()["data"]
+        expected = load_encoder(str(tiny_model), device="cpu").encode(TEXTS)
+        np.testing.assert_allclose([row["embedding"] for row in vectors], expected, atol=1e-5)
+    finally:
+        served.close()
+    with pytest.raises(EncodrError, match="unknown backend 'tensorrt'"):
+        load([str(tiny_model)], [], Limits(), backend="tensorrt")
