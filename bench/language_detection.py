@@ -1,7 +1,8 @@
 """Corpus-level language detection, before and after counting only confident labels
-(``encodr.data.language.CONFIDENT``): which languages a corpus is said to have, and how many
-texts end up with the right language after the second pass among those languages — what
-``encodr index`` does without ``--lang``.
+(``encodr.data.language.CONFIDENT``), and with the languages found on an evenly spaced sample
+(``sampled_languages``, what a corpus of one window gets): which languages a corpus is said to
+have, and how many texts end up with the right language after the second pass among those
+languages — what ``encodr index`` does without ``--lang``.
 
 Corpora: the first 3,000 bundled English Wikipedia sentences (one language), and 500 Bible
 verses in each of 8 languages (``../shared/data/bible``; Genesis onward, different verses per
@@ -41,7 +42,7 @@ def bible(per_language: int = 500) -> tuple[list[str], list[str]]:
 
 def main() -> None:
     from encodr.data.bundled import default_corpus
-    from encodr.data.language import corpus_languages, detect_languages, detect_with_confidence
+    from encodr.data.language import SAMPLE, corpus_languages, detect_languages, detect_with_confidence, sampled_languages
 
     wiki = list(default_corpus("wiki").strings[:3000])
     corpora = {"wikipedia (eng), 3,000": (wiki, ["eng"] * len(wiki)), "bible, 8 × 500": bible()}
@@ -51,7 +52,8 @@ def main() -> None:
         labels = [code for code, _ in first]
         first_acc = 100 * sum(a == b for a, b in zip(labels, truth)) / len(truth)
         for rule, kept in (("all labels (before)", corpus_languages(labels)),
-                           ("confident labels (after)", corpus_languages(labels, confidences=[c for _, c in first]))):  # fmt: skip
+                           ("confident labels (after)", corpus_languages(labels, confidences=[c for _, c in first])),
+                           (f"confident labels of an even sample of {SAMPLE:,} (one-window corpus)", sampled_languages(texts))):  # fmt: skip
             second = detect_languages(texts, kept)
             rows.append({"corpus": name, "rule": rule, "languages kept": ",".join(kept), "first pass acc %": round(first_acc, 2),
                          "after second pass acc %": round(100 * sum(a == b for a, b in zip(second, truth)) / len(truth), 2),

@@ -325,7 +325,7 @@ def serve(
     max_chars: int = typer.Option(20000, min=1, help="Characters per text at most (413 above)."),
     batching: bool = typer.Option(True, "--batching/--no-batching", help="Dynamic batching of concurrent requests (off: one forward pass per request)."),
     workers: Optional[int] = typer.Option(None, min=1, help="Forward passes a model runs at once, each on its share of the CPU cores (default: 2 on a CPU, 1 on a GPU)."),
-    backend: str = typer.Option("torch", help="Forward pass of each --model bi-encoder: torch, onnx or onnx-int8 (onnxruntime on the CPU); an index's model runs on its index's backend."),
+    backend: str = typer.Option("torch", help="Forward pass of each --model bi-encoder: torch, torch-bf16 (bfloat16 matrix products), onnx or onnx-int8 (onnxruntime on the CPU); an index's model runs on its index's backend."),
 ) -> None:
     """Serve models and indexes over HTTP: OpenAI-compatible POST /v1/embeddings, POST /v1/search, POST /v1/score,
     GET /v1/models, /v1/indexes, /v1/runs, /health. Models and indexes are loaded once and kept warm."""

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..errors import EncodrError
 from .fields import option
 
-BACKEND_HELP = "torch | onnx | onnx-int8 (onnxruntime on the CPU; int8: dynamic quantisation, faster, see bench/encode_speed.py for the quality cost)."
+BACKEND_HELP = ("torch | torch-bf16 | onnx | onnx-int8 (torch-bf16: matrix products in bfloat16, faster on a CPU with AVX512-BF16 or AMX, slower "
+                "elsewhere; onnx: onnxruntime on the CPU; int8: dynamic quantisation, faster; bench/cpu_precision.py gives speed and quality).")
 CLI, CLI_TUI, CLI_HTTP, HTTP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http",)
 
 
@@ -87,7 +88,7 @@ class SearchRequest(Request):
     lang: str | None = option(None, "Query language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages).")
     hit_lang: list[str] | None = option(None, "Only hits in these languages, ISO 639-3, comma-separated or repeated (e.g. spa,fra).")
     model: str | None = option(None, "Must match the index's model.", flags=("--model", "-m"))
-    backend: str | None = option(None, "torch | onnx | onnx-int8 for the queries (default: the one the index was built with).")
+    backend: str | None = option(None, "torch | torch-bf16 | onnx | onnx-int8 for the queries (default: the one the index was built with).")
     nprobe: int | None = option(None, "IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact.", ge=1)
     ef_search: int | None = option(None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1)
     mode: str | None = option(None, MODE_HELP)

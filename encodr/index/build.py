@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass, field
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages, detect_languages, detect_with_confidence
+from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages, detect_languages, detect_with_confidence, sampled_languages
 from ..data.files import DOCUMENT_SUFFIXES, Skipped, expand, iter_records, passage_splitter
 from ..data.records import Layout, Record, read_records
 from ..errors import EncodrError
@@ -138,7 +138,8 @@ def build(
 
     Languages: a ``lang`` column wins, then ``lang``. Without either, each text's language is
     detected (:mod:`encodr.data.language`): first among all languages (high-accuracy mode up to
-    10,000 lines), then, once the whole
+    10,000 lines; a new index whose corpus is one window finds its languages on an evenly spaced
+    sample and labels its texts among them, :func:`~encodr.data.language.sampled_languages`), then, once the whole
     corpus is in, again among the languages that make up at least 1 % of it, which undoes
     most of the detector's mistakes on short texts. ``--add`` detects among the languages
     the index already has.
@@ -219,7 +220,8 @@ def build(
         raise EncodrError(f"--processes {processes}: give 1 or more")
     check_engine(engine, address)
     if processes > 1 and backend != "torch" and engine == "local":
-        raise EncodrError(f"--processes works with --backend torch; onnxruntime already uses every core, so drop --processes for {backend}")
+        raise EncodrError(f"--processes works with --backend torch (sentence-transformers' pool runs its own float32 pass; onnxruntime "
+                          f"already uses every core): drop --processes for {backend}")  # fmt: skip
     if not files:
         raise EncodrError("no corpus file given; pass one or more text, TSV, CSV or JSONL files")
     if lang is not None:
@@ -352,7 +354,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
             for name in (META_FILE, PCR_FILE):
                 if (old.folder / name).exists():
                     shutil.copy2(old.folder / name, tmp / name)
-        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, spec, prompts["document"], old) as encode:
+        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS, sample=old is None) as ingest, _encoding(encoder, spec, prompts["document"], old) as encode:
             done = 0
 
             def step(n: int) -> None:
@@ -362,7 +364,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
 
             room = encoder.max_length - 2 - len(encoder.tokenizer.tokenize(prompts["document"]))  # the prompt's tokens share the window
             split = None if spec.whole else passage_splitter(encoder.tokenizer, room)
-            for n, records in enumerate(_windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout)):
+            for n, (records, last) in enumerate(_with_last(_windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout))):
                 fresh = ingest.fresh(records)
                 step(len(records) - len(fresh))  # duplicates count as done
                 if fresh:
@@ -373,7 +375,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                         shards.put(n, key, vectors)
                     else:
                         step(len(fresh))
-                    ingest.store(fresh, vectors)
+                    ingest.store(fresh, vectors, whole_corpus=n == 0 and last)
         detected = ingest.detected and old is None and _settle_languages(ingest.texts)
         on_disk = spec.on_disk if old is None else bool(old.meta.get("on_disk"))
         with ray_adding(spec.address) if on_disk and spec.engine == "ray" else contextlib.nullcontext() as add_blocks:  # blocks added in Ray tasks
@@ -517,8 +519,10 @@ class _Ingest:
     previous window is stored, so one window is stored while the next is encoded. A failure
     in the writer comes out of the next :meth:`store` or the ``with`` block's end."""
 
-    def __init__(self, tmp: Path, encoder, lang: str | None, old: Index | None, candidates: list[str] | None = None, accurate: bool = False):
+    def __init__(self, tmp: Path, encoder, lang: str | None, old: Index | None, candidates: list[str] | None = None, accurate: bool = False,
+                 sample: bool = False):  # fmt: skip
         self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
+        self.sample = sample  # a new index: a corpus of one window has its languages found on a sample (sampled_languages)
         self.detected = 0  # texts whose language came from the detector
         self.texts = TextStore.create(tmp / STORE_FILE)
         self.next_id = self.texts.next_id()
@@ -557,8 +561,9 @@ class _Ingest:
             fresh.append((r, h))
         return fresh
 
-    def store(self, fresh: list[tuple[Record, str]], vectors: np.ndarray) -> None:
-        """Queue the window for the writer thread, once the previous one is stored."""
+    def store(self, fresh: list[tuple[Record, str]], vectors: np.ndarray, whole_corpus: bool = False) -> None:
+        """Queue the window for the writer thread, once the previous one is stored
+        (``whole_corpus``: this window is all the corpus, so a sample of it is one of the corpus)."""
         if self.pending is not None:
             self.pending.result()
         first = self.next_id
@@ -566,14 +571,17 @@ class _Ingest:
         self.added += len(fresh)
         self.passages += sum(r.start is not None for r, _ in fresh)
         self.pending_hashes = {h for _, h in fresh}
-        self.pending = self.writer.submit(self._write, fresh, vectors, first)
+        self.pending = self.writer.submit(self._write, fresh, vectors, first, whole_corpus)
 
-    def _write(self, fresh: list[tuple[Record, str]], vectors: np.ndarray, first: int) -> None:
+    def _write(self, fresh: list[tuple[Record, str]], vectors: np.ndarray, first: int, whole_corpus: bool = False) -> None:
         langs = [r.lang or self.lang for r, _ in fresh]
         confidence: list[float | None] = [None] * len(fresh)
         unknown = [i for i, code in enumerate(langs) if code is None]
         if unknown:
-            for i, (code, sure) in zip(unknown, detect_with_confidence([fresh[i][0].text for i in unknown], self.candidates, self.accurate)):
+            texts = [fresh[i][0].text for i in unknown]
+            if self.sample and whole_corpus and self.candidates is None:
+                self.candidates = sampled_languages(texts)
+            for i, (code, sure) in zip(unknown, detect_with_confidence(texts, self.candidates, self.accurate)):
                 langs[i], confidence[i] = code, sure
             self.detected += len(unknown)
         guessed = set(unknown)
@@ -594,6 +602,19 @@ class _Ingest:
         else:  # a new index, or one whose lists are on disk: the vectors wait in the raw file (see _extended)
             vectors.tofile(self.raw)
         self.texts.insert(rows)
+
+
+def _with_last(items: Iterable) -> Iterator[tuple[object, bool]]:
+    """Each item of ``items`` and whether it is the last (one item read ahead)."""
+    items = iter(items)
+    try:
+        current = next(items)
+    except StopIteration:
+        return
+    for following in items:
+        yield current, False
+        current = following
+    yield current, True
 
 
 def _settle_languages(texts: TextStore) -> list[str]:

@@ -81,7 +81,7 @@ class Searcher:
     Args:
         index_dir: the index directory.
         model: optional model spec; refused unless its weights match the index's model.
-        backend: ``torch``, ``onnx`` or ``onnx-int8`` for the queries (default: the backend
+        backend: one of :data:`~encodr.models.BACKENDS` for the queries (default: the backend
             the index was built with). Another backend than the index's works — the vectors
             agree within the quality cost ``bench/encode_speed.py`` measures — and adds a
             line to :attr:`warnings`.

@@ -19,13 +19,28 @@ from .aliases import DEFAULT_MODEL  # noqa: F401  (re-exported)
 from .device import pick_device  # noqa: F401  (re-exported: models.cross and models.loading import it from here)
 from .resolution import ModelRef, resolve  # noqa: F401  (re-exported)
 
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 POOLINGS = ("auto", "cls", "mean")  # --pooling: auto keeps the model's own pooling (a raw MLM: RAW_POOLINGS' choice)
 RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no pooling
 # Texts per forward pass by (backend, device type), chosen with bench/encode_speed.py --batch-sizes
 # and, for cuda, bench/gpu.py (the README's "Encoding speed" and "One GPU" give the measurements);
 # other devices take 32, as sentence-transformers does.
-BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("onnx", "cpu"): 16, ("onnx-int8", "cpu"): 16}
+BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("torch-bf16", "cpu"): 32, ("torch-bf16", "cuda"): 256, ("onnx", "cpu"): 16,
+               ("onnx-int8", "cpu"): 16}  # fmt: skip
+
+
+def is_onnx(backend: str) -> bool:
+    """Whether ``backend`` (one of :data:`BACKENDS`) runs in onnxruntime on the CPU."""
+    return backend.startswith("onnx")
+
+
+def native_bf16() -> bool:
+    """Whether this CPU computes bf16 matrix products natively (AVX512-BF16 or AMX); where it
+    does not, oneDNN emulates them and ``torch-bf16`` runs slower than fp32."""
+    import torch
+
+    checks = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    return any(check() for check in checks if check is not None)
 
 
 _TOKENIZING = threading.Lock()
@@ -66,17 +81,28 @@ class TorchForward:
     where it has no varlen kernel.
     """
 
-    backend = "torch"
-
-    def __init__(self, st):
+    def __init__(self, st, bf16: bool = False):
         self.st = st
+        self.bf16 = bf16  # the modules run under torch.autocast(bfloat16): backend torch-bf16
         self._packing: bool | None = None  # None: not checked yet; False: this model does not pack
         self._mode: str | None = None  # the pooling packing reproduces (mean or cls), once checked
+
+    @property
+    def backend(self) -> str:
+        """``torch``, or ``torch-bf16``: the weights stay float32 and the matrix products run in
+        bfloat16 under ``torch.autocast`` (layer norms, softmax and the pooling's sum in float32),
+        vectors back in float32."""
+        return "torch-bf16" if self.bf16 else "torch"
 
     @property
     def device(self) -> str:
         """The device the pass runs on (``cpu``, ``cuda:0``…)."""
         return str(self.st.device)
+
+    def _autocast(self):
+        import torch
+
+        return torch.autocast(self.st.device.type, dtype=torch.bfloat16, enabled=self.bf16)
 
     def __call__(self, features: dict[str, list[list[int]]]) -> np.ndarray:
         """float32 (B, d) unit vectors of one batch: padded to its longest text (or packed, see
@@ -128,7 +154,7 @@ class TorchForward:
 
         padded = self.st.tokenizer.pad(features, return_tensors="pt")
         self.st.eval()
-        with torch.inference_mode():
+        with torch.inference_mode(), self._autocast():
             vectors = self.st({name: tensor.to(self.st.device) for name, tensor in padded.items()})["sentence_embedding"]
             vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
         return vectors.cpu().numpy().reshape(len(features["input_ids"]), -1)
@@ -145,8 +171,8 @@ class TorchForward:
         mask = (segment[:, None] == segment[None, :])[None, None]  # (1, 1, T, T): each token sees its own text only
         model = self.st[0].auto_model
         self.st.eval()
-        with torch.inference_mode():
-            hidden = model(input_ids=flat, attention_mask=mask, position_ids=positions, token_type_ids=torch.zeros_like(flat)).last_hidden_state[0]
+        with torch.inference_mode(), self._autocast():
+            hidden = model(input_ids=flat, attention_mask=mask, position_ids=positions, token_type_ids=torch.zeros_like(flat)).last_hidden_state[0].float()
             if self._mode == "cls":
                 starts = torch.cumsum(lengths, 0) - lengths
                 vectors = hidden[starts.to(device)]
@@ -167,8 +193,9 @@ class TorchForward:
     def prompted(self, batch: list[str]) -> np.ndarray:
         """float32 (len(batch), d) unit vectors through ``SentenceTransformer.encode``, which adds
         the default prompt (and leaves it out of the pooling where the model says so)."""
-        vectors = self.st.encode(batch, batch_size=len(batch), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32).reshape(len(batch), -1)
+        with self._autocast():
+            vectors = self.st.encode(batch, batch_size=len(batch), convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
+        return vectors.float().cpu().numpy().reshape(len(batch), -1)
 
 
 def truncated(vectors: np.ndarray, dim: int) -> np.ndarray:
@@ -270,7 +297,7 @@ class Encoder:
     def batch_size(self) -> int:
         """Texts per forward pass when none is given: :data:`BATCH_SIZES` for this backend and
         device type (measured with ``bench/encode_speed.py --batch-sizes``)."""
-        kind = "cpu" if self.backend != "torch" else self.device.split(":")[0]
+        kind = "cpu" if is_onnx(self.backend) else self.device.split(":")[0]
         return BATCH_SIZES.get((self.backend, kind), 32)
 
     @property

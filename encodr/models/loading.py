@@ -6,7 +6,7 @@ the loader that chooses it import in one direction: loading → onnx → encoder
 from __future__ import annotations
 
 from ..errors import EncodrError, first_line
-from .encoder import Encoder, check_backend, pick_device, resolve
+from .encoder import Encoder, TorchForward, check_backend, is_onnx, pick_device, resolve
 from .logs import quiet
 
 
@@ -27,8 +27,11 @@ def load_encoder(
         raw_pooling: pooling for a raw checkpoint with none of its own.
         max_length: truncate inputs to this many tokens (``None``: the model's setting).
         device: ``cpu``, ``cuda``…; default: CUDA when available.
-        backend: ``torch``, or ``onnx`` / ``onnx-int8`` (onnxruntime on the CPU,
-            :mod:`encodr.models.onnx`; the model is exported on first use and cached).
+        backend: ``torch``; ``torch-bf16`` (the same modules, matrix products in bfloat16
+            under ``torch.autocast``: faster on a CPU with AVX512-BF16 or AMX,
+            :func:`~.encoder.native_bf16`, slower elsewhere; ``bench/cpu_precision.py``); or
+            ``onnx`` / ``onnx-int8`` (onnxruntime on the CPU, :mod:`encodr.models.onnx`; the
+            model is exported on first use and cached).
 
     Returns:
         An :class:`Encoder`; for the ONNX backends its forward pass is an :class:`~encodr.models.onnx.OnnxForward`.
@@ -38,7 +41,7 @@ def load_encoder(
             or exported.
     """
     check_backend(backend)
-    if backend != "torch":
+    if is_onnx(backend):
         from .onnx import onnx_encoder
 
         return onnx_encoder(load_encoder(spec, pooling, raw_pooling, max_length, "cpu"), backend)
@@ -67,7 +70,7 @@ def load_encoder(
         raise
     except Exception as exc:
         raise EncodrError(f"could not load model '{ref.spec}' from {ref.path}: {first_line(exc)}") from None
-    encoder = Encoder(st, ref.spec)
+    encoder = Encoder(st, ref.spec, TorchForward(st, bf16=backend == "torch-bf16"))
     if pooling != "auto" and encoder.pooling != pooling:
         names = list(st._modules)
         for name in names:

@@ -120,3 +120,35 @@ def test_a_small_share_must_hold_among_confident_labels():
     assert corpus_languages(labels, confidences=sure) == ["eng"]
     plain = ["eng"] * 6 + ["deu"] * 6  # short plain sentences: English unsure throughout, yet a third of the corpus
     assert corpus_languages(plain, confidences=[0.5] * 6 + [0.9] * 6) == ["deu", "eng"]
+
+
+def test_a_one_window_corpus_finds_its_languages_on_an_even_sample(mixed_file, tiny_model, tmp_path, monkeypatch):
+    from encodr.data import language
+
+    import importlib
+
+    building = importlib.import_module("encodr.index.build")  # the module (encodr.index.build the name is the function)
+
+    seen = []  # the texts of each detection among all languages
+    detect = language.detect_with_confidence
+
+    def spy(texts, candidates=None, accurate=False):
+        if candidates is None:
+            seen.append(list(texts))
+        return detect(texts, candidates, accurate)
+
+    for module in (language, building):
+        monkeypatch.setattr(module, "detect_with_confidence", spy)
+    monkeypatch.setattr(language, "SAMPLE", 12)
+    build([str(mixed_file)], str(tiny_model), tmp_path / "idx")
+    lines = mixed_file.read_text(encoding="utf-8").splitlines()
+    assert seen == [[lines[i] for i in (0, 2, 3, 5, 7, 8, 10, 11, 13, 15, 16, 18)]]  # 12 of 19, evenly spaced, first and last: 3+ of each language
+    s = Searcher(tmp_path / "idx")
+    rows = s.index.rows(range(len(s.index)))
+    assert all(rows[i]["text"] in MIXED[rows[i]["lang"]] for i in rows if rows[i]["text"] != "12345")  # labelled among the sample's languages
+
+    seen.clear()
+    build([str(mixed_file)], str(tiny_model), tmp_path / "windows", window=7)  # three windows: no sample stands for the corpus
+    assert [len(texts) for texts in seen] == [7, 7, 5]  # every text among all languages, as before
+    s = Searcher(tmp_path / "windows")
+    assert sorted({r["lang"] for r in s.index.rows(range(len(s.index))).values()} - {"und"}) == ["deu", "eng", "spa"]

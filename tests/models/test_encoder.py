@@ -178,3 +178,18 @@ def test_a_packed_batch_that_disagrees_with_the_padded_one_turns_packing_off(tin
     monkeypatch.setattr(type(enc.forward), "_packed", lambda self, ids: -self._padded({"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}))
     got = enc.encode(TEXTS_OF_MANY_LENGTHS)
     assert enc.forward._packing is False and abs(got - expected.encode(TEXTS_OF_MANY_LENGTHS)).max() < 1e-6  # the padded vectors were returned
+
+
+def test_the_bf16_backend_runs_in_bfloat16_and_gives_float32_unit_vectors_near_the_float32_ones(tiny_model):
+    import numpy as np
+
+    fp32 = load_encoder(str(tiny_model), pooling="mean")
+    bf16 = load_encoder(str(tiny_model), pooling="mean", backend="torch-bf16")
+    assert (fp32.backend, bf16.backend) == ("torch", "torch-bf16")
+    texts = TEXTS_OF_MANY_LENGTHS + ["a second sorted batch", "of plain texts"]
+    for batch_size in (len(texts), 2):  # one uneven batch (packed), then short ones (padded)
+        a, b = fp32.encode(texts, batch_size=batch_size), bf16.encode(texts, batch_size=batch_size)
+        assert b.dtype == np.float32 and np.allclose(np.linalg.norm(b, axis=1), 1, atol=1e-5)
+        assert np.abs(a - b).max() > 1e-6  # the products really ran in bfloat16…
+        assert np.sum(a * b, axis=1).min() > 0.99  # …and the vectors stay near float32's
+    assert np.array_equal(fp32.encode(texts), load_encoder(str(tiny_model), pooling="mean").encode(texts))  # torch stays float32

@@ -86,6 +86,14 @@ def test_index_records_backend_and_search_with_another_warns(tiny_model, tmp_pat
     assert other.search([TEXTS[3]], k=1)[0][0].text == TEXTS[3]  # compatible vectors
 
 
+def test_an_index_built_in_bf16_searches_in_bf16(tiny_model, tmp_path):
+    out = tmp_path / "idx"
+    meta = build([str(lines(tmp_path, TEXTS))], str(tiny_model), out, lang="eng", backend="torch-bf16")
+    searcher = Searcher(out)
+    assert meta["backend"] == "torch-bf16" and searcher.encoder.backend == "torch-bf16" and searcher.warnings == []
+    assert searcher.search([TEXTS[3]], k=1)[0][0].text == TEXTS[3]
+
+
 def test_two_processes_give_the_vectors_of_one(tiny_model, tmp_path):
     corpus = lines(tmp_path, TEXTS)
     build([str(corpus)], str(tiny_model), tmp_path / "p1", lang="eng")

@@ -1,0 +1,110 @@
+"""``encodr index`` as a whole process against a script that loads the same model with
+sentence-transformers and calls its ``encode``: the fixed costs a user pays on a small corpus
+(Python and library imports, model loading, language detection, the ONNX session, SQLite,
+FAISS), side by side in one run.
+
+Rows, each a fresh process timed from its start to its exit (wall clock), the configurations
+interleaved within each round so drifting machine load hits all of them; the median of
+``--repeats`` rounds:
+
+- ``sentence-transformers script``: ``SentenceTransformer(path, device="cpu").encode(texts,
+  normalize_embeddings=True)`` on the file's lines, the vectors saved with ``np.save`` — the
+  anchor;
+- ``encodr index --backend B`` for each ``--backends`` B, with no ``--lang`` (the default:
+  languages detected), into a fresh folder (the ONNX export is made once before the timings:
+  a first use's cost, not every build's).
+
+``× script`` is the anchor's seconds over the row's: above 1, encodr is faster. ``--before DIR``
+adds, in the same rounds, the rows of another checkout of encodr (``DIR`` first on
+``PYTHONPATH``; e.g. ``git worktree add /tmp/before COMMIT``) for ``--before-backends``.
+
+    python bench/index_process.py                        # 5,000 Wikipedia sentences, 3 rounds
+    python bench/index_process.py --backends torch --repeats 1   # a quick look
+    python bench/index_process.py --before /tmp/before          # and an earlier commit's rows beside them
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import RESULTS, machine, print_table, write_json  # noqa: E402
+
+SCRIPT = """
+import sys
+import numpy as np
+from sentence_transformers import SentenceTransformer
+texts = [t for t in open(sys.argv[2], encoding="utf-8").read().splitlines() if t.strip()]
+vectors = SentenceTransformer(sys.argv[1], device="cpu").encode(texts, normalize_embeddings=True)
+np.save(sys.argv[3], vectors)
+"""
+
+
+def timed(command: list[str], env: dict) -> float:
+    """Wall seconds of ``command`` run to its end (it must exit 0)."""
+    started = time.perf_counter()
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--texts", type=int, default=5000)
+    parser.add_argument("--backends", nargs="+", default=["torch", "onnx-int8"])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tag", default="", help="a label stored with the rows (e.g. before / after a change)")
+    parser.add_argument("--before", type=Path, default=None, help="another encodr checkout whose rows run in the same rounds")
+    parser.add_argument("--before-backends", nargs="+", default=["torch", "onnx-int8"])
+    parser.add_argument("--out", type=Path, default=RESULTS / "index_process.json")
+    args = parser.parse_args()
+
+    from encodr.models import load_encoder, resolve
+    from encodr.models.onnx import export
+    from encodr.paths import bundled
+
+    texts = [t for t in bundled("wiki/wiki_sentences_en.txt").read_text(encoding="utf-8").splitlines() if t.strip()][: args.texts]
+    path = str(resolve(args.model).path)
+    for backend in args.backends:
+        if backend.startswith("onnx"):
+            export(load_encoder(args.model, device="cpu"), backend)
+    env = dict(os.environ)
+    envs = {}
+    seconds: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        corpus = work / "wiki.txt"
+        corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
+        def index(backend: str, out: str) -> list[str]:
+            return [sys.executable, "-m", "encodr", "index", str(corpus), "--model", args.model, "--backend", backend, "--out", str(work / out), "--overwrite"]
+
+        runs = {"sentence-transformers script": [sys.executable, "-c", SCRIPT, path, str(corpus), str(work / "st.npy")]}
+        for backend in args.backends:
+            runs[f"encodr index --backend {backend}"] = index(backend, f"idx-{backend}")
+        if args.before is not None:
+            before = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(args.before.resolve()), env.get("PYTHONPATH")]))}
+            for backend in args.before_backends:
+                name = f"encodr index --backend {backend} (before: {args.before})"
+                runs[name], envs[name] = index(backend, f"before-{backend}"), before
+        for round_ in range(args.repeats):
+            for name, command in runs.items():
+                seconds.setdefault(name, []).append(timed(command, envs.get(name, env)))
+                print(f"round {round_ + 1}: {name}: {seconds[name][-1]:.1f} s", flush=True)
+    anchor = statistics.median(seconds["sentence-transformers script"])
+    rows = [{"run": name, "seconds (median)": statistics.median(s), "runs": ", ".join(f"{x:.1f}" for x in s),
+             "× script": anchor / statistics.median(s)} for name, s in seconds.items()]  # fmt: skip
+    print_table(f"Whole processes on {len(texts):,} Wikipedia sentences ({args.model}; median of {args.repeats}) {args.tag}".rstrip(), rows,
+                ["run", "seconds (median)", "runs", "× script"])  # fmt: skip
+    write_json(args.out, {"machine": machine(), "model": args.model, "texts": len(texts), "repeats": args.repeats, "tag": args.tag,
+                          "seconds": seconds, "rows": rows})  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
