@@ -354,7 +354,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
             for name in (META_FILE, PCR_FILE):
                 if (old.folder / name).exists():
                     shutil.copy2(old.folder / name, tmp / name)
-        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS, sample=old is None) as ingest, _encoding(encoder, spec, prompts["document"], old) as encode:
+        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, spec, prompts["document"], old) as encode:
             done = 0
 
             def step(n: int) -> None:
@@ -519,10 +519,8 @@ class _Ingest:
     previous window is stored, so one window is stored while the next is encoded. A failure
     in the writer comes out of the next :meth:`store` or the ``with`` block's end."""
 
-    def __init__(self, tmp: Path, encoder, lang: str | None, old: Index | None, candidates: list[str] | None = None, accurate: bool = False,
-                 sample: bool = False):  # fmt: skip
+    def __init__(self, tmp: Path, encoder, lang: str | None, old: Index | None, candidates: list[str] | None = None, accurate: bool = False):
         self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
-        self.sample = sample  # a new index: a corpus of one window has its languages found on a sample (sampled_languages)
         self.detected = 0  # texts whose language came from the detector
         self.texts = TextStore.create(tmp / STORE_FILE)
         self.next_id = self.texts.next_id()
@@ -579,7 +577,7 @@ class _Ingest:
         unknown = [i for i, code in enumerate(langs) if code is None]
         if unknown:
             texts = [fresh[i][0].text for i in unknown]
-            if self.sample and whole_corpus and self.candidates is None:
+            if whole_corpus and self.old is None:  # a new index's corpus in one window: its languages from a sample of it
                 self.candidates = sampled_languages(texts)
             for i, (code, sure) in zip(unknown, detect_with_confidence(texts, self.candidates, self.accurate)):
                 langs[i], confidence[i] = code, sure

@@ -24,7 +24,7 @@ POOLINGS = ("auto", "cls", "mean")  # --pooling: auto keeps the model's own pool
 RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no pooling
 # Texts per forward pass by (backend, device type), chosen with bench/encode_speed.py --batch-sizes
 # and, for cuda, bench/gpu.py (the README's "Encoding speed" and "One GPU" give the measurements);
-# other devices take 32, as sentence-transformers does.
+# other devices take 32, as sentence-transformers does; torch-bf16 takes torch's (not measured apart).
 BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("torch-bf16", "cpu"): 32, ("torch-bf16", "cuda"): 256, ("onnx", "cpu"): 16,
                ("onnx-int8", "cpu"): 16}  # fmt: skip
 
@@ -32,15 +32,6 @@ BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("torch-bf16", "cpu
 def is_onnx(backend: str) -> bool:
     """Whether ``backend`` (one of :data:`BACKENDS`) runs in onnxruntime on the CPU."""
     return backend.startswith("onnx")
-
-
-def native_bf16() -> bool:
-    """Whether this CPU computes bf16 matrix products natively (AVX512-BF16 or AMX); where it
-    does not, oneDNN emulates them and ``torch-bf16`` runs slower than fp32."""
-    import torch
-
-    checks = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    return any(check() for check in checks if check is not None)
 
 
 _TOKENIZING = threading.Lock()
@@ -99,21 +90,21 @@ class TorchForward:
         """The device the pass runs on (``cpu``, ``cuda:0``…)."""
         return str(self.st.device)
 
-    def _autocast(self):
+    def _autocast(self, exact: bool = False):
+        """bfloat16 autocast for ``torch-bf16`` (a no-op for ``torch``, or with ``exact``)."""
         import torch
 
-        return torch.autocast(self.st.device.type, dtype=torch.bfloat16, enabled=self.bf16)
+        return torch.autocast(self.st.device.type, dtype=torch.bfloat16, enabled=self.bf16 and not exact)
 
     def __call__(self, features: dict[str, list[list[int]]]) -> np.ndarray:
         """float32 (B, d) unit vectors of one batch: padded to its longest text (or packed, see
         the class docstring), then the modules."""
         lengths = [len(ids) for ids in features["input_ids"]]
         if self._packing is not False and self._packable(lengths):
-            packed = self._packed(features["input_ids"])
-            if self._packing is None:  # the first time: the two ways must agree
-                self._packing = bool(np.abs(packed - self._padded(features)).max() <= 1e-4)
+            if self._packing is None:  # the first time: the two ways must agree, in float32 (the layout is checked, not bf16's rounding)
+                self._packing = bool(np.abs(self._packed(features["input_ids"], exact=True) - self._padded(features, exact=True)).max() <= 1e-4)
             if self._packing:
-                return packed
+                return self._packed(features["input_ids"])
         return self._padded(features)
 
     def _packable(self, lengths: list[int]) -> bool:
@@ -149,18 +140,21 @@ class TorchForward:
         mode = modules[1].pooling_mode
         return mode if mode in ("mean", "cls") else None
 
-    def _padded(self, features: dict[str, list[list[int]]]) -> np.ndarray:
+    def _padded(self, features: dict[str, list[list[int]]], exact: bool = False) -> np.ndarray:
+        """float32 (B, d) unit vectors of one batch padded to its longest text (``exact``: in
+        float32 whatever the backend)."""
         import torch
 
         padded = self.st.tokenizer.pad(features, return_tensors="pt")
         self.st.eval()
-        with torch.inference_mode(), self._autocast():
+        with torch.inference_mode(), self._autocast(exact):
             vectors = self.st({name: tensor.to(self.st.device) for name, tensor in padded.items()})["sentence_embedding"]
             vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
         return vectors.cpu().numpy().reshape(len(features["input_ids"]), -1)
 
-    def _packed(self, ids: list[list[int]]) -> np.ndarray:
-        """float32 (B, d) unit vectors of B token lists laid end to end in one row."""
+    def _packed(self, ids: list[list[int]], exact: bool = False) -> np.ndarray:
+        """float32 (B, d) unit vectors of B token lists laid end to end in one row (``exact``:
+        in float32 whatever the backend)."""
         import torch
 
         device = self.st.device
@@ -171,7 +165,7 @@ class TorchForward:
         mask = (segment[:, None] == segment[None, :])[None, None]  # (1, 1, T, T): each token sees its own text only
         model = self.st[0].auto_model
         self.st.eval()
-        with torch.inference_mode(), self._autocast():
+        with torch.inference_mode(), self._autocast(exact):
             hidden = model(input_ids=flat, attention_mask=mask, position_ids=positions, token_type_ids=torch.zeros_like(flat)).last_hidden_state[0].float()
             if self._mode == "cls":
                 starts = torch.cumsum(lengths, 0) - lengths

@@ -29,7 +29,7 @@ def load_encoder(
         device: ``cpu``, ``cuda``…; default: CUDA when available.
         backend: ``torch``; ``torch-bf16`` (the same modules, matrix products in bfloat16
             under ``torch.autocast``: faster on a CPU with AVX512-BF16 or AMX,
-            :func:`~.encoder.native_bf16`, slower elsewhere; ``bench/cpu_precision.py``); or
+            slower elsewhere; ``bench/cpu_precision.py``); or
             ``onnx`` / ``onnx-int8`` (onnxruntime on the CPU, :mod:`encodr.models.onnx`; the
             model is exported on first use and cached).
 

@@ -175,7 +175,7 @@ def test_a_packed_batch_that_disagrees_with_the_padded_one_turns_packing_off(tin
     enc = load_encoder(str(tiny_model), pooling="mean")
     expected = load_encoder(str(tiny_model), pooling="mean")
     expected.forward._packing = False
-    monkeypatch.setattr(type(enc.forward), "_packed", lambda self, ids: -self._padded({"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}))
+    monkeypatch.setattr(type(enc.forward), "_packed", lambda self, ids, exact=False: -self._padded({"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}))
     got = enc.encode(TEXTS_OF_MANY_LENGTHS)
     assert enc.forward._packing is False and abs(got - expected.encode(TEXTS_OF_MANY_LENGTHS)).max() < 1e-6  # the padded vectors were returned
 
@@ -190,6 +190,7 @@ def test_the_bf16_backend_runs_in_bfloat16_and_gives_float32_unit_vectors_near_t
     for batch_size in (len(texts), 2):  # one uneven batch (packed), then short ones (padded)
         a, b = fp32.encode(texts, batch_size=batch_size), bf16.encode(texts, batch_size=batch_size)
         assert b.dtype == np.float32 and np.allclose(np.linalg.norm(b, axis=1), 1, atol=1e-5)
+        assert bf16.forward._packing is True  # the packing check runs in float32: bf16's rounding does not turn packing off
         assert np.abs(a - b).max() > 1e-6  # the products really ran in bfloat16…
         assert np.sum(a * b, axis=1).min() > 0.99  # …and the vectors stay near float32's
     assert np.array_equal(fp32.encode(texts), load_encoder(str(tiny_model), pooling="mean").encode(texts))  # torch stays float32
