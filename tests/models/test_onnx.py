@@ -180,7 +180,7 @@ def test_eval_scores_the_backend_it_is_given(tiny_model, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["score", "a cat", "a kitten", "--backend", "tensorrt"], "unknown backend 'tensorrt'; choose one of torch, onnx, onnx-int8"),
+    (["score", "a cat", "a kitten", "--backend", "tensorrt"], "unknown backend 'tensorrt'; choose one of torch, torch-bf16, onnx, onnx-int8"),
     (["score", "a cat", "a kitten", "--cross", "--backend", "onnx"], "--backend onnx runs bi-encoders"),
     (["search", "cat", "--index", "IDX", "--nprobe", "0"], "--nprobe 0: give 1 or more"),
     (["search", "cat", "--index", "IDX", "--backend", "tensorrt"], "unknown backend 'tensorrt'"),
