@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -364,7 +364,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
 
             room = encoder.max_length - 2 - len(encoder.tokenizer.tokenize(prompts["document"]))  # the prompt's tokens share the window
             split = None if spec.whole else passage_splitter(encoder.tokenizer, room)
-            for n, (records, last) in enumerate(_with_last(_windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout))):
+            for n, records in enumerate(_windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout)):
                 fresh = ingest.fresh(records)
                 step(len(records) - len(fresh))  # duplicates count as done
                 if fresh:
@@ -375,7 +375,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                         shards.put(n, key, vectors)
                     else:
                         step(len(fresh))
-                    ingest.store(fresh, vectors, whole_corpus=n == 0 and last)
+                    ingest.store(fresh, vectors, whole_corpus=n == 0 and len(records) < spec.window)  # a first window not full is the only one
         detected = ingest.detected and old is None and _settle_languages(ingest.texts)
         on_disk = spec.on_disk if old is None else bool(old.meta.get("on_disk"))
         with ray_adding(spec.address) if on_disk and spec.engine == "ray" else contextlib.nullcontext() as add_blocks:  # blocks added in Ray tasks
@@ -600,19 +600,6 @@ class _Ingest:
         else:  # a new index, or one whose lists are on disk: the vectors wait in the raw file (see _extended)
             vectors.tofile(self.raw)
         self.texts.insert(rows)
-
-
-def _with_last(items: Iterable) -> Iterator[tuple[object, bool]]:
-    """Each item of ``items`` and whether it is the last (one item read ahead)."""
-    items = iter(items)
-    try:
-        current = next(items)
-    except StopIteration:
-        return
-    for following in items:
-        yield current, False
-        current = following
-    yield current, True
 
 
 def _settle_languages(texts: TextStore) -> list[str]:
