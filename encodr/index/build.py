@@ -385,8 +385,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                 meta["backend"] = backend
             elif on_disk:
                 index, meta = _extended(tmp, ingest, old, add_blocks), dict(old.meta)
-        if old is not None and not on_disk:
-            index, meta = old.faiss, dict(old.meta)
+            else:  # --add in memory: the writer thread added the vectors as they came
+                index, meta = old.faiss, dict(old.meta)
         ingest.raw_path.unlink()
         meta["count"] = int(index.ntotal)
         meta["split_documents"] = int(meta.get("split_documents") or 0) + len(ingest.split_documents)
@@ -545,6 +545,12 @@ class _Ingest:
             if kind is not None:  # a failed build: its generation is dropped; on success the build reads on, then closes
                 self.texts.close()
 
+    def raw_vectors(self, mode: str = "r") -> np.ndarray:
+        """float32 (added, d): the vectors this build wrote to the raw file (a memmap opened with
+        ``mode``; an empty array when none was)."""
+        shape = (self.added, self.encoder.dimension)
+        return np.memmap(self.raw_path, dtype=np.float32, mode=mode, shape=shape) if self.added else np.empty(shape, np.float32)
+
     def fresh(self, records: list[Record]) -> list[tuple[Record, str]]:
         """The records whose text is neither stored (nor being stored) nor earlier in
         ``records``, with their text hashes; counts the others in ``skipped``."""
@@ -619,8 +625,7 @@ def _extended(tmp: Path, ingest: _Ingest, old: Index, add_blocks=None):
     """``old``'s on-disk IVF index with the ingested vectors added (ids after its own), its lists
     merged into ``tmp``'s own list file (:func:`~.ondisk.add_on_disk`, ``add_blocks`` as there):
     the old generation's files are only read."""
-    n = ingest.added
-    vectors = np.memmap(ingest.raw_path, dtype=np.float32, mode="r", shape=(n, ingest.encoder.dimension)) if n else np.empty((0, ingest.encoder.dimension), np.float32)
+    vectors = ingest.raw_vectors()
     index = add_on_disk(extend_trained(old.folder / VECTORS_FILE), vectors, tmp, write_faiss, old=old.faiss, add_blocks=add_blocks)
     del vectors
     return index
@@ -635,7 +640,7 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
     from .. import __version__
 
     encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
-    vectors = np.memmap(ingest.raw_path, dtype=np.float32, mode="r+", shape=(n, dim))
+    vectors = ingest.raw_vectors("r+")
     if pcr:
         langs = ingest.texts.langs()
         np.savez(tmp / PCR_FILE, **fit_and_remove(vectors, langs, pcr, strict=not ingest.detected))
