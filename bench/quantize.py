@@ -18,7 +18,11 @@ truncates them. With ``--model minilm`` (or mpnet, me5: trained without Matryosh
 what ``--dim`` costs a model not trained for it; give a model tuned with ``matryoshka_dims`` to see
 what the training buys.
 
-    python bench/quantize.py [--model minilm] [--dims 256 128 64]
+    python bench/quantize.py [--model minilm] [--dims 256 128 64] [--big FLAT_INDEX_OF_THE_SEARCH_CORPUS]
+
+With ``--big``, the same rows for an exact index of the ``bench/search.py`` corpus (336,198 texts;
+``encodr index corpus.tsv --index-type flat``), with that bench's 1,000 held-out queries: no
+relevance judgments there, so recall@10 against its exact top 10, bytes and speed only.
 
 Prints a table and writes bench/results/quantize.json.
 """
@@ -83,16 +87,68 @@ def timed_search(search, queries: np.ndarray) -> tuple[list[float], np.ndarray]:
     return ms, np.stack(ids)
 
 
+def ndcg_at_10(evaluator, searcher, same_text) -> float:
+    """nDCG@10 × 100 of dense search through ``searcher`` (a document ranks by its best passage)."""
+    ranked = evaluator._rank(searcher, [("dense", "rrf")], None, same_text)[("dense", "rrf")]
+    return next(s.value for s in evaluator.scores(ranked) if s.metric == "ndcg@10")
+
+
+def compressed_rows(base: Path, work: Path, encoder, queries: np.ndarray, dims: list[int], quality=None, prefix: str = "") -> list[dict]:
+    """One row per way of storing the vectors of the exact index ``base`` (none, int8, binary, each
+    of ``dims``), each made in ``work`` by :func:`requantize`: bytes a vector, recall@10 against
+    ``base``'s top 10 for ``queries`` (float32 (q, d)), p50 / p99 ms of one query's vector search, and
+    ``quality(searcher)`` (nDCG@10) when given."""
+    from encodr.index import Searcher
+    from encodr.models.encoder import truncated
+
+    rows, exact = [], None
+    for quantize, dim in [("none", None), ("int8", None), ("binary", None), *(("none", d) for d in dims)]:
+        name = quantize if dim is None else f"dim{dim}"
+        folder = base if name == "none" else work / f"{prefix}{name}"
+        if name != "none":
+            requantize(base, folder, quantize, dim)
+        searcher = Searcher(folder, encoder=encoder)
+        meta = searcher.index.meta
+        ms, top10 = timed_search(lambda q: searcher.index.search(q, 10), queries if dim is None else truncated(queries, dim))
+        exact = top10 if exact is None else exact
+        rows.append({"row": f"--quantize {quantize}" if dim is None else f"--dim {dim}", "texts": len(searcher.index),
+                     "bytes/vector (memory)": meta.get("bytes_per_vector", round((folder / "vectors.faiss").stat().st_size / len(searcher.index), 1)),
+                     "recall@10 vs exact": round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top10, exact)])), 4),
+                     "ndcg@10": round(quality(searcher), 2) if quality else "–", "p50 ms": round(float(np.percentile(ms, 50)), 3),
+                     "p99 ms": round(float(np.percentile(ms, 99)), 3)})  # fmt: skip
+        rows[-1]["bytes/vector (disk)"] = rows[-1]["bytes/vector (memory)"] + meta.get("rescore_bytes_per_vector", 0)
+        searcher.index.close()
+        if name != "none":
+            shutil.rmtree(folder)
+        print(rows[-1], flush=True)
+    return rows
+
+
+def big_corpus_rows(big: Path, work: Path, encoder, dims: list[int], count: int) -> list[dict]:
+    """:func:`compressed_rows` of the exact index ``big`` of the ``bench/search.py`` corpus, with
+    that bench's ``count`` held-out queries (texts not in the corpus, seeded as there)."""
+    import random
+
+    from search import corpus_texts, held_out
+
+    texts, pools = corpus_texts(None)
+    queries = encoder.encode(held_out(pools, count, {t for t, _ in texts}, random.Random(0)))
+    return compressed_rows(big, work, encoder, np.asarray(queries, dtype=np.float32), dims, prefix="big-")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--dims", type=int, nargs="*", default=[256, 128, 64], help="truncation rows")
+    parser.add_argument("--big", type=Path, help="a flat index of the bench/search.py corpus (encodr index corpus.tsv --index-type flat, same --model): "
+                        "its rows too, with bench/search.py's held-out queries (no relevance judgments: recall@10 and speed only)")
+    parser.add_argument("--big-queries", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=RESULTS / "quantize.json")
     args = parser.parse_args()
 
     from encodr.data.beir import read_retrieval
     from encodr.evaluation.retrieval import RetrievalEvaluator
-    from encodr.index import Index, Searcher, build
+    from encodr.index import Index, build
     from encodr.models import load_encoder
 
     data = read_retrieval(DATA)
@@ -106,31 +162,19 @@ def main() -> None:
     texts = [data.queries[q] for q in evaluator.query_ids()]
     queries = encoder.encode(texts, prompt=encoder.prompt("query"))
 
-    from encodr.models.encoder import truncated
-
-    rows, exact = [], None
-    for quantize, dim in [("none", None), ("int8", None), ("binary", None), *(("none", d) for d in args.dims)]:
-        name = quantize if dim is None else f"dim{dim}"
-        if name != "none":
-            requantize(work / "none", work / name, quantize, dim)
-        searcher = Searcher(work / name, encoder=encoder)
-        meta = searcher.index.meta
-        ms, top10 = timed_search(lambda q: searcher.index.search(q, 10), queries if dim is None else truncated(queries, dim))
-        exact = top10 if exact is None else exact
-        ranked = evaluator._rank(searcher, [("dense", "rrf")], None, same_text)[("dense", "rrf")]
-        ndcg = next(s.value for s in evaluator.scores(ranked) if s.metric == "ndcg@10")
-        rows.append({"row": f"--quantize {quantize}" if dim is None else f"--dim {dim}", "bytes/vector (memory)": meta["bytes_per_vector"],
-                     "bytes/vector (disk)": meta["bytes_per_vector"] + meta.get("rescore_bytes_per_vector", 0),
-                     "recall@10 vs exact": round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top10, exact)])), 4),
-                     "ndcg@10": round(ndcg, 2), "p50 ms": round(float(np.percentile(ms, 50)), 3), "p99 ms": round(float(np.percentile(ms, 99)), 3)})  # fmt: skip
-        searcher.index.close()
-        print(rows[-1], flush=True)
+    rows = compressed_rows(work / "none", work, encoder, queries, args.dims, lambda searcher: ndcg_at_10(evaluator, searcher, same_text))
+    big_rows = []
+    if args.big:
+        big_rows = big_corpus_rows(args.big, work, encoder, args.dims, args.big_queries)
 
     with Index.open(work / "none") as index:
         n = len(index)
     columns = ["row", "bytes/vector (memory)", "bytes/vector (disk)", "recall@10 vs exact", "ndcg@10", "p50 ms", "p99 ms"]
     print_table(f"{args.model} on SciFact ({n:,} passages; 809 train queries): compressed vectors", rows, columns)
-    write_json(args.out, {"machine": machine(), "model": args.model, "passages": n, "queries": len(texts), "encode_seconds": round(encode_s, 1), "rows": rows})
+    if big_rows:
+        print_table(f"{args.model} on the bench/search.py corpus ({big_rows[0]['texts']:,} texts; {args.big_queries:,} held-out queries)", big_rows, columns)
+    write_json(args.out, {"machine": machine(), "model": args.model, "passages": n, "queries": len(texts), "encode_seconds": round(encode_s, 1), "rows": rows,
+                          "big_corpus": {"index": str(args.big), "rows": big_rows} if big_rows else None})  # fmt: skip
     print(f"wrote {args.out}")
 
 

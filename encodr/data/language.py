@@ -42,8 +42,8 @@ def check_code(code: str, where: str = "--lang") -> str:
     if not _CODE.match(code):
         raise EncodrError(f"{where} '{code}' is not an ISO 639-3 language code; give three lower-case letters such as eng, spa or deu")
     return code
-DETECTOR = ("lingua-language-detector: among all languages (high-accuracy mode up to 10,000 texts; on an evenly spaced sample of 1,000 "
-            "when the corpus is one window), then high-accuracy among the corpus's")
+DETECTOR = ("lingua-language-detector: among all languages (high-accuracy mode up to 10,000 texts; when the corpus is one window, "
+            "an evenly spaced sample of 1,000 in low-accuracy mode, then high-accuracy among the languages found), then high-accuracy among the corpus's")
 SMALL_CORPUS = 10_000  # up to this many texts, the first pass runs in high-accuracy mode
 SAMPLE = 1_000  # texts of a one-window corpus labelled among all languages to find its languages
 MIN_SHARE = 0.01  # a detected language must label at least 1 % of a corpus…
@@ -131,11 +131,19 @@ def _top(values) -> tuple[str, float]:
 
 
 def sampled_languages(texts: list[str], size: int | None = None) -> list[str] | None:
-    """The languages of a corpus, found on ``size`` evenly spaced texts of it: those labelled
-    in high-accuracy mode among all languages, kept by :func:`corpus_languages` (with their
-    confidences). The corpus is then labelled among these only, which is what its second pass
-    does anyway, so only a language under the 1 % share the second pass drops could be missed
-    by the sample. Spares labelling every text among all 75 languages.
+    """The languages of a corpus, found on ``size`` evenly spaced texts of it, in two steps:
+    the sample is labelled in low-accuracy mode among all languages (90 MB of models instead of
+    1 GB: the loading is most of the time a small corpus spends on detection), and the
+    languages :func:`corpus_languages` keeps of those labels (share only: a superset, with the
+    low-accuracy mode's mistakes) are candidates among which the sample is labelled again in
+    high-accuracy mode (the candidates' models only); the languages kept of these labels,
+    with their confidences, are the corpus's. A corpus of fewer than ``size`` texts skips the
+    first step (its shares are too few texts, and low accuracy mislabels short texts: "the cat
+    sat" → Maori): all its texts are labelled in high-accuracy mode among all languages. The
+    corpus is then labelled among these only,
+    which is what its second pass does anyway, so only a language under the 1 % share the
+    second pass drops could be missed by the sample. Spares labelling every text among all 75
+    languages.
 
     Args:
         texts: the corpus, n strings, in its order (a sample of a language-sorted corpus spans
@@ -147,7 +155,11 @@ def sampled_languages(texts: list[str], size: int | None = None) -> list[str] | 
     """
     n, size = len(texts), size or SAMPLE
     picked = sorted({round(i * (n - 1) / (size - 1)) for i in range(size)}) if n > size > 1 else range(n)
-    found = detect_with_confidence([texts[i] for i in picked], None, accurate=True)
+    sample = [texts[i] for i in picked]
+    proposed = None  # a smaller corpus: its texts in high-accuracy mode among all languages
+    if len(sample) >= size:  # low accuracy among all proposes, where a 1 % share is ≥ 10 texts
+        proposed = corpus_languages(detect_languages(sample)) or None
+    found = detect_with_confidence(sample, proposed, accurate=True)
     return corpus_languages([code for code, _ in found], confidences=[sure for _, sure in found]) or None
 
 

@@ -152,3 +152,11 @@ def test_a_one_window_corpus_finds_its_languages_on_an_even_sample(mixed_file, t
     assert [len(texts) for texts in seen] == [7, 7, 5]  # every text among all languages, as before
     s = Searcher(tmp_path / "windows")
     assert sorted({r["lang"] for r in s.index.rows(range(len(s.index))).values()} - {"und"}) == ["deu", "eng", "spa"]
+
+
+def test_a_corpus_smaller_than_the_sample_is_found_in_high_accuracy_mode():
+    from encodr.data.language import corpus_languages, detect_languages, sampled_languages
+
+    texts = ["the cat sat", "the dog ran home", "a bird sang"]
+    assert corpus_languages(detect_languages(texts)) != ["eng"]  # low accuracy would propose the wrong language (Maori)
+    assert sampled_languages(texts) == ["eng"]
