@@ -25,7 +25,7 @@ from ..models.pcr import DEFAULT_VARIANT, POOLED, check_variant, fit_and_remove,
 from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
 from .quantized import QUANTIZE, RESCORE_FILE, BinaryRescored
-from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, locate
+from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_PER_LIST, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, locate
 from .ondisk import ONDISK_FILE, add_on_disk, extend_trained
 from .shards import Shards, digest, shards_folder
 from .texts import TextStore
@@ -73,7 +73,7 @@ def _new_faiss(kind: str, dim: int, n: int, sample: np.ndarray | None, quantize:
         if quantize == "int8":
             index.train(sample)
         return index
-    nlist = max(1, min(int(4 * np.sqrt(n)), n // 39))
+    nlist = ivf_lists(n)
     if kind == "ivf" and quantize == "int8":
         index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist, sq8, ip)
     elif kind == "ivf":
@@ -83,6 +83,12 @@ def _new_faiss(kind: str, dim: int, n: int, sample: np.ndarray | None, quantize:
         index = faiss.index_factory(dim, f"IVF{nlist},PQ{m}x8,Refine(SQ8)", faiss.METRIC_INNER_PRODUCT)
     index.train(sample)
     return index
+
+
+def ivf_lists(n: int) -> int:
+    """The number of IVF lists (coarse centroids) for ``n`` vectors: 4·√n, FAISS's guideline,
+    with at least 39 vectors a list (FAISS's minimum to train them), at least 1."""
+    return max(1, min(int(4 * np.sqrt(n)), n // TRAIN_PER_LIST))
 
 
 def auto_index_type(n: int) -> str:
@@ -129,7 +135,7 @@ def build(
     What stays in memory at the end is the FAISS index itself: 4·d bytes per vector for
     ``flat`` and ``hnsw`` (plus HNSW's links), the PQ code size for ``ivfpq``
     (:data:`~.store.PQ_BYTES`) plus its 8-bit re-ranking copy (d bytes), and a training sample
-    of at most :data:`~.store.TRAIN_SAMPLE` vectors.
+    (:func:`training_sample`).
 
     The index type follows the size (exact ``flat`` up to :data:`FLAT_MAX` vectors, ``hnsw``
     up to :data:`HNSW_MAX`, ``ivfpq`` above) unless given. With
@@ -679,10 +685,17 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
 
 
 def training_sample(vectors: np.ndarray) -> np.ndarray:
-    """What an index's quantisers train on: at most :data:`~.store.TRAIN_SAMPLE` of ``vectors``
-    (n, d), a seeded draw kept in row order (all of them below that size). Returns (m, d) float32."""
+    """What an index's quantisers train on: a seeded draw of ``vectors`` (n, d), kept in row order,
+    of :data:`~.store.TRAIN_SAMPLE` vectors or 39 for each of the :func:`ivf_lists` an IVF index
+    of n vectors has, whichever is more (FAISS's k-means asks 39 a centroid: above about 410,000
+    vectors the fixed sample would train under-filled centroids), all of them below that size.
+
+    Returns:
+        (m, d) float32, m = min(n, max(TRAIN_SAMPLE, 39 · ivf_lists(n))): 760 MB at 10M vectors of 384.
+    """
     n = len(vectors)
-    return np.asarray(vectors[np.sort(np.random.default_rng(0).choice(n, size=min(n, TRAIN_SAMPLE), replace=False))])
+    size = min(n, max(TRAIN_SAMPLE, TRAIN_PER_LIST * ivf_lists(n)))
+    return np.asarray(vectors[np.sort(np.random.default_rng(0).choice(n, size=size, replace=False))], dtype=np.float32)
 
 
 def check_quantize(quantize: str, index_type: str) -> None:

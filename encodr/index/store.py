@@ -58,7 +58,8 @@ IVF_NPROBE = {"ivf": 32, "ivfpq": 128}
 PQ_BYTES, REFINE_K_FACTOR = 48, 32
 LOCK_TIMEOUT = 10.0  # seconds a reader waits for a texts.db that another process has locked
 OPEN_ATTEMPTS = 20  # generations Index.open follows when the index is replaced while it opens
-TRAIN_SAMPLE = 100_000  # vectors an IVF quantiser is trained on (a seeded sample; FAISS asks 39 per list)
+TRAIN_SAMPLE = 100_000  # vectors quantisers train on at least (a seeded sample; build.training_sample)
+TRAIN_PER_LIST = 39  # …and at least this many for each IVF list: FAISS's k-means asks 39 a centroid
 
 
 def locate(spec: str | Path) -> Path:

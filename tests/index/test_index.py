@@ -378,3 +378,15 @@ def test_add_to_an_on_disk_index_finds_what_add_to_the_same_index_in_memory_find
         assert [h.text for h in a] == [h.text for h in b]
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-6)
     assert found["disk"][-1][0].text == queries[-1]  # an added line is found
+
+
+def test_the_training_sample_gives_each_ivf_list_39_vectors_beyond_the_fixed_sample():
+    from encodr.index.build import ivf_lists, training_sample
+    from encodr.index.store import TRAIN_SAMPLE
+
+    x = np.arange(1_000_000, dtype=np.float32)[:, None]  # d = 1: row i holds i
+    assert len(training_sample(x[:50_000])) == 50_000  # all of a small corpus
+    assert len(training_sample(x[:200_000])) == TRAIN_SAMPLE
+    big = training_sample(x)
+    assert len(big) == 39 * ivf_lists(1_000_000) > TRAIN_SAMPLE  # 4·√n lists = 4,000: 156,000 vectors
+    assert np.all(np.diff(big[:, 0]) > 0)  # distinct rows, in row order
