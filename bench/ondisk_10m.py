@@ -11,11 +11,14 @@ path (``--on-disk``), and what it takes to open and search it.
 3. Build, in its own process: the training sample, quantisers and blocks of ``encodr index
    --index-type ivfpq --on-disk`` (``training_sample``, ``_new_faiss``, ``add_on_disk`` with
    1,000,000-vector blocks, the merge into ``lists.ivfdata``, ``write_faiss``), the float16
-   shards read one block at a time. Time and peak RSS (``ru_maxrss``) of that process.
+   shards read one block at a time. Time, peak RSS (``ru_maxrss``) and peak anonymous memory of
+   that process.
 4. Search, in a fresh process: the index opened as ``encodr search`` opens an on-disk index
    (``read_on_disk``, ``IO_FLAG_MMAP_IFC``), one FAISS thread, encodr's default ``nprobe`` and
-   refinement; p50 / p99 of one query, recall@10 against the exact top 10, and RSS before and
-   after opening and after the queries (the OS pages in the lists and codes that queries touch).
+   refinement; p50 / p99 of one query, recall@10 against the exact top 10, and resident memory
+   after opening and after the queries, split into the process's own (anonymous) and the pages of
+   the mapped files (the OS pages in the lists and codes that queries touch, and may drop them);
+   then the same queries at other ``--nprobe`` values.
 
 No texts are stored for the synthetic rows: the SQLite store of a real index is not built.
 
@@ -59,15 +62,53 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def memory_mb() -> dict[str, float]:
+    """This process's resident memory now, MiB: ``anon`` (its own: heap, arrays) and ``file``
+    (pages of mapped files, which the OS may drop and read again), from /proc/self/status."""
+    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return {"anon": int(fields["RssAnon"].split()[0]) / 1024, "file": int(fields["RssFile"].split()[0]) / 1024}
+
+
+class PeakAnon:
+    """The peak of this process's anonymous resident memory (``RssAnon``), sampled every 0.2 s
+    in a thread while the ``with`` block runs (``ru_maxrss`` counts mapped file pages too)."""
+
+    def __enter__(self):
+        import threading
+
+        self.peak, self.done = 0.0, threading.Event()
+
+        def sample():
+            while not self.done.wait(0.2):
+                self.peak = max(self.peak, memory_mb()["anon"])
+
+        self.thread = threading.Thread(target=sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+        self.peak = max(self.peak, memory_mb()["anon"])
+
+
 class Shards:
     """The float16 shards of ``work`` as one read-only (n, d) array: ``len``, slices and integer
-    arrays give float32 rows, one shard read (memory-mapped) at a time."""
+    arrays give float32 rows, one shard read into memory at a time (a plain read, not a map, so
+    that the build's resident memory is what it holds, not the page cache of the shards)."""
 
     def __init__(self, work: Path):
         self.paths = sorted(work.glob("vectors-*.npy"))
-        self.parts = [np.load(p, mmap_mode="r") for p in self.paths]
-        self.starts = np.cumsum([0] + [len(p) for p in self.parts])
-        self.shape = (int(self.starts[-1]), self.parts[0].shape[1])
+        heads = [np.load(p, mmap_mode="r") for p in self.paths]  # shapes only
+        self.starts = np.cumsum([0] + [len(h) for h in heads])
+        self.shape = (int(self.starts[-1]), heads[0].shape[1])
+        self.current: tuple[int, np.ndarray] | None = None
+
+    def part(self, s: int) -> np.ndarray:
+        if self.current is None or self.current[0] != s:
+            self.current = None
+            self.current = (s, np.load(self.paths[s]))
+        return self.current[1]
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -80,7 +121,7 @@ class Shards:
         shard = np.searchsorted(self.starts, key, side="right") - 1
         for s in np.unique(shard):
             rows = shard == s
-            out[rows] = self.parts[s][key[rows] - self.starts[s]]
+            out[rows] = self.part(s)[key[rows] - self.starts[s]]
         return out
 
 
@@ -146,28 +187,31 @@ def stage_build(args) -> dict:
     shards = Shards(args.work)
     folder = args.work / "index"
     folder.mkdir(exist_ok=True)
-    t0 = time.perf_counter()
-    sample = training_sample(shards)
-    index = _new_faiss("ivfpq", shards.shape[1], len(shards), sample)
-    del sample
-    t1 = time.perf_counter()
-    if args.ray:
-        import ray
+    with PeakAnon() as peak:
+        t0 = time.perf_counter()
+        sample = training_sample(shards)
+        samples = len(sample)
+        index = _new_faiss("ivfpq", shards.shape[1], len(shards), sample)
+        del sample
+        t1 = time.perf_counter()
+        if args.ray:
+            import ray
 
-        from encodr.index.engines import ray_adding
+            from encodr.index.engines import ray_adding
 
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
-        with ray_adding(None) as add_blocks:
-            add_on_disk(index, shards, folder, write_faiss, block=SHARD, add_blocks=add_blocks)
-    else:
-        add_on_disk(index, shards, folder, write_faiss, block=SHARD)
-    t2 = time.perf_counter()
-    write_faiss(index, folder / VECTORS_FILE)
-    t3 = time.perf_counter()
+            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+            with ray_adding(None) as add_blocks:
+                add_on_disk(index, shards, folder, write_faiss, block=SHARD, add_blocks=add_blocks)
+        else:
+            add_on_disk(index, shards, folder, write_faiss, block=SHARD)
+        t2 = time.perf_counter()
+        write_faiss(index, folder / VECTORS_FILE)
+        t3 = time.perf_counter()
     import faiss
 
     ivf = faiss.extract_index_ivf(index)
     return {"train_s": t1 - t0, "add_merge_s": t2 - t1, "write_s": t3 - t2, "build_s": t3 - t0, "build_peak_rss_mb": peak_rss_mb(),
+            "build_peak_anon_mb": peak.peak, "training_sample": samples,
             "nlist": ivf.nlist, "index_factory": f"IVF{ivf.nlist},PQ{faiss.downcast_index(ivf).pq.M}x8,Refine(SQ8)", "ntotal": int(index.ntotal),
             "vectors_faiss_bytes": (folder / VECTORS_FILE).stat().st_size, "lists_bytes": (folder / "lists.ivfdata").stat().st_size}  # fmt: skip
 
@@ -179,25 +223,32 @@ def stage_search(args) -> dict:
     from encodr.index.ondisk import read_on_disk
     from encodr.index.store import IVF_NPROBE, REFINE_K_FACTOR, VECTORS_FILE
 
-    imported = rss_mb()
+    imported, imported_parts = rss_mb(), memory_mb()
     t = time.perf_counter()
     index = read_on_disk(args.work / "index" / VECTORS_FILE, faiss.IO_FLAG_MMAP_IFC)
     open_s = time.perf_counter() - t
     opened = rss_mb()
     faiss.omp_set_num_threads(1)
-    ivf = faiss.SearchParametersIVF(nprobe=IVF_NPROBE["ivfpq"])
-    params = faiss.IndexRefineSearchParameters(k_factor=REFINE_K_FACTOR, base_index_params=ivf)
     qv, exact = np.load(args.work / "queries.npy"), np.load(args.work / "exact.npy")
-    ms, found = [], []
-    for q in qv:
-        t = time.perf_counter()
-        _, ids = index.search(q[None, :], 10, params=params)
-        ms.append((time.perf_counter() - t) * 1000)
-        found.append(ids[0])
-    recall = float(np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found, exact)]))
-    return {"open_s": open_s, "rss_imports_mb": imported - before, "rss_open_mb": opened - imported, "rss_after_queries_mb": rss_mb() - imported,
-            "p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)), "recall_at_10": recall, "nprobe": IVF_NPROBE["ivfpq"],
-            "k_factor": REFINE_K_FACTOR, "queries": len(qv)}  # fmt: skip
+    sweep = {}
+    for nprobe in (IVF_NPROBE["ivfpq"], 64, 256, 512):  # the default first: its memory is measured after it alone
+        ivf = faiss.SearchParametersIVF(nprobe=nprobe)
+        params = faiss.IndexRefineSearchParameters(k_factor=REFINE_K_FACTOR, base_index_params=ivf)
+        ms, found = [], []
+        for q in qv:
+            t = time.perf_counter()
+            _, ids = index.search(q[None, :], 10, params=params)
+            ms.append((time.perf_counter() - t) * 1000)
+            found.append(ids[0])
+        sweep[nprobe] = {"p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)),
+                         "recall_at_10": float(np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found, exact)]))}  # fmt: skip
+        if nprobe == IVF_NPROBE["ivfpq"]:
+            after = memory_mb()
+            default = {"rss_after_queries_mb": rss_mb() - imported, "anon_after_queries_mb": after["anon"] - imported_parts["anon"],
+                       "file_after_queries_mb": after["file"] - imported_parts["file"], **sweep[nprobe]}  # fmt: skip
+        print(f"  nprobe {nprobe}: {sweep[nprobe]}", flush=True)
+    return {"open_s": open_s, "rss_imports_mb": imported - before, "rss_open_mb": opened - imported, **default, "nprobe": IVF_NPROBE["ivfpq"],
+            "k_factor": REFINE_K_FACTOR, "queries": len(qv), "nprobe_sweep": sweep}  # fmt: skip
 
 
 def main() -> None:
@@ -227,11 +278,16 @@ def main() -> None:
         results[stage] = json.loads(done.read_text())
     b, s = results["build"], results["search"]
     size = b["vectors_faiss_bytes"] + b["lists_bytes"]
-    row = {"vectors": f"{b['ntotal']:,}", "index": b["index_factory"], "build (min)": b["build_s"] / 60, "peak RSS build (GiB)": b["build_peak_rss_mb"] / 1024,
-           "on disk (GiB)": size / 2**30, "B/vector": size / b["ntotal"], "RSS open (MiB)": s["rss_open_mb"], "RSS after 1k queries (MiB)": s["rss_after_queries_mb"],
+    row = {"vectors": f"{b['ntotal']:,}", "index": b["index_factory"], "training sample": f"{b.get('training_sample', 0):,}", "build (min)": b["build_s"] / 60,
+           "peak RSS build (GiB)": b["build_peak_rss_mb"] / 1024, "peak anon build (GiB)": b.get("build_peak_anon_mb", float("nan")) / 1024,
+           "on disk (GiB)": size / 2**30, "B/vector": size / b["ntotal"], "RSS open (MiB)": s["rss_open_mb"],
+           "anon / file after 1k queries (MiB)": f"{s.get('anon_after_queries_mb', float('nan')):.0f} / {s.get('file_after_queries_mb', float('nan')):.0f}",
            "p50 ms": s["p50_ms"], "p99 ms": s["p99_ms"], "recall@10": s["recall_at_10"]}  # fmt: skip
-    print_table(f"{b['ntotal']:,} vectors, --on-disk IVF-PQ (one FAISS thread on search)", [row], list(row))
-    write_json(args.out, {"machine": machine(), "n": args.n, "stages": results, "row": row})
+    print_table(f"{b['ntotal']:,} vectors, --on-disk IVF-PQ, nprobe {s['nprobe']} (one FAISS thread on search)", [row], list(row))
+    sweep = [{"nprobe": int(k), "p50 ms": v["p50_ms"], "p99 ms": v["p99_ms"], "recall@10": v["recall_at_10"]} for k, v in sorted(s.get("nprobe_sweep", {}).items(), key=lambda kv: int(kv[0]))]
+    if sweep:
+        print_table("--nprobe", sweep, list(sweep[0]))
+    write_json(args.out, {"machine": machine(), "n": args.n, "stages": results, "row": row, "nprobe": sweep})
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ needs is bounded by the coarse centroids (nlist × d × 4 bytes), one block of v
 built, and the lists a query visits while it searches (``nprobe`` of ``nlist``), which the OS pages
 in from ``lists.ivfdata`` and may drop again. With ``ivfpq``, the 8-bit copy of each vector that
 re-ranks the PQ candidates (``Refine(SQ8)``, d bytes a vector) stays in ``vectors.faiss`` and is
-memory-mapped on search like any flat index's codes.
+memory-mapped on search like any flat index's codes, but is held in memory while the index is
+built: there the bound is d bytes a vector on top of the block (``bench/ondisk_10m.py``).
 
 As FAISS's wiki ("Indexes that do not fit in RAM") and autofaiss do: train once on a sample, add
 each block of vectors to a copy of the trained index and write it, then merge the blocks' lists
