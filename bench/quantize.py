@@ -112,7 +112,7 @@ def compressed_rows(base: Path, work: Path, encoder, queries: np.ndarray, dims: 
         ms, top10 = timed_search(lambda q: searcher.index.search(q, 10), queries if dim is None else truncated(queries, dim))
         exact = top10 if exact is None else exact
         rows.append({"row": f"--quantize {quantize}" if dim is None else f"--dim {dim}", "texts": len(searcher.index),
-                     "bytes/vector (memory)": meta.get("bytes_per_vector", round((folder / "vectors.faiss").stat().st_size / len(searcher.index), 1)),
+                     "bytes/vector (memory)": meta.get("bytes_per_vector") or round((searcher.index.folder / "vectors.faiss").stat().st_size / len(searcher.index), 1),
                      "recall@10 vs exact": round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top10, exact)])), 4),
                      "ndcg@10": round(quality(searcher), 2) if quality else "–", "p50 ms": round(float(np.percentile(ms, 50)), 3),
                      "p99 ms": round(float(np.percentile(ms, 99)), 3)})  # fmt: skip
