@@ -45,8 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
 from encodr.index import Index, Searcher, build  # noqa: E402
-from encodr.index.build import _new_faiss, auto_index_type  # noqa: E402
-from encodr.index.store import HNSW_EF_SEARCH, IVF_NPROBE, META_FILE, TRAIN_SAMPLE, VECTORS_FILE  # noqa: E402
+from encodr.index.build import _new_faiss, auto_index_type, training_sample  # noqa: E402
+from encodr.index.store import HNSW_EF_SEARCH, IVF_NPROBE, META_FILE, VECTORS_FILE  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -137,7 +137,7 @@ def main() -> None:
         faiss.omp_set_num_threads(1)
         exact_ms, exact_ids = timed(lambda q: flat.search(q, k)[1][0], qv)
         exact = [set(i.tolist()) for i in exact_ids]
-        sample = vectors[np.sort(np.random.default_rng(0).choice(n, size=min(n, TRAIN_SAMPLE), replace=False))]
+        sample = training_sample(vectors)  # as encodr index draws it
         built = {"flat": (flat, 0.0)}
         faiss.omp_set_num_threads(os.cpu_count() or 1)
         for kind in ("hnsw", "ivfpq"):

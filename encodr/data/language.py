@@ -140,10 +140,9 @@ def sampled_languages(texts: list[str], size: int | None = None) -> list[str] | 
     with their confidences, are the corpus's. A corpus of fewer than ``size`` texts skips the
     first step (its shares are too few texts, and low accuracy mislabels short texts: "the cat
     sat" → Maori): all its texts are labelled in high-accuracy mode among all languages. The
-    corpus is then labelled among these only,
-    which is what its second pass does anyway, so only a language under the 1 % share the
-    second pass drops could be missed by the sample. Spares labelling every text among all 75
-    languages.
+    corpus is then labelled among these only, which is what its second pass does anyway, so
+    only a language under the 1 % share the second pass drops could be missed by the sample.
+    Spares labelling every text among all 75 languages.
 
     Args:
         texts: the corpus, n strings, in its order (a sample of a language-sorted corpus spans
