@@ -11,8 +11,9 @@ interleaved within each round so drifting machine load hits all of them; the med
   normalize_embeddings=True)`` on the file's lines, the vectors saved with ``np.save`` — the
   anchor;
 - ``encodr index --backend B`` for each ``--backends`` B, with no ``--lang`` (the default:
-  languages detected), into a fresh folder (the ONNX export is made once before the timings:
-  a first use's cost, not every build's).
+  languages detected), into a fresh folder (the ONNX export is made once before the timings,
+  by loading the model with that backend: a first use's cost, not every build's; later loads
+  open the export without torch, :class:`encodr.models.onnx.ExportedEncoder`).
 
 ``× script`` is the anchor's seconds over the row's: above 1, encodr is faster. ``--before DIR``
 adds, in the same rounds, the rows of another checkout of encodr (``DIR`` first on
@@ -67,14 +68,13 @@ def main() -> None:
     args = parser.parse_args()
 
     from encodr.models import load_encoder, resolve
-    from encodr.models.onnx import export
     from encodr.paths import bundled
 
     texts = [t for t in bundled("wiki/wiki_sentences_en.txt").read_text(encoding="utf-8").splitlines() if t.strip()][: args.texts]
     path = str(resolve(args.model).path)
     for backend in args.backends:
         if backend.startswith("onnx"):
-            export(load_encoder(args.model, device="cpu"), backend)
+            load_encoder(args.model, backend=backend)  # exported and remembered, as a user's first build does
     env = dict(os.environ)
     envs = {}
     seconds: dict[str, list[float]] = {}

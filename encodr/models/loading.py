@@ -34,18 +34,26 @@ def load_encoder(
             model is exported on first use and cached).
 
     Returns:
-        An :class:`Encoder`; for the ONNX backends its forward pass is an :class:`~encodr.models.onnx.OnnxForward`.
+        An :class:`Encoder`; for the ONNX backends its forward pass is an
+        :class:`~encodr.models.onnx.OnnxForward`, and from the second load of a folder on, it is
+        an :class:`~encodr.models.onnx.ExportedEncoder` opened without torch.
 
     Raises:
         EncodrError: see :func:`resolve`; an unknown backend; or the checkpoint cannot be loaded
             or exported.
     """
     check_backend(backend)
-    if is_onnx(backend):
-        from .onnx import onnx_encoder
-
-        return onnx_encoder(load_encoder(spec, pooling, raw_pooling, max_length, "cpu"), backend)
     ref = resolve(spec)
+    if is_onnx(backend) and ref.encoder_type != "cross":
+        from .onnx import exported_encoder, onnx_encoder, source_key
+
+        key = source_key(ref.path, pooling, raw_pooling)
+        encoder = exported_encoder(key, ref.spec, backend, lambda: load_encoder(spec, pooling, raw_pooling, None, "cpu").st)
+        if encoder is None:  # first use of this folder: load it in torch and export it
+            encoder = onnx_encoder(load_encoder(spec, pooling, raw_pooling, None, "cpu"), backend, key)
+        if max_length is not None:
+            encoder.max_length = max_length
+        return encoder
     if ref.encoder_type == "cross":
         raise EncodrError(
             f"'{ref.spec}' is a cross-encoder: it scores pairs but does not embed texts; use a bi-encoder here "

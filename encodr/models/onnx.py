@@ -17,6 +17,18 @@ int8 and float32 vectors is 0.993 per channel and 0.963 with one scale per tenso
 Exports are cached in the workspace, ``$ENCODR_HOME/onnx/<weights fingerprint>/model.onnx`` and
 ``model_qint8.onnx``, keyed by the weights (a re-tuned model in the same folder gets a new
 export), and written atomically (a temporary file renamed into place).
+
+Opening without torch. Beside the graphs, the first export saves the model's tokenizer
+(``tokenizer.json``, the Rust tokenizer the Hugging Face one wraps) and a record of what
+encoding needs (fingerprint, dimension, pooling, prompts, padding), and
+``$ENCODR_HOME/onnx/sources/<key>.json`` points from the model folder — its files' names,
+sizes and modification times, and the pooling asked for (:func:`source_key`) — to that
+export. A later load of the same folder is an :class:`ExportedEncoder`: onnxruntime and
+``tokenizers`` only, without importing torch, transformers or sentence-transformers, which
+is most of a small ``encodr index``'s fixed cost (``bench/index_process.py``). Anything
+beyond encoding (saving, training, sentence-transformers' multi-process pool) loads the
+full model on first use. A model folder rewritten in place (encodr writes models with a
+new folder swapped in) changes its key, so it is exported again.
 """
 
 from __future__ import annotations
@@ -35,6 +47,8 @@ from .encoder import Encoder, tokenize
 
 FILES = {"onnx": "model.onnx", "onnx-int8": "model_qint8.onnx"}
 OPSET = 17
+RECORD = "encoder.json"  # beside the graphs: what an ExportedEncoder needs
+TOKENIZER = "tokenizer.json"
 
 
 def export_dir(encoder: Encoder) -> Path:
@@ -156,15 +170,225 @@ class OnnxForward:
         return self(tokenize(self.st, [prompt + text for text in batch]))
 
 
-def onnx_encoder(encoder: Encoder, backend: str) -> Encoder:
-    """``encoder`` with its forward pass in onnxruntime (``backend``: ``onnx`` or ``onnx-int8``),
-    exported on first use (:func:`export`).
-
-    Raises:
-        EncodrError: onnxruntime is not installed, or the export fails.
-    """
+def _check_onnxruntime(backend: str) -> None:
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
         raise EncodrError(f"--backend {backend} needs onnxruntime: pip install onnxruntime onnx (or use --backend torch)") from None
-    return Encoder(encoder.st, encoder.name, OnnxForward(encoder.st, backend, export(encoder, backend)))
+
+
+def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None) -> Encoder:
+    """``encoder`` with its forward pass in onnxruntime (``backend``: ``onnx`` or ``onnx-int8``),
+    exported on first use (:func:`export`). With ``key`` (:func:`source_key`), the export's
+    tokenizer and record are saved too, so that :func:`exported_encoder` opens this model
+    without torch next time.
+
+    Raises:
+        EncodrError: onnxruntime is not installed, or the export fails.
+    """
+    _check_onnxruntime(backend)
+    path = export(encoder, backend)
+    if key is not None:
+        _remember(encoder, key)
+    return Encoder(encoder.st, encoder.name, OnnxForward(encoder.st, backend, path))
+
+
+def source_key(folder: Path, pooling: str, raw_pooling: str) -> str:
+    """SHA-256 (first 16 hex digits) of a model folder's files — each one's path inside it, size
+    and modification time in ns, recursively, symbolic links followed — and the pooling asked
+    for: what :func:`exported_encoder` looks an export up by, without reading the weights."""
+    import hashlib
+
+    h = hashlib.sha256(f"{pooling}|{raw_pooling}".encode())
+    for root, dirs, files in sorted(os.walk(folder, followlinks=True)):
+        dirs.sort()
+        for name in sorted(files):
+            stat = os.stat(os.path.join(root, name))
+            h.update(f"{os.path.relpath(os.path.join(root, name), folder)}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _source(key: str) -> Path:
+    from ..paths import home
+
+    return home() / "onnx" / "sources" / f"{key}.json"
+
+
+def _remember(encoder: Encoder, key: str) -> None:
+    """Save ``encoder``'s tokenizer and record beside its export, and point ``key`` at it (each
+    file written atomically; a workspace that cannot be written only loses the shortcut)."""
+    import json
+
+    folder = export_dir(encoder)
+    tok = encoder.tokenizer
+    record = {"fingerprint": encoder.fingerprint, "dimension": int(encoder.st.get_embedding_dimension()), "pooling": encoder.pooling,
+              "max_seq_length": encoder.max_length, "prompts": dict(getattr(encoder.st, "prompts", None) or {}),
+              "default_prompt_name": getattr(encoder.st, "default_prompt_name", None), "pad_token_id": tok.pad_token_id or 0,
+              "pad_token_type_id": getattr(tok, "pad_token_type_id", 0) or 0, "padding_side": getattr(tok, "padding_side", "right")}  # fmt: skip
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is None:  # a slow (Python) tokenizer: no Rust tokenizer to save, so no shortcut
+        return
+    try:
+        with atomic_file(folder / TOKENIZER) as tmp:
+            tmp.write_text(backend.to_str(), encoding="utf-8")
+        with atomic_file(folder / RECORD) as tmp:
+            tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
+        source = _source(key)
+        source.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(source) as tmp:
+            tmp.write_text(json.dumps({"export": record["fingerprint"]}), encoding="utf-8")
+    except OSError:
+        pass
+
+
+class ExportedTokenizer:
+    """The part of a Hugging Face fast tokenizer that encoding uses, on the Rust tokenizer it
+    wraps (``tokenizers.Tokenizer``, saved by :func:`_remember`), without transformers: calling
+    it tokenizes as ``PreTrainedTokenizerFast.__call__`` does with ``truncation=True,
+    max_length=N`` (longest-first, from the right); :meth:`tokenize` and :meth:`pad` as theirs.
+    It always returns ``input_ids``, ``token_type_ids`` and ``attention_mask``: the forward pass
+    feeds the graph the ones it takes. Not thread-safe: truncation is the tokenizer's state
+    (:func:`~encodr.models.encoder.tokenize` holds a lock)."""
+
+    def __init__(self, path: Path, pad_token_id: int, pad_token_type_id: int = 0, padding_side: str = "right"):
+        from tokenizers import Tokenizer
+
+        self.backend_tokenizer = Tokenizer.from_file(str(path))
+        self.backend_tokenizer.no_padding()
+        self.backend_tokenizer.no_truncation()
+        self._truncation: int | None = None
+        self.pad_token_id, self.pad_token_type_id, self.padding_side = int(pad_token_id), int(pad_token_type_id), padding_side
+
+    def _truncate(self, max_length: int | None) -> None:
+        if max_length != self._truncation:
+            if max_length is None:
+                self.backend_tokenizer.no_truncation()
+            else:
+                self.backend_tokenizer.enable_truncation(int(max_length))
+            self._truncation = max_length
+
+    def __call__(self, texts: list[str], add_special_tokens: bool = True, truncation: bool = True, max_length: int | None = None) -> dict[str, list[list[int]]]:
+        """B texts → ``input_ids``, ``token_type_ids``, ``attention_mask``: B int lists each, not padded."""
+        self._truncate(max_length if truncation else None)
+        encodings = self.backend_tokenizer.encode_batch(list(texts), add_special_tokens=add_special_tokens)
+        return {"input_ids": [e.ids for e in encodings], "token_type_ids": [e.type_ids for e in encodings],
+                "attention_mask": [e.attention_mask for e in encodings]}  # fmt: skip
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens of ``text``, without special tokens or truncation."""
+        self._truncate(None)
+        return self.backend_tokenizer.encode(text, add_special_tokens=False).tokens
+
+    def pad(self, features: dict[str, list[list[int]]], return_tensors: str = "np") -> dict[str, np.ndarray]:
+        """int64 (B, longest) arrays of B token lists each, padded with the pad token (ids), the
+        pad type (token types) or 0 (mask) on :attr:`padding_side`. Only ``return_tensors="np"``."""
+        if return_tensors != "np":
+            raise ValueError("ExportedTokenizer.pad returns NumPy arrays only")
+        longest = max(len(row) for row in features["input_ids"])
+        fills = {"input_ids": self.pad_token_id, "token_type_ids": self.pad_token_type_id}
+        out = {}
+        for name, rows in features.items():
+            array = np.full((len(rows), longest), fills.get(name, 0), dtype=np.int64)
+            for i, row in enumerate(rows):
+                if self.padding_side == "left":
+                    array[i, longest - len(row) :] = row
+                else:
+                    array[i, : len(row)] = row
+            out[name] = array
+        return out
+
+
+class ExportedModel:
+    """What an :class:`ExportedEncoder` holds in place of a SentenceTransformer: its tokenizer,
+    ``max_seq_length``, ``prompts``, ``default_prompt_name`` and dimension, from the export's
+    record. Any other attribute (``save``, ``encode``, ``start_multi_process_pool``, indexing
+    its modules…) loads the full SentenceTransformer on the CPU once (``full``) and is its."""
+
+    device = "cpu"
+
+    def __init__(self, record: dict, tokenizer: ExportedTokenizer, full):
+        self.tokenizer, self._record, self._load_full, self._full = tokenizer, record, full, None
+        self.max_seq_length = int(record["max_seq_length"])
+        self.prompts = dict(record.get("prompts") or {})
+        self.default_prompt_name = record.get("default_prompt_name")
+
+    def get_embedding_dimension(self) -> int:
+        return int(self._record["dimension"])
+
+    @property
+    def full(self):
+        """The SentenceTransformer itself, loaded on first use (torch), at this ``max_seq_length``."""
+        if self._full is None:
+            self._full = self._load_full()
+        self._full.max_seq_length = self.max_seq_length
+        return self._full
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.full, name)
+
+    def __getitem__(self, i):
+        return self.full[i]
+
+    def __iter__(self):
+        return iter(self.full)
+
+    def __len__(self) -> int:
+        return len(self.full)
+
+
+class ExportedEncoder(Encoder):
+    """An :class:`~encodr.models.encoder.Encoder` opened from its ONNX export alone
+    (:func:`exported_encoder`): the same vectors, fingerprint, pooling and tokens as the
+    encoder it was exported from, without torch until something beyond encoding asks for
+    the full model (:class:`ExportedModel`)."""
+
+    def __init__(self, st: ExportedModel, name: str, forward: OnnxForward, record: dict):
+        super().__init__(st, name, forward)
+        self.record = record
+
+    @property
+    def pooling(self) -> str:
+        return str(self.record["pooling"])
+
+    @property
+    def fingerprint(self) -> str:
+        return str(self.record["fingerprint"])
+
+
+def exported_encoder(key: str, name: str, backend: str, full) -> ExportedEncoder | None:
+    """The encoder whose folder has ``key`` (:func:`source_key`), opened from its export for
+    ``backend`` (``onnx``, ``onnx-int8``) without torch; None when that export, its tokenizer or
+    its record is missing (the caller loads the model and exports it).
+
+    Args:
+        key: the model folder's :func:`source_key`.
+        name: the spec the model was asked for by (:attr:`Encoder.name`).
+        backend: ``onnx`` or ``onnx-int8``.
+        full: a callable that loads the full SentenceTransformer (torch, on the CPU), called
+            only when something beyond encoding needs it.
+
+    Raises:
+        EncodrError: onnxruntime is not installed.
+    """
+    import json
+
+    from ..paths import home
+
+    try:
+        fingerprint = json.loads(_source(key).read_text(encoding="utf-8"))["export"]
+        folder = home() / "onnx" / fingerprint
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    graph, tokenizer_file = folder / FILES[backend], folder / TOKENIZER
+    if not graph.is_file() or not tokenizer_file.is_file() or record.get("fingerprint") != fingerprint:
+        return None
+    _check_onnxruntime(backend)
+    try:
+        tokenizer = ExportedTokenizer(tokenizer_file, record["pad_token_id"], record.get("pad_token_type_id", 0), record.get("padding_side", "right"))
+    except Exception:
+        return None
+    st = ExportedModel(record, tokenizer, full)
+    return ExportedEncoder(st, name, OnnxForward(st, backend, graph), record)

@@ -43,7 +43,7 @@ def test_onnx_backends_match_torch_and_are_cached_atomically(tiny_model):
     graph = onnx.load(str(folder / "model_qint8.onnx")).graph
     assert {n.op_type for n in graph.node} >= {"MatMulInteger", "DynamicQuantizeLinear"}  # weight matrices in int8
     files = sorted(p.name for p in folder.iterdir())
-    assert files == ["model.onnx", "model_qint8.onnx"]  # no temporary file left behind
+    assert files == ["encoder.json", "model.onnx", "model_qint8.onnx", "tokenizer.json"]  # no temporary file left behind
     before = (folder / "model_qint8.onnx").stat().st_mtime_ns
     load_encoder(str(tiny_model), backend="onnx-int8")
     assert (folder / "model_qint8.onnx").stat().st_mtime_ns == before  # reused, not exported again
@@ -228,3 +228,70 @@ def test_a_thread_on_fewer_cpu_threads_gets_the_same_vectors(tiny_model, backend
         assert got["threads"] == 1 and torch.get_num_threads() == threads_before  # the calling thread's count only
     else:
         assert got["session"] is not encoder.forward.session and got["session"].get_session_options().intra_op_num_threads == 1
+
+
+OPENS = """
+import json, sys
+import numpy as np
+from encodr.models import load_encoder
+encoder = load_encoder(sys.argv[1], backend=sys.argv[2])
+np.save(sys.argv[3], encoder.encode(json.loads(sys.argv[4])))
+print(json.dumps({"type": type(encoder).__name__, "fingerprint": encoder.fingerprint, "pooling": encoder.pooling,
+                  "heavy": sorted(m for m in ("torch", "transformers", "sentence_transformers") if m in sys.modules)}))
+"""
+
+
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_a_second_load_opens_the_export_without_torch_and_gives_the_same_vectors(tiny_model, tmp_path, backend):
+    import subprocess
+    import sys
+
+    first = load_encoder(str(tiny_model), backend=backend)  # loads torch, exports, remembers the folder
+    expected = first.encode(TEXTS)
+    out = tmp_path / "v.npy"
+    done = subprocess.run([sys.executable, "-c", OPENS, str(tiny_model), backend, str(out), json.dumps(TEXTS)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got == {"type": "ExportedEncoder", "fingerprint": first.fingerprint, "pooling": first.pooling, "heavy": []}
+    np.testing.assert_array_equal(np.load(out), expected)
+
+
+@pytest.mark.parametrize("fixture", ["tiny_model", "tiny_roberta"])
+def test_the_exported_tokenizer_tokenizes_and_pads_as_the_hugging_face_one(fixture, request):
+    from encodr.models.encoder import tokenize
+    from encodr.models.onnx import exported_encoder, source_key
+
+    path = request.getfixturevalue(fixture)
+    reference = load_encoder(str(path), backend="onnx", max_length=12)
+    light = exported_encoder(source_key(path, "auto", "cls"), str(path), "onnx", full=lambda: None)
+    light.max_length = 12
+    texts = TEXTS[:5] + ["Été à Zürich: naïve café, 東京 and a sentence far longer than twelve tokens of any vocabulary at all", "x"]
+    want, got = tokenize(reference.st, texts), tokenize(light.st, texts)
+    assert max(len(ids) for ids in got["input_ids"]) == 12  # truncated, special tokens included
+    for name in want:
+        assert got[name] == want[name], name
+    padded, hf = light.tokenizer.pad(got), reference.tokenizer.pad(want, return_tensors="np")
+    for name in want:
+        np.testing.assert_array_equal(padded[name], hf[name])
+    assert light.tokenizer.tokenize(texts[5]) == reference.tokenizer.tokenize(texts[5])  # no truncation when counting
+
+
+def test_a_model_rewritten_in_its_folder_is_exported_again_and_the_full_model_loads_on_demand(tiny_model, tmp_path):
+    import shutil
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import BertModel
+
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model, folder)
+    old = load_encoder(str(folder), backend="onnx")
+    assert type(load_encoder(str(folder), backend="onnx")).__name__ == "ExportedEncoder"
+    torch.manual_seed(1)
+    BertModel(BertModel.from_pretrained(str(folder)).config).save_pretrained(folder)  # new weights, same folder
+    new = load_encoder(str(folder), backend="onnx")
+    assert new.fingerprint == load_encoder(str(folder), device="cpu").fingerprint != old.fingerprint
+    light = load_encoder(str(folder), backend="onnx")
+    assert type(light).__name__ == "ExportedEncoder" and light.st._full is None
+    light.save(tmp_path / "saved")  # beyond encoding: the full model loads, once
+    np.testing.assert_allclose(SentenceTransformer(str(tmp_path / "saved"), device="cpu").encode(TEXTS, normalize_embeddings=True), light.encode(TEXTS), atol=1e-5)
