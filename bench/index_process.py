@@ -48,10 +48,10 @@ np.save(sys.argv[3], vectors)
 """
 
 
-def timed(command: list[str], env: dict) -> float:
-    """Wall seconds of ``command`` run to its end (it must exit 0)."""
+def timed(command: list[str], env: dict, cwd: Path) -> float:
+    """Wall seconds of ``command`` run to its end in ``cwd`` (it must exit 0)."""
     started = time.perf_counter()
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(command, check=True, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - started
 
 
@@ -90,12 +90,14 @@ def main() -> None:
             runs[f"encodr index --backend {backend}"] = index(backend, f"idx-{backend}")
         if args.before is not None:
             before = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(args.before.resolve()), env.get("PYTHONPATH")]))}
+            where = subprocess.run([sys.executable, "-c", "import encodr; print(encodr.__file__)"], env=before, cwd=work, capture_output=True, text=True).stdout
+            assert where.startswith(str(args.before.resolve())), f"--before {args.before} is not the encodr these rows would run ({where.strip()})"
             for backend in args.before_backends:
                 name = f"encodr index --backend {backend} (before: {args.before})"
                 runs[name], envs[name] = index(backend, f"before-{backend}"), before
         for round_ in range(args.repeats):
             for name, command in runs.items():
-                seconds.setdefault(name, []).append(timed(command, envs.get(name, env)))
+                seconds.setdefault(name, []).append(timed(command, envs.get(name, env), work))  # not from a checkout: python -m puts the cwd first
                 print(f"round {round_ + 1}: {name}: {seconds[name][-1]:.1f} s", flush=True)
     anchor = statistics.median(seconds["sentence-transformers script"])
     rows = [{"run": name, "seconds (median)": statistics.median(s), "runs": ", ".join(f"{x:.1f}" for x in s),

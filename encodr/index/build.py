@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -29,7 +30,8 @@ from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES
 from .ondisk import ONDISK_FILE, add_on_disk, extend_trained
 from .shards import Shards, digest, shards_folder
 from .texts import TextStore
-from .engines import check_engine, ray_adding, ray_encoding
+from .dataflow import items, ray_windows
+from .engines import check_engine, ray_adding, ray_session
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
 
 
@@ -321,7 +323,8 @@ def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
     """:func:`build` once the inputs are checked and the index is locked."""
     old = Index.open(spec.out) if spec.add else None
     try:
-        return _build_generation(spec, old, progress)
+        with ray_session(spec.address) if spec.engine == "ray" else contextlib.nullcontext():  # one Ray for reading, encoding and adding
+            return _build_generation(spec, old, progress)
     finally:
         if old is not None:
             old.close()  # release the old generation before the sweep (if not already)
@@ -348,19 +351,25 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         if encoder.truncate_dim is not None:
             _check_matryoshka(encoder, spec.warn)
     candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
-    total = sum(_count_lines(f) for f in files)
+    counts = [_count_lines(f) for f in files]
+    total = sum(counts)
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
     started = time.time()
     # documents are encoded with the model's document prompt (E5: "passage: "); --add keeps the index's own
     prompts = old.meta.get("prompts", {"query": "", "document": ""}) if old is not None else {role: encoder.prompt(role) for role in ("query", "document")}
-    shards = Shards(shards_folder(out), {"fingerprint": encoder.fingerprint, "backend": backend, "truncate_dim": encoder.truncate_dim, "prompt": prompts["document"]})
+    room = encoder.max_length - 2 - len(encoder.tokenizer.tokenize(prompts["document"]))  # the prompt's tokens share the window
+    split = None if spec.whole else passage_splitter(encoder.tokenizer, room)
+    key = {"fingerprint": encoder.fingerprint, "backend": backend, "truncate_dim": encoder.truncate_dim, "prompt": prompts["document"]}
+    if spec.engine == "ray":  # a shard is an item's records too: what reading and splitting depend on
+        key.update(engine="ray", window=spec.window, passages=None if split is None else room, lang=lang, layout=dataclasses.asdict(spec.layout))
+    shards = Shards(shards_folder(out), key)
     with generation(out, legacy=INDEX_FILES) as tmp:
         if old is not None:
             old.copy_store(tmp / STORE_FILE)
             for name in (META_FILE, PCR_FILE):
                 if (old.folder / name).exists():
                     shutil.copy2(old.folder / name, tmp / name)
-        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest, _encoding(encoder, spec, prompts["document"], old) as encode:
+        with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest:
             done = 0
 
             def step(n: int) -> None:
@@ -368,20 +377,31 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                 done += n
                 progress(ProgressEvent("indexing", min(done, total), total))
 
-            room = encoder.max_length - 2 - len(encoder.tokenizer.tokenize(prompts["document"]))  # the prompt's tokens share the window
-            split = None if spec.whole else passage_splitter(encoder.tokenizer, room)
-            for n, records in enumerate(_windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout)):
-                fresh = ingest.fresh(records)
-                step(len(records) - len(fresh))  # duplicates count as done
-                if fresh:
-                    key = digest([h for _, h in fresh])
-                    vectors = shards.get(n, key)  # a rerun after a crash: this window was encoded then
-                    if vectors is None:
-                        vectors = encode([r.text for r, _ in fresh], spec.batch_size, step)
-                        shards.put(n, key, vectors)
-                    else:
-                        step(len(fresh))
-                    ingest.store(fresh, vectors, whole_corpus=n == 0 and len(records) < spec.window)  # a first window not full is the only one
+            if spec.engine == "ray":  # read, split and encoded by Ray Data; deduplicated and stored here
+                model_spec = spec.model if isinstance(spec.model, str) else old.meta["model"] if old is not None else encoder.name
+                work = items(files, counts, spec.window, spec.found)
+                tokenizer = None if split is None else encoder.tokenizer.backend_tokenizer.to_str()
+                for item, records, vectors, skipped in ray_windows(work, shards, model_spec, encoder.fingerprint, backend, spec.processes, encoder.truncate_dim,
+                                                                   prompts["document"], tokenizer, room, lang, spec.layout, step):  # fmt: skip
+                    spec.skipped.extend(skipped)
+                    row = {id(r): i for i, r in enumerate(records)}
+                    fresh = ingest.fresh(records)
+                    if fresh:
+                        ingest.store(fresh, vectors[[row[id(r)] for r, _ in fresh]], whole_corpus=len(work) == 1 and len(records) < spec.window)
+            else:
+                with _encoding(encoder, spec, prompts["document"]) as encode:
+                    for n, records in enumerate(_windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout)):
+                        fresh = ingest.fresh(records)
+                        step(len(records) - len(fresh))  # duplicates count as done
+                        if fresh:
+                            window_key = digest([h for _, h in fresh])
+                            vectors = shards.get(n, window_key)  # a rerun after a crash: this window was encoded then
+                            if vectors is None:
+                                vectors = encode([r.text for r, _ in fresh], spec.batch_size, step)
+                                shards.put(n, window_key, vectors)
+                            else:
+                                step(len(fresh))
+                            ingest.store(fresh, vectors, whole_corpus=n == 0 and len(records) < spec.window)  # a first window not full is the only one
         detected = ingest.detected and old is None and _settle_languages(ingest.texts)
         on_disk = spec.on_disk if old is None else bool(old.meta.get("on_disk"))
         with ray_adding(spec.address) if on_disk and spec.engine == "ray" else contextlib.nullcontext() as add_blocks:  # blocks added in Ray tasks
@@ -471,18 +491,12 @@ def _windows(files: list[str], lang: str | None, size: int, split=None, found: l
 
 
 @contextlib.contextmanager
-def _encoding(encoder, spec: IndexSpec, prompt: str = "", old: Index | None = None):
-    """``encode(texts, batch_size, on_batch) -> float32 (N, d)``: with ``spec.engine`` ``ray``,
-    ``spec.processes`` Ray actors (:func:`encodr.index.engines.ray_encoding`); else the encoder
+def _encoding(encoder, spec: IndexSpec, prompt: str = ""):
+    """``encode(texts, batch_size, on_batch) -> float32 (N, d)`` for a local build: the encoder
     itself, or with ``processes`` > 1 sentence-transformers' multi-process pool (one process
     per GPU when CUDA is visible, else CPU processes that split the cores between them),
-    stopped on exit; each text after ``prompt``."""
+    stopped on exit; each text after ``prompt``. (``--engine ray``: :mod:`.dataflow`.)"""
     processes = spec.processes
-    if spec.engine == "ray":
-        model = spec.model if isinstance(spec.model, str) else old.meta["model"] if old is not None else encoder.name
-        with ray_encoding(model, encoder.fingerprint, spec.backend, processes, prompt, spec.address, encoder.truncate_dim) as encode:
-            yield encode
-        return
     if processes == 1:
         yield lambda texts, batch_size, on_batch: encoder.encode(texts, batch_size, on_batch=on_batch, prompt=prompt)
         return

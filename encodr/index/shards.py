@@ -4,8 +4,11 @@ crash (a killed process, a lost Ray cluster, a full disk) encodes none of them a
 Guarantee: a shard is used only for exactly the texts it was encoded from, by the same model.
 Each shard is one file, ``NNNNNN-DIGEST.npy`` — the window's number and a digest of its texts'
 hashes — written to a temporary name and renamed, so a shard that exists is whole; the folder's
-``key.json`` names the model's fingerprint, the backend, the truncation and the document prompt,
-and a folder made under another key is emptied first. Anything else is encoded afresh.
+``key.json`` names the model's fingerprint, the backend, the truncation and the document prompt
+(and, for a Ray build, what reading and splitting depend on), and a folder made under another key
+is emptied first. Anything else is encoded afresh. A Ray build's shard is a work item's
+(:mod:`.dataflow`: its digest covers the file's lines, size and modification time) and keeps
+the item's records beside its vectors, ``NNNNNN-DIGEST.json``, written before them.
 
 The folder is ``.NAME.shards`` beside the index ``NAME`` (as its lock, ``.NAME.lock``); only the
 building process writes it, under the index lock, and the build removes it once the new
@@ -82,16 +85,29 @@ class Shards:
         self.reused += len(vectors)
         return vectors
 
-    def put(self, n: int, window_digest: str, vectors: np.ndarray) -> None:
-        """Keep the float32 (N, d) vectors of window ``n``: a temporary file, then a rename."""
+    def put(self, n: int, window_digest: str, vectors: np.ndarray, records: list[dict] | None = None) -> None:
+        """Keep the float32 (N, d) vectors of window ``n`` (and its N ``records``, JSON-ready,
+        written first): each a temporary file, then a rename."""
         if not self.folder.exists():
             self.folder.mkdir(parents=True)
             (self.folder / KEY_FILE).write_text(json.dumps(self.key))
         path = self._path(n, window_digest)
+        if records is not None:
+            tmp = path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(records), encoding="utf-8")
+            os.replace(tmp, path.with_suffix(".json"))
         tmp = path.with_suffix(".tmp")
         with open(tmp, "wb") as handle:
             np.save(handle, np.asarray(vectors, dtype=np.float32))
         os.replace(tmp, path)
+
+    def records(self, n: int, window_digest: str) -> list[dict]:
+        """The records :meth:`put` kept beside window ``n``'s vectors.
+
+        Raises:
+            OSError, ValueError: they cannot be read.
+        """
+        return json.loads(self._path(n, window_digest).with_suffix(".json").read_text(encoding="utf-8"))
 
     @staticmethod
     def finished(folder: Path) -> int:

@@ -30,16 +30,36 @@ def vectors(path) -> np.ndarray:
         index.close()
 
 
+def folder_of_files(tmp_path):
+    """A folder: lines with a duplicate, a long Markdown document (passages), a PDF that is not one."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("\n".join(TEXTS + TEXTS[:3]) + "\n")
+    (docs / "b.md").write_text("# Long\n\n" + " ".join(f"sentence {i} of the long document about {TEXTS[i % 30]}." for i in range(60)))
+    (docs / "c.pdf").write_bytes(b"not a pdf")
+    return docs
+
+
+def texts_of(path) -> list[tuple]:
+    index = Index.open(path)
+    try:
+        return [tuple(row) for row in index.texts.conn.execute("SELECT id, text, source, line, ext_id, start FROM texts ORDER BY id")]
+    finally:
+        index.close()
+
+
 def test_a_ray_build_equals_a_local_one_with_two_actors_on_one_cpu(ray_cluster, tiny_model, tmp_path):
-    corpus = tmp_path / "c.txt"
-    corpus.write_text("\n".join(TEXTS) + "\n")
-    local = build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng")
+    docs = folder_of_files(tmp_path)
+    local = build([str(docs)], str(tiny_model), tmp_path / "local", lang="eng")
     seen = []
-    remote = build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", processes=2, window=7,
+    remote = build([str(docs)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", processes=2, window=7,
                    progress=lambda e: seen.append(e.completed))  # fmt: skip
-    assert remote["count"] == local["count"] == len(TEXTS)
+    assert remote["count"] == local["count"] > len(TEXTS) and remote["passages"] == local["passages"] > 1
+    assert remote["skipped_duplicates"] == local["skipped_duplicates"] == 3
+    assert [s["path"] for s in remote["skipped_files"]] == [s["path"] for s in local["skipped_files"]] == [str(docs / "c.pdf")]
+    assert texts_of(tmp_path / "ray") == texts_of(tmp_path / "local")  # the same records, ids, passages and offsets
     np.testing.assert_allclose(vectors(tmp_path / "ray"), vectors(tmp_path / "local"), atol=1e-5)
-    assert seen[-1] == len(TEXTS) and seen == sorted(seen)  # progress from the actors' chunks, in order
+    assert seen == sorted(seen) and len(set(seen)) > 3  # progress item by item, in order
     assert ray_cluster.is_initialized()  # a Ray this process started is left running
     hit = Searcher(tmp_path / "ray").search(["violins"], k=1, mode="dense")[0][0]
     assert hit.text == Searcher(tmp_path / "local").search(["violins"], k=1, mode="dense")[0][0].text
@@ -66,7 +86,7 @@ def test_ray_missing_is_named(monkeypatch):
 
     real = builtins.__import__
     monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name)) if name == "ray" else real(name, *a, **k))
-    with pytest.raises(EncodrError, match=r"--engine ray needs Ray; install it with pip install 'encodr\[ray\]'"):
+    with pytest.raises(EncodrError, match=r"--engine ray needs Ray Data; install it with pip install 'encodr\[ray\]'"):
         check_engine("ray", None)
 
 
@@ -84,14 +104,39 @@ def test_a_ray_actor_killed_mid_build_is_restarted_and_the_index_is_the_same(ray
     def kill_one_actor(event):  # in the driver, once the first chunk is back: SIGKILL one encoding actor's process
         if killed or not event.completed:
             return
-        actors = [p for p in psutil.process_iter(["cmdline"]) if any("EncodeActor" in part for part in (p.info["cmdline"] or []))]
+        actors = [p for p in psutil.process_iter(["cmdline"]) if any("EncodeRows" in part for part in (p.info["cmdline"] or []))]
         if actors:
             os.kill(actors[0].pid, signal.SIGKILL)
             killed.append(actors[0].pid)
 
     remote = build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", processes=2, window=5, progress=kill_one_actor)
-    assert killed and remote["count"] == local["count"] == len(TEXTS)  # Ray restarted the actor and reran its chunk: the build completed
+    assert killed and remote["count"] == local["count"] == len(TEXTS)  # Ray restarted the actor and reran its item: the build completed
     np.testing.assert_allclose(vectors(tmp_path / "ray"), vectors(tmp_path / "local"), atol=1e-5)
+
+
+def test_a_crashed_ray_build_reruns_only_the_unfinished_items(ray_cluster, tiny_model, tmp_path, monkeypatch):
+    from encodr.index import dataflow
+    from encodr.index.shards import shards_folder
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    local = build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng")
+
+    def crash(event):  # the driver dies once three items (15 texts) are stored as shards
+        if event.completed >= 15:
+            raise RuntimeError("the building process died")
+
+    with pytest.raises(RuntimeError, match="died"):
+        build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", window=5, progress=crash)
+    assert not (tmp_path / "ray").exists() and len(list(shards_folder(tmp_path / "ray").glob("*.npy"))) == 3
+    sent = []
+    real = dataflow._pipeline
+    monkeypatch.setattr(dataflow, "_pipeline", lambda ray, pending, *a: (sent.extend(i.n for i in pending), real(ray, pending, *a))[1])
+    again = build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", window=5)
+    assert sent == [3, 4, 5] and again["resumed"] == 15 and again["count"] == len(TEXTS)  # only the items not finished went to Ray
+    assert texts_of(tmp_path / "ray") == texts_of(tmp_path / "local")
+    np.testing.assert_allclose(vectors(tmp_path / "ray"), vectors(tmp_path / "local"), atol=1e-5)
+    assert not shards_folder(tmp_path / "ray").exists()
 
 
 def test_on_disk_blocks_added_in_ray_tasks_equal_blocks_added_here(ray_cluster, tiny_model, tmp_path, monkeypatch):
