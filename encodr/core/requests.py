@@ -208,8 +208,8 @@ class IndexRequest(Request):
     title_column: str | None = option(None, "CSV / TSV: the column that holds each document's title (default: 'title' when present).", fronts=CLI_TUI)
     processes: int = option(1, "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
                             ge=1, fronts=CLI_TUI)  # fmt: skip
-    engine: str = option("local", "local (this machine) | ray (encode on --processes Ray actors: a local Ray, or the cluster at --address; "
-                                  "pip install 'encodr[ray]').", fronts=CLI_TUI)  # fmt: skip
+    engine: str = option("local", "local (this machine) | ray (a Ray Data pipeline: files read on Ray tasks, encoded on --processes actors; "
+                                  "a local Ray, or the cluster at --address; pip install 'encodr[ray]').", fronts=CLI_TUI)  # fmt: skip
     address: str | None = option(None, "With --engine ray: the Ray cluster's address (e.g. ray://head:10001; default: RAY_ADDRESS, else a local Ray).",
                                  fronts=CLI_TUI)  # fmt: skip
 

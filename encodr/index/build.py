@@ -171,8 +171,8 @@ def build(
             in ``index.json``.
         processes: encode on this many processes (sentence-transformers' multi-process pool:
             one per GPU, ``cuda:0`` … ``cuda:N-1``, when CUDA is visible, else CPU processes
-            sharing the cores), or with ``engine`` ``ray`` this many Ray actors; this process
-            alone reads, deduplicates and writes.
+            sharing the cores), or with ``engine`` ``ray`` this many Ray Data encoder actors;
+            this process alone deduplicates and writes (and, locally, reads).
         window: texts read, deduplicated and encoded together.
         glob: in folders, read only the files whose name matches (``*.pdf``); default: every
             kind encodr reads (:func:`encodr.data.files.expand`).
@@ -184,7 +184,8 @@ def build(
             ``hnsw``, ``ivf``) or ``binary`` (sign bits searched by Hamming distance, the
             candidates rescored by int8 vectors kept on disk: 32× smaller in memory; ``flat``,
             which ``auto`` then means at any size); :mod:`~.quantized`. ``--add`` keeps the index's.
-        engine: ``local`` or ``ray`` (encode on ``processes`` Ray actors, :mod:`~.engines`).
+        engine: ``local`` or ``ray`` (read and split on Ray tasks, encode on ``processes`` Ray
+            actors: a Ray Data pipeline, :mod:`~.dataflow`).
         address: with ``ray``, the cluster's address (default: ``RAY_ADDRESS``, else a local Ray).
         dim: keep the first ``dim`` dimensions of each vector, renormalised (Matryoshka
             truncation, :meth:`~encodr.models.encoder.Encoder.truncate`): d·4 bytes a float
@@ -382,7 +383,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                 work = items(files, counts, spec.window, spec.found)
                 tokenizer = None if split is None else encoder.tokenizer.backend_tokenizer.to_str()
                 for item, records, vectors, skipped in ray_windows(work, shards, model_spec, encoder.fingerprint, backend, spec.processes, encoder.truncate_dim,
-                                                                   prompts["document"], tokenizer, room, lang, spec.layout, step):  # fmt: skip
+                                                                   prompts["document"], tokenizer, room, lang, spec.layout, step, spec.batch_size):  # fmt: skip
                     spec.skipped.extend(skipped)
                     row = {id(r): i for i, r in enumerate(records)}
                     fresh = ingest.fresh(records)

@@ -21,8 +21,8 @@ Work items are made by the building process from line counts: each file is cut i
 Only the building process writes: the shards come back through Ray's object store, so a
 cluster needs no shared file system for them, though every node must read the input paths (a
 shared or copied folder). Fault tolerance is Ray's: a killed actor is restarted and its item
-rerun (``max_restarts``/``max_task_retries`` −1), a read task is retried; encodr retries
-nothing itself. Unlike autofaiss and clip-retrieval, whose workers write embedding files that a
+rerun (Ray Data's actor pool sets ``max_restarts``/``max_task_retries`` −1), a read task is
+retried; encodr retries nothing itself. Unlike autofaiss and clip-retrieval, whose workers write embedding files that a
 second job indexes, this keeps one writer and one metadata store, at the cost of sending the
 vectors to the building process (4·d bytes a text).
 
@@ -77,7 +77,8 @@ def items(files: list[str], lines: list[int], window: int, found: list[str] = ()
             ranges = [(1, LAST)]
         else:
             ranges = [(first, first + window - 1) for first in range(1, max(1, count) + 1, window)]
-        out.extend(Item(len(out) + i, path, a, b, path in found) for i, (a, b) in enumerate(ranges))
+        base = len(out)
+        out.extend(Item(base + i, path, a, b, path in found) for i, (a, b) in enumerate(ranges))
     return out
 
 
@@ -112,19 +113,19 @@ class EncodeRows:
     """Ray Data actor (stage 2): one model, loaded once, adds each row's vectors (float32 bytes)
     and its fingerprint."""
 
-    def __init__(self, model: str, backend: str, dim: int | None, prompt: str):
+    def __init__(self, model: str, backend: str, dim: int | None, prompt: str, batch_size: int | None = None):
         from encodr.models import load_encoder
 
         self.encoder = load_encoder(model, backend=backend)
         self.encoder.truncate(dim)
-        self.prompt = prompt
+        self.prompt, self.batch_size = prompt, batch_size
         self.fingerprint = self.encoder.fingerprint
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         vectors = []
         for records in batch["records"]:
             texts = [r["text"] for r in json.loads(records)]
-            encoded = self.encoder.encode(texts, prompt=self.prompt) if texts else np.zeros((0, self.encoder.dimension), np.float32)
+            encoded = self.encoder.encode(texts, self.batch_size, prompt=self.prompt) if texts else np.zeros((0, self.encoder.dimension), np.float32)
             vectors.append(np.ascontiguousarray(encoded, dtype=np.float32).tobytes())
         n = len(batch["records"])
         return {**batch, "vectors": np.array(vectors, dtype=object), "fingerprint": np.array([self.fingerprint] * n, dtype=object)}
@@ -143,7 +144,7 @@ def _options(ray, actors: int) -> tuple[dict, float]:
 
 def ray_windows(work: list[Item], shards: Shards, model: str, fingerprint: str, backend: str, actors: int, dim: int | None, prompt: str,
                 tokenizer: str | None, room: int, lang: str | None, layout: Layout, on_row: Callable[[int], None] | None = None,
-                ) -> Iterator[tuple[Item, list[Record], np.ndarray, list[Skipped]]]:  # fmt: skip
+                batch_size: int | None = None) -> Iterator[tuple[Item, list[Record], np.ndarray, list[Skipped]]]:  # fmt: skip
     """Each item's records, vectors and skipped files, in the items' order: from its shard when a
     crashed build finished it, else through the Ray Data pipeline (module docstring) on the Ray
     this process is connected to, then kept as a shard.
@@ -159,6 +160,7 @@ def ray_windows(work: list[Item], shards: Shards, model: str, fingerprint: str, 
             whole texts.
         lang, layout: as :func:`~encodr.data.files.iter_records`.
         on_row: called with each item's record count as it arrives.
+        batch_size: texts per forward pass in the actors (default: the backend's).
 
     Yields:
         ``(item, records, float32 (len(records), d) vectors, skipped files)``.
@@ -170,7 +172,7 @@ def ray_windows(work: list[Item], shards: Shards, model: str, fingerprint: str, 
 
     done = {item.n: _finished(shards, item) for item in work}
     pending = [item for item in work if done[item.n] is None]
-    rows = _pipeline(ray, pending, model, backend, actors, dim, prompt, tokenizer, room, lang, layout) if pending else iter(())
+    rows = _pipeline(ray, pending, model, backend, actors, dim, prompt, tokenizer, room, lang, layout, batch_size) if pending else iter(())
     for item in work:
         if done[item.n] is not None:
             vectors, records = done[item.n]
@@ -205,7 +207,7 @@ def _finished(shards: Shards, item: Item) -> tuple[np.ndarray, list[Record]] | N
 
 
 def _pipeline(ray, pending: list[Item], model: str, backend: str, actors: int, dim: int | None, prompt: str, tokenizer: str | None,
-              room: int, lang: str | None, layout: Layout) -> Iterator[dict]:  # fmt: skip
+              room: int, lang: str | None, layout: Layout, batch_size: int | None = None) -> Iterator[dict]:  # fmt: skip
     """The rows of ``pending``'s items, in their order, from the Ray Data pipeline."""
     import ray.data
 
@@ -218,8 +220,9 @@ def _pipeline(ray, pending: list[Item], model: str, backend: str, actors: int, d
         actor, reader = _options(ray, actors)
         rows = ray.data.from_items([dataclasses.asdict(item) for item in pending], override_num_blocks=len(pending))
         rows = rows.map(read_item, fn_kwargs={"lang": lang, "tokenizer": tokenizer, "room": room, "layout": dataclasses.asdict(layout)}, num_cpus=reader)
-        rows = rows.map_batches(EncodeRows, fn_constructor_args=(model, backend, dim, prompt), batch_size=1, batch_format="numpy", concurrency=actors,
-                                max_restarts=-1, max_task_retries=-1, **actor)  # fmt: skip
+        # Ray Data's actor pool restarts a killed actor and reruns its item (its defaults: max_restarts, max_task_retries −1)
+        rows = rows.map_batches(EncodeRows, fn_constructor_args=(model, backend, dim, prompt, batch_size), batch_size=1, batch_format="numpy", concurrency=actors,
+                                **actor)  # fmt: skip
         yield from rows.iter_rows()
     finally:
         context.execution_options.preserve_order, context.enable_progress_bars = saved

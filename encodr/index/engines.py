@@ -75,6 +75,9 @@ def ray_session(address: str | None):
         address = address or os.environ.get("RAY_ADDRESS") or None
         if address is None:  # a local Ray of this process: its start-up notices are not the user's business
             logging.getLogger("ray").setLevel(logging.ERROR)
+        # the core worker's log lines (e.g. a warning on every Ray Data actor pool, Ray's issue #53727) are not
+        # the user's either: failures reach the build as exceptions; RAY_BACKEND_LOG_LEVEL set by the user wins
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
         try:
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      configure_logging=False)  # fmt: skip

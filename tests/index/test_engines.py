@@ -120,7 +120,7 @@ def test_a_crashed_ray_build_reruns_only_the_unfinished_items(ray_cluster, tiny_
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")
-    local = build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng")
+    build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng")
 
     def crash(event):  # the driver dies once three items (15 texts) are stored as shards
         if event.completed >= 15:
