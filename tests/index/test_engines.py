@@ -168,3 +168,19 @@ def test_on_disk_blocks_added_in_ray_tasks_equal_blocks_added_here(ray_cluster, 
     meta = build([str(tmp_path / "b.txt")], str(tiny_model), tmp_path / "idx", lang="eng", add=True, engine="ray")
     assert meta["count"] == 400 and meta["on_disk"] is True
     assert Searcher(tmp_path / "idx").search([lines[350]], k=1, mode="dense")[0][0].text == lines[350]
+
+
+@pytest.mark.parametrize("name, content, args, words", [
+    ("d.csv", "title,body\nA,first text\nB,second text\n", ["--text-column", "text"], "no column 'text' in its header (title, body)"),
+    ("d.jsonl", '{"_id": "1", "text": "fine"}\nnot json\n', [], "d.jsonl, line 2"),
+])  # fmt: skip
+def test_a_file_the_ray_workers_cannot_read_is_one_line_and_nothing_is_written(name, content, args, words, ray_cluster, tiny_model, tmp_path,
+                                                                                capsys, monkeypatch):  # fmt: skip
+    from encodr.index.shards import shards_folder
+
+    data = tmp_path / name
+    data.write_text(content)
+    out = tmp_path / "i"
+    code, _, err = run_cli(["index", str(data), "--model", str(tiny_model), "--out", str(out), "--engine", "ray", "--lang", "eng", *args], capsys, monkeypatch)
+    assert code == 2 and err.count("encodr: error:") == 1 and words in err.strip().splitlines()[-1] and "Traceback" not in err  # after the progress bar
+    assert not out.exists() and not list(shards_folder(out).glob("*.npy"))  # read on a worker, raised here: no index, no shard
