@@ -170,7 +170,8 @@ def ray_windows(work: list[Item], shards: Shards, model: str, fingerprint: str, 
     """
     import ray
 
-    done = {item.n: _finished(shards, item) for item in work}
+    keys = {item.n: item.key() for item in work}  # each file's stat, once
+    done = {item.n: _finished(shards, item.n, keys[item.n]) for item in work}
     pending = [item for item in work if done[item.n] is None]
     rows = _pipeline(ray, pending, model, backend, actors, dim, prompt, tokenizer, room, lang, layout, batch_size) if pending else iter(())
     for item in work:
@@ -187,20 +188,20 @@ def ray_windows(work: list[Item], shards: Shards, model: str, fingerprint: str, 
             raise EncodrError(f"a Ray actor loaded another model than this process for '{model}'; give a path every node has, or a Hub id")
         raw = json.loads(row["records"])
         vectors = np.frombuffer(row["vectors"], dtype=np.float32).reshape(len(raw), -1) if raw else np.zeros((0, 0), np.float32)
-        shards.put(item.n, item.key(), vectors, records=raw)
+        shards.put(item.n, keys[item.n], vectors, records=raw)
         if on_row is not None:
             on_row(len(raw))
         yield item, [Record(**r) for r in raw], vectors, [Skipped(p, reason) for p, reason in json.loads(row["skipped"])]
 
 
-def _finished(shards: Shards, item: Item) -> tuple[np.ndarray, list[Record]] | None:
-    """The vectors and records a crashed build kept for ``item``; None when either is missing,
-    damaged, or they do not match."""
-    vectors = shards.get(item.n, item.key())
+def _finished(shards: Shards, n: int, key: str) -> tuple[np.ndarray, list[Record]] | None:
+    """The vectors and records a crashed build kept for item ``n`` with :meth:`Item.key` ``key``;
+    None when either is missing, damaged, or they do not match."""
+    vectors = shards.get(n, key)
     if vectors is None:
         return None
     try:
-        records = [Record(**r) for r in shards.records(item.n, item.key())]
+        records = [Record(**r) for r in shards.records(n, key)]
     except (OSError, ValueError, TypeError):
         return None
     return (vectors, records) if len(records) == len(vectors) else None
