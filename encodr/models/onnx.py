@@ -53,9 +53,13 @@ TOKENIZER = "tokenizer.json"
 
 def export_dir(encoder: Encoder) -> Path:
     """``$ENCODR_HOME/onnx/<fingerprint>``: where this encoder's exports are cached."""
+    return _folder(encoder.fingerprint)
+
+
+def _folder(fingerprint: str) -> Path:
     from ..paths import home
 
-    return home() / "onnx" / encoder.fingerprint
+    return home() / "onnx" / fingerprint
 
 
 def _input_names(encoder: Encoder) -> list[str]:
@@ -219,9 +223,10 @@ def _remember(encoder: Encoder, key: str) -> None:
     file written atomically; a workspace that cannot be written only loses the shortcut)."""
     import json
 
-    folder = export_dir(encoder)
+    fingerprint = encoder.fingerprint  # reads every weight: once
+    folder = _folder(fingerprint)
     tok = encoder.tokenizer
-    record = {"fingerprint": encoder.fingerprint, "dimension": int(encoder.st.get_embedding_dimension()), "pooling": encoder.pooling,
+    record = {"fingerprint": fingerprint, "dimension": int(encoder.st.get_embedding_dimension()), "pooling": encoder.pooling,
               "max_seq_length": encoder.max_length, "prompts": dict(getattr(encoder.st, "prompts", None) or {}),
               "default_prompt_name": getattr(encoder.st, "default_prompt_name", None), "pad_token_id": tok.pad_token_id or 0,
               "pad_token_type_id": getattr(tok, "pad_token_type_id", 0) or 0, "padding_side": getattr(tok, "padding_side", "right")}  # fmt: skip
@@ -374,11 +379,9 @@ def exported_encoder(key: str, name: str, backend: str, full) -> ExportedEncoder
     """
     import json
 
-    from ..paths import home
-
     try:
         fingerprint = json.loads(_source(key).read_text(encoding="utf-8"))["export"]
-        folder = home() / "onnx" / fingerprint
+        folder = _folder(fingerprint)
         record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
