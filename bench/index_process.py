@@ -10,7 +10,8 @@ interleaved within each round so drifting machine load hits all of them; the med
 - ``sentence-transformers script``: ``SentenceTransformer(path, device="cpu").encode(texts,
   normalize_embeddings=True)`` on the file's lines, the vectors saved with ``np.save`` — the
   anchor;
-- ``encodr index --backend B`` for each ``--backends`` B, with no ``--lang`` (the default:
+- ``encodr index --backend B`` for each ``--backends`` B (``auto``: the default, ``torch-bf16`` on a
+  CPU with AVX512-BF16 or AMX, else ``torch``; ``torch``: float32), with no ``--lang`` (the default:
   languages detected), into a fresh folder (the ONNX export is made once before the timings,
   by loading the model with that backend: a first use's cost, not every build's; later loads
   open the export without torch, :class:`encodr.models.onnx.ExportedEncoder`).
@@ -59,7 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--texts", type=int, default=5000)
-    parser.add_argument("--backends", nargs="+", default=["torch", "onnx-int8"])
+    parser.add_argument("--backends", nargs="+", default=["auto", "torch", "onnx-int8"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tag", default="", help="a label stored with the rows (e.g. before / after a change)")
     parser.add_argument("--before", type=Path, default=None, help="another encodr checkout whose rows run in the same rounds")

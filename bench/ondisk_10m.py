@@ -201,9 +201,9 @@ def stage_build(args) -> dict:
 
             ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
             with ray_adding(None) as add_blocks:
-                add_on_disk(index, shards, folder, write_faiss, block=SHARD, add_blocks=add_blocks)
+                index = add_on_disk(index, shards, folder, write_faiss, block=SHARD, add_blocks=add_blocks)
         else:
-            add_on_disk(index, shards, folder, write_faiss, block=SHARD)
+            index = add_on_disk(index, shards, folder, write_faiss, block=SHARD)
         t2 = time.perf_counter()
         write_faiss(index, folder / VECTORS_FILE)
         t3 = time.perf_counter()

@@ -197,7 +197,8 @@ class IndexRequest(Request):
     pcr_variant: str | None = option(None, "With --pcr: centred (PCA of the covariance) | uncentred (CMLM §5.2: first singular vector; the default).", fronts=CLI_TUI)
     lang: str | None = option(None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).", fronts=CLI_TUI)
     batch_size: int | None = option(None, "Texts per forward pass (default: per backend and device).", ge=1, fronts=CLI_TUI)
-    backend: str = option("torch", BACKEND_HELP, fronts=CLI_TUI)
+    backend: str = option("auto", "auto | " + BACKEND_HELP + " auto (the default): torch-bf16 on a CPU with AVX512-BF16 or AMX, where its "
+                                  "quality equals float32's, else torch; with --add, the index's own.", fronts=CLI_TUI)  # fmt: skip
     glob: str | None = option(None, "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).", fronts=CLI_TUI)
     whole: bool = option(False, "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.", fronts=CLI_TUI)
     documents: bool = option(False, "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "

@@ -21,13 +21,13 @@ from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages
 from ..data.files import DOCUMENT_SUFFIXES, Skipped, expand, iter_records, passage_splitter
 from ..data.records import Layout, Record, read_records
 from ..errors import EncodrError
-from ..models.encoder import Encoder, check_backend
+from ..models.encoder import AUTO_BACKEND, Encoder, check_backend, choose_backend
 from ..models.pcr import DEFAULT_VARIANT, POOLED, check_variant, fit_and_remove, remove_per_language
 from ..outputs import check_target, errno_in, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
 from .quantized import QUANTIZE, RESCORE_FILE, BinaryRescored
 from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES, INDEX_TYPES, PQ_BYTES, TRAIN_PER_LIST, TRAIN_SAMPLE, META_FILE, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, Index, locate
-from .ondisk import ONDISK_FILE, add_on_disk, extend_trained
+from .ondisk import ONDISK_FILE, RefinedOnDisk, add_on_disk, extend_trained
 from .shards import Shards, digest, shards_folder
 from .texts import TextStore
 from .dataflow import items, ray_windows
@@ -111,7 +111,7 @@ def build(
     batch_size: int | None = None,
     progress: ProgressFn = silent,
     pcr_variant: str = DEFAULT_VARIANT,
-    backend: str = "torch",
+    backend: str = "auto",
     processes: int = 1,
     window: int = WINDOW,
     glob: str | None = None,
@@ -167,8 +167,10 @@ def build(
         batch_size: texts per forward pass (default: the encoder's, per backend and device).
         progress: receives ``ProgressEvent("indexing", lines done, lines in all)``: first with
             0 once the inputs are checked and the model is loaded, then after each batch.
-        backend: ``torch``, ``onnx`` or ``onnx-int8`` (:mod:`encodr.models.onnx`); recorded
-            in ``index.json``.
+        backend: ``torch``, ``torch-bf16``, ``onnx`` or ``onnx-int8`` (:mod:`encodr.models.onnx`),
+            or ``auto`` (:func:`~encodr.models.encoder.choose_backend`: ``torch-bf16`` on a CPU
+            with native bfloat16 products, else ``torch``; with ``add``, the index's own);
+            the one used is recorded in ``index.json``, and search encodes queries with it.
         processes: encode on this many processes (sentence-transformers' multi-process pool:
             one per GPU, ``cuda:0`` … ``cuda:N-1``, when CUDA is visible, else CPU processes
             sharing the cores), or with ``engine`` ``ray`` this many Ray Data encoder actors;
@@ -224,11 +226,11 @@ def build(
     out = locate(out) if add else Path(out)
     if index_type not in INDEX_TYPES:
         raise EncodrError(f"unknown index type '{index_type}'; choose one of {', '.join(INDEX_TYPES)}")
-    check_backend(backend)  # before the lock file and any work
+    check_backend(backend, auto=True)  # before the lock file and any work
     if processes < 1:
         raise EncodrError(f"--processes {processes}: give 1 or more")
     check_engine(engine, address)
-    if processes > 1 and backend != "torch" and engine == "local":
+    if processes > 1 and backend not in ("torch", AUTO_BACKEND) and engine == "local":
         raise EncodrError(f"--processes works with --backend torch (sentence-transformers' pool runs its own float32 pass; onnxruntime "
                           f"already uses every core): drop --processes for {backend}")  # fmt: skip
     if not files:
@@ -331,11 +333,31 @@ def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
             old.close()  # release the old generation before the sweep (if not already)
 
 
+def _backend(spec: IndexSpec, old: Index | None) -> str:
+    """The backend this build encodes with: ``spec.backend``, or for ``auto`` the index's own with
+    ``--add`` (its vectors and its queries stay on one backend), else :func:`choose_backend` for
+    the device this process encodes on — ``torch`` for several processes (sentence-transformers'
+    pool runs its own float32 pass), for Ray (the actors' machines are not this one) and for
+    a ready-made :class:`Encoder` (its own)."""
+    if spec.backend != AUTO_BACKEND:
+        return spec.backend
+    if isinstance(spec.model, Encoder):
+        return spec.model.backend
+    if old is not None:
+        return old.meta.get("backend", "torch")
+    if spec.processes > 1 or spec.engine != "local":
+        return "torch"
+    from ..models import pick_device
+
+    return choose_backend(AUTO_BACKEND, pick_device())
+
+
 def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) -> dict:
     """Write the new generation of ``spec.out`` (from ``old``'s, with ``--add``) and make it current."""
     from ..models import load_encoder
 
-    files, model, out, backend, lang = spec.files, spec.model, spec.out, spec.backend, spec.lang
+    files, model, out, lang = spec.files, spec.model, spec.out, spec.lang
+    backend = _backend(spec, old)
 
     if old is not None:
         encoder = load_encoder(model or old.meta["model"], backend=backend)
@@ -459,8 +481,9 @@ def _check_matryoshka(encoder: Encoder, warn: Callable[[str], None]) -> None:
 
 
 def write_faiss(index, path: Path) -> None:
-    """``faiss.write_index``, its write errors (a full disk…) raised as ``OSError`` with the
-    file named, like every other write of a build.
+    """``faiss.write_index`` (or the index's own ``write``: :class:`~.quantized.BinaryRescored`,
+    :class:`~.ondisk.RefinedOnDisk`), its write errors (a full disk…) raised as ``OSError`` with the file
+    named, like every other write of a build.
 
     Raises:
         OSError: FAISS could not write ``path`` (``errno`` from its message when it names one).
@@ -470,7 +493,7 @@ def write_faiss(index, path: Path) -> None:
     import faiss
 
     try:
-        index.write(path) if isinstance(index, BinaryRescored) else faiss.write_index(index, str(path))
+        index.write(path) if isinstance(index, (BinaryRescored, RefinedOnDisk)) else faiss.write_index(index, str(path))
     except RuntimeError as exc:
         code = errno_in(str(exc)) or errno.EIO
         raise OSError(code, os.strerror(code), str(path)) from None
@@ -647,7 +670,8 @@ def _extended(tmp: Path, ingest: _Ingest, old: Index, add_blocks=None):
     merged into ``tmp``'s own list file (:func:`~.ondisk.add_on_disk`, ``add_blocks`` as there):
     the old generation's files are only read."""
     vectors = ingest.raw_vectors()
-    index = add_on_disk(extend_trained(old.folder / VECTORS_FILE), vectors, tmp, write_faiss, old=old.faiss, add_blocks=add_blocks)
+    index = add_on_disk(extend_trained(old.folder / VECTORS_FILE), vectors, tmp, write_faiss, old=old.faiss, add_blocks=add_blocks,
+                        old_file=old.folder / VECTORS_FILE)  # fmt: skip
     del vectors
     return index
 
@@ -672,8 +696,9 @@ def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lan
         raise EncodrError(f"--index-type ivfpq needs at least 10,000 texts to train its quantisers (this corpus has {n:,}); use flat or hnsw")
     sample = training_sample(vectors) if kind.startswith("ivf") or quantize != "none" else None
     index = _new_faiss(kind, dim, n, sample, quantize)
+    del sample  # trained: the sample is not held while the vectors are added
     if on_disk:
-        add_on_disk(index, vectors, tmp, write_faiss, add_blocks=add_blocks)
+        index = add_on_disk(index, vectors, tmp, write_faiss, add_blocks=add_blocks)
     else:
         for start in range(0, n, 10_000):
             index.add(np.ascontiguousarray(vectors[start : start + 10_000]))

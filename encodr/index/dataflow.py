@@ -197,14 +197,7 @@ def ray_windows(work: list[Item], shards: Shards, model: str, fingerprint: str, 
 def _finished(shards: Shards, n: int, key: str) -> tuple[np.ndarray, list[Record]] | None:
     """The vectors and records a crashed build kept for item ``n`` with :meth:`Item.key` ``key``;
     None when either is missing, damaged, or they do not match."""
-    vectors = shards.get(n, key)
-    if vectors is None:
-        return None
-    try:
-        records = [Record(**r) for r in shards.records(n, key)]
-    except (OSError, ValueError, TypeError):
-        return None
-    return (vectors, records) if len(records) == len(vectors) else None
+    return shards.get_with_records(n, key, lambda raw: [Record(**r) for r in raw])
 
 
 def _pipeline(ray, pending: list[Item], model: str, backend: str, actors: int, dim: int | None, prompt: str, tokenizer: str | None,

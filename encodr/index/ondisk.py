@@ -6,9 +6,10 @@ quantisers, same vectors, same ids, so the same lists in the same order), while 
 needs is bounded by the coarse centroids (nlist × d × 4 bytes), one block of vectors while it is
 built, and the lists a query visits while it searches (``nprobe`` of ``nlist``), which the OS pages
 in from ``lists.ivfdata`` and may drop again. With ``ivfpq``, the 8-bit copy of each vector that
-re-ranks the PQ candidates (``Refine(SQ8)``, d bytes a vector) stays in ``vectors.faiss`` and is
-memory-mapped on search like any flat index's codes, but is held in memory while the index is
-built: there the bound is d bytes a vector on top of the block (``bench/ondisk_10m.py``).
+re-ranks the PQ candidates (``Refine(SQ8)``, d bytes a vector) is written block by block to a file
+while the index is built (:class:`RefineCodes`) and streamed into ``vectors.faiss`` at the end
+(:meth:`RefinedOnDisk.write`), where searches memory-map it like any flat index's codes: it is never held
+in memory, neither when built nor when searched, nor by ``--add`` (``bench/ondisk_10m.py``).
 
 As FAISS's wiki ("Indexes that do not fit in RAM") and autofaiss do: train once on a sample, add
 each block of vectors to a copy of the trained index and write it, then merge the blocks' lists
@@ -29,17 +30,123 @@ from typing import Callable
 import numpy as np
 
 ONDISK_FILE = "lists.ivfdata"
+REFINE_FILE = "refine.codes"  # while an on-disk IVF-PQ index is built: its re-ranking codes, until write_index streams them in
 BLOCK = 1_000_000  # vectors added to one copy of the trained index before it is written
+COPY = 64 << 20  # bytes a stream of codes copies at a time
+
+
+class RefineCodes:
+    """The 8-bit re-ranking codes of an on-disk ``IndexRefine`` (``IVF…,PQ…,Refine(SQ8)``) being
+    built, in a file instead of in memory.
+
+    Guarantee: the file holds, row after row, exactly the codes ``refine_index.add`` would have
+    appended to the index's memory (``sa_encode`` of the same trained scalar quantiser, in the
+    order the vectors were added, after the codes of the generation extended with ``--add``), and
+    :meth:`RefinedOnDisk.write` writes the index with them in the byte layout ``faiss.write_index`` gives
+    the same index built in memory (a test compares the bytes). FAISS can neither write an index
+    from codes it does not hold nor append to a memory-mapped ``IndexFlatCodes``; the rest of the
+    file (quantisers, list offsets, ``k_factor``) is still FAISS's own serialisation.
+
+    Args:
+        trained: the ``IndexRefine``; its refine index must hold no codes (:func:`extend_trained`
+            empties it).
+        path: the file to write (:data:`REFINE_FILE` in the generation's folder).
+        old: with ``--add``, the old generation's ``vectors.faiss`` and its number of vectors: its
+            codes are copied first, read from the end of that file.
+
+    Attributes:
+        rows: the codes written so far.
+
+    Raises:
+        OSError: the file cannot be written, or ``old``'s codes are not where FAISS's layout puts them.
+    """
+
+    def __init__(self, trained, path: Path, old: tuple[Path, int] | None = None):
+        import faiss
+
+        self.refine = faiss.downcast_index(trained.refine_index)
+        self.path, self.rows = Path(path), 0
+        self.handle = open(self.path, "wb")
+        if old is not None:
+            self._copy_old(*old)
+
+    def _copy_old(self, file: Path, rows: int) -> None:
+        size = rows * self.refine.code_size
+        with open(file, "rb") as f:
+            start = f.seek(0, os.SEEK_END) - 4 - size  # …, uint64 byte count, the codes, float32 k_factor (FAISS's IndexRefine layout)
+            f.seek(start - 8)
+            if start < 8 or int(np.frombuffer(f.read(8), dtype=np.uint64)[0]) != size:
+                raise OSError(errno.EINVAL, f"the re-ranking codes of {rows:,} vectors are not at the end of the file; rebuild the index", str(file))
+            while size:
+                chunk = f.read(min(COPY, size))
+                self.handle.write(chunk)
+                size -= len(chunk)
+        self.rows = rows
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Append the codes of (n, d) float32 ``vectors``."""
+        self.handle.write(self.refine.sa_encode(vectors).tobytes())
+        self.rows += len(vectors)
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+class RefinedOnDisk:
+    """What :func:`add_on_disk` returns for an ``IndexRefine``: the index (lists on disk, refine
+    index empty) and its :class:`RefineCodes`, to be written with :meth:`write`. It is not searched
+    in memory (it holds no codes to re-rank with): search the file it writes.
+
+    Attributes:
+        index: the FAISS ``IndexRefine``. codes: its :class:`RefineCodes`. ntotal: its vectors.
+    """
+
+    def __init__(self, index, codes: RefineCodes):
+        self.index, self.codes = index, codes
+
+    @property
+    def ntotal(self) -> int:
+        return int(self.index.ntotal)
+
+    def write(self, path: Path) -> None:
+        """Write ``faiss.write_index``'s bytes for the index with its codes to ``path``, the codes
+        streamed from their file (then removed) instead of serialised from memory.
+
+        Raises:
+            RuntimeError: FAISS cannot serialise the index. OSError: ``path`` cannot be written.
+        """
+        import faiss
+
+        refine = faiss.downcast_index(self.index.refine_index)
+        refine.ntotal = self.codes.rows  # the header says how many codes follow; the codes vector itself stays empty
+        try:
+            head = faiss.serialize_index(self.index)
+        finally:
+            refine.ntotal = 0  # never searched in memory with codes it does not hold
+        if int(head[-12:-4].view(np.uint64)[0]) != 0:
+            raise RuntimeError("unexpected FAISS layout: the refine codes are not serialised last")
+        try:
+            with open(path, "wb") as out, open(self.codes.path, "rb") as f:
+                out.write(head[:-12].tobytes())
+                out.write(np.uint64(self.codes.rows * refine.code_size).tobytes())
+                while chunk := f.read(COPY):
+                    out.write(chunk)
+                out.write(head[-4:].tobytes())  # k_factor
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        self.codes.path.unlink()
 
 
 def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[object, Path], None], block: int | None = None, old=None,
-                add_blocks: Callable | None = None):  # fmt: skip
+                add_blocks: Callable | None = None, old_file: Path | None = None):  # fmt: skip
     """Fill the trained, empty IVF index ``trained`` with ``vectors`` (after the vectors of
     ``old``, with ``--add``), its inverted lists in ``folder / ONDISK_FILE``.
 
     Args:
         trained: a trained FAISS IVF index (IVFFlat, IVFScalarQuantizer, IVFPQ), or an
-            ``IndexRefine`` around one (its refine codes are added in memory, in order).
+            ``IndexRefine`` around one, whose refine index holds no codes: the codes go to
+            ``folder / REFINE_FILE`` (:class:`RefineCodes`), and a :class:`RefinedOnDisk` is
+            returned.
         vectors: (n, d) float32, a NumPy array or memmap; row i gets id i (``first + i``
             after ``old``'s ``first`` vectors).
         folder: where the list file and the blocks (removed once merged) are written.
@@ -52,9 +159,12 @@ def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[obj
         old: an on-disk index with the same quantisers (:func:`extend_trained` made
             ``trained`` from it): its lists come first in each merged list, read from its own
             memory-mapped file, which is left as it was.
+        old_file: ``old``'s ``vectors.faiss``, when ``trained`` is an ``IndexRefine`` (its
+            re-ranking codes are copied from there).
 
     Returns:
-        ``trained``, holding ``old``'s vectors and n more, its lists on disk.
+        ``trained``, holding ``old``'s vectors and n more, its lists on disk; for an
+        ``IndexRefine``, a :class:`RefinedOnDisk` around it (write it with its ``write``).
 
     Raises:
         OSError: a block or the list file cannot be written (full disk…), naming the file.
@@ -62,15 +172,17 @@ def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[obj
     import faiss
 
     ivf = faiss.extract_index_ivf(trained)
-    refined = isinstance(trained, faiss.IndexRefine)
     first = 0 if old is None else int(old.ntotal)
     block = block or BLOCK
+    codes = None
+    if isinstance(trained, faiss.IndexRefine):  # its re-ranking codes go to a file, in the order of adding (they are the refine ids)
+        codes = RefineCodes(trained, folder / REFINE_FILE, (Path(old_file), first) if old is not None else None)
 
     def blocks():
         for start in range(0, len(vectors), block):
             chunk = np.ascontiguousarray(vectors[start : start + block], dtype=np.float32)
-            if refined:  # IndexRefine: the refine index is flat, its ids are the order of adding
-                faiss.downcast_index(trained.refine_index).add(chunk)
+            if codes is not None:
+                codes.add(chunk)
             yield first + start, chunk
 
     parts = []
@@ -88,6 +200,13 @@ def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[obj
     finally:
         for path in parts:
             path.unlink(missing_ok=True)
+        if codes is not None:
+            codes.close()
+    if codes is not None:
+        trained.ntotal = ntotal = first + len(vectors)
+        if codes.rows != ntotal:
+            raise OSError(errno.EIO, f"{codes.rows:,} re-ranking codes for {ntotal:,} vectors", str(codes.path))
+        return RefinedOnDisk(trained, codes)
     return trained
 
 
@@ -126,15 +245,25 @@ def _merge(trained, lists: list, parts: list[Path], target: Path) -> None:
 def extend_trained(path: Path):
     """The trained quantisers of the on-disk index at ``path`` (``vectors.faiss``) with empty
     lists in memory, ready for :func:`add_on_disk` ``(…, old=the index)``; an ``IndexRefine``
-    keeps its refine codes (read into memory, d bytes a vector), to which the new ones are added."""
+    gets an empty refine index with the same trained scalar quantiser, and :class:`RefineCodes`
+    copies the old codes from ``path`` (``add_on_disk(…, old_file=path)``; they are only
+    memory-mapped here, never read in)."""
     import faiss
 
-    index = faiss.read_index(str(path), faiss.IO_FLAG_SKIP_IVF_DATA)
+    index = faiss.read_index(str(path), faiss.IO_FLAG_SKIP_IVF_DATA | faiss.IO_FLAG_MMAP_IFC)
     ivf = faiss.extract_index_ivf(index)
     empty = faiss.ArrayInvertedLists(ivf.nlist, ivf.code_size)
     ivf.replace_invlists(empty, True)
     empty.this.disown()  # the index owns its lists now
     ivf.ntotal = 0
+    if isinstance(index, faiss.IndexRefine):
+        mapped = faiss.downcast_index(index.refine_index)
+        refine = faiss.IndexScalarQuantizer(mapped.d, mapped.sq.qtype, mapped.metric_type)
+        refine.sq = mapped.sq  # the trained ranges, copied
+        refine.is_trained = True
+        index.refine_index = refine  # the mapped one is left to the process's end: FAISS frees an IndexRefine's refine index, not a replaced one
+        refine.this.disown()  # the index owns it now (own_refine_index, as read)
+        index.ntotal = 0
     return index
 
 

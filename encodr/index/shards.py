@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -72,18 +73,39 @@ class Shards:
     def _path(self, n: int, window_digest: str) -> Path:
         return self.folder / f"{n:06d}-{window_digest}.npy"
 
-    def get(self, n: int, window_digest: str) -> np.ndarray | None:
-        """The vectors of window ``n`` when a shard of exactly these texts exists: float32 (N, d);
-        else None (a damaged shard counts as missing)."""
+    def _vectors(self, n: int, window_digest: str) -> np.ndarray | None:
         path = self._path(n, window_digest)
         if not path.exists():
             return None
         try:
-            vectors = np.load(path)
+            return np.load(path)
         except (OSError, ValueError):
             return None
-        self.reused += len(vectors)
+
+    def get(self, n: int, window_digest: str) -> np.ndarray | None:
+        """The vectors of window ``n`` when a shard of exactly these texts exists: float32 (N, d);
+        else None (a damaged shard counts as missing). Counted in ``reused`` when found."""
+        vectors = self._vectors(n, window_digest)
+        if vectors is not None:
+            self.reused += len(vectors)
         return vectors
+
+    def get_with_records(self, n: int, window_digest: str, parse: Callable[[list[dict]], list] = list) -> tuple[np.ndarray, list] | None:
+        """The vectors of window ``n`` and ``parse`` of the records :meth:`put` kept beside them:
+        (float32 (N, d), N items), when both exist, can be read and parsed (``parse`` may raise
+        ``ValueError`` or ``TypeError``) and are as many; else None, and nothing is counted in
+        ``reused`` (the window is encoded again)."""
+        vectors = self._vectors(n, window_digest)
+        if vectors is None:
+            return None
+        try:
+            records = parse(json.loads(self._path(n, window_digest).with_suffix(".json").read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            return None
+        if len(records) != len(vectors):
+            return None
+        self.reused += len(vectors)
+        return vectors, records
 
     def put(self, n: int, window_digest: str, vectors: np.ndarray, records: list[dict] | None = None) -> None:
         """Keep the float32 (N, d) vectors of window ``n`` (and its N ``records``, JSON-ready,
@@ -100,14 +122,6 @@ class Shards:
         with open(tmp, "wb") as handle:
             np.save(handle, np.asarray(vectors, dtype=np.float32))
         os.replace(tmp, path)
-
-    def records(self, n: int, window_digest: str) -> list[dict]:
-        """The records :meth:`put` kept beside window ``n``'s vectors.
-
-        Raises:
-            OSError, ValueError: they cannot be read.
-        """
-        return json.loads(self._path(n, window_digest).with_suffix(".json").read_text(encoding="utf-8"))
 
     @staticmethod
     def finished(folder: Path) -> int:

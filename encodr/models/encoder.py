@@ -20,6 +20,7 @@ from .device import pick_device  # noqa: F401  (re-exported: models.cross and mo
 from .resolution import ModelRef, resolve  # noqa: F401  (re-exported)
 
 BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
+AUTO_BACKEND = "auto"  # encodr index's default: torch-bf16 where the CPU multiplies bfloat16 natively, else torch (choose_backend)
 POOLINGS = ("auto", "cls", "mean")  # --pooling: auto keeps the model's own pooling (a raw MLM: RAW_POOLINGS' choice)
 RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no pooling
 # Texts per forward pass by (backend, device type), chosen with bench/encode_speed.py --batch-sizes
@@ -407,7 +408,40 @@ class Encoder:
         self.st.save(str(path))
 
 
-def check_backend(backend: str) -> None:
-    """Raises EncodrError (naming the choices) unless ``backend`` is one of :data:`BACKENDS`."""
-    if backend not in BACKENDS:
-        raise EncodrError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+def check_backend(backend: str, auto: bool = False) -> None:
+    """Raises EncodrError (naming the choices) unless ``backend`` is one of :data:`BACKENDS`
+    (or :data:`AUTO_BACKEND`, where ``auto`` allows it)."""
+    choices = BACKENDS + ((AUTO_BACKEND,) if auto else ())
+    if backend not in choices:
+        raise EncodrError(f"unknown backend '{backend}'; choose one of {', '.join(choices)}")
+
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # Linux CPU flags of native bfloat16 matrix products (AVX512-BF16, AMX)
+
+
+def cpu_has_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively: one of :data:`BF16_FLAGS` among
+    the ``flags`` of ``cpuinfo`` (Linux's ``/proc/cpuinfo``). False where it cannot be read
+    (another OS): without these instructions oneDNN emulates bfloat16 and ``torch-bf16`` is
+    several times slower than float32 (the README's "CPU precision")."""
+    try:
+        text = Path(cpuinfo).read_text(errors="replace")
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return any(flag in flags for flag in BF16_FLAGS)
+
+
+def choose_backend(backend: str, device: str, has_bf16: Callable[[], bool] | None = None) -> str:
+    """The backend ``auto`` stands for (any other ``backend`` is returned as it is).
+
+    ``auto`` is ``torch-bf16`` on a CPU (``device`` ``cpu``) with native bfloat16 products
+    (``has_bf16``, default :func:`cpu_has_bf16`), where its vectors were measured equal in quality to float32's
+    (STS-B dev and test, SciFact nDCG@10, within 0.02; ``bench/cpu_precision.py``) and it
+    encodes faster; ``torch`` (float32, the vectors ``SentenceTransformer.encode`` gives)
+    anywhere else: on a GPU, and on a CPU that would emulate bfloat16. The issue's rule for
+    adopting bf16: quality within 0.5 on STS-B and SciFact nDCG@10.
+    """
+    if backend != AUTO_BACKEND:
+        return backend
+    return "torch-bf16" if str(device).startswith("cpu") and (has_bf16 or cpu_has_bf16)() else "torch"

@@ -56,7 +56,7 @@ class IndexPane(Vertical):
         with Horizontal(classes="row"):
             yield Select([(t, t) for t in INDEX_TYPES], value="auto", allow_blank=False, id="index-type")
             yield Select([(f"vectors: {q}", q) for q in QUANTIZE], value="none", allow_blank=False, id="index-quantize")
-            yield Select([(b, b) for b in BACKENDS], value="torch", allow_blank=False, id="index-backend")
+            yield Select([(b, b) for b in ("auto", *BACKENDS)], value="auto", allow_blank=False, id="index-backend")  # auto: IndexRequest's default
             yield Checkbox("--pcr", id="index-pcr")
             yield Select([(v, v) for v in PCR_VARIANTS], prompt="PCR variant", id="index-pcr-variant")
             yield Checkbox("IVF lists on disk", id="index-on-disk")

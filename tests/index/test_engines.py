@@ -50,7 +50,7 @@ def texts_of(path) -> list[tuple]:
 
 def test_a_ray_build_equals_a_local_one_with_two_actors_on_one_cpu(ray_cluster, tiny_model, tmp_path):
     docs = folder_of_files(tmp_path)
-    local = build([str(docs)], str(tiny_model), tmp_path / "local", lang="eng")
+    local = build([str(docs)], str(tiny_model), tmp_path / "local", lang="eng", backend="torch")  # what auto is for Ray (its machines are not this one)
     seen = []
     remote = build([str(docs)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", processes=2, window=7,
                    progress=lambda e: seen.append(e.completed))  # fmt: skip
@@ -98,7 +98,7 @@ def test_a_ray_actor_killed_mid_build_is_restarted_and_the_index_is_the_same(ray
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")
-    local = build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng")
+    local = build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng", backend="torch")
     killed = []
 
     def kill_one_actor(event):  # in the driver, once the first chunk is back: SIGKILL one encoding actor's process
@@ -120,7 +120,7 @@ def test_a_crashed_ray_build_reruns_only_the_unfinished_items(ray_cluster, tiny_
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")
-    build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng")
+    build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng", backend="torch")
 
     def crash(event):  # the driver dies once three items (15 texts) are stored as shards
         if event.completed >= 15:
@@ -129,11 +129,12 @@ def test_a_crashed_ray_build_reruns_only_the_unfinished_items(ray_cluster, tiny_
     with pytest.raises(RuntimeError, match="died"):
         build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", window=5, progress=crash)
     assert not (tmp_path / "ray").exists() and len(list(shards_folder(tmp_path / "ray").glob("*.npy"))) == 3
+    sorted(shards_folder(tmp_path / "ray").glob("000001-*.json"))[0].write_text("{damaged")  # item 1's records: its vectors alone are not reused
     sent = []
     real = dataflow._pipeline
     monkeypatch.setattr(dataflow, "_pipeline", lambda ray, pending, *a: (sent.extend(i.n for i in pending), real(ray, pending, *a))[1])
     again = build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", window=5)
-    assert sent == [3, 4, 5] and again["resumed"] == 15 and again["count"] == len(TEXTS)  # only the items not finished went to Ray
+    assert sent == [1, 3, 4, 5] and again["resumed"] == 10 and again["count"] == len(TEXTS)  # only the items not finished went to Ray
     assert texts_of(tmp_path / "ray") == texts_of(tmp_path / "local")
     np.testing.assert_allclose(vectors(tmp_path / "ray"), vectors(tmp_path / "local"), atol=1e-5)
     assert not shards_folder(tmp_path / "ray").exists()

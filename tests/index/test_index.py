@@ -297,7 +297,7 @@ def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_sa
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")  # 30 texts: windows of 8, 8, 8, 6
-    build([str(corpus)], str(tiny_model), tmp_path / "clean", window=8)
+    build([str(corpus)], str(tiny_model), tmp_path / "clean", window=8, backend="torch")  # the encoder below is torch's
     encoder, calls = load_encoder(str(tiny_model)), []
     real = encoder.encode
 
@@ -358,6 +358,47 @@ def test_on_disk_ivf_lists_find_what_the_in_memory_index_finds(tmp_path, tiny_mo
         assert code == 2 and words in err and not (tmp_path / "x").exists()
 
 
+def test_an_on_disk_ivfpq_build_streams_its_re_ranking_codes_and_finds_what_the_in_memory_index_finds(tmp_path):
+    import faiss
+
+    from encodr.index import ondisk
+    from encodr.index.build import write_faiss
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5000, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    trained = faiss.index_factory(32, "IVF16,PQ4x8,Refine(SQ8)", faiss.METRIC_INNER_PRODUCT)
+    trained.train(x[:4000])
+    memory = faiss.clone_index(trained)
+    memory.add(x)  # the reference: everything in memory
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    built = ondisk.add_on_disk(faiss.clone_index(trained), x[:4000], first, write_faiss, block=900)
+    assert built.ntotal == 4000 and faiss.downcast_index(built.index.refine_index).ntotal == 0  # no code was held in memory
+    write_faiss(built, first / "vectors.faiss")
+    assert not (first / ondisk.REFINE_FILE).exists()  # streamed into vectors.faiss, then removed
+    data = (first / "vectors.faiss").read_bytes()
+    assert faiss.serialize_index(faiss.read_index(str(first / "vectors.faiss"))).tobytes() == data  # FAISS's own layout, byte for byte
+    old = ondisk.read_on_disk(first / "vectors.faiss", faiss.IO_FLAG_MMAP_IFC)
+    extended = ondisk.add_on_disk(ondisk.extend_trained(first / "vectors.faiss"), x[4000:], second, write_faiss, block=600, old=old,
+                                  old_file=first / "vectors.faiss")  # fmt: skip  (--add)
+    write_faiss(extended, second / "vectors.faiss")
+    assert (first / "vectors.faiss").read_bytes() == data  # the old generation is only read
+    opened = ondisk.read_on_disk(second / "vectors.faiss", faiss.IO_FLAG_MMAP_IFC)
+    read = faiss.read_index(str(second / "vectors.faiss"))
+    codes = faiss.vector_to_array(faiss.downcast_index(read.refine_index).codes)
+    assert np.array_equal(codes.reshape(5000, -1), faiss.downcast_index(memory.refine_index).sa_encode(x))  # the old codes, then the new
+    params = faiss.SearchParametersIVF(nprobe=8)
+    q = x[::50] + 0.01
+    for index in (opened, memory):
+        index.k_factor = 4
+    expected, got = memory.search(q, 10, params=faiss.IndexRefineSearchParameters(k_factor=4, base_index_params=params)), \
+        opened.search(q, 10, params=faiss.IndexRefineSearchParameters(k_factor=4, base_index_params=params))  # fmt: skip
+    assert np.array_equal(expected[1], got[1]) and np.allclose(expected[0], got[0], atol=1e-6)
+    with pytest.raises(OSError, match="re-ranking codes of 9 vectors are not at the end of the file"):
+        ondisk.RefineCodes(faiss.clone_index(trained), tmp_path / "x.codes", (first / ondisk.ONDISK_FILE, 9))
+
+
 def test_add_to_an_on_disk_index_finds_what_add_to_the_same_index_in_memory_finds(tmp_path, tiny_model):
     from encodr.index import ondisk
 
@@ -390,3 +431,21 @@ def test_the_training_sample_gives_each_ivf_list_39_vectors_beyond_the_fixed_sam
     big = training_sample(x)
     assert len(big) == 39 * ivf_lists(1_000_000) > TRAIN_SAMPLE  # 4·√n lists = 4,000: 156,000 vectors
     assert np.all(np.diff(big[:, 0]) > 0)  # distinct rows, in row order
+
+
+def test_the_auto_backend_is_chosen_by_the_cpu_recorded_and_kept_by_add(tmp_path, tiny_model, monkeypatch):
+    import encodr.models.encoder as encoder_module
+
+    (tmp_path / "a.txt").write_text("\n".join(TEXTS[:10]) + "\n")
+    (tmp_path / "b.txt").write_text("\n".join(TEXTS[10:20]) + "\n")
+    monkeypatch.setattr(encoder_module, "cpu_has_bf16", lambda cpuinfo="/proc/cpuinfo": True)
+    assert build([str(tmp_path / "a.txt")], str(tiny_model), tmp_path / "bf16")["backend"] == "torch-bf16"
+    assert build([str(tmp_path / "a.txt")], str(tiny_model), tmp_path / "named", backend="torch")["backend"] == "torch"
+    monkeypatch.setattr(encoder_module, "cpu_has_bf16", lambda cpuinfo="/proc/cpuinfo": False)
+    assert build([str(tmp_path / "a.txt")], str(tiny_model), tmp_path / "fp32")["backend"] == "torch"
+    assert build([str(tmp_path / "b.txt")], None, tmp_path / "bf16", add=True)["backend"] == "torch-bf16"  # --add keeps the index's
+    with Index.open(tmp_path / "bf16") as index:
+        assert index.meta["backend"] == "torch-bf16" and index.meta["count"] == 20
+    searcher = Searcher(tmp_path / "bf16")
+    assert searcher.encoder.backend == "torch-bf16" and not searcher.warnings  # queries on the index's backend, no warning
+    assert searcher.search([TEXTS[12]], k=1)[0][0].text == TEXTS[12]

@@ -194,3 +194,16 @@ def test_the_bf16_backend_runs_in_bfloat16_and_gives_float32_unit_vectors_near_t
         assert np.abs(a - b).max() > 1e-6  # the products really ran in bfloat16…
         assert np.sum(a * b, axis=1).min() > 0.99  # …and the vectors stay near float32's
     assert np.array_equal(fp32.encode(texts), load_encoder(str(tiny_model), pooling="mean").encode(texts))  # torch stays float32
+
+
+def test_auto_is_bf16_only_on_a_cpu_with_native_bfloat16_products(tmp_path):
+    from encodr.models.encoder import choose_backend, cpu_has_bf16
+
+    with_bf16, without = tmp_path / "with", tmp_path / "without"
+    with_bf16.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 avx512_vnni\n")
+    without.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n")
+    assert cpu_has_bf16(with_bf16) and not cpu_has_bf16(without) and not cpu_has_bf16(tmp_path / "missing")
+    assert choose_backend("auto", "cpu", lambda: True) == "torch-bf16"
+    assert choose_backend("auto", "cpu", lambda: False) == "torch"  # oneDNN would emulate bfloat16: several times slower
+    assert choose_backend("auto", "cuda", lambda: True) == "torch"
+    assert choose_backend("onnx-int8", "cpu", lambda: True) == "onnx-int8"  # a backend named is kept
