@@ -209,6 +209,7 @@ def stage_build(args) -> dict:
         t3 = time.perf_counter()
     import faiss
 
+    index = getattr(index, "index", index)  # add_on_disk gives an IndexRefine back wrapped (RefinedOnDisk: its codes were streamed)
     ivf = faiss.extract_index_ivf(index)
     return {"train_s": t1 - t0, "add_merge_s": t2 - t1, "write_s": t3 - t2, "build_s": t3 - t0, "build_peak_rss_mb": peak_rss_mb(),
             "build_peak_anon_mb": peak.peak, "training_sample": samples,

@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 ONDISK_FILE = "lists.ivfdata"
-REFINE_FILE = "refine.codes"  # while an on-disk IVF-PQ index is built: its re-ranking codes, until write_index streams them in
+REFINE_FILE = "refine.codes"  # while an on-disk IVF-PQ index is built: its re-ranking codes, until RefinedOnDisk.write streams them in
 BLOCK = 1_000_000  # vectors added to one copy of the trained index before it is written
 COPY = 64 << 20  # bytes a stream of codes copies at a time
 
@@ -176,6 +176,8 @@ def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[obj
     block = block or BLOCK
     codes = None
     if isinstance(trained, faiss.IndexRefine):  # its re-ranking codes go to a file, in the order of adding (they are the refine ids)
+        if old is not None and old_file is None:
+            raise ValueError("add_on_disk: an IndexRefine extended from an old index needs old_file (its codes are copied from there)")
         codes = RefineCodes(trained, folder / REFINE_FILE, (Path(old_file), first) if old is not None else None)
 
     def blocks():
@@ -261,8 +263,10 @@ def extend_trained(path: Path):
         refine = faiss.IndexScalarQuantizer(mapped.d, mapped.sq.qtype, mapped.metric_type)
         refine.sq = mapped.sq  # the trained ranges, copied
         refine.is_trained = True
-        index.refine_index = refine  # the mapped one is left to the process's end: FAISS frees an IndexRefine's refine index, not a replaced one
-        refine.this.disown()  # the index owns it now (own_refine_index, as read)
+        index.refine_index = refine
+        refine.this.disown()  # the index owns it now (own_refine_index, as read)…
+        mapped.this.acquire()  # …and the replaced one is this proxy's to free (its mapping with it)
+        del mapped
         index.ntotal = 0
     return index
 
