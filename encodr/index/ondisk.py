@@ -67,8 +67,12 @@ class RefineCodes:
         self.refine = faiss.downcast_index(trained.refine_index)
         self.path, self.rows = Path(path), 0
         self.handle = open(self.path, "wb")
-        if old is not None:
-            self._copy_old(*old)
+        try:
+            if old is not None:
+                self._copy_old(*old)
+        except BaseException:
+            self.handle.close()
+            raise
 
     def _copy_old(self, file: Path, rows: int) -> None:
         size = rows * self.refine.code_size

@@ -436,11 +436,16 @@ def choose_backend(backend: str, device: str, has_bf16: Callable[[], bool] | Non
     """The backend ``auto`` stands for (any other ``backend`` is returned as it is).
 
     ``auto`` is ``torch-bf16`` on a CPU (``device`` ``cpu``) with native bfloat16 products
-    (``has_bf16``, default :func:`cpu_has_bf16`), where its vectors were measured equal in quality to float32's
-    (STS-B dev and test, SciFact nDCG@10, within 0.02; ``bench/cpu_precision.py``) and it
-    encodes faster; ``torch`` (float32, the vectors ``SentenceTransformer.encode`` gives)
-    anywhere else: on a GPU, and on a CPU that would emulate bfloat16. The issue's rule for
-    adopting bf16: quality within 0.5 on STS-B and SciFact nDCG@10.
+    (``has_bf16``, default :func:`cpu_has_bf16`), where it encodes faster and its quality stays
+    within 0.5 of float32's on STS-B and SciFact nDCG@10, the rule for adopting it (measured by
+    ``bench/cpu_precision.py``; the numbers are in the README); ``torch`` (float32, the vectors
+    ``SentenceTransformer.encode`` gives) anywhere else: on a GPU, and on a CPU that would
+    emulate bfloat16.
+
+    Args:
+        backend: one of :data:`BACKENDS` or :data:`AUTO_BACKEND`.
+        device: the device the model runs on (``cpu``, ``cuda:0``…).
+        has_bf16: whether the CPU has native bfloat16 products (default :func:`cpu_has_bf16`).
     """
     if backend != AUTO_BACKEND:
         return backend
