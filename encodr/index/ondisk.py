@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Callable
@@ -83,6 +84,8 @@ class RefineCodes:
                 raise OSError(errno.EINVAL, f"the re-ranking codes of {rows:,} vectors are not at the end of the file; rebuild the index", str(file))
             while size:
                 chunk = f.read(min(COPY, size))
+                if not chunk:  # the file shrank while it was read
+                    raise OSError(errno.EIO, "the old re-ranking codes ended early; rebuild the index", str(file))
                 self.handle.write(chunk)
                 size -= len(chunk)
         self.rows = rows
@@ -133,8 +136,7 @@ class RefinedOnDisk:
             with open(path, "wb") as out, open(self.codes.path, "rb") as f:
                 out.write(head[:-12].tobytes())
                 out.write(np.uint64(self.codes.rows * refine.code_size).tobytes())
-                while chunk := f.read(COPY):
-                    out.write(chunk)
+                shutil.copyfileobj(f, out, COPY)
                 out.write(head[-4:].tobytes())  # k_factor
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, str(path)) from None
@@ -208,10 +210,9 @@ def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[obj
             path.unlink(missing_ok=True)
         if codes is not None:
             codes.close()
-    if codes is not None:
-        trained.ntotal = ntotal = first + len(vectors)
-        if codes.rows != ntotal:
-            raise OSError(errno.EIO, f"{codes.rows:,} re-ranking codes for {ntotal:,} vectors", str(codes.path))
+    if codes is not None:  # the merge set trained.ntotal: old's vectors and these
+        if codes.rows != trained.ntotal:
+            raise OSError(errno.EIO, f"{codes.rows:,} re-ranking codes for {trained.ntotal:,} vectors", str(codes.path))
         return RefinedOnDisk(trained, codes)
     return trained
 
