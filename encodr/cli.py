@@ -260,7 +260,7 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
         searcher = commands.open_searcher(request)
         for line in searcher.warnings:
             _warn(line)
-        return commands.search(request, searcher)
+        return commands.search(request, searcher, commands.open_reranker(request))
 
     if not values.get("query"):
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
@@ -273,7 +273,8 @@ def indexes(values: dict, as_json: bool) -> None:
 
 
 @app.command()
-def tui(index: Optional[Path] = typer.Option(None, "--index", "-i", help="Index directory or workspace index name (default: pick one).")) -> None:
+def tui(index: Optional[Path] = typer.Option(None, "--index", "-i", help="Index directory or workspace index name (default: pick one)."),
+        rerank: Optional[str] = typer.Option(None, "--rerank", help="Search re-ranked by this CrossEncoder (the Search tab's re-rank box; blank there: none).")) -> None:
     """Interactive terminal UI: Search, Compare, Workspace (indexes, models, runs), Train, Index and Eval panes."""
     _interactive_threads()
     from .tui import EncodrApp
@@ -282,7 +283,7 @@ def tui(index: Optional[Path] = typer.Option(None, "--index", "-i", help="Index 
         from .index import Index
 
         Index.open(index).close()  # report a broken index here, as a one-line error
-    EncodrApp(index).run()
+    EncodrApp(index, rerank=rerank).run()
 
 
 @command(app, rq.ModelsRequest, "models")

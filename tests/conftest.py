@@ -40,6 +40,16 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_cross(tmp_path_factory, tiny_model) -> Path:
+    """A CrossEncoder folder made from :func:`tiny_model` (an untrained one-logit head)."""
+    from encodr.models.cross import new_cross_encoder
+
+    path = tmp_path_factory.mktemp("cross") / "cross"
+    new_cross_encoder(str(tiny_model), max_length=64, device="cpu").save(path)
+    return path
+
+
+@pytest.fixture(scope="session")
 def tiny_roberta(tmp_path_factory) -> Path:
     """A raw RoBERTa checkpoint (2 layers, hidden 32) with a byte-level BPE tokenizer trained
     here on 2,000 words: ``<s>``/``</s>``/``<mask>`` specials and no token types, unlike BERT."""

@@ -35,6 +35,17 @@ def open_searcher(request: SearchRequest):
     return Searcher(request.index, request.model, backend=request.backend, nprobe=request.nprobe, ef_search=request.ef_search)
 
 
+def open_reranker(request: SearchRequest):
+    """The cross-encoder ``request.rerank`` names (a :class:`~encodr.models.CrossScorer`), or
+    None without one: loaded once by a front end that searches many times (the TUI, a batch
+    of queries on stdin) and handed to :func:`search`.
+
+    Raises:
+        EncodrError: see :func:`encodr.models.load_cross` (a path or Hub id that cannot be had).
+    """
+    return load_scorer(request.rerank, cross=True) if request.rerank else None
+
+
 def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult:
     """Top-k hits of each query, best first (dense, keyword or hybrid: ``request.mode``).
 
@@ -50,8 +61,8 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     """
     request.check()
     searcher = searcher or open_searcher(request)
-    if request.rerank and reranker is None:
-        reranker = load_scorer(request.rerank, cross=True)
+    if reranker is None:
+        reranker = open_reranker(request)
     mode = request.mode or (DEFAULT_MODE if searcher.index.has_keywords else "dense")  # an index older than keyword indexes: dense
     langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search,
                                     mode, request.fusion or DEFAULT_FUSION, reranker, request.rerank_depth, request.passages)  # fmt: skip

@@ -42,6 +42,7 @@ HELP = """\
 | typing in the query box | search as you type (debounced) |
 | Enter | search now |
 | language box (beside the query) | only hits in these languages, e.g. `spa,fra`; Enter applies |
+| re-rank box (beside the mode) | a CrossEncoder (path, Hub id, an encodr `cross/`) re-scores the first 50 hits; Enter loads it, blank: none |
 | Enter on an index in Workspace | open that index |
 | Enter on a hit | its whole document, at the passage (Esc closes) |
 | Ctrl+Q | quit |
@@ -116,6 +117,7 @@ class EncodrApp(App):
     #query { width: 3fr; }
     #hit-lang { width: 1fr; margin: 0 1 0 0; }
     #search-mode { width: 16; }
+    #search-rerank { width: 1fr; }
     #cosine { padding: 0 2; height: 3; content-align: left middle; text-style: bold; }
     TabbedContent { height: 1fr; }
     #status { height: 1; background: $boost; padding: 0 1; }
@@ -134,12 +136,14 @@ class EncodrApp(App):
         Binding("ctrl+q", "quit", "Quit"),
     ]
 
-    def __init__(self, index_dir: str | Path | None = None, k: int = 10, debounce: float = 0.25, searcher=None):
+    def __init__(self, index_dir: str | Path | None = None, k: int = 10, debounce: float = 0.25, searcher=None, rerank: str | None = None):
         super().__init__()
         self.index_dir = Path(index_dir) if index_dir else None
         self.k = k
         self.debounce = debounce
         self.searcher = searcher
+        self.rerank = rerank  # the cross-encoder the re-rank box names (``encodr tui --rerank``)
+        self.reranker = None  # … loaded (None: search is not re-ranked)
         self.searches = 0  # result sets shown
         self.hits: list = []  # the hits shown, by row
 
@@ -151,6 +155,7 @@ class EncodrApp(App):
                     yield Input(placeholder="type a query…", id="query")
                     yield Input(placeholder="languages: spa,fra (blank: all)", id="hit-lang")
                     yield Select([(m, m) for m in ("dense", "keyword", "hybrid")], value="hybrid", allow_blank=False, id="search-mode")
+                    yield Input(self.rerank or "", placeholder="re-rank: a CrossEncoder (blank: none)", id="search-rerank")
                 yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
             with TabPane("Compare", id="compare"):
                 yield Input(placeholder="text A", id="text-a")
@@ -192,6 +197,8 @@ class EncodrApp(App):
             self.open_index(self.index_dir)
         else:
             self.set_status("no index open: pick one in Workspace (F4), or start with encodr tui --index NAME")
+        if self.rerank:
+            self.load_reranker(self.rerank)
         self.query_one("#query", Input).focus()
 
     # ── workspace ────────────────────────────────────────────────────────────
@@ -266,6 +273,33 @@ class EncodrApp(App):
     def search_again(self, event) -> None:
         self.run_search(self.query_one("#query", Input).value, 0.0)
 
+    @on(Input.Submitted, "#search-rerank")
+    def rerank_submitted(self, event: Input.Submitted) -> None:
+        self.load_reranker(event.value.strip())
+
+    @work(thread=True, exclusive=True, group="rerank")
+    def load_reranker(self, spec: str) -> None:
+        """The re-rank box's cross-encoder, loaded once (``commands.open_reranker``, as ``encodr
+        search --rerank`` loads it); blank: search without one. A model that cannot be had keeps
+        the previous one and says why in the status line."""
+        from ..core import commands
+        from ..core.requests import SearchRequest
+
+        if spec:
+            self.call_from_thread(self.set_status, f"loading the re-ranker {spec} …")
+        try:
+            reranker = commands.open_reranker(SearchRequest(index=str(self.index_dir or ""), rerank=spec or None))
+        except EncodrError as exc:
+            self.call_from_thread(self.set_status, f"error: {exc}")
+            return
+        self.reranker, self.rerank = reranker, spec or None
+        self.call_from_thread(self.reranker_loaded)
+
+    def reranker_loaded(self) -> None:
+        """A re-ranker was loaded or dropped: the query in the box is searched again with it."""
+        self.update_status()
+        self.run_search(self.query_one("#query", Input).value, 0.0)
+
     def hit_langs(self) -> list[str] | None:
         """The language filter box as ``--hit-lang`` takes it."""
         codes = [c.strip() for c in self.query_one("#hit-lang", Input).value.split(",") if c.strip()]
@@ -281,7 +315,7 @@ class EncodrApp(App):
             return
         try:
             mode = self.query_one("#search-mode", Select).value if self.searcher.index.has_keywords else "dense"  # an index older than keyword indexes
-            hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs(), mode=mode, fusion="convex")[0]
+            hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs(), mode=mode, fusion="convex", reranker=self.reranker)[0]
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
@@ -347,7 +381,8 @@ class EncodrApp(App):
         self.set_status(
             f"model {meta['model']} ({meta['pooling']}) · index {s.index.path.name}: {len(s.index):,} texts, {meta['index_type']}"
             f"{' + PCR' if meta.get('pcr') else ''} · languages {', '.join(meta.get('languages') or ['?'])}"
-            f"{f' · query language {s.last_langs[0]}' if s.last_langs else ''} · last query {s.last_ms:.1f} ms"
+            f"{f' · query language {s.last_langs[0]}' if s.last_langs else ''}{f' · re-ranked by {self.rerank}' if self.reranker else ''}"
+            f" · last query {s.last_ms:.1f} ms"
         )
 
     def action_help(self) -> None:

@@ -143,15 +143,6 @@ def test_concurrent_requests_share_forward_passes_and_get_their_own_vectors(serv
     assert all(np.allclose(results[i][0], expected[i], atol=1e-5) for i in range(12))
 
 
-@pytest.fixture(scope="module")
-def tiny_cross(tmp_path_factory, tiny_model):
-    from encodr.models.cross import new_cross_encoder
-
-    path = tmp_path_factory.mktemp("cross") / "cross"
-    new_cross_encoder(str(tiny_model), max_length=64, device="cpu").save(path)
-    return path
-
-
 def test_rerank_answers_in_cohere_shape_and_search_reranks(tmp_path, tiny_model, tiny_cross, index_dir):
     from sentence_transformers import CrossEncoder
 

@@ -1,5 +1,6 @@
 """The Textual app, driven by its pilot: type a query, read the results table."""
 
+import numpy as np
 import pytest
 
 from encodr.index import build
@@ -35,6 +36,35 @@ async def test_typing_a_query_fills_the_results_table(searcher):
         assert first[0] == "1" and str(first[4]) == "stock markets fell sharply" and first[5] == "c.txt:2"
         assert [first[4].plain[s.start : s.end] for s in first[4].spans] == ["stock", "markets", "fell", "sharply"]  # the query's words highlighted
         assert "4 texts" in str(app.query_one("#status").render())
+
+
+async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, tiny_cross, tmp_path):
+    from sentence_transformers import CrossEncoder
+
+    expected = CrossEncoder(str(tiny_cross), device="cpu").predict([("a cat", t) for t in TEXTS])
+    app = EncodrApp(searcher=searcher, debounce=0.0, rerank=str(tiny_cross))  # encodr tui --rerank CROSS
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.click("#query")
+        await pilot.press(*"a cat", "enter")
+        await settle(app, pilot)
+        table = app.query_one("#results")
+        assert [str(table.get_row_at(r)[4]) for r in range(table.row_count)] == [TEXTS[i] for i in np.argsort(-expected, kind="stable")]
+        assert [float(table.get_row_at(r)[1]) for r in range(table.row_count)] == pytest.approx(sorted(expected, reverse=True), abs=1e-4)
+        assert f"re-ranked by {tiny_cross}" in str(app.query_one("#status").render())
+        box = app.query_one("#search-rerank")
+        box.value = str(tmp_path / "no-such-model")
+        await pilot.click("#search-rerank")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert "error:" in str(app.query_one("#status").render()) and app.reranker is not None  # the loaded one stays
+        box.value = ""
+        await pilot.click("#search-rerank")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.reranker is None and "re-ranked" not in str(app.query_one("#status").render())
+        first_stage = searcher.search(["a cat"], 10, mode="hybrid", fusion="convex")[0]
+        assert [table.get_row_at(r)[1] for r in range(table.row_count)] == [f"{h.score:.4f}" for h in first_stage]  # not re-ranked again
 
 
 async def test_enter_searches_and_compare_view(searcher):
