@@ -65,7 +65,7 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
         reranker = open_reranker(request)
     mode = request.mode or (DEFAULT_MODE if searcher.index.has_keywords else "dense")  # an index older than keyword indexes: dense
     langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search,
-                                    mode, request.fusion or DEFAULT_FUSION, reranker, request.rerank_depth, request.passages)  # fmt: skip
+                                    mode, request.fusion or DEFAULT_FUSION, reranker, request.rerank_depth, request.passages, request.rerank_weight)  # fmt: skip
     split = searcher.index.meta.get("split_documents") and not request.passages
     caption = f"documents ranked by their best passage ({searcher.index.meta['split_documents']:,} long documents are split; --passages ranks passages)" if split else ""
     return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption,
@@ -213,7 +213,8 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
     if request.index:
         return _evaluate_index(request, progress)
     if request.suite == "retrieval":
-        options.update(split=request.retrieval_split, mode=request.mode or DEFAULT_MODE, fusion=request.fusion or DEFAULT_FUSION, rerank=request.rerank, whole=request.whole)
+        options.update(split=request.retrieval_split, mode=request.mode or DEFAULT_MODE, fusion=request.fusion or DEFAULT_FUSION, rerank=request.rerank, whole=request.whole,
+                       rerank_weight=request.rerank_weight)
     specs = [(request.model, request.cross, request.backend)] + ([(request.compare, request.compare_cross, "torch")] if request.compare else [])
     scorers = [load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs]  # both load before either is scored
     data = request.data or None
@@ -239,7 +240,7 @@ def _evaluate_index(request: EvalRequest, progress: ProgressFn) -> EvalResult:
     from ..evaluation.tasks import PRIMARY
 
     evaluator = IndexRetrievalEvaluator(request.index, request.queries, request.qrels, request.limit, request.mode,
-                                        request.fusion or DEFAULT_FUSION, request.rerank)  # fmt: skip
+                                        request.fusion or DEFAULT_FUSION, request.rerank, request.rerank_weight)  # fmt: skip
     try:
         label = f"eval retrieval · {evaluator.name} · {evaluator.model_name}"
         progress(ProgressEvent(label, 0, 1))

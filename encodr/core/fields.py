@@ -41,17 +41,17 @@ class Rendering:
 
 
 def option(default: Any = None, help: str = "", *, flags: tuple[str, ...] = (), argument: bool = False, fronts: tuple[str, ...] = FRONTS,
-           choices: tuple[str, ...] = (), ge: float | None = None) -> Any:  # fmt: skip
+           choices: tuple[str, ...] = (), ge: float | None = None, le: float | None = None) -> Any:  # fmt: skip
     """Declare a request field (a pydantic ``Field``) with its rendering hints.
 
     Args:
         default: the default; ``...`` for a required field.
         help: one sentence for ``--help``, the TUI's label and the API docs.
         flags, argument, fronts, choices: see :class:`Rendering`.
-        ge: the smallest value allowed (numbers).
+        ge, le: the smallest and the largest value allowed (numbers).
     """
     hints = {"flags": list(flags), "argument": argument, "fronts": list(fronts), "choices": list(choices)}
-    return Field(default, description=help, ge=ge, json_schema_extra={EXTRA: hints})
+    return Field(default, description=help, ge=ge, le=le, json_schema_extra={EXTRA: hints})
 
 
 def rendering(model: type[BaseModel], name: str) -> Rendering:

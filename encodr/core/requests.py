@@ -26,10 +26,13 @@ CLI, CLI_TUI, CLI_HTTP, HTTP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http
 MODE_HELP = ("hybrid (the default: vectors and BM25 fused by --fusion; dense on an index built without a keyword index) | dense (vectors) | "
              "keyword (BM25, SQLite FTS5).")  # fmt: skip
 RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits (--rerank-depth, 50)."
+RERANK_WEIGHT_HELP = ("With --rerank: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits "
+                      "(1: the cross-encoder's order alone; 0: the first stage's).")
 FUSION_HELP = "hybrid: convex (min-max normalised scores, 0.5 each; the default) | rrf (reciprocal rank fusion); both language-aware."
 
 
 DEFAULT_MODE, DEFAULT_FUSION = "hybrid", "convex"  # chosen on the dev sets (bench/retrieval.py; README "Search quality")
+DEFAULT_RERANK_WEIGHT = 1.0  # the cross-encoder's order alone (bench/rerank.py; README "Search quality")
 
 
 def check_mode(mode: str | None, fusion: str | None) -> None:
@@ -95,6 +98,7 @@ class SearchRequest(Request):
     fusion: str | None = option(None, FUSION_HELP)
     rerank: str | None = option(None, RERANK_HELP)
     rerank_depth: int = option(50, "With --rerank: first-stage hits the cross-encoder re-scores per query.", ge=1)
+    rerank_weight: float = option(DEFAULT_RERANK_WEIGHT, RERANK_WEIGHT_HELP, ge=0, le=1)
     passages: bool = option(False, "Rank passages; by default an index of long documents split into passages ranks each document once, by its best passage.")
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
@@ -259,6 +263,7 @@ class EvalRequest(Request):
     mode: str | None = option(None, "retrieval: " + MODE_HELP, fronts=CLI_TUI)
     fusion: str | None = option(None, "retrieval: " + FUSION_HELP, fronts=CLI_TUI)
     rerank: str | None = option(None, "retrieval: " + RERANK_HELP, fronts=CLI_TUI)
+    rerank_weight: float = option(DEFAULT_RERANK_WEIGHT, "retrieval: " + RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_TUI)
     whole: bool = option(False, "retrieval: index each document whole, cut at the model's window (default: passages, each document ranked by its best).",
                          fronts=CLI_TUI)  # fmt: skip
     index: str | None = option(None, "retrieval: score this existing index (a folder or workspace name) with --queries and --qrels, "

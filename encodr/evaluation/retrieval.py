@@ -44,10 +44,10 @@ class RetrievalEvaluator(Evaluator):
     """
 
     def __init__(self, name: str, data: RetrievalSet, split: str = "test", limit: int | None = None, index_type: str = "flat",
-                 mode: str = "dense", fusion: str = "convex", rerank: str | None = None, whole: bool = False):  # fmt: skip
+                 mode: str = "dense", fusion: str = "convex", rerank: str | None = None, whole: bool = False, rerank_weight: float = 1.0):  # fmt: skip
         self.name = name
         self.whole = whole
-        self.mode, self.fusion, self.rerank = mode, fusion, rerank
+        self.mode, self.fusion, self.rerank, self.rerank_weight = mode, fusion, rerank, rerank_weight
         self.data = data
         self.split = split
         self.limit = limit
@@ -65,7 +65,7 @@ class RetrievalEvaluator(Evaluator):
         (default: this evaluator's), from one index built once. With ``reranker`` (a
         :class:`~encodr.models.CrossScorer`; default: loaded from ``rerank``), each mode's first
         :data:`~encodr.index.search.RERANK_DEPTH` hits are re-scored by it
-        (:func:`~encodr.index.search.rerank_hits`) and the rest follow in first-stage order, so
+        (:func:`~encodr.index.search.rerank_hits`, with ``rerank_weight``) and the rest follow in first-stage order, so
         recall@100 still sees 100 documents. ``reranked``: only these of ``modes`` are re-ranked
         (default: all). With ``first_stage`` too, a re-ranked mode's lists before re-ranking are
         returned beside them, under ``(mode, fusion + "+first-stage")``, from the same searches
@@ -114,7 +114,7 @@ class RetrievalEvaluator(Evaluator):
             if rerank and first_stage:
                 out[(mode, f"{fusion}+first-stage")] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
             if rerank:
-                hits = [rerank_hits(q, row[:RERANK_DEPTH], reranker, RERANK_DEPTH) + _below(row[RERANK_DEPTH:], RERANK_DEPTH)
+                hits = [rerank_hits(q, row[:RERANK_DEPTH], reranker, RERANK_DEPTH, self.rerank_weight) + _below(row[RERANK_DEPTH:], RERANK_DEPTH)
                         for q, row in zip(queries, hits)]  # fmt: skip
             out[(mode, fusion)] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
         return out
@@ -154,7 +154,7 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
     """
 
     def __init__(self, index: str | Path, queries: str | Path, qrels: str | Path, limit: int | None = None, mode: str | None = None,
-                 fusion: str = "convex", rerank: str | None = None):  # fmt: skip
+                 fusion: str = "convex", rerank: str | None = None, rerank_weight: float = 1.0):  # fmt: skip
         from ..data.beir import read_qrels, read_queries
         from ..index import Searcher
 
@@ -168,7 +168,7 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
             raise
         data = RetrievalSet(Path(str(index)).name, None, doc_ids, asked, {"qrels": judged})
         mode = mode or ("hybrid" if self.searcher.index.has_keywords else "dense")
-        super().__init__(data.name, data, "qrels", limit, mode=mode, fusion=fusion, rerank=rerank)
+        super().__init__(data.name, data, "qrels", limit, mode=mode, fusion=fusion, rerank=rerank, rerank_weight=rerank_weight)
 
     @property
     def model_name(self) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 FUSIONS = ("rrf", "convex")
 RRF_K = 60  # Cormack et al. 2009
 CONVEX_ALPHA = 0.5  # weight of the dense scores
+RERANK_WEIGHT = 1.0  # weight of a cross-encoder's scores against the first stage's (interpolate)
 
 
 def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusion: str = "convex", query_lang: str | None = None,
@@ -66,6 +67,26 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusio
         score = {i: alpha * d_norm.get(i, 0.0) + (1 - alpha) * k_norm.get(i, 0.0) for i in order}
     position = {i: p for p, i in enumerate(order)}
     return sorted(((i, score[i]) for i in order), key=lambda pair: (-pair[1], position[pair[0]]))
+
+
+def interpolate(cross: list[float], first: list[float], weight: float = RERANK_WEIGHT) -> list[float]:
+    """A re-ranker's scores interpolated with the first stage's over the same candidates:
+    ``w · ŝ_cross + (1 − w) · ŝ_first``, each min-max normalised over the candidates as the
+    convex fusion normalises (the score interpolation of re-rankers with their first stage, as
+    in Pyserini; Nogueira & Cho 2019's monoBERT uses the cross-encoder alone, w = 1).
+
+    Args:
+        cross: n cross-encoder scores (any scale).
+        first: n first-stage scores of the same candidates (any scale).
+        weight: w in [0, 1]; 1 returns ``cross`` unchanged, 0 orders as ``first``.
+
+    Returns:
+        n scores, higher is better.
+    """
+    if weight >= 1:
+        return list(cross)
+    c, f = _min_max(list(enumerate(cross))), _min_max(list(enumerate(first)))
+    return [weight * c[i] + (1 - weight) * f[i] for i in range(len(cross))]
 
 
 def _min_max(ranked: list[tuple[int, float]]) -> dict[int, float]:

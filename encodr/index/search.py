@@ -14,7 +14,7 @@ import numpy as np
 
 from ..data.language import UNDETERMINED, check_code, detect_languages
 from ..errors import EncodrError
-from .fusion import FUSIONS, fuse
+from .fusion import FUSIONS, RERANK_WEIGHT, fuse, interpolate
 from .store import Index
 from ..models import Encoder, load_encoder
 
@@ -38,15 +38,23 @@ def best_passages(hits: list[Hit], k: int) -> list[Hit]:
     return out
 
 
-def rerank_hits(query: str, hits: list[Hit], reranker, k: int) -> list[Hit]:
+def rerank_hits(query: str, hits: list[Hit], reranker, k: int, weight: float = RERANK_WEIGHT) -> list[Hit]:
     """The top ``k`` of ``hits`` by a cross-encoder's score of (query, hit text), ranks renumbered
-    and each score replaced by the cross-encoder's (ties keep the first-stage order).
+    and each score replaced by the one they are ranked by (ties keep the first-stage order).
+
+    With ``weight`` w < 1 the score is the two stages' interpolation,
+    ``w · ŝ_cross + (1 − w) · ŝ_first`` (:func:`.fusion.interpolate`); w = 0 keeps the
+    first-stage order.
 
     Args:
+        query: the query text.
+        hits: the first stage's hits, best first (their scores are the first stage's).
         reranker: anything with ``query_scores(query, texts) -> float array`` (a
             :class:`~encodr.models.CrossScorer`).
+        k: hits kept.
+        weight: w in [0, 1].
     """
-    scores = reranker.query_scores(query, [h.text for h in hits])
+    scores = interpolate([float(s) for s in reranker.query_scores(query, [h.text for h in hits])], [h.score for h in hits], weight)
     order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))[:k]
     return [replace(hits[i], rank=r, score=float(scores[i])) for r, i in enumerate(order, 1)]
 
@@ -173,19 +181,20 @@ class Searcher:
         return detect_languages(queries, languages)
 
     def search(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, mode: str = "dense",
-               fusion: str = "convex", reranker=None, rerank_depth: int = RERANK_DEPTH) -> list[list[Hit]]:  # fmt: skip
+               fusion: str = "convex", reranker=None, rerank_depth: int = RERANK_DEPTH, rerank_weight: float = RERANK_WEIGHT) -> list[list[Hit]]:  # fmt: skip
         """Top-k hits for each query (highest score first); sets ``last_ms`` and
         ``last_langs`` (the queries' languages) for a single-threaded caller (the TUI's
         status line); see :meth:`query` for the arguments and errors.
         """
         started = time.perf_counter()
-        self.last_langs, results = self.query(queries, k, lang, hit_langs, mode=mode, fusion=fusion, reranker=reranker, rerank_depth=rerank_depth)
+        self.last_langs, results = self.query(queries, k, lang, hit_langs, mode=mode, fusion=fusion, reranker=reranker, rerank_depth=rerank_depth,
+                                                rerank_weight=rerank_weight)
         self.last_ms = (time.perf_counter() - started) * 1000
         return results
 
     def query(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, nprobe: int | None = None,
               ef_search: int | None = None, mode: str = "dense", fusion: str = "convex", reranker=None,
-              rerank_depth: int = RERANK_DEPTH, passages: bool = False) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
+              rerank_depth: int = RERANK_DEPTH, passages: bool = False, rerank_weight: float = RERANK_WEIGHT) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
         """Each query's language and its top-k hits (cosine, highest first). Thread-safe: it
         reads one generation of the index throughout, the current one when it starts.
 
@@ -201,7 +210,8 @@ class Searcher:
             fusion: ``rrf`` or ``convex`` (:mod:`.fusion`), for ``hybrid``.
             reranker: a cross-encoder (:class:`~encodr.models.CrossScorer`) that re-scores the
                 first ``max(k, rerank_depth)`` hits of ``mode`` (:func:`rerank_hits`); the
-                score is then the cross-encoder's.
+                score is then the cross-encoder's, or with ``rerank_weight`` < 1 its
+                interpolation with the first stage's.
             passages: rank passages. By default, in an index of documents split into
                 passages (``index.json``'s ``split_documents``), each document appears once, at
                 its best passage (:func:`best_passages`).
@@ -227,18 +237,19 @@ class Searcher:
         if missing:
             raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
                               field="hit_lang")  # fmt: skip
-        return self._query(index, queries, k, lang, hit_langs, nprobe, ef_search, mode, fusion, reranker, rerank_depth, passages)
+        return self._query(index, queries, k, lang, hit_langs, nprobe, ef_search, mode, fusion, reranker, rerank_depth, passages, rerank_weight)
 
     def _query(self, index: Index, queries: list[str], k: int, lang: str | None, hit_langs: list[str] | None, nprobe: int | None,
-               ef_search: int | None, mode: str, fusion: str, reranker, rerank_depth: int, passages: bool) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
+               ef_search: int | None, mode: str, fusion: str, reranker, rerank_depth: int, passages: bool,
+               rerank_weight: float = RERANK_WEIGHT) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
         """:meth:`query` on one generation, its arguments checked."""
         if not passages and index.meta.get("split_documents"):
             langs, found = self._query(index, queries, k * PASSAGES_PER_DOCUMENT, lang, hit_langs, nprobe, ef_search, mode, fusion, reranker,
-                                       rerank_depth, True)  # fmt: skip
+                                       rerank_depth, True, rerank_weight)  # fmt: skip
             return langs, [best_passages(hits, k) for hits in found]
         if reranker is not None:
             langs, first = self._query(index, queries, max(k, rerank_depth), lang, hit_langs, nprobe, ef_search, mode, fusion, None, rerank_depth, True)
-            return langs, [rerank_hits(q, hits, reranker, k) for q, hits in zip(queries, first)]
+            return langs, [rerank_hits(q, hits, reranker, k, rerank_weight) for q, hits in zip(queries, first)]
         langs = self.query_languages(queries, lang, index, mode)
         if mode == "keyword":
             return langs, self._rows_to_hits(index, *index.keyword_search(queries, k, hit_langs, langs))

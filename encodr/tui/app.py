@@ -20,6 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, Static, TabbedContent, TabPane
 
+from ..core.requests import DEFAULT_RERANK_WEIGHT
 from ..errors import EncodrError
 from .jobs import EvalPane, IndexPane
 from .runs import RunsPane
@@ -315,7 +316,8 @@ class EncodrApp(App):
             return
         try:
             mode = self.query_one("#search-mode", Select).value if self.searcher.index.has_keywords else "dense"  # an index older than keyword indexes
-            hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs(), mode=mode, fusion="convex", reranker=self.reranker)[0]
+            hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs(), mode=mode, fusion="convex", reranker=self.reranker,
+                                        rerank_weight=DEFAULT_RERANK_WEIGHT)[0]  # fmt: skip
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return

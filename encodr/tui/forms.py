@@ -23,7 +23,7 @@ FORMS = {
     EvalRequest: {"suite": "eval-suite", "data": "eval-data", "model": "eval-model", "compare": "eval-compare", "cross": "eval-cross",
                   "compare_cross": "eval-compare-cross", "pcr": "eval-pcr", "pcr_variant": "eval-pcr-variant", "limit": "eval-limit",
                   "backend": "eval-backend", "split": "eval-split",
-                  "mode": "eval-mode", "fusion": "eval-fusion", "rerank": "eval-rerank",
+                  "mode": "eval-mode", "fusion": "eval-fusion", "rerank": "eval-rerank", "rerank_weight": "eval-rerank-weight",
                   "whole": "eval-whole", "index": "eval-index", "queries": "eval-queries", "qrels": "eval-qrels"},
     TuneRequest: {"file": "train-data", "recipe": "train-recipe", "model": "train-model", "dev": "train-dev", "bitext": "train-bitext",
                   "out": "train-out", "set": "train-fields"},

@@ -165,6 +165,7 @@ class EvalPane(Vertical):
             yield Select([(m, m) for m in ("hybrid", "dense", "keyword")], prompt="retrieval mode (hybrid)", id="eval-mode")
             yield Select([(f, f) for f in ("convex", "rrf")], prompt="fusion (convex)", id="eval-fusion")
             yield Input(placeholder="retrieval: re-rank with a cross-encoder", id="eval-rerank")
+            yield Input(placeholder="its weight w (1: alone)", id="eval-rerank-weight")
             yield Checkbox("whole documents", id="eval-whole")
         with Horizontal(classes="row"):
             yield Input(placeholder="retrieval: an existing index", id="eval-index")

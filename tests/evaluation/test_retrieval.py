@@ -106,6 +106,9 @@ def test_every_mode_scores_from_one_index(tmp_path, tiny_model):
         assert [[d for d, _ in row] for row in both[mode]] == [[d for d, _ in row] for row in ranked[mode]]
     assert [[d for d, _ in row] for row in both[("hybrid", "convex+first-stage")]] == [[d for d, _ in row] for row in ranked[("hybrid", "convex")]]
     assert both[("hybrid", "convex")] != ranked[("hybrid", "convex")]  # re-scored by the stand-in re-ranker
+    evaluator.rerank_weight = 0.0  # --rerank-weight 0: re-ranked by the first stage's scores alone
+    kept = evaluator.ranked(encoder, [("hybrid", "convex")], reranker=LengthReranker())
+    assert [[d for d, _ in row] for row in kept[("hybrid", "convex")]] == [[d for d, _ in row] for row in ranked[("hybrid", "convex")]]
 
 
 def test_a_beir_folder_is_a_dev_set_but_never_its_test_split(tmp_path, tiny_model):

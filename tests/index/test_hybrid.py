@@ -115,3 +115,18 @@ def test_rerank_rescores_the_first_stage_hits_only(index):
     assert [h.score for h in hits[0]] == [-len(h.text) for h in hits[0]] and [h.rank for h in hits[0]] == [1, 2]
     _, deep = searcher.query(["harbour"], k=1, mode="dense", reranker=LengthReranker(), rerank_depth=6)
     assert deep[0][0].text == min(TEXTS, key=len)  # depth 6 = every text: the shortest wins
+
+
+def test_rerank_weight_interpolates_the_cross_encoders_scores_with_the_first_stages(index):
+    from encodr.index.fusion import interpolate
+
+    assert interpolate([3.0, 1.0, 2.0], [0.1, 0.9, 0.5], 1.0) == [3.0, 1.0, 2.0]  # w = 1: the cross-encoder alone, unchanged
+    assert interpolate([3.0, 1.0, 2.0], [0.1, 0.9, 0.5], 0.25) == pytest.approx([0.25 * 1 + 0.75 * 0, 0.25 * 0 + 0.75 * 1, 0.25 * 0.5 + 0.75 * 0.5])
+    searcher = Searcher(index)
+    first = searcher.search(["harbour"], k=6, mode="dense")[0]
+    _, kept = searcher.query(["harbour"], k=6, mode="dense", reranker=LengthReranker(), rerank_depth=6, rerank_weight=0.0)
+    assert [h.text for h in kept[0]] == [h.text for h in first]  # w = 0: the first stage's order
+    _, mixed = searcher.query(["harbour"], k=6, mode="dense", reranker=LengthReranker(), rerank_depth=6, rerank_weight=0.5)
+    expected = interpolate([-len(h.text) for h in first], [h.score for h in first], 0.5)
+    assert [h.score for h in mixed[0]] == pytest.approx(sorted(expected, reverse=True))
+    assert [h.text for h in mixed[0]] == [first[i].text for i in sorted(range(6), key=lambda i: (-expected[i], i))]

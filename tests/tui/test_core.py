@@ -29,7 +29,8 @@ PRESENTATION_ONLY = {
     ("encodr.methods.recipe", "available"),  # the Train pane's recipe choices (`encodr recipes`)
     ("encodr.models.pcr", "PCR_VARIANTS"),  # the Index and Eval panes' PCR variants (the request's check names them)
     ("encodr.core.results", "human"),  # the Workspace's cells, rendered for people as the CLI's tables are (Result.tables)
-    ("encodr.core.results", "term_spans"),  # the Search tab's highlights: the spans SearchResult.tables marks for the CLI
+    ("encodr.core.results", "term_spans"),
+    ("encodr.core.requests", "DEFAULT_RERANK_WEIGHT"),  # the Search tab re-ranks with `encodr search`'s default --rerank-weight  # the Search tab's highlights: the spans SearchResult.tables marks for the CLI
 }
 
 

@@ -26,6 +26,11 @@ class RerankerRecipe(TransEncoderRecipe):
             relevant); ``-1``: none, the passage is labelled like any pair (plain Trans-Encoder).
         bi_max_length, cross_max_length: a passage's tokens; a query's and a passage's
             together (documents are split into passages that fit ``bi_max_length``).
+        cross_loss: how the cross-encoder learns the labels: ``listnet``, each query's
+            candidates ranked together (ListNet over the group, labels divided by
+            ``label_temperature``: :func:`~encodr.methods.reranker.method.listwise_stream`);
+            ``bce``, each pair's label on its own (Trans-Encoder's Eq. 2).
+        label_temperature: τ of ``listnet`` (the target is ``softmax(labels / τ)``).
     """
 
     method: str = "reranker"
@@ -36,6 +41,8 @@ class RerankerRecipe(TransEncoderRecipe):
     symmetric: bool = False
     bi_max_length: int = 256
     cross_max_length: int = 320
+    cross_loss: str = "listnet"
+    label_temperature: float = 0.05
     default_data: str = "none"
 
     RULES: ClassVar[Rules] = {
@@ -45,5 +52,7 @@ class RerankerRecipe(TransEncoderRecipe):
         "ict_keep": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
         "positive_label": (lambda v: v == -1 or 0 <= v <= 1, "a number in [0, 1], or -1 (none)"),
         "bi_max_length": (lambda v: v >= 16, "an integer ≥ 16"),
+        "cross_loss": (lambda v: v in ("listnet", "bce"), "listnet | bce"),
+        "label_temperature": (lambda v: v > 0, "a number > 0"),
         "default_data": (lambda v: v == "none", "none (pass your documents)"),
     }

@@ -12,7 +12,7 @@ from ...data.files import passage_splitter
 from ...data.pairs import PairData
 from ...errors import EncodrError
 from ...progress import ProgressEvent, ProgressFn, silent
-from ...training import Outcome, RunContext
+from ...training import Outcome, RunContext, Stream
 from ..retrieval.method import read_documents
 from ..retrieval.pairs import Passage, ict_pair
 from ..trans_encoder.method import TransEncoderRun
@@ -57,6 +57,49 @@ def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], cand
             np.asarray(asked, dtype=np.float32))  # fmt: skip
 
 
+def listwise_stream(scorer, pairs: list[tuple[str, str]], groups: list[range], labels: np.ndarray, queries_per_step: int,
+                    temperature: float) -> Stream:  # fmt: skip
+    """Bi → cross as a ranking of each query's candidates: ListNet (Cao et al. 2007) over a
+    group, sentence-transformers' ``ListNetLoss``, with the pseudo-labels divided by a
+    temperature τ before its softmax.
+
+    Trans-Encoder's Eq. 2 fits each pair's label on its own (BCE); a re-ranker is only asked
+    to order one query's candidates, so here the loss is the cross-entropy between
+    ``softmax(labels / τ)`` and ``softmax(logits)`` over the query's group. The labels are
+    the same as Eq. 2's (the positive's known label, the bi-encoder's cosines for the mined
+    negatives); τ sets how much of the target's mass the positive takes (τ → 0: one-hot on
+    the positive, InfoNCE over the mined negatives). ``ListNetLoss`` alone takes the labels
+    through a plain softmax, which for cosines in [0.5, 1] is close to uniform.
+
+    Args:
+        scorer: the :class:`~encodr.models.CrossScorer` being trained.
+        pairs: P (query, passage) pairs, each query's contiguous.
+        groups: Q ranges of ``pairs``, one per query (its positive first).
+        labels: float array (P,), pseudo-labels in [0, 1].
+        queries_per_step: global queries per step (each brings its group's pairs).
+        temperature: τ > 0.
+
+    Returns:
+        A :class:`~encodr.training.Stream` of Q examples; a batch is (queries, lists of
+        passages, list of float32 label tensors (n_q,) already divided by τ).
+    """
+    import torch
+    from sentence_transformers.cross_encoder.losses import ListNetLoss
+
+    listnet = ListNetLoss(scorer.ce)
+
+    def batch(indices: list[int], epoch: int):
+        chosen = [groups[i] for i in indices]
+        return ([pairs[g[0]][0] for g in chosen], [[pairs[j][1] for j in g] for g in chosen],
+                [torch.tensor(labels[list(g)] / temperature, dtype=torch.float32) for g in chosen])  # fmt: skip
+
+    def loss(module, b):
+        queries, passages, targets = b
+        return listnet([queries, passages], targets)
+
+    return Stream("cross", len(groups), batch, loss, queries_per_step)
+
+
 class RerankerRun(TransEncoderRun):
     """Trans-Encoder on pairs mined from documents (see :mod:`encodr.methods.reranker`)."""
 
@@ -98,7 +141,9 @@ class RerankerRun(TransEncoderRun):
             own = np.full(len(queries), r.positive_label)
         else:  # the bi-encoder's cosine of each query with its positive, as the labelling would give
             own = np.sum(asked * encoder.encode([positive for _, positive, _ in queries], prompt=encoder.prompt("document")), axis=1)
+        self.groups = []
         for (query, positive, _), others, scores, label in zip(queries, found, cosines, own):
+            self.groups.append(range(len(pairs), len(pairs) + 1 + len(others)))
             if r.positive_label >= 0:
                 self.known[len(pairs)] = r.positive_label
             pairs.append((query, positive))
@@ -108,6 +153,15 @@ class RerankerRun(TransEncoderRun):
         self.pairs = self.pair_data.pairs = pairs
         self.first_labels = np.asarray(labels, dtype=np.float64)
         done(pairs=len(pairs))
+
+    def cross_stream(self, scorer, labels: np.ndarray) -> Stream:
+        """``cross_loss: listnet``: :func:`listwise_stream` over each query's group,
+        ``cross_batch_size`` pairs a step (whole groups, at least one); ``bce``: Eq. 2 on each
+        pair (Trans-Encoder's own loss)."""
+        r = self.recipe
+        if r.cross_loss == "bce":
+            return super().cross_stream(scorer, labels)
+        return listwise_stream(scorer, self.pairs, self.groups, labels, max(1, r.cross_batch_size // r.candidates), r.label_temperature)
 
 
 def run(ctx: RunContext) -> Outcome:

@@ -213,6 +213,11 @@ class TransEncoderRun:
             raise EncodrError(f"only {len(pairs)} pair to train on; Trans-Encoder needs at least 2")
         self.pairs = pairs
 
+    def cross_stream(self, scorer: CrossScorer, labels: np.ndarray) -> Stream:
+        """The bi → cross phase's stream (:func:`cross_stream`, Eq. 2); a subclass may train the
+        cross-encoder on the same labels with another loss."""
+        return cross_stream(scorer, self.pairs, labels, self.recipe.cross_batch_size, self.recipe.symmetric)
+
     def label(self, kind: str, scorers: list, cycle: int) -> np.ndarray:
         """Average pseudo-labels of several models, clipped to [0, 1] (§2.4)."""
         done = self.timed(f"label ({kind})", cycle)
@@ -270,7 +275,7 @@ class TransEncoderRun:
             for c, chain in enumerate(self.chains):
                 # each chain its own seed: chains that share a base model must not train identical cross-encoders
                 scorer = new_cross_encoder(chain.base, r.cross_max_length, self.ctx.trainer.device, seed=r.seed + cycle + 1000 * c)
-                self.train("cross", c, cycle, scorer, scorer.ce, cross_stream(scorer, self.pairs, labels, r.cross_batch_size, r.symmetric))
+                self.train("cross", c, cycle, scorer, scorer.ce, self.cross_stream(scorer, labels))
                 crosses.append(scorer)
             labels = self.label("cross", crosses, cycle)
             del crosses

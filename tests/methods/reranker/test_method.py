@@ -35,7 +35,7 @@ def test_pairs_are_mined_one_order_and_the_positive_keeps_its_label(tiny_model, 
     monkeypatch.setattr(trans.TransEncoderRun, "label", label)
     monkeypatch.setattr(trans, "cross_stream", stream)
     recipe = load_recipe("reranker", {"queries": 5, "candidates": 3, "ict_keep": 0, "bi_max_length": 48, "cross_max_length": 96,
-                                      "cross_batch_size": 4, "bi_batch_size": 4})  # fmt: skip
+                                      "cross_batch_size": 4, "bi_batch_size": 4, "cross_loss": "bce"})  # fmt: skip
     warnings = []
     summary = run_tune(corpus(tmp_path / "docs.jsonl"), recipe, str(tiny_model), tmp_path / "o", warn=warnings.append)
     pairs = seen["pairs"]
@@ -58,6 +58,56 @@ def test_pairs_are_mined_one_order_and_the_positive_keeps_its_label(tiny_model, 
     assert CrossEncoder(str(tmp_path / "o" / "cross"), device="cpu").predict([("a query", "a passage")]).shape == (1,)
     assert any("takes no --dev" in w for w in warnings)
     assert json.loads((tmp_path / "o" / "encodr.json").read_text())["mined"] is True
+
+
+def test_listnet_ranks_each_querys_group_against_its_labels_over_tau(tiny_model):
+    # a batch is whole groups; the loss is the cross-entropy between softmax(labels / τ) and softmax(logits) over each group
+    import torch
+
+    from encodr.methods.reranker.method import listwise_stream
+    from encodr.models import new_cross_encoder
+
+    scorer = new_cross_encoder(str(tiny_model), 32, "cpu")
+    pairs = [("q1", "own 1"), ("q1", "near"), ("q1", "far"), ("q2", "own 2"), ("q2", "other")]
+    groups = [range(0, 3), range(3, 5)]
+    labels = np.array([1.0, 0.7, 0.2, 1.0, 0.6])
+    stream = listwise_stream(scorer, pairs, groups, labels, queries_per_step=2, temperature=0.1)
+    assert stream.size == 2 and stream.batch_size == 2  # queries, not pairs
+    batch = stream.collate([1, 0], 0)
+    queries, passages, targets = batch
+    assert queries == ["q2", "q1"] and passages == [["own 2", "other"], ["own 1", "near", "far"]]
+    assert torch.allclose(targets[0], torch.tensor([10.0, 6.0])) and torch.allclose(targets[1], torch.tensor([10.0, 7.0, 2.0]))
+    scorer.ce.eval()  # no dropout: the two computations see the same logits
+    with torch.no_grad():
+        loss = stream.loss(scorer.ce, batch)
+        expected = []
+        for g in (groups[1], groups[0]):
+            logits = torch.tensor(scorer.ce.predict([pairs[j] for j in g], activation_fn=torch.nn.Identity()), dtype=torch.float32)
+            target = torch.softmax(torch.tensor(labels[list(g)] / 0.1, dtype=torch.float32), 0)
+            expected.append(-(target * torch.log_softmax(logits, 0)).sum())
+    assert abs(float(loss) - float(torch.stack(expected).mean())) < 1e-4
+
+
+def test_the_default_run_trains_listwise_on_whole_groups(tiny_model, tmp_path, monkeypatch):
+    from sentence_transformers import CrossEncoder
+
+    from encodr.methods.reranker import method
+
+    seen = {}
+    original = method.listwise_stream
+
+    def stream(scorer, pairs, groups, labels, queries_per_step, temperature):
+        seen.update(groups=list(groups), per_step=queries_per_step, tau=temperature, pairs=len(pairs))
+        return original(scorer, pairs, groups, labels, queries_per_step, temperature)
+
+    monkeypatch.setattr(method, "listwise_stream", stream)
+    recipe = load_recipe("reranker", {"queries": 4, "candidates": 3, "ict_keep": 0, "bi_max_length": 48, "cross_max_length": 96,
+                                      "cross_batch_size": 6, "bi_batch_size": 4})  # fmt: skip
+    assert recipe.cross_loss == "listnet"
+    run_tune(corpus(tmp_path / "docs.jsonl"), recipe, str(tiny_model), tmp_path / "o")
+    assert seen["groups"] == [range(0, 3), range(3, 6), range(6, 9), range(9, 12)] and seen["pairs"] == 12
+    assert seen["per_step"] == 2 and seen["tau"] == recipe.label_temperature  # 6 pairs a step: two groups of 3
+    assert CrossEncoder(str(tmp_path / "o" / "cross"), device="cpu").predict([("a query", "a passage")]).shape == (1,)
 
 
 def test_negatives_come_from_other_documents():
