@@ -61,7 +61,7 @@ def main() -> None:
     same_text = evaluator.same_text()
     encoder = load_encoder(args.model)
     where = args.index or Path(f"/tmp/encodr-rerank-{args.data}-{args.model}")
-    if not (where / "index.json").exists():
+    if not where.exists():  # an index built by an earlier run is reused
         started = time.perf_counter()
         build([str(evaluator.data.corpus_file)], encoder, where, backend="torch")
         print(f"built {where} in {time.perf_counter() - started:.0f} s", flush=True)

@@ -106,6 +106,7 @@ def main() -> None:
     parser.add_argument("--no-anchors", action="store_true", help="skip sentence-transformers and bm25s")
     parser.add_argument("--whole", action="store_true", help="index documents whole, cut at the window (default: passages, as encodr index does)")
     parser.add_argument("--rerank", default=None, help="a CrossEncoder: adds hybrid (convex) + re-ranking of the first 50 (a second index build)")
+    parser.add_argument("--rerank-weight", type=float, default=1.0, help="with --rerank: w of the cross-encoder's scores against the first stage's (1: alone)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N judged queries (every column on the same ones)")
     parser.add_argument("--tag", default="", help="a label for the rows (kept apart from untagged rows in the JSON)")
     parser.add_argument("--out", type=Path, default=RESULTS / "retrieval.json")
@@ -120,7 +121,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.data:
             folder = cross_lingual(Path(tmp) / name) if name == "xquad-x" else DATA / name
-            evaluator = RetrievalEvaluator(name, read_retrieval(folder), split=SPLITS[name], whole=args.whole, limit=args.limit)
+            evaluator = RetrievalEvaluator(name, read_retrieval(folder), split=SPLITS[name], whole=args.whole, limit=args.limit, rerank_weight=args.rerank_weight)
             for model in args.models:
                 encoder = load_encoder(model)
                 row = {"model": model, "data": name, "documents as": ("whole" if args.whole else "passages") + (f", {args.tag}" if args.tag else ""),
@@ -140,7 +141,7 @@ def main() -> None:
                     row[label] = next(s.value for s in evaluator.scores(ranked[(mode, fusion)]) if s.metric == "ndcg@10")
                 if args.rerank:
                     row["hybrid-convex+rerank"] = next(s.value for s in evaluator.scores(ranked[("rerank", "convex")]) if s.metric == "ndcg@10")
-                    row["reranker"] = args.rerank
+                    row["reranker"], row["rerank_weight"] = args.rerank, args.rerank_weight
                 if not args.no_anchors:
                     row["st_dense"] = st_anchor(encoder, evaluator)
                     row["bm25s"] = bm25s_anchor(evaluator)

@@ -167,6 +167,10 @@ def test_rerank_answers_in_cohere_shape_and_search_reranks(tmp_path, tiny_model,
         all_scores = CrossEncoder(str(tiny_cross), device="cpu").predict([("a cat", t) for t in TEXTS])
         assert scores == pytest.approx(sorted(map(float, all_scores), reverse=True)[:3], abs=1e-5)  # depth 6 = the whole index, re-scored
         error_of(client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "rerank": "nothing"}), 404, "rerank")
+        error_of(client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "rerank": str(tiny_cross), "rerank_weight": 2}), 422, "rerank_weight")
+        kept = client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "k": 3, "rerank": str(tiny_cross), "rerank_weight": 0})
+        plain = client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "k": 3})
+        assert [h["text"] for h in kept.json()["results"][0]["hits"]] == [h["text"] for h in plain.json()["results"][0]["hits"]]  # w = 0: first-stage order
     finally:
         served.close()
 

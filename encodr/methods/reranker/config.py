@@ -31,6 +31,8 @@ class RerankerRecipe(TransEncoderRecipe):
             ``label_temperature``: :func:`~encodr.methods.reranker.method.listwise_stream`);
             ``bce``, each pair's label on its own (Trans-Encoder's Eq. 2).
         label_temperature: τ of ``listnet`` (the target is ``softmax(labels / τ)``).
+        negative_ceiling: a mined negative must score below this share of the query's cosine
+            with its positive (positive-aware mining, :func:`~encodr.methods.reranker.method.mine`); 0: off.
     """
 
     method: str = "reranker"
@@ -43,6 +45,7 @@ class RerankerRecipe(TransEncoderRecipe):
     cross_max_length: int = 320
     cross_loss: str = "listnet"
     label_temperature: float = 0.05
+    negative_ceiling: float = 0.0
     default_data: str = "none"
 
     RULES: ClassVar[Rules] = {
@@ -54,5 +57,6 @@ class RerankerRecipe(TransEncoderRecipe):
         "bi_max_length": (lambda v: v >= 16, "an integer ≥ 16"),
         "cross_loss": (lambda v: v in ("listnet", "bce"), "listnet | bce"),
         "label_temperature": (lambda v: v > 0, "a number > 0"),
+        "negative_ceiling": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
         "default_data": (lambda v: v == "none", "none (pass your documents)"),
     }

@@ -19,12 +19,18 @@ from ..trans_encoder.method import TransEncoderRun
 
 
 def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], candidates: int, document_of: list[int],
-         progress: ProgressFn = silent) -> tuple[list[list[int]], list[list[float]], np.ndarray]:  # fmt: skip
+         progress: ProgressFn = silent, ceiling: float = 0.0) -> tuple[list[list[int]], list[list[float]], np.ndarray]:  # fmt: skip
     """For each pseudo-query, the ``candidates − 1`` passages the bi-encoder ranks highest
     among the other documents' passages, and their cosines. Its own document's are left out: a neighbouring
     passage shares text with the query's (the splitter's overlap) and may hold the query
     sentence itself, which the positive lacks — as negatives they would teach the cross-encoder
     that matching the query's words makes a passage less relevant.
+
+    With ``ceiling`` c > 0, a negative must also score below c × the query's cosine with its
+    own positive (positive-aware mining, NV-Retriever's "TopK-PercPos", Moreira et al. 2024):
+    the positive is its passage with the query sentence cut out, so the nearest other passages
+    are often closer to the query than it is, and as negatives they would teach that closeness
+    to the query means irrelevance.
 
     Args:
         encoder: the starting :class:`~encodr.models.Encoder` (its query and document prompts apply).
@@ -32,7 +38,8 @@ def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], cand
         queries: (query, positive, index of its passage) for Q queries.
         candidates: pairs per query, its positive included.
         document_of: N document indices, one per passage.
-        progress: called with ``mine pairs`` events, texts encoded of N + Q.
+        progress: called with ``mine pairs`` events, texts encoded of N + Q (+ Q positives with ``ceiling``).
+        ceiling: c in [0, 1); 0: off.
 
     Returns:
         Q lists of passage indices, best first (fewer where the corpus is small); Q lists of
@@ -40,7 +47,7 @@ def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], cand
     """
     import faiss
 
-    total, done = len(passages) + len(queries), 0
+    total, done = len(passages) + len(queries) * (2 if ceiling else 1), 0
 
     def step(n: int) -> None:
         nonlocal done
@@ -49,10 +56,14 @@ def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], cand
 
     vectors = encoder.encode(passages, prompt=encoder.prompt("document"), on_batch=step)
     asked = encoder.encode([q for q, _, _ in queries], prompt=encoder.prompt("query"), on_batch=step)
+    limit = np.full(len(queries), np.inf)
+    if ceiling:
+        limit = ceiling * np.sum(asked * encoder.encode([p for _, p, _ in queries], prompt=encoder.prompt("document"), on_batch=step), axis=1)
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-    scores, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min(4 * candidates, len(passages)))
-    kept = [[n for n, j in enumerate(row) if j >= 0 and document_of[j] != document_of[own]][: candidates - 1] for (_, _, own), row in zip(queries, top)]
+    scores, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min((16 if ceiling else 4) * candidates, len(passages)))
+    kept = [[n for n, j in enumerate(row) if j >= 0 and document_of[j] != document_of[own] and scores[q, n] < limit[q]][: candidates - 1]
+            for q, ((_, _, own), row) in enumerate(zip(queries, top))]  # fmt: skip
     return ([[int(top[q, n]) for n in ns] for q, ns in enumerate(kept)], [[float(scores[q, n]) for n in ns] for q, ns in enumerate(kept)],
             np.asarray(asked, dtype=np.float32))  # fmt: skip
 
@@ -136,7 +147,7 @@ class RerankerRun(TransEncoderRun):
             raise EncodrError(f"{self.request.data}: {len(queries)} passage(s) of two or more sentences; the re-ranker's pseudo-queries need at least 2")
         pairs: list[tuple[str, str]] = []
         labels: list[float] = []
-        found, cosines, asked = mine(encoder, [p.text for p in passages], queries, r.candidates, document_of, self.ctx.progress)
+        found, cosines, asked = mine(encoder, [p.text for p in passages], queries, r.candidates, document_of, self.ctx.progress, r.negative_ceiling)
         if r.positive_label >= 0:
             own = np.full(len(queries), r.positive_label)
         else:  # the bi-encoder's cosine of each query with its positive, as the labelling would give

@@ -126,6 +126,14 @@ def test_negatives_come_from_other_documents():
     passages = ["own", "same doc", "near", "far"]
     found, scores, _ = mine(Stub(), passages, [("q", "own", 0)], candidates=3, document_of=[0, 0, 1, 2])
     assert found == [[2, 3]] and np.allclose(scores, [[0.8 / np.hypot(0.8, 0.2), 0.0]], atol=1e-6)
+    # positive-aware: a negative closer to the query than c × its positive's cosine is dropped
+    own = 0.9 / np.hypot(0.9, 0.1)  # cos(q, own)
+    near = 0.8 / np.hypot(0.8, 0.2)
+    assert near < own
+    found, scores, _ = mine(Stub(), passages, [("q", "own", 0)], candidates=3, document_of=[0, 0, 1, 2], ceiling=0.99)
+    assert found == [[2, 3]]  # near < 0.99 × own: kept
+    found, scores, _ = mine(Stub(), passages, [("q", "own", 0)], candidates=3, document_of=[0, 0, 1, 2], ceiling=near / own - 1e-3)
+    assert found == [[3]] and np.allclose(scores, [[0.0]], atol=1e-6)  # near is above the ceiling: only far is left
 
 
 def test_documents_without_two_sentence_passages_are_refused(tiny_model, tmp_path):
