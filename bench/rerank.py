@@ -11,6 +11,8 @@ halves: the interpolation weight is chosen on the first half ("dev") and reporte
 ("report"), so the report half's number is not selected on itself. Rows:
 
 - first stage: the hybrid ranking;
+- random order: the first `depth` shuffled (mean of 20 seeded shuffles), the floor a re-ranker that
+  learned nothing would sit at;
 - cross-encoder: the first `depth` by the cross-encoder's score alone (what `--rerank` does);
 - interpolated (w): `w · ŝ_cross + (1 − w) · ŝ_first`, each min-max normalised over the query's
   `depth` candidates (`encodr.index.fusion.interpolate`, what `--rerank-weight w` does), for w in 0.1 … 0.9.
@@ -90,6 +92,9 @@ def main() -> None:
                "report_queries": len(qids) - half, "depth": args.depth, "rows": []}  # fmt: skip
     base = ranking(first)
     results["rows"].append({"cross": None, "run": "first stage (hybrid, convex)", **{h: round(ndcg(base, s), 2) for h, s in halves.items()}})
+    shuffles = [ranking([np.random.default_rng(seed).random(len(f)) for f in first]) for seed in range(20)]
+    results["rows"].append({"cross": None, "run": f"random order of the first {args.depth} (mean of 20)",
+                            **{h: round(float(np.mean([ndcg(r, s) for r in shuffles])), 2) for h, s in halves.items()}})  # fmt: skip
     for path in args.cross:
         scorer = load_cross(path)
         started = time.perf_counter()

@@ -166,7 +166,8 @@ def build(
         lang: language of texts without a ``lang`` column (default: detected).
         batch_size: texts per forward pass (default: the encoder's, per backend and device).
         progress: receives ``ProgressEvent("indexing", lines done, lines in all)``: first with
-            0 once the inputs are checked and the model is loaded, then after each batch.
+            0 once the inputs are checked and the model is loaded, then after each batch, and
+            with all of them once every input is read.
         backend: ``torch``, ``torch-bf16``, ``onnx`` or ``onnx-int8`` (:mod:`encodr.models.onnx`),
             or ``auto`` (:func:`~encodr.models.encoder.choose_backend`: ``torch-bf16`` on a CPU
             with native bfloat16 products, else ``torch``; with ``add``, the index's own);
@@ -425,6 +426,9 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                             else:
                                 step(len(fresh))
                             ingest.store(fresh, vectors, whole_corpus=n == 0 and len(records) < spec.window)  # a first window not full is the only one
+        # every input is read: the bar ends full although a file's lines (a PDF's, an HTML page's,
+        # a CSV's header) are not its records, the unit ``step`` counts
+        progress(ProgressEvent("indexing", total, total))
         detected = ingest.detected and old is None and _settle_languages(ingest.texts)
         on_disk = spec.on_disk if old is None else bool(old.meta.get("on_disk"))
         with ray_adding(spec.address) if on_disk and spec.engine == "ray" else contextlib.nullcontext() as add_blocks:  # blocks added in Ray tasks

@@ -106,6 +106,16 @@ def test_index_a_mixed_folder_in_one_command_and_find_the_pdf(mixed_folder, tmp_
     assert hit["title"] == "Pump manual" and hit["source"].endswith("manual.pdf") and "XJ4471" in hit["text"]
 
 
+def test_the_index_bar_ends_full_though_a_files_lines_are_not_its_records(mixed_folder, tmp_path, tiny_model):
+    from encodr.index import build
+
+    events = []
+    build([str(mixed_folder)], str(tiny_model), tmp_path / "idx", lang="eng", progress=events.append)
+    counted = [e for e in events if e.task == "indexing"]
+    assert counted[-1].completed == counted[-1].total > 7  # the PDF's and the HTML page's lines outnumber their records
+    assert counted[0].completed == 0 and all(a.completed <= b.completed for a, b in zip(counted, counted[1:]))
+
+
 def test_a_file_named_on_the_command_line_is_an_error_not_a_skip(mixed_folder, tmp_path, tiny_model, capsys, monkeypatch):
     code, _, err = run_cli(["index", str(mixed_folder / "broken.pdf"), "--model", str(tiny_model), "--out", str(tmp_path / "x")], capsys, monkeypatch)
     assert code == 2 and "broken.pdf: not a PDF that can be read" in err and "Traceback" not in err
