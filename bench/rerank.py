@@ -2,6 +2,7 @@
 cross-encoder's order, and of the two scores interpolated, on a dev half and a report half.
 
     python bench/rerank.py --cross RUN/cross [RUN2/cross …] --queries 200
+    python bench/rerank.py --queries 200          # the anchors alone: first stage and random order
 
 One index of the data's corpus is built with the model (the default hybrid, convex fusion, as
 `encodr eval retrieval` builds and searches it), its first `--depth` (50) documents per query are
@@ -39,7 +40,7 @@ WEIGHTS = [round(0.1 * i, 1) for i in range(1, 10)]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cross", nargs="+", required=True, help="CrossEncoder folders (e.g. an encodr run's cross/)")
+    parser.add_argument("--cross", nargs="*", default=[], help="CrossEncoder folders (e.g. an encodr run's cross/); none: the first-stage and random-order rows only")
     parser.add_argument("--data", default="scifact")
     parser.add_argument("--split", default="train", help="qrels split (scifact: train; the test split is never used here)")
     parser.add_argument("--model", default="minilm")

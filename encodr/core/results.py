@@ -68,22 +68,35 @@ class Table:
     marks: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)  # (row, column) → character spans to highlight
 
 
-def term_spans(text: str, query: str) -> list[tuple[int, int]]:
-    """Where the words of ``query`` occur in ``text`` as whole words, case- and
-    accent-insensitively (as the keyword index matches them): sorted (start, end) character spans.
+def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: str | None = None) -> list[tuple[int, int]]:
+    """Where the words of ``query`` occur in ``text`` as whole words, as the keyword index
+    matches them: case- and accent-insensitively, and, for a language with a Snowball stemmer,
+    by stem (``pumps`` marks ``pump``; :func:`encodr.index.keywords.keyword_terms`).
 
     Args:
         text: the hit's text.
         query: the query as typed.
+        query_lang: the query's language (ISO 639-3; None or ``und``: words compared unstemmed).
+        text_lang: the hit's language (its stemmer; None or ``und``: unstemmed).
+
+    Returns:
+        Sorted (start, end) character offsets into ``text``, end exclusive.
     """
     import re
     import unicodedata
 
+    from ..index.keywords import keyword_terms
+
     def fold(s: str) -> str:
         return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
 
-    words = {fold(w) for w in re.findall(r"\w+", query)}
-    return [(m.start(), m.end()) for m in re.finditer(r"\w+", text) if fold(m.group()) in words]
+    def stem(word: str, lang: str | None) -> str:
+        return fold(" ".join(keyword_terms(word, lang)))
+
+    query_words = re.findall(r"\w+", query)
+    words = {fold(w) for w in query_words}
+    stems = {stem(w, query_lang) for w in query_words}
+    return [(m.start(), m.end()) for m in re.finditer(r"\w+", text) if fold(m.group()) in words or stem(m.group(), text_lang) in stems]
 
 
 def record_table(title: str, record: dict, keys: tuple[str, ...] | list[str], caption: str = "") -> Table:
@@ -124,12 +137,21 @@ class QueryHits(BaseModel):
 
 
 class SearchResult(Result):
-    """Hits of each query; one shape for one query or many."""
+    """Hits of each query; one shape for one query or many. In the payload each hit also has
+    ``highlights``: the (start, end) character offsets of the query's words in its ``text``
+    (:func:`term_spans`), what a table or the TUI draws in bold."""
 
     index: str
     model: str
     results: list[QueryHits]
     caption: str = ""  # how the hits are ranked, when it needs saying (documents by their best passage)
+
+    def payload(self) -> Any:
+        out = self.model_dump(mode="json")
+        for q, shown in zip(self.results, out["results"]):
+            for h, hit in zip(q.hits, shown["hits"]):
+                hit["highlights"] = [list(span) for span in term_spans(h.text, q.query, q.lang, h.lang)]
+        return out
 
     def tables(self) -> list[Table]:
         out = []
@@ -139,7 +161,7 @@ class SearchResult(Result):
             rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([h.title or ""] if titled else []), h.text, f"{Path(h.source).name}:{h.line}"]
                     for h in q.hits]  # fmt: skip
             at = columns.index("text")
-            marks = {(r, at): term_spans(h.text, q.query) for r, h in enumerate(q.hits)}
+            marks = {(r, at): term_spans(h.text, q.query, q.lang, h.lang) for r, h in enumerate(q.hits)}
             out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score"), marks=marks))
         return out
 

@@ -12,6 +12,7 @@ Each passage keeps its document's id, title and source, and its character offset
 from __future__ import annotations
 
 import fnmatch
+import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
@@ -107,12 +108,17 @@ def _read_pdf(p: Path) -> tuple[str, str]:
         from pypdf import PdfReader
     except ImportError:  # pragma: no cover - a core dependency
         raise EncodrError("reading PDF needs pypdf: pip install pypdf") from None
+    quiet = logging.getLogger("pypdf")  # its warnings on a damaged file ("EOF marker not found") are not ours to print
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
     try:
         reader = PdfReader(str(p))
         pages = [(page.extract_text() or "").strip() for page in reader.pages]
         title = (reader.metadata.title if reader.metadata and reader.metadata.title else None) or p.stem
     except Exception as exc:  # pypdf raises many kinds of errors on damaged files
         raise EncodrError(f"{p}: not a PDF that can be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'unreadable'})") from None
+    finally:
+        quiet.setLevel(level)
     return str(title), "\n\n".join(page for page in pages if page)
 
 

@@ -52,7 +52,12 @@ def check_file(path: str | Path, what: str) -> Path:
 
 
 def _decode(raw: bytes, path: str | Path, line: int, offset: int = 0) -> str:
-    """UTF-8 text of ``raw``, or EncodrError giving the 1-based line of the first bad byte."""
+    """UTF-8 text of ``raw``, or EncodrError giving the 1-based line of the first bad byte; a NUL
+    byte, which no text line holds, is reported as a binary (or UTF-16) file."""
+    if b"\x00" in raw:
+        line += raw.count(b"\n", 0, raw.index(b"\x00"))
+        raise EncodrError(f"{path}: line {line} holds a NUL byte: a binary file (or UTF-16 text), not UTF-8 text; "
+                          f"name a text file, or convert it, e.g. iconv -f utf-16 -t utf-8 {path} > fixed.txt")  # fmt: skip
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -78,6 +83,10 @@ def iter_lines(path: str | Path, what: str = "a UTF-8 text file with one string 
     """
     p = check_file(path, what)
     with open(p, "rb") as f:
+        head = f.read(8000)  # a NUL byte in the first 8,000 is a binary file, as git and grep decide
+        if b"\x00" in head:
+            _decode(head[: head.index(b"\x00") + 1], path, 1)
+        f.seek(0)
         for number, raw in enumerate(f, 1):
             line = _decode(raw, path, number)
             line = line if ends else line.rstrip("\r\n")

@@ -12,9 +12,11 @@ Retrieval", ACM TOIS):
 Both are language-aware, which neither paper is: a keyword list cannot match a text in
 another language than the query's, so a cross-lingual text that dense search ranks high would
 lose to same-language texts that only share words with the query. A candidate whose language
-is known and differs from the query's therefore takes, in the keyword list, the place it has
-in the dense list (its dense rank for RRF, its normalised dense score for the convex
-combination) instead of nothing.
+is known and differs from the query's therefore takes, in the keyword list, the better of its
+own place there and the place it has in the dense list (its dense rank for RRF, its normalised
+dense score for the convex combination). "Its own place there" is usually nothing or a poor
+one: a text in another language reaches a keyword list only through the words the two
+languages share (names, numbers, loanwords), so its keyword rank says little about it.
 """
 
 from __future__ import annotations
@@ -56,14 +58,14 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusio
         d_rank = {i: r for r, (i, _) in enumerate(dense, 1)}
         k_rank = {i: r for r, (i, _) in enumerate(keyword, 1)}
         for i, r in d_rank.items():
-            if i not in k_rank and other_language(i):
-                k_rank[i] = r
+            if other_language(i):
+                k_rank[i] = min(r, k_rank.get(i, r))
         score = {i: (1 / (RRF_K + d_rank[i]) if i in d_rank else 0.0) + (1 / (RRF_K + k_rank[i]) if i in k_rank else 0.0) for i in order}
     else:
         d_norm, k_norm = _min_max(dense), _min_max(keyword)
         for i, s in d_norm.items():
-            if i not in k_norm and other_language(i):
-                k_norm[i] = s
+            if other_language(i):
+                k_norm[i] = max(s, k_norm.get(i, s))
         score = {i: alpha * d_norm.get(i, 0.0) + (1 - alpha) * k_norm.get(i, 0.0) for i in order}
     position = {i: p for p, i in enumerate(order)}
     return sorted(((i, score[i]) for i in order), key=lambda pair: (-pair[1], position[pair[0]]))

@@ -68,14 +68,15 @@ class HelpScreen(ModalScreen):
         yield Markdown(HELP, id="help")
 
 
-def marked(text: str, query: str, width: int | None = None):
-    """``text`` (clipped to ``width``) as rich Text with the query's words in bold yellow."""
+def marked(text: str, query: str, width: int | None = None, query_lang: str | None = None, text_lang: str | None = None):
+    """``text`` (clipped to ``width``) as rich Text with the query's words in bold yellow, matched
+    as the keyword index matches them (:func:`~encodr.core.results.term_spans`, the languages' stems)."""
     from rich.text import Text
 
     from ..core.results import term_spans
 
     shown = Text(clip(text, width) if width else text)
-    for start, end in term_spans(text, query):
+    for start, end in term_spans(text, query, query_lang, text_lang):
         if width is None or end < width:
             shown.stylize("bold yellow", start, end)
     return shown
@@ -89,15 +90,16 @@ class DocumentScreen(ModalScreen):
     DocumentScreen VerticalScroll { margin: 2 6; padding: 1 2; border: round $accent; background: $panel; }
     """
 
-    def __init__(self, title: str, text: str, at: int, length: int, query: str):
+    def __init__(self, title: str, text: str, at: int, length: int, query: str, query_lang: str | None = None, text_lang: str | None = None):
         super().__init__()
         self.heading, self.text, self.at, self.length, self.query_text = title, text, at, length, query
+        self.langs = (query_lang, text_lang)
 
     def compose(self) -> ComposeResult:
         from rich.text import Text
         from textual.containers import VerticalScroll
 
-        body = marked(self.text, self.query_text)
+        body = marked(self.text, self.query_text, None, *self.langs)
         body.stylize("reverse", self.at, self.at + self.length)  # the passage that matched
         with VerticalScroll(id="document"):
             yield Static(Text(self.heading, style="bold"))
@@ -147,6 +149,7 @@ class EncodrApp(App):
         self.reranker = None  # … loaded (None: search is not re-ranked)
         self.searches = 0  # result sets shown
         self.hits: list = []  # the hits shown, by row
+        self.query_lang: str | None = None  # their query's language (its stems are highlighted)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -322,17 +325,17 @@ class EncodrApp(App):
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
         if not worker.is_cancelled:
-            self.call_from_thread(self.show_hits, query, hits)
+            self.call_from_thread(self.show_hits, query, hits, self.searcher.last_langs[0])
 
-    def show_hits(self, query: str, hits) -> None:
+    def show_hits(self, query: str, hits, lang: str | None = None) -> None:
         if query != self.query_one("#query", Input).value:
             return  # a stale answer for an older query
         self.searches += 1
         table = self.query_one("#results", DataTable)
         table.clear()
-        self.hits = hits
+        self.hits, self.query_lang = hits, lang
         for h in hits:
-            table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score), h.lang or "", marked(h.text, query, 80), f"{Path(h.source).name}:{h.line}")
+            table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score), h.lang or "", marked(h.text, query, 80, lang, h.lang), f"{Path(h.source).name}:{h.line}")
         self.update_status()
 
     @on(DataTable.RowSelected, "#results")
@@ -343,7 +346,7 @@ class EncodrApp(App):
         hit = self.hits[event.cursor_row]
         text, at = self.searcher.document(hit)
         title = " · ".join(x for x in (hit.title, f"{Path(hit.source).name}:{hit.line}") if x)
-        self.push_screen(DocumentScreen(title, text, at, len(hit.text), self.query_one("#query", Input).value))
+        self.push_screen(DocumentScreen(title, text, at, len(hit.text), self.query_one("#query", Input).value, self.query_lang, hit.lang))
 
     # ── compare ──────────────────────────────────────────────────────────────
     @on(Input.Submitted, "#text-a")

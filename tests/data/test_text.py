@@ -48,3 +48,15 @@ def test_top_words_are_alphabetic_and_distinct():
     assert len(words) == 500 == len(set(words))
     assert all(w.isalpha() for w in words)
     assert words[0] == "the"
+
+
+def test_a_binary_file_named_as_text_is_called_binary_not_latin1(tmp_path, capsys, monkeypatch):
+    from tests.conftest import run_cli
+
+    f = tmp_path / "photo.png"
+    f.write_bytes(b"fine\n\x89PNG\r\n\x1a\n\x00\x00binary")
+    with pytest.raises(EncodrError, match=r"photo.png: line 4 holds a NUL byte: a binary file \(or UTF-16 text\), not UTF-8 text"):
+        read_corpus(f)
+    code, _, err = run_cli(["index", str(f), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
+    assert code == 2 and "holds a NUL byte" in err and "latin1" not in err and "Traceback" not in err
+    assert not (tmp_path / "idx").exists()

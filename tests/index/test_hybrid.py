@@ -76,6 +76,21 @@ def test_fusion_does_not_demote_a_cross_lingual_hit_that_dense_ranks_first():
         assert aware[0][0] == 10, fusion
 
 
+def test_a_cross_lingual_hit_that_shares_a_name_with_the_query_keeps_its_dense_place():
+    # 10 is Spanish and reached the keyword list last, through a name both languages write alike;
+    # its keyword place is the better of that and its dense place (first), not the last one
+    dense = [(10, 0.9), (11, 0.85), (12, 0.8)]
+    keyword = [(11, 9.0), (12, 8.0), (10, 1.0)]
+    langs = {10: "spa", 11: "eng", 12: "eng"}
+    for fusion in ("rrf", "convex"):
+        assert fuse(dense, keyword, fusion)[0][0] != 10  # fused without languages it drops
+        assert fuse(dense, keyword, fusion, query_lang="eng", lang_of=langs)[0][0] == 10, fusion
+    # a same-language text that the keyword list ranks poorly keeps that poor place
+    same = fuse(dense, keyword, "rrf", query_lang="spa", lang_of={10: "spa", 11: "spa", 12: "spa"})
+    assert dict(same)[10] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + 3))
+    # and a cross-lingual text the keyword list ranks above its dense place keeps the keyword place
+    assert dict(fuse(dense, [(12, 9.0)], "rrf", query_lang="eng", lang_of={12: "spa"}))[12] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
+
 def test_unknown_mode_is_one_line(index, capsys, monkeypatch):
     code, _, err = run_cli(["search", "pump", "--index", str(index), "--mode", "fuzzy"], capsys, monkeypatch)
     assert code == 2 and err.strip() == "encodr: error: --mode fuzzy: choose one of dense, keyword, hybrid"
