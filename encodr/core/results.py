@@ -71,7 +71,7 @@ class Table:
 def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: str | None = None) -> list[tuple[int, int]]:
     """Where the words of ``query`` occur in ``text`` as whole words, as the keyword index
     matches them: case- and accent-insensitively, and, for a language with a Snowball stemmer,
-    by stem (``pumps`` marks ``pump``; :func:`encodr.index.keywords.keyword_terms`).
+    by stem (``pumps`` marks ``pump``; :func:`encodr.index.keywords.stem_words`).
 
     Args:
         text: the hit's text.
@@ -85,18 +85,16 @@ def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: 
     import re
     import unicodedata
 
-    from ..index.keywords import keyword_terms
+    from ..index.keywords import stem_words
 
     def fold(s: str) -> str:
         return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
 
-    def stem(word: str, lang: str | None) -> str:
-        return fold(" ".join(keyword_terms(word, lang)))
-
     query_words = re.findall(r"\w+", query)
-    words = {fold(w) for w in query_words}
-    stems = {stem(w, query_lang) for w in query_words}
-    return [(m.start(), m.end()) for m in re.finditer(r"\w+", text) if fold(m.group()) in words or stem(m.group(), text_lang) in stems]
+    wanted = {fold(w) for w in query_words} | {fold(w) for w in stem_words(query_words, query_lang)}
+    found = list(re.finditer(r"\w+", text))
+    stems = stem_words([m.group() for m in found], text_lang)
+    return [(m.start(), m.end()) for m, stem in zip(found, stems) if fold(m.group()) in wanted or fold(stem) in wanted]
 
 
 def record_table(title: str, record: dict, keys: tuple[str, ...] | list[str], caption: str = "") -> Table:

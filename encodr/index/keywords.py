@@ -75,6 +75,19 @@ def keyword_terms(text: str, lang: str | None) -> list[str]:
     return (stemmer.stemWords(words) if stemmer else words) + terms
 
 
+def stem_words(words: list[str], lang: str | None) -> list[str]:
+    """``words`` lower-cased and stemmed by ``lang``'s Snowball stemmer (step 3 above; unchanged
+    for a language without one), one to one: to find where a text's words match a query's.
+
+    Args:
+        words: single words (``\\w+``), not CJK runs.
+        lang: ISO 639-3, or None.
+    """
+    stemmer = _stemmer(lang)
+    lowered = [w.lower() for w in words]
+    return stemmer.stemWords(lowered) if stemmer else lowered
+
+
 def keyword_text(text: str, lang: str | None) -> str:
     """:func:`keyword_terms` joined by spaces: what the keyword index stores for a text."""
     return " ".join(keyword_terms(text, lang))

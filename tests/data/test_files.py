@@ -177,6 +177,8 @@ def test_a_hit_opens_its_whole_document_at_the_passage(tmp_path, tiny_model):
     assert text == long and text[at : at + len(hit.text)] == hit.text and at > 0
     assert [hit.text[s:e] for s, e in term_spans(hit.text, "ENTRY lighthouse")][:2] == ["Entry", "lighthouse"]
     assert term_spans("Café au lait", "cafe") == [(0, 4)]
+    assert term_spans("Die Pumpen verloren Druck", "pumpe", "deu", "deu") == [(4, 10)]  # German stems
+    assert term_spans("Die Pumpen verloren Druck", "pumpe") == []  # no language: no stems
 
 
 def test_malformed_records_name_their_line(tmp_path):
