@@ -60,6 +60,20 @@ class PseudoDev:
     qrels: dict[str, str]
     searched: list[int] | None = None
 
+    def training_documents(self, holdout: str = "sentences") -> list[Record]:
+        """The documents to train on: all of them, each pseudo-query's sentence cut out
+        (``holdout="sentences"``), or only those that gave no pseudo-query (``"documents"``).
+
+        Raises:
+            ValueError: another ``holdout``.
+        """
+        if holdout == "sentences":
+            return self.documents
+        if holdout != "documents":
+            raise ValueError(f"holdout {holdout!r}: sentences or documents")
+        held = set(self.qrels.values())
+        return [d for d in self.documents if d.document_id not in held]
+
     def write(self, folder: str | Path) -> Path:
         """Write it in BEIR's layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/dev.tsv``),
         so :func:`encodr.evaluation.dev_set` and ``encodr eval retrieval`` read it.

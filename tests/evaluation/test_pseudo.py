@@ -43,3 +43,15 @@ def test_a_cap_on_searched_documents_keeps_every_pseudo_querys_own(tmp_path):
     assert len(held.searched) == 5 and len(held.documents) == 12  # training keeps them all
     data = read_retrieval(held.write(tmp_path / "dev"))
     assert len(data.doc_ids) == 5 and set(held.qrels.values()) <= data.doc_ids
+
+
+def test_holding_out_documents_trains_on_none_of_the_pseudo_queries_documents(tmp_path):
+    from encodr.data.beir import read_retrieval
+
+    held = pseudo_dev(docs(12), 4, seed=2)
+    assert held.training_documents() == held.documents  # sentences: every document, the sentences cut out
+    trained = held.training_documents("documents")
+    assert len(trained) == 8 and not {d.document_id for d in trained} & set(held.qrels.values())
+    assert set(held.qrels.values()) <= read_retrieval(held.write(tmp_path / "dev")).doc_ids  # still searched by the dev set
+    with pytest.raises(ValueError, match="sentences or documents"):
+        held.training_documents("passages")

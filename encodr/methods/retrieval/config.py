@@ -70,6 +70,11 @@ class RetrievalRecipe(SingleRunRecipe):
         dev_queries: pseudo-queries ``--dev auto`` holds out (:func:`encodr.evaluation.pseudo.pseudo_dev`).
         dev_documents: documents ``--dev auto`` searches at each evaluation (0: all); the
             pseudo-queries' own are always among them.
+        dev_holdout: what ``--dev auto`` keeps out of training: ``sentences`` — only each
+            pseudo-query's sentence (its document, without it, is trained on: the dev set then
+            also rewards remembering the training documents); ``documents`` — each pseudo-query's
+            whole document (searched by the dev set, never trained on: the dev set measures
+            how the model does on text it has not seen, as a user's real queries on new documents).
         eval_steps: with ``--dev``, also evaluate every this many steps (0: epoch ends only).
         lr, epochs, weight_decay, max_grad_norm, warmup, seed, amp, grad_accum: optimisation.
         pooling, raw_pooling: sentence-vector pooling.
@@ -89,6 +94,7 @@ class RetrievalRecipe(SingleRunRecipe):
     warmup: float = 0.1
     dev_queries: int = 200
     dev_documents: int = 5000
+    dev_holdout: str = "sentences"
     matryoshka_dims: str = ""
     raw_pooling: str = "mean"
 
@@ -104,6 +110,7 @@ class RetrievalRecipe(SingleRunRecipe):
         "batch_size": (lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"),
         "dev_queries": (lambda v: v >= 1, "an integer ≥ 1"),
         "dev_documents": (lambda v: v >= 0, "an integer ≥ 0 (0: all)"),
+        "dev_holdout": (lambda v: v in ("sentences", "documents"), "sentences or documents"),
         "matryoshka_dims": (_dims_ok, "comma-separated dimensions ≥ 1, e.g. 256,128,64 (empty: off)"),
         "default_data": (lambda v: v == "none", "none (pass your documents)"),
     }

@@ -46,7 +46,8 @@ def run(ctx: RunContext) -> Outcome:
     """Fine-tune ``ctx.request.models[0]`` for retrieval on the request's documents.
 
     With ``--dev auto``, :func:`encodr.evaluation.pseudo.pseudo_dev` holds out
-    ``dev_queries`` sentences (cut out of the training documents too) and checkpoints are
+    ``dev_queries`` sentences (cut out of the training documents too; with ``dev_holdout:
+    documents`` their whole documents stay out of training) and checkpoints are
     scored by nDCG@10 of dense search for them over the whole corpus; with ``--dev DIR``, on a
     BEIR folder's dev (else train) queries. The starting model is scored first and kept when no
     step beats it (one warning line says so). A report set (a BEIR folder, for studies) is
@@ -66,7 +67,9 @@ def run(ctx: RunContext) -> Outcome:
         held = None
         if request.dev == AUTO:
             held = pseudo_dev(documents, recipe.dev_queries, recipe.seed, recipe.dev_documents)
-            documents = held.documents  # the pseudo-queries are never trained on
+            documents = held.training_documents(recipe.dev_holdout)  # the pseudo-queries (or their documents) are never trained on
+            if len(documents) < 2:
+                raise EncodrError(f"dev_holdout documents leaves {len(documents)} document(s) to train on; lower dev_queries or use dev_holdout sentences")
             dev = load_dev(ctx, str(held.write(Path(tmp) / "auto-dev")), "ndcg@10")
         else:
             dev = load_dev(ctx, request.dev, "ndcg@10")

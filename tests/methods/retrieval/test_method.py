@@ -62,6 +62,17 @@ def test_retrieval_never_hands_back_a_worse_model(tiny_model, tmp_path):
     assert np.allclose(load_encoder(s["out"]).encode(texts), load_encoder(str(tiny_model), pooling="mean").encode(texts), atol=1e-6)
 
 
+def test_dev_holdout_documents_trains_without_the_dev_sets_documents(tiny_model, tmp_path):
+    from tests.conftest import run_tune
+
+    recipe = load_recipe("retrieval", {"batch_size": 8, "max_length": 48, "dev_queries": 6, "eval_steps": 0, "dev_holdout": "documents"})
+    s = run_tune(corpus(tmp_path / "docs.jsonl"), recipe, str(tiny_model), tmp_path / "o", dev="auto")
+    assert s["documents"] == 24 - 6 and s["dev_queries"] == 6  # the 6 pseudo-queries' documents are searched, not trained on
+    with pytest.raises(EncodrError, match="dev_holdout documents leaves 0 document"):
+        run_tune(corpus(tmp_path / "docs.jsonl"), load_recipe("retrieval", {"dev_queries": 24, "dev_holdout": "documents"}), str(tiny_model),
+                 tmp_path / "p", dev="auto")  # fmt: skip
+
+
 def test_the_recipe_needs_documents_and_auto_dev_is_its_own(tiny_model, tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(["tune", "--recipe", "retrieval", "--model", str(tiny_model), "--out", str(tmp_path / "x")], capsys, monkeypatch)
     assert code == 2 and "the retrieval recipe learns from your documents; pass a file or folder" in err
