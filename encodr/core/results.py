@@ -91,9 +91,9 @@ def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: 
         return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
 
     query_words = re.findall(r"\w+", query)
-    wanted = {fold(w) for w in query_words} | {fold(w) for w in stem_words(query_words, query_lang)}
+    wanted = {fold(w) for w in query_words} | {fold(w) for w in stem_words([w.lower() for w in query_words], query_lang)}
     found = list(re.finditer(r"\w+", text))
-    stems = stem_words([m.group() for m in found], text_lang)
+    stems = stem_words([m.group().lower() for m in found], text_lang)
     return [(m.start(), m.end()) for m, stem in zip(found, stems) if fold(m.group()) in wanted or fold(stem) in wanted]
 
 

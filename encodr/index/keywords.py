@@ -71,21 +71,19 @@ def keyword_terms(text: str, lang: str | None) -> list[str]:
             terms.extend([cjk] if len(cjk) == 1 else [cjk[i : i + 2] for i in range(len(cjk) - 1)])
         else:
             words.append(word)
-    stemmer = _stemmer(lang)
-    return (stemmer.stemWords(words) if stemmer else words) + terms
+    return stem_words(words, lang) + terms
 
 
 def stem_words(words: list[str], lang: str | None) -> list[str]:
-    """``words`` lower-cased and stemmed by ``lang``'s Snowball stemmer (step 3 above; unchanged
-    for a language without one), one to one: to find where a text's words match a query's.
+    """``words`` stemmed by ``lang``'s Snowball stemmer (step 3 above; unchanged for a language
+    without one), one to one, in one call.
 
     Args:
-        words: single words (``\\w+``), not CJK runs.
+        words: single lower-case words (``\\w+``), not CJK runs.
         lang: ISO 639-3, or None.
     """
     stemmer = _stemmer(lang)
-    lowered = [w.lower() for w in words]
-    return stemmer.stemWords(lowered) if stemmer else lowered
+    return stemmer.stemWords(words) if stemmer else list(words)
 
 
 def keyword_text(text: str, lang: str | None) -> str:
