@@ -5,6 +5,7 @@ text → model (:class:`~encodr.models.Encoder`) → vector → PCR (optional) �
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import asdict, dataclass, replace
@@ -22,6 +23,27 @@ MODES = ("dense", "keyword", "hybrid")
 HYBRID_DEPTH = 100  # candidates taken from each list before fusion
 RERANK_DEPTH = 50  # candidates a cross-encoder re-scores by default
 PASSAGES_PER_DOCUMENT = 4  # passages fetched per document asked for, before keeping each document's best
+
+
+@contextlib.contextmanager
+def one_faiss_thread():
+    """Run the FAISS searches inside on one OpenMP thread of the calling thread, and restore
+    the calling thread's OpenMP thread count on the way out, even on an error.
+
+    A query at a time gains nothing from FAISS threads, and two OpenMP pools spinning in turn slow
+    a warm query many times over on few cores (``bench/search.py``). FAISS and torch share the
+    process's OpenMP runtime (``torch.get_num_threads`` reads the same count), so the setting
+    must not outlive the search: a process that goes on to encode or train (a dev evaluation
+    between training steps, ``encodr eval retrieval`` over several models) keeps all its threads.
+    """
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 def best_passages(hits: list[Hit], k: int) -> list[Hit]:
@@ -105,11 +127,6 @@ class Searcher:
 
     def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | None = None, backend: str | None = None,
                  nprobe: int | None = None, ef_search: int | None = None):  # fmt: skip
-        import faiss
-
-        # One query at a time gains nothing from FAISS threads, and two OpenMP pools (torch's and
-        # FAISS's) spinning in turn slow a warm query many times over on few cores (bench/search.py).
-        faiss.omp_set_num_threads(1)
         self._open = dict(mmap=True, nprobe=nprobe, ef_search=ef_search)  # memory-mapped: opening a large index reads only what searches touch
         self.index = Index.open(index_dir, **self._open)
         meta = self.index.meta
@@ -257,7 +274,8 @@ class Searcher:
             return langs, self._hits(index.encode_queries(self.encoder, queries), k, langs, hit_langs, index, nprobe, ef_search)
         depth = max(k, HYBRID_DEPTH)
         vectors = index.prepare_queries(index.encode_queries(self.encoder, queries), langs)
-        d_scores, d_ids = index.search(vectors, depth, hit_langs, nprobe, ef_search)
+        with one_faiss_thread():
+            d_scores, d_ids = index.search(vectors, depth, hit_langs, nprobe, ef_search)
         k_scores, k_ids = index.keyword_search(queries, depth, hit_langs, langs)
         lang_of = {i: r["lang"] for i, r in index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()]))).items()}
         fused_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
@@ -275,7 +293,9 @@ class Searcher:
         (default: the current one)."""
         index = index or self.index
         vectors = index.prepare_queries(query_vectors, langs)
-        return self._rows_to_hits(index, *index.search(vectors, k, hit_langs, nprobe, ef_search))
+        with one_faiss_thread():
+            found = index.search(vectors, k, hit_langs, nprobe, ef_search)
+        return self._rows_to_hits(index, *found)
 
     @staticmethod
     def _rows_to_hits(index: Index, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:

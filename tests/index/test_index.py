@@ -46,6 +46,26 @@ def test_build_dedups_and_finds_each_text_first(built, tiny_model):
     assert hits[0][0].score >= hits[0][1].score >= hits[0][2].score
 
 
+def test_searching_leaves_the_processs_torch_threads_as_they_were(built, monkeypatch):
+    """FAISS searches on one thread, but torch shares its OpenMP count: a search that left it at one
+    would run every later training step and encoding of the process on one core."""
+    import faiss
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        seen = []
+        search = Index.search
+        monkeypatch.setattr(Index, "search", lambda self, *a, **kw: seen.append(faiss.omp_get_max_threads()) or search(self, *a, **kw))
+        s = Searcher(built)
+        s.search(TEXTS[:2], k=2)
+        s.search(TEXTS[:2], k=2, mode="hybrid")
+        assert seen == [1, 1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_tsv_corpus_with_id_and_lang(tmp_path, tiny_model):
     f = tmp_path / "c.tsv"
     f.write_text("id\ttext\tlang\na1\thola mundo\tspa\na2\thello world\teng\n")
