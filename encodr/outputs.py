@@ -23,17 +23,68 @@ from typing import Iterator
 from .errors import EncodrError, first_line
 
 
-def check_target(out: Path, overwrite: bool) -> None:
-    """Refuse an existing output unless ``overwrite``.
+MODEL_RECORD = "encodr.json"  # a tuned model's run record: what marks a folder as a model encodr wrote
+INDEX_RECORD = "index.json"  # an index's settings: in its current generation (or, before generations, in the folder)
+
+
+def written_by_encodr(folder: Path) -> str | None:
+    """What encodr wrote at ``folder``: ``"index"`` (a ``current`` link naming a generation that
+    holds ``index.json``, or an index from before generations with ``index.json`` and
+    ``vectors.faiss``), ``"model"`` (a tuned model: ``encodr.json``, the run record, naming its
+    method), or ``None`` for any other folder. Only these may be replaced by ``--overwrite``."""
+    folder = Path(folder)
+    gen = current_generation(folder)
+    if (gen is not None and (gen / INDEX_RECORD).is_file()) or ((folder / INDEX_RECORD).is_file() and (folder / "vectors.faiss").is_file()):
+        return "index"
+    try:
+        import json
+
+        record = json.loads((folder / MODEL_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    return "model" if isinstance(record, dict) and "method" in record and "encodr_version" in record else None
+
+
+def holds(folder: Path, path: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it (both resolved)."""
+    folder, path = Path(os.path.realpath(folder)), Path(os.path.realpath(path))
+    return path == folder or folder in path.parents
+
+
+def check_target(out: Path, overwrite: bool, inputs: tuple | list = (), kind: str | None = None) -> None:
+    """Refuse an output that would destroy what encodr did not write.
+
+    ``out`` may be a new path, or (with ``overwrite``) a folder encodr wrote
+    (:func:`written_by_encodr`), of the same ``kind`` when one is named (``"index"`` or
+    ``"model"``). Never a folder that holds one of ``inputs`` (the files being read), nor any
+    other folder: ``--overwrite`` replaces only encodr's own outputs, so a user's documents are
+    never removed.
 
     Raises:
-        EncodrError: ``out`` exists and ``overwrite`` is false, ``out`` is a file, or it
+        EncodrError: one line naming ``out``, why it is refused and the alternatives: ``out``
+            exists without ``overwrite``, holds an input, is not an encodr output, is a file, or
             cannot be created (an ancestor is a file, or the nearest existing one is read-only).
     """
-    if out.exists() and not overwrite:
-        raise EncodrError(f"output directory {out} already exists; pass --overwrite to replace it, or choose another --out")
+    out = Path(out)
+    held = [str(p) for p in inputs if holds(out, Path(p))] if out.exists() else []
+    if held:
+        raise EncodrError(f"--out {out} holds the input {held[0]}: encodr never writes over the documents it reads; "
+                          "choose another --out (e.g. a sibling folder)" + (", or --add / --sync to update an index there" if kind == "index" else ""))
     if out.exists() and not out.is_dir():
         raise EncodrError(f"output {out} is a file, not a directory; choose another --out")
+    if out.exists():
+        owner = written_by_encodr(out)
+        empty = not any(out.iterdir())
+        if owner is None and not empty:
+            raise EncodrError(f"--out {out} already exists and is not an encodr output (it holds files encodr did not write); "
+                              "encodr replaces only an index or a tuned model it wrote: choose another --out")
+        if not overwrite and not empty:
+            if owner == "index":
+                raise EncodrError(f"index {out} already exists; pass --add to add documents, --sync to bring it in step with them, "
+                                  "--overwrite to rebuild it, or choose another --out")
+            raise EncodrError(f"output directory {out} already exists (a tuned model); pass --overwrite to replace it, or choose another --out")
+        if kind is not None and owner is not None and owner != kind:
+            raise EncodrError(f"--out {out} is an encodr {owner}, not an {kind}; choose another --out")
     parent = next(p for p in Path(os.path.abspath(out)).parents if p.exists())  # "/" always exists
     if not parent.is_dir():
         raise EncodrError(f"cannot create output {out}: {parent} is a file, not a directory; choose another --out")
@@ -42,18 +93,21 @@ def check_target(out: Path, overwrite: bool) -> None:
 
 
 @contextlib.contextmanager
-def atomic_dir(out: Path, overwrite: bool = False) -> Iterator[Path]:
+def atomic_dir(out: Path, overwrite: bool = False, cache: bool = False) -> Iterator[Path]:
     """Yield a temporary directory that becomes ``out`` when the block succeeds.
 
     The old ``out`` (with ``overwrite``) is replaced by two renames: a reader sees the old
     directory, the new one, or for a moment none (outputs that readers hold open while they
-    are replaced use :func:`generation` instead).
+    are replaced use :func:`generation` instead). Only a folder encodr wrote is replaced
+    (:func:`check_target`), or with ``cache`` a folder of encodr's own cache (``$ENCODR_HOME``),
+    which has no marker of its own.
 
     Raises:
         EncodrError: see :func:`check_target`.
     """
     out = Path(out)
-    check_target(out, overwrite)
+    if not (cache and out.is_dir()):
+        check_target(out, overwrite)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -66,17 +66,30 @@ def test_bad_override_names_the_key(capsys, monkeypatch, words_file):
     assert_one_line_error(code, err, "recipe key 'temperature' must be a number in (0, 10]")
 
 
-def test_existing_output_needs_overwrite(capsys, monkeypatch, words_file, tiny_model, tmp_path):
+def test_overwrite_replaces_only_a_model_encodr_wrote(capsys, monkeypatch, words_file, tiny_model, tmp_path):
+    """--overwrite onto a folder holding a user's file is refused (exit 2, every file kept); onto
+    a tuned model encodr wrote, it replaces it."""
     out = tmp_path / "o"
     out.mkdir()
     (out / "keep.txt").write_text("precious")
-    code, _, err = run_cli(["tune", str(words_file), "--out", str(out), "--model", str(tiny_model)], capsys, monkeypatch)
-    assert_one_line_error(code, err, "already exists; pass --overwrite")
-    assert (out / "keep.txt").read_text() == "precious"
-    args = ["tune", str(words_file), "--out", str(out), "--model", str(tiny_model), "--overwrite", "--batch-size", "16", "--json"]
-    code, stdout, _ = run_cli(args, capsys, monkeypatch)
-    assert code == 0 and not (out / "keep.txt").exists() and (out / "modules.json").is_file()
-    assert json.loads(stdout)["strings"] == 40
+    for extra in ([], ["--overwrite"]):
+        code, _, err = run_cli(["tune", str(words_file), "--out", str(out), "--model", str(tiny_model), *extra], capsys, monkeypatch)
+        assert_one_line_error(code, err, f"--out {out} already exists and is not an encodr output")
+        assert "choose another --out" in err and sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+        assert (out / "keep.txt").read_text() == "precious"
+    model = tmp_path / "m"
+    args = ["tune", str(words_file), "--out", str(model), "--model", str(tiny_model), "--batch-size", "16", "--json"]
+    assert run_cli(args, capsys, monkeypatch)[0] == 0
+    code, _, err = run_cli(args, capsys, monkeypatch)
+    assert_one_line_error(code, err, "already exists (a tuned model); pass --overwrite")
+    code, stdout, _ = run_cli([*args, "--overwrite"], capsys, monkeypatch)
+    assert code == 0 and (model / "modules.json").is_file() and json.loads(stdout)["strings"] == 40
+
+
+def test_tune_refuses_an_output_folder_that_holds_its_data(capsys, monkeypatch, words_file, tiny_model):
+    code, _, err = run_cli(["tune", str(words_file), "--out", str(words_file.parent), "--model", str(tiny_model), "--overwrite"], capsys, monkeypatch)
+    assert_one_line_error(code, err, f"holds the input {words_file}")
+    assert words_file.is_file()
 
 
 def test_output_under_a_file_is_refused_before_training(capsys, monkeypatch, words_file, tiny_model):

@@ -44,7 +44,8 @@ def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[S
         (file paths, files of a folder skipped: another kind of file, e.g. an image).
 
     Raises:
-        EncodrError: a path that does not exist, or a folder with no file to read.
+        EncodrError: a path that does not exist, a file named here of a kind encodr does not
+            read (naming the kinds it reads), or a folder with no file to read.
     """
     files: list[str] = []
     skipped: list[Skipped] = []
@@ -53,6 +54,9 @@ def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[S
         if not p.exists():
             raise EncodrError(f"{spec}: no such file or folder")
         if p.is_file():
+            if p.suffix.lower() not in RECORD_SUFFIXES + DOCUMENT_SUFFIXES:
+                raise EncodrError(f"{spec}: not a kind encodr reads; it reads {', '.join(RECORD_SUFFIXES + DOCUMENT_SUFFIXES)} "
+                                  "(rename a plain-text file to .txt)")  # fmt: skip
             files.append(str(p))
             continue
         found = 0
@@ -74,10 +78,52 @@ def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[S
     return files, skipped
 
 
-def read_document(path: str | Path) -> tuple[str, str]:
-    """The title and text of one document file.
+def front_matter(raw: str) -> tuple[dict, str]:
+    """A Markdown file's YAML front matter (a ``---`` line first, up to the next ``---`` or
+    ``...`` line) and the text after it; ``({}, raw)`` without one, or when it is not a YAML
+    mapping (then it stays part of the text)."""
+    import yaml
 
-    - Markdown: the text as written; the title is the first ``#`` heading, else the file name.
+    lines = raw.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, raw
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
+    if end is None:
+        return {}, raw
+    try:
+        meta = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError:
+        return {}, raw
+    if not isinstance(meta, dict):
+        return {}, raw
+    return {str(k): _plain(v) for k, v in meta.items()}, "\n".join(lines[end + 1 :])
+
+
+def _plain(value):
+    """A YAML value as JSON can hold it (dates as ISO 8601 strings)."""
+    import datetime
+
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def read_document(path: str | Path) -> tuple[str, str]:
+    """The title and text of one document file (:func:`read_document_meta` without the metadata)."""
+    title, text, _ = read_document_meta(path)
+    return title, text
+
+
+def read_document_meta(path: str | Path) -> tuple[str, str, dict]:
+    """The title, text and metadata of one document file.
+
+    - Markdown: the text as written after its YAML front matter (:func:`front_matter`), which
+      is the metadata; the title is the front matter's ``title``, else the first ``#``
+      heading, else the file name.
     - HTML: the visible text (Python's ``html.parser``; script and style left out, block
       elements end lines); the title is ``<title>``, else the first ``<h1>``, else the file name.
     - PDF: the text of each page (``pypdf``), pages separated by a blank line; the title is the
@@ -90,7 +136,7 @@ def read_document(path: str | Path) -> tuple[str, str]:
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".pdf":
-        return _read_pdf(p)
+        return (*_read_pdf(p), {})
     try:
         raw = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -98,9 +144,11 @@ def read_document(path: str | Path) -> tuple[str, str]:
     except OSError as exc:
         raise EncodrError(f"{p}: cannot read it ({exc.strerror})") from None
     if suffix in (".html", ".htm"):
-        return _html_text(raw, p.stem)
+        return (*_html_text(raw, p.stem), {})
+    meta, raw = front_matter(raw)
     heading = next((line.lstrip("#").strip() for line in raw.splitlines() if line.startswith("# ")), None)
-    return heading or p.stem, raw
+    title = meta.get("title") if isinstance(meta.get("title"), str) else None
+    return title or heading or p.stem, raw, meta
 
 
 def _read_pdf(p: Path) -> tuple[str, str]:
@@ -215,7 +263,7 @@ def iter_records(path: str, lang: str | None = None, split: Splitter | None = No
     """
     if Path(path).suffix.lower() in DOCUMENT_SUFFIXES:
         try:
-            title, text = read_document(path)
+            title, text, meta = read_document_meta(path)
         except EncodrError as exc:
             if skipped is None:
                 raise
@@ -226,11 +274,16 @@ def iter_records(path: str, lang: str | None = None, split: Splitter | None = No
                 raise EncodrError(f"{path}: no text in it (an empty document, or a PDF of scanned images); leave it out")
             skipped.append(Skipped(path, "no text in it (an empty document, or a PDF of scanned images)"))
             return
-        record = Record(text.strip(), str(path), 1, str(path), lang, title)
+        record = Record(text.strip(), str(path), 1, str(path), lang, title, meta=meta or None)
         yield from _passages(record, split)
         return
     for record in read_records(path, lang, layout):
         yield from _passages(record, split)
+
+
+def iter_passages(record: Record, split: Splitter | None) -> Iterator[Record]:
+    """A whole document given as one record (an HTTP upsert), in passages as a file's are."""
+    return _passages(record, split)
 
 
 def _passages(record: Record, split: Splitter | None) -> Iterator[Record]:

@@ -28,6 +28,7 @@ class Record:
     lang: str | None = None
     title: str | None = None
     start: int | None = None
+    meta: dict | None = None  # the document's metadata: a JSONL object's other fields, --meta-columns, Markdown front matter
 
     @property
     def document_id(self) -> str:
@@ -48,6 +49,8 @@ class Layout:
             without regard to case.
         documents: plain text: each blank-line-separated block (a file without blank lines:
             the whole file) is one document, not each line.
+        meta_columns: TSV and CSV: the columns kept as each document's metadata (searchable
+            with ``--filter``); each must exist. A JSONL object keeps all its other fields.
     """
 
     text_field: str = "text"
@@ -55,6 +58,7 @@ class Layout:
     id_column: str | None = None
     title_column: str | None = None
     documents: bool = False
+    meta_columns: tuple[str, ...] = ()
 
 
 def read_records(path: str | Path, default_lang: str | None = None, layout: Layout = Layout()) -> Iterator[Record]:
@@ -115,8 +119,9 @@ def _read_jsonl(p: Path, default_lang: str | None, layout: Layout) -> Iterator[R
         lang = obj.get("lang") or None
         if lang:
             check_code(lang, f"{p}, line {number}: lang")
+        meta = {k: v for k, v in obj.items() if k not in (field, "title", "_id", "id", "lang")} or None
         if text:
-            yield Record(text, str(p), number, None if ext_id is None else str(ext_id), lang or default_lang, title or None)
+            yield Record(text, str(p), number, None if ext_id is None else str(ext_id), lang or default_lang, title or None, meta=meta)
 
 
 def _columns(p: Path, header: list[str], layout: Layout) -> dict[str, int]:
@@ -124,6 +129,8 @@ def _columns(p: Path, header: list[str], layout: Layout) -> dict[str, int]:
     columns = [c.strip().lower() for c in header]
     names = {"text": layout.text_column, "id": layout.id_column or "id", "title": layout.title_column or "title", "lang": "lang"}
     named = {"text": "--text-column", "id": "--id-column" if layout.id_column else None, "title": "--title-column" if layout.title_column else None}
+    names.update({f"meta:{c}": c for c in layout.meta_columns})
+    named.update({f"meta:{c}": "--meta-columns" for c in layout.meta_columns})
     found = {}
     for key, name in names.items():
         if name.lower() in columns:
@@ -134,13 +141,25 @@ def _columns(p: Path, header: list[str], layout: Layout) -> dict[str, int]:
     return found
 
 
+def _scalar(cell: str):
+    """A table cell as metadata: an integer or a decimal number when it reads as one (so that
+    ``--filter year>=2020`` compares numbers), else the string."""
+    for kind in (int, float):
+        try:
+            return kind(cell)
+        except ValueError:
+            pass
+    return cell
+
+
 def _row(p: Path, number: int, values: list[str], columns: dict[str, int], default_lang: str | None) -> Record | None:
     cells = {key: values[i].strip() for key, i in columns.items()}
     if cells.get("lang"):
         check_code(cells["lang"], f"{p}, line {number}: lang")
     title = cells.get("title") or None
     text = f"{title or ''} {cells['text']}".strip() if cells["text"] else ""
-    return Record(text, str(p), number, cells.get("id") or None, cells.get("lang") or default_lang, title) if text else None
+    meta = {key[5:]: _scalar(value) for key, value in cells.items() if key.startswith("meta:")} or None
+    return Record(text, str(p), number, cells.get("id") or None, cells.get("lang") or default_lang, title, meta=meta) if text else None
 
 
 def _read_table(p: Path, default_lang: str | None, layout: Layout, suffix: str) -> Iterator[Record]:

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages, detect_languages, detect_with_confidence, sampled_languages
-from ..data.files import DOCUMENT_SUFFIXES, Skipped, expand, iter_records, passage_splitter
+from ..data.files import DOCUMENT_SUFFIXES, Skipped, expand, iter_passages, iter_records, passage_splitter
 from ..data.records import Layout, Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import AUTO_BACKEND, Encoder, check_backend, choose_backend
@@ -30,6 +30,7 @@ from .store import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_MAX, INDEX_FILES
 from .ondisk import ONDISK_FILE, RefinedOnDisk, add_on_disk, extend_trained
 from .shards import Shards, digest, shards_folder
 from .texts import TextStore
+from .documents import Reconcile, file_state, unchanged_files
 from .dataflow import items, ray_windows
 from .engines import check_engine, ray_adding, ray_session
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
@@ -37,8 +38,16 @@ from .keywords import ANALYZER, KEYWORD_TOKENIZER
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
 # The fields of build()'s result that `encodr index` and the TUI's Index pane show.
-SUMMARY = ("model", "pooling", "dimension", "backend", "index_type", "quantize", "bytes_per_vector", "count", "added", "skipped_duplicates", "resumed", "passages", "split_documents", "pcr",
-           "languages", "seconds")  # fmt: skip
+SUMMARY = ("model", "pooling", "dimension", "backend", "index_type", "quantize", "bytes_per_vector", "count", "documents", "added", "updated", "removed", "unchanged",
+           "encoded", "skipped_duplicates", "resumed", "passages", "split_documents", "pcr", "languages", "seconds")  # fmt: skip
+# A deleted text whose vector the FAISS index cannot remove (HNSW, IVF-PQ, binary, on-disk IVF)
+# stays as a tombstone, left out of every search, until tombstones pass COMPACT_AT of the
+# vectors; then the write rebuilds the FAISS index from the live vectors (Lucene's merges of
+# segments with deletes: TieredMergePolicy's deletesPctAllowed defaults to 20 %). Below it, a
+# search visits at most 25 % more vectors than live ones; above it, HNSW's filtered search
+# starts to lose neighbours to the dead nodes it must route through, and the rebuild (an HNSW
+# graph: ~seconds per 10,000 vectors on 2 cores) is paid once per 20 % of deletions.
+COMPACT_AT = 0.20
 
 
 def _text_hash(text: str) -> str:
@@ -123,8 +132,10 @@ def build(
     dim: int | None = None,
     warn: Callable[[str], None] = lambda line: None,
     on_disk: bool = False,
+    sync: bool = False,
 ) -> dict:
-    """Build an index of ``files`` with ``model`` in ``out``, or append to it (``add``).
+    """Build an index of ``files`` with ``model`` in ``out``, append to it (``add``), or bring it
+    in step with ``files`` (``sync``).
 
     Texts stream through in windows of ``window`` texts: read → deduplicate (a text already
     in the index is stored once) → encode, longest first in batches of ``batch_size`` (so a
@@ -200,13 +211,28 @@ def build(
         on_disk: an IVF index (``index_type`` ``ivf`` or ``ivfpq``, a new index) whose inverted
             lists are added in blocks and merged into ``lists.ivfdata`` beside it, memory-mapped
             on search (:mod:`~.ondisk`): neither the build nor a search holds the lists in memory.
+        sync: make the index at ``out`` hold exactly the documents now under ``files``
+            (:mod:`.documents`): new documents are added, changed ones (content hash) are read
+            again and their old passages removed, documents whose file lay under one of
+            ``files`` and is gone (or no longer holds them) are removed, documents of other
+            paths are kept, and files whose size and modification time are unchanged are not
+            even read. Builds the index when ``out`` does not exist. ``add`` without ``sync``
+            adds and updates the documents read, and removes none.
+
+    Documents: each stored document keeps its id, file, content hash and metadata
+    (:mod:`.documents`); a text held by several documents is stored once and goes with the
+    last of them. Removed texts leave a flat or IVF index at once; other types keep their
+    vectors as tombstones, left out of searches, until :data:`COMPACT_AT` of the vectors are
+    dead and the write compacts the index.
 
     Files and folders: a folder is read recursively; a file in it that encodr cannot read (another
     kind, a damaged PDF, an empty document) is skipped and listed in ``skipped_files``, while
     the same fault in a file named on the command line is an error.
 
     Returns:
-        The index metadata (``index.json``) plus ``added`` and ``skipped_duplicates``.
+        The index metadata (``index.json``) plus, in documents, ``added``, ``updated``,
+        ``removed``, ``unchanged`` and ``failed`` (files that could not be read, their documents
+        kept), and in texts ``encoded`` (new texts encoded) and ``skipped_duplicates``.
 
     Raises:
         EncodrError: bad input files, an unknown index type, backend or engine, a ``dim`` the
@@ -224,6 +250,8 @@ def build(
     exclusive lock on ``.NAME.lock`` beside the index from before it reads the index until
     its output is renamed into place, so the second sees what the first added.
     """
+    if sync and Path(locate(out)).exists():
+        add = True  # an existing index is brought in step; a missing one is built
     out = locate(out) if add else Path(out)
     if index_type not in INDEX_TYPES:
         raise EncodrError(f"unknown index type '{index_type}'; choose one of {', '.join(INDEX_TYPES)}")
@@ -247,17 +275,23 @@ def build(
     if on_disk and add:
         raise EncodrError("--on-disk is chosen when an index is built; --add keeps the index's own layout: drop --on-disk")
     if not add:
-        check_target(out, overwrite)
+        check_target(out, overwrite, inputs=files, kind="index")
+    else:
+        _check_updatable(out, files, sync)
+    if sync and engine != "local":
+        raise EncodrError("--sync reads and compares the documents on this machine: drop --engine ray for it (a full build can use Ray)")
     given = [f for f in files if Path(f).is_file()]
+    given_paths = list(files)
     files, skipped = expand(list(files), glob)
     firsts = [next(iter(read_records(f, None, layout)), None) for f in given if Path(f).suffix.lower() not in DOCUMENT_SUFFIXES]  # fail before any work
     if not add and firsts and len(firsts) == len(files) and all(r is None for r in firsts):
         raise EncodrError(f"{', '.join(files)}: no text to index (all lines blank)")
     with index_lock(out):
         if not add:
-            check_target(out, overwrite)  # again: another build may have made it while this one waited
+            check_target(out, overwrite, inputs=files, kind="index")  # again: another build may have made it while this one waited
         spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window, whole,
-                         [f for f in files if f not in given], skipped, layout, quantize, engine, address, dim, warn, on_disk)  # fmt: skip
+                         [f for f in files if f not in given], skipped, layout, quantize, engine, address, dim, warn, on_disk,
+                         roots=[os.path.abspath(f) for f in given_paths] if sync else None)  # fmt: skip
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -267,6 +301,26 @@ def build(
             if finished:
                 kept += f"; {finished} encoded window(s) are kept in {shards_folder(out)}, and the same command reuses them"
             raise os_fault(exc, where, kept=kept) from None
+
+
+def _check_updatable(out: Path, inputs: list[str], sync: bool) -> None:
+    """Refuse ``--add`` / ``--sync`` into a folder that is not an encodr index, or that holds
+    one of the inputs (its generations would sit among the documents).
+
+    Raises:
+        EncodrError: naming the folder and what to do instead.
+    """
+    from ..outputs import holds, written_by_encodr
+
+    flag = "--sync" if sync else "--add"
+    if not out.exists():
+        raise EncodrError(f"index {out} does not exist (nor in the workspace, see encodr indexes); build it first with encodr index CORPUS --out {out}")
+    held = [str(p) for p in inputs if holds(out, Path(p))]
+    if held:
+        raise EncodrError(f"--out {out} holds the input {held[0]}: encodr keeps an index beside the documents it reads, never among them; "
+                          "choose another --out")
+    if written_by_encodr(out) != "index":
+        raise EncodrError(f"{flag}: {out} is not an encodr index (no index.json in it); build one with encodr index CORPUS --out NEW_FOLDER")
 
 
 @contextlib.contextmanager
@@ -321,6 +375,8 @@ class IndexSpec:
     dim: int | None = None  # Matryoshka truncation (a new index; --add keeps the index's)
     warn: Callable[[str], None] = lambda line: None
     on_disk: bool = False  # IVF lists in lists.ivfdata, built in blocks (a new IVF index)
+    roots: list[str] | None = None  # --sync: the absolute paths whose documents the index must hold exactly
+    records: list[Record] | None = None  # documents given as records (an HTTP upsert), read after the files
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
@@ -375,6 +431,9 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         if encoder.truncate_dim is not None:
             _check_matryoshka(encoder, spec.warn)
     candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
+    roots = spec.roots if old is not None else None  # a sync of an existing index: what it must hold exactly
+    unread = unchanged_files(old.texts, files) if roots is not None else set()
+    files = [f for f in files if os.path.abspath(f) not in unread]
     counts = [_count_lines(f) for f in files]
     total = sum(counts)
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
@@ -395,6 +454,10 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                     shutil.copy2(old.folder / name, tmp / name)
         with _Ingest(tmp, encoder, lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest:
             done = 0
+            reconcile = Reconcile(ingest.texts, roots, _text_hash, unread=set(unread))
+            if ingest.legacy:
+                spec.warn(f"index {out} was built before documents kept their identity: this write reads every document once to record it "
+                          "(texts already stored are not encoded again), and the ones it does not read stay as they are")  # fmt: skip
 
             def step(n: int) -> None:
                 nonlocal done
@@ -409,12 +472,14 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                                                                    prompts["document"], tokenizer, room, lang, spec.layout, step, spec.batch_size):  # fmt: skip
                     spec.skipped.extend(skipped)
                     row = {id(r): i for i, r in enumerate(records)}
+                    records = list(reconcile.documents(records, file_state(records[0].source))) if records else records
                     fresh = ingest.fresh(records)
                     if fresh:
                         ingest.store(fresh, vectors[[row[id(r)] for r, _ in fresh]], whole_corpus=len(work) == 1 and len(records) < spec.window)
             else:
                 with _encoding(encoder, spec, prompts["document"]) as encode:
-                    for n, records in enumerate(_windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout)):
+                    windows = _windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout, reconcile, spec.records)
+                    for n, records in enumerate(windows):
                         fresh = ingest.fresh(records)
                         step(len(records) - len(fresh))  # duplicates count as done
                         if fresh:
@@ -429,6 +494,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         # every input is read: the bar ends full although a file's lines (a PDF's, an HTML page's,
         # a CSV's header) are not its records, the unit ``step`` counts
         progress(ProgressEvent("indexing", total, total))
+        deleted = ingest.texts.settle_members(reconcile.replaced, reconcile.finish())
         detected = ingest.detected and old is None and _settle_languages(ingest.texts)
         on_disk = spec.on_disk if old is None else bool(old.meta.get("on_disk"))
         with ray_adding(spec.address) if on_disk and spec.engine == "ray" else contextlib.nullcontext() as add_blocks:  # blocks added in Ray tasks
@@ -441,7 +507,10 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
             else:  # --add in memory: the writer thread added the vectors as they came
                 index, meta = old.faiss, dict(old.meta)
         ingest.raw_path.unlink()
+        index = remove_texts(index, deleted, ingest.texts, meta, tmp)
         meta["count"] = int(index.ntotal)
+        meta["documents"] = ingest.texts.document_count()
+        meta["deleted"] = len(ingest.texts.tombstones())
         meta["split_documents"] = int(meta.get("split_documents") or 0) + len(ingest.split_documents)
         meta["passages"] = int(meta.get("passages") or 0) + ingest.passages
         meta["languages"] = ingest.texts.languages()
@@ -461,9 +530,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         if old is not None:
             old.close()  # this build holds the old generation no more: the swap may remove it
     shards.remove()  # the new generation is current: nothing left to resume
-    added, skipped = ingest.added, ingest.skipped
     files_skipped = [{"path": s.path, "reason": s.reason} for s in spec.skipped]
-    return {**meta, "added": added, "skipped_duplicates": skipped, "resumed": shards.reused, "skipped_files": files_skipped, "seconds": round(time.time() - started, 2), "keyword_seconds": keyword_seconds,
+    return {**meta, **reconcile.counts.as_dict(), "encoded": ingest.added, "skipped_duplicates": ingest.skipped, "resumed": shards.reused, "skipped_files": files_skipped, "seconds": round(time.time() - started, 2), "keyword_seconds": keyword_seconds,
             "path": str(out.resolve())}  # fmt: skip
 
 
@@ -503,13 +571,115 @@ def write_faiss(index, path: Path) -> None:
         raise OSError(code, os.strerror(code), str(path)) from None
 
 
+def add_vectors(index, vectors: np.ndarray, first: int) -> None:
+    """Add float32 (n, d) ``vectors`` to a FAISS ``index`` as ids ``first`` … ``first + n − 1``:
+    an IVF index (which may have had ids removed, so its count is not the next id) takes them
+    with their ids, any other index numbers them from its count, which must equal ``first``."""
+    import faiss
+
+    if isinstance(index, faiss.IndexIVF):
+        index.add_with_ids(vectors, np.arange(first, first + len(vectors), dtype=np.int64))
+    else:
+        assert index.ntotal == first, (index.ntotal, first)
+        index.add(vectors)
+
+
+def removable_now(index) -> bool:
+    """Whether FAISS removes ids from ``index`` itself: a flat index (float or int8; it then
+    renumbers the vectors after each removed one) or an in-memory IVF index (ids kept). HNSW,
+    IVF-PQ with its re-ranking copy, on-disk IVF lists and binary indexes cannot."""
+    import faiss
+
+    return isinstance(index, (faiss.IndexFlatCodes, faiss.IndexIVF)) and not isinstance(getattr(index, "invlists", None), faiss.OnDiskInvertedLists)
+
+
+def remove_texts(index, deleted: np.ndarray, texts: TextStore, meta: dict, tmp: Path):
+    """Take the vectors of ``deleted`` texts (int64 ids; their rows are already gone from
+    ``texts``) out of ``index``, for the generation being written in ``tmp``.
+
+    - flat: removed by FAISS, the rest renumbered 0…n−1 (:meth:`~.texts.TextStore.renumber`);
+    - in-memory IVF: removed by FAISS, ids kept;
+    - HNSW, IVF-PQ, binary, on-disk IVF: kept as tombstones (searches leave them out); once
+      they pass :data:`COMPACT_AT` of the vectors the index is rebuilt from the live vectors
+      (:func:`compacted`), except on-disk IVF, which keeps them until it is built again.
+
+    Returns:
+        The FAISS index to write (``index`` itself, or a rebuilt one).
+    """
+    import faiss
+
+    if not len(deleted):
+        return index
+    if removable_now(index):
+        index.remove_ids(faiss.IDSelectorBatch(np.ascontiguousarray(deleted, dtype=np.int64)))
+        if isinstance(index, faiss.IndexFlatCodes):
+            texts.renumber()
+        return index
+    texts.add_tombstones(deleted)
+    dead = len(texts.tombstones())
+    if meta.get("on_disk") or dead <= COMPACT_AT * index.ntotal:
+        return index
+    return compacted(index, texts, meta)
+
+
+def compacted(index, texts: TextStore, meta: dict):
+    """A new FAISS index of ``meta``'s type holding only the live vectors of ``index`` (the
+    stored texts' ids, in order), its quantisers trained again on them; the store is renumbered
+    to match. Vectors are read back from the index (HNSW: exact; IVF-PQ: its 8-bit re-ranking
+    copy; binary: its int8 copy), so a compaction costs no encoding.
+
+    Returns:
+        The rebuilt index (ntotal = live texts)."""
+    live = np.array(texts.column("id"), dtype=np.int64)
+    vectors = np.stack([index.reconstruct(int(i)) for i in live]).astype(np.float32) if len(live) else np.zeros((0, int(meta["dimension"])), np.float32)
+    kind, quantize = meta["index_type"], meta.get("quantize", "none")
+    sample = training_sample(vectors) if (kind.startswith("ivf") or quantize != "none") and len(vectors) else None
+    fresh = _new_faiss(kind, int(meta["dimension"]), len(vectors), sample, quantize)
+    for start in range(0, len(vectors), 10_000):
+        fresh.add(np.ascontiguousarray(vectors[start : start + 10_000]))
+    if isinstance(fresh, BinaryRescored):
+        meta["int8_ranges"] = fresh.ranges.tolist()
+    texts.renumber()
+    return fresh
+
+
 def _windows(files: list[str], lang: str | None, size: int, split=None, found: list[str] = (), skipped: list | None = None,
-             layout: Layout = Layout()) -> Iterator[list[Record]]:  # fmt: skip
+             layout: Layout = Layout(), reconcile: Reconcile | None = None, given: list[Record] | None = None) -> Iterator[list[Record]]:  # fmt: skip
     """The records of ``files`` (passages, with ``split``) in lists of ``size``; a document
-    file among ``found`` that cannot be read is added to ``skipped`` instead of raising."""
+    file among ``found`` that cannot be read is added to ``skipped`` instead of raising.
+    With ``reconcile`` (:class:`~.documents.Reconcile`), only new and changed documents'
+    records pass, and a record file among ``found`` that vanishes or fails while it is read is
+    skipped too (its stored documents are kept, or removed when the file is gone)."""
+    from .documents import file_state
+
     window: list[Record] = []
     for f in files:
-        for record in iter_records(f, lang, split, skipped if f in found else None, layout):
+        state = file_state(f)  # before reading: a file changed while it is read differs from it next time
+        before = len(skipped) if skipped is not None else 0
+        records = iter_records(f, lang, split, skipped if f in found else None, layout)
+        if reconcile is not None:
+            records = reconcile.documents(records, state)
+        try:
+            for record in records:
+                window.append(record)
+                if len(window) >= size:
+                    yield window
+                    window = []
+        except EncodrError as exc:
+            if f not in found or skipped is None:
+                raise
+            skipped.append(Skipped(f, str(exc).removeprefix(f"{f}: ").removeprefix(f"{f}, ")))
+        if reconcile is None:
+            continue
+        if skipped is not None and len(skipped) > before:  # unreadable now: its documents stay as they were, unless it is gone
+            if os.path.exists(f):
+                reconcile.keep_unreadable(f)
+        elif file_state(f) != state:
+            skipped.append(Skipped(f, "changed while it was read; the next sync reads it again"))
+            reconcile.store.forget_state(os.path.abspath(f))
+    for doc in given or []:  # documents given whole (an upsert): each its own group, split like a file's
+        records = iter_passages(doc, split)
+        for record in reconcile.documents(records, (None, None)) if reconcile is not None else records:
             window.append(record)
             if len(window) >= size:
                 yield window
@@ -579,6 +749,7 @@ class _Ingest:
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-store")
         self.pending: Future | None = None
         self.pending_hashes: set[str] = set()
+        self.legacy = self.texts.ensure_documents()  # a store from before documents had identity: converted, read once
 
     def __enter__(self) -> "_Ingest":
         return self
@@ -650,7 +821,7 @@ class _Ingest:
                     raise EncodrError(f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
                                       "rebuild it with --pcr over all languages, or give --lang") from None  # fmt: skip
         if self.old is not None and not self.old.meta.get("on_disk"):
-            self.old.faiss.add(vectors)
+            add_vectors(self.old.faiss, vectors, first)
         else:  # a new index, or one whose lists are on disk: the vectors wait in the raw file (see _extended)
             vectors.tofile(self.raw)
         self.texts.insert(rows)
@@ -754,3 +925,121 @@ def check_quantize(quantize: str, index_type: str) -> None:
         raise EncodrError(f"--quantize binary searches every vector's bits (a flat Hamming scan); drop --index-type {index_type} or pass --index-type flat")
     if quantize == "int8" and index_type == "ivfpq":
         raise EncodrError("--index-type ivfpq already compresses vectors (PQ codes); use --quantize int8 with flat, hnsw or ivf, or drop --quantize")
+
+
+def upsert(out: str | Path, records: list[Record], warn: Callable[[str], None] = lambda line: None) -> dict:
+    """Add or replace documents given as records (``POST /v1/indexes/{name}/documents``), each
+    record a whole document (``ext_id`` its id, ``source`` :data:`~.documents.API_SOURCE`):
+    new ids are added, changed ones replaced (their old passages removed), identical ones left
+    as they are. One new generation, as :func:`build` with ``add`` writes it.
+
+    Returns:
+        As :func:`build`: the counts (``added``, ``updated``, ``unchanged``, ``encoded``…).
+
+    Raises:
+        EncodrError: no such index, one built before documents had identity is converted (a
+            ``warn`` line), an OS fault (the index unchanged).
+    """
+    out = locate(out)
+    if written_by_encodr_index(out) is False:
+        raise EncodrError(f"index {out} does not exist; build it with encodr index CORPUS --out {out}")
+    with index_lock(out):
+        spec = IndexSpec([], None, out, "auto", True, False, None, None, DEFAULT_VARIANT, AUTO_BACKEND, 1, WINDOW, warn=warn, records=list(records))
+        try:
+            return _build_locked(spec, silent)
+        except (OSError, sqlite3.OperationalError) as exc:
+            raise os_fault(exc, getattr(exc, "filename", None) or out, kept="the previous index is unchanged") from None
+
+
+def written_by_encodr_index(out: Path) -> bool:
+    """Whether ``out`` is an index encodr wrote (:func:`encodr.outputs.written_by_encodr`)."""
+    from ..outputs import written_by_encodr
+
+    return written_by_encodr(out) == "index"
+
+
+def delete(out: str | Path, ids: list[str] = (), sources: list[str] = (), filters: list = (), warn: Callable[[str], None] = lambda line: None) -> dict:
+    """Remove documents from an index: those whose id is in ``ids``, whose source matches one
+    of the globs ``sources`` (as :mod:`.filters`' ``source``), or that pass all ``filters``.
+    Their texts go unless another document holds them; their vectors leave a flat or IVF index
+    at once and stay as tombstones elsewhere (:func:`remove_texts`). One new generation: a
+    search sees the documents or none of their removal, never half; the keyword index follows.
+
+    Returns:
+        ``removed`` (documents), ``not_found`` (ids asked for that the index lacks),
+        ``deleted_texts``, ``tombstones`` (after), ``compacted``, ``count``, ``documents``, ``path``.
+
+    Raises:
+        EncodrError: no criterion, no such index, one built before documents had identity
+            (sync it once), a bad filter; an OS fault, with the index unchanged.
+    """
+    from . import filters as fl
+
+    if not (ids or sources or filters):
+        raise EncodrError("name the documents to delete: IDs, --source GLOB or --filter FIELD=VALUE", field="ids")
+    out = locate(out)
+    with index_lock(out):
+        old = Index.open(out)
+        try:
+            if not old.texts.has_documents:
+                raise EncodrError(f"index {out} was built before documents kept their identity; bring it up to date once with "
+                                  f"encodr index PATH… --out {out} --sync, then delete")  # fmt: skip
+            wanted: set[str] = set()
+            known = old.texts.documents_info(list(ids)) if ids else {}
+            missing = [i for i in ids if i not in known]
+            wanted.update(known)
+            for glob in sources:
+                wanted.update(old.texts.documents_matching(*fl.sql([fl.make("source", "=", glob)])[:2]))
+            if filters:
+                dsql, dparams, tsql, tparams = fl.sql(list(filters))
+                if tsql:
+                    raise EncodrError("--filter lang applies to texts, not documents; delete by id, source or a metadata field", field="filter")
+                wanted.update(old.texts.documents_matching(dsql or "1", dparams))
+            try:
+                return _delete_locked(out, old, sorted(wanted), missing)
+            except (OSError, sqlite3.OperationalError) as exc:
+                raise os_fault(exc, getattr(exc, "filename", None) or out, kept="the previous index is unchanged") from None
+        finally:
+            old.close()
+
+
+def _delete_locked(out: Path, old: Index, wanted: list[str], missing: list[str]) -> dict:
+    """:func:`delete` once the documents are known and the index is locked."""
+    with generation(out, legacy=INDEX_FILES) as tmp:
+        old.copy_store(tmp / STORE_FILE)
+        if (old.folder / PCR_FILE).exists():
+            shutil.copy2(old.folder / PCR_FILE, tmp / PCR_FILE)
+        texts = TextStore.create(tmp / STORE_FILE)
+        try:
+            texts.ensure_documents()
+            deleted = texts.settle_members([], wanted)
+            meta = dict(old.meta)
+            index = remove_texts(old.faiss, deleted, texts, meta, tmp)
+            rewritten = index is not old.faiss or removable_now(old.faiss)
+            meta["count"] = int(index.ntotal)
+            meta["documents"] = texts.document_count()
+            meta["deleted"] = len(texts.tombstones())
+            meta["languages"] = texts.languages()
+            meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
+            if len(deleted):
+                texts.build_keywords()
+        finally:
+            texts.close()
+        if rewritten:
+            write_faiss(index, tmp / VECTORS_FILE)
+        else:  # the vectors are unchanged (tombstones only): the new generation shares the old files
+            for name in (VECTORS_FILE, ONDISK_FILE, RESCORE_FILE):
+                if (old.folder / name).exists():
+                    _link_or_copy(old.folder / name, tmp / name)
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+        old.close()
+    return {"removed": len(wanted), "not_found": missing, "deleted_texts": int(len(deleted)), "tombstones": meta["deleted"], "compacted": index is not old.faiss and not removable_now(old.faiss),
+            "count": meta["count"], "documents": meta["documents"], "path": str(out.resolve())}  # fmt: skip
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """A hard link of ``source`` at ``target`` (instant, no space), or a copy across file systems."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)

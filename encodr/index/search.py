@@ -15,6 +15,7 @@ import numpy as np
 
 from ..data.language import UNDETERMINED, check_code, detect_languages
 from ..errors import EncodrError
+from .filters import Filter, Where
 from .fusion import FUSIONS, RERANK_WEIGHT, fuse, interpolate
 from .store import Index
 from ..models import Encoder, load_encoder
@@ -211,7 +212,8 @@ class Searcher:
 
     def query(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, nprobe: int | None = None,
               ef_search: int | None = None, mode: str = "dense", fusion: str = "convex", reranker=None,
-              rerank_depth: int = RERANK_DEPTH, passages: bool = False, rerank_weight: float = RERANK_WEIGHT) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
+              rerank_depth: int = RERANK_DEPTH, passages: bool = False, rerank_weight: float = RERANK_WEIGHT,
+              filters: list[Filter] = ()) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
         """Each query's language and its top-k hits (cosine, highest first). Thread-safe: it
         reads one generation of the index throughout, the current one when it starts.
 
@@ -232,6 +234,8 @@ class Searcher:
             passages: rank passages. By default, in an index of documents split into
                 passages (``index.json``'s ``split_documents``), each document appears once, at
                 its best passage (:func:`best_passages`).
+            filters: keep only texts of documents that pass all of these (:mod:`.filters`),
+                applied inside FAISS and the FTS5 query, so k hits come back whenever k pass.
 
         Returns:
             (q language codes, q lists of at most k :class:`Hit` s).
@@ -254,12 +258,13 @@ class Searcher:
         if missing:
             raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
                               field="hit_lang")  # fmt: skip
-        return self._query(index, queries, k, lang, hit_langs, nprobe, ef_search, mode, fusion, reranker, rerank_depth, passages, rerank_weight)
+        where = Where(tuple(hit_langs or ()), tuple(filters))
+        return self._query(index, queries, k, lang, where, nprobe, ef_search, mode, fusion, reranker, rerank_depth, passages, rerank_weight)
 
-    def _query(self, index: Index, queries: list[str], k: int, lang: str | None, hit_langs: list[str] | None, nprobe: int | None,
+    def _query(self, index: Index, queries: list[str], k: int, lang: str | None, hit_langs: Where | None, nprobe: int | None,
                ef_search: int | None, mode: str, fusion: str, reranker, rerank_depth: int, passages: bool,
                rerank_weight: float = RERANK_WEIGHT) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
-        """:meth:`query` on one generation, its arguments checked."""
+        """:meth:`query` on one generation, its arguments checked (``hit_langs``: the languages and filters, a :class:`~.filters.Where`)."""
         if not passages and index.meta.get("split_documents"):
             langs, found = self._query(index, queries, k * PASSAGES_PER_DOCUMENT, lang, hit_langs, nprobe, ef_search, mode, fusion, reranker,
                                        rerank_depth, True, rerank_weight)  # fmt: skip
@@ -287,7 +292,7 @@ class Searcher:
                 fused_ids[q, col], fused_scores[q, col] = i, s
         return langs, self._rows_to_hits(index, fused_scores, fused_ids)
 
-    def _hits(self, query_vectors: np.ndarray, k: int, langs: list[str], hit_langs: list[str] | None = None, index: Index | None = None,
+    def _hits(self, query_vectors: np.ndarray, k: int, langs: list[str], hit_langs: Where | list[str] | None = None, index: Index | None = None,
               nprobe: int | None = None, ef_search: int | None = None) -> list[list[Hit]]:  # fmt: skip
         """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR) in ``index``
         (default: the current one)."""

@@ -34,6 +34,7 @@ from ..errors import EncodrError
 from ..models.encoder import truncated
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
+from .filters import Where, needs_documents, sql as filter_sql
 from .keywords import ANALYZER, keyword_expression
 from .ondisk import ONDISK_FILE, read_on_disk
 from .quantized import RESCORE_FILE, BinaryRescored
@@ -100,6 +101,8 @@ class Index:
         self.ef_search = ef_search or HNSW_EF_SEARCH
         self._hold = hold
         self._analysed = (meta.get("keywords") or {}).get("analyzer") == ANALYZER  # else built before the analysis: plain words
+        self.tombstones = texts.tombstones()  # ids whose vectors FAISS still holds, their texts deleted: never returned
+        self._allowed: dict[Where, np.ndarray] = {}  # the ids each recent restriction keeps (a generation never changes)
 
     @classmethod
     def open(cls, path: str | Path, mmap: bool = False, nprobe: int | None = None, ef_search: int | None = None) -> "Index":
@@ -202,12 +205,13 @@ class Index:
                     raise EncodrError(f"{folder / STORE_FILE} is locked by another process (waited {LOCK_TIMEOUT:g} s); "
                                       "wait for that process to finish, or stop it, and run again") from None  # fmt: skip
                 raise EncodrError(f"{folder / STORE_FILE} is corrupted ({exc}); rebuild the index") from None
-            if not index.ntotal == rows == count:
+            dead = len(texts.tombstones())
+            if not index.ntotal == rows + dead == count:
                 if moved():
                     raise _Moved
                 raise EncodrError(
-                    f"index {path} is inconsistent: {VECTORS_FILE} has {index.ntotal} vectors, {STORE_FILE} {rows} texts, "
-                    f"{META_FILE} says {count}; rebuild it with encodr index"
+                    f"index {path} is inconsistent: {VECTORS_FILE} has {index.ntotal} vectors, {STORE_FILE} {rows} texts"
+                    f"{f' and {dead} deleted' if dead else ''}, {META_FILE} says {count}; rebuild it with encodr index"
                 )
             components = {}
             if meta.get("pcr"):
@@ -258,7 +262,34 @@ class Index:
             self.close()
 
     def __len__(self) -> int:
-        return int(self.faiss.ntotal)
+        """Texts that a search can return (vectors less tombstones)."""
+        return int(self.faiss.ntotal) - len(self.tombstones)
+
+    def allowed(self, where: "Where | list[str] | None") -> np.ndarray | None:
+        """int64 ids of the texts a search restricted by ``where`` (languages, metadata
+        filters: :mod:`.filters`) may return, sorted; ``None`` when it is not restricted.
+        Kept for the generation's life for the last few restrictions (a server's repeated filter).
+
+        Raises:
+            EncodrError: a metadata filter on an index built before documents had metadata.
+        """
+        where = Where.of(where)
+        if not where:
+            return None
+        if where in self._allowed:
+            return self._allowed[where]
+        if needs_documents(list(where.filters)) and not self.texts.has_documents:
+            raise EncodrError(f"index {self.path} was built before documents kept their source and metadata; bring it up to date once with "
+                              f"encodr index PATH… --out {self.path} --sync (or rebuild it) to filter on them", field="filter")  # fmt: skip
+        dsql, dparams, tsql, tparams = filter_sql(list(where.filters))
+        if where.langs:
+            tsql = " and ".join(x for x in (tsql, f"t.lang in ({','.join('?' * len(where.langs))})") if x)
+            tparams = [*tparams, *where.langs]
+        ids = self.texts.ids_where(dsql, dparams, tsql, tparams)
+        if len(self._allowed) >= 16:
+            self._allowed.pop(next(iter(self._allowed)))
+        self._allowed[where] = ids
+        return ids
 
     def prepare_queries(self, vectors: np.ndarray, langs: list[str] | str | None = None) -> np.ndarray:
         """Apply the index's PCR (CMLM §5.2) to each query with its language's component.
@@ -295,20 +326,34 @@ class Index:
         Args:
             vectors: float32 (q, d), unit norm (after :meth:`prepare_queries`).
             k: neighbours per query.
-            langs: keep only hits whose stored language is one of these (FAISS searches
-                with an ID selector, so k hits come back whenever k such texts exist).
+            langs: keep only hits whose stored language is one of these, or a
+                :class:`~.filters.Where` (languages and metadata filters): FAISS searches with an
+                ID selector, so k hits come back whenever k such texts exist.
             nprobe, ef_search: this search's settings (default: the index's, :meth:`open`);
                 per call, so concurrent searches may differ.
 
+        Deleted texts whose vectors FAISS keeps (tombstones: HNSW, IVF-PQ, on-disk IVF, binary)
+        are left out by an ID selector too, inside the search, so ``k`` live hits come back: FAISS
+        skips them as it collects its top k, which is what over-fetching by the number of
+        tombstones would achieve, without its guess.
+
         Returns:
             (scores float32 (q, k), ids int64 (q, k)); id −1 pads when fewer than k exist.
+
+        Raises:
+            EncodrError: see :meth:`allowed`.
         """
         import faiss
 
         x = np.ascontiguousarray(vectors, dtype=np.float32)
-        if not langs:
-            return self.faiss.search(x, min(k, len(self)), params=self.search_params(None, nprobe, ef_search))
-        ids = self.texts.ids_in(list(langs))
+        ids = self.allowed(langs)
+        if ids is None:
+            if not len(self.tombstones):
+                return self.faiss.search(x, min(k, len(self)), params=self.search_params(None, nprobe, ef_search))
+            dead = faiss.IDSelectorBatch(self.tombstones)
+            selector = faiss.IDSelectorNot(dead)
+            selector.referenced = dead  # the C++ selector points at it: keep it alive
+            return self.faiss.search(x, max(1, min(k, len(self))), params=self.search_params(selector, nprobe, ef_search))
         if not len(ids):
             return np.zeros((len(x), 0), dtype=np.float32), np.zeros((len(x), 0), dtype=np.int64)
         selector = faiss.IDSelectorBatch(ids)
@@ -367,13 +412,14 @@ class Index:
         """Whether this generation has a keyword index (built by ``encodr index`` since it has one)."""
         return self.texts.has_keywords
 
-    def keyword_search(self, queries: list[str], k: int, langs: list[str] | None = None, query_langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def keyword_search(self, queries: list[str], k: int, langs: "list[str] | Where | None" = None, query_langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k texts of each query by BM25 (SQLite FTS5: k1 = 1.2, b = 0.75), best first.
 
         Args:
             queries: q free-text queries (:func:`~.keywords.keyword_expression`).
             k: hits per query.
-            langs: keep only texts whose stored language is one of these.
+            langs: keep only texts whose stored language is one of these, or a
+                :class:`~.filters.Where` (its filters become a condition of the FTS5 query).
             query_langs: each query's language, which picks its stemmer (default: none).
 
         Returns:
@@ -387,13 +433,22 @@ class Index:
         if not self.has_keywords:
             raise EncodrError(f"index {self.path} has no keyword index (built by an older encodr); rebuild it with encodr index, or use --mode dense",
                               field="mode")  # fmt: skip
+        where = Where.of(langs)
+        scope = None
+        if where.filters:
+            if needs_documents(list(where.filters)) and not self.texts.has_documents:
+                self.allowed(where)  # raises, naming the fix
+            dsql, dparams, tsql, tparams = filter_sql(list(where.filters))
+            parts = ([f"select m.text_id from members m join documents d on d.id = m.doc where {dsql}"] if dsql else []) + \
+                    ([f"select t.id from texts t where {tsql}"] if tsql else [])  # fmt: skip
+            scope = (" intersect ".join(parts), [*dparams, *tparams])
         scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), k), -1, dtype=np.int64)
         for row, query in enumerate(queries):
             expression = keyword_expression(query, query_langs[row] if query_langs else None, self._analysed)
             if not expression:
                 continue
-            found = self.texts.keyword_hits(expression, k, langs)
+            found = self.texts.keyword_hits(expression, k, list(where.langs) or None, scope)
             for col, (i, score) in enumerate(found):
                 ids[row, col], scores[row, col] = i, score
         return scores, ids

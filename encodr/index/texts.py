@@ -25,6 +25,23 @@ TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": i
                  "lang_confidence": float, "title": str, "start": int}  # fmt: skip
 SQLITE_PARAMETERS = 900  # values bound per statement at most (SQLite's limit is 999 on older builds)
 
+# Documents (the unit a sync, a delete and a filter work on) and their passages. A text (a
+# row of ``texts``, one vector) is stored once however many documents hold it; ``members``
+# says which documents hold which texts, so a text goes only when its last document goes.
+# ``tombstones``: ids whose vector is still in a FAISS index that cannot remove it (HNSW,
+# IVF-PQ, on-disk IVF, binary); searches leave them out, a compaction drops them.
+DOCUMENT_SCHEMA = """
+create table if not exists documents (id text primary key, path text, source text, title text, hash text, meta text,
+                                      modified text, size integer, lang text);
+create index if not exists documents_path on documents(path);
+create table if not exists members (doc text not null, text_id integer not null, line integer, start integer);
+create index if not exists members_doc on members(doc);
+create index if not exists members_text on members(text_id);
+create table if not exists staged (doc text, hash text, line integer, start integer);
+create table if not exists tombstones (id integer primary key);
+"""
+DOCUMENT_COLUMNS = ("id", "path", "source", "title", "hash", "meta", "modified", "size", "lang")
+
 
 class TextStore:
     """``texts.db`` of one generation, for writing (:meth:`create`) or reading (:meth:`open`).
@@ -43,6 +60,8 @@ class TextStore:
         columns = {row[1] for row in conn.execute("pragma table_info(texts)")}
         self.extra = [c for c in ("title", "start") if c in columns]  # the optional columns this store has, read once
         self.has_keywords = conn.execute("select 1 from sqlite_master where name = ?", (KEYWORD_TABLE,)).fetchone() is not None
+        self.has_documents = conn.execute("select 1 from sqlite_master where name = 'documents'").fetchone() is not None
+        self.has_tombstones = conn.execute("select 1 from sqlite_master where name = 'tombstones'").fetchone() is not None
 
     @classmethod
     def create(cls, path: Path) -> "TextStore":
@@ -89,8 +108,150 @@ class TextStore:
     # writing
 
     def next_id(self) -> int:
-        """The id the next inserted text takes (one past the largest)."""
-        return int(self._all("select coalesce(max(id) + 1, 0) from texts")[0][0])
+        """The id the next inserted text takes: one past the largest, tombstones included (a
+        tombstoned vector still holds its id in FAISS)."""
+        tomb = "select max(id) from tombstones" if self.has_tombstones else "select null"
+        return int(self._all(f"select coalesce(max(m) + 1, 0) from (select max(id) as m from texts union all {tomb})")[0][0])
+
+    # documents
+
+    def ensure_documents(self) -> bool:
+        """Create the document tables (:data:`DOCUMENT_SCHEMA`) where they are missing. In a
+        store written before documents had identity, every stored text becomes the one passage
+        of a document named as it is shown (its id, else ``source:line``), with no content hash
+        and its source resolved against the current folder, so the next read of its file
+        re-reads it once. Returns True when such a store was converted."""
+        legacy = not self.has_documents and self.count() > 0
+        with self._lock:
+            self.conn.executescript(DOCUMENT_SCHEMA)
+            if legacy:
+                import os
+
+                self.conn.create_function("encodr_abspath", 1, lambda p: os.path.abspath(p) if p else p, deterministic=True)
+                doc = "coalesce(ext_id, source || ':' || line)"
+                self.conn.execute(f"insert or ignore into documents(id, path, source, title, lang) "
+                                  f"select {doc}, encodr_abspath(source), source, title, lang from texts order by id")  # fmt: skip
+                self.conn.execute(f"insert into members(doc, text_id, line, start) select {doc}, id, line, start from texts")
+            self.conn.commit()
+        self.has_documents = self.has_tombstones = True
+        return legacy
+
+    def documents_info(self, ids: list[str]) -> dict[str, tuple[str | None, str | None, int | None]]:
+        """(hash, modified, size) of the stored documents among ``ids``."""
+        found: dict[str, tuple] = {}
+        for start in range(0, len(ids), SQLITE_PARAMETERS):
+            part = ids[start : start + SQLITE_PARAMETERS]
+            found.update((d, (h, m, z)) for d, h, m, z in self._all(f"select id, hash, modified, size from documents where id in ({','.join('?' * len(part))})", part))
+        return found
+
+    def file_states(self) -> dict[str, tuple[str | None, int | None]]:
+        """Each stored file's (modified, size) when all its documents agree on them and carry a
+        content hash (a file whose documents were all read by this encodr); files where they
+        differ are left out (they must be read)."""
+        rows = self._all("select path, min(modified), max(modified), min(size), max(size), count(hash), count(*) from documents group by path")
+        return {p: (m0, z0) for p, m0, m1, z0, z1, hashed, n in rows if m0 == m1 and z0 == z1 and m0 is not None and hashed == n}
+
+    def documents_under(self, roots: list[str]) -> dict[str, str]:
+        """id → path of the stored documents whose file is one of ``roots`` or lies in one of them."""
+        found: dict[str, str] = {}
+        for root in roots:
+            found.update(self._all("select id, path from documents where path = ? or substr(path, 1, ?) = ?", (root, len(root) + 1, root.rstrip("/") + "/")))
+        return found
+
+    def documents_matching(self, sql: str, params: list) -> list[str]:
+        """The ids of the documents a filter's ``where`` clause over ``documents d`` keeps (:mod:`.filters`)."""
+        return [d for (d,) in self._all(f"select d.id from documents d where {sql}", params)]
+
+    def put_documents(self, rows: list[dict]) -> None:
+        """Insert or replace document rows (dicts of :data:`DOCUMENT_COLUMNS`)."""
+        if rows:
+            with self._lock:
+                self.conn.executemany(f"insert or replace into documents({', '.join(DOCUMENT_COLUMNS)}) values ({', '.join('?' * len(DOCUMENT_COLUMNS))})",
+                                      [tuple(r.get(c) for c in DOCUMENT_COLUMNS) for r in rows])  # fmt: skip
+                self.conn.commit()
+
+    def touch_documents(self, rows: list[tuple[str | None, int | None, str]]) -> None:
+        """Set (modified, size) of unchanged documents by id (a file saved again as it was)."""
+        if rows:
+            with self._lock:
+                self.conn.executemany("update documents set modified = ?, size = ? where id = ?", rows)
+                self.conn.commit()
+
+    def forget_state(self, path: str) -> None:
+        """Clear the stored modification time of ``path``'s documents, so the next sync reads the file again."""
+        with self._lock:
+            self.conn.execute("update documents set modified = null where path = ?", (path,))
+            self.conn.commit()
+
+    def stage_members(self, rows: list[tuple[str, str, int, int | None]]) -> None:
+        """Remember (document id, text hash, line, start) of passages read, to become members
+        once their texts are stored (:meth:`settle_members`)."""
+        if rows:
+            with self._lock:
+                self.conn.executemany("insert into staged(doc, hash, line, start) values (?, ?, ?, ?)", rows)
+                self.conn.commit()
+
+    def settle_members(self, replaced: list[str], removed: list[str]) -> np.ndarray:
+        """Apply one write's document changes: the passages of ``replaced`` documents (read
+        again) and of ``removed`` ones are dropped, the staged passages become members, and a
+        text whose every document is gone is deleted (with its keyword entry; call
+        :meth:`build_keywords` after). A surviving text shown under a document that no longer
+        holds it is shown under one that does.
+
+        Returns:
+            int64 ids of the texts deleted (their vectors are to be removed or tombstoned).
+        """
+        gone = sorted(set(replaced) | set(removed))
+        with self._lock:
+            c = self.conn
+            c.execute("create temp table if not exists gone_docs (id text primary key)")
+            c.execute("delete from gone_docs")
+            c.executemany("insert or ignore into gone_docs values (?)", [(d,) for d in gone])
+            candidates = "select text_id from members where doc in (select id from gone_docs)"
+            c.execute("create temp table if not exists maybe (id integer primary key)")
+            c.execute("delete from maybe")
+            c.execute(f"insert or ignore into maybe {candidates}")
+            c.execute("delete from members where doc in (select id from gone_docs)")
+            c.executemany("delete from documents where id = ?", [(d,) for d in removed])
+            c.execute("insert into members(doc, text_id, line, start) select s.doc, t.id, s.line, s.start from staged s join texts t on t.hash = s.hash")
+            c.execute("delete from staged")
+            orphans = np.array([i for (i,) in c.execute("select id from maybe where id not in (select text_id from members)")], dtype=np.int64)
+            if len(orphans):
+                c.execute("delete from texts where id in (select id from maybe where id not in (select text_id from members))")
+            doc = "coalesce(texts.ext_id, texts.source || ':' || texts.line)"
+            c.execute(f"""update texts set (ext_id, source, line, start, title) = (
+                            select m.doc, d.source, m.line, m.start, d.title from members m join documents d on d.id = m.doc
+                            where m.text_id = texts.id order by m.rowid limit 1)
+                          where id in (select id from maybe) and not exists (select 1 from members m where m.text_id = texts.id and m.doc = {doc})""")  # fmt: skip
+            c.commit()
+        return orphans
+
+    def tombstones(self) -> np.ndarray:
+        """int64 ids whose vectors are still in the FAISS index but whose texts are deleted."""
+        if not self.has_tombstones:
+            return np.zeros(0, dtype=np.int64)
+        return np.array([i for (i,) in self._all("select id from tombstones order by id")], dtype=np.int64)
+
+    def add_tombstones(self, ids: np.ndarray) -> None:
+        """Record deleted ids whose vectors stay in FAISS."""
+        with self._lock:
+            self.conn.executemany("insert or ignore into tombstones(id) values (?)", [(int(i),) for i in ids])
+            self.conn.commit()
+
+    def renumber(self) -> None:
+        """Give the stored texts the ids 0…n−1 in their order, as a compacted FAISS index numbers
+        its remaining vectors, and forget the tombstones (their vectors are gone). Call
+        :meth:`build_keywords` after (the keyword index is keyed by id)."""
+        with self._lock:
+            c = self.conn
+            c.execute("create temp table renumbered (old integer primary key, new integer)")
+            c.execute("insert into renumbered select id, row_number() over (order by id) - 1 from texts")
+            c.execute("update texts set id = -1 - (select new from renumbered where old = texts.id)")
+            c.execute("update texts set id = -1 - id")
+            c.execute("update members set text_id = (select new from renumbered where old = members.text_id)")
+            c.execute("delete from tombstones")
+            c.execute("drop table renumbered")
+            c.commit()
 
     def known(self, hashes: list[str]) -> set[str]:
         """The members of ``hashes`` (text hashes) already stored."""
@@ -137,6 +298,26 @@ class TextStore:
         """Texts stored."""
         return int(self._all("select count(*) from texts")[0][0])
 
+    def document_count(self) -> int | None:
+        """Documents stored (None in a store written before documents had identity)."""
+        return int(self._all("select count(*) from documents")[0][0]) if self.has_documents else None
+
+    def ids_where(self, documents_sql: str | None, documents_params: list, texts_sql: str | None, texts_params: list) -> np.ndarray:
+        """int64 ids of the texts a filter keeps: held by a document that ``documents_sql`` (a
+        ``where`` clause over ``documents d``) keeps, and themselves kept by ``texts_sql`` (over
+        ``texts t``); either may be None (no condition)."""
+        sql, params = "select t.id from texts t", []
+        where = []
+        if documents_sql:
+            where.append(f"t.id in (select m.text_id from members m join documents d on d.id = m.doc where {documents_sql})")
+            params += documents_params
+        if texts_sql:
+            where.append(texts_sql)
+            params += texts_params
+        if where:
+            sql += " where " + " and ".join(where)
+        return np.array([i for (i,) in self._all(sql + " order by t.id", params)], dtype=np.int64)
+
     def languages(self) -> list[str]:
         """The distinct stored languages, sorted."""
         return sorted(code for (code,) in self._all("select distinct lang from texts"))
@@ -172,9 +353,16 @@ class TextStore:
         """Every stored document id (``ext_id``)."""
         return {str(d) for (d,) in self._all("select distinct ext_id from texts where ext_id is not null")}
 
-    def keyword_hits(self, expression: str, k: int, langs: list[str] | None = None) -> list[tuple[int, float]]:
+    def keyword_hits(self, expression: str, k: int, langs: list[str] | None = None, scope: tuple[str, list] | None = None) -> list[tuple[int, float]]:
         """(id, −``bm25()``) of the top ``k`` texts matching the FTS5 ``expression``, best first,
-        among texts whose language is one of ``langs`` (all when None)."""
+        among texts whose language is one of ``langs`` (all when None) and, with ``scope``
+        (an SQL ``select`` of text ids and its parameters, :mod:`.filters`), among those it
+        selects: the filter is part of the FTS5 query, so ``k`` hits come back whenever ``k``
+        matching texts pass it."""
         where = f" and rowid in (select id from texts where lang in ({','.join('?' * len(langs))}))" if langs else ""
+        params = [*(langs or [])]
+        if scope is not None:
+            where += f" and rowid in ({scope[0]})"
+            params += scope[1]
         sql = f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order by bm25({KEYWORD_TABLE}) limit ?"
-        return self._all(sql, (expression, *(langs or []), k))
+        return self._all(sql, (expression, *params, k))

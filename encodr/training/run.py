@@ -150,7 +150,9 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -
             at ``out``; or a registry that fails after training, saying where the model is.
     """
     out = Path(request.out)
-    check_target(out, request.overwrite)
+    source = getattr(request.data, "source", request.data)
+    inputs = [str(p) for p in [source, *request.bitext] if isinstance(p, (str, Path)) and Path(p).exists()]
+    check_target(out, request.overwrite, inputs=inputs, kind="model")
     registry.check_writable()  # a read-only, locked or broken registry fails now, not after training
     started = time.time()
     with Trainer(request.device, recipe.amp) as trainer:
