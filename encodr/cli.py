@@ -247,9 +247,23 @@ def score(values: dict, as_json: bool, server: Optional[str]) -> None:
 def index_cmd(values: dict, as_json: bool) -> None:
     request = build(rq.IndexRequest, values)
     request.check()
-    with _Bars(enabled=not as_json) as bars:
-        result = commands.index(request, progress=bars, warn=_warn)
+    try:
+        with _Bars(enabled=not as_json) as bars:
+            result = commands.index(request, progress=bars, warn=_warn)
+    except KeyboardInterrupt as exc:
+        raise EncodrError(f"{_interruption(exc)}; {commands.interrupted_index(request)}") from None
     _show(result, as_json)
+    if request.watch:
+        err_console.print(f"encodr: watching {', '.join(request.corpus)} (Ctrl-C stops)", highlight=False)
+        try:
+            commands.watch(request, on_sync=lambda line: err_console.print(f"encodr: {line}", highlight=False), warn=_warn)
+        except KeyboardInterrupt:
+            err_console.print("encodr: stopped watching; the index holds the last sync", highlight=False)
+
+
+@command(app, rq.DeleteRequest, "delete")
+def delete_cmd(values: dict, as_json: bool) -> None:
+    _show(commands.delete(build(rq.DeleteRequest, values), warn=_warn), as_json)
 
 
 @command(app, rq.SearchRequest, "search", extra=(SERVER,))
@@ -327,16 +341,18 @@ def serve(
     batching: bool = typer.Option(True, "--batching/--no-batching", help="Dynamic batching of concurrent requests (off: one forward pass per request)."),
     workers: Optional[int] = typer.Option(None, min=1, help="Forward passes a model runs at once, each on its share of the CPU cores (default: 2 on a CPU, 1 on a GPU)."),
     backend: str = typer.Option("torch", help="Forward pass of each --model bi-encoder: torch, torch-bf16 (bfloat16 matrix products), onnx or onnx-int8 (onnxruntime on the CPU); an index's model runs on its index's backend."),
+    writable: bool = typer.Option(False, "--writable", help="Let clients upsert and delete documents (POST / DELETE /v1/indexes/NAME/documents); needs --api-key."),
+    watch: Optional[List[str]] = typer.Option(None, "--watch", help="Sync the one served --index with this folder on every change (debounced); repeatable."),
 ) -> None:
-    """Serve models and indexes over HTTP: OpenAI-compatible POST /v1/embeddings, POST /v1/search, POST /v1/score,
-    GET /v1/models, /v1/indexes, /v1/runs, /health. Models and indexes are loaded once and kept warm."""
+    """Serve models and indexes over HTTP: OpenAI-compatible POST /v1/embeddings, POST /v1/search, POST /v1/score, POST /v1/rerank,
+    GET /v1/models, /v1/indexes, /v1/runs, /health; with --writable, POST and DELETE /v1/indexes/NAME/documents. Models and indexes are loaded once and kept warm."""
     _interactive_threads()  # the event loop, the batcher and FAISS share the cores with torch: idle OpenMP threads must sleep
     try:
-        from .serve import Limits, serve as run_server
+        from .serve import Access, Limits, serve as run_server
     except ImportError as exc:
         raise EncodrError(f"encodr serve needs the serve extra ({exc.name} is missing): pip install 'encodr[serve]'") from None
 
-    run_server(model or [], index or [], host, port, api_key, Limits(max_texts, max_chars, batch_wait_ms / 1000, batch_tokens, batching, workers), announce=lambda line: err_console.print(f"encodr: {line}", highlight=False),
+    run_server(model or [], index or [], host, port, Access(api_key, writable, tuple(watch or ())), Limits(max_texts, max_chars, batch_wait_ms / 1000, batch_tokens, batching, workers), announce=lambda line: err_console.print(f"encodr: {line}", highlight=False),
                backend=backend)  # fmt: skip
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import EncodrError
 from ..progress import ProgressEvent, ProgressFn, silent
-from .requests import (EmbedRequest, EvalRequest, IndexRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
+from .requests import (DeleteRequest, DocumentIdsRequest, EmbedRequest, EvalRequest, IndexRequest, UpsertRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
                        ScoreRequest, SearchRequest, TuneRequest, DEFAULT_FUSION, DEFAULT_MODE, pcr_variant)  # fmt: skip
 from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits, Ranked, RecordResult, RerankResult, RunsResult, ScoreResult,
                       SearchResult, TuneResult, Usage, short_path)  # fmt: skip
@@ -65,7 +65,8 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
         reranker = open_reranker(request)
     mode = request.mode or (DEFAULT_MODE if searcher.index.has_keywords else "dense")  # an index older than keyword indexes: dense
     langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search,
-                                    mode, request.fusion or DEFAULT_FUSION, reranker, request.rerank_depth, request.passages, request.rerank_weight)  # fmt: skip
+                                    mode, request.fusion or DEFAULT_FUSION, reranker, request.rerank_depth, request.passages, request.rerank_weight,
+                                    request.filters())  # fmt: skip
     split = searcher.index.meta.get("split_documents") and not request.passages
     caption = f"documents ranked by their best passage ({searcher.index.meta['split_documents']:,} long documents are split; --passages ranks passages)" if split else ""
     return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption,
@@ -157,19 +158,155 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
     Raises:
         EncodrError: see :meth:`IndexRequest.check` and :func:`encodr.index.build`.
     """
-    from ..index import build
     from ..index.build import SUMMARY
 
     request.check()
-    meta = build(request.corpus, request.model, request.target(), request.index_type, request.add, request.overwrite, request.pcr, request.lang,
-                 request.batch_size, progress=progress, pcr_variant=pcr_variant(True, request.pcr_variant), backend=request.backend,
-                 processes=request.processes, glob=request.glob, whole=request.whole, layout=request.layout(), quantize=request.quantize,
-                 engine=request.engine, address=request.address, dim=request.dim, warn=warn, on_disk=request.on_disk)  # fmt: skip
+    meta = index_with(request, None, progress, warn)
     for skipped in meta.get("skipped_files", []):
         warn(f"skipped {skipped['path']}: {skipped['reason']}")
     if meta.get("skipped_files"):
         warn(f"{len(meta['skipped_files'])} file(s) skipped; the others are indexed")
     return RecordResult(title=f"encodr index → {meta['path']}", record=meta, keys=list(SUMMARY))
+
+
+def index_with(request: IndexRequest, encoder=None, progress: ProgressFn = silent, warn: WarnFn = lambda line: None) -> dict:
+    """:func:`encodr.index.build` of ``request``, with ``encoder`` (a loaded model, the index's:
+    a watcher's, loaded once) instead of ``request.model`` when given. Returns its summary."""
+    from ..index import build
+
+    return build(request.corpus, encoder or request.model, request.target(), request.index_type, request.add, request.overwrite, request.pcr, request.lang,
+                 request.batch_size, progress=progress, pcr_variant=pcr_variant(True, request.pcr_variant), backend=request.backend,
+                 processes=request.processes, glob=request.glob, whole=request.whole, layout=request.layout(), quantize=request.quantize,
+                 engine=request.engine, address=request.address, dim=request.dim, warn=warn, on_disk=request.on_disk,
+                 sync=request.sync or request.watch)  # fmt: skip
+
+
+def interrupted_index(request: IndexRequest) -> str:
+    """What an interrupted ``encodr index`` kept, in words: the index as it was (or none), and
+    the encoded windows the same command will reuse."""
+    from ..index.shards import Shards, shards_folder
+
+    out = request.target()
+    kept = f"index {out} is unchanged (the previous generation stays current)" if out.exists() else f"no index was written at {out}"
+    finished = Shards.finished(shards_folder(out))
+    if finished:
+        kept += f"; {finished} encoded window(s) are kept in {shards_folder(out)}, and the same command reuses them"
+    return kept
+
+
+def sync_line(meta: dict) -> str:
+    """One line for a sync's counts (``encodr index --watch``, ``encodr serve --watch``)."""
+    skipped = len(meta.get("skipped_files") or [])
+    return (f"synced {meta['path']}: {meta['added']} added, {meta['updated']} updated, {meta['removed']} removed, {meta['unchanged']} unchanged; "
+            f"{meta['encoded']} passages encoded in {meta['seconds']:.1f} s" + (f"; {skipped} file(s) skipped (warnings above)" if skipped else ""))  # fmt: skip
+
+
+WATCH_DEBOUNCE_MS = 1000  # changes within this long of each other make one sync (watchfiles' debounce)
+WATCH_TICK_MS = 500  # how often an idle watcher wakes (to see ``stop``)
+
+
+def watch(request: IndexRequest, on_sync: Callable[[str], None], warn: WarnFn, stop=None, lock=None, started: Callable[[], None] | None = None) -> int:
+    """Sync ``request``'s index with its corpus on every change under it, until ``stop`` (a
+    ``threading.Event``) is set or the caller is interrupted: changes are gathered by
+    ``watchfiles`` (the OS's file events) and debounced (:data:`WATCH_DEBOUNCE_MS`), so a burst
+    of edits (a ``git checkout``, a copy of 200 files) makes one sync or a few, not one each.
+
+    Once the watcher is set up, one sync catches up with what changed before it was (after the
+    ``encodr index`` that preceded it, say); ``started`` is called then. Each sync is
+    :func:`index` with ``sync`` (only what changed is encoded; the model is loaded once),
+    reported as one ``on_sync`` line (:func:`sync_line`; none for a catch-up that found
+    nothing); a sync that fails (a bad file named directly, a full disk) is one ``warn`` line,
+    and watching goes on. Changes inside the index folder, hidden files and files of kinds
+    encodr does not read are ignored. ``lock``: held during each sync (a server's write lock).
+
+    Returns:
+        The number of syncs that changed something.
+    """
+    import contextlib
+    import os
+
+    from watchfiles import watch as changes
+
+    from ..data.files import DOCUMENT_SUFFIXES, RECORD_SUFFIXES
+
+    synced = request.model_copy(update={"sync": True, "add": False, "overwrite": False, "watch": False})
+    out = os.path.realpath(synced.target())
+    encoder = None
+
+    def relevant(change, path: str) -> bool:
+        real = os.path.realpath(path)
+        if real == out or real.startswith(out + os.sep) or any(part.startswith(".") for part in real.split(os.sep)[1:]):
+            return False
+        return True if request.glob else os.path.splitext(path)[1].lower() in RECORD_SUFFIXES + DOCUMENT_SUFFIXES or not os.path.splitext(path)[1]
+
+    def sync(catch_up: bool) -> bool:
+        nonlocal encoder
+        try:
+            with lock or contextlib.nullcontext():
+                if encoder is None and synced.target().exists():
+                    from ..index import Index
+                    from ..models import load_encoder
+
+                    with Index.open(synced.target()) as index:
+                        encoder = load_encoder(index.meta["model"], backend=index.meta.get("backend", "torch"))
+                meta = index_with(synced, encoder, warn=warn)
+        except EncodrError as exc:
+            warn(f"sync failed: {exc}; watching on")
+            return False
+        for skipped in meta.get("skipped_files", []):
+            warn(f"skipped {skipped['path']}: {skipped['reason']}")
+        changed = any(meta[k] for k in ("added", "updated", "removed")) or meta.get("skipped_files")
+        if changed or not catch_up:
+            on_sync(sync_line(meta))
+        return bool(changed)
+
+    count, first = 0, True
+    for batch in changes(*synced.corpus, watch_filter=relevant, debounce=WATCH_DEBOUNCE_MS, stop_event=stop, raise_interrupt=True,
+                         yield_on_timeout=True, rust_timeout=WATCH_TICK_MS):  # fmt: skip
+        if first:  # the watcher is set up: catch up with what changed before
+            first = False
+            count += sync(catch_up=True)
+            if started is not None:
+                started()
+        if batch:
+            count += sync(catch_up=False)
+    return count
+
+
+def delete(request: DeleteRequest, warn: WarnFn = lambda line: None) -> RecordResult:
+    """Delete documents from an index (:func:`encodr.index.build.delete`); ids it lacks are one ``warn`` line.
+
+    Raises:
+        EncodrError: see :meth:`DeleteRequest.check` and :func:`encodr.index.build.delete`.
+    """
+    from ..index.build import delete as remove
+
+    request.check()
+    result = remove(request.index, request.ids, request.source or [], request.filters(), warn=warn)
+    if result["not_found"]:
+        warn(f"{len(result['not_found'])} id(s) not in the index (first: {result['not_found'][0]!r}); the others are deleted")
+    return RecordResult(title=f"encodr delete → {result['path']}", record=result, keys=["removed", "deleted_texts", "tombstones", "compacted", "documents", "count"])
+
+
+def upsert(index: str, request: UpsertRequest, warn: WarnFn = lambda line: None, encoder=None) -> RecordResult:
+    """Add or replace documents of ``index`` by id (:func:`encodr.index.build.upsert`), encoded
+    by ``encoder`` (the index's model, loaded: a server's) or the model loaded for it.
+
+    Raises:
+        EncodrError: see :meth:`UpsertRequest.check` and :func:`encodr.index.build.upsert`.
+    """
+    from ..index.build import upsert as put
+
+    request.check()
+    meta = put(index, request.records(), warn=warn, encoder=encoder)
+    keys = ["added", "updated", "unchanged", "encoded", "documents", "count"]
+    return RecordResult(title=f"upsert → {meta['path']}", record={k: meta.get(k) for k in keys}, keys=keys)
+
+
+def delete_ids(index: str, request: DocumentIdsRequest) -> RecordResult:
+    """Delete documents of ``index`` by id (``DELETE /v1/indexes/{name}/documents``)."""
+    request.check()
+    return delete(DeleteRequest(ids=request.ids, index=index))
 
 
 ESTIMATE_ABOVE = 20_000  # texts: an evaluation encoding more first says how long it will take
@@ -284,7 +421,7 @@ def tune(recipe, job) -> TuneResult | None:
     return TuneResult(summary=summary, out=str(summary["out"]), run_ids=list(summary["run_ids"]), shown=shown)
 
 
-INDEX_COLUMNS = ("name", "model", "backend", "index_type", "count", "bytes_per_vector", "pcr", "languages", "error")
+INDEX_COLUMNS = ("name", "model", "backend", "index_type", "count", "documents", "bytes_per_vector", "pcr", "languages", "sources", "updated", "error")
 
 
 def indexes(request: IndexesRequest) -> ListResult:

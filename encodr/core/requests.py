@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -29,6 +29,27 @@ RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) th
 RERANK_WEIGHT_HELP = ("With --rerank: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits "
                       "(1: the cross-encoder's order alone; 0: the first stage's).")
 FUSION_HELP = "hybrid: convex (min-max normalised scores, 0.5 each; the default) | rrf (reciprocal rank fusion); both language-aware."
+
+
+FILTER_HELP = ("Only hits from documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold. Fields: source (a glob, e.g. "
+               "notes/*.md), lang, id, title, modified and size (the file's; ISO 8601 dates), or any metadata field (a JSONL object's "
+               "other fields, --meta-columns, Markdown front matter). Over HTTP also an object: {\"year\": \">=2020\", \"lang\": \"eng\"}.")
+
+
+def parse_filters(given) -> list:
+    """``--filter`` values (``["year>=2020", …]``) or HTTP's object (``{"year": ">=2020"}``) as
+    :class:`encodr.index.filters.Filter` s.
+
+    Raises:
+        EncodrError: a filter that does not parse, naming it (``field="filter"``).
+    """
+    from ..index import filters as fl
+
+    if not given:
+        return []
+    if isinstance(given, dict):
+        return fl.from_mapping(given)
+    return [fl.parse(text) for text in given]
 
 
 DEFAULT_MODE, DEFAULT_FUSION = "hybrid", "convex"  # chosen on the dev sets (bench/retrieval.py; README "Search quality")
@@ -100,12 +121,18 @@ class SearchRequest(Request):
     rerank_depth: int = option(50, "With --rerank: first-stage hits the cross-encoder re-scores per query.", ge=1)
     rerank_weight: float = option(DEFAULT_RERANK_WEIGHT, RERANK_WEIGHT_HELP, ge=0, le=1)
     passages: bool = option(False, "Rank passages; by default an index of long documents split into passages ranks each document once, by its best passage.")
+    filter: list[str] | dict[str, Any] | None = option(None, FILTER_HELP)
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
     _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)
 
+    def filters(self) -> list:
+        """The parsed filters (:mod:`encodr.index.filters`), ANDed; empty without any."""
+        return parse_filters(self.filter)
+
     def check(self) -> None:
         check_mode(self.mode, self.fusion)
+        self.filters()
         if not self.query:
             raise EncodrError("no query given; pass QUERY, or one query a line on stdin", field="query")
         if any(not q.strip() for q in self.query):
@@ -195,8 +222,12 @@ class IndexRequest(Request):
                                    "trained with matryoshka_dims; default: all). --add keeps the index's.", ge=1, fronts=CLI_TUI)  # fmt: skip
     on_disk: bool = option(False, "With --index-type ivf or ivfpq: keep the IVF lists in a file beside the index, built in blocks and merged (FAISS "
                                   "merge_ondisk), memory-mapped on search: neither needs the lists in memory.", fronts=CLI_TUI)  # fmt: skip
-    add: bool = option(False, "Append to an existing index (texts already in it are skipped).", fronts=CLI_TUI)
-    overwrite: bool = option(False, "Replace an existing index.", fronts=CLI_TUI)
+    add: bool = option(False, "Add the documents read to an existing index: new ones added, changed ones replaced (texts already in it are not encoded "
+                              "again); none removed.", fronts=CLI_TUI)  # fmt: skip
+    sync: bool = option(False, "Make the index hold exactly the documents now under CORPUS: add new ones, re-encode changed ones, remove those "
+                               "whose file is gone; documents of other paths are kept. Builds the index when --out does not exist.", fronts=CLI_TUI)  # fmt: skip
+    watch: bool = option(False, "After indexing, keep watching CORPUS and sync on every change (debounced), one line per sync; Ctrl-C stops.", fronts=CLI)
+    overwrite: bool = option(False, "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).", fronts=CLI_TUI)
     pcr: bool = option(False, "Remove each language's first principal component (language-agnostic search, CMLM §5.2).", fronts=CLI_TUI)
     pcr_variant: str | None = option(None, "With --pcr: centred (PCA of the covariance) | uncentred (CMLM §5.2: first singular vector; the default).", fronts=CLI_TUI)
     lang: str | None = option(None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).", fronts=CLI_TUI)
@@ -211,6 +242,8 @@ class IndexRequest(Request):
     text_column: str = option("text", "CSV / TSV: the header's column that holds the text.", fronts=CLI_TUI)
     id_column: str | None = option(None, "CSV / TSV: the column that holds each document's id (default: 'id' when present).", fronts=CLI_TUI)
     title_column: str | None = option(None, "CSV / TSV: the column that holds each document's title (default: 'title' when present).", fronts=CLI_TUI)
+    meta_columns: list[str] | None = option(None, "CSV / TSV: columns kept as each document's metadata, for search --filter (comma-separated or repeated).",
+                                            fronts=CLI_TUI)  # fmt: skip
     processes: int = option(1, "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
                             ge=1, fronts=CLI_TUI)  # fmt: skip
     engine: str = option("local", "local (this machine) | ray (a Ray Data pipeline: files read on Ray tasks, encoded on --processes actors; "
@@ -218,10 +251,18 @@ class IndexRequest(Request):
     address: str | None = option(None, "With --engine ray: the Ray cluster's address (e.g. ray://head:10001; default: RAY_ADDRESS, else a local Ray).",
                                  fronts=CLI_TUI)  # fmt: skip
 
+    _meta_columns = field_validator("meta_columns", mode="before")(_comma_list)
+
     def check(self) -> None:
         if not self.corpus:
             raise EncodrError("no corpus given; pass one or more text, TSV, CSV or JSONL files", field="corpus")
         pcr_variant(self.pcr, self.pcr_variant)
+        chosen = [f"--{n}" for n in ("add", "sync", "overwrite") if getattr(self, n)]
+        if len(chosen) > 1:
+            raise EncodrError(f"{' and '.join(chosen)} do different things: --add adds documents, --sync makes the index match CORPUS, "
+                              "--overwrite rebuilds it; pass one", field="sync")  # fmt: skip
+        if self.watch and (self.add or self.overwrite):
+            raise EncodrError("--watch keeps the index in step with CORPUS by syncing it; drop --add / --overwrite (the first pass is a --sync)", field="watch")
         for name in ("text_field", "text_column", "id_column", "title_column"):
             value = getattr(self, name)
             if value is not None and not value.strip():
@@ -232,13 +273,85 @@ class IndexRequest(Request):
         from ..data.records import Layout
 
         return Layout(self.text_field.strip(), self.text_column.strip(), self.id_column and self.id_column.strip(),
-                      self.title_column and self.title_column.strip(), self.documents)  # fmt: skip
+                      self.title_column and self.title_column.strip(), self.documents, tuple(self.meta_columns or ()))  # fmt: skip
 
     def target(self) -> Path:
         """The index directory: ``out``, else the workspace index named after the first file."""
         from ..paths import home
 
         return Path(self.out) if self.out else home() / "indexes" / Path(self.corpus[0]).stem
+
+
+class DeleteRequest(Request):
+    """Delete documents from an index: by id, by source glob, or by metadata filter (their texts go, unless another document holds them)."""
+
+    ids: list[str] = option([], "Document ids (as search shows them: a JSONL _id, a CSV id, a file's path, or source:line).", argument=True)
+    index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"))
+    source: list[str] | None = option(None, "Delete the documents whose source matches this glob (e.g. notes/old/*.md); repeatable.")
+    filter: list[str] | dict[str, Any] | None = option(None, "Delete the documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold "
+                                                             "(fields as search --filter, lang excepted).")  # fmt: skip
+
+    _ids = field_validator("ids", mode="before")(lambda v: [v] if isinstance(v, str) else v)
+
+    def filters(self) -> list:
+        """The parsed filters (:func:`parse_filters`)."""
+        return parse_filters(self.filter)
+
+    def check(self) -> None:
+        filters = self.filters()
+        if not (self.ids or self.source or filters):
+            raise EncodrError("name the documents to delete: IDS, --source GLOB or --filter FIELD=VALUE", field="ids")
+
+
+class UpsertDocument(BaseModel):
+    """One document of an upsert: ``id`` and ``text``, optional ``title`` and ``metadata``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    text: str
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+    lang: str | None = None
+
+
+class UpsertRequest(Request):
+    """Add or replace documents of a served index by id (``POST /v1/indexes/{name}/documents``)."""
+
+    documents: list[UpsertDocument] = option(..., "The documents: id, text, optional title, metadata (an object, for --filter) and lang.", fronts=HTTP)
+
+    def check(self) -> None:
+        if not self.documents:
+            raise EncodrError("documents is empty; send at least one {\"id\", \"text\"}", field="documents")
+        ids = [d.id for d in self.documents]
+        for d in self.documents:
+            if not d.id.strip():
+                raise EncodrError("a document has a blank id; give each document a non-blank id", field="documents")
+            if not d.text.strip():
+                raise EncodrError(f"document '{d.id}' has a blank text; send its text, or delete it (DELETE …/documents)", field="documents")
+        if len(set(ids)) != len(ids):
+            raise EncodrError(f"document id '{next(i for i in ids if ids.count(i) > 1)}' appears twice; send each id once", field="documents")
+
+    def records(self) -> list:
+        """The documents as records (:class:`encodr.data.records.Record`), one each, source :data:`encodr.index.documents.API_SOURCE`."""
+        from ..data.language import check_code
+        from ..data.records import Record
+        from ..index.documents import API_SOURCE
+
+        for d in self.documents:
+            if d.lang:
+                check_code(d.lang, f"document '{d.id}': lang")
+        return [Record(f"{d.title or ''} {d.text}".strip(), API_SOURCE, 1, d.id, d.lang, d.title, meta=d.metadata or None) for d in self.documents]
+
+
+class DocumentIdsRequest(Request):
+    """Delete documents of a served index by id (``DELETE /v1/indexes/{name}/documents``)."""
+
+    ids: list[str] = option(..., "The ids of the documents to delete.", fronts=HTTP)
+
+    def check(self) -> None:
+        if not self.ids:
+            raise EncodrError("ids is empty; send the ids of the documents to delete", field="ids")
 
 
 class EvalRequest(Request):

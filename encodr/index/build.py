@@ -291,7 +291,7 @@ def build(
             check_target(out, overwrite, inputs=files, kind="index")  # again: another build may have made it while this one waited
         spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window, whole,
                          [f for f in files if f not in given], skipped, layout, quantize, engine, address, dim, warn, on_disk,
-                         roots=[os.path.abspath(f) for f in given_paths] if sync else None)  # fmt: skip
+                         roots=[os.path.abspath(f) for f in given_paths], sync=sync)  # fmt: skip
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -375,7 +375,8 @@ class IndexSpec:
     dim: int | None = None  # Matryoshka truncation (a new index; --add keeps the index's)
     warn: Callable[[str], None] = lambda line: None
     on_disk: bool = False  # IVF lists in lists.ivfdata, built in blocks (a new IVF index)
-    roots: list[str] | None = None  # --sync: the absolute paths whose documents the index must hold exactly
+    roots: list[str] | None = None  # the absolute paths given (with sync: whose documents the index must hold exactly)
+    sync: bool = False  # remove the stored documents under roots that are gone
     records: list[Record] | None = None  # documents given as records (an HTTP upsert), read after the files
 
 
@@ -398,7 +399,7 @@ def _backend(spec: IndexSpec, old: Index | None) -> str:
     a ready-made :class:`Encoder` (its own)."""
     if spec.backend != AUTO_BACKEND:
         return spec.backend
-    if isinstance(spec.model, Encoder):
+    if spec.model is not None and not isinstance(spec.model, str):  # a loaded encoder (or the server's batched one)
         return spec.model.backend
     if old is not None:
         return old.meta.get("backend", "torch")
@@ -417,7 +418,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
     backend = _backend(spec, old)
 
     if old is not None:
-        encoder = load_encoder(model or old.meta["model"], backend=backend)
+        encoder = model if model is not None and not isinstance(model, str) else load_encoder(model or old.meta["model"], backend=backend)
         if encoder.fingerprint != old.meta["fingerprint"]:
             raise EncodrError(f"model '{model}' differs from the model index {out} was built with ({old.meta['model']}); drop --model or build a new index")
         kept = old.meta.get("truncate_dim")
@@ -431,7 +432,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         if encoder.truncate_dim is not None:
             _check_matryoshka(encoder, spec.warn)
     candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
-    roots = spec.roots if old is not None else None  # a sync of an existing index: what it must hold exactly
+    roots = spec.roots if old is not None and spec.sync else None  # a sync of an existing index: what it must hold exactly
     unread = unchanged_files(old.texts, files) if roots is not None else set()
     files = [f for f in files if os.path.abspath(f) not in unread]
     counts = [_count_lines(f) for f in files]
@@ -511,6 +512,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         meta["count"] = int(index.ntotal)
         meta["documents"] = ingest.texts.document_count()
         meta["deleted"] = len(ingest.texts.tombstones())
+        meta["sources"] = sorted(set(meta.get("sources") or []) | set(spec.roots or []))  # what it was built, added to and synced from
         meta["split_documents"] = int(meta.get("split_documents") or 0) + len(ingest.split_documents)
         meta["passages"] = int(meta.get("passages") or 0) + ingest.passages
         meta["languages"] = ingest.texts.languages()
@@ -927,7 +929,7 @@ def check_quantize(quantize: str, index_type: str) -> None:
         raise EncodrError("--index-type ivfpq already compresses vectors (PQ codes); use --quantize int8 with flat, hnsw or ivf, or drop --quantize")
 
 
-def upsert(out: str | Path, records: list[Record], warn: Callable[[str], None] = lambda line: None) -> dict:
+def upsert(out: str | Path, records: list[Record], warn: Callable[[str], None] = lambda line: None, encoder: Encoder | None = None) -> dict:
     """Add or replace documents given as records (``POST /v1/indexes/{name}/documents``), each
     record a whole document (``ext_id`` its id, ``source`` :data:`~.documents.API_SOURCE`):
     new ids are added, changed ones replaced (their old passages removed), identical ones left
@@ -942,9 +944,9 @@ def upsert(out: str | Path, records: list[Record], warn: Callable[[str], None] =
     """
     out = locate(out)
     if written_by_encodr_index(out) is False:
-        raise EncodrError(f"index {out} does not exist; build it with encodr index CORPUS --out {out}")
+        raise EncodrError(f"index {out} does not exist; build it with encodr index CORPUS --out {out}", field="index", status=404)
     with index_lock(out):
-        spec = IndexSpec([], None, out, "auto", True, False, None, None, DEFAULT_VARIANT, AUTO_BACKEND, 1, WINDOW, warn=warn, records=list(records))
+        spec = IndexSpec([], encoder, out, "auto", True, False, None, None, DEFAULT_VARIANT, AUTO_BACKEND, 1, WINDOW, warn=warn, records=list(records))
         try:
             return _build_locked(spec, silent)
         except (OSError, sqlite3.OperationalError) as exc:
@@ -959,8 +961,9 @@ def written_by_encodr_index(out: Path) -> bool:
 
 
 def delete(out: str | Path, ids: list[str] = (), sources: list[str] = (), filters: list = (), warn: Callable[[str], None] = lambda line: None) -> dict:
-    """Remove documents from an index: those whose id is in ``ids``, whose source matches one
-    of the globs ``sources`` (as :mod:`.filters`' ``source``), or that pass all ``filters``.
+    """Remove documents from an index: those whose id is in ``ids``, and those whose source
+    matches one of the globs ``sources`` (as :mod:`.filters`' ``source``) and that pass all
+    ``filters`` (either may be empty).
     Their texts go unless another document holds them; their vectors leave a flat or IVF index
     at once and stay as tombstones elsewhere (:func:`remove_texts`). One new generation: a
     search sees the documents or none of their removal, never half; the keyword index follows.
@@ -988,13 +991,12 @@ def delete(out: str | Path, ids: list[str] = (), sources: list[str] = (), filter
             known = old.texts.documents_info(list(ids)) if ids else {}
             missing = [i for i in ids if i not in known]
             wanted.update(known)
-            for glob in sources:
-                wanted.update(old.texts.documents_matching(*fl.sql([fl.make("source", "=", glob)])[:2]))
-            if filters:
-                dsql, dparams, tsql, tparams = fl.sql(list(filters))
+            chosen = list(filters) + ([fl.Filter("source", "in", tuple(sources))] if sources else [])
+            if chosen:
+                dsql, dparams, tsql, tparams = fl.sql(chosen)
                 if tsql:
                     raise EncodrError("--filter lang applies to texts, not documents; delete by id, source or a metadata field", field="filter")
-                wanted.update(old.texts.documents_matching(dsql or "1", dparams))
+                wanted.update(old.texts.documents_matching(dsql, dparams))
             try:
                 return _delete_locked(out, old, sorted(wanted), missing)
             except (OSError, sqlite3.OperationalError) as exc:

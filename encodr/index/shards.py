@@ -60,11 +60,11 @@ class Shards:
 
     def __init__(self, folder: Path, key: dict):
         self.folder = Path(folder)
-        self.key = key
+        self.key = json.loads(json.dumps(key))  # as it reads back from key.json (tuples become lists)
         self.reused = 0  # texts whose vectors came from a shard
         if self.folder.exists():
             try:
-                same = json.loads((self.folder / KEY_FILE).read_text()) == key
+                same = json.loads((self.folder / KEY_FILE).read_text()) == self.key
             except (OSError, ValueError):
                 same = False
             if not same:

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import EncodrError
 from .app import Limits, Served, create_app
 
-__all__ = ["Limits", "Served", "create_app", "load", "serve"]
+__all__ = ["Access", "Limits", "Served", "create_app", "load", "serve"]
 
 
 def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_key: str | None = None,
@@ -93,14 +95,33 @@ def listening_socket(host: str, port: int):
     return sock
 
 
-def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None, limits: Limits = Limits(),
+@dataclass(frozen=True)
+class Access:
+    """Who may do what: ``api_key`` (every /v1 route needs ``Authorization: Bearer KEY`` when
+    set), ``writable`` (documents may be upserted and deleted; needs ``api_key``, even on
+    127.0.0.1) and ``watch`` (folders whose changes are synced into the one served index)."""
+
+    api_key: str | None = None
+    writable: bool = False
+    watch: tuple[str, ...] = ()
+
+
+def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: int = 8000, access: Access = Access(), limits: Limits = Limits(),
           announce: Callable[[str], None] = lambda line: None, backend: str = "torch") -> None:  # fmt: skip
     """Load (:func:`load`) and serve until SIGTERM or Ctrl-C: then the server stops accepting,
     lets the requests in flight finish (uvicorn's graceful shutdown), stops the batchers and returns.
+    With ``access.watch``, a thread syncs the served index with those folders on every change
+    (:func:`encodr.core.commands.watch`), one ``announce`` line a sync.
 
     Raises:
-        EncodrError: see :func:`load`; the port is taken.
+        EncodrError: see :func:`load`; the port is taken; ``writable`` without an API key;
+            ``watch`` with other than one served index.
     """
+    api_key = access.api_key
+    if access.writable and not api_key:
+        raise EncodrError("--writable lets clients change indexes: give it a key with --api-key KEY (or ENCODR_API_KEY), even on 127.0.0.1")
+    if access.watch and len(indexes) != 1:
+        raise EncodrError("--watch syncs one index with its documents: serve exactly one --index with it")
     import asyncio
     import signal
 
@@ -109,12 +130,23 @@ def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: 
     sock = listening_socket(host, port)
     try:
         served = load(models, indexes, limits, api_key, announce, backend)
+        served.writable = access.writable
     except BaseException:
         sock.close()
         raise
+    stop = threading.Event()
+    if access.watch:
+        from ..core import commands
+        from ..core.requests import IndexRequest
+
+        searcher = next(iter(served.searchers.values()))
+        request = IndexRequest(corpus=list(access.watch), out=str(searcher.index.path), sync=True)
+        threading.Thread(target=commands.watch, name="encodr-watch", daemon=True,
+                         args=(request, announce, lambda line: announce(f"warning: {line}"), stop, served.write_lock)).start()  # fmt: skip
     config = uvicorn.Config(create_app(served), host=host, port=port, log_level="warning", timeout_graceful_shutdown=60, lifespan="off")
-    listening = (f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score; GET /v1/models, /v1/indexes, /v1/runs, /health)"
-                 + ("; requests need the API key" if api_key else ""))  # fmt: skip
+    writes = "; POST and DELETE /v1/indexes/NAME/documents" if access.writable else ""
+    listening = (f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score, /v1/rerank; GET /v1/models, /v1/indexes, /v1/runs, "
+                 f"/health{writes})" + ("; requests need the API key" if api_key else ""))  # fmt: skip
 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
@@ -129,6 +161,7 @@ def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: 
         with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:  # uvicorn's own choice of loop (uvloop where installed)
             runner.run(Server(config).serve(sockets=[sock]))
     finally:
+        stop.set()
         for sig, handler in found.items():
             signal.signal(sig, handler)
         served.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from dataclasses import dataclass, field
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -59,6 +60,8 @@ class Served:
     searchers: dict = field(default_factory=dict)  # index name → Searcher
     limits: Limits = field(default_factory=Limits)
     api_key: str | None = None
+    writable: bool = False  # --writable: documents may be upserted and deleted (POST / DELETE /v1/indexes/{name}/documents)
+    write_lock: threading.Lock = field(default_factory=threading.Lock)  # writes are serialised (each one a generation)
 
     def close(self) -> None:
         """Stop every batcher, once the requests queued to it are answered."""
@@ -69,7 +72,7 @@ class Served:
 
 def error(status: int, message: str, param: str | None = None) -> JSONResponse:
     """An error answer in OpenAI's shape, naming the field at fault (``param``)."""
-    kind = {401: "authentication_error", 404: "not_found_error", 413: "request_too_large"}.get(status, "invalid_request_error")
+    kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error", 413: "request_too_large"}.get(status, "invalid_request_error")
     return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": status}}, status_code=status)
 
 
@@ -121,6 +124,16 @@ def create_app(served: Served) -> FastAPI:
     @app.exception_handler(EncodrError)
     async def refused(_, exc: EncodrError):
         return error(exc.status, str(exc), exc.field)
+
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    @app.exception_handler(StarletteHTTPException)
+    async def not_found(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 404:
+            return error(404, f"no route {request.method} {request.url.path}; see GET /docs for the routes", "path")
+        if exc.status_code == 405:
+            return error(405, f"{request.method} is not allowed on {request.url.path}; see GET /docs", "method")
+        return error(exc.status_code, str(exc.detail))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_, exc: RequestValidationError):
@@ -210,6 +223,40 @@ def create_app(served: Served) -> FastAPI:
             raise EncodrError(f"model '{req.model}' is a {'cross' if batcher is None else 'bi'}-encoder; "
                               f"{'pass' if batcher is None else 'leave out'} cross: true", field="cross")  # fmt: skip
         result = await run_in_threadpool(commands.score, req, scorer)
+        return answer(result)
+
+    def writable() -> None:
+        if not served.writable:
+            raise EncodrError("this server is read-only: documents can be written only when it is started with --writable (and an API key)",
+                              field="index", status=403)  # fmt: skip
+
+    def write(searcher, command, *args):
+        """Run a write command under the server's write lock (one write at a time, each a new
+        generation), then let the searcher open the new generation; searches in flight keep the one they hold."""
+        with served.write_lock:
+            result = command(*args)
+        searcher.refresh()
+        return result
+
+    @api.post("/indexes/{name}/documents", openapi_extra=_body_doc(rq.UpsertRequest))
+    async def upsert_documents(name: str, request: Request):
+        """Add or replace documents by id (txtai's document shape: ``id``, ``text``, optional ``title``,
+        ``metadata``, ``lang``; Qdrant's resource path). Needs --writable and the API key."""
+        writable()
+        searcher = searcher_named(name)
+        req = await parse(request, rq.UpsertRequest)
+        req.check()
+        sized([d.text for d in req.documents], "documents")
+        result = await run_in_threadpool(write, searcher, commands.upsert, str(searcher.index.path), req, lambda line: None, searcher.encoder)
+        return answer(result)
+
+    @api.delete("/indexes/{name}/documents", openapi_extra=_body_doc(rq.DocumentIdsRequest))
+    async def delete_documents(name: str, request: Request):
+        """Delete documents by id (``{"ids": [...]}``); ids the index lacks are listed in ``not_found``. Needs --writable and the API key."""
+        writable()
+        searcher = searcher_named(name)
+        req = await parse(request, rq.DocumentIdsRequest)
+        result = await run_in_threadpool(write, searcher, commands.delete_ids, str(searcher.index.path), req)
         return answer(result)
 
     @api.get("/models")

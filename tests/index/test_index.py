@@ -88,7 +88,8 @@ def test_add_appends_and_stores_a_text_once(built, tiny_model, tmp_path):
     more = tmp_path / "more.txt"
     more.write_text("\n".join(TEXTS[15:30]))
     meta = build([str(more)], None, built, add=True)
-    assert meta["added"] == 10 and meta["skipped_duplicates"] == 5 and meta["count"] == 30
+    assert meta["encoded"] == 10 and meta["skipped_duplicates"] == 5 and meta["count"] == 30
+    assert meta["added"] == 15 and meta["documents"] == 35  # 15 new documents (lines of more.txt), 5 of them holding texts already stored
     assert Searcher(built).search([TEXTS[29]], k=1)[0][0].text == TEXTS[29]
     assert sorted(p.name for p in built.iterdir()) == ["current", "g000002"]  # the first generation is gone: nobody holds it
     assert sorted(p.name for p in (built / "current").iterdir()) == ["index.json", "texts.db", "vectors.faiss"]  # no raw vectors left behind
@@ -429,7 +430,7 @@ def test_add_to_an_on_disk_index_finds_what_add_to_the_same_index_in_memory_find
     for name, on_disk in (("disk", True), ("memory", False)):  # the same sample trains the same quantisers
         build([str(first)], str(tiny_model), tmp_path / name, index_type="ivf", on_disk=on_disk, lang="eng")
         meta = build([str(more)], str(tiny_model), tmp_path / name, add=True, lang="eng")
-        assert (meta["count"], meta["added"], meta["skipped_duplicates"], meta["on_disk"]) == (600, 200, 50, on_disk)
+        assert (meta["count"], meta["encoded"], meta["skipped_duplicates"], meta["on_disk"]) == (600, 200, 50, on_disk)
     disk = Index.open(tmp_path / "disk")
     assert (disk.folder / ondisk.ONDISK_FILE).is_file() and not list(disk.folder.glob("block*"))
     disk.close()

@@ -1,0 +1,106 @@
+"""Writing documents over HTTP: upsert and delete by id (``--writable`` and the key only), each a
+generation that searches never see half of."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+fastapi = pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from encodr.core import commands  # noqa: E402
+from encodr.core.requests import IndexRequest  # noqa: E402
+from encodr.serve import Limits, create_app, load  # noqa: E402
+
+KEY = {"Authorization": "Bearer s3cret"}
+
+
+@pytest.fixture
+def served(tmp_path, tiny_model):
+    corpus = tmp_path / "kb.jsonl"
+    corpus.write_text('{"_id": "p1", "text": "The pump pressure must stay below 4 bar", "team": "ops"}\n'
+                      '{"_id": "v1", "text": "Valve maintenance: grease the stem", "team": "dev"}\n')  # fmt: skip
+    commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "kb"), lang="eng"))
+    s = load([], [str(tmp_path / "kb")], Limits())
+    s.api_key, s.writable = "s3cret", True
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def client(served):
+    return TestClient(create_app(served))
+
+
+def texts(client, query, **extra):
+    body = {"query": query, "index": "kb", "k": 10, "mode": "keyword", **extra}
+    answer = client.post("/v1/search", json=body, headers=KEY)
+    assert answer.status_code == 200, answer.text
+    return [h["text"] for h in answer.json()["results"][0]["hits"]]
+
+
+def test_an_upsert_is_seen_by_the_next_search_and_replaces_the_old_text(client):
+    answer = client.post("/v1/indexes/kb/documents", headers=KEY, json={"documents": [
+        {"id": "p1", "text": "The pump pressure must stay below 9 bar", "metadata": {"team": "ops"}},
+        {"id": "n1", "text": "New pump manual for the night shift", "title": "Manual", "metadata": {"team": "night"}}]})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    assert {k: answer.json()[k] for k in ("added", "updated", "encoded")} == {"added": 1, "updated": 1, "encoded": 2}
+    found = texts(client, "pump")
+    assert any("9 bar" in t for t in found) and not any("4 bar" in t for t in found) and any("night shift" in t for t in found)
+    assert texts(client, "pump", filter={"team": "night"}) == ["Manual New pump manual for the night shift"]
+
+
+def test_a_delete_is_never_seen_by_a_later_search(client):
+    answer = client.request("DELETE", "/v1/indexes/kb/documents", headers=KEY, json={"ids": ["v1", "nope"]})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["removed"] == 1 and answer.json()["not_found"] == ["nope"]
+    assert texts(client, "valve") == []
+
+
+def test_writes_need_writable_and_the_key(client, served):
+    body = {"documents": [{"id": "x", "text": "x"}]}
+    answer = client.post("/v1/indexes/kb/documents", json=body)
+    assert answer.status_code == 401 and answer.json()["error"]["param"] == "authorization"
+    served.writable = False
+    for method in ("POST", "DELETE"):
+        answer = client.request(method, "/v1/indexes/kb/documents", headers=KEY, json=body if method == "POST" else {"ids": ["p1"]})
+        assert answer.status_code == 403 and "started with --writable" in answer.json()["error"]["message"]
+    assert len(texts(client, "pump")) == 1
+
+
+def test_bad_documents_are_422_naming_the_field(client):
+    for body, words in (({"documents": []}, "documents is empty"), ({"documents": [{"id": "a", "text": " "}]}, "blank text"),
+                        ({"documents": [{"id": "a", "text": "t"}, {"id": "a", "text": "u"}]}, "appears twice")):  # fmt: skip
+        answer = client.post("/v1/indexes/kb/documents", headers=KEY, json=body)
+        assert answer.status_code == 422 and answer.json()["error"]["param"] == "documents" and words in answer.json()["error"]["message"]
+    answer = client.post("/v1/indexes/other/documents", headers=KEY, json={"documents": [{"id": "a", "text": "t"}]})
+    assert answer.status_code == 404
+
+
+def test_concurrent_searches_during_50_writes_see_no_error(client):
+    errors, done = [], threading.Event()
+
+    def search():
+        while not done.is_set():
+            answer = client.post("/v1/search", json={"query": "pump", "index": "kb", "k": 5, "mode": "hybrid"}, headers=KEY)
+            if answer.status_code != 200 or not answer.json()["results"][0]["hits"]:
+                errors.append(answer.text)
+
+    readers = [threading.Thread(target=search) for _ in range(2)]
+    for r in readers:
+        r.start()
+    try:
+        for i in range(50):
+            if i % 2:
+                answer = client.request("DELETE", "/v1/indexes/kb/documents", headers=KEY, json={"ids": [f"w{i - 1}"]})
+            else:
+                answer = client.post("/v1/indexes/kb/documents", headers=KEY, json={"documents": [{"id": f"w{i}", "text": f"written pump note {i}"}]})
+            assert answer.status_code == 200, answer.text
+    finally:
+        done.set()
+        for r in readers:
+            r.join()
+    assert errors == []
+    assert texts(client, "written") == []
