@@ -312,15 +312,19 @@ _CAUSES = {
 
 
 _PHRASES = {errno.ENOSPC: ("disk is full",), errno.EROFS: ("readonly database",)}  # SQLite's words for them
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")  # FAISS's words for a write the file system cut short: a full disk
 
 
 def errno_in(text: str) -> int | None:
     """The ``errno`` that a library's error message names (its ``strerror``, "No space left on
-    device", or SQLite's own words, "database or disk is full"), or ``None``."""
+    device", or SQLite's own words, "database or disk is full"), or ``None``. FAISS's short
+    write ("230400 requested and 26624 written") is read as a full disk, its usual cause."""
     lower = text.lower()
     for number in _CAUSES:
         if os.strerror(number).lower() in lower or any(w in lower for w in _PHRASES.get(number, ())):
             return number
+    if _SHORT_WRITE.search(lower):
+        return errno.ENOSPC
     return None
 
 

@@ -376,8 +376,12 @@ def _evaluate_index(request: EvalRequest, progress: ProgressFn) -> EvalResult:
     from ..evaluation.retrieval import IndexRetrievalEvaluator
     from ..evaluation.tasks import PRIMARY
 
+    from .requests import parse_filters
+
+    filters = parse_filters(request.filter)
     evaluator = IndexRetrievalEvaluator(request.index, request.queries, request.qrels, request.limit, request.mode,
                                         request.fusion or DEFAULT_FUSION, request.rerank, request.rerank_weight)  # fmt: skip
+    evaluator.filters = tuple(filters)
     try:
         label = f"eval retrieval · {evaluator.name} · {evaluator.model_name}"
         progress(ProgressEvent(label, 0, 1))

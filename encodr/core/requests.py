@@ -285,11 +285,11 @@ class IndexRequest(Request):
 class DeleteRequest(Request):
     """Delete documents from an index: by id, by source glob, or by metadata filter (their texts go, unless another document holds them)."""
 
-    ids: list[str] = option([], "Document ids (as search shows them: a JSONL _id, a CSV id, a file's path, or source:line).", argument=True)
-    index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"))
-    source: list[str] | None = option(None, "Delete the documents whose source matches this glob (e.g. notes/old/*.md); repeatable.")
-    filter: list[str] | dict[str, Any] | None = option(None, "Delete the documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold "
-                                                             "(fields as search --filter, lang excepted).")  # fmt: skip
+    ids: list[str] = option([], "Document ids (as search shows them: a JSONL _id, a CSV id, a file's path, or source:line).", argument=True, fronts=CLI)
+    index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"), fronts=CLI)
+    source: list[str] | None = option(None, "Delete the documents whose source matches this glob (e.g. 'notes/old/*'); repeatable.", fronts=CLI)
+    filter: list[str] | None = option(None, "Delete the documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold, and with --source "
+                                            "the source must match too (fields as search --filter, lang excepted).", fronts=CLI)  # fmt: skip
 
     _ids = field_validator("ids", mode="before")(lambda v: [v] if isinstance(v, str) else v)
 
@@ -384,6 +384,8 @@ class EvalRequest(Request):
     queries: str | None = option(None, "retrieval, with --index: the queries, a BEIR queries.jsonl (_id, text).", fronts=CLI_TUI)
     qrels: str | None = option(None, "retrieval, with --index: the judgments, a BEIR qrels TSV (query-id, corpus-id, score) naming the index's document ids.",
                                fronts=CLI_TUI)  # fmt: skip
+    filter: list[str] | None = option(None, "retrieval, with --index: search only documents where FIELD=VALUE, as search --filter does (judged documents "
+                                            "it leaves out count as missed).", fronts=CLI_TUI)  # fmt: skip
 
     def check(self) -> None:
         from .. import evaluation
@@ -405,7 +407,10 @@ class EvalRequest(Request):
                     raise EncodrError(f"--{name} gives {why}, but --index scores an index already built; drop --{name}", field=name)
             if self.backend != "torch":
                 raise EncodrError("--index encodes the queries with the index's own model and backend; drop --backend", field="backend")
+            parse_filters(self.filter)
             return
+        if self.filter:
+            raise EncodrError("--filter restricts an index's documents: use it with eval retrieval --index (and --queries, --qrels)", field="filter")
         tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
         if self.suite != "retrieval" and (self.mode or self.fusion or self.rerank or self.whole):
             raise EncodrError(f"--mode, --fusion and --rerank choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode")

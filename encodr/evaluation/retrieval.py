@@ -43,6 +43,8 @@ class RetrievalEvaluator(Evaluator):
     the two agree. sentence-transformers' MAP@k divides by min(k, relevant documents).
     """
 
+    filters: tuple = ()  # metadata filters every search applies (:mod:`encodr.index.filters`; ``eval retrieval --index --filter``)
+
     def __init__(self, name: str, data: RetrievalSet, split: str = "test", limit: int | None = None, index_type: str = "flat",
                  mode: str = "dense", fusion: str = "convex", rerank: str | None = None, whole: bool = False, rerank_weight: float = 1.0):  # fmt: skip
         self.name = name
@@ -109,7 +111,7 @@ class RetrievalEvaluator(Evaluator):
         queries = [self.data.queries[q] for q in self.query_ids()]
         out: dict[tuple[str, str], list[list[tuple[str, float]]]] = {}
         for mode, fusion in modes:
-            _, hits = searcher.query(queries, k=DEPTH, mode=mode, fusion=fusion)
+            _, hits = searcher.query(queries, k=DEPTH, mode=mode, fusion=fusion, filters=self.filters)
             rerank = reranker is not None and (reranked is None or (mode, fusion) in reranked)
             if rerank and first_stage:
                 out[(mode, f"{fusion}+first-stage")] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]

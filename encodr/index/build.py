@@ -1005,8 +1005,34 @@ def delete(out: str | Path, ids: list[str] = (), sources: list[str] = (), filter
             old.close()
 
 
-def _delete_locked(out: Path, old: Index, wanted: list[str], missing: list[str]) -> dict:
-    """:func:`delete` once the documents are known and the index is locked."""
+def compact(out: str | Path) -> dict:
+    """Rebuild an index's FAISS index from its live vectors now, dropping every tombstone
+    (what a write does by itself once they pass :data:`COMPACT_AT`; Lucene's ``forceMerge``).
+    One new generation; nothing is encoded.
+
+    Returns:
+        As :func:`delete` (``removed`` 0).
+
+    Raises:
+        EncodrError: no such index; an on-disk IVF index (built again to compact it); an OS fault, the index unchanged.
+    """
+    out = locate(out)
+    with index_lock(out):
+        old = Index.open(out)
+        try:
+            if old.meta.get("on_disk"):
+                raise EncodrError(f"index {out} keeps its IVF lists on disk: compact it by building it again (encodr index … --overwrite)")
+            try:
+                return _delete_locked(out, old, [], [], force=True)
+            except (OSError, sqlite3.OperationalError) as exc:
+                raise os_fault(exc, getattr(exc, "filename", None) or out, kept="the previous index is unchanged") from None
+        finally:
+            old.close()
+
+
+def _delete_locked(out: Path, old: Index, wanted: list[str], missing: list[str], force: bool = False) -> dict:
+    """:func:`delete` once the documents are known and the index is locked (``force``: compact
+    even below the threshold, :func:`compact`)."""
     with generation(out, legacy=INDEX_FILES) as tmp:
         old.copy_store(tmp / STORE_FILE)
         if (old.folder / PCR_FILE).exists():
@@ -1017,13 +1043,15 @@ def _delete_locked(out: Path, old: Index, wanted: list[str], missing: list[str])
             deleted = texts.settle_members([], wanted)
             meta = dict(old.meta)
             index = remove_texts(old.faiss, deleted, texts, meta, tmp)
+            if force and len(texts.tombstones()) and index is old.faiss:
+                index = compacted(old.faiss, texts, meta)
             rewritten = index is not old.faiss or removable_now(old.faiss)
             meta["count"] = int(index.ntotal)
             meta["documents"] = texts.document_count()
             meta["deleted"] = len(texts.tombstones())
             meta["languages"] = texts.languages()
             meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
-            if len(deleted):
+            if len(deleted) or index is not old.faiss:  # texts gone, or ids renumbered: the keyword index follows
                 texts.build_keywords()
         finally:
             texts.close()

@@ -199,14 +199,15 @@ class Searcher:
         return detect_languages(queries, languages)
 
     def search(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, mode: str = "dense",
-               fusion: str = "convex", reranker=None, rerank_depth: int = RERANK_DEPTH, rerank_weight: float = RERANK_WEIGHT) -> list[list[Hit]]:  # fmt: skip
+               fusion: str = "convex", reranker=None, rerank_depth: int = RERANK_DEPTH, rerank_weight: float = RERANK_WEIGHT,
+               filters: list[Filter] = ()) -> list[list[Hit]]:  # fmt: skip
         """Top-k hits for each query (highest score first); sets ``last_ms`` and
         ``last_langs`` (the queries' languages) for a single-threaded caller (the TUI's
         status line); see :meth:`query` for the arguments and errors.
         """
         started = time.perf_counter()
         self.last_langs, results = self.query(queries, k, lang, hit_langs, mode=mode, fusion=fusion, reranker=reranker, rerank_depth=rerank_depth,
-                                                rerank_weight=rerank_weight)
+                                                rerank_weight=rerank_weight, filters=filters)
         self.last_ms = (time.perf_counter() - started) * 1000
         return results
 

@@ -141,6 +141,9 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -
         The run summary (also in ``out/encodr.json``) with ``out``, ``run_ids`` and
         ``shown`` (:attr:`Outcome.shown`) added; ``None`` in processes other than the main one.
 
+    A registry that cannot be written (read-only, locked, a read-only workspace) does not stop
+    the run: one ``warn`` line says it will not be recorded, and the model is trained and saved.
+
     Raises:
         EncodrError: bad input, raised before training where it can be checked then.
         RunCancelled, KeyboardInterrupt (Ctrl-C, or :class:`encodr.signals.Terminated`: SIGTERM,
@@ -153,10 +156,17 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -
     source = getattr(request.data, "source", request.data)
     inputs = [str(p) for p in [source, *request.bitext] if isinstance(p, (str, Path)) and Path(p).exists()]
     check_target(out, request.overwrite, inputs=inputs, kind="model")
-    registry.check_writable()  # a read-only, locked or broken registry fails now, not after training
+    unrecorded = ""  # why the run cannot be recorded: the model is what the user asked for, so it is trained and saved anyway
+    try:
+        registry.check_writable()  # a read-only, locked or broken registry is known now, not after training
+    except EncodrError as exc:
+        unrecorded = str(exc)
+    recorded = not unrecorded
     started = time.time()
     with Trainer(request.device, recipe.amp) as trainer:
         main = trainer.is_main
+        if main and not recorded:
+            request.warn(f"this run will not be recorded: {unrecorded}")
         if main and request.announce is not None:
             request.announce(f"tuning {' + '.join(request.models)} with recipe '{recipe.name}' → {out}")
         try:
@@ -186,7 +196,7 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -
                 if isinstance(exc, OSError):  # recipe.yaml, encodr.json, train_log.jsonl, or the folder's rename
                     raise os_fault(exc, out, kept="nothing was written there") from None
                 raise
-            if main:
+            if main and recorded:
                 with contextlib.suppress(EncodrError):  # the cancellation is what to report
                     registry.record({"kind": "tune", "status": "cancelled", "model": request.models[0], "recipe_name": recipe.name,
                                      "recipe": recipe.to_dict(), "data": str(getattr(request.data, "source", request.data) or "(bundled default)"),
@@ -199,7 +209,7 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -
         return None
     summary["out"] = str(out.resolve())
     try:
-        summary["run_ids"] = [
+        summary["run_ids"] = [] if not recorded else [
             registry.record({**row, "recipe_name": recipe.name, "recipe": recipe.to_dict(), "duration_s": summary["duration_s"],
                              "out": str((out / row.get("out", ".")).resolve())})  # fmt: skip
             for row in outcome.rows

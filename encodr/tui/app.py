@@ -38,11 +38,14 @@ HELP = """\
 | Train: a recipe field | edit it; the CLI's check of `--set KEY=VALUE` shows beside it |
 | Train: Enter on a file in the tree | use it as the data file (preview: first lines, distinct strings) |
 | Index: Build, then o | build or append (`--add`), then open the index in Search |
+| Index: Sync | bring the index in step with its files (`--sync`): new added, edited re-encoded, gone removed |
 | Eval: Evaluate | a suite on a model, optionally against a second; table and bar chart |
 | Runs: arrows | a run's details, loss and dev curves; buttons: index / evaluate with its model |
 | typing in the query box | search as you type (debounced) |
 | Enter | search now |
 | language box (beside the query) | only hits in these languages, e.g. `spa,fra`; Enter applies |
+| filter box | only hits from documents where FIELD=VALUE (`!=`, `>=`, `<=`), several separated by `;`, e.g. `team=ops; year>=2020`; Enter applies |
+| Ctrl+D on a hit | delete its document from the index (every passage of it; `encodr delete ID`) |
 | re-rank box (beside the mode) | a CrossEncoder (path, Hub id, an encodr `cross/`) re-scores the first 50 hits; Enter loads it, blank: none |
 | Enter on an index in Workspace | open that index |
 | Enter on a hit | its whole document, at the passage (Esc closes) |
@@ -118,7 +121,7 @@ class EncodrApp(App):
     #query, #text-a, #text-b { margin: 0 1; }
     #query-row { height: auto; }
     #query { width: 3fr; }
-    #hit-lang { width: 1fr; margin: 0 1 0 0; }
+    #hit-lang, #search-filter { width: 1fr; margin: 0 1 0 0; }
     #search-mode { width: 16; }
     #search-rerank { width: 1fr; }
     #cosine { padding: 0 2; height: 3; content-align: left middle; text-style: bold; }
@@ -137,6 +140,7 @@ class EncodrApp(App):
         Binding("f7", "show_tab('eval')", "Eval"),
         Binding("f8", "show_tab('runs-tab')", "Runs"),
         Binding("ctrl+q", "quit", "Quit"),
+        Binding("ctrl+d", "delete_hit", "Delete document", show=False),
     ]
 
     def __init__(self, index_dir: str | Path | None = None, k: int = 10, debounce: float = 0.25, searcher=None, rerank: str | None = None):
@@ -158,6 +162,7 @@ class EncodrApp(App):
                 with Horizontal(id="query-row"):
                     yield Input(placeholder="type a query…", id="query")
                     yield Input(placeholder="languages: spa,fra (blank: all)", id="hit-lang")
+                    yield Input(placeholder="filter: year>=2020; source=notes/*.md", id="search-filter")
                     yield Select([(m, m) for m in ("dense", "keyword", "hybrid")], value="hybrid", allow_blank=False, id="search-mode")
                     yield Input(self.rerank or "", placeholder="re-rank: a CrossEncoder (blank: none)", id="search-rerank")
                 yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
@@ -273,6 +278,7 @@ class EncodrApp(App):
         self.run_search(event.value, 0.0)
 
     @on(Input.Submitted, "#hit-lang")
+    @on(Input.Submitted, "#search-filter")
     @on(Select.Changed, "#search-mode")
     def search_again(self, event) -> None:
         self.run_search(self.query_one("#query", Input).value, 0.0)
@@ -309,6 +315,13 @@ class EncodrApp(App):
         codes = [c.strip() for c in self.query_one("#hit-lang", Input).value.split(",") if c.strip()]
         return codes or None
 
+    def filters(self) -> list:
+        """The filter box as ``--filter`` takes it: FIELD=VALUE conditions separated by ``;``
+        (:func:`encodr.core.requests.parse_filters`; raises EncodrError naming a bad one)."""
+        from ..core.requests import parse_filters
+
+        return parse_filters([f.strip() for f in self.query_one("#search-filter", Input).value.split(";") if f.strip()])
+
     @work(thread=True, exclusive=True, group="search")
     def run_search(self, query: str, delay: float) -> None:
         """Debounced search: a newer keystroke cancels this worker before it searches."""
@@ -320,7 +333,7 @@ class EncodrApp(App):
         try:
             mode = self.query_one("#search-mode", Select).value if self.searcher.index.has_keywords else "dense"  # an index older than keyword indexes
             hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs(), mode=mode, fusion="convex", reranker=self.reranker,
-                                        rerank_weight=DEFAULT_RERANK_WEIGHT)[0]  # fmt: skip
+                                        rerank_weight=DEFAULT_RERANK_WEIGHT, filters=self.filters())[0]  # fmt: skip
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
@@ -347,6 +360,26 @@ class EncodrApp(App):
         text, at = self.searcher.document(hit)
         title = " · ".join(x for x in (hit.title, f"{Path(hit.source).name}:{hit.line}") if x)
         self.push_screen(DocumentScreen(title, text, at, len(hit.text), self.query_one("#query", Input).value, self.query_lang, hit.lang))
+
+    def action_delete_hit(self) -> None:
+        """Ctrl+D on a hit of the Search tab: delete its document (``encodr delete ID``), then search again."""
+        table = self.query_one("#results", DataTable)
+        if self.searcher is None or not self.hits or table.cursor_row >= len(self.hits):
+            return
+        self.delete_document(self.hits[table.cursor_row].document)
+
+    @work(thread=True, exclusive=True, group="delete")
+    def delete_document(self, document: str) -> None:
+        from ..core import commands
+        from ..core.requests import DeleteRequest
+
+        try:
+            result = commands.delete(DeleteRequest(ids=[document], index=str(self.searcher.index.path)))
+        except EncodrError as exc:
+            self.call_from_thread(self.set_status, f"error: {exc}")
+            return
+        self.call_from_thread(self.set_status, f"deleted {document} ({result.record['deleted_texts']} passage(s)); {result.record['documents']} documents left")
+        self.run_search(self.query_one("#query", Input).value, 0.0)
 
     # ── compare ──────────────────────────────────────────────────────────────
     @on(Input.Submitted, "#text-a")

@@ -14,7 +14,8 @@ from ..core.requests import EvalRequest, IndexRequest, TuneRequest
 
 # request class → {field: widget id}
 FORMS = {
-    IndexRequest: {"corpus": "index-files", "model": "index-model", "out": "index-out", "index_type": "index-type", "quantize": "index-quantize", "dim": "index-dim", "on_disk": "index-on-disk", "add": "index-add",
+    IndexRequest: {"corpus": "index-files", "model": "index-model", "out": "index-out", "index_type": "index-type", "quantize": "index-quantize", "dim": "index-dim", "on_disk": "index-on-disk", "add": "index-add", "sync": "index-sync",
+                   "meta_columns": "index-meta-columns",
                    "overwrite": "index-overwrite", "pcr": "index-pcr", "pcr_variant": "index-pcr-variant", "lang": "index-lang",
                    "batch_size": "index-batch-size", "backend": "index-backend", "processes": "index-processes",
                    "engine": "index-engine", "address": "index-address",
@@ -24,7 +25,7 @@ FORMS = {
                   "compare_cross": "eval-compare-cross", "pcr": "eval-pcr", "pcr_variant": "eval-pcr-variant", "limit": "eval-limit",
                   "backend": "eval-backend", "split": "eval-split",
                   "mode": "eval-mode", "fusion": "eval-fusion", "rerank": "eval-rerank", "rerank_weight": "eval-rerank-weight",
-                  "whole": "eval-whole", "index": "eval-index", "queries": "eval-queries", "qrels": "eval-qrels"},
+                  "whole": "eval-whole", "index": "eval-index", "queries": "eval-queries", "qrels": "eval-qrels", "filter": "eval-filter"},
     TuneRequest: {"file": "train-data", "recipe": "train-recipe", "model": "train-model", "dev": "train-dev", "bitext": "train-bitext",
                   "out": "train-out", "set": "train-fields"},
 }  # fmt: skip

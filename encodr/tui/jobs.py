@@ -61,6 +61,7 @@ class IndexPane(Vertical):
             yield Select([(v, v) for v in PCR_VARIANTS], prompt="PCR variant", id="index-pcr-variant")
             yield Checkbox("IVF lists on disk", id="index-on-disk")
             yield Checkbox("append (--add)", id="index-add")
+            yield Checkbox("sync (--sync)", id="index-sync")
             yield Checkbox("overwrite", id="index-overwrite")
         with Horizontal(classes="row"):
             yield Input(placeholder="language (ISO 639-3; blank: detected)", id="index-lang")
@@ -78,22 +79,32 @@ class IndexPane(Vertical):
             yield Input(placeholder="CSV text column (text)", id="index-text-column")
             yield Input(placeholder="CSV id column (id)", id="index-id-column")
             yield Input(placeholder="CSV title column (title)", id="index-title-column")
+            yield Input(placeholder="CSV metadata columns, for filters (space-separated)", id="index-meta-columns")
         with Horizontal(classes="row"):
             yield Button("Build", id="index-build", variant="success")
+            yield Button("Sync", id="index-sync-now", variant="primary")
             yield Button("Open in Search (o)", id="index-open", disabled=True)
         yield ProgressBar(id="index-bar")
         yield Static("", id="index-result")
 
+    @on(Button.Pressed, "#index-sync-now")
+    def sync_pressed(self) -> None:
+        """Bring the index in step with its files: the form's request with --sync (not --add or --overwrite)."""
+        self.build_pressed(sync=True)
+
     @on(Button.Pressed, "#index-build")
-    def build_pressed(self) -> None:
+    def build_pressed(self, sync: bool = False) -> None:
         try:
-            request = build(IndexRequest, values(self, IndexRequest))
+            given = values(self, IndexRequest)
+            if sync:
+                given.update(sync=True, add=False, overwrite=False)
+            request = build(IndexRequest, given)
             request.check()
         except EncodrError as exc:
             self.query_one("#index-result", Static).update(f"[red]error:[/] {exc}")
             return
         self.query_one("#index-build", Button).disabled = True
-        self.query_one("#index-result", Static).update(f"indexing → {request.target()} …")
+        self.query_one("#index-result", Static).update(f"{'syncing' if request.sync else 'indexing'} → {request.target()} …")
         self.build(request)
 
     @work(thread=True, exclusive=True, group="index")
@@ -171,6 +182,7 @@ class EvalPane(Vertical):
             yield Input(placeholder="retrieval: an existing index", id="eval-index")
             yield Input(placeholder="its queries.jsonl", id="eval-queries")
             yield Input(placeholder="its qrels .tsv", id="eval-qrels")
+            yield Input(placeholder="filter: FIELD=VALUE …", id="eval-filter")
         yield Static("", id="eval-status")
         yield DataTable(id="eval-table", zebra_stripes=True)
         yield PlotextPlot(id="eval-chart")

@@ -16,9 +16,10 @@ from encodr.core.fields import fields_for, option
 CLI_COMMANDS = {
     ("tune",): rq.TuneRequest, ("eval",): rq.EvalRequest, ("score",): rq.ScoreRequest, ("index",): rq.IndexRequest,
     ("search",): rq.SearchRequest, ("indexes",): rq.IndexesRequest, ("models",): rq.ModelsRequest, ("recipes",): rq.RecipesRequest,
-    ("runs",): rq.RunsRequest, ("runs", "show"): rq.RunRequest,
+    ("runs",): rq.RunsRequest, ("runs", "show"): rq.RunRequest, ("delete",): rq.DeleteRequest,
 }  # fmt: skip
-HTTP_ROUTES = {"/v1/embeddings": rq.EmbedRequest, "/v1/search": rq.SearchRequest, "/v1/score": rq.ScoreRequest, "/v1/rerank": rq.RerankRequest}
+HTTP_ROUTES = {"/v1/embeddings": rq.EmbedRequest, "/v1/search": rq.SearchRequest, "/v1/score": rq.ScoreRequest, "/v1/rerank": rq.RerankRequest,
+               "/v1/indexes/{name}/documents": rq.UpsertRequest, "DELETE /v1/indexes/{name}/documents": rq.DocumentIdsRequest}  # fmt: skip
 
 
 def missing(model, front: str, rendered: set[str]) -> list[str]:
@@ -36,10 +37,12 @@ def cli_params(path: tuple[str, ...]) -> set[str]:
 
 
 def http_fields(route: str) -> set[str]:
+    """The body fields of ``route`` (``"DELETE /path"`` for another method than POST) in the server's OpenAPI."""
     from encodr.serve import Served, create_app
 
+    method, _, path = route.rpartition(" ")
     schema = create_app(Served()).openapi()
-    return set(schema["paths"][route]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"])
+    return set(schema["paths"][path][(method or "post").lower()]["requestBody"]["content"]["application/json"]["schema"]["properties"])
 
 
 def tui_fields(model) -> set[str]:
