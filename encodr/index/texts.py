@@ -353,6 +353,22 @@ class TextStore:
         """Every stored document id (``ext_id``)."""
         return {str(d) for (d,) in self._all("select distinct ext_id from texts where ext_id is not null")}
 
+    def scope_table(self, ids: np.ndarray) -> str:
+        """A temporary table (this connection's own, so a read-only store can hold it) of the
+        text ids ``ids``, indexed, for :meth:`keyword_hits`' ``scope``; returns its name.
+        Drop it with :meth:`drop_scope`."""
+        with self._lock:
+            self._scopes = getattr(self, "_scopes", 0) + 1
+            name = f"temp.encodr_scope_{self._scopes}"
+            self.conn.execute(f"create table {name} (id integer primary key)")
+            self.conn.executemany(f"insert into {name} values (?)", ((int(i),) for i in ids))
+        return name
+
+    def drop_scope(self, name: str) -> None:
+        """Drop a :meth:`scope_table`."""
+        with self._lock:
+            self.conn.execute(f"drop table if exists {name}")
+
     def keyword_hits(self, expression: str, k: int, langs: list[str] | None = None, scope: tuple[str, list] | None = None) -> list[tuple[int, float]]:
         """(id, −``bm25()``) of the top ``k`` texts matching the FTS5 ``expression``, best first,
         among texts whose language is one of ``langs`` (all when None) and, with ``scope``
@@ -362,7 +378,7 @@ class TextStore:
         where = f" and rowid in (select id from texts where lang in ({','.join('?' * len(langs))}))" if langs else ""
         params = [*(langs or [])]
         if scope is not None:
-            where += f" and rowid in ({scope[0]})"
+            where += f" and +rowid in ({scope[0]})"  # "+": filter the MATCH scan; a rowid IN would make FTS5 evaluate the MATCH once per listed id
             params += scope[1]
         sql = f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order by bm25({KEYWORD_TABLE}) limit ?"
         return self._all(sql, (expression, *params, k))

@@ -317,10 +317,11 @@ class EncodrApp(App):
 
     def filters(self) -> list:
         """The filter box as ``--filter`` takes it: FIELD=VALUE conditions separated by ``;``
-        (:func:`encodr.core.requests.parse_filters`; raises EncodrError naming a bad one)."""
-        from ..core.requests import parse_filters
+        (:meth:`encodr.core.requests.SearchRequest.filters`; raises EncodrError naming a bad one)."""
+        from ..core.requests import SearchRequest
 
-        return parse_filters([f.strip() for f in self.query_one("#search-filter", Input).value.split(";") if f.strip()])
+        given = [f.strip() for f in self.query_one("#search-filter", Input).value.split(";") if f.strip()]
+        return SearchRequest(index=str(self.index_dir or ""), filter=given or None).filters()
 
     @work(thread=True, exclusive=True, group="search")
     def run_search(self, query: str, delay: float) -> None:

@@ -57,6 +57,10 @@ def test_a_binary_file_named_as_text_is_called_binary_not_latin1(tmp_path, capsy
     f.write_bytes(b"fine\n\x89PNG\r\n\x1a\n\x00\x00binary")
     with pytest.raises(EncodrError, match=r"photo.png: line 4 holds a NUL byte: a binary file \(or UTF-16 text\), not UTF-8 text"):
         read_corpus(f)
-    code, _, err = run_cli(["index", str(f), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
+    named = tmp_path / "photo.txt"  # a binary file named as text
+    named.write_bytes(f.read_bytes())
+    code, _, err = run_cli(["index", str(named), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
     assert code == 2 and "holds a NUL byte" in err and "latin1" not in err and "Traceback" not in err
+    code, _, err = run_cli(["index", str(f), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
+    assert code == 2 and "photo.png: not a kind encodr reads" in err  # named as what it is: refused by its kind
     assert not (tmp_path / "idx").exists()

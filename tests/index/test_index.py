@@ -89,7 +89,7 @@ def test_add_appends_and_stores_a_text_once(built, tiny_model, tmp_path):
     more.write_text("\n".join(TEXTS[15:30]))
     meta = build([str(more)], None, built, add=True)
     assert meta["encoded"] == 10 and meta["skipped_duplicates"] == 5 and meta["count"] == 30
-    assert meta["added"] == 15 and meta["documents"] == 35  # 15 new documents (lines of more.txt), 5 of them holding texts already stored
+    assert meta["added"] == 15 and meta["documents"] == 36  # 21 lines of corpus.txt + 15 of more.txt: a document a line, a text stored once
     assert Searcher(built).search([TEXTS[29]], k=1)[0][0].text == TEXTS[29]
     assert sorted(p.name for p in built.iterdir()) == ["current", "g000002"]  # the first generation is gone: nobody holds it
     assert sorted(p.name for p in (built / "current").iterdir()) == ["index.json", "texts.db", "vectors.faiss"]  # no raw vectors left behind
@@ -209,7 +209,7 @@ def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path
 
 def test_existing_index_needs_overwrite_and_bad_type_is_named(built, corpus, capsys, monkeypatch):
     code, _, err = run_cli(["index", str(corpus), "--out", str(built)], capsys, monkeypatch)
-    assert code == 2 and "already exists; pass --overwrite" in err and "Traceback" not in err
+    assert code == 2 and "already exists; pass --add to add documents, --sync" in err and "--overwrite to rebuild it" in err and "Traceback" not in err
     assert err.strip().splitlines() == [err.strip()]  # the error alone: no progress bar before it
     code, _, err = run_cli(["index", str(corpus), "--out", str(built), "--index-type", "lsh", "--overwrite"], capsys, monkeypatch)
     assert code == 2 and "unknown index type 'lsh'" in err

@@ -216,7 +216,7 @@ def test_deleting_needs_a_criterion_and_says_which(tmp_path, capsys, monkeypatch
 # --- filters -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
 def test_filters_run_inside_the_search_so_k_hits_come_back(jsonl, tiny_model, tmp_path, kind):
     out = tmp_path / kind
     build([str(jsonl)], str(tiny_model), out, index_type=kind)
