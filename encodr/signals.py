@@ -41,13 +41,17 @@ def under_launcher() -> bool:
 
 
 def install() -> None:
-    """Turn SIGTERM and SIGHUP into :class:`Terminated` (main thread only); under a launcher,
-    also deliver SIGTERM to this process when the launcher dies. Idempotent."""
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` (main thread only), make SIGINT raise
+    ``KeyboardInterrupt`` where it was left at the OS default (one line, not a silent exit 130;
+    an ignored SIGINT, a background job's, stays ignored); under a launcher, also deliver
+    SIGTERM to this process when the launcher dies. Idempotent."""
     global _launcher
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return
+    if signal.getsignal(signal.SIGINT) is signal.SIG_DFL:  # reset by a library or the parent: Ctrl-C would kill the process (exit 130) without a word
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if signum is not None:
             signal.signal(signum, _raise)

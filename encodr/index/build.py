@@ -1,4 +1,7 @@
-"""Building an index: read → deduplicate → encode → store, atomically (see :mod:`.store`)."""
+"""Writing an index: read → deduplicate → encode → store, atomically (see :mod:`.store`), for a
+new index, ``--add`` and ``--sync`` (which documents change: :mod:`.documents`), and the deletes,
+removals and compactions that keep deleted text out of every search (:func:`delete`,
+:func:`remove_texts`, :func:`compact`)."""
 
 from __future__ import annotations
 
@@ -678,7 +681,7 @@ def _windows(files: list[str], lang: str | None, size: int, split=None, found: l
                 reconcile.keep_unreadable(f)
         elif file_state(f) != state:
             skipped.append(Skipped(f, "changed while it was read; the next sync reads it again"))
-            reconcile.store.forget_state(os.path.abspath(f))
+            reconcile.forget(f)
     for doc in given or []:  # documents given whole (an upsert): each its own group, split like a file's
         records = iter_passages(doc, split)
         for record in reconcile.documents(records, (None, None)) if reconcile is not None else records:

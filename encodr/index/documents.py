@@ -98,6 +98,8 @@ class Reconcile:
     seen: set[str] = field(default_factory=set)
     unread: set[str] = field(default_factory=set)  # files not read (unchanged size and time, :func:`unchanged_files`), or unreadable: their documents stay
     _staged: list = field(default_factory=list)
+    _rows: list = field(default_factory=list)  # document rows not yet written (one commit a batch, not one a document)
+    _touched: list = field(default_factory=list)  # (modified, size, id) of unchanged documents whose file was saved again
 
     def keep_unreadable(self, path: str) -> None:
         """A file that could not be read this time: its stored documents stay as they were."""
@@ -140,7 +142,7 @@ class Reconcile:
         if old is not None and old[0] == content:
             self.counts.unchanged += 1
             if (old[1], old[2]) != (modified, size):
-                self.store.touch_documents([(modified, size, doc)])
+                self._touched.append((modified, size, doc))
             return
         if old is None:
             self.counts.added += 1
@@ -148,17 +150,25 @@ class Reconcile:
             self.counts.updated += 1
             self.replaced.append(doc)
         meta = {**(first.meta or {}), "modified": modified, "size": size}
-        self.store.put_documents([{"id": doc, "path": path, "source": first.source, "title": first.title, "hash": content,
-                                   "meta": json.dumps(meta, default=str), "modified": modified, "size": size, "lang": first.lang}])  # fmt: skip
+        self._rows.append({"id": doc, "path": path, "source": first.source, "title": first.title, "hash": content,
+                           "meta": json.dumps(meta, default=str), "modified": modified, "size": size, "lang": first.lang})  # fmt: skip
         for r in records:
             self._staged.append((doc, self.hash_text(r.text), r.line, r.start))
         if len(self._staged) >= STAGE_EVERY:
             self._flush()
         yield from records
 
+    def forget(self, path: str) -> None:
+        """The file at ``path`` changed while it was read: clear its documents' stored time, so
+        the next sync reads it again (the rows this read made are written first)."""
+        self._flush()
+        self.store.forget_state(os.path.abspath(path))
+
     def _flush(self) -> None:
+        self.store.put_documents(self._rows)
+        self.store.touch_documents(self._touched)
         self.store.stage_members(self._staged)
-        self._staged = []
+        self._rows, self._staged, self._touched = [], [], []
 
     def finish(self) -> list[str]:
         """The ids of the stored documents to remove: with ``roots``, those whose file lies

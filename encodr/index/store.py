@@ -7,7 +7,10 @@ Layout of an index directory: ``current`` (a symlink) names the current generati
     index.json      model spec, pooling, dimension, weight fingerprint, count, index type, PCR
     vectors.faiss   FAISS index; vector i is row id i of the store
     texts.db        SQLite table ``texts`` (:mod:`.texts`): id, ext_id, text, source, line,
-                    lang, hash, lang_detected (1: lang came from the detector, not the input)
+                    lang, hash, lang_detected (1: lang came from the detector, not the input);
+                    ``documents`` (id, file, source, content hash, metadata), ``members``
+                    (which documents hold which texts) and ``tombstones`` (deleted ids whose
+                    vectors the FAISS index still holds; searches leave them out)
     pcr.npz         (with --pcr) first principal component of each language's vectors
                     (``*``: of all vectors, for detected languages with a single text)
     rescore.i8.npy  (with --quantize binary) the int8 vectors the Hamming candidates are

@@ -282,12 +282,19 @@ def _versions(folder: Path, version: int, present: list[int]) -> None:
             path.unlink()
 
 
-def test_a_reader_never_sees_a_failed_open_or_a_mixed_generation_during_30_syncs_and_deletes(tmp_path, tiny_model):
+@pytest.fixture
+def versioned(tmp_path, tiny_model) -> tuple[Path, Path]:
+    """A folder of five files at version 0, and an HNSW index of it (tombstones on delete)."""
     folder = tmp_path / "docs"
     folder.mkdir()
     _versions(folder, 0, list(range(5)))
     out = tmp_path / "idx"
     build([str(folder)], str(tiny_model), out, index_type="hnsw")
+    return folder, out
+
+
+def test_a_reader_never_sees_a_failed_open_or_a_mixed_generation_during_30_syncs_and_deletes(versioned):
+    folder, out = versioned
     done, failures, seen = threading.Event(), [], []
 
     def read():
@@ -344,12 +351,8 @@ for v in range(int(sys.argv[3]), int(sys.argv[3]) + 1000):
 """
 
 
-def test_sigkill_at_random_points_of_a_sync_leaves_the_old_generation_whole(tmp_path, tiny_model):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    _versions(folder, 0, list(range(5)))
-    out = tmp_path / "idx"
-    build([str(folder)], str(tiny_model), out, index_type="hnsw")
+def test_sigkill_at_random_points_of_a_sync_leaves_the_old_generation_whole(versioned):
+    folder, out = versioned
     rng = random.Random(7)
     phases = set()
     for round_ in range(12):
@@ -433,3 +436,19 @@ def test_watch_makes_one_or_a_few_syncs_for_a_burst_of_200_files(tmp_path, tiny_
         stop.set()
         watcher.join()
     assert 1 <= len(lines) <= 3 and all(line.startswith("synced ") for line in lines), lines
+
+
+def test_ctrl_c_during_index_is_one_line_saying_the_index_is_unchanged(docs, tiny_model, tmp_path, capsys, monkeypatch):
+    from encodr.core import commands
+
+    out = tmp_path / "idx"
+    build([str(docs)], str(tiny_model), out)
+    before = os.readlink(out / "current")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(commands, "index_with", interrupted)
+    code, _, err = run_cli(["index", str(docs), "--out", str(out), "--sync"], capsys, monkeypatch)
+    assert_one_line_error(code, err, f"interrupted by Ctrl-C; index {out} is unchanged (the previous generation stays current)")
+    assert os.readlink(out / "current") == before

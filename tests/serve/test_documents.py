@@ -104,3 +104,18 @@ def test_concurrent_searches_during_50_writes_see_no_error(client):
             r.join()
     assert errors == []
     assert texts(client, "written") == []
+
+
+def test_a_writable_server_needs_a_key_and_watch_one_index():
+    from encodr.errors import EncodrError
+    from encodr.serve import Access, serve
+
+    with pytest.raises(EncodrError, match="--writable lets clients change indexes: give it a key with --api-key"):
+        serve([], ["kb"], access=Access(writable=True))
+    with pytest.raises(EncodrError, match="--watch syncs one index"):
+        serve([], ["a", "b"], access=Access(api_key="k", watch=("docs",)))
+
+
+def test_an_unknown_route_answers_in_the_apis_error_shape(client):
+    answer = client.get("/v1/nothing", headers=KEY)
+    assert answer.status_code == 404 and answer.json()["error"]["param"] == "path" and "no route GET /v1/nothing" in answer.json()["error"]["message"]
