@@ -589,13 +589,14 @@ def add_vectors(index, vectors: np.ndarray, first: int) -> None:
         index.add(vectors)
 
 
-def removable_now(index) -> bool:
-    """Whether FAISS removes ids from ``index`` itself: a flat index (float or int8; it then
-    renumbers the vectors after each removed one) or an in-memory IVF index (ids kept). HNSW,
-    IVF-PQ with its re-ranking copy, on-disk IVF lists and binary indexes cannot."""
+def removable_now(index, meta: dict) -> bool:
+    """Whether FAISS removes ids from ``index`` (described by its ``index.json`` ``meta``) itself:
+    a flat index (float or int8; it then renumbers the vectors after each removed one) or an
+    in-memory IVF index (ids kept). HNSW, IVF-PQ with its re-ranking copy, IVF lists on disk
+    (a merged, memory-mapped file) and binary indexes cannot."""
     import faiss
 
-    return isinstance(index, (faiss.IndexFlatCodes, faiss.IndexIVF)) and not isinstance(getattr(index, "invlists", None), faiss.OnDiskInvertedLists)
+    return isinstance(index, (faiss.IndexFlatCodes, faiss.IndexIVF)) and not meta.get("on_disk")
 
 
 def remove_texts(index, deleted: np.ndarray, texts: TextStore, meta: dict, tmp: Path):
@@ -615,7 +616,7 @@ def remove_texts(index, deleted: np.ndarray, texts: TextStore, meta: dict, tmp: 
 
     if not len(deleted):
         return index
-    if removable_now(index):
+    if removable_now(index, meta):
         index.remove_ids(faiss.IDSelectorBatch(np.ascontiguousarray(deleted, dtype=np.int64)))
         if isinstance(index, faiss.IndexFlatCodes):
             texts.renumber()
@@ -1048,7 +1049,7 @@ def _delete_locked(out: Path, old: Index, wanted: list[str], missing: list[str],
             index = remove_texts(old.faiss, deleted, texts, meta, tmp)
             if force and len(texts.tombstones()) and index is old.faiss:
                 index = compacted(old.faiss, texts, meta)
-            rewritten = index is not old.faiss or removable_now(old.faiss)
+            rewritten = index is not old.faiss or removable_now(old.faiss, meta)
             meta["count"] = int(index.ntotal)
             meta["documents"] = texts.document_count()
             meta["deleted"] = len(texts.tombstones())
@@ -1066,7 +1067,7 @@ def _delete_locked(out: Path, old: Index, wanted: list[str], missing: list[str],
                     _link_or_copy(old.folder / name, tmp / name)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         old.close()
-    return {"removed": len(wanted), "not_found": missing, "deleted_texts": int(len(deleted)), "tombstones": meta["deleted"], "compacted": index is not old.faiss and not removable_now(old.faiss),
+    return {"removed": len(wanted), "not_found": missing, "deleted_texts": int(len(deleted)), "tombstones": meta["deleted"], "compacted": index is not old.faiss and not removable_now(old.faiss, meta),
             "count": meta["count"], "documents": meta["documents"], "path": str(out.resolve())}  # fmt: skip
 
 

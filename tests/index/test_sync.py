@@ -176,14 +176,18 @@ def jsonl(tmp_path) -> Path:
     return corpus
 
 
-@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+TYPES = {"flat": {}, "hnsw": {"index_type": "hnsw"}, "ivf": {"index_type": "ivf"}, "binary": {"quantize": "binary"},
+         "ivf-on-disk": {"index_type": "ivf", "on_disk": True}}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", list(TYPES))
 def test_deleted_documents_never_come_back_whatever_the_index_type(jsonl, tiny_model, tmp_path, kind):
     out = tmp_path / kind
-    build([str(jsonl)], str(tiny_model), out, index_type=kind)
+    build([str(jsonl)], str(tiny_model), out, **TYPES[kind])
     gone = {f"d{i}" for i in range(0, 200, 10)}  # 10 %: below the compaction threshold
     result = delete(out, ids=sorted(gone) + ["nope"])
     assert result["removed"] == 20 and result["not_found"] == ["nope"] and result["documents"] == 180
-    assert result["tombstones"] == (20 if kind == "hnsw" else 0)  # flat and IVF remove the vectors; HNSW keeps tombstones
+    assert result["tombstones"] == (0 if kind in ("flat", "ivf") else 20)  # flat and in-memory IVF remove the vectors; the others keep tombstones
     s = Searcher(out)
     for mode in ("dense", "keyword", "hybrid"):
         hits = s.search(["pump manual page"], k=50, mode=mode)[0]
@@ -216,10 +220,10 @@ def test_deleting_needs_a_criterion_and_says_which(tmp_path, capsys, monkeypatch
 # --- filters -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+@pytest.mark.parametrize("kind", list(TYPES))
 def test_filters_run_inside_the_search_so_k_hits_come_back(jsonl, tiny_model, tmp_path, kind):
     out = tmp_path / kind
-    build([str(jsonl)], str(tiny_model), out, index_type=kind)
+    build([str(jsonl)], str(tiny_model), out, **TYPES[kind])
     s = Searcher(out)
     rows = {json.loads(r)["_id"]: json.loads(r) for r in jsonl.read_text().splitlines()}
     cases = {("year>=2045",): 20, ("tags=even", "year<=2010"): 24, ("date>=2024-11-01",): 32, ("tags!=even",): 100, ("id=d7",): 1, ("year>=2047", "tags=odd"): 8}
