@@ -379,8 +379,8 @@ class EncodrApp(App):
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
-        self.call_from_thread(self.set_status, f"deleted {document} ({result.record['deleted_texts']} passage(s)); {result.record['documents']} documents left")
-        self.run_search(self.query_one("#query", Input).value, 0.0)
+        self.call_from_thread(self.notify, f"deleted {document} ({result.record['deleted_texts']} passage(s)); {result.record['documents']} documents left")
+        self.call_from_thread(self.run_search, self.query_one("#query", Input).value, 0.0)
 
     # ── compare ──────────────────────────────────────────────────────────────
     @on(Input.Submitted, "#text-a")

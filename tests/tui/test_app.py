@@ -120,3 +120,34 @@ async def test_workspace_columns_fit_their_cells_on_a_wide_terminal(searcher):
                 assert column.get_render_width(table) >= max([len(str(column.label)), *cells]), (table_id, column.label)
         models = app.query_one("#models")
         assert any(len(str(models.get_row_at(i)[2])) > 20 for i in range(models.row_count))  # a long cell to fit, not only short ones
+
+
+async def test_the_filter_box_restricts_hits_and_ctrl_d_deletes_a_hits_document(tmp_path, tiny_model):
+    import json
+
+    corpus = tmp_path / "kb.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": t, "team": "ops" if i % 2 else "dev"}) + "\n" for i, t in enumerate(TEXTS)))
+    build([str(corpus)], str(tiny_model), tmp_path / "kb")
+    app = EncodrApp(searcher=Searcher(tmp_path / "kb"), debounce=0.0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.query_one("#search-filter").value = "team=ops"
+        await pilot.click("#query")
+        await pilot.press(*"the cat", "enter")
+        await settle(app, pilot)
+        table = app.query_one("#results")
+        assert sorted(str(table.get_row_at(r)[4]) for r in range(table.row_count)) == sorted([TEXTS[1], TEXTS[3]])
+        app.query_one("#search-filter").value = "team"
+        await pilot.click("#search-filter")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert "write FIELD=VALUE" in str(app.query_one("#status").render())
+        app.query_one("#search-filter").value = ""
+        await pilot.click("#query")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        first = app.hits[0]
+        table.focus()
+        await pilot.press("ctrl+d")
+        await settle(app, pilot)
+        assert any(f"deleted {first.document}" in str(n.message) for n in app._notifications)
+        assert first.text not in {str(table.get_row_at(r)[4]) for r in range(table.row_count)} and table.row_count == 3
