@@ -150,3 +150,19 @@ def test_scoring_an_index_needs_all_three_and_names_a_missing_document(tmp_path,
     assert code == 2 and "names 1 document not in the index" in err and "(first: 'garden-c')" in err
     code, _, err = run_cli(["eval", "sts", "--index", str(tmp_path / "idx")], capsys, monkeypatch)
     assert code == 2 and "--index scores an existing index with 'eval retrieval', not 'sts'" in err
+
+
+def test_eval_retrieval_of_an_index_takes_a_filter(tmp_path, capsys, monkeypatch, tiny_model):
+    """--filter restricts the index's search as search --filter does: judged documents it leaves out are missed."""
+    folder = beir_folder(tmp_path / "toy", same_filler=False)
+    run_cli(["index", str(folder / "corpus.jsonl"), "--model", str(tiny_model), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
+    args = ["eval", "retrieval", "--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl"), "--qrels", str(folder / "qrels" / "dev.tsv"),
+            "--mode", "keyword", "--json"]  # fmt: skip
+    scores = {}
+    for name, extra in (("all", []), ("none", ["--filter", "id=no-such-document"])):
+        code, out, err = run_cli([*args, *extra], capsys, monkeypatch)
+        assert code == 0, err
+        scores[name] = {s["metric"]: s["value"] for s in json.loads(out)["scores"]}
+    assert scores["all"]["ndcg@10"] > 0 and scores["none"]["ndcg@10"] == 0
+    code, _, err = run_cli([*args, "--filter", "year"], capsys, monkeypatch)
+    assert code == 2 and "write FIELD=VALUE" in err

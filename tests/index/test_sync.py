@@ -456,3 +456,12 @@ def test_ctrl_c_during_index_is_one_line_saying_the_index_is_unchanged(docs, tin
     code, _, err = run_cli(["index", str(docs), "--out", str(out), "--sync"], capsys, monkeypatch)
     assert_one_line_error(code, err, f"interrupted by Ctrl-C; index {out} is unchanged (the previous generation stays current)")
     assert os.readlink(out / "current") == before
+
+
+def test_the_index_listing_shows_each_indexs_sources_and_last_update(docs, tiny_model, workspace, capsys, monkeypatch):
+    out = workspace / "indexes" / "kb"
+    build([str(docs)], str(tiny_model), out)
+    code, stdout, err = run_cli(["indexes", "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    (row,) = json.loads(stdout)
+    assert row["name"] == "kb" and row["sources"] == [str(docs.resolve())] and row["updated"] and row["documents"] == 5
