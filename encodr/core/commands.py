@@ -201,7 +201,8 @@ def sync_line(meta: dict) -> str:
             f"{meta['encoded']} passages encoded in {meta['seconds']:.1f} s" + (f"; {skipped} file(s) skipped (warnings above)" if skipped else ""))  # fmt: skip
 
 
-WATCH_DEBOUNCE_MS = 1000  # changes within this long of each other make one sync (watchfiles' debounce)
+WATCH_DEBOUNCE_MS = 1000  # changes gathered for at most this long make one sync (watchfiles' debounce)…
+WATCH_QUIET_MS = 300  # …and a batch closes sooner once no change came for this long (watchfiles' step)
 WATCH_TICK_MS = 500  # how often an idle watcher wakes (to see ``stop``)
 
 
@@ -261,7 +262,7 @@ def watch(request: IndexRequest, on_sync: Callable[[str], None], warn: WarnFn, s
         return bool(changed)
 
     count, first = 0, True
-    for batch in changes(*synced.corpus, watch_filter=relevant, debounce=WATCH_DEBOUNCE_MS, stop_event=stop, raise_interrupt=True,
+    for batch in changes(*synced.corpus, watch_filter=relevant, debounce=WATCH_DEBOUNCE_MS, step=WATCH_QUIET_MS, stop_event=stop, raise_interrupt=True,
                          yield_on_timeout=True, rust_timeout=WATCH_TICK_MS):  # fmt: skip
         if first:  # the watcher is set up: catch up with what changed before
             first = False

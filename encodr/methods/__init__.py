@@ -14,7 +14,6 @@ import pkgutil
 from pathlib import Path
 from typing import Any
 
-from .. import registry
 from ..errors import EncodrError
 from ..training.run import RunCancelled, TuneJob, run
 from . import recipe as recipes
@@ -45,8 +44,9 @@ def load_recipe(spec: str, overrides: dict[str, Any] | None = None):
 
 
 def check_request(recipe, request: TuneJob) -> None:
-    """Refuse, before any work, a device this machine lacks, a precision it cannot run, a
-    request input the recipe's method does not take, or a run registry that cannot be written.
+    """Refuse, before any work, a device this machine lacks, a precision it cannot run, or a
+    request input the recipe's method does not take. (A run registry that cannot be written
+    does not stop a run: :func:`encodr.training.run.run` warns that it will not be recorded.)
 
     Raises:
         EncodrError: naming the problem and the fix.
@@ -65,7 +65,6 @@ def check_request(recipe, request: TuneJob) -> None:
             takers = [m.name for m in methods().values() if key in m.inputs]
             raise EncodrError(f"recipe '{recipe.name}' (method {method.name}) does not take {what}; "
                               f"{'methods that do: ' + ', '.join(takers) if takers else 'no method does'}")  # fmt: skip
-    registry.check_writable()  # a rolled-back write: harmless in every process of a launch
 
 
 def tune(recipe, request: TuneJob) -> dict | None:
