@@ -68,8 +68,9 @@ def check_target(out: Path, overwrite: bool, inputs: tuple | list = (), kind: st
     out = Path(out)
     held = [str(p) for p in inputs if holds(out, Path(p))] if out.exists() else []
     if held:
-        raise EncodrError(f"--out {out} holds the input {held[0]}: encodr never writes over the documents it reads; "
-                          "choose another --out (e.g. a sibling folder)" + (", or --add / --sync to update an index there" if kind == "index" else ""))
+        sibling = f"{Path(os.path.abspath(out)).name}-{kind or 'out'}"
+        raise EncodrError(f"--out {out} holds the input {held[0]}: encodr never writes among the files it reads; choose another --out, e.g. "
+                          f"{sibling} beside it" + (" (then --add or --sync keep that index up to date)" if kind == "index" else ""))
     if out.exists() and not out.is_dir():
         raise EncodrError(f"output {out} is a file, not a directory; choose another --out")
     if out.exists():

@@ -321,7 +321,7 @@ def _check_updatable(out: Path, inputs: list[str], sync: bool) -> None:
     held = [str(p) for p in inputs if holds(out, Path(p))]
     if held:
         raise EncodrError(f"--out {out} holds the input {held[0]}: encodr keeps an index beside the documents it reads, never among them; "
-                          "choose another --out")
+                          f"choose another --out, e.g. {Path(os.path.abspath(out)).name}-index beside it")
     if written_by_encodr(out) != "index":
         raise EncodrError(f"{flag}: {out} is not an encodr index (no index.json in it); build one with encodr index CORPUS --out NEW_FOLDER")
 
