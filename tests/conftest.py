@@ -153,3 +153,13 @@ async def settle(app, pilot) -> None:
     if others:  # an empty list would mean "all of them" to Textual
         await app.workers.wait_for_complete(others)
     await pilot.pause()
+
+
+async def search_with(app, pilot, box: str, value: str, query: str):
+    """In the TUI's Search tab: set the box ``box`` (``#hit-lang``, ``#search-filter``) to
+    ``value``, search ``query``, wait for the answer; returns the results table."""
+    app.query_one(box).value = value
+    await pilot.click("#query")
+    await pilot.press(*query, "enter")
+    await settle(app, pilot)
+    return app.query_one("#results")

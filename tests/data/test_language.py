@@ -11,7 +11,7 @@ from encodr.errors import EncodrError
 from encodr.index import Searcher, build
 from encodr.models.pcr import POOLED, fit_and_remove
 from encodr.tui import EncodrApp
-from tests.conftest import run_cli, settle
+from tests.conftest import run_cli, search_with
 
 # Six sentences in each of three languages, long enough for the detector to be sure
 MIXED = {
@@ -102,11 +102,7 @@ async def test_tui_language_column_and_filter(mixed_file, tiny_model, tmp_path):
     build([str(mixed_file)], str(tiny_model), tmp_path / "idx")
     app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
     async with app.run_test(size=(140, 40)) as pilot:
-        app.query_one("#hit-lang").value = "deu"
-        await pilot.click("#query")
-        await pilot.press(*"Los niños juegan", "enter")
-        await settle(app, pilot)
-        table = app.query_one("#results")
+        table = await search_with(app, pilot, "#hit-lang", "deu", "Los niños juegan")
         assert table.row_count == 6 and {table.get_row_at(i)[3] for i in range(6)} == {"deu"}
         assert "query language spa" in str(app.query_one("#status").render())
 

@@ -6,7 +6,7 @@ import pytest
 from encodr.index import build
 from encodr.index import Searcher
 from encodr.tui import EncodrApp, score_bar
-from tests.conftest import settle
+from tests.conftest import search_with, settle
 
 TEXTS = ["the cat sat on the mat", "stock markets fell sharply", "it rained all day in london", "a dog chased the cat"]
 
@@ -130,11 +130,7 @@ async def test_the_filter_box_restricts_hits_and_ctrl_d_deletes_a_hits_document(
     build([str(corpus)], str(tiny_model), tmp_path / "kb")
     app = EncodrApp(searcher=Searcher(tmp_path / "kb"), debounce=0.0)
     async with app.run_test(size=(160, 40)) as pilot:
-        app.query_one("#search-filter").value = "team=ops"
-        await pilot.click("#query")
-        await pilot.press(*"the cat", "enter")
-        await settle(app, pilot)
-        table = app.query_one("#results")
+        table = await search_with(app, pilot, "#search-filter", "team=ops", "the cat")
         assert sorted(str(table.get_row_at(r)[4]) for r in range(table.row_count)) == sorted([TEXTS[1], TEXTS[3]])
         app.query_one("#search-filter").value = "team"
         await pilot.click("#search-filter")
