@@ -44,6 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
+from report import table as markdown  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 K = 10
@@ -218,15 +219,6 @@ def part_two(args, tmp: Path, queries: list[str]) -> list[dict]:
 
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "sync.md"
-
-
-def markdown(rows: list[dict], columns: list[str]) -> str:
-    """A Markdown table of ``rows`` (floats with 2 decimals, ints with thousands separators)."""
-    def cell(v):
-        return f"{v:,.2f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
-
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    return "\n".join(lines + ["| " + " | ".join(cell(r.get(c, "")) for c in columns) + " |" for r in rows])
 
 
 def render(payload: dict) -> str:

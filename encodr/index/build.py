@@ -946,8 +946,10 @@ def upsert(out: str | Path, records: list[Record], warn: Callable[[str], None] =
         EncodrError: no such index, one built before documents had identity is converted (a
             ``warn`` line), an OS fault (the index unchanged).
     """
+    from ..outputs import written_by_encodr
+
     out = locate(out)
-    if written_by_encodr_index(out) is False:
+    if written_by_encodr(out) != "index":
         raise EncodrError(f"index {out} does not exist; build it with encodr index CORPUS --out {out}", field="index", status=404)
     with index_lock(out):
         spec = IndexSpec([], encoder, out, "auto", True, False, None, None, DEFAULT_VARIANT, AUTO_BACKEND, 1, WINDOW, warn=warn, records=list(records))
@@ -955,13 +957,6 @@ def upsert(out: str | Path, records: list[Record], warn: Callable[[str], None] =
             return _build_locked(spec, silent)
         except (OSError, sqlite3.OperationalError) as exc:
             raise os_fault(exc, getattr(exc, "filename", None) or out, kept="the previous index is unchanged") from None
-
-
-def written_by_encodr_index(out: Path) -> bool:
-    """Whether ``out`` is an index encodr wrote (:func:`encodr.outputs.written_by_encodr`)."""
-    from ..outputs import written_by_encodr
-
-    return written_by_encodr(out) == "index"
 
 
 def delete(out: str | Path, ids: list[str] = (), sources: list[str] = (), filters: list = (), warn: Callable[[str], None] = lambda line: None) -> dict:

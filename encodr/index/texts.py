@@ -62,6 +62,7 @@ class TextStore:
         self.has_keywords = conn.execute("select 1 from sqlite_master where name = ?", (KEYWORD_TABLE,)).fetchone() is not None
         self.has_documents = conn.execute("select 1 from sqlite_master where name = 'documents'").fetchone() is not None
         self.has_tombstones = conn.execute("select 1 from sqlite_master where name = 'tombstones'").fetchone() is not None
+        self._scopes = 0  # temporary id tables made (:meth:`scope_table`)
 
     @classmethod
     def create(cls, path: Path) -> "TextStore":
@@ -358,7 +359,7 @@ class TextStore:
         text ids ``ids``, indexed, for :meth:`keyword_hits`' ``scope``; returns its name.
         Drop it with :meth:`drop_scope`."""
         with self._lock:
-            self._scopes = getattr(self, "_scopes", 0) + 1
+            self._scopes += 1
             name = f"temp.encodr_scope_{self._scopes}"
             self.conn.execute(f"create table {name} (id integer primary key)")
             self.conn.executemany(f"insert into {name} values (?)", ((int(i),) for i in ids))
