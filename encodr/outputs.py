@@ -51,6 +51,21 @@ def holds(folder: Path, path: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def check_inputs_outside(out: Path, inputs: tuple | list, kind: str | None = None) -> None:
+    """Refuse an output folder ``out`` that is, or holds, one of ``inputs`` (the files and
+    folders being read): encodr never writes among the files it reads, whatever the flags.
+
+    Raises:
+        EncodrError: naming the input and a sibling folder to use instead.
+    """
+    out = Path(out)
+    held = [str(p) for p in inputs if holds(out, Path(p))] if out.exists() else []
+    if held:
+        sibling = f"{Path(os.path.abspath(out)).name}-{kind or 'out'}"
+        raise EncodrError(f"--out {out} holds the input {held[0]}: encodr never writes among the files it reads; choose another --out, e.g. "
+                          f"{sibling} beside it" + (" (then --add or --sync keep that index up to date)" if kind == "index" else ""))
+
+
 def check_target(out: Path, overwrite: bool, inputs: tuple | list = (), kind: str | None = None) -> None:
     """Refuse an output that would destroy what encodr did not write.
 
@@ -66,11 +81,7 @@ def check_target(out: Path, overwrite: bool, inputs: tuple | list = (), kind: st
             cannot be created (an ancestor is a file, or the nearest existing one is read-only).
     """
     out = Path(out)
-    held = [str(p) for p in inputs if holds(out, Path(p))] if out.exists() else []
-    if held:
-        sibling = f"{Path(os.path.abspath(out)).name}-{kind or 'out'}"
-        raise EncodrError(f"--out {out} holds the input {held[0]}: encodr never writes among the files it reads; choose another --out, e.g. "
-                          f"{sibling} beside it" + (" (then --add or --sync keep that index up to date)" if kind == "index" else ""))
+    check_inputs_outside(out, inputs, kind)
     if out.exists() and not out.is_dir():
         raise EncodrError(f"output {out} is a file, not a directory; choose another --out")
     if out.exists():

@@ -313,15 +313,12 @@ def _check_updatable(out: Path, inputs: list[str], sync: bool) -> None:
     Raises:
         EncodrError: naming the folder and what to do instead.
     """
-    from ..outputs import holds, written_by_encodr
+    from ..outputs import check_inputs_outside, written_by_encodr
 
     flag = "--sync" if sync else "--add"
     if not out.exists():
         raise EncodrError(f"index {out} does not exist (nor in the workspace, see encodr indexes); build it first with encodr index CORPUS --out {out}")
-    held = [str(p) for p in inputs if holds(out, Path(p))]
-    if held:
-        raise EncodrError(f"--out {out} holds the input {held[0]}: encodr keeps an index beside the documents it reads, never among them; "
-                          f"choose another --out, e.g. {Path(os.path.abspath(out)).name}-index beside it")
+    check_inputs_outside(out, inputs, "index")
     if written_by_encodr(out) != "index":
         raise EncodrError(f"{flag}: {out} is not an encodr index (no index.json in it); build one with encodr index CORPUS --out NEW_FOLDER")
 
@@ -511,7 +508,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
             else:  # --add in memory: the writer thread added the vectors as they came
                 index, meta = old.faiss, dict(old.meta)
         ingest.raw_path.unlink()
-        index = remove_texts(index, deleted, ingest.texts, meta, tmp)
+        index = remove_texts(index, deleted, ingest.texts, meta)
         meta["count"] = int(index.ntotal)
         meta["documents"] = ingest.texts.document_count()
         meta["deleted"] = len(ingest.texts.tombstones())
@@ -599,9 +596,9 @@ def removable_now(index, meta: dict) -> bool:
     return isinstance(index, (faiss.IndexFlatCodes, faiss.IndexIVF)) and not meta.get("on_disk")
 
 
-def remove_texts(index, deleted: np.ndarray, texts: TextStore, meta: dict, tmp: Path):
+def remove_texts(index, deleted: np.ndarray, texts: TextStore, meta: dict):
     """Take the vectors of ``deleted`` texts (int64 ids; their rows are already gone from
-    ``texts``) out of ``index``, for the generation being written in ``tmp``.
+    ``texts``, the generation's store) out of ``index``.
 
     - flat: removed by FAISS, the rest renumbered 0…n−1 (:meth:`~.texts.TextStore.renumber`);
     - in-memory IVF: removed by FAISS, ids kept;
@@ -637,7 +634,12 @@ def compacted(index, texts: TextStore, meta: dict):
     Returns:
         The rebuilt index (ntotal = live texts)."""
     live = np.array(texts.column("id"), dtype=np.int64)
-    vectors = np.stack([index.reconstruct(int(i)) for i in live]).astype(np.float32) if len(live) else np.zeros((0, int(meta["dimension"])), np.float32)
+    if not len(live):
+        vectors = np.zeros((0, int(meta["dimension"])), np.float32)
+    elif hasattr(index, "reconstruct_batch"):  # FAISS's own: one call (the binary index reads its int8 copy a vector at a time)
+        vectors = index.reconstruct_batch(live).astype(np.float32)
+    else:
+        vectors = np.stack([index.reconstruct(int(i)) for i in live]).astype(np.float32)
     kind, quantize = meta["index_type"], meta.get("quantize", "none")
     sample = training_sample(vectors) if (kind.startswith("ivf") or quantize != "none") and len(vectors) else None
     fresh = _new_faiss(kind, int(meta["dimension"]), len(vectors), sample, quantize)
@@ -980,26 +982,34 @@ def delete(out: str | Path, ids: list[str] = (), sources: list[str] = (), filter
     if not (ids or sources or filters):
         raise EncodrError("name the documents to delete: IDs, --source GLOB or --filter FIELD=VALUE", field="ids")
     out = locate(out)
+    with _rewriting(out) as old:
+        if not old.texts.has_documents:
+            raise EncodrError(f"index {out} was built before documents kept their identity; bring it up to date once with "
+                              f"encodr index PATH… --out {out} --sync, then delete")  # fmt: skip
+        wanted: set[str] = set()
+        known = old.texts.documents_info(list(ids)) if ids else {}
+        missing = [i for i in ids if i not in known]
+        wanted.update(known)
+        chosen = list(filters) + ([fl.Filter("source", "in", tuple(sources))] if sources else [])
+        if chosen:
+            dsql, dparams, tsql, tparams = fl.sql(chosen)
+            if tsql:
+                raise EncodrError("--filter lang applies to texts, not documents; delete by id, source or a metadata field", field="filter")
+            wanted.update(old.texts.documents_matching(dsql, dparams))
+        return _delete_locked(out, old, sorted(wanted), missing)
+
+
+@contextlib.contextmanager
+def _rewriting(out: Path):
+    """The index ``out`` locked against other writers and opened, for a write that rewrites its
+    current generation (:func:`delete`, :func:`compact`); an OS fault inside becomes one line
+    saying the index is unchanged, and the index is closed however the block ends."""
     with index_lock(out):
         old = Index.open(out)
         try:
-            if not old.texts.has_documents:
-                raise EncodrError(f"index {out} was built before documents kept their identity; bring it up to date once with "
-                                  f"encodr index PATH… --out {out} --sync, then delete")  # fmt: skip
-            wanted: set[str] = set()
-            known = old.texts.documents_info(list(ids)) if ids else {}
-            missing = [i for i in ids if i not in known]
-            wanted.update(known)
-            chosen = list(filters) + ([fl.Filter("source", "in", tuple(sources))] if sources else [])
-            if chosen:
-                dsql, dparams, tsql, tparams = fl.sql(chosen)
-                if tsql:
-                    raise EncodrError("--filter lang applies to texts, not documents; delete by id, source or a metadata field", field="filter")
-                wanted.update(old.texts.documents_matching(dsql, dparams))
-            try:
-                return _delete_locked(out, old, sorted(wanted), missing)
-            except (OSError, sqlite3.OperationalError) as exc:
-                raise os_fault(exc, getattr(exc, "filename", None) or out, kept="the previous index is unchanged") from None
+            yield old
+        except (OSError, sqlite3.OperationalError) as exc:
+            raise os_fault(exc, getattr(exc, "filename", None) or out, kept="the previous index is unchanged") from None
         finally:
             old.close()
 
@@ -1016,17 +1026,10 @@ def compact(out: str | Path) -> dict:
         EncodrError: no such index; an on-disk IVF index (built again to compact it); an OS fault, the index unchanged.
     """
     out = locate(out)
-    with index_lock(out):
-        old = Index.open(out)
-        try:
-            if old.meta.get("on_disk"):
-                raise EncodrError(f"index {out} keeps its IVF lists on disk: compact it by building it again (encodr index … --overwrite)")
-            try:
-                return _delete_locked(out, old, [], [], force=True)
-            except (OSError, sqlite3.OperationalError) as exc:
-                raise os_fault(exc, getattr(exc, "filename", None) or out, kept="the previous index is unchanged") from None
-        finally:
-            old.close()
+    with _rewriting(out) as old:
+        if old.meta.get("on_disk"):
+            raise EncodrError(f"index {out} keeps its IVF lists on disk: compact it by building it again (encodr index … --overwrite)")
+        return _delete_locked(out, old, [], [], force=True)
 
 
 def _delete_locked(out: Path, old: Index, wanted: list[str], missing: list[str], force: bool = False) -> dict:
@@ -1041,7 +1044,7 @@ def _delete_locked(out: Path, old: Index, wanted: list[str], missing: list[str],
             texts.ensure_documents()
             deleted = texts.settle_members([], wanted)
             meta = dict(old.meta)
-            index = remove_texts(old.faiss, deleted, texts, meta, tmp)
+            index = remove_texts(old.faiss, deleted, texts, meta)
             if force and len(texts.tombstones()) and index is old.faiss:
                 index = compacted(old.faiss, texts, meta)
             rewritten = index is not old.faiss or removable_now(old.faiss, meta)

@@ -133,9 +133,7 @@ class Reconcile:
         modified, size = state
         content = document_hash(records)
         if doc in self.seen:  # the same id twice in one read: both occurrences' passages are the document's
-            for r in records:
-                self._staged.append((doc, self.hash_text(r.text), r.line, r.start))
-            yield from records
+            yield from self._stage(doc, records)
             return
         old = self.store.documents_info([doc]).get(doc)
         self.seen.add(doc)
@@ -152,8 +150,11 @@ class Reconcile:
         meta = {**(first.meta or {}), "modified": modified, "size": size}
         self._rows.append({"id": doc, "path": path, "source": first.source, "title": first.title, "hash": content,
                            "meta": json.dumps(meta, default=str), "modified": modified, "size": size, "lang": first.lang})  # fmt: skip
-        for r in records:
-            self._staged.append((doc, self.hash_text(r.text), r.line, r.start))
+        yield from self._stage(doc, records)
+
+    def _stage(self, doc: str, records: list[Record]) -> Iterator[Record]:
+        """Stage ``records`` as passages of ``doc`` (written every :data:`STAGE_EVERY`) and let them through."""
+        self._staged.extend((doc, self.hash_text(r.text), r.line, r.start) for r in records)
         if len(self._staged) >= STAGE_EVERY:
             self._flush()
         yield from records
