@@ -48,6 +48,7 @@ def main() -> None:
     import torch
 
     from encodr.index import Searcher, build
+    from encodr.index.options import SearchOptions
     from encodr.models.cross import new_cross_encoder
 
     torch.set_num_threads(1)
@@ -70,11 +71,11 @@ def main() -> None:
         for mode, fusion, rerank in setups:
             todo = queries[20 : 20 + (args.rerank_queries if rerank else args.queries)]
             for q in queries[:20]:
-                searcher.query([q], k=10, mode=mode, fusion=fusion, reranker=rerank)
+                searcher.query([q], SearchOptions(k=10, mode=mode, fusion=fusion), reranker=rerank)
             ms = []
             for q in todo:
                 t = time.perf_counter()
-                searcher.query([q], k=10, mode=mode, fusion=fusion, reranker=rerank)
+                searcher.query([q], SearchOptions(k=10, mode=mode, fusion=fusion), reranker=rerank)
                 ms.append((time.perf_counter() - t) * 1000)
             label = mode if mode != "hybrid" else f"hybrid ({fusion})" + (" + re-rank 50" if rerank else "")
             rows.append({"mode": label, "queries": len(todo), "p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99))})

@@ -55,6 +55,7 @@ def main() -> None:
     from encodr.data.beir import read_retrieval
     from encodr.evaluation.retrieval import RetrievalEvaluator
     from encodr.index import Searcher, build
+    from encodr.index.options import SearchOptions
     from encodr.index.fusion import interpolate
     from encodr.models import load_cross, load_encoder
 
@@ -69,7 +70,7 @@ def main() -> None:
         build([str(evaluator.data.corpus_file)], encoder, where, backend="torch")
         print(f"built {where} in {time.perf_counter() - started:.0f} s", flush=True)
     searcher = Searcher(where, encoder=encoder)
-    _, hits = searcher.query(queries, k=100, mode="hybrid", fusion="convex")
+    _, hits = searcher.query(queries, SearchOptions(k=100, mode="hybrid", fusion="convex"))
     half = len(qids) // 2
     halves = {"dev": slice(0, half), "report": slice(half, len(qids))}
 

@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
 from encodr.index import Index, Searcher, build  # noqa: E402
+from encodr.index.options import SearchOptions
 from encodr.index.build import _new_faiss, auto_index_type, training_sample  # noqa: E402
 from encodr.index.store import HNSW_EF_SEARCH, IVF_NPROBE, META_FILE, VECTORS_FILE  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
@@ -183,10 +184,10 @@ def main() -> None:
             opened["mmap" if mmap else "read"] = {"open_ms": round((time.perf_counter() - t) * 1000, 1), "rss_mb": round(rss_mb() - before, 1)}
             del handle
         e2e_searcher = Searcher(auto_dir)
-        e2e_searcher.search(["warm-up query"], k)
+        e2e_searcher.search(["warm-up query"], SearchOptions(k=k, mode="dense"))
         e2e = []
         for q in queries[:200]:
-            e2e_searcher.search([q], k)
+            e2e_searcher.search([q], SearchOptions(k=k, mode="dense"))
             e2e.append(e2e_searcher.last_ms)
         e2e_row = {"index": f"{auto} (auto), memory-mapped", "p50 ms": round(float(np.percentile(e2e, 50)), 2), "p99 ms": round(float(np.percentile(e2e, 99)), 2)}
         print_table(f"end to end (encode with {args.backend} + search + SQLite rows), warm, 200 queries", [e2e_row], ["index", "p50 ms", "p99 ms"])

@@ -76,6 +76,7 @@ def latency(searcher, queries: list[str], mode: str, filters=()) -> dict:
     """p50 / p99 ms of one query at a time, warm (5 untimed first; the first one's ms kept: it
     reads the filter's ids), the documents the filter keeps, and how many queries got fewer
     hits than min(K, those documents)."""
+    from encodr.index import SearchOptions
     from encodr.index.filters import sql
 
     index = searcher.index
@@ -85,14 +86,14 @@ def latency(searcher, queries: list[str], mode: str, filters=()) -> dict:
     else:
         passing = index.texts.document_count()
     t = time.perf_counter()
-    searcher.query([queries[0]], k=K, mode=mode, filters=filters)
+    searcher.query([queries[0]], SearchOptions(k=K, mode=mode, filters=filters))
     first = (time.perf_counter() - t) * 1000
     for q in queries[1:5]:
-        searcher.query([q], k=K, mode=mode, filters=filters)
+        searcher.query([q], SearchOptions(k=K, mode=mode, filters=filters))
     ms, short = [], 0
     for q in queries:
         t = time.perf_counter()
-        _, hits = searcher.query([q], k=K, mode=mode, filters=filters)
+        _, hits = searcher.query([q], SearchOptions(k=K, mode=mode, filters=filters))
         ms.append((time.perf_counter() - t) * 1000)
         short += len(hits[0]) < min(K, passing)
     return {"p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)), "first_ms": round(first, 1), "documents_kept": passing,

@@ -26,6 +26,7 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 from encodr.models import load_encoder  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
 from encodr.index import Searcher  # noqa: E402
+from encodr.index.options import SearchOptions
 from encodr.index import build  # noqa: E402
 
 
@@ -49,7 +50,7 @@ def main() -> None:
                 out = scratch / f"{lang}-{pcr}"
                 build([str(tsv)], args.model, out, pcr=pcr)
                 searcher = Searcher(out, encoder=encoder)
-                results = searcher.search(foreign, k=len(searcher.index), lang=lang)  # every hit: the first English one counts
+                results = searcher.search(foreign, SearchOptions(k=len(searcher.index), lang=lang, mode="dense"))  # every hit: the first English one counts
                 correct = 0
                 for i, hits in enumerate(results):
                     first_eng = next((h for h in hits if h.lang == "eng"), None)

@@ -20,15 +20,16 @@ from rich.table import Table
 
 from .core import commands
 from .core import requests as rq
-from .core.fields import build, rendering
+from .core.fields import build, rendering, words
 from .errors import EncodrError
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="Turn pretrained masked language models into strong encoders (Mirror-BERT, Trans-Encoder, CMLM), "
-    "index and search text, evaluate, and serve models and indexes over HTTP (OpenAI-compatible embeddings).",
+    rich_markup_mode=None,  # plain help: a flag shows no value type, "[ray]" stays text, one "[default: …]" style
+    help="Turn pretrained masked language models into strong encoders (Mirror-BERT, Trans-Encoder, CMLM), index and search your "
+    "documents in any language, evaluate, and serve models and indexes over HTTP and to AI agents (MCP).",
 )
 out_console = Console()
 err_console = Console(stderr=True)
@@ -112,9 +113,33 @@ def _cli_type(annotation):
     return annotation
 
 
+def _shown(value) -> str:
+    """A default as help shows it: lists joined by spaces, numbers in their shortest form."""
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(_shown, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def help_text(model, name: str) -> str:
+    """A field's help as ``--help`` shows it: its sentence, then ``[default: …]`` when it has one
+    (the only place the CLI states a default; the choices are the option's metavar)."""
+    from .core.fields import default
+
+    value = default(model, name)
+    shown = "" if value in (None, [], (), False) else f" [default: {_shown(value)}]"
+    return model.model_fields[name].description + shown
+
+
+def _metavar(model, name: str) -> str:
+    """An option's value as help shows it: its choices (``[dense|keyword|hybrid]``), else its name (``--index INDEX``)."""
+    choices = rendering(model, name).choices
+    return f"[{'|'.join(choices)}]" if choices else name.upper()
+
+
 def _params(model) -> list[inspect.Parameter]:
     """The Typer parameters of a request class: one per field the CLI offers
-    (:func:`encodr.core.fields.fields_for`); an argument with flags is also taken as an option."""
+    (:func:`encodr.core.fields.fields_for`); an argument with flags is also taken as an option.
+    Defaults and choices come from the declaration, so nothing here restates them."""
     from .core.fields import fields_for
 
     params = []
@@ -123,28 +148,28 @@ def _params(model) -> list[inspect.Parameter]:
         kind = _cli_type(field.annotation)
         required = field.is_required() and not r.flags
         if r.argument:
-            info = typer.Argument(... if required else None, help=field.description, show_default=False)
+            info = typer.Argument(... if required else None, help=help_text(model, name), show_default=False, metavar=name.upper())
             params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind))
             if r.flags:
-                params.append(inspect.Parameter(f"{name}__option", inspect.Parameter.KEYWORD_ONLY, default=typer.Option(None, *r.flags, help=f"Same as {name.upper()}; repeatable."), annotation=kind))
+                params.append(inspect.Parameter(f"{name}__option", inspect.Parameter.KEYWORD_ONLY, default=typer.Option(None, *r.flags, help=f"Same as {name.upper()}; repeatable.", metavar=name.upper()), annotation=kind))
             continue
         flags = r.flags or ("--" + name.replace("_", "-"),)
         if kind is bool:
-            info = typer.Option(field.default, *flags, help=field.description)
+            info = typer.Option(field.default, *flags, help=help_text(model, name), show_default=False)
         else:
-            default = ... if field.is_required() else None
-            shown = field.default if field.default not in (None, [], ...) else None
-            info = typer.Option(default, *flags, help=field.description + (f" (default: {', '.join(map(str, shown)) if isinstance(shown, list) else shown})" if shown is not None else ""), show_default=False)
+            info = typer.Option(... if field.is_required() else None, *flags, help=help_text(model, name), show_default=False, metavar=_metavar(model, name))
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind))
     return params
 
 
-def command(target, model, name: str | None = None, json_flag: bool = True, extra: tuple[inspect.Parameter, ...] = ()):
+def command(target, model, name: str | None = None, json_flag: bool = True, extra: tuple[inspect.Parameter, ...] = (), register=None):
     """Register ``render(request, as_json, **extra)`` as the CLI command for request class
     ``model``: its options are the request's fields (plus ``extra``, the CLI's own, and
-    ``--json``), and its help is the request's docstring."""
+    ``--json``), and its help is the request's docstring. ``register(target, function)``
+    registers it otherwise than as ``target.command(name)`` (a group's callback)."""
+    attach = register or (lambda group, fn: group.command(name)(fn))
 
-    def register(render):
+    def wrap(render):
         params = _params(model) + list(extra)
         if json_flag:
             params.append(inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=typer.Option(False, "--json", help="Print the result as JSON."), annotation=bool))
@@ -159,16 +184,19 @@ def command(target, model, name: str | None = None, json_flag: bool = True, extr
                 if extra_values:
                     given[base] = [*(given.get(base) or []), *extra_values]
             values = {k: v for k, v in given.items() if v is not None}
-            return render(values, as_json, **local)
+            try:
+                return render(values, as_json, **local)
+            except EncodrError as exc:
+                raise EncodrError(words(exc, "cli", model), field=exc.field) from None
 
         cli_command.__signature__ = inspect.Signature(params)
         cli_command.__annotations__ = {p.name: p.annotation for p in params}
         cli_command.__doc__ = " ".join(model.__doc__.split())
         cli_command.__name__ = name or model.__name__
-        target.command(name)(cli_command)
+        attach(target, cli_command)
         return render
 
-    return register
+    return wrap
 
 
 SERVER = inspect.Parameter("server", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
@@ -286,18 +314,17 @@ def indexes(values: dict, as_json: bool) -> None:
     _show(commands.indexes(build(rq.IndexesRequest, values)), as_json)
 
 
-@app.command()
-def tui(index: Optional[Path] = typer.Option(None, "--index", "-i", help="Index directory or workspace index name (default: pick one)."),
-        rerank: Optional[str] = typer.Option(None, "--rerank", help="Search re-ranked by this CrossEncoder (the Search tab's re-rank box; blank there: none).")) -> None:
-    """Interactive terminal UI: Search, Compare, Workspace (indexes, models, runs), Train, Index and Eval panes."""
+@command(app, rq.TuiRequest, "tui", json_flag=False)
+def tui(values: dict, as_json: bool) -> None:
+    request = build(rq.TuiRequest, values)
     _interactive_threads()
     from .tui import EncodrApp
 
-    if index is not None:
+    if request.index is not None:
         from .index import Index
 
-        Index.open(index).close()  # report a broken index here, as a one-line error
-    EncodrApp(index, rerank=rerank).run()
+        Index.open(request.index).close()  # report a broken index here, as a one-line error
+    EncodrApp(Path(request.index) if request.index else None, rerank=request.rerank).run()
 
 
 @command(app, rq.ModelsRequest, "models")
@@ -310,16 +337,17 @@ def list_recipes(values: dict, as_json: bool) -> None:
     _show(commands.recipes(build(rq.RecipesRequest, values)), as_json)
 
 
-runs_app = typer.Typer(help="Recorded training runs: list them, newest first, or show one (encodr runs show ID).", no_args_is_help=False)
+runs_app = typer.Typer(help=" ".join(rq.RunsRequest.__doc__.split()), no_args_is_help=False, rich_markup_mode=None)
 app.add_typer(runs_app, name="runs")
 
 
-@runs_app.callback(invoke_without_command=True)
-def runs(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
-         limit: int = typer.Option(50, min=1, help=rq.RunsRequest.model_fields["limit"].description)) -> None:  # fmt: skip
-    """List recorded training runs, newest first (encodr runs show ID: one run, its curves)."""
+def _runs_callback(values: dict, as_json: bool, ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is None:
-        _show(commands.runs(build(rq.RunsRequest, {"limit": limit})), as_json)
+        _show(commands.runs(build(rq.RunsRequest, values)), as_json)
+
+
+CONTEXT = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+command(runs_app, rq.RunsRequest, extra=(CONTEXT,), register=lambda target, fn: target.callback(invoke_without_command=True)(fn))(_runs_callback)
 
 
 @command(runs_app, rq.RunRequest, "show")
@@ -327,33 +355,42 @@ def runs_show(values: dict, as_json: bool) -> None:
     _show(commands.run(build(rq.RunRequest, values)), as_json)
 
 
-@app.command()
-def serve(
-    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="A model to serve (alias, directory, Hub id); repeatable. Default: minilm, and each --index's model."),
-    index: Optional[List[str]] = typer.Option(None, "--index", "-i", help="An index to serve (directory or workspace name); repeatable. Default: every index in the workspace."),
-    host: str = typer.Option("127.0.0.1", help="Address to bind (127.0.0.1: this machine only)."),
-    port: int = typer.Option(8000, help="Port to bind."),
-    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="ENCODR_API_KEY", help="Require 'Authorization: Bearer KEY' (or set ENCODR_API_KEY).", show_envvar=False),
-    batch_wait_ms: float = typer.Option(10.0, help="Dynamic batching: how long the first request of a batch waits for others while requests are concurrent (ms)."),
-    batch_tokens: int = typer.Option(8192, min=1, help="Dynamic batching: tokens per forward pass at most (padded length × texts)."),
-    max_texts: int = typer.Option(2048, min=1, help="Texts per request at most (413 above)."),
-    max_chars: int = typer.Option(20000, min=1, help="Characters per text at most (413 above)."),
-    batching: bool = typer.Option(True, "--batching/--no-batching", help="Dynamic batching of concurrent requests (off: one forward pass per request)."),
-    workers: Optional[int] = typer.Option(None, min=1, help="Forward passes a model runs at once, each on its share of the CPU cores (default: 2 on a CPU, 1 on a GPU)."),
-    backend: str = typer.Option("torch", help="Forward pass of each --model bi-encoder: torch, torch-bf16 (bfloat16 matrix products), onnx or onnx-int8 (onnxruntime on the CPU); an index's model runs on its index's backend."),
-    writable: bool = typer.Option(False, "--writable", help="Let clients upsert and delete documents (POST / DELETE /v1/indexes/NAME/documents); needs --api-key."),
-    watch: Optional[List[str]] = typer.Option(None, "--watch", help="Sync the one served --index with this folder on every change (debounced); repeatable."),
-) -> None:
-    """Serve models and indexes over HTTP: OpenAI-compatible POST /v1/embeddings, POST /v1/search, POST /v1/score, POST /v1/rerank,
-    GET /v1/models, /v1/indexes, /v1/runs, /health; with --writable, POST and DELETE /v1/indexes/NAME/documents. Models and indexes are loaded once and kept warm."""
+@command(app, rq.ServeRequest, "serve", json_flag=False)
+def serve(values: dict, as_json: bool) -> None:
+    request = build(rq.ServeRequest, values)
     _interactive_threads()  # the event loop, the batcher and FAISS share the cores with torch: idle OpenMP threads must sleep
     try:
         from .serve import Access, Limits, serve as run_server
     except ImportError as exc:
         raise EncodrError(f"encodr serve needs the serve extra ({exc.name} is missing): pip install 'encodr[serve]'") from None
 
-    run_server(model or [], index or [], host, port, Access(api_key, writable, tuple(watch or ())), Limits(max_texts, max_chars, batch_wait_ms / 1000, batch_tokens, batching, workers), announce=lambda line: err_console.print(f"encodr: {line}", highlight=False),
-               backend=backend)  # fmt: skip
+    limits = Limits(request.max_texts, request.max_chars, request.batch_wait_ms / 1000, request.batch_tokens, not request.no_batching, request.workers)
+    run_server(request.model, request.index, request.host, request.port, Access(request.key(), request.writable, tuple(request.watch)), limits,
+               announce=lambda line: err_console.print(f"encodr: {line}", highlight=False), backend=request.backend)  # fmt: skip
+
+
+@command(app, rq.McpRequest, "mcp", json_flag=False)
+def mcp_cmd(values: dict, as_json: bool) -> None:
+    request = build(rq.McpRequest, values)
+    _interactive_threads()
+    try:
+        from .agents import run as run_mcp
+    except ImportError as exc:
+        raise EncodrError(f"encodr mcp needs the mcp extra ({exc.name} is missing): pip install 'encodr[mcp]'") from None
+    run_mcp(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        out_console.print(f"encodr {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", help="Print encodr's version and exit.", callback=_version, is_eager=True)) -> None:
+    """encodr's options that precede any command (--version)."""
 
 
 def _interruption(exc: KeyboardInterrupt) -> str:

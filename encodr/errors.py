@@ -30,3 +30,48 @@ def first_line(exc: BaseException, limit: int = 200) -> str:
     exception's class name when the message is empty (for one-line error messages)."""
     text = str(exc).strip()
     return text.splitlines()[0][:limit] if text else type(exc).__name__
+
+
+class OptionError(EncodrError):
+    """A bad value of one option, kept apart so that each front end words it its own way.
+
+    The CLI says ``--mode hybird: not one of dense, keyword, hybrid``; the HTTP API and MCP
+    say ``mode: 'hybird' is not one of dense, keyword, hybrid`` (:meth:`words`).
+
+    Args:
+        field: the option's name (a request field, ``snake_case``).
+        value: the value given.
+        problem: what is wrong, as a predicate of the value: ``"is not one of a, b"``,
+            ``"must be 1 or more"``.
+        status: the HTTP status (422 unless said).
+    """
+
+    def __init__(self, field: str, value, problem: str, status: int = 422):
+        self.value, self.problem = value, problem
+        super().__init__(f"{field}: {value!r} {problem}", field=field, status=status)
+
+    def words(self, flag: str | None = None) -> str:
+        """The message with the option named as a front end names it: ``flag`` (the CLI's
+        ``--mode``), or by default the field's own name (HTTP, MCP)."""
+        if flag is None:
+            return str(self)
+        problem = self.problem[3:] if self.problem.startswith("is ") else self.problem
+        return f"{flag} {self.value}: {problem}"
+
+
+def one_of(field: str, value, choices) -> None:
+    """Raise :class:`OptionError` unless ``value`` is in ``choices`` (a tuple of strings)."""
+    if value not in choices:
+        raise OptionError(field, value, f"is not one of {', '.join(choices)}")
+
+
+def at_least(field: str, value, low) -> None:
+    """Raise :class:`OptionError` unless ``value`` ≥ ``low`` (``None`` passes)."""
+    if value is not None and value < low:
+        raise OptionError(field, value, f"must be {low} or more")
+
+
+def between(field: str, value, low, high) -> None:
+    """Raise :class:`OptionError` unless ``low`` ≤ ``value`` ≤ ``high``."""
+    if value is not None and not low <= value <= high:
+        raise OptionError(field, value, f"must be between {low} and {high}")

@@ -7,6 +7,7 @@ connection) or, where the test says so, raises the OS error at the write that wo
 
 from __future__ import annotations
 
+from encodr.index.options import SearchOptions
 import json
 import os
 import random
@@ -370,7 +371,7 @@ def test_a_long_running_searcher_sees_each_add_whole(built_small, tmp_path):
     more.write_text("a fourth text\n")
     build([str(more)], None, built_small, add=True)
     assert first.exists()  # held by the searcher: not removed under it
-    hits = searcher.search(["a fourth text"], k=1)[0]
+    hits = searcher.search(["a fourth text"], SearchOptions(k=1, mode="dense"))[0]
     assert hits[0].text == "a fourth text" and len(searcher.index) == 4 and searcher.index.folder != first
     build([str(more)], None, built_small, add=True)  # the next write removes the generation nobody holds now
     assert not first.exists()

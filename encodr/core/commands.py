@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import EncodrError
 from ..progress import ProgressEvent, ProgressFn, silent
 from .requests import (DeleteRequest, DocumentIdsRequest, EmbedRequest, EvalRequest, IndexRequest, UpsertRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
-                       ScoreRequest, SearchRequest, TuneRequest, DEFAULT_FUSION, DEFAULT_MODE, pcr_variant)  # fmt: skip
+                       ScoreRequest, SearchRequest, SyncRequest, TuneRequest, pcr_variant)  # fmt: skip
 from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits, Ranked, RecordResult, RerankResult, RunsResult, ScoreResult,
                       SearchResult, TuneResult, Usage, short_path)  # fmt: skip
 
@@ -63,10 +63,7 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     searcher = searcher or open_searcher(request)
     if reranker is None:
         reranker = open_reranker(request)
-    mode = request.mode or (DEFAULT_MODE if searcher.index.has_keywords else "dense")  # an index older than keyword indexes: dense
-    langs, results = searcher.query(request.query, request.k, request.lang, request.hit_lang, request.nprobe, request.ef_search,
-                                    mode, request.fusion or DEFAULT_FUSION, reranker, request.rerank_depth, request.passages, request.rerank_weight,
-                                    request.filters())  # fmt: skip
+    langs, results = searcher.query(request.query, request.options(), reranker)
     split = searcher.index.meta.get("split_documents") and not request.passages
     caption = f"documents ranked by their best passage ({searcher.index.meta['split_documents']:,} long documents are split; --passages ranks passages)" if split else ""
     return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption,
@@ -310,6 +307,31 @@ def delete_ids(index: str, request: DocumentIdsRequest) -> RecordResult:
     return delete(DeleteRequest(ids=request.ids, index=index))
 
 
+def document(searcher, doc_id: str) -> RecordResult:
+    """Document ``doc_id`` of ``searcher``'s index, whole (:meth:`encodr.index.Index.document`).
+
+    Raises:
+        EncodrError: the index holds no such document (404), naming the field ``id``.
+    """
+    searcher.refresh()
+    found = searcher.index.document(doc_id)
+    if found is None:
+        raise EncodrError(f"index {searcher.index.path.name} has no document '{doc_id}'; a hit's document id names one", field="id", status=404)
+    return RecordResult(title=f"document {doc_id}", record=found, keys=[k for k in ("id", "title", "source", "lang", "modified", "text") if k in found])
+
+
+def sync_served(request: SyncRequest, index_path: str, encoder, warn: WarnFn = lambda line: None) -> RecordResult:
+    """``encodr index CORPUS --out INDEX --sync`` for a served index, encoded by its loaded ``encoder``.
+
+    Raises:
+        EncodrError: see :meth:`SyncRequest.check` and :func:`encodr.index.build`.
+    """
+    request.check()
+    meta = index_with(IndexRequest(corpus=request.corpus, out=index_path, sync=True), encoder=encoder, warn=warn)
+    keys = ["added", "updated", "removed", "unchanged", "encoded", "documents", "count"]
+    return RecordResult(title=f"sync → {meta['path']}", record={k: meta.get(k) for k in keys}, keys=keys)
+
+
 ESTIMATE_ABOVE = 20_000  # texts: an evaluation encoding more first says how long it will take
 
 
@@ -351,8 +373,7 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
     if request.index:
         return _evaluate_index(request, progress)
     if request.suite == "retrieval":
-        options.update(split=request.retrieval_split, mode=request.mode or DEFAULT_MODE, fusion=request.fusion or DEFAULT_FUSION, rerank=request.rerank, whole=request.whole,
-                       rerank_weight=request.rerank_weight)
+        options.update(split=request.retrieval_split, searches=request.searches(), rerank=request.rerank, whole=request.whole)
     specs = [(request.model, request.cross, request.backend)] + ([(request.compare, request.compare_cross, "torch")] if request.compare else [])
     scorers = [load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs]  # both load before either is scored
     data = request.data or None
@@ -377,12 +398,7 @@ def _evaluate_index(request: EvalRequest, progress: ProgressFn) -> EvalResult:
     from ..evaluation.retrieval import IndexRetrievalEvaluator
     from ..evaluation.tasks import PRIMARY
 
-    from .requests import parse_filters
-
-    filters = parse_filters(request.filter)
-    evaluator = IndexRetrievalEvaluator(request.index, request.queries, request.qrels, request.limit, request.mode,
-                                        request.fusion or DEFAULT_FUSION, request.rerank, request.rerank_weight)  # fmt: skip
-    evaluator.filters = tuple(filters)
+    evaluator = IndexRetrievalEvaluator(request.index, request.queries, request.qrels, request.limit, request.searches(), request.rerank)
     try:
         label = f"eval retrieval · {evaluator.name} · {evaluator.model_name}"
         progress(ProgressEvent(label, 0, 1))

@@ -12,14 +12,15 @@ field, so the server needs no rendering code of its own.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import EncodrError
+from ..errors import EncodrError, OptionError
 
-FRONTS = ("cli", "tui", "http")  # the front ends; a field names those that offer it
+FRONTS = ("cli", "tui", "http", "mcp")  # the front ends; a field names those that offer it
 EXTRA = "x-encodr"  # the key of a field's rendering hints in its JSON schema (an OpenAPI extension)
 
 
@@ -40,26 +41,76 @@ class Rendering:
     choices: tuple[str, ...] = ()
 
 
+class Hints:
+    """A field's :class:`Rendering`, kept on its pydantic ``Field`` as ``json_schema_extra``: called
+    by pydantic, it writes the hints under :data:`EXTRA` and the choices as the schema's ``enum``.
+    ``choices`` may be a function, called once when first read (so a request module need not
+    import the module that owns a list of choices)."""
+
+    def __init__(self, flags: tuple[str, ...], argument: bool, fronts: tuple[str, ...], choices):
+        self.flags, self.argument, self.fronts, self._choices = tuple(flags), argument, tuple(fronts), choices
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        if callable(self._choices):
+            self._choices = self._choices()
+        return tuple(self._choices or ())
+
+    def __call__(self, schema: dict) -> None:
+        schema[EXTRA] = {"flags": list(self.flags), "argument": self.argument, "fronts": list(self.fronts), "choices": list(self.choices)}
+        if self.choices:
+            for branch in [schema, *schema.get("anyOf", [])]:
+                target = branch.get("items", branch) if branch.get("type") == "array" else branch
+                if target.get("type") == "string":
+                    target["enum"] = list(self.choices)
+
+
 def option(default: Any = None, help: str = "", *, flags: tuple[str, ...] = (), argument: bool = False, fronts: tuple[str, ...] = FRONTS,
-           choices: tuple[str, ...] = (), ge: float | None = None, le: float | None = None) -> Any:  # fmt: skip
+           choices=(), ge: float | None = None, le: float | None = None) -> Any:  # fmt: skip
     """Declare a request field (a pydantic ``Field``) with its rendering hints.
 
     Args:
-        default: the default; ``...`` for a required field.
-        help: one sentence for ``--help``, the TUI's label and the API docs.
-        flags, argument, fronts, choices: see :class:`Rendering`.
+        default: the default; ``...`` for a required field. The front ends show it; none of
+            them states it again.
+        help: one sentence for ``--help``, the TUI's label and the API docs; it does not state
+            the default or the choices, which the front ends add from the declaration.
+        flags, argument, fronts: see :class:`Rendering`.
+        choices: the values allowed (a tuple, or a function returning one): each front end
+            shows them, and :func:`build` refuses any other (for a list field, any other item).
         ge, le: the smallest and the largest value allowed (numbers).
     """
-    hints = {"flags": list(flags), "argument": argument, "fronts": list(fronts), "choices": list(choices)}
-    return Field(default, description=help, ge=ge, le=le, json_schema_extra={EXTRA: hints})
+    return Field(default, description=help, ge=ge, le=le, json_schema_extra=Hints(flags, argument, fronts, choices))
+
+
+def hints(model: type[BaseModel], name: str) -> Hints:
+    """The :class:`Hints` of field ``name`` of request class ``model``."""
+    extra = model.model_fields[name].json_schema_extra
+    return extra if isinstance(extra, Hints) else Hints((), False, FRONTS, ())
 
 
 def rendering(model: type[BaseModel], name: str) -> Rendering:
     """The :class:`Rendering` of field ``name`` of request class ``model``."""
-    extra = model.model_fields[name].json_schema_extra or {}
-    hints = extra.get(EXTRA, {}) if isinstance(extra, dict) else {}
-    return Rendering(tuple(hints.get("flags", ())), bool(hints.get("argument", False)), tuple(hints.get("fronts", FRONTS)),
-                     tuple(hints.get("choices", ())))  # fmt: skip
+    h = hints(model, name)
+    return Rendering(h.flags, h.argument, h.fronts, h.choices)
+
+
+def default(model: type[BaseModel], name: str):
+    """The default of field ``name`` of ``model`` as the front ends show it (``None``: none, or required)."""
+    field = model.model_fields[name]
+    return None if field.is_required() else field.get_default(call_default_factory=True)
+
+
+def schema(model: type[BaseModel], front: str) -> dict:
+    """The JSON schema of the fields of request class ``model`` that front end ``front`` takes
+    (the HTTP API's request body in OpenAPI, an MCP tool's input schema): one generator, so the
+    two agree on every field they share."""
+    full = model.model_json_schema()
+    names = fields_for(model, front)
+    out = {"type": "object", "title": model.__name__, "properties": {n: full["properties"][n] for n in names},
+           "required": [n for n in full.get("required", []) if n in names]}  # fmt: skip
+    if full.get("$defs"):
+        out["$defs"] = full["$defs"]
+    return out
 
 
 def fields_for(model: type[BaseModel], front: str) -> list[str]:
@@ -75,19 +126,63 @@ def flag(model: type[BaseModel], name: str) -> str:
     return r.flags[0] if r.flags else "--" + name.replace("_", "-")
 
 
+def check_choices(model: type[BaseModel], values: dict) -> None:
+    """Raise :class:`~encodr.errors.OptionError` for a value (or a list item) of ``values`` that
+    its field's choices do not allow."""
+    for name, value in values.items():
+        if name not in model.model_fields or value is None:
+            continue
+        allowed = rendering(model, name).choices
+        if not allowed:
+            continue
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            for part in str(item).split(",") if isinstance(value, (list, tuple)) else [item]:
+                if part.strip() and part.strip() not in allowed:
+                    raise OptionError(name, part.strip(), f"is not one of {', '.join(allowed)}")
+
+
 def build(model: type[BaseModel], values: dict) -> Any:
     """A request of class ``model`` from a front end's ``values``.
 
     Raises:
-        EncodrError: a value of the wrong type or out of range, naming the field (``field``)
-            as the CLI names it.
+        OptionError: a value not among its field's choices, of the wrong type, out of range, or
+            missing, naming the field (each front end words it: :func:`~encodr.errors.OptionError.words`).
     """
+    check_choices(model, values)
     try:
         return model(**values)
     except ValidationError as exc:
         err = exc.errors()[0]
         name = str(err["loc"][0]) if err["loc"] else ""
-        where = flag(model, name) if name in model.model_fields else (name or "the request")
-        if err["type"] == "greater_than_equal":
-            raise EncodrError(f"{where} {err['input']}: give {err['ctx']['ge']} or more", field=name) from None
-        raise EncodrError(f"{where}: {err['msg'].lower()}", field=name or None) from None
+        if err["type"] == "missing":
+            raise OptionError(name, None, "is required") from None
+        if err["type"] == "extra_forbidden":
+            raise OptionError(name, err.get("input"), f"is not a field of this request; it takes {', '.join(model.model_fields)}") from None
+        problem = {"greater_than_equal": lambda: f"must be {err['ctx']['ge']} or more", "less_than_equal": lambda: f"must be {err['ctx']['le']} or less"}
+        what = problem.get(err["type"], lambda: "is not valid: " + err["msg"][0].lower() + err["msg"][1:])()
+        raise OptionError(name or "body", err.get("input"), what) from None
+
+
+_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*|-k)\b")
+
+
+def words(exc: EncodrError, front: str, model: type[BaseModel] | None = None) -> str:
+    """``exc``'s message in front end ``front``'s words: the CLI names an option by its flag
+    (``--mode hybird: not one of …``), the HTTP API and MCP by its field
+    (``mode: 'hybird' is not one of …``), and a message written with flags has them read as
+    field names there (``--rerank-depth`` → ``rerank_depth``).
+
+    Args:
+        exc: the error (an :class:`~encodr.errors.OptionError` is worded from its parts).
+        front: one of :data:`FRONTS`, or ``mcp``.
+        model: the request class whose flags the CLI uses (default: ``--field-name``).
+    """
+    if isinstance(exc, OptionError):
+        if front != "cli":
+            return str(exc)
+        name = exc.field or ""
+        return exc.words(flag(model, name) if model is not None and name in model.model_fields else "--" + name.replace("_", "-"))
+    if front == "cli":
+        return str(exc)
+    return _FLAG.sub(lambda m: "k" if m.group(1) == "-k" else m.group(1)[2:].replace("-", "_"), str(exc))

@@ -18,17 +18,17 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..errors import EncodrError
 from .fields import option
 
-BACKEND_HELP = ("torch | torch-bf16 | onnx | onnx-int8 (torch-bf16: matrix products in bfloat16, faster on a CPU with AVX512-BF16 or AMX, slower "
-                "elsewhere; onnx: onnxruntime on the CPU; int8: dynamic quantisation, faster; bench/cpu_precision.py gives speed and quality).")
-CLI, CLI_TUI, CLI_HTTP, HTTP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http",)
+BACKEND_HELP = ("The forward pass: torch-bf16 multiplies in bfloat16 (faster on a CPU with AVX512-BF16 or AMX, slower elsewhere); onnx runs "
+                "onnxruntime on the CPU; onnx-int8 adds dynamic int8 quantisation (faster; the docs' benchmarks give speed and quality).")
+CLI, CLI_TUI, CLI_HTTP, HTTP, MCP, HTTP_MCP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http",), ("mcp",), ("http", "mcp")
 
 
-MODE_HELP = ("hybrid (the default: vectors and BM25 fused by --fusion; dense on an index built without a keyword index) | dense (vectors) | "
-             "keyword (BM25, SQLite FTS5).")  # fmt: skip
-RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits (--rerank-depth, 50)."
+MODE_HELP = ("hybrid: vectors and BM25 fused by --fusion (dense on an index built without a keyword index); dense: vectors; "
+             "keyword: BM25 (SQLite FTS5).")  # fmt: skip
+RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits (--rerank-depth)."
 RERANK_WEIGHT_HELP = ("With --rerank: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits "
                       "(1: the cross-encoder's order alone; 0: the first stage's).")
-FUSION_HELP = "hybrid: convex (min-max normalised scores, 0.5 each; the default) | rrf (reciprocal rank fusion); both language-aware."
+FUSION_HELP = "How hybrid fuses: convex (min-max normalised scores, equal weights) or rrf (reciprocal rank fusion); both language-aware."
 
 
 FILTER_HELP = ("Only hits from documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold. Fields: source (a glob, e.g. "
@@ -52,20 +52,49 @@ def parse_filters(given) -> list:
     return [fl.parse(text) for text in given]
 
 
-DEFAULT_MODE, DEFAULT_FUSION = "hybrid", "convex"  # chosen on the dev sets (bench/retrieval.py; README "Search quality")
-DEFAULT_RERANK_WEIGHT = 1.0  # the cross-encoder's order alone (bench/rerank.py; README "Search quality")
+def _index_types() -> tuple[str, ...]:
+    from ..index.store import INDEX_TYPES
+
+    return INDEX_TYPES
 
 
-def check_mode(mode: str | None, fusion: str | None) -> None:
-    """Raises EncodrError naming the field unless ``mode`` and ``fusion`` are known (None: the default)."""
+def _quantize() -> tuple[str, ...]:
+    from ..index.quantized import QUANTIZE
+
+    return QUANTIZE
+
+
+def _pcr_variants() -> tuple[str, ...]:
+    from ..models.pcr import PCR_VARIANTS
+
+    return PCR_VARIANTS
+
+
+def _suites() -> tuple[str, ...]:
+    from ..evaluation.tasks import PRIMARY
+
+    return tuple(PRIMARY)
+
+
+def _engines() -> tuple[str, ...]:
+    from ..index.engines import ENGINES
+
+    return ENGINES
+
+
+def search_default(name: str):
+    """The default of a search setting, from its one declaration (:class:`encodr.index.options.SearchOptions`)."""
+    from ..index.options import SearchOptions
+
+    return SearchOptions.default(name)
+
+
+def search_choices(name: str) -> tuple[str, ...]:
+    """The choices of ``mode`` and ``fusion`` (:mod:`encodr.index.options`, :mod:`encodr.index.fusion`)."""
     from ..index.fusion import FUSIONS
-    from ..index.search import MODES
+    from ..index.options import MODES
 
-    mode, fusion = mode or DEFAULT_MODE, fusion or DEFAULT_FUSION
-    if mode not in MODES:
-        raise EncodrError(f"--mode {mode}: choose one of {', '.join(MODES)}", field="mode")
-    if fusion not in FUSIONS:
-        raise EncodrError(f"--fusion {fusion}: choose one of {', '.join(FUSIONS)}", field="fusion")
+    return {"mode": MODES, "fusion": FUSIONS}[name]
 
 
 class Request(BaseModel):
@@ -108,19 +137,20 @@ class SearchRequest(Request):
 
     query: list[str] = option([], "The queries (one or several); none on the CLI: one query a line from stdin.", argument=True)
     index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"))
-    k: int = option(10, "Results per query.", flags=("-k",), ge=1)
+    k: int = option(search_default("k"), "Results per query.", flags=("-k",), ge=1)
     lang: str | None = option(None, "Query language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages).")
     hit_lang: list[str] | None = option(None, "Only hits in these languages, ISO 639-3, comma-separated or repeated (e.g. spa,fra).")
     model: str | None = option(None, "Must match the index's model.", flags=("--model", "-m"))
-    backend: str | None = option(None, "torch | torch-bf16 | onnx | onnx-int8 for the queries (default: the one the index was built with).")
+    backend: str | None = option(None, "The queries' forward pass (default: the one the index was built with).", choices=lambda: _backends())
     nprobe: int | None = option(None, "IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact.", ge=1)
     ef_search: int | None = option(None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1)
-    mode: str | None = option(None, MODE_HELP)
-    fusion: str | None = option(None, FUSION_HELP)
+    mode: str = option(search_default("mode"), MODE_HELP, choices=search_choices("mode"))
+    fusion: str = option(search_default("fusion"), FUSION_HELP, choices=search_choices("fusion"))
     rerank: str | None = option(None, RERANK_HELP)
-    rerank_depth: int = option(50, "With --rerank: first-stage hits the cross-encoder re-scores per query.", ge=1)
-    rerank_weight: float = option(DEFAULT_RERANK_WEIGHT, RERANK_WEIGHT_HELP, ge=0, le=1)
-    passages: bool = option(False, "Rank passages; by default an index of long documents split into passages ranks each document once, by its best passage.")
+    rerank_depth: int = option(search_default("rerank_depth"), "With --rerank: first-stage hits the cross-encoder re-scores per query.", ge=1)
+    rerank_weight: float = option(search_default("rerank_weight"), RERANK_WEIGHT_HELP, ge=0, le=1)
+    passages: bool = option(search_default("passages"), "Rank passages; by default an index of long documents split into passages ranks each document "
+                                                        "once, by its best passage.")  # fmt: skip
     filter: list[str] | dict[str, Any] | None = option(None, FILTER_HELP)
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
@@ -130,9 +160,25 @@ class SearchRequest(Request):
         """The parsed filters (:mod:`encodr.index.filters`), ANDed; empty without any."""
         return parse_filters(self.filter)
 
+    def options(self):
+        """The search's settings (:class:`encodr.index.options.SearchOptions`).
+
+        Raises:
+            OptionError: a value out of range, naming the field; EncodrError: a filter that does not parse.
+        """
+        from ..index.options import SearchOptions
+
+        return SearchOptions.given(k=self.k, mode=self.mode, fusion=self.fusion, lang=self.lang, hit_langs=self.hit_lang, filters=self.filters(),
+                                   rerank_depth=self.rerank_depth, rerank_weight=self.rerank_weight, passages=self.passages, nprobe=self.nprobe,
+                                   ef_search=self.ef_search)  # fmt: skip
+
     def check(self) -> None:
-        check_mode(self.mode, self.fusion)
-        self.filters()
+        from ..data.language import check_code
+
+        self.options()  # cheap checks, before any model loads
+        for name, codes in (("lang", [self.lang] if self.lang else []), ("hit_lang", self.hit_lang or [])):
+            for code in codes:
+                check_code(code, name)
         if not self.query:
             raise EncodrError("no query given; pass QUERY, or one query a line on stdin", field="query")
         if any(not q.strip() for q in self.query):
@@ -147,7 +193,7 @@ class ScoreRequest(Request):
     model: str = option("minilm", "Model (alias, directory, Hub id).", flags=("--model", "-m"))
     cross: bool = option(False, "--model is a cross-encoder: σ of its score, both orders averaged.")
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
-    backend: str = option("torch", BACKEND_HELP)
+    backend: str = option("torch", BACKEND_HELP, choices=lambda: _backends())
 
     def check(self) -> None:
         for name in ("text_a", "text_b"):
@@ -215,9 +261,11 @@ class IndexRequest(Request):
     model: str | None = option(None, "Model (default: minilm; with --add, the index's model).", flags=("--model", "-m"), fronts=CLI_TUI)
     out: str | None = option(None, "Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with --add, a workspace index name works too).",
                              flags=("--out", "-o"), fronts=CLI_TUI)  # fmt: skip
-    index_type: str = option("auto", "auto | flat | hnsw | ivf | ivfpq (auto: flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above).", fronts=CLI_TUI)
-    quantize: str = option("none", "none | int8 (4× smaller: FAISS's 8-bit scalar quantiser) | binary (32× smaller in memory: sign bits searched by "
-                                   "Hamming distance, the best candidates rescored by int8 vectors kept on disk; a flat scan).", fronts=CLI_TUI)  # fmt: skip
+    index_type: str = option("auto", "The FAISS index: auto is flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above.", choices=lambda: _index_types(),
+                             fronts=CLI_TUI)  # fmt: skip
+    quantize: str = option("none", "Vectors kept as: none (float32); int8 (4× smaller: FAISS's 8-bit scalar quantiser); binary (32× smaller in memory: "
+                                   "sign bits searched by Hamming distance, the best candidates rescored by int8 vectors kept on disk; a flat scan).",
+                           choices=lambda: _quantize(), fronts=CLI_TUI)  # fmt: skip
     dim: int | None = option(None, "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation: N/d of the memory; for a model "
                                    "trained with matryoshka_dims; default: all). --add keeps the index's.", ge=1, fronts=CLI_TUI)  # fmt: skip
     on_disk: bool = option(False, "With --index-type ivf or ivfpq: keep the IVF lists in a file beside the index, built in blocks and merged (FAISS "
@@ -229,11 +277,12 @@ class IndexRequest(Request):
     watch: bool = option(False, "After indexing, keep watching CORPUS and sync on every change (debounced), one line per sync; Ctrl-C stops.", fronts=CLI)
     overwrite: bool = option(False, "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).", fronts=CLI_TUI)
     pcr: bool = option(False, "Remove each language's first principal component (language-agnostic search, CMLM §5.2).", fronts=CLI_TUI)
-    pcr_variant: str | None = option(None, "With --pcr: centred (PCA of the covariance) | uncentred (CMLM §5.2: first singular vector; the default).", fronts=CLI_TUI)
+    pcr_variant: str | None = option(None, "With --pcr: centred (PCA of the covariance) or uncentred (CMLM §5.2: first singular vector; the default).",
+                                     choices=lambda: _pcr_variants(), fronts=CLI_TUI)  # fmt: skip
     lang: str | None = option(None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).", fronts=CLI_TUI)
     batch_size: int | None = option(None, "Texts per forward pass (default: per backend and device).", ge=1, fronts=CLI_TUI)
-    backend: str = option("auto", "auto | " + BACKEND_HELP + " auto (the default): torch-bf16 on a CPU with AVX512-BF16 or AMX, where its "
-                                  "quality equals float32's, else torch; with --add, the index's own.", fronts=CLI_TUI)  # fmt: skip
+    backend: str = option("auto", BACKEND_HELP + " auto: torch-bf16 on a CPU with AVX512-BF16 or AMX, where its quality equals float32's, else "
+                                  "torch; with --add, the index's own.", choices=lambda: ("auto", *_backends()), fronts=CLI_TUI)  # fmt: skip
     glob: str | None = option(None, "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).", fronts=CLI_TUI)
     whole: bool = option(False, "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.", fronts=CLI_TUI)
     documents: bool = option(False, "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
@@ -246,8 +295,8 @@ class IndexRequest(Request):
                                             fronts=CLI_TUI)  # fmt: skip
     processes: int = option(1, "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
                             ge=1, fronts=CLI_TUI)  # fmt: skip
-    engine: str = option("local", "local (this machine) | ray (a Ray Data pipeline: files read on Ray tasks, encoded on --processes actors; "
-                                  "a local Ray, or the cluster at --address; pip install 'encodr[ray]').", fronts=CLI_TUI)  # fmt: skip
+    engine: str = option("local", "local: this machine; ray: a Ray Data pipeline (files read on Ray tasks, encoded on --processes actors; a local "
+                                  "Ray, or the cluster at --address; pip install 'encodr[ray]').", choices=lambda: _engines(), fronts=CLI_TUI)  # fmt: skip
     address: str | None = option(None, "With --engine ray: the Ray cluster's address (e.g. ray://head:10001; default: RAY_ADDRESS, else a local Ray).",
                                  fronts=CLI_TUI)  # fmt: skip
 
@@ -318,7 +367,9 @@ class UpsertDocument(BaseModel):
 class UpsertRequest(Request):
     """Add or replace documents of a served index by id (``POST /v1/indexes/{name}/documents``)."""
 
-    documents: list[UpsertDocument] = option(..., "The documents: id, text, optional title, metadata (an object, for --filter) and lang.", fronts=HTTP)
+    index: str | None = option(None, "The served index (over HTTP: the path's NAME).", fronts=MCP)
+    documents: list[UpsertDocument] = option(..., "The documents: id, text, optional title, metadata (an object, for filters) and lang.",
+                                             fronts=HTTP_MCP)  # fmt: skip
 
     def check(self) -> None:
         if not self.documents:
@@ -347,11 +398,32 @@ class UpsertRequest(Request):
 class DocumentIdsRequest(Request):
     """Delete documents of a served index by id (``DELETE /v1/indexes/{name}/documents``)."""
 
-    ids: list[str] = option(..., "The ids of the documents to delete.", fronts=HTTP)
+    index: str | None = option(None, "The served index (over HTTP: the path's NAME).", fronts=MCP)
+    ids: list[str] = option(..., "The ids of the documents to delete.", fronts=HTTP_MCP)
 
     def check(self) -> None:
         if not self.ids:
             raise EncodrError("ids is empty; send the ids of the documents to delete", field="ids")
+
+
+class DocumentRequest(Request):
+    """One document of a served index, whole: its text (rebuilt from its passages), title, source and metadata
+    (``GET /v1/indexes/{name}/documents/{id}``)."""
+
+    index: str = option(..., "The served index (over HTTP: the path's NAME).", fronts=MCP)
+    id: str = option(..., "The document's id, as a hit's document shows it.", fronts=MCP)
+
+
+class SyncRequest(Request):
+    """Bring a served index in step with the files under some paths (as ``encodr index --sync``): new documents added, changed ones
+    re-encoded, those whose file is gone removed."""
+
+    index: str = option(..., "The served index.", fronts=MCP)
+    corpus: list[str] = option(..., "Files or folders on the server's machine whose documents the index must hold.", fronts=MCP)
+
+    def check(self) -> None:
+        if not self.corpus:
+            raise EncodrError("corpus is empty; name the files or folders to sync with", field="corpus")
 
 
 class EvalRequest(Request):
@@ -359,7 +431,7 @@ class EvalRequest(Request):
     bitext retrieval (Tatoeba acc@1, both directions), or search over a BEIR-layout folder (nDCG@10, MRR@10,
     recall@100, MAP@100, through a real index). Cross-encoders (--cross) on sts and pairs."""
 
-    suite: str = option(..., "sts | words | linking | pairs | bitext | retrieval", argument=True, fronts=CLI_TUI)
+    suite: str = option(..., "What to evaluate.", argument=True, choices=lambda: _suites(), fronts=CLI_TUI)
     data: list[str] = option([], "Evaluation files, BEIR-layout folders (retrieval), or bundled task names (default: the suite's bundled sets).",
                              argument=True, flags=("--data", "-d"), fronts=CLI_TUI)  # fmt: skip
     model: str = option("minilm", "Model to evaluate (alias, directory, Hub id).", flags=("--model", "-m"), fronts=CLI_TUI)
@@ -367,16 +439,18 @@ class EvalRequest(Request):
     cross: bool = option(False, "--model is a cross-encoder (sts and pairs only).", fronts=CLI_TUI)
     compare_cross: bool = option(False, "--compare is a cross-encoder.", fronts=CLI_TUI)
     pcr: bool = option(False, "bitext: remove each language's first principal component before retrieval (CMLM §5.2).", fronts=CLI_TUI)
-    pcr_variant: str | None = option(None, "With --pcr: centred | uncentred (the default).", fronts=CLI_TUI)
+    pcr_variant: str | None = option(None, "With --pcr: centred or uncentred (the default).", choices=lambda: _pcr_variants(), fronts=CLI_TUI)
     limit: int | None = option(None, "Score only the first N items of each dataset (queries, pairs or sentences): a quick estimate.", ge=1, fronts=CLI_TUI)
     plot: str | None = option(None, "sts, words, pairs: write the score distributions of high- and low-gold pairs (each model) to this PNG.", fronts=CLI)
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
-    backend: str = option("torch", BACKEND_HELP + " For --model; --compare runs on torch.", fronts=CLI_TUI)
+    backend: str = option("torch", BACKEND_HELP + " For --model; --compare runs on torch.", choices=lambda: _backends(), fronts=CLI_TUI)
     split: str | None = option(None, "retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test).", fronts=CLI_TUI)
-    mode: str | None = option(None, "retrieval: " + MODE_HELP, fronts=CLI_TUI)
-    fusion: str | None = option(None, "retrieval: " + FUSION_HELP, fronts=CLI_TUI)
+    mode: list[str] = option([search_default("mode")], "retrieval: " + MODE_HELP + " Several (comma-separated or repeated): one row each, "
+                                                       "from one encoding of the corpus.", choices=search_choices("mode"), fronts=CLI_TUI)  # fmt: skip
+    fusion: list[str] = option([search_default("fusion")], "retrieval: " + FUSION_HELP + " Several: one hybrid row each.",
+                               choices=search_choices("fusion"), fronts=CLI_TUI)  # fmt: skip
     rerank: str | None = option(None, "retrieval: " + RERANK_HELP, fronts=CLI_TUI)
-    rerank_weight: float = option(DEFAULT_RERANK_WEIGHT, "retrieval: " + RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_TUI)
+    rerank_weight: float = option(search_default("rerank_weight"), "retrieval: " + RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_TUI)
     whole: bool = option(False, "retrieval: index each document whole, cut at the model's window (default: passages, each document ranked by its best).",
                          fronts=CLI_TUI)  # fmt: skip
     index: str | None = option(None, "retrieval: score this existing index (a folder or workspace name) with --queries and --qrels, "
@@ -392,7 +466,7 @@ class EvalRequest(Request):
         from ..data.beir import splits
         from ..evaluation.tasks import CROSS_SUITES
 
-        check_mode(self.mode, self.fusion)
+        self.searches()
         given = [name for name in ("index", "queries", "qrels") if getattr(self, name)]
         if given:
             if self.suite != "retrieval":
@@ -412,7 +486,7 @@ class EvalRequest(Request):
         if self.filter:
             raise EncodrError("--filter restricts an index's documents: use it with eval retrieval --index (and --queries, --qrels)", field="filter")
         tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
-        if self.suite != "retrieval" and (self.mode or self.fusion or self.rerank or self.whole):
+        if self.suite != "retrieval" and ("mode" in self.model_fields_set or "fusion" in self.model_fields_set or self.rerank or self.whole):
             raise EncodrError(f"--mode, --fusion and --rerank choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode")
         if self.split is not None and self.suite != "retrieval":
             raise EncodrError(f"--split picks the qrels of 'eval retrieval', not '{self.suite}'; drop --split", field="split")
@@ -437,6 +511,24 @@ class EvalRequest(Request):
             from ..plots import check_png
 
             check_png(Path(self.plot))
+
+    _modes = field_validator("mode", "fusion", mode="before")(_comma_list)
+
+    def searches(self) -> tuple:
+        """The rankings ``eval retrieval`` scores, one row each (:class:`encodr.index.options.SearchOptions`):
+        every mode, and ``hybrid`` once per fusion.
+
+        Raises:
+            OptionError: a value out of range, naming the field; EncodrError: a filter that does not parse.
+        """
+        from ..index.options import HYBRID, SearchOptions
+
+        filters = tuple(parse_filters(self.filter))
+        out = []
+        for mode in dict.fromkeys(self.mode or [search_default("mode")]):
+            for fusion in dict.fromkeys(self.fusion or [search_default("fusion")]) if mode == HYBRID else [search_default("fusion")]:
+                out.append(SearchOptions(mode=mode, fusion=fusion, rerank_weight=self.rerank_weight, filters=filters))
+        return tuple(out)
 
     @property
     def retrieval_split(self) -> str:
@@ -534,3 +626,60 @@ class RunRequest(Request):
             from ..plots import check_png
 
             check_png(Path(self.plot))
+
+
+def _backends() -> tuple[str, ...]:
+    from ..models.encoder import BACKENDS
+
+    return BACKENDS
+
+
+class ServeRequest(Request):
+    """Serve models and indexes over HTTP: OpenAI-compatible POST /v1/embeddings, POST /v1/search, POST /v1/score, POST /v1/rerank,
+    GET /v1/models, /v1/indexes, /v1/runs, /health; with --writable, POST and DELETE /v1/indexes/NAME/documents. Models and indexes
+    are loaded once and kept warm."""
+
+    model: list[str] = option([], "A model to serve (alias, directory, Hub id); repeatable. Default: minilm, and each --index's model.",
+                              flags=("--model", "-m"), fronts=CLI)  # fmt: skip
+    index: list[str] = option([], "An index to serve (directory or workspace name); repeatable. Default: every index in the workspace.",
+                              flags=("--index", "-i"), fronts=CLI)  # fmt: skip
+    host: str = option("127.0.0.1", "Address to bind (127.0.0.1: this machine only).", fronts=CLI)
+    port: int = option(8000, "Port to bind.", ge=1, le=65535, fronts=CLI)
+    api_key: str | None = option(None, "Require 'Authorization: Bearer KEY' (default: the ENCODR_API_KEY environment variable, if set).", fronts=CLI)
+    batch_wait_ms: float = option(10.0, "Dynamic batching: how long the first request of a batch waits for others while requests are concurrent (ms).",
+                                  ge=0, fronts=CLI)  # fmt: skip
+    batch_tokens: int = option(8192, "Dynamic batching: tokens per forward pass at most (padded length × texts).", ge=1, fronts=CLI)
+    max_texts: int = option(2048, "Texts per request at most (413 above).", ge=1, fronts=CLI)
+    max_chars: int = option(20000, "Characters per text at most (413 above).", ge=1, fronts=CLI)
+    no_batching: bool = option(False, "Turn dynamic batching of concurrent requests off: one forward pass per request.", fronts=CLI)
+    workers: int | None = option(None, "Forward passes a model runs at once, each on its share of the CPU cores (default: 2 on a CPU, 1 on a GPU).",
+                                 ge=1, fronts=CLI)  # fmt: skip
+    backend: str = option("torch", "Forward pass of each --model bi-encoder (torch-bf16: bfloat16 matrix products; onnx, onnx-int8: onnxruntime "
+                                   "on the CPU); an index's model runs on its index's backend.", choices=_backends, fronts=CLI)  # fmt: skip
+    writable: bool = option(False, "Let clients upsert and delete documents (POST / DELETE /v1/indexes/NAME/documents); needs --api-key.", fronts=CLI)
+    watch: list[str] = option([], "Sync the one served --index with this folder on every change (debounced); repeatable.", fronts=CLI)
+
+    def key(self) -> str | None:
+        """``api_key``, else the ``ENCODR_API_KEY`` environment variable."""
+        import os
+
+        return self.api_key or os.environ.get("ENCODR_API_KEY") or None
+
+
+class McpRequest(Request):
+    """Serve indexes to AI agents over the Model Context Protocol: tools to search, get a document, list indexes and their sources,
+    and with --writable add, sync and delete documents. stdio by default (for an agent that starts encodr); streamable HTTP with --port."""
+
+    index: list[str] = option([], "An index to serve (directory or workspace name); repeatable. Default: every index in the workspace.",
+                              flags=("--index", "-i"), fronts=CLI)  # fmt: skip
+    port: int | None = option(None, "Serve streamable HTTP on 127.0.0.1:PORT (at /mcp) instead of stdio.", ge=1, le=65535, fronts=CLI)
+    host: str = option("127.0.0.1", "With --port: the address to bind.", fronts=CLI)
+    writable: bool = option(False, "Offer the tools that change an index: add (upsert) documents, sync an index with its folders, delete documents.",
+                            fronts=CLI)  # fmt: skip
+
+
+class TuiRequest(Request):
+    """Interactive terminal UI: Search, Compare, Workspace (indexes, models, runs), Train, Index and Eval panes."""
+
+    index: str | None = option(None, "Index directory or workspace index name (default: pick one).", flags=("--index", "-i"), fronts=CLI)
+    rerank: str | None = option(None, "Search re-ranked by this CrossEncoder (the Search tab's re-rank box; blank there: none).", fronts=CLI)

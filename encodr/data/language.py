@@ -26,21 +26,25 @@ from collections import Counter
 from functools import lru_cache
 from typing import Iterable
 
-from ..errors import EncodrError
+from ..errors import EncodrError, OptionError
 
 UNDETERMINED = "und"
 _CODE = re.compile(r"^[a-z]{3}$")
 
 
-def check_code(code: str, where: str = "--lang") -> str:
+def check_code(code: str, where: str = "lang") -> str:
     """``code`` when it has the shape of an ISO 639-3 code (three lower-case letters, as
     stored and detected: ``eng``, ``spa``, ``und``).
 
     Raises:
-        EncodrError: naming ``where`` (the option, or a file's line) and the fix.
+        OptionError: naming ``where``, an option's field name (each front end words it), or
+            EncodrError naming a file's line, with the fix.
     """
     if not _CODE.match(code):
-        raise EncodrError(f"{where} '{code}' is not an ISO 639-3 language code; give three lower-case letters such as eng, spa or deu")
+        problem = "is not an ISO 639-3 language code; give three lower-case letters such as eng, spa or deu"
+        if where.isidentifier():
+            raise OptionError(where, code, problem)
+        raise EncodrError(f"{where} '{code}' {problem}")
     return code
 DETECTOR = ("lingua-language-detector: among all languages (high-accuracy mode up to 10,000 texts; when the corpus is one window, "
             "an evenly spaced sample of 1,000 in low-accuracy mode, then high-accuracy among the languages found), then high-accuracy among the corpus's")

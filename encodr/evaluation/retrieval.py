@@ -8,12 +8,20 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from dataclasses import replace
+
 from ..data.beir import RetrievalSet
+from ..index.options import DENSE, SearchOptions
 from ..data.records import read_records
 from .base import Evaluator, Score
 
 DEPTH = 100  # hits kept per query: recall@100 and MAP@100 need 100
 METRICS = (("ndcg@k", 10), ("mrr@k", 10), ("recall@k", 100), ("map@k", 100))  # sentence-transformers' key, k
+
+
+def rerank_label(options: SearchOptions) -> str:
+    """The label of a re-ranked ranking: the first stage's, ``+rerank``, and the weight when it is not 1."""
+    return f"{options.label}+rerank" + (f"@{options.rerank_weight:g}" if options.rerank_weight != 1 else "")
 
 
 def _below(hits: list, rank: int) -> list:
@@ -46,10 +54,14 @@ class RetrievalEvaluator(Evaluator):
     filters: tuple = ()  # metadata filters every search applies (:mod:`encodr.index.filters`; ``eval retrieval --index --filter``)
 
     def __init__(self, name: str, data: RetrievalSet, split: str = "test", limit: int | None = None, index_type: str = "flat",
-                 mode: str = "dense", fusion: str = "convex", rerank: str | None = None, whole: bool = False, rerank_weight: float = 1.0):  # fmt: skip
+                 searches: tuple[SearchOptions, ...] = (SearchOptions(mode=DENSE),), rerank: str | None = None, whole: bool = False):  # fmt: skip
+        """``searches``: the rankings scored, one row each (their ``k`` is :data:`DEPTH`); the
+        first is :meth:`evaluate`'s. ``rerank``: a cross-encoder that re-scores each ranking's
+        first ``rerank_depth`` hits (its ``rerank_weight``)."""
         self.name = name
         self.whole = whole
-        self.mode, self.fusion, self.rerank, self.rerank_weight = mode, fusion, rerank, rerank_weight
+        self.searches = tuple(replace(o, k=DEPTH) for o in searches)
+        self.rerank = rerank
         self.data = data
         self.split = split
         self.limit = limit
@@ -60,18 +72,18 @@ class RetrievalEvaluator(Evaluator):
         """The judged queries scored, in file order (the first ``limit``)."""
         return [q for q in self.data.queries if q in self.judged][: self.limit]
 
-    def ranked(self, encoder, modes: list[tuple[str, str]] | None = None, reranker=None, first_stage: bool = False,
-               reranked: list[tuple[str, str]] | None = None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:  # fmt: skip
+    def ranked(self, encoder, searches: tuple[SearchOptions, ...] | None = None, reranker=None, first_stage: bool = False,
+               reranked: tuple[SearchOptions, ...] | None = None) -> dict[str, list[list[tuple[str, float]]]]:  # fmt: skip
         """Each judged query's ranked (document id, score) list, at most :data:`DEPTH` long
-        (a little longer where documents share a text), for each (mode, fusion) in ``modes``
-        (default: this evaluator's), from one index built once. With ``reranker`` (a
-        :class:`~encodr.models.CrossScorer`; default: loaded from ``rerank``), each mode's first
-        :data:`~encodr.index.search.RERANK_DEPTH` hits are re-scored by it
-        (:func:`~encodr.index.search.rerank_hits`, with ``rerank_weight``) and the rest follow in first-stage order, so
-        recall@100 still sees 100 documents. ``reranked``: only these of ``modes`` are re-ranked
-        (default: all). With ``first_stage`` too, a re-ranked mode's lists before re-ranking are
-        returned beside them, under ``(mode, fusion + "+first-stage")``, from the same searches
-        (one index, not two)."""
+        (a little longer where documents share a text), for each of ``searches`` (default:
+        this evaluator's), keyed by its :attr:`~encodr.index.SearchOptions.label`, from one
+        index built once. With ``reranker`` (a :class:`~encodr.models.CrossScorer`; default:
+        loaded from ``rerank``), each ranking's first ``rerank_depth`` hits are re-scored by it
+        (:func:`~encodr.index.search.rerank_hits`) and the rest follow in first-stage order, so
+        recall@100 still sees 100 documents; its label gains ``+rerank``. ``reranked``: only
+        these of ``searches`` are re-ranked (default: all). With ``first_stage`` too, a
+        re-ranked ranking's list before re-ranking is returned beside it, under its plain
+        label, from the same searches (one index, not two)."""
         from ..index import Searcher, build
 
         reranker = self._reranker(reranker)
@@ -81,7 +93,7 @@ class RetrievalEvaluator(Evaluator):
             build([str(self.data.corpus_file)], encoder, where, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole)
             searcher = Searcher(where, encoder=encoder)
             try:
-                return self._rank(searcher, modes or [(self.mode, self.fusion)], reranker, same_text, first_stage, reranked)
+                return self._rank(searcher, searches or self.searches, reranker, same_text, first_stage, reranked)
             finally:
                 searcher.index.close()
 
@@ -103,22 +115,25 @@ class RetrievalEvaluator(Evaluator):
             return load_cross(self.rerank)
         return reranker
 
-    def _rank(self, searcher, modes: list[tuple[str, str]], reranker, same_text: dict[str, list[str]], first_stage: bool = False,
-              reranked: list[tuple[str, str]] | None = None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:  # fmt: skip
+    def _rank(self, searcher, searches: tuple[SearchOptions, ...], reranker, same_text: dict[str, list[str]], first_stage: bool = False,
+              reranked: tuple[SearchOptions, ...] | None = None) -> dict[str, list[list[tuple[str, float]]]]:  # fmt: skip
         """:meth:`ranked`'s lists from ``searcher``'s index."""
-        from ..index.search import RERANK_DEPTH, rerank_hits
+        from ..index.search import rerank_hits
 
         queries = [self.data.queries[q] for q in self.query_ids()]
-        out: dict[tuple[str, str], list[list[tuple[str, float]]]] = {}
-        for mode, fusion in modes:
-            _, hits = searcher.query(queries, k=DEPTH, mode=mode, fusion=fusion, filters=self.filters)
-            rerank = reranker is not None and (reranked is None or (mode, fusion) in reranked)
+        out: dict[str, list[list[tuple[str, float]]]] = {}
+        for options in searches:
+            options = replace(options, k=DEPTH, filters=options.filters or self.filters)
+            _, hits = searcher.query(queries, options)
+            label = options.label
+            rerank = reranker is not None and (reranked is None or any(o.label == label for o in reranked))
             if rerank and first_stage:
-                out[(mode, f"{fusion}+first-stage")] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
+                out[label] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
             if rerank:
-                hits = [rerank_hits(q, row[:RERANK_DEPTH], reranker, RERANK_DEPTH, self.rerank_weight) + _below(row[RERANK_DEPTH:], RERANK_DEPTH)
-                        for q, row in zip(queries, hits)]  # fmt: skip
-            out[(mode, fusion)] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
+                depth = options.rerank_depth
+                hits = [rerank_hits(q, row[:depth], reranker, depth, options.rerank_weight) + _below(row[depth:], depth) for q, row in zip(queries, hits)]
+                label = rerank_label(options)
+            out[label] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
         return out
 
     def scores(self, ranked: list[list[tuple[str, float]]]) -> list[Score]:
@@ -135,13 +150,20 @@ class RetrievalEvaluator(Evaluator):
         return [Score(self.name, f"{key.split('@')[0]}@{k}", 100 * float(metrics[key][k]), len(qids)) for key, k in METRICS]
 
     def evaluate(self, encoder, progress: bool = False) -> list[Score]:
-        """nDCG@10, MRR@10, recall@100 and MAP@100 × 100 over the judged queries of the split.
+        """nDCG@10, MRR@10, recall@100 and MAP@100 × 100 over the judged queries of the split,
+        for each of the evaluator's searches (from one encoding of the corpus), the dataset
+        named with the search's label (``scifact · hybrid·convex``); the first search's come first.
 
         Raises:
             EncodrError: see :func:`encodr.index.build` (the corpus cannot be indexed) and
                 :meth:`encodr.index.Searcher.query`.
         """
-        return self.scores(self.ranked(encoder)[(self.mode, self.fusion)])
+        ranked = self.ranked(encoder)
+        return [replace(score, dataset=f"{score.dataset} · {self.key(o)}") for o in self.searches for score in self.scores(ranked[self.key(o)])]
+
+    def key(self, options: SearchOptions) -> str:
+        """The key of ``options``' ranking in :meth:`ranked`'s answer."""
+        return rerank_label(options) if self.rerank else options.label
 
 
 class IndexRetrievalEvaluator(RetrievalEvaluator):
@@ -155,8 +177,8 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
     another of them are refused as naming a document the index lacks.
     """
 
-    def __init__(self, index: str | Path, queries: str | Path, qrels: str | Path, limit: int | None = None, mode: str | None = None,
-                 fusion: str = "convex", rerank: str | None = None, rerank_weight: float = 1.0):  # fmt: skip
+    def __init__(self, index: str | Path, queries: str | Path, qrels: str | Path, limit: int | None = None,
+                 searches: tuple[SearchOptions, ...] = (SearchOptions(),), rerank: str | None = None):  # fmt: skip
         from ..data.beir import read_qrels, read_queries
         from ..index import Searcher
 
@@ -169,18 +191,18 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
             self.searcher.index.close()  # a bad queries or qrels file leaves the index released
             raise
         data = RetrievalSet(Path(str(index)).name, None, doc_ids, asked, {"qrels": judged})
-        mode = mode or ("hybrid" if self.searcher.index.has_keywords else "dense")
-        super().__init__(data.name, data, "qrels", limit, mode=mode, fusion=fusion, rerank=rerank, rerank_weight=rerank_weight)
+        has_keywords = self.searcher.index.has_keywords
+        super().__init__(data.name, data, "qrels", limit, searches=tuple(o.for_index(has_keywords) for o in searches), rerank=rerank)
 
     @property
     def model_name(self) -> str:
         """The index's model, which encodes the queries."""
         return str(self.searcher.index.meta.get("model"))
 
-    def ranked(self, encoder=None, modes: list[tuple[str, str]] | None = None, reranker=None) -> dict[tuple[str, str], list[list[tuple[str, float]]]]:
+    def ranked(self, encoder=None, searches: tuple[SearchOptions, ...] | None = None, reranker=None) -> dict[str, list[list[tuple[str, float]]]]:
         """Each judged query's ranked (document id, score) list from the index (``encoder`` is
         unused: the index's model encodes the queries)."""
-        return self._rank(self.searcher, modes or [(self.mode, self.fusion)], self._reranker(reranker), {})
+        return self._rank(self.searcher, searches or self.searches, self._reranker(reranker), {})
 
     def close(self) -> None:
         """Release the index."""

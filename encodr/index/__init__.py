@@ -2,7 +2,8 @@
 search (:mod:`.search`), shared by the CLI and the TUI."""
 
 from .build import build
+from .options import SearchOptions
 from .search import Hit, Searcher
 from .store import Index, list_indexes, locate
 
-__all__ = ["Hit", "Index", "Searcher", "build", "list_indexes", "locate"]
+__all__ = ["Hit", "Index", "SearchOptions", "Searcher", "build", "list_indexes", "locate"]

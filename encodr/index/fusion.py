@@ -24,10 +24,9 @@ from __future__ import annotations
 FUSIONS = ("rrf", "convex")
 RRF_K = 60  # Cormack et al. 2009
 CONVEX_ALPHA = 0.5  # weight of the dense scores
-RERANK_WEIGHT = 1.0  # weight of a cross-encoder's scores against the first stage's (interpolate)
 
 
-def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusion: str = "convex", query_lang: str | None = None,
+def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusion: str, query_lang: str | None = None,
          lang_of: dict[int, str | None] | None = None, alpha: float = CONVEX_ALPHA) -> list[tuple[int, float]]:  # fmt: skip
     """One ranking from a dense and a keyword ranking of the same corpus.
 
@@ -71,7 +70,7 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusio
     return sorted(((i, score[i]) for i in order), key=lambda pair: (-pair[1], position[pair[0]]))
 
 
-def interpolate(cross: list[float], first: list[float], weight: float = RERANK_WEIGHT) -> list[float]:
+def interpolate(cross: list[float], first: list[float], weight: float) -> list[float]:
     """A re-ranker's scores interpolated with the first stage's over the same candidates:
     ``w · ŝ_cross + (1 − w) · ŝ_first``, each min-max normalised over the candidates as the
     convex fusion normalises (the score interpolation of re-rankers with their first stage, as

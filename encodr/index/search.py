@@ -15,15 +15,13 @@ import numpy as np
 
 from ..data.language import UNDETERMINED, check_code, detect_languages
 from ..errors import EncodrError
-from .filters import Filter, Where
-from .fusion import FUSIONS, RERANK_WEIGHT, fuse, interpolate
+from .filters import Where
+from .fusion import fuse, interpolate
+from .options import DENSE, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
 from .store import Index
 from ..models import Encoder, load_encoder
 
-MODES = ("dense", "keyword", "hybrid")
-HYBRID_DEPTH = 100  # candidates taken from each list before fusion
-RERANK_DEPTH = 50  # candidates a cross-encoder re-scores by default
-PASSAGES_PER_DOCUMENT = 4  # passages fetched per document asked for, before keeping each document's best
+__all__ = ["MODES", "Hit", "SearchOptions", "Searcher", "best_passages", "rerank_hits"]
 
 
 @contextlib.contextmanager
@@ -61,7 +59,7 @@ def best_passages(hits: list[Hit], k: int) -> list[Hit]:
     return out
 
 
-def rerank_hits(query: str, hits: list[Hit], reranker, k: int, weight: float = RERANK_WEIGHT) -> list[Hit]:
+def rerank_hits(query: str, hits: list[Hit], reranker, k: int, weight: float) -> list[Hit]:
     """The top ``k`` of ``hits`` by a cross-encoder's score of (query, hit text), ranks renumbered
     and each score replaced by the one they are ranked by (ties keep the first-stage order).
 
@@ -174,7 +172,7 @@ class Searcher:
             self.index = fresh  # the old Index closes when its last reader drops it
         return True
 
-    def query_languages(self, queries: list[str], lang: str | None = None, index: Index | None = None, mode: str = "dense") -> list[str]:
+    def query_languages(self, queries: list[str], lang: str | None = None, index: Index | None = None, mode: str = DENSE) -> list[str]:
         """Each query's language: ``lang`` when given; otherwise the index's default language
         when it was built with one (``--lang``); otherwise detected among the languages
         of the index (:func:`encodr.data.language.detect_languages`), ``und`` if it has none.
@@ -188,7 +186,7 @@ class Searcher:
         index = index or self.index
         if lang is not None:
             check_code(lang)
-            if not index.components and (mode == "dense" or not index.has_keywords):
+            if not index.components and (mode == DENSE or not index.has_keywords):
                 raise EncodrError(f"index {index.path} was built without --pcr, so a query language changes nothing in {mode} search; "
                                   "drop --lang, or search with --mode keyword or hybrid", field="lang")  # fmt: skip
             return [lang] * len(queries)
@@ -198,109 +196,91 @@ class Searcher:
             return [default or UNDETERMINED] * len(queries)
         return detect_languages(queries, languages)
 
-    def search(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, mode: str = "dense",
-               fusion: str = "convex", reranker=None, rerank_depth: int = RERANK_DEPTH, rerank_weight: float = RERANK_WEIGHT,
-               filters: list[Filter] = ()) -> list[list[Hit]]:  # fmt: skip
+    def search(self, queries: list[str], options: SearchOptions = SearchOptions(), reranker=None) -> list[list[Hit]]:
         """Top-k hits for each query (highest score first); sets ``last_ms`` and
         ``last_langs`` (the queries' languages) for a single-threaded caller (the TUI's
         status line); see :meth:`query` for the arguments and errors.
         """
         started = time.perf_counter()
-        self.last_langs, results = self.query(queries, k, lang, hit_langs, mode=mode, fusion=fusion, reranker=reranker, rerank_depth=rerank_depth,
-                                                rerank_weight=rerank_weight, filters=filters)
+        self.last_langs, results = self.query(queries, options, reranker)
         self.last_ms = (time.perf_counter() - started) * 1000
         return results
 
-    def query(self, queries: list[str], k: int = 10, lang: str | None = None, hit_langs: list[str] | None = None, nprobe: int | None = None,
-              ef_search: int | None = None, mode: str = "dense", fusion: str = "convex", reranker=None,
-              rerank_depth: int = RERANK_DEPTH, passages: bool = False, rerank_weight: float = RERANK_WEIGHT,
-              filters: list[Filter] = ()) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
-        """Each query's language and its top-k hits (cosine, highest first). Thread-safe: it
+    def query(self, queries: list[str], options: SearchOptions = SearchOptions(), reranker=None) -> tuple[list[str], list[list[Hit]]]:
+        """Each query's language and its top-k hits (highest score first). Thread-safe: it
         reads one generation of the index throughout, the current one when it starts.
+
+        ``options.mode``: ``dense`` ranks by the cosine of the vectors; ``keyword`` by BM25 over
+        the keyword index (:meth:`Index.keyword_search`; the score is BM25's); ``hybrid`` fuses
+        the top :meth:`SearchOptions.depth` of each by ``options.fusion`` (:mod:`.fusion`; the
+        score is the fused one). In an index of documents split into passages
+        (``index.json``'s ``split_documents``) each document appears once, at its best passage
+        (:func:`best_passages`), unless ``options.passages``. Filters are applied inside FAISS
+        and the FTS5 query, so k hits come back whenever k pass.
 
         Args:
             queries: q texts.
-            k: hits per query.
-            lang: the queries' language (default: detected; it picks the PCR component).
-            hit_langs: keep only hits in these languages (ISO 639-3 codes as stored).
-            nprobe, ef_search: this call's search settings (:meth:`Index.search`; default: the searcher's).
-            mode: ``dense`` (cosine of the vectors), ``keyword`` (BM25 over the keyword index,
-                :meth:`Index.keyword_search`; the score is BM25's) or ``hybrid`` (the top
-                :data:`HYBRID_DEPTH` of each, fused by ``fusion``; the score is the fused one).
-            fusion: ``rrf`` or ``convex`` (:mod:`.fusion`), for ``hybrid``.
+            options: the search's settings (:class:`~.options.SearchOptions`).
             reranker: a cross-encoder (:class:`~encodr.models.CrossScorer`) that re-scores the
-                first ``max(k, rerank_depth)`` hits of ``mode`` (:func:`rerank_hits`); the
-                score is then the cross-encoder's, or with ``rerank_weight`` < 1 its
-                interpolation with the first stage's.
-            passages: rank passages. By default, in an index of documents split into
-                passages (``index.json``'s ``split_documents``), each document appears once, at
-                its best passage (:func:`best_passages`).
-            filters: keep only texts of documents that pass all of these (:mod:`.filters`),
-                applied inside FAISS and the FTS5 query, so k hits come back whenever k pass.
+                first ``max(k, rerank_depth)`` hits (:func:`rerank_hits`); the score is then the
+                cross-encoder's, or with ``rerank_weight`` < 1 its interpolation with the first stage's.
 
         Returns:
             (q language codes, q lists of at most k :class:`Hit` s).
 
         Raises:
-            EncodrError: a ``hit_langs`` code the index has no text in, an unknown mode or
-                fusion, a keyword mode on an index without a keyword index; see
-                :meth:`query_languages` and :meth:`Index.prepare_queries`.
+            EncodrError: a ``hit_langs`` code the index has no text in, a keyword mode on an
+                index without a keyword index; see :meth:`query_languages` and
+                :meth:`Index.prepare_queries`.
         """
-        if mode not in MODES:
-            raise EncodrError(f"unknown search mode '{mode}'; choose one of {', '.join(MODES)}", field="mode")
-        if fusion not in FUSIONS:
-            raise EncodrError(f"unknown fusion '{fusion}'; choose one of {', '.join(FUSIONS)}", field="fusion")
         self.refresh()
         index = self.index
+        options = options.for_index(index.has_keywords)
         stored = index.meta.get("languages", [])
-        for code in hit_langs or []:
-            check_code(code, "--hit-lang")
-        missing = [c for c in hit_langs or [] if c not in stored]
+        for code in options.hit_langs:
+            check_code(code, "hit_lang")
+        missing = [c for c in options.hit_langs if c not in stored]
         if missing:
-            raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
+            raise EncodrError(f"hit_lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
                               field="hit_lang")  # fmt: skip
-        where = Where(tuple(hit_langs or ()), tuple(filters))
-        return self._query(index, queries, k, lang, where, nprobe, ef_search, mode, fusion, reranker, rerank_depth, passages, rerank_weight)
+        return self._query(index, queries, options, reranker)
 
-    def _query(self, index: Index, queries: list[str], k: int, lang: str | None, hit_langs: Where | None, nprobe: int | None,
-               ef_search: int | None, mode: str, fusion: str, reranker, rerank_depth: int, passages: bool,
-               rerank_weight: float = RERANK_WEIGHT) -> tuple[list[str], list[list[Hit]]]:  # fmt: skip
-        """:meth:`query` on one generation, its arguments checked (``hit_langs``: the languages and filters, a :class:`~.filters.Where`)."""
-        if not passages and index.meta.get("split_documents"):
-            langs, found = self._query(index, queries, k * PASSAGES_PER_DOCUMENT, lang, hit_langs, nprobe, ef_search, mode, fusion, reranker,
-                                       rerank_depth, True, rerank_weight)  # fmt: skip
+    def _query(self, index: Index, queries: list[str], options: SearchOptions, reranker) -> tuple[list[str], list[list[Hit]]]:
+        """:meth:`query` on one generation, its options checked."""
+        k, where = options.k, Where(options.hit_langs, options.filters)
+        if not options.passages and index.meta.get("split_documents"):
+            langs, found = self._query(index, queries, replace(options, k=k * PASSAGES_PER_DOCUMENT, passages=True), reranker)
             return langs, [best_passages(hits, k) for hits in found]
         if reranker is not None:
-            langs, first = self._query(index, queries, max(k, rerank_depth), lang, hit_langs, nprobe, ef_search, mode, fusion, None, rerank_depth, True)
-            return langs, [rerank_hits(q, hits, reranker, k, rerank_weight) for q, hits in zip(queries, first)]
-        langs = self.query_languages(queries, lang, index, mode)
-        if mode == "keyword":
-            return langs, self._rows_to_hits(index, *index.keyword_search(queries, k, hit_langs, langs))
-        if mode == "dense":
-            return langs, self._hits(index.encode_queries(self.encoder, queries), k, langs, hit_langs, index, nprobe, ef_search)
-        depth = max(k, HYBRID_DEPTH)
+            langs, first = self._query(index, queries, replace(options, k=max(k, options.rerank_depth), passages=True), None)
+            return langs, [rerank_hits(q, hits, reranker, k, options.rerank_weight) for q, hits in zip(queries, first)]
+        langs = self.query_languages(queries, options.lang, index, options.mode)
+        if options.mode == KEYWORD:
+            return langs, self._rows_to_hits(index, *index.keyword_search(queries, k, where, langs))
+        if options.mode == DENSE:
+            return langs, self._hits(index.encode_queries(self.encoder, queries), langs, index, options)
+        depth = options.depth()
         vectors = index.prepare_queries(index.encode_queries(self.encoder, queries), langs)
         with one_faiss_thread():
-            d_scores, d_ids = index.search(vectors, depth, hit_langs, nprobe, ef_search)
-        k_scores, k_ids = index.keyword_search(queries, depth, hit_langs, langs)
+            d_scores, d_ids = index.search(vectors, depth, where, options.nprobe, options.ef_search)
+        k_scores, k_ids = index.keyword_search(queries, depth, where, langs)
         lang_of = {i: r["lang"] for i, r in index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()]))).items()}
         fused_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         fused_ids = np.full((len(queries), k), -1, dtype=np.int64)
         for q in range(len(queries)):
             ranked = fuse([(int(i), float(s)) for s, i in zip(d_scores[q], d_ids[q]) if i >= 0],
-                          [(int(i), float(s)) for s, i in zip(k_scores[q], k_ids[q]) if i >= 0], fusion, langs[q], lang_of)[:k]  # fmt: skip
+                          [(int(i), float(s)) for s, i in zip(k_scores[q], k_ids[q]) if i >= 0], options.fusion, langs[q], lang_of)[:k]  # fmt: skip
             for col, (i, s) in enumerate(ranked):
                 fused_ids[q, col], fused_scores[q, col] = i, s
         return langs, self._rows_to_hits(index, fused_scores, fused_ids)
 
-    def _hits(self, query_vectors: np.ndarray, k: int, langs: list[str], hit_langs: Where | list[str] | None = None, index: Index | None = None,
-              nprobe: int | None = None, ef_search: int | None = None) -> list[list[Hit]]:  # fmt: skip
+    def _hits(self, query_vectors: np.ndarray, langs: list[str], index: Index | None = None, options: SearchOptions = SearchOptions()) -> list[list[Hit]]:
         """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR) in ``index``
-        (default: the current one)."""
+        (default: the current one), ``options.k`` each, in its languages and filters."""
         index = index or self.index
         vectors = index.prepare_queries(query_vectors, langs)
         with one_faiss_thread():
-            found = index.search(vectors, k, hit_langs, nprobe, ef_search)
+            found = index.search(vectors, options.k, Where(options.hit_langs, options.filters), options.nprobe, options.ef_search)
         return self._rows_to_hits(index, *found)
 
     @staticmethod
@@ -319,17 +299,12 @@ class Searcher:
         return results
 
     def document(self, hit: Hit) -> tuple[str, int]:
-        """The whole document a hit belongs to, rebuilt from its stored passages (overlaps laid
-        over each other at their offsets), and where the hit starts in it: (text, offset). A
-        text that was not split is its own document."""
+        """The whole document a hit belongs to (:meth:`Index.document`) and where the hit starts
+        in it: (text, offset). A text that was not split is its own document."""
         if hit.start is None or hit.ext_id is None:
             return hit.text, 0
-        chars: list[str] = []
-        for start, text in self.index.passages_of(hit.ext_id):
-            if start > len(chars):
-                chars.extend(" " * (start - len(chars)))  # a passage stored once, under another document
-            chars[start : start + len(text)] = text
-        return "".join(chars), hit.start
+        found = self.index.document(hit.ext_id)
+        return (found["text"], hit.start) if found else (hit.text, 0)
 
     def compare(self, a: str, b: str, k: int = 5, lang: str | None = None) -> dict:
         """Cosine similarity of two texts and each one's nearest neighbours in the index
@@ -338,6 +313,6 @@ class Searcher:
         started = time.perf_counter()
         vectors = self.encoder.encode([a, b])
         self.last_langs = self.query_languages([a, b], lang)
-        near = self._hits(vectors, k, self.last_langs)
+        near = self._hits(vectors, self.last_langs, options=SearchOptions(k=k))
         self.last_ms = (time.perf_counter() - started) * 1000
         return {"cosine": float(vectors[0] @ vectors[1]), "a": a, "b": b, "neighbours_a": near[0], "neighbours_b": near[1]}

@@ -449,6 +449,20 @@ class Index:
         """(character offset, text) of every stored passage of the document ``ext_id``, in document order."""
         return self.texts.passages_of(ext_id)
 
+    def document(self, ext_id: str) -> dict | None:
+        """Document ``ext_id`` whole: its record (:meth:`~.texts.TextStore.document_row`; for a
+        store without records, its id alone) and ``text``, rebuilt from its stored passages laid
+        over each other at their character offsets. None when the index holds no text of it."""
+        passages = self.passages_of(ext_id)
+        if not passages:
+            return None
+        chars: list[str] = []
+        for start, text in passages:
+            if start > len(chars):
+                chars.extend(" " * (start - len(chars)))  # a passage stored once, under another document
+            chars[start : start + len(text)] = text
+        return {**(self.texts.document_row(ext_id) or {"id": ext_id}), "text": "".join(chars)}
+
     @property
     def query_prompt(self) -> str:
         """The text put before each query: the model's query prompt the index was built with

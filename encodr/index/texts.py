@@ -8,6 +8,7 @@ through it. Row id i is vector i of the generation's FAISS index.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -349,6 +350,18 @@ class TextStore:
         """(character offset, text) of every stored passage of the document ``ext_id``, in
         document order (whole texts, with no offset, at 0)."""
         return [(int(s), t) for s, t in self._all("select coalesce(start, 0), text from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,))]
+
+    def document_row(self, ext_id: str) -> dict | None:
+        """The stored record of document ``ext_id``: ``id``, ``path``, ``source``, ``title``,
+        ``modified``, ``size``, ``lang`` and ``metadata`` (a dict); None when the store has no
+        such document (or keeps no document records: a store from before they existed)."""
+        if not self.has_documents:
+            return None
+        found = self._all("select id, path, source, title, modified, size, lang, meta from documents where id = ?", (ext_id,))
+        if not found:
+            return None
+        keys = ("id", "path", "source", "title", "modified", "size", "lang")
+        return {**dict(zip(keys, found[0][:7])), "metadata": json.loads(found[0][7]) if found[0][7] else {}}
 
     def document_ids(self) -> set[str]:
         """Every stored document id (``ext_id``)."""

@@ -25,7 +25,7 @@ from starlette.requests import ClientDisconnect
 
 from ..core import commands
 from ..core import requests as rq
-from ..core.fields import build, fields_for
+from ..core.fields import build, fields_for, schema, words
 from ..errors import EncodrError
 
 
@@ -82,11 +82,8 @@ def answer(result) -> Response:
 
 
 def http_schema(model) -> dict:
-    """The JSON schema of the fields of request class ``model`` that the HTTP API takes."""
-    full = model.model_json_schema()
-    names = fields_for(model, "http")
-    return {"type": "object", "title": model.__name__, "properties": {n: full["properties"][n] for n in names},
-            "required": [n for n in full.get("required", []) if n in names], "$defs": full.get("$defs", {})}  # fmt: skip
+    """The JSON schema of the fields of request class ``model`` that the HTTP API takes (:func:`encodr.core.fields.schema`)."""
+    return schema(model, "http")
 
 
 def _body_doc(model) -> dict:
@@ -123,7 +120,7 @@ def create_app(served: Served) -> FastAPI:
 
     @app.exception_handler(EncodrError)
     async def refused(_, exc: EncodrError):
-        return error(exc.status, str(exc), exc.field)
+        return error(exc.status, words(exc, "http"), exc.field)
 
     from starlette.exceptions import HTTPException as StarletteHTTPException
 

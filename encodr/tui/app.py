@@ -20,7 +20,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, Static, TabbedContent, TabPane
 
-from ..core.requests import DEFAULT_RERANK_WEIGHT
+from ..core.requests import SearchRequest
+from .forms import choice_select
 from ..errors import EncodrError
 from .jobs import EvalPane, IndexPane
 from .runs import RunsPane
@@ -163,7 +164,7 @@ class EncodrApp(App):
                     yield Input(placeholder="type a query…", id="query")
                     yield Input(placeholder="languages: spa,fra (blank: all)", id="hit-lang")
                     yield Input(placeholder="filter: year>=2020; source=notes/*.md", id="search-filter")
-                    yield Select([(m, m) for m in ("dense", "keyword", "hybrid")], value="hybrid", allow_blank=False, id="search-mode")
+                    yield choice_select(SearchRequest, "mode", "search-mode")
                     yield Input(self.rerank or "", placeholder="re-rank: a CrossEncoder (blank: none)", id="search-rerank")
                 yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
             with TabPane("Compare", id="compare"):
@@ -315,13 +316,17 @@ class EncodrApp(App):
         codes = [c.strip() for c in self.query_one("#hit-lang", Input).value.split(",") if c.strip()]
         return codes or None
 
-    def filters(self) -> list:
-        """The filter box as ``--filter`` takes it: FIELD=VALUE conditions separated by ``;``
-        (:meth:`encodr.core.requests.SearchRequest.filters`; raises EncodrError naming a bad one)."""
-        from ..core.requests import SearchRequest
+    def options(self):
+        """The Search tab's settings as ``encodr search`` takes them (:meth:`encodr.core.requests.SearchRequest.options`):
+        k, the mode box, the languages box and the filter box (FIELD=VALUE conditions separated by ``;``);
+        every other setting its declared default. Raises EncodrError naming a bad one."""
+        from ..core.fields import build
 
         given = [f.strip() for f in self.query_one("#search-filter", Input).value.split(";") if f.strip()]
-        return SearchRequest(index=str(self.index_dir or ""), filter=given or None).filters()
+        mode = self.query_one("#search-mode", Select).value
+        request = build(SearchRequest, {"index": str(self.index_dir or ""), "k": self.k, "mode": mode if isinstance(mode, str) else None,
+                                        "hit_lang": self.hit_langs(), "filter": given or None})  # fmt: skip
+        return request.options()
 
     @work(thread=True, exclusive=True, group="search")
     def run_search(self, query: str, delay: float) -> None:
@@ -332,9 +337,7 @@ class EncodrApp(App):
         if worker.is_cancelled or self.searcher is None or not query.strip():
             return
         try:
-            mode = self.query_one("#search-mode", Select).value if self.searcher.index.has_keywords else "dense"  # an index older than keyword indexes
-            hits = self.searcher.search([query], self.k, hit_langs=self.hit_langs(), mode=mode, fusion="convex", reranker=self.reranker,
-                                        rerank_weight=DEFAULT_RERANK_WEIGHT, filters=self.filters())[0]  # fmt: skip
+            hits = self.searcher.search([query], self.options(), self.reranker)[0]
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return

@@ -31,11 +31,38 @@ FORMS = {
 }  # fmt: skip
 
 
+def choice_select(model, name: str, widget_id: str, label: str = "") -> Select:
+    """A Select over field ``name`` of request class ``model``: its declared choices, set to its
+    declared default (the first of a list's), or blank with a prompt when it has none. ``label``
+    prefixes each option (``engine: local``)."""
+    from ..core.fields import default, rendering
+
+    value = default(model, name)
+    value = value[0] if isinstance(value, list) and value else value
+    options = [(f"{label}: {c}" if label else c, c) for c in rendering(model, name).choices]
+    if value is None:
+        required = model.model_fields[name].is_required()
+        return Select(options, prompt=f"choose the {label or name}" if required else f"{label or name.replace('_', ' ')} (default)", id=widget_id)
+    return Select(options, value=value, allow_blank=False, id=widget_id)
+
+
+def field_input(model, name: str, widget_id: str, label: str) -> Input:
+    """An Input for field ``name`` of ``model``: blank, its placeholder the ``label`` and the
+    field's declared default (blank leaves the default to the request)."""
+    from ..core.fields import default
+
+    value = default(model, name)
+    shown = " ".join(map(str, value)) if isinstance(value, list) else value
+    return Input(placeholder=f"{label} (default: {shown})" if shown not in (None, "") else label, id=widget_id)
+
+
 def values(pane, model, skip: tuple[str, ...] = ()) -> dict:
     """The values of ``model``'s fields in ``pane``'s widgets: an Input's text (split on
     spaces for a list field; blank: left out, so the request's default applies), a
     Checkbox's state, a Select's value (blank: left out). ``skip``: fields the pane reads itself."""
     import typing
+
+    from ..core.fields import default
 
     out = {}
     for name, widget_id in FORMS[model].items():
@@ -45,8 +72,9 @@ def values(pane, model, skip: tuple[str, ...] = ()) -> dict:
         if isinstance(widget, Checkbox):
             out[name] = widget.value
         elif isinstance(widget, Select):
-            if isinstance(widget.value, str):
-                out[name] = widget.value
+            declared = default(model, name)
+            if isinstance(widget.value, str) and widget.value not in (declared, *(declared if isinstance(declared, list) else [])):
+                out[name] = widget.value  # a choice other than the default: the default is the request's to apply
         elif isinstance(widget, Input) and widget.value.strip():
             is_list = "list" in str(model.model_fields[name].annotation) or typing.get_origin(model.model_fields[name].annotation) is list
             out[name] = widget.value.split() if is_list else widget.value.strip()

@@ -18,7 +18,7 @@ from ..core import commands
 from ..core.fields import build
 from ..core.requests import EvalRequest, IndexRequest
 from ..errors import EncodrError
-from .forms import values
+from .forms import choice_select, field_input, values
 
 
 class IndexPane(Vertical):
@@ -41,42 +41,37 @@ class IndexPane(Vertical):
         self.meta: dict | None = None
 
     def compose(self) -> ComposeResult:
-        from ..index.engines import ENGINES
-        from ..index.quantized import QUANTIZE
-        from ..index.store import INDEX_TYPES
-        from ..models import BACKENDS
-        from ..models.pcr import PCR_VARIANTS
-
+        R = IndexRequest
         yield Label("corpus files or folders (space-separated): Markdown, HTML, PDF; one text a line; TSV / CSV with text, id, lang; JSONL")
         yield Input(placeholder="corpus.txt", id="index-files")
         yield Label("model (alias, folder or hub id; ignored with append)")
-        yield Input("minilm", id="index-model")
+        yield field_input(R, "model", "index-model", "model")
         yield Label("index: a folder, or a name in the workspace (blank: the workspace index named after the first file)")
         yield Input(placeholder="my-index", id="index-out")
         with Horizontal(classes="row"):
-            yield Select([(t, t) for t in INDEX_TYPES], value="auto", allow_blank=False, id="index-type")
-            yield Select([(f"vectors: {q}", q) for q in QUANTIZE], value="none", allow_blank=False, id="index-quantize")
-            yield Select([(b, b) for b in ("auto", *BACKENDS)], value="auto", allow_blank=False, id="index-backend")  # auto: IndexRequest's default
+            yield choice_select(R, "index_type", "index-type")
+            yield choice_select(R, "quantize", "index-quantize", "vectors")
+            yield choice_select(R, "backend", "index-backend")
             yield Checkbox("--pcr", id="index-pcr")
-            yield Select([(v, v) for v in PCR_VARIANTS], prompt="PCR variant", id="index-pcr-variant")
+            yield choice_select(R, "pcr_variant", "index-pcr-variant", "PCR variant")
             yield Checkbox("IVF lists on disk", id="index-on-disk")
             yield Checkbox("append (--add)", id="index-add")
             yield Checkbox("sync (--sync)", id="index-sync")
             yield Checkbox("overwrite", id="index-overwrite")
         with Horizontal(classes="row"):
-            yield Input(placeholder="language (ISO 639-3; blank: detected)", id="index-lang")
-            yield Input(placeholder="batch size (blank: auto)", id="index-batch-size")
-            yield Input(placeholder="dimensions (blank: all)", id="index-dim")
-            yield Input(placeholder="processes (1)", id="index-processes")
-            yield Select([(f"engine: {e}", e) for e in ENGINES], value="local", allow_blank=False, id="index-engine")
+            yield field_input(R, "lang", "index-lang", "language, blank: detected")
+            yield field_input(R, "batch_size", "index-batch-size", "batch size, blank: auto")
+            yield field_input(R, "dim", "index-dim", "dimensions, blank: all")
+            yield field_input(R, "processes", "index-processes", "processes")
+            yield choice_select(R, "engine", "index-engine", "engine")
             yield Input(placeholder="Ray address (blank: local)", id="index-address")
         with Horizontal(classes="row"):
             yield Input(placeholder="in folders, only files like: *.pdf", id="index-glob")
             yield Checkbox("whole texts (no passages)", id="index-whole")
             yield Checkbox("text files: a blank-line block is a document", id="index-documents")
         with Horizontal(classes="row"):
-            yield Input(placeholder="JSONL text field (text)", id="index-text-field")
-            yield Input(placeholder="CSV text column (text)", id="index-text-column")
+            yield field_input(R, "text_field", "index-text-field", "JSONL text field")
+            yield field_input(R, "text_column", "index-text-column", "CSV text column")
             yield Input(placeholder="CSV id column (id)", id="index-id-column")
             yield Input(placeholder="CSV title column (title)", id="index-title-column")
             yield Input(placeholder="CSV metadata columns, for filters (space-separated)", id="index-meta-columns")
@@ -150,33 +145,30 @@ class EvalPane(Vertical):
     """
 
     def compose(self) -> ComposeResult:
-        from ..evaluation.tasks import PRIMARY
-        from ..models import BACKENDS
-        from ..models.pcr import PCR_VARIANTS
-
+        R = EvalRequest
         yield Label("suite")
-        yield Select([(s, s) for s in PRIMARY], value="sts", allow_blank=False, id="eval-suite")
+        yield choice_select(R, "suite", "eval-suite")
         yield Label("model")
-        yield Input("minilm", id="eval-model")
+        yield field_input(R, "model", "eval-model", "model")
         yield Label("compare with (optional)")
         yield Input(placeholder="a second model", id="eval-compare")
         yield Label("data (optional; space-separated files, BEIR folders for retrieval, or bundled names, else the suite's bundled sets)")
         yield Input(placeholder="", id="eval-data")
         with Horizontal(classes="row"):
-            yield Select([(b, b) for b in BACKENDS], value="torch", allow_blank=False, id="eval-backend")
+            yield choice_select(R, "backend", "eval-backend")
             yield Checkbox("--pcr (bitext)", id="eval-pcr")
             yield Button("Evaluate", id="eval-run", variant="success")
         with Horizontal(classes="row"):
             yield Checkbox("cross-encoder", id="eval-cross")
             yield Checkbox("compare is a cross-encoder", id="eval-compare-cross")
-            yield Select([(v, v) for v in PCR_VARIANTS], prompt="PCR variant", id="eval-pcr-variant")
+            yield choice_select(R, "pcr_variant", "eval-pcr-variant", "PCR variant")
             yield Input(placeholder="limit (items per dataset)", id="eval-limit")
             yield Input(placeholder="split (retrieval: test)", id="eval-split")
         with Horizontal(classes="row"):
-            yield Select([(m, m) for m in ("hybrid", "dense", "keyword")], prompt="retrieval mode (hybrid)", id="eval-mode")
-            yield Select([(f, f) for f in ("convex", "rrf")], prompt="fusion (convex)", id="eval-fusion")
+            yield choice_select(R, "mode", "eval-mode", "retrieval mode")
+            yield choice_select(R, "fusion", "eval-fusion", "fusion")
             yield Input(placeholder="retrieval: re-rank with a cross-encoder", id="eval-rerank")
-            yield Input(placeholder="its weight w (1: alone)", id="eval-rerank-weight")
+            yield field_input(R, "rerank_weight", "eval-rerank-weight", "its weight w")
             yield Checkbox("whole documents", id="eval-whole")
         with Horizontal(classes="row"):
             yield Input(placeholder="retrieval: an existing index", id="eval-index")

@@ -17,6 +17,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, DirectoryTree, Input, Label, ProgressBar, Select, Static
 from textual_plotext import PlotextPlot
 
+from ..core.fields import default
+from ..core.requests import TuneRequest
 from ..errors import EncodrError
 
 HIDDEN_FIELDS = ("name", "method", "description")
@@ -73,10 +75,11 @@ class TrainPane(Vertical):
         with Horizontal():
             with VerticalScroll(id="train-form"):
                 yield Label("base model (alias or Hugging Face cache) — or a folder / hub id below")
-                yield Select(models, value="minilm", id="train-model") if any(v == "minilm" for _, v in models) else Select(models, id="train-model")
+                base = default(TuneRequest, "model")[0]  # the declared default base model, when it is installed
+                yield Select(models, value=base, id="train-model") if any(v == base for _, v in models) else Select(models, id="train-model")
                 yield Input(placeholder="model folder or hub id (overrides the list)", id="train-model-path")
                 yield Label("recipe — or a YAML file below")
-                yield Select(recipes, value="word", id="train-recipe", allow_blank=False)
+                yield Select(recipes, value=default(TuneRequest, "recipe"), id="train-recipe", allow_blank=False)
                 yield Input(placeholder="recipe YAML file (overrides the list)", id="train-recipe-file")
                 yield VerticalScroll(id="train-fields")
                 yield Label("data file (Enter on a file in the tree, or type a path; blank: the recipe's bundled data)")

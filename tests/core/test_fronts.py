@@ -10,16 +10,24 @@ import pytest
 import typer
 
 from encodr.core import requests as rq
-from encodr.core.fields import fields_for, option
+from encodr.core.fields import default, fields_for, option, rendering, schema
 
 # command → (CLI path, request class)
 CLI_COMMANDS = {
     ("tune",): rq.TuneRequest, ("eval",): rq.EvalRequest, ("score",): rq.ScoreRequest, ("index",): rq.IndexRequest,
     ("search",): rq.SearchRequest, ("indexes",): rq.IndexesRequest, ("models",): rq.ModelsRequest, ("recipes",): rq.RecipesRequest,
-    ("runs",): rq.RunsRequest, ("runs", "show"): rq.RunRequest, ("delete",): rq.DeleteRequest,
+    ("runs",): rq.RunsRequest, ("runs", "show"): rq.RunRequest, ("delete",): rq.DeleteRequest, ("serve",): rq.ServeRequest,
+    ("mcp",): rq.McpRequest, ("tui",): rq.TuiRequest,
 }  # fmt: skip
 HTTP_ROUTES = {"/v1/embeddings": rq.EmbedRequest, "/v1/search": rq.SearchRequest, "/v1/score": rq.ScoreRequest, "/v1/rerank": rq.RerankRequest,
                "/v1/indexes/{name}/documents": rq.UpsertRequest, "DELETE /v1/indexes/{name}/documents": rq.DocumentIdsRequest}  # fmt: skip
+
+
+def mcp_tools() -> dict:
+    """MCP tool → request class (``encodr.agents.TOOLS``; tools without input left out)."""
+    from encodr.agents import TOOLS
+
+    return {name: tool.request for name, tool in TOOLS.items() if tool.request is not None}
 
 
 def missing(model, front: str, rendered: set[str]) -> list[str]:
@@ -27,13 +35,17 @@ def missing(model, front: str, rendered: set[str]) -> list[str]:
     return [name for name in fields_for(model, front) if name not in rendered]
 
 
-def cli_params(path: tuple[str, ...]) -> set[str]:
+def cli_command(path: tuple[str, ...]):
     from encodr.cli import app
 
     command = typer.main.get_command(app)
     for name in path:
         command = command.commands[name]
-    return {p.name for p in command.params}
+    return command
+
+
+def cli_params(path: tuple[str, ...]) -> set[str]:
+    return {p.name for p in cli_command(path).params}
 
 
 def http_fields(route: str) -> set[str]:
@@ -53,8 +65,8 @@ def tui_fields(model) -> set[str]:
     import encodr.tui
     from encodr.tui.forms import FORMS
 
-    source = "".join(p.read_text() for p in Path(encodr.tui.__file__).parent.glob("*.py"))
-    composed = set(re.findall(r'id="([a-z-]+)"', source))
+    source = "".join(p.read_text() for p in Path(encodr.tui.__file__).parent.glob("*.py") if p.name != "forms.py")
+    composed = set(re.findall(r'id="([a-z-]+)"', source)) | set(re.findall(r'(?:choice_select|field_input)\([^)]*"([a-z]+(?:-[a-z]+)+)"', source))
     return {name for name, widget in FORMS[model].items() if widget in composed}
 
 
@@ -75,9 +87,123 @@ def test_the_tui_renders_every_field(model):
     assert missing(model, "tui", tui_fields(model)) == []
 
 
+@pytest.mark.parametrize("tool", list(mcp_tools()))
+def test_mcp_renders_every_field(tool):
+    from encodr.agents import Agents, server
+
+    model = mcp_tools()[tool]
+    assert missing(model, "mcp", set(schema(model, "mcp")["properties"])) == []
+    assert server(Agents(writable=True)) is not None
+
+
 def test_every_request_is_rendered_by_some_front_end():
     requests = {cls for cls in vars(rq).values() if isinstance(cls, type) and issubclass(cls, rq.Request) and cls is not rq.Request}
-    assert requests == set(CLI_COMMANDS.values()) | set(HTTP_ROUTES.values())
+    assert requests == set(CLI_COMMANDS.values()) | set(HTTP_ROUTES.values()) | set(mcp_tools().values())
+
+
+# --- drift: no front end states a default or a choice of its own ---------------------------------
+
+
+def cli_drift(model, path: tuple[str, ...]) -> list[str]:
+    """The fields of ``model`` whose option in CLI command ``path`` states a default or choices
+    other than the declaration's: a default of its own, a help "[default: …]" that differs, a
+    metavar or click.Choice with other choices."""
+    import re
+
+    from encodr.cli import _shown
+
+    params = {p.name: p for p in cli_command(path).params}
+    drift = []
+    for name in fields_for(model, "cli"):
+        p, declared, choices = params[name], default(model, name), rendering(model, name).choices
+        option = p.param_type_name == "option"  # typer vendors click: duck-typed, not isinstance
+        said = re.search(r"\[default: ([^\]]*)\]", p.help or "") if option else None
+        if option and p.is_flag:
+            wrong = bool(p.default) != bool(declared)
+        else:
+            wrong = p.default not in (None, ()) and p.default != declared
+            wrong |= (said.group(1) if said else None) != (None if declared in (None, [], ()) else _shown(declared))
+        if choices:
+            wrong |= option and p.metavar != f"[{'|'.join(choices)}]"
+        if hasattr(getattr(p, "type", None), "choices"):
+            wrong |= tuple(p.type.choices) != choices
+        if wrong:
+            drift.append(name)
+    return drift
+
+
+def tui_drift(app, model) -> list[str]:
+    """The fields of ``model`` whose TUI widget (``tui/forms.py``) states a default or choices
+    other than the declaration's: a Select's options or initial value, an Input's initial text."""
+    from textual.widgets import Input, Select
+
+    from encodr.tui.forms import FORMS
+
+    drift = []
+    for name, widget_id in FORMS[model].items():
+        widget, declared = app.query_one(f"#{widget_id}"), default(model, name)
+        first = declared[0] if isinstance(declared, list) and declared else declared
+        if isinstance(widget, Select):
+            blank = getattr(Select, "NULL", Select.BLANK)
+            offered = tuple(value for _, value in widget._options if value is not blank)
+            value = None if widget.value is blank else widget.value
+            choices = rendering(model, name).choices  # none declared: an open value, the widget's list only suggests
+            if (choices and offered != choices) or value != first:
+                drift.append(name)
+        elif isinstance(widget, Input) and widget.value not in ("", None):
+            drift.append(name)  # a pre-filled text is a default the form states itself: blank leaves it to the request
+    return drift
+
+
+def http_drift(route: str) -> list[str]:
+    """Fields whose OpenAPI property states another default or enum than the declaration's."""
+    from encodr.serve import Served, create_app
+
+    model = HTTP_ROUTES[route]
+    method, _, path = route.rpartition(" ")
+    props = create_app(Served()).openapi()["paths"][path][(method or "post").lower()]["requestBody"]["content"]["application/json"]["schema"]["properties"]
+    drift = []
+    for name, prop in props.items():
+        declared, choices = default(model, name), list(rendering(model, name).choices)
+        enum = prop.get("enum") or next((b.get("enum") for b in prop.get("anyOf", []) if "enum" in b), None) or prop.get("items", {}).get("enum")
+        if prop.get("default", declared) != declared or (choices and enum != choices):
+            drift.append(name)
+    return drift
+
+
+@pytest.mark.parametrize("path", list(CLI_COMMANDS), ids=" ".join)
+def test_the_cli_states_no_default_or_choice_of_its_own(path):
+    assert cli_drift(CLI_COMMANDS[path], path) == []
+
+
+@pytest.mark.parametrize("route", list(HTTP_ROUTES))
+def test_the_http_api_states_no_default_or_choice_of_its_own(route):
+    assert http_drift(route) == []
+
+
+async def test_the_tui_states_no_default_or_choice_of_its_own():
+    from encodr.tui import EncodrApp
+    from encodr.tui.forms import FORMS
+
+    app = EncodrApp()
+    async with app.run_test(size=(180, 60)):
+        assert {model.__name__: tui_drift(app, model) for model in FORMS} == {model.__name__: [] for model in FORMS}
+        mode = app.query_one("#search-mode")
+        assert mode.value == default(rq.SearchRequest, "mode") and tuple(v for _, v in mode._options) == rendering(rq.SearchRequest, "mode").choices
+
+
+def test_the_drift_checks_fail_when_a_front_end_restates_a_default(monkeypatch):
+    """A front end that states the mode's default itself ("dense") drifts from the declaration ("hybrid")."""
+
+    class Drifted(rq.SearchRequest):
+        mode: str = option("dense", rq.MODE_HELP, choices=("dense", "keyword", "hybrid"))
+
+    assert cli_drift(Drifted, ("search",)) == ["mode"]  # the CLI's help says [default: hybrid]: not this declaration's
+    HTTP_ROUTES["/v1/search"], saved = Drifted, HTTP_ROUTES["/v1/search"]
+    try:
+        assert http_drift("/v1/search") == ["mode"]
+    finally:
+        HTTP_ROUTES["/v1/search"] = saved
 
 
 def test_the_check_fails_when_a_front_end_lacks_a_field():
@@ -103,4 +229,4 @@ def test_a_cli_option_is_derived_from_its_declaration(capsys, monkeypatch):
     k = next(p for p in search.params if p.name == "k")
     assert k.opts == ["-k"] and k.help.startswith(rq.SearchRequest.model_fields["k"].description)
     code, _, err = run_cli(["search", "cats", "--index", "nowhere", "-k", "0"], capsys, monkeypatch)  # the declaration's ge=1, as one line
-    assert code == 2 and err.strip() == "encodr: error: -k 0: give 1 or more"
+    assert code == 2 and err.strip() == "encodr: error: -k 0: must be 1 or more"

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from encodr.index.options import SearchOptions
 from encodr.data.files import expand, iter_records, passage_splitter, read_document
 from encodr.errors import EncodrError
 from tests.conftest import run_cli
@@ -154,9 +155,9 @@ def test_search_ranks_documents_by_their_best_passage_unless_passages(tmp_path, 
     meta = build([str(corpus)], str(tiny_model), tmp_path / "idx", lang="eng")
     assert meta["split_documents"] == 1 and meta["passages"] == meta["count"] - 1 > 3
     searcher = Searcher(tmp_path / "idx")
-    docs = searcher.search(["lighthouse tide"], k=5, mode="keyword")[0]
+    docs = searcher.search(["lighthouse tide"], SearchOptions(k=5, mode="keyword"))[0]
     assert sorted(h.document for h in docs) == ["b", "log"] and [h.rank for h in docs] == [1, 2]
-    passages = searcher.query(["lighthouse tide"], k=5, mode="keyword", passages=True)[1][0]
+    passages = searcher.query(["lighthouse tide"], SearchOptions(k=5, mode="keyword", passages=True))[1][0]
     assert len(passages) == 5 and sum(h.document == "log" for h in passages) >= 4
     log = next(h for h in docs if h.document == "log")
     indexed = "Keeper's log " + long  # a JSONL document's text is its title and text, as BEIR joins them
@@ -172,7 +173,7 @@ def test_a_hit_opens_its_whole_document_at_the_passage(tmp_path, tiny_model):
     corpus.write_text(json.dumps({"_id": "log", "text": long}) + "\n")
     build([str(corpus)], str(tiny_model), tmp_path / "idx", lang="eng")
     searcher = Searcher(tmp_path / "idx")
-    hit = searcher.query(["Entry 63"], k=1, mode="keyword", passages=True)[1][0][0]
+    hit = searcher.query(["Entry 63"], SearchOptions(k=1, mode="keyword", passages=True))[1][0][0]
     text, at = searcher.document(hit)
     assert text == long and text[at : at + len(hit.text)] == hit.text and at > 0
     assert [hit.text[s:e] for s, e in term_spans(hit.text, "ENTRY lighthouse")][:2] == ["Entry", "lighthouse"]

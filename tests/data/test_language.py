@@ -1,6 +1,7 @@
 """Language detection at index time, the query's language at search time, and the
 language filter (CMLM §5.2 needs a language per text for PCR)."""
 
+from encodr.index.options import SearchOptions
 import json
 
 import numpy as np
@@ -60,13 +61,13 @@ def test_index_detects_languages_and_search_filters_them(mixed_file, tiny_model,
     assert all(rows[i]["text"] in MIXED[rows[i]["lang"]] for i in rows if rows[i]["lang"] != "und")
     assert POOLED in s.index.components  # the lone undetermined text lost the pooled component
     # the query's language is detected among the index's, and picks its PCR component
-    hits = s.search(["Die Kinder spielen nach der Schule im Garten.", "My brother works at the hospital every night."], k=3)
+    hits = s.search(["Die Kinder spielen nach der Schule im Garten.", "My brother works at the hospital every night."], SearchOptions(k=3, mode="dense"))
     assert s.last_langs == ["deu", "eng"]
     assert hits[0][0].text == MIXED["deu"][0] and hits[1][0].text == MIXED["eng"][1]  # a tiny random model: the exact text first
-    only = s.search([MIXED["deu"][0]], k=20, hit_langs=["spa"])[0]
+    only = s.search([MIXED["deu"][0]], SearchOptions(k=20, hit_langs=["spa"], mode="dense"))[0]
     assert len(only) == 6 and {h.lang for h in only} == {"spa"}
     with pytest.raises(EncodrError, match="no texts in that language"):
-        s.search(["x"], hit_langs=["fra"])
+        s.search(["x"], SearchOptions(hit_langs=["fra"], mode="dense"))
 
 
 def test_add_detects_among_the_index_languages(mixed_file, tiny_model, tmp_path):

@@ -3,6 +3,7 @@ Ray of one CPU (as CI has), and its input faults in one line."""
 
 from __future__ import annotations
 
+from encodr.index.options import SearchOptions
 import numpy as np
 import pytest
 
@@ -61,8 +62,8 @@ def test_a_ray_build_equals_a_local_one_with_two_actors_on_one_cpu(ray_cluster, 
     np.testing.assert_allclose(vectors(tmp_path / "ray"), vectors(tmp_path / "local"), atol=1e-5)
     assert seen == sorted(seen) and len(set(seen)) > 3  # progress item by item, in order
     assert ray_cluster.is_initialized()  # a Ray this process started is left running
-    hit = Searcher(tmp_path / "ray").search(["violins"], k=1, mode="dense")[0][0]
-    assert hit.text == Searcher(tmp_path / "local").search(["violins"], k=1, mode="dense")[0][0].text
+    hit = Searcher(tmp_path / "ray").search(["violins"], SearchOptions(k=1, mode="dense"))[0][0]
+    assert hit.text == Searcher(tmp_path / "local").search(["violins"], SearchOptions(k=1, mode="dense"))[0][0].text
 
 
 @pytest.mark.parametrize("args, words", [
@@ -168,7 +169,7 @@ def test_on_disk_blocks_added_in_ray_tasks_equal_blocks_added_here(ray_cluster, 
     build([str(tmp_path / "a.txt")], str(tiny_model), tmp_path / "idx", lang="eng", index_type="ivf", on_disk=True, engine="ray")
     meta = build([str(tmp_path / "b.txt")], str(tiny_model), tmp_path / "idx", lang="eng", add=True, engine="ray")
     assert meta["count"] == 400 and meta["on_disk"] is True
-    assert Searcher(tmp_path / "idx").search([lines[350]], k=1, mode="dense")[0][0].text == lines[350]
+    assert Searcher(tmp_path / "idx").search([lines[350]], SearchOptions(k=1, mode="dense"))[0][0].text == lines[350]
 
 
 @pytest.mark.parametrize("name, content, args, words", [

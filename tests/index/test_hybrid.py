@@ -1,6 +1,7 @@
 import pytest
 
 from encodr.errors import EncodrError
+from encodr.index.options import SearchOptions
 from encodr.index import Searcher, build
 from encodr.index.fusion import RRF_K, fuse
 from tests.conftest import run_cli
@@ -27,14 +28,14 @@ def index(tmp_path, tiny_model):
 
 def test_keyword_mode_finds_an_exact_code_and_ignores_diacritics(index):
     searcher = Searcher(index)
-    assert searcher.search(["XJ4471"], k=3, mode="keyword")[0][0].text == TEXTS[0]
-    assert searcher.search(["cafe"], k=3, mode="keyword")[0][0].text == TEXTS[2]  # café, diacritics removed
-    assert searcher.search(["zebra"], k=3, mode="keyword") == [[]]  # no word in common: no hit, not an error
+    assert searcher.search(["XJ4471"], SearchOptions(k=3, mode="keyword"))[0][0].text == TEXTS[0]
+    assert searcher.search(["cafe"], SearchOptions(k=3, mode="keyword"))[0][0].text == TEXTS[2]  # café, diacritics removed
+    assert searcher.search(["zebra"], SearchOptions(k=3, mode="keyword")) == [[]]  # no word in common: no hit, not an error
 
 
 def test_queries_with_fts5_syntax_are_plain_words(index):
     searcher = Searcher(index)
-    hits = searcher.search(['pump" AND (NEAR* OR -', "*", ""], k=3, mode="keyword")
+    hits = searcher.search(['pump" AND (NEAR* OR -', "*", ""], SearchOptions(k=3, mode="keyword"))
     found = {h.text for h in hits[0]}  # the words pump, and, near, or: AND and OR are words here, not operators
     assert {TEXTS[0], TEXTS[5]} <= found and all(" and " in t or "pump" in t for t in found)
     assert hits[1] == [] and hits[2] == []
@@ -43,10 +44,10 @@ def test_queries_with_fts5_syntax_are_plain_words(index):
 def test_hybrid_is_the_fusion_of_the_dense_and_keyword_rankings(index):
     searcher = Searcher(index)
     query = ["pump error XJ4471"]
-    dense = [(h.id, h.score) for h in searcher.search(query, k=6, mode="dense")[0]]
-    keyword = [(h.id, h.score) for h in searcher.search(query, k=6, mode="keyword")[0]]
+    dense = [(h.id, h.score) for h in searcher.search(query, SearchOptions(k=6, mode="dense"))[0]]
+    keyword = [(h.id, h.score) for h in searcher.search(query, SearchOptions(k=6, mode="keyword"))[0]]
     for fusion in ("rrf", "convex"):
-        hits = searcher.search(query, k=6, mode="hybrid", fusion=fusion)[0]
+        hits = searcher.search(query, SearchOptions(k=6, mode="hybrid", fusion=fusion))[0]
         expected = fuse(dense, keyword, fusion, "eng", {i: "eng" for i, _ in dense + keyword})
         assert [(h.id, pytest.approx(h.score)) for h in hits] == [(i, pytest.approx(s)) for i, s in expected]
         assert [h.rank for h in hits] == list(range(1, 7))
@@ -56,7 +57,7 @@ def test_add_updates_the_keyword_index_with_the_vectors(index, tmp_path):
     more = tmp_path / "more.txt"
     more.write_text("a zebra crossed the savanna at dawn\n")
     build([str(more)], None, index, add=True)
-    assert Searcher(index).search(["zebra"], k=1, mode="keyword")[0][0].text == "a zebra crossed the savanna at dawn"
+    assert Searcher(index).search(["zebra"], SearchOptions(k=1, mode="keyword"))[0][0].text == "a zebra crossed the savanna at dawn"
 
 
 def test_rrf_arithmetic():
@@ -110,7 +111,7 @@ def test_an_index_without_a_keyword_index_says_how_to_get_one(index):
     conn.commit()
     conn.close()
     with pytest.raises(EncodrError, match="has no keyword index .* or use --mode dense"):
-        Searcher(index).search(["pump"], mode="hybrid")
+        Searcher(index).search(["pump"], SearchOptions(mode="keyword"))
 
 
 class LengthReranker:
@@ -124,11 +125,11 @@ class LengthReranker:
 
 def test_rerank_rescores_the_first_stage_hits_only(index):
     searcher = Searcher(index)
-    first = searcher.search(["pump"], k=2, mode="keyword")[0]  # only the two pump texts match
-    _, hits = searcher.query(["pump"], k=2, mode="keyword", reranker=LengthReranker(), rerank_depth=50)
+    first = searcher.search(["pump"], SearchOptions(k=2, mode="keyword"))[0]  # only the two pump texts match
+    _, hits = searcher.query(["pump"], SearchOptions(k=2, mode="keyword", rerank_depth=50), reranker=LengthReranker())
     assert [h.text for h in hits[0]] == sorted((h.text for h in first), key=len)
     assert [h.score for h in hits[0]] == [-len(h.text) for h in hits[0]] and [h.rank for h in hits[0]] == [1, 2]
-    _, deep = searcher.query(["harbour"], k=1, mode="dense", reranker=LengthReranker(), rerank_depth=6)
+    _, deep = searcher.query(["harbour"], SearchOptions(k=1, mode="dense", rerank_depth=6), reranker=LengthReranker())
     assert deep[0][0].text == min(TEXTS, key=len)  # depth 6 = every text: the shortest wins
 
 
@@ -138,10 +139,10 @@ def test_rerank_weight_interpolates_the_cross_encoders_scores_with_the_first_sta
     assert interpolate([3.0, 1.0, 2.0], [0.1, 0.9, 0.5], 1.0) == [3.0, 1.0, 2.0]  # w = 1: the cross-encoder alone, unchanged
     assert interpolate([3.0, 1.0, 2.0], [0.1, 0.9, 0.5], 0.25) == pytest.approx([0.25 * 1 + 0.75 * 0, 0.25 * 0 + 0.75 * 1, 0.25 * 0.5 + 0.75 * 0.5])
     searcher = Searcher(index)
-    first = searcher.search(["harbour"], k=6, mode="dense")[0]
-    _, kept = searcher.query(["harbour"], k=6, mode="dense", reranker=LengthReranker(), rerank_depth=6, rerank_weight=0.0)
+    first = searcher.search(["harbour"], SearchOptions(k=6, mode="dense"))[0]
+    _, kept = searcher.query(["harbour"], SearchOptions(k=6, mode="dense", rerank_depth=6, rerank_weight=0.0), reranker=LengthReranker())
     assert [h.text for h in kept[0]] == [h.text for h in first]  # w = 0: the first stage's order
-    _, mixed = searcher.query(["harbour"], k=6, mode="dense", reranker=LengthReranker(), rerank_depth=6, rerank_weight=0.5)
+    _, mixed = searcher.query(["harbour"], SearchOptions(k=6, mode="dense", rerank_depth=6, rerank_weight=0.5), reranker=LengthReranker())
     expected = interpolate([-len(h.text) for h in first], [h.score for h in first], 0.5)
     assert [h.score for h in mixed[0]] == pytest.approx(sorted(expected, reverse=True))
     assert [h.text for h in mixed[0]] == [first[i].text for i in sorted(range(6), key=lambda i: (-expected[i], i))]

@@ -1,5 +1,6 @@
 """encodr index / search: build, search, --add, PCR, crash safety, broken indexes."""
 
+from encodr.index.options import SearchOptions
 import json
 import os
 import signal
@@ -38,7 +39,7 @@ def built(corpus, tiny_model, tmp_path):
 def test_build_dedups_and_finds_each_text_first(built, tiny_model):
     s = Searcher(built)
     assert len(s.index) == 20 and s.index.meta["index_type"] == "flat"
-    hits = s.search(TEXTS[:20], k=3)
+    hits = s.search(TEXTS[:20], SearchOptions(k=3, mode="dense"))
     assert [h[0].text for h in hits] == TEXTS[:20]
     assert all(abs(h[0].score - 1.0) < 1e-4 for h in hits)
     assert hits[3][0].line == 4 and hits[3][0].source.endswith("corpus.txt")
@@ -59,8 +60,8 @@ def test_searching_leaves_the_processs_torch_threads_as_they_were(built, monkeyp
         search = Index.search
         monkeypatch.setattr(Index, "search", lambda self, *a, **kw: seen.append(faiss.omp_get_max_threads()) or search(self, *a, **kw))
         s = Searcher(built)
-        s.search(TEXTS[:2], k=2)
-        s.search(TEXTS[:2], k=2, mode="hybrid")
+        s.search(TEXTS[:2], SearchOptions(k=2, mode="dense"))
+        s.search(TEXTS[:2], SearchOptions(k=2, mode="hybrid"))
         assert seen == [1, 1] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
@@ -81,7 +82,7 @@ def test_tsv_corpus_with_id_and_lang(tmp_path, tiny_model):
 def test_approximate_index_types(corpus, tiny_model, tmp_path, kind):
     meta = build([str(corpus)], str(tiny_model), tmp_path / kind, index_type=kind)
     assert meta["index_type"] == kind and meta["count"] == 20
-    assert Searcher(tmp_path / kind).search([TEXTS[5]], k=1)[0][0].text == TEXTS[5]
+    assert Searcher(tmp_path / kind).search([TEXTS[5]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[5]
 
 
 def test_add_appends_and_stores_a_text_once(built, tiny_model, tmp_path):
@@ -90,7 +91,7 @@ def test_add_appends_and_stores_a_text_once(built, tiny_model, tmp_path):
     meta = build([str(more)], None, built, add=True)
     assert meta["encoded"] == 10 and meta["skipped_duplicates"] == 5 and meta["count"] == 30
     assert meta["added"] == 15 and meta["documents"] == 36  # 21 lines of corpus.txt + 15 of more.txt: a document a line, a text stored once
-    assert Searcher(built).search([TEXTS[29]], k=1)[0][0].text == TEXTS[29]
+    assert Searcher(built).search([TEXTS[29]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[29]
     assert sorted(p.name for p in built.iterdir()) == ["current", "g000002"]  # the first generation is gone: nobody holds it
     assert sorted(p.name for p in (built / "current").iterdir()) == ["index.json", "texts.db", "vectors.faiss"]  # no raw vectors left behind
 
@@ -111,11 +112,11 @@ def test_pcr_removes_a_direction_per_language(tmp_path, tiny_model):
     stored = index.vectors_of([i for i in range(len(TEXTS)) if i % 2 == 0])
     assert np.abs(stored @ u).max() < 1e-4  # the component is gone from that language's vectors
     s = Searcher(tmp_path / "p")
-    assert s.search([TEXTS[2]], k=1, lang="eng")[0][0].text == TEXTS[2]
+    assert s.search([TEXTS[2]], SearchOptions(k=1, lang="eng", mode="dense"))[0][0].text == TEXTS[2]
     with pytest.raises(EncodrError, match="no principal component for language 'deu'"):
-        s.search(["x"], lang="deu")
+        s.search(["x"], SearchOptions(lang="deu", mode="dense"))
     # a query in no language (digits, emoji) takes the pooled component instead of an error
-    assert s.query_languages(["12345"]) == ["und"] and len(s.search(["12345"], k=1)[0]) == 1
+    assert s.query_languages(["12345"]) == ["und"] and len(s.search(["12345"], SearchOptions(k=1, mode="dense"))[0]) == 1
     pooled = index.prepare_queries(s.encoder.encode(["🙂🙂"]), ["und"])
     assert abs(float(pooled[0] @ index.components[POOLED])) < 1e-5
     # the query's PCR is the per-language removal --add uses too: one call per language
@@ -147,11 +148,11 @@ def test_pcr_needs_two_texts_per_language_and_lang_needs_pcr(tmp_path, tiny_mode
         build([str(f)], str(tiny_model), tmp_path / "p", pcr=True)
     assert not (tmp_path / "p").exists()
     with pytest.raises(EncodrError, match="built without --pcr, so a query language changes nothing in dense search"):
-        Searcher(built).search(["x"], lang="eng")
+        Searcher(built).search(["x"], SearchOptions(lang="eng", mode="dense"))
     # in keyword and hybrid search it picks the query's stemmer, so it is taken there
     s = Searcher(built)
     for mode in ("keyword", "hybrid"):
-        hits = s.search(["cat"], k=3, lang="eng", mode=mode)[0]
+        hits = s.search(["cat"], SearchOptions(k=3, lang="eng", mode=mode))[0]
         assert s.last_langs == ["eng"] and "cats" in hits[0].text  # "cat" finds "cats" through the English stemmer
 
 
@@ -185,7 +186,7 @@ def test_search_cli_json_and_stdin(built, capsys, monkeypatch):
 
 
 def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path):
-    before = [[h.text for h in hits] for hits in Searcher(built).search(TEXTS[:5], k=5)]
+    before = [[h.text for h in hits] for hits in Searcher(built).search(TEXTS[:5], SearchOptions(k=5, mode="dense"))]
     big = tmp_path / "big.txt"
     big.write_text("\n".join(f"new text {i} with some words" for i in range(200_000)))
     proc = subprocess.Popen(
@@ -198,7 +199,7 @@ def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path
         os.sched_yield()
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    after = [[h.text for h in hits] for hits in Searcher(built).search(TEXTS[:5], k=5)]
+    after = [[h.text for h in hits] for hits in Searcher(built).search(TEXTS[:5], SearchOptions(k=5, mode="dense"))]
     assert after == before and len(Index.open(built)) == 20
     # the next run sweeps the dead run's temporary directory
     more = tmp_path / "m.txt"
@@ -237,7 +238,7 @@ def test_list_indexes_names_a_corrupted_one(built, tmp_path):
 def test_a_workspace_index_is_found_by_name(corpus, tiny_model, workspace, tmp_path, monkeypatch, capsys):
     build([str(corpus)], str(tiny_model), workspace / "indexes" / "notes")
     monkeypatch.chdir(tmp_path)  # no ./notes here
-    assert Searcher("notes").search([TEXTS[3]], k=1)[0][0].text == TEXTS[3]
+    assert Searcher("notes").search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]
     more = tmp_path / "more.txt"
     more.write_text("one more text\n")
     assert build([str(more)], None, "notes", add=True)["count"] == 21 and not (tmp_path / "notes").exists()
@@ -305,7 +306,7 @@ def test_queries_and_documents_are_encoded_with_the_models_prompts(tiny_model, t
     meta = build([str(tmp_path / "c.txt")], encoder, tmp_path / "idx", lang="eng")
     assert meta["prompts"] == {"query": "query: ", "document": "passage: "}
     searcher = Searcher(tmp_path / "idx", encoder=encoder)
-    (hits,) = searcher.query(["river"], k=3, mode="dense")[1]
+    (hits,) = searcher.query(["river"], SearchOptions(k=3, mode="dense"))[1]
     docs = encoder.encode([f"passage: {t}" for t in texts])
     expected = docs @ encoder.encode(["query: river"])[0]
     assert [h.score for h in hits] == pytest.approx(sorted(expected, reverse=True), abs=1e-5)
@@ -368,7 +369,7 @@ def test_on_disk_ivf_lists_find_what_the_in_memory_index_finds(tmp_path, tiny_mo
     assert meta["on_disk"] is True and meta["count"] == 400
     generation = Index.open(tmp_path / "idx").folder
     assert (generation / ondisk.ONDISK_FILE).is_file()  # found beside vectors.faiss though the folder was renamed into place
-    hit = Searcher(tmp_path / "idx").search(["line 7 about " + TEXTS[7]], k=1, mode="dense")[0][0]
+    hit = Searcher(tmp_path / "idx").search(["line 7 about " + TEXTS[7]], SearchOptions(k=1, mode="dense"))[0][0]
     assert hit.text == "line 7 about " + TEXTS[7]
     (generation / ondisk.ONDISK_FILE).unlink()
     with pytest.raises(EncodrError, match="is missing lists.ivfdata; rebuild it with encodr index"):
@@ -435,7 +436,7 @@ def test_add_to_an_on_disk_index_finds_what_add_to_the_same_index_in_memory_find
     assert (disk.folder / ondisk.ONDISK_FILE).is_file() and not list(disk.folder.glob("block*"))
     disk.close()
     queries = [lines[i] for i in range(0, 600, 30)]
-    found = {name: Searcher(tmp_path / name).search(queries, k=10, mode="dense") for name in ("disk", "memory")}
+    found = {name: Searcher(tmp_path / name).search(queries, SearchOptions(k=10, mode="dense")) for name in ("disk", "memory")}
     for a, b in zip(found["disk"], found["memory"]):
         assert [h.text for h in a] == [h.text for h in b]
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-6)
@@ -469,4 +470,4 @@ def test_the_auto_backend_is_chosen_by_the_cpu_recorded_and_kept_by_add(tmp_path
         assert index.meta["backend"] == "torch-bf16" and index.meta["count"] == 20
     searcher = Searcher(tmp_path / "bf16")
     assert searcher.encoder.backend == "torch-bf16" and not searcher.warnings  # queries on the index's backend, no warning
-    assert searcher.search([TEXTS[12]], k=1)[0][0].text == TEXTS[12]
+    assert searcher.search([TEXTS[12]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[12]

@@ -1,5 +1,6 @@
 import json
 
+from encodr.index.options import SearchOptions
 from encodr.index.keywords import keyword_expression, keyword_terms
 
 
@@ -26,5 +27,5 @@ def test_keyword_search_finds_inflections_and_words_inside_cjk_text(tmp_path, ti
     build([str(corpus)], str(tiny_model), tmp_path / "idx")
     searcher = Searcher(tmp_path / "idx")
     for query, expected in (("study", "en"), ("京都", "ja"), ("北京", "zh"), ("大学", "zh")):
-        hits = searcher.query([query], k=2, mode="keyword", lang=None)[1][0]
+        hits = searcher.query([query], SearchOptions(k=2, mode="keyword", lang=None))[1][0]
         assert [h.ext_id for h in hits][:1] == [expected], query

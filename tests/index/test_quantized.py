@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from encodr.index.options import SearchOptions
 import numpy as np
 import pytest
 
@@ -42,7 +43,7 @@ def test_int8_and_binary_indexes_find_each_text_and_are_smaller(corpus, tmp_path
     for quantize in ("none", "int8", "binary"):  # the real MiniLM: a random tiny model maps these texts to nearly one vector
         meta = build([str(corpus)], "minilm", tmp_path / quantize, quantize=quantize)
         assert meta["quantize"] == quantize and meta["index_type"] == "flat" and meta["count"] == 20
-        hits = Searcher(tmp_path / quantize).search(TEXTS[:20], k=2)
+        hits = Searcher(tmp_path / quantize).search(TEXTS[:20], SearchOptions(k=2, mode="dense"))
         assert [h[0].text for h in hits] == TEXTS[:20]
         assert all(abs(h[0].score - 1.0) < 0.05 for h in hits)  # still on the cosine scale
         sizes[quantize] = meta["bytes_per_vector"]
@@ -58,7 +59,7 @@ def test_add_to_a_binary_index_keeps_its_quantisation(corpus, tmp_path):
     meta = build([str(more)], None, tmp_path / "b", add=True)
     assert meta["count"] == 30 and meta["quantize"] == "binary"
     s = Searcher(tmp_path / "b")
-    assert len(s.index) == 30 and s.search([TEXTS[25]], k=1)[0][0].text == TEXTS[25]
+    assert len(s.index) == 30 and s.search([TEXTS[25]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[25]
     assert s.index.faiss.codes.shape == (30, s.index.meta["dimension"])
 
 
@@ -95,7 +96,7 @@ def test_dim_keeps_the_first_dimensions_renormalised_for_texts_and_queries(corpu
     expected = truncated(a.index.vectors_of(list(range(n))), 8)
     assert np.allclose(b.index.vectors_of(list(range(n))), expected, atol=1e-5)  # each text: the full vector's first 8 dimensions, renormalised
     query = truncated(a.encoder.encode([TEXTS[3]]), 8)[0]
-    hit = b.search([TEXTS[3]], k=1)[0][0]
+    hit = b.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0]
     assert abs(hit.score - float((expected @ query).max())) < 1e-4  # the query is truncated the same way
     a.index.close()
     b.index.close()

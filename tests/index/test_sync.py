@@ -3,6 +3,7 @@ a reader racing syncs, kills mid-sync, files that change while read, --watch."""
 
 from __future__ import annotations
 
+from encodr.index.options import SearchOptions
 import json
 import os
 import random
@@ -35,7 +36,7 @@ def all_texts(index_dir) -> list[str]:
 
 
 def keyword(index_dir, query, k=10, filters=()):
-    return Searcher(index_dir).query([query], k=k, mode="keyword", filters=[parse(f) for f in filters])[1][0]
+    return Searcher(index_dir).query([query], SearchOptions(k=k, mode="keyword", filters=[parse(f) for f in filters]))[1][0]
 
 
 @pytest.fixture
@@ -106,7 +107,7 @@ def test_sync_removes_stale_text_and_deleted_documents(docs, tiny_model, tmp_pat
     assert len(pump) == 1 and "9 bar" in pump[0]
     assert keyword(out, "valve maintenance") == []
     for mode in ("dense", "hybrid"):  # every hit of the other modes too: no stale text anywhere
-        hits = Searcher(out).search(["pump pressure"], k=20, mode=mode)[0]
+        hits = Searcher(out).search(["pump pressure"], SearchOptions(k=20, mode=mode))[0]
         assert not any("4 bar" in h.text or "Valve" in h.text for h in hits) and len(hits) == 5
     again = build([str(docs)], None, out, sync=True)
     assert (again["added"], again["updated"], again["removed"], again["unchanged"], again["encoded"]) == (0, 0, 0, 5, 0)
@@ -190,7 +191,7 @@ def test_deleted_documents_never_come_back_whatever_the_index_type(jsonl, tiny_m
     assert result["tombstones"] == (0 if kind in ("flat", "ivf") else 20)  # flat and in-memory IVF remove the vectors; the others keep tombstones
     s = Searcher(out)
     for mode in ("dense", "keyword", "hybrid"):
-        hits = s.search(["pump manual page"], k=50, mode=mode)[0]
+        hits = s.search(["pump manual page"], SearchOptions(k=50, mode=mode))[0]
         assert len(hits) == 50 and not gone & {h.ext_id for h in hits}, mode
     assert len(s.index) == 180
     more = delete(out, sources=["*/c.jsonl"], filters=[parse("year<=2019")])  # a source glob AND a filter
@@ -204,7 +205,7 @@ def test_tombstones_are_compacted_past_the_threshold(jsonl, tiny_model, tmp_path
     assert delete(out, filters=[parse("year<=2009")])["tombstones"] == 40  # 20 %: not past it
     compacted = delete(out, ids=["d10"])
     assert compacted["compacted"] and compacted["tombstones"] == 0 and compacted["count"] == 159
-    hits = Searcher(out).search(["pump manual page 11"], k=159, mode="keyword")[0]
+    hits = Searcher(out).search(["pump manual page 11"], SearchOptions(k=159, mode="keyword"))[0]
     assert {h.ext_id for h in hits} == {f"d{i}" for i in range(200) if (2000 + i % 50) > 2009 and i != 10}
 
 
@@ -230,7 +231,7 @@ def test_filters_run_inside_the_search_so_k_hits_come_back(jsonl, tiny_model, tm
     for filters, kept in cases.items():
         assert sum(all(_passes(row, f) for f in filters) for row in rows.values()) == kept
         for mode in ("dense", "keyword", "hybrid"):
-            hits = s.query(["pump manual page"], k=10, mode=mode, filters=[parse(f) for f in filters])[1][0]
+            hits = s.query(["pump manual page"], SearchOptions(k=10, mode=mode, filters=[parse(f) for f in filters]))[1][0]
             assert len(hits) == min(10, kept), (filters, mode)
             for h in hits:
                 row = rows[h.ext_id]

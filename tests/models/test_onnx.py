@@ -1,6 +1,7 @@
 """Issue 16: the ONNX backends, windows and the writer thread, encoding on two processes,
 IVF-PQ, search-time settings and two builds of one index at the same time."""
 
+from encodr.index.options import SearchOptions
 import json
 import threading
 
@@ -83,7 +84,7 @@ def test_index_records_backend_and_search_with_another_warns(tiny_model, tmp_pat
     assert same.encoder.backend == "onnx-int8" and same.warnings == []
     other = Searcher(out, backend="torch")
     assert other.encoder.backend == "torch" and len(other.warnings) == 1 and "built with --backend onnx-int8" in other.warnings[0]
-    assert other.search([TEXTS[3]], k=1)[0][0].text == TEXTS[3]  # compatible vectors
+    assert other.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]  # compatible vectors
 
 
 def test_an_index_built_in_bf16_searches_in_bf16(tiny_model, tmp_path):
@@ -91,7 +92,7 @@ def test_an_index_built_in_bf16_searches_in_bf16(tiny_model, tmp_path):
     meta = build([str(lines(tmp_path, TEXTS))], str(tiny_model), out, lang="eng", backend="torch-bf16")
     searcher = Searcher(out)
     assert meta["backend"] == "torch-bf16" and searcher.encoder.backend == "torch-bf16" and searcher.warnings == []
-    assert searcher.search([TEXTS[3]], k=1)[0][0].text == TEXTS[3]
+    assert searcher.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]
 
 
 def test_two_processes_give_the_vectors_of_one(tiny_model, tmp_path):

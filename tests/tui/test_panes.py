@@ -23,6 +23,7 @@ async def _fill_train(app, pilot, tiny_model, data, out, batch="16"):
     app.query_one("#train-model-path").value = str(tiny_model)
     app.query_one("#train-data").value = str(data)
     app.query_one("#train-out").value = str(out)
+    app.query_one("#train-recipe").value = "word"
     field = next(i for i in pane.query(".field-input") if i.name == "batch_size")
     field.value = batch
     await pilot.pause()

@@ -1,0 +1,202 @@
+"""The MCP server (``encodr mcp``): the fourth front end of the core (:mod:`encodr.core`), for AI agents.
+
+Built on the official ``mcp`` SDK's low-level :class:`mcp.server.lowlevel.Server`, not its
+decorator API: a tool's input schema is the JSON schema of a core request's fields
+(:func:`encodr.core.fields.schema`), the same generator that writes the HTTP API's request
+bodies, so a field means and defaults to the same thing on every front end. Each tool builds
+its request with :func:`encodr.core.fields.build`, runs the core's command in a worker thread
+and answers with the result's JSON (what ``--json`` prints and HTTP returns) as text and as
+structured content; a refused request is a tool error worded with field names
+(:func:`encodr.core.fields.words`).
+
+Tools: ``search``, ``get_document``, ``list_indexes``; with ``--writable`` also
+``add_documents``, ``sync_index`` and ``delete_documents``. Transports: stdio (an agent starts
+``encodr mcp``), or streamable HTTP on 127.0.0.1 with ``--port``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import __version__
+from .core import commands
+from .core import requests as rq
+from .core.fields import build, schema, words
+from .errors import EncodrError
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One MCP tool: its request class (``None``: no input) and what it tells an agent."""
+
+    request: type | None
+    description: str
+    writes: bool = False
+
+
+TOOLS = {
+    "search": Tool(rq.SearchRequest, "Search an index for the passages and documents nearest to one or more queries (dense, keyword or hybrid "
+                                     "search, filters, languages, re-ranking). Each hit has its document id, title, source and text."),
+    "get_document": Tool(rq.DocumentRequest, "Get one document of an index whole, by the document id a search hit gives: its text, title, "
+                                             "source, file and metadata."),
+    "list_indexes": Tool(None, "List the indexes this server searches, with their model, languages, document and text counts, and sources."),
+    "add_documents": Tool(rq.UpsertRequest, "Add documents to an index, or replace those with the same id (each document: id, text, optional "
+                                            "title, metadata and lang).", writes=True),
+    "sync_index": Tool(rq.SyncRequest, "Bring an index in step with files and folders on the server's machine: add new documents, re-encode "
+                                       "changed ones, remove those whose file is gone.", writes=True),
+    "delete_documents": Tool(rq.DocumentIdsRequest, "Delete documents from an index by id.", writes=True),
+}  # fmt: skip
+
+
+@dataclass
+class Agents:
+    """What an MCP server holds: a warm :class:`~encodr.index.Searcher` per index name, the
+    cross-encoders loaded for re-ranking, and whether it offers the writing tools."""
+
+    searchers: dict = field(default_factory=dict)
+    writable: bool = False
+    rerankers: dict = field(default_factory=dict)
+    write_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def tools(self) -> dict[str, Tool]:
+        """The tools offered: every reading tool, and the writing ones with ``writable``."""
+        return {name: tool for name, tool in TOOLS.items() if self.writable or not tool.writes}
+
+    def searcher(self, name: str | None):
+        """The searcher of served index ``name``.
+
+        Raises:
+            EncodrError: no such index is served (404, field ``index``), naming those that are.
+        """
+        if name not in self.searchers:
+            raise EncodrError(f"index '{name}' is not served here; served: {', '.join(self.searchers) or 'none'}", field="index", status=404)
+        return self.searchers[name]
+
+    def call(self, name: str, arguments: dict) -> dict:
+        """Run tool ``name`` with ``arguments``; its result's JSON.
+
+        Raises:
+            EncodrError: an unknown tool, a refused request (naming the field), or the command's own errors.
+        """
+        tools = self.tools()
+        if name not in tools:
+            raise EncodrError(f"no tool '{name}'; this server offers {', '.join(tools)}", field="name", status=404)
+        tool = tools[name]
+        if tool.request is None:
+            if arguments:
+                raise EncodrError(f"{name} takes no arguments; got {', '.join(arguments)}", field=next(iter(arguments)))
+            return self.list_indexes()
+        request = build(tool.request, arguments)
+        request.check()
+        searcher = self.searcher(request.index)
+        if name == "search":
+            return commands.search(request, searcher, self.reranker(request.rerank)).payload()
+        if name == "get_document":
+            return commands.document(searcher, request.id).payload()
+        path = str(searcher.index.path)
+        with self.write_lock:  # one write at a time, each a new generation
+            if name == "add_documents":
+                result = commands.upsert(path, request, encoder=searcher.encoder)
+            elif name == "sync_index":
+                result = commands.sync_served(request, path, searcher.encoder)
+            else:
+                result = commands.delete_ids(path, request)
+        searcher.refresh()
+        return result.payload()
+
+    def reranker(self, spec: str | None):
+        """The cross-encoder ``spec`` names, loaded once; None without one."""
+        if spec and spec not in self.rerankers:
+            self.rerankers[spec] = commands.load_scorer(spec, cross=True)
+        return self.rerankers.get(spec) if spec else None
+
+    def list_indexes(self) -> dict:
+        """The served indexes: the columns of ``encodr indexes`` of each one's current generation."""
+        rows = []
+        for name, searcher in self.searchers.items():
+            searcher.refresh()
+            rows.append({"name": name, "path": str(searcher.index.path),
+                         **{k: searcher.index.meta.get(k) for k in commands.INDEX_COLUMNS if k != "name"}})  # fmt: skip
+        return {"indexes": rows}
+
+
+def open_indexes(specs: list[str], announce: Callable[[str], None] = lambda line: None) -> dict:
+    """A :class:`~encodr.index.Searcher` for each index spec (default: every index in the
+    workspace), by folder name; each model is loaded once.
+
+    Raises:
+        EncodrError: an index that cannot be opened, or two with one name.
+    """
+    from .index import Searcher, list_indexes, locate
+
+    specs = specs or [row["path"] for row in list_indexes() if "error" not in row]
+    searchers: dict = {}
+    for spec in specs:
+        path = locate(spec)
+        if path.name in searchers:
+            raise EncodrError(f"two served indexes are named '{path.name}'; serve one of them, or rename its folder", field="index")
+        searchers[path.name] = Searcher(path)
+        announce(f"serving index {path.name} ({path}, {len(searchers[path.name].index):,} texts, model {searchers[path.name].index.meta['model']})")
+    return searchers
+
+
+def server(agents: Agents):
+    """The MCP :class:`~mcp.server.lowlevel.Server` over ``agents``: ``tools/list`` lists
+    :meth:`Agents.tools` with schemas from the requests' declarations, ``tools/call`` runs one."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    def listed(name: str, tool: Tool):
+        inputs = schema(tool.request, "mcp") if tool.request is not None else {"type": "object", "properties": {}}
+        return types.Tool(name=name, description=tool.description, input_schema=inputs)
+
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[listed(n, t) for n, t in agents.tools().items()])
+
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            payload = await anyio.to_thread.run_sync(agents.call, params.name, dict(params.arguments or {}))
+        except EncodrError as exc:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=words(exc, "mcp"))], is_error=True)
+        except OSError as exc:
+            from .outputs import os_fault
+
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(os_fault(exc)))], is_error=True)
+        text = json.dumps(payload, default=str)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=json.loads(text))
+
+    return Server("encodr", version=__version__, instructions="Search the user's indexed documents: list_indexes, then search; get_document "
+                  "reads a hit's whole document.", on_list_tools=list_tools, on_call_tool=call_tool)  # fmt: skip
+
+
+def run(request, announce: Callable[[str], None] = lambda line: None) -> None:
+    """Serve ``request`` (:class:`encodr.core.requests.McpRequest`) until the client leaves
+    (stdio) or Ctrl-C (``--port``).
+
+    Raises:
+        EncodrError: an index that cannot be opened (before anything is served); the port is taken.
+    """
+    import anyio
+
+    agents = Agents(open_indexes(request.index, announce), writable=request.writable)
+    app = server(agents)
+    if request.port is None:
+        from mcp.server.stdio import stdio_server
+
+        async def main() -> None:
+            async with stdio_server() as (read, write):
+                await app.run(read, write, app.create_initialization_options())
+
+        anyio.run(main)
+        return
+    import uvicorn
+
+    from .sockets import listening_socket
+
+    sock = listening_socket(request.host, request.port)
+    announce(f"MCP over streamable HTTP at http://{request.host}:{request.port}/mcp (Ctrl-C stops)")
+    uvicorn.Server(uvicorn.Config(app.streamable_http_app(host=request.host), log_level="warning")).run(sockets=[sock])

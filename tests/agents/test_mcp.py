@@ -1,0 +1,88 @@
+"""``encodr mcp``: an agent, through the official SDK's stdio client, lists the tools, searches an
+index and reads a hit's document; the tools' input schemas are the HTTP request bodies'."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+mcp = pytest.importorskip("mcp")
+
+from encodr.agents import TOOLS, Agents  # noqa: E402
+from encodr.core import commands  # noqa: E402
+from encodr.core import requests as rq  # noqa: E402
+from encodr.core.fields import schema  # noqa: E402
+from encodr.core.requests import IndexRequest  # noqa: E402
+
+
+@pytest.fixture
+def kb(tmp_path, tiny_model):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pump.md").write_text("---\nteam: ops\n---\n# Pump\n\nThe pump pressure must stay below 4 bar.\n")
+    (docs / "valve.md").write_text("# Valve\n\nValve maintenance: grease the stem every month.\n")
+    commands.index(IndexRequest(corpus=[str(docs)], model=str(tiny_model), out=str(tmp_path / "kb"), lang="eng"))
+    return tmp_path / "kb"
+
+
+
+
+async def test_an_agent_lists_the_tools_searches_and_reads_a_hits_document(kb):
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "encodr", "mcp", "--index", str(kb)], env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert set(tools) == {"search", "get_document", "list_indexes"}  # no writing tool without --writable
+            search_schema = tools["search"].input_schema
+            assert search_schema["properties"]["mode"]["enum"] == ["dense", "keyword", "hybrid"]
+
+            listed = await session.call_tool("list_indexes", {})
+            assert not listed.is_error and json.loads(listed.content[0].text)["indexes"][0]["name"] == "kb"
+
+            found = await session.call_tool("search", {"index": "kb", "query": "pump pressure", "mode": "keyword", "k": 1})
+            assert not found.is_error, found.content[0].text
+            hit = found.structured_content["results"][0]["hits"][0]
+            assert "4 bar" in hit["text"]
+
+            doc = await session.call_tool("get_document", {"index": "kb", "id": hit["ext_id"]})
+            assert not doc.is_error, doc.content[0].text
+            record = json.loads(doc.content[0].text)
+            assert record["id"] == hit["ext_id"] and "4 bar" in record["text"] and record["metadata"]["team"] == "ops"
+
+            bad = await session.call_tool("search", {"index": "kb", "query": "pump", "mode": "hybird"})
+            assert bad.is_error and bad.content[0].text == "mode: 'hybird' is not one of dense, keyword, hybrid"
+
+
+def test_each_tools_input_schema_is_the_http_bodys_for_the_fields_they_share():
+    http = schema(rq.SearchRequest, "http")
+    tool = schema(TOOLS["search"].request, "mcp")
+    shared = set(http["properties"]) & set(tool["properties"])
+    assert shared == set(http["properties"])  # every search field of the API is a tool argument
+    assert {n: tool["properties"][n] for n in shared} == {n: http["properties"][n] for n in shared}
+    for name in ("add_documents", "delete_documents"):
+        model = TOOLS[name].request
+        http, tool = schema(model, "http"), schema(model, "mcp")
+        assert {n: tool["properties"][n] for n in http["properties"]} == http["properties"]
+        assert set(tool["properties"]) - set(http["properties"]) == {"index"}  # over HTTP the index is the path's NAME
+
+
+def test_writing_tools_need_writable_and_change_what_search_sees(kb, tiny_model):
+    from encodr.index import Searcher
+
+    reading = Agents({"kb": Searcher(kb)})
+    with pytest.raises(Exception, match="no tool 'add_documents'"):
+        reading.call("add_documents", {"index": "kb", "documents": [{"id": "n1", "text": "night shift pump manual"}]})
+    agents = Agents({"kb": Searcher(kb)}, writable=True)
+    added = agents.call("add_documents", {"index": "kb", "documents": [{"id": "n1", "text": "night shift pump manual"}]})
+    assert added["added"] == 1
+    hits = agents.call("search", {"index": "kb", "query": "night shift", "mode": "keyword"})["results"][0]["hits"]
+    assert [h["ext_id"] for h in hits] == ["n1"]
+    assert agents.call("delete_documents", {"index": "kb", "ids": ["n1"]})["removed"] == 1
+    assert agents.call("search", {"index": "kb", "query": "night shift", "mode": "keyword"})["results"][0]["hits"] == []
