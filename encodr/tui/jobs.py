@@ -11,7 +11,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
+from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Static
 from textual_plotext import PlotextPlot
 
 from ..core import commands
