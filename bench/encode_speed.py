@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
 from encodr import evaluation  # noqa: E402
-from encodr.index import Index, build  # noqa: E402
+from encodr.index import Index, BuildOptions, build  # noqa: E402
 from encodr.models import load_encoder  # noqa: E402
 from encodr.models.onnx import export, export_dir  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
@@ -62,7 +62,7 @@ def _model_path(model: str) -> Path:
 def encodr_index(corpus: Path, model: str, backend: str, work: Path, batch_size: int | None) -> tuple[float, np.ndarray]:
     """Seconds ``encodr index`` reports (model loaded → index in place) and the stored vectors, in line order."""
     out = work / f"idx-{backend}-{batch_size}"
-    meta = build([str(corpus)], model, out, index_type="flat", backend=backend, batch_size=batch_size)
+    meta = build([str(corpus)], out, BuildOptions(model=model, index_type="flat", backend=backend, batch_size=batch_size))
     index = Index.open(out)
     n = len(index)
     vectors = index.faiss.reconstruct_n(0, n)

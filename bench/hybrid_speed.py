@@ -47,7 +47,7 @@ def main() -> None:
     import faiss
     import torch
 
-    from encodr.index import Searcher, build
+    from encodr.index import Searcher, BuildOptions, build
     from encodr.index.options import SearchOptions
     from encodr.models.cross import new_cross_encoder
 
@@ -61,7 +61,7 @@ def main() -> None:
         corpus = Path(tmp) / "corpus.tsv"
         corpus.write_text("text\tlang\n" + "".join(f"{t}\t{lang}\n" for t, lang in texts), encoding="utf-8")
         started = time.perf_counter()
-        meta = build([str(corpus)], "minilm", Path(tmp) / "idx", index_type="flat", backend=args.backend)
+        meta = build([str(corpus)], Path(tmp) / "idx", BuildOptions(model="minilm", index_type="flat", backend=args.backend))
         build_s = time.perf_counter() - started
         print(f"built {meta['count']:,} texts in {build_s:.0f} s, of which the keyword index {meta['keyword_seconds']:.1f} s", flush=True)
         searcher = Searcher(Path(tmp) / "idx")

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
-from encodr.index import Index, build  # noqa: E402
+from encodr.index import Index, BuildOptions, build  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
 
 
@@ -55,7 +55,7 @@ def main() -> None:
         runs = [("local", 1)] + [(engine, n) for engine in args.engines for n in (1, args.processes) if (engine, n) != ("local", 1)]
         for engine, processes in runs:
             out = Path(tmp) / f"{engine}{processes}"
-            meta = build([str(corpus)], args.model, out, index_type="flat", lang="eng", processes=processes, engine=engine)
+            meta = build([str(corpus)], out, BuildOptions(model=args.model, index_type="flat", lang="eng", processes=processes, engine=engine))
             vectors[engine, processes] = vectors_by_line(out)
             rows.append({"engine": engine, "processes": processes, "index": "flat", "texts": meta["count"], "seconds": meta["seconds"],
                          "texts/s": round(meta["count"] / meta["seconds"], 1)})  # fmt: skip
@@ -65,7 +65,7 @@ def main() -> None:
         for engine in ["local", *[e for e in args.engines if e != "local"]] if args.ivfpq else []:
             processes = 1 if engine == "local" else args.processes
             out = Path(tmp) / f"{engine}{processes}-ivfpq"
-            meta = build([str(corpus)], args.model, out, index_type="ivfpq", lang="eng", processes=processes, engine=engine)
+            meta = build([str(corpus)], out, BuildOptions(model=args.model, index_type="ivfpq", lang="eng", processes=processes, engine=engine))
             index = Index.open(out)
             lines = np.asarray(index.texts.column("line"))
             order = np.sort(lines)  # a text's position in vectors_by_line's order

@@ -148,7 +148,7 @@ def main() -> None:
 
     from encodr.data.beir import read_retrieval
     from encodr.evaluation.retrieval import RetrievalEvaluator
-    from encodr.index import Index, build
+    from encodr.index import Index, BuildOptions, build
     from encodr.models import load_encoder
 
     data = read_retrieval(DATA)
@@ -157,7 +157,7 @@ def main() -> None:
     encoder = load_encoder(args.model)
     work = Path(tempfile.mkdtemp(prefix="encodr-quantize-"))
     started = time.perf_counter()
-    build([str(data.corpus_file)], encoder, work / "none", index_type="flat")
+    build([str(data.corpus_file)], work / "none", BuildOptions(model=encoder, index_type="flat"))
     encode_s = time.perf_counter() - started
     texts = [data.queries[q] for q in evaluator.query_ids()]
     queries = encoder.encode(texts, prompt=encoder.prompt("query"))

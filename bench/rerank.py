@@ -54,7 +54,7 @@ def main() -> None:
 
     from encodr.data.beir import read_retrieval
     from encodr.evaluation.retrieval import RetrievalEvaluator
-    from encodr.index import Searcher, build
+    from encodr.index import Searcher, BuildOptions, build
     from encodr.index.options import SearchOptions
     from encodr.index.fusion import interpolate
     from encodr.models import load_cross, load_encoder
@@ -67,7 +67,7 @@ def main() -> None:
     where = args.index or Path(f"/tmp/encodr-rerank-{args.data}-{args.model}")
     if not where.exists():  # an index built by an earlier run is reused
         started = time.perf_counter()
-        build([str(evaluator.data.corpus_file)], encoder, where, backend="torch")
+        build([str(evaluator.data.corpus_file)], where, BuildOptions(model=encoder, backend="torch"))
         print(f"built {where} in {time.perf_counter() - started:.0f} s", flush=True)
     searcher = Searcher(where, encoder=encoder)
     _, hits = searcher.query(queries, SearchOptions(k=100, mode="hybrid", fusion="convex"))

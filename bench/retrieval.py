@@ -121,7 +121,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.data:
             folder = cross_lingual(Path(tmp) / name) if name == "xquad-x" else DATA / name
-            evaluator = RetrievalEvaluator(name, read_retrieval(folder), split=SPLITS[name], whole=args.whole, limit=args.limit, rerank_weight=args.rerank_weight)
+            from encodr.index import SearchOptions
+
+            searches = tuple(SearchOptions(mode=mode, fusion=fusion, rerank_weight=args.rerank_weight) for mode, fusion in MODES)
+            labels = {o.label: (o.mode if o.mode != "hybrid" else f"hybrid-{o.fusion}") for o in searches}  # the result JSON's column names
+            evaluator = RetrievalEvaluator(name, read_retrieval(folder), split=SPLITS[name], whole=args.whole, limit=args.limit, searches=searches)
             for model in args.models:
                 encoder = load_encoder(model)
                 row = {"model": model, "data": name, "documents as": ("whole" if args.whole else "passages") + (f", {args.tag}" if args.tag else ""),
@@ -130,17 +134,16 @@ def main() -> None:
                 if args.rerank:  # one index: every mode's first stage, and the hybrid (convex) lists re-ranked
                     from encodr.models import load_cross
 
-                    ranked = evaluator.ranked(encoder, MODES, reranker=load_cross(args.rerank), first_stage=True, reranked=[("hybrid", "convex")])
-                    ranked[("rerank", "convex")] = ranked[("hybrid", "convex")]
-                    ranked[("hybrid", "convex")] = ranked.pop(("hybrid", "convex+first-stage"))
+                    convex = tuple(o for o in searches if o.label == "hybrid·convex")
+                    ranked = evaluator.ranked(encoder, searches, reranker=load_cross(args.rerank), first_stage=True, reranked=convex)
                 else:
-                    ranked = evaluator.ranked(encoder, MODES)
+                    ranked = evaluator.ranked(encoder, searches)
                 row["encodr_seconds"] = round(time.perf_counter() - started, 1)
-                for mode, fusion in MODES:
-                    label = mode if mode != "hybrid" else f"hybrid-{fusion}"
-                    row[label] = next(s.value for s in evaluator.scores(ranked[(mode, fusion)]) if s.metric == "ndcg@10")
+                for label, column in labels.items():
+                    row[column] = next(s.value for s in evaluator.scores(ranked[label]) if s.metric == "ndcg@10")
                 if args.rerank:
-                    row["hybrid-convex+rerank"] = next(s.value for s in evaluator.scores(ranked[("rerank", "convex")]) if s.metric == "ndcg@10")
+                    reranked = next(k for k in ranked if k.startswith("hybrid·convex+rerank"))
+                    row["hybrid-convex+rerank"] = next(s.value for s in evaluator.scores(ranked[reranked]) if s.metric == "ndcg@10")
                     row["reranker"], row["rerank_weight"] = args.rerank, args.rerank_weight
                 if not args.no_anchors:
                     row["st_dense"] = st_anchor(encoder, evaluator)

@@ -90,8 +90,10 @@ def main() -> None:
         evaluator = RetrievalEvaluator(args.data, real, split=split)
         search = {}  # the default search (hybrid, convex) and dense, for the base and the model --dev auto hands back
         for label, spec in (("base", args.model), ("--dev auto", str(Path(tmp) / "run"))):
-            ranked = evaluator.ranked(load_encoder(spec), [("dense", "rrf"), ("hybrid", "convex")])
-            search[label] = {mode: next(s.value for s in evaluator.scores(ranked[(mode, "rrf" if mode == "dense" else "convex")]) if s.metric == "ndcg@10")
+            from encodr.index import SearchOptions
+
+            ranked = evaluator.ranked(load_encoder(spec), (SearchOptions(mode="dense"), SearchOptions(mode="hybrid", fusion="convex")))
+            search[label] = {mode: next(s.value for s in evaluator.scores(ranked["dense" if mode == "dense" else "hybrid·convex"]) if s.metric == "ndcg@10")
                              for mode in ("dense", "hybrid")}  # fmt: skip
     curve = summary["dev_curve"]
     for point in curve:

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
-from encodr.index import Index, Searcher, build  # noqa: E402
+from encodr.index import Index, Searcher, BuildOptions, build  # noqa: E402
 from encodr.index.options import SearchOptions
 from encodr.index.build import _new_faiss, auto_index_type, training_sample  # noqa: E402
 from encodr.index.store import HNSW_EF_SEARCH, IVF_NPROBE, META_FILE, VECTORS_FILE  # noqa: E402
@@ -127,7 +127,7 @@ def main() -> None:
         with open(corpus, "w", encoding="utf-8") as f:
             f.write("text\tlang\n" + "".join(f"{t}\t{lang}\n" for t, lang in texts))
         t = time.perf_counter()
-        meta = build([str(corpus)], args.model, scratch / "flat", index_type="flat", backend=args.backend)
+        meta = build([str(corpus)], scratch / "flat", BuildOptions(model=args.model, index_type="flat", backend=args.backend))
         build_s = time.perf_counter() - t
         print(f"encodr index: {meta['count']:,} texts in {build_s:.0f} s ({meta['count'] / build_s:.0f} texts/s, backend {args.backend})", flush=True)
         searcher = Searcher(scratch / "flat")
@@ -158,8 +158,8 @@ def main() -> None:
         settings = [("flat", None), ("hnsw", 64), ("hnsw", HNSW_EF_SEARCH), ("ivfpq", 32), ("ivfpq", 64), ("ivfpq", IVF_NPROBE["ivfpq"]), ("ivfpq", 256)]
         for kind, setting in settings:
             index, seconds = built[kind]
-            holder = Index(scratch / "flat", scratch / "flat", {"index_type": kind}, index, {}, None, nprobe=setting if kind == "ivfpq" else None,
-                           ef_search=setting if kind == "hnsw" else None)  # fmt: skip
+            holder = Index(scratch / "flat", scratch / "flat", {"index_type": kind}, index, {}, None,
+                           probes=(setting if kind == "ivfpq" else None, setting if kind == "hnsw" else None))  # fmt: skip
             params = holder.search_params()
             ms, got = timed(lambda q: index.search(q, k, params=params)[1][0], qv)
             recall = float(np.mean([len(exact[i] & set(g.tolist())) / k for i, g in enumerate(got)]))

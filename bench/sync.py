@@ -101,7 +101,7 @@ def latency(searcher, queries: list[str], mode: str, filters=()) -> dict:
 
 
 def part_one(args, tmp: Path, queries: list[str]) -> tuple[list[dict], list[dict], dict]:
-    from encodr.index import Searcher, build
+    from encodr.index import Searcher, BuildOptions, build
     from encodr.index.build import compact, delete
     from encodr.index.filters import parse
 
@@ -113,7 +113,7 @@ def part_one(args, tmp: Path, queries: list[str]) -> tuple[list[dict], list[dict
         write_doc(folder, i, title, text)
     out = tmp / "idx"
     t = time.perf_counter()
-    first = build([str(folder)], args.model, out, index_type="hnsw", lang="eng", backend=args.backend)
+    first = build([str(folder)], out, BuildOptions(model=args.model, index_type="hnsw", lang="eng", backend=args.backend))
     first_s = time.perf_counter() - t
     ids = list(range(args.docs))
     rng.shuffle(ids)
@@ -127,10 +127,10 @@ def part_one(args, tmp: Path, queries: list[str]) -> tuple[list[dict], list[dict
     for j, (title, text) in enumerate(extra):
         write_doc(folder, args.docs + j, title, text)
     t = time.perf_counter()
-    synced = build([str(folder)], None, out, sync=True)
+    synced = build([str(folder)], out, BuildOptions(sync=True))
     sync_s = time.perf_counter() - t
     t = time.perf_counter()
-    rebuilt = build([str(folder)], args.model, tmp / "rebuilt", index_type="hnsw", lang="eng", backend=args.backend)
+    rebuilt = build([str(folder)], tmp / "rebuilt", BuildOptions(model=args.model, index_type="hnsw", lang="eng", backend=args.backend))
     rebuild_s = time.perf_counter() - t
     sync_rows = [
         {"step": "first build (HNSW)", "seconds": round(first_s, 1), "encoded": first["encoded"], "documents": first["documents"], "added": first["added"],
@@ -189,7 +189,7 @@ class RandomVectors:
 def part_two(args, tmp: Path, queries: list[str]) -> list[dict]:
     from search import corpus_texts
 
-    from encodr.index import Searcher, build
+    from encodr.index import Searcher, BuildOptions, build
     from encodr.index.filters import parse
     from encodr.models import load_encoder, pick_device
     from encodr.models.encoder import choose_backend
@@ -205,7 +205,7 @@ def part_two(args, tmp: Path, queries: list[str]) -> list[dict]:
         encoder.encode = RandomVectors(encoder)  # the documents' vectors only: the searcher below loads the model afresh
         out = tmp / f"scale-{kind}"
         t = time.perf_counter()
-        build([str(corpus)], encoder, out, index_type=kind, on_disk=on_disk, whole=True)
+        build([str(corpus)], out, BuildOptions(model=encoder, index_type=kind, on_disk=on_disk, whole=True))
         built = time.perf_counter() - t
         searcher = Searcher(out)
         for filters, label in (((), "none"), (("bucket=7",), "bucket=7 (1 %)"), (("half=1",), "half=1 (50 %)")):

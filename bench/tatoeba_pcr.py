@@ -27,7 +27,7 @@ from encodr.models import load_encoder  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
 from encodr.index import Searcher  # noqa: E402
 from encodr.index.options import SearchOptions
-from encodr.index import build  # noqa: E402
+from encodr.index import BuildOptions, build  # noqa: E402
 
 
 def main() -> None:
@@ -48,7 +48,7 @@ def main() -> None:
             row = {"pair": f"{lang}→eng", "pairs": len(foreign)}
             for pcr in (False, True):
                 out = scratch / f"{lang}-{pcr}"
-                build([str(tsv)], args.model, out, pcr=pcr)
+                build([str(tsv)], out, BuildOptions(model=args.model, pcr=pcr))
                 searcher = Searcher(out, encoder=encoder)
                 results = searcher.search(foreign, SearchOptions(k=len(searcher.index), lang=lang, mode="dense"))  # every hit: the first English one counts
                 correct = 0

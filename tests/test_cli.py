@@ -146,7 +146,7 @@ def test_missing_model_directory(capsys, monkeypatch, words_file, tmp_path):
 
 def test_eval_unknown_suite_and_missing_data(capsys, monkeypatch, tmp_path):
     code, _, err = run_cli(["eval", "music"], capsys, monkeypatch)
-    assert_one_line_error(code, err, "unknown evaluation 'music'")
+    assert_one_line_error(code, err, "SUITE music: not one of sts, words, linking, pairs, bitext, retrieval")
     code, _, err = run_cli(["eval", "sts", "--data", str(tmp_path / "x.tsv")], capsys, monkeypatch)
     assert_one_line_error(code, err, "no such file or bundled dataset")
     code, _, err = run_cli(["eval", "linking", "--data", "stsb-dev"], capsys, monkeypatch)
@@ -251,7 +251,7 @@ def test_eval_limit_scores_the_first_items(capsys, monkeypatch, tmp_path, tiny_m
     code, out, _ = run_cli(["eval", "sts", str(f), "--model", str(tiny_model), "--limit", "3", "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(out)["scores"][0]["n"] == 3
     code, _, err = run_cli(["eval", "sts", str(f), "--model", str(tiny_model), "--limit", "0"], capsys, monkeypatch)
-    assert_one_line_error(code, err, "--limit 0: give 1 or more")
+    assert_one_line_error(code, err, "--limit 0: must be 1 or more")
 
 
 def test_server_flag_without_a_server_is_one_line(capsys, monkeypatch):

@@ -22,14 +22,14 @@ import pytest
 
 from tests.conftest import run_cli
 from encodr.errors import EncodrError
-from encodr.index import Index, build
+from encodr.index import Index, BuildOptions, build
 
 # A writer process for the race tests: builds or appends to an index over and over, printing a
 # line at every progress event and after every write, so a test can kill it at a random event.
 WRITER = r"""
 import sys
 from pathlib import Path
-from encodr.index import build
+from encodr.index import BuildOptions, build
 out, model, folder, adds, overwrite_every = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 base = folder / "base.txt"
 print("ready", flush=True)
@@ -38,9 +38,9 @@ for i in range(adds):
     f = folder / f"add-{tag}-{i}.txt"
     f.write_text("".join(f"text {tag} {i} {j}\n" for j in range(3)))
     if overwrite_every and i % overwrite_every == overwrite_every - 1:
-        build([str(base)], model, out, overwrite=True, lang="eng", batch_size=1, progress=lambda e: print("event", flush=True))
+        build([str(base)], out, BuildOptions(model=model, overwrite=True, lang="eng", batch_size=1), progress=lambda e: print("event", flush=True))
     else:
-        build([str(f)], None, out, add=True, lang="eng", batch_size=1, progress=lambda e: print("event", flush=True))
+        build([str(f)], out, BuildOptions(add=True, lang="eng", batch_size=1), progress=lambda e: print("event", flush=True))
     print("written", flush=True)
 """
 
@@ -65,7 +65,7 @@ def base_index(tmp_path, tiny_model) -> Path:
     folder.mkdir()
     (folder / "base.txt").write_text("".join(f"base text {i}\n" for i in range(10)))
     out = tmp_path / "idx"
-    build([str(folder / "base.txt")], str(tiny_model), out, lang="eng")
+    build([str(folder / "base.txt")], out, BuildOptions(model=str(tiny_model), lang="eng"))
     return out
 
 
@@ -88,7 +88,7 @@ def test_a_reader_never_sees_a_missing_or_mixed_index_during_30_adds(base_index,
     # a write sweeps every generation nobody holds: the reader above may have held the one before
     # the last write while it swept, so one more write, with no reader, leaves only its own
     (tmp_path / "corpus" / "last.txt").write_text("one more text\n")
-    build([str(tmp_path / "corpus" / "last.txt")], None, base_index, add=True)
+    build([str(tmp_path / "corpus" / "last.txt")], base_index, BuildOptions(add=True))
     assert sorted(p.name for p in base_index.iterdir()) == ["current", os.readlink(base_index / "current")]
 
 
@@ -113,7 +113,7 @@ def test_random_kills_of_writers_and_readers_leave_a_consistent_index(base_index
             assert len(index) >= 10
             assert index.rows([0])[0]["text"] == "base text 0"
     assert kills == 22
-    meta = build([str(tmp_path / "corpus" / "base.txt")], None, base_index, add=True)  # the next write sweeps the dead ones
+    meta = build([str(tmp_path / "corpus" / "base.txt")], base_index, BuildOptions(add=True))  # the next write sweeps the dead ones
     assert meta["added"] == 0
     assert sorted(p.name for p in base_index.iterdir()) == ["current", os.readlink(base_index / "current")]
 
@@ -282,7 +282,7 @@ def test_a_full_disk_during_a_build_and_an_add_is_one_line_and_keeps_the_index(t
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"a line of text number {i}\n" for i in range(200)))
     out = tmpfs / "idx"
-    build([str(corpus)], str(tiny_model), out, lang="eng")
+    build([str(corpus)], out, BuildOptions(model=str(tiny_model), lang="eng"))
     before = sorted(p.name for p in (out / "current").iterdir())
     more = tmp_path / "more.txt"
     more.write_text("".join(f"another longer line of text, number {i}, to fill the disk\n" for i in range(3000)))
@@ -339,7 +339,7 @@ def built_small(tmp_path, tiny_model) -> Path:
     corpus = tmp_path / "small.txt"
     corpus.write_text("first text\nsecond text\nthird text\n")
     out = tmp_path / "small-idx"
-    build([str(corpus)], str(tiny_model), out, lang="eng")
+    build([str(corpus)], out, BuildOptions(model=str(tiny_model), lang="eng"))
     return out
 
 
@@ -369,11 +369,11 @@ def test_a_long_running_searcher_sees_each_add_whole(built_small, tmp_path):
     first = searcher.index.folder
     more = tmp_path / "more.txt"
     more.write_text("a fourth text\n")
-    build([str(more)], None, built_small, add=True)
+    build([str(more)], built_small, BuildOptions(add=True))
     assert first.exists()  # held by the searcher: not removed under it
     hits = searcher.search(["a fourth text"], SearchOptions(k=1, mode="dense"))[0]
     assert hits[0].text == "a fourth text" and len(searcher.index) == 4 and searcher.index.folder != first
-    build([str(more)], None, built_small, add=True)  # the next write removes the generation nobody holds now
+    build([str(more)], built_small, BuildOptions(add=True))  # the next write removes the generation nobody holds now
     assert not first.exists()
 
 
@@ -391,9 +391,9 @@ def test_a_language_that_is_not_a_code_is_refused(tmp_path, tiny_model, built_sm
     corpus = tmp_path / "c.txt"
     corpus.write_text("hello there\n")
     code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), "--lang", "not a code!"], capsys, monkeypatch)
-    assert code == 2 and "--lang 'not a code!' is not an ISO 639-3 language code" in err and not (tmp_path / "x").exists()
+    assert code == 2 and "--lang not a code!: not an ISO 639-3 language code" in err and not (tmp_path / "x").exists()
     code, _, err = run_cli(["search", "first", "--index", str(built_small), "--hit-lang", "English"], capsys, monkeypatch)
-    assert code == 2 and "--hit-lang 'English' is not an ISO 639-3 language code" in err
+    assert code == 2 and "--hit-lang English: not an ISO 639-3 language code" in err
     tsv = tmp_path / "c.tsv"
     tsv.write_text("text\tlang\nhello\tEnglish!\n")
     code, _, err = run_cli(["index", str(tsv), "--model", str(tiny_model), "--out", str(tmp_path / "y")], capsys, monkeypatch)
@@ -404,7 +404,7 @@ def test_a_read_only_file_system_is_one_line_and_keeps_the_index(tmpfs, tiny_mod
     corpus = tmp_path / "c.txt"
     corpus.write_text("first text\nsecond text\n")
     out = tmpfs / "idx"
-    build([str(corpus)], str(tiny_model), out, lang="eng")
+    build([str(corpus)], out, BuildOptions(model=str(tiny_model), lang="eng"))
     if subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], capture_output=True).returncode != 0:
         pytest.skip("cannot remount read-only here")
     more = tmp_path / "more.txt"
@@ -434,7 +434,7 @@ def test_an_index_from_before_generations_is_read_and_converted_by_its_next_writ
         assert index.folder == built_small and len(index) == 3
     more = tmp_path / "more.txt"
     more.write_text("a fourth text\n")
-    assert build([str(more)], None, built_small, add=True)["count"] == 4
+    assert build([str(more)], built_small, BuildOptions(add=True))["count"] == 4
     assert sorted(p.name for p in built_small.iterdir()) == ["current", "g000001"]  # the flat files are gone
     assert len(Index.open(built_small)) == 4
 

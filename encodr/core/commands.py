@@ -171,11 +171,7 @@ def index_with(request: IndexRequest, encoder=None, progress: ProgressFn = silen
     a watcher's, loaded once) instead of ``request.model`` when given. Returns its summary."""
     from ..index import build
 
-    return build(request.corpus, encoder or request.model, request.target(), request.index_type, request.add, request.overwrite, request.pcr, request.lang,
-                 request.batch_size, progress=progress, pcr_variant=pcr_variant(True, request.pcr_variant), backend=request.backend,
-                 processes=request.processes, glob=request.glob, whole=request.whole, layout=request.layout(), quantize=request.quantize,
-                 engine=request.engine, address=request.address, dim=request.dim, warn=warn, on_disk=request.on_disk,
-                 sync=request.sync or request.watch)  # fmt: skip
+    return build(request.corpus, request.target(), request.options(encoder), progress=progress, warn=warn)
 
 
 def interrupted_index(request: IndexRequest) -> str:

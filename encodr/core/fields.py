@@ -185,4 +185,22 @@ def words(exc: EncodrError, front: str, model: type[BaseModel] | None = None) ->
         return exc.words(flag(model, name) if model is not None and name in model.model_fields else "--" + name.replace("_", "-"))
     if front == "cli":
         return str(exc)
-    return _FLAG.sub(lambda m: "k" if m.group(1) == "-k" else m.group(1)[2:].replace("-", "_"), str(exc))
+    names = front_fields(front)
+
+    def name(match) -> str:
+        field = "k" if match.group(1) == "-k" else match.group(1)[2:].replace("-", "_")
+        return field if field in names else match.group(1)  # a server's own flag (--writable) stays as it is
+
+    return _FLAG.sub(name, str(exc))
+
+
+def front_fields(front: str) -> set[str]:
+    """The names of the fields any request declares for front end ``front``."""
+    seen, stack, names = set(), [BaseModel], set()
+    while stack:
+        for cls in stack.pop().__subclasses__():
+            if cls not in seen:
+                seen.add(cls)
+                stack.append(cls)
+                names.update(n for n in cls.model_fields if isinstance(cls.model_fields[n].json_schema_extra, Hints) and front in rendering(cls, n).fronts)
+    return names

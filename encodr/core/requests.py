@@ -317,6 +317,21 @@ class IndexRequest(Request):
             if value is not None and not value.strip():
                 raise EncodrError(f"--{name.replace('_', '-')} is blank; name a field or column of the corpus", field=name)
 
+    def options(self, encoder=None):
+        """How to build (:class:`encodr.index.build.BuildOptions`), with ``encoder`` (a loaded
+        model) in place of ``model`` when given; ``watch`` syncs.
+
+        Raises:
+            OptionError: a value the options refuse, naming the field.
+        """
+        from ..index.build import BuildOptions
+
+        given = dict(model=encoder or self.model, index_type=self.index_type, quantize=self.quantize, dim=self.dim, on_disk=self.on_disk,
+                     add=self.add, sync=self.sync or self.watch, overwrite=self.overwrite, pcr=self.pcr, pcr_variant=pcr_variant(True, self.pcr_variant),
+                     lang=self.lang, backend=self.backend, batch_size=self.batch_size, processes=self.processes, engine=self.engine,
+                     address=self.address, glob=self.glob, whole=self.whole, layout=self.layout())  # fmt: skip
+        return BuildOptions(**given)
+
     def layout(self):
         """Where the corpus's record files keep their fields (:class:`encodr.data.records.Layout`)."""
         from ..data.records import Layout

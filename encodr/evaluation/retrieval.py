@@ -84,13 +84,13 @@ class RetrievalEvaluator(Evaluator):
         these of ``searches`` are re-ranked (default: all). With ``first_stage`` too, a
         re-ranked ranking's list before re-ranking is returned beside it, under its plain
         label, from the same searches (one index, not two)."""
-        from ..index import Searcher, build
+        from ..index import Searcher, BuildOptions, build
 
         reranker = self._reranker(reranker)
         same_text = self.same_text()
         with tempfile.TemporaryDirectory(prefix="encodr-retrieval-") as tmp:
             where = Path(tmp) / "index"
-            build([str(self.data.corpus_file)], encoder, where, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole)
+            build([str(self.data.corpus_file)], where, BuildOptions(model=encoder, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole))
             searcher = Searcher(where, encoder=encoder)
             try:
                 return self._rank(searcher, searches or self.searches, reranker, same_text, first_stage, reranked)

@@ -13,7 +13,7 @@ import os
 import shutil
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator
@@ -23,7 +23,7 @@ import numpy as np
 from ..data.language import DETECTOR, SMALL_CORPUS, check_code, corpus_languages, detect_languages, detect_with_confidence, sampled_languages
 from ..data.files import DOCUMENT_SUFFIXES, Skipped, expand, iter_passages, iter_records, passage_splitter
 from ..data.records import Layout, Record, read_records
-from ..errors import EncodrError
+from ..errors import EncodrError, one_of
 from ..models.encoder import AUTO_BACKEND, Encoder, check_backend, choose_backend
 from ..models.pcr import DEFAULT_VARIANT, POOLED, check_variant, fit_and_remove, remove_per_language
 from ..outputs import check_target, errno_in, generation, os_fault
@@ -34,7 +34,7 @@ from .ondisk import ONDISK_FILE, RefinedOnDisk, add_on_disk, extend_trained
 from .shards import Shards, digest, shards_folder
 from .texts import TextStore
 from .documents import Reconcile, file_state, unchanged_files
-from .dataflow import items, ray_windows
+from .dataflow import ActorModel, Splitting, items, ray_windows
 from .engines import check_engine, ray_adding, ray_session
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
 
@@ -111,32 +111,85 @@ def auto_index_type(n: int) -> str:
     return "flat" if n <= FLAT_MAX else "hnsw" if n <= HNSW_MAX else "ivfpq"
 
 
-def build(
-    files: list[str],
-    model: str | Encoder | None,
-    out: str | Path,
-    index_type: str = "auto",
-    add: bool = False,
-    overwrite: bool = False,
-    pcr: bool = False,
-    lang: str | None = None,
-    batch_size: int | None = None,
-    progress: ProgressFn = silent,
-    pcr_variant: str = DEFAULT_VARIANT,
-    backend: str = "auto",
-    processes: int = 1,
-    window: int = WINDOW,
-    glob: str | None = None,
-    whole: bool = False,
-    layout: Layout = Layout(),
-    quantize: str = "none",
-    engine: str = "local",
-    address: str | None = None,
-    dim: int | None = None,
-    warn: Callable[[str], None] = lambda line: None,
-    on_disk: bool = False,
-    sync: bool = False,
-) -> dict:
+@dataclass(frozen=True)
+class BuildOptions:
+    """How :func:`build` builds, appends to or syncs an index, validated when made; every
+    default lives here (the core's :class:`~encodr.core.requests.IndexRequest` renders them).
+
+    Attributes:
+        model: a model spec, or an already loaded :class:`~encodr.models.Encoder` (a new index
+            only: ``encodr eval retrieval`` indexes with the model it scores); with ``add``, a
+            spec that must match the index's model (or ``None``). Default: ``minilm``.
+        index_type: ``auto``, ``flat``, ``hnsw``, ``ivf`` or ``ivfpq`` (:data:`~.store.INDEX_TYPES`).
+        quantize: ``none``, ``int8`` (FAISS's 8-bit scalar quantiser: 4× smaller; ``flat``,
+            ``hnsw``, ``ivf``) or ``binary`` (sign bits searched by Hamming distance, the
+            candidates rescored by int8 vectors kept on disk: 32× smaller in memory; ``flat``,
+            which ``auto`` then means at any size); :mod:`~.quantized`. ``add`` keeps the index's.
+        dim: keep the first ``dim`` dimensions of each vector, renormalised (Matryoshka
+            truncation, :meth:`~encodr.models.encoder.Encoder.truncate`); ``add`` keeps the
+            index's (a different ``dim`` is an error).
+        on_disk: an IVF index (``ivf`` or ``ivfpq``, a new index) whose inverted lists are added
+            in blocks and merged into ``lists.ivfdata`` beside it, memory-mapped on search (:mod:`~.ondisk`).
+        add: append to the existing index at ``out``: new documents added, changed ones replaced, none removed.
+        sync: make the index at ``out`` hold exactly the documents now under the files given
+            (:mod:`.documents`); builds it when ``out`` does not exist.
+        overwrite: replace an existing index (one encodr wrote; never another folder).
+        pcr: fit and apply per-language principal-component removal (CMLM §5.2).
+        pcr_variant: ``centred`` or ``uncentred`` first component (:mod:`encodr.models.pcr`).
+        lang: language of texts without a ``lang`` column, ISO 639-3 (default: detected).
+        backend: ``torch``, ``torch-bf16``, ``onnx``, ``onnx-int8`` or ``auto``
+            (:func:`~encodr.models.encoder.choose_backend`; with ``add``, the index's own).
+        batch_size: texts per forward pass (default: the encoder's, per backend and device).
+        processes: encode on this many processes (one per GPU when CUDA is visible, else CPU
+            processes), or with ``engine`` ``ray`` this many Ray Data encoder actors.
+        engine: ``local`` or ``ray`` (read and split on Ray tasks, encode on Ray actors: :mod:`~.dataflow`).
+        address: with ``ray``, the cluster's address (default: ``RAY_ADDRESS``, else a local Ray).
+        window: texts read, deduplicated and encoded together (bounds memory).
+        glob: in folders, read only the files whose name matches (``*.pdf``).
+        whole: index each text whole, cut at the model's window, instead of splitting a longer
+            text into passages (:func:`encodr.data.files.passage_splitter`).
+        layout: where record files keep their fields (:class:`encodr.data.records.Layout`).
+
+    Raises:
+        OptionError: an unknown index type, quantisation or engine, a ``dim``, ``processes`` or
+            ``window`` below 1, naming the field.
+    """
+
+    model: str | Encoder | None = None
+    index_type: str = "auto"
+    quantize: str = "none"
+    dim: int | None = None
+    on_disk: bool = False
+    add: bool = False
+    sync: bool = False
+    overwrite: bool = False
+    pcr: bool = False
+    pcr_variant: str = DEFAULT_VARIANT
+    lang: str | None = None
+    backend: str = AUTO_BACKEND
+    batch_size: int | None = None
+    processes: int = 1
+    engine: str = "local"
+    address: str | None = None
+    window: int = WINDOW
+    glob: str | None = None
+    whole: bool = False
+    layout: Layout = Layout()
+
+    def __post_init__(self):
+        from ..errors import at_least, one_of
+        from .engines import ENGINES
+        from .quantized import QUANTIZE
+
+        one_of("index_type", self.index_type, INDEX_TYPES)
+        one_of("quantize", self.quantize, QUANTIZE)
+        one_of("engine", self.engine, ENGINES)
+        for name in ("dim", "processes", "window", "batch_size"):
+            at_least(name, getattr(self, name), 1)
+
+
+def build(files: list[str], out: str | Path, options: BuildOptions = BuildOptions(), progress: ProgressFn = silent,
+          warn: Callable[[str], None] = lambda line: None) -> dict:  # fmt: skip
     """Build an index of ``files`` with ``model`` in ``out``, append to it (``add``), or bring it
     in step with ``files`` (``sync``).
 
@@ -167,60 +220,13 @@ def build(
     the index already has.
 
     Args:
-        files: corpus files (plain text or TSV with ``text``, ``id``, ``lang``).
-        model: model spec, or an already loaded :class:`~encodr.models.Encoder` (a new index
-            only: ``encodr eval retrieval`` indexes with the model it scores); with ``add``, a
-            spec that must match the index's model (or ``None``).
-        out: index directory (with ``add``, also the name of a workspace index).
-        index_type: ``auto``, ``flat``, ``hnsw`` or ``ivf``.
-        add: append to the existing index at ``out``.
-        overwrite: replace an existing index (without ``add``).
-        pcr: fit and apply per-language principal-component removal.
-        pcr_variant: ``centred`` or ``uncentred`` first component (:mod:`encodr.models.pcr`).
-        lang: language of texts without a ``lang`` column (default: detected).
-        batch_size: texts per forward pass (default: the encoder's, per backend and device).
+        files: corpus files and folders (:func:`encodr.data.files.expand`).
+        out: index directory (with ``add`` or ``sync``, also the name of a workspace index).
+        options: how (:class:`BuildOptions`).
         progress: receives ``ProgressEvent("indexing", lines done, lines in all)``: first with
             0 once the inputs are checked and the model is loaded, then after each batch, and
             with all of them once every input is read.
-        backend: ``torch``, ``torch-bf16``, ``onnx`` or ``onnx-int8`` (:mod:`encodr.models.onnx`),
-            or ``auto`` (:func:`~encodr.models.encoder.choose_backend`: ``torch-bf16`` on a CPU
-            with native bfloat16 products, else ``torch``; with ``add``, the index's own);
-            the one used is recorded in ``index.json``, and search encodes queries with it.
-        processes: encode on this many processes (sentence-transformers' multi-process pool:
-            one per GPU, ``cuda:0`` … ``cuda:N-1``, when CUDA is visible, else CPU processes
-            sharing the cores), or with ``engine`` ``ray`` this many Ray Data encoder actors;
-            this process alone deduplicates and writes (and, locally, reads).
-        window: texts read, deduplicated and encoded together.
-        glob: in folders, read only the files whose name matches (``*.pdf``); default: every
-            kind encodr reads (:func:`encodr.data.files.expand`).
-        whole: index each text whole, cut at the model's window, instead of splitting a longer
-            text into passages (:func:`encodr.data.files.passage_splitter`).
-        layout: where record files keep their fields (:class:`encodr.data.records.Layout`:
-            JSONL text field; CSV/TSV text, id and title columns; plain-text documents).
-        quantize: ``none``, ``int8`` (FAISS's 8-bit scalar quantiser: 4× smaller; ``flat``,
-            ``hnsw``, ``ivf``) or ``binary`` (sign bits searched by Hamming distance, the
-            candidates rescored by int8 vectors kept on disk: 32× smaller in memory; ``flat``,
-            which ``auto`` then means at any size); :mod:`~.quantized`. ``--add`` keeps the index's.
-        engine: ``local`` or ``ray`` (read and split on Ray tasks, encode on ``processes`` Ray
-            actors: a Ray Data pipeline, :mod:`~.dataflow`).
-        address: with ``ray``, the cluster's address (default: ``RAY_ADDRESS``, else a local Ray).
-        dim: keep the first ``dim`` dimensions of each vector, renormalised (Matryoshka
-            truncation, :meth:`~encodr.models.encoder.Encoder.truncate`): d·4 bytes a float
-            vector become dim·4. Search truncates queries the same way; ``--add`` keeps the
-            index's (a different ``dim`` is an error). Worth it for a model trained with
-            ``matryoshka_dims``; a model trained without loses more (``bench/quantize.py``), and
-            ``warn`` says so.
         warn: called with one line for what the user should know but is not an error.
-        on_disk: an IVF index (``index_type`` ``ivf`` or ``ivfpq``, a new index) whose inverted
-            lists are added in blocks and merged into ``lists.ivfdata`` beside it, memory-mapped
-            on search (:mod:`~.ondisk`): neither the build nor a search holds the lists in memory.
-        sync: make the index at ``out`` hold exactly the documents now under ``files``
-            (:mod:`.documents`): new documents are added, changed ones (content hash) are read
-            again and their old passages removed, documents whose file lay under one of
-            ``files`` and is gone (or no longer holds them) are removed, documents of other
-            paths are kept, and files whose size and modification time are unchanged are not
-            even read. Builds the index when ``out`` does not exist. ``add`` without ``sync``
-            adds and updates the documents read, and removes none.
 
     Documents: each stored document keeps its id, file, content hash and metadata
     (:mod:`.documents`); a text held by several documents is stored once and goes with the
@@ -253,48 +259,42 @@ def build(
     exclusive lock on ``.NAME.lock`` beside the index from before it reads the index until
     its output is renamed into place, so the second sees what the first added.
     """
-    if sync and Path(locate(out)).exists():
-        add = True  # an existing index is brought in step; a missing one is built
+    o = options
+    if o.sync and Path(locate(out)).exists():
+        o = replace(o, add=True)  # an existing index is brought in step; a missing one is built
+    add, sync = o.add, o.sync
     out = locate(out) if add else Path(out)
-    if index_type not in INDEX_TYPES:
-        raise EncodrError(f"unknown index type '{index_type}'; choose one of {', '.join(INDEX_TYPES)}")
-    check_backend(backend, auto=True)  # before the lock file and any work
-    if processes < 1:
-        raise EncodrError(f"--processes {processes}: give 1 or more")
-    check_engine(engine, address)
-    if processes > 1 and backend not in ("torch", AUTO_BACKEND) and engine == "local":
+    check_backend(o.backend, auto=True)  # before the lock file and any work
+    check_engine(o.engine, o.address)
+    if o.processes > 1 and o.backend not in ("torch", AUTO_BACKEND) and o.engine == "local":
         raise EncodrError(f"--processes works with --backend torch (sentence-transformers' pool runs its own float32 pass; onnxruntime "
-                          f"already uses every core): drop --processes for {backend}")  # fmt: skip
+                          f"already uses every core): drop --processes for {o.backend}")  # fmt: skip
     if not files:
         raise EncodrError("no corpus file given; pass one or more text, TSV, CSV or JSONL files")
-    if lang is not None:
-        check_code(lang)
-    check_variant(pcr_variant)
-    check_quantize(quantize, index_type)
-    if dim is not None and dim < 1:
-        raise EncodrError(f"--dim {dim}: give a number of dimensions ≥ 1, or drop --dim")
-    if on_disk and index_type not in ("ivf", "ivfpq"):
+    if o.lang is not None:
+        check_code(o.lang)
+    check_variant(o.pcr_variant)
+    check_quantize(o.quantize, o.index_type)
+    if o.on_disk and o.index_type not in ("ivf", "ivfpq"):
         raise EncodrError("--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq with it, or drop --on-disk")
-    if on_disk and add:
+    if o.on_disk and add:
         raise EncodrError("--on-disk is chosen when an index is built; --add keeps the index's own layout: drop --on-disk")
     if not add:
-        check_target(out, overwrite, inputs=files, kind="index")
+        check_target(out, o.overwrite, inputs=files, kind="index")
     else:
         _check_updatable(out, files, sync)
-    if sync and engine != "local":
+    if sync and o.engine != "local":
         raise EncodrError("--sync reads and compares the documents on this machine: drop --engine ray for it (a full build can use Ray)")
     given = [f for f in files if Path(f).is_file()]
     given_paths = list(files)
-    files, skipped = expand(list(files), glob)
-    firsts = [next(iter(read_records(f, None, layout)), None) for f in given if Path(f).suffix.lower() not in DOCUMENT_SUFFIXES]  # fail before any work
+    files, skipped = expand(list(files), o.glob)
+    firsts = [next(iter(read_records(f, None, o.layout)), None) for f in given if Path(f).suffix.lower() not in DOCUMENT_SUFFIXES]  # fail before any work
     if not add and firsts and len(firsts) == len(files) and all(r is None for r in firsts):
         raise EncodrError(f"{', '.join(files)}: no text to index (all lines blank)")
     with index_lock(out):
         if not add:
-            check_target(out, overwrite, inputs=files, kind="index")  # again: another build may have made it while this one waited
-        spec = IndexSpec(list(files), model, out, index_type, add, pcr, lang, batch_size, pcr_variant, backend, processes, window, whole,
-                         [f for f in files if f not in given], skipped, layout, quantize, engine, address, dim, warn, on_disk,
-                         roots=[os.path.abspath(f) for f in given_paths], sync=sync)  # fmt: skip
+            check_target(out, o.overwrite, inputs=files, kind="index")  # again: another build may have made it while this one waited
+        spec = IndexSpec(list(files), out, o, warn, [f for f in files if f not in given], skipped, roots=[os.path.abspath(f) for f in given_paths])
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -351,40 +351,24 @@ def index_lock(out: Path):
 
 @dataclass(frozen=True)
 class IndexSpec:
-    """What one build or ``--add`` writes: :func:`build`'s arguments, checked (see there)."""
+    """One build, ``--add`` or sync, checked: the files read, the index, the :class:`BuildOptions`,
+    and what reading found."""
 
     files: list[str]
-    model: str | Encoder | None
     out: Path
-    index_type: str
-    add: bool
-    pcr: bool
-    lang: str | None
-    batch_size: int | None
-    pcr_variant: str
-    backend: str
-    processes: int
-    window: int
-    whole: bool = False
+    options: BuildOptions
+    warn: Callable[[str], None] = lambda line: None
     found: list[str] = field(default_factory=list)  # files found in folders: their faults are skipped, not raised
     skipped: list[Skipped] = field(default_factory=list)  # files left out, and why (filled while reading)
-    layout: Layout = Layout()  # where record files keep their fields
-    quantize: str = "none"  # none | int8 | binary (a new index only; --add keeps the index's)
-    engine: str = "local"  # local | ray (encodr.index.engines)
-    address: str | None = None  # with engine ray: the cluster's address
-    dim: int | None = None  # Matryoshka truncation (a new index; --add keeps the index's)
-    warn: Callable[[str], None] = lambda line: None
-    on_disk: bool = False  # IVF lists in lists.ivfdata, built in blocks (a new IVF index)
     roots: list[str] | None = None  # the absolute paths given (with sync: whose documents the index must hold exactly)
-    sync: bool = False  # remove the stored documents under roots that are gone
     records: list[Record] | None = None  # documents given as records (an HTTP upsert), read after the files
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
     """:func:`build` once the inputs are checked and the index is locked."""
-    old = Index.open(spec.out) if spec.add else None
+    old = Index.open(spec.out) if spec.options.add else None
     try:
-        with ray_session(spec.address) if spec.engine == "ray" else contextlib.nullcontext():  # one Ray for reading, encoding and adding
+        with ray_session(spec.options.address) if spec.options.engine == "ray" else contextlib.nullcontext():  # one Ray for reading, encoding and adding
             return _build_generation(spec, old, progress)
     finally:
         if old is not None:
@@ -392,18 +376,18 @@ def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
 
 
 def _backend(spec: IndexSpec, old: Index | None) -> str:
-    """The backend this build encodes with: ``spec.backend``, or for ``auto`` the index's own with
+    """The backend this build encodes with: ``spec.options.backend``, or for ``auto`` the index's own with
     ``--add`` (its vectors and its queries stay on one backend), else :func:`choose_backend` for
     the device this process encodes on — ``torch`` for several processes (sentence-transformers'
     pool runs its own float32 pass), for Ray (the actors' machines are not this one) and for
     a ready-made :class:`Encoder` (its own)."""
-    if spec.backend != AUTO_BACKEND:
-        return spec.backend
-    if spec.model is not None and not isinstance(spec.model, str):  # a loaded encoder (or the server's batched one)
-        return spec.model.backend
+    if spec.options.backend != AUTO_BACKEND:
+        return spec.options.backend
+    if spec.options.model is not None and not isinstance(spec.options.model, str):  # a loaded encoder (or the server's batched one)
+        return spec.options.model.backend
     if old is not None:
         return old.meta.get("backend", "torch")
-    if spec.processes > 1 or spec.engine != "local":
+    if spec.options.processes > 1 or spec.options.engine != "local":
         return "torch"
     from ..models import pick_device
 
@@ -414,7 +398,7 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
     """Write the new generation of ``spec.out`` (from ``old``'s, with ``--add``) and make it current."""
     from ..models import load_encoder
 
-    files, model, out, lang = spec.files, spec.model, spec.out, spec.lang
+    files, model, out, lang = spec.files, spec.options.model, spec.out, spec.options.lang
     backend = _backend(spec, old)
 
     if old is not None:
@@ -422,17 +406,17 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         if encoder.fingerprint != old.meta["fingerprint"]:
             raise EncodrError(f"model '{model}' differs from the model index {out} was built with ({old.meta['model']}); drop --model or build a new index")
         kept = old.meta.get("truncate_dim")
-        if spec.dim is not None and spec.dim != (kept or old.meta["dimension"]):
-            raise EncodrError(f"--dim {spec.dim} differs from index {out}'s {old.meta['dimension']} dimensions; drop --dim (--add keeps the index's)")
+        if spec.options.dim is not None and spec.options.dim != (kept or old.meta["dimension"]):
+            raise EncodrError(f"--dim {spec.options.dim} differs from index {out}'s {old.meta['dimension']} dimensions; drop --dim (--add keeps the index's)")
         encoder.truncate(kept)
         lang = lang or old.meta.get("default_lang")
     else:
         encoder = model if isinstance(model, Encoder) else load_encoder(model, backend=backend)
-        encoder.truncate(spec.dim)
+        encoder.truncate(spec.options.dim)
         if encoder.truncate_dim is not None:
             _check_matryoshka(encoder, spec.warn)
     candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
-    roots = spec.roots if old is not None and spec.sync else None  # a sync of an existing index: what it must hold exactly
+    roots = spec.roots if old is not None and spec.options.sync else None  # a sync of an existing index: what it must hold exactly
     unread = unchanged_files(old.texts, files) if roots is not None else set()
     files = [f for f in files if os.path.abspath(f) not in unread]
     counts = [_count_lines(f) for f in files]
@@ -442,10 +426,10 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
     # documents are encoded with the model's document prompt (E5: "passage: "); --add keeps the index's own
     prompts = old.meta.get("prompts", {"query": "", "document": ""}) if old is not None else {role: encoder.prompt(role) for role in ("query", "document")}
     room = encoder.max_length - 2 - len(encoder.tokenizer.tokenize(prompts["document"]))  # the prompt's tokens share the window
-    split = None if spec.whole else passage_splitter(encoder.tokenizer, room)
+    split = None if spec.options.whole else passage_splitter(encoder.tokenizer, room)
     key = {"fingerprint": encoder.fingerprint, "backend": backend, "truncate_dim": encoder.truncate_dim, "prompt": prompts["document"]}
-    if spec.engine == "ray":  # a shard is an item's records too: what reading and splitting depend on
-        key.update(engine="ray", window=spec.window, passages=None if split is None else room, lang=lang, layout=dataclasses.asdict(spec.layout))
+    if spec.options.engine == "ray":  # a shard is an item's records too: what reading and splitting depend on
+        key.update(engine="ray", window=spec.options.window, passages=None if split is None else room, lang=lang, layout=dataclasses.asdict(spec.options.layout))
     shards = Shards(shards_folder(out), key)
     with generation(out, legacy=INDEX_FILES) as tmp:
         if old is not None:
@@ -465,21 +449,22 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                 done += n
                 progress(ProgressEvent("indexing", min(done, total), total))
 
-            if spec.engine == "ray":  # read, split and encoded by Ray Data; deduplicated and stored here
-                model_spec = spec.model if isinstance(spec.model, str) else old.meta["model"] if old is not None else encoder.name
-                work = items(files, counts, spec.window, spec.found)
+            if spec.options.engine == "ray":  # read, split and encoded by Ray Data; deduplicated and stored here
+                model_spec = spec.options.model if isinstance(spec.options.model, str) else old.meta["model"] if old is not None else encoder.name
+                work = items(files, counts, spec.options.window, spec.found)
                 tokenizer = None if split is None else encoder.tokenizer.backend_tokenizer.to_str()
-                for item, records, vectors, skipped in ray_windows(work, shards, model_spec, encoder.fingerprint, backend, spec.processes, encoder.truncate_dim,
-                                                                   prompts["document"], tokenizer, room, lang, spec.layout, step, spec.batch_size):  # fmt: skip
+                actor = ActorModel(model_spec, encoder.fingerprint, backend, spec.options.processes, encoder.truncate_dim, prompts["document"],
+                                   spec.options.batch_size)  # fmt: skip
+                for item, records, vectors, skipped in ray_windows(work, shards, actor, Splitting(tokenizer, room, lang, spec.options.layout), step):
                     spec.skipped.extend(skipped)
                     row = {id(r): i for i, r in enumerate(records)}
                     records = list(reconcile.documents(records, file_state(records[0].source))) if records else records
                     fresh = ingest.fresh(records)
                     if fresh:
-                        ingest.store(fresh, vectors[[row[id(r)] for r, _ in fresh]], whole_corpus=len(work) == 1 and len(records) < spec.window)
+                        ingest.store(fresh, vectors[[row[id(r)] for r, _ in fresh]], whole_corpus=len(work) == 1 and len(records) < spec.options.window)
             else:
                 with _encoding(encoder, spec, prompts["document"]) as encode:
-                    windows = _windows(files, lang, spec.window, split, spec.found, spec.skipped, spec.layout, reconcile, spec.records)
+                    windows = _windows(files, spec, lang, split, reconcile)
                     for n, records in enumerate(windows):
                         fresh = ingest.fresh(records)
                         step(len(records) - len(fresh))  # duplicates count as done
@@ -487,21 +472,20 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
                             window_key = digest([h for _, h in fresh])
                             vectors = shards.get(n, window_key)  # a rerun after a crash: this window was encoded then
                             if vectors is None:
-                                vectors = encode([r.text for r, _ in fresh], spec.batch_size, step)
+                                vectors = encode([r.text for r, _ in fresh], spec.options.batch_size, step)
                                 shards.put(n, window_key, vectors)
                             else:
                                 step(len(fresh))
-                            ingest.store(fresh, vectors, whole_corpus=n == 0 and len(records) < spec.window)  # a first window not full is the only one
+                            ingest.store(fresh, vectors, whole_corpus=n == 0 and len(records) < spec.options.window)  # a first window not full is the only one
         # every input is read: the bar ends full although a file's lines (a PDF's, an HTML page's,
         # a CSV's header) are not its records, the unit ``step`` counts
         progress(ProgressEvent("indexing", total, total))
         deleted = ingest.texts.settle_members(reconcile.replaced, reconcile.finish())
         detected = ingest.detected and old is None and _settle_languages(ingest.texts)
-        on_disk = spec.on_disk if old is None else bool(old.meta.get("on_disk"))
-        with ray_adding(spec.address) if on_disk and spec.engine == "ray" else contextlib.nullcontext() as add_blocks:  # blocks added in Ray tasks
+        on_disk = spec.options.on_disk if old is None else bool(old.meta.get("on_disk"))
+        with ray_adding(spec.options.address) if on_disk and spec.options.engine == "ray" else contextlib.nullcontext() as add_blocks:  # blocks added in Ray tasks
             if old is None:
-                index, meta = _new_index(tmp, ingest, spec.pcr_variant if spec.pcr else None, spec.index_type, lang, detected, spec.quantize, on_disk,
-                                         add_blocks)  # fmt: skip
+                index, meta = _new_index(tmp, ingest, spec.options, lang, detected, add_blocks)
                 meta["backend"] = backend
             elif on_disk:
                 index, meta = _extended(tmp, ingest, old, add_blocks), dict(old.meta)
@@ -651,15 +635,16 @@ def compacted(index, texts: TextStore, meta: dict):
     return fresh
 
 
-def _windows(files: list[str], lang: str | None, size: int, split=None, found: list[str] = (), skipped: list | None = None,
-             layout: Layout = Layout(), reconcile: Reconcile | None = None, given: list[Record] | None = None) -> Iterator[list[Record]]:  # fmt: skip
-    """The records of ``files`` (passages, with ``split``) in lists of ``size``; a document
-    file among ``found`` that cannot be read is added to ``skipped`` instead of raising.
+def _windows(files: list[str], spec: IndexSpec, lang: str | None, split=None, reconcile: Reconcile | None = None) -> Iterator[list[Record]]:
+    """The records of ``files`` (passages, with ``split``), then ``spec.records``, in lists of
+    ``spec.options.window``; a document file among ``spec.found`` that cannot be read is added to
+    ``spec.skipped`` instead of raising.
     With ``reconcile`` (:class:`~.documents.Reconcile`), only new and changed documents'
     records pass, and a record file among ``found`` that vanishes or fails while it is read is
     skipped too (its stored documents are kept, or removed when the file is gone)."""
     from .documents import file_state
 
+    size, found, skipped, layout, given = spec.options.window, spec.found, spec.skipped, spec.options.layout, spec.records
     window: list[Record] = []
     for f in files:
         state = file_state(f)  # before reading: a file changed while it is read differs from it next time
@@ -702,7 +687,7 @@ def _encoding(encoder, spec: IndexSpec, prompt: str = ""):
     itself, or with ``processes`` > 1 sentence-transformers' multi-process pool (one process
     per GPU when CUDA is visible, else CPU processes that split the cores between them),
     stopped on exit; each text after ``prompt``. (``--engine ray``: :mod:`.dataflow`.)"""
-    processes = spec.processes
+    processes = spec.options.processes
     if processes == 1:
         yield lambda texts, batch_size, on_batch: encoder.encode(texts, batch_size, on_batch=on_batch, prompt=prompt)
         return
@@ -859,12 +844,12 @@ def _extended(tmp: Path, ingest: _Ingest, old: Index, add_blocks=None):
     return index
 
 
-def _new_index(tmp: Path, ingest: _Ingest, pcr: str | None, index_type: str, lang: str | None, detected: list[str] | None = None,
-               quantize: str = "none", on_disk: bool = False, add_blocks=None):  # fmt: skip
-    """The FAISS index and ``index.json`` of a new index from the ingested raw vectors
-    (PCR of the variant ``pcr`` applied first, when given; ``detected``: the languages the
-    detector settled on, when it labelled any text; ``quantize``, ``on_disk``: see :func:`build`;
-    ``add_blocks``: see :func:`~.ondisk.add_on_disk`)."""
+def _new_index(tmp: Path, ingest: _Ingest, options: BuildOptions, lang: str | None, detected: list[str] | None = None, add_blocks=None):
+    """The FAISS index and ``index.json`` of a new index from the ingested raw vectors, as
+    ``options`` say (its PCR variant applied first, with ``pcr``; its type, quantisation and
+    on-disk lists); ``detected``: the languages the detector settled on, when it labelled any
+    text; ``add_blocks``: see :func:`~.ondisk.add_on_disk`."""
+    pcr, index_type, quantize, on_disk = options.pcr_variant if options.pcr else None, options.index_type, options.quantize, options.on_disk
     from .. import __version__
 
     encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
@@ -928,7 +913,7 @@ def check_quantize(quantize: str, index_type: str) -> None:
         EncodrError: naming the option and what to pass instead.
     """
     if quantize not in QUANTIZE:
-        raise EncodrError(f"unknown --quantize '{quantize}'; choose one of {', '.join(QUANTIZE)}")
+        one_of("quantize", quantize, QUANTIZE)
     if quantize == "binary" and index_type not in ("auto", "flat"):
         raise EncodrError(f"--quantize binary searches every vector's bits (a flat Hamming scan); drop --index-type {index_type} or pass --index-type flat")
     if quantize == "int8" and index_type == "ivfpq":
@@ -954,7 +939,7 @@ def upsert(out: str | Path, records: list[Record], warn: Callable[[str], None] =
     if written_by_encodr(out) != "index":
         raise EncodrError(f"index {out} does not exist; build it with encodr index CORPUS --out {out}", field="index", status=404)
     with index_lock(out):
-        spec = IndexSpec([], encoder, out, "auto", True, False, None, None, DEFAULT_VARIANT, AUTO_BACKEND, 1, WINDOW, warn=warn, records=list(records))
+        spec = IndexSpec([], out, BuildOptions(model=encoder, add=True), warn, records=list(records))
         try:
             return _build_locked(spec, silent)
         except (OSError, sqlite3.OperationalError) as exc:

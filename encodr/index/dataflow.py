@@ -142,9 +142,45 @@ def _options(ray, actors: int) -> tuple[dict, float]:
     return {"num_cpus": (cpus - reader) / actors}, reader
 
 
-def ray_windows(work: list[Item], shards: Shards, model: str, fingerprint: str, backend: str, actors: int, dim: int | None, prompt: str,
-                tokenizer: str | None, room: int, lang: str | None, layout: Layout, on_row: Callable[[int], None] | None = None,
-                batch_size: int | None = None) -> Iterator[tuple[Item, list[Record], np.ndarray, list[Skipped]]]:  # fmt: skip
+@dataclass(frozen=True)
+class ActorModel:
+    """What each Ray Data encoder actor loads, and how it encodes.
+
+    Attributes:
+        model: the model spec the actors load (a path every node has, a Hub id or an alias).
+        fingerprint: the building process's model fingerprint (an actor that loads another is refused).
+        backend, dim, prompt: as the building process's encoder (``--backend``, ``--dim``, the document prompt).
+        actors: how many encoder actors.
+        batch_size: texts per forward pass in the actors (default: the backend's).
+    """
+
+    model: str
+    fingerprint: str
+    backend: str
+    actors: int
+    dim: int | None
+    prompt: str
+    batch_size: int | None = None
+
+
+@dataclass(frozen=True)
+class Splitting:
+    """How a Ray task reads an item's files into records.
+
+    Attributes:
+        tokenizer: the model's Rust tokenizer as JSON, for passages of ``room`` tokens; None: whole texts.
+        room: tokens a passage may hold.
+        lang, layout: as :func:`~encodr.data.files.iter_records`.
+    """
+
+    tokenizer: str | None
+    room: int
+    lang: str | None
+    layout: Layout
+
+
+def ray_windows(work: list[Item], shards: Shards, actor: ActorModel, splitting: Splitting,
+                on_row: Callable[[int], None] | None = None) -> Iterator[tuple[Item, list[Record], np.ndarray, list[Skipped]]]:  # fmt: skip
     """Each item's records, vectors and skipped files, in the items' order: from its shard when a
     crashed build finished it, else through the Ray Data pipeline (module docstring) on the Ray
     this process is connected to, then kept as a shard.
@@ -152,15 +188,9 @@ def ray_windows(work: list[Item], shards: Shards, model: str, fingerprint: str, 
     Args:
         work: the items (:func:`items`).
         shards: where finished items are kept (written here only).
-        model: the model spec the actors load (a path every node has, a Hub id or an alias).
-        fingerprint: the building process's model fingerprint.
-        backend, dim, prompt: as the building process's encoder (``--backend``, ``--dim``, the
-            document prompt).
-        tokenizer: the model's Rust tokenizer as JSON, for passages of ``room`` tokens; None:
-            whole texts.
-        lang, layout: as :func:`~encodr.data.files.iter_records`.
+        actor: what the encoder actors load and how they encode (:class:`ActorModel`).
+        splitting: how the reading tasks make records (:class:`Splitting`).
         on_row: called with each item's record count as it arrives.
-        batch_size: texts per forward pass in the actors (default: the backend's).
 
     Yields:
         ``(item, records, float32 (len(records), d) vectors, skipped files)``.
@@ -173,7 +203,7 @@ def ray_windows(work: list[Item], shards: Shards, model: str, fingerprint: str, 
     keys = {item.n: item.key() for item in work}  # each file's stat, once
     done = {item.n: _finished(shards, item.n, keys[item.n]) for item in work}
     pending = [item for item in work if done[item.n] is None]
-    rows = _pipeline(ray, pending, model, backend, actors, dim, prompt, tokenizer, room, lang, layout, batch_size) if pending else iter(())
+    rows = _pipeline(ray, pending, actor, splitting) if pending else iter(())
     for item in work:
         if done[item.n] is not None:
             vectors, records = done[item.n]
@@ -184,8 +214,8 @@ def ray_windows(work: list[Item], shards: Shards, model: str, fingerprint: str, 
         row = next(rows)
         if row["error"]:
             raise EncodrError(row["error"])
-        if row["fingerprint"] != fingerprint:
-            raise EncodrError(f"a Ray actor loaded another model than this process for '{model}'; give a path every node has, or a Hub id")
+        if row["fingerprint"] != actor.fingerprint:
+            raise EncodrError(f"a Ray actor loaded another model than this process for '{actor.model}'; give a path every node has, or a Hub id")
         raw = json.loads(row["records"])
         vectors = np.frombuffer(row["vectors"], dtype=np.float32).reshape(len(raw), -1) if raw else np.zeros((0, 0), np.float32)
         shards.put(item.n, keys[item.n], vectors, records=raw)
@@ -200,8 +230,7 @@ def _finished(shards: Shards, n: int, key: str) -> tuple[np.ndarray, list[Record
     return shards.get_with_records(n, key, lambda raw: [Record(**r) for r in raw])
 
 
-def _pipeline(ray, pending: list[Item], model: str, backend: str, actors: int, dim: int | None, prompt: str, tokenizer: str | None,
-              room: int, lang: str | None, layout: Layout, batch_size: int | None = None) -> Iterator[dict]:  # fmt: skip
+def _pipeline(ray, pending: list[Item], actor: ActorModel, splitting: Splitting) -> Iterator[dict]:
     """The rows of ``pending``'s items, in their order, from the Ray Data pipeline."""
     import ray.data
 
@@ -211,12 +240,13 @@ def _pipeline(ray, pending: list[Item], model: str, backend: str, actors: int, d
     context.execution_options.preserve_order = True  # rows in the items' order: the store's ids as a local build's
     context.enable_progress_bars = False  # the build reports progress through its callback
     try:
-        actor, reader = _options(ray, actors)
+        resources, reader = _options(ray, actor.actors)
         rows = ray.data.from_items([dataclasses.asdict(item) for item in pending], override_num_blocks=len(pending))
-        rows = rows.map(read_item, fn_kwargs={"lang": lang, "tokenizer": tokenizer, "room": room, "layout": dataclasses.asdict(layout)}, num_cpus=reader)
+        rows = rows.map(read_item, fn_kwargs={"lang": splitting.lang, "tokenizer": splitting.tokenizer, "room": splitting.room,
+                                              "layout": dataclasses.asdict(splitting.layout)}, num_cpus=reader)  # fmt: skip
         # Ray Data's actor pool restarts a killed actor and reruns its item (its defaults: max_restarts, max_task_retries −1)
-        rows = rows.map_batches(EncodeRows, fn_constructor_args=(model, backend, dim, prompt, batch_size), batch_size=1, batch_format="numpy", concurrency=actors,
-                                **actor)  # fmt: skip
+        rows = rows.map_batches(EncodeRows, fn_constructor_args=(actor.model, actor.backend, actor.dim, actor.prompt, actor.batch_size), batch_size=1,
+                                batch_format="numpy", concurrency=actor.actors, **resources)  # fmt: skip
         yield from rows.iter_rows()
     finally:
         context.execution_options.preserve_order, context.enable_progress_bars = saved

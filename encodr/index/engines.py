@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..errors import EncodrError
+from ..errors import EncodrError, one_of
 
 ENGINES = ("local", "ray")
 
@@ -29,7 +29,7 @@ def check_engine(engine: str, address: str | None) -> None:
         EncodrError: naming the problem and the fix.
     """
     if engine not in ENGINES:
-        raise EncodrError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}", field="engine")
+        one_of("engine", engine, ENGINES)
     if address and engine != "ray":
         raise EncodrError("--address names a Ray cluster; pass --engine ray too", field="address")
     if engine == "ray":

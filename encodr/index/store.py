@@ -34,7 +34,7 @@ from typing import Iterable
 import numpy as np
 
 from ..data.language import UNDETERMINED
-from ..errors import EncodrError
+from ..errors import EncodrError, at_least
 from ..models.encoder import truncated
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
@@ -105,7 +105,9 @@ class Index:
     """
 
     def __init__(self, path: Path, folder: Path, meta: dict, faiss_index, components: dict[str, np.ndarray], texts: TextStore,
-                 hold: int | None = None, nprobe: int | None = None, ef_search: int | None = None):  # fmt: skip
+                 hold: int | None = None, probes: tuple[int | None, int | None] = (None, None)):  # fmt: skip
+        """``probes``: (nprobe, ef_search), the search settings of IVF and HNSW (default: the type's)."""
+        nprobe, ef_search = probes
         self.path, self.folder, self.meta, self.faiss, self.components, self.texts = path, folder, meta, faiss_index, components, texts
         self.nprobe = nprobe or IVF_NPROBE.get(meta.get("index_type"), IVF_NPROBE["ivf"])
         self.ef_search = ef_search or HNSW_EF_SEARCH
@@ -145,9 +147,8 @@ class Index:
             raise EncodrError(f"{path} is a file; --index takes an index directory (built by encodr index) or a workspace index name")
         if not path.is_dir():
             raise EncodrError(f"index {path} does not exist (nor in the workspace, see encodr indexes); build one with: encodr index CORPUS --out {path}")
-        for name, value in (("--nprobe", nprobe), ("--ef-search", ef_search)):
-            if value is not None and value < 1:
-                raise EncodrError(f"{name} {value}: give 1 or more")
+        for name, value in (("nprobe", nprobe), ("ef_search", ef_search)):
+            at_least(name, value, 1)
         for _ in range(OPEN_ATTEMPTS):
             folder = current_generation(path)
             hold = None
@@ -234,7 +235,7 @@ class Index:
                 except (OSError, ValueError):
                     raise EncodrError(f"{folder / PCR_FILE} is missing or corrupted; rebuild the index with --pcr") from None
             on_error.pop_all()  # opened: the Index owns the store now
-        return cls(path, folder, meta, index, components, texts, hold, nprobe, ef_search)
+        return cls(path, folder, meta, index, components, texts, hold, (nprobe, ef_search))
 
     def copy_store(self, target: Path) -> None:
         """Copy ``texts.db`` to ``target`` (:meth:`~.texts.TextStore.copy_to`: consistent, waits for a writer).

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import EncodrError
+from ..errors import EncodrError, one_of
 from .aliases import DEFAULT_MODEL  # noqa: F401  (re-exported)
 from .device import pick_device  # noqa: F401  (re-exported: models.cross and models.loading import it from here)
 from .resolution import ModelRef, resolve  # noqa: F401  (re-exported)
@@ -413,7 +413,7 @@ def check_backend(backend: str, auto: bool = False) -> None:
     (or :data:`AUTO_BACKEND`, where ``auto`` allows it)."""
     choices = BACKENDS + ((AUTO_BACKEND,) if auto else ())
     if backend not in choices:
-        raise EncodrError(f"unknown backend '{backend}'; choose one of {', '.join(choices)}")
+        one_of("backend", backend, tuple(choices))
 
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # Linux CPU flags of native bfloat16 matrix products (AVX512-BF16, AMX)

@@ -16,7 +16,7 @@ from typing import Collection
 
 import numpy as np
 
-from ..errors import EncodrError
+from ..errors import EncodrError, one_of
 
 PCR_VARIANTS = ("centred", "uncentred")
 DEFAULT_VARIANT = "uncentred"  # chosen on Tatoeba dev with bench/pcr_variants.py (the README's "PCR variants on Tatoeba")
@@ -44,7 +44,7 @@ def check_variant(variant: str) -> str:
         EncodrError: an unknown variant, naming the choices (field ``pcr_variant``).
     """
     if variant not in PCR_VARIANTS:
-        raise EncodrError(f"unknown PCR variant '{variant}'; choose one of {', '.join(PCR_VARIANTS)}", field="pcr_variant")
+        one_of("pcr_variant", variant, PCR_VARIANTS)
     return variant
 
 

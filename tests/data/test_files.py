@@ -111,10 +111,10 @@ def test_index_a_mixed_folder_in_one_command_and_find_the_pdf(mixed_folder, tmp_
 
 
 def test_the_index_bar_ends_full_though_a_files_lines_are_not_its_records(mixed_folder, tmp_path, tiny_model):
-    from encodr.index import build
+    from encodr.index import BuildOptions, build
 
     events = []
-    build([str(mixed_folder)], str(tiny_model), tmp_path / "idx", lang="eng", progress=events.append)
+    build([str(mixed_folder)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"), progress=events.append)
     counted = [e for e in events if e.task == "indexing"]
     assert counted[-1].completed == counted[-1].total > 7  # the PDF's and the HTML page's lines outnumber their records
     assert counted[0].completed == 0 and all(a.completed <= b.completed for a, b in zip(counted, counted[1:]))
@@ -146,13 +146,13 @@ def test_the_csv_of_the_issue_is_read_as_records(tmp_path, tiny_model, capsys, m
 
 
 def test_search_ranks_documents_by_their_best_passage_unless_passages(tmp_path, tiny_model):
-    from encodr.index import Searcher, build
+    from encodr.index import Searcher, BuildOptions, build
 
     long = " ".join(f"The lighthouse keeper wrote entry {i} about the tide and the weather that night." for i in range(60))
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in [{"_id": "log", "title": "Keeper's log", "text": long},
                                                                {"_id": "b", "text": "a short note about the lighthouse"}]))  # fmt: skip
-    meta = build([str(corpus)], str(tiny_model), tmp_path / "idx", lang="eng")
+    meta = build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
     assert meta["split_documents"] == 1 and meta["passages"] == meta["count"] - 1 > 3
     searcher = Searcher(tmp_path / "idx")
     docs = searcher.search(["lighthouse tide"], SearchOptions(k=5, mode="keyword"))[0]
@@ -166,12 +166,12 @@ def test_search_ranks_documents_by_their_best_passage_unless_passages(tmp_path, 
 
 def test_a_hit_opens_its_whole_document_at_the_passage(tmp_path, tiny_model):
     from encodr.core.results import term_spans
-    from encodr.index import Searcher, build
+    from encodr.index import Searcher, BuildOptions, build
 
     long = " ".join(f"Entry {i}: the keeper logged the tide at the lighthouse." for i in range(80))
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(json.dumps({"_id": "log", "text": long}) + "\n")
-    build([str(corpus)], str(tiny_model), tmp_path / "idx", lang="eng")
+    build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
     searcher = Searcher(tmp_path / "idx")
     hit = searcher.query(["Entry 63"], SearchOptions(k=1, mode="keyword", passages=True))[1][0][0]
     text, at = searcher.document(hit)

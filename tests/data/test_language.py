@@ -9,7 +9,7 @@ import pytest
 
 from encodr.data.language import corpus_languages, detect_languages
 from encodr.errors import EncodrError
-from encodr.index import Searcher, build
+from encodr.index import Searcher, BuildOptions, build
 from encodr.models.pcr import POOLED, fit_and_remove
 from encodr.tui import EncodrApp
 from tests.conftest import run_cli, search_with
@@ -52,7 +52,7 @@ def test_corpus_languages_drop_rare_labels():
 
 
 def test_index_detects_languages_and_search_filters_them(mixed_file, tiny_model, tmp_path):
-    meta = build([str(mixed_file)], str(tiny_model), tmp_path / "idx", pcr=True)
+    meta = build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model), pcr=True))
     assert meta["languages"] == ["deu", "eng", "spa", "und"]
     stored = json.loads((tmp_path / "idx" / "current" / "index.json").read_text())
     assert stored["lang_detection"]["languages"] == ["deu", "eng", "spa"] and stored["default_lang"] is None
@@ -71,10 +71,10 @@ def test_index_detects_languages_and_search_filters_them(mixed_file, tiny_model,
 
 
 def test_add_detects_among_the_index_languages(mixed_file, tiny_model, tmp_path):
-    build([str(mixed_file)], str(tiny_model), tmp_path / "idx", pcr=True)
+    build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model), pcr=True))
     more = tmp_path / "more.txt"
     more.write_text("Hola\nGuten Morgen, wie geht es dir heute?\n", encoding="utf-8")
-    build([str(more)], None, tmp_path / "idx", add=True)
+    build([str(more)], tmp_path / "idx", BuildOptions(add=True))
     s = Searcher(tmp_path / "idx")
     assert [r["lang"] for r in s.index.rows([19, 20]).values()] == ["spa", "deu"]
 
@@ -91,7 +91,7 @@ def test_lone_language_is_refused_only_when_given():
 
 
 def test_cli_search_shows_languages_and_refuses_unknown_filter(mixed_file, tiny_model, tmp_path, capsys, monkeypatch):
-    build([str(mixed_file)], str(tiny_model), tmp_path / "idx")
+    build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     code, out, _ = run_cli(["search", MIXED["spa"][2], "--index", str(tmp_path / "idx"), "--hit-lang", "spa,deu", "-k", "4", "--json"], capsys, monkeypatch)
     (payload,) = json.loads(out)["results"]
     assert code == 0 and payload["lang"] == "spa" and {h["lang"] for h in payload["hits"]} <= {"spa", "deu"}
@@ -100,7 +100,7 @@ def test_cli_search_shows_languages_and_refuses_unknown_filter(mixed_file, tiny_
 
 
 async def test_tui_language_column_and_filter(mixed_file, tiny_model, tmp_path):
-    build([str(mixed_file)], str(tiny_model), tmp_path / "idx")
+    build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
     async with app.run_test(size=(140, 40)) as pilot:
         table = await search_with(app, pilot, "#hit-lang", "deu", "Los niños juegan")
@@ -137,7 +137,7 @@ def test_a_one_window_corpus_finds_its_languages_on_an_even_sample(mixed_file, t
     for module in (language, building):
         monkeypatch.setattr(module, "detect_with_confidence", spy)
     monkeypatch.setattr(language, "SAMPLE", 12)
-    build([str(mixed_file)], str(tiny_model), tmp_path / "idx")
+    build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     lines = mixed_file.read_text(encoding="utf-8").splitlines()
     assert seen == [[lines[i] for i in (0, 2, 3, 5, 7, 8, 10, 11, 13, 15, 16, 18)]]  # 12 of 19, evenly spaced, first and last: 3+ of each language
     s = Searcher(tmp_path / "idx")
@@ -145,7 +145,7 @@ def test_a_one_window_corpus_finds_its_languages_on_an_even_sample(mixed_file, t
     assert all(rows[i]["text"] in MIXED[rows[i]["lang"]] for i in rows if rows[i]["text"] != "12345")  # labelled among the sample's languages
 
     seen.clear()
-    build([str(mixed_file)], str(tiny_model), tmp_path / "windows", window=7)  # three windows: no sample stands for the corpus
+    build([str(mixed_file)], tmp_path / "windows", BuildOptions(model=str(tiny_model), window=7))  # three windows: no sample stands for the corpus
     assert [len(texts) for texts in seen] == [7, 7, 5]  # every text among all languages, as before
     s = Searcher(tmp_path / "windows")
     assert sorted({r["lang"] for r in s.index.rows(range(len(s.index))).values()} - {"und"}) == ["deu", "eng", "spa"]

@@ -92,23 +92,24 @@ def test_every_mode_scores_from_one_index(tmp_path, tiny_model):
 
     evaluator = RetrievalEvaluator("toy", read_retrieval(beir_folder(tmp_path / "toy")), split="dev")
     encoder = load_encoder(str(tiny_model), pooling="mean", device="cpu")
-    modes = [("dense", "rrf"), ("keyword", "rrf"), ("hybrid", "rrf"), ("hybrid", "convex")]
+    from encodr.index import SearchOptions
+
+    modes = (SearchOptions(mode="dense"), SearchOptions(mode="keyword"), SearchOptions(mode="hybrid", fusion="rrf"), SearchOptions(mode="hybrid"))
     ranked = evaluator.ranked(encoder, modes)
-    ndcg = {m: evaluator.scores(ranked[m])[0].value for m in modes}
-    assert ndcg[("keyword", "rrf")] == pytest.approx(100.0)  # each query's topic word is in both relevant documents only
-    assert ndcg[("dense", "rrf")] < 100  # a random tiny encoder: the keyword list is what lifts hybrid
-    assert ndcg[("hybrid", "rrf")] > ndcg[("dense", "rrf")]
+    assert list(ranked) == ["dense", "keyword", "hybrid·rrf", "hybrid·convex"]  # one row each, one index
+    ndcg = {m: evaluator.scores(ranked[m])[0].value for m in ranked}
+    assert ndcg["keyword"] == pytest.approx(100.0)  # each query's topic word is in both relevant documents only
+    assert ndcg["dense"] < 100  # a random tiny encoder: the keyword list is what lifts hybrid
+    assert ndcg["hybrid·rrf"] > ndcg["dense"]
     from tests.index.test_hybrid import LengthReranker
 
-    both = evaluator.ranked(encoder, modes, reranker=LengthReranker(), first_stage=True, reranked=[("hybrid", "convex")])
-    assert set(both) == {*modes, ("hybrid", "convex+first-stage")}  # only the mode asked for is re-ranked, from the same index
-    for mode in modes[:3]:
-        assert [[d for d, _ in row] for row in both[mode]] == [[d for d, _ in row] for row in ranked[mode]]
-    assert [[d for d, _ in row] for row in both[("hybrid", "convex+first-stage")]] == [[d for d, _ in row] for row in ranked[("hybrid", "convex")]]
-    assert both[("hybrid", "convex")] != ranked[("hybrid", "convex")]  # re-scored by the stand-in re-ranker
-    evaluator.rerank_weight = 0.0  # --rerank-weight 0: re-ranked by the first stage's scores alone
-    kept = evaluator.ranked(encoder, [("hybrid", "convex")], reranker=LengthReranker())
-    assert [[d for d, _ in row] for row in kept[("hybrid", "convex")]] == [[d for d, _ in row] for row in ranked[("hybrid", "convex")]]
+    both = evaluator.ranked(encoder, modes, reranker=LengthReranker(), first_stage=True, reranked=modes[3:])
+    assert set(both) == {*ranked, "hybrid·convex+rerank"}  # only the ranking asked for is re-ranked, from the same index
+    for label in ranked:
+        assert [[d for d, _ in row] for row in both[label]] == [[d for d, _ in row] for row in ranked[label]]
+    assert both["hybrid·convex+rerank"] != ranked["hybrid·convex"]  # re-scored by the stand-in re-ranker
+    kept = evaluator.ranked(encoder, (SearchOptions(mode="hybrid", rerank_weight=0.0),), reranker=LengthReranker())  # w = 0: the first stage's order
+    assert [[d for d, _ in row] for row in kept["hybrid·convex+rerank@0"]] == [[d for d, _ in row] for row in ranked["hybrid·convex"]]
 
 
 def test_a_beir_folder_is_a_dev_set_but_never_its_test_split(tmp_path, tiny_model):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from encodr.errors import EncodrError
-from encodr.index import Searcher, build
+from encodr.index import Searcher, BuildOptions, build
 from encodr.index.store import Index
 from tests.conftest import run_cli
 
@@ -51,10 +51,9 @@ def texts_of(path) -> list[tuple]:
 
 def test_a_ray_build_equals_a_local_one_with_two_actors_on_one_cpu(ray_cluster, tiny_model, tmp_path):
     docs = folder_of_files(tmp_path)
-    local = build([str(docs)], str(tiny_model), tmp_path / "local", lang="eng", backend="torch")  # what auto is for Ray (its machines are not this one)
+    local = build([str(docs)], tmp_path / "local", BuildOptions(model=str(tiny_model), lang="eng", backend="torch"))  # what auto is for Ray (its machines are not this one)
     seen = []
-    remote = build([str(docs)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", processes=2, window=7,
-                   progress=lambda e: seen.append(e.completed))  # fmt: skip
+    remote = build([str(docs)], tmp_path / "ray", BuildOptions(model=str(tiny_model), lang="eng", engine="ray", processes=2, window=7), progress=lambda e: seen.append(e.completed))  # fmt: skip
     assert remote["count"] == local["count"] > len(TEXTS) and remote["passages"] == local["passages"] > 1
     assert remote["skipped_duplicates"] == local["skipped_duplicates"] == 3
     assert [s["path"] for s in remote["skipped_files"]] == [s["path"] for s in local["skipped_files"]] == [str(docs / "c.pdf")]
@@ -67,7 +66,7 @@ def test_a_ray_build_equals_a_local_one_with_two_actors_on_one_cpu(ray_cluster, 
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--engine", "spark"], "unknown engine 'spark'; choose one of local, ray"),
+    (["--engine", "spark"], "--engine spark: not one of local, ray"),
     (["--address", "ray://head:10001"], "--address names a Ray cluster; pass --engine ray too"),
     (["--engine", "ray", "--address", "127.0.0.1:1"], "--address 127.0.0.1:1: no Ray cluster answers there"),
     (["--engine", "ray", "--address", "head"], "--address head: give HOST:PORT"),
@@ -99,7 +98,7 @@ def test_a_ray_actor_killed_mid_build_is_restarted_and_the_index_is_the_same(ray
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")
-    local = build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng", backend="torch")
+    local = build([str(corpus)], tmp_path / "local", BuildOptions(model=str(tiny_model), lang="eng", backend="torch"))
     killed = []
 
     def kill_one_actor(event):  # in the driver, once the first chunk is back: SIGKILL one encoding actor's process
@@ -110,7 +109,7 @@ def test_a_ray_actor_killed_mid_build_is_restarted_and_the_index_is_the_same(ray
             os.kill(actors[0].pid, signal.SIGKILL)
             killed.append(actors[0].pid)
 
-    remote = build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", processes=2, window=5, progress=kill_one_actor)
+    remote = build([str(corpus)], tmp_path / "ray", BuildOptions(model=str(tiny_model), lang="eng", engine="ray", processes=2, window=5), progress=kill_one_actor)
     assert killed and remote["count"] == local["count"] == len(TEXTS)  # Ray restarted the actor and reran its item: the build completed
     np.testing.assert_allclose(vectors(tmp_path / "ray"), vectors(tmp_path / "local"), atol=1e-5)
 
@@ -121,20 +120,20 @@ def test_a_crashed_ray_build_reruns_only_the_unfinished_items(ray_cluster, tiny_
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")
-    build([str(corpus)], str(tiny_model), tmp_path / "local", lang="eng", backend="torch")
+    build([str(corpus)], tmp_path / "local", BuildOptions(model=str(tiny_model), lang="eng", backend="torch"))
 
     def crash(event):  # the driver dies once three items (15 texts) are stored as shards
         if event.completed >= 15:
             raise RuntimeError("the building process died")
 
     with pytest.raises(RuntimeError, match="died"):
-        build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", window=5, progress=crash)
+        build([str(corpus)], tmp_path / "ray", BuildOptions(model=str(tiny_model), lang="eng", engine="ray", window=5), progress=crash)
     assert not (tmp_path / "ray").exists() and len(list(shards_folder(tmp_path / "ray").glob("*.npy"))) == 3
     sorted(shards_folder(tmp_path / "ray").glob("000001-*.json"))[0].write_text("{damaged")  # item 1's records: its vectors alone are not reused
     sent = []
     real = dataflow._pipeline
     monkeypatch.setattr(dataflow, "_pipeline", lambda ray, pending, *a: (sent.extend(i.n for i in pending), real(ray, pending, *a))[1])
-    again = build([str(corpus)], str(tiny_model), tmp_path / "ray", lang="eng", engine="ray", window=5)
+    again = build([str(corpus)], tmp_path / "ray", BuildOptions(model=str(tiny_model), lang="eng", engine="ray", window=5))
     assert sent == [1, 3, 4, 5] and again["resumed"] == 10 and again["count"] == len(TEXTS)  # only the items not finished went to Ray
     assert texts_of(tmp_path / "ray") == texts_of(tmp_path / "local")
     np.testing.assert_allclose(vectors(tmp_path / "ray"), vectors(tmp_path / "local"), atol=1e-5)
@@ -166,8 +165,8 @@ def test_on_disk_blocks_added_in_ray_tasks_equal_blocks_added_here(ray_cluster, 
     lines = [f"line {i}: {TEXTS[i % len(TEXTS)]}" for i in range(400)]
     (tmp_path / "a.txt").write_text("\n".join(lines[:300]) + "\n")
     (tmp_path / "b.txt").write_text("\n".join(lines[300:]) + "\n")
-    build([str(tmp_path / "a.txt")], str(tiny_model), tmp_path / "idx", lang="eng", index_type="ivf", on_disk=True, engine="ray")
-    meta = build([str(tmp_path / "b.txt")], str(tiny_model), tmp_path / "idx", lang="eng", add=True, engine="ray")
+    build([str(tmp_path / "a.txt")], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng", index_type="ivf", on_disk=True, engine="ray"))
+    meta = build([str(tmp_path / "b.txt")], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng", add=True, engine="ray"))
     assert meta["count"] == 400 and meta["on_disk"] is True
     assert Searcher(tmp_path / "idx").search([lines[350]], SearchOptions(k=1, mode="dense"))[0][0].text == lines[350]
 

@@ -2,7 +2,7 @@ import pytest
 
 from encodr.errors import EncodrError
 from encodr.index.options import SearchOptions
-from encodr.index import Searcher, build
+from encodr.index import Searcher, BuildOptions, build
 from encodr.index.fusion import RRF_K, fuse
 from tests.conftest import run_cli
 
@@ -21,7 +21,7 @@ def index(tmp_path, tiny_model):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")
     out = tmp_path / "idx"
-    meta = build([str(corpus)], str(tiny_model), out, lang="eng")
+    meta = build([str(corpus)], out, BuildOptions(model=str(tiny_model), lang="eng"))
     assert meta["keywords"]["engine"] == "sqlite-fts5 bm25" and meta["keyword_seconds"] >= 0
     return out
 
@@ -56,7 +56,7 @@ def test_hybrid_is_the_fusion_of_the_dense_and_keyword_rankings(index):
 def test_add_updates_the_keyword_index_with_the_vectors(index, tmp_path):
     more = tmp_path / "more.txt"
     more.write_text("a zebra crossed the savanna at dawn\n")
-    build([str(more)], None, index, add=True)
+    build([str(more)], index, BuildOptions(add=True))
     assert Searcher(index).search(["zebra"], SearchOptions(k=1, mode="keyword"))[0][0].text == "a zebra crossed the savanna at dawn"
 
 
@@ -94,7 +94,7 @@ def test_a_cross_lingual_hit_that_shares_a_name_with_the_query_keeps_its_dense_p
 
 def test_unknown_mode_is_one_line(index, capsys, monkeypatch):
     code, _, err = run_cli(["search", "pump", "--index", str(index), "--mode", "fuzzy"], capsys, monkeypatch)
-    assert code == 2 and err.strip() == "encodr: error: --mode fuzzy: choose one of dense, keyword, hybrid"
+    assert code == 2 and err.strip() == "encodr: error: --mode fuzzy: not one of dense, keyword, hybrid"
     code, out, err = run_cli(["search", "XJ4471", "--index", str(index), "--mode", "hybrid", "--json"], capsys, monkeypatch)
     assert code == 0 and "XJ4471" in out
 

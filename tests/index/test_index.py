@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import run_cli
 from encodr.errors import EncodrError
-from encodr.index import Index, build
+from encodr.index import Index, BuildOptions, build
 from encodr.data.records import read_records
 from encodr.index import Searcher
 from encodr.models.pcr import POOLED
@@ -32,7 +32,7 @@ def corpus(tmp_path):
 @pytest.fixture
 def built(corpus, tiny_model, tmp_path):
     out = tmp_path / "idx"
-    build([str(corpus)], str(tiny_model), out)
+    build([str(corpus)], out, BuildOptions(model=str(tiny_model)))
     return out
 
 
@@ -80,7 +80,7 @@ def test_tsv_corpus_with_id_and_lang(tmp_path, tiny_model):
 
 @pytest.mark.parametrize("kind", ["hnsw", "ivf"])
 def test_approximate_index_types(corpus, tiny_model, tmp_path, kind):
-    meta = build([str(corpus)], str(tiny_model), tmp_path / kind, index_type=kind)
+    meta = build([str(corpus)], tmp_path / kind, BuildOptions(model=str(tiny_model), index_type=kind))
     assert meta["index_type"] == kind and meta["count"] == 20
     assert Searcher(tmp_path / kind).search([TEXTS[5]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[5]
 
@@ -88,7 +88,7 @@ def test_approximate_index_types(corpus, tiny_model, tmp_path, kind):
 def test_add_appends_and_stores_a_text_once(built, tiny_model, tmp_path):
     more = tmp_path / "more.txt"
     more.write_text("\n".join(TEXTS[15:30]))
-    meta = build([str(more)], None, built, add=True)
+    meta = build([str(more)], built, BuildOptions(add=True))
     assert meta["encoded"] == 10 and meta["skipped_duplicates"] == 5 and meta["count"] == 30
     assert meta["added"] == 15 and meta["documents"] == 36  # 21 lines of corpus.txt + 15 of more.txt: a document a line, a text stored once
     assert Searcher(built).search([TEXTS[29]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[29]
@@ -105,7 +105,7 @@ def test_pcr_removes_a_direction_per_language(tmp_path, tiny_model):
     f = tmp_path / "c.tsv"
     rows = [f"{i}\t{t}\t{'spa' if i % 2 else 'eng'}" for i, t in enumerate(TEXTS)]
     f.write_text("id\ttext\tlang\n" + "\n".join(rows) + "\n")
-    build([str(f)], str(tiny_model), tmp_path / "p", pcr=True)
+    build([str(f)], tmp_path / "p", BuildOptions(model=str(tiny_model), pcr=True))
     index = Index.open(tmp_path / "p")
     assert set(index.components) == {"eng", "spa", POOLED} and index.meta["pcr_variant"] == "uncentred"  # the default (CMLM §5.2)
     u = index.components["eng"]
@@ -131,7 +131,7 @@ def test_pcr_removes_a_direction_per_language(tmp_path, tiny_model):
 def test_add_to_a_pcr_index_refuses_a_language_without_a_component(tmp_path, tiny_model, capsys, monkeypatch):
     f = tmp_path / "c.tsv"
     f.write_text("text\tlang\n" + "\n".join(f"{t}\t{'spa' if i % 2 else 'eng'}" for i, t in enumerate(TEXTS)) + "\n")
-    build([str(f)], str(tiny_model), tmp_path / "p", pcr=True)
+    build([str(f)], tmp_path / "p", BuildOptions(model=str(tiny_model), pcr=True))
     more = tmp_path / "more.txt"
     more.write_text("bonjour tout le monde\n")
     code, _, err = run_cli(["index", str(more), "--out", str(tmp_path / "p"), "--add", "--lang", "fra"], capsys, monkeypatch)
@@ -145,7 +145,7 @@ def test_pcr_needs_two_texts_per_language_and_lang_needs_pcr(tmp_path, tiny_mode
     f = tmp_path / "c.tsv"
     f.write_text("text\tlang\n" + "\n".join(f"{t}\teng" for t in TEXTS[:5]) + "\nhola mundo\tspa\n")
     with pytest.raises(EncodrError, match="language 'spa' has only 1 distinct text; --pcr"):
-        build([str(f)], str(tiny_model), tmp_path / "p", pcr=True)
+        build([str(f)], tmp_path / "p", BuildOptions(model=str(tiny_model), pcr=True))
     assert not (tmp_path / "p").exists()
     with pytest.raises(EncodrError, match="built without --pcr, so a query language changes nothing in dense search"):
         Searcher(built).search(["x"], SearchOptions(lang="eng", mode="dense"))
@@ -204,7 +204,7 @@ def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path
     # the next run sweeps the dead run's temporary directory
     more = tmp_path / "m.txt"
     more.write_text("one more text\n")
-    assert build([str(more)], None, built, add=True)["count"] == 21
+    assert build([str(more)], built, BuildOptions(add=True))["count"] == 21
     assert sorted(p.name for p in built.iterdir()) == ["current", "g000003"]  # the dead run's generation is swept
 
 
@@ -213,7 +213,7 @@ def test_existing_index_needs_overwrite_and_bad_type_is_named(built, corpus, cap
     assert code == 2 and "already exists; pass --add to add documents, --sync" in err and "--overwrite to rebuild it" in err and "Traceback" not in err
     assert err.strip().splitlines() == [err.strip()]  # the error alone: no progress bar before it
     code, _, err = run_cli(["index", str(corpus), "--out", str(built), "--index-type", "lsh", "--overwrite"], capsys, monkeypatch)
-    assert code == 2 and "unknown index type 'lsh'" in err
+    assert code == 2 and "--index-type lsh: not one of auto, flat, hnsw, ivf, ivfpq" in err
 
 
 def test_empty_corpus_is_refused_before_the_bar(tmp_path, tiny_model, capsys, monkeypatch):
@@ -236,12 +236,12 @@ def test_list_indexes_names_a_corrupted_one(built, tmp_path):
 
 
 def test_a_workspace_index_is_found_by_name(corpus, tiny_model, workspace, tmp_path, monkeypatch, capsys):
-    build([str(corpus)], str(tiny_model), workspace / "indexes" / "notes")
+    build([str(corpus)], workspace / "indexes" / "notes", BuildOptions(model=str(tiny_model)))
     monkeypatch.chdir(tmp_path)  # no ./notes here
     assert Searcher("notes").search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]
     more = tmp_path / "more.txt"
     more.write_text("one more text\n")
-    assert build([str(more)], None, "notes", add=True)["count"] == 21 and not (tmp_path / "notes").exists()
+    assert build([str(more)], "notes", BuildOptions(add=True))["count"] == 21 and not (tmp_path / "notes").exists()
     code, out, _ = run_cli(["indexes", "--json"], capsys, monkeypatch)
     assert code == 0 and [(r["name"], r["count"]) for r in json.loads(out)] == [("notes", 21)]
     with pytest.raises(EncodrError, match="index missing does not exist \\(nor in the workspace"):
@@ -278,14 +278,14 @@ def test_pcr_variant_needs_pcr_and_a_known_name(tmp_path, tiny_model, capsys, mo
     code, _, err = run_cli(["index", str(f), "--model", str(tiny_model), "--pcr-variant", "centred", "--out", str(tmp_path / "a")], capsys, monkeypatch)
     assert code == 2 and "pass --pcr too" in err and not (tmp_path / "a").exists()
     code, _, err = run_cli(["index", str(f), "--model", str(tiny_model), "--pcr", "--pcr-variant", "median", "--out", str(tmp_path / "b")], capsys, monkeypatch)
-    assert code == 2 and "unknown PCR variant 'median'; choose one of centred, uncentred" in err and not (tmp_path / "b").exists()
+    assert code == 2 and "--pcr-variant median: not one of centred, uncentred" in err and not (tmp_path / "b").exists()
     code, _, err = run_cli(["eval", "sts", "--pcr", "--model", str(tiny_model)], capsys, monkeypatch)
     assert code == 2 and "--pcr applies to 'eval bitext'" in err
 
 
 def test_eval_bitext_refuses_an_unknown_pcr_variant_before_encoding(tiny_model, capsys, monkeypatch):
     code, _, err = run_cli(["eval", "bitext", "--pcr", "--pcr-variant", "median", "--model", str(tiny_model)], capsys, monkeypatch)
-    assert code == 2 and "unknown PCR variant 'median'" in err and "Batches" not in err
+    assert code == 2 and "--pcr-variant median: not one of centred, uncentred" in err and "Batches" not in err
 
 
 def test_queries_and_documents_are_encoded_with_the_models_prompts(tiny_model, tmp_path):
@@ -293,7 +293,7 @@ def test_queries_and_documents_are_encoded_with_the_models_prompts(tiny_model, t
     'document' entry sentence-transformers adds is not taken); the index records both."""
     from sentence_transformers import SentenceTransformer
 
-    from encodr.index import Searcher, build
+    from encodr.index import Searcher, BuildOptions, build
     from encodr.models import load_encoder
 
     st = SentenceTransformer(str(tiny_model), device="cpu")
@@ -303,7 +303,7 @@ def test_queries_and_documents_are_encoded_with_the_models_prompts(tiny_model, t
     assert (encoder.prompt("query"), encoder.prompt("document")) == ("query: ", "passage: ")
     texts = ["the river runs to the sea", "a violin in the attic", "winter comes early"]
     (tmp_path / "c.txt").write_text("\n".join(texts) + "\n")
-    meta = build([str(tmp_path / "c.txt")], encoder, tmp_path / "idx", lang="eng")
+    meta = build([str(tmp_path / "c.txt")], tmp_path / "idx", BuildOptions(model=encoder, lang="eng"))
     assert meta["prompts"] == {"query": "query: ", "document": "passage: "}
     searcher = Searcher(tmp_path / "idx", encoder=encoder)
     (hits,) = searcher.query(["river"], SearchOptions(k=3, mode="dense"))[1]
@@ -319,7 +319,7 @@ def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_sa
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")  # 30 texts: windows of 8, 8, 8, 6
-    build([str(corpus)], str(tiny_model), tmp_path / "clean", window=8, backend="torch")  # the encoder below is torch's
+    build([str(corpus)], tmp_path / "clean", BuildOptions(model=str(tiny_model), window=8, backend="torch"))  # the encoder below is torch's
     encoder, calls = load_encoder(str(tiny_model)), []
     real = encoder.encode
 
@@ -332,10 +332,10 @@ def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_sa
     encoder.encode = encode
     out = tmp_path / "idx"
     with pytest.raises(EncodrError, match=r"no index was written; 2 encoded window\(s\) are kept in .*\.idx\.shards, and the same command reuses them"):
-        build([str(corpus)], encoder, out, window=8)
+        build([str(corpus)], out, BuildOptions(model=encoder, window=8))
     assert not out.exists() and Shards.finished(shards_folder(out)) == 2
     calls.clear()
-    meta = build([str(corpus)], encoder, out, window=8)
+    meta = build([str(corpus)], out, BuildOptions(model=encoder, window=8))
     assert meta["resumed"] == 16 and calls == [8, 6]  # only the windows not finished before are encoded
     assert not shards_folder(out).exists()  # the build is complete: nothing left to resume
     with Index.open(tmp_path / "clean") as a, Index.open(out) as b:
@@ -365,7 +365,7 @@ def test_on_disk_ivf_lists_find_what_the_in_memory_index_finds(tmp_path, tiny_mo
     assert np.array_equal(memory.search(q, 10)[1], disk.search(q, 10)[1])  # the same lists, the same hits
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(f"line {i} about {TEXTS[i % 30]}" for i in range(400)) + "\n")
-    meta = build([str(corpus)], str(tiny_model), tmp_path / "idx", index_type="ivf", on_disk=True, lang="eng")
+    meta = build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model), index_type="ivf", on_disk=True, lang="eng"))
     assert meta["on_disk"] is True and meta["count"] == 400
     generation = Index.open(tmp_path / "idx").folder
     assert (generation / ondisk.ONDISK_FILE).is_file()  # found beside vectors.faiss though the folder was renamed into place
@@ -429,8 +429,8 @@ def test_add_to_an_on_disk_index_finds_what_add_to_the_same_index_in_memory_find
     first.write_text("\n".join(lines[:400]) + "\n")
     more.write_text("\n".join(lines[350:]) + "\n")  # 50 already indexed
     for name, on_disk in (("disk", True), ("memory", False)):  # the same sample trains the same quantisers
-        build([str(first)], str(tiny_model), tmp_path / name, index_type="ivf", on_disk=on_disk, lang="eng")
-        meta = build([str(more)], str(tiny_model), tmp_path / name, add=True, lang="eng")
+        build([str(first)], tmp_path / name, BuildOptions(model=str(tiny_model), index_type="ivf", on_disk=on_disk, lang="eng"))
+        meta = build([str(more)], tmp_path / name, BuildOptions(model=str(tiny_model), add=True, lang="eng"))
         assert (meta["count"], meta["encoded"], meta["skipped_duplicates"], meta["on_disk"]) == (600, 200, 50, on_disk)
     disk = Index.open(tmp_path / "disk")
     assert (disk.folder / ondisk.ONDISK_FILE).is_file() and not list(disk.folder.glob("block*"))
@@ -461,11 +461,11 @@ def test_the_auto_backend_is_chosen_by_the_cpu_recorded_and_kept_by_add(tmp_path
     (tmp_path / "a.txt").write_text("\n".join(TEXTS[:10]) + "\n")
     (tmp_path / "b.txt").write_text("\n".join(TEXTS[10:20]) + "\n")
     monkeypatch.setattr(encoder_module, "cpu_has_bf16", lambda cpuinfo="/proc/cpuinfo": True)
-    assert build([str(tmp_path / "a.txt")], str(tiny_model), tmp_path / "bf16")["backend"] == "torch-bf16"
-    assert build([str(tmp_path / "a.txt")], str(tiny_model), tmp_path / "named", backend="torch")["backend"] == "torch"
+    assert build([str(tmp_path / "a.txt")], tmp_path / "bf16", BuildOptions(model=str(tiny_model)))["backend"] == "torch-bf16"
+    assert build([str(tmp_path / "a.txt")], tmp_path / "named", BuildOptions(model=str(tiny_model), backend="torch"))["backend"] == "torch"
     monkeypatch.setattr(encoder_module, "cpu_has_bf16", lambda cpuinfo="/proc/cpuinfo": False)
-    assert build([str(tmp_path / "a.txt")], str(tiny_model), tmp_path / "fp32")["backend"] == "torch"
-    assert build([str(tmp_path / "b.txt")], None, tmp_path / "bf16", add=True)["backend"] == "torch-bf16"  # --add keeps the index's
+    assert build([str(tmp_path / "a.txt")], tmp_path / "fp32", BuildOptions(model=str(tiny_model)))["backend"] == "torch"
+    assert build([str(tmp_path / "b.txt")], tmp_path / "bf16", BuildOptions(add=True))["backend"] == "torch-bf16"  # --add keeps the index's
     with Index.open(tmp_path / "bf16") as index:
         assert index.meta["backend"] == "torch-bf16" and index.meta["count"] == 20
     searcher = Searcher(tmp_path / "bf16")

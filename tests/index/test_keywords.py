@@ -16,7 +16,7 @@ def test_words_are_stemmed_in_their_language_and_cjk_runs_become_bigrams():
 
 
 def test_keyword_search_finds_inflections_and_words_inside_cjk_text(tmp_path, tiny_model):
-    from encodr.index import Searcher, build
+    from encodr.index import Searcher, BuildOptions, build
 
     docs = [{"_id": "en", "text": "The studies were published last year", "lang": "eng"},
             {"_id": "ja", "text": "私は東京都に住んでいます", "lang": "jpn"},
@@ -24,7 +24,7 @@ def test_keyword_search_finds_inflections_and_words_inside_cjk_text(tmp_path, ti
             {"_id": "other", "text": "A note about something else entirely", "lang": "eng"}]  # fmt: skip
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))
-    build([str(corpus)], str(tiny_model), tmp_path / "idx")
+    build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     searcher = Searcher(tmp_path / "idx")
     for query, expected in (("study", "en"), ("京都", "ja"), ("北京", "zh"), ("大学", "zh")):
         hits = searcher.query([query], SearchOptions(k=2, mode="keyword", lang=None))[1][0]

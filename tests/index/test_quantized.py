@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.index.test_index import TEXTS
-from encodr.index import Searcher, build
+from encodr.index import Searcher, BuildOptions, build
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_binary_rescoring_returns_the_int8_best_of_the_hamming_candidates():
 def test_int8_and_binary_indexes_find_each_text_and_are_smaller(corpus, tmp_path):
     sizes = {}
     for quantize in ("none", "int8", "binary"):  # the real MiniLM: a random tiny model maps these texts to nearly one vector
-        meta = build([str(corpus)], "minilm", tmp_path / quantize, quantize=quantize)
+        meta = build([str(corpus)], tmp_path / quantize, BuildOptions(model="minilm", quantize=quantize))
         assert meta["quantize"] == quantize and meta["index_type"] == "flat" and meta["count"] == 20
         hits = Searcher(tmp_path / quantize).search(TEXTS[:20], SearchOptions(k=2, mode="dense"))
         assert [h[0].text for h in hits] == TEXTS[:20]
@@ -53,10 +53,10 @@ def test_int8_and_binary_indexes_find_each_text_and_are_smaller(corpus, tmp_path
 
 
 def test_add_to_a_binary_index_keeps_its_quantisation(corpus, tmp_path):
-    build([str(corpus)], "minilm", tmp_path / "b", quantize="binary")
+    build([str(corpus)], tmp_path / "b", BuildOptions(model="minilm", quantize="binary"))
     more = tmp_path / "more.txt"
     more.write_text("\n".join(TEXTS[20:30]) + "\n")
-    meta = build([str(more)], None, tmp_path / "b", add=True)
+    meta = build([str(more)], tmp_path / "b", BuildOptions(add=True))
     assert meta["count"] == 30 and meta["quantize"] == "binary"
     s = Searcher(tmp_path / "b")
     assert len(s.index) == 30 and s.search([TEXTS[25]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[25]
@@ -64,7 +64,7 @@ def test_add_to_a_binary_index_keeps_its_quantisation(corpus, tmp_path):
 
 
 def test_quantize_refuses_what_the_index_type_cannot_hold(corpus, tiny_model, tmp_path, capsys, monkeypatch):
-    for args, message in [(["--quantize", "int4"], "unknown --quantize 'int4'; choose one of none, int8, binary"),
+    for args, message in [(["--quantize", "int4"], "--quantize int4: not one of none, int8, binary"),
                           (["--quantize", "binary", "--index-type", "hnsw"], "--quantize binary searches every vector's bits"),
                           (["--quantize", "int8", "--index-type", "ivfpq"], "--index-type ivfpq already compresses vectors")]:  # fmt: skip
         code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), *args], capsys, monkeypatch)
@@ -75,7 +75,7 @@ def test_a_binary_index_without_its_int8_file_names_that_file(corpus, tiny_model
     from encodr.errors import EncodrError
     from encodr.index.store import Index
 
-    build([str(corpus)], str(tiny_model), tmp_path / "b", quantize="binary")
+    build([str(corpus)], tmp_path / "b", BuildOptions(model=str(tiny_model), quantize="binary"))
     rescore = tmp_path / "b" / "current" / "rescore.i8.npy"
     rescore.write_bytes(b"not numpy")
     with pytest.raises(EncodrError, match="vectors.faiss or rescore.i8.npy is corrupted"):
@@ -88,8 +88,8 @@ def test_a_binary_index_without_its_int8_file_names_that_file(corpus, tiny_model
 def test_dim_keeps_the_first_dimensions_renormalised_for_texts_and_queries(corpus, tiny_model, tmp_path):
     from encodr.models.encoder import truncated
 
-    full = build([str(corpus)], str(tiny_model), tmp_path / "full")
-    meta = build([str(corpus)], str(tiny_model), tmp_path / "d8", dim=8)
+    full = build([str(corpus)], tmp_path / "full", BuildOptions(model=str(tiny_model)))
+    meta = build([str(corpus)], tmp_path / "d8", BuildOptions(model=str(tiny_model), dim=8))
     assert meta["dimension"] == 8 and meta["truncate_dim"] == 8 and full["truncate_dim"] is None and meta["bytes_per_vector"] < full["bytes_per_vector"]
     a, b = Searcher(tmp_path / "full"), Searcher(tmp_path / "d8")
     n = len(a.index)
@@ -102,10 +102,10 @@ def test_dim_keeps_the_first_dimensions_renormalised_for_texts_and_queries(corpu
     b.index.close()
     more = tmp_path / "more.txt"
     more.write_text("\n".join(TEXTS[20:30]) + "\n")
-    added = build([str(more)], None, tmp_path / "d8", add=True)
+    added = build([str(more)], tmp_path / "d8", BuildOptions(add=True))
     assert added["count"] == 30 and added["dimension"] == 8  # --add keeps the index's truncation
     with pytest.raises(Exception, match="--dim 16 differs from index .* 8 dimensions"):
-        build([str(more)], None, tmp_path / "d8", add=True, dim=16)
+        build([str(more)], tmp_path / "d8", BuildOptions(add=True, dim=16))
 
 
 def test_dim_above_the_models_is_refused_and_writes_nothing(corpus, tiny_model, tmp_path, capsys, monkeypatch):

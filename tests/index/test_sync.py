@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import run_cli
 from encodr.errors import EncodrError
-from encodr.index import Index, Searcher, build
+from encodr.index import Index, Searcher, BuildOptions, build
 from encodr.index.build import delete
 from encodr.index.filters import parse
 
@@ -94,7 +94,7 @@ def test_a_file_of_an_unknown_kind_named_directly_is_refused(tmp_path, tiny_mode
 
 def test_sync_removes_stale_text_and_deleted_documents(docs, tiny_model, tmp_path, capsys, monkeypatch):
     out = tmp_path / "idx"
-    build([str(docs)], str(tiny_model), out)
+    build([str(docs)], out, BuildOptions(model=str(tiny_model)))
     (docs / "a.md").write_text("# Pump\nThe pump pressure must stay below 9 bar.\n")
     (docs / "b.md").unlink()
     (docs / "c.md").write_text("# Chess\nChess openings.\n")
@@ -109,7 +109,7 @@ def test_sync_removes_stale_text_and_deleted_documents(docs, tiny_model, tmp_pat
     for mode in ("dense", "hybrid"):  # every hit of the other modes too: no stale text anywhere
         hits = Searcher(out).search(["pump pressure"], SearchOptions(k=20, mode=mode))[0]
         assert not any("4 bar" in h.text or "Valve" in h.text for h in hits) and len(hits) == 5
-    again = build([str(docs)], None, out, sync=True)
+    again = build([str(docs)], out, BuildOptions(sync=True))
     assert (again["added"], again["updated"], again["removed"], again["unchanged"], again["encoded"]) == (0, 0, 0, 5, 0)
 
 
@@ -117,11 +117,11 @@ def test_sync_keeps_documents_of_other_paths_and_add_removes_nothing(docs, tiny_
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"_id": "x1", "text": "a kept document about glaciers"}) + "\n")
     out = tmp_path / "idx"
-    build([str(docs), str(other)], str(tiny_model), out)
+    build([str(docs), str(other)], out, BuildOptions(model=str(tiny_model)))
     (docs / "n0.md").unlink()
-    added = build([str(docs)], None, out, add=True)
+    added = build([str(docs)], out, BuildOptions(add=True))
     assert added["removed"] == 0 and added["unchanged"] == 4
-    synced = build([str(docs)], None, out, sync=True)
+    synced = build([str(docs)], out, BuildOptions(sync=True))
     assert synced["removed"] == 1 and keyword(out, "glaciers")[0].ext_id == "x1"
     assert not any("number 0" in t for t in all_texts(out))
 
@@ -131,11 +131,11 @@ def test_a_changed_document_keeps_its_unchanged_passages_encoded_once(tmp_path, 
     rows = [{"_id": f"d{i}", "text": f"document {i} text"} for i in range(5)]
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "idx"
-    build([str(corpus)], str(tiny_model), out)
+    build([str(corpus)], out, BuildOptions(model=str(tiny_model)))
     rows[2]["text"] = "document 2 has new words"
     rows[3]["year"] = 2024  # metadata only: the document changed, its text did not
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    meta = build([str(corpus)], None, out, sync=True)
+    meta = build([str(corpus)], out, BuildOptions(sync=True))
     assert (meta["updated"], meta["encoded"], meta["count"]) == (2, 1, 5)
     assert [h.ext_id for h in keyword(out, "document", filters=["year=2024"])] == ["d3"]
 
@@ -144,7 +144,7 @@ def test_a_text_shared_by_two_documents_goes_with_the_last(tmp_path, tiny_model)
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"_id": "a", "text": "shared words"}) + "\n" + json.dumps({"_id": "b", "text": "shared words"}) + "\n")
     out = tmp_path / "idx"
-    assert build([str(corpus)], str(tiny_model), out)["count"] == 1
+    assert build([str(corpus)], out, BuildOptions(model=str(tiny_model)))["count"] == 1
     delete(out, ids=["a"])
     hit = keyword(out, "shared")[0]
     assert hit.ext_id == "b" and all_texts(out) == ["shared words"]  # shown under the document that still holds it
@@ -154,16 +154,16 @@ def test_a_text_shared_by_two_documents_goes_with_the_last(tmp_path, tiny_model)
 
 def test_an_index_from_before_documents_says_so_once_and_syncs(docs, tiny_model, tmp_path):
     out = tmp_path / "idx"
-    build([str(docs)], str(tiny_model), out)
+    build([str(docs)], out, BuildOptions(model=str(tiny_model)))
     with sqlite3.connect(out / "current" / "texts.db") as conn:  # as encodr wrote it before documents had identity
         conn.executescript("drop table documents; drop table members; drop table staged; drop table tombstones;")
     (docs / "b.md").unlink()
     lines = []
-    meta = build([str(docs)], None, out, sync=True, warn=lines.append)
+    meta = build([str(docs)], out, BuildOptions(sync=True), warn=lines.append)
     assert len(lines) == 1 and "built before documents kept their identity" in lines[0]
     assert meta["encoded"] == 0 and meta["removed"] == 1 and keyword(out, "valve") == []
     lines.clear()
-    assert build([str(docs)], None, out, sync=True, warn=lines.append)["unchanged"] == 4 and lines == []
+    assert build([str(docs)], out, BuildOptions(sync=True), warn=lines.append)["unchanged"] == 4 and lines == []
 
 
 # --- delete ------------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ TYPES = {"flat": {}, "hnsw": {"index_type": "hnsw"}, "ivf": {"index_type": "ivf"
 @pytest.mark.parametrize("kind", list(TYPES))
 def test_deleted_documents_never_come_back_whatever_the_index_type(jsonl, tiny_model, tmp_path, kind):
     out = tmp_path / kind
-    build([str(jsonl)], str(tiny_model), out, **TYPES[kind])
+    build([str(jsonl)], out, BuildOptions(model=str(tiny_model), **TYPES[kind]))
     gone = {f"d{i}" for i in range(0, 200, 10)}  # 10 %: below the compaction threshold
     result = delete(out, ids=sorted(gone) + ["nope"])
     assert result["removed"] == 20 and result["not_found"] == ["nope"] and result["documents"] == 180
@@ -201,7 +201,7 @@ def test_deleted_documents_never_come_back_whatever_the_index_type(jsonl, tiny_m
 
 def test_tombstones_are_compacted_past_the_threshold(jsonl, tiny_model, tmp_path):
     out = tmp_path / "hnsw"
-    build([str(jsonl)], str(tiny_model), out, index_type="hnsw")
+    build([str(jsonl)], out, BuildOptions(model=str(tiny_model), index_type="hnsw"))
     assert delete(out, filters=[parse("year<=2009")])["tombstones"] == 40  # 20 %: not past it
     compacted = delete(out, ids=["d10"])
     assert compacted["compacted"] and compacted["tombstones"] == 0 and compacted["count"] == 159
@@ -211,7 +211,7 @@ def test_tombstones_are_compacted_past_the_threshold(jsonl, tiny_model, tmp_path
 
 def test_deleting_needs_a_criterion_and_says_which(tmp_path, capsys, monkeypatch, jsonl, tiny_model):
     out = tmp_path / "idx"
-    build([str(jsonl)], str(tiny_model), out)
+    build([str(jsonl)], out, BuildOptions(model=str(tiny_model)))
     code, _, err = run_cli(["delete", "--index", str(out)], capsys, monkeypatch)
     assert_one_line_error(code, err, "name the documents to delete")
     code, stdout, err = run_cli(["delete", "d1", "d2", "--index", str(out), "--json"], capsys, monkeypatch)
@@ -224,7 +224,7 @@ def test_deleting_needs_a_criterion_and_says_which(tmp_path, capsys, monkeypatch
 @pytest.mark.parametrize("kind", list(TYPES))
 def test_filters_run_inside_the_search_so_k_hits_come_back(jsonl, tiny_model, tmp_path, kind):
     out = tmp_path / kind
-    build([str(jsonl)], str(tiny_model), out, **TYPES[kind])
+    build([str(jsonl)], out, BuildOptions(model=str(tiny_model), **TYPES[kind]))
     s = Searcher(out)
     rows = {json.loads(r)["_id"]: json.loads(r) for r in jsonl.read_text().splitlines()}
     cases = {("year>=2045",): 20, ("tags=even", "year<=2010"): 24, ("date>=2024-11-01",): 32, ("tags!=even",): 100, ("id=d7",): 1, ("year>=2047", "tags=odd"): 8}
@@ -258,7 +258,7 @@ def test_filters_on_front_matter_csv_columns_source_and_dates(tmp_path, tiny_mod
     (folder / "old" / "b.md").write_text("---\nteam: dev\n---\nPump history.\n")
     (folder / "t.csv").write_text("id,text,owner,year\nr1,Pump tickets,ana,2021\nr2,Pump orders,bo,2019\n")
     out = tmp_path / "idx"
-    build([str(folder)], str(tiny_model), out, layout=__import__("encodr.data.records", fromlist=["Layout"]).Layout(meta_columns=("owner", "year")))
+    build([str(folder)], out, BuildOptions(model=str(tiny_model), layout=__import__("encodr.data.records", fromlist=["Layout"]).Layout(meta_columns=("owner", "year"))))
     assert [h.title for h in keyword(out, "pump", filters=["team=ops"])] == ["Pumps"]
     assert [h.ext_id for h in keyword(out, "pump", filters=["year>=2020"])] == ["r1"]
     assert [h.ext_id for h in keyword(out, "pump", filters=["owner=bo"])] == ["r2"]
@@ -294,7 +294,7 @@ def versioned(tmp_path, tiny_model) -> tuple[Path, Path]:
     folder.mkdir()
     _versions(folder, 0, list(range(5)))
     out = tmp_path / "idx"
-    build([str(folder)], str(tiny_model), out, index_type="hnsw")
+    build([str(folder)], out, BuildOptions(model=str(tiny_model), index_type="hnsw"))
     return folder, out
 
 
@@ -320,7 +320,7 @@ def test_a_reader_never_sees_a_failed_open_or_a_mixed_generation_during_30_syncs
             if v % 3 == 0:  # a delete: the generation loses a file's document, versions stay one
                 delete(out, ids=[str(folder / "f4.md")])
             _versions(folder, v, list(range(5)))
-            build([str(folder)], None, out, sync=True)
+            build([str(folder)], out, BuildOptions(sync=True))
     finally:
         done.set()
         reader.join()
@@ -351,7 +351,7 @@ print("ready", flush=True)
 for v in range(int(sys.argv[3]), int(sys.argv[3]) + 1000):
     for i in range(5):
         (folder / f"f{i}.md").write_text(f"# File {i}\nversion{v} of file {i}\n")
-    b.build([str(folder)], None, out, sync=True, batch_size=1, progress=lambda e: print("event", flush=True))
+    b.build([str(folder)], out, b.BuildOptions(sync=True, batch_size=1), progress=lambda e: print("event", flush=True))
     print("written", flush=True)
 """
 
@@ -376,7 +376,7 @@ def test_sigkill_at_random_points_of_a_sync_leaves_the_old_generation_whole(vers
             assert len({_version(text) for text in index.texts.column("text")}) == 1 and len(index) == 5
     assert {"swap", "settle", "write"} <= phases
     _versions(folder, 5000, list(range(5)))
-    meta = build([str(folder)], None, out, sync=True)  # the next sync completes it
+    meta = build([str(folder)], out, BuildOptions(sync=True))  # the next sync completes it
     assert meta["updated"] == 5 and {_version(t) for t in all_texts(out)} == {"5000"}
     assert sorted(p.name for p in out.iterdir()) == ["current", os.readlink(out / "current")]
 
@@ -386,7 +386,7 @@ def test_a_file_that_vanishes_or_changes_while_a_sync_reads_it_is_a_warning_and_
 
     b = importlib.import_module("encodr.index.build")  # the module (encodr.index.build is also the function's name)
     out = tmp_path / "idx"
-    build([str(docs)], str(tiny_model), out)
+    build([str(docs)], out, BuildOptions(model=str(tiny_model)))
     (docs / "n0.md").write_text("# Note 0\nedited rivers\n")
     (docs / "n1.md").write_text("# Note 1\nedited rivers too\n")
     real = b.iter_records
@@ -403,12 +403,12 @@ def test_a_file_that_vanishes_or_changes_while_a_sync_reads_it_is_a_warning_and_
 
     monkeypatch.setattr(b, "iter_records", racing)
     lines = []
-    meta = build([str(docs)], None, out, sync=True, warn=lines.append)
+    meta = build([str(docs)], out, BuildOptions(sync=True), warn=lines.append)
     reasons = {Path(s["path"]).name: s["reason"] for s in meta["skipped_files"]}
     assert "cannot read it" in reasons["n0.md"] and "changed while it was read" in reasons["n1.md"]
     assert meta["removed"] == 1 and meta["updated"] == 1  # n0 is gone; n1 was read (edited), and is read again next time
     monkeypatch.setattr(b, "iter_records", real)
-    again = build([str(docs)], None, out, sync=True)
+    again = build([str(docs)], out, BuildOptions(sync=True))
     assert again["updated"] == 1 and any("edited again while read" in t for t in all_texts(out))
 
 
@@ -447,7 +447,7 @@ def test_ctrl_c_during_index_is_one_line_saying_the_index_is_unchanged(docs, tin
     from encodr.core import commands
 
     out = tmp_path / "idx"
-    build([str(docs)], str(tiny_model), out)
+    build([str(docs)], out, BuildOptions(model=str(tiny_model)))
     before = os.readlink(out / "current")
 
     def interrupted(*args, **kwargs):
@@ -461,7 +461,7 @@ def test_ctrl_c_during_index_is_one_line_saying_the_index_is_unchanged(docs, tin
 
 def test_the_index_listing_shows_each_indexs_sources_and_last_update(docs, tiny_model, workspace, capsys, monkeypatch):
     out = workspace / "indexes" / "kb"
-    build([str(docs)], str(tiny_model), out)
+    build([str(docs)], out, BuildOptions(model=str(tiny_model)))
     code, stdout, err = run_cli(["indexes", "--json"], capsys, monkeypatch)
     assert code == 0, err
     (row,) = json.loads(stdout)

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import run_cli
 from encodr.errors import EncodrError
-from encodr.index import Index, Searcher, build
+from encodr.index import Index, Searcher, BuildOptions, build
 from encodr.index.build import auto_index_type
 from encodr.models import load_encoder
 from encodr.models.onnx import export_dir
@@ -51,13 +51,13 @@ def test_onnx_backends_match_torch_and_are_cached_atomically(tiny_model):
 
 
 def test_unknown_backend_and_processes_with_onnx_are_refused(tiny_model, tmp_path, capsys, monkeypatch):
-    with pytest.raises(EncodrError, match="unknown backend 'tensorrt'"):
+    with pytest.raises(EncodrError, match="backend: 'tensorrt' is not one of"):
         load_encoder(str(tiny_model), backend="tensorrt")
     corpus = lines(tmp_path, TEXTS)
-    with pytest.raises(EncodrError, match="unknown backend 'tensorrt'"):
-        build([str(corpus)], str(tiny_model), tmp_path / "b", backend="tensorrt")
-    with pytest.raises(EncodrError, match="--processes 0: give 1 or more"):
-        build([str(corpus)], str(tiny_model), tmp_path / "b", processes=0)
+    with pytest.raises(EncodrError, match="backend: 'tensorrt' is not one of"):
+        build([str(corpus)], tmp_path / "b", BuildOptions(model=str(tiny_model), backend="tensorrt"))
+    with pytest.raises(EncodrError, match="processes: 0 must be 1 or more"):
+        build([str(corpus)], tmp_path / "b", BuildOptions(model=str(tiny_model), processes=0))
     assert not list(tmp_path.glob(".b*")) and not (tmp_path / "b").exists()  # refused before the lock file
     code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "i"), "--backend", "onnx-int8", "--processes", "2"],
                            capsys, monkeypatch)  # fmt: skip
@@ -67,8 +67,8 @@ def test_unknown_backend_and_processes_with_onnx_are_refused(tiny_model, tmp_pat
 
 def test_small_windows_and_the_writer_thread_store_every_text_once(tiny_model, tmp_path):
     texts = TEXTS + TEXTS[:7]  # duplicates across windows
-    one = build([str(lines(tmp_path, texts))], str(tiny_model), tmp_path / "one", lang="eng")
-    small = build([str(lines(tmp_path, texts))], str(tiny_model), tmp_path / "small", lang="eng", window=3, batch_size=2)
+    one = build([str(lines(tmp_path, texts))], tmp_path / "one", BuildOptions(model=str(tiny_model), lang="eng"))
+    small = build([str(lines(tmp_path, texts))], tmp_path / "small", BuildOptions(model=str(tiny_model), lang="eng", window=3, batch_size=2))
     assert one["count"] == small["count"] == len(TEXTS) and small["skipped_duplicates"] == 7
     t1, v1 = stored(tmp_path / "one")
     t2, v2 = stored(tmp_path / "small")
@@ -78,7 +78,7 @@ def test_small_windows_and_the_writer_thread_store_every_text_once(tiny_model, t
 
 def test_index_records_backend_and_search_with_another_warns(tiny_model, tmp_path):
     out = tmp_path / "idx"
-    meta = build([str(lines(tmp_path, TEXTS))], str(tiny_model), out, lang="eng", backend="onnx-int8")
+    meta = build([str(lines(tmp_path, TEXTS))], out, BuildOptions(model=str(tiny_model), lang="eng", backend="onnx-int8"))
     assert meta["backend"] == "onnx-int8" and meta["bytes_per_vector"] >= 32 * 4
     same = Searcher(out)
     assert same.encoder.backend == "onnx-int8" and same.warnings == []
@@ -89,7 +89,7 @@ def test_index_records_backend_and_search_with_another_warns(tiny_model, tmp_pat
 
 def test_an_index_built_in_bf16_searches_in_bf16(tiny_model, tmp_path):
     out = tmp_path / "idx"
-    meta = build([str(lines(tmp_path, TEXTS))], str(tiny_model), out, lang="eng", backend="torch-bf16")
+    meta = build([str(lines(tmp_path, TEXTS))], out, BuildOptions(model=str(tiny_model), lang="eng", backend="torch-bf16"))
     searcher = Searcher(out)
     assert meta["backend"] == "torch-bf16" and searcher.encoder.backend == "torch-bf16" and searcher.warnings == []
     assert searcher.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]
@@ -97,8 +97,8 @@ def test_an_index_built_in_bf16_searches_in_bf16(tiny_model, tmp_path):
 
 def test_two_processes_give_the_vectors_of_one(tiny_model, tmp_path):
     corpus = lines(tmp_path, TEXTS)
-    build([str(corpus)], str(tiny_model), tmp_path / "p1", lang="eng", backend="torch")  # the pool runs float32, as auto is with processes
-    meta = build([str(corpus)], str(tiny_model), tmp_path / "p2", lang="eng", processes=2)
+    build([str(corpus)], tmp_path / "p1", BuildOptions(model=str(tiny_model), lang="eng", backend="torch"))  # the pool runs float32, as auto is with processes
+    meta = build([str(corpus)], tmp_path / "p2", BuildOptions(model=str(tiny_model), lang="eng", processes=2))
     assert meta["count"] == len(TEXTS)
     t1, v1 = stored(tmp_path / "p1")
     t2, v2 = stored(tmp_path / "p2")
@@ -108,7 +108,7 @@ def test_two_processes_give_the_vectors_of_one(tiny_model, tmp_path):
 
 def test_concurrent_adds_lose_and_duplicate_nothing(tiny_model, tmp_path):
     out = tmp_path / "idx"
-    build([str(lines(tmp_path, TEXTS[:4], "base.txt"))], str(tiny_model), out, lang="eng")
+    build([str(lines(tmp_path, TEXTS[:4], "base.txt"))], out, BuildOptions(model=str(tiny_model), lang="eng"))
     a = [f"alpha {i} {w}" for i, w in enumerate(["red", "green", "blue"] * 40)]
     b = [f"beta {i} {w}" for i, w in enumerate(["red", "green", "blue"] * 40)]
     shared = [f"both {i}" for i in range(30)]  # in both files: stored once
@@ -118,7 +118,7 @@ def test_concurrent_adds_lose_and_duplicate_nothing(tiny_model, tmp_path):
     def add(f):
         start.wait()  # both open the index at the same moment
         try:
-            build([str(f)], None, out, add=True, lang="eng", window=16)
+            build([str(f)], out, BuildOptions(add=True, lang="eng", window=16))
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -137,8 +137,8 @@ def test_concurrent_adds_lose_and_duplicate_nothing(tiny_model, tmp_path):
 def test_ivfpq_builds_compresses_and_finds_near_exact_neighbours(tiny_model, tmp_path):
     texts = [f"item {i} in row {i % 97} of block {i // 97}" for i in range(12_000)]
     corpus = str(lines(tmp_path, texts))
-    meta = build([corpus], str(tiny_model), tmp_path / "pq", index_type="ivfpq", lang="eng")
-    flat = build([corpus], str(tiny_model), tmp_path / "flat", index_type="flat", lang="eng")
+    meta = build([corpus], tmp_path / "pq", BuildOptions(model=str(tiny_model), index_type="ivfpq", lang="eng"))
+    flat = build([corpus], tmp_path / "flat", BuildOptions(model=str(tiny_model), index_type="flat", lang="eng"))
     assert meta["index_type"] == "ivfpq" and meta["bytes_per_vector"] < 0.7 * flat["bytes_per_vector"]
     vectors = Index.open(tmp_path / "flat").faiss.reconstruct_n(0, len(texts))
     queries = vectors[::240]  # 50 stored texts
@@ -153,15 +153,15 @@ def test_ivfpq_builds_compresses_and_finds_near_exact_neighbours(tiny_model, tmp
 
 def test_ivfpq_needs_enough_texts_and_auto_picks_by_size(tiny_model, tmp_path):
     with pytest.raises(EncodrError, match="needs at least 10,000 texts"):
-        build([str(lines(tmp_path, TEXTS))], str(tiny_model), tmp_path / "x", index_type="ivfpq", lang="eng")
+        build([str(lines(tmp_path, TEXTS))], tmp_path / "x", BuildOptions(model=str(tiny_model), index_type="ivfpq", lang="eng"))
     assert not (tmp_path / "x").exists()
     assert [auto_index_type(n) for n in (10, 50_000, 50_001, 250_000, 250_001, 5_000_000)] == ["flat", "flat", "hnsw", "hnsw", "ivfpq", "ivfpq"]
 
 
 def test_search_settings_are_checked(tiny_model, tmp_path):
     out = tmp_path / "idx"
-    build([str(lines(tmp_path, TEXTS))], str(tiny_model), out, lang="eng")
-    with pytest.raises(EncodrError, match="--nprobe 0: give 1 or more"):
+    build([str(lines(tmp_path, TEXTS))], out, BuildOptions(model=str(tiny_model), lang="eng"))
+    with pytest.raises(EncodrError, match="nprobe: 0 must be 1 or more"):
         Index.open(out, nprobe=0)
 
 
@@ -181,14 +181,14 @@ def test_eval_scores_the_backend_it_is_given(tiny_model, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["score", "a cat", "a kitten", "--backend", "tensorrt"], "unknown backend 'tensorrt'; choose one of torch, torch-bf16, onnx, onnx-int8"),
+    (["score", "a cat", "a kitten", "--backend", "tensorrt"], "--backend tensorrt: not one of torch, torch-bf16, onnx, onnx-int8"),
     (["score", "a cat", "a kitten", "--cross", "--backend", "onnx"], "--backend onnx runs bi-encoders"),
-    (["search", "cat", "--index", "IDX", "--nprobe", "0"], "--nprobe 0: give 1 or more"),
-    (["search", "cat", "--index", "IDX", "--backend", "tensorrt"], "unknown backend 'tensorrt'"),
+    (["search", "cat", "--index", "IDX", "--nprobe", "0"], "--nprobe 0: must be 1 or more"),
+    (["search", "cat", "--index", "IDX", "--backend", "tensorrt"], "--backend tensorrt: not one of"),
 ])  # fmt: skip
 def test_cli_backend_and_search_settings_errors(args, message, tiny_model, tmp_path, capsys, monkeypatch):
     out = tmp_path / "idx"
-    build([str(lines(tmp_path, TEXTS))], str(tiny_model), out, lang="eng")
+    build([str(lines(tmp_path, TEXTS))], out, BuildOptions(model=str(tiny_model), lang="eng"))
     args = [str(out) if a == "IDX" else a for a in args] + (["--model", str(tiny_model)] if args[0] == "score" else [])
     code, _, err = run_cli(args, capsys, monkeypatch)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1

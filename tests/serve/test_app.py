@@ -192,5 +192,5 @@ def test_backend_serves_onnx_with_the_vectors_of_torch_and_unknown_ones_are_refu
         np.testing.assert_allclose([row["embedding"] for row in vectors], expected, atol=1e-5)
     finally:
         served.close()
-    with pytest.raises(EncodrError, match="unknown backend 'tensorrt'"):
+    with pytest.raises(EncodrError, match="backend: 'tensorrt' is not one of"):
         load([str(tiny_model)], [], Limits(), backend="tensorrt")

@@ -4,7 +4,7 @@ from encodr.index.options import SearchOptions
 import numpy as np
 import pytest
 
-from encodr.index import build
+from encodr.index import BuildOptions, build
 from encodr.index import Searcher
 from encodr.tui import EncodrApp, score_bar
 from tests.conftest import search_with, settle
@@ -16,7 +16,7 @@ TEXTS = ["the cat sat on the mat", "stock markets fell sharply", "it rained all 
 def searcher(tmp_path, tiny_model):
     f = tmp_path / "c.txt"
     f.write_text("\n".join(TEXTS))
-    build([str(f)], str(tiny_model), tmp_path / "idx")
+    build([str(f)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     return Searcher(tmp_path / "idx")
 
 
@@ -128,7 +128,7 @@ async def test_the_filter_box_restricts_hits_and_ctrl_d_deletes_a_hits_document(
 
     corpus = tmp_path / "kb.jsonl"
     corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": t, "team": "ops" if i % 2 else "dev"}) + "\n" for i, t in enumerate(TEXTS)))
-    build([str(corpus)], str(tiny_model), tmp_path / "kb")
+    build([str(corpus)], tmp_path / "kb", BuildOptions(model=str(tiny_model)))
     app = EncodrApp(searcher=Searcher(tmp_path / "kb"), debounce=0.0)
     async with app.run_test(size=(160, 40)) as pilot:
         table = await search_with(app, pilot, "#search-filter", "team=ops", "the cat")

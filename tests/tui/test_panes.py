@@ -20,10 +20,11 @@ def words(tmp_path):
 async def _fill_train(app, pilot, tiny_model, data, out, batch="16"):
     await pilot.press("f5")
     pane = app.query_one("TrainPane")
+    app.query_one("#train-recipe").value = "word"
+    await pilot.pause()  # the recipe's fields are drawn anew
     app.query_one("#train-model-path").value = str(tiny_model)
     app.query_one("#train-data").value = str(data)
     app.query_one("#train-out").value = str(out)
-    app.query_one("#train-recipe").value = "word"
     field = next(i for i in pane.query(".field-input") if i.name == "batch_size")
     field.value = batch
     await pilot.pause()
@@ -87,7 +88,7 @@ async def test_train_pane_checks_fields_inline_as_the_cli_does(tiny_model):
         await pilot.pause()
         assert str(app.query_one("#check-epochs").render()) == "✓"
         _, job = pane.request()  # no output folder chosen: the CLI's default (the pane required one before)
-        assert job.out.parent.name == "encodr-runs" and job.out.name.startswith("word-")
+        assert job.out.parent.name == "encodr-runs" and job.out.name.startswith("sentence-")  # the declared default recipe, as encodr tune
 
 
 async def test_index_pane_builds_then_opens_search(tiny_model, tmp_path):
@@ -117,6 +118,7 @@ async def test_eval_pane_table_and_chart(tiny_model, tmp_path):
     app = EncodrApp()
     async with app.run_test(size=(180, 60)) as pilot:
         await pilot.press("f7")
+        app.query_one("#eval-suite").value = "sts"  # required, as on the command line: the form has no default of its own
         app.query_one("#eval-model").value = str(tiny_model)
         app.query_one("#eval-compare").value = str(tiny_model)
         app.query_one("#eval-data").value = str(sts)
