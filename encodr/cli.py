@@ -306,7 +306,10 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
 
     if not values.get("query"):
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
-    _show(_answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local), as_json)
+    result = _answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local)
+    for line in result.hints:
+        err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
+    _show(result, as_json)
 
 
 @command(app, rq.IndexesRequest, "indexes")

@@ -65,10 +65,30 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
         reranker = open_reranker(request)
     langs, results = searcher.query(request.query, request.options(), reranker)
     split = searcher.index.meta.get("split_documents") and not request.passages
-    caption = f"documents ranked by their best passage ({searcher.index.meta['split_documents']:,} long documents are split; --passages ranks passages)" if split else ""
-    return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption,
+    n = searcher.index.meta.get("split_documents") or 0
+    caption = (f"documents ranked by their best passage ({n:,} long document{' is' if n == 1 else 's are'} split into passages; "
+               "--passages ranks passages)") if split else ""  # fmt: skip
+    return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption, hints=language_hints(request.query, searcher.index.meta),
                         results=[QueryHits(query=q, lang=code, hits=hits)
                                  for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
+
+
+def language_hints(queries: list[str], meta: dict) -> list[str]:
+    """One hint line when an index of English texts, built with a model trained on English only
+    (:data:`encodr.models.aliases.ENGLISH_ONLY`), is searched with a query in another language
+    (detected among all languages, :func:`encodr.data.language.detect_languages`): it names the
+    multilingual model. Empty otherwise (and for any other model or index)."""
+    from ..data.language import detect_languages
+    from ..models.aliases import ENGLISH_ONLY, MULTILINGUAL
+
+    stored = set(meta.get("languages") or []) - {"und"}
+    if meta.get("model") not in ENGLISH_ONLY or stored != {"eng"}:
+        return []
+    other = sorted({code for code in detect_languages(queries) if code not in stored | {"und"}})
+    if not other:
+        return []
+    return [f"a query looks like {', '.join(other)}, but model {meta['model']} was trained on English only: rebuild the index with "
+            f"--model {MULTILINGUAL} (multilingual) to search it across languages"]  # fmt: skip
 
 
 def rerank(request: RerankRequest, reranker) -> RerankResult:

@@ -24,7 +24,7 @@ UNITS = {"bytes_per_vector": "{:,.0f} B", "seconds": "{:.1f} s", "train_seconds"
 
 def human(value: Any, key: str = "") -> str:
     """``value`` as a table cell: ``""`` for None, yes/no, lists joined with commas, floats
-    with 4 decimals (or the field's unit from :data:`UNITS`), dicts as compact JSON."""
+    with 4 significant digits (or the field's unit from :data:`UNITS`), dicts as compact JSON."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -32,7 +32,7 @@ def human(value: Any, key: str = "") -> str:
     if key in UNITS and isinstance(value, (int, float)):
         return UNITS[key].format(value)
     if isinstance(value, float):
-        return f"{value:.4f}"
+        return f"{value:.4g}"  # 4 significant digits: 2e-05, 0.1234, 471.1
     if isinstance(value, int):
         return str(value)
     if isinstance(value, (list, tuple)):
@@ -134,6 +134,13 @@ class QueryHits(BaseModel):
     hits: list[Hit]  # encodr.index.Hit, a dataclass pydantic reads and writes as it is
 
 
+def where(hit: Hit) -> str:
+    """Where a hit comes from, as a table shows it: ``file.md:LINE``, and for a passage of a
+    split document its character offset in it (``file.md:1 @1,204``)."""
+    at = f" @{hit.start:,}" if hit.start else ""
+    return f"{Path(hit.source).name}:{hit.line}{at}"
+
+
 class SearchResult(Result):
     """Hits of each query; one shape for one query or many. In the payload each hit also has
     ``highlights``: the (start, end) character offsets of the query's words in its ``text``
@@ -143,6 +150,7 @@ class SearchResult(Result):
     model: str
     results: list[QueryHits]
     caption: str = ""  # how the hits are ranked, when it needs saying (documents by their best passage)
+    hints: list[str] = []  # one line each, for what the user may not know (a query in a language the model was not trained on)
 
     def payload(self) -> Any:
         out = self.model_dump(mode="json")
@@ -156,8 +164,7 @@ class SearchResult(Result):
         for q in self.results:
             titled = any(h.title for h in q.hits)
             columns = ["rank", "score", "lang", *(["title"] if titled else []), "text", "source"]
-            rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([h.title or ""] if titled else []), h.text, f"{Path(h.source).name}:{h.line}"]
-                    for h in q.hits]  # fmt: skip
+            rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([h.title or ""] if titled else []), h.text, where(h)] for h in q.hits]
             at = columns.index("text")
             marks = {(r, at): term_spans(h.text, q.query, q.lang, h.lang) for r, h in enumerate(q.hits)}
             out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score"), marks=marks))

@@ -9,6 +9,8 @@ from pathlib import Path
 from ..errors import EncodrError
 
 DEFAULT_MODEL = "minilm"
+ENGLISH_ONLY = ("minilm", "mpnet")  # aliases of models trained on English text only
+MULTILINGUAL = "me5"  # the alias to name when a query is in another language
 
 
 def _minilm_path(prepare: bool = True) -> Path:

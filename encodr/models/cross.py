@@ -133,7 +133,8 @@ def load_cross(spec: str, device: str | None = None) -> CrossScorer:
 
     ref = resolve(spec)
     if ref.encoder_type != "cross":
-        raise EncodrError(f"'{ref.spec}' is not a cross-encoder (no CrossEncoder config); drop --cross to use it as a bi-encoder")
+        raise EncodrError(f"'{ref.spec}' is not a cross-encoder (no CrossEncoder config); re-ranking and cross-encoder scores need one, "
+                          "such as an encodr cross/ output or a CrossEncoder from the Hub")  # fmt: skip
     quiet()
     try:
         ce = CrossEncoder(str(ref.path), device=pick_device(device), local_files_only=True)
