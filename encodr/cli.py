@@ -127,6 +127,10 @@ def help_text(model, name: str) -> str:
 
     value = default(model, name)
     shown = "" if value in (None, [], (), False) else f" [default: {_shown(value)}]"
+    if model is rq.TuneRequest and name in rq.OVERRIDES and value is None:  # None keeps the recipe's value: show the default recipe's
+        given = rq.TuneRequest.recipe_value(name)
+        recipe = default(model, "recipe")
+        shown = f" [the recipe's; {recipe}: {given}]" if given is not None else f" [the recipe's; {recipe}: its method's]"
     return model.model_fields[name].description + shown
 
 
@@ -307,6 +311,7 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     if not values.get("query"):
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
     result = _answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local)
+    result.snippet = 0 if values.get("full") else max(40, out_console.width - 40)  # rank, score, lang and source take about 40 columns
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
     _show(result, as_json)

@@ -152,6 +152,8 @@ class SearchRequest(Request):
     passages: bool = option(search_default("passages"), "Rank passages; by default an index of long documents split into passages ranks each document "
                                                         "once, by its best passage.")  # fmt: skip
     filter: list[str] | dict[str, Any] | None = option(None, FILTER_HELP)
+    full: bool = option(False, "Print whole texts; by default a hit shows a snippet around its matched words, as wide as the terminal allows.",
+                        fronts=CLI)  # fmt: skip
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
     _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)
@@ -590,6 +592,21 @@ class TuneRequest(Request):
     seed: int | None = option(None, "Random seed.", fronts=CLI)
     amp: str | None = option(None, "auto | bf16 | fp16 | no (auto: bf16 or fp16 on CUDA, fp32 on CPU)", fronts=CLI)
     set: list[str] = option([], "Any recipe field as KEY=VALUE; repeatable (the TUI edits each field of the recipe).", flags=("--set",), fronts=CLI_TUI)
+
+    @classmethod
+    def recipe_value(cls, name: str) -> str | None:
+        """The value the default recipe's YAML gives field ``name`` (for ``tune --help``; read
+        from the bundled file, without loading the methods), or None when it leaves it to its method."""
+        import yaml
+
+        from ..paths import recipes_dir
+
+        recipe = cls.model_fields["recipe"].default
+        try:
+            value = (yaml.safe_load((recipes_dir() / f"{recipe}.yaml").read_text()) or {}).get(name)
+        except OSError:
+            return None
+        return None if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
     def overrides(self) -> dict[str, str]:
         """The recipe fields this request changes: the named options, then ``--set`` items.

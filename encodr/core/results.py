@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ..index.search import Hit
 
@@ -134,6 +134,30 @@ class QueryHits(BaseModel):
     hits: list[Hit]  # encodr.index.Hit, a dataclass pydantic reads and writes as it is
 
 
+def snippet(text: str, spans: list[tuple[int, int]], width: int) -> tuple[str, list[tuple[int, int]]]:
+    """At most ``width`` characters of ``text`` around its first matched span (a third of the
+    width before it), line breaks shown as spaces, ``…`` where text was cut, and the spans moved
+    to match; the whole text (line breaks as spaces) when it fits or ``width`` is 0.
+
+    Returns:
+        (the snippet, the (start, end) spans inside it).
+    """
+    flat = " ".join(text.split("\n"))
+    if width <= 0 or len(flat) <= width:
+        return flat, list(spans)
+    centre = spans[0][0] if spans else 0
+    start = max(0, min(centre - width // 3, len(flat) - width))
+    if start:
+        start = flat.rfind(" ", 0, start + 1) + 1 or start  # from a word's start
+    end = min(len(flat), start + width - (start > 0) - 1)
+    cut = flat.rfind(" ", start, end)
+    end = cut if end < len(flat) and cut > start + width // 2 else end
+    head, tail = ("…" if start else ""), ("…" if end < len(flat) else "")
+    shift = len(head) - start
+    inside = [(s + shift, e + shift) for s, e in spans if s >= start and e <= end]
+    return head + flat[start:end] + tail, inside
+
+
 def where(hit: Hit) -> str:
     """Where a hit comes from, as a table shows it: ``file.md:LINE``, and for a passage of a
     split document its character offset in it (``file.md:1 @1,204``)."""
@@ -150,6 +174,7 @@ class SearchResult(Result):
     model: str
     results: list[QueryHits]
     caption: str = ""  # how the hits are ranked, when it needs saying (documents by their best passage)
+    snippet: int = Field(0, exclude=True)  # a table shows at most this many characters of a hit, around its matched words (0: all)
     hints: list[str] = []  # one line each, for what the user may not know (a query in a language the model was not trained on)
 
     def payload(self) -> Any:
@@ -164,9 +189,10 @@ class SearchResult(Result):
         for q in self.results:
             titled = any(h.title for h in q.hits)
             columns = ["rank", "score", "lang", *(["title"] if titled else []), "text", "source"]
-            rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([h.title or ""] if titled else []), h.text, where(h)] for h in q.hits]
+            shown = [snippet(h.text, term_spans(h.text, q.query, q.lang, h.lang), self.snippet) for h in q.hits]
+            rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([h.title or ""] if titled else []), text, where(h)] for h, (text, _) in zip(q.hits, shown)]
             at = columns.index("text")
-            marks = {(r, at): term_spans(h.text, q.query, q.lang, h.lang) for r, h in enumerate(q.hits)}
+            marks = {(r, at): spans for r, (_, spans) in enumerate(shown)}
             out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score"), marks=marks))
         return out
 

@@ -412,7 +412,8 @@ def _build_generation(spec: IndexSpec, old: Index | None, progress: ProgressFn) 
         lang = lang or old.meta.get("default_lang")
     else:
         encoder = model if isinstance(model, Encoder) else load_encoder(model, backend=backend)
-        encoder.truncate(spec.options.dim)
+        if spec.options.dim is not None:  # else the model's own (a model saved truncated stays so)
+            encoder.truncate(spec.options.dim)
         if encoder.truncate_dim is not None:
             _check_matryoshka(encoder, spec.warn)
     candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
@@ -533,7 +534,7 @@ def _check_matryoshka(encoder: Encoder, warn: Callable[[str], None]) -> None:
     dim = encoder.truncate_dim
     if dims is None:
         warn(f"{encoder.name} was not trained with a Matryoshka loss: its first {dim} dimensions lose more quality than a model tuned "
-             "with matryoshka_dims (see bench/quantize.py); drop --dim to keep them all")  # fmt: skip
+             "with matryoshka_dims; drop --dim to keep them all")  # fmt: skip
     elif dims and dim not in dims:
         warn(f"{encoder.name} was trained to be truncated to {', '.join(map(str, dims))} dimensions, not {dim}; pass one of those to --dim")
 

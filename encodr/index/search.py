@@ -133,7 +133,7 @@ class Searcher:
         self.warnings: list[str] = []
         if encoder is None and backend is not None and backend != built:
             self.warnings.append(f"index {self.index.path} was built with --backend {built}; searching it with {backend} "
-                                 "gives slightly different vectors (see bench/encode_speed.py), so scores and ranks may move a little")  # fmt: skip
+                                 "gives slightly different vectors, so scores and ranks may move a little")  # fmt: skip
         self.encoder = encoder or load_encoder(model or meta["model"], backend=backend or built)
         self.fingerprint = self.encoder.fingerprint
         if self.fingerprint != meta["fingerprint"]:

@@ -404,8 +404,19 @@ class Encoder:
         return np.sum(a * b, axis=1).astype(np.float32)
 
     def save(self, path: Path) -> None:
-        """Save in the sentence-transformers format (``SentenceTransformer(path)`` loads it)."""
-        self.st.save(str(path))
+        """Save in the sentence-transformers format, with everything this encoder needs back:
+        ``SentenceTransformer(path)`` loads it with its prompts and its Matryoshka
+        :attr:`truncate_dim`, and :func:`~encodr.models.load_encoder` reads :data:`SAVED`
+        beside it (the backend) and gives an equal encoder: a matched pair."""
+        import json
+
+        before = getattr(self.st, "truncate_dim", None)
+        self.st.truncate_dim = self.truncate_dim
+        try:
+            self.st.save(str(path))
+        finally:
+            self.st.truncate_dim = before
+        (Path(path) / SAVED).write_text(json.dumps({"backend": self.backend, "truncate_dim": self.truncate_dim}) + "\n")
 
 
 def check_backend(backend: str, auto: bool = False) -> None:
@@ -414,6 +425,19 @@ def check_backend(backend: str, auto: bool = False) -> None:
     choices = BACKENDS + ((AUTO_BACKEND,) if auto else ())
     if backend not in choices:
         one_of("backend", backend, tuple(choices))
+
+
+SAVED = "encodr_encoder.json"  # beside a saved encoder: what sentence-transformers' files do not keep (the backend)
+
+
+def saved_settings(path: Path) -> dict:
+    """What :meth:`Encoder.save` recorded beside the model at ``path`` (``backend``, ``truncate_dim``); ``{}`` for other folders."""
+    import json
+
+    try:
+        return json.loads((Path(path) / SAVED).read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # Linux CPU flags of native bfloat16 matrix products (AVX512-BF16, AMX)

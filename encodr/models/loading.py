@@ -6,7 +6,7 @@ the loader that chooses it import in one direction: loading → onnx → encoder
 from __future__ import annotations
 
 from ..errors import EncodrError, first_line
-from .encoder import Encoder, TorchForward, check_backend, is_onnx, pick_device, resolve
+from .encoder import Encoder, TorchForward, check_backend, is_onnx, pick_device, resolve, saved_settings
 from .logs import quiet
 
 
@@ -16,7 +16,7 @@ def load_encoder(
     raw_pooling: str = "cls",
     max_length: int | None = None,
     device: str | None = None,
-    backend: str = "torch",
+    backend: str | None = None,
 ) -> Encoder:
     """Load a bi-encoder.
 
@@ -29,9 +29,12 @@ def load_encoder(
         device: ``cpu``, ``cuda``…; default: CUDA when available.
         backend: ``torch``; ``torch-bf16`` (the same modules, matrix products in bfloat16
             under ``torch.autocast``: faster on a CPU with AVX512-BF16 or AMX,
-            slower elsewhere; ``bench/cpu_precision.py``); or
-            ``onnx`` / ``onnx-int8`` (onnxruntime on the CPU, :mod:`encodr.models.onnx`; the
-            model is exported on first use and cached).
+            slower elsewhere); or ``onnx`` / ``onnx-int8`` (onnxruntime on the CPU,
+            :mod:`encodr.models.onnx`; the model is exported on first use and cached). Default:
+            the one :meth:`Encoder.save` recorded with the model, else ``torch``.
+
+    A model saved with a Matryoshka ``truncate_dim`` (:meth:`Encoder.save`, or
+    sentence-transformers' config) comes back truncated to it.
 
     Returns:
         An :class:`Encoder`; for the ONNX backends its forward pass is an
@@ -42,8 +45,10 @@ def load_encoder(
         EncodrError: see :func:`resolve`; an unknown backend; or the checkpoint cannot be loaded
             or exported.
     """
-    check_backend(backend)
     ref = resolve(spec)
+    saved = saved_settings(ref.path) if ref.path is not None else {}
+    backend = backend or saved.get("backend") or "torch"
+    check_backend(backend)
     if is_onnx(backend) and ref.encoder_type != "cross":
         from .onnx import exported_encoder, onnx_encoder, source_key
 
@@ -53,6 +58,7 @@ def load_encoder(
             encoder = onnx_encoder(load_encoder(spec, pooling, raw_pooling, None, "cpu"), backend, key)
         if max_length is not None:
             encoder.max_length = max_length
+        encoder.truncate(saved.get("truncate_dim"))
         return encoder
     if ref.encoder_type == "cross":
         raise EncodrError(
@@ -88,4 +94,7 @@ def load_encoder(
             st.append(Normalize())
     if max_length is not None:
         encoder.max_length = max_length
+    dim = getattr(st, "truncate_dim", None) or saved.get("truncate_dim")
+    st.truncate_dim = None  # encodr truncates and renormalises itself (Encoder.truncate)
+    encoder.truncate(dim)
     return encoder

@@ -21,6 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, Static, TabbedContent, TabPane
 
 from ..core.requests import SearchRequest
+from ..core.results import where
 from .forms import choice_select
 from ..errors import EncodrError
 from .jobs import EvalPane, IndexPane
@@ -59,9 +60,10 @@ def clip(text: str, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def score_bar(score: float, width: int = 10) -> str:
-    """A bar of ``width`` cells for a cosine in [0, 1] (negative scores show empty)."""
-    filled = max(0, min(width, round(score * width)))
+def score_bar(score: float, width: int = 10, top: float = 1.0) -> str:
+    """A bar of ``width`` cells for a score in [0, ``top``]: a cosine against 1, a BM25 score
+    (unbounded) against the best hit's; negative scores show empty."""
+    filled = max(0, min(width, round(score / (top or 1.0) * width)))
     return "█" * filled + "·" * (width - filled)
 
 
@@ -73,16 +75,19 @@ class HelpScreen(ModalScreen):
 
 
 def marked(text: str, query: str, width: int | None = None, query_lang: str | None = None, text_lang: str | None = None):
-    """``text`` (clipped to ``width``) as rich Text with the query's words in bold yellow, matched
-    as the keyword index matches them (:func:`~encodr.core.results.term_spans`, the languages' stems)."""
+    """``text`` as rich Text with the query's words in bold yellow, matched as the keyword index
+    matches them (:func:`~encodr.core.results.term_spans`, the languages' stems); with ``width``,
+    the snippet of that many characters around the first match (:func:`~encodr.core.results.snippet`)."""
     from rich.text import Text
 
-    from ..core.results import term_spans
+    from ..core.results import snippet, term_spans
 
-    shown = Text(clip(text, width) if width else text)
-    for start, end in term_spans(text, query, query_lang, text_lang):
-        if width is None or end < width:
-            shown.stylize("bold yellow", start, end)
+    spans = term_spans(text, query, query_lang, text_lang)
+    if width:
+        text, spans = snippet(text, spans, width)
+    shown = Text(text)
+    for start, end in spans:
+        shown.stylize("bold yellow", start, end)
     return shown
 
 
@@ -197,7 +202,7 @@ class EncodrApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#results", DataTable).add_columns("rank", "score", "", "lang", "text", "source")
+        self.query_one("#results", DataTable).add_columns("rank", "score", "", "lang", "title", "text", "source")
         for table_id in ("#near-a", "#near-b"):
             self.query_one(table_id, DataTable).add_columns("rank", "score", "text")
         self.refresh_workspace()
@@ -351,8 +356,10 @@ class EncodrApp(App):
         table = self.query_one("#results", DataTable)
         table.clear()
         self.hits, self.query_lang = hits, lang
+        top = max([1.0, *(h.score for h in hits)])  # a cosine fills the bar at 1; BM25 and fused scores at the best hit's
         for h in hits:
-            table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score), h.lang or "", marked(h.text, query, 80, lang, h.lang), f"{Path(h.source).name}:{h.line}")
+            table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score, top=top), h.lang or "", clip(h.title or "", 24),
+                          marked(h.text, query, 80, lang, h.lang), where(h))  # fmt: skip
         self.update_status()
 
     @on(DataTable.RowSelected, "#results")

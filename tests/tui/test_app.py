@@ -34,8 +34,8 @@ async def test_typing_a_query_fills_the_results_table(searcher):
         table = app.query_one("#results")
         assert table.row_count == 4
         first = table.get_row_at(0)
-        assert first[0] == "1" and str(first[4]) == "stock markets fell sharply" and first[5] == "c.txt:2"
-        assert [first[4].plain[s.start : s.end] for s in first[4].spans] == ["stock", "markets", "fell", "sharply"]  # the query's words highlighted
+        assert first[0] == "1" and str(first[5]) == "stock markets fell sharply" and first[6] == "c.txt:2"
+        assert [first[5].plain[s.start : s.end] for s in first[5].spans] == ["stock", "markets", "fell", "sharply"]  # the query's words highlighted
         assert "4 texts" in str(app.query_one("#status").render())
 
 
@@ -50,7 +50,7 @@ async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, t
         await pilot.press(*"a cat", "enter")
         await settle(app, pilot)
         table = app.query_one("#results")
-        assert [str(table.get_row_at(r)[4]) for r in range(table.row_count)] == [TEXTS[i] for i in np.argsort(-expected, kind="stable")]
+        assert [str(table.get_row_at(r)[5]) for r in range(table.row_count)] == [TEXTS[i] for i in np.argsort(-expected, kind="stable")]
         assert [float(table.get_row_at(r)[1]) for r in range(table.row_count)] == pytest.approx(sorted(expected, reverse=True), abs=1e-4)
         assert f"re-ranked by {tiny_cross}" in str(app.query_one("#status").render())
         box = app.query_one("#search-rerank")
@@ -75,7 +75,7 @@ async def test_enter_searches_and_compare_view(searcher):
         await pilot.press(*"it rained all day in london", "enter")  # a tiny random model: exact text ranks first
         await settle(app, pilot)
         assert app.searches >= 1
-        assert str(app.query_one("#results").get_row_at(0)[4]) == "it rained all day in london"
+        assert str(app.query_one("#results").get_row_at(0)[5]) == "it rained all day in london"
         app.query_one("#results").focus()
         await pilot.press("enter")  # the hit's whole document
         await pilot.pause()
