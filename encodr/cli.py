@@ -89,8 +89,9 @@ def _show(result, as_json: bool) -> None:
 
     for t in result.tables():
         table = Table(title=t.title, caption=t.caption or None)
-        for col in t.columns:
-            table.add_column(col, justify="right" if col in t.right else "left", overflow="fold")
+        for c, col in enumerate(t.columns):  # short values (numbers, names, dates) never wrap; long ones (texts, paths) fold
+            widest = max([len(col), *(len(row[c]) for row in t.rows)])
+            table.add_column(col, justify="right" if col in t.right else "left", overflow="fold", min_width=min(widest, 6))
         for r, row in enumerate(t.rows):
             cells = [Text(cell) for cell in row]  # plain text: a hit's "[…]" is not read as markup
             for (mr, mc), spans in t.marks.items():

@@ -136,3 +136,25 @@ def run_log(row: dict) -> list[dict]:
         except ValueError:
             continue  # a line cut short by a full disk or a kill: the others still plot
     return rows
+
+
+def remember_index(folder: Path, path: Path | None = None) -> None:
+    """Record that an index was built or written at ``folder`` (absolute), so ``encodr indexes``
+    lists it wherever it lives.
+
+    Raises:
+        EncodrError: the registry cannot be opened or written.
+    """
+    db = database(path)
+    try:
+        db["indexes"].upsert({"path": str(Path(folder).resolve()), "written": time.strftime("%Y-%m-%d %H:%M:%S")}, pk="path")
+    except (sqlite3.Error, OSError) as exc:
+        raise _unwritable(path or home() / "registry.db", exc) from None
+
+
+def seen_indexes(path: Path | None = None) -> list[Path]:
+    """The folders :func:`remember_index` recorded, most recently written first (some may be gone)."""
+    db = database(path)
+    if "indexes" not in db.table_names():
+        return []
+    return [Path(row["path"]) for row in db["indexes"].rows_where(order_by="written desc")]

@@ -10,6 +10,7 @@ table layout is written once.
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -73,18 +74,22 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
                                  for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
 
 
+HINT_WORDS, HINT_CONFIDENCE = 3, 0.8  # a query gets the language hint when it has this many words and the detector is this sure
+
+
 def language_hints(queries: list[str], meta: dict) -> list[str]:
     """One hint line when an index of English texts, built with a model trained on English only
     (:data:`encodr.models.aliases.ENGLISH_ONLY`), is searched with a query in another language
     (detected among all languages, :func:`encodr.data.language.detect_languages`): it names the
     multilingual model. Empty otherwise (and for any other model or index)."""
-    from ..data.language import detect_languages
+    from ..data.language import detect_with_confidence
     from ..models.aliases import ENGLISH_ONLY, MULTILINGUAL
 
     stored = set(meta.get("languages") or []) - {"und"}
     if meta.get("model") not in ENGLISH_ONLY or stored != {"eng"}:
         return []
-    other = sorted({code for code in detect_languages(queries) if code not in stored | {"und"}})
+    sure = [q for q in queries if len(q.split()) >= HINT_WORDS]  # a word or two is too little to tell a language by
+    other = sorted({code for code, p in detect_with_confidence(sure) if code not in stored | {"und"} and p >= HINT_CONFIDENCE}) if sure else []
     if not other:
         return []
     return [f"a query looks like {', '.join(other)}, but model {meta['model']} was trained on English only: rebuild the index with "
@@ -179,11 +184,23 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
 
     request.check()
     meta = index_with(request, None, progress, warn)
+    _remember(meta["path"], warn)
     for skipped in meta.get("skipped_files", []):
         warn(f"skipped {skipped['path']}: {skipped['reason']}")
     if meta.get("skipped_files"):
         warn(f"{len(meta['skipped_files'])} file(s) skipped; the others are indexed")
     return RecordResult(title=f"encodr index → {meta['path']}", record=meta, keys=list(SUMMARY))
+
+
+def _remember(folder: str, warn: WarnFn) -> None:
+    """Record the index in the registry (:func:`encodr.registry.remember_index`); a registry that
+    cannot be written is one warning, the index stays built."""
+    from .. import registry
+
+    try:
+        registry.remember_index(Path(folder))
+    except EncodrError as exc:
+        warn(f"encodr indexes will not list {folder}: {exc}")
 
 
 def index_with(request: IndexRequest, encoder=None, progress: ProgressFn = silent, warn: WarnFn = lambda line: None) -> dict:
@@ -459,6 +476,7 @@ def tune(recipe, job) -> TuneResult | None:
 
 
 INDEX_COLUMNS = ("name", "model", "backend", "index_type", "count", "documents", "bytes_per_vector", "pcr", "languages", "sources", "updated", "error")
+INDEX_TABLE = ("name", "model", "index_type", "count", "documents", "languages", "updated", "error")  # what the table shows at 80 columns
 
 
 def indexes(request: IndexesRequest) -> ListResult:
@@ -468,12 +486,24 @@ def indexes(request: IndexesRequest) -> ListResult:
     from ..index import list_indexes
     from ..paths import home
 
+    from .. import registry
+
     root = Path(request.path) if request.path else home() / "indexes"
     if request.path and not root.is_dir():
         raise EncodrError(f"--path {root}: no such folder; pass the folder that holds your indexes", field="path")
     rows = list_indexes(root)
-    where = f"in {root}" + ("" if rows else " (none: build one with encodr index CORPUS, or look elsewhere with --path DIR)")
-    return ListResult(title="indexes (search one with --index NAME)", columns=list(INDEX_COLUMNS), rows=rows, where=where)
+    if not request.path:  # the workspace, and every index the registry has seen built elsewhere
+        listed = {str(Path(r["path"]).resolve()) for r in rows}
+        try:
+            seen = registry.seen_indexes()
+        except EncodrError:
+            seen = []
+        for folder in seen:
+            if str(folder) not in listed and folder.parent.is_dir():
+                rows += [{**r, "name": str(folder)} for r in list_indexes(folder.parent) if Path(r["path"]).resolve() == folder]
+    where = f"in {root}" + (" and wherever the registry saw one built" if not request.path else "") + \
+        ("" if rows else " (none: build one with encodr index CORPUS, or look elsewhere with --path DIR)")
+    return ListResult(title="indexes (search one with --index NAME; --json: every field)", columns=list(INDEX_TABLE), rows=rows, where=where)
 
 
 def models(request: ModelsRequest) -> ListResult:
@@ -488,7 +518,7 @@ def recipes(request: RecipesRequest) -> ListResult:
     from ..methods import load_recipe
     from ..methods.recipe import available
 
-    columns = ["name", "method", "temperature", "span_mask", "max_length", "epochs", "batch_size", "lr", "cycles", "pooling", "default_data"]
+    columns = ["name", "method", "temperature", "span_mask", "epochs", "batch_size", "lr", "default_data"]  # --json: every field
     return ListResult(title="recipes", columns=columns, rows=[load_recipe(name).to_dict() for name in available()], missing="–")
 
 

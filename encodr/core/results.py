@@ -103,7 +103,9 @@ def record_table(title: str, record: dict, keys: tuple[str, ...] | list[str], ca
 
 
 def rows_table(title: str, rows: list[dict], columns: tuple[str, ...], missing: str = "", caption: str = "", right: tuple[str, ...] = ()) -> Table:
-    """A table of ``rows``' ``columns`` (``missing`` for an absent value)."""
+    """A table of ``rows``' ``columns`` (``missing`` for an absent value); a column no row has a
+    value in is left out (the JSON keeps every key)."""
+    columns = tuple(c for c in columns if any(r.get(c) not in (None, "", []) for r in rows)) if rows else columns
     return Table(title, list(columns), [[missing if r.get(c) is None else human(r[c], c) for c in columns] for r in rows], caption, right)
 
 
