@@ -411,6 +411,8 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
     scorers = [load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs]  # both load before either is scored
     data = request.data or None
     _estimate(evaluation.tasks_for(request.suite, data), scorers, request.limit, warn)
+    if request.suite == "retrieval":
+        options["cache"] = not request.no_cache
     reports = [evaluation.run(request.suite, scorer, data, progress=progress, **options) for scorer in scorers]
     if request.plot is not None:
         from pathlib import Path

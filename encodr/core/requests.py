@@ -475,6 +475,8 @@ class EvalRequest(Request):
     queries: str | None = option(None, "retrieval, with --index: the queries, a BEIR queries.jsonl (_id, text).", fronts=CLI_TUI)
     qrels: str | None = option(None, "retrieval, with --index: the judgments, a BEIR qrels TSV (query-id, corpus-id, score) naming the index's document ids.",
                                fronts=CLI_TUI)  # fmt: skip
+    no_cache: bool = option(False, "retrieval: index the corpus anew; by default the index built for a model and corpus is kept in the workspace "
+                                   "(cache/retrieval) and reused while neither changes.", fronts=CLI_TUI)  # fmt: skip
     filter: list[str] | None = option(None, "retrieval, with --index: search only documents where FIELD=VALUE, as search --filter does (judged documents "
                                             "it leaves out count as missed).", fronts=CLI_TUI)  # fmt: skip
 

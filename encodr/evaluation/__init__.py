@@ -53,7 +53,8 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool | Pro
         progress: a :data:`~encodr.progress.ProgressFn` receives one event per dataset as it
             starts and ends (task ``eval SUITE · DATASET · MODEL``), and nothing else draws; ``True``
             shows the encoders' own tqdm bars instead (the bench scripts).
-        options: passed to each task's evaluator (``pcr="centred"`` for bitext).
+        options: passed to each task's evaluator (``pcr="centred"`` for bitext); ``cache=True``
+            keeps and reuses a retrieval set's index (:meth:`~.retrieval.RetrievalEvaluator.cached_index`).
 
     Returns:
         A :class:`Report`.
@@ -67,13 +68,16 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool | Pro
 
     if isinstance(encoder, CrossScorer) and suite not in CROSS_SUITES:
         raise EncodrError(f"a cross-encoder scores pairs; it works with 'eval {' / '.join(CROSS_SUITES)}', not '{suite}'")
+    cache = options.pop("cache", False)
     report = Report(encoder.name, suite)
     report_to = progress if callable(progress) else None
     for task in tasks_for(suite, data):
         label = f"eval {suite} · {task.name} · {encoder.name}"
         if report_to:
             report_to(ProgressEvent(label, 0, 1))
-        report.scores.extend(task.evaluator(**options).evaluate(encoder, progress=progress is True))
+        evaluator = task.evaluator(**options)
+        evaluator.cache = cache  # retrieval keeps the index it builds (RetrievalEvaluator.cached_index); others ignore it
+        report.scores.extend(evaluator.evaluate(encoder, progress=progress is True))
         if report_to:
             report_to(ProgressEvent(label, 1, 1))
     return report

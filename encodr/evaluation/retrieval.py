@@ -57,9 +57,11 @@ class RetrievalEvaluator(Evaluator):
                  searches: tuple[SearchOptions, ...] = (SearchOptions(mode=DENSE),), rerank: str | None = None, whole: bool = False):  # fmt: skip
         """``searches``: the rankings scored, one row each (their ``k`` is :data:`DEPTH`); the
         first is :meth:`evaluate`'s. ``rerank``: a cross-encoder that re-scores each ranking's
-        first ``rerank_depth`` hits (its ``rerank_weight``)."""
+        first ``rerank_depth`` hits (its ``rerank_weight``). :attr:`cache` (off by default for a
+        library caller): keep the index built for a model and corpus in the workspace and reuse it."""
         self.name = name
         self.whole = whole
+        self.cache = False
         self.searches = tuple(replace(o, k=DEPTH) for o in searches)
         self.rerank = rerank
         self.data = data
@@ -88,14 +90,34 @@ class RetrievalEvaluator(Evaluator):
 
         reranker = self._reranker(reranker)
         same_text = self.same_text()
+        options = BuildOptions(model=encoder, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole)
         with tempfile.TemporaryDirectory(prefix="encodr-retrieval-") as tmp:
-            where = Path(tmp) / "index"
-            build([str(self.data.corpus_file)], where, BuildOptions(model=encoder, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole))
+            where = self.cached_index(encoder) if self.cache else Path(tmp) / "index"
+            if not (where / "current").exists():
+                build([str(self.data.corpus_file)], where, options)
             searcher = Searcher(where, encoder=encoder)
             try:
                 return self._rank(searcher, searches or self.searches, reranker, same_text, first_stage, reranked)
             finally:
                 searcher.index.close()
+
+    def cached_index(self, encoder) -> Path:
+        """Where the index of this corpus by ``encoder`` is kept: ``$ENCODR_HOME/cache/retrieval/KEY``,
+        KEY a hash of the model's fingerprint, backend and truncation, the corpus file's path,
+        size and modification time, how documents are indexed and encodr's version, so a
+        change to any of them builds anew."""
+        import hashlib
+        import json
+
+        from .. import __version__
+        from ..paths import home
+
+        stat = self.data.corpus_file.stat()
+        key = {"fingerprint": encoder.fingerprint, "backend": getattr(encoder, "backend", "torch"), "dim": getattr(encoder, "truncate_dim", None),
+               "corpus": str(self.data.corpus_file.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns, "whole": self.whole,
+               "index_type": self.index_type, "encodr": __version__}  # fmt: skip
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+        return home() / "cache" / "retrieval" / f"{self.name}-{digest}"
 
     def same_text(self) -> dict[str, list[str]]:
         """The id an index keeps for each text of the corpus (it stores a text once: the first

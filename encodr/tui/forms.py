@@ -25,7 +25,7 @@ FORMS = {
                   "compare_cross": "eval-compare-cross", "pcr": "eval-pcr", "pcr_variant": "eval-pcr-variant", "limit": "eval-limit",
                   "backend": "eval-backend", "split": "eval-split",
                   "mode": "eval-mode", "fusion": "eval-fusion", "rerank": "eval-rerank", "rerank_weight": "eval-rerank-weight",
-                  "whole": "eval-whole", "index": "eval-index", "queries": "eval-queries", "qrels": "eval-qrels", "filter": "eval-filter"},
+                  "whole": "eval-whole", "no_cache": "eval-no-cache", "index": "eval-index", "queries": "eval-queries", "qrels": "eval-qrels", "filter": "eval-filter"},
     TuneRequest: {"file": "train-data", "recipe": "train-recipe", "model": "train-model", "dev": "train-dev", "bitext": "train-bitext",
                   "out": "train-out", "set": "train-fields"},
 }  # fmt: skip

@@ -170,6 +170,7 @@ class EvalPane(Vertical):
             yield Input(placeholder="retrieval: re-rank with a cross-encoder", id="eval-rerank")
             yield field_input(R, "rerank_weight", "eval-rerank-weight", "its weight w")
             yield Checkbox("whole documents", id="eval-whole")
+            yield Checkbox("index anew (no cache)", id="eval-no-cache")
         with Horizontal(classes="row"):
             yield Input(placeholder="retrieval: an existing index", id="eval-index")
             yield Input(placeholder="its queries.jsonl", id="eval-queries")

@@ -167,3 +167,23 @@ def test_eval_retrieval_of_an_index_takes_a_filter(tmp_path, capsys, monkeypatch
     assert scores["all"]["ndcg@10"] > 0 and scores["none"]["ndcg@10"] == 0
     code, _, err = run_cli([*args, "--filter", "year"], capsys, monkeypatch)
     assert code == 2 and "write FIELD=VALUE" in err
+
+
+def test_eval_retrieval_keeps_its_index_and_reuses_it_until_the_model_or_corpus_changes(tmp_path, tiny_model, monkeypatch):
+    from encodr.evaluation.retrieval import RetrievalEvaluator
+    from encodr.index import build as real_build
+    from encodr.models import load_encoder
+
+    built = []
+    monkeypatch.setattr("encodr.index.build", lambda *a, **k: built.append(a[1]) or real_build(*a, **k))
+    evaluator = RetrievalEvaluator("toy", read_retrieval(beir_folder(tmp_path / "toy")), split="dev")
+    evaluator.cache = True
+    encoder = load_encoder(str(tiny_model), pooling="mean", device="cpu")
+    first = evaluator.evaluate(encoder)
+    assert evaluator.evaluate(encoder) == first and len(built) == 1  # the second run reads the kept index
+    assert built[0] == evaluator.cached_index(encoder) and (built[0] / "current").exists()
+    evaluator.cache = False  # --no-cache: indexed anew, in a temporary folder
+    assert evaluator.evaluate(encoder) == first and len(built) == 2 and built[1] != built[0]
+    evaluator.cache = True
+    (evaluator.data.corpus_file).write_text(evaluator.data.corpus_file.read_text())  # touched: another modification time
+    assert evaluator.cached_index(encoder) != built[0]
