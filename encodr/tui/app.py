@@ -16,7 +16,7 @@ from textual import on, work
 from textual.worker import get_current_worker
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, Static, TabbedContent, TabPane
 
@@ -71,7 +71,8 @@ class HelpScreen(ModalScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Close")]
 
     def compose(self) -> ComposeResult:
-        yield Markdown(HELP, id="help")
+        with VerticalScroll(id="help-scroll"):  # longer than a small terminal: it scrolls
+            yield Markdown(HELP, id="help")
 
 
 def marked(text: str, query: str, width: int | None = None, query_lang: str | None = None, text_lang: str | None = None):
@@ -106,7 +107,6 @@ class DocumentScreen(ModalScreen):
 
     def compose(self) -> ComposeResult:
         from rich.text import Text
-        from textual.containers import VerticalScroll
 
         body = marked(self.text, self.query_text, None, *self.langs)
         body.stylize("reverse", self.at, self.at + self.length)  # the passage that matched
@@ -133,7 +133,9 @@ class EncodrApp(App):
     #cosine { padding: 0 2; height: 3; content-align: left middle; text-style: bold; }
     TabbedContent { height: 1fr; }
     #status { height: 1; background: $boost; padding: 0 1; }
-    #help { margin: 2 8; padding: 1 2; border: round $accent; background: $panel; }
+    #help-scroll { margin: 2 8; border: round $accent; background: $panel; }
+    #help { padding: 1 2; }
+    #workspace-tables DataTable { height: auto; max-height: 16; }
     .pane-title { padding: 0 1; text-style: bold; }
     """
     BINDINGS = [
@@ -183,7 +185,7 @@ class EncodrApp(App):
                     with Vertical():
                         yield Static("nearest to B", classes="pane-title")
                         yield DataTable(id="near-b", zebra_stripes=True)
-            with TabPane("Workspace", id="workspace"):
+            with TabPane("Workspace", id="workspace"), VerticalScroll(id="workspace-tables"):
                 yield Static("indexes (Enter opens)", classes="pane-title")
                 yield DataTable(id="indexes", cursor_type="row")
                 yield Static("models", classes="pane-title")

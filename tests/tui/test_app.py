@@ -132,7 +132,7 @@ async def test_the_filter_box_restricts_hits_and_ctrl_d_deletes_a_hits_document(
     app = EncodrApp(searcher=Searcher(tmp_path / "kb"), debounce=0.0)
     async with app.run_test(size=(160, 40)) as pilot:
         table = await search_with(app, pilot, "#search-filter", "team=ops", "the cat")
-        assert sorted(str(table.get_row_at(r)[4]) for r in range(table.row_count)) == sorted([TEXTS[1], TEXTS[3]])
+        assert sorted(str(table.get_row_at(r)[5]) for r in range(table.row_count)) == sorted([TEXTS[1], TEXTS[3]])
         app.query_one("#search-filter").value = "team"
         await pilot.click("#search-filter")
         await pilot.press("enter")
@@ -147,4 +147,4 @@ async def test_the_filter_box_restricts_hits_and_ctrl_d_deletes_a_hits_document(
         await pilot.press("ctrl+d")
         await settle(app, pilot)
         assert any(f"deleted {first.document}" in str(n.message) for n in app._notifications)
-        assert first.text not in {str(table.get_row_at(r)[4]) for r in range(table.row_count)} and table.row_count == 3
+        assert first.text not in {str(table.get_row_at(r)[5]) for r in range(table.row_count)} and table.row_count == 3

@@ -30,7 +30,8 @@ PRESENTATION_ONLY = {
     ("encodr.models.pcr", "PCR_VARIANTS"),  # the Index and Eval panes' PCR variants (the request's check names them)
     ("encodr.core.results", "human"),  # the Workspace's cells, rendered for people as the CLI's tables are (Result.tables)
     ("encodr.core.results", "term_spans"),
-    ("encodr.core.requests", "DEFAULT_RERANK_WEIGHT"),  # the Search tab re-ranks with `encodr search`'s default --rerank-weight  # the Search tab's highlights: the spans SearchResult.tables marks for the CLI
+    ("encodr.core.results", "snippet"),  # the Search tab's passages, cut around the match as SearchResult.tables cuts them for the CLI
+    ("encodr.core.results", "where"),  # a hit's source and offset, as the CLI's table shows it
 }
 
 
