@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.table import Table
 
@@ -31,6 +32,8 @@ app = typer.Typer(
     help="Turn pretrained masked language models into strong encoders (Mirror-BERT, Trans-Encoder, CMLM), index and search your "
     "documents in any language, evaluate, and serve models and indexes over HTTP and to AI agents (MCP).",
 )
+# An argument's name (QUERY…) says what it takes: typer would add its Python type ("<list[str]>") beside it.
+typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
 out_console = Console()
 err_console = Console(stderr=True)
 

@@ -32,6 +32,9 @@ def first_line(exc: BaseException, limit: int = 200) -> str:
     return text.splitlines()[0][:limit] if text else type(exc).__name__
 
 
+MISSING = type("Missing", (), {"__repr__": lambda self: "MISSING"})()  # an OptionError's value when none was given
+
+
 class OptionError(EncodrError):
     """A bad value of one option, kept apart so that each front end words it its own way.
 
@@ -48,13 +51,15 @@ class OptionError(EncodrError):
 
     def __init__(self, field: str, value, problem: str, status: int = 422):
         self.value, self.problem = value, problem
-        super().__init__(f"{field}: {value!r} {problem}", field=field, status=status)
+        super().__init__(f"{field} {problem}" if value is MISSING else f"{field}: {value!r} {problem}", field=field, status=status)
 
     def words(self, flag: str | None = None) -> str:
         """The message with the option named as a front end names it: ``flag`` (the CLI's
         ``--mode``), or by default the field's own name (HTTP, MCP)."""
         if flag is None:
             return str(self)
+        if self.value is MISSING:
+            return f"{flag} {self.problem}"
         problem = self.problem[3:] if self.problem.startswith("is ") else self.problem
         return f"{flag} {self.value}: {problem}"
 

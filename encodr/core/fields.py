@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import EncodrError, OptionError
+from ..errors import MISSING, EncodrError, OptionError
 
 FRONTS = ("cli", "tui", "http", "mcp")  # the front ends; a field names those that offer it
 EXTRA = "x-encodr"  # the key of a field's rendering hints in its JSON schema (an OpenAPI extension)
@@ -156,7 +156,7 @@ def build(model: type[BaseModel], values: dict) -> Any:
         err = exc.errors()[0]
         name = str(err["loc"][0]) if err["loc"] else ""
         if err["type"] == "missing":
-            raise OptionError(name, None, "is required") from None
+            raise OptionError(name, MISSING, "is required") from None
         if err["type"] == "extra_forbidden":
             raise OptionError(name, err.get("input"), f"is not a field of this request; it takes {', '.join(model.model_fields)}") from None
         problem = {"greater_than_equal": lambda: f"must be {err['ctx']['ge']} or more", "less_than_equal": lambda: f"must be {err['ctx']['le']} or less"}

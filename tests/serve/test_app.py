@@ -100,6 +100,20 @@ def test_bad_bodies_are_refused_naming_the_field(client, tiny_model, index_dir):
     error_of(client.post("/v1/embeddings", json={"model": str(tiny_model), "input": "x", "dimensions": 4096}), 422, "dimensions")
 
 
+def test_errors_are_in_the_apis_words_on_every_route(client, tiny_model, index_dir):
+    """Field names, never the CLI's flags; the same shape for a bad value, a missing field and an unknown route."""
+    wrong = client.post("/v1/search", json={"index": index_dir.name, "query": "x", "mode": "hybird"})
+    assert wrong.status_code == 422 and wrong.json() == {"error": {"message": "mode: 'hybird' is not one of dense, keyword, hybrid", "type": "invalid_request_error",
+                                                                   "param": "mode", "code": 422}}  # fmt: skip
+    assert error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "x", "k": 0}), 422, "k") == "k: 0 must be 1 or more"
+    assert error_of(client.post("/v1/embeddings", json={"input": "x"}), 422, "model") == "model is required"
+    assert error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "x", "lang": "English"}), 422, "lang").startswith("lang: 'English' is not an ISO 639-3")
+    missing = client.get("/v1/nowhere")
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found_error" and missing.json()["error"]["param"] == "path"
+    for route, body in (("/v1/search", {"index": index_dir.name, "query": "x", "k": 0}), ("/v1/search", {"index": index_dir.name, "query": "x", "mode": "x"})):
+        assert "--" not in client.post(route, json=body).json()["error"]["message"]
+
+
 def test_oversized_input_is_refused_naming_the_limit(client, tiny_model):
     message = error_of(client.post("/v1/embeddings", json={"model": str(tiny_model), "input": ["a"] * 9}), 413, "input")
     assert "limit is 8" in message
