@@ -14,4 +14,4 @@ _os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "10")
 _os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 _os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
