@@ -1,4 +1,4 @@
-"""Render bench/results/*.json as the Markdown tables in the README.
+"""Helpers for the bench scripts' Markdown tables (docs/benchmarks/ pages are written by tools/docs.py).
 
     python bench/report.py
 """

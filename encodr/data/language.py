@@ -8,8 +8,8 @@ of the Tatoeba and Bible files; ``und`` when the detector cannot decide.
 A corpus of up to :data:`SMALL_CORPUS` texts is first labelled in high-accuracy mode (larger
 models, slower to load; a corpus that ``encodr index`` reads in one window has only a sample
 labelled so, :func:`sampled_languages`); a larger one in low-accuracy mode, which mislabels a share of
-sentences against all 75 languages and single words often ("Hola" → Latvian; the README's
-"Search across six languages" gives the measured rates). Two things make it reliable:
+sentences against all 75 languages and single words often ("Hola" → Latvian;
+docs/benchmarks/mixed_language_search.md gives the measured rates). Two things make it reliable:
 
 - :func:`corpus_languages` keeps the languages that make up a real share of a corpus (of its
   confident labels, for a small share: :data:`CONFIDENT`), and the

@@ -114,7 +114,8 @@ class Searcher:
             the index was built with). Another backend than the index's works — the vectors
             agree within the quality cost ``bench/encode_speed.py`` measures — and adds a
             line to :attr:`warnings`.
-        nprobe, ef_search: search-time settings of IVF and HNSW indexes (:meth:`Index.open`).
+        nprobe: IVF lists visited per query (default: the index's, :meth:`Index.open`).
+        ef_search: HNSW candidate list size (default: the index's).
 
     Attributes:
         warnings: one-line notes for the user (``encodr search`` prints them).

@@ -58,7 +58,7 @@ IVF_NPROBE = {"ivf": 32, "ivfpq": 128}
 # IVF-PQ: PQ_BYTES one-byte codes per vector, re-ranked by a scalar-quantised (8-bit) copy of
 # each vector: the REFINE_K_FACTOR × k best PQ candidates are scored again, nearly exactly.
 # PQ alone finds too few of the exact neighbours; 8-bit re-ranking recovers nearly all of them
-# (bench/search.py; the README's "Search" gives recall and latency). The 8-bit copy is most of
+# (bench/search.py; docs/benchmarks/search.md gives recall and latency). The 8-bit copy is most of
 # the size (d bytes of d + 48 + 8 per vector).
 PQ_BYTES, REFINE_K_FACTOR = 48, 32
 # A filter that keeps at most this many texts is searched exactly over them (their vectors read

@@ -24,7 +24,7 @@ AUTO_BACKEND = "auto"  # encodr index's default: torch-bf16 where the CPU multip
 POOLINGS = ("auto", "cls", "mean")  # --pooling: auto keeps the model's own pooling (a raw MLM: RAW_POOLINGS' choice)
 RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no pooling
 # Texts per forward pass by (backend, device type), chosen with bench/encode_speed.py --batch-sizes
-# and, for cuda, bench/gpu.py (the README's "Encoding speed" and "One GPU" give the measurements);
+# and, for cuda, bench/gpu.py (docs/benchmarks/encode_speed.md and docs/benchmarks/gpu.md give the measurements);
 # other devices take 32, as sentence-transformers does; torch-bf16 takes torch's (not measured apart).
 BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("torch-bf16", "cpu"): 32, ("torch-bf16", "cuda"): 256, ("onnx", "cpu"): 16,
                ("onnx-int8", "cpu"): 16}  # fmt: skip
@@ -447,7 +447,7 @@ def cpu_has_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
     """Whether this CPU multiplies bfloat16 matrices natively: one of :data:`BF16_FLAGS` among
     the ``flags`` of ``cpuinfo`` (Linux's ``/proc/cpuinfo``). False where it cannot be read
     (another OS): without these instructions oneDNN emulates bfloat16 and ``torch-bf16`` is
-    several times slower than float32 (the README's "CPU precision")."""
+    several times slower than float32 (docs/benchmarks/cpu_precision.md)."""
     try:
         text = Path(cpuinfo).read_text(errors="replace")
     except OSError:
@@ -462,7 +462,7 @@ def choose_backend(backend: str, device: str, has_bf16: Callable[[], bool] | Non
     ``auto`` is ``torch-bf16`` on a CPU (``device`` ``cpu``) with native bfloat16 products
     (``has_bf16``, default :func:`cpu_has_bf16`), where it encodes faster and its quality stays
     within 0.5 of float32's on STS-B and SciFact nDCG@10, the rule for adopting it (measured by
-    ``bench/cpu_precision.py``; the numbers are in the README); ``torch`` (float32, the vectors
+    ``bench/cpu_precision.py``; the numbers are in docs/benchmarks/cpu_precision.md); ``torch`` (float32, the vectors
     ``SentenceTransformer.encode`` gives) anywhere else: on a GPU, and on a CPU that would
     emulate bfloat16.
 

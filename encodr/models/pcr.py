@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import EncodrError, one_of
 
 PCR_VARIANTS = ("centred", "uncentred")
-DEFAULT_VARIANT = "uncentred"  # chosen on Tatoeba dev with bench/pcr_variants.py (the README's "PCR variants on Tatoeba")
+DEFAULT_VARIANT = "uncentred"  # chosen on Tatoeba dev with bench/pcr_variants.py (docs/benchmarks/pcr_variants.md)
 
 
 def remove_component(vectors: np.ndarray, component: np.ndarray) -> np.ndarray:
