@@ -26,14 +26,15 @@ WarnFn = Callable[[str], None]
 
 
 def open_searcher(request: SearchRequest):
-    """A :class:`encodr.index.Searcher` for ``request``'s index, model, backend and search settings.
+    """A :class:`encodr.index.Searcher` for ``request``'s index, model and backend (its search
+    settings travel with each query: :meth:`SearchRequest.options`).
 
     Raises:
         EncodrError: see :class:`~encodr.index.Searcher`.
     """
     from ..index import Searcher
 
-    return Searcher(request.index, request.model, backend=request.backend, nprobe=request.nprobe, ef_search=request.ef_search)
+    return Searcher(request.index, request.model, backend=request.backend)
 
 
 def open_reranker(request: SearchRequest):
