@@ -315,7 +315,7 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     if not values.get("query"):
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
     result = _answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local)
-    result.snippet = 0 if values.get("full") else max(40, out_console.width - 40)  # rank, score, lang and source take about 40 columns
+    result.snippet = 0 if values.get("full") else max(40, out_console.width - 45)  # rank, score, lang, source and the borders take about 45 columns
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
     _show(result, as_json)

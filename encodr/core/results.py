@@ -160,6 +160,14 @@ def snippet(text: str, spans: list[tuple[int, int]], width: int) -> tuple[str, l
     return head + flat[start:end] + tail, inside
 
 
+TITLE_WIDTH = 24  # characters of a title a snippet table shows
+
+
+def clipped(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters with an ellipsis (0: whole)."""
+    return text if not width or len(text) <= width else text[: width - 1] + "…"
+
+
 def where(hit: Hit) -> str:
     """Where a hit comes from, as a table shows it: ``file.md:LINE``, and for a passage of a
     split document its character offset in it (``file.md:1 @1,204``)."""
@@ -191,8 +199,11 @@ class SearchResult(Result):
         for q in self.results:
             titled = any(h.title for h in q.hits)
             columns = ["rank", "score", "lang", *(["title"] if titled else []), "text", "source"]
-            shown = [snippet(h.text, term_spans(h.text, q.query, q.lang, h.lang), self.snippet) for h in q.hits]
-            rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([h.title or ""] if titled else []), text, where(h)] for h, (text, _) in zip(q.hits, shown)]
+            titles = [clipped(h.title or "", TITLE_WIDTH if self.snippet else 0) for h in q.hits]
+            width = self.snippet and max(30, self.snippet - (max(map(len, titles)) + 3 if titled else 0))  # the title column takes its share
+            shown = [snippet(h.text, term_spans(h.text, q.query, q.lang, h.lang), width) for h in q.hits]
+            rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([title] if titled else []), text, where(h)]
+                    for h, title, (text, _) in zip(q.hits, titles, shown)]  # fmt: skip
             at = columns.index("text")
             marks = {(r, at): spans for r, (_, spans) in enumerate(shown)}
             out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score"), marks=marks))
