@@ -28,8 +28,12 @@ class Report:
 
     @property
     def mean(self) -> float | None:
-        """Unweighted mean of the primary metric over datasets (``None`` for one dataset)."""
-        values = [s.value for s in self.scores if s.metric == PRIMARY[self.suite]]
+        """Unweighted mean of the primary metric over datasets (``None`` for one dataset). Where a
+        dataset is scored several ways (``eval retrieval``'s rankings, ``scifact · hybrid·convex``),
+        over the datasets of the first ranking only: a mean across rankings means nothing."""
+        primary = [s for s in self.scores if s.metric == PRIMARY[self.suite]]
+        ranking = lambda s: s.dataset.partition(" · ")[2]  # noqa: E731
+        values = [s.value for s in primary if ranking(s) == ranking(primary[0])] if primary else []
         return sum(values) / len(values) if len(values) > 1 else None
 
     def to_dict(self) -> dict:
