@@ -56,9 +56,11 @@ def test_searching_leaves_the_processs_torch_threads_as_they_were(built, monkeyp
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
+        from encodr.index import store
+
         seen = []
-        search = Index.search
-        monkeypatch.setattr(Index, "search", lambda self, *a, **kw: seen.append(faiss.omp_get_max_threads()) or search(self, *a, **kw))
+        search = store.Index.search  # the class a Searcher opens (encodr.index.Index adds the writes to it)
+        monkeypatch.setattr(store.Index, "search", lambda self, *a, **kw: seen.append(faiss.omp_get_max_threads()) or search(self, *a, **kw))
         s = Searcher(built)
         s.search(TEXTS[:2], SearchOptions(k=2, mode="dense"))
         s.search(TEXTS[:2], SearchOptions(k=2, mode="hybrid"))
