@@ -82,6 +82,15 @@ def _engines() -> tuple[str, ...]:
     return ENGINES
 
 
+def build_default(name: str):
+    """The default of a build setting, from its one declaration (:class:`encodr.index.build.BuildOptions`)."""
+    import dataclasses
+
+    from ..index.build import BuildOptions
+
+    return next(f.default for f in dataclasses.fields(BuildOptions) if f.name == name)
+
+
 def search_default(name: str):
     """The default of a search setting, from its one declaration (:class:`encodr.index.options.SearchOptions`)."""
     from ..index.options import SearchOptions
@@ -263,30 +272,30 @@ class IndexRequest(Request):
     model: str | None = option(None, "Model (default: minilm; with --add, the index's model).", flags=("--model", "-m"), fronts=CLI_TUI)
     out: str | None = option(None, "Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with --add, a workspace index name works too).",
                              flags=("--out", "-o"), fronts=CLI_TUI)  # fmt: skip
-    index_type: str = option("auto", "The FAISS index: auto is flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above.", choices=lambda: _index_types(),
+    index_type: str = option(build_default("index_type"), "The FAISS index: auto is flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above.", choices=lambda: _index_types(),
                              fronts=CLI_TUI)  # fmt: skip
-    quantize: str = option("none", "Vectors kept as: none (float32); int8 (4× smaller: FAISS's 8-bit scalar quantiser); binary (32× smaller in memory: "
+    quantize: str = option(build_default("quantize"), "Vectors kept as: none (float32); int8 (4× smaller: FAISS's 8-bit scalar quantiser); binary (32× smaller in memory: "
                                    "sign bits searched by Hamming distance, the best candidates rescored by int8 vectors kept on disk; a flat scan).",
                            choices=lambda: _quantize(), fronts=CLI_TUI)  # fmt: skip
     dim: int | None = option(None, "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation: N/d of the memory; for a model "
                                    "trained with matryoshka_dims; default: all). --add keeps the index's.", ge=1, fronts=CLI_TUI)  # fmt: skip
-    on_disk: bool = option(False, "With --index-type ivf or ivfpq: keep the IVF lists in a file beside the index, built in blocks and merged (FAISS "
+    on_disk: bool = option(build_default("on_disk"), "With --index-type ivf or ivfpq: keep the IVF lists in a file beside the index, built in blocks and merged (FAISS "
                                   "merge_ondisk), memory-mapped on search: neither needs the lists in memory.", fronts=CLI_TUI)  # fmt: skip
-    add: bool = option(False, "Add the documents read to an existing index: new ones added, changed ones replaced (texts already in it are not encoded "
+    add: bool = option(build_default("add"), "Add the documents read to an existing index: new ones added, changed ones replaced (texts already in it are not encoded "
                               "again); none removed.", fronts=CLI_TUI)  # fmt: skip
-    sync: bool = option(False, "Make the index hold exactly the documents now under CORPUS: add new ones, re-encode changed ones, remove those "
+    sync: bool = option(build_default("sync"), "Make the index hold exactly the documents now under CORPUS: add new ones, re-encode changed ones, remove those "
                                "whose file is gone; documents of other paths are kept. Builds the index when --out does not exist.", fronts=CLI_TUI)  # fmt: skip
     watch: bool = option(False, "After indexing, keep watching CORPUS and sync on every change (debounced), one line per sync; Ctrl-C stops.", fronts=CLI)
-    overwrite: bool = option(False, "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).", fronts=CLI_TUI)
-    pcr: bool = option(False, "Remove each language's first principal component (language-agnostic search, CMLM §5.2).", fronts=CLI_TUI)
+    overwrite: bool = option(build_default("overwrite"), "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).", fronts=CLI_TUI)
+    pcr: bool = option(build_default("pcr"), "Remove each language's first principal component (language-agnostic search, CMLM §5.2).", fronts=CLI_TUI)
     pcr_variant: str | None = option(None, "With --pcr: centred (PCA of the covariance) or uncentred (CMLM §5.2: first singular vector; the default).",
                                      choices=lambda: _pcr_variants(), fronts=CLI_TUI)  # fmt: skip
     lang: str | None = option(None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).", fronts=CLI_TUI)
     batch_size: int | None = option(None, "Texts per forward pass (default: per backend and device).", ge=1, fronts=CLI_TUI)
-    backend: str = option("auto", BACKEND_HELP + " auto: torch-bf16 on a CPU with AVX512-BF16 or AMX, where its quality equals float32's, else "
+    backend: str = option(build_default("backend"), BACKEND_HELP + " auto: torch-bf16 on a CPU with AVX512-BF16 or AMX, where its quality equals float32's, else "
                                   "torch; with --add, the index's own.", choices=lambda: ("auto", *_backends()), fronts=CLI_TUI)  # fmt: skip
     glob: str | None = option(None, "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).", fronts=CLI_TUI)
-    whole: bool = option(False, "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.", fronts=CLI_TUI)
+    whole: bool = option(build_default("whole"), "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.", fronts=CLI_TUI)
     documents: bool = option(False, "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
                                     "not each line.", fronts=CLI_TUI)  # fmt: skip
     text_field: str = option("text", "JSONL: the field that holds the text.", fronts=CLI_TUI)
@@ -295,9 +304,9 @@ class IndexRequest(Request):
     title_column: str | None = option(None, "CSV / TSV: the column that holds each document's title (default: 'title' when present).", fronts=CLI_TUI)
     meta_columns: list[str] | None = option(None, "CSV / TSV: columns kept as each document's metadata, for search --filter (comma-separated or repeated).",
                                             fronts=CLI_TUI)  # fmt: skip
-    processes: int = option(1, "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
+    processes: int = option(build_default("processes"), "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
                             ge=1, fronts=CLI_TUI)  # fmt: skip
-    engine: str = option("local", "local: this machine; ray: a Ray Data pipeline (files read on Ray tasks, encoded on --processes actors; a local "
+    engine: str = option(build_default("engine"), "local: this machine; ray: a Ray Data pipeline (files read on Ray tasks, encoded on --processes actors; a local "
                                   "Ray, or the cluster at --address; pip install 'encodr[ray]').", choices=lambda: _engines(), fronts=CLI_TUI)  # fmt: skip
     address: str | None = option(None, "With --engine ray: the Ray cluster's address (e.g. ray://head:10001; default: RAY_ADDRESS, else a local Ray).",
                                  fronts=CLI_TUI)  # fmt: skip
