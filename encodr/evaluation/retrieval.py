@@ -103,7 +103,7 @@ class RetrievalEvaluator(Evaluator):
 
     def cached_index(self, encoder) -> Path:
         """Where the index of this corpus by ``encoder`` is kept: ``$ENCODR_HOME/cache/retrieval/KEY``,
-        KEY a hash of the model's fingerprint, backend and truncation, the corpus file's path,
+        KEY a hash of the encoder's :class:`~encodr.models.encoder.EncodingSpec`, the corpus file's path,
         size and modification time, how documents are indexed and encodr's version, so a
         change to any of them builds anew."""
         import hashlib
@@ -113,9 +113,8 @@ class RetrievalEvaluator(Evaluator):
         from ..paths import home
 
         stat = self.data.corpus_file.stat()
-        key = {"fingerprint": encoder.fingerprint, "backend": getattr(encoder, "backend", "torch"), "dim": getattr(encoder, "truncate_dim", None),
-               "corpus": str(self.data.corpus_file.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns, "whole": self.whole,
-               "index_type": self.index_type, "encodr": __version__}  # fmt: skip
+        key = {**encoder.spec.key(), "corpus": str(self.data.corpus_file.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns,
+               "whole": self.whole, "index_type": self.index_type, "encodr": __version__}  # fmt: skip
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
         return home() / "cache" / "retrieval" / f"{self.name}-{digest}"
 

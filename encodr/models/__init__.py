@@ -5,9 +5,9 @@
 from .cross import CrossScorer, load_cross, new_cross_encoder
 from .aliases import ALIASES, DEFAULT_MODEL, list_models
 from .device import pick_device
-from .encoder import BACKENDS, Encoder
+from .encoder import BACKENDS, Encoder, EncodingSpec
 from .resolution import ModelRef, resolve
 from .loading import load_encoder
 
-__all__ = ["ALIASES", "BACKENDS", "DEFAULT_MODEL", "CrossScorer", "Encoder", "ModelRef", "list_models", "load_cross", "load_encoder",
+__all__ = ["ALIASES", "BACKENDS", "DEFAULT_MODEL", "CrossScorer", "Encoder", "EncodingSpec", "ModelRef", "list_models", "load_cross", "load_encoder",
            "new_cross_encoder", "pick_device", "resolve"]  # fmt: skip

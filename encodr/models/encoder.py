@@ -7,8 +7,10 @@ with. Specs are resolved by :mod:`.resolution` (aliases: :mod:`.aliases`), devic
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -201,6 +203,32 @@ def truncated(vectors: np.ndarray, dim: int) -> np.ndarray:
     return head / np.maximum(norms, 1e-12)
 
 
+@dataclass(frozen=True)
+class EncodingSpec:
+    """Everything that decides an encoder's vectors, in one record: two encoders with equal specs
+    give the same vectors (up to the backend's precision), so an index, a kept shard or a cached
+    evaluation index built with one is valid for the other.
+
+    Attributes:
+        fingerprint: :attr:`Encoder.fingerprint` (weights and pooling).
+        backend: one of :data:`BACKENDS`.
+        dim: Matryoshka truncation (:attr:`Encoder.truncate_dim`; ``None``: every dimension).
+        query_prompt, document_prompt: the texts put before queries and documents (:meth:`Encoder.prompt`).
+        max_length: tokens an input is cut to.
+    """
+
+    fingerprint: str
+    backend: str
+    dim: int | None
+    query_prompt: str
+    document_prompt: str
+    max_length: int
+
+    def key(self) -> dict:
+        """The spec as a JSON-ready dict (for a cache key)."""
+        return dataclasses.asdict(self)
+
+
 class Encoder:
     """A bi-encoder: tokenizer → transformer → pooling → L2-normalised vector.
 
@@ -294,6 +322,11 @@ class Encoder:
         device type (measured with ``bench/encode_speed.py --batch-sizes``)."""
         kind = "cpu" if is_onnx(self.backend) else self.device.split(":")[0]
         return BATCH_SIZES.get((self.backend, kind), 32)
+
+    @property
+    def spec(self) -> EncodingSpec:
+        """What decides this encoder's vectors (:class:`EncodingSpec`; reads every weight, as :attr:`fingerprint` does)."""
+        return EncodingSpec(self.fingerprint, self.backend, self.truncate_dim, self.prompt("query"), self.prompt("document"), int(self.max_length))
 
     @property
     def fingerprint(self) -> str:
