@@ -143,6 +143,12 @@ def open_indexes(specs: list[str], announce: Callable[[str], None] = lambda line
     return searchers
 
 
+def input_schemas(agents: Agents) -> dict[str, dict]:
+    """Each offered tool's input schema, as ``tools/list`` answers it: the fields its request
+    declares for MCP (:func:`encodr.core.fields.schema`); a tool without a request takes nothing."""
+    return {name: schema(tool.request, "mcp") if tool.request is not None else {"type": "object", "properties": {}} for name, tool in agents.tools().items()}
+
+
 def server(agents: Agents):
     """The MCP :class:`~mcp.server.lowlevel.Server` over ``agents``: ``tools/list`` lists
     :meth:`Agents.tools` with schemas from the requests' declarations, ``tools/call`` runs one."""
@@ -150,12 +156,9 @@ def server(agents: Agents):
     import mcp_types as types
     from mcp.server.lowlevel import Server
 
-    def listed(name: str, tool: Tool):
-        inputs = schema(tool.request, "mcp") if tool.request is not None else {"type": "object", "properties": {}}
-        return types.Tool(name=name, description=tool.description, input_schema=inputs)
-
     async def list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[listed(n, t) for n, t in agents.tools().items()])
+        tools = agents.tools()
+        return types.ListToolsResult(tools=[types.Tool(name=n, description=tools[n].description, input_schema=s) for n, s in input_schemas(agents).items()])
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
