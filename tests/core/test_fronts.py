@@ -10,7 +10,7 @@ import pytest
 import typer
 
 from encodr.core import requests as rq
-from encodr.core.fields import default, fields_for, option, rendering, schema
+from encodr.core.fields import default, fields_for, option, rendering
 
 # command → (CLI path, request class)
 CLI_COMMANDS = {
