@@ -34,7 +34,7 @@ def open_searcher(request: SearchRequest):
     """
     from ..index import Searcher
 
-    return Searcher(request.index, request.model, backend=request.backend)
+    return Searcher(request.index, request.model, backend=request.backend, options=request.options())  # the index's refusals come before the model loads
 
 
 def open_reranker(request: SearchRequest):

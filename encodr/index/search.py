@@ -80,6 +80,28 @@ def rerank_hits(query: str, hits: list[Hit], reranker, k: int, weight: float) ->
     return [replace(hits[i], rank=r, score=float(scores[i])) for r, i in enumerate(order, 1)]
 
 
+def check_languages(index: Index, options: SearchOptions) -> None:
+    """Refuse languages an index cannot serve, from the index alone (no model needed).
+
+    Raises:
+        EncodrError: a ``hit_langs`` code the index has no text in; a query ``lang`` where it
+            changes nothing (an index without PCR searched densely, or without a keyword index);
+            a code that is not ISO 639-3.
+    """
+    stored = index.meta.get("languages", [])
+    for code in options.hit_langs:
+        check_code(code, "hit_lang")
+    missing = [c for c in options.hit_langs if c not in stored]
+    if missing:
+        raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
+                          field="hit_lang")  # fmt: skip
+    if options.lang is not None:
+        check_code(options.lang)
+        if not index.components and (options.mode == DENSE or not index.has_keywords):
+            raise EncodrError(f"index {index.path} was built without --pcr, so a query language changes nothing in {options.mode} search; "
+                              "drop --lang, or search with --mode keyword or hybrid", field="lang")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Hit:
     """One search result: rank (1-based), cosine score, the text and where it came from."""
@@ -114,6 +136,8 @@ class Searcher:
             the index was built with). Another backend than the index's works — the vectors
             agree within the quality cost ``bench/encode_speed.py`` measures — and adds a
             line to :attr:`warnings`.
+        options: the searches to come, checked against the index before the model loads
+            (:func:`check_languages`); each query still takes its own.
         nprobe: IVF lists visited per query (default: the index's, :meth:`Index.open`).
         ef_search: HNSW candidate list size (default: the index's).
 
@@ -126,9 +150,15 @@ class Searcher:
     """
 
     def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | None = None, backend: str | None = None,
-                 nprobe: int | None = None, ef_search: int | None = None):  # fmt: skip
+                 nprobe: int | None = None, ef_search: int | None = None, options: SearchOptions | None = None):  # fmt: skip
         self._open = dict(mmap=True, nprobe=nprobe, ef_search=ef_search)  # memory-mapped: opening a large index reads only what searches touch
         self.index = Index.open(index_dir, **self._open)
+        if options is not None:  # what the index alone can refuse, before the model loads (seconds)
+            try:
+                check_languages(self.index, options.for_index(self.index.has_keywords))
+            except EncodrError:
+                self.index.close()
+                raise
         meta = self.index.meta
         built = meta.get("backend", "torch")
         self.warnings: list[str] = []
@@ -186,10 +216,7 @@ class Searcher:
         """
         index = index or self.index
         if lang is not None:
-            check_code(lang)
-            if not index.components and (mode == DENSE or not index.has_keywords):
-                raise EncodrError(f"index {index.path} was built without --pcr, so a query language changes nothing in {mode} search; "
-                                  "drop --lang, or search with --mode keyword or hybrid", field="lang")  # fmt: skip
+            check_languages(index, SearchOptions(lang=lang, mode=mode))
             return [lang] * len(queries)
         default = index.meta.get("default_lang")
         languages = [c for c in index.meta.get("languages", []) if c != UNDETERMINED]
@@ -237,13 +264,7 @@ class Searcher:
         self.refresh()
         index = self.index
         options = options.for_index(index.has_keywords)
-        stored = index.meta.get("languages", [])
-        for code in options.hit_langs:
-            check_code(code, "hit_lang")
-        missing = [c for c in options.hit_langs if c not in stored]
-        if missing:
-            raise EncodrError(f"hit_lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
-                              field="hit_lang")  # fmt: skip
+        check_languages(index, options)
         return self._query(index, queries, options, reranker)
 
     def _query(self, index: Index, queries: list[str], options: SearchOptions, reranker) -> tuple[list[str], list[list[Hit]]]:

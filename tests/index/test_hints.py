@@ -10,3 +10,19 @@ def test_a_spanish_query_on_an_english_only_model_names_the_multilingual_one():
     assert language_hints(["how to keep the pump pressure steady"], meta) == []
     assert language_hints(["¿cómo mantener la presión de la bomba de agua?"], {"model": "me5", "languages": ["eng"]}) == []
     assert language_hints(["¿cómo mantener la presión de la bomba de agua?"], {"model": "minilm", "languages": ["eng", "spa"]}) == []
+
+
+def test_what_the_index_alone_refuses_comes_before_the_model_loads(tmp_path, tiny_model, monkeypatch):
+    import pytest
+
+    from encodr.core import commands
+    from encodr.core.requests import IndexRequest, SearchRequest
+    from encodr.errors import EncodrError
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a cat sat on the mat\nthe pump pressure\n")
+    commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="eng"))
+    monkeypatch.setattr("encodr.index.search.load_encoder", lambda *a, **k: pytest.fail("the model was loaded before the refusal"))
+    for given, words in (({"hit_lang": ["fra"]}, "has no texts in that language"), ({"lang": "eng", "mode": "dense"}, "changes nothing")):
+        with pytest.raises(EncodrError, match=words):
+            commands.open_searcher(SearchRequest(index=str(tmp_path / "idx"), query=["cat"], **given))
