@@ -86,3 +86,37 @@ def test_writing_tools_need_writable_and_change_what_search_sees(kb, tiny_model)
     assert [h["ext_id"] for h in hits] == ["n1"]
     assert agents.call("delete_documents", {"index": "kb", "ids": ["n1"]})["removed"] == 1
     assert agents.call("search", {"index": "kb", "query": "night shift", "mode": "keyword"})["results"][0]["hits"] == []
+
+
+def test_refused_tool_calls_name_the_field_in_the_apis_words(kb, tmp_path):
+    from encodr.core.fields import words
+    from encodr.errors import EncodrError
+    from encodr.index import Searcher
+
+    agents = Agents({"kb": Searcher(kb)}, writable=True)
+    cases = [
+        (("get_document", {"index": "kb", "id": "nowhere.md"}), "id", 404, "has no document 'nowhere.md'"),
+        (("search", {"index": "elsewhere", "query": "pump"}), "index", 404, "served: kb"),
+        (("list_indexes", {"index": "kb"}), "index", 422, "list_indexes takes no arguments"),
+        (("sync_index", {"index": "kb", "corpus": []}), "corpus", 422, "corpus is empty"),
+        (("search", {"index": "kb", "query": "pump", "k": 0}), "k", 422, "k: 0 must be 1 or more"),
+        (("search", {"index": "kb", "query": "pump", "colour": "red"}), "colour", 422, "colour: 'red' is not a field of this request"),
+    ]
+    for (tool, arguments), field, status, message in cases:
+        with pytest.raises(EncodrError) as caught:
+            agents.call(tool, arguments)
+        assert (caught.value.field, caught.value.status) == (field, status) and message in words(caught.value, "mcp"), (tool, words(caught.value, "mcp"))
+        assert "--" not in words(caught.value, "mcp")
+
+
+def test_sync_index_brings_a_served_index_in_step_with_its_folder(kb, tmp_path):
+    from encodr.index import Searcher
+
+    agents = Agents({"kb": Searcher(kb)}, writable=True)
+    docs = tmp_path / "docs"
+    (docs / "valve.md").unlink()
+    (docs / "fan.md").write_text("# Fan\n\nClean the fan blades every week.\n")
+    done = agents.call("sync_index", {"index": "kb", "corpus": [str(docs)]})
+    assert (done["added"], done["removed"], done["documents"]) == (1, 1, 2)
+    found = agents.call("search", {"index": "kb", "query": "valve stem", "mode": "keyword"})["results"][0]["hits"]
+    assert found == []  # the deleted file's text is never answered
