@@ -10,7 +10,7 @@ structured content; a refused request is a tool error worded with field names
 (:func:`encodr.core.fields.words`).
 
 Tools: ``search``, ``get_document``, ``list_indexes``; with ``--writable`` also
-``add_documents``, ``sync_index`` and ``delete_documents``. Transports: stdio (an agent starts
+``add_documents``, ``sync_index``, ``delete_documents`` and ``judge``. Transports: stdio (an agent starts
 ``encodr mcp``), or streamable HTTP on 127.0.0.1 with ``--port``.
 """
 
@@ -48,6 +48,9 @@ TOOLS = {
     "sync_index": Tool(rq.SyncRequest, "Bring an index in step with files and folders on the server's machine: add new documents, re-encode "
                                        "changed ones, remove those whose file is gone.", writes=True),
     "delete_documents": Tool(rq.DocumentIdsRequest, "Delete documents from an index by id.", writes=True),
+    "judge": Tool(rq.JudgeRequest, "Say whether a search hit helped: grade how relevant a document (a hit's document id) is to the query "
+                                   "it was found for (0 not relevant, 1 relevant, 2 highly relevant); encodr measures and tunes the index "
+                                   "on these judgments.", writes=True),
 }  # fmt: skip
 
 
@@ -96,6 +99,8 @@ class Agents:
             return commands.search(request, searcher, self.reranker(request.rerank)).payload()
         if name == "get_document":
             return commands.document(searcher, request.id).payload()
+        if name == "judge":
+            return commands.judge(request, "mcp", searcher).payload()
         path = str(searcher.index.path)
         with self.write_lock:  # one write at a time, each a new generation
             if name == "add_documents":

@@ -321,6 +321,16 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     _show(result, as_json)
 
 
+@command(app, rq.JudgeRequest, "judge")
+def judge(values: dict, as_json: bool) -> None:
+    _show(commands.judge(build(rq.JudgeRequest, values), "cli"), as_json)
+
+
+@command(app, rq.JudgmentsRequest, "judgments")
+def judgments(values: dict, as_json: bool) -> None:
+    _show(commands.judgments(build(rq.JudgmentsRequest, values)), as_json)
+
+
 @command(app, rq.IndexesRequest, "indexes")
 def indexes(values: dict, as_json: bool) -> None:
     _show(commands.indexes(build(rq.IndexesRequest, values)), as_json)

@@ -10,6 +10,7 @@ table layout is written once.
 from __future__ import annotations
 
 import base64
+import contextlib
 from pathlib import Path
 from typing import Callable
 
@@ -17,7 +18,8 @@ import numpy as np
 
 from ..errors import EncodrError
 from ..progress import ProgressEvent, ProgressFn, silent
-from .requests import (DeleteRequest, DocumentIdsRequest, EmbedRequest, EvalRequest, IndexRequest, UpsertRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
+from .requests import (DeleteRequest, DocumentIdsRequest, EmbedRequest, EvalRequest, IndexRequest, JudgeRequest, JudgmentsRequest, UnjudgeRequest,
+                       UpsertRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
                        ScoreRequest, SearchRequest, SyncRequest, TuneRequest, pcr_variant)  # fmt: skip
 from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits, Ranked, RecordResult, RerankResult, RunsResult, ScoreResult,
                       SearchResult, TuneResult, Usage, short_path)  # fmt: skip
@@ -366,6 +368,116 @@ def sync_served(request: SyncRequest, index_path: str, encoder, warn: WarnFn = l
     return RecordResult(title=f"sync → {meta['path']}", record={k: meta.get(k) for k in keys}, keys=keys)
 
 
+@contextlib.contextmanager
+def _current(spec: str, searcher=None):
+    """The current generation of index ``spec``: ``searcher``'s (refreshed: a server's, kept
+    warm), or one opened for the block and closed after it."""
+    if searcher is not None:
+        searcher.refresh()
+        yield searcher.index
+        return
+    from ..index import Index
+
+    with Index.open(spec) as index:
+        yield index
+
+
+JUDGMENT_KEYS = ["query", "doc", "grade", "fold", "status", "judgments"]
+
+
+def judge(request: JudgeRequest, front: str, searcher=None) -> RecordResult:
+    """Keep a judgment of ``request.doc`` for ``request.query`` with the index
+    (:class:`encodr.index.judgments.Judgments`), replacing an earlier grade of the pair.
+
+    Args:
+        request: the query, document, grade and optional passage.
+        front: the front end that made it (``cli``, ``tui``, ``http``, ``mcp``).
+        searcher: the index's :class:`~encodr.index.Searcher` when a front end holds one.
+
+    Raises:
+        EncodrError: see :meth:`JudgeRequest.check`; a document the index lacks (404, field
+            ``doc``); judgments that cannot be written (nothing is written).
+    """
+    from ..index.judgments import Judgment, Judgments
+
+    request.check()
+    with _current(request.index, searcher) as index:
+        held = index.texts.document_hashes([request.doc])
+        if request.doc not in held:
+            raise EncodrError(f"index {index.path.name} has no document '{request.doc}'; judge a document a hit names (its document id)",
+                              field="doc", status=404)  # fmt: skip
+        store = Judgments(index.path)
+        judgment = Judgment(" ".join(request.query.split()), request.doc, request.grade, request.passage, front, doc_hash=held[request.doc])
+        store.put([judgment])
+        count = len(store.all())
+    record = {**judgment.to_dict(), "judgments": count}
+    return RecordResult(title=f"judged → {index.path}", record=record, keys=JUDGMENT_KEYS)
+
+
+def unjudge(request: UnjudgeRequest, index_spec: str, searcher=None) -> RecordResult:
+    """Delete the judgment of (``request.query``, ``request.doc``) of an index.
+
+    Raises:
+        EncodrError: no such judgment (404, field ``doc``); judgments that cannot be written.
+    """
+    from ..index.judgments import Judgments
+
+    with _current(index_spec, searcher) as index:
+        store = Judgments(index.path)
+        if not store.remove(request.query, request.doc):
+            raise EncodrError(f"index {index.path.name} has no judgment of document '{request.doc}' for that query; GET its judgments to see them",
+                              field="doc", status=404)  # fmt: skip
+        count = len(store.all())
+    return RecordResult(title=f"judgment deleted → {index.path}", record={"query": request.query, "doc": request.doc, "judgments": count},
+                        keys=["query", "doc", "judgments"])  # fmt: skip
+
+
+JUDGMENT_COLUMNS = ["query", "doc", "grade", "fold", "status", "front", "made"]
+
+
+def judgments(request: JudgmentsRequest, searcher=None, index_spec: str | None = None) -> ListResult | RecordResult:
+    """An index's judgments with their folds and statuses (:func:`encodr.index.judgments.with_status`),
+    or with ``import_from`` the judgments imported from a BEIR folder or files (all rows or none),
+    or with ``export`` the BEIR folder written.
+
+    Raises:
+        EncodrError: see :meth:`JudgmentsRequest.check` and :func:`encodr.index.judgments.read_import`;
+            an ``export`` target that exists (nothing is replaced).
+    """
+    from ..index.judgments import Judgment, Judgments, import_files, read_import, with_status, write_beir
+
+    request.check()
+    with _current(index_spec or request.index, searcher) as index:
+        store = Judgments(index.path)
+        if request.import_from:
+            queries, qrels = import_files(request.import_from, request.split)
+            rows = read_import(queries, qrels, index.document_ids())
+            held = index.texts.document_hashes({d for _, d, _ in rows})
+            count = store.put([Judgment(q, d, g, None, "import", doc_hash=held.get(d)) for q, d, g in rows])
+            record = {"imported": count, "queries": len({q for q, _, _ in rows}), "from": str(qrels), "judgments": len(store.all())}
+            return RecordResult(title=f"judgments imported → {index.path}", record=record, keys=list(record))
+        found = with_status(store.all(), index.texts)
+        if request.export:
+            from ..outputs import atomic_dir
+
+            with atomic_dir(Path(request.export)) as tmp:
+                counts = write_beir(index, found, tmp)
+            record = {"out": request.export, **counts}
+            return RecordResult(title=f"judgments exported → {request.export}", record=record, keys=list(record))
+    rows = [j.to_dict() for j in found]
+    return ListResult(title=f"judgments of {index.path}", columns=JUDGMENT_COLUMNS, rows=rows, where=judgment_counts(found))
+
+
+def judgment_counts(found: list) -> str:
+    """One line of counts: by status, and the current judgments by fold."""
+    from ..index.judgments import CURRENT, EDITED, FOLDS, ORPHANED
+
+    by = {s: sum(j.status == s for j in found) for s in (CURRENT, EDITED, ORPHANED)}
+    folds = ", ".join(f"{f} {sum(j.status == CURRENT and j.fold == f for j in found)}" for f in FOLDS)
+    return (f"{len(found)} judgment(s): {by[CURRENT]} current ({folds}), {by[EDITED]} edited (made on an earlier text; not used), "
+            f"{by[ORPHANED]} orphaned (document gone; not used)")  # fmt: skip
+
+
 ESTIMATE_ABOVE = 20_000  # texts: an evaluation encoding more first says how long it will take
 
 
@@ -434,7 +546,16 @@ def _evaluate_index(request: EvalRequest, progress: ProgressFn) -> EvalResult:
     from ..evaluation.retrieval import IndexRetrievalEvaluator
     from ..evaluation.tasks import PRIMARY
 
-    evaluator = IndexRetrievalEvaluator(request.index, request.queries, request.qrels, request.limit, request.searches(), request.rerank)
+    from ..index.judgments import ALL_FOLDS, FOLDS
+    from ..index.options import MODES, SearchOptions
+
+    searches = request.searches()
+    own = request.queries is None  # the index's own judgments: every mode unless some were asked for
+    if own and "mode" not in request.model_fields_set:
+        searches = tuple(SearchOptions(mode=m, fusion=o.fusion, rerank_weight=o.rerank_weight, filters=o.filters) for m in MODES for o in searches)
+    split = request.split or "test"
+    folds = FOLDS if split == ALL_FOLDS else (split,)
+    evaluator = IndexRetrievalEvaluator(request.index, request.queries, request.qrels, request.limit, searches, request.rerank, folds)
     try:
         label = f"eval retrieval · {evaluator.name} · {evaluator.model_name}"
         progress(ProgressEvent(label, 0, 1))

@@ -440,6 +440,56 @@ class DocumentRequest(Request):
     id: str = option(..., "The document's id, as a hit's document shows it.", fronts=MCP)
 
 
+GRADE_HELP = "0 not relevant, 1 relevant, 2 highly relevant (BEIR / TREC grades)."
+INDEX_HELP = "Index directory, or the name of one in the workspace (encodr indexes)."
+CLI_TUI_MCP = ("cli", "tui", "mcp")
+
+
+class JudgeRequest(Request):
+    """Judge a hit: how relevant a document is to a query, kept with the index (judging the pair again replaces the grade);
+    encodr eval retrieval --index measures the index on its judgments, and encodr tune --recipe judged learns from them."""
+
+    query: str = option(..., "The query the document was found for.", argument=True)
+    doc: str = option(..., "The document's id, as a hit shows it.", argument=True)
+    index: str | None = option(None, INDEX_HELP + " Over HTTP: the path's NAME.", flags=("--index", "-i"), fronts=CLI_TUI_MCP)
+    grade: int = option(1, GRADE_HELP, ge=0, le=2)
+    passage: str | None = option(None, "The passage judged (a hit's text), kept beside the grade.")
+
+    def check(self) -> None:
+        if not self.query.strip():
+            raise EncodrError("QUERY is blank; pass the query the document was found for", field="query")
+        if not self.doc.strip():
+            raise EncodrError("DOC is blank; pass the document's id, as a hit shows it", field="doc")
+        if not self.index:
+            raise EncodrError("no index given; pass --index INDEX, the index the document is in", field="index")
+
+
+class UnjudgeRequest(Request):
+    """Delete the judgment of a (query, document) pair (``DELETE /v1/indexes/{name}/judgments``)."""
+
+    query: str = option(..., "The judged query.", fronts=("tui", "http"))
+    doc: str = option(..., "The judged document's id.", fronts=("tui", "http"))
+
+
+class JudgmentsRequest(Request):
+    """List an index's judgments, with each one's fold (train, dev or test, by a hash of the query) and status (current;
+    edited: made on an earlier text of the document; orphaned: the document is gone); import a BEIR folder's or files' qrels;
+    export them as a BEIR folder."""
+
+    index: str = option(..., INDEX_HELP, flags=("--index", "-i"), fronts=CLI_TUI)
+    import_from: str | None = option(None, "Import judgments: a BEIR folder (queries.jsonl, qrels/SPLIT.tsv), or QUERIES.jsonl,QRELS.tsv; "
+                                           "all rows or none.", flags=("--import",), fronts=CLI)  # fmt: skip
+    split: str | None = option(None, "With --import of a BEIR folder: the qrels split (default: train).", fronts=CLI)
+    export: str | None = option(None, "Write the judgments as a new BEIR folder: corpus.jsonl from the index, queries.jsonl, and "
+                                      "qrels/train.tsv, dev.tsv and test.tsv by fold (current judgments only).", fronts=CLI)  # fmt: skip
+
+    def check(self) -> None:
+        if self.split and not self.import_from:
+            raise EncodrError("--split picks the qrels of a BEIR folder to --import; pass --import DIR too", field="split")
+        if self.import_from and self.export:
+            raise EncodrError("--import and --export do different things; pass one", field="export")
+
+
 class SyncRequest(Request):
     """Bring a served index in step with the files under some paths (as ``encodr index --sync``): new documents added, changed ones
     re-encoded, those whose file is gone removed."""
@@ -470,7 +520,8 @@ class EvalRequest(Request):
     plot: str | None = option(None, "sts, words, pairs: write the score distributions of high- and low-gold pairs (each model) to this PNG.", fronts=CLI)
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
     backend: str = option("torch", BACKEND_HELP + " For --model; --compare runs on torch.", choices=lambda: _backends(), fronts=CLI_TUI)
-    split: str | None = option(None, "retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test).", fronts=CLI_TUI)
+    split: str | None = option(None, "retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test); with --index alone, the fold of its "
+                                     "judgments: train, dev, test or all (default: test, the queries tuning never sees).", fronts=CLI_TUI)  # fmt: skip
     mode: list[str] = option([search_default("mode")], "retrieval: " + MODE_HELP + " Several (comma-separated or repeated): one row each, "
                                                        "from one encoding of the corpus.", choices=search_choices("mode"), fronts=CLI_TUI)  # fmt: skip
     fusion: list[str] = option([search_default("fusion")], "retrieval: " + FUSION_HELP + " Several: one hybrid row each.",
@@ -479,8 +530,9 @@ class EvalRequest(Request):
     rerank_weight: float = option(search_default("rerank_weight"), "retrieval: " + RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_TUI)
     whole: bool = option(False, "retrieval: index each document whole, cut at the model's window (default: passages, each document ranked by its best).",
                          fronts=CLI_TUI)  # fmt: skip
-    index: str | None = option(None, "retrieval: score this existing index (a folder or workspace name) with --queries and --qrels, "
-                                     "its own model encoding the queries, instead of indexing a BEIR folder.", fronts=CLI_TUI)  # fmt: skip
+    index: str | None = option(None, "retrieval: score this existing index (a folder or workspace name), its own model encoding the queries, "
+                                     "instead of indexing a BEIR folder: on its own judgments (encodr judge; each mode unless --mode), or "
+                                     "with --queries and --qrels.", fronts=CLI_TUI)  # fmt: skip
     queries: str | None = option(None, "retrieval, with --index: the queries, a BEIR queries.jsonl (_id, text).", fronts=CLI_TUI)
     qrels: str | None = option(None, "retrieval, with --index: the judgments, a BEIR qrels TSV (query-id, corpus-id, score) naming the index's document ids.",
                                fronts=CLI_TUI)  # fmt: skip
@@ -499,11 +551,17 @@ class EvalRequest(Request):
         if given:
             if self.suite != "retrieval":
                 raise EncodrError(f"--{given[0]} scores an existing index with 'eval retrieval', not '{self.suite}'; drop it", field=given[0])
-            if len(given) < 3:
+            if given != ["index"] and len(given) < 3:
                 missing = next(n for n in ("index", "queries", "qrels") if n not in given)
-                raise EncodrError(f"scoring an existing index needs --index, --queries and --qrels together; pass --{missing} too", field=missing)
+                raise EncodrError(f"scoring an existing index needs --index alone (its own judgments) or --index, --queries and --qrels together; "
+                                  f"pass --{missing} too", field=missing)  # fmt: skip
+            from ..index.judgments import ALL_FOLDS, FOLDS
+
+            if given == ["index"] and self.split is not None and self.split not in (*FOLDS, ALL_FOLDS):
+                raise EncodrError(f"--split {self.split}: an index's judgments fall in the folds {', '.join(FOLDS)}; pass one of them or {ALL_FOLDS}",
+                                  field="split")  # fmt: skip
             for name, why in (("data", "a BEIR folder to index"), ("compare", "a second model (it would need its own index)"), ("whole", "how to index"),
-                              ("split", "a qrels split of a BEIR folder"), ("cross", "a cross-encoder to score pairs"), ("pcr", "bitext options"),
+                              *((("split", "a qrels split of a BEIR folder"),) if len(given) == 3 else ()), ("cross", "a cross-encoder to score pairs"), ("pcr", "bitext options"),
                               ("plot", "score distributions of pairs")):  # fmt: skip
                 if getattr(self, name):
                     raise EncodrError(f"--{name} gives {why}, but --index scores an index already built; drop --{name}", field=name)
@@ -679,7 +737,7 @@ def _backends() -> tuple[str, ...]:
 
 class ServeRequest(Request):
     """Serve models and indexes over HTTP: OpenAI-compatible POST /v1/embeddings, POST /v1/search, POST /v1/score, POST /v1/rerank,
-    GET /v1/models, /v1/indexes, /v1/runs, /health; with --writable, POST and DELETE /v1/indexes/NAME/documents. Models and indexes
+    GET /v1/models, /v1/indexes, /v1/indexes/NAME/judgments, /v1/runs, /health; with --writable, POST and DELETE /v1/indexes/NAME/documents and /v1/indexes/NAME/judgments. Models and indexes
     are loaded once and kept warm."""
 
     model: list[str] = option([], "A model to serve (alias, directory, Hub id); repeatable. Default: minilm, and each --index's model.",
@@ -699,7 +757,8 @@ class ServeRequest(Request):
                                  ge=1, fronts=CLI)  # fmt: skip
     backend: str = option("torch", "Forward pass of each --model bi-encoder (torch-bf16: bfloat16 matrix products; onnx, onnx-int8: onnxruntime "
                                    "on the CPU); an index's model runs on its index's backend.", choices=_backends, fronts=CLI)  # fmt: skip
-    writable: bool = option(False, "Let clients upsert and delete documents (POST / DELETE /v1/indexes/NAME/documents); needs --api-key.", fronts=CLI)
+    writable: bool = option(False, "Let clients upsert and delete documents and judgments (POST / DELETE /v1/indexes/NAME/documents and …/judgments); "
+                                     "needs --api-key.", fronts=CLI)
     watch: list[str] = option([], "Sync the one served --index with this folder on every change (debounced); repeatable.", fronts=CLI)
 
     def key(self) -> str | None:
@@ -711,7 +770,7 @@ class ServeRequest(Request):
 
 class McpRequest(Request):
     """Serve indexes to AI agents over the Model Context Protocol: tools to search, get a document, list indexes and their sources,
-    and with --writable add, sync and delete documents. stdio by default (for an agent that starts encodr); streamable HTTP with --port."""
+    and with --writable add, sync and delete documents and judge hits. stdio by default (for an agent that starts encodr); streamable HTTP with --port."""
 
     index: list[str] = option([], "An index to serve (directory or workspace name); repeatable. Default: every index in the workspace.",
                               flags=("--index", "-i"), fronts=CLI)  # fmt: skip

@@ -198,16 +198,21 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
     another of them are refused as naming a document the index lacks.
     """
 
-    def __init__(self, index: str | Path, queries: str | Path, qrels: str | Path, limit: int | None = None,
-                 searches: tuple[SearchOptions, ...] = (SearchOptions(),), rerank: str | None = None):  # fmt: skip
+    def __init__(self, index: str | Path, queries: str | Path | None, qrels: str | Path | None, limit: int | None = None,
+                 searches: tuple[SearchOptions, ...] = (SearchOptions(),), rerank: str | None = None, folds: tuple[str, ...] = ("test",)):  # fmt: skip
+        """``queries`` and ``qrels`` ``None``: the index's own judgments (:mod:`encodr.index.judgments`),
+        the ``current`` ones of the queries in ``folds``."""
         from ..data.beir import read_qrels, read_queries
         from ..index import Searcher
 
         self.searcher = Searcher(index)
         try:
-            asked = read_queries(queries)
             doc_ids = self.searcher.index.document_ids()
-            judged = read_qrels(qrels, doc_ids, asked, corpus=f"the index {index}")
+            if queries is None:
+                asked, judged = own_judgments(self.searcher.index, folds)
+            else:
+                asked = read_queries(queries)
+                judged = read_qrels(qrels, doc_ids, asked, corpus=f"the index {index}")
         except BaseException:
             self.searcher.index.close()  # a bad queries or qrels file leaves the index released
             raise
@@ -228,3 +233,24 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
     def close(self) -> None:
         """Release the index."""
         self.searcher.index.close()
+
+
+def own_judgments(index, folds: tuple[str, ...]) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """BEIR's queries and qrels (relevant documents only, grade > 0) of ``index``'s ``current``
+    judgments in ``folds`` (:func:`encodr.index.judgments.qrels_of`).
+
+    Raises:
+        EncodrError: no judged query with a relevant document in those folds, naming the counts
+            and the fix.
+    """
+    from ..errors import EncodrError
+    from ..index.judgments import Judgments, qrels_of, with_status
+
+    found = with_status(Judgments(index.path).all(), index.texts)
+    queries, qrels = qrels_of(found, folds)
+    judged = {q: {d: g for d, g in docs.items() if g > 0} for q, docs in qrels.items()}
+    judged = {q: docs for q, docs in judged.items() if docs}
+    if not judged:
+        raise EncodrError(f"index {index.path.name} has no judged query with a relevant document in the {'/'.join(folds)} fold "
+                          f"({len(found)} judgment(s) in all); judge hits with encodr judge, or pass --split all", field="split")  # fmt: skip
+    return {q: queries[q] for q in judged}, judged

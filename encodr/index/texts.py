@@ -363,6 +363,19 @@ class TextStore:
         keys = ("id", "path", "source", "title", "modified", "size", "lang")
         return {**dict(zip(keys, found[0][:7])), "metadata": json.loads(found[0][7]) if found[0][7] else {}}
 
+    def document_hashes(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """Content hash (:func:`~.documents.document_hash`) of each of ``ids`` the store holds;
+        ``None`` for a document of a store without document records (it is held, its hash unknown)."""
+        ids, found = list(dict.fromkeys(str(i) for i in ids)), {}
+        for start in range(0, len(ids), 900):  # below SQLite's limit on parameters
+            chunk = ids[start : start + 900]
+            marks = ",".join("?" * len(chunk))
+            if self.has_documents:
+                found.update({str(d): h for d, h in self._all(f"select id, hash from documents where id in ({marks})", chunk)})
+            else:
+                found.update({str(d): None for (d,) in self._all(f"select distinct ext_id from texts where ext_id in ({marks})", chunk)})
+        return found
+
     def document_ids(self) -> set[str]:
         """Every stored document id (``ext_id``)."""
         return {str(d) for (d,) in self._all("select distinct ext_id from texts where ext_id is not null")}

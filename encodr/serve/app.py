@@ -256,6 +256,31 @@ def create_app(served: Served) -> FastAPI:
         result = await run_in_threadpool(write, searcher, commands.delete_ids, str(searcher.index.path), req)
         return answer(result)
 
+    @api.post("/indexes/{name}/judgments", openapi_extra=_body_doc(rq.JudgeRequest))
+    async def judge(name: str, request: Request):
+        """Judge a hit: ``query``, ``doc`` (its document id), ``grade`` (0, 1, 2) and optional ``passage``, kept with the index;
+        judging the pair again replaces the grade. Needs --writable and the API key."""
+        writable()
+        searcher = searcher_named(name)
+        req = (await parse(request, rq.JudgeRequest)).model_copy(update={"index": name})
+        sized([req.query, req.passage or ""], "query")
+        return answer(await run_in_threadpool(commands.judge, req, "http", searcher))
+
+    @api.get("/indexes/{name}/judgments")
+    async def list_judgments(name: str):
+        """The index's judgments, each with its fold and status (``encodr judgments --json``)."""
+        searcher = searcher_named(name)
+        req = build(rq.JudgmentsRequest, {"index": name})
+        return answer(await run_in_threadpool(commands.judgments, req, searcher))
+
+    @api.delete("/indexes/{name}/judgments", openapi_extra=_body_doc(rq.UnjudgeRequest))
+    async def unjudge(name: str, request: Request):
+        """Delete the judgment of ``query`` and ``doc``. Needs --writable and the API key."""
+        writable()
+        searcher = searcher_named(name)
+        req = await parse(request, rq.UnjudgeRequest)
+        return answer(await run_in_threadpool(commands.unjudge, req, name, searcher))
+
     @api.get("/models")
     async def models():
         """The served models, OpenAI's shape."""
