@@ -27,8 +27,10 @@ MODE_HELP = ("hybrid: vectors and BM25 fused by --fusion (dense on an index buil
              "keyword: BM25 (SQLite FTS5).")  # fmt: skip
 RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits (--rerank-depth)."
 RERANK_WEIGHT_HELP = ("With --rerank: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits "
-                      "(1: the cross-encoder's order alone; 0: the first stage's).")
-FUSION_HELP = "How hybrid fuses: convex (min-max normalised scores, equal weights) or rrf (reciprocal rank fusion); both language-aware."
+                      "(1: the cross-encoder's order alone; 0: the first stage's; default: the weight tuned with the re-ranker, else 1).")
+FUSION_WEIGHT_HELP = ("Hybrid with --fusion convex: the dense scores' weight α in α·dense + (1−α)·BM25 (default: the weight tuned on "
+                      "judgments for the index's model, encodr tune --recipe judged; else 0.5).")
+FUSION_HELP = "How hybrid fuses: convex (min-max normalised scores, weighted by --fusion-weight) or rrf (reciprocal rank fusion); both language-aware."
 
 
 FILTER_HELP = ("Only hits from documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold. Fields: source (a glob, e.g. "
@@ -156,8 +158,10 @@ class SearchRequest(Request):
     mode: str = option(search_default("mode"), MODE_HELP, choices=search_choices("mode"))
     fusion: str = option(search_default("fusion"), FUSION_HELP, choices=search_choices("fusion"))
     rerank: str | None = option(None, RERANK_HELP)
-    rerank_depth: int = option(search_default("rerank_depth"), "With --rerank: first-stage hits the cross-encoder re-scores per query.", ge=1)
-    rerank_weight: float = option(search_default("rerank_weight"), RERANK_WEIGHT_HELP, ge=0, le=1)
+    fusion_weight: float | None = option(search_default("fusion_weight"), FUSION_WEIGHT_HELP, ge=0, le=1)
+    rerank_depth: int | None = option(search_default("rerank_depth"), "With --rerank: first-stage hits the cross-encoder re-scores per query "
+                                                                      "(default: the depth tuned with the re-ranker, else 50).", ge=1)  # fmt: skip
+    rerank_weight: float | None = option(search_default("rerank_weight"), RERANK_WEIGHT_HELP, ge=0, le=1)
     passages: bool = option(search_default("passages"), "Rank passages; by default an index of long documents split into passages ranks each document "
                                                         "once, by its best passage.")  # fmt: skip
     filter: list[str] | dict[str, Any] | None = option(None, FILTER_HELP)
@@ -180,7 +184,7 @@ class SearchRequest(Request):
         from ..index.options import SearchOptions
 
         return SearchOptions.given(k=self.k, mode=self.mode, fusion=self.fusion, lang=self.lang, hit_langs=self.hit_lang, filters=self.filters(),
-                                   rerank_depth=self.rerank_depth, rerank_weight=self.rerank_weight, passages=self.passages, nprobe=self.nprobe,
+                                   rerank_depth=self.rerank_depth, rerank_weight=self.rerank_weight, fusion_weight=self.fusion_weight, passages=self.passages, nprobe=self.nprobe,
                                    ef_search=self.ef_search)  # fmt: skip
 
     def check(self) -> None:
@@ -527,7 +531,7 @@ class EvalRequest(Request):
     fusion: list[str] = option([search_default("fusion")], "retrieval: " + FUSION_HELP + " Several: one hybrid row each.",
                                choices=search_choices("fusion"), fronts=CLI_TUI)  # fmt: skip
     rerank: str | None = option(None, "retrieval: " + RERANK_HELP, fronts=CLI_TUI)
-    rerank_weight: float = option(search_default("rerank_weight"), "retrieval: " + RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_TUI)
+    rerank_weight: float | None = option(search_default("rerank_weight"), "retrieval: " + RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_TUI)
     whole: bool = option(False, "retrieval: index each document whole, cut at the model's window (default: passages, each document ranked by its best).",
                          fronts=CLI_TUI)  # fmt: skip
     index: str | None = option(None, "retrieval: score this existing index (a folder or workspace name), its own model encoding the queries, "

@@ -21,7 +21,7 @@ METRICS = (("ndcg@k", 10), ("mrr@k", 10), ("recall@k", 100), ("map@k", 100))  # 
 
 def rerank_label(options: SearchOptions) -> str:
     """The label of a re-ranked ranking: the first stage's, ``+rerank``, and the weight when it is not 1."""
-    return f"{options.label}+rerank" + (f"@{options.rerank_weight:g}" if options.rerank_weight != 1 else "")
+    return f"{options.label}+rerank" + (f"@{options.rerank_weight:g}" if options.rerank_weight not in (None, 1) else "")
 
 
 def _below(hits: list, rank: int) -> list:
@@ -151,8 +151,9 @@ class RetrievalEvaluator(Evaluator):
             if rerank and first_stage:
                 out[label] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
             if rerank:
-                depth = options.rerank_depth
-                hits = [rerank_hits(q, row[:depth], reranker, depth, options.rerank_weight) + _below(row[depth:], depth) for q, row in zip(queries, hits)]
+                settled = searcher.resolve(options, reranker)
+                depth = settled.rerank_depth
+                hits = [rerank_hits(q, row[:depth], reranker, depth, settled.rerank_weight) + _below(row[depth:], depth) for q, row in zip(queries, hits)]
                 label = rerank_label(options)
             out[label] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
         return out

@@ -126,6 +126,25 @@ class Hit:
         return asdict(self)
 
 
+def tuned_search(index: Index) -> dict:
+    """The search settings learned on judgments for ``index``'s model (``encodr tune --recipe
+    judged``): those stored with the index for its model's weights (:func:`.judgments.read_tuned`),
+    else those stored with the model (``search`` in its ``encodr.json``, when the index's model is
+    a local folder); empty when there are none."""
+    import json
+
+    from .judgments import read_tuned
+
+    found = read_tuned(index.path, index.meta.get("fingerprint", ""))
+    if found:
+        return found
+    try:
+        record = json.loads((Path(str(index.meta.get("model", ""))) / "encodr.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return dict(record.get("search") or {}) if isinstance(record, dict) else {}
+
+
 class Searcher:
     """An opened index plus the model it was built with.
 
@@ -143,6 +162,7 @@ class Searcher:
 
     Attributes:
         warnings: one-line notes for the user (``encodr search`` prints them).
+        tuned: the search settings learned on judgments for the index's model (:func:`tuned_search`).
 
     Raises:
         EncodrError: the index cannot be opened (see :meth:`Index.open`), or ``model``
@@ -173,6 +193,7 @@ class Searcher:
                 f"model '{model or meta['model']}' is not the model index {index_dir} was built with "
                 f"({meta['model']}, pooling {meta['pooling']}); search it without --model, or rebuild the index"
             )
+        self.tuned = tuned_search(self.index)
         self.last_ms = 0.0
         self.last_langs: list[str] = []
         self._reopen = threading.Lock()
@@ -201,6 +222,7 @@ class Searcher:
                 fresh.close()
                 raise EncodrError(f"index {self.index.path} was rebuilt with another model ({fresh.meta['model']}); open it again to search it")
             self.index = fresh  # the old Index closes when its last reader drops it
+            self.tuned = tuned_search(fresh)
         return True
 
     def query_languages(self, queries: list[str], lang: str | None = None, index: Index | None = None, mode: str = DENSE) -> list[str]:
@@ -263,9 +285,15 @@ class Searcher:
         """
         self.refresh()
         index = self.index
-        options = options.for_index(index.has_keywords)
+        options = self.resolve(options.for_index(index.has_keywords), reranker)
         check_languages(index, options)
         return self._query(index, queries, options, reranker)
+
+    def resolve(self, options: SearchOptions, reranker=None) -> SearchOptions:
+        """``options`` with the settings left ``None`` filled (:meth:`SearchOptions.resolved`):
+        the fusion weight tuned on judgments for this index's model (:attr:`tuned`), the depth
+        and weight tuned with ``reranker`` (its ``tuned``, :func:`encodr.models.load_cross`)."""
+        return options.resolved(self.tuned, getattr(reranker, "tuned", None))
 
     def _query(self, index: Index, queries: list[str], options: SearchOptions, reranker) -> tuple[list[str], list[list[Hit]]]:
         """:meth:`query` on one generation, its options checked."""
@@ -291,7 +319,8 @@ class Searcher:
         fused_ids = np.full((len(queries), k), -1, dtype=np.int64)
         for q in range(len(queries)):
             ranked = fuse([(int(i), float(s)) for s, i in zip(d_scores[q], d_ids[q]) if i >= 0],
-                          [(int(i), float(s)) for s, i in zip(k_scores[q], k_ids[q]) if i >= 0], options.fusion, langs[q], lang_of)[:k]  # fmt: skip
+                          [(int(i), float(s)) for s, i in zip(k_scores[q], k_ids[q]) if i >= 0], options.fusion, langs[q], lang_of,
+                          options.fusion_weight)[:k]  # fmt: skip
             for col, (i, s) in enumerate(ranked):
                 fused_ids[q, col], fused_scores[q, col] = i, s
         return langs, self._rows_to_hits(index, fused_scores, fused_ids)

@@ -18,17 +18,23 @@ from .encoder import pick_device, resolve
 from .logs import quiet
 
 
+TUNED_FILE = "encodr_rerank.json"  # a re-ranker's depth and weight chosen on judgments, saved beside it (CrossScorer.save_tuned)
+
+
 class CrossScorer:
     """A cross-encoder scoring text pairs.
 
     Attributes:
         ce: the underlying :class:`sentence_transformers.CrossEncoder` (a ``torch.nn.Module``).
         name: the spec it was loaded or initialised from.
+        tuned: the re-ranking ``depth`` and ``weight`` chosen for it on judgments (the ``judged``
+            recipe; :data:`TUNED_FILE` in its folder), which a search uses unless it sets its own.
     """
 
-    def __init__(self, ce, name: str):
+    def __init__(self, ce, name: str, tuned: dict | None = None):
         self.ce = ce
         self.name = name
+        self.tuned = dict(tuned or {})
 
     @property
     def tokenizer(self):
@@ -92,8 +98,13 @@ class CrossScorer:
         return np.asarray(scores, dtype=np.float32).reshape(len(texts))
 
     def save(self, path: Path) -> None:
-        """Save in the sentence-transformers format (``CrossEncoder(path)`` loads it)."""
+        """Save in the sentence-transformers format (``CrossEncoder(path)`` loads it), with
+        :attr:`tuned` beside it when set (:func:`load_cross` reads it back)."""
+        import json
+
         self.ce.save(str(path))
+        if self.tuned:
+            (Path(path) / TUNED_FILE).write_text(json.dumps(self.tuned))
 
 
 def new_cross_encoder(base: str | None, max_length: int, device: str | None = None, seed: int = 42) -> CrossScorer:
@@ -140,4 +151,15 @@ def load_cross(spec: str, device: str | None = None) -> CrossScorer:
         ce = CrossEncoder(str(ref.path), device=pick_device(device), local_files_only=True)
     except Exception as exc:
         raise EncodrError(f"could not load cross-encoder '{ref.spec}': {first_line(exc)}") from None
-    return CrossScorer(ce, ref.spec)
+    return CrossScorer(ce, ref.spec, _tuned(Path(ref.path)))
+
+
+def _tuned(folder: Path) -> dict:
+    """The re-ranking settings saved beside a cross-encoder (:data:`TUNED_FILE`); empty when none or unreadable."""
+    import json
+
+    try:
+        found = json.loads((folder / TUNED_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: found[k] for k in ("depth", "weight") if isinstance(found, dict) and k in found}

@@ -139,11 +139,11 @@ def test_an_existing_index_is_scored_as_the_folder_it_was_built_from(tmp_path, c
     assert scored["index", "hybrid"]["ndcg@10"] > scored["index", "dense"]["ndcg@10"]  # the mode reaches the index's own search
 
 
-def test_scoring_an_index_needs_all_three_and_names_a_missing_document(tmp_path, capsys, monkeypatch, tiny_model):
+def test_scoring_an_index_with_queries_needs_all_three_and_names_a_missing_document(tmp_path, capsys, monkeypatch, tiny_model):
     folder = beir_folder(tmp_path / "toy")
     run_cli(["index", str(folder / "corpus.jsonl"), "--model", str(tiny_model), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
     code, _, err = run_cli(["eval", "retrieval", "--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl")], capsys, monkeypatch)
-    assert code == 2 and "needs --index, --queries and --qrels together; pass --qrels too" in err
+    assert code == 2 and "or --index, --queries and --qrels together; pass --qrels too" in err
     bad = tmp_path / "bad.tsv"
     bad.write_text("q0\tgarden-c\t1\n")  # the filler text is stored once, under its first document's id (river-c)
     code, _, err = run_cli(["eval", "retrieval", "--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl"), "--qrels", str(bad)],
