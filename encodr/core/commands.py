@@ -444,7 +444,7 @@ def judgments(request: JudgmentsRequest, searcher=None, index_spec: str | None =
         EncodrError: see :meth:`JudgmentsRequest.check` and :func:`encodr.index.judgments.read_import`;
             an ``export`` target that exists (nothing is replaced).
     """
-    from ..index.judgments import Judgment, Judgments, import_files, read_import, with_status, write_beir
+    from ..index.judgments import Judgment, Judgments, corpus_of, import_files, read_import, with_status, write_beir
 
     request.check()
     with _current(index_spec or request.index, searcher) as index:
@@ -461,7 +461,7 @@ def judgments(request: JudgmentsRequest, searcher=None, index_spec: str | None =
             from ..outputs import atomic_dir
 
             with atomic_dir(Path(request.export)) as tmp:
-                counts = write_beir(index, found, tmp)
+                counts = write_beir(corpus_of(index), found, tmp)
             record = {"out": request.export, **counts}
             return RecordResult(title=f"judgments exported → {request.export}", record=record, keys=list(record))
     rows = [j.to_dict() for j in found]
@@ -578,7 +578,8 @@ def prepare_tune(request: TuneRequest, progress: ProgressFn = silent, warn: Warn
     request.check()
     recipe = load_recipe(request.recipe, request.overrides())
     job = TuneJob(out=request.target(recipe.name), data=request.file, models=list(request.model), overwrite=request.overwrite, device=request.device,
-                  dev=request.dev, bitext=list(request.bitext), limit=request.limit, progress=progress, warn=warn, announce=announce, on_step=on_step)  # fmt: skip
+                  dev=request.dev, bitext=list(request.bitext), limit=request.limit, progress=progress, warn=warn, announce=announce, on_step=on_step,
+                  index=request.index, no_dev=request.no_dev)  # fmt: skip
     check_request(recipe, job)
     return recipe, job
 

@@ -665,6 +665,9 @@ class TuneRequest(Request):
     seed: int | None = option(None, "Random seed.", fronts=CLI)
     amp: str | None = option(None, "auto | bf16 | fp16 | no (auto: bf16 or fp16 on CUDA, fp32 on CPU)", fronts=CLI)
     set: list[str] = option([], "Any recipe field as KEY=VALUE; repeatable (the TUI edits each field of the recipe).", flags=("--set",), fronts=CLI_TUI)
+    index: str | None = option(None, "judged recipe: learn from this index's judgments (encodr judge; its train fold, selected on its dev fold).",
+                               flags=("--index", "-i"), fronts=CLI_TUI)  # fmt: skip
+    no_dev: bool = option(False, "judged recipe: with too few judged queries to hold out a dev fold, train anyway, without selection.", fronts=CLI_TUI)
 
     @classmethod
     def recipe_value(cls, name: str) -> str | None:

@@ -300,38 +300,37 @@ def import_files(source: str, split: str | None) -> tuple[Path, Path]:
     return folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
 
 
-def write_beir(index, judgments: list[Judgment], out: Path, folds: dict[str, Iterable[str]] | None = None) -> dict:
-    """Write a BEIR folder at ``out`` (an existing folder is left alone: the caller makes a new
-    one): ``corpus.jsonl`` (every document of ``index``, a :class:`~.store.Index`, whole),
-    ``queries.jsonl`` and ``qrels/SPLIT.tsv`` of the ``current`` judgments, one split per entry
-    of ``folds`` (split → the folds it holds; default: ``train``, ``dev`` and ``test``, one each).
+def corpus_of(index) -> dict[str, str]:
+    """Document id → the document's whole text (:meth:`~.store.Index.document`), of every
+    document of ``index`` (a :class:`~.store.Index`), by id."""
+    return {doc: found["text"] for doc in sorted(index.document_ids()) if (found := index.document(doc)) is not None}
+
+
+def write_beir(corpus: dict[str, str], judgments: list[Judgment], out: Path, splits: dict[str, Iterable[str]] | None = None) -> dict:
+    """Write a BEIR folder into ``out`` (an empty folder): ``corpus.jsonl`` (``corpus``: id →
+    text), ``queries.jsonl`` and ``qrels/SPLIT.tsv`` of the ``current`` judgments, one split per
+    entry of ``splits`` (split → the folds it holds; default: ``train``, ``dev`` and ``test``,
+    one each). Grades 0 are written too (evaluators count only grades > 0).
 
     Returns:
         Counts: ``documents``, ``queries``, and the judgments of each split.
     """
-    folds = folds or {f: (f,) for f in FOLDS}
-    out.mkdir(parents=True, exist_ok=True)
-    count = 0
+    splits = splits or {f: (f,) for f in FOLDS}
     with open(out / "corpus.jsonl", "w", encoding="utf-8") as f:
-        for doc in sorted(index.document_ids()):
-            found = index.document(doc)
-            if found is None:
-                continue
-            f.write(json.dumps({"_id": doc, "title": "", "text": found["text"]}, ensure_ascii=False) + "\n")
-            count += 1
-    queries, _ = qrels_of(judgments)
+        for doc, text in corpus.items():
+            f.write(json.dumps({"_id": doc, "title": "", "text": text}, ensure_ascii=False) + "\n")
+    members = tuple(f for folds in splits.values() for f in folds)
+    queries, _ = qrels_of(judgments, members)
     with open(out / "queries.jsonl", "w", encoding="utf-8") as f:
         for qid, text in queries.items():
             f.write(json.dumps({"_id": qid, "text": text}, ensure_ascii=False) + "\n")
     (out / "qrels").mkdir(exist_ok=True)
-    counts = {"documents": count, "queries": len(queries)}
-    for split, members in folds.items():
-        _, qrels = qrels_of(judgments, members)
+    counts = {"documents": len(corpus), "queries": len(queries)}
+    for split, folds in splits.items():
+        _, qrels = qrels_of(judgments, folds)
         with open(out / "qrels" / f"{split}.tsv", "w", encoding="utf-8") as f:
             f.write("query-id\tcorpus-id\tscore\n")
-            for qid, docs in qrels.items():
-                for doc, grade in docs.items():
-                    f.write(f"{qid}\t{doc}\t{grade}\n")
+            f.writelines(f"{qid}\t{doc}\t{grade}\n" for qid, docs in qrels.items() for doc, grade in docs.items())
         counts[split] = sum(len(d) for d in qrels.values())
     return counts
 

@@ -19,7 +19,7 @@ from ..training.run import RunCancelled, TuneJob, run
 from . import recipe as recipes
 from .base import Method, fit_report, load_dev
 
-INPUTS = ("dev", "bitext", "report", "models")
+INPUTS = ("dev", "bitext", "report", "models", "index", "no_dev")
 
 
 def methods() -> dict[str, Method]:
@@ -58,10 +58,12 @@ def check_request(recipe, request: TuneJob) -> None:
 
     mixed_precision(recipe.amp, torch.device(pick_device(request.device)).type)
     method = methods()[recipe.method]
-    given = {"dev": request.dev, "bitext": request.bitext, "report": request.report, "models": len(request.models) > 1}
+    given = {"dev": request.dev, "bitext": request.bitext, "report": request.report, "models": len(request.models) > 1, "index": request.index,
+             "no_dev": request.no_dev}  # fmt: skip
     for key in INPUTS:
         if given[key] and key not in method.inputs:
-            what = {"dev": "--dev", "bitext": "--bitext", "report": "a report set", "models": "several --model values (mutual distillation)"}[key]
+            what = {"dev": "--dev", "bitext": "--bitext", "report": "a report set", "models": "several --model values (mutual distillation)",
+                    "index": "--index (an index's judgments)", "no_dev": "--no-dev"}[key]  # fmt: skip
             takers = [m.name for m in methods().values() if key in m.inputs]
             raise EncodrError(f"recipe '{recipe.name}' (method {method.name}) does not take {what}; "
                               f"{'methods that do: ' + ', '.join(takers) if takers else 'no method does'}")  # fmt: skip

@@ -45,6 +45,8 @@ class TuneJob:
         on_step: ``(step, loss)`` after every optimizer step; may raise to stop.
         announce: receives the one start line (``tuning MODEL with recipe NAME → OUT``), in
             the main process only, once the processes are up.
+        index: an index whose judgments a method learns from (the ``judged`` recipe).
+        no_dev: train without holding out a dev fold, so without selection (the ``judged`` recipe).
     """
 
     out: Path
@@ -60,6 +62,8 @@ class TuneJob:
     warn: Callable[[str], None] = print
     on_step: Callable[[int, float], None] | None = None
     announce: Callable[[str], None] | None = None
+    index: str | None = None
+    no_dev: bool = False
 
 
 @dataclass

@@ -120,3 +120,13 @@ def test_sync_index_brings_a_served_index_in_step_with_its_folder(kb, tmp_path):
     assert (done["added"], done["removed"], done["documents"]) == (1, 1, 2)
     found = agents.call("search", {"index": "kb", "query": "valve stem", "mode": "keyword"})["results"][0]["hits"]
     assert found == []  # the deleted file's text is never answered
+
+
+def test_an_agent_judges_a_hit_with_writable_and_encodr_judgments_lists_it(kb):
+    agents = Agents(__import__("encodr.agents", fromlist=["open_indexes"]).open_indexes([str(kb)]), writable=True)
+    hit = agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "keyword", "k": 1})["results"][0]["hits"][0]
+    judged = agents.call("judge", {"index": "kb", "query": "pump pressure", "doc": hit["ext_id"], "grade": 2, "passage": hit["text"]})
+    assert judged["front"] == "mcp" and judged["judgments"] == 1
+    listed = commands.judgments(rq.JudgmentsRequest(index=str(kb))).payload()
+    assert [(r["doc"], r["grade"], r["front"], r["passage"]) for r in listed] == [(hit["ext_id"], 2, "mcp", hit["text"])]
+    assert "judge" not in Agents(agents.searchers, writable=False).tools()

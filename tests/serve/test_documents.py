@@ -119,3 +119,25 @@ def test_a_writable_server_needs_a_key_and_watch_one_index():
 def test_an_unknown_route_answers_in_the_apis_error_shape(client):
     answer = client.get("/v1/nothing", headers=KEY)
     assert answer.status_code == 404 and answer.json()["error"]["param"] == "path" and "no route GET /v1/nothing" in answer.json()["error"]["message"]
+
+
+def test_judgments_over_http_are_written_listed_and_deleted_with_writable_and_the_key(client, served):
+    answer = client.post("/v1/indexes/kb/judgments", headers=KEY, json={"query": "pump pressure", "doc": "p1", "grade": 2, "passage": "The pump…"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["front"] == "http" and answer.json()["grade"] == 2
+    listed = client.get("/v1/indexes/kb/judgments", headers=KEY).json()
+    assert [(r["query"], r["doc"], r["grade"], r["status"]) for r in listed] == [("pump pressure", "p1", 2, "current")]
+    for body, status, param in (({"query": "pump", "doc": "nope"}, 404, "doc"), ({"query": "pump", "doc": "p1", "grade": 5}, 422, "grade"),
+                                ({"query": " ", "doc": "p1"}, 422, "query"), ({"query": "pump", "doc": "p1", "grade": 1, "idx": 1}, 422, "idx")):  # fmt: skip
+        refused = client.post("/v1/indexes/kb/judgments", headers=KEY, json=body)
+        assert refused.status_code == status and refused.json()["error"]["param"] == param, refused.text
+    assert "--" not in client.post("/v1/indexes/kb/judgments", headers=KEY, json={"query": "pump", "doc": "p1", "grade": 5}).json()["error"]["message"]
+    assert client.post("/v1/indexes/kb/judgments", json={"query": "pump", "doc": "p1"}).status_code == 401
+    served.writable = False
+    assert client.post("/v1/indexes/kb/judgments", headers=KEY, json={"query": "pump", "doc": "p1"}).status_code == 403
+    assert client.request("DELETE", "/v1/indexes/kb/judgments", headers=KEY, json={"query": "pump pressure", "doc": "p1"}).status_code == 403
+    served.writable = True
+    gone = client.request("DELETE", "/v1/indexes/kb/judgments", headers=KEY, json={"query": "PUMP pressure", "doc": "p1"})
+    assert gone.status_code == 200 and gone.json()["judgments"] == 0
+    again = client.request("DELETE", "/v1/indexes/kb/judgments", headers=KEY, json={"query": "pump pressure", "doc": "p1"})
+    assert again.status_code == 404 and again.json()["error"]["param"] == "doc"

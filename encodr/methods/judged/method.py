@@ -1,0 +1,370 @@
+"""The judged recipe's run: the judgments' train fold teaches a bi-encoder, a re-ranker and the
+seeds' distillation loop; the dev fold keeps each one only when it beats what it replaces, and
+chooses the hybrid fusion weight and the re-ranker's depth and weight.
+
+Each component is compared on the dev fold's judged queries, through a real index of the
+corpus (:class:`~encodr.evaluation.retrieval.RetrievalEvaluator`), by nDCG@10:
+
+1. bi-encoder: dense search, the starting model a candidate (the trainer's ``keep_start``);
+2. re-ranker: its re-ranking of the first stage against the first stage alone;
+3. the seeded loop: dense search, the bi-encoder before the loop a candidate;
+4. fusion weight: hybrid search with the chosen α against the declared default α.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ...errors import EncodrError
+from ...models import load_encoder
+from ...progress import ProgressEvent
+from ...training import Outcome, RunContext, Stream, to_device
+from .config import JudgedRecipe, number_list
+from .data import DEV, TRAIN, JudgedData, read_judged
+
+EXTRA_MINED = 8  # candidates mined beyond those kept, so that judged-relevant documents can be dropped
+
+
+@dataclass
+class Example:
+    """A judged query with one relevant passage and its negatives (judged not relevant first, then mined)."""
+
+    query: str
+    positive: str
+    negatives: list[str]
+
+
+@dataclass
+class Component:
+    """One component's dev comparison: nDCG@10 × 100 on the dev fold before and after, and whether it was kept."""
+
+    name: str
+    metric: str
+    before: float | None
+    after: float | None
+    kept: bool
+    note: str = ""
+
+    def line(self) -> str:
+        """``dense nDCG@10 61.20 → 63.40, kept`` (or why not)."""
+        if self.before is None:
+            return f"{self.metric}: {self.note}"
+        return f"{self.metric} {self.before:.2f} → {self.after:.2f}, {'kept' if self.kept else 'not kept (no better on dev)'}" + (
+            f"; {self.note}" if self.note else "")
+
+
+def examples(data: JudgedData, encoder, recipe: JudgedRecipe, folds: tuple[str, ...], wanted: int) -> list[Example]:
+    """One :class:`Example` per (query, relevant document) of ``folds``, each with up to
+    ``wanted`` negatives: the query's documents judged not relevant (grade 0), then hard
+    negatives mined from the corpus by ``encoder`` (sentence-transformers' ``mine_hard_negatives``,
+    ``relative_margin`` = ``recipe.margin``: near-duplicates of the positive skipped), leaving out
+    every document judged relevant to the query (and texts equal to one).
+
+    Raises:
+        EncodrError: no relevant judgment in ``folds``.
+    """
+    from datasets import Dataset
+    from sentence_transformers.util import mine_hard_negatives
+
+    judged = [j for j in data.judgments if j.fold in folds]
+    relevant: dict[str, set[str]] = {}
+    rejected: dict[str, list[str]] = {}
+    for j in judged:
+        if j.grade > 0:
+            relevant.setdefault(j.query, set()).add(j.doc)
+        else:
+            rejected.setdefault(j.query, []).append(j.doc)
+    pairs = [(q, data.corpus[d]) for q, docs in relevant.items() for d in sorted(docs)]
+    if not pairs:
+        raise EncodrError(f"no judgment in the {'/'.join(folds)} fold grades a document relevant (grade 1 or 2); judge some hits relevant")
+    mined: list[list[str]] = [[] for _ in pairs]
+    if wanted:
+        dataset = Dataset.from_dict({"query": [q for q, _ in pairs], "positive": [p for _, p in pairs]})
+        with contextlib.redirect_stderr(io.StringIO()):  # its encode bars: encodr draws its own progress
+            found = mine_hard_negatives(dataset, encoder.st, corpus=list(dict.fromkeys(data.corpus.values())), relative_margin=recipe.margin or None,
+                                        num_negatives=wanted + EXTRA_MINED, sampling_strategy="top", query_prompt=encoder.prompt("query") or None,
+                                        corpus_prompt=encoder.prompt("document") or None, output_format="n-tuple", batch_size=64, verbose=False)  # fmt: skip
+        columns = [c for c in found.column_names if c.startswith("negative")]
+        by_pair = {(row["query"], row["positive"]): [row[c] for c in columns if row[c]] for row in found}
+        mined = [by_pair.get(pair, []) for pair in pairs]
+    out = []
+    for (query, positive), candidates in zip(pairs, mined):
+        bad = {data.corpus[d] for d in relevant[query]}
+        first = [data.corpus[d] for d in rejected.get(query, []) if d in data.corpus]
+        negatives = list(dict.fromkeys(t for t in first + candidates if t not in bad))[:wanted]
+        out.append(Example(query, positive, negatives))
+    return out
+
+
+def mnrl_stream(encoder, items: list[Example], recipe: JudgedRecipe, world: int, negatives: int) -> Stream:
+    """InfoNCE over (query, positive, ``negatives`` hard negatives) with every other passage of
+    the global batch as a negative too: sentence-transformers' ``MultipleNegativesRankingLoss``
+    (``CachedMultipleNegativesRankingLoss``, GradCache, when ``mini_batch`` > 0), scale
+    ``recipe.scale``. An example short of negatives repeats its last one (or its positive's
+    neighbour in the batch when it has none: then only in-batch negatives count)."""
+    from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
+
+    tokenizer = encoder.tokenizer
+    query_prompt, doc_prompt = encoder.prompt("query"), encoder.prompt("document")
+    usable = [e for e in items if len(e.negatives) >= negatives]
+    losses: dict[int, torch.nn.Module] = {}
+
+    def tokens(texts: list[str], length: int) -> dict:
+        return dict(tokenizer(texts, max_length=length, truncation=True, padding=True, return_tensors="pt"))
+
+    def batch(indices: list[int], epoch: int):
+        chosen = [usable[i] for i in indices]
+        columns = [tokens([query_prompt + e.query for e in chosen], recipe.query_max_length), tokens([doc_prompt + e.positive for e in chosen], recipe.max_length)]
+        for n in range(negatives):
+            columns.append(tokens([doc_prompt + e.negatives[n] for e in chosen], recipe.max_length))
+        return columns
+
+    def loss(module: torch.nn.Module, features) -> torch.Tensor:
+        if id(module) not in losses:
+            gather = world > 1
+            losses[id(module)] = (CachedMultipleNegativesRankingLoss(module, scale=recipe.scale, mini_batch_size=recipe.mini_batch, gather_across_devices=gather)
+                                  if recipe.mini_batch else MultipleNegativesRankingLoss(module, scale=recipe.scale, gather_across_devices=gather))  # fmt: skip
+        device = next(module.parameters()).device
+        return losses[id(module)]([to_device(f, device) for f in features], labels=None)
+
+    return Stream("judged", len(usable), batch, loss, min(recipe.batch_size, max(2, len(usable))), min_batch=2)
+
+
+def margin_stream(encoder, triplets: list[tuple[str, str, str, float]], recipe: JudgedRecipe) -> Stream:
+    """Cross → bi (Trans-Encoder §2.3 with GPL's loss): sentence-transformers' ``MarginMSELoss``,
+    the MSE between the bi-encoder's score margin sim(q, p) − sim(q, n) (dot product of unit
+    vectors: cosine) and the cross-encoder's σ-score margin, over (query, passage, passage, margin)."""
+    from sentence_transformers.sentence_transformer.losses import MarginMSELoss
+
+    loss_fn = MarginMSELoss(encoder.st)
+    tokenizer = encoder.tokenizer
+    query_prompt, doc_prompt = encoder.prompt("query"), encoder.prompt("document")
+
+    def tokens(texts: list[str], length: int) -> dict:
+        return dict(tokenizer(texts, max_length=length, truncation=True, padding=True, return_tensors="pt"))
+
+    def batch(indices: list[int], epoch: int):
+        chosen = [triplets[i] for i in indices]
+        return ([tokens([query_prompt + t[0] for t in chosen], recipe.query_max_length), tokens([doc_prompt + t[1] for t in chosen], recipe.max_length),
+                 tokens([doc_prompt + t[2] for t in chosen], recipe.max_length)], torch.tensor([t[3] for t in chosen], dtype=torch.float32))  # fmt: skip
+
+    def loss(module: torch.nn.Module, b) -> torch.Tensor:
+        device = next(module.parameters()).device
+        features, labels = b
+        return loss_fn([to_device(f, device) for f in features], labels.to(device))
+
+    return Stream("distill", len(triplets), batch, loss, recipe.batch_size)
+
+
+class CachedScores:
+    """A re-ranker whose (query, text) scores are computed once: the depth and weight grid reads them many times."""
+
+    def __init__(self, scorer):
+        self.scorer, self.seen = scorer, {}
+
+    def query_scores(self, query: str, texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if (query, t) not in self.seen]
+        if todo:
+            for t, s in zip(todo, self.scorer.query_scores(query, todo)):
+                self.seen[(query, t)] = float(s)
+        return np.asarray([self.seen[(query, t)] for t in texts], dtype=np.float32)
+
+
+class DevIndex:
+    """The dev fold's judged queries searched in an index of the corpus built by one encoder
+    (:class:`~encodr.evaluation.retrieval.RetrievalEvaluator`'s index and metrics)."""
+
+    def __init__(self, folder: Path, encoder, where: Path):
+        from ...data.beir import read_retrieval
+        from ...evaluation.retrieval import RetrievalEvaluator
+        from ...index import BuildOptions, Searcher, build
+
+        self.evaluator = RetrievalEvaluator("dev", read_retrieval(folder), split=DEV)
+        build([str(folder / "corpus.jsonl")], where, BuildOptions(model=encoder, index_type="flat", backend=getattr(encoder, "backend", "torch")))
+        self.searcher = Searcher(where, encoder=encoder)
+        self.same = self.evaluator.same_text()
+        self.has_keywords = self.searcher.index.has_keywords
+
+    def ndcg(self, options, reranker=None) -> float:
+        """nDCG@10 × 100 of the dev fold with ``options`` (re-ranked by ``reranker`` at its depth and weight)."""
+        from ...evaluation.retrieval import DEPTH
+
+        options = replace(options, k=DEPTH)
+        ranked = self.evaluator._rank(self.searcher, (options,), reranker, self.same)
+        return next(s.value for s in self.evaluator.scores(next(iter(ranked.values()))) if s.metric == "ndcg@10")
+
+    def close(self) -> None:
+        self.searcher.index.close()
+
+
+def distill_triplets(data: JudgedData, encoder, cross, recipe: JudgedRecipe, folds: tuple[str, ...], progress) -> list[tuple[str, str, str, float]]:
+    """(query, passage, passage, σ-margin) labelled by ``cross``: the judged queries of ``folds``
+    and ``recipe.distill_queries`` pseudo-queries cut from the corpus (inverse cloze: a sentence
+    of a document), each against the ``distill_candidates`` documents ``encoder`` ranks highest
+    (a judged query's relevant document among them); the passage the cross-encoder scores highest
+    is paired with each other one (AugSBERT's silver labels, GPL's margins)."""
+    import faiss
+
+    from ..retrieval.pairs import Passage, ict_pair
+
+    rng = np.random.default_rng(recipe.seed)
+    texts = list(dict.fromkeys(data.corpus.values()))
+    judged = {j.query: data.corpus[j.doc] for j in data.judgments if j.fold in folds and j.grade > 0}
+    queries = list(judged)
+    for i in rng.permutation(len(texts))[: recipe.distill_queries]:
+        pair = ict_pair(Passage.of(texts[int(i)][:2000]), rng, 0.0)
+        if pair:
+            queries.append(pair[0])
+    vectors = encoder.encode(texts, prompt=encoder.prompt("document"))
+    asked = encoder.encode(queries, prompt=encoder.prompt("query"))
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    _, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min(recipe.distill_candidates, len(texts)))
+    out = []
+    for n, (query, row) in enumerate(zip(queries, top)):
+        candidates = list(dict.fromkeys(([judged[query]] if query in judged else []) + [texts[int(j)] for j in row if j >= 0]))
+        scores = cross.query_scores(query, candidates)
+        best = int(np.argmax(scores))
+        out += [(query, candidates[best], c, float(scores[best] - s)) for c, s in zip(candidates, scores) if c != candidates[best]]
+        progress(ProgressEvent("label pairs", n + 1, len(queries)))
+    return out
+
+
+def run(ctx: RunContext) -> Outcome:
+    """Learn from judgments (see the module docstring); saves the bi-encoder at the output's root,
+    the re-ranker in ``cross/`` when it was kept, and the chosen fusion weight as ``search`` in
+    ``encodr.json`` (and, with ``--index``, with the index: :func:`encodr.index.judgments.write_tuned`).
+
+    Raises:
+        EncodrError: no judgments, none relevant in the train fold; see :func:`.data.read_judged`.
+    """
+    from ...index.options import DENSE, HYBRID, SearchOptions
+    from ..base import load_dev
+
+    request, recipe = ctx.request, ctx.recipe
+    with tempfile.TemporaryDirectory(prefix="encodr-judged-") as tmp:
+        data = read_judged(request.index, request.data, Path(tmp) / "judged")
+        encoder = load_encoder(request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
+        train_q, dev_q = data.queries(TRAIN), data.queries(DEV)
+        counts = {"judgments": len(data.judgments), "train_queries": len(train_q), "dev_queries": len(dev_q), "left_out": data.unused}
+        base = {"base_model": encoder.name, "data": data.source, **counts}
+        if (len(train_q) + len(dev_q) < recipe.min_queries or not dev_q or not train_q) and not request.no_dev:
+            ctx.warn(f"only {len(train_q) + len(dev_q)} judged queries ({len(dev_q)} in the dev fold): too few to hold out a dev fold (at least "
+                     f"{recipe.min_queries}); saved the starting model unchanged (judge more queries, or pass --no-dev to train without selection)")  # fmt: skip
+            ctx.save(".", encoder.save)
+            return Outcome({**base, "kept": "start"}, [_row(encoder, data, {"kept": "start"})], None, ("base_model", "data", "judgments", "kept"))
+        folds = (TRAIN, DEV) if request.no_dev else (TRAIN,)
+        dev = None if request.no_dev else load_dev(ctx, str(data.folder), "ndcg@10")
+        wanted = max(recipe.negatives, recipe.cross_negatives if recipe.cross else 0)
+        ctx.progress(ProgressEvent("mine negatives", 0, 1))
+        items = examples(data, encoder, recipe, folds, wanted)
+        ctx.progress(ProgressEvent("mine negatives", 1, 1))
+        components: list[Component] = []
+        negatives = min(recipe.negatives, min(len(e.negatives) for e in items))
+        result = ctx.trainer.fit(encoder.st, [mnrl_stream(encoder, items, recipe, ctx.trainer.world, negatives)], recipe.optim(),
+                                 evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric="ndcg@10", eval_steps=recipe.eval_steps,
+                                 progress=ctx.progress, on_step=request.on_step, description="bi-encoder")  # fmt: skip
+        log = list(result.log)
+        if dev:
+            start, best = result.dev_curve[0]["dev"], result.best["dev"]
+            components.append(Component("bi-encoder", "dense nDCG@10", start, best, result.best["step"] > 0))
+        else:
+            components.append(Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (--no-dev)"))
+        cross = None
+        if recipe.cross and dev:
+            cross, loop = _cross_and_loop(ctx, data, encoder, items, folds, dev, log)
+            components += loop
+        search: dict = {}
+        if dev:
+            with tempfile.TemporaryDirectory(prefix="encodr-judged-dev-") as where:
+                chosen = DevIndex(data.folder, encoder, Path(where) / "index")
+                try:
+                    components += _choose_search(chosen, recipe, cross, search)
+                finally:
+                    chosen.close()
+        ctx.save(".", encoder.save)
+        if cross is not None and "rerank" in search:
+            cross.tuned = search.pop("rerank")
+            ctx.save("cross", cross.save)
+    kept = [c.name for c in components if c.kept]
+    if dev and not kept:
+        ctx.warn(f"nothing beat the starting model on the dev fold ({len(dev_q)} judged queries): saved the starting model unchanged, with the "
+                 "declared search defaults")  # fmt: skip
+    if request.index and search and ctx.trainer.is_main:
+        from ...index import locate
+        from ...index.judgments import write_tuned
+
+        write_tuned(locate(request.index), encoder.fingerprint, search, ctx.out_path())
+    lines = {c.name: c.line() for c in components}
+    summary = {**base, **lines, "components": [c.__dict__ for c in components], "kept": kept or "start", "search": search,
+               "steps": result.steps, "train_seconds": round(result.seconds, 2), "precision": result.precision, "device": result.device}  # fmt: skip
+    return Outcome(summary, [_row(encoder, data, {**lines, "kept": ", ".join(kept) or "start"})], log,
+                   ("base_model", "data", "judgments", "train_queries", "dev_queries", *lines, "kept", "train_seconds", "device"))
+
+
+def _row(encoder, data: JudgedData, metrics: dict) -> dict:
+    return {"kind": "tune", "model": encoder.name, "data": data.source, "strings": len(data.judgments), "out": ".", "metrics": metrics}
+
+
+def _cross_and_loop(ctx: RunContext, data: JudgedData, encoder, items: list[Example], folds: tuple[str, ...], dev, log: list) -> tuple:
+    """Train the re-ranker on the judged pairs and mined negatives (BCE), then the seeded loop
+    (the bi-encoder on its margins, MarginMSE), kept when dense dev nDCG@10 improves.
+    Returns (the re-ranker, the loop's :class:`Component`)."""
+    from ...models.cross import new_cross_encoder
+    from ..trans_encoder.method import cross_stream
+
+    recipe = ctx.recipe
+    cross = new_cross_encoder(ctx.request.models[0], recipe.cross_max_length, ctx.trainer.device, seed=recipe.seed)
+    pairs = [(e.query, e.positive) for e in items] + [(e.query, n) for e in items for n in e.negatives[: recipe.cross_negatives]]
+    labels = np.asarray([1.0] * len(items) + [0.0] * (len(pairs) - len(items)), dtype=np.float32)
+    ctx.trainer.fit(cross.ce, [cross_stream(cross, pairs, labels, recipe.cross_batch_size, symmetric=False)], recipe.cross_optim(),
+                    progress=ctx.progress, on_step=ctx.request.on_step, description="re-ranker")  # fmt: skip
+    if not recipe.distill:
+        return cross, []
+    triplets = distill_triplets(data, encoder, cross, recipe, folds, ctx.progress)
+    result = ctx.trainer.fit(encoder.st, [margin_stream(encoder, triplets, recipe)], recipe.distill_optim(), evaluate=lambda: dev.score(encoder),
+                             dev_metric="ndcg@10", eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=ctx.request.on_step,
+                             description="seeded loop (cross → bi)")  # fmt: skip
+    log += [{**r, "phase": "distill"} for r in result.log]
+    loop = Component("seeded loop", "dense nDCG@10", result.dev_curve[0]["dev"], result.best["dev"], result.best["step"] > 0,
+                     f"{len(triplets)} labelled triplets")  # fmt: skip
+    return cross, [loop]
+
+
+def _choose_search(dev: DevIndex, recipe: JudgedRecipe, cross, search: dict) -> list[Component]:
+    """Choose the convex fusion weight, then the re-ranker's depth and weight, on the dev fold;
+    each goes into ``search`` only when it beats the declared default (no re-ranking, for the
+    re-ranker). Returns their :class:`Component` s."""
+    from ...index.fusion import CONVEX_ALPHA
+    from ...index.options import DENSE, HYBRID, SearchOptions
+
+    out = []
+    first = SearchOptions(mode=DENSE)
+    if dev.has_keywords:
+        scored = {a: dev.ndcg(SearchOptions(mode=HYBRID, fusion="convex", fusion_weight=a)) for a in sorted({*number_list(recipe.fusion_weights), CONVEX_ALPHA})}
+        alpha = max(scored, key=lambda a: (scored[a], a == CONVEX_ALPHA))
+        better = scored[alpha] > scored[CONVEX_ALPHA]
+        if better:
+            search["fusion_weight"] = alpha
+        out.append(Component("fusion weight", "hybrid nDCG@10", scored[CONVEX_ALPHA], scored[alpha], better,
+                             f"α {alpha:g} (declared {CONVEX_ALPHA:g})"))  # fmt: skip
+        first = SearchOptions(mode=HYBRID, fusion="convex", fusion_weight=alpha if better else CONVEX_ALPHA)
+    if cross is None:
+        return out
+    plain = dev.ndcg(first)
+    cached = CachedScores(cross)
+    grid = {(int(d), w): dev.ndcg(replace(first, rerank_depth=int(d), rerank_weight=w), cached)
+            for d in number_list(recipe.rerank_depths) for w in number_list(recipe.rerank_weights)}  # fmt: skip
+    (depth, weight), value = max(grid.items(), key=lambda kv: kv[1])
+    better = value > plain
+    if better:
+        search["rerank"] = {"depth": depth, "weight": weight}
+    out.append(Component("re-ranker", f"{first.label} nDCG@10 re-ranked", plain, value, better, f"depth {depth}, weight {weight:g}"))
+    return out
