@@ -3,8 +3,8 @@
 :func:`encodr.registry.runs`, and through its panes :func:`encodr.methods.tune`,
 :func:`encodr.index.build`, :func:`encodr.evaluation.run`). It holds presentation only.
 
-Keys: F1 help · F2–F8 or the tabs: Search, Compare, Workspace, Train, Index, Eval, Runs ·
-Enter searches at once · Ctrl+Q quits. Results update as you type (debounced).
+Keys: F1 help · F2–F9 or the tabs: Search, Compare, Workspace, Train, Index, Eval, Runs, Judgments ·
+Enter searches at once · 0 / 1 / 2 judge the selected hit · Ctrl+Q quits. Results update as you type (debounced).
 """
 
 from __future__ import annotations
@@ -48,11 +48,19 @@ HELP = """\
 | language box (beside the query) | only hits in these languages, e.g. `spa,fra`; Enter applies |
 | filter box | only hits from documents where FIELD=VALUE (`!=`, `>=`, `<=`), several separated by `;`, e.g. `team=ops; year>=2020`; Enter applies |
 | Ctrl+D on a hit | delete its document from the index (every passage of it; `encodr delete ID`) |
+| 0 / 1 / 2 on a hit | judge it: not relevant / relevant / highly relevant for the query (`encodr judge`); the grade column shows it |
+| F9 or the Judgments tab | the index's judgments (fold, status); Delete removes the selected one |
+| Eval: index, no queries | scores the index on its own judgments (test fold; `encodr eval retrieval --index`) |
 | re-rank box (beside the mode) | a CrossEncoder (path, Hub id, an encodr `cross/`) re-scores the first 50 hits; Enter loads it, blank: none |
 | Enter on an index in Workspace | open that index |
 | Enter on a hit | its whole document, at the passage (Esc closes) |
 | Ctrl+Q | quit |
 """
+
+
+GRADE_MARKS = {0: "✗ 0", 1: "✓ 1", 2: "✓✓ 2"}  # a judged hit's grade, in the results' last column
+GRADE_COLUMN = 7
+GRADE_WORDS = {0: "not relevant", 1: "relevant", 2: "highly relevant"}
 
 
 def clip(text: str, width: int = 90) -> str:
@@ -147,6 +155,10 @@ class EncodrApp(App):
         Binding("f6", "show_tab('index')", "Index"),
         Binding("f7", "show_tab('eval')", "Eval"),
         Binding("f8", "show_tab('runs-tab')", "Runs"),
+        Binding("f9", "show_tab('judgments')", "Judgments"),
+        Binding("1", "judge(1)", "Relevant"),
+        Binding("2", "judge(2)", "Highly"),
+        Binding("0", "judge(0)", "Not relevant"),
         Binding("ctrl+q", "quit", "Quit"),
         Binding("ctrl+d", "delete_hit", "Delete document", show=False),
     ]
@@ -200,11 +212,14 @@ class EncodrApp(App):
                 yield EvalPane()
             with TabPane("Runs", id="runs-tab"):
                 yield RunsPane()
+            with TabPane("Judgments", id="judgments"):
+                yield Static("", id="judgments-counts", classes="pane-title")
+                yield DataTable(id="judgments-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="status")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#results", DataTable).add_columns("rank", "score", "", "lang", "title", "text", "source")
+        self.query_one("#results", DataTable).add_columns("rank", "score", "", "lang", "title", "text", "source", "grade")
         for table_id in ("#near-a", "#near-b"):
             self.query_one(table_id, DataTable).add_columns("rank", "score", "text")
         self.refresh_workspace()
@@ -249,6 +264,8 @@ class EncodrApp(App):
             self.refresh_workspace()
         elif pane == "runs-tab":
             self.query_one("RunsPane").refresh_runs()
+        elif pane == "judgments":
+            self.refresh_judgments()
 
     @on(DataTable.RowSelected, "#indexes")
     def pick_index(self, event: DataTable.RowSelected) -> None:
@@ -358,11 +375,93 @@ class EncodrApp(App):
         table = self.query_one("#results", DataTable)
         table.clear()
         self.hits, self.query_lang = hits, lang
+        grades = self.grades(query)
         top = max([1.0, *(h.score for h in hits)])  # a cosine fills the bar at 1; BM25 and fused scores at the best hit's
         for h in hits:
             table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score, top=top), h.lang or "", clip(h.title or "", 24),
-                          marked(h.text, query, 80, lang, h.lang), where(h))  # fmt: skip
+                          marked(h.text, query, 80, lang, h.lang), where(h), GRADE_MARKS.get(grades.get(h.document), ""))  # fmt: skip
         self.update_status()
+
+    def grades(self, query: str) -> dict[str, int]:
+        """Document id → the grade judged for ``query`` (whitespace and case aside) in the open index."""
+        from ..core import commands
+        from ..core.requests import JudgmentsRequest
+
+        if self.searcher is None:
+            return {}
+        try:
+            rows = commands.judgments(JudgmentsRequest(index=str(self.searcher.index.path)), self.searcher).payload()
+        except EncodrError:
+            return {}
+        key = " ".join(query.split()).casefold()
+        return {r["doc"]: r["grade"] for r in rows if " ".join(r["query"].split()).casefold() == key}
+
+    def action_judge(self, grade: int) -> None:
+        """0, 1 or 2 on a hit of the Search tab (the results focused): judge it for the query in
+        the box (``encodr judge``); its grade column shows the grade."""
+        table = self.query_one("#results", DataTable)
+        if self.focused is not table or self.searcher is None or not self.hits or table.cursor_row >= len(self.hits):
+            return
+        hit, row = self.hits[table.cursor_row], table.cursor_row
+        self.judge_hit(self.query_one("#query", Input).value, hit, grade, row)
+
+    @work(thread=True, group="judge")
+    def judge_hit(self, query: str, hit, grade: int, row: int) -> None:
+        from ..core import commands
+        from ..core.requests import JudgeRequest
+
+        try:
+            commands.judge(JudgeRequest(query=query, doc=hit.document, index=str(self.searcher.index.path), grade=grade, passage=hit.text),
+                           "tui", self.searcher)  # fmt: skip
+        except EncodrError as exc:
+            self.call_from_thread(self.set_status, f"error: {exc}")
+            return
+        self.call_from_thread(self.judged, row, grade)
+
+    def judged(self, row: int, grade: int) -> None:
+        table = self.query_one("#results", DataTable)
+        if row < table.row_count:
+            table.update_cell_at((row, GRADE_COLUMN), GRADE_MARKS[grade])
+        self.notify(f"judged {GRADE_WORDS[grade]} (grade {grade})")
+
+    # ── judgments ────────────────────────────────────────────────────────────
+    def refresh_judgments(self) -> None:
+        """The open index's judgments (``encodr judgments``), with their counts."""
+        from ..core import commands
+        from ..core.requests import JudgmentsRequest
+        from ..core.results import human
+
+        table = self.query_one("#judgments-table", DataTable)
+        table.clear(columns=True)
+        self.judgment_rows = []
+        if self.searcher is None:
+            self.query_one("#judgments-counts", Static).update("no index open")
+            return
+        try:
+            result = commands.judgments(JudgmentsRequest(index=str(self.searcher.index.path)), self.searcher)
+        except EncodrError as exc:
+            self.query_one("#judgments-counts", Static).update(f"error: {exc}")
+            return
+        self.judgment_rows = result.rows
+        table.add_columns(*result.columns)
+        for r in result.rows:
+            table.add_row(*[human(r.get(c), c) for c in result.columns])
+        self.query_one("#judgments-counts", Static).update(f"{result.where} · Delete removes the selected judgment")
+
+    def on_key(self, event) -> None:
+        """Delete on the Judgments tab's table: remove the selected judgment."""
+        table = self.query_one("#judgments-table", DataTable)
+        if event.key == "delete" and self.focused is table and getattr(self, "judgment_rows", None) and table.cursor_row < len(self.judgment_rows):
+            from ..core import commands
+            from ..core.requests import UnjudgeRequest
+
+            row = self.judgment_rows[table.cursor_row]
+            try:
+                commands.unjudge(UnjudgeRequest(query=row["query"], doc=row["doc"]), str(self.searcher.index.path), self.searcher)
+            except EncodrError as exc:
+                self.set_status(f"error: {exc}")
+                return
+            self.refresh_judgments()
 
     @on(DataTable.RowSelected, "#results")
     def open_hit(self, event: DataTable.RowSelected) -> None:

@@ -27,7 +27,7 @@ FORMS = {
                   "mode": "eval-mode", "fusion": "eval-fusion", "rerank": "eval-rerank", "rerank_weight": "eval-rerank-weight",
                   "whole": "eval-whole", "no_cache": "eval-no-cache", "index": "eval-index", "queries": "eval-queries", "qrels": "eval-qrels", "filter": "eval-filter"},
     TuneRequest: {"file": "train-data", "recipe": "train-recipe", "model": "train-model", "dev": "train-dev", "bitext": "train-bitext",
-                  "out": "train-out", "set": "train-fields"},
+                  "out": "train-out", "set": "train-fields", "index": "train-index", "no_dev": "train-no-dev"},
 }  # fmt: skip
 
 

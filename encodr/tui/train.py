@@ -14,7 +14,7 @@ from pathlib import Path
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, DirectoryTree, Input, Label, ProgressBar, Select, Static
+from textual.widgets import Button, Checkbox, DirectoryTree, Input, Label, ProgressBar, Select, Static
 from textual_plotext import PlotextPlot
 
 from ..core.fields import default
@@ -90,6 +90,9 @@ class TrainPane(Vertical):
                 yield Select(devs, id="train-dev")
                 yield Label("bitext (optional: translation-pair files, space-separated, for recipes that learn from bitext)")
                 yield Input(placeholder="pairs.tsv", id="train-bitext")
+                yield Label("index (judged recipe: learn from its judgments; blank: the data above, a BEIR folder)")
+                yield Input(placeholder="index folder or workspace name", id="train-index")
+                yield Checkbox("no dev fold (judged recipe: too few judged queries; train without selection)", id="train-no-dev")
                 yield Label("output folder")
                 yield Input(placeholder="blank: encodr-runs/RECIPE-TIME, as encodr tune", id="train-out")
                 with Horizontal(classes="field-row"):

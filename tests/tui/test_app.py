@@ -148,3 +148,30 @@ async def test_the_filter_box_restricts_hits_and_ctrl_d_deletes_a_hits_document(
         await settle(app, pilot)
         assert any(f"deleted {first.document}" in str(n.message) for n in app._notifications)
         assert first.text not in {str(table.get_row_at(r)[5]) for r in range(table.row_count)} and table.row_count == 3
+
+
+async def test_keys_judge_the_selected_hit_and_the_judgments_tab_deletes_one(searcher):
+    from encodr.core import commands
+    from encodr.core.requests import JudgmentsRequest
+
+    app = EncodrApp(searcher=searcher, debounce=0.0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.click("#query")
+        await pilot.press(*"stock 1", "enter")  # a digit typed in the query box is text, not a judgment
+        await settle(app, pilot)
+        assert app.query_one("#query").value == "stock 1"
+        table = app.query_one("#results")
+        table.focus()
+        await pilot.press("2")
+        await settle(app, pilot)
+        rows = commands.judgments(JudgmentsRequest(index=str(searcher.index.path))).payload()
+        assert [(r["query"], r["doc"], r["grade"], r["front"]) for r in rows] == [("stock 1", app.hits[0].document, 2, "tui")]
+        assert table.get_row_at(0)[7] == "✓✓ 2"
+        await pilot.press("f9")
+        await settle(app, pilot)
+        listed = app.query_one("#judgments-table")
+        assert listed.row_count == 1 and "1 current" in str(app.query_one("#judgments-counts").render())
+        listed.focus()
+        await pilot.press("delete")
+        await settle(app, pilot)
+        assert commands.judgments(JudgmentsRequest(index=str(searcher.index.path))).payload() == [] and listed.row_count == 0
