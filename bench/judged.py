@@ -79,8 +79,9 @@ def main() -> None:
         evaluator = RetrievalEvaluator("scifact-dev", read_retrieval(folds.folder), split="dev")
         search = summary.get("search") or {}
         rows = []
+        start = load_encoder(args.model, recipe.pooling, recipe.raw_pooling, recipe.max_length)  # the starting model as the run loads it
         for name, spec in (("start: " + args.model, args.model), ("tuned (judged)", str(model_dir))):
-            encoder = load_encoder(spec)
+            encoder = start if spec == args.model else load_encoder(spec)
             searches = (SearchOptions(mode="dense"), SearchOptions(mode="keyword"), SearchOptions(mode="hybrid", fusion_weight=0.5))
             if spec != args.model and "fusion_weight" in search:
                 searches += (SearchOptions(mode="hybrid", fusion_weight=search["fusion_weight"]),)
@@ -91,7 +92,6 @@ def main() -> None:
             for key, values in ranked.items():
                 row[key] = next(s.value for s in evaluator.scores(values) if s.metric == "ndcg@10")
             rows.append(row)
-        start = load_encoder(args.model)
         anchors = {"anchor: BM25 (bm25s)": bm25s_anchor(evaluator), f"anchor: sentence-transformers dense ({args.model})": st_anchor(start, evaluator),
                    "reference: txtai hybrid, published (SciFact test split)": TXTAI_PUBLISHED}  # fmt: skip
     components = [{"component": c["name"], "metric": c["metric"], "before": c["before"], "after": c["after"], "kept": c["kept"], "note": c["note"]}
