@@ -47,6 +47,16 @@ def cpu_flags() -> list[str]:
     return sorted(f for f in line.split(":", 1)[1].split() if f.startswith(("avx", "amx")))
 
 
+def commit() -> str:
+    """The checkout's commit (what was measured), or ``unknown`` outside a git checkout."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")
@@ -94,14 +104,14 @@ def main() -> None:
             rows.append(row)
         anchors = {"anchor: BM25 (bm25s)": bm25s_anchor(evaluator), f"anchor: sentence-transformers dense ({args.model})": st_anchor(start, evaluator),
                    "reference: txtai hybrid, published (SciFact test split)": TXTAI_PUBLISHED}  # fmt: skip
-    components = [{"component": c["name"], "metric": c["metric"], "before": c["before"], "after": c["after"], "kept": c["kept"], "note": c["note"]}
-                  for c in summary.get("components", [])]  # fmt: skip
+    components = [{"component": c["name"], "metric": c["metric"], "before": c["before"], "after": c["after"], "p": c.get("p"), "kept": c["kept"],
+                   "note": c["note"]} for c in summary.get("components", [])]  # fmt: skip
     columns = list(dict.fromkeys(k for r in rows for k in r))
     print_table("SciFact dev fold (of its train judgments), nDCG@10 × 100", rows, columns)
-    print_table("components (dev fold, nDCG@10 × 100; kept only when better)", components, ["component", "metric", "before", "after", "kept", "note"])
+    print_table("components (dev fold, nDCG@10 × 100; kept only when better)", components, ["component", "metric", "before", "after", "p", "kept", "note"])
     print_table("anchors (same run, same dev-fold queries)", [{"anchor": k, "nDCG@10": v} for k, v in anchors.items()], ["anchor", "nDCG@10"])
     hardware = {**machine(), "cpu_flags": cpu_flags(), "device": summary.get("device")}
-    payload = {"machine": hardware, "command": "python bench/judged.py " + " ".join(f"--set {s}" for s in args.set), "model": args.model,
+    payload = {"machine": hardware, "command": " ".join(["python bench/judged.py", *sys.argv[1:]]), "commit": commit(), "model": args.model,
                "judgments": summary.get("judgments"), "train_queries": summary.get("train_queries"), "dev_queries": summary.get("dev_queries"),
                "tune_wall_seconds": round(tune_seconds, 1), "kept": summary.get("kept"), "search": search, "rows": rows, "components": components,
                "anchors": [{"anchor": k, "nDCG@10": v} for k, v in anchors.items()]}  # fmt: skip

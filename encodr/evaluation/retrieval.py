@@ -171,6 +171,26 @@ class RetrievalEvaluator(Evaluator):
         metrics = reference.compute_metrics([[{"corpus_id": d, "score": s} for d, s in row] for row in ranked])
         return [Score(self.name, f"{key.split('@')[0]}@{k}", 100 * float(metrics[key][k]), len(qids)) for key, k in METRICS]
 
+    def per_query(self, ranked: list[list[tuple[str, float]]]) -> "np.ndarray":
+        """nDCG@10 × 100 of each judged query (in :meth:`query_ids` order), defined as
+        :meth:`scores` defines it (sentence-transformers' binary-relevance nDCG, ties broken by
+        document id), so its mean is :meth:`scores`' nDCG@10; for paired significance tests
+        (:mod:`.significance`).
+
+        Returns:
+            float64 array (queries,).
+        """
+        import numpy as np
+
+        out = []
+        for q, row in zip(self.query_ids(), ranked):
+            relevant = set(self.judged[q])
+            top = sorted(row, key=lambda hit: (-hit[1], hit[0]))[:10]
+            dcg = sum(1 / np.log2(i + 2) for i, (doc, _) in enumerate(top) if doc in relevant)
+            ideal = sum(1 / np.log2(i + 2) for i in range(min(len(relevant), 10)))
+            out.append(100 * dcg / ideal)
+        return np.asarray(out, dtype=np.float64)
+
     def evaluate(self, encoder, progress: bool = False) -> list[Score]:
         """nDCG@10, MRR@10, recall@100 and MAP@100 × 100 over the judged queries of the split,
         for each of the evaluator's searches (from one encoding of the corpus), the dataset

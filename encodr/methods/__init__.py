@@ -67,6 +67,8 @@ def check_request(recipe, request: TuneJob) -> None:
             takers = [m.name for m in methods().values() if key in m.inputs]
             raise EncodrError(f"recipe '{recipe.name}' (method {method.name}) does not take {what}; "
                               f"{'methods that do: ' + ', '.join(takers) if takers else 'no method does'}")  # fmt: skip
+    if method.preflight is not None:
+        method.preflight(recipe, request)
 
 
 def tune(recipe, request: TuneJob) -> dict | None:

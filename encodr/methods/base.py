@@ -84,6 +84,9 @@ class Method:
             takes, among ``dev``, ``bitext``, ``report`` and ``models`` (several base
             models); a request using another is refused before any work.
         summary: one line for ``encodr recipes`` and the docs.
+        preflight: ``(recipe, job) → None``, the method's own checks of a request's inputs,
+            run with :func:`encodr.methods.check_request` before any model loads; raises
+            :class:`~encodr.errors.EncodrError`.
     """
 
     name: str
@@ -91,6 +94,7 @@ class Method:
     run: Callable[[RunContext], Outcome]
     inputs: tuple[str, ...] = ()
     summary: str = ""
+    preflight: Callable[[Any, Any], None] | None = None
 
 
 def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role: str = "--dev"):

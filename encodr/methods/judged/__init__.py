@@ -12,7 +12,8 @@ replaces on the judged queries of the dev fold, which training never sees.
 
 from ..base import Method
 from .config import JudgedRecipe
+from .data import check_source
 from .method import run
 
-METHOD = Method("judged", JudgedRecipe, run, inputs=("index", "no_dev"),
+METHOD = Method("judged", JudgedRecipe, run, inputs=("index", "no_dev"), preflight=lambda recipe, job: check_source(job.index, job.data),
                 summary="Judged: learn from relevance judgments (the index's or a BEIR folder's): bi-encoder, fusion weight, re-ranker, each kept only if dev improves")  # fmt: skip

@@ -44,6 +44,9 @@ class JudgedRecipe(SingleRunRecipe):
             (``mini_batch`` > 0: ``CachedMultipleNegativesRankingLoss``, GradCache).
         min_queries: judged queries (with a relevant document) needed to hold out a dev fold;
             with fewer, the start model is kept unless ``--no-dev``.
+        significance: a component is kept only when its per-query dev nDCG@10 beats what it
+            replaces with a one-sided paired randomization test's p below this
+            (:mod:`encodr.evaluation.significance`); 1: any gain on average.
         cross: train a re-ranker (a cross-encoder from the base model's transformer) on the
             judged pairs and mined negatives, kept when it beats no re-ranking on dev.
         cross_negatives: negatives per judged pair for the cross-encoder.
@@ -70,6 +73,7 @@ class JudgedRecipe(SingleRunRecipe):
     lr: float = 2e-5
     warmup: float = 0.1
     min_queries: int = 20
+    significance: float = 0.05
     cross: bool = True
     cross_negatives: int = 4
     cross_lr: float = 2e-5
@@ -94,6 +98,7 @@ class JudgedRecipe(SingleRunRecipe):
         "query_max_length": (lambda v: v >= 4, "an integer ≥ 4"),
         "max_length": (lambda v: v >= 16, "an integer ≥ 16"),
         "min_queries": (lambda v: v >= 2, "an integer ≥ 2"),
+        "significance": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
         "cross_negatives": (lambda v: v >= 1, "an integer ≥ 1"),
         "cross_lr": (lambda v: 0 < v < 1, "a number in (0, 1)"),
         "cross_epochs": (lambda v: v >= 1, "an integer ≥ 1"),

@@ -41,6 +41,28 @@ class JudgedData:
         return list(dict.fromkeys(j.query for j in self.fold(name) if j.grade > 0))
 
 
+def check_source(index: str | None, data: str | None) -> None:
+    """Refuse, before any model loads, a run with neither or both of an index and a BEIR folder,
+    an index that cannot be opened, or a folder that is not BEIR's or has no train split.
+
+    Raises:
+        EncodrError: naming the problem and the fix.
+    """
+    from ...data.beir import splits
+
+    if bool(index) == bool(data):
+        raise EncodrError("the judged recipe learns from judgments: pass --index INDEX (its judgments) or a BEIR folder (its train qrels), "
+                          "not both" if index else "the judged recipe learns from judgments: pass --index INDEX (its judgments, encodr judge) "
+                          "or a BEIR folder (FILE: corpus.jsonl, queries.jsonl, qrels/train.tsv)", field="index")  # fmt: skip
+    if index:
+        from ...index import Index
+
+        Index.open(index).close()
+    elif "train" not in splits(data):
+        raise EncodrError(f"{data}: no qrels/train.tsv; the judged recipe learns from a BEIR folder's train split "
+                          f"(its splits: {', '.join(splits(data)) or 'none'})")  # fmt: skip
+
+
 def read_judged(index: str | None, data: str | None, out: Path) -> JudgedData:
     """The judgments of ``index`` (an index directory or workspace name: its ``current``
     judgments), or of the BEIR folder ``data`` (its ``qrels/train.tsv``), with the folder of
@@ -50,12 +72,7 @@ def read_judged(index: str | None, data: str | None, out: Path) -> JudgedData:
         EncodrError: neither or both given; an index that cannot be opened; a folder that is not
             BEIR's, has no train split, or whose qrels name unknown documents.
     """
-    from ...data.beir import splits
-
-    if bool(index) == bool(data):
-        raise EncodrError("the judged recipe learns from judgments: pass --index INDEX (its judgments) or a BEIR folder (its train qrels), "
-                          "not both" if index else "the judged recipe learns from judgments: pass --index INDEX (its judgments, encodr judge) "
-                          "or a BEIR folder (FILE: corpus.jsonl, queries.jsonl, qrels/train.tsv)", field="index")  # fmt: skip
+    check_source(index, data)
     out.mkdir(parents=True, exist_ok=True)
     if index:
         from ...index import Index
@@ -67,9 +84,6 @@ def read_judged(index: str | None, data: str | None, out: Path) -> JudgedData:
         source = str(opened.path)
     else:
         folder = Path(data)
-        if "train" not in splits(folder):
-            raise EncodrError(f"{data}: no qrels/train.tsv; the judged recipe learns from a BEIR folder's train split "
-                              f"(its splits: {', '.join(splits(folder)) or 'none'})")  # fmt: skip
         corpus = {}
         with open(folder / "corpus.jsonl", encoding="utf-8") as f:
             for line in f:

@@ -51,13 +51,24 @@ class Component:
     after: float | None
     kept: bool
     note: str = ""
+    p: float | None = None
 
     def line(self) -> str:
-        """``dense nDCG@10 61.20 → 63.40, kept`` (or why not)."""
+        """``dense nDCG@10 61.20 → 63.40 (p 0.01), kept`` (or why not)."""
         if self.before is None:
             return f"{self.metric}: {self.note}"
-        return f"{self.metric} {self.before:.2f} → {self.after:.2f}, {'kept' if self.kept else 'not kept (no better on dev)'}" + (
-            f"; {self.note}" if self.note else "")
+        verdict = "kept" if self.kept else ("not kept: no better on dev" if self.after <= self.before else "not kept: not significant")
+        return f"{self.metric} {self.before:.2f} → {self.after:.2f} (p {self.p:.3f}), {verdict}" + (f"; {self.note}" if self.note else "")
+
+    @classmethod
+    def compared(cls, name: str, metric: str, before, after, level: float, note: str = "") -> "Component":
+        """A component kept when ``after`` (per-query scores) beats ``before`` on average with a
+        one-sided paired randomization test's p below ``level`` (:mod:`encodr.evaluation.significance`)."""
+        from ...evaluation.significance import improvement_p
+
+        p = improvement_p(before, after)
+        return cls(name, metric, float(np.mean(before)), float(np.mean(after)), p < level and float(np.mean(after)) > float(np.mean(before)),
+                   note, round(p, 4))  # fmt: skip
 
 
 def examples(data: JudgedData, encoder, recipe: JudgedRecipe, folds: tuple[str, ...], wanted: int) -> list[Example]:
@@ -192,16 +203,62 @@ class DevIndex:
         self.same = self.evaluator.same_text()
         self.has_keywords = self.searcher.index.has_keywords
 
-    def ndcg(self, options, reranker=None) -> float:
-        """nDCG@10 × 100 of the dev fold with ``options`` (re-ranked by ``reranker`` at its depth and weight)."""
+    def per_query(self, options, reranker=None) -> np.ndarray:
+        """nDCG@10 × 100 of each dev-fold query with ``options`` (re-ranked by ``reranker`` at
+        its depth and weight): float64 (queries,) (:meth:`~encodr.evaluation.retrieval.RetrievalEvaluator.per_query`)."""
         from ...evaluation.retrieval import DEPTH
 
         options = replace(options, k=DEPTH)
         ranked = self.evaluator._rank(self.searcher, (options,), reranker, self.same)
-        return next(s.value for s in self.evaluator.scores(next(iter(ranked.values()))) if s.metric == "ndcg@10")
+        return self.evaluator.per_query(next(iter(ranked.values())))
 
     def close(self) -> None:
         self.searcher.index.close()
+
+
+class DevFold:
+    """The dev fold's judged queries: per-query nDCG@10 of an encoder's dense search, each
+    through an index of the corpus built for it (:class:`DevIndex`)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    @contextlib.contextmanager
+    def index(self, encoder):
+        """A :class:`DevIndex` of ``encoder``'s vectors, removed after the block."""
+        with tempfile.TemporaryDirectory(prefix="encodr-judged-dev-") as where:
+            found = DevIndex(self.folder, encoder, Path(where) / "index")
+            try:
+                yield found
+            finally:
+                found.close()
+
+    def dense(self, encoder) -> np.ndarray:
+        """Per-query dense nDCG@10 × 100 of ``encoder``."""
+        from ...index.options import DENSE, SearchOptions
+
+        with self.index(encoder) as dev:
+            return dev.per_query(SearchOptions(mode=DENSE))
+
+    def fit(self, ctx: RunContext, encoder, stream: Stream, optim, name: str, description: str, note: str = "") -> tuple:
+        """Train ``encoder`` on ``stream`` with the dev fold scored at the start and every
+        evaluation, keep the best weights only when they beat the start significantly
+        (:meth:`Component.compared`; else the start's weights come back). Returns (the
+        trainer's result, the :class:`Component`)."""
+        start = {k: v.detach().to("cpu", copy=True) for k, v in encoder.st.state_dict().items()}
+        curve: list[np.ndarray] = []
+
+        def evaluate() -> float:
+            curve.append(self.dense(encoder))
+            return float(curve[-1].mean())
+
+        result = ctx.trainer.fit(encoder.st, [stream], optim, evaluate=evaluate, dev_metric="ndcg@10", eval_steps=ctx.recipe.eval_steps,
+                                 progress=ctx.progress, on_step=ctx.request.on_step, description=description)  # fmt: skip
+        best = next(i for i, point in enumerate(result.dev_curve) if point["step"] == result.best["step"])
+        component = Component.compared(name, "dense nDCG@10", curve[0], curve[best], ctx.recipe.significance, note)
+        if not component.kept and best > 0:
+            encoder.st.load_state_dict(start)
+        return result, component
 
 
 def distill_triplets(data: JudgedData, encoder, cross, recipe: JudgedRecipe, folds: tuple[str, ...], progress) -> list[tuple[str, str, str, float]]:
@@ -239,15 +296,12 @@ def distill_triplets(data: JudgedData, encoder, cross, recipe: JudgedRecipe, fol
 
 def run(ctx: RunContext) -> Outcome:
     """Learn from judgments (see the module docstring); saves the bi-encoder at the output's root,
-    the re-ranker in ``cross/`` when it was kept, and the chosen fusion weight as ``search`` in
+    the re-ranker in ``cross/`` when it was kept, and the chosen search settings as ``search`` in
     ``encodr.json`` (and, with ``--index``, with the index: :func:`encodr.index.judgments.write_tuned`).
 
     Raises:
         EncodrError: no judgments, none relevant in the train fold; see :func:`.data.read_judged`.
     """
-    from ...index.options import DENSE, HYBRID, SearchOptions
-    from ..base import load_dev
-
     request, recipe = ctx.request, ctx.recipe
     with tempfile.TemporaryDirectory(prefix="encodr-judged-") as tmp:
         data = read_judged(request.index, request.data, Path(tmp) / "judged")
@@ -261,42 +315,35 @@ def run(ctx: RunContext) -> Outcome:
             ctx.save(".", encoder.save)
             return Outcome({**base, "kept": "start"}, [_row(encoder, data, {"kept": "start"})], None, ("base_model", "data", "judgments", "kept"))
         folds = (TRAIN, DEV) if request.no_dev else (TRAIN,)
-        dev = None if request.no_dev else load_dev(ctx, str(data.folder), "ndcg@10")
+        dev = None if request.no_dev else DevFold(data.folder)
         wanted = max(recipe.negatives, recipe.cross_negatives if recipe.cross else 0)
         ctx.progress(ProgressEvent("mine negatives", 0, 1))
         items = examples(data, encoder, recipe, folds, wanted)
         ctx.progress(ProgressEvent("mine negatives", 1, 1))
-        components: list[Component] = []
         negatives = min(recipe.negatives, min(len(e.negatives) for e in items))
-        result = ctx.trainer.fit(encoder.st, [mnrl_stream(encoder, items, recipe, ctx.trainer.world, negatives)], recipe.optim(),
-                                 evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric="ndcg@10", eval_steps=recipe.eval_steps,
-                                 progress=ctx.progress, on_step=request.on_step, description="bi-encoder")  # fmt: skip
-        log = list(result.log)
+        stream = mnrl_stream(encoder, items, recipe, ctx.trainer.world, negatives)
         if dev:
-            start, best = result.dev_curve[0]["dev"], result.best["dev"]
-            components.append(Component("bi-encoder", "dense nDCG@10", start, best, result.best["step"] > 0))
+            result, first = dev.fit(ctx, encoder, stream, recipe.optim(), "bi-encoder", "bi-encoder")
         else:
-            components.append(Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (--no-dev)"))
+            result = ctx.trainer.fit(encoder.st, [stream], recipe.optim(), progress=ctx.progress, on_step=request.on_step, description="bi-encoder")
+            first = Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (--no-dev)")
+        components, log = [first], list(result.log)
         cross = None
         if recipe.cross and dev:
             cross, loop = _cross_and_loop(ctx, data, encoder, items, folds, dev, log)
             components += loop
         search: dict = {}
         if dev:
-            with tempfile.TemporaryDirectory(prefix="encodr-judged-dev-") as where:
-                chosen = DevIndex(data.folder, encoder, Path(where) / "index")
-                try:
-                    components += _choose_search(chosen, recipe, cross, search)
-                finally:
-                    chosen.close()
+            with dev.index(encoder) as chosen:
+                components += _choose_search(chosen, recipe, cross, search)
         ctx.save(".", encoder.save)
         if cross is not None and "rerank" in search:
             cross.tuned = search.pop("rerank")
             ctx.save("cross", cross.save)
     kept = [c.name for c in components if c.kept]
     if dev and not kept:
-        ctx.warn(f"nothing beat the starting model on the dev fold ({len(dev_q)} judged queries): saved the starting model unchanged, with the "
-                 "declared search defaults")  # fmt: skip
+        ctx.warn(f"nothing beat the starting model on the dev fold ({len(dev_q)} judged queries, p < {recipe.significance:g}): saved the starting "
+                 "model unchanged, with the declared search defaults")  # fmt: skip
     if request.index and search and ctx.trainer.is_main:
         from ...index import locate
         from ...index.judgments import write_tuned
@@ -313,10 +360,10 @@ def _row(encoder, data: JudgedData, metrics: dict) -> dict:
     return {"kind": "tune", "model": encoder.name, "data": data.source, "strings": len(data.judgments), "out": ".", "metrics": metrics}
 
 
-def _cross_and_loop(ctx: RunContext, data: JudgedData, encoder, items: list[Example], folds: tuple[str, ...], dev, log: list) -> tuple:
+def _cross_and_loop(ctx: RunContext, data: JudgedData, encoder, items: list[Example], folds: tuple[str, ...], dev: DevFold, log: list) -> tuple:
     """Train the re-ranker on the judged pairs and mined negatives (BCE), then the seeded loop
     (the bi-encoder on its margins, MarginMSE), kept when dense dev nDCG@10 improves.
-    Returns (the re-ranker, the loop's :class:`Component`)."""
+    Returns (the re-ranker, [the loop's :class:`Component`])."""
     from ...models.cross import new_cross_encoder
     from ..trans_encoder.method import cross_stream
 
@@ -329,42 +376,39 @@ def _cross_and_loop(ctx: RunContext, data: JudgedData, encoder, items: list[Exam
     if not recipe.distill:
         return cross, []
     triplets = distill_triplets(data, encoder, cross, recipe, folds, ctx.progress)
-    result = ctx.trainer.fit(encoder.st, [margin_stream(encoder, triplets, recipe)], recipe.distill_optim(), evaluate=lambda: dev.score(encoder),
-                             dev_metric="ndcg@10", eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=ctx.request.on_step,
-                             description="seeded loop (cross → bi)")  # fmt: skip
+    result, loop = dev.fit(ctx, encoder, margin_stream(encoder, triplets, recipe), recipe.distill_optim(), "seeded loop", "seeded loop (cross → bi)",
+                           f"{len(triplets)} labelled triplets")  # fmt: skip
     log += [{**r, "phase": "distill"} for r in result.log]
-    loop = Component("seeded loop", "dense nDCG@10", result.dev_curve[0]["dev"], result.best["dev"], result.best["step"] > 0,
-                     f"{len(triplets)} labelled triplets")  # fmt: skip
     return cross, [loop]
 
 
 def _choose_search(dev: DevIndex, recipe: JudgedRecipe, cross, search: dict) -> list[Component]:
     """Choose the convex fusion weight, then the re-ranker's depth and weight, on the dev fold;
     each goes into ``search`` only when it beats the declared default (no re-ranking, for the
-    re-ranker). Returns their :class:`Component` s."""
+    re-ranker) significantly (:meth:`Component.compared`). Returns their :class:`Component` s."""
     from ...index.fusion import CONVEX_ALPHA
     from ...index.options import DENSE, HYBRID, SearchOptions
 
     out = []
     first = SearchOptions(mode=DENSE)
     if dev.has_keywords:
-        scored = {a: dev.ndcg(SearchOptions(mode=HYBRID, fusion="convex", fusion_weight=a)) for a in sorted({*number_list(recipe.fusion_weights), CONVEX_ALPHA})}
-        alpha = max(scored, key=lambda a: (scored[a], a == CONVEX_ALPHA))
-        better = scored[alpha] > scored[CONVEX_ALPHA]
-        if better:
+        scored = {a: dev.per_query(SearchOptions(mode=HYBRID, fusion="convex", fusion_weight=a)) for a in sorted({*number_list(recipe.fusion_weights), CONVEX_ALPHA})}
+        alpha = max(scored, key=lambda a: (scored[a].mean(), a == CONVEX_ALPHA))
+        fusion = Component.compared("fusion weight", "hybrid nDCG@10", scored[CONVEX_ALPHA], scored[alpha], recipe.significance,
+                                    f"α {alpha:g} (declared {CONVEX_ALPHA:g})")  # fmt: skip
+        if fusion.kept:
             search["fusion_weight"] = alpha
-        out.append(Component("fusion weight", "hybrid nDCG@10", scored[CONVEX_ALPHA], scored[alpha], better,
-                             f"α {alpha:g} (declared {CONVEX_ALPHA:g})"))  # fmt: skip
-        first = SearchOptions(mode=HYBRID, fusion="convex", fusion_weight=alpha if better else CONVEX_ALPHA)
+        out.append(fusion)
+        first = SearchOptions(mode=HYBRID, fusion="convex", fusion_weight=alpha if fusion.kept else CONVEX_ALPHA)
     if cross is None:
         return out
-    plain = dev.ndcg(first)
+    plain = dev.per_query(first)
     cached = CachedScores(cross)
-    grid = {(int(d), w): dev.ndcg(replace(first, rerank_depth=int(d), rerank_weight=w), cached)
+    grid = {(int(d), w): dev.per_query(replace(first, rerank_depth=int(d), rerank_weight=w), cached)
             for d in number_list(recipe.rerank_depths) for w in number_list(recipe.rerank_weights)}  # fmt: skip
-    (depth, weight), value = max(grid.items(), key=lambda kv: kv[1])
-    better = value > plain
-    if better:
+    (depth, weight), best = max(grid.items(), key=lambda kv: kv[1].mean())
+    reranker = Component.compared("re-ranker", f"{first.label} nDCG@10 re-ranked", plain, best, recipe.significance, f"depth {depth}, weight {weight:g}")
+    if reranker.kept:
         search["rerank"] = {"depth": depth, "weight": weight}
-    out.append(Component("re-ranker", f"{first.label} nDCG@10 re-ranked", plain, value, better, f"depth {depth}, weight {weight:g}"))
+    out.append(reranker)
     return out

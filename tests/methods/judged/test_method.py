@@ -1,0 +1,126 @@
+"""The judged recipe on tiny models: never worse than the start (each component kept only when dev
+improves; too few judged queries or random grades give the start back, said in one line), its outputs
+load as sentence-transformers models, and the search settings it learns are used by default."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from encodr.methods import load_recipe
+from tests.conftest import run_cli, run_tune
+
+FAST = {"max_length": 32, "query_max_length": 16, "cross_max_length": 48, "distill_queries": 10, "distill_candidates": 3, "epochs": 1,
+        "rerank_depths": "5", "rerank_weights": "1"}  # fmt: skip
+
+
+def toy_beir(root, queries: int, seed: int = 0, shuffled: bool = False):
+    """A BEIR folder of 60 documents of 12 random words; each query is 3 words of its document
+    (``shuffled``: judged relevant to a random other document instead: random grades)."""
+    from encodr.data.text import top_words
+
+    rng = random.Random(seed)
+    words = top_words(2000)[300:]
+    docs = [rng.sample(words, 12) for _ in range(60)]
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": " ".join(d)}) + "\n" for i, d in enumerate(docs)))
+    rows, lines = [], []
+    for q in range(queries):
+        d = rng.randrange(len(docs))
+        lines.append(json.dumps({"_id": f"q{q}", "text": " ".join(rng.sample(docs[d], 3))}) + "\n")
+        rows.append(f"q{q}\td{rng.randrange(len(docs)) if shuffled else d}\t1\n")
+    (root / "queries.jsonl").write_text("".join(lines))
+    (root / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(rows))
+    return root
+
+
+def vectors(path, texts):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(path), device="cpu").encode(texts)
+
+
+def test_too_few_judged_queries_give_the_start_back_in_one_line(tmp_path, tiny_model):
+    data = toy_beir(tmp_path / "five", 5)
+    warnings = []
+    summary = run_tune(data, load_recipe("judged", FAST), str(tiny_model), tmp_path / "m", warn=warnings.append)
+    assert summary["kept"] == "start"
+    assert len(warnings) == 1 and "too few to hold out a dev fold" in warnings[0] and "--no-dev" in warnings[0]
+    from encodr.models import load_encoder
+
+    base = load_encoder(str(tiny_model), "auto", "mean", 32)  # the saved model encodes as the starting model does
+    assert np.allclose(vectors(tmp_path / "m", ["pump pressure"]), base.encode(["pump pressure"]), atol=1e-5)
+
+
+def test_no_dev_trains_without_selection(tmp_path, tiny_model):
+    data = toy_beir(tmp_path / "five", 5)
+    summary = run_tune(data, load_recipe("judged", {**FAST, "cross": False}), str(tiny_model), tmp_path / "m", no_dev=True, warn=lambda line: None)
+    assert summary["kept"] == ["bi-encoder"] and "without selection" in summary["bi-encoder"]
+
+
+def test_random_grades_keep_the_start_and_say_so(tmp_path, tiny_model):
+    data = toy_beir(tmp_path / "random", 60, shuffled=True)
+    warnings = []
+    summary = run_tune(data, load_recipe("judged", FAST), str(tiny_model), tmp_path / "m", warn=warnings.append)
+    for c in summary["components"]:
+        assert c["kept"] == (c["after"] > c["before"] and c["p"] < 0.05)  # kept only when dev improves, significantly
+    assert summary["kept"] == "start" and summary["search"] == {}
+    assert any("nothing beat the starting model on the dev fold" in w for w in warnings)
+    assert not (tmp_path / "m" / "cross").exists()
+
+
+def test_a_real_signal_is_learned_and_every_output_loads(tmp_path, tiny_model):
+    from sentence_transformers import CrossEncoder, SentenceTransformer
+
+    data = toy_beir(tmp_path / "beir", 150)
+    summary = run_tune(data, load_recipe("judged", {**FAST, "epochs": 3, "lr": 1e-3}), str(tiny_model), tmp_path / "m", warn=lambda line: None)
+    names = [c["name"] for c in summary["components"]]
+    assert names == ["bi-encoder", "seeded loop", "fusion weight", "re-ranker"]
+    bi = summary["components"][0]
+    assert bi["kept"] and bi["after"] > bi["before"] + 10 and bi["p"] < 0.05  # the queries' words are in their documents: dense search learns it
+    assert summary["train_queries"] > 0 and summary["dev_queries"] > 0 and summary["left_out"]["test"] > 0  # the test fold is never read
+    assert SentenceTransformer(str(tmp_path / "m"), device="cpu").encode(["a"]).shape == (1, 32)
+    if (tmp_path / "m" / "cross").exists():
+        assert CrossEncoder(str(tmp_path / "m" / "cross"), device="cpu").predict([("a", "b")]).shape == (1,)
+    record = json.loads((tmp_path / "m" / "encodr.json").read_text())
+    assert record["method"] == "judged" and record["bi-encoder"].startswith("dense nDCG@10")
+
+
+def test_the_cli_refuses_a_judged_run_without_judgments_and_other_recipes_refuse_index(tmp_path, tiny_model, capsys, monkeypatch):
+    code, _, err = run_cli(["tune", "--recipe", "judged", "--model", str(tiny_model), "--out", str(tmp_path / "m")], capsys, monkeypatch)
+    assert code == 2 and "pass --index INDEX" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(["tune", "--recipe", "sentence", "--index", "kb", "--out", str(tmp_path / "n")], capsys, monkeypatch)
+    assert code == 2 and "does not take --index" in err
+    assert not (tmp_path / "m").exists() and not (tmp_path / "n").exists()
+
+
+def test_tuned_search_settings_are_the_defaults_a_search_uses(tmp_path, tiny_model, tiny_cross):
+    from encodr.core import commands
+    from encodr.core.requests import IndexRequest
+    from encodr.index import Searcher
+    from encodr.index.judgments import write_tuned
+    from encodr.index.options import SearchOptions
+    from encodr.models import load_cross
+    from encodr.models.cross import CrossScorer
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the pump pressure\nvalve grease\nboiler water\n")
+    commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="eng"))
+    searcher = Searcher(tmp_path / "idx")
+    assert searcher.resolve(SearchOptions()).fusion_weight == 0.5
+    write_tuned(tmp_path / "idx", "another model's weights", {"fusion_weight": 0.8}, "elsewhere")
+    searcher.tuned = __import__("encodr.index.search", fromlist=["tuned_search"]).tuned_search(searcher.index)
+    assert searcher.resolve(SearchOptions()).fusion_weight == 0.5  # tuned for another model: not this index's
+    write_tuned(tmp_path / "idx", searcher.fingerprint, {"fusion_weight": 0.8}, "here")
+    fresh = Searcher(tmp_path / "idx")
+    assert fresh.resolve(SearchOptions()).fusion_weight == 0.8 and fresh.resolve(SearchOptions(fusion_weight=0.3)).fusion_weight == 0.3
+    cross = load_cross(str(tiny_cross))
+    tuned = CrossScorer(cross.ce, "tuned", {"depth": 7, "weight": 0.25})
+    tuned.save(tmp_path / "cross")
+    again = load_cross(str(tmp_path / "cross"))
+    settled = fresh.resolve(SearchOptions(), again)
+    assert (settled.rerank_depth, settled.rerank_weight) == (7, 0.25)
+    assert fresh.resolve(SearchOptions(rerank_depth=3), again).rerank_depth == 3 and fresh.resolve(SearchOptions(), cross).rerank_depth == 50
