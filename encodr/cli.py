@@ -323,7 +323,12 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
 
 @command(app, rq.JudgeRequest, "judge")
 def judge(values: dict, as_json: bool) -> None:
-    _show(commands.judge(build(rq.JudgeRequest, values), "cli"), as_json)
+    request = build(rq.JudgeRequest, values)
+    if request.delete:
+        request.check()
+        _show(commands.unjudge(rq.UnjudgeRequest(query=request.query, doc=request.doc), request.index), as_json)
+        return
+    _show(commands.judge(request, "cli"), as_json)
 
 
 @command(app, rq.JudgmentsRequest, "judgments")

@@ -455,9 +455,11 @@ class JudgeRequest(Request):
 
     query: str = option(..., "The query the document was found for.", argument=True)
     doc: str = option(..., "The document's id, as a hit shows it.", argument=True)
-    index: str | None = option(None, INDEX_HELP + " Over HTTP: the path's NAME.", flags=("--index", "-i"), fronts=CLI_TUI_MCP)
+    index: str | None = option(None, INDEX_HELP, flags=("--index", "-i"), fronts=CLI_TUI_MCP)
     grade: int = option(1, GRADE_HELP, ge=0, le=2)
     passage: str | None = option(None, "The passage judged (a hit's text), kept beside the grade.")
+    delete: bool = option(False, "Delete the judgment of QUERY and DOC instead (the TUI's Delete on the Judgments tab; DELETE over HTTP).",
+                          fronts=CLI)  # fmt: skip
 
     def check(self) -> None:
         if not self.query.strip():

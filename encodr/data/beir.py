@@ -70,6 +70,24 @@ def read_queries(path: str | Path) -> dict[str, str]:
     return {str(q["_id"]): q["text"] for q in _jsonl(Path(path), "a BEIR queries.jsonl")}
 
 
+def qrels_rows(path: str | Path, field: str | None = None):
+    """The (query id, document id, grade) rows of a BEIR qrels file (``query-id<TAB>corpus-id<TAB>score``,
+    header optional, blank lines skipped), every grade as given.
+
+    Raises:
+        EncodrError: a row of another shape, naming its line (``field``: the request field at fault).
+    """
+    for number, line in iter_lines(path, "a BEIR qrels file: query-id<TAB>corpus-id<TAB>score"):
+        cells = line.split("\t")
+        if number == 1 and cells[0].strip().lower() in ("query-id", "query_id", "qid"):
+            continue
+        if not line.strip():
+            continue
+        if len(cells) != 3 or not cells[2].strip().lstrip("-").isdigit():
+            raise EncodrError(f"{path}, line {number}: expected query-id<TAB>corpus-id<TAB>score (an integer)", field=field)
+        yield cells[0].strip(), cells[1].strip(), int(cells[2])
+
+
 def read_qrels(path: str | Path, doc_ids: set[str], queries: dict[str, str], corpus: str = "corpus.jsonl") -> dict[str, dict[str, int]]:
     """A BEIR qrels file (``query-id<TAB>corpus-id<TAB>score``, header optional): query id →
     {document id: grade}, grades ≤ 0 dropped.
@@ -84,15 +102,7 @@ def read_qrels(path: str | Path, doc_ids: set[str], queries: dict[str, str], cor
             judgment must be scoreable, or the metric is wrong).
     """
     judged: dict[str, dict[str, int]] = {}
-    for number, line in iter_lines(path, "a BEIR qrels file: query-id<TAB>corpus-id<TAB>score"):
-        cells = line.split("\t")
-        if number == 1 and cells[0].strip().lower() in ("query-id", "query_id", "qid"):
-            continue
-        if not line.strip():
-            continue
-        if len(cells) != 3 or not cells[2].strip().lstrip("-").isdigit():
-            raise EncodrError(f"{path}, line {number}: expected query-id<TAB>corpus-id<TAB>score (an integer)")
-        qid, did, grade = cells[0].strip(), cells[1].strip(), int(cells[2])
+    for qid, did, grade in qrels_rows(path):
         if grade > 0:
             judged.setdefault(qid, {})[did] = grade
     for what, ids, known in (("document", {d for r in judged.values() for d in r}, doc_ids), ("query", set(judged), set(queries))):

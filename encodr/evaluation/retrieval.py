@@ -11,7 +11,7 @@ from pathlib import Path
 from dataclasses import replace
 
 from ..data.beir import RetrievalSet
-from ..index.options import DENSE, SearchOptions
+from ..index.options import DENSE, KEYWORD, SearchOptions
 from ..data.records import read_records
 from .base import Evaluator, Score
 
@@ -239,7 +239,9 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
             raise
         data = RetrievalSet(Path(str(index)).name, None, doc_ids, asked, {"qrels": judged})
         has_keywords = self.searcher.index.has_keywords
-        super().__init__(data.name, data, "qrels", limit, searches=tuple(o.for_index(has_keywords) for o in searches), rerank=rerank)
+        runnable = tuple(dict.fromkeys(o.for_index(has_keywords) for o in searches if has_keywords or o.mode != KEYWORD))
+        searches = runnable or searches  # keyword alone on an index without a keyword index: its own refusal, when searched
+        super().__init__(data.name, data, "qrels", limit, searches=searches, rerank=rerank)
 
     @property
     def model_name(self) -> str:

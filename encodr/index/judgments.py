@@ -239,22 +239,14 @@ def read_import(queries_file: Path, qrels_file: Path, known: set[str]) -> list[t
             file lacks; qrels naming documents outside ``known`` (their number and the first
             few ids): none of the file's rows is imported.
     """
-    from ..data.beir import read_queries
-    from ..data.text import iter_lines
+    from ..data.beir import qrels_rows, read_queries
 
     queries = read_queries(queries_file)
     rows: list[tuple[str, str, int]] = []
     no_query: list[str] = []
     no_doc: list[str] = []
-    for number, line in iter_lines(qrels_file, "a BEIR qrels file: query-id<TAB>corpus-id<TAB>score"):
-        cells = line.split("\t")
-        if number == 1 and cells[0].strip().lower() in ("query-id", "query_id", "qid"):
-            continue
-        if not line.strip():
-            continue
-        if len(cells) != 3 or not cells[2].strip().lstrip("-").isdigit():
-            raise EncodrError(f"{qrels_file}, line {number}: expected query-id<TAB>corpus-id<TAB>score (an integer)", field="import")
-        qid, did, grade = cells[0].strip(), cells[1].strip(), max(0, min(2, int(cells[2])))
+    for qid, did, grade in qrels_rows(qrels_file, field="import"):
+        grade = max(0, min(2, grade))
         if qid not in queries:
             no_query.append(qid)
         elif did not in known:

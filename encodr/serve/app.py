@@ -263,7 +263,8 @@ def create_app(served: Served) -> FastAPI:
         writable()
         searcher = searcher_named(name)
         req = (await parse(request, rq.JudgeRequest)).model_copy(update={"index": name})
-        sized([req.query, req.passage or ""], "query")
+        sized([req.query], "query")
+        sized([req.passage or ""], "passage")
         return answer(await run_in_threadpool(commands.judge, req, "http", searcher))
 
     @api.get("/indexes/{name}/judgments")

@@ -172,9 +172,9 @@ class EvalPane(Vertical):
             yield Checkbox("whole documents", id="eval-whole")
             yield Checkbox("index anew (no cache)", id="eval-no-cache")
         with Horizontal(classes="row"):
-            yield Input(placeholder="retrieval: an existing index", id="eval-index")
-            yield Input(placeholder="its queries.jsonl", id="eval-queries")
-            yield Input(placeholder="its qrels .tsv", id="eval-qrels")
+            yield Input(placeholder="retrieval: an existing index (alone: its judgments)", id="eval-index")
+            yield Input(placeholder="its queries.jsonl (blank: its judgments)", id="eval-queries")
+            yield Input(placeholder="its qrels .tsv (blank: its judgments)", id="eval-qrels")
             yield Input(placeholder="filter: FIELD=VALUE …", id="eval-filter")
         yield Static("", id="eval-status")
         yield DataTable(id="eval-table", zebra_stripes=True)

@@ -90,14 +90,14 @@ class TrainPane(Vertical):
                 yield Select(devs, id="train-dev")
                 yield Label("bitext (optional: translation-pair files, space-separated, for recipes that learn from bitext)")
                 yield Input(placeholder="pairs.tsv", id="train-bitext")
-                yield Label("index (judged recipe: learn from its judgments; blank: the data above, a BEIR folder)")
-                yield Input(placeholder="index folder or workspace name", id="train-index")
-                yield Checkbox("no dev fold (judged recipe: too few judged queries; train without selection)", id="train-no-dev")
                 yield Label("output folder")
                 yield Input(placeholder="blank: encodr-runs/RECIPE-TIME, as encodr tune", id="train-out")
                 with Horizontal(classes="field-row"):
                     yield Button("Start", id="train-start", variant="success")
                     yield Button("Cancel", id="train-cancel", variant="error", disabled=True)
+                yield Label("judged recipe: the index whose judgments it learns from (blank: the data file, a BEIR folder)")
+                yield Input(placeholder="index folder or workspace name", id="train-index")
+                yield Checkbox("no dev fold (too few judged queries: train without selection)", id="train-no-dev")
             with Vertical(id="train-monitor"):
                 yield ProgressBar(id="train-bar", show_eta=False)
                 yield Static("not started", id="train-stats")

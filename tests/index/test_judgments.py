@@ -64,6 +64,10 @@ def test_the_cli_judges_lists_and_replaces_a_grade(kb, capsys, monkeypatch):
     code, out, _ = run_cli(["judgments", "--index", str(kb), "--json"], capsys, monkeypatch)
     rows = json.loads(out)
     assert len(rows) == 1 and rows[0]["grade"] == 0 and rows[0]["status"] == CURRENT and rows[0]["fold"] == fold("pump pressure")
+    code, _, err = run_cli(["judge", "PUMP pressure", pump, "--index", str(kb), "--delete"], capsys, monkeypatch)
+    assert code == 0 and listed(kb) == [], err
+    code, _, err = run_cli(["judge", "pump pressure", pump, "--index", str(kb), "--delete"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "has no judgment of document")
 
 
 @pytest.mark.parametrize("args, words", [

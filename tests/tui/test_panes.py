@@ -166,3 +166,26 @@ async def test_train_pane_runs_the_retrieval_recipe_on_a_label_free_dev_set(tiny
         assert pane.error is None and pane.result is not None
         curve = str(app.query_one("#train-dev-curve").render())
         assert curve.startswith("dev ndcg@10: ") and "(step 0)" in curve  # the label-free dev set's nDCG@10, the start first
+
+
+async def test_eval_pane_scores_an_index_on_its_own_judgments(tiny_model, tmp_path):
+    from encodr.core import commands
+    from encodr.core.requests import IndexRequest, JudgeRequest
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": f"pump number {i} pressure"}) + "\n" for i in range(4)))
+    commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="eng"))
+    for i in range(4):
+        commands.judge(JudgeRequest(query=f"pump number {i}", doc=f"d{i}", index=str(tmp_path / "idx")), "tui")
+    app = EncodrApp()
+    async with app.run_test(size=(180, 60)) as pilot:
+        await pilot.press("f7")
+        app.query_one("#eval-suite").value = "retrieval"
+        app.query_one("#eval-index").value = str(tmp_path / "idx")
+        app.query_one("#eval-split").value = "all"
+        await pilot.click("#eval-run")
+        await settle(app, pilot)
+        table = app.query_one("#eval-table")
+        rows = [table.get_row_at(r) for r in range(table.row_count)]
+        assert {str(r[0]).split(" · ")[-1] for r in rows if r[0] != "mean"} == {"dense", "keyword", "hybrid·convex"}
+        assert all(str(r[2]) == "4" for r in rows if r[0] != "mean")  # the four judged queries

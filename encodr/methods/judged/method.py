@@ -118,8 +118,8 @@ def mnrl_stream(encoder, items: list[Example], recipe: JudgedRecipe, world: int,
     """InfoNCE over (query, positive, ``negatives`` hard negatives) with every other passage of
     the global batch as a negative too: sentence-transformers' ``MultipleNegativesRankingLoss``
     (``CachedMultipleNegativesRankingLoss``, GradCache, when ``mini_batch`` > 0), scale
-    ``recipe.scale``. An example short of negatives repeats its last one (or its positive's
-    neighbour in the batch when it has none: then only in-batch negatives count)."""
+    ``recipe.scale``. Examples with fewer than ``negatives`` hard negatives are left out (the
+    run asks for the fewest any example has, so none is)."""
     from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
 
     tokenizer = encoder.tokenizer
