@@ -409,7 +409,7 @@ def judge(request: JudgeRequest, front: str, searcher=None) -> RecordResult:
         store = Judgments(index.path)
         judgment = Judgment(" ".join(request.query.split()), request.doc, request.grade, request.passage, front, doc_hash=held[request.doc])
         store.put([judgment])
-        count = len(store.all())
+        count = store.count()
     record = {**judgment.to_dict(), "judgments": count}
     return RecordResult(title=f"judged → {index.path}", record=record, keys=JUDGMENT_KEYS)
 
@@ -427,7 +427,7 @@ def unjudge(request: UnjudgeRequest, index_spec: str, searcher=None) -> RecordRe
         if not store.remove(request.query, request.doc):
             raise EncodrError(f"index {index.path.name} has no judgment of document '{request.doc}' for that query; GET its judgments to see them",
                               field="doc", status=404)  # fmt: skip
-        count = len(store.all())
+        count = store.count()
     return RecordResult(title=f"judgment deleted → {index.path}", record={"query": request.query, "doc": request.doc, "judgments": count},
                         keys=["query", "doc", "judgments"])  # fmt: skip
 
@@ -435,7 +435,7 @@ def unjudge(request: UnjudgeRequest, index_spec: str, searcher=None) -> RecordRe
 JUDGMENT_COLUMNS = ["query", "doc", "grade", "fold", "status", "front", "made"]
 
 
-def judgments(request: JudgmentsRequest, searcher=None, index_spec: str | None = None) -> ListResult | RecordResult:
+def judgments(request: JudgmentsRequest, searcher=None) -> ListResult | RecordResult:
     """An index's judgments with their folds and statuses (:func:`encodr.index.judgments.with_status`),
     or with ``import_from`` the judgments imported from a BEIR folder or files (all rows or none),
     or with ``export`` the BEIR folder written.
@@ -447,14 +447,14 @@ def judgments(request: JudgmentsRequest, searcher=None, index_spec: str | None =
     from ..index.judgments import Judgment, Judgments, corpus_of, import_files, read_import, with_status, write_beir
 
     request.check()
-    with _current(index_spec or request.index, searcher) as index:
+    with _current(request.index, searcher) as index:
         store = Judgments(index.path)
         if request.import_from:
             queries, qrels = import_files(request.import_from, request.split)
             rows = read_import(queries, qrels, index.document_ids())
             held = index.texts.document_hashes({d for _, d, _ in rows})
             count = store.put([Judgment(q, d, g, None, "import", doc_hash=held.get(d)) for q, d, g in rows])
-            record = {"imported": count, "queries": len({q for q, _, _ in rows}), "from": str(qrels), "judgments": len(store.all())}
+            record = {"imported": count, "queries": len({q for q, _, _ in rows}), "from": str(qrels), "judgments": store.count()}
             return RecordResult(title=f"judgments imported → {index.path}", record=record, keys=list(record))
         found = with_status(store.all(), index.texts)
         if request.export:

@@ -180,6 +180,10 @@ class Judgments:
         """Delete the judgment of (``query``, ``doc``); False when there was none."""
         return self._run(True, lambda conn: conn.execute("delete from judgments where key = ? and doc = ?", (query_key(query), doc)).rowcount > 0)
 
+    def count(self) -> int:
+        """How many judgments there are."""
+        return self._run(False, lambda conn: 0 if conn is None else conn.execute("select count(*) from judgments").fetchone()[0])
+
     def all(self) -> list[Judgment]:
         """Every judgment, oldest first, status ``current`` (see :func:`with_status`)."""
 
