@@ -301,6 +301,8 @@ def _run_result(r: dict) -> str:
             best = m["best"]
             text += f" · dev {m['dev_metric']} {best['dev']:.2f} ({'start kept' if best['step'] == 0 else 'step ' + str(best['step'])})"
         return text
+    if m.get("kept"):  # the judged recipe: which components beat what they replace on dev
+        return f"kept: {m['kept']}"
     dev = (m.get("best") or {}).get("dev")
     return "–" if dev is None else f"dev ρ {dev:.2f}"
 
