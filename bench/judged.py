@@ -33,18 +33,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, parse_overrides, print_table, write_json  # noqa: E402
+from cpu_precision import cpu_flags  # noqa: E402  (the CPU flags that decide its matrix speed, as that bench records them)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval" / "scifact"
 TXTAI_PUBLISHED = 71.3  # txtai's benchmark page: SciFact, hybrid (BEIR test split)
-
-
-def cpu_flags() -> list[str]:
-    """The CPU flags that decide its matrix speed (AVX2, AVX-512, AMX), from /proc/cpuinfo."""
-    try:
-        line = next(x for x in Path("/proc/cpuinfo").read_text().splitlines() if x.startswith("flags"))
-    except (OSError, StopIteration):
-        return []
-    return sorted(f for f in line.split(":", 1)[1].split() if f.startswith(("avx", "amx")))
 
 
 def commit() -> str:
