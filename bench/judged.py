@@ -67,6 +67,7 @@ def main() -> None:
     from encodr.methods.judged.data import read_judged
     from encodr.models import load_cross, load_encoder
 
+    measured = commit()  # the code that runs, before the checkout can move on
     gpu = torch.cuda.is_available()
     out_file = args.out or RESULTS / ("judged_gpu.json" if gpu else "judged.json")
     recipe = load_recipe("judged", parse_overrides(args.set))
@@ -103,7 +104,7 @@ def main() -> None:
     print_table("components (dev fold, nDCG@10 × 100; kept only when better)", components, ["component", "metric", "before", "after", "p", "kept", "note"])
     print_table("anchors (same run, same dev-fold queries)", [{"anchor": k, "nDCG@10": v} for k, v in anchors.items()], ["anchor", "nDCG@10"])
     hardware = {**machine(), "cpu_flags": cpu_flags(), "device": summary.get("device")}
-    payload = {"machine": hardware, "command": " ".join(["python bench/judged.py", *sys.argv[1:]]), "commit": commit(), "model": args.model,
+    payload = {"machine": hardware, "command": " ".join(["python bench/judged.py", *sys.argv[1:]]), "commit": measured, "model": args.model,
                "judgments": summary.get("judgments"), "train_queries": summary.get("train_queries"), "dev_queries": summary.get("dev_queries"),
                "tune_wall_seconds": round(tune_seconds, 1), "kept": summary.get("kept"), "search": search, "rows": rows, "components": components,
                "anchors": [{"anchor": k, "nDCG@10": v} for k, v in anchors.items()]}  # fmt: skip
