@@ -24,7 +24,6 @@ Prints the tables and writes bench/results/judged.json (judged_gpu.json on a GPU
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time

@@ -33,7 +33,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import threading
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable
@@ -130,7 +129,6 @@ class Judgments:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.path = self.root / JUDGMENTS_FILE
-        self._lock = threading.Lock()
 
     def _connect(self, write: bool) -> sqlite3.Connection | None:
         if not write and not self.path.exists():
@@ -149,15 +147,14 @@ class Judgments:
         from ..outputs import os_fault
 
         try:
-            with self._lock:
-                conn = self._connect(write)
-                if conn is None:
-                    return work(None)
-                try:
-                    with conn:
-                        return work(conn)
-                finally:
-                    conn.close()
+            conn = self._connect(write)
+            if conn is None:
+                return work(None)
+            try:
+                with conn:
+                    return work(conn)
+            finally:
+                conn.close()
         except (sqlite3.Error, OSError) as exc:
             if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in str(exc) or "not a database" in str(exc)):
                 raise EncodrError(f"{self.path} is corrupted ({exc}); move it away to start the judgments anew") from None

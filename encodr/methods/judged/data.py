@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import EncodrError
-from ...index.judgments import CURRENT, Judgment, corpus_of, fold, read_import, with_status, write_beir
+from ...index.judgments import CURRENT, Judgment, corpus_of, read_import, with_status, write_beir
 
 TRAIN, DEV = "train", "dev"
 
@@ -100,4 +100,4 @@ def read_judged(index: str | None, data: str | None, out: Path) -> JudgedData:
     return JudgedData(out, corpus, usable, source, unused)
 
 
-__all__ = ["DEV", "TRAIN", "JudgedData", "fold", "read_judged"]
+__all__ = ["DEV", "TRAIN", "JudgedData", "check_source", "read_judged"]
