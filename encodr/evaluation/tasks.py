@@ -6,26 +6,39 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..data.beir import RetrievalSet, read_retrieval
-from ..data.bitext import read_bitext_any
-from ..data.readers import LinkingSet, read_binary_pairs, read_linking, read_sts, read_word_pairs
+from ..data.beir import RetrievalSet
+from ..data.readers import LinkingSet
 from ..errors import EncodrError
 from ..paths import bundled
 from .base import Evaluator
-from .bitext import BitextEvaluator
-from .linking import LinkingEvaluator
-from .retrieval import RetrievalEvaluator
-from .similarity import PairClassificationEvaluator, PairSimilarityEvaluator
 
-# task type → (reader, evaluator class), as MTEB types its tasks (STS, Retrieval…)
+# task type → (reader, evaluator class), as MTEB types its tasks (STS, Retrieval…); named as
+# "module:attribute" and imported when a task runs, so listing tasks (the CLI's --help) loads
+# neither scipy nor torch
 TYPES = {
-    "sts": (read_sts, PairSimilarityEvaluator),
-    "words": (read_word_pairs, PairSimilarityEvaluator),
-    "linking": (read_linking, LinkingEvaluator),
-    "pairs": (read_binary_pairs, PairClassificationEvaluator),
-    "bitext": (read_bitext_any, BitextEvaluator),
-    "retrieval": (read_retrieval, RetrievalEvaluator),
+    "sts": ("encodr.data.readers:read_sts", "encodr.evaluation.similarity:PairSimilarityEvaluator"),
+    "words": ("encodr.data.readers:read_word_pairs", "encodr.evaluation.similarity:PairSimilarityEvaluator"),
+    "linking": ("encodr.data.readers:read_linking", "encodr.evaluation.linking:LinkingEvaluator"),
+    "pairs": ("encodr.data.readers:read_binary_pairs", "encodr.evaluation.similarity:PairClassificationEvaluator"),
+    "bitext": ("encodr.data.bitext:read_bitext_any", "encodr.evaluation.bitext:BitextEvaluator"),
+    "retrieval": ("encodr.data.beir:read_retrieval", "encodr.evaluation.retrieval:RetrievalEvaluator"),
 }
+
+
+def _resolve(name: str):
+    """``"package.module:attribute"`` → the attribute."""
+    import importlib
+
+    module, _, attribute = name.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def type_parts(type_: str):
+    """The (reader, evaluator class) of task type ``type_`` (a key of :data:`TYPES`)."""
+    reader, cls = TYPES[type_]
+    return _resolve(reader), _resolve(cls)
+
+
 # suites a cross-encoder can run (it scores pairs; it has no vectors for linking)
 CROSS_SUITES = ("sts", "pairs")
 
@@ -64,7 +77,7 @@ class Task:
             limit: keep only the first N items (pairs, translations, or linking queries, which
                 are still matched against every candidate): a quick estimate, not the protocol's score.
         """
-        reader, cls = TYPES[self.type]
+        reader, cls = type_parts(self.type)
         data = reader(self.file(), **dict(self.options))
         if isinstance(data, RetrievalSet):
             return cls(self.name, data, limit=limit, **options)
@@ -79,7 +92,7 @@ class Task:
         """How many texts an evaluation encodes (at most; repeated texts are encoded once):
         linking queries plus candidates, a retrieval set's queries plus documents, else two
         per pair or translation (reads the file)."""
-        reader, _ = TYPES[self.type]
+        reader, _ = type_parts(self.type)
         data = reader(self.file(), **dict(self.options))
         if isinstance(data, RetrievalSet):
             return len(list(data.queries)[:limit]) + len(data.doc_ids)
