@@ -387,13 +387,11 @@ def serve(values: dict, as_json: bool) -> None:
     request = build(rq.ServeRequest, values)
     _interactive_threads()  # the event loop, the batcher and FAISS share the cores with torch: idle OpenMP threads must sleep
     try:
-        from .serve import Access, Limits, serve as run_server
+        from .serve import serve as run_server
     except ImportError as exc:
         raise EncodrError(f"encodr serve needs the serve extra ({exc.name} is missing): pip install 'encodr[serve]'") from None
-
-    limits = Limits(request.max_texts, request.max_chars, request.batch_wait_ms / 1000, request.batch_tokens, not request.no_batching, request.workers)
-    run_server(request.model, request.index, request.host, request.port, Access(request.key(), request.writable, tuple(request.watch)), limits,
-               announce=lambda line: err_console.print(f"encodr: {line}", highlight=False), backend=request.backend)  # fmt: skip
+    request.check()
+    run_server(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))
 
 
 @command(app, rq.McpRequest, "mcp", json_flag=False)
@@ -401,7 +399,7 @@ def mcp_cmd(values: dict, as_json: bool) -> None:
     request = build(rq.McpRequest, values)
     _interactive_threads()
     try:
-        from .agents import run as run_mcp
+        from .mcp import run as run_mcp
     except ImportError as exc:
         raise EncodrError(f"encodr mcp needs the mcp extra ({exc.name} is missing): pip install 'encodr[mcp]'") from None
     run_mcp(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))

@@ -776,6 +776,18 @@ class ServeRequest(Request):
 
         return self.api_key or os.environ.get("ENCODR_API_KEY") or None
 
+    def check(self) -> None:
+        """The serve rules: ``writable`` needs a key (even on 127.0.0.1); ``watch`` syncs one index.
+
+        Raises:
+            EncodrError: naming ``writable`` or ``watch``.
+        """
+        if self.writable and not self.key():
+            raise EncodrError("--writable lets clients change indexes: give it a key with --api-key KEY (or ENCODR_API_KEY), even on 127.0.0.1",
+                              field="writable")  # fmt: skip
+        if self.watch and len(self.index) != 1:
+            raise EncodrError("--watch syncs one index with its documents: serve exactly one --index with it", field="watch")
+
 
 class McpRequest(Request):
     """Serve indexes to AI agents over the Model Context Protocol: tools to search, get a document, list indexes and their sources,

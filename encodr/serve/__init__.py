@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import EncodrError
 from ..sockets import listening_socket
 from .app import Limits, Served, create_app
 
-__all__ = ["Access", "Limits", "Served", "create_app", "load", "serve"]
+__all__ = ["Limits", "Served", "create_app", "limits_of", "load", "serve"]
 
 
 def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_key: str | None = None,
@@ -32,7 +31,7 @@ def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_k
         EncodrError: a model or index that cannot be loaded, or an unknown backend (one line,
             before the server binds).
     """
-    from ..index import Index, Searcher, list_indexes, locate
+    from ..index import list_indexes
     from ..models import load_cross, load_encoder, resolve
     from ..models.encoder import check_backend
     from .batcher import BatchedEncoder, DynamicBatcher
@@ -57,49 +56,35 @@ def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_k
 
     for spec in models:
         add_model(spec, backend)
-    for spec in indexes:
-        path = locate(spec)
-        name = path.name
-        if name in served.searchers:
-            raise EncodrError(f"two served indexes are named '{name}'; serve one of them, or rename its folder", field="index")
-        with Index.open(path) as index:
-            model, backend = index.meta["model"], index.meta.get("backend", "torch")
+
+    def encoder_for(model: str, backend: str):
         add_model(model, backend)
         scorer, batcher = served.models[model]
         if batcher is None:
-            raise EncodrError(f"index {path} names model '{model}', a cross-encoder", field="index")
-        served.searchers[name] = Searcher(path, encoder=scorer)
-        announce(f"serving index {name} ({path}, {len(served.searchers[name].index):,} texts, model {model})")
+            raise EncodrError(f"an index names model '{model}', a cross-encoder: it gives no vectors to search with", field="index")
+        return scorer
+
+    if indexes:
+        served.open_indexes(indexes, announce, encoder_for)
     return served
 
 
-@dataclass(frozen=True)
-class Access:
-    """Who may do what: ``api_key`` (every /v1 route needs ``Authorization: Bearer KEY`` when
-    set), ``writable`` (documents may be upserted and deleted; needs ``api_key``, even on
-    127.0.0.1) and ``watch`` (folders whose changes are synced into the one served index)."""
-
-    api_key: str | None = None
-    writable: bool = False
-    watch: tuple[str, ...] = ()
+def limits_of(request) -> Limits:
+    """The :class:`Limits` a :class:`~encodr.core.requests.ServeRequest` asks for."""
+    return Limits(request.max_texts, request.max_chars, request.batch_wait_ms / 1000, request.batch_tokens, not request.no_batching, request.workers)
 
 
-def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: int = 8000, access: Access = Access(), limits: Limits = Limits(),
-          announce: Callable[[str], None] = lambda line: None, backend: str = "torch") -> None:  # fmt: skip
-    """Load (:func:`load`) and serve until SIGTERM or Ctrl-C: then the server stops accepting,
+def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
+    """Serve ``request`` (a checked :class:`~encodr.core.requests.ServeRequest`): load what it
+    names (:func:`load`) and serve until SIGTERM or Ctrl-C: then the server stops accepting,
     lets the requests in flight finish (uvicorn's graceful shutdown), stops the batchers and returns.
-    With ``access.watch``, a thread syncs the served index with those folders on every change
+    With ``request.watch``, a thread syncs the served index with those folders on every change
     (:func:`encodr.core.commands.watch`), one ``announce`` line a sync.
 
     Raises:
-        EncodrError: see :func:`load`; the port is taken; ``writable`` without an API key;
-            ``watch`` with other than one served index.
+        EncodrError: see :func:`load`; the port is taken.
     """
-    api_key = access.api_key
-    if access.writable and not api_key:
-        raise EncodrError("--writable lets clients change indexes: give it a key with --api-key KEY (or ENCODR_API_KEY), even on 127.0.0.1")
-    if access.watch and len(indexes) != 1:
-        raise EncodrError("--watch syncs one index with its documents: serve exactly one --index with it")
+    api_key, host, port = request.key(), request.host, request.port
     import asyncio
     import signal
 
@@ -107,22 +92,22 @@ def serve(models: list[str], indexes: list[str], host: str = "127.0.0.1", port: 
 
     sock = listening_socket(host, port)
     try:
-        served = load(models, indexes, limits, api_key, announce, backend)
-        served.writable = access.writable
+        served = load(request.model, request.index, limits_of(request), api_key, announce, request.backend)
+        served.writable = request.writable
     except BaseException:
         sock.close()
         raise
     stop = threading.Event()
-    if access.watch:
+    if request.watch:
         from ..core import commands
         from ..core.requests import IndexRequest
 
         searcher = next(iter(served.searchers.values()))
-        request = IndexRequest(corpus=list(access.watch), out=str(searcher.index.path), sync=True)
+        sync = IndexRequest(corpus=list(request.watch), out=str(searcher.index.path), sync=True)
         threading.Thread(target=commands.watch, name="encodr-watch", daemon=True,
-                         args=(request, announce, lambda line: announce(f"warning: {line}"), stop, served.write_lock)).start()  # fmt: skip
+                         args=(sync, announce, lambda line: announce(f"warning: {line}"), stop, served.write_lock)).start()  # fmt: skip
     config = uvicorn.Config(create_app(served), host=host, port=port, log_level="warning", timeout_graceful_shutdown=60, lifespan="off")
-    writes = "; POST and DELETE /v1/indexes/NAME/documents" if access.writable else ""
+    writes = "; POST and DELETE /v1/indexes/NAME/documents" if request.writable else ""
     listening = (f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score, /v1/rerank; GET /v1/models, /v1/indexes, /v1/runs, "
                  f"/health{writes})" + ("; requests need the API key" if api_key else ""))  # fmt: skip
 

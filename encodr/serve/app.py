@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from dataclasses import dataclass, field
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -26,6 +25,7 @@ from starlette.requests import ClientDisconnect
 from ..core import commands
 from ..core import requests as rq
 from ..core.fields import build, fields_for, schema, words
+from ..core.served import Served as CoreServed
 from ..errors import EncodrError
 
 
@@ -52,22 +52,12 @@ class Limits:
 
 
 @dataclass
-class Served:
-    """What a server holds warm: models by name (an encoder or cross-encoder, its batcher),
-    searchers by index name, and its limits and key."""
+class Served(CoreServed):
+    """What an HTTP server holds warm (:class:`encodr.core.served.Served`: models, searchers,
+    the write lock), with its request limits and API key."""
 
-    models: dict = field(default_factory=dict)  # name → (scorer, batcher or None)
-    searchers: dict = field(default_factory=dict)  # index name → Searcher
     limits: Limits = field(default_factory=Limits)
     api_key: str | None = None
-    writable: bool = False  # --writable: documents may be upserted and deleted (POST / DELETE /v1/indexes/{name}/documents)
-    write_lock: threading.Lock = field(default_factory=threading.Lock)  # writes are serialised (each one a generation)
-
-    def close(self) -> None:
-        """Stop every batcher, once the requests queued to it are answered."""
-        for _, batcher in self.models.values():
-            if batcher is not None:
-                batcher.close()
 
 
 def error(status: int, message: str, param: str | None = None) -> JSONResponse:
@@ -154,10 +144,7 @@ def create_app(served: Served) -> FastAPI:
             raise EncodrError(f"{name} holds a text of {longest} characters; the limit is {limits.max_chars} (max_chars): shorten or split it",
                               field=name, status=413)  # fmt: skip
 
-    def model_named(name: str, field_name: str = "model"):
-        if name not in served.models:
-            raise EncodrError(f"model '{name}' is not served here; served: {', '.join(served.models) or 'none'}", field=field_name, status=404)
-        return served.models[name]
+    model_named = served.model
 
     def cross_named(name: str, field_name: str):
         scorer, batcher = model_named(name, field_name)
@@ -165,10 +152,7 @@ def create_app(served: Served) -> FastAPI:
             raise EncodrError(f"model '{name}' is a bi-encoder; re-ranking needs a served cross-encoder (encodr serve --model CROSS_ENCODER)", field=field_name)
         return scorer
 
-    def searcher_named(name: str):
-        if name not in served.searchers:
-            raise EncodrError(f"index '{name}' is not served here; served: {', '.join(served.searchers) or 'none'}", field="index", status=404)
-        return served.searchers[name]
+    searcher_named = served.searcher
 
     api = APIRouter(prefix="/v1", dependencies=[Depends(check_key)])
 
@@ -222,18 +206,7 @@ def create_app(served: Served) -> FastAPI:
         result = await run_in_threadpool(commands.score, req, scorer)
         return answer(result)
 
-    def writable() -> None:
-        if not served.writable:
-            raise EncodrError("this server is read-only: documents can be written only when it is started with --writable (and an API key)",
-                              field="index", status=403)  # fmt: skip
-
-    def write(searcher, command, *args):
-        """Run a write command under the server's write lock (one write at a time, each a new
-        generation), then let the searcher open the new generation; searches in flight keep the one they hold."""
-        with served.write_lock:
-            result = command(*args)
-        searcher.refresh()
-        return result
+    writable = served.require_writable
 
     @api.post("/indexes/{name}/documents", openapi_extra=_body_doc(rq.UpsertRequest))
     async def upsert_documents(name: str, request: Request):
@@ -244,16 +217,16 @@ def create_app(served: Served) -> FastAPI:
         req = await parse(request, rq.UpsertRequest)
         req.check()
         sized([d.text for d in req.documents], "documents")
-        result = await run_in_threadpool(write, searcher, commands.upsert, str(searcher.index.path), req, lambda line: None, searcher.encoder)
+        result = await run_in_threadpool(served.write, name, commands.upsert, req, lambda line: None, searcher.encoder)
         return answer(result)
 
     @api.delete("/indexes/{name}/documents", openapi_extra=_body_doc(rq.DocumentIdsRequest))
     async def delete_documents(name: str, request: Request):
         """Delete documents by id (``{"ids": [...]}``); ids the index lacks are listed in ``not_found``. Needs --writable and the API key."""
         writable()
-        searcher = searcher_named(name)
+        searcher_named(name)
         req = await parse(request, rq.DocumentIdsRequest)
-        result = await run_in_threadpool(write, searcher, commands.delete_ids, str(searcher.index.path), req)
+        result = await run_in_threadpool(served.write, name, commands.delete_ids, req)
         return answer(result)
 
     @api.post("/indexes/{name}/judgments", openapi_extra=_body_doc(rq.JudgeRequest))
@@ -292,11 +265,7 @@ def create_app(served: Served) -> FastAPI:
     @api.get("/indexes")
     async def indexes():
         """The served indexes: the fields of ``encodr indexes`` of each one's current generation."""
-        rows = []
-        for name, searcher in served.searchers.items():
-            await run_in_threadpool(searcher.refresh)
-            rows.append({"name": name, "path": str(searcher.index.path), **{k: searcher.index.meta.get(k) for k in commands.INDEX_COLUMNS if k != "name"}})
-        return rows
+        return await run_in_threadpool(served.index_rows)
 
     @api.get("/runs")
     async def runs(limit: int = 50):

@@ -11,7 +11,8 @@ import pytest
 
 mcp = pytest.importorskip("mcp")
 
-from encodr.agents import TOOLS, Agents  # noqa: E402
+from encodr.core.served import Served  # noqa: E402
+from encodr.mcp import TOOLS, Agents  # noqa: E402
 from encodr.core import commands  # noqa: E402
 from encodr.core import requests as rq  # noqa: E402
 from encodr.core.fields import schema  # noqa: E402
@@ -76,10 +77,10 @@ def test_each_tools_input_schema_is_the_http_bodys_for_the_fields_they_share():
 def test_writing_tools_need_writable_and_change_what_search_sees(kb, tiny_model):
     from encodr.index import Searcher
 
-    reading = Agents({"kb": Searcher(kb)})
+    reading = Agents(Served({"kb": Searcher(kb)}))
     with pytest.raises(Exception, match="no tool 'add_documents'"):
         reading.call("add_documents", {"index": "kb", "documents": [{"id": "n1", "text": "night shift pump manual"}]})
-    agents = Agents({"kb": Searcher(kb)}, writable=True)
+    agents = Agents(Served({"kb": Searcher(kb)}, writable=True))
     added = agents.call("add_documents", {"index": "kb", "documents": [{"id": "n1", "text": "night shift pump manual"}]})
     assert added["added"] == 1
     hits = agents.call("search", {"index": "kb", "query": "night shift", "mode": "keyword"})["results"][0]["hits"]
@@ -93,7 +94,7 @@ def test_refused_tool_calls_name_the_field_in_the_apis_words(kb, tmp_path):
     from encodr.errors import EncodrError
     from encodr.index import Searcher
 
-    agents = Agents({"kb": Searcher(kb)}, writable=True)
+    agents = Agents(Served({"kb": Searcher(kb)}, writable=True))
     cases = [
         (("get_document", {"index": "kb", "id": "nowhere.md"}), "id", 404, "has no document 'nowhere.md'"),
         (("search", {"index": "elsewhere", "query": "pump"}), "index", 404, "served: kb"),
@@ -112,7 +113,7 @@ def test_refused_tool_calls_name_the_field_in_the_apis_words(kb, tmp_path):
 def test_sync_index_brings_a_served_index_in_step_with_its_folder(kb, tmp_path):
     from encodr.index import Searcher
 
-    agents = Agents({"kb": Searcher(kb)}, writable=True)
+    agents = Agents(Served({"kb": Searcher(kb)}, writable=True))
     docs = tmp_path / "docs"
     (docs / "valve.md").unlink()
     (docs / "fan.md").write_text("# Fan\n\nClean the fan blades every week.\n")
@@ -123,10 +124,12 @@ def test_sync_index_brings_a_served_index_in_step_with_its_folder(kb, tmp_path):
 
 
 def test_an_agent_judges_a_hit_with_writable_and_encodr_judgments_lists_it(kb):
-    agents = Agents(__import__("encodr.agents", fromlist=["open_indexes"]).open_indexes([str(kb)]), writable=True)
+    served = Served(writable=True)
+    served.open_indexes([str(kb)])  # as encodr mcp --index KB opens it
+    agents = Agents(served)
     hit = agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "keyword", "k": 1})["results"][0]["hits"][0]
     judged = agents.call("judge", {"index": "kb", "query": "pump pressure", "doc": hit["ext_id"], "grade": 2, "passage": hit["text"]})
     assert judged["front"] == "mcp" and judged["judgments"] == 1
     listed = commands.judgments(rq.JudgmentsRequest(index=str(kb))).payload()
     assert [(r["doc"], r["grade"], r["front"], r["passage"]) for r in listed] == [(hit["ext_id"], 2, "mcp", hit["text"])]
-    assert "judge" not in Agents(agents.searchers, writable=False).tools()
+    assert "judge" not in Agents(Served(served.searchers, writable=False)).tools()

@@ -25,8 +25,8 @@ HTTP_ROUTES = {"/v1/embeddings": rq.EmbedRequest, "/v1/search": rq.SearchRequest
 
 
 def mcp_tools() -> dict:
-    """MCP tool → request class (``encodr.agents.TOOLS``; tools without input left out)."""
-    from encodr.agents import TOOLS
+    """MCP tool → request class (``encodr.mcp.TOOLS``; tools without input left out)."""
+    from encodr.mcp import TOOLS
 
     return {name: tool.request for name, tool in TOOLS.items() if tool.request is not None}
 
@@ -90,9 +90,10 @@ def test_the_tui_renders_every_field(model):
 
 @pytest.mark.parametrize("tool", list(mcp_tools()))
 def test_mcp_renders_every_field(tool):
-    from encodr.agents import Agents, input_schemas
+    from encodr.core.served import Served
+    from encodr.mcp import Agents, input_schemas
 
-    listed = input_schemas(Agents(writable=True))  # what tools/list answers
+    listed = input_schemas(Agents(Served(writable=True)))  # what tools/list answers
     assert missing(mcp_tools()[tool], "mcp", set(listed[tool]["properties"])) == []
 
 

@@ -106,14 +106,18 @@ def test_concurrent_searches_during_50_writes_see_no_error(client):
     assert texts(client, "written") == []
 
 
-def test_a_writable_server_needs_a_key_and_watch_one_index():
+def test_a_writable_server_needs_a_key_and_watch_one_index(monkeypatch):
+    monkeypatch.delenv("ENCODR_API_KEY", raising=False)
+    from encodr.core.fields import build
+    from encodr.core.requests import ServeRequest
     from encodr.errors import EncodrError
-    from encodr.serve import Access, serve
 
-    with pytest.raises(EncodrError, match="--writable lets clients change indexes: give it a key with --api-key"):
-        serve([], ["kb"], access=Access(writable=True))
+    with pytest.raises(EncodrError, match="--writable lets clients change indexes: give it a key with --api-key") as refused:
+        build(ServeRequest, {"index": ["kb"], "writable": True}).check()
+    assert refused.value.field == "writable"
     with pytest.raises(EncodrError, match="--watch syncs one index"):
-        serve([], ["a", "b"], access=Access(api_key="k", watch=("docs",)))
+        build(ServeRequest, {"index": ["a", "b"], "api_key": "k", "watch": ["docs"]}).check()
+    build(ServeRequest, {"index": ["kb"], "api_key": "k", "writable": True, "watch": ["docs"]}).check()  # both rules kept: accepted
 
 
 def test_an_unknown_route_answers_in_the_apis_error_shape(client):

@@ -17,7 +17,6 @@ Tools: ``search``, ``get_document``, ``list_indexes``; with ``--writable`` also
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -25,6 +24,7 @@ from . import __version__
 from .core import commands
 from .core import requests as rq
 from .core.fields import build, schema, words
+from .core.served import Served
 from .errors import EncodrError
 
 
@@ -56,27 +56,14 @@ TOOLS = {
 
 @dataclass
 class Agents:
-    """What an MCP server holds: a warm :class:`~encodr.index.Searcher` per index name, the
-    cross-encoders loaded for re-ranking, and whether it offers the writing tools."""
+    """An MCP server: what it serves (:class:`~encodr.core.served.Served`, shared with the HTTP
+    server) and the tools it offers over it."""
 
-    searchers: dict = field(default_factory=dict)
-    writable: bool = False
-    rerankers: dict = field(default_factory=dict)
-    write_lock: threading.Lock = field(default_factory=threading.Lock)
+    served: Served = field(default_factory=Served)
 
     def tools(self) -> dict[str, Tool]:
-        """The tools offered: every reading tool, and the writing ones with ``writable``."""
-        return {name: tool for name, tool in TOOLS.items() if self.writable or not tool.writes}
-
-    def searcher(self, name: str | None):
-        """The searcher of served index ``name``.
-
-        Raises:
-            EncodrError: no such index is served (404, field ``index``), naming those that are.
-        """
-        if name not in self.searchers:
-            raise EncodrError(f"index '{name}' is not served here; served: {', '.join(self.searchers) or 'none'}", field="index", status=404)
-        return self.searchers[name]
+        """The tools offered: every reading tool, and the writing ones when served writable."""
+        return {name: tool for name, tool in TOOLS.items() if self.served.writable or not tool.writes}
 
     def call(self, name: str, arguments: dict) -> dict:
         """Run tool ``name`` with ``arguments``; its result's JSON.
@@ -91,61 +78,22 @@ class Agents:
         if tool.request is None:
             if arguments:
                 raise EncodrError(f"{name} takes no arguments; got {', '.join(arguments)}", field=next(iter(arguments)))
-            return self.list_indexes()
+            return {"indexes": self.served.index_rows()}
         request = build(tool.request, arguments)
         request.check()
-        searcher = self.searcher(request.index)
+        served = self.served
+        searcher = served.searcher(request.index)
         if name == "search":
-            return commands.search(request, searcher, self.reranker(request.rerank)).payload()
+            return commands.search(request, searcher, served.reranker(request.rerank)).payload()
         if name == "get_document":
             return commands.document(searcher, request.id).payload()
         if name == "judge":
             return commands.judge(request, "mcp", searcher).payload()
-        path = str(searcher.index.path)
-        with self.write_lock:  # one write at a time, each a new generation
-            if name == "add_documents":
-                result = commands.upsert(path, request, encoder=searcher.encoder)
-            elif name == "sync_index":
-                result = commands.sync_served(request, path, searcher.encoder)
-            else:
-                result = commands.delete_ids(path, request)
-        searcher.refresh()
-        return result.payload()
-
-    def reranker(self, spec: str | None):
-        """The cross-encoder ``spec`` names, loaded once; None without one."""
-        if spec and spec not in self.rerankers:
-            self.rerankers[spec] = commands.load_scorer(spec, cross=True)
-        return self.rerankers.get(spec) if spec else None
-
-    def list_indexes(self) -> dict:
-        """The served indexes: the columns of ``encodr indexes`` of each one's current generation."""
-        rows = []
-        for name, searcher in self.searchers.items():
-            searcher.refresh()
-            rows.append({"name": name, "path": str(searcher.index.path),
-                         **{k: searcher.index.meta.get(k) for k in commands.INDEX_COLUMNS if k != "name"}})  # fmt: skip
-        return {"indexes": rows}
-
-
-def open_indexes(specs: list[str], announce: Callable[[str], None] = lambda line: None) -> dict:
-    """A :class:`~encodr.index.Searcher` for each index spec (default: every index in the
-    workspace), by folder name; each model is loaded once.
-
-    Raises:
-        EncodrError: an index that cannot be opened, or two with one name.
-    """
-    from .index import Searcher, list_indexes, locate
-
-    specs = specs or [row["path"] for row in list_indexes() if "error" not in row]
-    searchers: dict = {}
-    for spec in specs:
-        path = locate(spec)
-        if path.name in searchers:
-            raise EncodrError(f"two served indexes are named '{path.name}'; serve one of them, or rename its folder", field="index")
-        searchers[path.name] = Searcher(path)
-        announce(f"serving index {path.name} ({path}, {len(searchers[path.name].index):,} texts, model {searchers[path.name].index.meta['model']})")
-    return searchers
+        if name == "add_documents":
+            return served.write(request.index, commands.upsert, request, lambda line: None, searcher.encoder).payload()
+        if name == "sync_index":
+            return served.write(request.index, lambda path: commands.sync_served(request, path, searcher.encoder)).payload()
+        return served.write(request.index, commands.delete_ids, request).payload()
 
 
 def input_schemas(agents: Agents) -> dict[str, dict]:
@@ -190,7 +138,9 @@ def run(request, announce: Callable[[str], None] = lambda line: None) -> None:
     """
     import anyio
 
-    agents = Agents(open_indexes(request.index, announce), writable=request.writable)
+    served = Served(writable=request.writable)
+    served.open_indexes(request.index, announce)
+    agents = Agents(served)
     app = server(agents)
     if request.port is None:
         from mcp.server.stdio import stdio_server

@@ -1,0 +1,124 @@
+"""What a server holds warm, for every front end that serves: the HTTP API (:mod:`encodr.serve`)
+and the MCP server (:mod:`encodr.mcp`) both keep their indexes, models and re-rankers here, and
+both write, refresh and list through it.
+
+One :class:`Served` per server process:
+
+- ``searchers``: a warm :class:`~encodr.index.Searcher` per index name (the index folder's name);
+- ``models``: name → (scorer, batcher or ``None``): what HTTP serves as ``/v1/embeddings`` and
+  ``/v1/score``; an index's model is among them when the HTTP server loaded it;
+- ``rerankers``: cross-encoders loaded on first use, by spec (MCP's ``rerank`` argument);
+- ``writable`` and one ``write_lock``: writes are serialised, each one a new generation, and the
+  searcher then opens it (searches in flight keep the generation they hold).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import EncodrError
+from . import commands
+
+Announce = Callable[[str], None]
+
+
+def _quiet(line: str) -> None:
+    """An ``announce`` that says nothing."""
+
+
+@dataclass
+class Served:
+    """What one server process serves (see the module docstring)."""
+
+    searchers: dict = field(default_factory=dict)  # index name → Searcher
+    models: dict = field(default_factory=dict)  # model name → (scorer, batcher or None)
+    rerankers: dict = field(default_factory=dict)  # cross-encoder spec → CrossScorer
+    writable: bool = False
+    write_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def open_indexes(self, specs: list[str], announce: Announce = _quiet, encoder_for: Callable | None = None) -> None:
+        """Open a searcher for each index spec (default, with none: every index of the workspace), by folder name.
+
+        Args:
+            specs: index directories or workspace names.
+            announce: told one line per index opened.
+            encoder_for: ``(model name, backend) → encoder`` the searcher queries through (the HTTP
+                server's batched encoder); ``None``: each searcher loads its index's model.
+
+        Raises:
+            EncodrError: an index that cannot be opened, or two with one folder name.
+        """
+        from ..index import Index, Searcher, list_indexes, locate
+
+        specs = specs or [row["path"] for row in list_indexes() if "error" not in row]
+        for spec in specs:
+            path = locate(spec)
+            if path.name in self.searchers:
+                raise EncodrError(f"two served indexes are named '{path.name}'; serve one of them, or rename its folder", field="index")
+            encoder = None
+            if encoder_for is not None:
+                with Index.open(path) as index:
+                    encoder = encoder_for(index.meta["model"], index.meta.get("backend", "torch"))
+            searcher = self.searchers[path.name] = Searcher(path, encoder=encoder)
+            announce(f"serving index {path.name} ({path}, {len(searcher.index):,} texts, model {searcher.index.meta['model']})")
+
+    def searcher(self, name: str | None):
+        """The searcher of served index ``name``.
+
+        Raises:
+            EncodrError: no such index is served (404, field ``index``), naming those that are.
+        """
+        if name not in self.searchers:
+            raise EncodrError(f"index '{name}' is not served here; served: {', '.join(self.searchers) or 'none'}", field="index", status=404)
+        return self.searchers[name]
+
+    def model(self, name: str, field_name: str = "model"):
+        """The (scorer, batcher or ``None``) of served model ``name``.
+
+        Raises:
+            EncodrError: no such model is served (404, naming ``field_name`` and the served models).
+        """
+        if name not in self.models:
+            raise EncodrError(f"model '{name}' is not served here; served: {', '.join(self.models) or 'none'}", field=field_name, status=404)
+        return self.models[name]
+
+    def reranker(self, spec: str | None):
+        """The cross-encoder ``spec`` names, loaded once; ``None`` without one."""
+        if spec and spec not in self.rerankers:
+            self.rerankers[spec] = commands.load_scorer(spec, cross=True)
+        return self.rerankers.get(spec) if spec else None
+
+    def require_writable(self) -> None:
+        """Raises EncodrError (403, field ``index``) unless the server was started writable."""
+        if not self.writable:
+            raise EncodrError("this server is read-only: documents can be written only when it is started with --writable (and an API key)",
+                              field="index", status=403)  # fmt: skip
+
+    def write(self, name: str, command: Callable, *args):
+        """Run ``command(index path, *args)`` on served index ``name`` under the write lock (one
+        write at a time, each a new generation), then let its searcher open the new generation.
+
+        Raises:
+            EncodrError: the index is not served (404), or the command's own errors.
+        """
+        searcher = self.searcher(name)
+        with self.write_lock:
+            result = command(str(searcher.index.path), *args)
+        searcher.refresh()
+        return result
+
+    def index_rows(self) -> list[dict]:
+        """The served indexes: the columns of ``encodr indexes`` of each one's current generation."""
+        rows = []
+        for name, searcher in self.searchers.items():
+            searcher.refresh()
+            rows.append({"name": name, "path": str(searcher.index.path), **{k: searcher.index.meta.get(k) for k in commands.INDEX_COLUMNS if k != "name"}})
+        return rows
+
+    def close(self) -> None:
+        """Stop every batcher, once the requests queued to it are answered."""
+        for _, batcher in self.models.values():
+            if batcher is not None:
+                batcher.close()
