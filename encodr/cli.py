@@ -19,9 +19,9 @@ import typer.core
 from rich.console import Console
 from rich.table import Table
 
-from .core import commands
+from .core import dispatch
 from .core import requests as rq
-from .core.fields import build, rendering, words
+from .core.fields import rendering, words
 from .errors import EncodrError
 
 app = typer.Typer(
@@ -240,8 +240,7 @@ def _answer(model, values: dict, server: Optional[str], route: str, result_type,
     or here with ``local(request)``."""
     from .core.fields import fields_for
 
-    request = build(model, values)
-    request.check()
+    request = dispatch.prepare(model, values, "cli")
     if server:
         body = request.model_dump(include=set(fields_for(model, "http")), exclude_none=True)
         return result_type.model_validate(_remote(server, route, body))
@@ -251,13 +250,13 @@ def _answer(model, values: dict, server: Optional[str], route: str, result_type,
 
 @command(app, rq.TuneRequest, "tune")
 def tune(values: dict, as_json: bool) -> None:
-    request = build(rq.TuneRequest, values)
+    request = dispatch.prepare(rq.TuneRequest, values, "cli")
     bars = _Bars(enabled=not as_json)
     announce = lambda line: err_console.print(f"encodr: {line}", highlight=False)  # noqa: E731
-    recipe, job = commands.prepare_tune(request, progress=bars, warn=_warn, announce=announce)  # heavy imports before the start line
+    recipe, job = dispatch.run(request, "cli", progress=bars, warn=_warn, announce=announce)  # heavy imports before the start line
     try:  # from the start line on, Ctrl-C is reported as one line with exit status 2
         with bars:
-            result = commands.tune(recipe, job)
+            result = dispatch.tune(recipe, job)
     except KeyboardInterrupt as exc:
         raise EncodrError(f"{_interruption(exc)}; nothing was written to {job.out}, and the run is recorded as cancelled") from None
     if result is not None:  # None: not the main process, which prints nothing
@@ -266,9 +265,8 @@ def tune(values: dict, as_json: bool) -> None:
 
 @command(app, rq.EvalRequest, "eval")
 def evaluate(values: dict, as_json: bool) -> None:
-    request = build(rq.EvalRequest, values)
     with _Bars(enabled=not as_json) as bars:
-        result = commands.evaluate(request, progress=bars, warn=_warn)
+        result = dispatch.call(rq.EvalRequest, values, "cli", progress=bars, warn=_warn)
     _show(result, as_json)
 
 
@@ -276,30 +274,29 @@ def evaluate(values: dict, as_json: bool) -> None:
 def score(values: dict, as_json: bool, server: Optional[str]) -> None:
     from .core.results import ScoreResult
 
-    _show(_answer(rq.ScoreRequest, values, server, "/v1/score", ScoreResult, commands.score), as_json)
+    _show(_answer(rq.ScoreRequest, values, server, "/v1/score", ScoreResult, lambda request: dispatch.run(request, "cli")), as_json)
 
 
 @command(app, rq.IndexRequest, "index")
 def index_cmd(values: dict, as_json: bool) -> None:
-    request = build(rq.IndexRequest, values)
-    request.check()
+    request = dispatch.prepare(rq.IndexRequest, values, "cli")
     try:
         with _Bars(enabled=not as_json) as bars:
-            result = commands.index(request, progress=bars, warn=_warn)
+            result = dispatch.run(request, "cli", progress=bars, warn=_warn)
     except KeyboardInterrupt as exc:
-        raise EncodrError(f"{_interruption(exc)}; {commands.interrupted_index(request)}") from None
+        raise EncodrError(f"{_interruption(exc)}; {dispatch.interrupted_index(request)}") from None
     _show(result, as_json)
     if request.watch:
         err_console.print(f"encodr: watching {', '.join(request.corpus)} (Ctrl-C stops)", highlight=False)
         try:
-            commands.watch(request, on_sync=lambda line: err_console.print(f"encodr: {line}", highlight=False), warn=_warn)
+            dispatch.watch(request, on_sync=lambda line: err_console.print(f"encodr: {line}", highlight=False), warn=_warn)
         except KeyboardInterrupt:
             err_console.print("encodr: stopped watching; the index holds the last sync", highlight=False)
 
 
 @command(app, rq.DeleteRequest, "delete")
 def delete_cmd(values: dict, as_json: bool) -> None:
-    _show(commands.delete(build(rq.DeleteRequest, values), warn=_warn), as_json)
+    _show(dispatch.call(rq.DeleteRequest, values, "cli", warn=_warn), as_json)
 
 
 @command(app, rq.SearchRequest, "search", extra=(SERVER,))
@@ -307,10 +304,10 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     from .core.results import SearchResult
 
     def local(request):
-        searcher = commands.open_searcher(request)
+        searcher = dispatch.open_searcher(request)
         for line in searcher.warnings:
             _warn(line)
-        return commands.search(request, searcher, commands.open_reranker(request))
+        return dispatch.run(request, "cli", searcher=searcher, reranker=dispatch.open_reranker(request))
 
     if not values.get("query"):
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
@@ -323,27 +320,27 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
 
 @command(app, rq.JudgeRequest, "judge")
 def judge(values: dict, as_json: bool) -> None:
-    request = build(rq.JudgeRequest, values)
+    request = dispatch.prepare(rq.JudgeRequest, values, "cli")
     if request.delete:
-        request.check()
-        _show(commands.unjudge(rq.UnjudgeRequest(query=request.query, doc=request.doc), request.index), as_json)
+        unjudge = dispatch.prepare(rq.UnjudgeRequest, {"query": request.query, "doc": request.doc}, "cli")
+        _show(dispatch.run(unjudge, "cli", index=request.index), as_json)
         return
-    _show(commands.judge(request, "cli"), as_json)
+    _show(dispatch.run(request, "cli"), as_json)
 
 
 @command(app, rq.JudgmentsRequest, "judgments")
 def judgments(values: dict, as_json: bool) -> None:
-    _show(commands.judgments(build(rq.JudgmentsRequest, values)), as_json)
+    _show(dispatch.call(rq.JudgmentsRequest, values, "cli"), as_json)
 
 
 @command(app, rq.IndexesRequest, "indexes")
 def indexes(values: dict, as_json: bool) -> None:
-    _show(commands.indexes(build(rq.IndexesRequest, values)), as_json)
+    _show(dispatch.call(rq.IndexesRequest, values, "cli"), as_json)
 
 
 @command(app, rq.TuiRequest, "tui", json_flag=False)
 def tui(values: dict, as_json: bool) -> None:
-    request = build(rq.TuiRequest, values)
+    request = dispatch.prepare(rq.TuiRequest, values, "cli")
     _interactive_threads()
     from .tui import EncodrApp
 
@@ -356,12 +353,12 @@ def tui(values: dict, as_json: bool) -> None:
 
 @command(app, rq.ModelsRequest, "models")
 def models(values: dict, as_json: bool) -> None:
-    _show(commands.models(build(rq.ModelsRequest, values)), as_json)
+    _show(dispatch.call(rq.ModelsRequest, values, "cli"), as_json)
 
 
 @command(app, rq.RecipesRequest, "recipes")
 def list_recipes(values: dict, as_json: bool) -> None:
-    _show(commands.recipes(build(rq.RecipesRequest, values)), as_json)
+    _show(dispatch.call(rq.RecipesRequest, values, "cli"), as_json)
 
 
 runs_app = typer.Typer(help=" ".join(rq.RunsRequest.__doc__.split()), no_args_is_help=False, rich_markup_mode=None)
@@ -370,7 +367,7 @@ app.add_typer(runs_app, name="runs")
 
 def _runs_callback(values: dict, as_json: bool, ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is None:
-        _show(commands.runs(build(rq.RunsRequest, values)), as_json)
+        _show(dispatch.call(rq.RunsRequest, values, "cli"), as_json)
 
 
 CONTEXT = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
@@ -379,24 +376,23 @@ command(runs_app, rq.RunsRequest, extra=(CONTEXT,), register=lambda target, fn: 
 
 @command(runs_app, rq.RunRequest, "show")
 def runs_show(values: dict, as_json: bool) -> None:
-    _show(commands.run(build(rq.RunRequest, values)), as_json)
+    _show(dispatch.call(rq.RunRequest, values, "cli"), as_json)
 
 
 @command(app, rq.ServeRequest, "serve", json_flag=False)
 def serve(values: dict, as_json: bool) -> None:
-    request = build(rq.ServeRequest, values)
+    request = dispatch.prepare(rq.ServeRequest, values, "cli")
     _interactive_threads()  # the event loop, the batcher and FAISS share the cores with torch: idle OpenMP threads must sleep
     try:
         from .serve import serve as run_server
     except ImportError as exc:
         raise EncodrError(f"encodr serve needs the serve extra ({exc.name} is missing): pip install 'encodr[serve]'") from None
-    request.check()
     run_server(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))
 
 
 @command(app, rq.McpRequest, "mcp", json_flag=False)
 def mcp_cmd(values: dict, as_json: bool) -> None:
-    request = build(rq.McpRequest, values)
+    request = dispatch.prepare(rq.McpRequest, values, "cli")
     _interactive_threads()
     try:
         from .mcp import run as run_mcp

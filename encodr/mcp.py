@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import __version__
-from .core import commands
+from .core import dispatch
 from .core import requests as rq
-from .core.fields import build, schema, words
+from .core.fields import schema, words
 from .core.served import Served
 from .errors import EncodrError
 
@@ -79,21 +79,14 @@ class Agents:
             if arguments:
                 raise EncodrError(f"{name} takes no arguments; got {', '.join(arguments)}", field=next(iter(arguments)))
             return {"indexes": self.served.index_rows()}
-        request = build(tool.request, arguments)
-        request.check()
+        request = dispatch.prepare(tool.request, arguments, "mcp")
         served = self.served
         searcher = served.searcher(request.index)
-        if name == "search":
-            return commands.search(request, searcher, served.reranker(request.rerank)).payload()
-        if name == "get_document":
-            return commands.document(searcher, request.id).payload()
-        if name == "judge":
-            return commands.judge(request, "mcp", searcher).payload()
-        if name == "add_documents":
-            return served.write(request.index, commands.upsert, request, lambda line: None, searcher.encoder).payload()
-        if name == "sync_index":
-            return served.write(request.index, lambda path: commands.sync_served(request, path, searcher.encoder)).payload()
-        return served.write(request.index, commands.delete_ids, request).payload()
+        if tool.writes and name != "judge":  # documents: one write at a time, then the searcher opens the new generation
+            encoder = {} if name == "delete_documents" else {"encoder": searcher.encoder}
+            return served.write(request.index, request, "mcp", **encoder).payload()
+        context = {"reranker": served.reranker(request.rerank)} if name == "search" else {}
+        return dispatch.run(request, "mcp", searcher=searcher, **context).payload()
 
 
 def input_schemas(agents: Agents) -> dict[str, dict]:

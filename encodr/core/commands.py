@@ -1,10 +1,10 @@
-"""The commands: each takes its request (:mod:`.requests`), checks it, runs it on the core
+"""The commands: each takes its checked request (:mod:`.requests`; :mod:`.dispatch` checks it, once), runs it on the core
 modules (:mod:`encodr.methods`, :mod:`encodr.index`, :mod:`encodr.evaluation`,
 :mod:`encodr.registry`) and returns its result (:mod:`.results`). Long work reports through a
 :data:`~encodr.progress.ProgressFn`; nothing here draws or prints.
 
-The CLI, the TUI and the HTTP server call these and only these, so a rule, a default or a
-table layout is written once.
+The front ends reach these through :mod:`.dispatch` and only through it, so a rule, a default
+or a table layout is written once.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import EncodrError
 from ..progress import ProgressEvent, ProgressFn, silent
-from .requests import (DeleteRequest, DocumentIdsRequest, EmbedRequest, EvalRequest, IndexRequest, JudgeRequest, JudgmentsRequest, UnjudgeRequest,
+from .requests import (DeleteRequest, DocumentIdsRequest, DocumentRequest, EmbedRequest, EvalRequest, IndexRequest, JudgeRequest, JudgmentsRequest, UnjudgeRequest,
                        UpsertRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
                        ScoreRequest, SearchRequest, SyncRequest, TuneRequest, pcr_variant)  # fmt: skip
 from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits, Ranked, RecordResult, RerankResult, RunsResult, ScoreResult,
@@ -63,7 +63,6 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     Raises:
         EncodrError: see :meth:`SearchRequest.check` and :meth:`encodr.index.Searcher.query`.
     """
-    request.check()
     searcher = searcher or open_searcher(request)
     if reranker is None:
         reranker = open_reranker(request)
@@ -106,7 +105,6 @@ def rerank(request: RerankRequest, reranker) -> RerankResult:
     Args:
         reranker: the loaded cross-encoder (:class:`~encodr.models.CrossScorer`).
     """
-    request.check()
     texts = request.candidates
     scores = reranker.query_scores(request.query, texts)
     order = sorted(range(len(texts)), key=lambda i: (-float(scores[i]), i))[: request.top_n]
@@ -132,7 +130,6 @@ def score(request: ScoreRequest, scorer=None) -> ScoreResult:
         request: the texts and the model.
         scorer: a loaded model to use (the server's, kept warm); default: loaded for this request.
     """
-    request.check()
     scorer = scorer or load_scorer(request.model, request.cross, request.device, request.backend)
     value = float(scorer.pair_scores([request.text_a], [request.text_b])[0])
     return ScoreResult(model=request.model, encoder="cross-encoder" if request.cross else "bi-encoder", metric="sigmoid score" if request.cross else "cosine",
@@ -156,7 +153,6 @@ def embed(request: EmbedRequest, encode: Callable[[list[str]], np.ndarray], dime
     Raises:
         EncodrError: blank or empty input; ``dimensions`` above the model's.
     """
-    request.check()
     if request.dimensions is not None and request.dimensions > dimension:
         raise EncodrError(f"dimensions {request.dimensions}: model '{request.model}' gives {dimension}-dimensional vectors; "
                           f"pass at most {dimension}, or leave dimensions out", field="dimensions")  # fmt: skip
@@ -185,7 +181,6 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
     """
     from ..index.build import SUMMARY
 
-    request.check()
     meta = index_with(request, None, progress, warn)
     _remember(meta["path"], warn)
     for skipped in meta.get("skipped_files", []):
@@ -315,14 +310,13 @@ def delete(request: DeleteRequest, warn: WarnFn = lambda line: None) -> RecordRe
     """
     from ..index.build import delete as remove
 
-    request.check()
     result = remove(request.index, request.ids, request.source or [], request.filters(), warn=warn)
     if result["not_found"]:
         warn(f"{len(result['not_found'])} id(s) not in the index (first: {result['not_found'][0]!r}); the others are deleted")
     return RecordResult(title=f"encodr delete → {result['path']}", record=result, keys=["removed", "deleted_texts", "tombstones", "compacted", "documents", "count"])
 
 
-def upsert(index: str, request: UpsertRequest, warn: WarnFn = lambda line: None, encoder=None) -> RecordResult:
+def upsert(request: UpsertRequest, index: str, warn: WarnFn = lambda line: None, encoder=None) -> RecordResult:
     """Add or replace documents of ``index`` by id (:func:`encodr.index.build.upsert`), encoded
     by ``encoder`` (the index's model, loaded: a server's) or the model loaded for it.
 
@@ -331,24 +325,23 @@ def upsert(index: str, request: UpsertRequest, warn: WarnFn = lambda line: None,
     """
     from ..index.build import upsert as put
 
-    request.check()
     meta = put(index, request.records(), warn=warn, encoder=encoder)
     keys = ["added", "updated", "unchanged", "encoded", "documents", "count"]
     return RecordResult(title=f"upsert → {meta['path']}", record={k: meta.get(k) for k in keys}, keys=keys)
 
 
-def delete_ids(index: str, request: DocumentIdsRequest) -> RecordResult:
+def delete_ids(request: DocumentIdsRequest, index: str) -> RecordResult:
     """Delete documents of ``index`` by id (``DELETE /v1/indexes/{name}/documents``)."""
-    request.check()
     return delete(DeleteRequest(ids=request.ids, index=index))
 
 
-def document(searcher, doc_id: str) -> RecordResult:
-    """Document ``doc_id`` of ``searcher``'s index, whole (:meth:`encodr.index.Index.document`).
+def document(request: DocumentRequest, searcher) -> RecordResult:
+    """Document ``request.id`` of ``searcher``'s index (a served one), whole (:meth:`encodr.index.Index.document`).
 
     Raises:
         EncodrError: the index holds no such document (404), naming the field ``id``.
     """
+    doc_id = request.id
     searcher.refresh()
     found = searcher.index.document(doc_id)
     if found is None:
@@ -356,14 +349,13 @@ def document(searcher, doc_id: str) -> RecordResult:
     return RecordResult(title=f"document {doc_id}", record=found, keys=[k for k in ("id", "title", "source", "lang", "modified", "text") if k in found])
 
 
-def sync_served(request: SyncRequest, index_path: str, encoder, warn: WarnFn = lambda line: None) -> RecordResult:
+def sync_served(request: SyncRequest, index: str, encoder, warn: WarnFn = lambda line: None) -> RecordResult:
     """``encodr index CORPUS --out INDEX --sync`` for a served index, encoded by its loaded ``encoder``.
 
     Raises:
         EncodrError: see :meth:`SyncRequest.check` and :func:`encodr.index.build`.
     """
-    request.check()
-    meta = index_with(IndexRequest(corpus=request.corpus, out=index_path, sync=True), encoder=encoder, warn=warn)
+    meta = index_with(IndexRequest(corpus=request.corpus, out=index, sync=True), encoder=encoder, warn=warn)
     keys = ["added", "updated", "removed", "unchanged", "encoded", "documents", "count"]
     return RecordResult(title=f"sync → {meta['path']}", record={k: meta.get(k) for k in keys}, keys=keys)
 
@@ -400,7 +392,6 @@ def judge(request: JudgeRequest, front: str, searcher=None) -> RecordResult:
     """
     from ..index.judgments import Judgment, Judgments
 
-    request.check()
     with _current(request.index, searcher) as index:
         held = index.texts.document_hashes([request.doc])
         if request.doc not in held:
@@ -414,7 +405,7 @@ def judge(request: JudgeRequest, front: str, searcher=None) -> RecordResult:
     return RecordResult(title=f"judged → {index.path}", record=record, keys=JUDGMENT_KEYS)
 
 
-def unjudge(request: UnjudgeRequest, index_spec: str, searcher=None) -> RecordResult:
+def unjudge(request: UnjudgeRequest, index: str, searcher=None) -> RecordResult:
     """Delete the judgment of (``request.query``, ``request.doc``) of an index.
 
     Raises:
@@ -422,13 +413,13 @@ def unjudge(request: UnjudgeRequest, index_spec: str, searcher=None) -> RecordRe
     """
     from ..index.judgments import Judgments
 
-    with _current(index_spec, searcher) as index:
-        store = Judgments(index.path)
+    with _current(index, searcher) as current:
+        store = Judgments(current.path)
         if not store.remove(request.query, request.doc):
-            raise EncodrError(f"index {index.path.name} has no judgment of document '{request.doc}' for that query; GET its judgments to see them",
+            raise EncodrError(f"index {current.path.name} has no judgment of document '{request.doc}' for that query; GET its judgments to see them",
                               field="doc", status=404)  # fmt: skip
         count = store.count()
-    return RecordResult(title=f"judgment deleted → {index.path}", record={"query": request.query, "doc": request.doc, "judgments": count},
+    return RecordResult(title=f"judgment deleted → {current.path}", record={"query": request.query, "doc": request.doc, "judgments": count},
                         keys=["query", "doc", "judgments"])  # fmt: skip
 
 
@@ -446,7 +437,6 @@ def judgments(request: JudgmentsRequest, searcher=None) -> ListResult | RecordRe
     """
     from ..index.judgments import Judgment, Judgments, corpus_of, import_files, read_import, with_status, write_beir
 
-    request.check()
     with _current(request.index, searcher) as index:
         store = Judgments(index.path)
         if request.import_from:
@@ -511,7 +501,6 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
     """
     from .. import evaluation
 
-    request.check()
     variant = pcr_variant(request.pcr, request.pcr_variant)
     options = {"pcr": variant} if variant else {}
     if request.limit:
@@ -575,7 +564,6 @@ def prepare_tune(request: TuneRequest, progress: ProgressFn = silent, warn: Warn
     """
     from ..methods import TuneJob, check_request, load_recipe
 
-    request.check()
     recipe = load_recipe(request.recipe, request.overrides())
     job = TuneJob(out=request.target(recipe.name), data=request.file, models=list(request.model), overwrite=request.overwrite, device=request.device,
                   dev=request.dev, bitext=list(request.bitext), limit=request.limit, progress=progress, warn=warn, announce=announce, on_step=on_step,
@@ -664,7 +652,6 @@ def run(request: RunRequest) -> RecordResult:
 
     from ..registry import get_run, run_log
 
-    request.check()
     row = get_run(request.run_id)
     metrics = row.get("metrics") or {}
     log = run_log(row)

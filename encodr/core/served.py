@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import EncodrError
-from . import commands
+from . import commands, dispatch
 
 Announce = Callable[[str], None]
 
@@ -96,8 +96,9 @@ class Served:
             raise EncodrError("this server is read-only: documents can be written only when it is started with --writable (and an API key)",
                               field="index", status=403)  # fmt: skip
 
-    def write(self, name: str, command: Callable, *args):
-        """Run ``command(index path, *args)`` on served index ``name`` under the write lock (one
+    def write(self, name: str, request, front: str, **context):
+        """Answer a checked write ``request`` (an upsert, a sync, a delete by id) on served index
+        ``name`` (:func:`encodr.core.dispatch.run`, ``index`` its path) under the write lock (one
         write at a time, each a new generation), then let its searcher open the new generation.
 
         Raises:
@@ -105,7 +106,7 @@ class Served:
         """
         searcher = self.searcher(name)
         with self.write_lock:
-            result = command(str(searcher.index.path), *args)
+            result = dispatch.run(request, front, index=str(searcher.index.path), **context)
         searcher.refresh()
         return result
 

@@ -79,7 +79,7 @@ def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
     names (:func:`load`) and serve until SIGTERM or Ctrl-C: then the server stops accepting,
     lets the requests in flight finish (uvicorn's graceful shutdown), stops the batchers and returns.
     With ``request.watch``, a thread syncs the served index with those folders on every change
-    (:func:`encodr.core.commands.watch`), one ``announce`` line a sync.
+    (:func:`encodr.core.dispatch.watch`), one ``announce`` line a sync.
 
     Raises:
         EncodrError: see :func:`load`; the port is taken.
@@ -99,12 +99,12 @@ def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
         raise
     stop = threading.Event()
     if request.watch:
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import IndexRequest
 
         searcher = next(iter(served.searchers.values()))
         sync = IndexRequest(corpus=list(request.watch), out=str(searcher.index.path), sync=True)
-        threading.Thread(target=commands.watch, name="encodr-watch", daemon=True,
+        threading.Thread(target=dispatch.watch, name="encodr-watch", daemon=True,
                          args=(sync, announce, lambda line: announce(f"warning: {line}"), stop, served.write_lock)).start()  # fmt: skip
     config = uvicorn.Config(create_app(served), host=host, port=port, log_level="warning", timeout_graceful_shutdown=60, lifespan="off")
     writes = "; POST and DELETE /v1/indexes/NAME/documents" if request.writable else ""

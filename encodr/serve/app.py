@@ -2,7 +2,7 @@
 
 Routes render the core's requests and results: a body is validated by the request's own
 declaration (unknown or badly typed fields: 422 naming the field), checked by its
-``check()``, answered by the command in :mod:`encodr.core.commands`, and returned as the
+``check()``, answered through :mod:`encodr.core.dispatch`, and returned as the
 result's JSON — the same JSON ``--json`` prints. Errors have OpenAI's shape:
 ``{"error": {"message", "type", "param", "code"}}``.
 
@@ -22,9 +22,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
-from ..core import commands
+from ..core import dispatch
 from ..core import requests as rq
-from ..core.fields import build, fields_for, schema, words
+from ..core.fields import fields_for, schema, words
 from ..core.served import Served as CoreServed
 from ..errors import EncodrError
 
@@ -80,8 +80,9 @@ def _body_doc(model) -> dict:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": http_schema(model)}}}}
 
 
-async def parse(request: Request, model):
-    """The body of ``request`` as a request of class ``model``, HTTP fields only.
+async def parse(request: Request, model, path: dict | None = None):
+    """The body of ``request`` as a checked request of class ``model`` (:func:`encodr.core.dispatch.prepare`),
+    HTTP fields only, with ``path``'s values (the route's ``{name}``) added.
 
     Raises:
         EncodrError: not JSON (400), not an object, a field the API does not take, or a bad value (422).
@@ -100,7 +101,7 @@ async def parse(request: Request, model):
     unknown = [k for k in body if k not in allowed]
     if unknown and model.model_config.get("extra") == "forbid":
         raise EncodrError(f"unknown field '{unknown[0]}'; this route takes {', '.join(allowed)}", field=unknown[0])
-    return build(model, {k: v for k, v in body.items() if k in allowed})
+    return dispatch.prepare(model, {**{k: v for k, v in body.items() if k in allowed}, **(path or {})}, "http")
 
 
 def create_app(served: Served) -> FastAPI:
@@ -163,10 +164,9 @@ def create_app(served: Served) -> FastAPI:
         scorer, batcher = model_named(req.model)
         if batcher is None:
             raise EncodrError(f"model '{req.model}' is a cross-encoder: it scores pairs (POST /v1/score) but gives no embeddings", field="model")
-        req.check()
         sized(req.texts, "input")
         vectors = await asyncio.wrap_future(batcher.submit(req.texts))  # encoded off the event loop, batched with other requests
-        result = commands.embed(req, lambda _: vectors, scorer.dimension, batcher.tokens)
+        result = dispatch.run(req, "http", encode=lambda _: vectors, dimension=scorer.dimension, count_tokens=batcher.tokens)
         return answer(result)
 
     @api.post("/search", openapi_extra=_body_doc(rq.SearchRequest))
@@ -181,7 +181,7 @@ def create_app(served: Served) -> FastAPI:
         if req.backend is not None and req.backend != built:
             raise EncodrError(f"index '{req.index}' is served with backend {built}; leave backend out", field="backend")
         reranker = cross_named(req.rerank, "rerank") if req.rerank else None
-        result = await run_in_threadpool(commands.search, req, searcher, reranker)
+        result = await run_in_threadpool(lambda: dispatch.run(req, "http", searcher=searcher, reranker=reranker))
         return answer(result)
 
     @api.post("/rerank", openapi_extra=_body_doc(rq.RerankRequest))
@@ -189,9 +189,8 @@ def create_app(served: Served) -> FastAPI:
         """Scores of ``documents`` (or ``texts``) against ``query`` by a served cross-encoder, best first (Cohere's shape)."""
         req = await parse(request, rq.RerankRequest)
         reranker = cross_named(req.model, "model")
-        req.check()
         sized(req.candidates, "documents" if req.documents is not None else "texts")
-        result = await run_in_threadpool(commands.rerank, req, reranker)
+        result = await run_in_threadpool(lambda: dispatch.run(req, "http", reranker=reranker))
         return answer(result)
 
     @api.post("/score", openapi_extra=_body_doc(rq.ScoreRequest))
@@ -203,7 +202,7 @@ def create_app(served: Served) -> FastAPI:
         if req.cross != (batcher is None):
             raise EncodrError(f"model '{req.model}' is a {'cross' if batcher is None else 'bi'}-encoder; "
                               f"{'pass' if batcher is None else 'leave out'} cross: true", field="cross")  # fmt: skip
-        result = await run_in_threadpool(commands.score, req, scorer)
+        result = await run_in_threadpool(lambda: dispatch.run(req, "http", scorer=scorer))
         return answer(result)
 
     writable = served.require_writable
@@ -215,9 +214,8 @@ def create_app(served: Served) -> FastAPI:
         writable()
         searcher = searcher_named(name)
         req = await parse(request, rq.UpsertRequest)
-        req.check()
         sized([d.text for d in req.documents], "documents")
-        result = await run_in_threadpool(served.write, name, commands.upsert, req, lambda line: None, searcher.encoder)
+        result = await run_in_threadpool(lambda: served.write(name, req, "http", encoder=searcher.encoder))
         return answer(result)
 
     @api.delete("/indexes/{name}/documents", openapi_extra=_body_doc(rq.DocumentIdsRequest))
@@ -226,7 +224,7 @@ def create_app(served: Served) -> FastAPI:
         writable()
         searcher_named(name)
         req = await parse(request, rq.DocumentIdsRequest)
-        result = await run_in_threadpool(served.write, name, commands.delete_ids, req)
+        result = await run_in_threadpool(lambda: served.write(name, req, "http"))
         return answer(result)
 
     @api.post("/indexes/{name}/judgments", openapi_extra=_body_doc(rq.JudgeRequest))
@@ -235,17 +233,17 @@ def create_app(served: Served) -> FastAPI:
         judging the pair again replaces the grade. Needs --writable and the API key."""
         writable()
         searcher = searcher_named(name)
-        req = (await parse(request, rq.JudgeRequest)).model_copy(update={"index": name})
+        req = await parse(request, rq.JudgeRequest, {"index": name})
         sized([req.query], "query")
         sized([req.passage or ""], "passage")
-        return answer(await run_in_threadpool(commands.judge, req, "http", searcher))
+        return answer(await run_in_threadpool(lambda: dispatch.run(req, "http", searcher=searcher)))
 
     @api.get("/indexes/{name}/judgments")
     async def list_judgments(name: str):
         """The index's judgments, each with its fold and status (``encodr judgments --json``)."""
         searcher = searcher_named(name)
-        req = build(rq.JudgmentsRequest, {"index": name})
-        return answer(await run_in_threadpool(commands.judgments, req, searcher))
+        req = dispatch.prepare(rq.JudgmentsRequest, {"index": name}, "http")
+        return answer(await run_in_threadpool(lambda: dispatch.run(req, "http", searcher=searcher)))
 
     @api.delete("/indexes/{name}/judgments", openapi_extra=_body_doc(rq.UnjudgeRequest))
     async def unjudge(name: str, request: Request):
@@ -253,7 +251,7 @@ def create_app(served: Served) -> FastAPI:
         writable()
         searcher = searcher_named(name)
         req = await parse(request, rq.UnjudgeRequest)
-        return answer(await run_in_threadpool(commands.unjudge, req, name, searcher))
+        return answer(await run_in_threadpool(lambda: dispatch.run(req, "http", index=name, searcher=searcher)))
 
     @api.get("/models")
     async def models():
@@ -270,8 +268,7 @@ def create_app(served: Served) -> FastAPI:
     @api.get("/runs")
     async def runs(limit: int = 50):
         """Recorded training runs, newest first (``encodr runs --json``)."""
-        req = build(rq.RunsRequest, {"limit": limit})
-        return JSONResponse(json.loads(json.dumps(commands.runs(req).payload(), default=str)))
+        return JSONResponse(json.loads(json.dumps(dispatch.call(rq.RunsRequest, {"limit": limit}, "http").payload(), default=str)))
 
     app.include_router(api)
 

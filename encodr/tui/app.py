@@ -235,24 +235,24 @@ class EncodrApp(App):
 
     # ── workspace ────────────────────────────────────────────────────────────
     def refresh_workspace(self) -> None:
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import IndexesRequest, ModelsRequest, RunsRequest
         from ..core.results import human
 
         indexes = self.query_one("#indexes", DataTable)
         indexes.clear(columns=True)
         indexes.add_columns("name", "model", "type", "count", "pcr")
-        for row in commands.indexes(IndexesRequest()).rows:
+        for row in dispatch.call(IndexesRequest, {}, "tui").rows:
             indexes.add_row(*[human(row.get(k), k) for k in ("name", "model", "index_type", "count", "pcr")], key=row["path"])
         models = self.query_one("#models", DataTable)
         models.clear(columns=True)
         models.add_columns("name", "source", "path")
-        for row in commands.models(ModelsRequest()).rows:
+        for row in dispatch.call(ModelsRequest, {}, "tui").rows:
             models.add_row(row["name"], row["source"], row["path"] or "(not installed)")
         table = self.query_one("#runs", DataTable)
         table.clear(columns=True)
         table.add_columns("id", "created", "model", "recipe", "strings", "out")
-        for row in commands.runs(RunsRequest(limit=20)).rows:
+        for row in dispatch.call(RunsRequest, {"limit": 20}, "tui").rows:
             table.add_row(str(row["id"]), row["created"], row["model"], str(row.get("recipe_name", "")), str(row.get("strings", "")), row.get("out", ""))
 
     @on(TabbedContent.TabActivated)
@@ -274,12 +274,12 @@ class EncodrApp(App):
 
     @work(thread=True, exclusive=True, group="open")
     def open_index(self, path: Path) -> None:
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import SearchRequest
 
         self.call_from_thread(self.set_status, f"opening {path} …")
         try:
-            searcher = commands.open_searcher(SearchRequest(index=str(path)))
+            searcher = dispatch.open_searcher(SearchRequest(index=str(path)))
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
@@ -314,16 +314,16 @@ class EncodrApp(App):
 
     @work(thread=True, exclusive=True, group="rerank")
     def load_reranker(self, spec: str) -> None:
-        """The re-rank box's cross-encoder, loaded once (``commands.open_reranker``, as ``encodr
+        """The re-rank box's cross-encoder, loaded once (``dispatch.open_reranker``, as ``encodr
         search --rerank`` loads it); blank: search without one. A model that cannot be had keeps
         the previous one and says why in the status line."""
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import SearchRequest
 
         if spec:
             self.call_from_thread(self.set_status, f"loading the re-ranker {spec} …")
         try:
-            reranker = commands.open_reranker(SearchRequest(index=str(self.index_dir or ""), rerank=spec or None))
+            reranker = dispatch.open_reranker(SearchRequest(index=str(self.index_dir or ""), rerank=spec or None))
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
@@ -340,16 +340,17 @@ class EncodrApp(App):
         codes = [c.strip() for c in self.query_one("#hit-lang", Input).value.split(",") if c.strip()]
         return codes or None
 
-    def options(self):
-        """The Search tab's settings as ``encodr search`` takes them (:meth:`encodr.core.requests.SearchRequest.options`):
+    def options(self, query: str):
+        """The Search tab's settings for ``query`` as ``encodr search`` takes them (a checked
+        :class:`~encodr.core.requests.SearchRequest`'s :meth:`~encodr.core.requests.SearchRequest.options`):
         k, the mode box, the languages box and the filter box (FIELD=VALUE conditions separated by ``;``);
         every other setting its declared default. Raises EncodrError naming a bad one."""
-        from ..core.fields import build
+        from ..core import dispatch
 
         given = [f.strip() for f in self.query_one("#search-filter", Input).value.split(";") if f.strip()]
         mode = self.query_one("#search-mode", Select).value
-        request = build(SearchRequest, {"index": str(self.index_dir or ""), "k": self.k, "mode": mode if isinstance(mode, str) else None,
-                                        "hit_lang": self.hit_langs(), "filter": given or None})  # fmt: skip
+        request = dispatch.prepare(SearchRequest, {"query": [query], "index": str(self.index_dir or ""), "k": self.k, "mode": mode if isinstance(mode, str) else None,
+                                                   "hit_lang": self.hit_langs(), "filter": given or None}, "tui")  # fmt: skip
         return request.options()
 
     @work(thread=True, exclusive=True, group="search")
@@ -361,7 +362,7 @@ class EncodrApp(App):
         if worker.is_cancelled or self.searcher is None or not query.strip():
             return
         try:
-            hits = self.searcher.search([query], self.options(), self.reranker)[0]
+            hits = self.searcher.search([query], self.options(query), self.reranker)[0]
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
@@ -384,13 +385,13 @@ class EncodrApp(App):
 
     def grades(self, query: str) -> dict[str, int]:
         """Document id → the grade judged for ``query`` (whitespace and case aside) in the open index."""
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import JudgmentsRequest
 
         if self.searcher is None:
             return {}
         try:
-            rows = commands.judgments(JudgmentsRequest(index=str(self.searcher.index.path)), self.searcher).payload()
+            rows = dispatch.call(JudgmentsRequest, {"index": str(self.searcher.index.path)}, "tui", searcher=self.searcher).payload()
         except EncodrError:
             return {}
         key = " ".join(query.split()).casefold()
@@ -407,12 +408,12 @@ class EncodrApp(App):
 
     @work(thread=True, group="judge")
     def judge_hit(self, query: str, hit, grade: int, row: int) -> None:
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import JudgeRequest
 
         try:
-            commands.judge(JudgeRequest(query=query, doc=hit.document, index=str(self.searcher.index.path), grade=grade, passage=hit.text),
-                           "tui", self.searcher)  # fmt: skip
+            dispatch.call(JudgeRequest, {"query": query, "doc": hit.document, "index": str(self.searcher.index.path), "grade": grade, "passage": hit.text},
+                          "tui", searcher=self.searcher)  # fmt: skip
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
@@ -427,7 +428,7 @@ class EncodrApp(App):
     # ── judgments ────────────────────────────────────────────────────────────
     def refresh_judgments(self) -> None:
         """The open index's judgments (``encodr judgments``), with their counts."""
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import JudgmentsRequest
         from ..core.results import human
 
@@ -438,7 +439,7 @@ class EncodrApp(App):
             self.query_one("#judgments-counts", Static).update("no index open")
             return
         try:
-            result = commands.judgments(JudgmentsRequest(index=str(self.searcher.index.path)), self.searcher)
+            result = dispatch.call(JudgmentsRequest, {"index": str(self.searcher.index.path)}, "tui", searcher=self.searcher)
         except EncodrError as exc:
             self.query_one("#judgments-counts", Static).update(f"error: {exc}")
             return
@@ -452,12 +453,12 @@ class EncodrApp(App):
         """Delete on the Judgments tab's table: remove the selected judgment."""
         table = self.query_one("#judgments-table", DataTable)
         if event.key == "delete" and self.focused is table and getattr(self, "judgment_rows", None) and table.cursor_row < len(self.judgment_rows):
-            from ..core import commands
+            from ..core import dispatch
             from ..core.requests import UnjudgeRequest
 
             row = self.judgment_rows[table.cursor_row]
             try:
-                commands.unjudge(UnjudgeRequest(query=row["query"], doc=row["doc"]), str(self.searcher.index.path), self.searcher)
+                dispatch.call(UnjudgeRequest, {"query": row["query"], "doc": row["doc"]}, "tui", index=str(self.searcher.index.path), searcher=self.searcher)
             except EncodrError as exc:
                 self.set_status(f"error: {exc}")
                 return
@@ -482,11 +483,11 @@ class EncodrApp(App):
 
     @work(thread=True, exclusive=True, group="delete")
     def delete_document(self, document: str) -> None:
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import DeleteRequest
 
         try:
-            result = commands.delete(DeleteRequest(ids=[document], index=str(self.searcher.index.path)))
+            result = dispatch.call(DeleteRequest, {"ids": [document], "index": str(self.searcher.index.path)}, "tui")
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return

@@ -1,5 +1,5 @@
 """The Index and Eval panes: forms over the core's ``index`` and ``eval`` commands
-(:func:`encodr.core.commands.index`, :func:`encodr.core.commands.evaluate`; their fields in
+(:func:`encodr.core.commands.index`, :func:`encodr.core.commands.evaluate` through :mod:`encodr.core.dispatch`; their fields in
 :data:`encodr.tui.forms.FORMS`), run in worker threads, with a progress bar, the result's
 table and a bar chart."""
 
@@ -14,8 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Static
 from textual_plotext import PlotextPlot
 
-from ..core import commands
-from ..core.fields import build
+from ..core import dispatch
 from ..core.requests import EvalRequest, IndexRequest
 from ..errors import EncodrError
 from .forms import choice_select, field_input, values
@@ -93,8 +92,7 @@ class IndexPane(Vertical):
             given = values(self, IndexRequest)
             if sync:
                 given.update(sync=True, add=False, overwrite=False)
-            request = build(IndexRequest, given)
-            request.check()
+            request = dispatch.prepare(IndexRequest, given, "tui")
         except EncodrError as exc:
             self.query_one("#index-result", Static).update(f"[red]error:[/] {exc}")
             return
@@ -105,7 +103,7 @@ class IndexPane(Vertical):
     @work(thread=True, exclusive=True, group="index")
     def build(self, request: IndexRequest) -> None:
         try:
-            result = commands.index(request, progress=self.report)
+            result = dispatch.run(request, "tui", progress=self.report)
         except EncodrError as exc:
             self.app.call_from_thread(self.finished, None, f"error: {exc}")
             return
@@ -186,8 +184,7 @@ class EvalPane(Vertical):
     @on(Button.Pressed, "#eval-run")
     def run_pressed(self) -> None:
         try:
-            request = build(EvalRequest, values(self, EvalRequest))
-            request.check()  # the CLI's checks, before any model loads
+            request = dispatch.prepare(EvalRequest, values(self, EvalRequest), "tui")  # the CLI's checks, before any model loads
         except EncodrError as exc:
             self.query_one("#eval-status", Static).update(f"[red]error:[/] {exc}")
             return
@@ -198,7 +195,7 @@ class EvalPane(Vertical):
     @work(thread=True, exclusive=True, group="eval")
     def evaluate(self, request: EvalRequest) -> None:
         try:
-            result = commands.evaluate(request, warn=lambda line: self.app.call_from_thread(self.query_one("#eval-status", Static).update, line))
+            result = dispatch.run(request, "tui", warn=lambda line: self.app.call_from_thread(self.query_one("#eval-status", Static).update, line))
         except EncodrError as exc:
             self.app.call_from_thread(self.finished, None, f"error: {exc}")
             return

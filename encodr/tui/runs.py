@@ -45,13 +45,13 @@ class RunsPane(Vertical):
     def refresh_runs(self) -> None:
         """List the registry's runs again, newest first; the highlighted run stays highlighted
         (the newest one when none was)."""
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import RunsRequest
 
         table = self.query_one("#runs-table", DataTable)
         table.clear(columns=True)
         table.add_columns("id", "created", "status", "recipe", "model", "data", "out")
-        for row in commands.runs(RunsRequest(limit=100)).rows:
+        for row in dispatch.call(RunsRequest, {"limit": 100}, "tui").rows:
             table.add_row(str(row["id"]), str(row["created"])[:16], row.get("status") or "done", str(row.get("recipe_name") or ""),
                           str(row.get("model", "")), str(row.get("data", "")), str(row.get("out", "")), key=str(row["id"]))  # fmt: skip
         if table.row_count:
@@ -68,10 +68,10 @@ class RunsPane(Vertical):
 
     def show_run(self, run_id: int) -> None:
         """The run's details, recipe, loss curve and dev curve (what ``encodr runs show`` prints and plots)."""
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import RunRequest
 
-        row = commands.run(RunRequest(run_id=run_id)).record
+        row = dispatch.call(RunRequest, {"run_id": run_id}, "tui").record
         self.selected = row
         metrics = row.get("metrics") or {}
         lines = [f"run {row['id']} · {row.get('status') or 'done'}", f"model: {row.get('model')}", f"recipe: {row.get('recipe_name')}",

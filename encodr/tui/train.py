@@ -66,10 +66,10 @@ class TrainPane(Vertical):
     def compose(self) -> ComposeResult:
         from ..evaluation import TASKS
         from ..methods.recipe import available
-        from ..core import commands
+        from ..core import dispatch
         from ..core.requests import ModelsRequest
 
-        models = [(f"{m['name']} ({m['source']})", m["name"]) for m in commands.models(ModelsRequest()).rows]
+        models = [(f"{m['name']} ({m['source']})", m["name"]) for m in dispatch.call(ModelsRequest, {}, "tui").rows]
         recipes = [(name, name) for name in available()]
         devs = [(name, name) for name, task in TASKS.items() if task.split == "dev"] + [("auto (retrieval: pseudo-queries cut from your documents)", "auto")]
         with Horizontal():
@@ -195,9 +195,8 @@ class TrainPane(Vertical):
 
     def request(self):
         """The recipe and job the form describes, checked as ``encodr tune`` checks them
-        (:func:`encodr.core.commands.prepare_tune`). Raises EncodrError."""
-        from ..core import commands
-        from ..core.fields import build
+        (:func:`encodr.core.dispatch.call`: :func:`encodr.core.commands.prepare_tune`). Raises EncodrError."""
+        from ..core import dispatch
         from ..core.requests import TuneRequest
         from .forms import values
 
@@ -206,7 +205,7 @@ class TrainPane(Vertical):
             raise EncodrError("choose a base model")
         given = values(self, TuneRequest, skip=("recipe", "model", "set"))
         given.update(recipe=self.recipe_spec(), model=[model], set=[f"{k}={v}" for k, v in self.overrides().items()])
-        return commands.prepare_tune(build(TuneRequest, given), progress=self.report, warn=self.warn, on_step=self.step)
+        return dispatch.call(TuneRequest, given, "tui", progress=self.report, warn=self.warn, on_step=self.step)
 
     def start(self) -> None:
         if self.running:
@@ -226,11 +225,11 @@ class TrainPane(Vertical):
 
     @work(thread=True, exclusive=True, group="train")
     def train(self, recipe, request) -> None:
-        from ..core import commands
+        from ..core import dispatch
         from ..methods import RunCancelled
 
         try:
-            result = commands.tune(recipe, request)
+            result = dispatch.tune(recipe, request)
             self.app.call_from_thread(self.finished, result, None)
         except RunCancelled:
             self.app.call_from_thread(self.finished, None, f"cancelled: nothing written at {request.out}; the registry says cancelled")

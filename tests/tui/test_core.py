@@ -85,9 +85,9 @@ def test_every_core_entry_point_of_the_tui_is_one_the_cli_uses():
 def test_the_scan_sees_the_tuis_calls_and_one_the_cli_lacks():
     """The check can fail: it sees what the panes call, and a core function the CLI never calls."""
     refs = tui_core_refs()
-    for call in [("encodr.core.commands", "index"), ("encodr.core.commands", "evaluate"), ("encodr.core.commands", "tune"), ("encodr.core.commands", "run")]:
+    for call in [("encodr.core.dispatch", "prepare"), ("encodr.core.dispatch", "run"), ("encodr.core.dispatch", "call"), ("encodr.core.dispatch", "tune")]:
         assert call in refs
-    probe = core_refs(PACKAGE / "tui" / "probe.py", "from ..training.trainer import Trainer\nfrom ..core import commands\ncommands.search\n")
-    assert probe == {("encodr.training.trainer", "Trainer"), ("encodr.core.commands", "search")}
+    probe = core_refs(PACKAGE / "tui" / "probe.py", "from ..training.trainer import Trainer\nfrom ..core import dispatch\ndispatch.call\n")
+    assert probe == {("encodr.training.trainer", "Trainer"), ("encodr.core.dispatch", "call")}
     cli = resolve(core_refs(PACKAGE / "cli.py"))
     assert [name for key, name in resolve(probe).items() if key not in cli] == ["encodr.training.trainer.Trainer"]

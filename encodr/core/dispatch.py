@@ -1,0 +1,114 @@
+"""The one way a front end runs a command: values → request → check (once) → command → result,
+with every refusal worded in that front end's vocabulary.
+
+The CLI (``cli``), the TUI (``tui``), the HTTP API (``http``) and the MCP server (``mcp``) call
+:func:`prepare` to turn what a person or a client gave into a checked request, and :func:`run`
+to answer it; :func:`call` does both. The commands (:mod:`.commands`) take checked requests and
+do not check again. A refusal is an :class:`~encodr.errors.EncodrError` whose message names
+the field as the front end names it: ``--mode hybird: not one of …`` on the CLI,
+``mode: 'hybird' is not one of …`` over HTTP and MCP (:func:`encodr.core.fields.words`).
+
+What else a front end needs of the core, it finds here too (the searcher and re-ranker it keeps
+warm, the watch loop, the wording of an interrupted index), so that no front end imports
+:mod:`.commands`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from functools import lru_cache
+from typing import Any, Callable
+
+from ..errors import EncodrError
+from . import commands
+from . import requests as rq
+from .fields import build, words
+
+# request class → the command that answers it
+COMMANDS: dict[type, Callable] = {
+    rq.TuneRequest: commands.prepare_tune,  # → (recipe, job); then tune()
+    rq.EvalRequest: commands.evaluate,
+    rq.ScoreRequest: commands.score,
+    rq.EmbedRequest: commands.embed,
+    rq.RerankRequest: commands.rerank,
+    rq.IndexRequest: commands.index,
+    rq.DeleteRequest: commands.delete,
+    rq.SearchRequest: commands.search,
+    rq.UpsertRequest: commands.upsert,
+    rq.DocumentIdsRequest: commands.delete_ids,
+    rq.SyncRequest: commands.sync_served,
+    rq.DocumentRequest: commands.document,
+    rq.JudgeRequest: commands.judge,
+    rq.UnjudgeRequest: commands.unjudge,
+    rq.JudgmentsRequest: commands.judgments,
+    rq.IndexesRequest: commands.indexes,
+    rq.ModelsRequest: commands.models,
+    rq.RecipesRequest: commands.recipes,
+    rq.RunsRequest: commands.runs,
+    rq.RunRequest: commands.run,
+}
+
+# what front ends use beside the commands (see the module docstring)
+open_searcher = commands.open_searcher
+open_reranker = commands.open_reranker
+load_scorer = commands.load_scorer
+watch = commands.watch
+interrupted_index = commands.interrupted_index
+tune = commands.tune
+INDEX_COLUMNS = commands.INDEX_COLUMNS
+
+
+def refusal(exc: EncodrError, front: str, model: type | None = None) -> EncodrError:
+    """``exc`` worded for front end ``front`` (its field, status and kind kept)."""
+    worded = words(exc, front, model)
+    if worded == str(exc):
+        return exc
+    return EncodrError(worded, field=exc.field, status=exc.status)
+
+
+def prepare(model: type, values: dict, front: str):
+    """A checked request of class ``model`` from front end ``front``'s ``values``: built
+    (types, ranges, choices: :func:`encodr.core.fields.build`), then checked once (the
+    request's own ``check()``: combinations, files, names).
+
+    Raises:
+        EncodrError: naming the field at fault in ``front``'s words.
+    """
+    try:
+        request = build(model, values)
+        request.check()
+    except EncodrError as exc:
+        raise refusal(exc, front, model) from None
+    return request
+
+
+@lru_cache(maxsize=None)
+def _takes(command: Callable) -> frozenset[str]:
+    return frozenset(inspect.signature(command).parameters)
+
+
+def run(request, front: str, **context: Any):
+    """Answer a checked ``request`` (see :func:`prepare`) with its command.
+
+    Args:
+        request: a request of a class in :data:`COMMANDS`.
+        front: ``cli``, ``tui``, ``http`` or ``mcp``: passed to a command that records it (a
+            judgment's ``front``), and the vocabulary of a refusal.
+        context: what the command takes beside the request: a warm ``searcher`` or
+            ``reranker``, ``progress`` and ``warn`` callbacks, an ``index`` path…
+
+    Raises:
+        EncodrError: the command's refusals, in ``front``'s words.
+    """
+    command = COMMANDS[type(request)]
+    if "front" in _takes(command):
+        context["front"] = front
+    try:
+        return command(request, **context)
+    except EncodrError as exc:
+        raise refusal(exc, front, type(request)) from None
+
+
+def call(model: type, values: dict, front: str, **context: Any):
+    """:func:`prepare`, then :func:`run`: a front end's values answered."""
+    return run(prepare(model, values, front), front, **context)
