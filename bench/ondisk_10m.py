@@ -9,7 +9,7 @@ path (``--on-disk``), and what it takes to open and search it.
 2. Queries: the 1,000 held-out queries of ``bench/search.py`` (texts not in the corpus), encoded
    by MiniLM; exact top-10 by brute force over all rows (float32 products of the float16 shards).
 3. Build, in its own process: the training sample, quantisers and blocks of ``encodr index
-   --index-type ivfpq --on-disk`` (``training_sample``, ``_new_faiss``, ``add_on_disk`` with
+   --index-type ivfpq --on-disk`` (``training_sample``, ``new_faiss``, ``add_on_disk`` with
    1,000,000-vector blocks, the merge into ``lists.ivfdata``, ``write_faiss``), the float16
    shards read one block at a time. Time, peak RSS (``ru_maxrss``) and peak anonymous memory of
    that process.
@@ -180,9 +180,9 @@ def stage_exact(args) -> dict:
 
 
 def stage_build(args) -> dict:
-    from encodr.index.build import _new_faiss, training_sample, write_faiss
+    from encodr.index.faiss_types import new_faiss, training_sample, write_faiss
     from encodr.index.ondisk import add_on_disk
-    from encodr.index.store import VECTORS_FILE
+    from encodr.index.reader import VECTORS_FILE
 
     shards = Shards(args.work)
     folder = args.work / "index"
@@ -191,7 +191,7 @@ def stage_build(args) -> dict:
         t0 = time.perf_counter()
         sample = training_sample(shards)
         samples = len(sample)
-        index = _new_faiss("ivfpq", shards.shape[1], len(shards), sample)
+        index = new_faiss("ivfpq", shards.shape[1], len(shards), sample)
         del sample
         t1 = time.perf_counter()
         if args.ray:
@@ -222,7 +222,8 @@ def stage_search(args) -> dict:
     import faiss
 
     from encodr.index.ondisk import read_on_disk
-    from encodr.index.store import IVF_NPROBE, REFINE_K_FACTOR, VECTORS_FILE
+    from encodr.index.faiss_types import IVF_NPROBE, REFINE_K_FACTOR
+    from encodr.index.reader import VECTORS_FILE
 
     imported, imported_parts = rss_mb(), memory_mb()
     t = time.perf_counter()

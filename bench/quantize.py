@@ -3,7 +3,7 @@ candidates rescored by int8 vectors), and truncation to fewer dimensions, side b
 
 The corpus (SciFact's 5,183 abstracts, split into passages as ``encodr index`` splits them) is
 encoded once, into an exact float32 index (``--quantize none``); every other index is made from
-that index's vectors by the code ``encodr index --quantize`` runs (``_new_faiss`` with the same
+that index's vectors by the code ``encodr index --quantize`` runs (``new_faiss`` with the same
 training sample: all vectors below 100,000), so the rows differ only in how vectors are stored.
 
 Per row: bytes a vector in memory (``vectors.faiss``) and on disk (with binary, the int8 file the
@@ -51,9 +51,9 @@ def requantize(base: Path, out: Path, quantize: str, dim: int | None = None) -> 
     ``dim``), made by the same code as ``encodr index --quantize`` / ``--dim`` (same vectors,
     same training sample)."""
     from encodr.index import Index
-    from encodr.index.build import _new_faiss, training_sample, write_faiss
+    from encodr.index.faiss_types import new_faiss, training_sample, write_faiss
     from encodr.index.quantized import RESCORE_FILE, BinaryRescored
-    from encodr.index.store import META_FILE, VECTORS_FILE
+    from encodr.index.reader import META_FILE, VECTORS_FILE
 
     with Index.open(base) as index:
         n = len(index)
@@ -64,7 +64,7 @@ def requantize(base: Path, out: Path, quantize: str, dim: int | None = None) -> 
 
         vectors = truncated(vectors, dim)
     shutil.copytree(folder, out)
-    faiss_index = _new_faiss("flat", vectors.shape[1], n, training_sample(vectors), quantize)
+    faiss_index = new_faiss("flat", vectors.shape[1], n, training_sample(vectors), quantize)
     faiss_index.add(vectors)
     write_faiss(faiss_index, out / VECTORS_FILE)
     meta = json.loads((out / META_FILE).read_text())

@@ -7,7 +7,7 @@ HNSW and IVF-PQ indexes over ≥ 300,000 real texts, and the automatic choice.
 2. ``encodr index --index-type flat`` (through :func:`encodr.index.build`, ``--backend``
    onnx-int8 by default: the CPU encodes 336k texts in about 20 min instead of 50) builds it;
    its stored vectors are exact, and the same vectors then go into an HNSW and an IVF-PQ index
-   made by encodr's own builder (``_new_faiss``, as ``--index-type auto`` does above
+   made by encodr's own builder (``new_faiss``, as ``--index-type auto`` does above
    250,000 vectors), each timed.
 3. 1,000 held-out queries: Wikipedia sentences, MeSH names and Bible verses (in their own
    languages) with every fourth word dropped, none of them in the corpus; k = 10. p50 and p99
@@ -46,8 +46,9 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
 from encodr.index import Index, Searcher, BuildOptions, build  # noqa: E402
 from encodr.index.options import SearchOptions
-from encodr.index.build import _new_faiss, auto_index_type, training_sample  # noqa: E402
-from encodr.index.store import HNSW_EF_SEARCH, IVF_NPROBE, META_FILE, VECTORS_FILE  # noqa: E402
+from encodr.index.faiss_types import new_faiss, auto_index_type, training_sample  # noqa: E402
+from encodr.index.faiss_types import HNSW_EF_SEARCH, IVF_NPROBE  # noqa: E402
+from encodr.index.reader import META_FILE, VECTORS_FILE  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -143,7 +144,7 @@ def main() -> None:
         faiss.omp_set_num_threads(os.cpu_count() or 1)
         for kind in ("hnsw", "ivfpq"):
             t = time.perf_counter()
-            index = _new_faiss(kind, dim, n, sample if kind == "ivfpq" else None)
+            index = new_faiss(kind, dim, n, sample if kind == "ivfpq" else None)
             for start in range(0, n, 10_000):
                 index.add(vectors[start : start + 10_000])
             built[kind] = (index, time.perf_counter() - t)

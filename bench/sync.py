@@ -102,7 +102,7 @@ def latency(searcher, queries: list[str], mode: str, filters=()) -> dict:
 
 def part_one(args, tmp: Path, queries: list[str]) -> tuple[list[dict], list[dict], dict]:
     from encodr.index import Searcher, BuildOptions, build
-    from encodr.index.build import compact, delete
+    from encodr.index.delete import compact, delete
     from encodr.index.filters import parse
 
     rng = random.Random(0)
@@ -127,7 +127,7 @@ def part_one(args, tmp: Path, queries: list[str]) -> tuple[list[dict], list[dict
     for j, (title, text) in enumerate(extra):
         write_doc(folder, args.docs + j, title, text)
     t = time.perf_counter()
-    synced = build([str(folder)], out, BuildOptions(sync=True))
+    synced = build([str(folder)], out, BuildOptions(write="sync"))
     sync_s = time.perf_counter() - t
     t = time.perf_counter()
     rebuilt = build([str(folder)], tmp / "rebuilt", BuildOptions(model=args.model, index_type="hnsw", lang="eng", backend=args.backend))

@@ -44,13 +44,13 @@ def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str, mo
         from encodr.methods.mirror.method import mirror_stream
         from encodr.methods.mirror.views import tokenize
         from encodr.models import load_encoder
-        from encodr.training import Trainer
+        from encodr.training import FitOptions, Trainer
 
         with Trainer(device, recipe.amp) as trainer:  # the trainer `encodr tune` uses, and its data stream
             enc = load_encoder(model, recipe.pooling, recipe.raw_pooling, recipe.max_length, trainer.device)
             ids, _ = tokenize(enc.tokenizer, strings, recipe.max_length)
             trainer.fit(enc.st, [mirror_stream(enc.tokenizer, ids, recipe)], recipe.optim(),
-                        on_step=lambda s, l: times.append(time.perf_counter()), max_steps=steps)  # fmt: skip
+                        FitOptions(on_step=lambda s, l: times.append(time.perf_counter()), max_steps=steps))  # fmt: skip
     else:
         from st_baseline import train_st_equivalent
 

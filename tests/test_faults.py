@@ -38,16 +38,16 @@ for i in range(adds):
     f = folder / f"add-{tag}-{i}.txt"
     f.write_text("".join(f"text {tag} {i} {j}\n" for j in range(3)))
     if overwrite_every and i % overwrite_every == overwrite_every - 1:
-        build([str(base)], out, BuildOptions(model=model, overwrite=True, lang="eng", batch_size=1), progress=lambda e: print("event", flush=True))
+        build([str(base)], out, BuildOptions(model=model, write="overwrite", lang="eng", batch_size=1), progress=lambda e: print("event", flush=True))
     else:
-        build([str(f)], out, BuildOptions(add=True, lang="eng", batch_size=1), progress=lambda e: print("event", flush=True))
+        build([str(f)], out, BuildOptions(write="add", lang="eng", batch_size=1), progress=lambda e: print("event", flush=True))
     print("written", flush=True)
 """
 
 # A reader process: opens the index in a loop, printing each count.
 READER = r"""
 import sys
-from encodr.index.store import Index
+from encodr.index.reader import IndexReader as Index
 while True:
     with Index.open(sys.argv[1], mmap=True) as index:
         print(len(index), flush=True)
@@ -88,7 +88,7 @@ def test_a_reader_never_sees_a_missing_or_mixed_index_during_30_adds(base_index,
     # a write sweeps every generation nobody holds: the reader above may have held the one before
     # the last write while it swept, so one more write, with no reader, leaves only its own
     (tmp_path / "corpus" / "last.txt").write_text("one more text\n")
-    build([str(tmp_path / "corpus" / "last.txt")], base_index, BuildOptions(add=True))
+    build([str(tmp_path / "corpus" / "last.txt")], base_index, BuildOptions(write="add"))
     assert sorted(p.name for p in base_index.iterdir()) == ["current", os.readlink(base_index / "current")]
 
 
@@ -113,7 +113,7 @@ def test_random_kills_of_writers_and_readers_leave_a_consistent_index(base_index
             assert len(index) >= 10
             assert index.rows([0])[0]["text"] == "base text 0"
     assert kills == 22
-    meta = build([str(tmp_path / "corpus" / "base.txt")], base_index, BuildOptions(add=True))  # the next write sweeps the dead ones
+    meta = build([str(tmp_path / "corpus" / "base.txt")], base_index, BuildOptions(write="add"))  # the next write sweeps the dead ones
     assert meta["added"] == 0
     assert sorted(p.name for p in base_index.iterdir()) == ["current", os.readlink(base_index / "current")]
 
@@ -344,9 +344,9 @@ def built_small(tmp_path, tiny_model) -> Path:
 
 
 def test_a_locked_texts_db_is_reported_as_locked_not_corrupted(built_small, tmp_path, capsys, monkeypatch):
-    from encodr.index import store
+    from encodr.index import reader
 
-    monkeypatch.setattr(store, "LOCK_TIMEOUT", 0.2)
+    monkeypatch.setattr(reader, "LOCK_TIMEOUT", 0.2)
     holder = sqlite3.connect(built_small / "current" / "texts.db", isolation_level=None)
     holder.execute("begin exclusive")  # another process's writer, holding the lock
     try:
@@ -369,11 +369,11 @@ def test_a_long_running_searcher_sees_each_add_whole(built_small, tmp_path):
     first = searcher.index.folder
     more = tmp_path / "more.txt"
     more.write_text("a fourth text\n")
-    build([str(more)], built_small, BuildOptions(add=True))
+    build([str(more)], built_small, BuildOptions(write="add"))
     assert first.exists()  # held by the searcher: not removed under it
     hits = searcher.search(["a fourth text"], SearchOptions(k=1, mode="dense"))[0]
     assert hits[0].text == "a fourth text" and len(searcher.index) == 4 and searcher.index.folder != first
-    build([str(more)], built_small, BuildOptions(add=True))  # the next write removes the generation nobody holds now
+    build([str(more)], built_small, BuildOptions(write="add"))  # the next write removes the generation nobody holds now
     assert not first.exists()
 
 
@@ -434,7 +434,7 @@ def test_an_index_from_before_generations_is_read_and_converted_by_its_next_writ
         assert index.folder == built_small and len(index) == 3
     more = tmp_path / "more.txt"
     more.write_text("a fourth text\n")
-    assert build([str(more)], built_small, BuildOptions(add=True))["count"] == 4
+    assert build([str(more)], built_small, BuildOptions(write="add"))["count"] == 4
     assert sorted(p.name for p in built_small.iterdir()) == ["current", "g000001"]  # the flat files are gone
     assert len(Index.open(built_small)) == 4
 

@@ -303,12 +303,12 @@ def watch(request: IndexRequest, on_sync: Callable[[str], None], warn: WarnFn, s
 
 
 def delete(request: DeleteRequest, warn: WarnFn = lambda line: None) -> RecordResult:
-    """Delete documents from an index (:func:`encodr.index.build.delete`); ids it lacks are one ``warn`` line.
+    """Delete documents from an index (:func:`encodr.index.delete.delete`); ids it lacks are one ``warn`` line.
 
     Raises:
-        EncodrError: see :meth:`DeleteRequest.check` and :func:`encodr.index.build.delete`.
+        EncodrError: see :meth:`DeleteRequest.check` and :func:`encodr.index.delete.delete`.
     """
-    from ..index.build import delete as remove
+    from ..index.delete import delete as remove
 
     result = remove(request.index, request.ids, request.source or [], request.filters(), warn=warn)
     if result["not_found"]:

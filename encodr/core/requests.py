@@ -55,7 +55,7 @@ def parse_filters(given) -> list:
 
 
 def _index_types() -> tuple[str, ...]:
-    from ..index.store import INDEX_TYPES
+    from ..index.faiss_types import INDEX_TYPES
 
     return INDEX_TYPES
 
@@ -85,10 +85,10 @@ def _engines() -> tuple[str, ...]:
 
 
 def build_default(name: str):
-    """The default of a build setting, from its one declaration (:class:`encodr.index.build.BuildOptions`)."""
+    """The default of a build setting, from its one declaration (:class:`encodr.index.options.BuildOptions`)."""
     import dataclasses
 
-    from ..index.build import BuildOptions
+    from ..index.options import BuildOptions
 
     return next(f.default for f in dataclasses.fields(BuildOptions) if f.name == name)
 
@@ -285,12 +285,12 @@ class IndexRequest(Request):
                                    "trained with matryoshka_dims; default: all). --add keeps the index's.", ge=1, fronts=CLI_TUI)  # fmt: skip
     on_disk: bool = option(build_default("on_disk"), "With --index-type ivf or ivfpq: keep the IVF lists in a file beside the index, built in blocks and merged (FAISS "
                                   "merge_ondisk), memory-mapped on search: neither needs the lists in memory.", fronts=CLI_TUI)  # fmt: skip
-    add: bool = option(build_default("add"), "Add the documents read to an existing index: new ones added, changed ones replaced (texts already in it are not encoded "
+    add: bool = option(False, "Add the documents read to an existing index: new ones added, changed ones replaced (texts already in it are not encoded "
                               "again); none removed.", fronts=CLI_TUI)  # fmt: skip
-    sync: bool = option(build_default("sync"), "Make the index hold exactly the documents now under CORPUS: add new ones, re-encode changed ones, remove those "
+    sync: bool = option(False, "Make the index hold exactly the documents now under CORPUS: add new ones, re-encode changed ones, remove those "
                                "whose file is gone; documents of other paths are kept. Builds the index when --out does not exist.", fronts=CLI_TUI)  # fmt: skip
     watch: bool = option(False, "After indexing, keep watching CORPUS and sync on every change (debounced), one line per sync; Ctrl-C stops.", fronts=CLI)
-    overwrite: bool = option(build_default("overwrite"), "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).", fronts=CLI_TUI)
+    overwrite: bool = option(False, "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).", fronts=CLI_TUI)
     pcr: bool = option(build_default("pcr"), "Remove each language's first principal component (language-agnostic search, CMLM §5.2).", fronts=CLI_TUI)
     pcr_variant: str | None = option(None, "With --pcr: centred (PCA of the covariance) or uncentred (CMLM §5.2: first singular vector; the default).",
                                      choices=lambda: _pcr_variants(), fronts=CLI_TUI)  # fmt: skip
@@ -332,17 +332,23 @@ class IndexRequest(Request):
             if value is not None and not value.strip():
                 raise EncodrError(f"--{name.replace('_', '-')} is blank; name a field or column of the corpus", field=name)
 
+    def write(self) -> str:
+        """The one write mode the flags ask for (:data:`encodr.index.options.WRITES`; ``watch`` syncs)."""
+        if self.sync or self.watch:
+            return "sync"
+        return "add" if self.add else "overwrite" if self.overwrite else "new"
+
     def options(self, encoder=None):
-        """How to build (:class:`encodr.index.build.BuildOptions`), with ``encoder`` (a loaded
+        """How to build (:class:`encodr.index.options.BuildOptions`), with ``encoder`` (a loaded
         model) in place of ``model`` when given; ``watch`` syncs.
 
         Raises:
             OptionError: a value the options refuse, naming the field.
         """
-        from ..index.build import BuildOptions
+        from ..index.options import BuildOptions
 
         given = dict(model=encoder or self.model, index_type=self.index_type, quantize=self.quantize, dim=self.dim, on_disk=self.on_disk,
-                     add=self.add, sync=self.sync or self.watch, overwrite=self.overwrite, pcr=self.pcr, pcr_variant=pcr_variant(True, self.pcr_variant),
+                     write=self.write(), pcr=self.pcr, pcr_variant=pcr_variant(True, self.pcr_variant),
                      lang=self.lang, backend=self.backend, batch_size=self.batch_size, processes=self.processes, engine=self.engine,
                      address=self.address, glob=self.glob, whole=self.whole, layout=self.layout())  # fmt: skip
         return BuildOptions(**given)

@@ -87,7 +87,7 @@ class Reconcile:
         store: the generation's text store (:meth:`~.texts.TextStore.ensure_documents` done).
         roots: with ``sync``, the absolute paths given: a stored document whose file lies under
             one of them and was not seen is removed. ``None``: nothing is removed (``--add``).
-        hash_text: the text hash the store deduplicates by (``build._text_hash``).
+        hash_text: the text hash the store deduplicates by (``ingest.text_hash``).
     """
 
     store: TextStore

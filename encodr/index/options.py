@@ -13,6 +13,13 @@ from dataclasses import dataclass, fields, replace
 from ..errors import at_least, between, one_of
 from .filters import Filter
 from .fusion import FUSIONS
+from ..data.language import check_code
+from ..data.records import Layout
+from ..errors import EncodrError
+from ..models.encoder import AUTO_BACKEND, Encoder, check_backend
+from ..models.pcr import DEFAULT_VARIANT, check_variant
+from .engines import check_engine
+from .faiss_types import INDEX_TYPES, check_quantize
 
 MODES = ("dense", "keyword", "hybrid")
 DENSE, KEYWORD, HYBRID = MODES
@@ -127,3 +134,99 @@ def _first(*values):
 
 
 __all__ = ["DENSE", "HYBRID", "KEYWORD", "MODES", "SearchOptions"]
+
+
+WRITES = ("new", "add", "sync", "overwrite")  # BuildOptions.write: what a build does to its output folder
+
+
+WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How :func:`build` builds, appends to or syncs an index, validated when made; every
+    default lives here (the core's :class:`~encodr.core.requests.IndexRequest` renders them).
+
+    Attributes:
+        model: a model spec, or an already loaded :class:`~encodr.models.Encoder` (a new index
+            only: ``encodr eval retrieval`` indexes with the model it scores); with ``add``, a
+            spec that must match the index's model (or ``None``). Default: ``minilm``.
+        index_type: ``auto``, ``flat``, ``hnsw``, ``ivf`` or ``ivfpq`` (:data:`~.store.INDEX_TYPES`).
+        quantize: ``none``, ``int8`` (FAISS's 8-bit scalar quantiser: 4× smaller; ``flat``,
+            ``hnsw``, ``ivf``) or ``binary`` (sign bits searched by Hamming distance, the
+            candidates rescored by int8 vectors kept on disk: 32× smaller in memory; ``flat``,
+            which ``auto`` then means at any size); :mod:`~.quantized`. ``add`` keeps the index's.
+        dim: keep the first ``dim`` dimensions of each vector, renormalised (Matryoshka
+            truncation, :meth:`~encodr.models.encoder.Encoder.truncate`); ``add`` keeps the
+            index's (a different ``dim`` is an error).
+        on_disk: an IVF index (``ivf`` or ``ivfpq``, a new index) whose inverted lists are added
+            in blocks and merged into ``lists.ivfdata`` beside it, memory-mapped on search (:mod:`~.ondisk`).
+        write: what happens to ``out`` (:data:`WRITES`): ``new`` builds an index where none is;
+            ``add`` appends to the existing index: new documents added, changed ones replaced,
+            none removed; ``sync`` makes the index hold exactly the documents now under the
+            files given (:mod:`.documents`), and builds it when ``out`` does not exist;
+            ``overwrite`` replaces an existing index (one encodr wrote; never another folder).
+        pcr: fit and apply per-language principal-component removal (CMLM §5.2).
+        pcr_variant: ``centred`` or ``uncentred`` first component (:mod:`encodr.models.pcr`).
+        lang: language of texts without a ``lang`` column, ISO 639-3 (default: detected).
+        backend: ``torch``, ``torch-bf16``, ``onnx``, ``onnx-int8`` or ``auto``
+            (:func:`~encodr.models.encoder.choose_backend`; with ``add``, the index's own).
+        batch_size: texts per forward pass (default: the encoder's, per backend and device).
+        processes: encode on this many processes (one per GPU when CUDA is visible, else CPU
+            processes), or with ``engine`` ``ray`` this many Ray Data encoder actors.
+        engine: ``local`` or ``ray`` (read and split on Ray tasks, encode on Ray actors: :mod:`~.dataflow`).
+        address: with ``ray``, the cluster's address (default: ``RAY_ADDRESS``, else a local Ray).
+        window: texts read, deduplicated and encoded together (bounds memory).
+        glob: in folders, read only the files whose name matches (``*.pdf``).
+        whole: index each text whole, cut at the model's window, instead of splitting a longer
+            text into passages (:func:`encodr.data.files.passage_splitter`).
+        layout: where record files keep their fields (:class:`encodr.data.records.Layout`).
+
+    Raises:
+        OptionError: an unknown index type, quantisation or engine, a ``dim``, ``processes`` or
+            ``window`` below 1, naming the field.
+    """
+
+    model: str | Encoder | None = None
+    index_type: str = "auto"
+    quantize: str = "none"
+    dim: int | None = None
+    on_disk: bool = False
+    write: str = "new"
+    pcr: bool = False
+    pcr_variant: str = DEFAULT_VARIANT
+    lang: str | None = None
+    backend: str = AUTO_BACKEND
+    batch_size: int | None = None
+    processes: int = 1
+    engine: str = "local"
+    address: str | None = None
+    window: int = WINDOW
+    glob: str | None = None
+    whole: bool = False
+    layout: Layout = Layout()
+
+    def __post_init__(self):
+        from ..errors import at_least, one_of
+        from .engines import ENGINES
+        from .quantized import QUANTIZE
+
+        one_of("index_type", self.index_type, INDEX_TYPES)
+        one_of("quantize", self.quantize, QUANTIZE)
+        one_of("engine", self.engine, ENGINES)
+        one_of("write", self.write, WRITES)
+        for name in ("dim", "processes", "window", "batch_size"):
+            at_least(name, getattr(self, name), 1)
+        check_backend(self.backend, auto=True)
+        check_engine(self.engine, self.address)
+        if self.processes > 1 and self.backend not in ("torch", AUTO_BACKEND) and self.engine == "local":
+            raise EncodrError(f"--processes works with --backend torch (sentence-transformers' pool runs its own float32 pass; onnxruntime "
+                              f"already uses every core): drop --processes for {self.backend}", field="processes")  # fmt: skip
+        if self.lang is not None:
+            check_code(self.lang)
+        check_variant(self.pcr_variant)
+        check_quantize(self.quantize, self.index_type)
+        if self.on_disk and self.index_type not in ("ivf", "ivfpq"):
+            raise EncodrError("--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq with it, or drop --on-disk", field="on_disk")
+        if self.write == "sync" and self.engine != "local":
+            raise EncodrError("--sync reads and compares the documents on this machine: drop --engine ray for it (a full build can use Ray)", field="engine")

@@ -12,7 +12,7 @@ guide (``semantic_search_faiss`` with ``rescore_multiplier``), built on the same
 ``IndexBinaryFlat``. How it differs: the int8 vectors live on disk and are memory-mapped, not
 held in memory, the rescoring score is dequantised (so that it is on the cosine scale that
 fusion and thresholds expect), and it answers the subset of FAISS's ``Index`` interface that
-:class:`~encodr.index.store.Index` uses (``ntotal``, ``search`` with an ID selector, ``add``,
+:class:`~encodr.index.reader.IndexReader` uses (``ntotal``, ``search`` with an ID selector, ``add``,
 ``reconstruct``), so every search mode and ``--add`` work unchanged.
 """
 

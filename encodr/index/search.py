@@ -18,7 +18,7 @@ from ..errors import EncodrError
 from .filters import Where
 from .fusion import fuse, interpolate
 from .options import DENSE, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
-from .store import Index
+from .reader import IndexReader
 from ..models import Encoder, load_encoder
 
 __all__ = ["MODES", "Hit", "SearchOptions", "Searcher", "best_passages", "rerank_hits"]
@@ -80,7 +80,7 @@ def rerank_hits(query: str, hits: list[Hit], reranker, k: int, weight: float) ->
     return [replace(hits[i], rank=r, score=float(scores[i])) for r, i in enumerate(order, 1)]
 
 
-def check_languages(index: Index, options: SearchOptions) -> None:
+def check_languages(index: IndexReader, options: SearchOptions) -> None:
     """Refuse languages an index cannot serve, from the index alone (no model needed).
 
     Raises:
@@ -126,7 +126,7 @@ class Hit:
         return asdict(self)
 
 
-def tuned_search(index: Index) -> dict:
+def tuned_search(index: IndexReader) -> dict:
     """The search settings learned on judgments for ``index``'s model (``encodr tune --recipe
     judged``): those stored with the index for its model's weights (:func:`.judgments.read_tuned`),
     else those stored with the model (``search`` in its ``encodr.json``, when the index's model is
@@ -157,7 +157,7 @@ class Searcher:
             line to :attr:`warnings`.
         options: the searches to come, checked against the index before the model loads
             (:func:`check_languages`); each query still takes its own.
-        nprobe: IVF lists visited per query (default: the index's, :meth:`Index.open`).
+        nprobe: IVF lists visited per query (default: the index's, :meth:`IndexReader.open`).
         ef_search: HNSW candidate list size (default: the index's).
 
     Attributes:
@@ -165,14 +165,14 @@ class Searcher:
         tuned: the search settings learned on judgments for the index's model (:func:`tuned_search`).
 
     Raises:
-        EncodrError: the index cannot be opened (see :meth:`Index.open`), or ``model``
+        EncodrError: the index cannot be opened (see :meth:`IndexReader.open`), or ``model``
             differs from the index's model.
     """
 
     def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | None = None, backend: str | None = None,
                  nprobe: int | None = None, ef_search: int | None = None, options: SearchOptions | None = None):  # fmt: skip
         self._open = dict(mmap=True, nprobe=nprobe, ef_search=ef_search)  # memory-mapped: opening a large index reads only what searches touch
-        self.index = Index.open(index_dir, **self._open)
+        self.index = IndexReader.open(index_dir, **self._open)
         if options is not None:  # what the index alone can refuse, before the model loads (seconds)
             try:
                 check_languages(self.index, options.for_index(self.index.has_keywords))
@@ -206,26 +206,26 @@ class Searcher:
 
         Thread-safe: one thread reopens while the others go on with the generation they hold;
         the old generation is closed (and released to writers) when the last search using it
-        drops it (:meth:`Index.__del__`), not under a search still reading it.
+        drops it (:meth:`IndexReader.__del__`), not under a search still reading it.
 
         Raises:
             EncodrError: the index was rebuilt with another model (search it anew), or the new
-                generation cannot be opened (:meth:`Index.open`).
+                generation cannot be opened (:meth:`IndexReader.open`).
         """
         if not self.index.stale():
             return False
         with self._reopen:
             if not self.index.stale():  # another thread reopened it meanwhile
                 return False
-            fresh = Index.open(self.index.path, **self._open)
+            fresh = IndexReader.open(self.index.path, **self._open)
             if fresh.meta["fingerprint"] != self.fingerprint:
                 fresh.close()
                 raise EncodrError(f"index {self.index.path} was rebuilt with another model ({fresh.meta['model']}); open it again to search it")
-            self.index = fresh  # the old Index closes when its last reader drops it
+            self.index = fresh  # the old reader closes when its last reader drops it
             self.tuned = tuned_search(fresh)
         return True
 
-    def query_languages(self, queries: list[str], lang: str | None = None, index: Index | None = None, mode: str = DENSE) -> list[str]:
+    def query_languages(self, queries: list[str], lang: str | None = None, index: IndexReader | None = None, mode: str = DENSE) -> list[str]:
         """Each query's language: ``lang`` when given; otherwise the index's default language
         when it was built with one (``--lang``); otherwise detected among the languages
         of the index (:func:`encodr.data.language.detect_languages`), ``und`` if it has none.
@@ -281,7 +281,7 @@ class Searcher:
         Raises:
             EncodrError: a ``hit_langs`` code the index has no text in, a keyword mode on an
                 index without a keyword index; see :meth:`query_languages` and
-                :meth:`Index.prepare_queries`.
+                :meth:`IndexReader.prepare_queries`.
         """
         self.refresh()
         index = self.index
@@ -295,7 +295,7 @@ class Searcher:
         and weight tuned with ``reranker`` (its ``tuned``, :func:`encodr.models.load_cross`)."""
         return options.resolved(self.tuned, getattr(reranker, "tuned", None))
 
-    def _query(self, index: Index, queries: list[str], options: SearchOptions, reranker) -> tuple[list[str], list[list[Hit]]]:
+    def _query(self, index: IndexReader, queries: list[str], options: SearchOptions, reranker) -> tuple[list[str], list[list[Hit]]]:
         """:meth:`query` on one generation, its options checked."""
         k, where = options.k, Where(options.hit_langs, options.filters)
         if not options.passages and index.meta.get("split_documents"):
@@ -325,7 +325,7 @@ class Searcher:
                 fused_ids[q, col], fused_scores[q, col] = i, s
         return langs, self._rows_to_hits(index, fused_scores, fused_ids)
 
-    def _hits(self, query_vectors: np.ndarray, langs: list[str], index: Index | None = None, options: SearchOptions = SearchOptions()) -> list[list[Hit]]:
+    def _hits(self, query_vectors: np.ndarray, langs: list[str], index: IndexReader | None = None, options: SearchOptions = SearchOptions()) -> list[list[Hit]]:
         """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR) in ``index``
         (default: the current one), ``options.k`` each, in its languages and filters."""
         index = index or self.index
@@ -335,7 +335,7 @@ class Searcher:
         return self._rows_to_hits(index, *found)
 
     @staticmethod
-    def _rows_to_hits(index: Index, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
+    def _rows_to_hits(index: IndexReader, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
         """:class:`Hit` lists from (q, k) score and id arrays (id −1: no hit)."""
         rows = index.rows(np.unique(ids))
         results = []
@@ -350,7 +350,7 @@ class Searcher:
         return results
 
     def document(self, hit: Hit) -> tuple[str, int]:
-        """The whole document a hit belongs to (:meth:`Index.document`) and where the hit starts
+        """The whole document a hit belongs to (:meth:`IndexReader.document`) and where the hit starts
         in it: (text, offset). A text that was not split is its own document."""
         if hit.start is None or hit.ext_id is None:
             return hit.text, 0

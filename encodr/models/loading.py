@@ -65,25 +65,9 @@ def load_encoder(
             f"'{ref.spec}' is a cross-encoder: it scores pairs but does not embed texts; use a bi-encoder here "
             "(a Trans-Encoder run saves one in bi/), or pass --cross to encodr score / eval sts / eval pairs"
         )
-    quiet()
-    device = pick_device(device)
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
 
-    try:
-        if ref.is_sentence_transformer:
-            st = SentenceTransformer(str(ref.path), device=device, local_files_only=True)
-        else:
-            transformer = Transformer(str(ref.path))
-            mode = raw_pooling if pooling == "auto" else pooling
-            st = SentenceTransformer(
-                modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=mode), Normalize()],
-                device=device,
-            )
-    except EncodrError:
-        raise
-    except Exception as exc:
-        raise EncodrError(f"could not load model '{ref.spec}' from {ref.path}: {first_line(exc)}") from None
+    st = _sentence_transformer(ref, pooling, raw_pooling, pick_device(device))
     encoder = Encoder(st, ref.spec, TorchForward(st, bf16=backend == "torch-bf16"))
     if pooling != "auto" and encoder.pooling != pooling:
         names = list(st._modules)
@@ -98,3 +82,27 @@ def load_encoder(
     st.truncate_dim = None  # encodr truncates and renormalises itself (Encoder.truncate)
     encoder.truncate(dim)
     return encoder
+
+
+def _sentence_transformer(ref, pooling: str, raw_pooling: str, device: str):
+    """``ref``'s model as a ``SentenceTransformer`` on ``device``: a sentence-transformers folder
+    as saved, a raw checkpoint with ``raw_pooling`` (``pooling`` unless ``auto``) and a
+    ``Normalize`` module.
+
+    Raises:
+        EncodrError: the checkpoint cannot be loaded (one line).
+    """
+    quiet()
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    try:
+        if ref.is_sentence_transformer:
+            return SentenceTransformer(str(ref.path), device=device, local_files_only=True)
+        transformer = Transformer(str(ref.path))
+        mode = raw_pooling if pooling == "auto" else pooling
+        return SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=mode), Normalize()], device=device)
+    except EncodrError:
+        raise
+    except Exception as exc:
+        raise EncodrError(f"could not load model '{ref.spec}' from {ref.path}: {first_line(exc)}") from None

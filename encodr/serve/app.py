@@ -104,10 +104,61 @@ async def parse(request: Request, model, path: dict | None = None):
     return dispatch.prepare(model, {**{k: v for k, v in body.items() if k in allowed}, **(path or {})}, "http")
 
 
+class _Guard:
+    """What every route checks of a request beside its body: the API key, the sizes, and the
+    models and indexes named (:class:`Served`)."""
+
+    def __init__(self, served: Served):
+        self.served, self.limits = served, served.limits
+
+    def check_key(self, request: Request) -> None:
+        """Raises EncodrError (401, field ``authorization``) unless the request carries the server's key (when it has one)."""
+        if self.served.api_key is None:
+            return
+        if request.headers.get("authorization", "") != f"Bearer {self.served.api_key}":
+            raise EncodrError("missing or wrong API key; send 'Authorization: Bearer KEY' with the key the server was started with",
+                              field="authorization", status=401)  # fmt: skip
+
+    def sized(self, texts: list[str], name: str) -> None:
+        """Raises EncodrError (413, naming ``name``) for more than ``max_texts`` texts or one over ``max_chars`` characters."""
+        limits = self.limits
+        if len(texts) > limits.max_texts:
+            raise EncodrError(f"{name} holds {len(texts)} texts; the limit is {limits.max_texts} a request (max_texts): send fewer", field=name, status=413)
+        longest = max((len(t) for t in texts), default=0)
+        if longest > limits.max_chars:
+            raise EncodrError(f"{name} holds a text of {longest} characters; the limit is {limits.max_chars} (max_chars): shorten or split it",
+                              field=name, status=413)  # fmt: skip
+
+    def cross_named(self, name: str, field_name: str):
+        """The served cross-encoder ``name``. Raises EncodrError: not served (404), or a bi-encoder."""
+        scorer, batcher = self.served.model(name, field_name)
+        if batcher is not None:
+            raise EncodrError(f"model '{name}' is a bi-encoder; re-ranking needs a served cross-encoder (encodr serve --model CROSS_ENCODER)", field=field_name)
+        return scorer
+
+
 def create_app(served: Served) -> FastAPI:
-    """The FastAPI application over ``served`` (see the module docstring for the routes)."""
+    """The FastAPI application over ``served`` (see the module docstring for the routes): the
+    error handlers, then the routes of each group under ``/v1`` behind the API key."""
     app = FastAPI(title="encodr", description="Embeddings (OpenAI-compatible), search and scoring with encodr models and indexes.")
-    limits = served.limits
+    _error_handlers(app)
+    guard = _Guard(served)
+    api = APIRouter(prefix="/v1", dependencies=[Depends(guard.check_key)])
+    for routes in (_model_routes, _document_routes, _judgment_routes, _listing_routes):
+        routes(api, served, guard)
+    app.include_router(api)
+
+    @app.get("/health")
+    async def health():
+        """Liveness, and what is served: models (with forward passes and texts so far) and indexes."""
+        return {"status": "ok", "models": {n: {"passes": b.passes, "texts": b.texts} if b else {} for n, (_, b) in served.models.items()},
+                "indexes": list(served.searchers)}  # fmt: skip
+
+    return app
+
+
+def _error_handlers(app: FastAPI) -> None:
+    """Every error in OpenAI's shape: a refusal (its field in the API's words), an unknown route or method, a body FastAPI cannot validate."""
 
     @app.exception_handler(EncodrError)
     async def refused(_, exc: EncodrError):
@@ -129,33 +180,10 @@ def create_app(served: Served) -> FastAPI:
         name = str(first["loc"][-1]) if first.get("loc") else None
         return error(422, f"{name}: {first['msg'].lower()}", name)
 
-    def check_key(request: Request) -> None:
-        if served.api_key is None:
-            return
-        given = request.headers.get("authorization", "")
-        if given != f"Bearer {served.api_key}":
-            raise EncodrError("missing or wrong API key; send 'Authorization: Bearer KEY' with the key the server was started with",
-                              field="authorization", status=401)  # fmt: skip
 
-    def sized(texts: list[str], name: str) -> None:
-        if len(texts) > limits.max_texts:
-            raise EncodrError(f"{name} holds {len(texts)} texts; the limit is {limits.max_texts} a request (max_texts): send fewer", field=name, status=413)
-        longest = max((len(t) for t in texts), default=0)
-        if longest > limits.max_chars:
-            raise EncodrError(f"{name} holds a text of {longest} characters; the limit is {limits.max_chars} (max_chars): shorten or split it",
-                              field=name, status=413)  # fmt: skip
-
-    model_named = served.model
-
-    def cross_named(name: str, field_name: str):
-        scorer, batcher = model_named(name, field_name)
-        if batcher is not None:
-            raise EncodrError(f"model '{name}' is a bi-encoder; re-ranking needs a served cross-encoder (encodr serve --model CROSS_ENCODER)", field=field_name)
-        return scorer
-
-    searcher_named = served.searcher
-
-    api = APIRouter(prefix="/v1", dependencies=[Depends(check_key)])
+def _model_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
+    """POST /v1/embeddings, /v1/search, /v1/rerank and /v1/score."""
+    sized, model_named, searcher_named, cross_named = guard.sized, served.model, served.searcher, guard.cross_named
 
     @api.post("/embeddings", openapi_extra=_body_doc(rq.EmbedRequest))
     async def embeddings(request: Request):
@@ -205,7 +233,10 @@ def create_app(served: Served) -> FastAPI:
         result = await run_in_threadpool(lambda: dispatch.run(req, "http", scorer=scorer))
         return answer(result)
 
-    writable = served.require_writable
+
+def _document_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
+    """POST and DELETE /v1/indexes/{name}/documents (with --writable and the key)."""
+    sized, searcher_named, writable = guard.sized, served.searcher, served.require_writable
 
     @api.post("/indexes/{name}/documents", openapi_extra=_body_doc(rq.UpsertRequest))
     async def upsert_documents(name: str, request: Request):
@@ -226,6 +257,11 @@ def create_app(served: Served) -> FastAPI:
         req = await parse(request, rq.DocumentIdsRequest)
         result = await run_in_threadpool(lambda: served.write(name, req, "http"))
         return answer(result)
+
+
+def _judgment_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
+    """POST, GET and DELETE /v1/indexes/{name}/judgments (writes with --writable and the key)."""
+    sized, searcher_named, writable = guard.sized, served.searcher, served.require_writable
 
     @api.post("/indexes/{name}/judgments", openapi_extra=_body_doc(rq.JudgeRequest))
     async def judge(name: str, request: Request):
@@ -253,6 +289,10 @@ def create_app(served: Served) -> FastAPI:
         req = await parse(request, rq.UnjudgeRequest)
         return answer(await run_in_threadpool(lambda: dispatch.run(req, "http", index=name, searcher=searcher)))
 
+
+def _listing_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
+    """GET /v1/models, /v1/indexes and /v1/runs."""
+
     @api.get("/models")
     async def models():
         """The served models, OpenAI's shape."""
@@ -269,13 +309,3 @@ def create_app(served: Served) -> FastAPI:
     async def runs(limit: int = 50):
         """Recorded training runs, newest first (``encodr runs --json``)."""
         return JSONResponse(json.loads(json.dumps(dispatch.call(rq.RunsRequest, {"limit": limit}, "http").payload(), default=str)))
-
-    app.include_router(api)
-
-    @app.get("/health")
-    async def health():
-        """Liveness, and what is served: models (with forward passes and texts so far) and indexes."""
-        return {"status": "ok", "models": {n: {"passes": b.passes, "texts": b.texts} if b else {} for n, (_, b) in served.models.items()},
-                "indexes": list(served.searchers)}  # fmt: skip
-
-    return app

@@ -3,7 +3,7 @@
 
 from .args import OPTIM_RULES, OptimArgs
 from .run import Outcome, RunCancelled, RunContext, TuneJob, run
-from .trainer import ShardedBatchSampler, Stream, Trainer, TrainResult, mixed_precision, to_device
+from .trainer import FitOptions, ShardedBatchSampler, Stream, Trainer, TrainResult, mixed_precision, to_device
 
-__all__ = ["OPTIM_RULES", "OptimArgs", "Outcome", "RunCancelled", "RunContext", "ShardedBatchSampler", "Stream", "TrainResult", "Trainer",
+__all__ = ["OPTIM_RULES", "FitOptions", "OptimArgs", "Outcome", "RunCancelled", "RunContext", "ShardedBatchSampler", "Stream", "TrainResult", "Trainer",
            "TuneJob", "mixed_precision", "run", "to_device"]  # fmt: skip

@@ -132,6 +132,28 @@ class RunCancelled(Exception):
     run with ``status: cancelled``."""
 
 
+def _summary(recipe, outcome: Outcome, trainer: Trainer, started: float) -> dict:
+    """The run summary written as ``encodr.json``: the method's, with the recipe, device and duration."""
+    return {"encodr_version": __import__("encodr").__version__, "method": recipe.method, **outcome.summary, "recipe": recipe.to_dict(),
+            "device": trainer.device, "precision": trainer.precision, "processes": trainer.world, "duration_s": round(time.time() - started, 2)}  # fmt: skip
+
+
+def _write_run_files(tmp: Path, recipe, outcome: Outcome, summary: dict) -> None:
+    """``recipe.yaml``, ``train_log.jsonl`` (when the method logged steps) and ``encodr.json`` in the output's temporary folder."""
+    (tmp / "recipe.yaml").write_text(yaml.safe_dump(recipe.to_dict(), sort_keys=False))
+    if outcome.log is not None:
+        (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in outcome.log))
+    (tmp / "encodr.json").write_text(json.dumps(summary, indent=2, default=float))
+
+
+def _record_cancelled(request: TuneJob, recipe, started: float) -> None:
+    """A registry row with ``status: cancelled`` (a failing registry is not what to report then)."""
+    with contextlib.suppress(EncodrError):
+        registry.record({"kind": "tune", "status": "cancelled", "model": request.models[0], "recipe_name": recipe.name,
+                         "recipe": recipe.to_dict(), "data": str(getattr(request.data, "source", request.data) or "(bundled default)"),
+                         "duration_s": round(time.time() - started, 2), "out": str(Path(request.out).resolve())})  # fmt: skip
+
+
 def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -> dict | None:
     """Run a method: preflight, train, write the output atomically, record the run.
 
@@ -178,21 +200,9 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -
                 ctx = RunContext(request, recipe, trainer, tmp)
                 outcome = method_run(ctx)
                 recipe = ctx.recipe  # as the method ran it (e.g. a batch size cut to the data)
-                summary = {
-                    "encodr_version": __import__("encodr").__version__,
-                    "method": recipe.method,
-                    **outcome.summary,
-                    "recipe": recipe.to_dict(),
-                    "device": trainer.device,
-                    "precision": trainer.precision,
-                    "processes": trainer.world,
-                    "duration_s": round(time.time() - started, 2),
-                }
+                summary = _summary(recipe, outcome, trainer, started)
                 if tmp is not None:
-                    (tmp / "recipe.yaml").write_text(yaml.safe_dump(recipe.to_dict(), sort_keys=False))
-                    if outcome.log is not None:
-                        (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in outcome.log))
-                    (tmp / "encodr.json").write_text(json.dumps(summary, indent=2, default=float))
+                    _write_run_files(tmp, recipe, outcome, summary)
         except BaseException as exc:
             # a signal (or a dead launcher) may surface as another error first: a collective
             # whose peer has already left; either way the run was cancelled, never a success
@@ -201,10 +211,7 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -
                     raise os_fault(exc, out, kept="nothing was written there") from None
                 raise
             if main and recorded:
-                with contextlib.suppress(EncodrError):  # the cancellation is what to report
-                    registry.record({"kind": "tune", "status": "cancelled", "model": request.models[0], "recipe_name": recipe.name,
-                                     "recipe": recipe.to_dict(), "data": str(getattr(request.data, "source", request.data) or "(bundled default)"),
-                                     "duration_s": round(time.time() - started, 2), "out": str(out.resolve())})  # fmt: skip
+                _record_cancelled(request, recipe, started)
             if isinstance(exc, (RunCancelled, KeyboardInterrupt)):
                 raise
             raise signals.Terminated(f"terminated ({type(exc).__name__} after the signal)") from None

@@ -217,6 +217,142 @@ class _BestCheckpoint:
         return None if self.best is None else {k: v for k, v in self.best.items() if k != "score"}
 
 
+@dataclass(frozen=True)
+class FitOptions:
+    """How :meth:`Trainer.fit` selects, reports and stops (the optimiser's own settings are
+    :class:`~encodr.training.args.OptimArgs`).
+
+    Attributes:
+        evaluate: dev score of the module as it is now, higher is better (e.g. Spearman ρ × 100).
+            With it, the starting model (step 0; unless ``keep_start`` is false), every
+            ``eval_steps`` steps and every epoch end are scored, and the best weights are
+            restored before returning. It runs in the main process, in eval mode, without gradients.
+        dev_metric: what ``evaluate`` returns (``spearman``, ``acc@1``, ``ndcg@10``…), carried by
+            every dev progress event so that a front end can label the curve.
+        eval_steps: evaluate every this many steps (0: at epoch ends only).
+        keep_start: count the starting weights as a candidate.
+        progress: receives a :class:`~encodr.progress.ProgressEvent` after every step (fields
+            ``loss``, ``ex/s``) and after every dev evaluation (fields ``dev``, step 0 being the
+            start, and ``dev_metric``).
+        on_step: called after every step with (step, global loss); may raise to stop.
+        max_steps: stop after this many steps (benchmarks).
+        description: the progress task's label.
+    """
+
+    evaluate: Callable[[], float] | None = None
+    dev_metric: str = "dev"
+    eval_steps: int = 0
+    keep_start: bool = True
+    progress: ProgressFn = silent
+    on_step: Callable[[int, float], None] | None = None
+    max_steps: int | None = None
+    description: str = "training"
+
+
+class _Loop:
+    """One :meth:`Trainer.fit`: the optimiser, the scheduler, the dev selection and the log."""
+
+    def __init__(self, trainer: "Trainer", module: torch.nn.Module, streams: list[Stream], args: OptimArgs, options: FitOptions):
+        from accelerate.utils import set_seed
+
+        self.trainer, self.module, self.streams, self.args, self.options = trainer, module, streams, args, options
+        acc = trainer.accelerator
+        set_seed(args.seed)
+        self.loaders = [trainer._loader(s, args) for s in streams]
+        self.params = [p for p in module.parameters() if p.requires_grad]
+        # fused AdamW: one kernel for all parameters, on CPU and CUDA (torch >= 2.4)
+        adamw = torch.optim.AdamW(self.params, lr=args.lr, weight_decay=args.weight_decay, fused=True)
+        self.optimizer = acc.prepare_optimizer(adamw, device_placement=False)
+        self.per_epoch = len(self.loaders[0]) // args.grad_accum
+        total = self.per_epoch * args.epochs
+        self.total = min(total, options.max_steps) if options.max_steps else total
+        self.scheduler = None
+        if args.warmup > 0:
+            from transformers import get_linear_schedule_with_warmup
+
+            self.scheduler = get_linear_schedule_with_warmup(self.optimizer.optimizer, int(args.warmup * self.total), self.total)
+        self.selector = _BestCheckpoint(module, options.evaluate, trainer, self._report_dev) if options.evaluate is not None else None
+        if self.selector is not None and options.keep_start:
+            self.selector(0, 0)
+        self.others = [trainer._cycle(loader) for loader in self.loaders[1:]]
+        self.log: list[dict] = []
+        self.step = self.examples = 0
+        self.started = time.perf_counter()
+
+    def _report_dev(self, at: int, dev: float) -> None:
+        o = self.options
+        o.progress(ProgressEvent(o.description, at, self.total, {"dev": dev, "dev_metric": o.dev_metric}))  # the dev score, as it comes
+
+    def run(self) -> None:
+        """Every epoch's steps, with dev evaluations where asked, until the epochs or ``max_steps`` end."""
+        selector, eval_steps = self.selector, self.options.eval_steps
+        for epoch in range(1, self.args.epochs + 1):
+            self.loaders[0].batch_sampler.set_epoch(epoch)
+            first, sizes = iter(self.loaders[0]), iter(self.loaders[0].batch_sampler.global_sizes())
+            for _ in range(self.per_epoch):
+                row = self._step(epoch, first, sizes)
+                if selector is not None and eval_steps and self.step % eval_steps == 0:
+                    selector(self.step, epoch)
+                    row["dev"] = selector.curve[-1]["dev"]
+                if self.step >= self.total:
+                    break
+            if selector is not None and not (eval_steps and self.step % eval_steps == 0):
+                selector(self.step, epoch)  # epoch end, unless just evaluated at this very step
+                self.log[-1]["dev"] = selector.curve[-1]["dev"]
+            if self.step >= self.total:
+                break
+
+    def _step(self, epoch: int, first: Iterator[Any], sizes: Iterator[int]) -> dict:
+        """One optimisation step (``grad_accum`` batches of every stream); its log row."""
+        from accelerate.utils import reduce
+
+        trainer, args, streams, acc = self.trainer, self.args, self.streams, self.trainer.accelerator
+        parts = torch.zeros(len(streams), device=acc.device)
+        for _ in range(args.grad_accum):
+            batches = [next(first)] + [next(it) for it in self.others]
+            self.examples += next(sizes)
+            with acc.autocast():
+                losses = [s.weight * s.loss(self.module, b) for s, b in zip(streams, batches)]
+            acc.backward(sum(losses) / args.grad_accum)
+            parts += torch.stack([x.detach().float() for x in losses]) / args.grad_accum
+        trainer._sync_gradients(self.params)
+        if args.max_grad_norm > 0:
+            acc.clip_grad_norm_(self.params, args.max_grad_norm)
+        self.optimizer.step()
+        lr = self.optimizer.param_groups[0]["lr"]
+        if self.scheduler is not None:
+            self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        parts = reduce(parts, "mean") if trainer.world > 1 else parts
+        value = float(parts.sum())
+        self.step += 1
+        rate = self.examples / (time.perf_counter() - self.started - (self.selector.seconds if self.selector else 0.0))
+        row = {"step": self.step, "epoch": epoch, "loss": value, "lr": lr, "examples_per_s": rate}
+        if len(streams) > 1:
+            row.update({f"loss/{s.name}": float(x) for s, x in zip(streams, parts)})
+        self.log.append(row)
+        if trainer.is_main:
+            self.options.progress(ProgressEvent(self.options.description, self.step, self.total, {"loss": value, "ex/s": rate}))
+        signals.check_launcher()  # a worker whose launcher died stops here, before it writes
+        if self.options.on_step is not None:
+            self.options.on_step(self.step, value)
+        return row
+
+    def result(self) -> TrainResult:
+        """The :class:`TrainResult`, the best dev weights restored first."""
+        selector, trainer = self.selector, self.trainer
+        best = selector.restore() if selector is not None else None
+        seconds = time.perf_counter() - self.started
+        eval_seconds = selector.seconds if selector else 0.0
+        tail = [r["loss"] for r in self.log[-10:]]
+        return TrainResult(
+            steps=self.step, examples=self.examples, seconds=seconds,
+            examples_per_s=self.examples / (seconds - eval_seconds) if seconds > eval_seconds else 0.0,
+            final_loss=float(np.mean(tail)) if tail else math.nan, precision=trainer.precision, device=trainer.device,
+            processes=trainer.world, eval_seconds=round(eval_seconds, 2), log=self.log, dev_curve=selector.curve if selector else [], best=best,
+        )  # fmt: skip
+
+
 class Trainer:
     """Device, processes and mixed precision for one run; use as a context manager.
 
@@ -315,21 +451,7 @@ class Trainer:
             p.grad.copy_(flat[offset : offset + p.numel()].view_as(p.grad))
             offset += p.numel()
 
-    def fit(
-        self,
-        module: torch.nn.Module,
-        streams: Sequence[Stream],
-        args: OptimArgs,
-        *,
-        evaluate: Callable[[], float] | None = None,
-        dev_metric: str = "dev",
-        eval_steps: int = 0,
-        keep_start: bool = True,
-        progress: ProgressFn = silent,
-        on_step: Callable[[int, float], None] | None = None,
-        max_steps: int | None = None,
-        description: str = "training",
-    ) -> TrainResult:
+    def fit(self, module: torch.nn.Module, streams: Sequence[Stream], args: OptimArgs, options: FitOptions = FitOptions()) -> TrainResult:
         """Train ``module`` in place with AdamW.
 
         One step draws one batch from every stream (``grad_accum`` times), backpropagates
@@ -342,20 +464,7 @@ class Trainer:
                 in eval mode on return, also on error or Ctrl-C.
             streams: one or more :class:`Stream` s; the first one sets the epoch length.
             args: :class:`~encodr.training.args.OptimArgs`.
-            evaluate: dev score of the module as it is now, higher is better (e.g.
-                Spearman ρ × 100). With it, the starting model (step 0; unless
-                ``keep_start`` is false), every ``eval_steps`` steps and every epoch end are
-                scored, and the best weights are restored before returning. It runs in the
-                main process, in eval mode, without gradients.
-            dev_metric: what ``evaluate`` returns (``spearman``, ``acc@1``, ``ndcg@10``…), carried
-                by every dev progress event so that a front end can label the curve.
-            eval_steps: evaluate every this many steps (0: at epoch ends only).
-            keep_start: count the starting weights as a candidate.
-            progress: receives a :class:`~encodr.progress.ProgressEvent` after every step (fields
-                ``loss``, ``ex/s``) and after every dev evaluation (fields ``dev``, step 0 being the start, and ``dev_metric``).
-            on_step: called after every step with (step, global loss); may raise to stop.
-            max_steps: stop after this many steps (benchmarks).
-            description: the progress task's label.
+            options: :class:`FitOptions`: dev selection, progress, a step hook, a step limit.
 
         Returns:
             A :class:`TrainResult`.
@@ -364,86 +473,13 @@ class Trainer:
             EncodrError: a stream's batch size is not a multiple of the number of processes.
             KeyboardInterrupt: passed on after the module is back in eval mode.
         """
-        from accelerate.utils import reduce, set_seed
-
-        acc = self.accelerator
-        set_seed(args.seed)
-        loaders = [self._loader(s, args) for s in streams]
-        params = [p for p in module.parameters() if p.requires_grad]
-        # fused AdamW: one kernel for all parameters, on CPU and CUDA (torch >= 2.4)
-        optimizer = acc.prepare_optimizer(torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay, fused=True), device_placement=False)
-        per_epoch = len(loaders[0]) // args.grad_accum
-        total = per_epoch * args.epochs
-        total = min(total, max_steps) if max_steps else total
-        scheduler = None
-        if args.warmup > 0:
-            from transformers import get_linear_schedule_with_warmup
-
-            scheduler = get_linear_schedule_with_warmup(optimizer.optimizer, int(args.warmup * total), total)
-        report = lambda at, dev: progress(ProgressEvent(description, at, total, {"dev": dev, "dev_metric": dev_metric}))  # noqa: E731 - the dev score, as it comes
-        selector = _BestCheckpoint(module, evaluate, self, report) if evaluate is not None else None
-        if selector is not None and keep_start:
-            selector(0, 0)
-        others = [self._cycle(loader) for loader in loaders[1:]]
-        log: list[dict] = []
-        step = examples = 0
-        started = time.perf_counter()
+        loop = _Loop(self, module, list(streams), args, options)
         module.train()
         try:
-            for epoch in range(1, args.epochs + 1):
-                loaders[0].batch_sampler.set_epoch(epoch)
-                first, sizes = iter(loaders[0]), iter(loaders[0].batch_sampler.global_sizes())
-                for _ in range(per_epoch):
-                    parts = torch.zeros(len(streams), device=acc.device)
-                    for _ in range(args.grad_accum):
-                        batches = [next(first)] + [next(it) for it in others]
-                        examples += next(sizes)
-                        with acc.autocast():
-                            losses = [s.weight * s.loss(module, b) for s, b in zip(streams, batches)]
-                        acc.backward(sum(losses) / args.grad_accum)
-                        parts += torch.stack([x.detach().float() for x in losses]) / args.grad_accum
-                    self._sync_gradients(params)
-                    if args.max_grad_norm > 0:
-                        acc.clip_grad_norm_(params, args.max_grad_norm)
-                    optimizer.step()
-                    lr = optimizer.param_groups[0]["lr"]
-                    if scheduler is not None:
-                        scheduler.step()
-                    optimizer.zero_grad(set_to_none=True)
-                    parts = reduce(parts, "mean") if self.world > 1 else parts
-                    value = float(parts.sum())
-                    step += 1
-                    rate = examples / (time.perf_counter() - started - (selector.seconds if selector else 0.0))
-                    row = {"step": step, "epoch": epoch, "loss": value, "lr": lr, "examples_per_s": rate}
-                    if len(streams) > 1:
-                        row.update({f"loss/{s.name}": float(x) for s, x in zip(streams, parts)})
-                    log.append(row)
-                    if self.is_main:
-                        progress(ProgressEvent(description, step, total, {"loss": value, "ex/s": rate}))
-                    signals.check_launcher()  # a worker whose launcher died stops here, before it writes
-                    if on_step is not None:
-                        on_step(step, value)
-                    if selector is not None and eval_steps and step % eval_steps == 0:
-                        selector(step, epoch)
-                        row["dev"] = selector.curve[-1]["dev"]
-                    if step >= total:
-                        break
-                if selector is not None and not (eval_steps and step % eval_steps == 0):
-                    selector(step, epoch)  # epoch end, unless just evaluated at this very step
-                    log[-1]["dev"] = selector.curve[-1]["dev"]
-                if step >= total:
-                    break
+            loop.run()
         finally:
             module.eval()
-        best = selector.restore() if selector is not None else None
-        seconds = time.perf_counter() - started
-        eval_seconds = selector.seconds if selector else 0.0
-        tail = [r["loss"] for r in log[-10:]]
-        return TrainResult(
-            steps=step, examples=examples, seconds=seconds, examples_per_s=examples / (seconds - eval_seconds) if seconds > eval_seconds else 0.0,
-            final_loss=float(np.mean(tail)) if tail else math.nan, precision=self.precision, device=self.device,
-            processes=self.world, eval_seconds=round(eval_seconds, 2), log=log, dev_curve=selector.curve if selector else [], best=best,
-        )  # fmt: skip
+        return loop.result()
 
     @staticmethod
     def _cycle(loader: torch.utils.data.DataLoader) -> Iterator[Any]:

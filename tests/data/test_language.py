@@ -74,7 +74,7 @@ def test_add_detects_among_the_index_languages(mixed_file, tiny_model, tmp_path)
     build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model), pcr=True))
     more = tmp_path / "more.txt"
     more.write_text("Hola\nGuten Morgen, wie geht es dir heute?\n", encoding="utf-8")
-    build([str(more)], tmp_path / "idx", BuildOptions(add=True))
+    build([str(more)], tmp_path / "idx", BuildOptions(write="add"))
     s = Searcher(tmp_path / "idx")
     assert [r["lang"] for r in s.index.rows([19, 20]).values()] == ["spa", "deu"]
 
@@ -124,7 +124,7 @@ def test_a_one_window_corpus_finds_its_languages_on_an_even_sample(mixed_file, t
 
     import importlib
 
-    building = importlib.import_module("encodr.index.build")  # the module (encodr.index.build the name is the function)
+    building = importlib.import_module("encodr.index.ingest")  # where a build detects its texts' languages
 
     seen = []  # the texts of each detection among all languages
     detect = language.detect_with_confidence

@@ -9,7 +9,7 @@ import pytest
 
 from encodr.errors import EncodrError
 from encodr.index import Searcher, BuildOptions, build
-from encodr.index.store import Index
+from encodr.index.reader import IndexReader as Index
 from tests.conftest import run_cli
 
 TEXTS = [f"note {i} about {topic}, written plainly" for i, topic in enumerate(["rivers", "violins", "planets", "gardens", "engines"] * 6)]
@@ -144,13 +144,13 @@ def test_on_disk_blocks_added_in_ray_tasks_equal_blocks_added_here(ray_cluster, 
     import faiss
 
     from encodr.index import ondisk
-    from encodr.index.build import _new_faiss, training_sample, write_faiss
+    from encodr.index.faiss_types import new_faiss, training_sample, write_faiss
     from encodr.index.engines import ray_adding
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(1200, 32)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    trained = _new_faiss("ivf", 32, len(x), training_sample(x))
+    trained = new_faiss("ivf", 32, len(x), training_sample(x))
     (tmp_path / "here").mkdir()
     (tmp_path / "ray").mkdir()
     here = ondisk.add_on_disk(faiss.clone_index(trained), x, tmp_path / "here", write_faiss, block=250)
@@ -166,7 +166,7 @@ def test_on_disk_blocks_added_in_ray_tasks_equal_blocks_added_here(ray_cluster, 
     (tmp_path / "a.txt").write_text("\n".join(lines[:300]) + "\n")
     (tmp_path / "b.txt").write_text("\n".join(lines[300:]) + "\n")
     build([str(tmp_path / "a.txt")], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng", index_type="ivf", on_disk=True, engine="ray"))
-    meta = build([str(tmp_path / "b.txt")], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng", add=True, engine="ray"))
+    meta = build([str(tmp_path / "b.txt")], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng", write="add", engine="ray"))
     assert meta["count"] == 400 and meta["on_disk"] is True
     assert Searcher(tmp_path / "idx").search([lines[350]], SearchOptions(k=1, mode="dense"))[0][0].text == lines[350]
 

@@ -56,7 +56,7 @@ def test_hybrid_is_the_fusion_of_the_dense_and_keyword_rankings(index):
 def test_add_updates_the_keyword_index_with_the_vectors(index, tmp_path):
     more = tmp_path / "more.txt"
     more.write_text("a zebra crossed the savanna at dawn\n")
-    build([str(more)], index, BuildOptions(add=True))
+    build([str(more)], index, BuildOptions(write="add"))
     assert Searcher(index).search(["zebra"], SearchOptions(k=1, mode="keyword"))[0][0].text == "a zebra crossed the savanna at dawn"
 
 

@@ -56,11 +56,11 @@ def test_searching_leaves_the_processs_torch_threads_as_they_were(built, monkeyp
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        from encodr.index import store
+        from encodr.index import reader
 
         seen = []
-        search = store.Index.search  # the class a Searcher opens (encodr.index.Index adds the writes to it)
-        monkeypatch.setattr(store.Index, "search", lambda self, *a, **kw: seen.append(faiss.omp_get_max_threads()) or search(self, *a, **kw))
+        search = reader.IndexReader.search  # the class a Searcher opens (encodr.index.Index adds the writes to it)
+        monkeypatch.setattr(reader.IndexReader, "search", lambda self, *a, **kw: seen.append(faiss.omp_get_max_threads()) or search(self, *a, **kw))
         s = Searcher(built)
         s.search(TEXTS[:2], SearchOptions(k=2, mode="dense"))
         s.search(TEXTS[:2], SearchOptions(k=2, mode="hybrid"))
@@ -90,7 +90,7 @@ def test_approximate_index_types(corpus, tiny_model, tmp_path, kind):
 def test_add_appends_and_stores_a_text_once(built, tiny_model, tmp_path):
     more = tmp_path / "more.txt"
     more.write_text("\n".join(TEXTS[15:30]))
-    meta = build([str(more)], built, BuildOptions(add=True))
+    meta = build([str(more)], built, BuildOptions(write="add"))
     assert meta["encoded"] == 10 and meta["skipped_duplicates"] == 5 and meta["count"] == 30
     assert meta["added"] == 15 and meta["documents"] == 36  # 21 lines of corpus.txt + 15 of more.txt: a document a line, a text stored once
     assert Searcher(built).search([TEXTS[29]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[29]
@@ -206,7 +206,7 @@ def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path
     # the next run sweeps the dead run's temporary directory
     more = tmp_path / "m.txt"
     more.write_text("one more text\n")
-    assert build([str(more)], built, BuildOptions(add=True))["count"] == 21
+    assert build([str(more)], built, BuildOptions(write="add"))["count"] == 21
     assert sorted(p.name for p in built.iterdir()) == ["current", "g000003"]  # the dead run's generation is swept
 
 
@@ -243,7 +243,7 @@ def test_a_workspace_index_is_found_by_name(corpus, tiny_model, workspace, tmp_p
     assert Searcher("notes").search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]
     more = tmp_path / "more.txt"
     more.write_text("one more text\n")
-    assert build([str(more)], "notes", BuildOptions(add=True))["count"] == 21 and not (tmp_path / "notes").exists()
+    assert build([str(more)], "notes", BuildOptions(write="add"))["count"] == 21 and not (tmp_path / "notes").exists()
     code, out, _ = run_cli(["indexes", "--json"], capsys, monkeypatch)
     assert code == 0 and [(r["name"], r["count"]) for r in json.loads(out)] == [("notes", 21)]
     with pytest.raises(EncodrError, match="index missing does not exist \\(nor in the workspace"):
@@ -353,14 +353,14 @@ def test_on_disk_ivf_lists_find_what_the_in_memory_index_finds(tmp_path, tiny_mo
     import faiss
 
     from encodr.index import ondisk
-    from encodr.index.build import _new_faiss, training_sample, write_faiss
+    from encodr.index.faiss_types import new_faiss, training_sample, write_faiss
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(3000, 32)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    memory = _new_faiss("ivf", 32, len(x), training_sample(x))  # ivfpq (a Refine wrapper) goes the same way; its PQ training is too slow for CI
+    memory = new_faiss("ivf", 32, len(x), training_sample(x))  # ivfpq (a Refine wrapper) goes the same way; its PQ training is too slow for CI
     memory.add(x)
-    disk = ondisk.add_on_disk(faiss.clone_index(_new_faiss("ivf", 32, len(x), training_sample(x))), x, tmp_path, write_faiss, block=700)  # 5 blocks, merged
+    disk = ondisk.add_on_disk(faiss.clone_index(new_faiss("ivf", 32, len(x), training_sample(x))), x, tmp_path, write_faiss, block=700)  # 5 blocks, merged
     assert disk.ntotal == len(x) and (tmp_path / ondisk.ONDISK_FILE).stat().st_size > 0 and not list(tmp_path.glob("block*"))
     faiss.extract_index_ivf(memory).nprobe = faiss.extract_index_ivf(disk).nprobe = 8
     q = x[:50] + 0.01
@@ -386,7 +386,7 @@ def test_an_on_disk_ivfpq_build_streams_its_re_ranking_codes_and_finds_what_the_
     import faiss
 
     from encodr.index import ondisk
-    from encodr.index.build import write_faiss
+    from encodr.index.faiss_types import write_faiss
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(5000, 32)).astype(np.float32)
@@ -432,7 +432,7 @@ def test_add_to_an_on_disk_index_finds_what_add_to_the_same_index_in_memory_find
     more.write_text("\n".join(lines[350:]) + "\n")  # 50 already indexed
     for name, on_disk in (("disk", True), ("memory", False)):  # the same sample trains the same quantisers
         build([str(first)], tmp_path / name, BuildOptions(model=str(tiny_model), index_type="ivf", on_disk=on_disk, lang="eng"))
-        meta = build([str(more)], tmp_path / name, BuildOptions(model=str(tiny_model), add=True, lang="eng"))
+        meta = build([str(more)], tmp_path / name, BuildOptions(model=str(tiny_model), write="add", lang="eng"))
         assert (meta["count"], meta["encoded"], meta["skipped_duplicates"], meta["on_disk"]) == (600, 200, 50, on_disk)
     disk = Index.open(tmp_path / "disk")
     assert (disk.folder / ondisk.ONDISK_FILE).is_file() and not list(disk.folder.glob("block*"))
@@ -446,8 +446,8 @@ def test_add_to_an_on_disk_index_finds_what_add_to_the_same_index_in_memory_find
 
 
 def test_the_training_sample_gives_each_ivf_list_39_vectors_beyond_the_fixed_sample():
-    from encodr.index.build import ivf_lists, training_sample
-    from encodr.index.store import TRAIN_SAMPLE
+    from encodr.index.faiss_types import ivf_lists, training_sample
+    from encodr.index.faiss_types import TRAIN_SAMPLE
 
     x = np.arange(1_000_000, dtype=np.float32)[:, None]  # d = 1: row i holds i
     assert len(training_sample(x[:50_000])) == 50_000  # all of a small corpus
@@ -467,7 +467,7 @@ def test_the_auto_backend_is_chosen_by_the_cpu_recorded_and_kept_by_add(tmp_path
     assert build([str(tmp_path / "a.txt")], tmp_path / "named", BuildOptions(model=str(tiny_model), backend="torch"))["backend"] == "torch"
     monkeypatch.setattr(encoder_module, "cpu_has_bf16", lambda cpuinfo="/proc/cpuinfo": False)
     assert build([str(tmp_path / "a.txt")], tmp_path / "fp32", BuildOptions(model=str(tiny_model)))["backend"] == "torch"
-    assert build([str(tmp_path / "b.txt")], tmp_path / "bf16", BuildOptions(add=True))["backend"] == "torch-bf16"  # --add keeps the index's
+    assert build([str(tmp_path / "b.txt")], tmp_path / "bf16", BuildOptions(write="add"))["backend"] == "torch-bf16"  # --add keeps the index's
     with Index.open(tmp_path / "bf16") as index:
         assert index.meta["backend"] == "torch-bf16" and index.meta["count"] == 20
     searcher = Searcher(tmp_path / "bf16")

@@ -56,7 +56,7 @@ def test_add_to_a_binary_index_keeps_its_quantisation(corpus, tmp_path):
     build([str(corpus)], tmp_path / "b", BuildOptions(model="minilm", quantize="binary"))
     more = tmp_path / "more.txt"
     more.write_text("\n".join(TEXTS[20:30]) + "\n")
-    meta = build([str(more)], tmp_path / "b", BuildOptions(add=True))
+    meta = build([str(more)], tmp_path / "b", BuildOptions(write="add"))
     assert meta["count"] == 30 and meta["quantize"] == "binary"
     s = Searcher(tmp_path / "b")
     assert len(s.index) == 30 and s.search([TEXTS[25]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[25]
@@ -73,7 +73,7 @@ def test_quantize_refuses_what_the_index_type_cannot_hold(corpus, tiny_model, tm
 
 def test_a_binary_index_without_its_int8_file_names_that_file(corpus, tiny_model, tmp_path):
     from encodr.errors import EncodrError
-    from encodr.index.store import Index
+    from encodr.index.reader import IndexReader as Index
 
     build([str(corpus)], tmp_path / "b", BuildOptions(model=str(tiny_model), quantize="binary"))
     rescore = tmp_path / "b" / "current" / "rescore.i8.npy"
@@ -102,10 +102,10 @@ def test_dim_keeps_the_first_dimensions_renormalised_for_texts_and_queries(corpu
     b.index.close()
     more = tmp_path / "more.txt"
     more.write_text("\n".join(TEXTS[20:30]) + "\n")
-    added = build([str(more)], tmp_path / "d8", BuildOptions(add=True))
+    added = build([str(more)], tmp_path / "d8", BuildOptions(write="add"))
     assert added["count"] == 30 and added["dimension"] == 8  # --add keeps the index's truncation
     with pytest.raises(Exception, match="--dim 16 differs from index .* 8 dimensions"):
-        build([str(more)], tmp_path / "d8", BuildOptions(add=True, dim=16))
+        build([str(more)], tmp_path / "d8", BuildOptions(write="add", dim=16))
 
 
 def test_dim_above_the_models_is_refused_and_writes_nothing(corpus, tiny_model, tmp_path, capsys, monkeypatch):

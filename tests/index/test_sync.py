@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import run_cli
 from encodr.errors import EncodrError
 from encodr.index import Index, Searcher, BuildOptions, build
-from encodr.index.build import delete
+from encodr.index.delete import delete
 from encodr.index.filters import parse
 
 
@@ -109,7 +109,7 @@ def test_sync_removes_stale_text_and_deleted_documents(docs, tiny_model, tmp_pat
     for mode in ("dense", "hybrid"):  # every hit of the other modes too: no stale text anywhere
         hits = Searcher(out).search(["pump pressure"], SearchOptions(k=20, mode=mode))[0]
         assert not any("4 bar" in h.text or "Valve" in h.text for h in hits) and len(hits) == 5
-    again = build([str(docs)], out, BuildOptions(sync=True))
+    again = build([str(docs)], out, BuildOptions(write="sync"))
     assert (again["added"], again["updated"], again["removed"], again["unchanged"], again["encoded"]) == (0, 0, 0, 5, 0)
 
 
@@ -119,9 +119,9 @@ def test_sync_keeps_documents_of_other_paths_and_add_removes_nothing(docs, tiny_
     out = tmp_path / "idx"
     build([str(docs), str(other)], out, BuildOptions(model=str(tiny_model)))
     (docs / "n0.md").unlink()
-    added = build([str(docs)], out, BuildOptions(add=True))
+    added = build([str(docs)], out, BuildOptions(write="add"))
     assert added["removed"] == 0 and added["unchanged"] == 4
-    synced = build([str(docs)], out, BuildOptions(sync=True))
+    synced = build([str(docs)], out, BuildOptions(write="sync"))
     assert synced["removed"] == 1 and keyword(out, "glaciers")[0].ext_id == "x1"
     assert not any("number 0" in t for t in all_texts(out))
 
@@ -135,7 +135,7 @@ def test_a_changed_document_keeps_its_unchanged_passages_encoded_once(tmp_path, 
     rows[2]["text"] = "document 2 has new words"
     rows[3]["year"] = 2024  # metadata only: the document changed, its text did not
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    meta = build([str(corpus)], out, BuildOptions(sync=True))
+    meta = build([str(corpus)], out, BuildOptions(write="sync"))
     assert (meta["updated"], meta["encoded"], meta["count"]) == (2, 1, 5)
     assert [h.ext_id for h in keyword(out, "document", filters=["year=2024"])] == ["d3"]
 
@@ -159,11 +159,11 @@ def test_an_index_from_before_documents_says_so_once_and_syncs(docs, tiny_model,
         conn.executescript("drop table documents; drop table members; drop table staged; drop table tombstones;")
     (docs / "b.md").unlink()
     lines = []
-    meta = build([str(docs)], out, BuildOptions(sync=True), warn=lines.append)
+    meta = build([str(docs)], out, BuildOptions(write="sync"), warn=lines.append)
     assert len(lines) == 1 and "built before documents kept their identity" in lines[0]
     assert meta["encoded"] == 0 and meta["removed"] == 1 and keyword(out, "valve") == []
     lines.clear()
-    assert build([str(docs)], out, BuildOptions(sync=True), warn=lines.append)["unchanged"] == 4 and lines == []
+    assert build([str(docs)], out, BuildOptions(write="sync"), warn=lines.append)["unchanged"] == 4 and lines == []
 
 
 # --- delete ------------------------------------------------------------------------------------
@@ -320,7 +320,7 @@ def test_a_reader_never_sees_a_failed_open_or_a_mixed_generation_during_30_syncs
             if v % 3 == 0:  # a delete: the generation loses a file's document, versions stay one
                 delete(out, ids=[str(folder / "f4.md")])
             _versions(folder, v, list(range(5)))
-            build([str(folder)], out, BuildOptions(sync=True))
+            build([str(folder)], out, BuildOptions(write="sync"))
     finally:
         done.set()
         reader.join()
@@ -351,7 +351,7 @@ print("ready", flush=True)
 for v in range(int(sys.argv[3]), int(sys.argv[3]) + 1000):
     for i in range(5):
         (folder / f"f{i}.md").write_text(f"# File {i}\nversion{v} of file {i}\n")
-    b.build([str(folder)], out, b.BuildOptions(sync=True, batch_size=1), progress=lambda e: print("event", flush=True))
+    b.build([str(folder)], out, b.BuildOptions(write="sync", batch_size=1), progress=lambda e: print("event", flush=True))
     print("written", flush=True)
 """
 
@@ -376,7 +376,7 @@ def test_sigkill_at_random_points_of_a_sync_leaves_the_old_generation_whole(vers
             assert len({_version(text) for text in index.texts.column("text")}) == 1 and len(index) == 5
     assert {"swap", "settle", "write"} <= phases
     _versions(folder, 5000, list(range(5)))
-    meta = build([str(folder)], out, BuildOptions(sync=True))  # the next sync completes it
+    meta = build([str(folder)], out, BuildOptions(write="sync"))  # the next sync completes it
     assert meta["updated"] == 5 and {_version(t) for t in all_texts(out)} == {"5000"}
     assert sorted(p.name for p in out.iterdir()) == ["current", os.readlink(out / "current")]
 
@@ -384,7 +384,7 @@ def test_sigkill_at_random_points_of_a_sync_leaves_the_old_generation_whole(vers
 def test_a_file_that_vanishes_or_changes_while_a_sync_reads_it_is_a_warning_and_a_count(docs, tiny_model, tmp_path, monkeypatch):
     import importlib
 
-    b = importlib.import_module("encodr.index.build")  # the module (encodr.index.build is also the function's name)
+    b = importlib.import_module("encodr.index.ingest")  # where a build reads its records
     out = tmp_path / "idx"
     build([str(docs)], out, BuildOptions(model=str(tiny_model)))
     (docs / "n0.md").write_text("# Note 0\nedited rivers\n")
@@ -403,12 +403,12 @@ def test_a_file_that_vanishes_or_changes_while_a_sync_reads_it_is_a_warning_and_
 
     monkeypatch.setattr(b, "iter_records", racing)
     lines = []
-    meta = build([str(docs)], out, BuildOptions(sync=True), warn=lines.append)
+    meta = build([str(docs)], out, BuildOptions(write="sync"), warn=lines.append)
     reasons = {Path(s["path"]).name: s["reason"] for s in meta["skipped_files"]}
     assert "cannot read it" in reasons["n0.md"] and "changed while it was read" in reasons["n1.md"]
     assert meta["removed"] == 1 and meta["updated"] == 1  # n0 is gone; n1 was read (edited), and is read again next time
     monkeypatch.setattr(b, "iter_records", real)
-    again = build([str(docs)], out, BuildOptions(sync=True))
+    again = build([str(docs)], out, BuildOptions(write="sync"))
     assert again["updated"] == 1 and any("edited again while read" in t for t in all_texts(out))
 
 

@@ -162,7 +162,7 @@ def test_false_negative_filter_below_every_cosine_leaves_no_negative(tiny_model,
 def test_evaluate_sees_the_model_in_eval_mode_at_start_every_n_steps_and_at_epoch_ends(tiny_model, words_file):
     from encodr.methods.mirror.method import load_training_strings, mirror_stream
     from encodr.methods.mirror.views import tokenize
-    from encodr.training import Trainer
+    from encodr.training import FitOptions, Trainer
 
     recipe = tiny_recipe()
     encoder = load_encoder(str(tiny_model), "mean", device="cpu")
@@ -174,7 +174,7 @@ def test_evaluate_sees_the_model_in_eval_mode_at_start_every_n_steps_and_at_epoc
         return next(scores)
 
     with Trainer("cpu", "no") as trainer:
-        result = trainer.fit(encoder.st, [mirror_stream(encoder.tokenizer, ids, recipe)], recipe.optim(), evaluate=evaluate, eval_steps=4)
+        result = trainer.fit(encoder.st, [mirror_stream(encoder.tokenizer, ids, recipe)], recipe.optim(), FitOptions(evaluate=evaluate, eval_steps=4))
     # the start (step 0), then 3 epochs of 3 steps: every 4th step (4, 8) and each epoch end (3, 6, 9)
     assert [p["step"] for p in result.dev_curve] == [0, 3, 4, 6, 8, 9]
     assert {r["step"]: r["dev"] for r in result.log if "dev" in r} == {3: 40.0, 4: 60.0, 6: 55.0, 8: 70.0, 9: 65.0}  # the run log has the curve

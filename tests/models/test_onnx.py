@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import run_cli
 from encodr.errors import EncodrError
 from encodr.index import Index, Searcher, BuildOptions, build
-from encodr.index.build import auto_index_type
+from encodr.index.faiss_types import auto_index_type
 from encodr.models import load_encoder
 from encodr.models.onnx import export_dir
 
@@ -118,7 +118,7 @@ def test_concurrent_adds_lose_and_duplicate_nothing(tiny_model, tmp_path):
     def add(f):
         start.wait()  # both open the index at the same moment
         try:
-            build([str(f)], out, BuildOptions(add=True, lang="eng", window=16))
+            build([str(f)], out, BuildOptions(write="add", lang="eng", window=16))
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

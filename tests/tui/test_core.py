@@ -19,7 +19,7 @@ PRESENTATION_ONLY = {
     ("encodr.errors", "EncodrError"),  # the one-line error both interfaces show
     ("encodr.evaluation", "TASKS"),  # the Train pane's dev-set choices (`encodr tune --dev` takes the same names)
     ("encodr.evaluation.tasks", "PRIMARY"),  # the Eval pane's suites (`encodr eval SUITE`)
-    ("encodr.index.store", "INDEX_TYPES"),  # the Index pane's index types (`encodr index --index-type`)
+    ("encodr.index.faiss_types", "INDEX_TYPES"),  # the Index pane's index types (`encodr index --index-type`)
     ("encodr.index.quantized", "QUANTIZE"),  # the Index pane's vector quantisations (`encodr index --quantize`)
     ("encodr.index.engines", "ENGINES"),  # the Index pane's engines (`encodr index --engine`)
     ("encodr.models", "BACKENDS"),  # the Index and Eval panes' backends (`--backend`; load_encoder checks the name)

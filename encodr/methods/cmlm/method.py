@@ -16,7 +16,7 @@ from ...errors import EncodrError
 from ...losses import AdditiveMarginLoss, CachedLoss
 from ...models import Encoder, load_encoder, resolve
 from ...paths import bundled
-from ...training import Outcome, RunContext, Stream, to_device
+from ...training import FitOptions, Outcome, RunContext, Stream, to_device
 from .config import CMLMRecipe
 from .head import CMLMHead
 
@@ -193,8 +193,8 @@ def run(ctx: RunContext) -> Outcome:
     if translations:
         streams.append(bitext_stream(encoder, translations, recipe))
     module = nn.ModuleDict({"encoder": encoder.st, "head": head})
-    result = ctx.trainer.fit(module, streams, recipe.optim(), evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric=dev.metric if dev else "dev",
-                             eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step)  # fmt: skip
+    result = ctx.trainer.fit(module, streams, recipe.optim(), FitOptions(evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric=dev.metric if dev else "dev",
+                                                                    eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step))  # fmt: skip
     ctx.save(".", encoder.save)
     report, metrics, shown = fit_report(ctx, result, dev)
     sources = ([documents.source] if documents else []) + (bitext if translations else [])

@@ -25,7 +25,7 @@ import torch
 from ...errors import EncodrError
 from ...models import load_encoder
 from ...progress import ProgressEvent
-from ...training import Outcome, RunContext, Stream, to_device
+from ...training import FitOptions, Outcome, RunContext, Stream, to_device
 from .config import JudgedRecipe, number_list
 from .data import DEV, TRAIN, JudgedData, read_judged
 
@@ -252,8 +252,8 @@ class DevFold:
             curve.append(self.dense(encoder))
             return float(curve[-1].mean())
 
-        result = ctx.trainer.fit(encoder.st, [stream], optim, evaluate=evaluate, dev_metric="ndcg@10", eval_steps=ctx.recipe.eval_steps,
-                                 progress=ctx.progress, on_step=ctx.request.on_step, description=description)  # fmt: skip
+        result = ctx.trainer.fit(encoder.st, [stream], optim, FitOptions(evaluate=evaluate, dev_metric="ndcg@10", eval_steps=ctx.recipe.eval_steps,
+                                                                         progress=ctx.progress, on_step=ctx.request.on_step, description=description))  # fmt: skip
         best = next(i for i, point in enumerate(result.dev_curve) if point["step"] == result.best["step"])
         component = Component.compared(name, "dense nDCG@10", curve[0], curve[best], ctx.recipe.significance, note)
         if not component.kept and best > 0:
@@ -325,7 +325,7 @@ def run(ctx: RunContext) -> Outcome:
         if dev:
             result, first = dev.fit(ctx, encoder, stream, recipe.optim(), "bi-encoder", "bi-encoder")
         else:
-            result = ctx.trainer.fit(encoder.st, [stream], recipe.optim(), progress=ctx.progress, on_step=request.on_step, description="bi-encoder")
+            result = ctx.trainer.fit(encoder.st, [stream], recipe.optim(), FitOptions(progress=ctx.progress, on_step=request.on_step, description="bi-encoder"))
             first = Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (--no-dev)")
         components, log = [first], list(result.log)
         cross = None
@@ -372,7 +372,7 @@ def _cross_and_loop(ctx: RunContext, data: JudgedData, encoder, items: list[Exam
     pairs = [(e.query, e.positive) for e in items] + [(e.query, n) for e in items for n in e.negatives[: recipe.cross_negatives]]
     labels = np.asarray([1.0] * len(items) + [0.0] * (len(pairs) - len(items)), dtype=np.float32)
     ctx.trainer.fit(cross.ce, [cross_stream(cross, pairs, labels, recipe.cross_batch_size, symmetric=False)], recipe.cross_optim(),
-                    progress=ctx.progress, on_step=ctx.request.on_step, description="re-ranker")  # fmt: skip
+                    FitOptions(progress=ctx.progress, on_step=ctx.request.on_step, description="re-ranker"))  # fmt: skip
     if not recipe.distill:
         return cross, []
     triplets = distill_triplets(data, encoder, cross, recipe, folds, ctx.progress)

@@ -15,7 +15,7 @@ from ...data.text import Corpus, read_corpus
 from ...errors import EncodrError
 from ...losses import CachedLoss, MirrorInfoNCELoss
 from ...models import load_encoder
-from ...training import Outcome, RunContext, Stream, to_device
+from ...training import FitOptions, Outcome, RunContext, Stream, to_device
 from .config import MirrorRecipe
 from .views import add_drophead, collate, set_dropout, span_mask, tokenize
 
@@ -135,8 +135,8 @@ def run(ctx: RunContext) -> Outcome:
     try:
         result = ctx.trainer.fit(
             encoder.st, [mirror_stream(encoder.tokenizer, ids, recipe, guide)], recipe.optim(),
-            evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps,
-            progress=ctx.progress, on_step=request.on_step,
+            FitOptions(evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps,
+                       progress=ctx.progress, on_step=request.on_step),
         )  # fmt: skip
     finally:
         for h in hooks:

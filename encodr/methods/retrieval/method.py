@@ -13,7 +13,7 @@ from ...data.files import Skipped, expand, iter_records, passage_splitter
 from ...data.records import Record
 from ...errors import EncodrError
 from ...models import load_encoder
-from ...training import Outcome, RunContext
+from ...training import FitOptions, Outcome, RunContext
 from .config import check_dims, dims_list
 from .pairs import Passage, retrieval_stream
 
@@ -91,7 +91,8 @@ def run(ctx: RunContext) -> Outcome:
 
         result = ctx.trainer.fit(
             encoder.st, [retrieval_stream(encoder.tokenizer, passages, recipe, ctx.trainer.world)], recipe.optim(),
-            evaluate=evaluate if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step,
+            FitOptions(evaluate=evaluate if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps, progress=ctx.progress,
+                       on_step=request.on_step),
         )  # fmt: skip
     for point, value in zip(result.dev_curve, reported):
         point["report"] = value

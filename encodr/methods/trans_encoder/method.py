@@ -34,7 +34,7 @@ from ...data.pairs import PairData, mine_pairs, read_pairs, stsb_pairs
 from ...errors import EncodrError
 from ...models import CrossScorer, Encoder, load_encoder, new_cross_encoder, resolve
 from ...progress import ProgressEvent
-from ...training import Outcome, RunContext, Stream, to_device
+from ...training import FitOptions, Outcome, RunContext, Stream, to_device
 from .config import TransEncoderRecipe
 
 
@@ -249,9 +249,10 @@ class TransEncoderRun:
         """One phase of one chain: fit with dev selection, record, save when best."""
         done = self.timed(f"train {kind}", cycle, c + 1)
         result = self.ctx.trainer.fit(
-            module, [stream], self.recipe.phase(kind), evaluate=(lambda: self.dev.score(scorer)) if self.dev else None,
-            dev_metric=self.dev.metric if self.dev else "dev", eval_steps=self.recipe.eval_steps, keep_start=False, progress=self.ctx.progress, on_step=self.request.on_step,
-            description=f"cycle {cycle}/{self.recipe.cycles} · train {kind}{self.who(c)}",
+            module, [stream], self.recipe.phase(kind),
+            FitOptions(evaluate=(lambda: self.dev.score(scorer)) if self.dev else None, dev_metric=self.dev.metric if self.dev else "dev",
+                       eval_steps=self.recipe.eval_steps, keep_start=False, progress=self.ctx.progress, on_step=self.request.on_step,
+                       description=f"cycle {cycle}/{self.recipe.cycles} · train {kind}{self.who(c)}"),
         )  # fmt: skip
         score = result.best["dev"] if result.best else None
         seconds = done(steps=result.steps, dev=score)

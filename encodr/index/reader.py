@@ -43,24 +43,11 @@ from .keywords import ANALYZER, keyword_expression
 from .ondisk import ONDISK_FILE, read_on_disk
 from .quantized import RESCORE_FILE, BinaryRescored
 from .texts import TextStore
+from .faiss_types import HNSW_EF_SEARCH, IVF_NPROBE, REFINE_K_FACTOR
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
 RAW_VECTORS_FILE = "vectors.f32"  # a new index's vectors while it is built (removed before the generation is complete)
 INDEX_FILES = (META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE, RAW_VECTORS_FILE, RESCORE_FILE, ONDISK_FILE)  # what a generation (or a flat index) holds
-# --index-type auto: exact search up to FLAT_MAX vectors, HNSW up to HNSW_MAX, IVF-PQ above
-# (chosen with bench/search.py: each meets p99 < 10 ms and recall@10 >= 0.95 in its range).
-FLAT_MAX = 50_000
-HNSW_MAX = 250_000
-INDEX_TYPES = ("auto", "flat", "hnsw", "ivf", "ivfpq")
-HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128
-# IVF lists visited per query, by index type (--nprobe overrides).
-IVF_NPROBE = {"ivf": 32, "ivfpq": 128}
-# IVF-PQ: PQ_BYTES one-byte codes per vector, re-ranked by a scalar-quantised (8-bit) copy of
-# each vector: the REFINE_K_FACTOR × k best PQ candidates are scored again, nearly exactly.
-# PQ alone finds too few of the exact neighbours; 8-bit re-ranking recovers nearly all of them
-# (bench/search.py; docs/benchmarks/search.md gives recall and latency). The 8-bit copy is most of
-# the size (d bytes of d + 48 + 8 per vector).
-PQ_BYTES, REFINE_K_FACTOR = 48, 32
 # A filter that keeps at most this many texts is searched exactly over them (their vectors read
 # back from the index and scored one by one: ~2 ms for 20,000 vectors of 384) rather than by the
 # approximate index with an ID selector, whose graph or lists then hold too few of them to give k
@@ -68,9 +55,7 @@ PQ_BYTES, REFINE_K_FACTOR = 48, 32
 # (flatSearchCutoff), Qdrant below its full_scan_threshold.
 EXACT_FILTER_MAX = 20_000
 LOCK_TIMEOUT = 10.0  # seconds a reader waits for a texts.db that another process has locked
-OPEN_ATTEMPTS = 20  # generations Index.open follows when the index is replaced while it opens
-TRAIN_SAMPLE = 100_000  # vectors quantisers train on at least (a seeded sample; build.training_sample)
-TRAIN_PER_LIST = 39  # …and at least this many for each IVF list: FAISS's k-means asks 39 a centroid
+OPEN_ATTEMPTS = 20  # generations IndexReader.open follows when the index is replaced while it opens
 
 
 def locate(spec: str | Path) -> Path:
@@ -90,7 +75,7 @@ class _Moved(Exception):
     """The folder being opened stopped being the index's current one (resolve again)."""
 
 
-class Index:
+class IndexReader:
     """One generation of an index directory, opened for search.
 
     Attributes:
@@ -120,7 +105,7 @@ class Index:
         self._live = None  # the selector that leaves the tombstones out (:meth:`_live_selector`)
 
     @classmethod
-    def open(cls, path: str | Path, mmap: bool = False, nprobe: int | None = None, ef_search: int | None = None) -> "Index":
+    def open(cls, path: str | Path, mmap: bool = False, nprobe: int | None = None, ef_search: int | None = None) -> "IndexReader":
         """Open and check the current generation of an index: all files present and readable,
         and FAISS, SQLite and ``index.json`` agreeing on the number of vectors.
 
@@ -168,7 +153,7 @@ class Index:
         raise EncodrError(f"index {path} was replaced {OPEN_ATTEMPTS} times while it was being opened; try again")
 
     @classmethod
-    def _open_folder(cls, path: Path, folder: Path, hold: int | None, mmap: bool, nprobe: int | None, ef_search: int | None) -> "Index":
+    def _open_folder(cls, path: Path, folder: Path, hold: int | None, mmap: bool, nprobe: int | None, ef_search: int | None) -> "IndexReader":
         """:meth:`open` of one generation ``folder``. Raises :class:`_Moved` when a flat
         (pre-generations) index was converted to generations while it was read."""
         import faiss
@@ -234,7 +219,7 @@ class Index:
                         components = {k: z[k] for k in z.files}
                 except (OSError, ValueError):
                     raise EncodrError(f"{folder / PCR_FILE} is missing or corrupted; rebuild the index with --pcr") from None
-            on_error.pop_all()  # opened: the Index owns the store now
+            on_error.pop_all()  # opened: the reader owns the store now
         return cls(path, folder, meta, index, components, texts, hold, (nprobe, ef_search))
 
     def copy_store(self, target: Path) -> None:
@@ -265,13 +250,13 @@ class Index:
         release_generation(self._hold)
         self._hold = None
 
-    def __enter__(self) -> "Index":
+    def __enter__(self) -> "IndexReader":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def __del__(self) -> None:  # an Index dropped without close() releases its generation too
+    def __del__(self) -> None:  # a reader dropped without close() releases its generation too
         if hasattr(self, "_hold"):
             self.close()
 

@@ -1,0 +1,311 @@
+"""Reading a corpus into a new generation of an index: windows of records read and deduplicated,
+encoded (here, on a process pool, or by Ray Data: :mod:`.dataflow`), their languages detected,
+and stored (texts in SQLite, vectors on disk) by a second thread while the next window encodes."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+from ..data.files import Skipped, iter_passages, iter_records
+from ..data.language import DETECTOR, corpus_languages, detect_languages, detect_with_confidence, sampled_languages
+from ..data.records import Record
+from ..errors import EncodrError
+from ..models.pcr import POOLED, fit_and_remove, remove_per_language
+from .documents import Reconcile
+from .faiss_types import add_vectors, auto_index_type, new_faiss, training_sample, write_faiss
+from .ondisk import add_on_disk, extend_trained
+from .options import BuildOptions
+from .quantized import BinaryRescored
+from .reader import IndexReader, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE
+from .texts import TextStore
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def count_lines(path: str) -> int:
+    """Lines in a file (the progress total), without decoding it."""
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """One build, ``--add`` or sync, checked: the files read, the index, the :class:`BuildOptions`,
+    and what reading found."""
+
+    files: list[str]
+    out: Path
+    options: BuildOptions
+    warn: Callable[[str], None] = lambda line: None
+    found: list[str] = field(default_factory=list)  # files found in folders: their faults are skipped, not raised
+    skipped: list[Skipped] = field(default_factory=list)  # files left out, and why (filled while reading)
+    roots: list[str] | None = None  # the absolute paths given (with sync: whose documents the index must hold exactly)
+    records: list[Record] | None = None  # documents given as records (an HTTP upsert), read after the files
+    update: bool = False  # into the existing index at out (add, or sync of one that exists), not a new one
+
+
+def read_windows(files: list[str], spec: IndexSpec, lang: str | None, split=None, reconcile: Reconcile | None = None) -> Iterator[list[Record]]:
+    """The records of ``files`` (passages, with ``split``), then ``spec.records``, in lists of
+    ``spec.options.window``; a document file among ``spec.found`` that cannot be read is added to
+    ``spec.skipped`` instead of raising.
+    With ``reconcile`` (:class:`~.documents.Reconcile`), only new and changed documents'
+    records pass, and a record file among ``found`` that vanishes or fails while it is read is
+    skipped too (its stored documents are kept, or removed when the file is gone)."""
+    from .documents import file_state
+
+    size, found, skipped, layout, given = spec.options.window, spec.found, spec.skipped, spec.options.layout, spec.records
+    window: list[Record] = []
+    for f in files:
+        state = file_state(f)  # before reading: a file changed while it is read differs from it next time
+        before = len(skipped) if skipped is not None else 0
+        records = iter_records(f, lang, split, skipped if f in found else None, layout)
+        if reconcile is not None:
+            records = reconcile.documents(records, state)
+        try:
+            for record in records:
+                window.append(record)
+                if len(window) >= size:
+                    yield window
+                    window = []
+        except EncodrError as exc:
+            if f not in found or skipped is None:
+                raise
+            skipped.append(Skipped(f, str(exc).removeprefix(f"{f}: ").removeprefix(f"{f}, ")))
+        if reconcile is None:
+            continue
+        if skipped is not None and len(skipped) > before:  # unreadable now: its documents stay as they were, unless it is gone
+            if os.path.exists(f):
+                reconcile.keep_unreadable(f)
+        elif file_state(f) != state:
+            skipped.append(Skipped(f, "changed while it was read; the next sync reads it again"))
+            reconcile.forget(f)
+    for doc in given or []:  # documents given whole (an upsert): each its own group, split like a file's
+        records = iter_passages(doc, split)
+        for record in reconcile.documents(records, (None, None)) if reconcile is not None else records:
+            window.append(record)
+            if len(window) >= size:
+                yield window
+                window = []
+    if window:
+        yield window
+
+
+@contextlib.contextmanager
+def encoding(encoder, spec: IndexSpec, prompt: str = ""):
+    """``encode(texts, batch_size, on_batch) -> float32 (N, d)`` for a local build: the encoder
+    itself, or with ``processes`` > 1 sentence-transformers' multi-process pool (one process
+    per GPU when CUDA is visible, else CPU processes that split the cores between them),
+    stopped on exit; each text after ``prompt``. (``--engine ray``: :mod:`.dataflow`.)"""
+    processes = spec.options.processes
+    if processes == 1:
+        yield lambda texts, batch_size, on_batch: encoder.encode(texts, batch_size, on_batch=on_batch, prompt=prompt)
+        return
+    import torch
+
+    gpus = torch.cuda.device_count()
+    devices = [f"cuda:{i % gpus}" for i in range(processes)] if gpus else ["cpu"] * processes
+    if gpus:
+        pool = encoder.st.start_multi_process_pool(devices)
+    else:  # the workers read it when they import torch: no more threads than cores in all
+        saved = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // processes))
+        try:
+            pool = encoder.st.start_multi_process_pool(devices)
+        finally:
+            if saved is None:
+                del os.environ["OMP_NUM_THREADS"]
+            else:
+                os.environ["OMP_NUM_THREADS"] = saved
+
+    def encode(texts, batch_size, on_batch):
+        chunk = max(1, min(1000, -(-len(texts) // (4 * processes))))
+        vectors = encoder.st.encode(texts, pool=pool, batch_size=batch_size or encoder.batch_size, chunk_size=chunk, prompt=prompt, truncate_dim=encoder.truncate_dim,
+                                    convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)  # fmt: skip
+        on_batch(len(texts))
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    try:
+        yield encode
+    finally:
+        encoder.st.stop_multi_process_pool(pool)
+
+
+class Ingest:
+    """Texts into the store, vectors into the FAISS index (``--add``) or a raw float32 file
+    (a new index, whose type and PCR are fitted on all vectors at the end).
+
+    :meth:`fresh` runs in the caller's thread; :meth:`store` hands the window to a writer
+    thread (language detection, PCR on ``--add``, SQLite, vectors) and returns once the
+    previous window is stored, so one window is stored while the next is encoded. A failure
+    in the writer comes out of the next :meth:`store` or the ``with`` block's end."""
+
+    def __init__(self, tmp: Path, encoder, lang: str | None, old: IndexReader | None, candidates: list[str] | None = None, accurate: bool = False):
+        self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
+        self.detected = 0  # texts whose language came from the detector
+        self.texts = TextStore.create(tmp / STORE_FILE)
+        self.next_id = self.texts.next_id()
+        self.raw_path = tmp / RAW_VECTORS_FILE
+        self.raw = open(self.raw_path, "wb")
+        self.added = self.skipped = self.passages = 0
+        self.split_documents: set[str] = set()  # ids of the documents stored as several passages
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-store")
+        self.pending: Future | None = None
+        self.pending_hashes: set[str] = set()
+        self.legacy = self.texts.ensure_documents()  # a store from before documents had identity: converted, read once
+
+    def __enter__(self) -> "Ingest":
+        return self
+
+    def __exit__(self, kind, *exc) -> None:
+        try:
+            if self.pending is not None and kind is None:
+                self.pending.result()
+        finally:
+            self.writer.shutdown(wait=True)
+            self.raw.close()
+            if kind is not None:  # a failed build: its generation is dropped; on success the build reads on, then closes
+                self.texts.close()
+
+    def raw_vectors(self, mode: str = "r") -> np.ndarray:
+        """float32 (added, d): the vectors this build wrote to the raw file (a memmap opened with
+        ``mode``; an empty array when none was)."""
+        shape = (self.added, self.encoder.dimension)
+        return np.memmap(self.raw_path, dtype=np.float32, mode=mode, shape=shape) if self.added else np.empty(shape, np.float32)
+
+    def fresh(self, records: list[Record]) -> list[tuple[Record, str]]:
+        """The records whose text is neither stored (nor being stored) nor earlier in
+        ``records``, with their text hashes; counts the others in ``skipped``."""
+        hashes = [text_hash(r.text) for r in records]
+        known = self.texts.known(hashes)
+        fresh, seen = [], set()
+        for r, h in zip(records, hashes):
+            if h in known or h in seen or h in self.pending_hashes:
+                self.skipped += 1
+                continue
+            seen.add(h)
+            fresh.append((r, h))
+        return fresh
+
+    def store(self, fresh: list[tuple[Record, str]], vectors: np.ndarray, whole_corpus: bool = False) -> None:
+        """Queue the window for the writer thread, once the previous one is stored
+        (``whole_corpus``: this window is all the corpus, so a sample of it is one of the corpus)."""
+        if self.pending is not None:
+            self.pending.result()
+        first = self.next_id
+        self.next_id += len(fresh)
+        self.added += len(fresh)
+        self.passages += sum(r.start is not None for r, _ in fresh)
+        self.pending_hashes = {h for _, h in fresh}
+        self.pending = self.writer.submit(self._write, fresh, vectors, first, whole_corpus)
+
+    def _write(self, fresh: list[tuple[Record, str]], vectors: np.ndarray, first: int, whole_corpus: bool = False) -> None:
+        langs = [r.lang or self.lang for r, _ in fresh]
+        confidence: list[float | None] = [None] * len(fresh)
+        unknown = [i for i, code in enumerate(langs) if code is None]
+        if unknown:
+            texts = [fresh[i][0].text for i in unknown]
+            if whole_corpus and self.old is None:  # a new index's corpus in one window: its languages from a sample of it
+                self.candidates = sampled_languages(texts)
+            for i, (code, sure) in zip(unknown, detect_with_confidence(texts, self.candidates, self.accurate)):
+                langs[i], confidence[i] = code, sure
+            self.detected += len(unknown)
+        guessed = set(unknown)
+        rows = [{"id": first + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line, "lang": langs[i], "hash": h,
+                 "lang_detected": int(i in guessed), "lang_confidence": confidence[i], "title": r.title, "start": r.start}
+                for i, (r, h) in enumerate(fresh)]  # fmt: skip
+        self.split_documents.update(r.ext_id for r, _ in fresh if r.start is not None)
+        if self.old is not None:
+            if self.old.components:
+                try:
+                    vectors = remove_per_language(vectors, langs, self.old.components, self.old.pooled_for)
+                except KeyError as missing:
+                    have = ", ".join(sorted(c for c in self.old.components if c != POOLED))
+                    raise EncodrError(f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
+                                      "rebuild it with --pcr over all languages, or give --lang") from None  # fmt: skip
+        if self.old is not None and not self.old.meta.get("on_disk"):
+            add_vectors(self.old.faiss, vectors, first)
+        else:  # a new index, or one whose lists are on disk: the vectors wait in the raw file (see extended_on_disk)
+            vectors.tofile(self.raw)
+        self.texts.insert(rows)
+
+
+def settle_languages(texts: TextStore) -> list[str]:
+    """Second pass of language detection over a new index's store: detect again, among
+    the languages that make up the corpus's confident labels (:func:`~encodr.data.language.corpus_languages`)
+    and in high-accuracy mode, the texts whose language was detected. Returns those
+    languages. (Nothing to do when every text got the one same label.)"""
+    pairs = texts.detected_labels()
+    kept = corpus_languages([code for code, _ in pairs], confidences=[sure for _, sure in pairs])
+    if not kept or {code for code, _ in pairs} == set(kept) == {kept[0]}:
+        return kept
+    texts.relabel_detected(lambda batch: detect_languages(batch, kept))
+    return kept
+
+
+def extended_on_disk(tmp: Path, ingest: Ingest, old: IndexReader, add_blocks=None):
+    """``old``'s on-disk IVF index with the ingested vectors added (ids after its own), its lists
+    merged into ``tmp``'s own list file (:func:`~.ondisk.add_on_disk`, ``add_blocks`` as there):
+    the old generation's files are only read."""
+    vectors = ingest.raw_vectors()
+    index = add_on_disk(extend_trained(old.folder / VECTORS_FILE), vectors, tmp, write_faiss, old=old.faiss, add_blocks=add_blocks,
+                        old_file=old.folder / VECTORS_FILE)  # fmt: skip
+    del vectors
+    return index
+
+
+def new_index(tmp: Path, ingest: Ingest, options: BuildOptions, lang: str | None, detected: list[str] | None = None, add_blocks=None):
+    """The FAISS index and ``index.json`` of a new index from the ingested raw vectors, as
+    ``options`` say (its PCR variant applied first, with ``pcr``; its type, quantisation and
+    on-disk lists); ``detected``: the languages the detector settled on, when it labelled any
+    text; ``add_blocks``: see :func:`~.ondisk.add_on_disk`."""
+    pcr, index_type, quantize, on_disk = options.pcr_variant if options.pcr else None, options.index_type, options.quantize, options.on_disk
+    from .. import __version__
+
+    encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
+    vectors = ingest.raw_vectors("r+")
+    if pcr:
+        langs = ingest.texts.langs()
+        np.savez(tmp / PCR_FILE, **fit_and_remove(vectors, langs, pcr, strict=not ingest.detected))
+    kind = "flat" if quantize == "binary" else index_type if index_type != "auto" else auto_index_type(n)
+    if kind == "ivfpq" and quantize == "int8":
+        kind = "ivf"  # auto above HNSW_MAX: IVF lists of int8 vectors (PQ codes are a quantisation of their own)
+    if kind == "ivfpq" and n < 10_000:
+        raise EncodrError(f"--index-type ivfpq needs at least 10,000 texts to train its quantisers (this corpus has {n:,}); use flat or hnsw")
+    sample = training_sample(vectors) if kind.startswith("ivf") or quantize != "none" else None
+    index = new_faiss(kind, dim, n, sample, quantize)
+    del sample  # trained: the sample is not held while the vectors are added
+    if on_disk:
+        index = add_on_disk(index, vectors, tmp, write_faiss, add_blocks=add_blocks)
+    else:
+        for start in range(0, n, 10_000):
+            index.add(np.ascontiguousarray(vectors[start : start + 10_000]))
+    del vectors
+    extra = {"int8_ranges": index.ranges.tolist()} if isinstance(index, BinaryRescored) else {}
+    meta = {
+        "encodr_version": __version__,
+        "model": encoder.name if not Path(encoder.name).exists() else str(Path(encoder.name).resolve()),
+        "pooling": encoder.pooling,
+        "dimension": dim,
+        "truncate_dim": encoder.truncate_dim,
+        "fingerprint": encoder.fingerprint,
+        "index_type": kind,
+        "quantize": quantize,
+        "on_disk": on_disk,
+        "pcr": bool(pcr),
+        "pcr_variant": pcr,
+        "default_lang": lang,
+        "lang_detection": {"detector": DETECTOR, "languages": detected} if ingest.detected else None,
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        **extra,
+    }
+    return index, meta
