@@ -62,8 +62,19 @@ def test_malformed_yaml(capsys, monkeypatch, words_file, tmp_path):
 
 
 def test_bad_override_names_the_key(capsys, monkeypatch, words_file):
-    code, _, err = run_cli(["tune", str(words_file), "--temperature", "0"], capsys, monkeypatch)
+    code, _, err = run_cli(["tune", str(words_file), "--set", "temperature=0"], capsys, monkeypatch)
     assert_one_line_error(code, err, "recipe key 'temperature' must be a number in (0, 10]")
+
+
+def test_a_field_the_recipe_lacks_is_refused_before_any_work_naming_its_fields(capsys, monkeypatch, words_file, tmp_path):
+    """A flag or a --set key the chosen recipe has no field for: one line naming the recipe's fields, nothing written."""
+    code, _, err = run_cli(["tune", "--recipe", "cross-encoder", "--lr", "1e-5", "--out", str(tmp_path / "m")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "recipe 'cross-encoder' (method trans_encoder) has no field 'lr' (--lr); its fields: amp, bi_batch_size")
+    assert "cross_lr" in err and not (tmp_path / "m").exists()
+    code, _, err = run_cli(["tune", "--recipe", "multilingual", "--set", "temperature=0.1", "--out", str(tmp_path / "m")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "recipe 'multilingual' (method cmlm) has no field 'temperature' (--set temperature=…)")
+    code, _, err = run_cli(["tune", "--temperature", "0.1"], capsys, monkeypatch)  # a field that is --set only: no such flag
+    assert code == 2 and "--temperature" in err
 
 
 def test_overwrite_replaces_only_a_model_encodr_wrote(capsys, monkeypatch, words_file, tiny_model, tmp_path):
@@ -194,7 +205,7 @@ def test_recipes_and_runs_json(capsys, monkeypatch):
 
 def test_set_overrides_any_field_and_rejects_unknown_keys(capsys, monkeypatch, words_file):
     code, _, err = run_cli(["tune", str(words_file), "--set", "colour=blue"], capsys, monkeypatch)
-    assert_one_line_error(code, err, "unknown recipe key 'colour'")
+    assert_one_line_error(code, err, "recipe 'sentence' (method mirror) has no field 'colour' (--set colour=…); its fields: amp,")
     code, _, err = run_cli(["tune", str(words_file), "--set", "span_mask"], capsys, monkeypatch)
     assert_one_line_error(code, err, "--set takes KEY=VALUE")
     code, _, err = run_cli(["tune", str(words_file), "--set", "epochs=two"], capsys, monkeypatch)

@@ -634,9 +634,10 @@ class EvalRequest(Request):
         return self.split or "test"
 
 
-# Recipe fields the CLI and the TUI set directly (any other: --set KEY=VALUE); None keeps the recipe's value.
-OVERRIDES = ("temperature", "span_mask", "max_length", "epochs", "batch_size", "mini_batch", "lr", "weight_decay", "max_grad_norm",
-             "dropout", "drophead", "pooling", "raw_pooling", "seed", "amp")  # fmt: skip
+# The few recipe fields most recipes share, offered as flags of their own (None keeps the recipe's value);
+# every field of a recipe, these included, is also `--set KEY=VALUE`. A flag the chosen recipe lacks is
+# refused by TuneRequest.check, naming the recipe's fields.
+OVERRIDES = ("epochs", "batch_size", "lr", "max_length", "pooling", "seed", "amp")
 
 
 class TuneRequest(Request):
@@ -657,22 +658,15 @@ class TuneRequest(Request):
     overwrite: bool = option(False, "Replace an existing output directory.", fronts=CLI)
     limit: int | None = option(None, "Use only the first N distinct strings (Trans-Encoder: pairs).", ge=2, fronts=CLI)
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
-    temperature: float | None = option(None, "InfoNCE temperature τ.", fronts=CLI)
-    span_mask: int | None = option(None, "Span mask length k in tokens (0: off).", fronts=CLI)
     max_length: int | None = option(None, "Max sequence length in tokens.", fronts=CLI)
     epochs: int | None = option(None, "Passes over the data.", fronts=CLI)
     batch_size: int | None = option(None, "Examples per step over all processes (Mirror: distinct strings, 2× views).", fronts=CLI)
-    mini_batch: int | None = option(None, "GradCache chunk size: a large batch in the memory of this many views (0: off).", fronts=CLI)
     lr: float | None = option(None, "AdamW learning rate.", fronts=CLI)
-    weight_decay: float | None = option(None, "AdamW weight decay.", fronts=CLI)
-    max_grad_norm: float | None = option(None, "Gradient clipping (0: off).", fronts=CLI)
-    dropout: float | None = option(None, "Dropout of the transformer (one of Mirror-BERT's two view makers).", fronts=CLI)
-    drophead: float | None = option(None, "Attention-head dropout.", fronts=CLI)
     pooling: str | None = option(None, "auto | cls | mean", fronts=CLI)
-    raw_pooling: str | None = option(None, "Pooling for a raw MLM: cls | mean", fronts=CLI)
     seed: int | None = option(None, "Random seed.", fronts=CLI)
     amp: str | None = option(None, "auto | bf16 | fp16 | no (auto: bf16 or fp16 on CUDA, fp32 on CPU)", fronts=CLI)
-    set: list[str] = option([], "Any recipe field as KEY=VALUE; repeatable (the TUI edits each field of the recipe).", flags=("--set",), fronts=CLI_TUI)
+    set: list[str] = option([], "Any field of the recipe as KEY=VALUE (temperature=0.05, span_mask=0, mini_batch=256…; docs/reference/recipes.md "
+                                "lists each recipe's fields); repeatable. The TUI edits each field of the recipe.", flags=("--set",), fronts=CLI_TUI)
     index: str | None = option(None, "judged recipe: learn from this index's judgments (encodr judge; its train fold, selected on its dev fold).",
                                flags=("--index", "-i"), fronts=CLI_TUI)  # fmt: skip
     no_dev: bool = option(False, "judged recipe: with too few judged queries to hold out a dev fold, train anyway, without selection.", fronts=CLI_TUI)
@@ -691,6 +685,24 @@ class TuneRequest(Request):
         except OSError:
             return None
         return None if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+    def check(self) -> None:
+        """Every recipe field this request sets is a field of the chosen recipe.
+
+        Raises:
+            EncodrError: an unknown recipe; a flag or ``--set`` key the recipe lacks, naming the
+                recipe's fields (field: the flag's, or ``set``); a ``--set`` item without ``=``.
+        """
+        from ..methods import load_recipe
+
+        given = self.overrides()
+        recipe = load_recipe(self.recipe)  # the recipe's own values, checked; the overrides are checked when the run loads it
+        fields = sorted(f for f in recipe.to_dict() if f not in ("name", "method", "description"))
+        for key in given:
+            if key not in fields:
+                named = f"--{key.replace('_', '-')}" if key in OVERRIDES and getattr(self, key) is not None else f"--set {key}=…"
+                raise EncodrError(f"recipe '{recipe.name}' (method {recipe.method}) has no field '{key}' ({named}); its fields: {', '.join(fields)}; "
+                                  "set one with --set KEY=VALUE", field=key if key in OVERRIDES else "set")  # fmt: skip
 
     def overrides(self) -> dict[str, str]:
         """The recipe fields this request changes: the named options, then ``--set`` items.

@@ -24,7 +24,7 @@ from .resolution import ModelRef, resolve  # noqa: F401  (re-exported)
 BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 AUTO_BACKEND = "auto"  # encodr index's default: torch-bf16 where the CPU multiplies bfloat16 natively, else torch (choose_backend)
 POOLINGS = ("auto", "cls", "mean")  # --pooling: auto keeps the model's own pooling (a raw MLM: RAW_POOLINGS' choice)
-RAW_POOLINGS = ("cls", "mean")  # --raw-pooling: for a checkpoint that ships no pooling
+RAW_POOLINGS = ("cls", "mean")  # the recipe field raw_pooling: for a checkpoint that ships no pooling
 # Texts per forward pass by (backend, device type), chosen with bench/encode_speed.py --batch-sizes
 # and, for cuda, bench/gpu.py (docs/benchmarks/encode_speed.md and docs/benchmarks/gpu.md give the measurements);
 # other devices take 32, as sentence-transformers does; torch-bf16 takes torch's (not measured apart).

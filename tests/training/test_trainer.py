@@ -129,7 +129,7 @@ def test_two_processes_give_the_loss_of_one_on_the_same_global_batch(tiny_model,
     assert two.returncode == 0, two.stderr[-3000:]
     # GradCache with gathered candidates: chunks of 3 views per process, same losses again
     cached = subprocess.run([*_tune_cmd([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"], words, tiny_model, tmp_path / "two-cached"),
-                             "--mini-batch", "3"], capture_output=True, text=True, env=env)  # fmt: skip
+                             "--set", "mini_batch=3"], capture_output=True, text=True, env=env)  # fmt: skip
     assert cached.returncode == 0, cached.stderr[-3000:]
     logs = [[json.loads(line) for line in (tmp_path / d / "train_log.jsonl").read_text().splitlines()] for d in ("one", "two", "two-cached")]
     assert [len(log) for log in logs] == [2, 2, 2]
