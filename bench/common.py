@@ -33,8 +33,29 @@ def print_table(title: str, rows: list[dict], columns: list[str]) -> None:
     Console(width=200).print(table)
 
 
+def commit() -> str:
+    """The checkout's commit (what was measured), or ``unknown`` outside a git checkout."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def schema(payload: dict) -> dict:
+    """``payload`` with the fields every result records (the suite's one schema), where it has
+    not set them itself: ``command`` (as run), ``machine``, ``date`` and ``commit``."""
+    import sys
+
+    command = " ".join(["python", f"bench/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+    return {"command": command, "machine": machine(), "date": time.strftime("%Y-%m-%d"), "commit": commit(), **payload}
+
+
 def write_json(path: Path, payload: dict) -> None:
-    """Write JSON atomically (temp file, then rename)."""
+    """Write JSON atomically (temp file, then rename), with the suite's schema fields (:func:`schema`)."""
+    if isinstance(payload, dict):
+        payload = schema(payload)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=2))

@@ -64,6 +64,10 @@ def encoders(model: str) -> dict:
     }
 
 
+# python -m bench run cpu_precision --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--texts", "64", "--repeats", "1", "--out", "{tmp}/cpu_precision.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")

@@ -71,6 +71,10 @@ def encodr_index(corpus: Path, model: str, backend: str, work: Path, batch_size:
     return float(meta["seconds"]), vectors[order]
 
 
+# python -m bench run encode_speed --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--limit", "200", "--no-sts", "--backends", "torch", "--out", "{tmp}/encode_speed.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")

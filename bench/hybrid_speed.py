@@ -36,6 +36,10 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 from search import corpus_texts, held_out  # noqa: E402
 
 
+# python -m bench run hybrid_speed --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--n", "2000", "--queries", "20", "--rerank-queries", "2", "--out", "{tmp}/hybrid_speed.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=None, help="only the first N texts")

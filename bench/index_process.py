@@ -56,6 +56,10 @@ def timed(command: list[str], env: dict, cwd: Path) -> float:
     return time.perf_counter() - started
 
 
+# python -m bench run index_process --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--texts", "200", "--repeats", "1", "--backends", "torch", "--out", "{tmp}/index_process.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")

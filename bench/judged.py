@@ -31,21 +31,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, machine, parse_overrides, print_table, write_json  # noqa: E402
+from common import RESULTS, commit, machine, parse_overrides, print_table, write_json  # noqa: E402
 from cpu_precision import cpu_flags  # noqa: E402  (the CPU flags that decide its matrix speed, as that bench records them)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval" / "scifact"
 TXTAI_PUBLISHED = 71.3  # txtai's benchmark page: SciFact, hybrid (BEIR test split)
-
-
-def commit() -> str:
-    """The checkout's commit (what was measured), or ``unknown`` outside a git checkout."""
-    import subprocess
-
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main() -> None:

@@ -1,7 +1,5 @@
-"""Helpers for the bench scripts' Markdown tables (docs/benchmarks/ pages are written by tools/docs.py).
-
-    python bench/report.py
-"""
+"""Tables pooled over several result files of the quality benchmark (its seeds, its dev sweeps in
+``bench/results/sweeps/``), for tools/docs.py, which writes every page of docs/benchmarks/."""
 
 from __future__ import annotations
 
@@ -99,47 +97,3 @@ def traces() -> tuple[list[dict], list[str]]:
                 for point in r["dev_trace"]:
                     by_step.setdefault(point["step"], {"step": point["step"]})[name] = point["dev"]
     return [by_step[k] for k in sorted(by_step)], ["step", *columns]
-
-
-def main() -> None:
-    for name in ("quality-word.json", "quality.json", "quality-sentence.json"):
-        if (RESULTS / name).exists():
-            data = json.loads((RESULTS / name).read_text())
-            print(f"\n{name}\n")
-            print(table(data["rows"], ["job", "model", "pooling", "seed", "dev_task", "dev", "test_task", "test", "selected"]))
-        pooled = word_seeds() if name == "quality-word.json" else []
-        if pooled:
-            print("\nquality-word.json + quality-word-seeds45-46.json (all seeds, mean pooling)\n")
-            print(table(pooled, ["model", "seeds", "dev (wordsim353)", "test (simlex999)", "test sd", "test min", "test max"]))
-    if (RESULTS / "sweeps").is_dir():
-        print("\nsweeps/ (dev-set trials, sorted by dev)\n")
-        print(table(sweeps(), ["job", "setting", "pooling", "dev_task", "dev", "test_task", "test", "file"]))
-        rows, columns = traces()
-        if rows:
-            print("\nsweeps/ dev score during training\n")
-            print(table(rows, columns))
-    if (RESULTS / "linking_breakdown.json").exists():
-        data = json.loads((RESULTS / "linking_breakdown.json").read_text())
-        print(f"\nlinking_breakdown.json — {data['task']}\n")
-        print(table(data["rows"], ["model", "pooling", "bucket", "queries", "acc@1", "vs base, same pooling", "vs base (mean)"]))
-    if (RESULTS / "train_speed.json").exists():
-        data = json.loads((RESULTS / "train_speed.json").read_text())
-        print("\ntrain_speed.json\n")
-        print(table(data["rows"], ["recipe", "impl", "batch_size", "max_length", "timed_steps", "examples_per_s", "ratio_vs_st"]))
-    if (RESULTS / "search.json").exists():
-        data = json.loads((RESULTS / "search.json").read_text())
-        print("\nsearch.json\n")
-        print(table(data["vector_search"] + [data["end_to_end"]], ["method", "vectors", "build_s", "p50_ms", "p99_ms", "recall@10"]))
-    if (RESULTS / "tatoeba_pcr.json").exists():
-        data = json.loads((RESULTS / "tatoeba_pcr.json").read_text())
-        print("\ntatoeba_pcr.json\n")
-        print(table(data["rows"], ["pair", "pairs", "acc@1", "acc@1 (pcr)", "Δ"]))
-    if (RESULTS / "trans_encoder.json").exists():
-        data = json.loads((RESULTS / "trans_encoder.json").read_text())
-        for job, result in data["jobs"].items():
-            print(f"\ntrans_encoder.json — {job}: {json.dumps(result['settings'])}\n")
-            print(table(result["rows"], ["chain", "cycle", "model", "dev", "test"]))
-
-
-if __name__ == "__main__":
-    main()

@@ -99,6 +99,10 @@ def bm25s_anchor(evaluator) -> float:
     return next(s.value for s in evaluator.scores(ranked) if s.metric == "ndcg@10")
 
 
+# python -m bench run retrieval --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--data", "scifact", "--limit", "20", "--no-anchors", "--out", "{tmp}/retrieval.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["minilm"])

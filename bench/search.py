@@ -29,6 +29,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `encodr search` and `encodr tui` do
 
 import argparse
+from types import SimpleNamespace
 import csv
 import json
 import random
@@ -107,6 +108,10 @@ def rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+# python -m bench run search --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--n", "2000", "--queries", "20", "--out", "{tmp}/search.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=None, help="only the first N texts")
@@ -159,9 +164,9 @@ def main() -> None:
         settings = [("flat", None), ("hnsw", 64), ("hnsw", HNSW_EF_SEARCH), ("ivfpq", 32), ("ivfpq", 64), ("ivfpq", IVF_NPROBE["ivfpq"]), ("ivfpq", 256)]
         for kind, setting in settings:
             index, seconds = built[kind]
-            holder = Index(scratch / "flat", scratch / "flat", {"index_type": kind}, index, {}, None,
-                           probes=(setting if kind == "ivfpq" else None, setting if kind == "hnsw" else None))  # fmt: skip
-            params = holder.search_params()
+            # encodr's own search parameters for this setting (IndexReader.search_params), on the FAISS index alone
+            holder = SimpleNamespace(faiss=index, nprobe=setting if kind == "ivfpq" else None, ef_search=setting if kind == "hnsw" else None)
+            params = Index.search_params(holder)
             ms, got = timed(lambda q: index.search(q, k, params=params)[1][0], qv)
             recall = float(np.mean([len(exact[i] & set(g.tolist())) / k for i, g in enumerate(got)]))
             label = {"flat": "flat (exact)", "hnsw": f"hnsw, efSearch {setting}", "ivfpq": f"ivfpq, nprobe {setting}"}[kind]

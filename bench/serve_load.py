@@ -149,6 +149,10 @@ def scenarios(model: str, index: str, texts: list[str]) -> dict:
     }
 
 
+# python -m bench run serve_load --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--seconds", "2", "--clients", "1", "--corpus", "400", "--out", "{tmp}/serve_load.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")

@@ -21,6 +21,7 @@ from .fields import option
 BACKEND_HELP = ("The forward pass: torch-bf16 multiplies in bfloat16 (faster on a CPU with AVX512-BF16 or AMX, slower elsewhere); onnx runs "
                 "onnxruntime on the CPU; onnx-int8 adds dynamic int8 quantisation (faster; the docs' benchmarks give speed and quality).")
 CLI, CLI_TUI, CLI_HTTP, HTTP, MCP, HTTP_MCP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http",), ("mcp",), ("http", "mcp")
+CLI_HTTP_MCP = ("cli", "http", "mcp")  # what the TUI does not offer (it has no widget for it)
 
 
 MODE_HELP = ("hybrid: vectors and BM25 fused by --fusion (dense on an index built without a keyword index); dense: vectors; "
@@ -148,22 +149,22 @@ class SearchRequest(Request):
 
     query: list[str] = option([], "The queries (one or several); none on the CLI: one query a line from stdin.", argument=True)
     index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"))
-    k: int = option(search_default("k"), "Results per query.", flags=("-k",), ge=1)
-    lang: str | None = option(None, "Query language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages).")
+    k: int = option(search_default("k"), "Results per query.", flags=("-k",), ge=1, fronts=CLI_HTTP_MCP)
+    lang: str | None = option(None, "Query language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages).", fronts=CLI_HTTP_MCP)
     hit_lang: list[str] | None = option(None, "Only hits in these languages, ISO 639-3, comma-separated or repeated (e.g. spa,fra).")
-    model: str | None = option(None, "Must match the index's model.", flags=("--model", "-m"))
-    backend: str | None = option(None, "The queries' forward pass (default: the one the index was built with).", choices=lambda: _backends())
-    nprobe: int | None = option(None, "IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact.", ge=1)
-    ef_search: int | None = option(None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1)
+    model: str | None = option(None, "Must match the index's model.", flags=("--model", "-m"), fronts=CLI_HTTP_MCP)
+    backend: str | None = option(None, "The queries' forward pass (default: the one the index was built with).", choices=lambda: _backends(), fronts=CLI_HTTP_MCP)
+    nprobe: int | None = option(None, "IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact.", ge=1, fronts=CLI_HTTP_MCP)
+    ef_search: int | None = option(None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1, fronts=CLI_HTTP_MCP)
     mode: str = option(search_default("mode"), MODE_HELP, choices=search_choices("mode"))
-    fusion: str = option(search_default("fusion"), FUSION_HELP, choices=search_choices("fusion"))
+    fusion: str = option(search_default("fusion"), FUSION_HELP, choices=search_choices("fusion"), fronts=CLI_HTTP_MCP)
     rerank: str | None = option(None, RERANK_HELP)
-    fusion_weight: float | None = option(search_default("fusion_weight"), FUSION_WEIGHT_HELP, ge=0, le=1)
+    fusion_weight: float | None = option(search_default("fusion_weight"), FUSION_WEIGHT_HELP, ge=0, le=1, fronts=CLI_HTTP_MCP)
     rerank_depth: int | None = option(search_default("rerank_depth"), "With --rerank: first-stage hits the cross-encoder re-scores per query "
-                                                                      "(default: the depth tuned with the re-ranker, else 50).", ge=1)  # fmt: skip
-    rerank_weight: float | None = option(search_default("rerank_weight"), RERANK_WEIGHT_HELP, ge=0, le=1)
+                                                                      "(default: the depth tuned with the re-ranker, else 50).", ge=1, fronts=CLI_HTTP_MCP)  # fmt: skip
+    rerank_weight: float | None = option(search_default("rerank_weight"), RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_HTTP_MCP)
     passages: bool = option(search_default("passages"), "Rank passages; by default an index of long documents split into passages ranks each document "
-                                                        "once, by its best passage.")  # fmt: skip
+                                                        "once, by its best passage.", fronts=CLI_HTTP_MCP)  # fmt: skip
     filter: list[str] | dict[str, Any] | None = option(None, FILTER_HELP)
     full: bool = option(False, "Print whole texts; by default a hit shows a snippet around its matched words, as wide as the terminal allows.",
                         fronts=CLI)  # fmt: skip
@@ -203,12 +204,12 @@ class SearchRequest(Request):
 class ScoreRequest(Request):
     """Similarity of two texts: cosine for a bi-encoder, σ(score) for a cross-encoder."""
 
-    text_a: str = option(..., "First text.", argument=True)
-    text_b: str = option(..., "Second text.", argument=True)
-    model: str = option("minilm", "Model (alias, directory, Hub id).", flags=("--model", "-m"))
-    cross: bool = option(False, "--model is a cross-encoder: σ of its score, both orders averaged.")
+    text_a: str = option(..., "First text.", argument=True, fronts=CLI_HTTP_MCP)
+    text_b: str = option(..., "Second text.", argument=True, fronts=CLI_HTTP_MCP)
+    model: str = option("minilm", "Model (alias, directory, Hub id).", flags=("--model", "-m"), fronts=CLI_HTTP_MCP)
+    cross: bool = option(False, "--model is a cross-encoder: σ of its score, both orders averaged.", fronts=CLI_HTTP_MCP)
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
-    backend: str = option("torch", BACKEND_HELP, choices=lambda: _backends())
+    backend: str = option("torch", BACKEND_HELP, choices=lambda: _backends(), fronts=CLI_HTTP_MCP)
 
     def check(self) -> None:
         for name in ("text_a", "text_b"):

@@ -51,7 +51,7 @@ HELP = """\
 | 0 / 1 / 2 on a hit | judge it: not relevant / relevant / highly relevant for the query (`encodr judge`); the grade column shows it |
 | F9 or the Judgments tab | the index's judgments (fold, status); Delete removes the selected one |
 | Eval: index, no queries | scores the index on its own judgments (test fold; `encodr eval retrieval --index`) |
-| re-rank box (beside the mode) | a CrossEncoder (path, Hub id, an encodr `cross/`) re-scores the first 50 hits; Enter loads it, blank: none |
+| re-rank box (beside the mode) | a CrossEncoder (path, Hub id, an encodr `cross/`) re-scores the first hits (`encodr search --rerank-depth`: the depth tuned with it, else its default); Enter loads it, blank: none |
 | Enter on an index in Workspace | open that index |
 | Enter on a hit | its whole document, at the passage (Esc closes) |
 | Ctrl+Q | quit |

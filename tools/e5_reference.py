@@ -6,7 +6,7 @@ languages with ``e5_embed_batch(..., is_query=1)`` (the engine adds "query: "), 
 them to ``tests/fixtures/e5_reference.json``. ``tests/models/test_encoder.py`` checks that encodr's
 dequantised ``me5`` reproduces them (cosine ≥ 0.999, with the "query" prompt).
 
-    python bench/e5_reference.py
+    python tools/e5_reference.py
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ doing the whole job once in a fresh workspace with the bundled MiniLM:
 6. **Runs** (F8): the run just made;
 7. **Workspace** (F4) and **Help** (F1).
 
-    python bench/tui_screenshot.py --out docs/tui            # docs/tui-train.svg/.png, …
-    python bench/tui_screenshot.py --only search --out docs/tui --query "heart disease treatment"
+    python tools/tui_screenshot.py --out docs/tui            # docs/tui-train.svg/.png, …
+    python tools/tui_screenshot.py --only search --out docs/tui --query "heart disease treatment"
 
 PNG conversion uses ``rsvg-convert`` (Debian ``librsvg2-bin``) when it is on the PATH, else
 ``cairosvg`` (``pip install -e .[bench]``). Every screen drives the same core as the CLI

@@ -9,7 +9,7 @@
 - ``encodr/data/bible/mark_bitext.tsv``: English verse, the same verse in another language,
   ``eng``, that language (the bitext-retrieval stream).
 
-    python bench/make_bible_sample.py
+    python tools/make_bible_sample.py
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 # MiniLM, the word recipe, a 2,000-word file, WordSim-353 as the dev set — and capture-pane saves
 # the screen while training (the live loss curve) and when it is done (the result).
 #
-#   bash bench/tui_tmux.sh [WORKDIR]      # writes docs/tui-tmux-running.txt and docs/tui-tmux-done.txt
+#   bash tools/tui_tmux.sh [WORKDIR]      # writes docs/tui-tmux-running.txt and docs/tui-tmux-done.txt
 #
 # The Tab count reaches the Train pane's directory tree from its first field; it follows the
 # word recipe's field list (tests/tui/test_panes.py checks the pane, this script only drives it).

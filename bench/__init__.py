@@ -1,0 +1,1 @@
+"""encodr's benchmark suite: ``python -m bench list`` and ``python -m bench run NAME|all [--quick]`` (:mod:`bench.suite`)."""
