@@ -94,6 +94,24 @@ def build_default(name: str):
     return next(f.default for f in dataclasses.fields(BuildOptions) if f.name == name)
 
 
+def serve_default(name: str):
+    """The default of a server limit, from its one declaration (:class:`encodr.core.limits.Limits`)."""
+    import dataclasses
+
+    from .limits import Limits
+
+    return next(f.default for f in dataclasses.fields(Limits) if f.name == name)
+
+
+def layout_default(name: str):
+    """Where record files keep their fields by default, from its one declaration (:class:`encodr.data.records.Layout`)."""
+    import dataclasses
+
+    from ..data.records import Layout
+
+    return next(f.default for f in dataclasses.fields(Layout) if f.name == name)
+
+
 def search_default(name: str):
     """The default of a search setting, from its one declaration (:class:`encodr.index.options.SearchOptions`)."""
     from ..index.options import SearchOptions
@@ -301,12 +319,12 @@ class IndexRequest(Request):
                                   "torch; with --add, the index's own.", choices=lambda: ("auto", *_backends()), fronts=CLI_TUI)  # fmt: skip
     glob: str | None = option(None, "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).", fronts=CLI_TUI)
     whole: bool = option(build_default("whole"), "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.", fronts=CLI_TUI)
-    documents: bool = option(False, "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
+    documents: bool = option(layout_default("documents"), "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
                                     "not each line.", fronts=CLI_TUI)  # fmt: skip
-    text_field: str = option("text", "JSONL: the field that holds the text.", fronts=CLI_TUI)
-    text_column: str = option("text", "CSV / TSV: the header's column that holds the text.", fronts=CLI_TUI)
-    id_column: str | None = option(None, "CSV / TSV: the column that holds each document's id (default: 'id' when present).", fronts=CLI_TUI)
-    title_column: str | None = option(None, "CSV / TSV: the column that holds each document's title (default: 'title' when present).", fronts=CLI_TUI)
+    text_field: str = option(layout_default("text_field"), "JSONL: the field that holds the text.", fronts=CLI_TUI)
+    text_column: str = option(layout_default("text_column"), "CSV / TSV: the header's column that holds the text.", fronts=CLI_TUI)
+    id_column: str | None = option(layout_default("id_column"), "CSV / TSV: the column that holds each document's id (default: 'id' when present).", fronts=CLI_TUI)
+    title_column: str | None = option(layout_default("title_column"), "CSV / TSV: the column that holds each document's title (default: 'title' when present).", fronts=CLI_TUI)
     meta_columns: list[str] | None = option(None, "CSV / TSV: columns kept as each document's metadata, for search --filter (comma-separated or repeated).",
                                             fronts=CLI_TUI)  # fmt: skip
     processes: int = option(build_default("processes"), "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
@@ -775,12 +793,12 @@ class ServeRequest(Request):
     host: str = option("127.0.0.1", "Address to bind (127.0.0.1: this machine only).", fronts=CLI)
     port: int = option(8000, "Port to bind.", ge=1, le=65535, fronts=CLI)
     api_key: str | None = option(None, "Require 'Authorization: Bearer KEY' (default: the ENCODR_API_KEY environment variable, if set).", fronts=CLI)
-    batch_wait_ms: float = option(10.0, "Dynamic batching: how long the first request of a batch waits for others while requests are concurrent (ms).",
+    batch_wait_ms: float = option(serve_default("batch_wait") * 1000, "Dynamic batching: how long the first request of a batch waits for others while requests are concurrent (ms).",
                                   ge=0, fronts=CLI)  # fmt: skip
-    batch_tokens: int = option(8192, "Dynamic batching: tokens per forward pass at most (padded length × texts).", ge=1, fronts=CLI)
-    max_texts: int = option(2048, "Texts per request at most (413 above).", ge=1, fronts=CLI)
-    max_chars: int = option(20000, "Characters per text at most (413 above).", ge=1, fronts=CLI)
-    no_batching: bool = option(False, "Turn dynamic batching of concurrent requests off: one forward pass per request.", fronts=CLI)
+    batch_tokens: int = option(serve_default("batch_tokens"), "Dynamic batching: tokens per forward pass at most (padded length × texts).", ge=1, fronts=CLI)
+    max_texts: int = option(serve_default("max_texts"), "Texts per request at most (413 above).", ge=1, fronts=CLI)
+    max_chars: int = option(serve_default("max_chars"), "Characters per text at most (413 above).", ge=1, fronts=CLI)
+    no_batching: bool = option(not serve_default("batching"), "Turn dynamic batching of concurrent requests off: one forward pass per request.", fronts=CLI)
     workers: int | None = option(None, "Forward passes a model runs at once, each on its share of the CPU cores (default: 2 on a CPU, 1 on a GPU).",
                                  ge=1, fronts=CLI)  # fmt: skip
     backend: str = option("torch", "Forward pass of each --model bi-encoder (torch-bf16: bfloat16 matrix products; onnx, onnx-int8: onnxruntime "

@@ -156,9 +156,7 @@ class Searcher:
             agree within the quality cost ``bench/encode_speed.py`` measures — and adds a
             line to :attr:`warnings`.
         options: the searches to come, checked against the index before the model loads
-            (:func:`check_languages`); each query still takes its own.
-        nprobe: IVF lists visited per query (default: the index's, :meth:`IndexReader.open`).
-        ef_search: HNSW candidate list size (default: the index's).
+            (:func:`check_languages`); each query still takes its own (``nprobe``, ``ef_search`` too).
 
     Attributes:
         warnings: one-line notes for the user (``encodr search`` prints them).
@@ -170,8 +168,8 @@ class Searcher:
     """
 
     def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | None = None, backend: str | None = None,
-                 nprobe: int | None = None, ef_search: int | None = None, options: SearchOptions | None = None):  # fmt: skip
-        self._open = dict(mmap=True, nprobe=nprobe, ef_search=ef_search)  # memory-mapped: opening a large index reads only what searches touch
+                 options: SearchOptions | None = None):  # fmt: skip
+        self._open = dict(mmap=True)  # memory-mapped: opening a large index reads only what searches touch
         self.index = IndexReader.open(index_dir, **self._open)
         if options is not None:  # what the index alone can refuse, before the model loads (seconds)
             try:

@@ -25,30 +25,9 @@ from starlette.requests import ClientDisconnect
 from ..core import dispatch
 from ..core import requests as rq
 from ..core.fields import fields_for, schema, words
+from ..core.limits import Limits
 from ..core.served import Served as CoreServed
 from ..errors import EncodrError
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one request may ask, and how requests are batched.
-
-    Attributes:
-        max_texts: texts per request (413 above).
-        max_chars: characters per text (413 above).
-        batch_wait: seconds the first request of a batch waits for others.
-        batch_tokens: estimated tokens per forward pass.
-        batching: False: every request runs its own forward pass.
-        workers: forward passes a model runs at once, each on its share of the CPU cores
-            (``None``: :func:`~.batcher.default_workers`).
-    """
-
-    max_texts: int = 2048
-    max_chars: int = 20_000
-    batch_wait: float = 0.010
-    batch_tokens: int = 8192
-    batching: bool = True
-    workers: int | None = None
 
 
 @dataclass
@@ -306,6 +285,7 @@ def _listing_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
         return await run_in_threadpool(served.index_rows)
 
     @api.get("/runs")
-    async def runs(limit: int = 50):
-        """Recorded training runs, newest first (``encodr runs --json``)."""
-        return JSONResponse(json.loads(json.dumps(dispatch.call(rq.RunsRequest, {"limit": limit}, "http").payload(), default=str)))
+    async def runs(limit: int | None = None):
+        """Recorded training runs, newest first (``encodr runs --json``); ``limit`` defaults to the request's declaration."""
+        given = {} if limit is None else {"limit": limit}
+        return JSONResponse(json.loads(json.dumps(dispatch.call(rq.RunsRequest, given, "http").payload(), default=str)))

@@ -24,7 +24,7 @@ from ..core.requests import SearchRequest
 from ..core.results import where
 from .forms import choice_select
 from ..errors import EncodrError
-from .jobs import EvalPane, IndexPane
+from .panes import EvalPane, IndexPane
 from .runs import RunsPane
 from .train import TrainPane
 

@@ -3,7 +3,7 @@
 import pytest
 
 from encodr.data.bitext import read_bitext
-from encodr.data.documents import read_documents
+from encodr.data.adjacent import read_documents
 from encodr.errors import EncodrError
 
 

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from ...data.bitext import Translation, hold_out, read_bitext_any
-from ...data.documents import read_documents
+from ...data.adjacent import read_documents
 from ...errors import EncodrError
 from ...losses import AdditiveMarginLoss, CachedLoss
 from ...models import Encoder, load_encoder, resolve
