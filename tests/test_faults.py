@@ -422,23 +422,6 @@ def test_a_link_to_a_missing_generation_is_named(built_small):
         Index.open(built_small)
 
 
-def test_an_index_from_before_generations_is_read_and_converted_by_its_next_write(built_small, tmp_path):
-    import shutil
-
-    folder = built_small / os.readlink(built_small / "current")
-    (built_small / "current").unlink()
-    for f in folder.iterdir():  # the flat layout earlier versions wrote
-        shutil.move(str(f), built_small / f.name)
-    folder.rmdir()
-    with Index.open(built_small) as index:
-        assert index.folder == built_small and len(index) == 3
-    more = tmp_path / "more.txt"
-    more.write_text("a fourth text\n")
-    assert build([str(more)], built_small, BuildOptions(write="add"))["count"] == 4
-    assert sorted(p.name for p in built_small.iterdir()) == ["current", "g000001"]  # the flat files are gone
-    assert len(Index.open(built_small)) == 4
-
-
 def test_a_short_write_is_read_as_a_full_disk():
     """NumPy's and FAISS's short writes carry no errno, only "N requested and M written"."""
     from encodr.outputs import os_fault

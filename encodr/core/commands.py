@@ -181,6 +181,12 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
     """
     from ..index.build import SUMMARY
 
+    if request.upgrade is not None:
+        from ..index.upgrade import upgrade
+
+        done = upgrade(request.upgrade)
+        title = f"upgraded → {done['path']}" if done["upgraded"] else f"already current → {done['path']}"
+        return RecordResult(title=title, record=done, keys=["from", "to", "upgraded"])
     meta = index_with(request, None, progress, warn)
     _remember(meta["path"], warn)
     for skipped in meta.get("skipped_files", []):

@@ -290,8 +290,10 @@ class RerankRequest(Request):
 class IndexRequest(Request):
     """Encode a corpus and store it in a FAISS + SQLite index."""
 
-    corpus: list[str] = option(..., "Files or folders (read recursively): Markdown, HTML and PDF documents; text files (one text a line), TSV or CSV files with a header with a 'text' column (optional id, lang), "
-                                    "or JSONL (one object a line: text, optional _id / id, title, lang; a BEIR corpus.jsonl).", argument=True, fronts=CLI_TUI)
+    corpus: list[str] = option([], "Files or folders (read recursively): Markdown, HTML and PDF documents; text files (one text a line), TSV or CSV files with a header with a 'text' column (optional id, lang), "
+                                   "or JSONL (one object a line: text, optional _id / id, title, lang; a BEIR corpus.jsonl).", argument=True, fronts=CLI_TUI)
+    upgrade: str | None = option(None, "Bring an index written by an older encodr (directory or workspace name) up to date, once: its vectors are kept, "
+                                       "nothing is encoded. Takes no CORPUS.", fronts=CLI)  # fmt: skip
     model: str | None = option(None, "Model (default: minilm; with --add, the index's model).", flags=("--model", "-m"), fronts=CLI_TUI)
     out: str | None = option(None, "Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with --add, a workspace index name works too).",
                              flags=("--out", "-o"), fronts=CLI_TUI)  # fmt: skip
@@ -337,6 +339,10 @@ class IndexRequest(Request):
     _meta_columns = field_validator("meta_columns", mode="before")(_comma_list)
 
     def check(self) -> None:
+        if self.upgrade is not None:
+            if self.corpus or self.add or self.sync or self.overwrite or self.watch:
+                raise EncodrError("--upgrade converts an existing index and reads no documents: pass it alone (then --add or --sync as usual)", field="upgrade")
+            return
         if not self.corpus:
             raise EncodrError("no corpus given; pass one or more text, TSV, CSV or JSONL files", field="corpus")
         pcr_variant(self.pcr, self.pcr_variant)

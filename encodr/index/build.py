@@ -25,7 +25,7 @@ from ..models.encoder import AUTO_BACKEND, Encoder, choose_backend
 from ..outputs import check_target, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
 from .quantized import RESCORE_FILE
-from .reader import INDEX_FILES, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, IndexReader, locate
+from .reader import META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, IndexReader, locate
 from .ondisk import ONDISK_FILE
 from .shards import Shards, digest, shards_folder
 from .documents import Reconcile, file_state, unchanged_files
@@ -312,7 +312,7 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
         done += n
         progress(ProgressEvent("indexing", min(done, total), total))
 
-    with generation(out, legacy=INDEX_FILES) as tmp:
+    with generation(out) as tmp:
         if old is not None:
             old.copy_store(tmp / STORE_FILE)
             for name in (META_FILE, PCR_FILE):
@@ -320,9 +320,6 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
                     shutil.copy2(old.folder / name, tmp / name)
         with Ingest(tmp, plan.encoder, plan.lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest:
             reconcile = Reconcile(ingest.texts, plan.roots, text_hash, unread=set(plan.unread))
-            if ingest.legacy:
-                spec.warn(f"index {out} was built before documents kept their identity: this write reads every document once to record it "
-                          "(texts already stored are not encoded again), and the ones it does not read stay as they are")  # fmt: skip
             if spec.options.engine == "ray":
                 _read_on_ray(spec, plan, ingest, reconcile, step, old)
             else:

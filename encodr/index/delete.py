@@ -24,7 +24,7 @@ from .faiss_types import new_faiss, training_sample, write_faiss
 from .lock import index_lock
 from .ondisk import ONDISK_FILE
 from .quantized import BinaryRescored, RESCORE_FILE
-from .reader import INDEX_FILES, IndexReader, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, locate
+from .reader import IndexReader, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, locate
 from .texts import TextStore
 
 
@@ -116,8 +116,8 @@ def delete(out: str | Path, ids: list[str] = (), sources: list[str] = (), filter
         ``deleted_texts``, ``tombstones`` (after), ``compacted``, ``count``, ``documents``, ``path``.
 
     Raises:
-        EncodrError: no criterion, no such index, one built before documents had identity
-            (sync it once), a bad filter; an OS fault, with the index unchanged.
+        EncodrError: no criterion, no such index, an index of an older format (see
+            :mod:`.format`), a bad filter; an OS fault, with the index unchanged.
     """
     from . import filters as fl
 
@@ -125,9 +125,6 @@ def delete(out: str | Path, ids: list[str] = (), sources: list[str] = (), filter
         raise EncodrError("name the documents to delete: IDs, --source GLOB or --filter FIELD=VALUE", field="ids")
     out = locate(out)
     with _rewriting(out) as old:
-        if not old.texts.has_documents:
-            raise EncodrError(f"index {out} was built before documents kept their identity; bring it up to date once with "
-                              f"encodr index PATH… --out {out} --sync, then delete")  # fmt: skip
         wanted: set[str] = set()
         known = old.texts.documents_info(list(ids)) if ids else {}
         missing = [i for i in ids if i not in known]
@@ -177,7 +174,7 @@ def compact(out: str | Path) -> dict:
 def _delete_locked(out: Path, old: IndexReader, wanted: list[str], missing: list[str], force: bool = False) -> dict:
     """:func:`delete` once the documents are known and the index is locked (``force``: compact
     even below the threshold, :func:`compact`)."""
-    with generation(out, legacy=INDEX_FILES) as tmp:
+    with generation(out) as tmp:
         old.copy_store(tmp / STORE_FILE)
         if (old.folder / PCR_FILE).exists():
             shutil.copy2(old.folder / PCR_FILE, tmp / PCR_FILE)

@@ -20,6 +20,7 @@ from ..data.records import Record
 from ..errors import EncodrError
 from ..models.pcr import POOLED, fit_and_remove, remove_per_language
 from .documents import Reconcile
+from .format import FORMAT
 from .faiss_types import add_vectors, auto_index_type, new_faiss, training_sample, write_faiss
 from .ondisk import add_on_disk, extend_trained
 from .options import BuildOptions
@@ -161,7 +162,7 @@ class Ingest:
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-store")
         self.pending: Future | None = None
         self.pending_hashes: set[str] = set()
-        self.legacy = self.texts.ensure_documents()  # a store from before documents had identity: converted, read once
+        self.texts.ensure_documents()  # a new store's document tables (an --add copies the old store's)
 
     def __enter__(self) -> "Ingest":
         return self
@@ -292,6 +293,7 @@ def new_index(tmp: Path, ingest: Ingest, options: BuildOptions, lang: str | None
     del vectors
     extra = {"int8_ranges": index.ranges.tolist()} if isinstance(index, BinaryRescored) else {}
     meta = {
+        "format": FORMAT,
         "encodr_version": __version__,
         "model": encoder.name if not Path(encoder.name).exists() else str(Path(encoder.name).resolve()),
         "pooling": encoder.pooling,

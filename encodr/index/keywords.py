@@ -28,7 +28,7 @@ import re
 KEYWORD_TABLE = "texts_fts"
 # FTS5's Unicode tokenizer, after keyword_terms: splits on spaces, folds case, drops diacritics.
 KEYWORD_TOKENIZER = "unicode61 remove_diacritics 2"
-ANALYZER = "snowball-stems+cjk-bigrams"  # recorded in index.json: an index without it was built unanalysed
+ANALYZER = "snowball-stems+cjk-bigrams"  # recorded in index.json (an older index gets it from encodr index --upgrade)
 
 # ISO 639-3 → Snowball stemmer (PyStemmer's algorithm names)
 STEMMERS = {
@@ -41,9 +41,6 @@ STEMMERS = {
 
 _CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
 _WORDS = re.compile(f"([{_CJK}]+)|([^\\W{_CJK}]+)")
-_PLAIN = re.compile(r"\w+")
-
-
 @functools.lru_cache(maxsize=None)
 def _stemmer(lang: str | None):
     import Stemmer
@@ -91,7 +88,7 @@ def keyword_text(text: str, lang: str | None) -> str:
     return " ".join(keyword_terms(text, lang))
 
 
-def keyword_expression(query: str, lang: str | None = None, analysed: bool = True) -> str:
+def keyword_expression(query: str, lang: str | None = None) -> str:
     """An FTS5 MATCH expression for a free-text query: each distinct term as a quoted string,
     joined by OR, so no character of the query is read as FTS5 syntax; ``""`` when the query
     has no term.
@@ -99,9 +96,8 @@ def keyword_expression(query: str, lang: str | None = None, analysed: bool = Tru
     Args:
         query: the user's text.
         lang: its language (the stemmer of :func:`keyword_terms`).
-        analysed: False for an index built before the analysis (plain ``\\w+`` words).
     """
-    terms = keyword_terms(query, lang) if analysed else [t.lower() for t in _PLAIN.findall(query)]
+    terms = keyword_terms(query, lang)
     return " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
 
 

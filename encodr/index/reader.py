@@ -39,7 +39,8 @@ from ..models.encoder import truncated
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
 from .filters import Where, needs_documents, sql as filter_sql
-from .keywords import ANALYZER, keyword_expression
+from .keywords import keyword_expression
+from .format import require_current
 from .ondisk import ONDISK_FILE, read_on_disk
 from .quantized import RESCORE_FILE, BinaryRescored
 from .texts import TextStore
@@ -97,7 +98,6 @@ class IndexReader:
         self.nprobe = nprobe or IVF_NPROBE.get(meta.get("index_type"), IVF_NPROBE["ivf"])
         self.ef_search = ef_search or HNSW_EF_SEARCH
         self._hold = hold
-        self._analysed = (meta.get("keywords") or {}).get("analyzer") == ANALYZER  # else built before the analysis: plain words
         self.tombstones = texts.tombstones()  # ids whose vectors FAISS still holds, their texts deleted: never returned
         self._allowed: dict[Where, np.ndarray] = {}  # the ids each recent restriction keeps (a generation never changes)
         self._scopes: dict[Where, str] = {}  # …and the temporary table of them the keyword search reads
@@ -176,6 +176,7 @@ class IndexReader:
             raise _Moved from None
         except (ValueError, KeyError, TypeError):
             raise EncodrError(f"{folder / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index") from None
+        require_current(path, meta)
         binary = meta.get("quantize") == "binary"
         if binary and not (folder / RESCORE_FILE).is_file():
             raise missing(RESCORE_FILE)
@@ -452,8 +453,8 @@ class IndexReader:
     @property
     def query_prompt(self) -> str:
         """The text put before each query: the model's query prompt the index was built with
-        (``index.json`` ``prompts``; E5: ``query: ``), ``""`` for an index built before prompts."""
-        return (self.meta.get("prompts") or {}).get("query", "")
+        (``index.json`` ``prompts``; E5: ``query: ``)."""
+        return self.meta["prompts"]["query"]
 
     def encode_queries(self, encoder, queries: list[str]) -> np.ndarray:
         """float32 (Q, d) unit vectors of ``queries`` as this index's vectors were made: after
@@ -499,7 +500,7 @@ class IndexReader:
         scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), k), -1, dtype=np.int64)
         for row, query in enumerate(queries):
-            expression = keyword_expression(query, query_langs[row] if query_langs else None, self._analysed)
+            expression = keyword_expression(query, query_langs[row] if query_langs else None)
             if not expression:
                 continue
             found = self.texts.keyword_hits(expression, k, None if scope else list(where.langs) or None, scope)  # a scope holds the languages too

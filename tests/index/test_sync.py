@@ -152,20 +152,6 @@ def test_a_text_shared_by_two_documents_goes_with_the_last(tmp_path, tiny_model)
     assert all_texts(out) == [] and keyword(out, "shared") == []
 
 
-def test_an_index_from_before_documents_says_so_once_and_syncs(docs, tiny_model, tmp_path):
-    out = tmp_path / "idx"
-    build([str(docs)], out, BuildOptions(model=str(tiny_model)))
-    with sqlite3.connect(out / "current" / "texts.db") as conn:  # as encodr wrote it before documents had identity
-        conn.executescript("drop table documents; drop table members; drop table staged; drop table tombstones;")
-    (docs / "b.md").unlink()
-    lines = []
-    meta = build([str(docs)], out, BuildOptions(write="sync"), warn=lines.append)
-    assert len(lines) == 1 and "built before documents kept their identity" in lines[0]
-    assert meta["encoded"] == 0 and meta["removed"] == 1 and keyword(out, "valve") == []
-    lines.clear()
-    assert build([str(docs)], out, BuildOptions(write="sync"), warn=lines.append)["unchanged"] == 4 and lines == []
-
-
 # --- delete ------------------------------------------------------------------------------------
 
 

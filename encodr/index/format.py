@@ -1,0 +1,44 @@
+"""The index format: one number in ``index.json``, read here and nowhere else, and the one
+conversion of an index written by an older encodr (``encodr index --upgrade IDX``, :mod:`.upgrade`).
+
+Formats:
+
+- ``1`` (no ``format`` in ``index.json``): what encodr wrote before the number existed. Any of:
+  a flat folder (no generations), a ``texts.db`` without document tables (documents without
+  identity), a keyword index of plain words (no analysis) or none, no prompts recorded.
+- ``2``: generations (``current`` → ``gNNNNNN``), documents with identity, the analysed keyword
+  index (:data:`~.keywords.ANALYZER`), the model's prompts in ``index.json``.
+
+Every reader refuses an index of another format with one line naming the fix
+(:func:`require_current`), so the code that reads and writes indexes knows one layout. An upgrade
+keeps the vectors as they are (nothing is encoded) and writes one new generation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import EncodrError
+
+FORMAT = 2
+
+
+def format_of(meta: dict) -> int:
+    """The format of an index whose ``index.json`` holds ``meta`` (1: written before the number)."""
+    return int(meta.get("format", 1))
+
+
+def require_current(path: Path, meta: dict) -> None:
+    """Refuse an index of another format than this encodr's :data:`FORMAT`.
+
+    Raises:
+        EncodrError: an older index (the fix: ``encodr index --upgrade PATH``, once), or a newer
+            one (the fix: a newer encodr); field ``index``.
+    """
+    found = format_of(meta)
+    if found < FORMAT:
+        raise EncodrError(f"index {path} was written by an older encodr (index format {found}; this one reads {FORMAT}); "
+                          f"bring it up to date once with: encodr index --upgrade {path}", field="index")  # fmt: skip
+    if found > FORMAT:
+        raise EncodrError(f"index {path} was written by a newer encodr (index format {found}; this one reads {FORMAT}); "
+                          "upgrade encodr: pip install -U encodr", field="index")  # fmt: skip

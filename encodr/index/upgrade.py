@@ -1,0 +1,68 @@
+"""``encodr index --upgrade IDX``: an index written by an older encodr brought to this one's
+format (:mod:`.format`) once, in one new generation, its vectors kept."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from ..errors import EncodrError
+from ..outputs import current_generation, generation
+from .format import FORMAT, format_of, require_current
+from .keywords import ANALYZER, KEYWORD_TOKENIZER
+from .lock import index_lock
+from .reader import INDEX_FILES, META_FILE, RAW_VECTORS_FILE, STORE_FILE, locate
+
+
+def _folder(path: Path) -> Path:
+    """The folder of ``path``'s current generation, or ``path`` itself for a flat index."""
+    name = current_generation(path)
+    return path / name if name is not None else path
+
+
+def upgrade(path: str | Path) -> dict:
+    """Bring the index at ``path`` to :data:`FORMAT` in one new generation: a flat folder gets
+    generations, ``texts.db`` its document tables (each stored text the one passage of a document
+    named as it is shown, :meth:`~.texts.TextStore.ensure_documents`), the keyword index is built
+    with the current analysis, and ``index.json`` records the prompts (none, as the index was
+    encoded) and the format. The vectors are kept as they are.
+
+    Returns:
+        ``path``, ``from`` and ``to`` (formats), ``upgraded`` (False: it was current already).
+
+    Raises:
+        EncodrError: no index at ``path``, a corrupted ``index.json``, a newer format; an OS
+            fault, with the index unchanged.
+    """
+    from .texts import TextStore
+
+    path = locate(path)
+    with index_lock(path):
+        source = _folder(path)
+        try:
+            meta = json.loads((source / META_FILE).read_text())
+        except FileNotFoundError:
+            raise EncodrError(f"{path} is not an encodr index (no index.json in it); pass an index folder to --upgrade", field="upgrade") from None
+        except ValueError:
+            raise EncodrError(f"{source / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index", field="upgrade") from None
+        found = format_of(meta)
+        if found >= FORMAT:
+            require_current(path, meta)  # a newer one is refused
+            return {"path": str(path.resolve()), "from": found, "to": FORMAT, "upgraded": False}
+        with generation(path, legacy=INDEX_FILES) as tmp:  # a flat index's files are removed once the generation is current
+            for name in INDEX_FILES:
+                if name not in (META_FILE, RAW_VECTORS_FILE) and (source / name).is_file():
+                    shutil.copy2(source / name, tmp / name)
+            texts = TextStore.create(tmp / STORE_FILE)
+            try:
+                texts.ensure_documents()
+                texts.build_keywords()
+                meta["documents"] = texts.document_count()
+            finally:
+                texts.close()
+            meta.setdefault("prompts", {"query": "", "document": ""})
+            meta["keywords"] = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
+            meta["format"] = FORMAT
+            (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+    return {"path": str(path.resolve()), "from": found, "to": FORMAT, "upgraded": True}

@@ -1,0 +1,83 @@
+"""The index format (encodr/index/format.py): an index written by an older encodr is refused with
+one line naming ``encodr index --upgrade``, which converts it once (its vectors kept, nothing
+encoded); then it is searched, synced and judged like a new one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+
+import pytest
+
+from tests.conftest import run_cli
+from encodr.errors import EncodrError
+from encodr.index import BuildOptions, Index, build
+from encodr.index.format import FORMAT
+
+
+@pytest.fixture
+def old_index(tmp_path, tiny_model):
+    """An index as encodr wrote it before the format number: flat (no generations), a texts.db
+    without document tables, no prompts and no keyword analysis recorded."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in [("pump.md", "# Pump\nthe pump moves water"), ("valve.md", "# Valve\nthe valve stops water")]:
+        (docs / name).write_text(text + "\n")
+    out = tmp_path / "idx"
+    build([str(docs)], out, BuildOptions(model=str(tiny_model), lang="eng"))
+    folder = out / os.readlink(out / "current")
+    (out / "current").unlink()
+    for f in folder.iterdir():
+        shutil.move(str(f), out / f.name)
+    folder.rmdir()
+    meta = json.loads((out / "index.json").read_text())
+    for key in ("format", "prompts", "keywords"):
+        meta.pop(key)
+    (out / "index.json").write_text(json.dumps(meta))
+    with sqlite3.connect(out / "texts.db") as conn:
+        conn.executescript("drop table documents; drop table members; drop table staged; drop table tombstones;")
+    (out / "judgments.db").write_bytes(b"kept as it is")  # beside the generations: not the upgrade's to touch
+    vectors = (out / "vectors.faiss").read_bytes()
+    return out, docs, vectors
+
+
+def test_an_old_index_is_refused_with_the_fix_then_upgraded_once(old_index, capsys, monkeypatch):
+    out, docs, vectors = old_index
+    with pytest.raises(EncodrError, match=r"written by an older encodr \(index format 1; this one reads 2\); bring it up to date once with: "
+                                          r"encodr index --upgrade"):  # fmt: skip
+        Index.open(out)
+    code, _, err = run_cli(["search", "water", "--index", str(out)], capsys, monkeypatch)
+    assert code == 2 and err.count("\n") == 1 and "encodr index --upgrade" in err
+    code, text, _ = run_cli(["index", "--upgrade", str(out), "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(text) == {"path": str(out.resolve()), "from": 1, "to": FORMAT, "upgraded": True}
+    assert sorted(p.name for p in out.iterdir()) == ["current", "g000001", "judgments.db"]  # the flat files gone, the judgments kept
+    assert (out / "judgments.db").read_bytes() == b"kept as it is"
+    with Index.open(out) as index:
+        assert index.meta["format"] == FORMAT and index.meta["prompts"] == {"query": "", "document": ""} and len(index) == 2
+        assert (index.folder / "vectors.faiss").read_bytes() == vectors  # nothing re-encoded
+    code, text, _ = run_cli(["index", "--upgrade", str(out), "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(text)["upgraded"] is False
+
+
+def test_an_upgraded_index_is_searched_and_synced_as_a_new_one(old_index, capsys, monkeypatch):
+    out, docs, _ = old_index
+    assert run_cli(["index", "--upgrade", str(out)], capsys, monkeypatch)[0] == 0
+    code, text, _ = run_cli(["search", "pump", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    assert code == 0 and "the pump moves water" in json.loads(text)["results"][0]["hits"][0]["text"]
+    (docs / "valve.md").unlink()
+    lines = []
+    meta = build([str(docs)], out, BuildOptions(write="sync"), warn=lines.append)
+    assert meta["removed"] == 1 and meta["encoded"] == 0 and lines == []
+
+
+def test_upgrade_is_refused_with_a_corpus_and_a_newer_index_is_refused(old_index, tmp_path, capsys, monkeypatch):
+    out, docs, _ = old_index
+    code, _, err = run_cli(["index", str(docs), "--upgrade", str(out)], capsys, monkeypatch)
+    assert code == 2 and "--upgrade converts an existing index and reads no documents" in err
+    run_cli(["index", "--upgrade", str(out)], capsys, monkeypatch)
+    meta_file = out / "current" / "index.json"
+    meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()), "format": FORMAT + 1}))
+    with pytest.raises(EncodrError, match="written by a newer encodr"):
+        Index.open(out)
