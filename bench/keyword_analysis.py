@@ -71,6 +71,10 @@ def bm25s_ranked(ids, texts, queries, stemmer=None, depth=100):
     return [[(ids[int(d)], float(s)) for d, s in zip(row_d, row_s) if s > 0] for row_d, row_s in zip(docs, scores)]
 
 
+# python -m bench run keyword_analysis --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--out", "{tmp}/keyword_analysis.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", nargs="+", default=list(LANGS))

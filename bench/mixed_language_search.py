@@ -59,6 +59,10 @@ def encodr(*args: str) -> tuple[str, float]:
     return done.stdout, time.perf_counter() - started
 
 
+# python -m bench run mixed_language_search --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--verses", "50", "--model", "minilm", "--out", "{tmp}/mixed_language_search.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--langs", nargs=6, default=["eng", "spa", "fra", "deu", "rus", "ara"])
@@ -83,7 +87,7 @@ def main() -> None:
         meta = json.loads(built)
         shown, _ = encodr("search", QUERY, "--index", str(out), "-k", "10")
         found, _ = encodr("search", QUERY, "--index", str(out), "-k", "10", "--json")
-        hits = json.loads(found)["hits"]
+        hits = json.loads(found)["results"][0]["hits"]  # one query: its hits (encodr search --json)
         hit_texts = [h["text"] for h in hits]
         translations = [lang for lang in args.langs if lang != "eng" and first[lang] in hit_texts]
         stored = {h["text"]: h["lang"] for h in hits}
@@ -94,7 +98,7 @@ def main() -> None:
         print(f"$ encodr {' '.join(index_args[:-1])}\n{meta}\n$ encodr search \"{QUERY}\" --index {out} -k 10\n{shown}", flush=True)
         runs[name] = {"index": meta, "hits": hits}
         rows.append({"index": f"{args.model}{' --pcr' if pcr else ''}", "texts": meta["count"], "languages": ",".join(meta["languages"]),
-                     "index s": round(index_s, 1), "query language": json.loads(found)["lang"],
+                     "index s": round(index_s, 1), "query language": json.loads(found)["results"][0]["lang"],
                      "translations in top 10": f"{len(translations)}/5 ({','.join(translations)})",
                      "hit languages right": f"{detected_ok}/{len(hits)}",
                      "detected languages right": f"{corpus_ok}/{len(labels)} ({100 * corpus_ok / len(labels):.1f} %)"})  # fmt: skip

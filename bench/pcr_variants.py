@@ -23,6 +23,10 @@ from encodr import evaluation  # noqa: E402
 from encodr.models import load_encoder  # noqa: E402
 
 
+# python -m bench run pcr_variants --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--models", "minilm", "--out", "{tmp}/pcr_variants.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["minilm", "me5"])

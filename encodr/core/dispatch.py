@@ -58,6 +58,44 @@ tune = commands.tune
 INDEX_COLUMNS = commands.INDEX_COLUMNS
 
 
+def recipe_fields(spec: str, overrides: dict[str, str] | None = None) -> dict:
+    """The fields of recipe ``spec`` (a bundled name or a YAML path) and their values, with
+    ``overrides`` applied and checked as ``--set`` checks them (the TUI's Train pane edits them).
+
+    Raises:
+        EncodrError: an unknown recipe, a key it lacks, a value its rule refuses.
+    """
+    from ..methods import load_recipe
+
+    return load_recipe(spec, overrides).to_dict()
+
+
+def dev_sets() -> list[str]:
+    """The bundled dev sets ``encodr tune --dev`` takes by name."""
+    from ..evaluation import TASKS
+
+    return [name for name, task in TASKS.items() if task.split == "dev"]
+
+
+def preview(path) -> tuple[int, list[str]]:
+    """The number of distinct strings ``encodr tune`` would read from ``path``, and its first three.
+
+    Raises:
+        EncodrError: a file that cannot be read as training data.
+    """
+    from ..data.text import read_corpus
+
+    corpus = read_corpus(path)
+    return len(corpus.strings), list(corpus.strings[:3])
+
+
+def cancelled() -> type:
+    """The exception a run's step callback raises to stop it (Cancel)."""
+    from ..methods import RunCancelled
+
+    return RunCancelled
+
+
 def refusal(exc: EncodrError, front: str, model: type | None = None) -> EncodrError:
     """``exc`` worded for front end ``front`` (its field, status and kind kept)."""
     worded = words(exc, front, model)

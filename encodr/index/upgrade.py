@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import EncodrError
-from ..outputs import current_generation, generation
+from ..outputs import current_generation, generation, written_by_encodr
 from .format import FORMAT, format_of, require_current
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
 from .lock import index_lock
@@ -46,6 +46,9 @@ def upgrade(path: str | Path) -> dict:
             raise EncodrError(f"{path} is not an encodr index (no index.json in it); pass an index folder to --upgrade", field="upgrade") from None
         except ValueError:
             raise EncodrError(f"{source / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index", field="upgrade") from None
+        if written_by_encodr(path) != "index" or not isinstance(meta, dict) or not {"model", "fingerprint", "count"} <= set(meta) or not (source / STORE_FILE).is_file():
+            raise EncodrError(f"{path} is not an index encodr wrote (its index.json, vectors.faiss and texts.db); --upgrade converts only those, "
+                              "and leaves this folder as it is", field="upgrade")  # fmt: skip
         found = format_of(meta)
         if found >= FORMAT:
             require_current(path, meta)  # a newer one is refused

@@ -64,14 +64,12 @@ class TrainPane(Vertical):
         self.running = False
 
     def compose(self) -> ComposeResult:
-        from ..evaluation import TASKS
-        from ..methods.recipe import available
         from ..core import dispatch
-        from ..core.requests import ModelsRequest
+        from ..core.requests import ModelsRequest, RecipesRequest
 
         models = [(f"{m['name']} ({m['source']})", m["name"]) for m in dispatch.call(ModelsRequest, {}, "tui").rows]
-        recipes = [(name, name) for name in available()]
-        devs = [(name, name) for name, task in TASKS.items() if task.split == "dev"] + [("auto (retrieval: pseudo-queries cut from your documents)", "auto")]
+        recipes = [(row["name"], row["name"]) for row in dispatch.call(RecipesRequest, {}, "tui").rows]
+        devs = [(name, name) for name in dispatch.dev_sets()] + [("auto (retrieval: pseudo-queries cut from your documents)", "auto")]
         with Horizontal():
             with VerticalScroll(id="train-form"):
                 yield Label("base model (alias or Hugging Face cache) — or a folder / hub id below")
@@ -121,17 +119,17 @@ class TrainPane(Vertical):
 
     def show_fields(self) -> None:
         """One input per recipe field, filled with the recipe's value."""
-        from ..methods import load_recipe
+        from ..core import dispatch
 
         box = self.query_one("#train-fields", VerticalScroll)
         box.remove_children()
         try:
-            recipe = load_recipe(self.recipe_spec())
+            fields = dispatch.recipe_fields(self.recipe_spec())
         except EncodrError as exc:
             box.mount(Static(f"recipe: {exc}", classes="field-check bad"))
             return
         rows = []
-        for key, value in recipe.to_dict().items():
+        for key, value in fields.items():
             if key in HIDDEN_FIELDS:
                 continue
             text = "" if value is None else str(value)
@@ -147,11 +145,11 @@ class TrainPane(Vertical):
     @on(Input.Changed, ".field-input")
     def field_changed(self, event: Input.Changed) -> None:
         """The CLI's validation of one ``--set KEY=VALUE``, shown beside the field."""
-        from ..methods import load_recipe
+        from ..core import dispatch
 
         check = self.query_one(f"#check-{event.input.name}", Static)
         try:
-            load_recipe(self.recipe_spec(), {event.input.name: event.value.strip()})
+            dispatch.recipe_fields(self.recipe_spec(), {event.input.name: event.value.strip()})
         except EncodrError as exc:
             check.update(str(exc))
             check.add_class("bad")
@@ -172,16 +170,16 @@ class TrainPane(Vertical):
 
     def preview(self, path: Path) -> None:
         """The first lines of the file and its number of distinct strings (the reader of ``encodr tune``)."""
-        from ..data.text import read_corpus
+        from ..core import dispatch
 
         box = self.query_one("#train-preview", Static)
         try:
-            corpus = read_corpus(path)
+            count, first = dispatch.preview(path)
         except EncodrError as exc:
             box.update(f"[red]{exc}[/]")
             return
-        head = " · ".join(s[:40] for s in corpus.strings[:3])
-        box.update(f"{len(corpus.strings):,} distinct strings\n{head}")
+        head = " · ".join(s[:40] for s in first)
+        box.update(f"{count:,} distinct strings\n{head}")
 
     # ── running ──────────────────────────────────────────────────────────────
     @on(Button.Pressed, "#train-start")
@@ -226,22 +224,21 @@ class TrainPane(Vertical):
     @work(thread=True, exclusive=True, group="train")
     def train(self, recipe, request) -> None:
         from ..core import dispatch
-        from ..methods import RunCancelled
 
         try:
             result = dispatch.tune(recipe, request)
             self.app.call_from_thread(self.finished, result, None)
-        except RunCancelled:
+        except dispatch.cancelled():
             self.app.call_from_thread(self.finished, None, f"cancelled: nothing written at {request.out}; the registry says cancelled")
         except EncodrError as exc:
             self.app.call_from_thread(self.finished, None, f"error: {exc}")
 
     def step(self, step: int, loss: float) -> None:
         """The run's step callback (worker thread): stop when Cancel was pressed."""
-        from ..methods import RunCancelled
+        from ..core import dispatch
 
         if self.cancel.is_set():
-            raise RunCancelled()
+            raise dispatch.cancelled()()
 
     def report(self, event) -> None:
         """The run's progress callback (worker thread)."""

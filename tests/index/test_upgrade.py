@@ -81,3 +81,14 @@ def test_upgrade_is_refused_with_a_corpus_and_a_newer_index_is_refused(old_index
     meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()), "format": FORMAT + 1}))
     with pytest.raises(EncodrError, match="written by a newer encodr"):
         Index.open(out)
+
+
+def test_a_folder_encodr_did_not_write_is_left_as_it_is(tmp_path, capsys, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    files = {"index.json": '{"name": "my-web-app", "count": 3}', "vectors.faiss": "not ours", "app.js": "console.log(1)"}
+    for name, text in files.items():
+        (site / name).write_text(text)
+    code, _, err = run_cli(["index", "--upgrade", str(site)], capsys, monkeypatch)
+    assert code == 2 and err.count("\n") == 1 and "is not an index encodr wrote" in err
+    assert {p.name: p.read_text() for p in site.iterdir()} == files  # nothing removed, nothing written

@@ -17,17 +17,10 @@ PACKAGE = Path(encodr.__file__).parent
 # core's own list or reader, so the TUI offers what the CLI accepts (the core validates both).
 PRESENTATION_ONLY = {
     ("encodr.errors", "EncodrError"),  # the one-line error both interfaces show
-    ("encodr.evaluation", "TASKS"),  # the Train pane's dev-set choices (`encodr tune --dev` takes the same names)
-    ("encodr.evaluation.tasks", "PRIMARY"),  # the Eval pane's suites (`encodr eval SUITE`)
-    ("encodr.index.faiss_types", "INDEX_TYPES"),  # the Index pane's index types (`encodr index --index-type`)
-    ("encodr.index.quantized", "QUANTIZE"),  # the Index pane's vector quantisations (`encodr index --quantize`)
-    ("encodr.index.engines", "ENGINES"),  # the Index pane's engines (`encodr index --engine`)
-    ("encodr.models", "BACKENDS"),  # the Index and Eval panes' backends (`--backend`; load_encoder checks the name)
-    ("encodr.data.text", "read_corpus"),  # the data-file preview: the reader `encodr tune` reads with, for its count
-    ("encodr.methods", "RunCancelled"),  # Cancel: raised from the step callback; the CLI's Ctrl-C ends the same way
-    ("encodr.methods", "load_recipe"),  # the Train pane shows the recipe's fields to edit (they reach the core as --set items)
-    ("encodr.methods.recipe", "available"),  # the Train pane's recipe choices (`encodr recipes`)
-    ("encodr.models.pcr", "PCR_VARIANTS"),  # the Index and Eval panes' PCR variants (the request's check names them)
+    ("encodr.core.dispatch", "recipe_fields"),  # the Train pane shows the recipe's fields to edit (they reach the core as --set items)
+    ("encodr.core.dispatch", "dev_sets"),  # the Train pane's dev-set choices (`encodr tune --dev` takes the same names)
+    ("encodr.core.dispatch", "preview"),  # the data-file preview: the reader `encodr tune` reads with, for its count
+    ("encodr.core.dispatch", "cancelled"),  # Cancel: raised from the step callback; the CLI's Ctrl-C ends the same way
     ("encodr.core.results", "human"),  # the Workspace's cells, rendered for people as the CLI's tables are (Result.tables)
     ("encodr.core.results", "term_spans"),
     ("encodr.core.results", "snippet"),  # the Search tab's passages, cut around the match as SearchResult.tables cuts them for the CLI
