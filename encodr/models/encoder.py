@@ -250,6 +250,7 @@ class Encoder:
     def __init__(self, st, name: str, forward=None):
         self.st = st
         self.name = name
+        self._fingerprint: tuple | None = None  # (the weights' identity and versions, the fingerprint): see fingerprint
         self.forward = forward if forward is not None else TorchForward(st)
         self.truncate_dim: int | None = None
 
@@ -331,13 +332,20 @@ class Encoder:
     @property
     def fingerprint(self) -> str:
         """SHA-256 (first 16 hex digits) of the weights and pooling: two encoders with the same
-        fingerprint give the same vectors (up to the backend's precision). Computed on each
-        call (it reads every weight), since training changes the weights."""
+        fingerprint give the same vectors (up to the backend's precision). Kept until a weight
+        changes: each tensor's storage and version counter (which every in-place update, an
+        optimiser step included, advances) are compared first, and the weights are read and
+        hashed again only when one differs."""
+        state = self.st.state_dict()
+        key = (self.pooling, tuple((name, t.data_ptr(), t._version) for name, t in state.items()))
+        if self._fingerprint is not None and self._fingerprint[0] == key:
+            return self._fingerprint[1]
         h = hashlib.sha256(self.pooling.encode())
-        for name, tensor in sorted(self.st.state_dict().items()):
+        for name, tensor in sorted(state.items()):
             h.update(name.encode())
             h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-        return h.hexdigest()[:16]
+        self._fingerprint = (key, h.hexdigest()[:16])
+        return self._fingerprint[1]
 
     def use_threads(self, n: int) -> None:
         """Make the calling thread's forward passes use ``n`` CPU threads (≥ 1), leaving other

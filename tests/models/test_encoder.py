@@ -207,3 +207,21 @@ def test_auto_is_bf16_only_on_a_cpu_with_native_bfloat16_products(tmp_path):
     assert choose_backend("auto", "cpu", lambda: False) == "torch"  # oneDNN would emulate bfloat16: several times slower
     assert choose_backend("auto", "cuda", lambda: True) == "torch"
     assert choose_backend("onnx-int8", "cpu", lambda: True) == "onnx-int8"  # a backend named is kept
+
+
+def test_the_fingerprint_is_kept_until_a_weight_changes(tiny_model, monkeypatch):
+    import hashlib
+
+    import torch
+
+    encoder = load_encoder(str(tiny_model))
+    first = encoder.fingerprint
+    hashed = []
+    real = hashlib.sha256
+    monkeypatch.setattr(hashlib, "sha256", lambda *a: hashed.append(1) or real(*a))
+    assert encoder.fingerprint == first and hashed == []  # kept: the weights were not read again
+    with torch.no_grad():
+        next(encoder.st.parameters()).add_(0.5)  # an in-place update, as an optimiser step makes
+    changed = encoder.fingerprint
+    assert changed != first and hashed == [1]
+    assert load_encoder(str(tiny_model)).fingerprint == first  # the same weights, the same fingerprint
