@@ -244,6 +244,13 @@ class Searcher:
             return [default or UNDETERMINED] * len(queries)
         return detect_languages(queries, languages)
 
+    def warm(self) -> None:
+        """Run one throwaway query through every phase a default search takes (the model's first
+        forward pass, the language detector, FAISS's and SQLite's first reads), so that the first
+        query a person types is as fast as the next ones (the TUI calls it when it opens an index).
+        Its hits are dropped."""
+        self.query(["warm up"], SearchOptions(k=1))
+
     def search(self, queries: list[str], options: SearchOptions = SearchOptions(), reranker=None) -> list[list[Hit]]:
         """Top-k hits for each query (highest score first); sets ``last_ms`` and
         ``last_langs`` (the queries' languages) for a single-threaded caller (the TUI's

@@ -280,6 +280,7 @@ class EncodrApp(App):
         self.call_from_thread(self.set_status, f"opening {path} …")
         try:
             searcher = dispatch.open_searcher(SearchRequest(index=str(path)))
+            searcher.warm()  # the first query typed does not pay for the first forward pass and the first reads
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return

@@ -146,3 +146,14 @@ def test_rerank_weight_interpolates_the_cross_encoders_scores_with_the_first_sta
     expected = interpolate([-len(h.text) for h in first], [h.score for h in first], 0.5)
     assert [h.score for h in mixed[0]] == pytest.approx(sorted(expected, reverse=True))
     assert [h.text for h in mixed[0]] == [first[i].text for i in sorted(range(6), key=lambda i: (-expected[i], i))]
+
+
+def test_warming_a_searcher_runs_one_query_through_the_model_the_vectors_and_the_keywords(index, monkeypatch):
+    searcher = Searcher(index)
+    encoded, matched = [], []
+    real_encode, real_keywords = searcher.encoder.encode, searcher.index.keyword_search
+    monkeypatch.setattr(searcher.encoder, "encode", lambda texts, **kw: encoded.append(list(texts)) or real_encode(texts, **kw))
+    monkeypatch.setattr(searcher.index, "keyword_search", lambda queries, *a, **kw: matched.append(list(queries)) or real_keywords(queries, *a, **kw))
+    searcher.warm()
+    assert encoded == [["warm up"]] and matched == [["warm up"]]  # the default search's phases: a forward pass and BM25
+    assert searcher.search(["XJ4471"], SearchOptions(k=1, mode="keyword"))[0][0].text == TEXTS[0]  # and it searches as before
