@@ -27,16 +27,37 @@ from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits,
 WarnFn = Callable[[str], None]
 
 
+_SEARCHERS: dict[tuple, object] = {}  # (index folder, model, backend) → the Searcher this process opened for them
+
+
 def open_searcher(request: SearchRequest):
     """A :class:`encodr.index.Searcher` for ``request``'s index, model and backend (its search
-    settings travel with each query: :meth:`SearchRequest.options`).
+    settings travel with each query: :meth:`SearchRequest.options`). One per index, model and
+    backend and process: a caller that does not keep its searcher (a batch of
+    :func:`search` calls, the library) gets the one opened before, brought to the index's
+    current generation (:meth:`~encodr.index.Searcher.refresh`), unless the index was rebuilt
+    with another model since, when a new one is opened.
 
     Raises:
-        EncodrError: see :class:`~encodr.index.Searcher`.
+        EncodrError: see :class:`~encodr.index.Searcher`; a setting the index cannot serve
+            (:func:`~encodr.index.search.check_languages`), before any model loads.
     """
-    from ..index import Searcher
+    from ..index import Searcher, locate
+    from ..index.search import check_languages
 
-    return Searcher(request.index, request.model, backend=request.backend, options=request.options())  # the index's refusals come before the model loads
+    options = request.options()
+    key = (str(locate(request.index).resolve()), request.model, request.backend)
+    kept = _SEARCHERS.get(key)
+    if kept is not None:
+        try:
+            kept.refresh()
+        except EncodrError:  # rebuilt with another model, or gone: open it anew below
+            _SEARCHERS.pop(key, None)
+        else:
+            check_languages(kept.index, options.for_index(kept.index.has_keywords))
+            return kept
+    searcher = _SEARCHERS[key] = Searcher(request.index, request.model, backend=request.backend, options=options)  # the index's refusals come before the model loads
+    return searcher
 
 
 def open_reranker(request: SearchRequest):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -95,6 +96,7 @@ class IndexReader:
         """``probes``: (nprobe, ef_search), the search settings of IVF and HNSW (default: the type's)."""
         nprobe, ef_search = probes
         self.path, self.folder, self.meta, self.faiss, self.components, self.texts = path, folder, meta, faiss_index, components, texts
+        self._identity = _identity(folder)  # a folder of the same name made anew (the index deleted and built again) is another generation
         self.nprobe = nprobe or IVF_NPROBE.get(meta.get("index_type"), IVF_NPROBE["ivf"])
         self.ef_search = ef_search or HNSW_EF_SEARCH
         self._hold = hold
@@ -241,8 +243,8 @@ class IndexReader:
     def stale(self) -> bool:
         """True once another generation has become current (a long-running reader then opens
         the index again to see it; this one stays readable until :meth:`close`)."""
-        now = current_generation(self.path)
-        return (now or self.path) != self.folder
+        now = current_generation(self.path) or self.path
+        return now != self.folder or _identity(now) != self._identity
 
     def close(self) -> None:
         """Close the store and release the generation (a writer may then remove it)."""
@@ -511,6 +513,15 @@ class IndexReader:
     def vectors_of(self, ids: list[int]) -> np.ndarray:
         """Stored vectors (for exact re-ranking and benchmarks)."""
         return np.stack([self.faiss.reconstruct(int(i)) for i in ids])
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """The file system's identity of ``folder`` (device, inode); ``None`` when it is gone."""
+    try:
+        stat = os.stat(folder)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 def list_indexes(root: Path | None = None) -> list[dict]:

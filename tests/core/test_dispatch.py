@@ -46,3 +46,29 @@ def test_the_front_end_is_handed_to_a_command_that_records_it(monkeypatch):
     monkeypatch.setitem(dispatch.COMMANDS, rq.JudgeRequest, lambda request, front, searcher=None: given.update(front=front, doc=request.doc))
     dispatch.call(rq.JudgeRequest, {"index": "kb", "query": "pump", "doc": "d1"}, "mcp")
     assert given == {"front": "mcp", "doc": "d1"}
+
+
+def test_a_search_without_a_kept_searcher_reuses_the_one_opened_before_and_follows_the_index(tmp_path, tiny_model, tiny_roberta, monkeypatch):
+    import shutil
+
+    import encodr.index.search as search_module
+    from encodr.index import BuildOptions, build
+
+    corpus, out = tmp_path / "c.txt", tmp_path / "idx"
+    corpus.write_text("the pump moves water\nthe valve stops water\n")
+    build([str(corpus)], out, BuildOptions(model=str(tiny_model), lang="eng"))
+    loads = []
+    real = search_module.load_encoder
+    monkeypatch.setattr(search_module, "load_encoder", lambda *a, **k: loads.append(a) or real(*a, **k))
+
+    def texts(query):
+        return [h.text for h in dispatch.call(rq.SearchRequest, {"index": str(out), "query": [query], "mode": "keyword"}, "cli").results[0].hits]
+
+    assert texts("pump") == ["the pump moves water"] and texts("valve") == ["the valve stops water"]
+    assert len(loads) == 1  # the second search used the searcher the first one opened
+    shutil.rmtree(out)  # deleted and built again under the same name: the kept searcher must not answer from the old one
+    corpus.write_text("the boiler heats water\n")
+    build([str(corpus)], out, BuildOptions(model=str(tiny_model), lang="eng"))
+    assert texts("pump") == [] and texts("boiler") == ["the boiler heats water"]
+    build([str(corpus)], out, BuildOptions(model=str(tiny_roberta), lang="eng", write="overwrite"))  # another model: a new searcher
+    assert texts("boiler") == ["the boiler heats water"] and len(loads) == 2
