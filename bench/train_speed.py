@@ -65,6 +65,10 @@ def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str, mo
     return result
 
 
+# python -m bench run train_speed --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--recipes", "word", "--steps", "3", "--warmup", "1", "--out", "{tmp}/train_speed.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--recipes", nargs="+", default=["word", "sentence"], choices=list(DATA))
@@ -72,6 +76,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--model", default="minilm", help="base model spec for both implementations (bench/gpu.py passes a local copy)")
+    parser.add_argument("--out", type=Path, default=None, help="default: bench/results/train_speed.json (train_speed-cuda.json on a GPU)")
     parser.add_argument("--worker", nargs=2, metavar=("IMPL", "RECIPE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     import torch
@@ -97,7 +102,7 @@ def main() -> None:
     if device == "cuda":
         columns.append("peak_mem_gib")
     print_table(f"encodr bench/train_speed.py ({device})", rows, columns)
-    out = RESULTS / ("train_speed-cuda.json" if device == "cuda" else "train_speed.json")
+    out = args.out or RESULTS / ("train_speed-cuda.json" if device == "cuda" else "train_speed.json")
     write_json(out, {"machine": machine(), "device": device, "rows": rows})
     print(f"wrote {out}")
 

@@ -92,3 +92,13 @@ def test_a_folder_encodr_did_not_write_is_left_as_it_is(tmp_path, capsys, monkey
     code, _, err = run_cli(["index", "--upgrade", str(site)], capsys, monkeypatch)
     assert code == 2 and err.count("\n") == 1 and "is not an index encodr wrote" in err
     assert {p.name: p.read_text() for p in site.iterdir()} == files  # nothing removed, nothing written
+
+
+def test_upgrade_of_a_missing_or_corrupted_index_is_one_line(old_index, tmp_path, capsys, monkeypatch):
+    out, _, _ = old_index
+    code, _, err = run_cli(["index", "--upgrade", str(tmp_path / "nowhere")], capsys, monkeypatch)
+    assert code == 2 and err.count("\n") == 1 and "is not an encodr index (no index.json in it)" in err
+    (out / "index.json").write_text("{")
+    code, _, err = run_cli(["index", "--upgrade", str(out)], capsys, monkeypatch)
+    assert code == 2 and err.count("\n") == 1 and "index.json is corrupted" in err
+    assert (out / "vectors.faiss").is_file() and not (out / "current").exists()  # nothing converted
