@@ -217,6 +217,10 @@ def part_two(args, tmp: Path, queries: list[str]) -> list[dict]:
     return rows
 
 
+# python -m bench run sync --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+QUICK = ["--docs", "200", "--scale", "0", "--queries", "10", "--out", "{tmp}/sync.json"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale-only", action="store_true", help="run part 2 alone, adding its rows to the JSON at --out")
