@@ -340,8 +340,12 @@ class IndexRequest(Request):
 
     def check(self) -> None:
         if self.upgrade is not None:
-            if self.corpus or self.add or self.sync or self.overwrite or self.watch:
-                raise EncodrError("--upgrade converts an existing index and reads no documents: pass it alone (then --add or --sync as usual)", field="upgrade")
+            given = [name for name, spec in type(self).model_fields.items()
+                     if name != "upgrade" and getattr(self, name) != spec.get_default(call_default_factory=True)]  # fmt: skip
+            if given:
+                named = "CORPUS" if given[0] == "corpus" else "--" + given[0].replace("_", "-")
+                raise EncodrError(f"--upgrade converts an existing index and reads no documents: pass it alone, without {named} "
+                                  "(then --add or --sync as usual)", field="upgrade")  # fmt: skip
             return
         if not self.corpus:
             raise EncodrError("no corpus given; pass one or more text, TSV, CSV or JSONL files", field="corpus")

@@ -75,7 +75,9 @@ def test_an_upgraded_index_is_searched_and_synced_as_a_new_one(old_index, capsys
 def test_upgrade_is_refused_with_a_corpus_and_a_newer_index_is_refused(old_index, tmp_path, capsys, monkeypatch):
     out, docs, _ = old_index
     code, _, err = run_cli(["index", str(docs), "--upgrade", str(out)], capsys, monkeypatch)
-    assert code == 2 and "--upgrade converts an existing index and reads no documents" in err
+    assert code == 2 and "--upgrade converts an existing index and reads no documents: pass it alone, without CORPUS" in err
+    code, _, err = run_cli(["index", "--upgrade", str(out), "--model", "minilm"], capsys, monkeypatch)
+    assert code == 2 and err.count("\n") == 1 and "without --model" in err
     run_cli(["index", "--upgrade", str(out)], capsys, monkeypatch)
     meta_file = out / "current" / "index.json"
     meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()), "format": FORMAT + 1}))
