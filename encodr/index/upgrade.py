@@ -15,12 +15,6 @@ from .lock import index_lock
 from .reader import INDEX_FILES, META_FILE, RAW_VECTORS_FILE, STORE_FILE, locate
 
 
-def _folder(path: Path) -> Path:
-    """The folder of ``path``'s current generation, or ``path`` itself for a flat index."""
-    name = current_generation(path)
-    return path / name if name is not None else path
-
-
 def upgrade(path: str | Path) -> dict:
     """Bring the index at ``path`` to :data:`FORMAT` in one new generation: a flat folder gets
     generations, ``texts.db`` its document tables (each stored text the one passage of a document
@@ -39,7 +33,7 @@ def upgrade(path: str | Path) -> dict:
 
     path = locate(path)
     with index_lock(path):
-        source = _folder(path)
+        source = current_generation(path) or path  # a flat (format 1) index holds its files itself
         try:
             meta = json.loads((source / META_FILE).read_text())
         except FileNotFoundError:

@@ -104,3 +104,18 @@ def test_upgrade_of_a_missing_or_corrupted_index_is_one_line(old_index, tmp_path
     code, _, err = run_cli(["index", "--upgrade", str(out)], capsys, monkeypatch)
     assert code == 2 and err.count("\n") == 1 and "index.json is corrupted" in err
     assert (out / "vectors.faiss").is_file() and not (out / "current").exists()  # nothing converted
+
+
+def test_an_old_index_with_generations_is_upgraded_by_a_relative_path(tmp_path, tiny_model, capsys, monkeypatch):
+    """Format 1 with generations (documents without identity): named relative to the current folder."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pump.md").write_text("# Pump\nthe pump moves water\n")
+    build([str(docs)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
+    meta_file = tmp_path / "idx" / "current" / "index.json"
+    meta_file.write_text(json.dumps({k: v for k, v in json.loads(meta_file.read_text()).items() if k != "format"}))
+    monkeypatch.chdir(tmp_path)
+    code, text, err = run_cli(["index", "--upgrade", "idx", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(text)["upgraded"] is True, err
+    with Index.open(tmp_path / "idx") as index:
+        assert index.meta["format"] == FORMAT and len(index) == 1
