@@ -51,11 +51,9 @@ COMMANDS: dict[type, Callable] = {
 # what front ends use beside the commands (see the module docstring)
 open_searcher = commands.open_searcher
 open_reranker = commands.open_reranker
-load_scorer = commands.load_scorer
 watch = commands.watch
 interrupted_index = commands.interrupted_index
 tune = commands.tune
-INDEX_COLUMNS = commands.INDEX_COLUMNS
 
 
 def recipe_fields(spec: str, overrides: dict[str, str] | None = None) -> dict:
