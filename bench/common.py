@@ -80,3 +80,27 @@ def run_tune(data, recipe, models, out, progress: bool = False, **options):
 
 
 run_trans_encoder = run_tune
+
+
+def beir_subset(folder: Path, split: str, documents: int, queries: int, out: Path) -> Path:
+    """A smaller BEIR folder at ``out`` (a quick run's data): the first ``queries`` judged queries
+    of ``split`` (0: all), every document they judge, and a seeded sample of the others up to
+    ``documents`` in all (0: all). Returns ``out``."""
+    import random
+
+    rows = [line.rstrip("\n").split("\t") for line in (folder / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()]
+    header, rows = (rows[0], rows[1:]) if rows and not rows[0][-1].lstrip("-").isdigit() else (None, rows)
+    kept_queries = list(dict.fromkeys(r[0] for r in rows))[: queries or None]
+    rows = [r for r in rows if r[0] in set(kept_queries)]
+    judged = {r[1] for r in rows}
+    lines = (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    ids = [str(json.loads(line)["_id"]) for line in lines]
+    others = [i for i, d in enumerate(ids) if d not in judged]
+    keep = set(range(len(lines))) if not documents else {i for i, d in enumerate(ids) if d in judged} | set(random.Random(0).sample(others, max(0, min(len(others), documents - len(judged)))))
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    (out / "corpus.jsonl").write_text("".join(lines[i] + "\n" for i in sorted(keep)), encoding="utf-8")
+    wanted = set(kept_queries)
+    (out / "queries.jsonl").write_text("".join(line + "\n" for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+                                               if str(json.loads(line)["_id"]) in wanted), encoding="utf-8")  # fmt: skip
+    (out / "qrels" / f"{split}.tsv").write_text("".join("\t".join(r) + "\n" for r in ([header] if header else []) + rows), encoding="utf-8")
+    return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -27,14 +28,28 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 from encodr.evaluation import TASKS  # noqa: E402
 from encodr.models import load_encoder  # noqa: E402
 
+QUICK = ["--tune", "200", "--out", "{tmp}/dev_selection.json"]
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="output directories of encodr tune --dev runs")
+    parser.add_argument("runs", nargs="*", help="output directories of encodr tune --dev runs")
+    parser.add_argument("--tune", type=int, default=0, metavar="N",
+                        help="first tune the phrase recipe on its first N strings with --dev mesh-dev, into a temporary folder, and add that run")
     parser.add_argument("--test", default="mesh-test", choices=sorted(TASKS), help="held-out set to score the saved models on")
     parser.add_argument("--base", default="minilm", help="the base model, scored with its own pooling")
     parser.add_argument("--out", default=str(RESULTS / "dev_selection.json"))
     args = parser.parse_args()
+    if not args.runs and not args.tune:
+        parser.error("give encodr tune --dev runs, or --tune N")
+    if args.tune:
+        from common import run_tune
+
+        from encodr.methods import load_recipe
+
+        run = Path(tempfile.mkdtemp(prefix="encodr-bench-dev-")) / "phrase-dev"
+        run_tune(None, load_recipe("phrase", {}), args.base, run, dev="mesh-dev", limit=args.tune, warn=lambda line: None)
+        args.runs.append(str(run))
     evaluator = TASKS[args.test].evaluator()
     base_score = evaluator.evaluate(load_encoder(args.base))[0]
     rows = [{"model": f"{args.base} (base, own pooling)", "pooling": load_encoder(args.base).pooling, "dev set": "", "dev curve": "",

@@ -26,10 +26,13 @@ from encodr.evaluation.bitext import retrieval_accuracy  # noqa: E402
 from encodr.models import load_encoder  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
 
+QUICK = ["--limit", "100", "--out", "{tmp}/e5_prompt.json"]
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="me5")
+    parser.add_argument("--limit", type=int, default=0, help="the first N pairs of each language (0: all)")
     parser.add_argument("--out", type=Path, default=RESULTS / "e5_prompt.json")
     args = parser.parse_args()
     encoder = load_encoder(args.model)
@@ -39,7 +42,7 @@ def main() -> None:
         row = {"prefix": repr(prefix)}
         means = []
         for lang in ("spa", "fra", "deu"):
-            pairs = read_tatoeba(bundled(f"tatoeba/tatoeba.{lang}-eng.{lang}"))
+            pairs = read_tatoeba(bundled(f"tatoeba/tatoeba.{lang}-eng.{lang}"))[: args.limit or None]
             foreign, english = [p.source for p in pairs], [p.target for p in pairs]
             f = encoder.encode([prefix + t for t in foreign], batch_size=64)
             e = encoder.encode([prefix + t for t in english], batch_size=64)
@@ -52,7 +55,7 @@ def main() -> None:
         print(row, flush=True)
     columns = ["prefix", "spa→eng", "eng→spa", "fra→eng", "eng→fra", "deu→eng", "eng→deu", "mean", "seconds"]
     print_table(f"Tatoeba acc@1 × 100, both directions, model {args.model}", rows, columns)
-    write_json(args.out, {"machine": machine(), "model": args.model, "rows": rows})
+    write_json(args.out, {"machine": machine(), "model": args.model, "pairs_per_language": args.limit or "all", "rows": rows})
     print(f"wrote {args.out}")
 
 

@@ -282,6 +282,8 @@ def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str], 
                 ["recipe", "impl", "batch_size", "max_length", "examples_per_s", "ratio_vs_st", "peak_mem_gib"])  # fmt: skip
     print(json.dumps(result["tune"], indent=1))
 
+QUICK = ["prepare", "{tmp}/gpu"]  # the step a machine without CUDA can run; `run` needs a GPU
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

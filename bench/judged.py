@@ -37,12 +37,16 @@ from cpu_precision import cpu_flags  # noqa: E402  (the CPU flags that decide it
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval" / "scifact"
 TXTAI_PUBLISHED = 71.3  # txtai's benchmark page: SciFact, hybrid (BEIR test split)
 
+QUICK = ["--documents", "400", "--queries", "60", "--set", "epochs=1", "distill=false", "cross_negatives=1", "--out", "{tmp}/judged.json"]
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--set", nargs="*", default=[], help="recipe overrides KEY=VALUE")
+    parser.add_argument("--documents", type=int, default=0, help="a quick run: the judged documents and a sample of others, this many in all (0: all)")
+    parser.add_argument("--queries", type=int, default=0, help="a quick run: the first N judged train queries (0: all)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
@@ -61,6 +65,10 @@ def main() -> None:
     out_file = args.out or RESULTS / ("judged_gpu.json" if gpu else "judged.json")
     recipe = load_recipe("judged", parse_overrides(args.set))
     with tempfile.TemporaryDirectory(prefix="encodr-bench-judged-") as tmp:
+        if args.documents or args.queries:
+            from common import beir_subset
+
+            args.data = beir_subset(args.data, "train", args.documents, args.queries, Path(tmp) / "data")
         model_dir = Path(tmp) / "tuned"
         started = time.perf_counter()
         from common import run_tune

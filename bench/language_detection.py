@@ -18,6 +18,7 @@ Prints a table and writes bench/results/language_detection.json.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -64,13 +65,21 @@ def sampled_high_accuracy(texts: list[str]) -> list[str]:
     return corpus_languages([code for code, _ in found], confidences=[sure for _, sure in found])
 
 
+QUICK = ["--texts", "200", "--out", "{tmp}/language_detection.json"]
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--texts", type=int, default=3000, help="Wikipedia sentences and MeSH names (the Bible: a sixth as many verses per language)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "language_detection.json")
+    args = parser.parse_args()
     from encodr.data.bundled import default_corpus
     from encodr.data.language import SAMPLE, corpus_languages, detect_languages, detect_with_confidence, sampled_languages
 
-    wiki = list(default_corpus("wiki").strings[:3000])
-    mesh = mesh_names(3000)
-    corpora = {"wikipedia (eng), 3,000": (wiki, ["eng"] * len(wiki)), "bible, 8 × 500": bible(), "MeSH names (eng), 3,000": (mesh, ["eng"] * len(mesh))}
+    wiki = list(default_corpus("wiki").strings[: args.texts])
+    mesh = mesh_names(args.texts)
+    per = max(1, args.texts // 6)
+    corpora = {f"wikipedia (eng), {len(wiki):,}": (wiki, ["eng"] * len(wiki)), f"bible, 8 × {per}": bible(per), f"MeSH names (eng), {len(mesh):,}": (mesh, ["eng"] * len(mesh))}
     rows = []
     for name, (texts, truth) in corpora.items():
         first = detect_with_confidence(texts, None, accurate=True)  # the first pass of a corpus of ≤ 10,000 texts
@@ -86,7 +95,7 @@ def main() -> None:
                          "wrong": sum(a != b for a, b in zip(second, truth))})  # fmt: skip
             print(rows[-1], flush=True)
     print_table("language detection at corpus level (lingua, all 75 languages then among those kept)", rows, list(rows[0]))
-    write_json(RESULTS / "language_detection.json", {"machine": machine(), "rows": rows})
+    write_json(args.out, {"machine": machine(), "texts": args.texts, "rows": rows})
 
 
 if __name__ == "__main__":

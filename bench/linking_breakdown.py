@@ -43,6 +43,8 @@ def overlap(query: str, gold_names: list[str]) -> float:
     q = set(surface_key(query))
     return max(len(q & g) / max(len(q | g), 1) for g in (set(surface_key(name)) for name in gold_names))
 
+QUICK = ['--out', '{tmp}/linking_breakdown.json']
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -153,6 +153,8 @@ def score(model: str) -> dict:
     row.update({"tatoeba mean": round(tatoeba.mean, 2), "with pcr": round(with_pcr.mean, 2), "stsb-test": round(sts.scores[0].value, 2)})
     return row
 
+QUICK = ['--pairs', '64', '--langs', 'spa', '--rows', 'base', 'br', '--out', '{tmp}/multilingual.json']
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -70,6 +70,8 @@ def score(model: str, bible: dict[str, list[Translation]]) -> dict:
     row["bible ara+vie"] = round(sum(acc[lang] for lang in UNSEEN) / len(UNSEEN), 2)
     return row
 
+QUICK = ['--pairs', '64', '--bible-dev', '50', '--points', 'base', 'shipped', '--out', '{tmp}/multilingual_sweep.json']
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -252,6 +252,8 @@ def stage_search(args) -> dict:
     return {"open_s": open_s, "rss_imports_mb": imported - before, "rss_open_mb": opened - imported, **default, "nprobe": IVF_NPROBE["ivfpq"],
             "k_factor": REFINE_K_FACTOR, "queries": len(qv), "nprobe_sweep": sweep}  # fmt: skip
 
+QUICK = ['--n', '20000', '--queries', '20', '--work', '{tmp}/work', '--out', '{tmp}/ondisk_10m.json']
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -53,6 +53,8 @@ def corpus_for(name: str, n: int) -> Corpus:
     corpus.strings = corpus.strings[:n]
     return corpus
 
+QUICK = ['--jobs', 'word', '--poolings', 'mean', '--n', '200', '--no-st', '--out', '{tmp}/quality.json']
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -135,6 +135,8 @@ def big_corpus_rows(big: Path, work: Path, encoder, dims: list[int], count: int)
     queries = encoder.encode(held_out(pools, count, {t for t, _ in texts}, random.Random(0)))
     return compressed_rows(big, work, encoder, np.asarray(queries, dtype=np.float32), dims, prefix="big-")
 
+QUICK = ['--dims', '64', '--out', '{tmp}/quantize.json']
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

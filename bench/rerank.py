@@ -24,7 +24,6 @@ Prints a table and writes JSON (bench/results/rerank.json).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,8 @@ sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "bench" / "results"
 DATA = ROOT.parent / "shared" / "data" / "retrieval"
 WEIGHTS = [round(0.1 * i, 1) for i in range(1, 10)]
+
+QUICK = ['--queries', '20', '--index', '{tmp}/index', '--out', '{tmp}/rerank.json']
 
 
 def main() -> None:
@@ -116,8 +117,9 @@ def main() -> None:
     for r in results["rows"]:
         mark = " (chosen on dev)" if r.get("chosen_on_dev") else ""
         print(f"| {r['cross'] or '–'} | {r['run']}{mark} | {r['dev']:.2f} | {r['report']:.2f} |")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    from common import machine, write_json
+
+    write_json(args.out, {"machine": machine(), **results})
     print(f"wrote {args.out}")
 
 

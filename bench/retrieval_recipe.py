@@ -38,8 +38,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, machine, parse_overrides, print_table, write_json  # noqa: E402
+from common import RESULTS, beir_subset, machine, parse_overrides, print_table, write_json  # noqa: E402
 from retrieval import DATA, SPLITS  # noqa: E402
+
+QUICK = ["--documents", "300", "--queries", "40", "--searched", "300", "--train-searched", "--eval-steps", "5",
+         "--set", "dev_queries=50", "--out", "{tmp}/retrieval_recipe.json"]
 
 
 def main() -> None:
@@ -52,31 +55,24 @@ def main() -> None:
     parser.add_argument("--train-searched", action="store_true",
                         help="train on the searched documents only, not the whole corpus (a run sized for a CPU)")
     parser.add_argument("--set", nargs="*", default=[], help="recipe overrides KEY=VALUE")
+    parser.add_argument("--documents", type=int, default=0, help="a quick run: the corpus cut to the judged documents and a sample of others, this many in all (0: all)")
+    parser.add_argument("--queries", type=int, default=0, help="a quick run: the first N real queries (0: all)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     from scipy.stats import spearmanr
 
     from encodr.methods import TuneJob, load_recipe, tune
 
-    folder = DATA / args.data
-    report = Path(tempfile.mkdtemp(prefix="encodr-report-")) / args.data
-    report.mkdir(parents=True)
-    split = SPLITS[args.data]
-    import json
-    import random
-
     from encodr.data.beir import read_retrieval
 
+    folder, split = DATA / args.data, SPLITS[args.data]
+    scratch = Path(tempfile.mkdtemp(prefix="encodr-report-"))
+    if args.documents or args.queries:  # a quick run: a smaller corpus and fewer real queries
+        folder = beir_subset(folder, split, args.documents, args.queries, scratch / "data")
     real = read_retrieval(folder)
-    judged = {d for docs in real.qrels[split].values() for d in docs}
-    lines = (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
-    ids = [str(json.loads(line)["_id"]) for line in lines]
-    others = [i for i, d in enumerate(ids) if d not in judged]
-    keep = set(range(len(lines))) if not args.searched else {i for i, d in enumerate(ids) if d in judged} | set(random.Random(0).sample(others, max(0, args.searched - len(judged))))
-    (report / "corpus.jsonl").write_text("".join(lines[i] + "\n" for i in sorted(keep)), encoding="utf-8")
-    (report / "queries.jsonl").symlink_to(folder / "queries.jsonl")  # the real queries of one split, named dev so dev_set reads them
-    (report / "qrels").mkdir()
-    (report / "qrels" / "dev.tsv").symlink_to(folder / "qrels" / f"{split}.tsv")
+    report = beir_subset(folder, split, args.searched, 0, scratch / args.data)  # the real queries of one split, named dev so dev_set reads them
+    (report / "qrels" / f"{split}.tsv").rename(report / "qrels" / "dev.tsv")
+    searched = sum(1 for _ in (report / "corpus.jsonl").open(encoding="utf-8"))
     recipe = load_recipe("retrieval", {"eval_steps": args.eval_steps, "dev_documents": args.searched, **parse_overrides(args.set)})
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,7 +105,7 @@ def main() -> None:
         {"model": "real dev (same checkpoints)", "step": real["step"], "label-free dev": real["dev"], f"real ({split})": real["report"]},
     ]  # fmt: skip
     print_table(f"retrieval recipe on {args.data} ({args.model}): nDCG@10 × 100, dense search", rows, list(rows[0]))
-    cost = {"checkpoints": len(curve), "searched_per_checkpoint": len(keep), "spearman_label_free_vs_real": round(float(rho), 3), "examples_per_s": summary["examples_per_s"],
+    cost = {"checkpoints": len(curve), "searched_per_checkpoint": searched, "spearman_label_free_vs_real": round(float(rho), 3), "examples_per_s": summary["examples_per_s"],
             "train_minutes": round(summary["train_seconds"] / 60, 1), "eval_minutes": round((summary.get("eval_seconds") or 0) / 60, 1),
             "total_minutes": round(minutes, 1), "trained_on": "searched" if args.train_searched else "corpus", "documents": summary["documents"], "passages": summary["passages"], "steps": summary["steps"]}  # fmt: skip
     print_table("checkpoints and cost", [cost], list(cost))

@@ -45,6 +45,8 @@ def rows_of(job: str, summary: dict) -> list[dict]:
             rows.append({"job": job, "chain": c, "cycle": f"best={best['cycle']}", "model": f"TENC ({kind}) selected on dev", "dev": best["dev"], "test": test})
     return rows
 
+QUICK = ['--jobs', 'mutual', '--mirror-limit', '200', '--mutual-pairs', '64', '--mutual-cycles', '1', '--out', '{tmp}/trans_encoder.json']
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

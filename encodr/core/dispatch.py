@@ -68,6 +68,24 @@ def recipe_fields(spec: str, overrides: dict[str, str] | None = None) -> dict:
     return load_recipe(spec, overrides).to_dict()
 
 
+def recipe_notes(spec: str) -> dict[str, str]:
+    """Each field of recipe ``spec`` → what it means and what it allows, from the field's one
+    declaration (the TUI's Train pane shows it as the field's tooltip).
+
+    Raises:
+        EncodrError: an unknown recipe.
+    """
+    from ..methods import load_recipe
+    from ..training.args import described
+
+    cls = type(load_recipe(spec))
+    notes = {}
+    for key in cls.__dataclass_fields__:
+        meaning, rule = described(cls, key)
+        notes[key] = f"{meaning} Allowed: {rule[1]}." if rule else meaning
+    return notes
+
+
 def dev_sets() -> list[str]:
     """The bundled dev sets ``encodr tune --dev`` takes by name."""
     from ..evaluation import TASKS

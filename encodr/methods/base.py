@@ -6,49 +6,41 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable
 
 from ..errors import EncodrError
 from ..models.encoder import POOLINGS, RAW_POOLINGS
-from ..training.args import OPTIM_RULES, OptimArgs, Rules
+from ..training.args import OptimArgs, Rules, field_rules, like, setting
 from ..training.run import Outcome, RunContext
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """The fields every method's recipe has, with their rules; a method's recipe class extends
-    it (or :class:`SingleRunRecipe`) with its own fields, and re-declares a shared field to change
-    its default. See each method's class for what the fields mean there.
+    """The fields every method's recipe has; a method's recipe class extends it (or
+    :class:`SingleRunRecipe`) with its own fields, and re-declares a shared field to change its
+    default. Each field is declared once (:func:`~encodr.training.args.setting`): its default,
+    meaning and rule; :meth:`rules` gathers the rules ``--set`` and a recipe file are checked by."""
 
-    Attributes:
-        name: recipe name (file stem).
-        method: the method package that runs it.
-        weight_decay, max_grad_norm, warmup: AdamW weight decay; gradient clipping (0: off); the
-            fraction of steps with linear warm-up then linear decay.
-        eval_steps: with ``--dev``, also evaluate every this many steps (0: at epoch ends only).
-        pooling, raw_pooling: :data:`~encodr.models.encoder.POOLINGS`, :data:`~encodr.models.encoder.RAW_POOLINGS`.
-        seed, amp: random seed; mixed precision (``auto``, ``bf16``, ``fp16``, ``no``).
-        default_data, description: bundled data used without a FILE; one line for ``encodr recipes``.
-    """
+    name: str = setting("custom", "Recipe name (the file's stem).")
+    method: str = setting("", "The method package that runs the recipe.")
+    weight_decay: float = like(OptimArgs, "weight_decay")
+    max_grad_norm: float = like(OptimArgs, "max_grad_norm")
+    warmup: float = like(OptimArgs, "warmup")
+    eval_steps: int = setting(0, "With --dev, also evaluate every this many steps (0: the starting model and each epoch end only); the best "
+                                 "checkpoint is kept.", (lambda v: v >= 0, "an integer ≥ 0 (0: only at epoch ends)"))  # fmt: skip
+    pooling: str = setting("auto", "Sentence-vector pooling: cls, mean, or auto (the base model's own pooling when it has one, else raw_pooling).",
+                           (lambda v: v in POOLINGS, " | ".join(POOLINGS)))  # fmt: skip
+    raw_pooling: str = setting("cls", "Pooling for a raw MLM that ships none.", (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS)))
+    seed: int = like(OptimArgs, "seed")
+    amp: str = like(OptimArgs, "amp")
+    default_data: str = setting("none", "Bundled training data used when no FILE is given.")
+    description: str = setting("", "One line shown by encodr recipes.")
 
-    name: str = "custom"
-    method: str = ""
-    weight_decay: float = OptimArgs.weight_decay  # the optimiser's defaults are the trainer's (training.args.OptimArgs)
-    max_grad_norm: float = OptimArgs.max_grad_norm
-    warmup: float = OptimArgs.warmup
-    eval_steps: int = 0
-    pooling: str = "auto"
-    raw_pooling: str = "cls"
-    seed: int = OptimArgs.seed
-    amp: str = OptimArgs.amp
-    default_data: str = "none"
-    description: str = ""
-
-    RULES: ClassVar[Rules] = {
-        **OPTIM_RULES,
-        "pooling": (lambda v: v in POOLINGS, " | ".join(POOLINGS)),
-        "raw_pooling": (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS)),
-    }
+    @classmethod
+    def rules(cls) -> Rules:
+        """Field → ``(accepts, words)``: each rule of the class's declarations
+        (:func:`~encodr.training.args.field_rules`)."""
+        return field_rules(cls)
 
     def to_dict(self) -> dict[str, Any]:
         """The recipe as a plain dict (what ``recipe.yaml`` in an output directory holds)."""
@@ -60,12 +52,12 @@ class SingleRunRecipe(Recipe):
     """A recipe trained by one optimiser over the whole run (Mirror-BERT, CMLM; Trans-Encoder has
     one per phase): learning rate, epochs, batch size, accumulation, GradCache chunk, max length."""
 
-    lr: float = OptimArgs.lr
-    epochs: int = OptimArgs.epochs
-    batch_size: int = OptimArgs.batch_size
-    grad_accum: int = OptimArgs.grad_accum
-    mini_batch: int = OptimArgs.mini_batch
-    max_length: int = 64
+    lr: float = like(OptimArgs, "lr")
+    epochs: int = like(OptimArgs, "epochs")
+    batch_size: int = like(OptimArgs, "batch_size")
+    grad_accum: int = like(OptimArgs, "grad_accum")
+    mini_batch: int = like(OptimArgs, "mini_batch")
+    max_length: int = setting(64, "Maximum sequence length in tokens, special tokens included.", (lambda v: v >= 3, "an integer ≥ 3"))
 
     def optim(self) -> OptimArgs:
         """The optimisation settings the trainer takes."""
@@ -78,7 +70,7 @@ class Method:
 
     Attributes:
         name: the value of ``method:`` in a recipe.
-        config: its recipe dataclass (with ``RULES`` and ``to_dict()``).
+        config: its recipe dataclass (a :class:`Recipe`).
         run: ``(ctx: RunContext) → Outcome``.
         inputs: which optional inputs of :class:`~encodr.training.run.TuneJob` it
             takes, among ``dev``, ``bitext``, ``report`` and ``models`` (several base

@@ -26,10 +26,8 @@ def check(key: str, value: Any, cls: type) -> Any:
     """Coerce and validate one field of a method's recipe class.
 
     The field's annotation gives the type (``int``, ``float``, ``bool`` — YAML's booleans, or
-    ``true``/``false``/``yes``/``no``/``1``/``0`` from ``--set`` —, ``str``); ``cls.RULES`` maps
-    a key to ``(accepts(value), what is allowed)``. A key without a rule whose name is
-    ``PREFIX_rest`` with PREFIX in ``cls.PHASES`` (Trans-Encoder's ``cross_lr``…) takes the
-    rule of ``rest``.
+    ``true``/``false``/``yes``/``no``/``1``/``0`` from ``--set`` —, ``str``); ``cls.rules()`` maps
+    a key to ``(accepts(value), what is allowed)``, from each field's declaration.
 
     Raises:
         EncodrError: unknown key, wrong type or a value the rule refuses (naming the key).
@@ -57,11 +55,7 @@ def check(key: str, value: Any, cls: type) -> Any:
         raise EncodrError(f"recipe key '{key}' must be {what}, got {value!r}") from None
     if key == "method" and value != cls.method:
         raise EncodrError(f"recipe key 'method' is '{cls.method}' in this recipe and cannot be changed; pick a recipe of method '{value}' instead")
-    rules = cls.RULES
-    rule = rules.get(key)
-    prefix, _, suffix = key.partition("_")
-    if rule is None and prefix in getattr(cls, "PHASES", ()):
-        rule = rules.get(suffix)
+    rule = cls.rules().get(key)
     if rule is not None and not rule[0](value):
         raise EncodrError(f"recipe key '{key}' must be {rule[1]}, got {value!r}")
     return value

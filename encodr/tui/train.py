@@ -118,13 +118,13 @@ class TrainPane(Vertical):
         return {inp.name: inp.value.strip() for inp in self.query(".field-input").results(Input) if inp.value.strip() != inp.placeholder}
 
     def show_fields(self) -> None:
-        """One input per recipe field, filled with the recipe's value."""
+        """One input per recipe field, filled with the recipe's value, its meaning and rule as its tooltip."""
         from ..core import dispatch
 
         box = self.query_one("#train-fields", VerticalScroll)
         box.remove_children()
         try:
-            fields = dispatch.recipe_fields(self.recipe_spec())
+            fields, notes = dispatch.recipe_fields(self.recipe_spec()), dispatch.recipe_notes(self.recipe_spec())
         except EncodrError as exc:
             box.mount(Static(f"recipe: {exc}", classes="field-check bad"))
             return
@@ -133,7 +133,8 @@ class TrainPane(Vertical):
             if key in HIDDEN_FIELDS:
                 continue
             text = "" if value is None else str(value)
-            rows.append(Horizontal(Label(key, classes="field-name"), Input(text, placeholder=text, name=key, classes="field-input"),
+            field_input = Input(text, placeholder=text, name=key, classes="field-input", tooltip=notes.get(key) or None)
+            rows.append(Horizontal(Label(key, classes="field-name"), field_input,
                                    Static("", id=f"check-{key}", classes="field-check"), classes="field-row"))  # fmt: skip
         box.mount_all(rows)
 

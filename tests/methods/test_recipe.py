@@ -65,3 +65,22 @@ def test_an_override_cannot_change_the_method():
     with pytest.raises(EncodrError, match="recipe key 'method' is 'mirror' in this recipe and cannot be changed"):
         load_recipe("word", {"method": "trans_encoder"})
     assert load_recipe("word", {"method": "mirror"}).method == "mirror"
+
+
+@pytest.mark.parametrize("name", ["word", "cross-encoder", "multilingual", "retrieval", "reranker", "judged"])
+def test_every_field_is_declared_once_with_its_meaning(name):
+    """A field's meaning and rule come from its one declaration (setting()); a field declared
+    without a meaning anywhere in its class's bases fails here, as the recipes reference and the
+    TUI's tooltip would show it blank."""
+    from encodr.training.args import described
+
+    recipe = load_recipe(name)
+    blank = [key for key in recipe.to_dict() if not described(type(recipe), key)[0]]
+    assert blank == []
+    # a re-declared default keeps its base's rule: the reranker's cross_max_length (320) keeps
+    # Trans-Encoder's "an integer ≥ 3", its batch sizes OptimArgs' "an integer ≥ 2"
+    rules = type(recipe).rules()
+    if name == "reranker":
+        assert rules["cross_max_length"][1] == "an integer ≥ 3" and rules["bi_batch_size"][1] == "an integer ≥ 2"
+        with pytest.raises(EncodrError, match="cross_max_length' must be an integer ≥ 3"):
+            load_recipe(name, {"cross_max_length": 2})

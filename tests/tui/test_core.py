@@ -18,6 +18,7 @@ PACKAGE = Path(encodr.__file__).parent
 PRESENTATION_ONLY = {
     ("encodr.errors", "EncodrError"),  # the one-line error both interfaces show
     ("encodr.core.dispatch", "recipe_fields"),  # the Train pane shows the recipe's fields to edit (they reach the core as --set items)
+    ("encodr.core.dispatch", "recipe_notes"),  # and each field's meaning and rule, as its tooltip
     ("encodr.core.dispatch", "dev_sets"),  # the Train pane's dev-set choices (`encodr tune --dev` takes the same names)
     ("encodr.core.dispatch", "preview"),  # the data-file preview: the reader `encodr tune` reads with, for its count
     ("encodr.core.dispatch", "cancelled"),  # Cancel: raised from the step callback; the CLI's Ctrl-C ends the same way

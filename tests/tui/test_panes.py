@@ -89,6 +89,8 @@ async def test_train_pane_checks_fields_inline_as_the_cli_does(tiny_model):
         assert str(app.query_one("#check-epochs").render()) == "✓"
         _, job = pane.request()  # no output folder chosen: the CLI's default (the pane required one before)
         assert job.out.parent.name == "encodr-runs" and job.out.name.startswith("sentence-")  # the declared default recipe, as encodr tune
+        temperature = next(i for i in pane.query(".field-input") if i.name == "temperature")  # the field's one declaration, as its tooltip
+        assert "InfoNCE temperature" in str(temperature.tooltip) and "Allowed: a number in (0, 10]" in str(temperature.tooltip)
 
 
 async def test_index_pane_builds_then_opens_search(tiny_model, tmp_path):

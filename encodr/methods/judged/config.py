@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
-from ...training.args import OptimArgs, Rules
+from ...training.args import OptimArgs, Rule, setting
 from ..base import SingleRunRecipe
 
 
@@ -26,93 +25,54 @@ def _grid(low: float, high: float | None):
     return ok
 
 
+def _length(low: int) -> Rule:
+    return (lambda v: v >= low, f"an integer ≥ {low}")
+
+
 @dataclass(frozen=True)
 class JudgedRecipe(SingleRunRecipe):
-    """Settings of learning from relevance judgments.
-
-    Attributes:
-        name, method: recipe name; always ``judged``.
-        negatives: hard negatives per (query, relevant passage) pair for the bi-encoder, mined
-            from the corpus by the starting model (sentence-transformers' ``mine_hard_negatives``),
-            documents judged relevant to the query left out; documents judged not relevant
-            (grade 0) come first.
-        margin: a mined negative must score below (1 − margin) × the positive's cosine
-            (``relative_margin``): near-duplicates of the positive are skipped.
-        scale: s = 1/τ of MNRL's softmax over cosines (sentence-transformers: 20).
-        query_max_length, max_length: tokens of a query and of a passage.
-        lr, epochs, batch_size, mini_batch, warmup…: the bi-encoder's optimisation
-            (``mini_batch`` > 0: ``CachedMultipleNegativesRankingLoss``, GradCache).
-        min_queries: judged queries (with a relevant document) needed to hold out a dev fold;
-            with fewer, the start model is kept unless ``--no-dev``.
-        significance: a component is kept only when its per-query dev nDCG@10 beats what it
-            replaces with a one-sided paired randomization test's p below this
-            (:mod:`encodr.evaluation.significance`); 1: any gain on average.
-        cross: train a re-ranker (a cross-encoder from the base model's transformer) on the
-            judged pairs and mined negatives, kept when it beats no re-ranking on dev.
-        cross_negatives: negatives per judged pair for the cross-encoder.
-        cross_lr, cross_epochs, cross_batch_size, cross_max_length: its optimisation.
-        distill: the seeds' loop (AugSBERT / Trans-Encoder §2.3): the cross-encoder labels
-            unjudged (query, passage) pairs and the bi-encoder learns the margins (MarginMSE),
-            kept when it beats the bi-encoder before it on dev.
-        distill_queries: pseudo-queries cut from the corpus's passages (inverse cloze) added to
-            the judged queries for the loop.
-        distill_candidates: passages per query the bi-encoder retrieves for the cross-encoder to label.
-        distill_lr, distill_epochs: the loop's optimisation of the bi-encoder.
-        fusion_weights: the convex fusion weights α tried on dev (the declared default among them).
-        rerank_depths, rerank_weights: the re-ranker's depths and weights tried on dev.
-    """
+    """Settings of learning from relevance judgments: the shared fields (the bi-encoder's
+    optimisation; ``mini_batch`` > 0: ``CachedMultipleNegativesRankingLoss``, GradCache) and the
+    method's own, each declared with its meaning and rule."""
 
     method: str = "judged"
-    negatives: int = 1
-    margin: float = 0.05
-    scale: float = 20.0
-    query_max_length: int = 64
-    max_length: int = 256
+    negatives: int = setting(1, "Hard negatives per (query, relevant passage) pair for the bi-encoder, mined from the corpus by the starting "
+                                "model (sentence-transformers' mine_hard_negatives), documents judged relevant to the query left out; "
+                                "documents judged not relevant (grade 0) come first.", (lambda v: v >= 0, "an integer ≥ 0"))  # fmt: skip
+    margin: float = setting(0.05, "A mined negative must score below (1 − margin) × the positive's cosine (relative_margin): near-duplicates "
+                                  "of the positive are skipped.", (lambda v: 0 <= v < 1, "a number in [0, 1)"))  # fmt: skip
+    scale: float = setting(20.0, "s = 1/τ of MNRL's softmax over cosines (sentence-transformers: 20).", (lambda v: v > 0, "a number > 0"))
+    query_max_length: int = setting(64, "Tokens of a query.", _length(4))
+    max_length: int = setting(256, "Tokens of a passage.", _length(16))
     epochs: int = 2
     batch_size: int = 32
     lr: float = 2e-5
     warmup: float = 0.1
-    min_queries: int = 20
-    significance: float = 0.05
-    cross: bool = True
-    cross_negatives: int = 4
-    cross_lr: float = 2e-5
-    cross_epochs: int = 1
-    cross_batch_size: int = 16
-    cross_max_length: int = 320
-    distill: bool = True
-    distill_queries: int = 500
-    distill_candidates: int = 8
-    distill_lr: float = 1e-5
-    distill_epochs: int = 1
-    fusion_weights: str = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1"
-    rerank_depths: str = "10,20,50"
-    rerank_weights: str = "0.25,0.5,0.75,1"
+    min_queries: int = setting(20, "Judged queries (with a relevant document) needed to hold out a dev fold; with fewer, the start model is "
+                                   "kept unless --no-dev.", (lambda v: v >= 2, "an integer ≥ 2"))  # fmt: skip
+    significance: float = setting(0.05, "A component is kept only when its per-query dev nDCG@10 beats what it replaces with a one-sided "
+                                        "paired randomization test's p below this (encodr.evaluation.significance); 1: any gain on average.",
+                                  (lambda v: 0 < v <= 1, "a number in (0, 1]"))  # fmt: skip
+    cross: bool = setting(True, "Train a re-ranker (a cross-encoder from the base model's transformer) on the judged pairs and mined "
+                                "negatives, kept when it beats no re-ranking on dev.")  # fmt: skip
+    cross_negatives: int = setting(4, "Negatives per judged pair for the cross-encoder.", (lambda v: v >= 1, "an integer ≥ 1"))
+    cross_lr: float = setting(2e-5, "The cross-encoder's learning rate.", (lambda v: 0 < v < 1, "a number in (0, 1)"))
+    cross_epochs: int = setting(1, "The cross-encoder's epochs.", (lambda v: v >= 1, "an integer ≥ 1"))
+    cross_batch_size: int = setting(16, "The cross-encoder's pairs per step.", (lambda v: v >= 1, "an integer ≥ 1"))
+    cross_max_length: int = setting(320, "Tokens of a query and a passage together, as the cross-encoder reads them.", _length(16))
+    distill: bool = setting(True, "The seeds' loop (AugSBERT / Trans-Encoder §2.3): the cross-encoder labels unjudged (query, passage) pairs "
+                                  "and the bi-encoder learns the margins (MarginMSE), kept when it beats the bi-encoder before it on dev.")  # fmt: skip
+    distill_queries: int = setting(500, "Pseudo-queries cut from the corpus's passages (inverse cloze) added to the judged queries for the loop.",
+                                   (lambda v: v >= 0, "an integer ≥ 0"))  # fmt: skip
+    distill_candidates: int = setting(8, "Passages per query the bi-encoder retrieves for the cross-encoder to label.", (lambda v: v >= 2, "an integer ≥ 2"))
+    distill_lr: float = setting(1e-5, "The loop's learning rate for the bi-encoder.", (lambda v: 0 < v < 1, "a number in (0, 1)"))
+    distill_epochs: int = setting(1, "The loop's epochs.", (lambda v: v >= 1, "an integer ≥ 1"))
+    fusion_weights: str = setting("0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1", "The convex fusion weights α tried on dev (the declared default among them).",
+                                  (_grid(0, 1), "comma-separated numbers in [0, 1]"))  # fmt: skip
+    rerank_depths: str = setting("10,20,50", "The re-ranker's depths tried on dev.", (_grid(1, None), "comma-separated integers ≥ 1"))
+    rerank_weights: str = setting("0.25,0.5,0.75,1", "The re-ranker's weights tried on dev.", (_grid(0, 1), "comma-separated numbers in [0, 1]"))
     raw_pooling: str = "mean"
-
-    RULES: ClassVar[Rules] = {
-        **SingleRunRecipe.RULES,
-        "negatives": (lambda v: v >= 0, "an integer ≥ 0"),
-        "margin": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
-        "scale": (lambda v: v > 0, "a number > 0"),
-        "query_max_length": (lambda v: v >= 4, "an integer ≥ 4"),
-        "max_length": (lambda v: v >= 16, "an integer ≥ 16"),
-        "min_queries": (lambda v: v >= 2, "an integer ≥ 2"),
-        "significance": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
-        "cross_negatives": (lambda v: v >= 1, "an integer ≥ 1"),
-        "cross_lr": (lambda v: 0 < v < 1, "a number in (0, 1)"),
-        "cross_epochs": (lambda v: v >= 1, "an integer ≥ 1"),
-        "cross_batch_size": (lambda v: v >= 1, "an integer ≥ 1"),
-        "cross_max_length": (lambda v: v >= 16, "an integer ≥ 16"),
-        "distill_queries": (lambda v: v >= 0, "an integer ≥ 0"),
-        "distill_candidates": (lambda v: v >= 2, "an integer ≥ 2"),
-        "distill_lr": (lambda v: 0 < v < 1, "a number in (0, 1)"),
-        "distill_epochs": (lambda v: v >= 1, "an integer ≥ 1"),
-        "fusion_weights": (_grid(0, 1), "comma-separated numbers in [0, 1]"),
-        "rerank_depths": (_grid(1, None), "comma-separated integers ≥ 1"),
-        "rerank_weights": (_grid(0, 1), "comma-separated numbers in [0, 1]"),
-        "default_data": (lambda v: v == "none", "none (pass an index with --index, or a BEIR folder)"),
-    }
+    default_data: str = setting("none", "None: pass an index with --index, or a BEIR folder.", (lambda v: v == "none", "none (pass an index with --index, or a BEIR folder)"))
 
     def cross_optim(self) -> OptimArgs:
         """The cross-encoder's optimisation settings."""

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
-from ...training.args import Rules
+from ...training.args import setting
 from ...errors import EncodrError
 from ..base import SingleRunRecipe
 
@@ -42,75 +41,39 @@ def signal_list(value: str) -> list[str]:
 
 @dataclass(frozen=True)
 class RetrievalRecipe(SingleRunRecipe):
-    """Settings of label-free retrieval training on a user's documents.
-
-    Attributes:
-        name: recipe name (file stem).
-        method: always ``retrieval``.
-        signals: how a (query, positive) pair is made from a passage, ``+``-joined and drawn
-            in turn: ``ict`` — a sentence is the query, its passage without it the positive
-            (inverse cloze task, ORQA §5); ``crop`` — two independent random spans of the
-            passage, each ``crop_min``–``crop_max`` of its words (Contriever §3.1); ``title`` —
-            the document's title is the query for its passage (documents without a title
-            fall back to the next signal).
-        ict_keep: the share of ICT pairs whose positive keeps the query sentence (ORQA: 0.1),
-            so the model also learns to match words that do appear.
-        crop_min, crop_max: bounds of a crop's share of the passage's words.
-        scale: s = 1/τ of the InfoNCE softmax over cosines (sentence-transformers' MNRL: 20).
-        query_max_length: tokens of a query; ``max_length``: tokens of a passage (documents are
-            split into passages that fit it).
-        batch_size: pairs per step over all processes; every other pair's passage is a
-            negative (gathered across processes).
-        mini_batch: GradCache chunk (sentence-transformers' ``CachedMultipleNegativesRankingLoss``;
-            0: off).
-        matryoshka_dims: comma-separated dimensions (``"256,128,64"``; ``""``: off): the loss
-            becomes sentence-transformers' ``MatryoshkaLoss`` over the full dimension and each of
-            these prefixes, weight 1 each (Kusupati et al. 2022, §3), so that ``encodr index
-            --dim N`` loses little for N among them.
-        dev_queries: pseudo-queries ``--dev auto`` holds out (:func:`encodr.evaluation.pseudo.pseudo_dev`).
-        dev_documents: documents ``--dev auto`` searches at each evaluation (0: all); the
-            pseudo-queries' own are always among them.
-        dev_holdout: what ``--dev auto`` keeps out of training: ``sentences`` — only each
-            pseudo-query's sentence (its document, without it, is trained on: the dev set then
-            also rewards remembering the training documents); ``documents`` — each pseudo-query's
-            whole document (searched by the dev set, never trained on: the dev set measures
-            how the model does on text it has not seen, as a user's real queries on new documents).
-        eval_steps: with ``--dev``, also evaluate every this many steps (0: epoch ends only).
-        lr, epochs, weight_decay, max_grad_norm, warmup, seed, amp, grad_accum: optimisation.
-        pooling, raw_pooling: sentence-vector pooling.
-        default_data, description: none (pass your documents); one line for ``encodr recipes``.
-    """
+    """Settings of label-free retrieval training on a user's documents: the shared fields
+    (``batch_size``: pairs per step over all processes, every other pair's passage a negative,
+    gathered across processes; ``mini_batch``: sentence-transformers'
+    ``CachedMultipleNegativesRankingLoss``) and the method's own, each declared with its meaning
+    and rule."""
 
     method: str = "retrieval"
-    signals: str = "ict"
-    ict_keep: float = 0.1
-    crop_min: float = 0.1
-    crop_max: float = 0.5
-    scale: float = 20.0
-    query_max_length: int = 64
-    max_length: int = 256
-    batch_size: int = 64
+    signals: str = setting("ict", "How a (query, positive) pair is made from a passage, +-joined and drawn in turn: ict, a sentence is the "
+                                  "query and its passage without it the positive (inverse cloze task, ORQA §5); crop, two independent "
+                                  "random spans of the passage, each crop_min–crop_max of its words (Contriever §3.1); title, the "
+                                  "document's title is the query for its passage (documents without one fall back to the next signal).",
+                           (lambda v: bool(signal_list(v)) and all(s in SIGNALS for s in signal_list(v)), "one or more of ict, crop, title joined by +"))  # fmt: skip
+    ict_keep: float = setting(0.1, "The share of ICT pairs whose positive keeps the query sentence (ORQA: 0.1), so the model also learns to "
+                                   "match words that do appear.", (lambda v: 0 <= v <= 1, "a number in [0, 1]"))  # fmt: skip
+    crop_min: float = setting(0.1, "Lower bound of a crop's share of the passage's words.", (lambda v: 0 < v <= 1, "a number in (0, 1]"))
+    crop_max: float = setting(0.5, "Upper bound of a crop's share of the passage's words.", (lambda v: 0 < v <= 1, "a number in (0, 1], at least crop_min"))
+    scale: float = setting(20.0, "s = 1/τ of the InfoNCE softmax over cosines (sentence-transformers' MNRL: 20).", (lambda v: v > 0, "a number > 0"))
+    query_max_length: int = setting(64, "Tokens of a query.", (lambda v: v >= 4, "an integer ≥ 4"))
+    max_length: int = setting(256, "Tokens of a passage (documents are split into passages that fit it).", (lambda v: v >= 16, "an integer ≥ 16"))
+    batch_size: int = setting(64, rule=(lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"))
     lr: float = 2e-5
     warmup: float = 0.1
-    dev_queries: int = 200
-    dev_documents: int = 5000
-    dev_holdout: str = "sentences"
-    matryoshka_dims: str = ""
+    dev_queries: int = setting(200, "Pseudo-queries --dev auto holds out (encodr.evaluation.pseudo.pseudo_dev).", (lambda v: v >= 1, "an integer ≥ 1"))
+    dev_documents: int = setting(5000, "Documents --dev auto searches at each evaluation (0: all); the pseudo-queries' own are always among them.",
+                                 (lambda v: v >= 0, "an integer ≥ 0 (0: all)"))  # fmt: skip
+    dev_holdout: str = setting("sentences", "What --dev auto keeps out of training: sentences, only each pseudo-query's sentence (its document, "
+                                            "without it, is trained on: the dev set then also rewards remembering the training documents); "
+                                            "documents, each pseudo-query's whole document (searched by the dev set, never trained on: the "
+                                            "dev set measures the model on text it has not seen).",
+                               (lambda v: v in ("sentences", "documents"), "sentences or documents"))  # fmt: skip
+    matryoshka_dims: str = setting("", "Comma-separated dimensions (256,128,64; empty: off): the loss becomes sentence-transformers' "
+                                       "MatryoshkaLoss over the full dimension and each of these prefixes, weight 1 each (Kusupati et al. "
+                                       "2022, §3), so that encodr index --dim N loses little for N among them.",
+                                   (_dims_ok, "comma-separated dimensions ≥ 1, e.g. 256,128,64 (empty: off)"))  # fmt: skip
     raw_pooling: str = "mean"
-
-    RULES: ClassVar[Rules] = {
-        **SingleRunRecipe.RULES,
-        "signals": (lambda v: bool(signal_list(v)) and all(s in SIGNALS for s in signal_list(v)), "one or more of ict, crop, title joined by +"),
-        "ict_keep": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
-        "crop_min": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
-        "crop_max": (lambda v: 0 < v <= 1, "a number in (0, 1], at least crop_min"),
-        "scale": (lambda v: v > 0, "a number > 0"),
-        "query_max_length": (lambda v: v >= 4, "an integer ≥ 4"),
-        "max_length": (lambda v: v >= 16, "an integer ≥ 16"),
-        "batch_size": (lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"),
-        "dev_queries": (lambda v: v >= 1, "an integer ≥ 1"),
-        "dev_documents": (lambda v: v >= 0, "an integer ≥ 0 (0: all)"),
-        "dev_holdout": (lambda v: v in ("sentences", "documents"), "sentences or documents"),
-        "matryoshka_dims": (_dims_ok, "comma-separated dimensions ≥ 1, e.g. 256,128,64 (empty: off)"),
-        "default_data": (lambda v: v == "none", "none (pass your documents)"),
-    }
+    default_data: str = setting("none", "None: pass your documents.", (lambda v: v == "none", "none (pass your documents)"))
