@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
                         help="recipe overrides for every tuned model, e.g. --set drophead=0.2 lr=5e-5 (choose on dev only)")
     parser.add_argument("--trace-every", type=int, default=0, metavar="N",
-                        help="also score the dev task every N training steps (dev only; stored as dev_trace)")
+                        help="also score the dev task every N training steps (encodr tune --dev: the run then keeps its best dev checkpoint; stored as dev_trace)")
     parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
     args = parser.parse_args()
     overrides = parse_overrides(args.set)
@@ -83,14 +83,12 @@ def main() -> None:
                          "test_task": test, "test": score(base, suite, test), "train_s": 0.0, "selected": ""})
             tuned = []
             for pooling in args.poolings:
-                recipe = load_recipe(recipe_name, {**overrides, "pooling": pooling})
+                traced = {"eval_steps": args.trace_every} if args.trace_every else {}
+                recipe = load_recipe(recipe_name, {**overrides, "pooling": pooling, **traced})
                 started = time.perf_counter()
-                trace = []
-                if args.trace_every:  # step 0: the base model as training sees it (this pooling, max_length)
-                    start = load_encoder("minilm", recipe.pooling, recipe.raw_pooling, recipe.max_length)
-                    trace.append({"step": 0, "dev": score(start, suite, dev)})
                 summary = run_tune(corpus, recipe, "minilm", scratch / f"{job}-{pooling}", progress=False, warn=lambda m: None,
-                                   eval_steps=args.trace_every, on_eval=(lambda step, e: trace.append({"step": step, "dev": score(e, suite, dev)})) if args.trace_every else None)
+                                   **({"dev": dev} if args.trace_every else {}))  # fmt: skip
+                trace = [{"step": p["step"], "dev": p["dev"]} for p in summary.get("dev_curve", [])]
                 enc = load_encoder(summary["out"])
                 row = {"job": job, "model": f"encodr {recipe_name}", "pooling": pooling, "seed": recipe.seed, "dev_task": dev, "dev": score(enc, suite, dev),
                        "test_task": test, "test": score(enc, suite, test), "train_s": time.perf_counter() - started, "selected": ""}

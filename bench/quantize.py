@@ -89,7 +89,10 @@ def timed_search(search, queries: np.ndarray) -> tuple[list[float], np.ndarray]:
 
 def ndcg_at_10(evaluator, searcher, same_text) -> float:
     """nDCG@10 × 100 of dense search through ``searcher`` (a document ranks by its best passage)."""
-    ranked = evaluator._rank(searcher, [("dense", "rrf")], None, same_text)[("dense", "rrf")]
+    from encodr.index import SearchOptions
+
+    dense = SearchOptions(mode="dense")
+    ranked = evaluator._rank(searcher, (dense,), None, same_text)[dense.label]
     return next(s.value for s in evaluator.scores(ranked) if s.metric == "ndcg@10")
 
 

@@ -403,8 +403,7 @@ def upsert(out: str | Path, records: list[Record], warn: Callable[[str], None] =
         As :func:`build`: the counts (``added``, ``updated``, ``unchanged``, ``encoded``…).
 
     Raises:
-        EncodrError: no such index, one built before documents had identity is converted (a
-            ``warn`` line), an OS fault (the index unchanged).
+        EncodrError: no such index, an OS fault (the index unchanged).
     """
     from ..outputs import written_by_encodr
 

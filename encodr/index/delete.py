@@ -180,7 +180,6 @@ def _delete_locked(out: Path, old: IndexReader, wanted: list[str], missing: list
             shutil.copy2(old.folder / PCR_FILE, tmp / PCR_FILE)
         texts = TextStore.create(tmp / STORE_FILE)
         try:
-            texts.ensure_documents()
             deleted = texts.settle_members([], wanted)
             meta = dict(old.meta)
             index = remove_texts(old.faiss, deleted, texts, meta)

@@ -42,8 +42,6 @@ def unchanged_files(store: TextStore, files: list[str]) -> set[str]:
     """The absolute paths among ``files`` that a sync need not read: stored (by ``store``, the
     index's current generation) with the same size and modification time as now; their
     documents count as unchanged."""
-    if not store.has_documents:
-        return set()
     states = store.file_states()
     found = set()
     for f in files:

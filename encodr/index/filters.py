@@ -153,8 +153,3 @@ class Where:
 
     def __bool__(self) -> bool:
         return bool(self.langs or self.filters)
-
-
-def needs_documents(filters: list[Filter]) -> bool:
-    """Whether ``filters`` read the document tables (anything but ``lang``)."""
-    return any(f.field != "lang" for f in filters)

@@ -162,7 +162,6 @@ class Ingest:
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-store")
         self.pending: Future | None = None
         self.pending_hashes: set[str] = set()
-        self.texts.ensure_documents()  # a new store's document tables (an --add copies the old store's)
 
     def __enter__(self) -> "Ingest":
         return self

@@ -39,7 +39,7 @@ from ..errors import EncodrError, at_least
 from ..models.encoder import truncated
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
-from .filters import Where, needs_documents, sql as filter_sql
+from .filters import Where, sql as filter_sql
 from .keywords import keyword_expression
 from .format import require_current
 from .ondisk import ONDISK_FILE, read_on_disk
@@ -271,9 +271,6 @@ class IndexReader:
         """int64 ids of the texts a search restricted by ``where`` (languages, metadata
         filters: :mod:`.filters`) may return, sorted; ``None`` when it is not restricted.
         Kept for the generation's life for the last few restrictions (a server's repeated filter).
-
-        Raises:
-            EncodrError: a metadata filter on an index built before documents had metadata.
         """
         where = Where.of(where)
         if not where:
@@ -284,9 +281,6 @@ class IndexReader:
     def _allowed_locked(self, where: Where) -> np.ndarray:
         if where in self._allowed:
             return self._allowed[where]
-        if needs_documents(list(where.filters)) and not self.texts.has_documents:
-            raise EncodrError(f"index {self.path} was built before documents kept their source and metadata; bring it up to date once with "
-                              f"encodr index PATH… --out {self.path} --sync (or rebuild it) to filter on them", field="filter")  # fmt: skip
         dsql, dparams, tsql, tparams = filter_sql(list(where.filters))
         if where.langs:
             tsql = " and ".join(x for x in (tsql, f"t.lang in ({','.join('?' * len(where.langs))})") if x)

@@ -20,8 +20,7 @@ from .keywords import KEYWORD_TABLE, build_keywords
 
 # The one table: vector i of the FAISS index is row id i. lang_detected = 1: the language came
 # from the detector (a build may settle it again), not from the input; lang_confidence: the
-# detector's confidence. title and start (a passage's character offset in its document) are
-# absent from stores written before them.
+# detector's confidence; start: a passage's character offset in its document.
 TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int,
                  "lang_confidence": float, "title": str, "start": int}  # fmt: skip
 SQLITE_PARAMETERS = 900  # values bound per statement at most (SQLite's limit is 999 on older builds)
@@ -58,17 +57,14 @@ class TextStore:
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
         self._lock = threading.Lock()
-        columns = {row[1] for row in conn.execute("pragma table_info(texts)")}
-        self.extra = [c for c in ("title", "start") if c in columns]  # the optional columns this store has, read once
         self.has_keywords = conn.execute("select 1 from sqlite_master where name = ?", (KEYWORD_TABLE,)).fetchone() is not None
-        self.has_documents = conn.execute("select 1 from sqlite_master where name = 'documents'").fetchone() is not None
-        self.has_tombstones = conn.execute("select 1 from sqlite_master where name = 'tombstones'").fetchone() is not None
         self._scopes = 0  # temporary id tables made (:meth:`scope_table`)
 
     @classmethod
     def create(cls, path: Path) -> "TextStore":
-        """Open ``path`` for writing, creating the table (:data:`TEXTS_COLUMNS`, unique text
-        hashes) when it lacks one (a new index; ``--add`` opens a copy of the old store)."""
+        """Open ``path`` for writing, creating the tables (:data:`TEXTS_COLUMNS` with unique text
+        hashes, :data:`DOCUMENT_SCHEMA`) where they are missing (a new index; ``--add`` opens a
+        copy of the old store)."""
         import sqlite_utils
 
         conn = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
@@ -76,7 +72,8 @@ class TextStore:
         if "texts" not in db.table_names():
             db["texts"].create(TEXTS_COLUMNS, pk="id")
             db["texts"].create_index(["hash"], unique=True)
-            conn.commit()
+        conn.executescript(DOCUMENT_SCHEMA)
+        conn.commit()
         return cls(conn)
 
     @classmethod
@@ -112,31 +109,9 @@ class TextStore:
     def next_id(self) -> int:
         """The id the next inserted text takes: one past the largest, tombstones included (a
         tombstoned vector still holds its id in FAISS)."""
-        tomb = "select max(id) from tombstones" if self.has_tombstones else "select null"
-        return int(self._all(f"select coalesce(max(m) + 1, 0) from (select max(id) as m from texts union all {tomb})")[0][0])
+        return int(self._all("select coalesce(max(m) + 1, 0) from (select max(id) as m from texts union all select max(id) from tombstones)")[0][0])
 
     # documents
-
-    def ensure_documents(self) -> bool:
-        """Create the document tables (:data:`DOCUMENT_SCHEMA`) where they are missing. In a
-        store written before documents had identity, every stored text becomes the one passage
-        of a document named as it is shown (its id, else ``source:line``), with no content hash
-        and its source resolved against the current folder, so the next read of its file
-        re-reads it once. Returns True when such a store was converted."""
-        legacy = not self.has_documents and self.count() > 0
-        with self._lock:
-            self.conn.executescript(DOCUMENT_SCHEMA)
-            if legacy:
-                import os
-
-                self.conn.create_function("encodr_abspath", 1, lambda p: os.path.abspath(p) if p else p, deterministic=True)
-                doc = "coalesce(ext_id, source || ':' || line)"
-                self.conn.execute(f"insert or ignore into documents(id, path, source, title, lang) "
-                                  f"select {doc}, encodr_abspath(source), source, title, lang from texts order by id")  # fmt: skip
-                self.conn.execute(f"insert into members(doc, text_id, line, start) select {doc}, id, line, start from texts")
-            self.conn.commit()
-        self.has_documents = self.has_tombstones = True
-        return legacy
 
     def documents_info(self, ids: list[str]) -> dict[str, tuple[str | None, str | None, int | None]]:
         """(hash, modified, size) of the stored documents among ``ids``."""
@@ -230,8 +205,6 @@ class TextStore:
 
     def tombstones(self) -> np.ndarray:
         """int64 ids whose vectors are still in the FAISS index but whose texts are deleted."""
-        if not self.has_tombstones:
-            return np.zeros(0, dtype=np.int64)
         return np.array([i for (i,) in self._all("select id from tombstones order by id")], dtype=np.int64)
 
     def add_tombstones(self, ids: np.ndarray) -> None:
@@ -300,9 +273,9 @@ class TextStore:
         """Texts stored."""
         return int(self._all("select count(*) from texts")[0][0])
 
-    def document_count(self) -> int | None:
-        """Documents stored (None in a store written before documents had identity)."""
-        return int(self._all("select count(*) from documents")[0][0]) if self.has_documents else None
+    def document_count(self) -> int:
+        """Documents stored."""
+        return int(self._all("select count(*) from documents")[0][0])
 
     def ids_where(self, documents_sql: str | None, documents_params: list, texts_sql: str | None, texts_params: list) -> np.ndarray:
         """int64 ids of the texts a filter keeps: held by a document that ``documents_sql`` (a
@@ -340,11 +313,10 @@ class TextStore:
 
     def rows(self, ids: list[int]) -> dict[int, dict]:
         """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``, ``title`` and
-        ``start`` (None in a store written before those columns)."""
-        found = self._all(f"select id, ext_id, text, source, line, lang{''.join(', ' + c for c in self.extra)} from texts "
-                          f"where id in ({','.join('?' * len(ids))})", ids)  # fmt: skip
-        keys = ["id", "ext_id", "text", "source", "line", "lang", *self.extra]
-        return {r[0]: {"title": None, "start": None, **dict(zip(keys, r))} for r in found}
+        ``start``."""
+        found = self._all(f"select id, ext_id, text, source, line, lang, title, start from texts where id in ({','.join('?' * len(ids))})", ids)
+        keys = ["id", "ext_id", "text", "source", "line", "lang", "title", "start"]
+        return {r[0]: dict(zip(keys, r)) for r in found}
 
     def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
         """(character offset, text) of every stored passage of the document ``ext_id``, in
@@ -354,9 +326,7 @@ class TextStore:
     def document_row(self, ext_id: str) -> dict | None:
         """The stored record of document ``ext_id``: ``id``, ``path``, ``source``, ``title``,
         ``modified``, ``size``, ``lang`` and ``metadata`` (a dict); None when the store has no
-        such document (or keeps no document records: a store from before they existed)."""
-        if not self.has_documents:
-            return None
+        such document."""
         found = self._all("select id, path, source, title, modified, size, lang, meta from documents where id = ?", (ext_id,))
         if not found:
             return None
@@ -364,16 +334,13 @@ class TextStore:
         return {**dict(zip(keys, found[0][:7])), "metadata": json.loads(found[0][7]) if found[0][7] else {}}
 
     def document_hashes(self, ids: Iterable[str]) -> dict[str, str | None]:
-        """Content hash (:func:`~.documents.document_hash`) of each of ``ids`` the store holds;
-        ``None`` for a document of a store without document records (it is held, its hash unknown)."""
+        """Content hash (:func:`~.documents.document_hash`) of each of ``ids`` the store holds
+        (``None``: a document whose hash is unknown, one an upgrade converted)."""
         ids, found = list(dict.fromkeys(str(i) for i in ids)), {}
         for start in range(0, len(ids), 900):  # below SQLite's limit on parameters
             chunk = ids[start : start + 900]
             marks = ",".join("?" * len(chunk))
-            if self.has_documents:
-                found.update({str(d): h for d, h in self._all(f"select id, hash from documents where id in ({marks})", chunk)})
-            else:
-                found.update({str(d): None for (d,) in self._all(f"select distinct ext_id from texts where ext_id in ({marks})", chunk)})
+            found.update({str(d): h for d, h in self._all(f"select id, hash from documents where id in ({marks})", chunk)})
         return found
 
     def document_ids(self) -> set[str]:
@@ -409,3 +376,33 @@ class TextStore:
             params += scope[1]
         sql = f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order by bm25({KEYWORD_TABLE}) limit ?"
         return self._all(sql, (expression, *params, k))
+
+
+def upgrade_store(path: Path) -> None:
+    """Bring a ``texts.db`` written by an older encodr (:mod:`.upgrade`) to the current tables, in
+    place: the ``title`` and ``start`` columns added where missing (empty), and, where it has no
+    document tables, every stored text made the one passage of a document named as it is shown
+    (its id, else ``source:line``), with no content hash and its source resolved against the
+    current folder, so that the next sync reads its file once.
+
+    Raises:
+        sqlite3.DatabaseError: as SQLite gives it.
+    """
+    import os
+
+    conn = sqlite3.connect(str(path))
+    try:
+        columns = {row[1] for row in conn.execute("pragma table_info(texts)")}
+        for name, kind in (("title", "text"), ("start", "integer")):
+            if name not in columns:
+                conn.execute(f"alter table texts add column {name} {kind}")
+        if conn.execute("select 1 from sqlite_master where name = 'documents'").fetchone() is None:
+            conn.executescript(DOCUMENT_SCHEMA)
+            conn.create_function("encodr_abspath", 1, lambda p: os.path.abspath(p) if p else p, deterministic=True)
+            doc = "coalesce(ext_id, source || ':' || line)"
+            conn.execute(f"insert or ignore into documents(id, path, source, title, lang) "
+                         f"select {doc}, encodr_abspath(source), source, title, lang from texts order by id")  # fmt: skip
+            conn.execute(f"insert into members(doc, text_id, line, start) select {doc}, id, line, start from texts")
+        conn.commit()
+    finally:
+        conn.close()

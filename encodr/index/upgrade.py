@@ -17,8 +17,8 @@ from .reader import INDEX_FILES, META_FILE, RAW_VECTORS_FILE, STORE_FILE, locate
 
 def upgrade(path: str | Path) -> dict:
     """Bring the index at ``path`` to :data:`FORMAT` in one new generation: a flat folder gets
-    generations, ``texts.db`` its document tables (each stored text the one passage of a document
-    named as it is shown, :meth:`~.texts.TextStore.ensure_documents`), the keyword index is built
+    generations, ``texts.db`` its current tables (each stored text the one passage of a document
+    named as it is shown, :func:`~.texts.upgrade_store`), the keyword index is built
     with the current analysis, and ``index.json`` records the prompts (none, as the index was
     encoded) and the format. The vectors are kept as they are.
 
@@ -29,7 +29,7 @@ def upgrade(path: str | Path) -> dict:
         EncodrError: no index at ``path``, a corrupted ``index.json``, a newer format; an OS
             fault, with the index unchanged.
     """
-    from .texts import TextStore
+    from .texts import TextStore, upgrade_store
 
     path = locate(path)
     with index_lock(path):
@@ -51,9 +51,9 @@ def upgrade(path: str | Path) -> dict:
             for name in INDEX_FILES:
                 if name not in (META_FILE, RAW_VECTORS_FILE) and (source / name).is_file():
                     shutil.copy2(source / name, tmp / name)
+            upgrade_store(tmp / STORE_FILE)
             texts = TextStore.create(tmp / STORE_FILE)
             try:
-                texts.ensure_documents()
                 texts.build_keywords()
                 meta["documents"] = texts.document_count()
             finally:

@@ -20,7 +20,7 @@ from encodr.index.format import FORMAT
 @pytest.fixture
 def old_index(tmp_path, tiny_model):
     """An index as encodr wrote it before the format number: flat (no generations), a texts.db
-    without document tables, no prompts and no keyword analysis recorded."""
+    without document tables nor title and start columns, no prompts and no keyword analysis recorded."""
     docs = tmp_path / "docs"
     docs.mkdir()
     for name, text in [("pump.md", "# Pump\nthe pump moves water"), ("valve.md", "# Valve\nthe valve stops water")]:
@@ -37,7 +37,8 @@ def old_index(tmp_path, tiny_model):
         meta.pop(key)
     (out / "index.json").write_text(json.dumps(meta))
     with sqlite3.connect(out / "texts.db") as conn:
-        conn.executescript("drop table documents; drop table members; drop table staged; drop table tombstones;")
+        conn.executescript("drop table documents; drop table members; drop table staged; drop table tombstones; "
+                           "alter table texts drop column title; alter table texts drop column start;")  # as the first indexes were
     (out / "judgments.db").write_bytes(b"kept as it is")  # beside the generations: not the upgrade's to touch
     vectors = (out / "vectors.faiss").read_bytes()
     return out, docs, vectors
