@@ -50,18 +50,14 @@ class Served:
         Raises:
             EncodrError: an index that cannot be opened, or two with one folder name.
         """
-        from ..index import Index, Searcher, list_indexes, locate
+        from ..index import Searcher, list_indexes, locate
 
         specs = specs or [row["path"] for row in list_indexes() if "error" not in row]
         for spec in specs:
             path = locate(spec)
             if path.name in self.searchers:
                 raise EncodrError(f"two served indexes are named '{path.name}'; serve one of them, or rename its folder", field="index")
-            encoder = None
-            if encoder_for is not None:
-                with Index.open(path) as index:
-                    encoder = encoder_for(index.meta["model"], index.meta.get("backend", "torch"))
-            searcher = self.searchers[path.name] = Searcher(path, encoder=encoder)
+            searcher = self.searchers[path.name] = Searcher(path, encoder=encoder_for)
             announce(f"serving index {path.name} ({path}, {len(searcher.index):,} texts, model {searcher.index.meta['model']})")
 
     def searcher(self, name: str | None):

@@ -10,6 +10,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -151,6 +152,8 @@ class Searcher:
     Args:
         index_dir: the index directory.
         model: optional model spec; refused unless its weights match the index's model.
+        encoder: the encoder to query through, or a function of the index's model name and
+            backend that gives it (a server's shared, batched encoder); ``None``: load the index's model.
         backend: one of :data:`~encodr.models.BACKENDS` for the queries (default: the backend
             the index was built with). Another backend than the index's works — the vectors
             agree within the quality cost ``bench/encode_speed.py`` measures — and adds a
@@ -167,8 +170,8 @@ class Searcher:
             differs from the index's model.
     """
 
-    def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | None = None, backend: str | None = None,
-                 options: SearchOptions | None = None):  # fmt: skip
+    def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | Callable[[str, str], Encoder] | None = None,
+                 backend: str | None = None, options: SearchOptions | None = None):  # fmt: skip
         self._open = dict(mmap=True)  # memory-mapped: opening a large index reads only what searches touch
         self.index = IndexReader.open(index_dir, **self._open)
         if options is not None:  # what the index alone can refuse, before the model loads (seconds)
@@ -183,6 +186,8 @@ class Searcher:
         if encoder is None and backend is not None and backend != built:
             self.warnings.append(f"index {self.index.path} was built with --backend {built}; searching it with {backend} "
                                  "gives slightly different vectors, so scores and ranks may move a little")  # fmt: skip
+        if callable(encoder) and not hasattr(encoder, "encode"):  # a function that gives the encoder
+            encoder = encoder(meta["model"], built)
         self.encoder = encoder or load_encoder(model or meta["model"], backend=backend or built)
         self.fingerprint = self.encoder.fingerprint
         if self.fingerprint != meta["fingerprint"]:

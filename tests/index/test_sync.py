@@ -9,7 +9,6 @@ import os
 import random
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading

@@ -8,7 +8,6 @@ import json
 import random
 
 import numpy as np
-import pytest
 
 from encodr.methods import load_recipe
 from tests.conftest import run_cli, run_tune
