@@ -816,6 +816,8 @@ class ServeRequest(Request):
     writable: bool = option(False, "Let clients upsert and delete documents and judgments (POST / DELETE /v1/indexes/NAME/documents and …/judgments); "
                                      "needs --api-key.", fronts=CLI)
     watch: list[str] = option([], "Sync the one served --index with this folder on every change (debounced); repeatable.", fronts=CLI)
+    no_auth: bool = option(False, "Serve an address other than this machine's (--host 0.0.0.0…) without an API key: anyone who can reach "
+                                  "the port reads the served indexes.", fronts=CLI)  # fmt: skip
 
     def key(self) -> str | None:
         """``api_key``, else the ``ENCODR_API_KEY`` environment variable."""
@@ -824,16 +826,33 @@ class ServeRequest(Request):
         return self.api_key or os.environ.get("ENCODR_API_KEY") or None
 
     def check(self) -> None:
-        """The serve rules: ``writable`` needs a key (even on 127.0.0.1); ``watch`` syncs one index.
+        """The serve rules: an address other than loopback needs a key, or ``no_auth`` said
+        outright; ``writable`` needs a key (even on 127.0.0.1); ``watch`` syncs one index.
 
         Raises:
-            EncodrError: naming ``writable`` or ``watch``.
+            EncodrError: naming ``host``, ``writable`` or ``watch``.
         """
+        if not loopback(self.host) and not self.key() and not self.no_auth:
+            raise EncodrError(f"--host {self.host} serves the indexes beyond this machine: give a key with --api-key KEY (or ENCODR_API_KEY), "
+                              "or pass --no-auth to serve them to anyone who can reach the port", field="host")  # fmt: skip
         if self.writable and not self.key():
             raise EncodrError("--writable lets clients change indexes: give it a key with --api-key KEY (or ENCODR_API_KEY), even on 127.0.0.1",
                               field="writable")  # fmt: skip
         if self.watch and len(self.index) != 1:
             raise EncodrError("--watch syncs one index with its documents: serve exactly one --index with it", field="watch")
+
+
+def loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) binds this machine only: ``localhost`` or a loopback
+    address (127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class McpRequest(Request):
@@ -846,6 +865,19 @@ class McpRequest(Request):
     host: str = option("127.0.0.1", "With --port: the address to bind.", fronts=CLI)
     writable: bool = option(False, "Offer the tools that change an index: add (upsert) documents, sync an index with its folders, delete documents.",
                             fronts=CLI)  # fmt: skip
+    no_auth: bool = option(False, "With --port on an address other than this machine's: serve it although the MCP server asks no key "
+                                  "(anyone who can reach the port reads the served indexes).", fronts=CLI)  # fmt: skip
+
+    def check(self) -> None:
+        """Streamable HTTP on an address other than loopback only with ``no_auth`` said outright
+        (the MCP server has no key).
+
+        Raises:
+            EncodrError: naming ``host``.
+        """
+        if self.port is not None and not loopback(self.host) and not self.no_auth:
+            raise EncodrError(f"--host {self.host} serves the indexes beyond this machine and the MCP server asks no key: keep it on 127.0.0.1 "
+                              "(behind a proxy that authenticates), or pass --no-auth", field="host")  # fmt: skip
 
 
 class TuiRequest(Request):

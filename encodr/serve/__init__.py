@@ -110,12 +110,14 @@ def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
     writes = "; POST and DELETE /v1/indexes/NAME/documents" if request.writable else ""
     listening = (f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score, /v1/rerank; GET /v1/models, /v1/indexes, /v1/runs, "
                  f"/health{writes})" + ("; requests need the API key" if api_key else ""))  # fmt: skip
+    lines = [listening] + ([f"warning: --no-auth: anyone who can reach {host}:{port} can read the served indexes"] if not api_key and request.no_auth else [])
 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets)
             if self.started:  # listening: say so (tests and scripts wait for this line)
-                announce(listening)
+                for line in lines:
+                    announce(line)
 
     # uvicorn catches SIGTERM and SIGINT while it serves (stop accepting, finish what is in flight), then
     # restores the handlers it found and raises the signal again: ignored here, so serve returns normally.

@@ -133,3 +133,16 @@ def test_an_agent_judges_a_hit_with_writable_and_encodr_judgments_lists_it(kb):
     listed = commands.judgments(rq.JudgmentsRequest(index=str(kb))).payload()
     assert [(r["doc"], r["grade"], r["front"], r["passage"]) for r in listed] == [(hit["ext_id"], 2, "mcp", hit["text"])]
     assert "judge" not in Agents(Served(served.searchers, writable=False)).tools()
+
+
+def test_mcp_over_http_beyond_this_machine_needs_no_auth_said_outright():
+    from encodr.core.fields import build
+    from encodr.core.requests import McpRequest
+    from encodr.errors import EncodrError
+
+    with pytest.raises(EncodrError, match="--host 0.0.0.0 serves the indexes beyond this machine and the MCP server asks no key") as refused:
+        build(McpRequest, {"port": 8765, "host": "0.0.0.0"}).check()
+    assert refused.value.field == "host"
+    build(McpRequest, {"port": 8765, "host": "0.0.0.0", "no_auth": True}).check()
+    build(McpRequest, {"port": 8765}).check()  # 127.0.0.1
+    build(McpRequest, {"host": "0.0.0.0"}).check()  # stdio: no address bound

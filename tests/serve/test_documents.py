@@ -145,3 +145,37 @@ def test_judgments_over_http_are_written_listed_and_deleted_with_writable_and_th
     assert gone.status_code == 200 and gone.json()["judgments"] == 0
     again = client.request("DELETE", "/v1/indexes/kb/judgments", headers=KEY, json={"query": "pump pressure", "doc": "p1"})
     assert again.status_code == 404 and again.json()["error"]["param"] == "doc"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::", "search.example.org"])
+def test_serving_beyond_this_machine_needs_a_key_or_no_auth(monkeypatch, host):
+    monkeypatch.delenv("ENCODR_API_KEY", raising=False)
+    from encodr.core.fields import build
+    from encodr.core.requests import ServeRequest
+    from encodr.errors import EncodrError
+
+    with pytest.raises(EncodrError, match=r"serves the indexes beyond this machine: give a key with --api-key KEY \(or ENCODR_API_KEY\), "
+                                          r"or pass --no-auth") as refused:  # fmt: skip
+        build(ServeRequest, {"host": host}).check()
+    assert refused.value.field == "host"
+    build(ServeRequest, {"host": host, "api_key": "k"}).check()  # a key: accepted
+    build(ServeRequest, {"host": host, "no_auth": True}).check()  # said outright: accepted
+    monkeypatch.setenv("ENCODR_API_KEY", "k")
+    build(ServeRequest, {"host": host}).check()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1"])
+def test_loopback_needs_no_key(monkeypatch, host):
+    monkeypatch.delenv("ENCODR_API_KEY", raising=False)
+    from encodr.core.fields import build
+    from encodr.core.requests import ServeRequest
+
+    build(ServeRequest, {"host": host}).check()
+
+
+def test_serve_on_all_addresses_without_a_key_is_one_line_exit_2(monkeypatch, capsys):
+    from tests.conftest import run_cli
+
+    monkeypatch.delenv("ENCODR_API_KEY", raising=False)
+    code, _, err = run_cli(["serve", "--host", "0.0.0.0", "--model", "nowhere-model"], capsys, monkeypatch)
+    assert code == 2 and err.count("\n") == 1 and "--api-key" in err and "ENCODR_API_KEY" in err and "--no-auth" in err

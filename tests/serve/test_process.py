@@ -207,3 +207,11 @@ def test_answers_are_not_held_by_nagles_algorithm():
         return value
 
     assert asyncio.run(accepted_nodelay()) != 0
+
+
+def test_no_auth_is_said_in_the_start_banner(tiny_model, monkeypatch):
+    monkeypatch.delenv("ENCODR_API_KEY", raising=False)
+    server = Server("--model", str(tiny_model), "--no-auth")  # on 127.0.0.1: tests bind nothing wider
+    assert server.stop() == 0
+    said = " ".join(line.strip() for line in server.lines)  # the console wraps a long line at its width
+    assert said.count("--no-auth") == 1 and f"warning: --no-auth: anyone who can reach 127.0.0.1:{server.port} can read the served indexes" in said
