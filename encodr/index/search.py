@@ -230,10 +230,12 @@ class Searcher:
 
     def query_languages(self, queries: list[str], lang: str | None = None, index: IndexReader | None = None, mode: str = DENSE) -> list[str]:
         """Each query's language: ``lang`` when given; otherwise the index's default language
-        when it was built with one (``--lang``); otherwise detected among the languages
-        of the index (:func:`encodr.data.language.detect_languages`), ``und`` if it has none.
-        The language picks the query's PCR component and, in ``keyword`` and ``hybrid``
-        ``mode``, its stemmer and the fusion's language-aware step.
+        when it was built with one (``--lang``); otherwise, where the search uses it, detected
+        among the languages of the index (:func:`encodr.data.language.detect_languages`; with
+        one language, that one without detection). The language picks the query's PCR
+        component and, in ``keyword`` and ``hybrid`` ``mode``, its stemmer and the fusion's
+        language-aware step; a ``dense`` search of an index without PCR uses none, and its
+        queries are ``und`` (not determined), with no detector loaded.
 
         Raises:
             EncodrError: ``lang`` given where it would change nothing: an index built without
@@ -247,6 +249,8 @@ class Searcher:
         languages = [c for c in index.meta.get("languages", []) if c != UNDETERMINED]
         if default or not languages:
             return [default or UNDETERMINED] * len(queries)
+        if mode == DENSE and not index.components:  # nothing a dense search without PCR does depends on it: not detected
+            return [UNDETERMINED] * len(queries)
         return detect_languages(queries, languages)
 
     def warm(self) -> None:

@@ -157,3 +157,20 @@ def test_a_corpus_smaller_than_the_sample_is_found_in_high_accuracy_mode():
     texts = ["the cat sat", "the dog ran home", "a bird sang"]
     assert corpus_languages(detect_languages(texts)) != ["eng"]  # low accuracy would propose the wrong language (Maori)
     assert sampled_languages(texts) == ["eng"]
+
+
+def test_a_dense_search_without_pcr_detects_no_language(mixed_file, tiny_model, tmp_path, monkeypatch):
+    """Nothing a dense search of an index without PCR does depends on the query's language, so no
+    detector runs (it loads lingua's models: the first query of a process paid for it); hybrid
+    and keyword searches (the stemmer, the fusion's language step) still detect it."""
+    import encodr.index.search as search_module
+
+    build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
+    s = Searcher(tmp_path / "idx")
+    calls = []
+    detect = search_module.detect_languages
+    monkeypatch.setattr(search_module, "detect_languages", lambda texts, langs: calls.append(list(texts)) or detect(texts, langs))
+    s.search([MIXED["deu"][0]], SearchOptions(k=3, mode="dense"))
+    assert calls == [] and s.last_langs == ["und"]
+    s.search([MIXED["deu"][0]], SearchOptions(k=3, mode="hybrid"))
+    assert calls == [[MIXED["deu"][0]]] and s.last_langs == ["deu"]
