@@ -84,15 +84,21 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     Raises:
         EncodrError: see :meth:`SearchRequest.check` and :meth:`encodr.index.Searcher.query`.
     """
+    from .. import timing
+
     searcher = searcher or open_searcher(request)
     if reranker is None:
         reranker = open_reranker(request)
-    langs, results = searcher.query(request.query, request.options(), reranker)
+    with timing.collect() as spent:
+        langs, results = searcher.query(request.query, request.options(), reranker)
+        with timing.phase("language"):
+            hints = language_hints(request.query, searcher.index.meta)
     split = searcher.index.meta.get("split_documents") and not request.passages
     n = searcher.index.meta.get("split_documents") or 0
     caption = (f"documents ranked by their best passage ({n:,} long document{' is' if n == 1 else 's are'} split into passages; "
                "--passages ranks passages)") if split else ""  # fmt: skip
-    return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption, hints=language_hints(request.query, searcher.index.meta),
+    shown = {name: round(spent.get(name, 0.0), 3) for name in (*timing.PHASES, "total") if name in spent} if request.timings else None
+    return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption, hints=hints, timings=shown,
                         results=[QueryHits(query=q, lang=code, hits=hits)
                                  for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
 

@@ -186,6 +186,8 @@ class SearchRequest(Request):
     filter: list[str] | dict[str, Any] | None = option(None, FILTER_HELP)
     full: bool = option(False, "Print whole texts; by default a hit shows a snippet around its matched words, as wide as the terminal allows.",
                         fronts=CLI)  # fmt: skip
+    timings: bool = option(False, "Also give the time of each phase of the search in ms (language, encode, dense, keyword, fusion, rerank, hits, "
+                                  "highlights, total), as Elasticsearch's profile does.", fronts=CLI_HTTP_MCP)  # fmt: skip
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
     _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)

@@ -9,6 +9,7 @@ rendered for people by :func:`human` (no Python reprs: lists joined, yes/no, uni
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,12 +187,17 @@ class SearchResult(Result):
     caption: str = ""  # how the hits are ranked, when it needs saying (documents by their best passage)
     snippet: int = Field(0, exclude=True)  # a table shows at most this many characters of a hit, around its matched words (0: all)
     hints: list[str] = []  # one line each, for what the user may not know (a query in a language the model was not trained on)
+    timings: dict[str, float] | None = None  # with --timings: milliseconds of each phase (encodr.timing.PHASES) and the total
 
     def payload(self) -> Any:
-        out = self.model_dump(mode="json")
+        started = time.perf_counter()
+        out = self.model_dump(mode="json", exclude={"timings"})
         for q, shown in zip(self.results, out["results"]):
             for h, hit in zip(q.hits, shown["hits"]):
                 hit["highlights"] = [list(span) for span in term_spans(h.text, q.query, q.lang, h.lang)]
+        if self.timings is not None:  # the highlights are found here, as the payload is made: their time joins the total
+            spent = (time.perf_counter() - started) * 1000
+            out["timings"] = {**self.timings, "highlights": round(spent, 3), "total": round(self.timings.get("total", 0.0) + spent, 3)}
         return out
 
     def tables(self) -> list[Table]:
@@ -207,6 +213,8 @@ class SearchResult(Result):
             at = columns.index("text")
             marks = {(r, at): spans for r, (_, spans) in enumerate(shown)}
             out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score"), marks=marks))
+        if self.timings is not None:
+            out.append(Table("timings (ms)", ["phase", "ms"], [[name, f"{ms:.2f}"] for name, ms in self.timings.items()], right=("ms",)))
         return out
 
 

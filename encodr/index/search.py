@@ -16,6 +16,7 @@ import numpy as np
 
 from ..data.language import UNDETERMINED, check_code, detect_languages
 from ..errors import EncodrError
+from ..timing import phase
 from .filters import Where
 from .fusion import fuse, interpolate
 from .options import DENSE, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
@@ -314,43 +315,67 @@ class Searcher:
         k, where = options.k, Where(options.hit_langs, options.filters)
         if not options.passages and index.meta.get("split_documents"):
             langs, found = self._query(index, queries, replace(options, k=k * PASSAGES_PER_DOCUMENT, passages=True), reranker)
-            return langs, [best_passages(hits, k) for hits in found]
+            with phase("hits"):
+                return langs, [best_passages(hits, k) for hits in found]
         if reranker is not None:
             langs, first = self._query(index, queries, replace(options, k=max(k, options.rerank_depth), passages=True), None)
-            return langs, [rerank_hits(q, hits, reranker, k, options.rerank_weight) for q, hits in zip(queries, first)]
-        langs = self.query_languages(queries, options.lang, index, options.mode)
+            with phase("rerank"):
+                return langs, [rerank_hits(q, hits, reranker, k, options.rerank_weight) for q, hits in zip(queries, first)]
+        with phase("language"):
+            langs = self.query_languages(queries, options.lang, index, options.mode)
         if options.mode == KEYWORD:
-            return langs, self._rows_to_hits(index, *index.keyword_search(queries, k, where, langs))
+            with phase("keyword"):
+                found = index.keyword_search(queries, k, where, langs)
+            return langs, self._rows_to_hits(index, *found)
         if options.mode == DENSE:
-            return langs, self._hits(index.encode_queries(self.encoder, queries), langs, index, options)
+            with phase("encode"):
+                encoded = index.encode_queries(self.encoder, queries)
+            return langs, self._hits(encoded, langs, index, options)
         depth = options.depth()
-        vectors = index.prepare_queries(index.encode_queries(self.encoder, queries), langs)
-        with one_faiss_thread():
+        with phase("encode"):
+            vectors = index.prepare_queries(index.encode_queries(self.encoder, queries), langs)
+        with phase("dense"), one_faiss_thread():
             d_scores, d_ids = index.search(vectors, depth, where, options.nprobe, options.ef_search)
-        k_scores, k_ids = index.keyword_search(queries, depth, where, langs)
+        with phase("keyword"):
+            k_scores, k_ids = index.keyword_search(queries, depth, where, langs)
+        with phase("fusion"):
+            fused_scores, fused_ids = self._fused(index, langs, (d_scores, d_ids), (k_scores, k_ids), options)
+        return langs, self._rows_to_hits(index, fused_scores, fused_ids)
+
+    @staticmethod
+    def _fused(index: IndexReader, langs: list[str], dense: tuple[np.ndarray, np.ndarray], keyword: tuple[np.ndarray, np.ndarray],
+               options: SearchOptions) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """(q, k) fused scores and ids of the dense and keyword (scores, ids) lists (:func:`~.fusion.fuse`; id −1: no hit)."""
+        (d_scores, d_ids), (k_scores, k_ids), k = dense, keyword, options.k
         lang_of = {i: r["lang"] for i, r in index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()]))).items()}
-        fused_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
-        fused_ids = np.full((len(queries), k), -1, dtype=np.int64)
-        for q in range(len(queries)):
+        fused_scores = np.full((len(langs), k), -np.inf, dtype=np.float32)
+        fused_ids = np.full((len(langs), k), -1, dtype=np.int64)
+        for q in range(len(langs)):
             ranked = fuse([(int(i), float(s)) for s, i in zip(d_scores[q], d_ids[q]) if i >= 0],
                           [(int(i), float(s)) for s, i in zip(k_scores[q], k_ids[q]) if i >= 0], options.fusion, langs[q], lang_of,
                           options.fusion_weight)[:k]  # fmt: skip
             for col, (i, s) in enumerate(ranked):
                 fused_ids[q, col], fused_scores[q, col] = i, s
-        return langs, self._rows_to_hits(index, fused_scores, fused_ids)
+        return fused_scores, fused_ids
 
     def _hits(self, query_vectors: np.ndarray, langs: list[str], index: IndexReader | None = None, options: SearchOptions = SearchOptions()) -> list[list[Hit]]:
         """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR) in ``index``
         (default: the current one), ``options.k`` each, in its languages and filters."""
         index = index or self.index
-        vectors = index.prepare_queries(query_vectors, langs)
-        with one_faiss_thread():
+        with phase("encode"):  # PCR, where the index has it, is part of making the query's vector
+            vectors = index.prepare_queries(query_vectors, langs)
+        with phase("dense"), one_faiss_thread():
             found = index.search(vectors, options.k, Where(options.hit_langs, options.filters), options.nprobe, options.ef_search)
         return self._rows_to_hits(index, *found)
 
     @staticmethod
     def _rows_to_hits(index: IndexReader, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
         """:class:`Hit` lists from (q, k) score and id arrays (id −1: no hit)."""
+        with phase("hits"):
+            return Searcher._hit_lists(index, scores, ids)
+
+    @staticmethod
+    def _hit_lists(index: IndexReader, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
         rows = index.rows(np.unique(ids))
         results = []
         for qs, qi in zip(scores, ids):

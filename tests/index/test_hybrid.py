@@ -157,3 +157,20 @@ def test_warming_a_searcher_runs_one_query_through_the_model_the_vectors_and_the
     searcher.warm()
     assert encoded == [["warm up"]] and matched == [["warm up"]]  # the default search's phases: a forward pass and BM25
     assert searcher.search(["XJ4471"], SearchOptions(k=1, mode="keyword"))[0][0].text == TEXTS[0]  # and it searches as before
+
+
+def test_timings_give_each_phase_of_a_search_on_request(index, capsys, monkeypatch):
+    """``--timings`` (``"timings": true`` over HTTP and MCP): the milliseconds of each phase the
+    search went through, and their total; none without it."""
+    import json
+
+    code, out, _ = run_cli(["search", "pump", "--index", str(index), "--mode", "hybrid", "--timings", "--json"], capsys, monkeypatch)
+    timings = json.loads(out)["timings"]
+    assert code == 0 and {"encode", "dense", "keyword", "fusion", "hits", "highlights", "total"} <= set(timings) and "rerank" not in timings
+    assert all(ms >= 0 for ms in timings.values()) and timings["total"] >= max(v for k, v in timings.items() if k != "total")
+    code, out, _ = run_cli(["search", "pump", "--index", str(index), "--mode", "dense", "--timings", "--json"], capsys, monkeypatch)
+    assert {"keyword", "fusion"}.isdisjoint(json.loads(out)["timings"]) and "dense" in json.loads(out)["timings"]
+    code, out, _ = run_cli(["search", "pump", "--index", str(index), "--json"], capsys, monkeypatch)
+    assert "timings" not in json.loads(out)
+    code, out, _ = run_cli(["search", "pump", "--index", str(index), "--timings"], capsys, monkeypatch)
+    assert code == 0 and "timings (ms)" in out and "total" in out

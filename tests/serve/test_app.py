@@ -71,6 +71,9 @@ def test_search_has_one_shape_for_one_query_and_many(client, index_dir):
     ids = lambda r: [h["id"] for h in r["results"][0]["hits"]]  # noqa: E731 (scores differ in the last float bits: padding)
     assert ids(one) == ids(many) and len(ids(one)) == 2
     assert one["results"][0]["lang"] == "eng"
+    assert "timings" not in one
+    timed = client.post("/v1/search", json={"index": index_dir.name, "query": "a cat on a mat", "k": 2, "timings": True}).json()
+    assert {"encode", "dense", "hits", "highlights", "total"} <= set(timed["timings"])  # each phase's milliseconds, on request
     for hit in one["results"][0]["hits"]:  # the query's words in each hit, as character offsets into its text
         marked = {hit["text"][a:b].lower() for a, b in hit["highlights"]}
         assert marked <= {"a", "cat", "on", "mat"} and all(0 <= a < b <= len(hit["text"]) for a, b in hit["highlights"])
