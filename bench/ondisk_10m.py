@@ -252,12 +252,28 @@ def stage_search(args) -> dict:
     return {"open_s": open_s, "rss_imports_mb": imported - before, "rss_open_mb": opened - imported, **default, "nprobe": IVF_NPROBE["ivfpq"],
             "k_factor": REFINE_K_FACTOR, "queries": len(qv), "nprobe_sweep": sweep}  # fmt: skip
 
-QUICK = ['--n', '20000', '--queries', '20', '--work', '{tmp}/work', '--out', '{tmp}/ondisk_10m.json']
+QUICK = ["--base-texts", "2000", "--n", "20000", "--queries", "20", "--work", "{tmp}/work", "--out", "{tmp}/ondisk_10m.json"]
+
+
+def build_base(out: Path, count: int) -> Path:
+    """A flat index of the first ``count`` texts of the ``bench/search.py`` corpus at ``out`` (kept when there)."""
+    from search import corpus_texts
+
+    from encodr.index import BuildOptions, build
+
+    if not out.exists():
+        texts, _ = corpus_texts(count)
+        corpus = out.with_suffix(".txt")
+        corpus.write_text("".join(t + "\n" for t, _ in texts), encoding="utf-8")
+        build([str(corpus)], out, BuildOptions(model="minilm", index_type="flat", lang="eng"))
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", type=Path, help="a flat encodr index of the bench/search.py corpus (its vectors are the real rows)")
+    parser.add_argument("--base-texts", type=int, default=0, metavar="N",
+                        help="without --base: build a flat index of the corpus's first N texts in --work first (a quick run's base)")
     parser.add_argument("--work", type=Path, required=True, help="where shards, the index and each stage's result are kept")
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--queries", type=int, default=1000)
@@ -267,6 +283,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "ondisk_10m.json")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.base is None and not args.stage:
+        if not args.base_texts:
+            parser.error("give --base (a flat index of the bench/search.py corpus) or --base-texts N")
+        args.base = build_base(args.work / "base", args.base_texts)
     if args.stage:
         result = globals()[f"stage_{args.stage}"](args)
         (args.work / f"{args.stage}.json").write_text(json.dumps(result, indent=2))

@@ -41,9 +41,12 @@ def rows_of(job: str, summary: dict) -> list[dict]:
             rows.append({"job": job, "chain": c, "cycle": h["cycle"], "model": f"TENC ({h['phase']})", "dev": h["dev"], "test": h["report"], "seconds": h["seconds"]})
         for kind in ("bi", "cross"):
             best = chain["best"][kind]
-            test = next(h["report"] for h in chain["history"] if h["phase"] == kind and h["cycle"] == best["cycle"])
+            # the starting bi-encoder kept (no cycle beat it on dev): its own test score
+            test = next((h["report"] for h in chain["history"] if h["phase"] == kind and h["cycle"] == best["cycle"]),
+                        chain["start_report"] if kind == "bi" else None)  # fmt: skip
             rows.append({"job": job, "chain": c, "cycle": f"best={best['cycle']}", "model": f"TENC ({kind}) selected on dev", "dev": best["dev"], "test": test})
     return rows
+
 
 QUICK = ['--jobs', 'mutual', '--mirror-limit', '200', '--mutual-pairs', '64', '--mutual-cycles', '1', '--out', '{tmp}/trans_encoder.json']
 

@@ -60,15 +60,28 @@ def open_searcher(request: SearchRequest):
     return searcher
 
 
+_RERANKERS: dict[tuple, object] = {}  # (spec, its folder's modification time) → the cross-encoder this process loaded
+
+
 def open_reranker(request: SearchRequest):
     """The cross-encoder ``request.rerank`` names (a :class:`~encodr.models.CrossScorer`), or
-    None without one: loaded once by a front end that searches many times (the TUI, a batch
-    of queries on stdin) and handed to :func:`search`.
+    None without one. One per model and process, as :func:`open_searcher` keeps searchers: a
+    caller that does not keep it (the library, a batch of :func:`search` calls) gets the one
+    loaded before, unless its folder was written since (a re-trained re-ranker), when it is loaded anew.
 
     Raises:
         EncodrError: see :func:`encodr.models.load_cross` (a path or Hub id that cannot be had).
     """
-    return load_scorer(request.rerank, cross=True) if request.rerank else None
+    if not request.rerank:
+        return None
+    try:
+        written = Path(request.rerank).expanduser().stat().st_mtime_ns
+    except OSError:  # an alias or a Hub id
+        written = None
+    key = (request.rerank, written)
+    if key not in _RERANKERS:
+        _RERANKERS[key] = load_scorer(request.rerank, cross=True)
+    return _RERANKERS[key]
 
 
 def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult:
