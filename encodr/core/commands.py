@@ -43,6 +43,7 @@ def open_searcher(request: SearchRequest):
             (:func:`~encodr.index.search.check_languages`), before any model loads.
     """
     from ..index import Searcher, locate
+    from ..index.reader import peek_meta
     from ..index.search import check_languages
 
     options = request.options()
@@ -56,8 +57,23 @@ def open_searcher(request: SearchRequest):
         else:
             check_languages(kept.index, options.for_index(kept.index.has_keywords))
             return kept
+    preload_languages(peek_meta(request.index), request.lang)  # read on another core while the model loads
     searcher = _SEARCHERS[key] = Searcher(request.index, request.model, backend=request.backend, options=options)  # the index's refusals come before the model loads
     return searcher
+
+
+def preload_languages(meta: dict, lang: str | None) -> None:
+    """Start loading the language detectors a search of the index ``meta`` describes will run
+    (:func:`encodr.data.language.preload`): among the index's languages where it has several and
+    no default (:meth:`~encodr.index.Searcher.query_languages`; none with ``lang`` given), and among
+    all for the English-only model's hint (:func:`language_hints`)."""
+    from ..data.language import UNDETERMINED, preload
+
+    languages = [c for c in meta.get("languages") or [] if c != UNDETERMINED]
+    if len(languages) > 1 and not meta.get("default_lang") and lang is None:
+        preload(languages)
+    if hint_applies(meta):
+        preload(None)
 
 
 _RERANKERS: dict[tuple, object] = {}  # (spec, its folder's modification time) → the cross-encoder this process loaded
@@ -119,19 +135,26 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
 HINT_WORDS, HINT_CONFIDENCE = 3, 0.8  # a query gets the language hint when it has this many words and the detector is this sure
 
 
+def hint_applies(meta: dict) -> bool:
+    """Whether :func:`language_hints` looks at the queries of the index ``meta`` describes: one of
+    English texts built with a model trained on English only (:data:`encodr.models.aliases.ENGLISH_ONLY`)."""
+    from ..models.aliases import ENGLISH_ONLY
+
+    return meta.get("model") in ENGLISH_ONLY and set(meta.get("languages") or []) - {"und"} == {"eng"}
+
+
 def language_hints(queries: list[str], meta: dict) -> list[str]:
     """One hint line when an index of English texts, built with a model trained on English only
     (:data:`encodr.models.aliases.ENGLISH_ONLY`), is searched with a query in another language
     (detected among all languages, :func:`encodr.data.language.detect_languages`): it names the
     multilingual model. Empty otherwise (and for any other model or index)."""
     from ..data.language import detect_with_confidence
-    from ..models.aliases import ENGLISH_ONLY, MULTILINGUAL
+    from ..models.aliases import MULTILINGUAL
 
-    stored = set(meta.get("languages") or []) - {"und"}
-    if meta.get("model") not in ENGLISH_ONLY or stored != {"eng"}:
+    if not hint_applies(meta):
         return []
     sure = [q for q in queries if len(q.split()) >= HINT_WORDS]  # a word or two is too little to tell a language by
-    other = sorted({code for code, p in detect_with_confidence(sure) if code not in stored | {"und"} and p >= HINT_CONFIDENCE}) if sure else []
+    other = sorted({code for code, p in detect_with_confidence(sure) if code not in ("eng", "und") and p >= HINT_CONFIDENCE}) if sure else []
     if not other:
         return []
     return [f"a query looks like {', '.join(other)}, but model {meta['model']} was trained on English only: rebuild the index with "

@@ -73,6 +73,19 @@ def locate(spec: str | Path) -> Path:
     return named if named.is_dir() else path
 
 
+def peek_meta(spec: str | Path) -> dict:
+    """The ``index.json`` of the index ``spec`` names (its current generation), read without
+    opening the index (no lock, no FAISS, no SQLite): what a caller may prepare for before
+    :meth:`IndexReader.open`. ``{}`` where there is none to read (the open then says why)."""
+    from ..outputs import current_generation
+
+    path = locate(spec)
+    try:
+        return json.loads(((current_generation(path) or path) / META_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 class _Moved(Exception):
     """The folder being opened stopped being the index's current one (resolve again)."""
 
