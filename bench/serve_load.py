@@ -141,6 +141,18 @@ async def load(url: str, clients: int, seconds: float, route: str, bodies: list[
             "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99)), "errors": errors}  # fmt: skip
 
 
+def passes(url: str, model: str) -> tuple[int, int]:
+    """(forward passes, texts) the server's batcher for ``model`` has run so far (``GET /health``)."""
+    import http.client
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port))
+    conn.request("GET", "/health")
+    counts = json.loads(conn.getresponse().read())["models"].get(model) or {}
+    conn.close()
+    return int(counts.get("passes", 0)), int(counts.get("texts", 0))
+
+
 def scenarios(model: str, index: str, texts: list[str]) -> dict:
     return {
         "embed-1": ("/v1/embeddings", [{"model": model, "input": t} for t in texts], 1),
@@ -187,7 +199,11 @@ def main() -> None:
             try:
                 for clients in counts:
                     asyncio.run(load(server.url, clients, min(3.0, args.seconds), route, bodies, per))  # warm-up
+                    before = passes(server.url, args.model)
                     result = asyncio.run(load(server.url, clients, args.seconds, route, bodies, per))
+                    after = passes(server.url, args.model)
+                    ran = after[0] - before[0]  # where the time goes: how many texts each forward pass carried
+                    result["texts_per_pass"] = round((after[1] - before[1]) / ran, 2) if ran else None
                     rows.append({"setup": f"{name}{' (' + ' '.join(flags) + ')' if flags else ''}", "clients": clients, **result})
                     print(rows[-1], flush=True)
             finally:
@@ -197,12 +213,14 @@ def main() -> None:
     one_worker = next(r for r in rows if r["setup"] == "embed-1 (--workers 1)")
     ratio = single16["texts_per_s"] / speeds[best]
     print_table(f"encodr serve under load ({args.model}, {os.cpu_count()} CPU threads, {args.seconds:g} s per row)", rows,
-                ["setup", "clients", "requests_per_s", "texts_per_s", "p50_ms", "p99_ms", "errors"])  # fmt: skip
+                ["setup", "clients", "requests_per_s", "texts_per_s", "texts_per_pass", "p50_ms", "p99_ms", "errors"])  # fmt: skip
     print(f"{max(args.clients)} single-text clients: {single16['texts_per_s']:.1f} texts/s = {ratio:.2f}× offline at batch {best} "
           f"({speeds[best]:.1f} texts/s), {single16['texts_per_s'] / in_order:.2f}× offline {max(args.clients)} at a time in arrival order "
           f"({in_order:.1f} texts/s); one pass at a time (--workers 1) {one_worker['texts_per_s']:.1f} texts/s = "
           f"{one_worker['texts_per_s'] / speeds[best]:.2f}×; without batching {unbatched['texts_per_s']:.1f} texts/s = {unbatched['texts_per_s'] / speeds[best]:.2f}×")
-    write_json(args.out, {"machine": machine(), "model": args.model, "backend": args.backend, "seconds": args.seconds, "rows": rows, "offline_best_batch": best,
+    from cpu_precision import cpu_flags
+
+    write_json(args.out, {"machine": machine(), "cpu_flags": cpu_flags(), "model": args.model, "backend": args.backend, "seconds": args.seconds, "rows": rows, "offline_best_batch": best,
                           "ratio_16_single_to_offline": ratio, "ratio_16_single_to_arrival_order": single16["texts_per_s"] / in_order,
                           "ratio_one_worker": one_worker["texts_per_s"] / speeds[best], "ratio_unbatched": unbatched["texts_per_s"] / speeds[best]})  # fmt: skip
 
