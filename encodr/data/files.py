@@ -1,6 +1,7 @@
 """What ``encodr index PATH…`` reads: files and folders (recursive), each file by its kind —
-records (one text a line, TSV, CSV, JSONL: :mod:`.records`) or documents (Markdown, HTML, PDF:
-one document a file) — and passages that fit the model's window.
+records (one text a line, TSV, CSV, JSONL: :mod:`.records`) or documents (Markdown, HTML, PDF,
+and Word, PowerPoint, Excel, OpenDocument, EPUB, RTF and e-mail files converted to Markdown: one
+document a file) — and passages that fit the model's window.
 
 Documents → passages → records: a text longer than the window is split into passages on
 semantic boundaries by ``semantic-text-splitter`` (Rust; the model's own tokenizer measures
@@ -21,7 +22,9 @@ from ..errors import EncodrError
 from .records import Layout, Record, read_records
 
 RECORD_SUFFIXES = (".txt", ".tsv", ".csv", ".jsonl")
-DOCUMENT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf")
+# converted to Markdown by kreuzberg (one Rust library for all of them, with each file's properties)
+CONVERTED_SUFFIXES = (".docx", ".pptx", ".xlsx", ".odt", ".ods", ".odp", ".epub", ".rtf", ".eml")
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf", *CONVERTED_SUFFIXES)
 OVERLAP = 32  # tokens shared by consecutive passages of a document
 
 Splitter = Callable[[str], list[tuple[int, str]]]
@@ -128,15 +131,22 @@ def read_document_meta(path: str | Path) -> tuple[str, str, dict]:
       elements end lines); the title is ``<title>``, else the first ``<h1>``, else the file name.
     - PDF: the text of each page (``pypdf``), pages separated by a blank line; the title is the
       PDF's own title, else the file name.
+    - Word, PowerPoint, Excel, OpenDocument, EPUB, RTF, e-mail (:data:`CONVERTED_SUFFIXES`):
+      Markdown (headings, lists, tables) from kreuzberg (:func:`_read_converted`); the title is
+      the file's own, else its first ``#`` heading, else the file name; the metadata its
+      ``author``, ``created`` and ``modified`` where the file records them.
 
     Raises:
-        EncodrError: the file cannot be read or parsed (a PDF pypdf cannot open, bytes that are
-            not UTF-8 in Markdown or HTML), naming the file.
+        EncodrError: the file cannot be read or parsed (a PDF pypdf cannot open, a damaged or
+            password-protected Office file, bytes that are not UTF-8 in Markdown or HTML),
+            naming the file.
     """
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".pdf":
         return (*_read_pdf(p), {})
+    if suffix in CONVERTED_SUFFIXES:
+        return _read_converted(p)
     try:
         raw = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -168,6 +178,30 @@ def _read_pdf(p: Path) -> tuple[str, str]:
     finally:
         quiet.setLevel(level)
     return str(title), "\n\n".join(page for page in pages if page)
+
+
+def _read_converted(p: Path) -> tuple[str, str, dict]:
+    """Title, Markdown text and metadata of an Office, OpenDocument, EPUB, RTF or e-mail file,
+    through kreuzberg's ``extract_file_sync`` (``output_format="markdown"``). Chosen over
+    markitdown, which reads no OpenDocument and turns a damaged ``.docx`` into its raw bytes
+    as text instead of failing; kreuzberg reads each of these formats, raises on a damaged
+    or locked file, and gives the properties (title, authors, created, modified)."""
+    try:
+        from kreuzberg import ExtractionConfig, KreuzbergError, extract_file_sync
+    except ImportError:  # pragma: no cover - a core dependency
+        raise EncodrError(f"{p}: reading {p.suffix} files needs kreuzberg: pip install kreuzberg") from None
+    try:
+        found = extract_file_sync(str(p), config=ExtractionConfig(output_format="markdown"))
+    except (KreuzbergError, OSError, ValueError, RuntimeError) as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise EncodrError(f"{p}: not a {p.suffix} file that can be read, damaged or password-protected ({reason})") from None
+    props = dict(found.metadata or {})
+    text = found.content or ""
+    heading = next((line.lstrip("#").strip() for line in text.splitlines() if line.startswith("# ")), None)
+    title = props.get("title") or props.get("subject")
+    authors = props.get("authors") or ([props["created_by"]] if props.get("created_by") else None) or ([props["from_email"]] if props.get("from_email") else None)
+    meta = {"author": ", ".join(map(str, authors)) if authors else None, "created": props.get("created_at"), "modified": props.get("modified_at")}
+    return str(title or heading or p.stem), text, {k: v for k, v in meta.items() if v}
 
 
 def _html_text(raw: str, fallback: str) -> tuple[str, str]:
@@ -248,7 +282,7 @@ def iter_records(path: str, lang: str | None = None, split: Splitter | None = No
                  layout: Layout = Layout()) -> Iterator[Record]:  # fmt: skip
     """The records of one file, split into passages by ``split`` where a text is too long.
 
-    A document file (Markdown, HTML, PDF) is one document with the file's path as its id; a
+    A document file (Markdown, HTML, PDF, a converted Office or e-book file) is one document with the file's path as its id; a
     record file gives its records (:func:`~.records.read_records`), each a document whose id is
     its own (``id`` / ``_id``), else ``source:line``. A passage's ``line`` is its record's line
     (1 for a document file) and ``start`` its character offset.

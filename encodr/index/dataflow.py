@@ -8,7 +8,7 @@ fingerprint, checked) — so the index equals a local build's; and an item whose
 build finished is not read or encoded again.
 
 Work items are made by the building process from line counts: each file is cut into ranges of
-``window`` lines (a document file — Markdown, HTML, PDF — is one item). The pipeline
+``window`` lines (a document file — Markdown, HTML, PDF, Office, EPUB — is one item). The pipeline
 (``ray.data``, streaming, in item order):
 
 1. ``map``: Ray tasks read an item's lines and split long texts into passages (the model's

@@ -41,7 +41,7 @@ class IndexPane(Vertical):
 
     def compose(self) -> ComposeResult:
         R = IndexRequest
-        yield Label("corpus files or folders (space-separated): Markdown, HTML, PDF; one text a line; TSV / CSV with text, id, lang; JSONL")
+        yield Label("corpus files or folders (space-separated): Markdown, HTML, PDF, Word, PowerPoint, Excel, OpenDocument, EPUB; one text a line; TSV / CSV with text, id, lang; JSONL")
         yield Input(placeholder="corpus.txt", id="index-files")
         yield Label("model (alias, folder or hub id; ignored with append)")
         yield field_input(R, "model", "index-model", "model")

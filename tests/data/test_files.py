@@ -201,3 +201,81 @@ def test_passages_are_measured_without_the_tokenizers_own_truncation(tiny_model)
     text = " ".join(f"Sentence number {i} talks about topic {i % 7} at some length." for i in range(30))
     parts = passage_splitter(tokenizer, 60)(text)
     assert len(parts) > 4 and all(len(tokenizer(c, add_special_tokens=False, truncation=False)["input_ids"]) <= 60 for _, c in parts)
+
+
+@pytest.fixture
+def office_folder(tmp_path):
+    """One file of each converted kind, written by the libraries people write them with, and a damaged .docx."""
+    import docx
+    import openpyxl
+    import pptx
+    from ebooklib import epub
+    from odf.opendocument import OpenDocumentText
+    from odf import dc
+    from odf.text import H, P
+
+    root = tmp_path / "office"
+    root.mkdir()
+    word = docx.Document()
+    word.core_properties.author, word.core_properties.title = "Ada Lovelace", "Boiler handbook"
+    word.add_heading("Install", 1)
+    word.add_paragraph("Mount the boiler on a wall that carries its weight.")
+    word.save(root / "report.docx")
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text, slide.placeholders[1].text = "Quarterly results", "Revenue rose by twelve percent in the north."
+    deck.save(root / "deck.pptx")
+    book = openpyxl.Workbook()
+    book.active.title = "Parts"
+    for line in (["part", "price"], ["valve", 12], ["flywheel", 140]):
+        book.active.append(line)
+    book.save(root / "parts.xlsx")
+    odt = OpenDocumentText()
+    odt.meta.addElement(dc.Title(text="Notes on valves"))
+    odt.text.addElement(H(outlinelevel=1, text="Valves"))
+    odt.text.addElement(P(text="A gate valve stops the water when closed."))
+    odt.save(str(root / "notes.odt"))
+    ebook = epub.EpubBook()
+    ebook.set_identifier("pump-book")
+    ebook.set_title("The pump book")
+    ebook.set_language("en")
+    ebook.add_author("Jane Doe")
+    chapter = epub.EpubHtml(title="Chapter 1", file_name="c1.xhtml", lang="en")
+    chapter.content = "<h1>Pumps</h1><p>A centrifugal pump moves water uphill.</p>"
+    ebook.add_item(chapter)
+    ebook.toc, ebook.spine = (chapter,), ["nav", chapter]
+    ebook.add_item(epub.EpubNcx())
+    ebook.add_item(epub.EpubNav())
+    epub.write_epub(str(root / "book.epub"), ebook)
+    (root / "broken.docx").write_bytes(b"PK\x03\x04 not really a zip archive")
+    return root
+
+
+def test_office_and_ebook_files_are_read_as_markdown_with_their_properties(office_folder):
+    from encodr.data.files import read_document_meta
+
+    title, text, meta = read_document_meta(office_folder / "report.docx")
+    assert title == "Boiler handbook" and meta["author"] == "Ada Lovelace" and "created" in meta
+    assert text.startswith("# Install") and "carries its weight" in text  # headings as Markdown
+    assert read_document_meta(office_folder / "notes.odt")[:2] == ("Notes on valves", "# Valves\n\nA gate valve stops the water when closed.\n")
+    assert "| flywheel | 140 |" in read_document_meta(office_folder / "parts.xlsx")[1]  # a sheet as a Markdown table
+    title, text, meta = read_document_meta(office_folder / "book.epub")
+    assert title == "The pump book" and meta["author"] == "Jane Doe" and "centrifugal pump" in text
+    assert "Quarterly results" in read_document_meta(office_folder / "deck.pptx")[1]
+    with pytest.raises(EncodrError, match=r"broken.docx: not a .docx file that can be read, damaged or password-protected"):
+        read_document_meta(office_folder / "broken.docx")
+
+
+def test_a_folder_of_office_files_is_indexed_and_a_damaged_one_is_skipped_with_one_warning(office_folder, tmp_path, tiny_model, capsys, monkeypatch):
+    out = tmp_path / "idx"
+    code, stdout, err = run_cli(["index", str(office_folder), "--model", str(tiny_model), "--out", str(out), "--lang", "eng", "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    meta = json.loads(stdout)
+    assert [s["path"].rsplit("/", 1)[-1] for s in meta["skipped_files"]] == ["broken.docx"] and meta["documents"] == 5
+    assert err.count("broken.docx") == 1 and "damaged or password-protected" in err
+    for query, source in [("centrifugal", "book.epub"), ("flywheel", "parts.xlsx"), ("gate valve", "notes.odt"), ("twelve percent", "deck.pptx")]:
+        code, stdout, _ = run_cli(["search", query, "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+        assert json.loads(stdout)["results"][0]["hits"][0]["source"].endswith(source)
+    (office_folder / "notes.odt").unlink()  # --sync treats them as any other file
+    code, stdout, _ = run_cli(["index", str(office_folder), "--out", str(out), "--sync", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(stdout)["removed"] == 1 and json.loads(stdout)["documents"] == 4

@@ -22,7 +22,7 @@ AUTO = "auto"  # --dev auto: the label-free dev set cut from the documents
 
 def read_documents(data: str | None, limit: int | None = None) -> tuple[list[Record], list[Skipped]]:
     """The documents under ``data`` (a file or a folder, read as ``encodr index`` reads it:
-    Markdown, HTML, PDF, text, CSV/TSV, JSONL), whole, the first ``limit`` of them.
+    Markdown, HTML, PDF, Office and e-book files, text, CSV/TSV, JSONL), whole, the first ``limit`` of them.
 
     Raises:
         EncodrError: no data given, or no text in it; see :func:`encodr.data.files.iter_records`.
