@@ -83,26 +83,86 @@ class _Bars:
             self.bars.stop()
 
 
+SHORT = 24  # a column whose cells are all at most this wide is drawn whole (names, numbers, dates): never wrapped
+MAIN = 60  # a table's main column (a hit's snippet) gets at least this many characters a line, or the others move under it
+
+
 def _show(result, as_json: bool) -> None:
-    """A core result as JSON (``--json``: what the HTTP API returns too) or as rich tables."""
+    """A core result as JSON (``--json``: what the HTTP API returns too) or as rich tables that
+    fit the terminal without breaking a word (:func:`_layout`)."""
     if as_json:
         _emit_json(result.payload())
         return
+    for t in result.tables():
+        out_console.print(_layout(t, out_console.width))
+
+
+def _layout(t, width: int):
+    """A rich renderable of core table ``t`` at most ``width`` columns wide, no word broken:
+
+    1. as a table, short columns (every cell ≤ :data:`SHORT` characters) whole and long ones
+       wrapped at spaces, where that fits;
+    2. else with the columns ``t.under`` names moved to a line under each row's ``t.main`` cell
+       (a hit's title, language and source under its snippet), where that fits;
+    3. else one small two-column block per row (``column  value``), as ``gh`` prints records
+       on a narrow terminal.
+    """
+    from rich.console import Group
     from rich.text import Text
 
-    for t in result.tables():
-        table = Table(title=t.title, caption=t.caption or None)
-        for c, col in enumerate(t.columns):  # short values (numbers, names, dates) never wrap; long ones (texts, paths) fold
-            widest = max([len(col), *(len(row[c]) for row in t.rows)])
-            table.add_column(col, justify="right" if col in t.right else "left", overflow="fold", min_width=min(widest, 6))
-        for r, row in enumerate(t.rows):
-            cells = [Text(cell) for cell in row]  # plain text: a hit's "[…]" is not read as markup
-            for (mr, mc), spans in t.marks.items():
-                if mr == r:
-                    for start, end in spans:
-                        cells[mc].stylize("bold yellow", start, end)
-            table.add_row(*cells)
-        out_console.print(table)
+    def need(columns: list[int], rows: list[list[Text]]) -> int:
+        total = 3 * len(columns) + 1  # borders and padding
+        for c in columns:
+            cells = [t.columns[c], *(row[c].plain for row in rows)]
+            longest = max(len(x) for x in cells)
+            words = max((len(w) for x in cells for w in x.split()), default=0)
+            total += longest if longest <= SHORT else max(words, MAIN if t.columns[c] == t.main else 20)
+        return total
+
+    cells = [[Text(cell) for cell in row] for row in t.rows]  # plain text: a hit's "[…]" is not read as markup
+    for (mr, mc), spans in t.marks.items():
+        for start, end in spans:
+            cells[mr][mc].stylize("bold yellow", start, end)
+    every = list(range(len(t.columns)))
+    if need(every, cells) <= width:
+        return _table(t, every, cells)
+    under = [c for c in every if t.columns[c] in t.under]
+    if under and t.main in t.columns:
+        main = t.columns.index(t.main)
+        moved = [list(row) for row in cells]
+        for row in moved:
+            extra = [row[c].plain for c in under if row[c].plain]
+            if extra:
+                row[main] = Text.assemble(row[main], "\n", (" · ".join(extra), "dim"))
+        kept = [c for c in every if c not in under]
+        if need(kept, moved) <= width:
+            return _table(t, kept, moved)
+    blocks = [Text(t.title, style="italic")] if t.title else []
+    for row in cells:
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for c in every:
+            if row[c].plain:
+                grid.add_row(t.columns[c], row[c])
+        blocks += [grid, Text("")]
+    if t.caption:
+        blocks.append(Text(t.caption, style="dim"))
+    return Group(*blocks)
+
+
+def _table(t, columns: list[int], rows: list[list]):
+    """The rich table of ``t``'s ``columns`` with ``rows`` (rich Text cells): short columns whole, long ones wrapped at spaces."""
+    table = Table(title=t.title, caption=t.caption or None)
+    for c in columns:
+        longest = max([len(t.columns[c]), *(len(row[c].plain) for row in rows)])
+        short = longest <= SHORT
+        floor = longest if short else (MAIN if t.columns[c] == t.main else None)  # the main column's lines are at least MAIN wide
+        table.add_column(t.columns[c], justify="right" if t.columns[c] in t.right else "left", no_wrap=short, min_width=floor,
+                         overflow="ellipsis" if short else "fold")  # fmt: skip
+    for row in rows:
+        table.add_row(*(row[c] for c in columns))
+    return table
 
 
 def _cli_type(annotation):
@@ -312,7 +372,8 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     if not values.get("query"):
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
     result = _answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local)
-    result.snippet = 0 if values.get("full") else max(40, out_console.width - 45)  # rank, score, lang, source and the borders take about 45 columns
+    width = out_console.width  # below 120 columns a hit's language, title and source go under its snippet (_layout): rank, score and borders take 20
+    result.snippet = 0 if values.get("full") else (width - 45 if width >= 120 else max(40, width - 20))
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
     _show(result, as_json)

@@ -274,3 +274,32 @@ def test_server_flag_without_a_server_is_one_line(capsys, monkeypatch):
     for args in (["search", "cats", "--index", "x"], ["score", "a", "b"]):
         code, _, err = run_cli([*args, "--server", f"http://127.0.0.1:{port}"], capsys, monkeypatch)
         assert_one_line_error(code, err, f"no encodr server at http://127.0.0.1:{port}")
+
+
+def test_tables_read_at_80_columns_without_a_broken_word(capsys, monkeypatch, tmp_path, tiny_model):
+    """``recipes``, ``runs``, ``indexes`` and ``search`` at 80 columns: no line wider, no word cut
+    in two (a table too wide moves its columns under the row, or prints one block a row), and a
+    hit's snippet gets at least 60 characters a line, its source on the line below."""
+    from encodr import cli, registry
+    from encodr.index import BuildOptions, build
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli.out_console, "width", 80)
+    registry.record({"kind": "tune", "model": "minilm", "recipe_name": "multilingual", "data": "bible-sample", "out": str(tmp_path / "runs" / "ml"),
+                     "metrics": {"final_loss": 1.234567, "examples_per_s": 99.5}})  # fmt: skip
+    corpus = tmp_path / "manual.txt"
+    long_line = "the circulation pump of the heating system keeps four bar of pressure when the boiler runs at full load in winter"
+    corpus.write_text(f"{long_line}\nthe valve closes\n")
+    build([str(corpus)], tmp_path / "indexes" / "manual", BuildOptions(model=str(tiny_model), lang="eng"))
+    outputs = {}
+    for args in (["recipes"], ["runs"], ["indexes", "--path", str(tmp_path / "indexes")], ["search", "pump pressure", "--index", str(tmp_path / "indexes" / "manual")]):
+        code, out, _ = run_cli(args, capsys, monkeypatch)
+        assert code == 0 and max(map(len, out.splitlines())) <= 80, out
+        outputs[args[0]] = out
+    words = {w for line in outputs["recipes"].splitlines() for w in line.replace("│", " ").split()}
+    assert {"cross-encoder", "multilingual", "trans_encoder", "bible-sample", "temperature", "default_data"} <= words  # whole, not "cross-e / ncoder"
+    assert "multilingual" in outputs["runs"] and "bible-sample" in outputs["runs"]
+    assert "manual" in outputs["indexes"]
+    snippet_lines = [line for line in outputs["search"].splitlines() if "circulation pump" in line]
+    assert snippet_lines and len(snippet_lines[0].split("│")[3]) - 2 >= 60  # the snippet's column: 60 characters a line
+    assert "manual.txt:1" in outputs["search"]  # the source, under the snippet

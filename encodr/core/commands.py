@@ -285,9 +285,9 @@ def interrupted_index(request: IndexRequest) -> str:
 
     out = request.target()
     kept = f"index {out} is unchanged (the previous generation stays current)" if out.exists() else f"no index was written at {out}"
-    finished = Shards.finished(shards_folder(out))
+    finished, size = Shards.finished(shards_folder(out))
     if finished:
-        kept += f"; {finished} encoded window(s) are kept in {shards_folder(out)}, and the same command reuses them"
+        kept += f"; {finished} encoded window(s), {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and the same command reuses them"
     return kept
 
 

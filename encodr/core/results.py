@@ -67,6 +67,8 @@ class Table:
     caption: str = ""
     right: tuple[str, ...] = ()
     marks: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)  # (row, column) → character spans to highlight
+    main: str = ""  # the column that takes the ``under`` columns below its text when the table is too wide for them
+    under: tuple[str, ...] = ()  # columns that may move to a line under ``main`` on a narrow terminal (a hit's title and source)
 
 
 def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: str | None = None) -> list[tuple[int, int]]:
@@ -170,8 +172,11 @@ def clipped(text: str, width: int) -> str:
 
 
 def where(hit: Hit) -> str:
-    """Where a hit comes from, as a table shows it: ``file.md:LINE``, and for a passage of a
-    split document its character offset in it (``file.md:1 @1,204``)."""
+    """Where a hit comes from, as a table shows it: the file and the section the passage sits
+    under (``guide.md › Install › GPU``) where its document has headings; else ``file.md:LINE``,
+    and for a passage of a split document its character offset in it (``file.md:1 @1,204``)."""
+    if hit.section:
+        return f"{Path(hit.source).name} › {hit.section}"
     at = f" @{hit.start:,}" if hit.start else ""
     return f"{Path(hit.source).name}:{hit.line}{at}"
 
@@ -212,7 +217,8 @@ class SearchResult(Result):
                     for h, title, (text, _) in zip(q.hits, titles, shown)]  # fmt: skip
             at = columns.index("text")
             marks = {(r, at): spans for r, (_, spans) in enumerate(shown)}
-            out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score"), marks=marks))
+            out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score"), marks=marks, main="text",
+                             under=("lang", "title", "source")))
         if self.timings is not None:
             out.append(Table("timings (ms)", ["phase", "ms"], [[name, f"{ms:.2f}"] for name, ms in self.timings.items()], right=("ms",)))
         return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
@@ -224,6 +225,8 @@ def _html_text(raw: str, fallback: str) -> tuple[str, str]:
                 self.skip += 1
             if tag in blocks:
                 self.parts.append("\n")
+            if tag in ("h1", "h2", "h3", "h4", "h5", "h6") and not self.skip:  # a heading as Markdown's: its passages know their section
+                self.parts.append("#" * int(tag[1]) + " ")
 
         def handle_endtag(self, tag):
             if tag in ("script", "style", "noscript") and self.skip:
@@ -309,15 +312,53 @@ def iter_records(path: str, lang: str | None = None, split: Splitter | None = No
             skipped.append(Skipped(path, "no text in it (an empty document, or a PDF of scanned images)"))
             return
         record = Record(text.strip(), str(path), 1, str(path), lang, title, meta=meta or None)
-        yield from _passages(record, split)
+        yield from _sectioned(_passages(record, split), record.text, title)
         return
     for record in read_records(path, lang, layout):
         yield from _passages(record, split)
 
 
 def iter_passages(record: Record, split: Splitter | None) -> Iterator[Record]:
-    """A whole document given as one record (an HTTP upsert), in passages as a file's are."""
-    return _passages(record, split)
+    """A whole document given as one record (an HTTP upsert), in passages as a file's are,
+    each with its heading path (:func:`heading_paths`)."""
+    return _sectioned(_passages(record, split), record.text, record.title)
+
+
+SECTION_SEPARATOR = " › "
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def heading_paths(text: str, title: str | None = None) -> list[tuple[int, str]]:
+    """Where each section of a Markdown text starts and its heading path: (character offset of
+    the heading line, ``"Install › GPU"``), in order. ATX headings (``#`` to ``######``) outside
+    fenced code blocks; a heading closes every deeper open one (CommonMark's outline, as
+    LlamaIndex's ``MarkdownNodeParser`` keeps it). A top heading equal to the document's
+    ``title`` is left out of the path (the title is shown on its own)."""
+    found, open_headings, fenced, offset = [], [], False, 0
+    for line in text.splitlines(keepends=True):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (m := _HEADING.match(line.rstrip("\r\n"))):
+            level, words = len(m.group(1)), " ".join(m.group(2).split())
+            open_headings = [(lv, w) for lv, w in open_headings if lv < level] + [(level, words)]
+            path = [w for lv, w in open_headings]
+            if title and path and path[0].casefold() == title.strip().casefold():
+                path = path[1:]
+            found.append((offset, SECTION_SEPARATOR.join(path)))
+        offset += len(line)
+    return found
+
+
+def _sectioned(passages: Iterator[Record], text: str, title: str | None) -> Iterator[Record]:
+    """``passages`` of ``text``, each with the heading path of the section its start lies in."""
+    import bisect
+
+    sections = heading_paths(text, title)
+    starts = [offset for offset, _ in sections]
+    for passage in passages:
+        at = bisect.bisect_right(starts, passage.start or 0) - 1
+        yield replace(passage, section=sections[at][1] or None) if at >= 0 else passage
 
 
 def _passages(record: Record, split: Splitter | None) -> Iterator[Record]:

@@ -29,6 +29,7 @@ class Record:
     title: str | None = None
     start: int | None = None
     meta: dict | None = None  # the document's metadata: a JSONL object's other fields, --meta-columns, Markdown front matter
+    section: str | None = None  # a passage's heading path under its document's title ("Install › GPU"), where the document has headings
 
     @property
     def document_id(self) -> str:

@@ -142,9 +142,9 @@ def build(files: list[str], out: str | Path, options: BuildOptions = BuildOption
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
             where = getattr(exc, "filename", None) or out
             kept = "the previous index is unchanged" if out.exists() else "no index was written"
-            finished = Shards.finished(shards_folder(out))
+            finished, size = Shards.finished(shards_folder(out))  # only whole shards: a partial one is deleted there
             if finished:
-                kept += f"; {finished} encoded window(s) are kept in {shards_folder(out)}, and the same command reuses them"
+                kept += f"; {finished} encoded window(s), {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and the same command reuses them"
             raise os_fault(exc, where, kept=kept) from None
 
 

@@ -221,7 +221,7 @@ class Ingest:
             self.detected += len(unknown)
         guessed = set(unknown)
         rows = [{"id": first + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line, "lang": langs[i], "hash": h,
-                 "lang_detected": int(i in guessed), "lang_confidence": confidence[i], "title": r.title, "start": r.start}
+                 "lang_detected": int(i in guessed), "lang_confidence": confidence[i], "title": r.title, "start": r.start, "section": r.section}
                 for i, (r, h) in enumerate(fresh)]  # fmt: skip
         self.split_documents.update(r.ext_id for r, _ in fresh if r.start is not None)
         if self.old is not None:

@@ -115,5 +115,5 @@ def build_keywords(conn) -> None:
     conn.execute(f"create virtual table if not exists {KEYWORD_TABLE} using fts5(text, content='texts', content_rowid='id', "
                  f"tokenize='{KEYWORD_TOKENIZER}')")  # fmt: skip
     conn.execute(f"insert into {KEYWORD_TABLE}({KEYWORD_TABLE}) values ('delete-all')")
-    conn.execute(f"insert into {KEYWORD_TABLE}(rowid, text) select id, encodr_keyword_text(text, lang) from texts")
+    conn.execute(f"insert into {KEYWORD_TABLE}(rowid, text) select id, encodr_keyword_text(coalesce(section || ' ', '') || text, lang) from texts")  # the heading path's words count
     conn.commit()

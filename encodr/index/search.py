@@ -118,6 +118,7 @@ class Hit:
     ext_id: str | None = None
     title: str | None = None
     start: int | None = None  # a passage's character offset in its document
+    section: str | None = None  # its heading path under the document's title ("Install › GPU"), where the document has headings
 
     @property
     def document(self) -> str:
@@ -384,7 +385,7 @@ class Searcher:
                 if i < 0:
                     continue
                 r = rows[int(i)]
-                hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"], r["title"], r["start"]))
+                hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"], r["title"], r["start"], r["section"]))
             results.append(hits)
         return results
 

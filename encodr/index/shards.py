@@ -35,6 +35,18 @@ SUFFIX = ".shards"
 KEY_FILE = "key.json"
 
 
+def _written(tmp: Path, path: Path, write: Callable) -> None:
+    """``write(file)`` to ``tmp``, then rename it to ``path``; on a failure (a full disk) the
+    partial ``tmp`` is deleted before the error goes on."""
+    try:
+        with open(tmp, "wb") as handle:
+            write(handle)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def shards_folder(out: Path) -> Path:
     """Where the shards of index ``out`` live: ``.NAME.shards`` beside it."""
     out = Path(out)
@@ -115,21 +127,25 @@ class Shards:
             (self.folder / KEY_FILE).write_text(json.dumps(self.key))
         path = self._path(n, window_digest)
         if records is not None:
-            tmp = path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(records), encoding="utf-8")
-            os.replace(tmp, path.with_suffix(".json"))
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as handle:
-            np.save(handle, np.asarray(vectors, dtype=np.float32))
-        os.replace(tmp, path)
+            _written(path.with_suffix(".json.tmp"), path.with_suffix(".json"), lambda f: f.write(json.dumps(records).encode("utf-8")))
+        _written(path.with_suffix(".tmp"), path, lambda f: np.save(f, np.asarray(vectors, dtype=np.float32)))
 
     @staticmethod
-    def finished(folder: Path) -> int:
-        """How many shards ``folder`` holds (0 when it cannot be read)."""
+    def finished(folder: Path) -> tuple[int, int]:
+        """How many whole shards ``folder`` holds and their bytes ((0, 0) when it cannot be read).
+        A partial one (``*.tmp``, a write that failed or was killed) is deleted here: only whole
+        shards are kept for a resume, and a full disk does not stay full of a half-written one."""
+        count = size = 0
         try:
-            return len(list(Path(folder).glob("*.npy")))
+            for f in Path(folder).iterdir():
+                if f.name.endswith(".tmp"):
+                    f.unlink(missing_ok=True)
+                elif f.suffix in (".npy", ".json") and f.name != KEY_FILE:
+                    count += f.suffix == ".npy"
+                    size += f.stat().st_size
         except OSError:
-            return 0
+            return 0, 0
+        return count, size
 
     def remove(self) -> None:
         """Delete the folder (the build it served is complete)."""

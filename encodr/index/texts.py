@@ -20,9 +20,9 @@ from .keywords import KEYWORD_TABLE, build_keywords
 
 # The one table: vector i of the FAISS index is row id i. lang_detected = 1: the language came
 # from the detector (a build may settle it again), not from the input; lang_confidence: the
-# detector's confidence; start: a passage's character offset in its document.
+# detector's confidence; start: a passage's character offset in its document; section: its heading path.
 TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int,
-                 "lang_confidence": float, "title": str, "start": int}  # fmt: skip
+                 "lang_confidence": float, "title": str, "start": int, "section": str}  # fmt: skip
 SQLITE_PARAMETERS = 900  # values bound per statement at most (SQLite's limit is 999 on older builds)
 
 # Documents (the unit a sync, a delete and a filter work on) and their passages. A text (a
@@ -312,10 +312,10 @@ class TextStore:
         return np.array([i for (i,) in self._all(f"select id from texts where lang in ({','.join('?' * len(langs))})", langs)], dtype=np.int64)
 
     def rows(self, ids: list[int]) -> dict[int, dict]:
-        """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``, ``title`` and
-        ``start``."""
-        found = self._all(f"select id, ext_id, text, source, line, lang, title, start from texts where id in ({','.join('?' * len(ids))})", ids)
-        keys = ["id", "ext_id", "text", "source", "line", "lang", "title", "start"]
+        """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``, ``title``,
+        ``start`` and ``section``."""
+        found = self._all(f"select id, ext_id, text, source, line, lang, title, start, section from texts where id in ({','.join('?' * len(ids))})", ids)
+        keys = ["id", "ext_id", "text", "source", "line", "lang", "title", "start", "section"]
         return {r[0]: dict(zip(keys, r)) for r in found}
 
     def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
@@ -380,7 +380,7 @@ class TextStore:
 
 def upgrade_store(path: Path) -> None:
     """Bring a ``texts.db`` written by an older encodr (:mod:`.upgrade`) to the current tables, in
-    place: the ``title`` and ``start`` columns added where missing (empty), and, where it has no
+    place: the ``title``, ``start`` and ``section`` columns added where missing (empty), and, where it has no
     document tables, every stored text made the one passage of a document named as it is shown
     (its id, else ``source:line``), with no content hash and its source resolved against the
     current folder, so that the next sync reads its file once.
@@ -393,7 +393,7 @@ def upgrade_store(path: Path) -> None:
     conn = sqlite3.connect(str(path))
     try:
         columns = {row[1] for row in conn.execute("pragma table_info(texts)")}
-        for name, kind in (("title", "text"), ("start", "integer")):
+        for name, kind in (("title", "text"), ("start", "integer"), ("section", "text")):
             if name not in columns:
                 conn.execute(f"alter table texts add column {name} {kind}")
         if conn.execute("select 1 from sqlite_master where name = 'documents'").fetchone() is None:

@@ -279,3 +279,42 @@ def test_a_folder_of_office_files_is_indexed_and_a_damaged_one_is_skipped_with_o
     (office_folder / "notes.odt").unlink()  # --sync treats them as any other file
     code, stdout, _ = run_cli(["index", str(office_folder), "--out", str(out), "--sync", "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(stdout)["removed"] == 1 and json.loads(stdout)["documents"] == 4
+
+
+def test_heading_paths_follow_the_outline_and_skip_code_and_the_title():
+    from encodr.data.files import heading_paths
+
+    text = "# Boiler handbook\n\nIntro.\n\n## Install\n\nWall.\n\n```\n# not a heading\n```\n\n### GPU\n\nFour bar.\n\n## Service\n\nAutumn.\n"
+    paths = [path for _, path in heading_paths(text, "Boiler handbook")]
+    assert paths == ["", "Install", "Install › GPU", "Service"]  # the title's heading adds nothing; a deeper heading closes at its sibling
+    offsets = [offset for offset, _ in heading_paths(text)]
+    assert [text[o : o + 2] for o in offsets] == ["# ", "##", "##", "##"]
+
+
+def test_a_hit_knows_its_section_in_every_front_end(tmp_path, tiny_model, capsys, monkeypatch):
+    """A passage of a long Markdown document records its heading path: the CLI's source column
+    and --json show it (HTTP and MCP answer with the same payload), and its words reach BM25."""
+    import json
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    filler = " ".join(f"word{i}" for i in range(400))  # long sections: the document is split into passages
+    (docs / "handbook.md").write_text(f"# Boiler handbook\n\n## Install\n\n{filler}\n\n### Graphics card\n\nThe fan spins at full speed. {filler}\n\n"
+                                      f"## Service\n\nBleed the radiators every autumn. {filler}\n")  # fmt: skip
+    (docs / "page.html").write_text("<html><head><title>Winter news</title></head><body><h1>Snow</h1><p>The pass closed.</p>"
+                                    f"<h2>Roads</h2><p>Drive slowly on ice. {filler}</p></body></html>")  # fmt: skip
+    out = tmp_path / "idx"
+    assert run_cli(["index", str(docs), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], capsys, monkeypatch)[0] == 0
+    code, stdout, _ = run_cli(["search", "fan spins", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    hit = json.loads(stdout)["results"][0]["hits"][0]
+    assert code == 0 and hit["section"] == "Install › Graphics card" and hit["title"] == "Boiler handbook"
+    code, stdout, _ = run_cli(["search", "graphics", "--index", str(out), "--mode", "keyword", "--passages", "--json"], capsys, monkeypatch)
+    found = json.loads(stdout)["results"][0]["hits"]  # a heading's words find its passages, even those whose text does not repeat them
+    assert any(h["section"] == "Install › Graphics card" and "graphics" not in h["text"].lower() for h in found)
+    code, stdout, _ = run_cli(["search", "drive slowly", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    assert json.loads(stdout)["results"][0]["hits"][0]["section"] == "Snow › Roads"  # HTML headings too
+    from encodr import cli
+
+    monkeypatch.setattr(cli.out_console, "width", 200)  # the table's source column on one line
+    code, stdout, _ = run_cli(["search", "fan spins", "--index", str(out), "--mode", "keyword", "-k", "1", "--passages"], capsys, monkeypatch)
+    assert code == 0 and "handbook.md › Install › Graphics card" in stdout

@@ -333,9 +333,9 @@ def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_sa
 
     encoder.encode = encode
     out = tmp_path / "idx"
-    with pytest.raises(EncodrError, match=r"no index was written; 2 encoded window\(s\) are kept in .*\.idx\.shards, and the same command reuses them"):
+    with pytest.raises(EncodrError, match=r"no index was written; 2 encoded window\(s\), 0\.0 MB, are kept in .*\.idx\.shards, and the same command reuses them"):
         build([str(corpus)], out, BuildOptions(model=encoder, window=8))
-    assert not out.exists() and Shards.finished(shards_folder(out)) == 2
+    assert not out.exists() and Shards.finished(shards_folder(out))[0] == 2
     calls.clear()
     meta = build([str(corpus)], out, BuildOptions(model=encoder, window=8))
     assert meta["resumed"] == 16 and calls == [8, 6]  # only the windows not finished before are encoded
@@ -473,3 +473,29 @@ def test_the_auto_backend_is_chosen_by_the_cpu_recorded_and_kept_by_add(tmp_path
     searcher = Searcher(tmp_path / "bf16")
     assert searcher.encoder.backend == "torch-bf16" and not searcher.warnings  # queries on the index's backend, no warning
     assert searcher.search([TEXTS[12]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[12]
+
+
+def test_a_shard_the_disk_could_not_hold_leaves_no_partial_file(tmp_path, tiny_model, monkeypatch):
+    """A full disk mid-shard: the half-written temporary file goes with the error (it is what
+    filled the disk), the whole shards before it stay for a resume and are named with their size."""
+    from encodr.index.shards import Shards, shards_folder
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    saved = []
+    real = np.save
+
+    def save(handle, array, *args, **kwargs):
+        saved.append(len(array))
+        if len(saved) == 3:  # the third shard: part of it is written, then the disk is full
+            handle.write(b"\x93NUMPY partial")
+            raise OSError(28, "No space left on device")
+        return real(handle, array, *args, **kwargs)
+
+    monkeypatch.setattr(np, "save", save)
+    out = tmp_path / "idx"
+    with pytest.raises(EncodrError, match=r"2 encoded window\(s\), \d+\.\d MB, are kept in"):
+        build([str(corpus)], out, BuildOptions(model=str(tiny_model), window=8))
+    left = sorted(p.name for p in shards_folder(out).iterdir())
+    assert not [name for name in left if name.endswith(".tmp")] and len([n for n in left if n.endswith(".npy")]) == 2
+    assert Shards.finished(shards_folder(out))[1] == sum(p.stat().st_size for p in shards_folder(out).glob("*.npy"))

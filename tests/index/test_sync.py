@@ -81,10 +81,10 @@ def test_overwrite_refuses_a_folder_encodr_did_not_write_and_replaces_its_own_in
 
 
 def test_a_file_of_an_unknown_kind_named_directly_is_refused(tmp_path, tiny_model, capsys, monkeypatch):
-    report = tmp_path / "report.docx"
+    report = tmp_path / "report.key"  # a Keynote file: no converter reads it
     report.write_bytes(b"PK\x03\x04junk")
     code, _, err = run_cli(["index", str(report), "--out", str(tmp_path / "idx"), "--model", str(tiny_model)], capsys, monkeypatch)
-    assert_one_line_error(code, err, "report.docx: not a kind encodr reads; it reads .txt")
+    assert_one_line_error(code, err, "report.key: not a kind encodr reads; it reads .txt")
     assert not (tmp_path / "idx").exists()
 
 

@@ -46,7 +46,7 @@ def old_index(tmp_path, tiny_model):
 
 def test_an_old_index_is_refused_with_the_fix_then_upgraded_once(old_index, capsys, monkeypatch):
     out, docs, vectors = old_index
-    with pytest.raises(EncodrError, match=r"written by an older encodr \(index format 1; this one reads 2\); bring it up to date once with: "
+    with pytest.raises(EncodrError, match=rf"written by an older encodr \(index format 1; this one reads {FORMAT}\); bring it up to date once with: "
                                           r"encodr index --upgrade"):  # fmt: skip
         Index.open(out)
     code, _, err = run_cli(["search", "water", "--index", str(out)], capsys, monkeypatch)
