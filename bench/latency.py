@@ -88,9 +88,13 @@ def row(corpus: int, front: str, mode: str, rerank: bool, ms: list[float], phase
 def build_index(texts: list[tuple[str, str]], out: Path, random_dense: bool) -> dict:
     """``encodr index`` of ``texts`` (a TSV with each text's language) at ``out`` (kept when there): its
     ``index.json``, and the build's seconds. With ``random_dense`` the encoder's vectors are random."""
-    from encodr.index import BuildOptions, build
+    from encodr.index import build
     from encodr.models import load_encoder
 
+    try:
+        from encodr.index import BuildOptions
+    except ImportError:
+        BuildOptions = None
     if (out / "current").exists():
         return {"seconds": None, "random_dense": random_dense}
     corpus = out.with_suffix(".tsv")
@@ -108,7 +112,10 @@ def build_index(texts: list[tuple[str, str]], out: Path, random_dense: bool) -> 
 
         encoder.encode = encode
     started = time.perf_counter()
-    build([str(corpus)], out, BuildOptions(model=encoder))
+    if BuildOptions is None:  # a checkout from before BuildOptions: build(files, model, out)
+        build([str(corpus)], encoder, out)
+    else:
+        build([str(corpus)], out, BuildOptions(model=encoder))
     return {"seconds": round(time.perf_counter() - started, 1), "random_dense": random_dense}
 
 
@@ -123,26 +130,47 @@ def make_cross(folder: Path) -> str:
     return str(folder)
 
 
-def library_rows(index: Path, size: int, queries: list[str], cross: str, rerank_queries: int) -> list[dict]:
-    """The ``library`` rows of one corpus: each mode, without and with the re-ranker."""
-    from encodr.core import dispatch
+def timed_search() -> bool:
+    """Whether the encodr measured reports each phase (``--timings``): the bench also runs on a
+    checkout from before it (the "before" rows), where it does not, and the phases stay blank."""
     from encodr.core.requests import SearchRequest
 
+    return "timings" in SearchRequest.model_fields
+
+
+def search_call():
+    """``values → payload`` of one search as a program runs it: ``encodr.core.dispatch.call``, or
+    on a checkout from before the dispatcher, ``encodr.core.commands.search`` of a request."""
+    from encodr.core.requests import SearchRequest
+
+    try:
+        from encodr.core import dispatch
+    except ImportError:
+        from encodr.core import commands
+
+        return lambda values: commands.search(SearchRequest(**values)).payload()
+    return lambda values: dispatch.call(SearchRequest, values, "cli").payload()
+
+
+def library_rows(index: Path, size: int, queries: list[str], cross: str, rerank_queries: int, modes: list[str], rerank: bool) -> list[dict]:
+    """The ``library`` rows of one corpus: each mode, without and (``rerank``) with the re-ranker."""
+    call, timings = search_call(), timed_search()
     rows = []
-    for mode in ("dense", "keyword", "hybrid"):
-        for rerank in (False, True):
-            asked = queries[: rerank_queries if rerank else None]
-            values = {"index": str(index), "mode": mode, "k": 10, "timings": True, **({"rerank": cross} if rerank else {})}
+    for mode in modes:
+        for reranked in (False, True) if rerank else (False,):
+            asked = queries[: rerank_queries if reranked else None]
+            values = {"index": str(index), "mode": mode, "k": 10, **({"timings": True} if timings else {}), **({"rerank": cross} if reranked else {})}
             ms, phases = [], []
             warm = asked[:WARM]
             for i, q in enumerate(warm + asked):
                 started = time.perf_counter()
-                payload = dispatch.call(SearchRequest, {**values, "query": [q]}, "cli").payload()
+                payload = call({**values, "query": [q]})
                 json.dumps(payload)
                 if i >= len(warm):
                     ms.append((time.perf_counter() - started) * 1000)
-                    phases.append(payload["timings"])
-            rows.append(row(size, "library", mode, rerank, ms, phases))
+                    if timings:
+                        phases.append(payload["timings"])
+            rows.append(row(size, "library", mode, reranked, ms, phases))
     return rows
 
 
@@ -168,18 +196,19 @@ class Serve:
 
 
 def http_row(index: Path, size: int, queries: list[str], mode: str = "hybrid") -> dict:
-    server = Serve(["serve", "--index", str(index)])
+    server, timings = Serve(["serve", "--index", str(index)]), timed_search()
     try:
         conn = http.client.HTTPConnection("127.0.0.1", server.port)
         ms, phases = [], []
         for i, q in enumerate(queries[:WARM] + queries):
-            body = json.dumps({"index": index.name, "query": q, "k": 10, "mode": mode, "timings": True})
+            body = json.dumps({"index": index.name, "query": q, "k": 10, "mode": mode, **({"timings": True} if timings else {})})
             started = time.perf_counter()
             conn.request("POST", "/v1/search", body, {"Content-Type": "application/json"})
             answer = json.loads(conn.getresponse().read())
             if i >= WARM:
                 ms.append((time.perf_counter() - started) * 1000)
-                phases.append(answer["timings"])
+                if timings:
+                    phases.append(answer["timings"])
         conn.close()
     finally:
         server.stop()
@@ -190,6 +219,8 @@ def mcp_row(index: Path, size: int, queries: list[str], mode: str = "hybrid") ->
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
+    timings = timed_search()
+
     async def go() -> tuple[list[float], list[dict]]:
         params = StdioServerParameters(command=sys.executable, args=["-m", "encodr", "mcp", "--index", str(index)], env=dict(os.environ))
         ms, phases = [], []
@@ -198,12 +229,13 @@ def mcp_row(index: Path, size: int, queries: list[str], mode: str = "hybrid") ->
                 await session.initialize()
                 for i, q in enumerate(queries[:WARM] + queries):
                     started = time.perf_counter()
-                    found = await session.call_tool("search", {"index": index.name, "query": q, "k": 10, "mode": mode, "timings": True})
+                    found = await session.call_tool("search", {"index": index.name, "query": q, "k": 10, "mode": mode, **({"timings": True} if timings else {})})
                     if found.is_error:
                         raise RuntimeError(found.content[0].text)
                     if i >= WARM:
                         ms.append((time.perf_counter() - started) * 1000)
-                        phases.append(found.structured_content["timings"])
+                        if timings:
+                            phases.append(found.structured_content["timings"])
         return ms, phases
 
     ms, phases = asyncio.run(go())
@@ -235,8 +267,8 @@ def tui_row(index: Path, size: int, queries: list[str]) -> dict:
                 count = len(drawn)
                 started = time.perf_counter()
                 box.value = q
-                while len(drawn) == count:
-                    await pilot.pause()
+                while len(drawn) == count:  # polled with a short sleep: the pilot's own pause posts messages the app then handles
+                    await asyncio.sleep(0.001)
                 if i >= WARM:
                     ms.append((drawn[-1] - started) * 1000)
         return ms
@@ -257,12 +289,15 @@ def cold_rows(index: Path, size: int, queries: list[str], runs: int) -> list[dic
     startup = [wall([*encodr, "--version"])[0] for _ in range(runs)]
     load = [float(wall([sys.executable, "-c", "import time; t = time.perf_counter(); from encodr.models import load_encoder; "
                         "load_encoder('minilm'); print((time.perf_counter() - t) * 1000)"])[1]) for _ in range(runs)]  # fmt: skip
-    total, query = [], []
+    total, query, timings = [], [], timed_search()
     for q in queries[:runs]:
-        ms, out = wall([*encodr, "search", q, "--index", str(index), "--json", "--timings"])
+        ms, out = wall([*encodr, "search", q, "--index", str(index), "--json", *(["--timings"] if timings else [])])
         total.append(ms)
-        query.append(json.loads(out)["timings"]["total"])
-    parts = {"start-up ms": np.median(startup), "model load ms": np.median(load), "query ms": np.median(query)}
+        if timings:
+            query.append(json.loads(out)["timings"]["total"])
+    parts = {"start-up ms": np.median(startup), "model load ms": np.median(load)}
+    if query:  # a checkout without --timings: the query and the rest are one figure
+        parts["query ms"] = np.median(query)
     parts["rest ms"] = max(0.0, float(np.median(total)) - sum(parts.values()))
     out = {"corpus": size, "front end": "cold CLI", "mode": "hybrid", "runs": runs, "wall ms": round(float(np.median(total)), 1),
            **{k: round(float(v), 1) for k, v in parts.items()}}  # fmt: skip
@@ -301,6 +336,8 @@ def main() -> None:
     parser.add_argument("--random-above", type=int, default=50000, help="larger corpora get random vectors for the dense side")
     parser.add_argument("--cold", type=int, default=5, help="cold encodr search processes")
     parser.add_argument("--no-anchor", action="store_true", help="skip txtai")
+    parser.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"], choices=["dense", "keyword", "hybrid"], help="the library rows' modes")
+    parser.add_argument("--no-rerank", action="store_true", help="no re-ranked rows")
     parser.add_argument("--keep", type=Path, help="keep (and reuse) the built indexes in this folder")
     parser.add_argument("--out", type=Path, default=RESULTS / "latency.json")
     args = parser.parse_args()
@@ -318,7 +355,7 @@ def main() -> None:
             index = work / f"idx{size}"
             builds[size] = build_index(texts_all[:size], index, size > args.random_above)
             print(f"index of {size:,} texts: {builds[size]}", flush=True)
-            rows += library_rows(index, size, queries, cross, args.rerank_queries)
+            rows += library_rows(index, size, queries, cross, args.rerank_queries, args.modes, not args.no_rerank)
             if size == args.front_size:
                 for front in args.fronts:
                     rows.append({"http": http_row, "mcp": mcp_row, "tui": tui_row}[front](index, size, queries))
