@@ -27,13 +27,13 @@ re-ranking, hits, highlights; ``render``: the rest of what the front end does):
   MCP client), ``tui``: the Search tab through Textual's pilot, from setting the query to the
   table drawn. At ``--front-size`` (20,000), hybrid (the default mode).
 - ``cold CLI``: ``encodr search QUERY --index IDX --json --timings`` as a new process, 5 times,
-  split into start-up (``encodr --version``), model load (loading MiniLM in a fresh interpreter,
+  split into start-up (``encodr --help``), model load (loading MiniLM in a fresh interpreter,
   its imports included), the query (its timings' total) and the rest (opening the index).
 - the anchor: txtai's ``Embeddings(hybrid=True, content=True)`` over the same ``--front-size``
   texts with the same MiniLM, ``search(query, 10)`` in this process.
 
     python bench/latency.py                           # ≈ 30 min on 2 CPU cores
-    python bench/latency.py --sizes 20000 --fronts library http
+    python bench/latency.py --sizes 20000 --fronts http --no-rerank   # one corpus, the library and HTTP rows
 
 Prints the tables and writes bench/results/latency.json.
 """
@@ -286,7 +286,7 @@ def cold_rows(index: Path, size: int, queries: list[str], runs: int) -> list[dic
         return (time.perf_counter() - started) * 1000, done.stdout
 
     encodr = [sys.executable, "-m", "encodr"]
-    startup = [wall([*encodr, "--version"])[0] for _ in range(runs)]
+    startup = [wall([*encodr, "--help"])[0] for _ in range(runs)]  # --help: what every encodr has (--version came later)
     load = [float(wall([sys.executable, "-c", "import time; t = time.perf_counter(); from encodr.models import load_encoder; "
                         "load_encoder('minilm'); print((time.perf_counter() - t) * 1000)"])[1]) for _ in range(runs)]  # fmt: skip
     total, query, timings = [], [], timed_search()
@@ -334,7 +334,7 @@ def main() -> None:
     parser.add_argument("--front-size", type=int, default=20000, help="the corpus the front ends, the cold CLI and the anchor are measured on")
     parser.add_argument("--fronts", nargs="*", default=["http", "mcp", "tui"], choices=["http", "mcp", "tui"])
     parser.add_argument("--random-above", type=int, default=50000, help="larger corpora get random vectors for the dense side")
-    parser.add_argument("--cold", type=int, default=5, help="cold encodr search processes")
+    parser.add_argument("--cold", type=int, default=5, help="cold encodr search processes (0: none)")
     parser.add_argument("--no-anchor", action="store_true", help="skip txtai")
     parser.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"], choices=["dense", "keyword", "hybrid"], help="the library rows' modes")
     parser.add_argument("--no-rerank", action="store_true", help="no re-ranked rows")
@@ -359,7 +359,7 @@ def main() -> None:
             if size == args.front_size:
                 for front in args.fronts:
                     rows.append({"http": http_row, "mcp": mcp_row, "tui": tui_row}[front](index, size, queries))
-                cold = cold_rows(index, size, queries, args.cold)
+                cold = cold_rows(index, size, queries, args.cold) if args.cold else []
         if not args.no_anchor:
             rows.append(txtai_row(texts_all[: args.front_size], queries))
     finally:

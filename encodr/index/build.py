@@ -230,7 +230,7 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
 
     model, out, lang = spec.options.model, spec.out, spec.options.lang
     if old is None:
-        encoder = model if isinstance(model, Encoder) else load_encoder(model, backend=backend)
+        encoder = model if isinstance(model, Encoder) else _load_auto(spec, model, backend)
         if spec.options.dim is not None:  # else the model's own (a model saved truncated stays so)
             encoder.truncate(spec.options.dim)
         if encoder.truncate_dim is not None:
@@ -246,10 +246,26 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
     return encoder, lang or old.meta.get("default_lang")
 
 
+def _load_auto(spec: IndexSpec, model: str | None, backend: str) -> Encoder:
+    """``load_encoder(model, backend=backend)``; where ``auto`` chose ``onnx`` and the export is
+    refused (its vectors differ from torch's, :func:`~encodr.models.onnx.export`), ``torch``
+    instead, with one warning line."""
+    from ..models import load_encoder
+
+    try:
+        return load_encoder(model, backend=backend)
+    except EncodrError as exc:
+        if spec.options.backend != AUTO_BACKEND or backend != "onnx":
+            raise
+        spec.warn(f"--backend auto: {exc}; encoding with torch")
+        return load_encoder(model, backend="torch")
+
+
 def _plan(spec: IndexSpec, old: IndexReader | None) -> _Plan:
     """What :func:`_build_generation` reads and how it encodes (see :class:`_Plan`)."""
     backend = _backend(spec, old)
     encoder, lang = _encoder_for(spec, old, backend)
+    backend = getattr(encoder, "backend", backend)  # auto's onnx may have fallen back to torch (_load_auto)
     roots = spec.roots if old is not None and spec.options.write == "sync" else None  # a sync of an existing index: what it must hold exactly
     unread = unchanged_files(old.texts, spec.files) if roots is not None else set()
     files = [f for f in spec.files if os.path.abspath(f) not in unread]

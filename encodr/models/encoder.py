@@ -22,7 +22,7 @@ from .device import pick_device  # noqa: F401  (re-exported: models.cross and mo
 from .resolution import ModelRef, resolve  # noqa: F401  (re-exported)
 
 BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
-AUTO_BACKEND = "auto"  # encodr index's default: torch-bf16 where the CPU multiplies bfloat16 natively, else torch (choose_backend)
+AUTO_BACKEND = "auto"  # encodr index's default: torch-bf16 where the CPU multiplies bfloat16 natively, else onnx, else torch (choose_backend)
 POOLINGS = ("auto", "cls", "mean")  # --pooling: auto keeps the model's own pooling (a raw MLM: RAW_POOLINGS' choice)
 RAW_POOLINGS = ("cls", "mean")  # the recipe field raw_pooling: for a checkpoint that ships no pooling
 # Texts per forward pass by (backend, device type), chosen with bench/encode_speed.py --batch-sizes
@@ -497,21 +497,37 @@ def cpu_has_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
     return any(flag in flags for flag in BF16_FLAGS)
 
 
-def choose_backend(backend: str, device: str, has_bf16: Callable[[], bool] | None = None) -> str:
-    """The backend ``auto`` stands for (any other ``backend`` is returned as it is).
+def choose_backend(backend: str, device: str, has_bf16: Callable[[], bool] | None = None, has_onnx: Callable[[], bool] | None = None) -> str:
+    """The backend ``auto`` stands for (any other ``backend`` is returned as it is): the fastest
+    that keeps the vectors, on this machine.
 
-    ``auto`` is ``torch-bf16`` on a CPU (``device`` ``cpu``) with native bfloat16 products
-    (``has_bf16``, default :func:`cpu_has_bf16`), where it encodes faster and its quality stays
-    within 0.5 of float32's on STS-B and SciFact nDCG@10, the rule for adopting it (measured by
-    ``bench/cpu_precision.py``; the numbers are in docs/benchmarks/cpu_precision.md); ``torch`` (float32, the vectors
-    ``SentenceTransformer.encode`` gives) anywhere else: on a GPU, and on a CPU that would
-    emulate bfloat16.
+    - On a GPU: ``torch`` (float32, the vectors ``SentenceTransformer.encode`` gives).
+    - On a CPU with native bfloat16 products (``has_bf16``, default :func:`cpu_has_bf16`):
+      ``torch-bf16``, which encodes faster there and keeps quality within 0.5 of float32's on
+      STS-B and SciFact nDCG@10 (``bench/cpu_precision.py``; docs/benchmarks/cpu_precision.md).
+    - On a CPU without them (where bfloat16 is emulated, several times slower): ``onnx``
+      (onnxruntime, float32) when onnxruntime is installed (``has_onnx``, default
+      :func:`onnx_available`); its export is checked against the torch vectors, cosine ≥
+      :data:`~encodr.models.onnx.AGREEMENT`, and refused otherwise
+      (:func:`~encodr.models.onnx.export`), when a build falls back to ``torch``.
+    - Else ``torch``.
 
     Args:
         backend: one of :data:`BACKENDS` or :data:`AUTO_BACKEND`.
         device: the device the model runs on (``cpu``, ``cuda:0``…).
-        has_bf16: whether the CPU has native bfloat16 products (default :func:`cpu_has_bf16`).
+        has_bf16, has_onnx: what this machine has (defaults: read from it).
     """
     if backend != AUTO_BACKEND:
         return backend
-    return "torch-bf16" if str(device).startswith("cpu") and (has_bf16 or cpu_has_bf16)() else "torch"
+    if not str(device).startswith("cpu"):
+        return "torch"
+    if (has_bf16 or cpu_has_bf16)():
+        return "torch-bf16"
+    return "onnx" if (has_onnx or onnx_available)() else "torch"
+
+
+def onnx_available() -> bool:
+    """Whether onnxruntime can be imported (found, not imported: no start-up cost)."""
+    import importlib.util
+
+    return importlib.util.find_spec("onnxruntime") is not None

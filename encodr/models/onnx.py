@@ -126,7 +126,23 @@ def export(encoder: Encoder, backend: str) -> Path:
                               dynamic_axes={**axes, "sentence_embedding": {0: "batch"}}, opset_version=OPSET, dynamo=False)  # fmt: skip
         except Exception as exc:
             raise EncodrError(f"could not export {encoder.name} to ONNX ({first_line(exc)}); use --backend torch") from None
+        agreement = _agreement(encoder, tmp)
+        if agreement < AGREEMENT:  # the file is not kept: the next use tries again, and fails the same way
+            raise EncodrError(f"the ONNX export of {encoder.name} gives other vectors than torch (cosine {agreement:.5f} < {AGREEMENT}); use --backend torch")
     return target
+
+
+AGREEMENT = 0.9999  # the least cosine between an fp32 export's vectors and torch's, on AGREEMENT_TEXTS
+AGREEMENT_TEXTS = ("a", "The pump needs four bar of pressure.", "Der Kessel hängt an einer Wand, die sein Gewicht trägt.",
+                   "Error code XJ4471: the circulation pump lost pressure after the valve closed, " * 4)  # fmt: skip
+
+
+def _agreement(encoder: Encoder, path: Path) -> float:
+    """The least cosine between the vectors of :data:`AGREEMENT_TEXTS` from the ONNX file at
+    ``path`` and from ``encoder``'s torch forward pass (a check of the export, made once)."""
+    torch_vectors = encoder.encode(list(AGREEMENT_TEXTS))
+    onnx_vectors = Encoder(encoder.st, encoder.name, OnnxForward(encoder.st, "onnx", path)).encode(list(AGREEMENT_TEXTS))
+    return float(np.min(np.sum(torch_vectors * onnx_vectors, axis=1)))
 
 
 class OnnxForward:

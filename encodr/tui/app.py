@@ -100,31 +100,51 @@ def marked(text: str, query: str, width: int | None = None, query_lang: str | No
     return shown
 
 
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".docx", ".pptx", ".xlsx", ".odt", ".ods", ".odp", ".epub")  # read as Markdown
+
+
 class DocumentScreen(ModalScreen):
-    """A hit's whole document, scrolled to the hit, the query's words highlighted."""
+    """A hit's whole document, scrolled to the hit, the query's words highlighted. A document
+    read as Markdown (Markdown, HTML, Office and e-book files) is rendered as Markdown (headings,
+    lists, tables) before and after the hit's passage, which is shown as its text with the
+    query's words highlighted; any other document is shown as its text."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Close")]
     DEFAULT_CSS = """
     DocumentScreen VerticalScroll { margin: 2 6; padding: 1 2; border: round $accent; background: $panel; }
+    DocumentScreen #document-text.passage { border-left: thick $accent; padding: 0 1; }
     """
 
-    def __init__(self, title: str, text: str, at: int, length: int, query: str, query_lang: str | None = None, text_lang: str | None = None):
+    def __init__(self, title: str, text: str, at: int, hit, query: str, query_lang: str | None = None):
         super().__init__()
-        self.heading, self.text, self.at, self.length, self.query_text = title, text, at, length, query
-        self.langs = (query_lang, text_lang)
+        self.heading, self.text, self.at, self.length, self.query_text = title, text, at, len(hit.text), query
+        self.langs = (query_lang, hit.lang)
+        self.markdown = Path(hit.source or "").suffix.lower() in MARKDOWN_SUFFIXES
 
     def compose(self) -> ComposeResult:
         from rich.text import Text
 
-        body = marked(self.text, self.query_text, None, *self.langs)
-        body.stylize("reverse", self.at, self.at + self.length)  # the passage that matched
         with VerticalScroll(id="document"):
             yield Static(Text(self.heading, style="bold"))
-            yield Static(body, id="document-text")
+            if not self.markdown:
+                body = marked(self.text, self.query_text, None, *self.langs)
+                body.stylize("reverse", self.at, self.at + self.length)  # the passage that matched
+                yield Static(body, id="document-text")
+                return
+            before, after = self.text[: self.at], self.text[self.at + self.length :]
+            if before.strip():
+                yield Markdown(before, id="document-before")
+            yield Static(marked(self.text[self.at : self.at + self.length], self.query_text, None, *self.langs), id="document-text", classes="passage")
+            if after.strip():
+                yield Markdown(after, id="document-after")
 
     def on_mount(self) -> None:
+        scroll = self.query_one("#document")
+        if self.markdown:
+            self.call_after_refresh(lambda: scroll.scroll_to_widget(self.query_one("#document-text"), animate=False, top=True))
+            return
         before = self.text[: self.at].count("\n") + self.at // 100  # about the hit's line: scroll it into view
-        self.query_one("#document").scroll_to(y=max(0, before - 2), animate=False)
+        scroll.scroll_to(y=max(0, before - 2), animate=False)
 
 
 class EncodrApp(App):
@@ -472,8 +492,8 @@ class EncodrApp(App):
             return
         hit = self.hits[event.cursor_row]
         text, at = self.searcher.document(hit)
-        title = " · ".join(x for x in (hit.title, f"{Path(hit.source).name}:{hit.line}") if x)
-        self.push_screen(DocumentScreen(title, text, at, len(hit.text), self.query_one("#query", Input).value, self.query_lang, hit.lang))
+        title = " · ".join(x for x in (hit.title, where(hit)) if x)
+        self.push_screen(DocumentScreen(title, text, at, hit, self.query_one("#query", Input).value, self.query_lang))
 
     def action_delete_hit(self) -> None:
         """Ctrl+D on a hit of the Search tab: delete its document (``encodr delete ID``), then search again."""

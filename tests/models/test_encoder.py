@@ -196,7 +196,7 @@ def test_the_bf16_backend_runs_in_bfloat16_and_gives_float32_unit_vectors_near_t
     assert np.array_equal(fp32.encode(texts), load_encoder(str(tiny_model), pooling="mean").encode(texts))  # torch stays float32
 
 
-def test_auto_is_bf16_only_on_a_cpu_with_native_bfloat16_products(tmp_path):
+def test_auto_is_bf16_on_a_cpu_with_native_bfloat16_products_else_onnx_else_torch(tmp_path):
     from encodr.models.encoder import choose_backend, cpu_has_bf16
 
     with_bf16, without = tmp_path / "with", tmp_path / "without"
@@ -204,7 +204,8 @@ def test_auto_is_bf16_only_on_a_cpu_with_native_bfloat16_products(tmp_path):
     without.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n")
     assert cpu_has_bf16(with_bf16) and not cpu_has_bf16(without) and not cpu_has_bf16(tmp_path / "missing")
     assert choose_backend("auto", "cpu", lambda: True) == "torch-bf16"
-    assert choose_backend("auto", "cpu", lambda: False) == "torch"  # oneDNN would emulate bfloat16: several times slower
+    assert choose_backend("auto", "cpu", lambda: False, lambda: True) == "onnx"  # oneDNN would emulate bfloat16: several times slower
+    assert choose_backend("auto", "cpu", lambda: False, lambda: False) == "torch"  # no onnxruntime
     assert choose_backend("auto", "cuda", lambda: True) == "torch"
     assert choose_backend("onnx-int8", "cpu", lambda: True) == "onnx-int8"  # a backend named is kept
 
@@ -225,3 +226,27 @@ def test_the_fingerprint_is_kept_until_a_weight_changes(tiny_model, monkeypatch)
     changed = encoder.fingerprint
     assert changed != first and hashed == [1]
     assert load_encoder(str(tiny_model)).fingerprint == first  # the same weights, the same fingerprint
+
+
+
+def test_an_onnx_export_whose_vectors_differ_is_refused_and_auto_falls_back_to_torch(tiny_model, tmp_path, monkeypatch):
+    """An fp32 export is checked once against the torch vectors (cosine ≥ AGREEMENT): one that
+    differs is not kept; a build whose ``auto`` chose onnx then encodes with torch and says so."""
+    import importlib
+
+    import encodr.models.onnx as onnx
+    from encodr.errors import EncodrError
+    from encodr.index import BuildOptions, build
+    from encodr.models import load_encoder
+
+    assert onnx._agreement(load_encoder(str(tiny_model)), onnx.export(load_encoder(str(tiny_model)), "onnx")) >= onnx.AGREEMENT  # a real export agrees
+    monkeypatch.setenv("ENCODR_HOME", str(tmp_path / "elsewhere"))  # no cached export: the next one is made and checked
+    monkeypatch.setattr(onnx, "_agreement", lambda encoder, path: 0.9)
+    with pytest.raises(EncodrError, match=r"gives other vectors than torch \(cosine 0.90000 < 0.9999\); use --backend torch"):
+        load_encoder(str(tiny_model), backend="onnx")
+    monkeypatch.setattr(importlib.import_module("encodr.index.build"), "choose_backend", lambda backend, device: "onnx")  # a CPU without bfloat16
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat\nstock markets fell\n")
+    lines = []
+    meta = build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"), warn=lines.append)
+    assert meta["backend"] == "torch" and any("--backend auto: the ONNX export" in line and "encoding with torch" in line for line in lines)

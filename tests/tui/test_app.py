@@ -175,3 +175,28 @@ async def test_keys_judge_the_selected_hit_and_the_judgments_tab_deletes_one(sea
         await pilot.press("delete")
         await settle(app, pilot)
         assert commands.judgments(JudgmentsRequest(index=str(searcher.index.path))).payload() == [] and listed.row_count == 0
+
+
+async def test_a_markdown_hit_opens_its_document_rendered_as_markdown_at_the_passage(tmp_path, tiny_model):
+    from textual.widgets import Markdown
+
+    from encodr.tui.app import DocumentScreen
+
+    filler = " ".join(f"word{i}" for i in range(300))
+    doc = tmp_path / "guide.md"
+    doc.write_text(f"# Guide\n\n## Install\n\n{filler}\n\n| part | bar |\n| --- | --- |\n| pump | 4 |\n\n## Service\n\nBleed the radiators every autumn. {filler}\n")
+    build([str(doc)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
+    app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.query_one("#search-mode").value = "keyword"
+        await pilot.click("#query")
+        await pilot.press(*"radiators", "enter")
+        await settle(app, pilot)
+        assert "guide.md › Service" in str(app.query_one("#results").get_row_at(0)[6])  # the hit's section
+        app.query_one("#results").focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DocumentScreen) and screen.markdown
+        assert isinstance(screen.query_one("#document-before"), Markdown)  # the headings and the table before the hit, rendered
+        assert "Bleed the radiators" in str(screen.query_one("#document-text").render())  # the passage, its words highlighted
