@@ -134,7 +134,7 @@ def export(encoder: Encoder, backend: str) -> Path:
 
 AGREEMENT = 0.9999  # the least cosine between an fp32 export's vectors and torch's, on AGREEMENT_TEXTS
 AGREEMENT_TEXTS = ("a", "The pump needs four bar of pressure.", "Der Kessel hängt an einer Wand, die sein Gewicht trägt.",
-                   "Error code XJ4471: the circulation pump lost pressure after the valve closed, " * 4)  # fmt: skip
+                   "Error code XJ4471: the circulation pump lost pressure after the valve closed, twice in one week.")  # fmt: skip
 
 
 def _agreement(encoder: Encoder, path: Path) -> float:

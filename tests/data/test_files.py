@@ -276,9 +276,18 @@ def test_a_folder_of_office_files_is_indexed_and_a_damaged_one_is_skipped_with_o
     for query, source in [("centrifugal", "book.epub"), ("flywheel", "parts.xlsx"), ("gate valve", "notes.odt"), ("twelve percent", "deck.pptx")]:
         code, stdout, _ = run_cli(["search", query, "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
         assert json.loads(stdout)["results"][0]["hits"][0]["source"].endswith(source)
-    (office_folder / "notes.odt").unlink()  # --sync treats them as any other file
+    import docx
+
+    word = docx.Document()  # --sync treats them as any other file: one edited, one deleted
+    word.add_heading("Install", 1)
+    word.add_paragraph("Mount the condensing boiler beside the chimney.")
+    word.save(office_folder / "report.docx")
+    (office_folder / "notes.odt").unlink()
     code, stdout, _ = run_cli(["index", str(office_folder), "--out", str(out), "--sync", "--json"], capsys, monkeypatch)
-    assert code == 0 and json.loads(stdout)["removed"] == 1 and json.loads(stdout)["documents"] == 4
+    synced = json.loads(stdout)
+    assert code == 0 and synced["updated"] == 1 and synced["removed"] == 1 and synced["documents"] == 4
+    code, stdout, _ = run_cli(["search", "condensing chimney", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    assert json.loads(stdout)["results"][0]["hits"][0]["source"].endswith("report.docx")
 
 
 def test_heading_paths_follow_the_outline_and_skip_code_and_the_title():

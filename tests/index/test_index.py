@@ -466,7 +466,10 @@ def test_the_auto_backend_is_chosen_by_the_cpu_recorded_and_kept_by_add(tmp_path
     assert build([str(tmp_path / "a.txt")], tmp_path / "bf16", BuildOptions(model=str(tiny_model)))["backend"] == "torch-bf16"
     assert build([str(tmp_path / "a.txt")], tmp_path / "named", BuildOptions(model=str(tiny_model), backend="torch"))["backend"] == "torch"
     monkeypatch.setattr(encoder_module, "cpu_has_bf16", lambda cpuinfo="/proc/cpuinfo": False)
+    monkeypatch.setattr(encoder_module, "onnx_available", lambda: False)
     assert build([str(tmp_path / "a.txt")], tmp_path / "fp32", BuildOptions(model=str(tiny_model)))["backend"] == "torch"
+    monkeypatch.setattr(encoder_module, "onnx_available", lambda: True)  # without bfloat16, with onnxruntime: its float32, checked against torch
+    assert build([str(tmp_path / "a.txt")], tmp_path / "onnx", BuildOptions(model=str(tiny_model)))["backend"] == "onnx"
     assert build([str(tmp_path / "b.txt")], tmp_path / "bf16", BuildOptions(write="add"))["backend"] == "torch-bf16"  # --add keeps the index's
     with Index.open(tmp_path / "bf16") as index:
         assert index.meta["backend"] == "torch-bf16" and index.meta["count"] == 20
