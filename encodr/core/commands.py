@@ -57,20 +57,22 @@ def open_searcher(request: SearchRequest):
         else:
             check_languages(kept.index, options.for_index(kept.index.has_keywords))
             return kept
-    preload_languages(peek_meta(request.index), request.lang)  # read on another core while the model loads
+    preload_languages(peek_meta(request.index), request.lang, request.mode)  # read on another core while the model loads
     searcher = _SEARCHERS[key] = Searcher(request.index, request.model, backend=request.backend, options=options)  # the index's refusals come before the model loads
     return searcher
 
 
-def preload_languages(meta: dict, lang: str | None) -> None:
+def preload_languages(meta: dict, lang: str | None, mode: str) -> None:
     """Start loading the language detectors a search of the index ``meta`` describes will run
     (:func:`encodr.data.language.preload`): among the index's languages where it has several and
-    no default (:meth:`~encodr.index.Searcher.query_languages`; none with ``lang`` given), and among
-    all for the English-only model's hint (:func:`language_hints`)."""
+    no default, and the search uses the language (:meth:`~encodr.index.Searcher.query_languages`:
+    not with ``lang`` given, nor in a dense search of an index without PCR), and among all for the
+    English-only model's hint (:func:`language_hints`)."""
     from ..data.language import UNDETERMINED, preload
 
     languages = [c for c in meta.get("languages") or [] if c != UNDETERMINED]
-    if len(languages) > 1 and not meta.get("default_lang") and lang is None:
+    uses = mode != "dense" or bool(meta.get("pcr"))
+    if len(languages) > 1 and not meta.get("default_lang") and lang is None and uses:
         preload(languages)
     if hint_applies(meta):
         preload(None)
