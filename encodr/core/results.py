@@ -171,6 +171,14 @@ def clipped(text: str, width: int) -> str:
     return text if not width or len(text) <= width else text[: width - 1] + "…"
 
 
+def reads_as_markdown(source: str | None) -> bool:
+    """Whether a hit's document was read as Markdown (Markdown, HTML, Office and e-book files:
+    :data:`encodr.data.files.MARKDOWN_SUFFIXES`), so that a front end may render it as such."""
+    from ..data.files import MARKDOWN_SUFFIXES
+
+    return Path(source or "").suffix.lower() in MARKDOWN_SUFFIXES
+
+
 def where(hit: Hit) -> str:
     """Where a hit comes from, as a table shows it: the file and the section the passage sits
     under (``guide.md › Install › GPU``) where its document has headings; else ``file.md:LINE``,

@@ -26,6 +26,7 @@ RECORD_SUFFIXES = (".txt", ".tsv", ".csv", ".jsonl")
 # converted to Markdown by kreuzberg (one Rust library for all of them, with each file's properties)
 CONVERTED_SUFFIXES = (".docx", ".pptx", ".xlsx", ".odt", ".ods", ".odp", ".epub", ".rtf", ".eml")
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf", *CONVERTED_SUFFIXES)
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".html", ".htm", *CONVERTED_SUFFIXES)  # documents whose text is Markdown (headings, lists, tables)
 OVERLAP = 32  # tokens shared by consecutive passages of a document
 
 Splitter = Callable[[str], list[tuple[int, str]]]

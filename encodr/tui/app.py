@@ -21,7 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, Static, TabbedContent, TabPane
 
 from ..core.requests import SearchRequest
-from ..core.results import where
+from ..core.results import reads_as_markdown, where
 from .forms import choice_select
 from ..errors import EncodrError
 from .panes import EvalPane, IndexPane
@@ -100,9 +100,6 @@ def marked(text: str, query: str, width: int | None = None, query_lang: str | No
     return shown
 
 
-MARKDOWN_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".docx", ".pptx", ".xlsx", ".odt", ".ods", ".odp", ".epub")  # read as Markdown
-
-
 class DocumentScreen(ModalScreen):
     """A hit's whole document, scrolled to the hit, the query's words highlighted. A document
     read as Markdown (Markdown, HTML, Office and e-book files) is rendered as Markdown (headings,
@@ -119,7 +116,7 @@ class DocumentScreen(ModalScreen):
         super().__init__()
         self.heading, self.text, self.at, self.length, self.query_text = title, text, at, len(hit.text), query
         self.langs = (query_lang, hit.lang)
-        self.markdown = Path(hit.source or "").suffix.lower() in MARKDOWN_SUFFIXES
+        self.markdown = reads_as_markdown(hit.source)
 
     def compose(self) -> ComposeResult:
         from rich.text import Text
