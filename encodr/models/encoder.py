@@ -45,9 +45,31 @@ def tokenize(st, texts: list[str]) -> dict[str, list[list[int]]]:
     SentenceTransformer ``st``, truncated at its ``max_seq_length``, not padded. One thread at a
     time: a fast tokenizer whose truncation is being set while another thread encodes with it
     raises "Already borrowed" (the server's batcher encodes on several threads)."""
+    limit = window(st)
     with _TOKENIZING:
-        encoded = st.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=int(st.max_seq_length))
+        encoded = st.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=limit)
     return {name: encoded[name] for name in encoded.keys()}
+
+
+def window(st, name: str = "this model") -> int:
+    """The tokens a text of SentenceTransformer ``st`` is cut to: its ``max_seq_length``; where
+    that is unset or infinite, its transformer's position embeddings, at most 512.
+
+    Raises:
+        EncodrError: the model has neither (a static embedding model: a table of token vectors,
+            no transformer), which encodr cannot yet split, index or search with.
+    """
+    import math
+
+    limit = st.max_seq_length
+    if limit is not None and math.isfinite(limit):
+        return int(limit)
+    config = getattr(getattr(st[0], "auto_model", None), "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    if not positions:
+        raise EncodrError(f"model '{name}' is a static embedding model ({type(st[0]).__name__}: no transformer, no maximum length); "
+                          "encodr indexes and searches with transformer models for now: use minilm, mpnet or me5")  # fmt: skip
+    return min(512, int(positions))
 
 
 PACK_GAIN = 0.8  # pack a batch when that costs at most this fraction of padding it (:meth:`TorchForward._packable`)
@@ -300,8 +322,12 @@ class Encoder:
 
     @property
     def max_length(self) -> int:
-        """Maximum sequence length in tokens; longer inputs are truncated."""
-        return int(self.st.max_seq_length)
+        """Maximum sequence length in tokens; longer inputs are truncated (:func:`window`).
+
+        Raises:
+            EncodrError: a static embedding model, which has none.
+        """
+        return window(self.st, self.name)
 
     @max_length.setter
     def max_length(self, value: int) -> None:
