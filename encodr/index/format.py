@@ -8,7 +8,7 @@ Formats:
   identity), a keyword index of plain words (no analysis) or none, no prompts recorded.
 - ``2``: generations (``current`` → ``gNNNNNN``), documents with identity, the analysed keyword
   index (:data:`~.keywords.ANALYZER`), the model's prompts in ``index.json``.
-- ``3``: each passage's heading path (``section``), its words in the keyword index.
+- ``3``: each passage's heading path (``section``), its words in the keyword index; Thai segmented into words there.
 
 Every reader refuses an index of another format with one line naming the fix
 (:func:`require_current`), so the code that reads and writes indexes knows one layout. An upgrade

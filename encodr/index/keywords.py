@@ -5,19 +5,22 @@ word matches a text word when both reduce to the same term in their languages.
 
 Analysis, in order (Lucene's and Elasticsearch's language analyzers do the same steps):
 
-1. lower-case, then split into words (``\\w+``, any script) and runs of CJK characters (Han,
-   kana, Hangul), which are written without spaces;
-2. a CJK run becomes its overlapping character bigrams (``東京都`` → ``東京 京都``; one
-   character stays itself), as Lucene's ``CJKBigramFilter`` does: no dictionary, any of the
-   three languages, and a query's bigrams match inside longer words;
+1. lower-case, then split into words (``\\w+``, any script) and runs of the scripts written
+   without spaces: CJK (Han, kana, Hangul), Thai, Lao, Khmer and Burmese;
+2. a Thai run is cut into words by PyThaiNLP's ``newmm`` dictionary segmenter (what
+   Elasticsearch's ``thai`` tokenizer and Lucene's ``ThaiTokenizer`` do with ICU's dictionary):
+   ``เครื่องสูบน้ำต้องมีแรงดัน`` → ``เครื่องสูบน้ำ ต้อง มี แรงดัน``; a CJK, Lao, Khmer or Burmese
+   run becomes its overlapping character bigrams (``東京都`` → ``東京 京都``; one character
+   stays itself), as Lucene's ``CJKBigramFilter`` does: no dictionary, and a query's bigrams
+   match inside longer words (for Lao, Khmer and Burmese, which no kept segmenter here covers,
+   the bigrams are the fallback);
 3. every other word is stemmed by the Snowball stemmer of the text's language (PyStemmer's C
    build; :data:`STEMMERS`), when there is one: ``studies`` and ``studied`` both become
    ``studi``. A text of another language, or of none (``und``), is left unstemmed;
 4. FTS5's ``unicode61`` tokenizer then folds case and removes diacritics (``café`` = ``cafe``).
 
 A query is analysed in its own detected language (:meth:`encodr.index.Searcher.query_languages`),
-so a German query meets German stems. Scripts written without spaces other than CJK (Thai,
-Lao, Khmer, Burmese) are not segmented: each run is one term.
+so a German query meets German stems.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import re
 KEYWORD_TABLE = "texts_fts"
 # FTS5's Unicode tokenizer, after keyword_terms: splits on spaces, folds case, drops diacritics.
 KEYWORD_TOKENIZER = "unicode61 remove_diacritics 2"
-ANALYZER = "snowball-stems+cjk-bigrams"  # recorded in index.json (an older index gets it from encodr index --upgrade)
+ANALYZER = "snowball-stems+cjk-bigrams+thai-newmm"  # recorded in index.json (an older index gets it from encodr index --upgrade)
 
 # ISO 639-3 → Snowball stemmer (PyStemmer's algorithm names)
 STEMMERS = {
@@ -40,7 +43,9 @@ STEMMERS = {
 }  # fmt: skip
 
 _CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
-_WORDS = re.compile(f"([{_CJK}]+)|([^\\W{_CJK}]+)")
+_BIGRAMS = _CJK + "\u0e80-\u0eff\u1780-\u17ff\u1000-\u109f"  # … and Lao, Khmer, Burmese: bigrams
+_THAI = "\u0e00-\u0e7f"
+_WORDS = re.compile(f"([{_BIGRAMS}]+)|([{_THAI}]+)|([^\\W{_BIGRAMS}{_THAI}]+)")
 @functools.lru_cache(maxsize=None)
 def _stemmer(lang: str | None):
     import Stemmer
@@ -63,12 +68,30 @@ def keyword_terms(text: str, lang: str | None) -> list[str]:
     """
     words: list[str] = []
     terms: list[str] = []
-    for cjk, word in _WORDS.findall(text.lower()):
-        if cjk:
-            terms.extend([cjk] if len(cjk) == 1 else [cjk[i : i + 2] for i in range(len(cjk) - 1)])
+    for run, thai, word in _WORDS.findall(text.lower()):
+        if run:
+            terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+        elif thai:
+            terms.extend(thai_words(thai))
         else:
             words.append(word)
     return stem_words(words, lang) + terms
+
+
+def thai_words(run: str) -> list[str]:
+    """The words of a run of Thai script (PyThaiNLP's ``newmm``: maximal matching over its Thai
+    dictionary, then the Thai Character Cluster rules for words it does not know).
+
+    Raises:
+        EncodrError: PyThaiNLP is not installed.
+    """
+    try:
+        from pythainlp.tokenize import word_tokenize
+    except ImportError:  # pragma: no cover - a core dependency
+        from ..errors import EncodrError
+
+        raise EncodrError("Thai keyword analysis needs PyThaiNLP: pip install pythainlp") from None
+    return [w for w in word_tokenize(run, engine="newmm", keep_whitespace=False) if w.strip()]
 
 
 def stem_words(words: list[str], lang: str | None) -> list[str]:
