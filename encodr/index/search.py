@@ -373,21 +373,17 @@ class Searcher:
     def _rows_to_hits(index: IndexReader, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
         """:class:`Hit` lists from (q, k) score and id arrays (id −1: no hit)."""
         with phase("hits"):
-            return Searcher._hit_lists(index, scores, ids)
-
-    @staticmethod
-    def _hit_lists(index: IndexReader, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
-        rows = index.rows(np.unique(ids))
-        results = []
-        for qs, qi in zip(scores, ids):
-            hits = []
-            for score, i in zip(qs, qi):
-                if i < 0:
-                    continue
-                r = rows[int(i)]
-                hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"], r["title"], r["start"], r["section"]))
-            results.append(hits)
-        return results
+            rows = index.rows(np.unique(ids))
+            results = []
+            for qs, qi in zip(scores, ids):
+                hits = []
+                for score, i in zip(qs, qi):
+                    if i < 0:
+                        continue
+                    r = rows[int(i)]
+                    hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"], r["title"], r["start"], r["section"]))
+                results.append(hits)
+            return results
 
     def document(self, hit: Hit) -> tuple[str, int]:
         """The whole document a hit belongs to (:meth:`IndexReader.document`) and where the hit starts

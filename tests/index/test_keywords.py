@@ -14,17 +14,22 @@ def test_words_are_stemmed_in_their_language_and_cjk_runs_become_bigrams():
     assert keyword_expression("Studies studies", "eng") == '"studi"'
 
 
-def test_keyword_search_finds_inflections_and_words_inside_cjk_text(tmp_path, tiny_model):
-    from encodr.index import Searcher, BuildOptions, build
+def indexed(docs: list[dict], tmp_path, tiny_model):
+    """A searcher over ``docs`` (JSONL records with ``_id``, ``text`` and ``lang``), indexed with the tiny model."""
+    from encodr.index import BuildOptions, Searcher, build
 
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))
+    build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
+    return Searcher(tmp_path / "idx")
+
+
+def test_keyword_search_finds_inflections_and_words_inside_cjk_text(tmp_path, tiny_model):
     docs = [{"_id": "en", "text": "The studies were published last year", "lang": "eng"},
             {"_id": "ja", "text": "私は東京都に住んでいます", "lang": "jpn"},
             {"_id": "zh", "text": "我们在北京大学学习", "lang": "zho"},
             {"_id": "other", "text": "A note about something else entirely", "lang": "eng"}]  # fmt: skip
-    corpus = tmp_path / "docs.jsonl"
-    corpus.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))
-    build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
-    searcher = Searcher(tmp_path / "idx")
+    searcher = indexed(docs, tmp_path, tiny_model)
     for query, expected in (("study", "en"), ("京都", "ja"), ("北京", "zh"), ("大学", "zh")):
         hits = searcher.query([query], SearchOptions(k=2, mode="keyword", lang=None))[1][0]
         assert [h.ext_id for h in hits][:1] == [expected], query
@@ -35,17 +40,12 @@ def test_thai_text_is_cut_into_words_and_a_thai_word_finds_its_sentence(tmp_path
     matches inside a sentence; before, each run was one term and nothing but the whole run matched.
     The sentences are written for this test ("The water pump must have a pressure of four bar";
     "Thai is the official language of Thailand"; "Bangkok is the capital city")."""
-    from encodr.index import Searcher, BuildOptions, build
-
     assert keyword_terms("เครื่องสูบน้ำต้องมีแรงดันสี่บาร์", "tha") == ["เครื่องสูบน้ำ", "ต้อง", "มี", "แรงดัน", "สี่", "บาร์"]
     assert keyword_terms("ພາສາລາວ", "lao") == ["ພາ", "າສ", "ສາ", "າລ", "ລາ", "າວ"]  # Lao: no kept segmenter here, bigrams
     docs = [{"_id": "pump", "text": "เครื่องสูบน้ำต้องมีแรงดันสี่บาร์", "lang": "tha"},
             {"_id": "language", "text": "ภาษาไทยเป็นภาษาราชการของประเทศไทย", "lang": "tha"},
             {"_id": "capital", "text": "กรุงเทพมหานครเป็นเมืองหลวง", "lang": "tha"}]  # fmt: skip
-    corpus = tmp_path / "docs.jsonl"
-    corpus.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))
-    build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
-    searcher = Searcher(tmp_path / "idx")
+    searcher = indexed(docs, tmp_path, tiny_model)
     for query, expected in (("แรงดัน", "pump"), ("ประเทศ", "language"), ("เมืองหลวง", "capital")):
         hits = searcher.query([query], SearchOptions(k=3, mode="keyword", lang="tha"))[1][0]
         assert [h.ext_id for h in hits] == [expected], query
