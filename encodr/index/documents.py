@@ -82,7 +82,7 @@ class Reconcile:
     """The documents of one write into ``store`` (a new generation's copy).
 
     Args:
-        store: the generation's text store (:meth:`~.texts.TextStore.ensure_documents` done).
+        store: the generation's text store (its document tables made by :meth:`~.texts.TextStore.create`).
         roots: with ``sync``, the absolute paths given: a stored document whose file lies under
             one of them and was not seen is removed. ``None``: nothing is removed (``--add``).
         hash_text: the text hash the store deduplicates by (``ingest.text_hash``).
