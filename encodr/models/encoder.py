@@ -52,12 +52,13 @@ def tokenize(st, texts: list[str]) -> dict[str, list[list[int]]]:
 
 
 def window(st, name: str = "this model") -> int:
-    """The tokens a text of SentenceTransformer ``st`` is cut to: its ``max_seq_length``; where
-    that is unset or infinite, its transformer's position embeddings, at most 512.
+    """The tokens a text of transformer SentenceTransformer ``st`` is cut to: its
+    ``max_seq_length``; where that is unset or infinite, its transformer's position embeddings,
+    at most 512. (A static model's window is :data:`STATIC_WINDOW`: :attr:`Encoder.max_length`.)
 
     Raises:
-        EncodrError: the model has neither (a static embedding model: a table of token vectors,
-            no transformer), which encodr cannot yet split, index or search with.
+        EncodrError: the model has neither a finite maximum length nor a transformer with
+            positions (nor is it a static model), so no window can be chosen for it.
     """
     import math
 
@@ -67,9 +68,21 @@ def window(st, name: str = "this model") -> int:
     config = getattr(getattr(st[0], "auto_model", None), "config", None)
     positions = getattr(config, "max_position_embeddings", None)
     if not positions:
-        raise EncodrError(f"model '{name}' is a static embedding model ({type(st[0]).__name__}: no transformer, no maximum length); "
-                          "encodr indexes and searches with transformer models for now: use minilm, mpnet or me5")  # fmt: skip
+        raise EncodrError(f"model '{name}' ({type(st[0]).__name__}) has no maximum length and no transformer positions; "
+                          "set max_seq_length in its sentence_bert_config.json, or use minilm, mpnet or me5")  # fmt: skip
     return min(512, int(positions))
+
+
+STATIC_WINDOW = 256  # tokens a static model's input is cut to: it has no positions, so passages are as long as the bundled MiniLM's
+
+
+def is_static(st) -> bool:
+    """Whether SentenceTransformer ``st`` is a static embedding model: its first module a
+    sentence-transformers ``StaticEmbedding`` (a table of token vectors averaged by an
+    ``EmbeddingBag``; model2vec's potion models load as one), with no transformer."""
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+
+    return len(st) > 0 and isinstance(st[0], StaticEmbedding)
 
 
 PACK_GAIN = 0.8  # pack a batch when that costs at most this fraction of padding it (:meth:`TorchForward._packable`)
@@ -217,6 +230,31 @@ class TorchForward:
         return vectors.float().cpu().numpy().reshape(len(batch), -1)
 
 
+class StaticForward(TorchForward):
+    """The forward pass of a static embedding model (:func:`is_static`): each text's vector is
+    the mean of its tokens' vectors, then unit length. :class:`TorchForward`'s contract, in
+    float32 torch: a batch's token ids are laid end to end with each text's offset, as
+    ``StaticEmbedding.preprocess`` lays them, so there is no padding and no attention; the
+    vectors equal ``SentenceTransformer.encode``'s for the same window."""
+
+    def __init__(self, st):
+        super().__init__(st, bf16=False)
+
+    def __call__(self, features: dict[str, list[list[int]]]) -> np.ndarray:
+        """float32 (B, d) unit vectors of B token lists (``input_ids``; a text of no tokens gives a zero row)."""
+        import torch
+
+        ids = features["input_ids"]
+        lengths = [len(x) for x in ids]
+        flat = torch.tensor([t for x in ids for t in x], dtype=torch.long, device=self.st.device)
+        offsets = torch.tensor(np.cumsum([0] + lengths[:-1]), dtype=torch.long, device=self.st.device)
+        self.st.eval()
+        with torch.inference_mode():
+            vectors = self.st({"input_ids": flat, "offsets": offsets})["sentence_embedding"]
+            vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
+        return vectors.cpu().numpy().reshape(len(ids), -1)
+
+
 def truncated(vectors: np.ndarray, dim: int) -> np.ndarray:
     """The first ``dim`` columns of float32 (N, d) ``vectors``, each row renormalised to unit
     length (a zero row stays zero): float32 (N, dim). Matryoshka truncation (:meth:`Encoder.truncate`)."""
@@ -273,8 +311,11 @@ class Encoder:
         self.st = st
         self.name = name
         self._fingerprint: tuple | None = None  # (the weights' identity and versions, the fingerprint): see fingerprint
-        self.forward = forward if forward is not None else TorchForward(st)
+        self.static = is_static(st)
+        self.forward = forward if forward is not None else (StaticForward(st) if self.static else TorchForward(st))
         self.truncate_dim: int | None = None
+        self._window = STATIC_WINDOW  # a static model's max_length (a transformer's is the SentenceTransformer's)
+        self._static_tokenizer = None
 
     def truncate(self, dim: int | None) -> None:
         """Make :meth:`encode` keep the first ``dim`` dimensions of each vector, renormalised to
@@ -296,8 +337,11 @@ class Encoder:
 
     @property
     def pooling(self) -> str:
-        """Pooling mode of the model: ``cls``, ``mean``, …"""
+        """Pooling mode of the model: ``cls``, ``mean``, …; ``static`` for a static model (the mean of its token vectors)."""
         from sentence_transformers.sentence_transformer.modules import Pooling
+
+        if self.static:
+            return "static"
 
         for module in self.st:
             if isinstance(module, Pooling):
@@ -312,26 +356,64 @@ class Encoder:
 
     @property
     def tokenizer(self):
-        """The Hugging Face tokenizer."""
-        return self.st.tokenizer
+        """The Hugging Face (fast) tokenizer; a static model's Rust ``tokenizers.Tokenizer`` comes
+        wrapped in a ``PreTrainedTokenizerFast`` with its special tokens named, so passage
+        splitting and the recipes use one interface. Its mask token is its pad token: Mirror-BERT's
+        span masking (§2) then deletes the span from the text's bag of tokens
+        (:class:`~encodr.models.static.PaddedStatic` drops padding), which is what masking
+        means for a model that averages token vectors without attention."""
+        if not self.static:
+            return self.st.tokenizer
+        if self._static_tokenizer is None:
+            from transformers import PreTrainedTokenizerFast
+
+            vocab = self.st[0].tokenizer.get_vocab()
+            named = {key: token for key, token in (("pad_token", "[PAD]"), ("unk_token", "[UNK]"), ("cls_token", "[CLS]"),
+                                                   ("sep_token", "[SEP]")) if token in vocab}  # fmt: skip
+            if "pad_token" in named:  # masking a span with the pad token, which PaddedStatic drops, deletes it from the bag of tokens
+                named["mask_token"] = named["pad_token"]
+            self._static_tokenizer = PreTrainedTokenizerFast(tokenizer_object=self.st[0].tokenizer, **named)
+        return self._static_tokenizer
 
     @property
     def transformer(self):
-        """The Hugging Face transformer (``PreTrainedModel``) inside the encoder."""
+        """The Hugging Face transformer (``PreTrainedModel``) inside the encoder.
+
+        Raises:
+            EncodrError: a static model, which has none.
+        """
+        if self.static:
+            raise EncodrError(f"model '{self.name}' is a static embedding model: it has no transformer (no dropout, attention or positions) for this to change")
         return self.st[0].auto_model
 
     @property
+    def module(self):
+        """The ``torch.nn.Module`` a recipe trains: the SentenceTransformer, which takes padded
+        token batches (``input_ids``, ``attention_mask``: (B, T)) and gives ``sentence_embedding``;
+        for a static model the same behind :class:`~encodr.models.static.PaddedStatic`, which
+        turns such a batch into the token ids and offsets ``StaticEmbedding`` reads."""
+        if not self.static:
+            return self.st
+        from .static import PaddedStatic
+
+        return PaddedStatic(self.st)
+
+    @property
     def max_length(self) -> int:
-        """Maximum sequence length in tokens; longer inputs are truncated (:func:`window`).
+        """Maximum sequence length in tokens; longer inputs are truncated (:func:`window`; a
+        static model: :data:`STATIC_WINDOW` unless set).
 
         Raises:
-            EncodrError: a static embedding model, which has none.
+            EncodrError: see :func:`window`.
         """
-        return window(self.st, self.name)
+        return self._window if self.static else window(self.st, self.name)
 
     @max_length.setter
     def max_length(self, value: int) -> None:
-        self.st.max_seq_length = int(value)
+        if self.static:
+            self._window = int(value)
+        else:
+            self.st.max_seq_length = int(value)
 
     @property
     def backend(self) -> str:
@@ -444,7 +526,11 @@ class Encoder:
         return out
 
     def _tokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
-        """Token ids (and the tokenizer's other inputs) of each text, truncated, not padded."""
+        """Token ids (and the tokenizer's other inputs) of each text, truncated, not padded (a
+        static model: ``input_ids`` only, without special tokens, as ``StaticEmbedding.preprocess``)."""
+        if self.static:
+            encodings = self.st[0].tokenizer.encode_batch(list(texts), add_special_tokens=False)
+            return {"input_ids": [e.ids[: self._window] for e in encodings]}
         return tokenize(self.st, texts)
 
     def token_lengths(self, texts: Sequence[str]) -> np.ndarray:

@@ -6,7 +6,7 @@ the loader that chooses it import in one direction: loading → onnx → encoder
 from __future__ import annotations
 
 from ..errors import EncodrError, first_line
-from .encoder import Encoder, TorchForward, check_backend, is_onnx, pick_device, resolve, saved_settings
+from .encoder import Encoder, TorchForward, check_backend, is_onnx, is_static, pick_device, resolve, saved_settings
 from .logs import quiet
 
 
@@ -68,7 +68,13 @@ def load_encoder(
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
 
     st = _sentence_transformer(ref, pooling, raw_pooling, pick_device(device))
-    encoder = Encoder(st, ref.spec, TorchForward(st, bf16=backend == "torch-bf16"))
+    if is_static(st):
+        if pooling != "auto":
+            raise EncodrError(f"'{ref.spec}' is a static embedding model: it averages its token vectors, so --pooling {pooling} does not apply; drop --pooling")
+        st.float()  # model2vec saves float16 vectors; averaged and trained in float32
+        encoder = Encoder(st, ref.spec)  # StaticForward, float32: a table lookup has no matrix products for bfloat16 to speed up
+    else:
+        encoder = Encoder(st, ref.spec, TorchForward(st, bf16=backend == "torch-bf16"))
     if pooling != "auto" and encoder.pooling != pooling:
         names = list(st._modules)
         for name in names:

@@ -204,9 +204,12 @@ def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None) -> Enco
     without torch next time.
 
     Raises:
-        EncodrError: onnxruntime is not installed, or the export fails.
+        EncodrError: onnxruntime is not installed, the export fails, or ``encoder`` is a static
+            model (a table lookup, which ONNX would not speed up).
     """
     _check_onnxruntime(backend)
+    if encoder.static:
+        raise EncodrError(f"'{encoder.name}' is a static embedding model, which runs in torch (a table lookup, nothing for ONNX to speed up); use --backend torch or auto")
     path = export(encoder, backend)
     if key is not None:
         _remember(encoder, key)

@@ -252,22 +252,11 @@ def test_an_onnx_export_whose_vectors_differ_is_refused_and_auto_falls_back_to_t
     assert meta["backend"] == "torch" and any("--backend auto: the ONNX export" in line and "encoding with torch" in line for line in lines)
 
 
-def test_a_model_without_a_window_takes_its_positions_and_a_static_one_is_one_line(tiny_model, tmp_path, capsys, monkeypatch):
-    """A sentence-transformers model saved with ``max_seq_length`` unset or infinite: a transformer's
-    window is its position embeddings (at most 512); a static embedding model (no transformer) is
-    refused in one line naming what it is, not an OverflowError."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
-    from tokenizers import Tokenizer
-
-    from encodr.models import load_encoder, resolve
-    from tests.conftest import run_cli
+def test_a_model_without_a_window_takes_its_positions(tiny_model):
+    """A transformer saved with ``max_seq_length`` unset or infinite takes its position
+    embeddings as its window (at most 512), not an OverflowError."""
+    from encodr.models import load_encoder
 
     encoder = load_encoder(str(tiny_model))
     encoder.st.max_seq_length = float("inf")
     assert encoder.max_length == 128 and encoder.encode(["a text"]).shape == (1, encoder.dimension)  # the tiny BERT's 128 positions
-    static = SentenceTransformer(modules=[StaticEmbedding(Tokenizer.from_file(str(resolve("minilm").path / "tokenizer.json")), embedding_dim=8)])
-    static.save(str(tmp_path / "static"))
-    (tmp_path / "c.txt").write_text("the cat sat\nstock markets fell\n")
-    code, _, err = run_cli(["index", str(tmp_path / "c.txt"), "--model", str(tmp_path / "static"), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
-    assert code == 2 and "is a static embedding model (StaticEmbedding" in err and "Traceback" not in err and not (tmp_path / "idx").exists()

@@ -252,7 +252,7 @@ class DevFold:
             curve.append(self.dense(encoder))
             return float(curve[-1].mean())
 
-        result = ctx.trainer.fit(encoder.st, [stream], optim, FitOptions(evaluate=evaluate, dev_metric="ndcg@10", eval_steps=ctx.recipe.eval_steps,
+        result = ctx.trainer.fit(encoder.module, [stream], optim, FitOptions(evaluate=evaluate, dev_metric="ndcg@10", eval_steps=ctx.recipe.eval_steps,
                                                                          progress=ctx.progress, on_step=ctx.request.on_step, description=description))  # fmt: skip
         best = next(i for i, point in enumerate(result.dev_curve) if point["step"] == result.best["step"])
         component = Component.compared(name, "dense nDCG@10", curve[0], curve[best], ctx.recipe.significance, note)
@@ -325,7 +325,7 @@ def run(ctx: RunContext) -> Outcome:
         if dev:
             result, first = dev.fit(ctx, encoder, stream, recipe.optim(), "bi-encoder", "bi-encoder")
         else:
-            result = ctx.trainer.fit(encoder.st, [stream], recipe.optim(), FitOptions(progress=ctx.progress, on_step=request.on_step, description="bi-encoder"))
+            result = ctx.trainer.fit(encoder.module, [stream], recipe.optim(), FitOptions(progress=ctx.progress, on_step=request.on_step, description="bi-encoder"))
             first = Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (--no-dev)")
         components, log = [first], list(result.log)
         cross = None

@@ -130,11 +130,15 @@ def run(ctx: RunContext) -> Outcome:
         first = f" (first: line {corpus.long_lines[0]})" if corpus.long_lines else ""
         ctx.warn(f"{max(truncated, len(corpus.long_lines))} strings are longer than max_length={recipe.max_length} tokens and were truncated{first}")
     guide = encoder.encode(corpus.strings, batch_size=256) if recipe.false_negative_cos > 0 else None  # frozen base model
-    set_dropout(encoder.transformer, recipe.dropout)
-    hooks = add_drophead(encoder.transformer, recipe.drophead) if recipe.drophead > 0 else []
+    hooks = []
+    if encoder.static:  # a table of token vectors: no dropout or heads; the two views differ by the deleted span alone
+        ctx.warn("a static model has no dropout or attention heads: its two views differ by span masking alone (span_mask deletes the span)")
+    else:
+        set_dropout(encoder.transformer, recipe.dropout)
+        hooks = add_drophead(encoder.transformer, recipe.drophead) if recipe.drophead > 0 else []
     try:
         result = ctx.trainer.fit(
-            encoder.st, [mirror_stream(encoder.tokenizer, ids, recipe, guide)], recipe.optim(),
+            encoder.module, [mirror_stream(encoder.tokenizer, ids, recipe, guide)], recipe.optim(),
             FitOptions(evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps,
                        progress=ctx.progress, on_step=request.on_step),
         )  # fmt: skip

@@ -90,7 +90,7 @@ def run(ctx: RunContext) -> Outcome:
             return dev.score(encoder)
 
         result = ctx.trainer.fit(
-            encoder.st, [retrieval_stream(encoder.tokenizer, passages, recipe, ctx.trainer.world)], recipe.optim(),
+            encoder.module, [retrieval_stream(encoder.tokenizer, passages, recipe, ctx.trainer.world)], recipe.optim(),
             FitOptions(evaluate=evaluate if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps, progress=ctx.progress,
                        on_step=request.on_step),
         )  # fmt: skip
