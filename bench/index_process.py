@@ -11,7 +11,8 @@ interleaved within each round so drifting machine load hits all of them; the med
   normalize_embeddings=True)`` on the file's lines, the vectors saved with ``np.save`` — the
   anchor;
 - ``encodr index --backend B`` for each ``--backends`` B (``auto``: the default, ``torch-bf16`` on a
-  CPU with AVX512-BF16 or AMX, else ``torch``; ``torch``: float32), with no ``--lang`` (the default:
+  CPU with AVX512-BF16 or AMX, else ``onnx``; ``torch``: float32; ``onnx``: float32 in onnxruntime,
+  what ``auto`` takes on a CPU without bfloat16), with no ``--lang`` (the default:
   languages detected), into a fresh folder (the ONNX export is made once before the timings,
   by loading the model with that backend: a first use's cost, not every build's; later loads
   open the export without torch, :class:`encodr.models.onnx.ExportedEncoder`).
@@ -38,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
+from cpu_precision import cpu_flags  # noqa: E402  (the flags that decide which backend auto takes, and its speed)
 
 SCRIPT = """
 import sys
@@ -64,7 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--texts", type=int, default=5000)
-    parser.add_argument("--backends", nargs="+", default=["auto", "torch", "onnx-int8"])
+    parser.add_argument("--backends", nargs="+", default=["auto", "torch", "onnx", "onnx-int8"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tag", default="", help="a label stored with the rows (e.g. before / after a change)")
     parser.add_argument("--before", type=Path, default=None, help="another encodr checkout whose rows run in the same rounds")
@@ -109,7 +111,7 @@ def main() -> None:
              "× script": anchor / statistics.median(s)} for name, s in seconds.items()]  # fmt: skip
     print_table(f"Whole processes on {len(texts):,} Wikipedia sentences ({args.model}; median of {args.repeats}) {args.tag}".rstrip(), rows,
                 ["run", "seconds (median)", "runs", "× script"])  # fmt: skip
-    write_json(args.out, {"machine": machine(), "model": args.model, "texts": len(texts), "repeats": args.repeats, "tag": args.tag,
+    write_json(args.out, {"machine": {**machine(), "cpu_flags": cpu_flags()}, "model": args.model, "texts": len(texts), "repeats": args.repeats, "tag": args.tag,
                           "seconds": seconds, "rows": rows})  # fmt: skip
 
 

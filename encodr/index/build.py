@@ -295,6 +295,13 @@ def _read_on_ray(spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reco
             ingest.store(fresh, vectors[[row[id(r)] for r, _ in fresh]], whole_corpus=len(work) == 1 and len(records) < o.window)
 
 
+def dense_text(record: Record) -> str:
+    """What the dense side encodes for ``record``: its text, as stored and shown. (Its heading
+    path is left to the keyword side: ``bench/sections.py`` measures prefixing it to the encoded
+    text too, on documentation with headings.)"""
+    return record.text
+
+
 def _read_here(spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconcile, step: Callable[[int], None]) -> None:
     """Read ``plan.files`` in windows, encode each window's new texts in this process (or its pool) and store them;
     a window encoded before a crash is taken from ``plan.shards``."""
@@ -307,7 +314,7 @@ def _read_here(spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconc
             window_key = digest([h for _, h in fresh])
             vectors = plan.shards.get(n, window_key)  # a rerun after a crash: this window was encoded then
             if vectors is None:
-                vectors = encode([r.text for r, _ in fresh], spec.options.batch_size, step)
+                vectors = encode([dense_text(r) for r, _ in fresh], spec.options.batch_size, step)
                 plan.shards.put(n, window_key, vectors)
             else:
                 step(len(fresh))

@@ -311,7 +311,7 @@ class Encoder:
         self.st = st
         self.name = name
         self._fingerprint: tuple | None = None  # (the weights' identity and versions, the fingerprint): see fingerprint
-        self.static = is_static(st)
+        self.static = is_static(st) if forward is None or isinstance(forward, TorchForward) else False  # an exported (ONNX) model never is one: no torch to ask
         self.forward = forward if forward is not None else (StaticForward(st) if self.static else TorchForward(st))
         self.truncate_dim: int | None = None
         self._window = STATIC_WINDOW  # a static model's max_length (a transformer's is the SentenceTransformer's)
