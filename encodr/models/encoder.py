@@ -315,6 +315,7 @@ class Encoder:
         self.forward = forward if forward is not None else (StaticForward(st) if self.static else TorchForward(st))
         self.truncate_dim: int | None = None
         self._window = STATIC_WINDOW  # a static model's max_length (a transformer's is the SentenceTransformer's)
+        self.saved_window: int | None = None  # the max_length save() writes, where it runs at another (a recipe's training length)
         self._static_tokenizer = None
 
     def truncate(self, dim: int | None) -> None:
@@ -560,15 +561,20 @@ class Encoder:
         """Save in the sentence-transformers format, with everything this encoder needs back:
         ``SentenceTransformer(path)`` loads it with its prompts and its Matryoshka
         :attr:`truncate_dim`, and :func:`~encodr.models.load_encoder` reads :data:`SAVED`
-        beside it (the backend) and gives an equal encoder: a matched pair."""
+        beside it (the backend) and gives an equal encoder: a matched pair. The window saved is
+        :attr:`saved_window` where set (the model's own, when a recipe ran it at its training
+        length), else :attr:`max_length`."""
         import json
 
-        before = getattr(self.st, "truncate_dim", None)
+        before, running = getattr(self.st, "truncate_dim", None), self.max_length
         self.st.truncate_dim = self.truncate_dim
+        if self.saved_window is not None:
+            self.max_length = self.saved_window
         try:
             self.st.save(str(path))
         finally:
             self.st.truncate_dim = before
+            self.max_length = running
         (Path(path) / SAVED).write_text(json.dumps({"backend": self.backend, "truncate_dim": self.truncate_dim}) + "\n")
 
 

@@ -25,7 +25,9 @@ def load_encoder(
         pooling: ``auto`` keeps the model's own pooling (``raw_pooling`` for a raw MLM);
             ``cls`` or ``mean`` replaces it.
         raw_pooling: pooling for a raw checkpoint with none of its own.
-        max_length: truncate inputs to this many tokens (``None``: the model's setting).
+        max_length: truncate inputs to this many tokens while this encoder runs (``None``: the
+            model's setting): a recipe's training length. :meth:`Encoder.save` writes the model's
+            own window back, so a model tuned at 50 tokens still indexes passages of its base's.
         device: ``cpu``, ``cuda``…; default: CUDA when available.
         backend: ``torch``; ``torch-bf16`` (the same modules, matrix products in bfloat16
             under ``torch.autocast``: faster on a CPU with AVX512-BF16 or AMX,
@@ -83,6 +85,7 @@ def load_encoder(
         if not any(isinstance(m, Normalize) for m in st):
             st.append(Normalize())
     if max_length is not None:
+        encoder.saved_window = encoder.max_length  # save() writes the model's own window back: max_length is the length it runs (trains) at
         encoder.max_length = max_length
     dim = getattr(st, "truncate_dim", None) or saved.get("truncate_dim")
     st.truncate_dim = None  # encodr truncates and renormalises itself (Encoder.truncate)

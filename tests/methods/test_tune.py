@@ -42,6 +42,7 @@ def test_tune_writes_a_sentence_transformer_with_its_pooling(tiny_model, words_f
         assert (out / name).is_file()
     st = SentenceTransformer(str(out), device="cpu")
     assert st[1].pooling_mode == "cls"
+    assert st.max_seq_length == load_encoder(str(tiny_model)).max_length == 128  # trained at 16 tokens (FAST), saved with the base's window
     texts = ["heart attack", "the", "myocardial infarction of the left ventricle"]
     ours = load_encoder(str(out)).encode(texts)
     theirs = st.encode(texts, normalize_embeddings=True)
