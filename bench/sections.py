@@ -83,7 +83,8 @@ def main() -> None:
 
     from encodr.evaluation.retrieval import IndexRetrievalEvaluator
     from encodr.index import BuildOptions, SearchOptions, build
-    from encodr.index import build as build_module
+
+    build_module = sys.modules["encodr.index.build"]  # the module (the package's name `build` is the function)
     from encodr.models import load_encoder
 
     rng = random.Random(0)

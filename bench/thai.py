@@ -114,7 +114,12 @@ def main() -> None:
         sets = {"tatoeba-tha": tatoeba_set(Path(tmp) / "tatoeba-tha"), "wordnet-th": wordnet_set(Path(tmp) / "wordnet-th", args.synsets)}
         for name, folder in sets.items():
             data = read_retrieval(folder)
-            for analysis, split in (("thai-newmm", segmented), ("whole runs (before)", lambda run: [run])):
+            from pythainlp.corpus import thai_stopwords
+
+            stop = thai_stopwords()
+            analyses = (("thai-newmm", segmented), ("thai-newmm, stop words removed", lambda run: [w for w in segmented(run) if w not in stop]),
+                        ("whole runs (before)", lambda run: [run]))  # fmt: skip
+            for analysis, split in analyses:
                 keywords.thai_words = split  # the keyword index and the queries both go through keyword_terms → thai_words
                 try:
                     evaluator = RetrievalEvaluator(name, data, split="test", limit=args.limit, searches=searches)

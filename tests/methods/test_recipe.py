@@ -57,7 +57,7 @@ def test_bad_recipe_files_name_the_problem(tmp_path, text, words):
 
 
 def test_unknown_recipe_lists_the_bundled_ones():
-    with pytest.raises(EncodrError, match="unknown recipe 'wrod'.*phrase, reranker, retrieval, sentence, word"):
+    with pytest.raises(EncodrError, match="unknown recipe 'wrod'.*phrase, reranker, retrieval, sentence, static, word"):
         load_recipe("wrod")
 
 
