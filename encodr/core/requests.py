@@ -319,8 +319,8 @@ class IndexRequest(Request):
                                      choices=lambda: _pcr_variants(), fronts=CLI_TUI)  # fmt: skip
     lang: str | None = option(None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).", fronts=CLI_TUI)
     batch_size: int | None = option(None, "Texts per forward pass (default: per backend and device).", ge=1, fronts=CLI_TUI)
-    backend: str = option(build_default("backend"), BACKEND_HELP + " auto: torch-bf16 on a CPU with AVX512-BF16 or AMX, where its quality equals float32's, else "
-                                  "torch; with --add, the index's own.", choices=lambda: ("auto", *_backends()), fronts=CLI_TUI)  # fmt: skip
+    backend: str = option(build_default("backend"), BACKEND_HELP + " auto: torch-bf16 on a CPU with AMX, where its quality equals float32's; else onnx (float32, "
+                                  "checked against torch); without onnxruntime, torch-bf16 on a CPU with AVX512-BF16, else torch; with --add, the index's own.", choices=lambda: ("auto", *_backends()), fronts=CLI_TUI)  # fmt: skip
     glob: str | None = option(None, "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).", fronts=CLI_TUI)
     whole: bool = option(build_default("whole"), "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.", fronts=CLI_TUI)
     documents: bool = option(layout_default("documents"), "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "

@@ -22,7 +22,7 @@ from .device import pick_device  # noqa: F401  (re-exported: models.cross and mo
 from .resolution import ModelRef, resolve  # noqa: F401  (re-exported)
 
 BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
-AUTO_BACKEND = "auto"  # encodr index's default: torch-bf16 where the CPU multiplies bfloat16 natively, else onnx, else torch (choose_backend)
+AUTO_BACKEND = "auto"  # encodr index's default: torch-bf16 on an AMX CPU, else onnx, else torch-bf16 or torch (choose_backend)
 POOLINGS = ("auto", "cls", "mean")  # --pooling: auto keeps the model's own pooling (a raw MLM: RAW_POOLINGS' choice)
 RAW_POOLINGS = ("cls", "mean")  # the recipe field raw_pooling: for a checkpoint that ships no pooling
 # Texts per forward pass by (backend, device type), chosen with bench/encode_speed.py --batch-sizes
@@ -600,6 +600,16 @@ def saved_settings(path: Path) -> dict:
 
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # Linux CPU flags of native bfloat16 matrix products (AVX512-BF16, AMX)
+AMX_FLAGS = ("amx_bf16",)  # … and of the tile unit (AMX), where bfloat16 beats onnxruntime's float32
+
+
+def _cpu_flags(cpuinfo: str | Path) -> list[str]:
+    """The ``flags`` of Linux's ``/proc/cpuinfo`` at ``cpuinfo`` ([] where it cannot be read: another OS)."""
+    try:
+        text = Path(cpuinfo).read_text(errors="replace")
+    except OSError:
+        return []
+    return next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
 
 
 def cpu_has_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
@@ -607,41 +617,46 @@ def cpu_has_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
     the ``flags`` of ``cpuinfo`` (Linux's ``/proc/cpuinfo``). False where it cannot be read
     (another OS): without these instructions oneDNN emulates bfloat16 and ``torch-bf16`` is
     several times slower than float32 (docs/benchmarks/cpu_precision.md)."""
-    try:
-        text = Path(cpuinfo).read_text(errors="replace")
-    except OSError:
-        return False
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
-    return any(flag in flags for flag in BF16_FLAGS)
+    return any(flag in _cpu_flags(cpuinfo) for flag in BF16_FLAGS)
 
 
-def choose_backend(backend: str, device: str, has_bf16: Callable[[], bool] | None = None, has_onnx: Callable[[], bool] | None = None) -> str:
+def cpu_has_amx(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
+    """Whether this CPU has AMX's bfloat16 tiles (:data:`AMX_FLAGS` among ``cpuinfo``'s flags)."""
+    return any(flag in _cpu_flags(cpuinfo) for flag in AMX_FLAGS)
+
+
+def choose_backend(backend: str, device: str, has_bf16: Callable[[], bool] | None = None, has_onnx: Callable[[], bool] | None = None,
+                   has_amx: Callable[[], bool] | None = None) -> str:  # fmt: skip
     """The backend ``auto`` stands for (any other ``backend`` is returned as it is): the fastest
-    that keeps the vectors, on this machine.
+    that keeps the vectors, on this machine, as ``bench/index_process.py`` measured them (whole
+    ``encodr index`` processes; docs/benchmarks/index_process.md).
 
     - On a GPU: ``torch`` (float32, the vectors ``SentenceTransformer.encode`` gives).
-    - On a CPU with native bfloat16 products (``has_bf16``, default :func:`cpu_has_bf16`):
-      ``torch-bf16``, which encodes faster there and keeps quality within 0.5 of float32's on
-      STS-B and SciFact nDCG@10 (``bench/cpu_precision.py``; docs/benchmarks/cpu_precision.md).
-    - On a CPU without them (where bfloat16 is emulated, several times slower): ``onnx``
-      (onnxruntime, float32) when onnxruntime is installed (``has_onnx``, default
-      :func:`onnx_available`); its export is checked against the torch vectors, cosine ≥
-      :data:`~encodr.models.onnx.AGREEMENT`, and refused otherwise
+    - On a CPU with AMX (``has_amx``, default :func:`cpu_has_amx`): ``torch-bf16``, which keeps
+      quality within 0.5 of float32's on STS-B and SciFact nDCG@10 (``bench/cpu_precision.py``;
+      docs/benchmarks/cpu_precision.md).
+    - Else, where onnxruntime is installed (``has_onnx``, default :func:`onnx_available`):
+      ``onnx`` (float32), faster than ``torch-bf16`` on a CPU with AVX512-BF16 but no AMX and
+      than ``torch`` everywhere measured; its export is checked against the torch vectors,
+      cosine ≥ :data:`~encodr.models.onnx.AGREEMENT`, and refused otherwise
       (:func:`~encodr.models.onnx.export`), when a build falls back to ``torch``.
-    - Else ``torch``.
+    - Else ``torch-bf16`` on a CPU with native bfloat16 products (``has_bf16``, default
+      :func:`cpu_has_bf16`), and ``torch`` where bfloat16 would be emulated (several times slower).
 
     Args:
         backend: one of :data:`BACKENDS` or :data:`AUTO_BACKEND`.
         device: the device the model runs on (``cpu``, ``cuda:0``…).
-        has_bf16, has_onnx: what this machine has (defaults: read from it).
+        has_bf16, has_onnx, has_amx: what this machine has (defaults: read from it).
     """
     if backend != AUTO_BACKEND:
         return backend
     if not str(device).startswith("cpu"):
         return "torch"
-    if (has_bf16 or cpu_has_bf16)():
+    if (has_amx or cpu_has_amx)():
         return "torch-bf16"
-    return "onnx" if (has_onnx or onnx_available)() else "torch"
+    if (has_onnx or onnx_available)():
+        return "onnx"
+    return "torch-bf16" if (has_bf16 or cpu_has_bf16)() else "torch"
 
 
 def onnx_available() -> bool:

@@ -196,16 +196,20 @@ def test_the_bf16_backend_runs_in_bfloat16_and_gives_float32_unit_vectors_near_t
     assert np.array_equal(fp32.encode(texts), load_encoder(str(tiny_model), pooling="mean").encode(texts))  # torch stays float32
 
 
-def test_auto_is_bf16_on_a_cpu_with_native_bfloat16_products_else_onnx_else_torch(tmp_path):
-    from encodr.models.encoder import choose_backend, cpu_has_bf16
+def test_auto_is_bf16_with_amx_else_onnx_else_bf16_where_native_else_torch(tmp_path):
+    from encodr.models.encoder import choose_backend, cpu_has_amx, cpu_has_bf16
 
     with_bf16, without = tmp_path / "with", tmp_path / "without"
     with_bf16.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 avx512_vnni\n")
+    (tmp_path / "amx").write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n")
     without.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n")
     assert cpu_has_bf16(with_bf16) and not cpu_has_bf16(without) and not cpu_has_bf16(tmp_path / "missing")
-    assert choose_backend("auto", "cpu", lambda: True) == "torch-bf16"
-    assert choose_backend("auto", "cpu", lambda: False, lambda: True) == "onnx"  # oneDNN would emulate bfloat16: several times slower
-    assert choose_backend("auto", "cpu", lambda: False, lambda: False) == "torch"  # no onnxruntime
+    assert cpu_has_amx(tmp_path / "amx") and not cpu_has_amx(with_bf16)
+    assert choose_backend("auto", "cpu", lambda: True, lambda: True, lambda: True) == "torch-bf16"  # AMX
+    assert choose_backend("auto", "cpu", lambda: True, lambda: True, lambda: False) == "onnx"  # AVX512-BF16 alone: onnxruntime's float32 is faster
+    assert choose_backend("auto", "cpu", lambda: True, lambda: False, lambda: False) == "torch-bf16"  # … unless it is not installed
+    assert choose_backend("auto", "cpu", lambda: False, lambda: True, lambda: False) == "onnx"  # oneDNN would emulate bfloat16: several times slower
+    assert choose_backend("auto", "cpu", lambda: False, lambda: False, lambda: False) == "torch"  # no onnxruntime
     assert choose_backend("auto", "cuda", lambda: True) == "torch"
     assert choose_backend("onnx-int8", "cpu", lambda: True) == "onnx-int8"  # a backend named is kept
 
