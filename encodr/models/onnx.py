@@ -197,6 +197,10 @@ def _check_onnxruntime(backend: str) -> None:
         raise EncodrError(f"--backend {backend} needs onnxruntime: pip install onnxruntime onnx (or use --backend torch)") from None
 
 
+class NotExportable(EncodrError):
+    """A model no ONNX backend runs (a static embedding model): ``auto`` takes torch for it without a word."""
+
+
 def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None) -> Encoder:
     """``encoder`` with its forward pass in onnxruntime (``backend``: ``onnx`` or ``onnx-int8``),
     exported on first use (:func:`export`). With ``key`` (:func:`source_key`), the export's
@@ -209,7 +213,7 @@ def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None) -> Enco
     """
     _check_onnxruntime(backend)
     if encoder.static:
-        raise EncodrError(f"'{encoder.name}' is a static embedding model, which runs in torch (a table lookup, nothing for ONNX to speed up); use --backend torch or auto")
+        raise NotExportable(f"'{encoder.name}' is a static embedding model, which runs in torch (a table lookup, nothing for ONNX to speed up); use --backend torch or auto")
     path = export(encoder, backend)
     if key is not None:
         _remember(encoder, key)
