@@ -85,9 +85,10 @@ def row(corpus: int, front: str, mode: str, rerank: bool, ms: list[float], phase
     return out
 
 
-def build_index(texts: list[tuple[str, str]], out: Path, random_dense: bool) -> dict:
+def build_index(texts: list[tuple[str, str]], out: Path, random_dense: bool, backend: str = "torch") -> dict:
     """``encodr index`` of ``texts`` (a TSV with each text's language) at ``out`` (kept when there): its
-    ``index.json``, and the build's seconds. With ``random_dense`` the encoder's vectors are random."""
+    ``index.json``, and the build's seconds. With ``random_dense`` the encoder's vectors are random.
+    ``backend``: the index's (and so its queries') forward pass; ``auto`` as ``encodr index`` chooses it."""
     from encodr.index import build
     from encodr.models import load_encoder
 
@@ -114,9 +115,11 @@ def build_index(texts: list[tuple[str, str]], out: Path, random_dense: bool) -> 
     started = time.perf_counter()
     if BuildOptions is None:  # a checkout from before BuildOptions: build(files, model, out)
         build([str(corpus)], encoder, out)
+    elif backend != "torch" and not random_dense:  # the model by name, so the build chooses and loads its backend as encodr index does
+        build([str(corpus)], out, BuildOptions(model="minilm", backend=backend))
     else:
         build([str(corpus)], out, BuildOptions(model=encoder))
-    return {"seconds": round(time.perf_counter() - started, 1), "random_dense": random_dense}
+    return {"seconds": round(time.perf_counter() - started, 1), "random_dense": random_dense, "backend": backend}
 
 
 def make_cross(folder: Path) -> str:
@@ -339,6 +342,8 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"], choices=["dense", "keyword", "hybrid"], help="the library rows' modes")
     parser.add_argument("--no-rerank", action="store_true", help="no re-ranked rows")
     parser.add_argument("--keep", type=Path, help="keep (and reuse) the built indexes in this folder")
+    parser.add_argument("--backend", default="torch", choices=["torch", "auto", "torch-bf16", "onnx"],
+                        help="the indexes' forward pass, which encodes their queries (auto: encodr index's default on this CPU)")
     parser.add_argument("--out", type=Path, default=RESULTS / "latency.json")
     args = parser.parse_args()
 
@@ -353,7 +358,7 @@ def main() -> None:
     try:
         for size in sizes:
             index = work / f"idx{size}"
-            builds[size] = build_index(texts_all[:size], index, size > args.random_above)
+            builds[size] = build_index(texts_all[:size], index, size > args.random_above, args.backend)
             print(f"index of {size:,} texts: {builds[size]}", flush=True)
             rows += library_rows(index, size, queries, cross, args.rerank_queries, args.modes, not args.no_rerank)
             if size == args.front_size:
@@ -369,7 +374,7 @@ def main() -> None:
     print_table(f"one query at a time, k = 10, {len(queries)} held-out queries (phases: mean ms)", rows, columns)
     print_table("a cold encodr search process (medians)", cold, list(cold[0]) if cold else [])
     flags = cpu_flags()
-    write_json(args.out, {"cpu_flags": flags, "queries": len(queries), "rerank_queries": args.rerank_queries, "front_size": args.front_size,
+    write_json(args.out, {"cpu_flags": flags, "backend": args.backend, "queries": len(queries), "rerank_queries": args.rerank_queries, "front_size": args.front_size,
                           "random_above": args.random_above, "builds": {str(k): v for k, v in builds.items()}, "rows": rows, "cold": cold})  # fmt: skip
     print(f"CPU flags: {flags}; wrote {args.out}")
 

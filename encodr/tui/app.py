@@ -540,7 +540,8 @@ class EncodrApp(App):
 
     # ── chrome ───────────────────────────────────────────────────────────────
     def set_status(self, text: str) -> None:
-        self.query_one("#status", Static).update(text)
+        """The status line's text; its box is one line the screen's width (CSS), so no layout pass follows (one per query otherwise)."""
+        self.query_one("#status", Static).update(text, layout=False)
 
     def update_status(self) -> None:
         s = self.searcher
