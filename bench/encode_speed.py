@@ -15,6 +15,10 @@ texts/s and the ratio to sentence-transformers are printed and written to JSON, 
 backend's STS-B test Spearman ρ×100 (cosine; ``encodr eval sts``) and the mean cosine between its
 vectors and the torch ones.
 
+Encoding inside one process; ``bench/index_process.py`` times the same backends as whole
+``encodr index`` processes against the script (median of 3, interleaved rounds), which is what a
+user waits for. Both record the CPU's flags.
+
     python bench/encode_speed.py                                   # the 17,534 bundled Wikipedia sentences
     python bench/encode_speed.py --limit 3000 --batch-sizes 16 32 64 128   # choose BATCH_SIZES
 """
@@ -32,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
+from cpu_precision import cpu_flags  # noqa: E402
 
 from encodr import evaluation  # noqa: E402
 from encodr.index import Index, BuildOptions, build  # noqa: E402
@@ -115,7 +120,7 @@ def main() -> None:
     columns = ["run", "batch", "seconds", "texts/s", "× sentence-transformers", "cos to ST vectors", "STS-B test ρ"]
     print_table(f"encode speed: {len(texts):,} Wikipedia sentences, {args.model}", rows, columns)
     print(f"ONNX export (first use, then cached): {export_s}")
-    write_json(args.out, {"texts": len(texts), "model": args.model, "rows": rows, "onnx_export_seconds": export_s, "machine": machine()})
+    write_json(args.out, {"texts": len(texts), "model": args.model, "rows": rows, "onnx_export_seconds": export_s, "machine": {**machine(), "cpu_flags": cpu_flags()}})
 
 
 if __name__ == "__main__":

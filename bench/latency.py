@@ -290,8 +290,9 @@ def cold_rows(index: Path, size: int, queries: list[str], runs: int) -> list[dic
 
     encodr = [sys.executable, "-m", "encodr"]
     startup = [wall([*encodr, "--help"])[0] for _ in range(runs)]  # --help: what every encodr has (--version came later)
+    backend = json.loads((index / "current" / "index.json").read_text()).get("backend", "torch")  # the index's, which its queries load
     load = [float(wall([sys.executable, "-c", "import time; t = time.perf_counter(); from encodr.models import load_encoder; "
-                        "load_encoder('minilm'); print((time.perf_counter() - t) * 1000)"])[1]) for _ in range(runs)]  # fmt: skip
+                        f"load_encoder('minilm', backend='{backend}'); print((time.perf_counter() - t) * 1000)"])[1]) for _ in range(runs)]  # fmt: skip
     total, query, timings = [], [], timed_search()
     for q in queries[:runs]:
         ms, out = wall([*encodr, "search", q, "--index", str(index), "--json", *(["--timings"] if timings else [])])
