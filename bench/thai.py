@@ -17,6 +17,8 @@ Two sets built here from public Thai text (BEIR layout, in a temporary folder):
   synsets' other lemmas. Different words for one meaning: where keyword search is weakest and
   could pull hybrid below dense.
 
+Both sets are written to a temporary folder and removed after the run.
+
     python bench/thai.py [--model me5] [--synsets 1500]
 
 Prints a table and writes bench/results/thai.json.

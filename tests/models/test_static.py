@@ -126,3 +126,7 @@ def test_what_a_static_model_cannot_do_is_one_line(tiny_static, tmp_path, capsys
     code, _, err = run_cli(["index", str(tmp_path / "c.txt"), "--model", str(tiny_static), "--out", str(tmp_path / "idx"), "--backend", "onnx"],
                            capsys, monkeypatch)  # fmt: skip
     assert code == 2 and "is a static embedding model, which runs in torch" in err and "Traceback" not in err and not (tmp_path / "idx").exists()
+    (tmp_path / "words.txt").write_text("alpha\nbeta\n")
+    code, _, err = run_cli(["tune", str(tmp_path / "words.txt"), "--recipe", "static", "--out", str(tmp_path / "out")], capsys, monkeypatch)
+    assert code == 2 and "distils the model alone and reads no training text" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
