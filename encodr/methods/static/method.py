@@ -4,6 +4,9 @@ it, and so does every encodr command)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 from ...errors import EncodrError
 from ...models import load_encoder
 from ...progress import ProgressEvent
@@ -42,8 +45,9 @@ def run(ctx: RunContext) -> Outcome:
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 
     ctx.progress(ProgressEvent("distil", 0, 1))
-    static = distill_from_model(encoder.transformer, encoder.tokenizer, device=encoder.device, pca_dims=recipe.pca_dims or None,
-                                sif_coefficient=recipe.sif_coefficient or None, pooling=pooling)  # fmt: skip
+    with contextlib.redirect_stderr(io.StringIO()):  # model2vec draws its own tqdm bar; the front end draws this task's
+        static = distill_from_model(encoder.transformer, encoder.tokenizer, device=encoder.device, pca_dims=recipe.pca_dims or None,
+                                    sif_coefficient=recipe.sif_coefficient or None, pooling=pooling)  # fmt: skip
     ctx.progress(ProgressEvent("distil", 1, 1))
     module = StaticEmbedding(static.tokenizer, embedding_weights=static.embedding.astype("float32"))
     model = SentenceTransformer(modules=[module], device="cpu")
