@@ -73,6 +73,8 @@ def window(st, name: str = "this model") -> int:
     return min(512, int(positions))
 
 
+# a static model's special tokens, as its tokenizer may spell them (BERT's, RoBERTa's): Encoder.tokenizer names them, PaddedStatic drops pad, cls and sep
+STATIC_SPECIALS = (("pad_token", ("[PAD]", "<pad>")), ("unk_token", ("[UNK]", "<unk>")), ("cls_token", ("[CLS]", "<s>")), ("sep_token", ("[SEP]", "</s>")))
 STATIC_WINDOW = 256  # tokens a static model's input is cut to: it has no positions, so passages are as long as the bundled MiniLM's
 
 
@@ -369,8 +371,11 @@ class Encoder:
             from transformers import PreTrainedTokenizerFast
 
             vocab = self.st[0].tokenizer.get_vocab()
-            named = {key: token for key, token in (("pad_token", "[PAD]"), ("unk_token", "[UNK]"), ("cls_token", "[CLS]"),
-                                                   ("sep_token", "[SEP]")) if token in vocab}  # fmt: skip
+            named = {}
+            for key, spellings in STATIC_SPECIALS:
+                found = next((t for t in spellings if t in vocab), None)
+                if found is not None:
+                    named[key] = found
             if "pad_token" in named:  # masking a span with the pad token, which PaddedStatic drops, deletes it from the bag of tokens
                 named["mask_token"] = named["pad_token"]
             self._static_tokenizer = PreTrainedTokenizerFast(tokenizer_object=self.st[0].tokenizer, **named)
@@ -397,7 +402,8 @@ class Encoder:
             return self.st
         from .static import PaddedStatic
 
-        return PaddedStatic(self.st)
+        tokenizer = self.tokenizer
+        return PaddedStatic(self.st, [i for i in (tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None])
 
     @property
     def max_length(self) -> int:

@@ -17,12 +17,12 @@ class PaddedStatic(torch.nn.Module):
     Its parameters are the model's, so training it trains the model, and the trainer's
     snapshots of its state restore the model."""
 
-    def __init__(self, st):
+    def __init__(self, st, dropped: list[int]):
+        """``dropped``: the token ids left out of every row besides its padding (the pad token's,
+        which masks a span, and the special tokens': :attr:`encodr.models.Encoder.tokenizer`'s)."""
         super().__init__()
         self.st = st
-        tokenizer = st[0].tokenizer
-        vocab = tokenizer.get_vocab()
-        self.special = torch.tensor(sorted(vocab[t] for t in ("[PAD]", "<pad>", "[CLS]", "[SEP]", "<s>", "</s>") if t in vocab), dtype=torch.long)
+        self.special = torch.tensor(sorted(set(dropped)), dtype=torch.long)
 
     def forward(self, features: dict) -> dict:
         """``{"sentence_embedding": float32 (B, d)}`` of a padded batch (see the class docstring)."""
