@@ -25,9 +25,13 @@ async def _fill_train(app, pilot, tiny_model, data, out, batch="16"):
     app.query_one("#train-model-path").value = str(tiny_model)
     app.query_one("#train-data").value = str(data)
     app.query_one("#train-out").value = str(out)
-    field = next(i for i in pane.query(".field-input") if i.name == "batch_size")
-    field.value = batch
-    await pilot.pause()
+    for _ in range(100):  # under load the recipe's fields may be drawn anew after the first pause: set the batch until it holds
+        field = next(i for i in pane.query(".field-input") if i.name == "batch_size")
+        if field.value == batch:
+            break
+        field.value = batch
+        await pilot.pause()
+    assert next(i for i in pane.query(".field-input") if i.name == "batch_size").value == batch
     return pane
 
 
