@@ -247,18 +247,23 @@ def mcp_row(index: Path, size: int, queries: list[str], mode: str = "hybrid") ->
 
 def tui_row(index: Path, size: int, queries: list[str]) -> dict:
     """The Search tab: from the query set in its box (no debounce) to the screen refreshed with its
-    hits (a callback after the refresh that follows the table's update); the pilot's own polling is
-    not counted."""
+    hits (a callback after the refresh that follows the table's update). The pilot waits on an
+    event that callback sets, so nothing polls the app's loop while the query runs."""
     from encodr.tui.app import EncodrApp
 
     async def go() -> list[float]:
         app = EncodrApp(index_dir=index, debounce=0.0)
         drawn: list[float] = []
+        ready = asyncio.Event()
         show_hits = app.show_hits
+
+        def stamp() -> None:
+            drawn.append(time.perf_counter())
+            ready.set()
 
         def shown(*args, **kwargs):  # the app's own method, then a stamp once the screen is refreshed with its table
             show_hits(*args, **kwargs)
-            app.call_after_refresh(lambda: drawn.append(time.perf_counter()))
+            app.call_after_refresh(stamp)
 
         app.show_hits = shown
         ms = []
@@ -267,11 +272,10 @@ def tui_row(index: Path, size: int, queries: list[str]) -> dict:
                 await pilot.pause()
             box = app.query_one("#query")
             for i, q in enumerate(queries[:WARM] + queries):
-                count = len(drawn)
+                ready.clear()
                 started = time.perf_counter()
                 box.value = q
-                while len(drawn) == count:  # polled with a short sleep: the pilot's own pause posts messages the app then handles
-                    await asyncio.sleep(0.001)
+                await ready.wait()
                 if i >= WARM:
                     ms.append((drawn[-1] - started) * 1000)
         return ms

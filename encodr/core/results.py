@@ -91,6 +91,8 @@ def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: 
     from ..index.keywords import stem_words
 
     def fold(s: str) -> str:
+        if s.isascii():  # no accent to strip: casefold is lower
+            return s.lower()
         return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
 
     query_words = re.findall(r"\w+", query)

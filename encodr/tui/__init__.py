@@ -2,6 +2,14 @@
 search, compare and workspace; ``train``, ``jobs`` (index, eval) and ``runs`` one pane each.
 Presentation only: every action is a call into the functions the CLI calls."""
 
+import os
+
+# Textual redraws at most MAX_FPS times a second (the TEXTUAL_FPS variable, 60 by default), so a
+# query's hits wait up to a frame (16.7 ms at 60) for the screen to show them; at 120 that wait is
+# half as long. Frames are drawn only when something changed, so this costs nothing while the
+# screen is still. Set before Textual is first imported; a user's own TEXTUAL_FPS wins.
+os.environ.setdefault("TEXTUAL_FPS", "120")
+
 from .app import EncodrApp, clip, score_bar
 
 __all__ = ["EncodrApp", "clip", "score_bar"]

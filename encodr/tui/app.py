@@ -26,6 +26,7 @@ from .forms import choice_select
 from ..errors import EncodrError
 from .panes import EvalPane, IndexPane
 from .runs import RunsPane
+from .widgets import Table, TextBox
 from .train import TrainPane
 
 HELP = """\
@@ -197,30 +198,30 @@ class EncodrApp(App):
         with TabbedContent(initial="search"):
             with TabPane("Search", id="search"):
                 with Horizontal(id="query-row"):
-                    yield Input(placeholder="type a query…", id="query")
-                    yield Input(placeholder="languages: spa,fra (blank: all)", id="hit-lang")
-                    yield Input(placeholder="filter: year>=2020; source=notes/*.md", id="search-filter")
+                    yield TextBox(placeholder="type a query…", id="query")
+                    yield TextBox(placeholder="languages: spa,fra (blank: all)", id="hit-lang")
+                    yield TextBox(placeholder="filter: year>=2020; source=notes/*.md", id="search-filter")
                     yield choice_select(SearchRequest, "mode", "search-mode")
-                    yield Input(self.rerank or "", placeholder="re-rank: a CrossEncoder (blank: none)", id="search-rerank")
-                yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
+                    yield TextBox(self.rerank or "", placeholder="re-rank: a CrossEncoder (blank: none)", id="search-rerank")
+                yield Table(id="results", cursor_type="row", zebra_stripes=True)
             with TabPane("Compare", id="compare"):
-                yield Input(placeholder="text A", id="text-a")
-                yield Input(placeholder="text B (Enter to compare)", id="text-b")
+                yield TextBox(placeholder="text A", id="text-a")
+                yield TextBox(placeholder="text B (Enter to compare)", id="text-b")
                 yield Static("cosine: –", id="cosine")
                 with Horizontal():
                     with Vertical():
                         yield Static("nearest to A", classes="pane-title")
-                        yield DataTable(id="near-a", zebra_stripes=True)
+                        yield Table(id="near-a", zebra_stripes=True)
                     with Vertical():
                         yield Static("nearest to B", classes="pane-title")
-                        yield DataTable(id="near-b", zebra_stripes=True)
+                        yield Table(id="near-b", zebra_stripes=True)
             with TabPane("Workspace", id="workspace"), VerticalScroll(id="workspace-tables"):
                 yield Static("indexes (Enter opens)", classes="pane-title")
-                yield DataTable(id="indexes", cursor_type="row")
+                yield Table(id="indexes", cursor_type="row")
                 yield Static("models", classes="pane-title")
-                yield DataTable(id="models")
+                yield Table(id="models")
                 yield Static("runs", classes="pane-title")
-                yield DataTable(id="runs")
+                yield Table(id="runs")
             with TabPane("Train", id="train"):
                 yield TrainPane()
             with TabPane("Index", id="index"):
@@ -231,7 +232,7 @@ class EncodrApp(App):
                 yield RunsPane()
             with TabPane("Judgments", id="judgments"):
                 yield Static("", id="judgments-counts", classes="pane-title")
-                yield DataTable(id="judgments-table", cursor_type="row", zebra_stripes=True)
+                yield Table(id="judgments-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="status")
         yield Footer()
 

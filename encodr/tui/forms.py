@@ -11,6 +11,7 @@ from __future__ import annotations
 from textual.widgets import Checkbox, Input, Select
 
 from ..core.requests import EvalRequest, IndexRequest, JudgeRequest, JudgmentsRequest, SearchRequest, TuneRequest, UnjudgeRequest
+from .widgets import TextBox
 
 # request class → {field: widget id}: the widget a pane reads the field from (the Search tab's
 # requests take a hit's document, grade and passage from the results table, and the index from
@@ -59,7 +60,7 @@ def field_input(model, name: str, widget_id: str, label: str) -> Input:
 
     value = default(model, name)
     shown = " ".join(map(str, value)) if isinstance(value, list) else value
-    return Input(placeholder=f"{label} (default: {shown})" if shown not in (None, "") else label, id=widget_id)
+    return TextBox(placeholder=f"{label} (default: {shown})" if shown not in (None, "") else label, id=widget_id)
 
 
 def values(pane, model, skip: tuple[str, ...] = ()) -> dict:

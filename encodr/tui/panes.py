@@ -18,6 +18,7 @@ from ..core import dispatch
 from ..core.requests import EvalRequest, IndexRequest
 from ..errors import EncodrError
 from .forms import choice_select, field_input, values
+from .widgets import Table, TextBox
 
 
 class IndexPane(Vertical):
@@ -42,11 +43,11 @@ class IndexPane(Vertical):
     def compose(self) -> ComposeResult:
         R = IndexRequest
         yield Label("corpus files or folders (space-separated): Markdown, HTML, PDF, Word, PowerPoint, Excel, OpenDocument, EPUB; one text a line; TSV / CSV with text, id, lang; JSONL")
-        yield Input(placeholder="corpus.txt", id="index-files")
+        yield TextBox(placeholder="corpus.txt", id="index-files")
         yield Label("model (alias, folder or hub id; ignored with append)")
         yield field_input(R, "model", "index-model", "model")
         yield Label("index: a folder, or a name in the workspace (blank: the workspace index named after the first file)")
-        yield Input(placeholder="my-index", id="index-out")
+        yield TextBox(placeholder="my-index", id="index-out")
         with Horizontal(classes="row"):
             yield choice_select(R, "index_type", "index-type")
             yield choice_select(R, "quantize", "index-quantize", "vectors")
@@ -63,17 +64,17 @@ class IndexPane(Vertical):
             yield field_input(R, "dim", "index-dim", "dimensions, blank: all")
             yield field_input(R, "processes", "index-processes", "processes")
             yield choice_select(R, "engine", "index-engine", "engine")
-            yield Input(placeholder="Ray address (blank: local)", id="index-address")
+            yield TextBox(placeholder="Ray address (blank: local)", id="index-address")
         with Horizontal(classes="row"):
-            yield Input(placeholder="in folders, only files like: *.pdf", id="index-glob")
+            yield TextBox(placeholder="in folders, only files like: *.pdf", id="index-glob")
             yield Checkbox("whole texts (no passages)", id="index-whole")
             yield Checkbox("text files: a blank-line block is a document", id="index-documents")
         with Horizontal(classes="row"):
             yield field_input(R, "text_field", "index-text-field", "JSONL text field")
             yield field_input(R, "text_column", "index-text-column", "CSV text column")
-            yield Input(placeholder="CSV id column (id)", id="index-id-column")
-            yield Input(placeholder="CSV title column (title)", id="index-title-column")
-            yield Input(placeholder="CSV metadata columns, for filters (space-separated)", id="index-meta-columns")
+            yield TextBox(placeholder="CSV id column (id)", id="index-id-column")
+            yield TextBox(placeholder="CSV title column (title)", id="index-title-column")
+            yield TextBox(placeholder="CSV metadata columns, for filters (space-separated)", id="index-meta-columns")
         with Horizontal(classes="row"):
             yield Button("Build", id="index-build", variant="success")
             yield Button("Sync", id="index-sync-now", variant="primary")
@@ -149,9 +150,9 @@ class EvalPane(Vertical):
         yield Label("model")
         yield field_input(R, "model", "eval-model", "model")
         yield Label("compare with (optional)")
-        yield Input(placeholder="a second model", id="eval-compare")
+        yield TextBox(placeholder="a second model", id="eval-compare")
         yield Label("data (optional; space-separated files, BEIR folders for retrieval, or bundled names, else the suite's bundled sets)")
-        yield Input(placeholder="", id="eval-data")
+        yield TextBox(placeholder="", id="eval-data")
         with Horizontal(classes="row"):
             yield choice_select(R, "backend", "eval-backend")
             yield Checkbox("--pcr (bitext)", id="eval-pcr")
@@ -160,22 +161,22 @@ class EvalPane(Vertical):
             yield Checkbox("cross-encoder", id="eval-cross")
             yield Checkbox("compare is a cross-encoder", id="eval-compare-cross")
             yield choice_select(R, "pcr_variant", "eval-pcr-variant", "PCR variant")
-            yield Input(placeholder="limit (items per dataset)", id="eval-limit")
-            yield Input(placeholder="split (retrieval: test)", id="eval-split")
+            yield TextBox(placeholder="limit (items per dataset)", id="eval-limit")
+            yield TextBox(placeholder="split (retrieval: test)", id="eval-split")
         with Horizontal(classes="row"):
             yield choice_select(R, "mode", "eval-mode", "retrieval mode")
             yield choice_select(R, "fusion", "eval-fusion", "fusion")
-            yield Input(placeholder="retrieval: re-rank with a cross-encoder", id="eval-rerank")
+            yield TextBox(placeholder="retrieval: re-rank with a cross-encoder", id="eval-rerank")
             yield field_input(R, "rerank_weight", "eval-rerank-weight", "its weight w")
             yield Checkbox("whole documents", id="eval-whole")
             yield Checkbox("index anew (no cache)", id="eval-no-cache")
         with Horizontal(classes="row"):
-            yield Input(placeholder="retrieval: an existing index (alone: its judgments)", id="eval-index")
-            yield Input(placeholder="its queries.jsonl (blank: its judgments)", id="eval-queries")
-            yield Input(placeholder="its qrels .tsv (blank: its judgments)", id="eval-qrels")
-            yield Input(placeholder="filter: FIELD=VALUE …", id="eval-filter")
+            yield TextBox(placeholder="retrieval: an existing index (alone: its judgments)", id="eval-index")
+            yield TextBox(placeholder="its queries.jsonl (blank: its judgments)", id="eval-queries")
+            yield TextBox(placeholder="its qrels .tsv (blank: its judgments)", id="eval-qrels")
+            yield TextBox(placeholder="filter: FIELD=VALUE …", id="eval-filter")
         yield Static("", id="eval-status")
-        yield DataTable(id="eval-table", zebra_stripes=True)
+        yield Table(id="eval-table", zebra_stripes=True)
         yield PlotextPlot(id="eval-chart")
 
     def set_model(self, model: str) -> None:

@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 from textual_plotext import PlotextPlot
+from .widgets import Table
 
 
 class RunsPane(Vertical):
@@ -27,7 +28,7 @@ class RunsPane(Vertical):
         self.selected: dict | None = None
 
     def compose(self) -> ComposeResult:
-        yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        yield Table(id="runs-table", cursor_type="row", zebra_stripes=True)
         with Horizontal(classes="row"):
             yield Button("Index with this model", id="run-index", disabled=True)
             yield Button("Evaluate this model", id="run-eval", disabled=True)

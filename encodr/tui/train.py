@@ -20,6 +20,7 @@ from textual_plotext import PlotextPlot
 from ..core.fields import default
 from ..core.requests import TuneRequest
 from ..errors import EncodrError
+from .widgets import TextBox
 
 HIDDEN_FIELDS = ("name", "method", "description")
 
@@ -75,26 +76,26 @@ class TrainPane(Vertical):
                 yield Label("base model (alias or Hugging Face cache) — or a folder / hub id below")
                 base = default(TuneRequest, "model")[0]  # the declared default base model, when it is installed
                 yield Select(models, value=base, id="train-model") if any(v == base for _, v in models) else Select(models, id="train-model")
-                yield Input(placeholder="model folder or hub id (overrides the list)", id="train-model-path")
+                yield TextBox(placeholder="model folder or hub id (overrides the list)", id="train-model-path")
                 yield Label("recipe — or a YAML file below")
                 yield Select(recipes, value=default(TuneRequest, "recipe"), id="train-recipe", allow_blank=False)
-                yield Input(placeholder="recipe YAML file (overrides the list)", id="train-recipe-file")
+                yield TextBox(placeholder="recipe YAML file (overrides the list)", id="train-recipe-file")
                 yield VerticalScroll(id="train-fields")
                 yield Label("data file (Enter on a file in the tree, or type a path; blank: the recipe's bundled data)")
-                yield Input(placeholder="text file", id="train-data")
+                yield TextBox(placeholder="text file", id="train-data")
                 yield DirectoryTree(".", id="train-tree")
                 yield Static("", id="train-preview")
                 yield Label("dev set (optional: keeps the best checkpoint)")
                 yield Select(devs, id="train-dev")
                 yield Label("bitext (optional: translation-pair files, space-separated, for recipes that learn from bitext)")
-                yield Input(placeholder="pairs.tsv", id="train-bitext")
+                yield TextBox(placeholder="pairs.tsv", id="train-bitext")
                 yield Label("output folder")
-                yield Input(placeholder="blank: encodr-runs/RECIPE-TIME, as encodr tune", id="train-out")
+                yield TextBox(placeholder="blank: encodr-runs/RECIPE-TIME, as encodr tune", id="train-out")
                 with Horizontal(classes="field-row"):
                     yield Button("Start", id="train-start", variant="success")
                     yield Button("Cancel", id="train-cancel", variant="error", disabled=True)
                 yield Label("judged recipe: the index whose judgments it learns from (blank: the data file, a BEIR folder)")
-                yield Input(placeholder="index folder or workspace name", id="train-index")
+                yield TextBox(placeholder="index folder or workspace name", id="train-index")
                 yield Checkbox("no dev fold (too few judged queries: train without selection)", id="train-no-dev")
             with Vertical(id="train-monitor"):
                 yield ProgressBar(id="train-bar", show_eta=False)
@@ -133,7 +134,7 @@ class TrainPane(Vertical):
             if key in HIDDEN_FIELDS:
                 continue
             text = "" if value is None else str(value)
-            field_input = Input(text, placeholder=text, name=key, classes="field-input", tooltip=notes.get(key) or None)
+            field_input = TextBox(text, placeholder=text, name=key, classes="field-input", tooltip=notes.get(key) or None)
             rows.append(Horizontal(Label(key, classes="field-name"), field_input,
                                    Static("", id=f"check-{key}", classes="field-check"), classes="field-row"))  # fmt: skip
         box.mount_all(rows)

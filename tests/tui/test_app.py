@@ -39,6 +39,35 @@ async def test_typing_a_query_fills_the_results_table(searcher):
         assert "4 texts" in str(app.query_one("#status").render())
 
 
+async def test_a_source_in_brackets_shows_as_it_is(tmp_path, tiny_model):
+    f = tmp_path / "[draft] notes.txt"  # "[draft]" reads as a Rich markup tag in a plain DataTable cell, and vanishes
+    f.write_text("\n".join(TEXTS))
+    build([str(f)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
+    app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.query_one("#query").value = "the cat"
+        await settle(app, pilot)
+        table = app.query_one("#results")
+        assert table.row_count == 4
+        shown = [table.render_line(y).text for y in range(1, table.row_count + 1)]
+        assert all("[draft] notes.txt:" in line for line in shown)
+
+
+async def test_typing_in_the_query_box_lays_out_nothing_and_a_long_query_scrolls():
+    app = EncodrApp()  # no index open: the box alone
+    async with app.run_test(size=(120, 40)) as pilot:
+        layouts = []
+        app.screen.screen_layout_refresh_signal.subscribe(app, layouts.append)
+        await pilot.click("#query")
+        await settle(app, pilot)
+        layouts.clear()
+        await pilot.press(*"stock markets fell sharply " * 4)
+        await settle(app, pilot)
+        box = app.query_one("#query")
+        assert layouts == []  # a plain Input lays the screen out at every keystroke
+        assert box.cursor_position == len(box.value) and box.scroll_x > 0  # the cursor, at the end of a text wider than the box, is in view
+
+
 async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, tiny_cross, tmp_path):
     from sentence_transformers import CrossEncoder
 
