@@ -642,8 +642,11 @@ def choose_backend(backend: str, device: str, has_bf16: Callable[[], bool] | Non
       quality within 0.5 of float32's on STS-B and SciFact nDCG@10 (``bench/cpu_precision.py``;
       docs/benchmarks/cpu_precision.md).
     - Else, where onnxruntime is installed (``has_onnx``, default :func:`onnx_available`):
-      ``onnx`` (float32), faster than ``torch-bf16`` on a CPU with AVX512-BF16 but no AMX and
-      than ``torch`` everywhere measured; its export is checked against the torch vectors,
+      ``onnx`` (float32). On a CPU with AVX512-BF16 but no AMX a whole ``encodr index`` of 5,000
+      texts ends sooner with it than with ``torch-bf16`` (no torch to import and load), and a query
+      encodes faster, though ``torch-bf16`` encodes a long corpus faster there
+      (``bench/backend_choice.py``); on every CPU without AMX measured it is faster than ``torch``
+      (with AMX it is slower than both torch backends). Its export is checked against the torch vectors,
       cosine ≥ :data:`~encodr.models.onnx.AGREEMENT`, and refused otherwise
       (:func:`~encodr.models.onnx.export`), when a build falls back to ``torch``.
     - Else ``torch-bf16`` on a CPU with native bfloat16 products (``has_bf16``, default
