@@ -231,9 +231,9 @@ class EncodrApp(App):
             with TabPane("Runs", id="runs-tab"):
                 yield RunsPane()
             with TabPane("Judgments", id="judgments"):
-                yield Static("", id="judgments-counts", classes="pane-title")
+                yield Static("", id="judgments-counts", classes="pane-title", markup=False)
                 yield Table(id="judgments-table", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="status")
+        yield Static("", id="status", markup=False)  # plain text: a model or file name may hold brackets
         yield Footer()
 
     def on_mount(self) -> None:

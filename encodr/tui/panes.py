@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual import on, work
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -95,7 +96,7 @@ class IndexPane(Vertical):
                 given.update(sync=True, add=False, overwrite=False)
             request = dispatch.prepare(IndexRequest, given, "tui")
         except EncodrError as exc:
-            self.query_one("#index-result", Static).update(f"[red]error:[/] {exc}")
+            self.query_one("#index-result", Static).update(f"[red]error:[/] {escape(str(exc))}")
             return
         self.query_one("#index-build", Button).disabled = True
         self.query_one("#index-result", Static).update(f"{'syncing' if request.sync else 'indexing'} → {request.target()} …")
@@ -116,7 +117,7 @@ class IndexPane(Vertical):
     def finished(self, result, message: str | None) -> None:
         self.query_one("#index-build", Button).disabled = False
         if result is None:
-            self.query_one("#index-result", Static).update(f"[red]{message}[/]")
+            self.query_one("#index-result", Static).update(f"[red]{escape(str(message))}[/]")
             return
         self.meta, self.built = result.record, Path(result.record["path"])
         (table,) = result.tables()
@@ -187,7 +188,7 @@ class EvalPane(Vertical):
         try:
             request = dispatch.prepare(EvalRequest, values(self, EvalRequest), "tui")  # the CLI's checks, before any model loads
         except EncodrError as exc:
-            self.query_one("#eval-status", Static).update(f"[red]error:[/] {exc}")
+            self.query_one("#eval-status", Static).update(f"[red]error:[/] {escape(str(exc))}")
             return
         self.query_one("#eval-run", Button).disabled = True
         self.query_one("#eval-status", Static).update(f"evaluating {' and '.join(filter(None, [request.model, request.compare]))} on {request.suite} …")
@@ -205,7 +206,7 @@ class EvalPane(Vertical):
     def finished(self, result, message: str | None) -> None:
         self.query_one("#eval-run", Button).disabled = False
         if result is None:
-            self.query_one("#eval-status", Static).update(f"[red]{message}[/]")
+            self.query_one("#eval-status", Static).update(f"[red]{escape(str(message))}[/]")
             return
         self.query_one("#eval-status", Static).update("done")
         table = self.query_one("#eval-table", DataTable)

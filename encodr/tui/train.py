@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from textual import on, work
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Checkbox, DirectoryTree, Input, Label, ProgressBar, Select, Static
@@ -178,7 +179,7 @@ class TrainPane(Vertical):
         try:
             count, first = dispatch.preview(path)
         except EncodrError as exc:
-            box.update(f"[red]{exc}[/]")
+            box.update(f"[red]{escape(str(exc))}[/]")
             return
         head = " · ".join(s[:40] for s in first)
         box.update(f"{count:,} distinct strings\n{head}")
@@ -213,7 +214,7 @@ class TrainPane(Vertical):
         try:
             recipe, request = self.request()
         except EncodrError as exc:
-            self.query_one("#train-result", Static).update(f"[red]error:[/] {exc}")
+            self.query_one("#train-result", Static).update(f"[red]error:[/] {escape(str(exc))}")
             return
         self.cancel.clear()
         self.steps, self.losses, self.dev, self.phases = [], [], [], {}
@@ -247,7 +248,7 @@ class TrainPane(Vertical):
         self.app.call_from_thread(self.show_event, event)
 
     def warn(self, message: str) -> None:
-        self.app.call_from_thread(self.query_one("#train-result", Static).update, f"[yellow]{message}[/]")
+        self.app.call_from_thread(self.query_one("#train-result", Static).update, f"[yellow]{escape(str(message))}[/]")
 
     def show_event(self, event) -> None:
         label = f"{event.task}: {event.completed}/{event.total or '?'}"
@@ -284,7 +285,7 @@ class TrainPane(Vertical):
         self.query_one("#train-start", Button).disabled = False
         self.query_one("#train-cancel", Button).disabled = True
         if summary is None:
-            self.query_one("#train-result", Static).update(f"[red]{message}[/]")
+            self.query_one("#train-result", Static).update(f"[red]{escape(str(message))}[/]")
             self.query_one("#train-stats", Static).update("stopped")
             return
         (table,) = summary.tables()

@@ -97,6 +97,19 @@ async def test_train_pane_checks_fields_inline_as_the_cli_does(tiny_model):
         assert "InfoNCE temperature" in str(temperature.tooltip) and "Allowed: a number in (0, 10]" in str(temperature.tooltip)
 
 
+async def test_an_error_naming_a_path_in_brackets_shows_the_path(tmp_path):
+    missing = tmp_path / "[draft].txt"  # read as Rich markup, "[draft]" would vanish from the message
+    app = EncodrApp()
+    async with app.run_test(size=(180, 60)) as pilot:
+        await pilot.press("f6")
+        app.query_one("#index-files").value = str(missing)
+        app.query_one("#index-out").value = str(tmp_path / "idx")
+        await pilot.click("#index-build")
+        await settle(app, pilot)
+        result = str(app.query_one("#index-result").render())
+        assert "error" in result and "[draft].txt" in result
+
+
 async def test_index_pane_builds_then_opens_search(tiny_model, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("the cat sat\nstock markets fell\nit rained in london\n")
