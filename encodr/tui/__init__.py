@@ -10,6 +10,6 @@ import os
 # screen is still. Set before Textual is first imported; a user's own TEXTUAL_FPS wins.
 os.environ.setdefault("TEXTUAL_FPS", "120")
 
-from .app import EncodrApp, clip, score_bar
+from .app import EncodrApp, clip, score_bar  # noqa: E402 (after TEXTUAL_FPS is set)
 
 __all__ = ["EncodrApp", "clip", "score_bar"]
