@@ -9,11 +9,10 @@ Enter searches at once · 0 / 1 / 2 judge the selected hit · Ctrl+Q quits. Resu
 
 from __future__ import annotations
 
-import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from textual import on, work
-from textual.worker import get_current_worker
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -192,6 +191,7 @@ class EncodrApp(App):
         self.searches = 0  # result sets shown
         self.hits: list = []  # the hits shown, by row
         self.query_lang: str | None = None  # their query's language (its stems are highlighted)
+        self.search_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-search")  # every search runs here (run_search)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -290,6 +290,10 @@ class EncodrApp(App):
         self.open_index(Path(str(event.row_key.value)))
         self.action_show_tab("search")
 
+    def on_unmount(self) -> None:
+        """The search thread ends with the app (a search still running finishes first, unanswered)."""
+        self.search_thread.shutdown(wait=False, cancel_futures=True)
+
     @work(thread=True, exclusive=True, group="open")
     def open_index(self, path: Path) -> None:
         from ..core import dispatch
@@ -298,7 +302,7 @@ class EncodrApp(App):
         self.call_from_thread(self.set_status, f"opening {path} …")
         try:
             searcher = dispatch.open_searcher(SearchRequest(index=str(path)))
-            searcher.warm()  # the first query typed does not pay for the first forward pass and the first reads
+            self.search_thread.submit(searcher.warm).result()  # on the search thread: the first query typed does not pay for the first forward pass, the first reads or that thread's set-up
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
@@ -372,21 +376,35 @@ class EncodrApp(App):
                                                    "hit_lang": self.hit_langs(), "filter": given or None}, "tui")  # fmt: skip
         return request.options()
 
-    @work(thread=True, exclusive=True, group="search")
-    def run_search(self, query: str, delay: float) -> None:
-        """Debounced search: a newer keystroke cancels this worker before it searches."""
-        worker = get_current_worker()
+    @work(exclusive=True, group="search")
+    async def run_search(self, query: str, delay: float) -> None:
+        """Debounced search: a newer keystroke cancels this worker while it waits, or before its
+        hits are shown. The search itself runs on the app's one search thread
+        (:attr:`search_thread`), kept for the app's life rather than a new thread per query,
+        whose first forward pass sets up its thread pools again (about a millisecond a query)."""
+        import asyncio
+
         if delay:
-            time.sleep(delay)
-        if worker.is_cancelled or self.searcher is None or not query.strip():
+            await asyncio.sleep(delay)
+        searcher, reranker = self.searcher, self.reranker
+        if searcher is None or not query.strip():
             return
         try:
-            hits = self.searcher.search([query], self.options(query), self.reranker)[0]
+            options = self.options(query)
         except EncodrError as exc:
-            self.call_from_thread(self.set_status, f"error: {exc}")
+            self.set_status(f"error: {exc}")
             return
-        if not worker.is_cancelled:
-            self.call_from_thread(self.show_hits, query, hits, self.searcher.last_langs[0])
+
+        def search():
+            hits = searcher.search([query], options, reranker)[0]
+            return hits, searcher.last_langs[0]
+
+        try:
+            hits, lang = await asyncio.get_running_loop().run_in_executor(self.search_thread, search)
+        except EncodrError as exc:
+            self.set_status(f"error: {exc}")
+            return
+        self.show_hits(query, hits, lang)
 
     def show_hits(self, query: str, hits, lang: str | None = None) -> None:
         if query != self.query_one("#query", Input).value:
