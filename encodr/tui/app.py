@@ -302,7 +302,11 @@ class EncodrApp(App):
         self.call_from_thread(self.set_status, f"opening {path} …")
         try:
             searcher = dispatch.open_searcher(SearchRequest(index=str(path)))
-            self.search_thread.submit(searcher.warm).result()  # on the search thread: the first query typed does not pay for the first forward pass, the first reads or that thread's set-up
+            try:
+                warming = self.search_thread.submit(searcher.warm)  # on the search thread: the first query typed does not pay for the first forward pass, the first reads or that thread's set-up
+            except RuntimeError:  # the app closed while the index opened (its search thread is shut down)
+                return
+            warming.result()
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
@@ -380,8 +384,9 @@ class EncodrApp(App):
     async def run_search(self, query: str, delay: float) -> None:
         """Debounced search: a newer keystroke cancels this worker while it waits, or before its
         hits are shown. The search itself runs on the app's one search thread
-        (:attr:`search_thread`), kept for the app's life rather than a new thread per query,
-        whose first forward pass sets up its thread pools again (about a millisecond a query)."""
+        (:attr:`search_thread`, kept for the app's life, where the index was warmed), and its hits
+        are shown from here, on the app's loop: a thread worker would hand them back through
+        ``call_from_thread``, a round trip through the loop that the query waits on."""
         import asyncio
 
         if delay:

@@ -68,6 +68,26 @@ async def test_typing_in_the_query_box_lays_out_nothing_and_a_long_query_scrolls
         assert box.cursor_position == len(box.value) and box.scroll_x > 0  # the cursor, at the end of a text wider than the box, is in view
 
 
+async def test_searches_run_off_the_event_loop_on_one_thread(searcher):
+    import threading
+
+    threads = []
+    search = searcher.search
+
+    def recorded(*args, **kwargs):
+        threads.append(threading.current_thread())
+        return search(*args, **kwargs)
+
+    searcher.search = recorded
+    app = EncodrApp(searcher=searcher, debounce=0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for query in ("stock markets", "the cat", "rain in london"):
+            app.query_one("#query").value = query
+            await settle(app, pilot)
+            assert str(app.query_one("#results").get_row_at(0)[5]) in TEXTS
+    assert len(threads) == 3 and len(set(threads)) == 1 and threads[0] is not threading.main_thread()  # the search thread, where the index was warmed
+
+
 async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, tiny_cross, tmp_path):
     from sentence_transformers import CrossEncoder
 
