@@ -37,13 +37,11 @@ CONFIGS = ("torch fp32", "torch bf16 autocast", "torch bf16 weights", "onnx fp32
 
 
 def cpu_flags() -> list[str]:
-    """The CPU flags that matter for bf16 and int8 (from /proc/cpuinfo; empty elsewhere)."""
-    try:
-        line = next(x for x in Path("/proc/cpuinfo").read_text().splitlines() if x.startswith("flags"))
-    except (OSError, StopIteration):
-        return []
+    """The CPU flags that matter for bf16 and int8, of those :func:`encodr.models.encoder.cpu_flags` reads (empty elsewhere than Linux)."""
+    from encodr.models.encoder import cpu_flags as flags
+
     wanted = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8")
-    return [f for f in line.split(":", 1)[1].split() if f in wanted]
+    return [f for f in flags() if f in wanted]
 
 
 def encoders(model: str) -> dict:

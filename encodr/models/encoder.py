@@ -609,7 +609,7 @@ BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # Linux CPU flags of native bfloat16 m
 AMX_FLAGS = ("amx_bf16",)  # … and of the tile unit (AMX), where bfloat16 beats onnxruntime's float32
 
 
-def _cpu_flags(cpuinfo: str | Path) -> list[str]:
+def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> list[str]:
     """The ``flags`` of Linux's ``/proc/cpuinfo`` at ``cpuinfo`` ([] where it cannot be read: another OS)."""
     try:
         text = Path(cpuinfo).read_text(errors="replace")
@@ -623,12 +623,12 @@ def cpu_has_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
     the ``flags`` of ``cpuinfo`` (Linux's ``/proc/cpuinfo``). False where it cannot be read
     (another OS): without these instructions oneDNN emulates bfloat16 and ``torch-bf16`` is
     several times slower than float32 (docs/benchmarks/cpu_precision.md)."""
-    return any(flag in _cpu_flags(cpuinfo) for flag in BF16_FLAGS)
+    return any(flag in cpu_flags(cpuinfo) for flag in BF16_FLAGS)
 
 
 def cpu_has_amx(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
     """Whether this CPU has AMX's bfloat16 tiles (:data:`AMX_FLAGS` among ``cpuinfo``'s flags)."""
-    return any(flag in _cpu_flags(cpuinfo) for flag in AMX_FLAGS)
+    return any(flag in cpu_flags(cpuinfo) for flag in AMX_FLAGS)
 
 
 def choose_backend(backend: str, device: str, has_bf16: Callable[[], bool] | None = None, has_onnx: Callable[[], bool] | None = None,
