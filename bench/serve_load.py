@@ -12,8 +12,11 @@ at a time, on all the cores) and one with ``--no-batching`` (the figure without 
 The clients are asyncio tasks in this process (one kept-alive connection each, a minimal
 HTTP/1.1 client on asyncio streams), so the load generator costs little CPU; it still shares
 the machine's cores with the server, as offline encoding does not — the comparison is
-conservative. The offline anchor encodes 1,024 texts sorted by length (as ``Encoder.encode``
-does), so its batches carry less padding than a server's batch of whichever texts arrived.
+conservative. The offline anchor encodes the queries (every 7th indexed sentence, at most
+1,024: 715 by default) sorted by length, as ``Encoder.encode`` does. Beside it, where the
+time goes: the same texts offline 16 at a time in arrival order (a server cannot sort across
+more texts than it holds), offline in the server's own schedule (its workers' passes at once,
+no HTTP), and the cost of a forward pass that holds almost nothing (paid by every pass).
 
     python bench/serve_load.py                      # 60 s per scenario, minilm, 5,000 Wikipedia sentences indexed
     python bench/serve_load.py --seconds 5 --clients 1 4   # a quick look
@@ -46,28 +49,59 @@ def sentences(n: int) -> list[str]:
     return lines[:n]
 
 
-def offline(model: str, texts: list[str], sizes: list[int], repeats: int = 2, arrival: int = 16, backend: str = "torch") -> tuple[dict, float]:
-    """texts/s of Encoder.encode at each batch size: the best of ``repeats`` passes over ``texts``
-    (after one warm-up pass), so the anchor is offline encoding at its fastest; and, the best of
-    ``repeats`` too, texts/s when ``texts`` are encoded ``arrival`` at a time in their order, as a
-    server holding one text from each of ``arrival`` clients must: its batches cannot be sorted
-    by length across more texts than it holds, so they carry the padding sorted ones avoid."""
+def offline(model: str, texts: list[str], sizes: list[int], repeats: int = 2, arrival: int = 16, backend: str = "torch") -> dict:
+    """Offline ``Encoder.encode`` of ``texts``, each figure the best of ``repeats`` passes (after
+    one warm-up pass):
+
+    - ``speeds``: texts/s at each batch size in ``sizes`` (sorted by length, as ``encode`` does):
+      the anchor is offline encoding at its fastest;
+    - ``in_order``: texts/s when they are encoded ``arrival`` at a time in their order, as a
+      server holding one text from each of ``arrival`` clients must (its batches cannot be
+      sorted by length across more texts than it holds);
+    - ``schedule``: texts/s of the server's own schedule without HTTP: its batcher's workers
+      (``default_workers``) on threads at once, each encoding its share of the ``arrival`` texts
+      at a time in their order on its share of the cores;
+    - ``pass_ms``: one forward pass of two one-word texts, the cost every pass pays whatever
+      it holds (the layers' weights read, Python's calls).
+    """
+    import threading
+
     from encodr.models import load_encoder
+    from encodr.serve.batcher import _cores, default_workers
 
     encoder = load_encoder(model, device="cpu", backend=backend)
     encoder.encode(texts[:256])
-    out = {size: 0.0 for size in sizes}
-    in_order = 0.0
+    workers = default_workers(encoder)
+    share = max(1, arrival // workers)
+    chunks = [texts[start : start + share] for start in range(0, len(texts), share)]
+
+    def worker(mine: list[list[str]]) -> None:
+        encoder.use_threads(max(1, _cores() // workers))
+        for chunk in mine:
+            encoder.encode(chunk)
+
+    out = {"speeds": {size: 0.0 for size in sizes}, "in_order": 0.0, "schedule": 0.0, "workers": workers, "pass_ms": float("inf")}
     for _ in range(repeats):
         for size in sizes:
             started = time.perf_counter()
             encoder.encode(texts, batch_size=size)
-            out[size] = max(out[size], len(texts) / (time.perf_counter() - started))
+            out["speeds"][size] = max(out["speeds"][size], len(texts) / (time.perf_counter() - started))
         started = time.perf_counter()
         for start in range(0, len(texts), arrival):
             encoder.encode(texts[start : start + arrival])
-        in_order = max(in_order, len(texts) / (time.perf_counter() - started))
-    return out, in_order
+        out["in_order"] = max(out["in_order"], len(texts) / (time.perf_counter() - started))
+        threads = [threading.Thread(target=worker, args=(chunks[i::workers],)) for i in range(workers)]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        out["schedule"] = max(out["schedule"], len(texts) / (time.perf_counter() - started))
+        for _ in range(10):
+            started = time.perf_counter()
+            encoder.encode(["word", "another"])
+            out["pass_ms"] = min(out["pass_ms"], (time.perf_counter() - started) * 1000)
+    return out
 
 
 class Server:
@@ -179,11 +213,15 @@ def main() -> None:
     texts = sentences(args.corpus)
     queries = texts[::7][:2000]
     rows = []
-    speeds, in_order = offline(args.model, queries[:1024], [16, 32, 64, 128], arrival=max(args.clients), backend=args.backend)
+    anchor = offline(args.model, queries[:1024], [16, 32, 64, 128], arrival=max(args.clients), backend=args.backend)
+    speeds, in_order, schedule = anchor["speeds"], anchor["in_order"], anchor["schedule"]
     best = max(speeds, key=speeds.get)
     for size, rate in speeds.items():
         rows.append({"setup": f"offline Encoder.encode, batch {size}", "clients": "", "texts_per_s": rate})
     rows.append({"setup": f"offline, {max(args.clients)} texts at a time in arrival order", "clients": "", "texts_per_s": in_order})
+    share = max(1, max(args.clients) // anchor["workers"])
+    rows.append({"setup": f"offline, the server's schedule ({anchor['workers']} threads, each {share} at a time in arrival order)", "clients": "",
+                 "texts_per_s": schedule, "texts_per_pass": share})  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "wiki.txt"
         corpus.write_text("\n".join(texts) + "\n")
@@ -216,12 +254,14 @@ def main() -> None:
                 ["setup", "clients", "requests_per_s", "texts_per_s", "texts_per_pass", "p50_ms", "p99_ms", "errors"])  # fmt: skip
     print(f"{max(args.clients)} single-text clients: {single16['texts_per_s']:.1f} texts/s = {ratio:.2f}× offline at batch {best} "
           f"({speeds[best]:.1f} texts/s), {single16['texts_per_s'] / in_order:.2f}× offline {max(args.clients)} at a time in arrival order "
-          f"({in_order:.1f} texts/s); one pass at a time (--workers 1) {one_worker['texts_per_s']:.1f} texts/s = "
+          f"({in_order:.1f} texts/s), {single16['texts_per_s'] / schedule:.2f}× the server's schedule offline ({schedule:.1f} texts/s); "
+          f"a pass of two one-word texts {anchor['pass_ms']:.1f} ms; one pass at a time (--workers 1) {one_worker['texts_per_s']:.1f} texts/s = "
           f"{one_worker['texts_per_s'] / speeds[best]:.2f}×; without batching {unbatched['texts_per_s']:.1f} texts/s = {unbatched['texts_per_s'] / speeds[best]:.2f}×")
     from cpu_precision import cpu_flags
 
     write_json(args.out, {"machine": machine(), "cpu_flags": cpu_flags(), "model": args.model, "backend": args.backend, "seconds": args.seconds, "rows": rows, "offline_best_batch": best,
                           "ratio_16_single_to_offline": ratio, "ratio_16_single_to_arrival_order": single16["texts_per_s"] / in_order,
+                          "ratio_16_single_to_schedule": single16["texts_per_s"] / schedule, "pass_ms": anchor["pass_ms"],
                           "ratio_one_worker": one_worker["texts_per_s"] / speeds[best], "ratio_unbatched": unbatched["texts_per_s"] / speeds[best]})  # fmt: skip
 
 

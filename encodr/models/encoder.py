@@ -20,6 +20,8 @@ from ..errors import EncodrError, one_of
 from .aliases import DEFAULT_MODEL  # noqa: F401  (re-exported)
 from .device import pick_device  # noqa: F401  (re-exported: models.cross and models.loading import it from here)
 from .resolution import ModelRef, resolve  # noqa: F401  (re-exported)
+from .varlen import KWARG as VARLEN
+from .varlen import Unpadding, undo_varlen, use_varlen
 
 BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 AUTO_BACKEND = "auto"  # encodr index's default: torch-bf16 on an AMX CPU, else onnx, else torch-bf16 or torch (choose_backend)
@@ -87,8 +89,7 @@ def is_static(st) -> bool:
     return len(st) > 0 and isinstance(st[0], StaticEmbedding)
 
 
-PACK_GAIN = 0.8  # pack a batch when that costs at most this fraction of padding it (:meth:`TorchForward._packable`)
-PACK_TOKENS = 1024  # real tokens a packed batch holds at most (its attention costs tokens²)
+PACK_GAIN = 0.97  # pack a batch when that costs at most this fraction of padding it (:meth:`TorchForward._packable`)
 
 
 class TorchForward:
@@ -100,16 +101,17 @@ class TorchForward:
     tokenizer's other outputs, B lists each) gives float32 (B, d) unit vectors; ``prompted``
     encodes B raw texts with the model's default prompt put before each.
 
-    Packing. A batch whose texts differ much in length (a server's batch of whatever texts
-    arrived, not a length-sorted one) runs padding-free when the estimated cost says so
+    Packing. A batch whose texts differ in length (a server's batch of whatever texts arrived,
+    or a length-sorted one with some spread) runs padding-free when the estimated cost says so
     (:meth:`_packable`): its texts are laid end to end in one row, each with its own positions
-    from 0, and a block-diagonal attention mask keeps each text to its own tokens, so the
-    transformer's linear layers see no padding. Only for BERT models with plain mean or CLS
-    pooling (``model_type`` ``bert``; Transformer → Pooling → Normalize), on a CPU, and checked:
-    the first packed batch is run padded too, and packing stays off for this model unless the
-    two agree within 1e-4 (a model whose positions do not start at 0 would fail here). As the
-    padding-free inference of text-embeddings-inference, but for a CPU and sdpa attention,
-    where it has no varlen kernel.
+    from 0, so the transformer's linear layers see no padding, and attention runs per text
+    (:func:`.varlen.varlen_attention`: the row scattered into a padded batch for attention
+    alone). Only for BERT models on sdpa attention with plain mean or CLS pooling
+    (``model_type`` ``bert``; Transformer → Pooling → Normalize), on a CPU, and checked: the
+    first packed batch is run padded too, and packing stays off for this model (its attention
+    back on sdpa) unless the two agree within 1e-4 (a model whose positions do not start at 0
+    would fail here). As the padding-free inference of text-embeddings-inference, whose varlen
+    flash-attention kernels a CPU does not have.
     """
 
     def __init__(self, st, bf16: bool = False):
@@ -143,25 +145,29 @@ class TorchForward:
         if self._packing is not False and self._packable(lengths):
             if self._packing is None:  # the first time: the two ways must agree, in float32 (the layout is checked, not bf16's rounding)
                 self._packing = bool(np.abs(self._packed(features["input_ids"], exact=True) - self._padded(features, exact=True)).max() <= 1e-4)
+                if not self._packing:
+                    undo_varlen(self.st[0].auto_model)
             if self._packing:
                 return self._packed(features["input_ids"])
         return self._padded(features)
 
     def _packable(self, lengths: list[int]) -> bool:
         """Whether packing these B texts pays: its estimated FLOPs per layer — linear layers
-        24·h² per token, attention 4·h per pair of tokens that attend to each other, where the
-        packed mask still computes every pair of the row — are at most :data:`PACK_GAIN` of the
-        padded batch's, with at most :data:`PACK_TOKENS` tokens, on a CPU (where padding costs
-        and packing was measured)."""
+        24·h² per token, attention 4·h per pair of tokens that attend to each other, B·L² pairs
+        both ways (L the longest text) — are at most :data:`PACK_GAIN` of the padded batch's, on
+        a CPU (where padding costs and packing was measured). The first time, it also finds the
+        model's pooling and switches its attention to :func:`.varlen.varlen_attention`; a model
+        where either fails never packs."""
         real, longest, n = sum(lengths), max(lengths), len(lengths)
-        if n < 2 or real > PACK_TOKENS or self.st.device.type != "cpu":
+        if n < 2 or self.st.device.type != "cpu":
             return False
         h = 6 * self.st.get_embedding_dimension()  # 24·h² / (4·h) = 6·h: the linear cost of a token in units of one attended pair
-        if h * real + real * real > PACK_GAIN * (h * n * longest + n * longest * longest):
+        attention = n * longest * longest
+        if h * real + attention > PACK_GAIN * (h * n * longest + attention):
             return False
         if self._packing is None and self._mode is None:
             self._mode = self._pooling()
-            if self._mode is None:
+            if self._mode is None or not use_varlen(self.st[0].auto_model):
                 self._packing = False
         return self._packing is not False
 
@@ -193,8 +199,8 @@ class TorchForward:
         return vectors.cpu().numpy().reshape(len(features["input_ids"]), -1)
 
     def _packed(self, ids: list[list[int]], exact: bool = False) -> np.ndarray:
-        """float32 (B, d) unit vectors of B token lists laid end to end in one row (``exact``:
-        in float32 whatever the backend)."""
+        """float32 (B, d) unit vectors of B token lists laid end to end in one row, attention per
+        text (``exact``: in float32 whatever the backend)."""
         import torch
 
         device = self.st.device
@@ -202,11 +208,10 @@ class TorchForward:
         flat = torch.tensor([[t for x in ids for t in x]], device=device)
         segment = torch.repeat_interleave(torch.arange(len(ids)), lengths).to(device)
         positions = torch.cat([torch.arange(n) for n in lengths.tolist()])[None].to(device)
-        mask = (segment[:, None] == segment[None, :])[None, None]  # (1, 1, T, T): each token sees its own text only
         model = self.st[0].auto_model
         self.st.eval()
         with torch.inference_mode(), self._autocast(exact):
-            hidden = model(input_ids=flat, attention_mask=mask, position_ids=positions, token_type_ids=torch.zeros_like(flat)).last_hidden_state[0].float()
+            hidden = model(input_ids=flat, position_ids=positions, token_type_ids=torch.zeros_like(flat), **{VARLEN: Unpadding.of(lengths, device)}).last_hidden_state[0].float()
             if self._mode == "cls":
                 starts = torch.cumsum(lengths, 0) - lengths
                 vectors = hidden[starts.to(device)]

@@ -178,6 +178,7 @@ def test_a_packed_batch_that_disagrees_with_the_padded_one_turns_packing_off(tin
     monkeypatch.setattr(type(enc.forward), "_packed", lambda self, ids, exact=False: -self._padded({"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}))
     got = enc.encode(TEXTS_OF_MANY_LENGTHS)
     assert enc.forward._packing is False and abs(got - expected.encode(TEXTS_OF_MANY_LENGTHS)).max() < 1e-6  # the padded vectors were returned
+    assert enc.st[0].auto_model.config._attn_implementation == "sdpa"  # and the model's attention is sdpa again
 
 
 def test_the_bf16_backend_runs_in_bfloat16_and_gives_float32_unit_vectors_near_the_float32_ones(tiny_model):
