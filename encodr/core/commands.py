@@ -64,15 +64,14 @@ def open_searcher(request: SearchRequest):
 
 def preload_languages(meta: dict, lang: str | None, mode: str) -> None:
     """Start loading the language detectors a search of the index ``meta`` describes will run
-    (:func:`encodr.data.language.preload`): among the index's languages where it has several and
-    no default, and the search uses the language (:meth:`~encodr.index.Searcher.query_languages`:
-    not with ``lang`` given, nor in a dense search of an index without PCR), and among all for the
-    English-only model's hint (:func:`language_hints`)."""
-    from ..data.language import UNDETERMINED, preload
+    (:func:`encodr.data.language.preload`): among the index's languages where the search detects
+    among several (:func:`~encodr.index.search.detected_among`; never with ``lang`` given), and
+    among all for the English-only model's hint (:func:`language_hints`)."""
+    from ..data.language import preload
+    from ..index.search import detected_among
 
-    languages = [c for c in meta.get("languages") or [] if c != UNDETERMINED]
-    uses = mode != "dense" or bool(meta.get("pcr"))
-    if len(languages) > 1 and not meta.get("default_lang") and lang is None and uses:
+    languages = detected_among(meta, mode) if lang is None else []
+    if len(languages) > 1:
         preload(languages)
     if hint_applies(meta):
         preload(None)

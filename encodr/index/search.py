@@ -148,6 +148,19 @@ def tuned_search(index: IndexReader) -> dict:
     return dict(record.get("search") or {}) if isinstance(record, dict) else {}
 
 
+def detected_among(meta: dict, mode: str) -> list[str]:
+    """The languages a query is detected among, in a search of ``mode`` without ``lang`` of the
+    index whose ``index.json`` is ``meta``: the index's languages (``und`` left out), or none
+    where nothing is detected — an index built with a default language (``--lang``), one whose
+    texts have no determined language, and a ``dense`` search of an index without PCR, where
+    nothing the search does depends on the language. (With one language, that one: detection
+    among one returns it without a detector.)"""
+    languages = [c for c in meta.get("languages") or [] if c != UNDETERMINED]
+    if meta.get("default_lang") or (mode == DENSE and not meta.get("pcr")):
+        return []
+    return languages
+
+
 class Searcher:
     """An opened index plus the model it was built with.
 
@@ -247,12 +260,9 @@ class Searcher:
         if lang is not None:
             check_languages(index, SearchOptions(lang=lang, mode=mode))
             return [lang] * len(queries)
-        default = index.meta.get("default_lang")
-        languages = [c for c in index.meta.get("languages", []) if c != UNDETERMINED]
-        if default or not languages:
-            return [default or UNDETERMINED] * len(queries)
-        if mode == DENSE and not index.components:  # nothing a dense search without PCR does depends on it: not detected
-            return [UNDETERMINED] * len(queries)
+        languages = detected_among(index.meta, mode)
+        if not languages:
+            return [index.meta.get("default_lang") or UNDETERMINED] * len(queries)
         return detect_languages(queries, languages)
 
     def warm(self) -> None:
