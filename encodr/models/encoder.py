@@ -132,6 +132,13 @@ class TorchForward:
         """The device the pass runs on (``cpu``, ``cuda:0``…)."""
         return str(self.st.device)
 
+    def _ready(self):
+        """The model's device, the model put in eval mode first where it is in training mode
+        (``eval()`` walks every submodule: not on every pass)."""
+        if self.st.training:
+            self.st.eval()
+        return self.st.device
+
     def _autocast(self, exact: bool = False):
         """bfloat16 autocast for ``torch-bf16`` (a no-op for ``torch``, or with ``exact``)."""
         import torch
@@ -192,9 +199,9 @@ class TorchForward:
         import torch
 
         padded = self.st.tokenizer.pad(features, return_tensors="pt")
-        self.st.eval()
+        device = self._ready()
         with torch.inference_mode(), self._autocast(exact):
-            vectors = self.st({name: tensor.to(self.st.device) for name, tensor in padded.items()})["sentence_embedding"]
+            vectors = self.st({name: tensor.to(device) for name, tensor in padded.items()})["sentence_embedding"]
             vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
         return vectors.cpu().numpy().reshape(len(features["input_ids"]), -1)
 
@@ -203,13 +210,12 @@ class TorchForward:
         text (``exact``: in float32 whatever the backend)."""
         import torch
 
-        device = self.st.device
+        device = self._ready()
         lengths = torch.tensor([len(x) for x in ids])
         flat = torch.tensor([[t for x in ids for t in x]], device=device)
         segment = torch.repeat_interleave(torch.arange(len(ids)), lengths).to(device)
         positions = torch.cat([torch.arange(n) for n in lengths.tolist()])[None].to(device)
         model = self.st[0].auto_model
-        self.st.eval()
         with torch.inference_mode(), self._autocast(exact):
             hidden = model(input_ids=flat, position_ids=positions, token_type_ids=torch.zeros_like(flat), **{VARLEN: Unpadding.of(lengths, device)}).last_hidden_state[0].float()
             if self._mode == "cls":
@@ -253,9 +259,9 @@ class StaticForward(TorchForward):
 
         ids = features["input_ids"]
         lengths = [len(x) for x in ids]
-        flat = torch.tensor([t for x in ids for t in x], dtype=torch.long, device=self.st.device)
-        offsets = torch.tensor(np.cumsum([0] + lengths[:-1]), dtype=torch.long, device=self.st.device)
-        self.st.eval()
+        device = self._ready()
+        flat = torch.tensor([t for x in ids for t in x], dtype=torch.long, device=device)
+        offsets = torch.tensor(np.cumsum([0] + lengths[:-1]), dtype=torch.long, device=device)
         with torch.inference_mode():
             vectors = self.st({"input_ids": flat, "offsets": offsets})["sentence_embedding"]
             vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)

@@ -265,3 +265,11 @@ def test_a_model_without_a_window_takes_its_positions(tiny_model):
     encoder = load_encoder(str(tiny_model))
     encoder.st.max_seq_length = float("inf")
     assert encoder.max_length == 128 and encoder.encode(["a text"]).shape == (1, encoder.dimension)  # the tiny BERT's 128 positions
+
+
+def test_a_model_left_in_training_mode_still_encodes_in_eval_mode(tiny_model):
+    enc = load_encoder(str(tiny_model), pooling="mean")
+    expected = enc.encode(TEXTS_OF_MANY_LENGTHS, batch_size=2)
+    enc.st.train()  # dropout on: a pass in this mode would differ from pass to pass
+    assert abs(enc.encode(TEXTS_OF_MANY_LENGTHS, batch_size=2) - expected).max() < 1e-6
+    assert enc.st.training is False
