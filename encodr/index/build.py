@@ -249,7 +249,8 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
 def _load_auto(spec: IndexSpec, model: str | None, backend: str) -> Encoder:
     """``load_encoder(model, backend=backend)``; where ``auto`` chose ``onnx`` and the export is
     refused (its vectors differ from torch's, :func:`~encodr.models.onnx.export`), ``torch``
-    instead, with one warning line; for a static model, which no ONNX backend runs, ``torch`` quietly."""
+    instead, with one warning line; for a static model, which no ONNX backend runs, ``torch``
+    quietly (the model the refusal loaded, not loaded again)."""
     from ..models import load_encoder
     from ..models.onnx import NotExportable
 
@@ -258,7 +259,10 @@ def _load_auto(spec: IndexSpec, model: str | None, backend: str) -> Encoder:
     except EncodrError as exc:
         if spec.options.backend != AUTO_BACKEND or backend != "onnx":
             raise
-        if not isinstance(exc, NotExportable):  # a static model: torch is auto's choice for it, nothing to say
+        if isinstance(exc, NotExportable):  # a static model: torch is auto's choice for it, nothing to say
+            if exc.encoder is not None:
+                return exc.encoder
+        else:
             spec.warn(f"--backend auto: {exc}; encoding with torch")
         return load_encoder(model, backend="torch")
 

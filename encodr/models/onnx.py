@@ -198,7 +198,16 @@ def _check_onnxruntime(backend: str) -> None:
 
 
 class NotExportable(EncodrError):
-    """A model no ONNX backend runs (a static embedding model): ``auto`` takes torch for it without a word."""
+    """A model no ONNX backend runs (a static embedding model): ``auto`` takes torch for it without a word.
+
+    Attributes:
+        encoder: the model as loaded in torch on the CPU before the export was refused, for a
+            caller that takes torch instead (so it is not loaded twice); None where none was.
+    """
+
+    def __init__(self, message: str, encoder: Encoder | None = None):
+        super().__init__(message)
+        self.encoder = encoder
 
 
 def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None) -> Encoder:
@@ -213,7 +222,8 @@ def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None) -> Enco
     """
     _check_onnxruntime(backend)
     if encoder.static:
-        raise NotExportable(f"'{encoder.name}' is a static embedding model, which runs in torch (a table lookup, nothing for ONNX to speed up); use --backend torch or auto")
+        raise NotExportable(f"'{encoder.name}' is a static embedding model, which runs in torch (a table lookup, nothing for ONNX to speed up); "
+                            "use --backend torch or auto", encoder)  # fmt: skip
     path = export(encoder, backend)
     if key is not None:
         _remember(encoder, key)

@@ -47,6 +47,19 @@ def test_a_static_model_encodes_as_sentence_transformers_does(tiny_static):
     assert np.allclose(encoder.encode([TEXTS[0]]), encoder.encode(["the cat sat"]))
 
 
+def test_auto_on_an_onnx_cpu_loads_a_static_model_once(tiny_static, tmp_path, capsys, monkeypatch):
+    loading = importlib.import_module("encodr.models.loading")
+    loads = []
+    real = loading._sentence_transformer
+    monkeypatch.setattr(loading, "_sentence_transformer", lambda *a: loads.append(a) or real(*a))
+    monkeypatch.setattr(importlib.import_module("encodr.index.build"), "choose_backend", lambda backend, device: "onnx")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    code, out, err = run_cli(["index", str(corpus), "--model", str(tiny_static), "--out", str(tmp_path / "idx"), "--lang", "eng", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(out)["backend"] == "torch", err
+    assert len(loads) == 1  # the torch model the export refused is the one that encodes
+
+
 def test_a_static_model_indexes_searches_and_evaluates(tiny_static, tmp_path, capsys, monkeypatch):
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")
