@@ -84,6 +84,7 @@ class _Bars:
 
 
 SHORT = 24  # a column whose cells are all at most this wide is drawn whole (names, numbers, dates): never wrapped
+SNIPPET_LINES = 4  # a hit's snippet fills at most this many lines of its column
 MAIN = 60  # a table's main column (a hit's snippet) gets at least this many characters a line, or the others move under it
 
 
@@ -373,7 +374,7 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
     result = _answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local)
     width = out_console.width  # below 120 columns a hit's language, title and source go under its snippet (_layout): rank, score and borders take 20
-    result.snippet = 0 if values.get("full") else (width - 45 if width >= 120 else max(40, width - 20))
+    result.snippet = 0 if values.get("full") else SNIPPET_LINES * (width - 45 if width >= 120 else max(MAIN, width - 20))
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
     _show(result, as_json)

@@ -121,8 +121,11 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
         reranker = open_reranker(request)
     with timing.collect() as spent:
         langs, results = searcher.query(request.query, request.options(), reranker)
+        results = searcher.snippets(request.query, langs, results)
         with timing.phase("language"):
             hints = language_hints(request.query, searcher.index.meta)
+    if len(searcher.index) == 0:
+        hints = [*hints, empty_line(searcher.index.path)]
     split = searcher.index.meta.get("split_documents") and not request.passages
     n = searcher.index.meta.get("split_documents") or 0
     caption = (f"documents ranked by their best passage ({n:,} long document{' is' if n == 1 else 's are'} split into passages; "
@@ -131,6 +134,11 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption, hints=hints, timings=shown,
                         results=[QueryHits(query=q, lang=code, hits=hits)
                                  for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
+
+
+def empty_line(path) -> str:
+    """The one line every front end shows for a search of an index that holds no document."""
+    return f"index {short_path(str(path))} is empty (no documents); add some with: encodr index DOCS --out {short_path(str(path))} --add"
 
 
 HINT_WORDS, HINT_CONFIDENCE = 3, 0.8  # a query gets the language hint when it has this many words and the detector is this sure
@@ -253,11 +261,35 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
         return RecordResult(title=title, record=done, keys=["from", "to", "upgraded"])
     meta = index_with(request, None, progress, warn)
     _remember(meta["path"], warn)
-    for skipped in meta.get("skipped_files", []):
-        warn(f"skipped {skipped['path']}: {skipped['reason']}")
+    for line in skipped_lines(meta.get("skipped_files", [])):
+        warn(line)
     if meta.get("skipped_files"):
-        warn(f"{len(meta['skipped_files'])} file(s) skipped; the others are indexed")
+        warn(f"{len(meta['skipped_files'])} file(s) skipped (--json lists them); the others are indexed")
     return RecordResult(title=f"encodr index → {meta['path']}", record=meta, keys=list(SUMMARY))
+
+
+SKIPPED_SHOWN = 10  # files skipped for their own reason (damaged, empty) named one a line, at most
+
+
+def skipped_lines(skipped: list[dict]) -> list[str]:
+    """The lines a person reads about files left out of an index: one a kind for files of a
+    kind encodr does not read (``skipped 30 .bin files: not a kind encodr reads``), and one
+    a file, at most :data:`SKIPPED_SHOWN`, for files that could not be read; the full list is
+    the index result's ``skipped_files`` (``--json``)."""
+    from ..data.files import NOT_READ
+
+    kinds: dict[str, int] = {}
+    others = []
+    for s in skipped:
+        if s["reason"] == NOT_READ:
+            kind = Path(s["path"]).suffix.lower() or "extensionless"
+            kinds[kind] = kinds.get(kind, 0) + 1
+        else:
+            others.append(f"skipped {short_path(s['path'])}: {s['reason']}")
+    lines = [f"skipped {n} {kind} file{'s' if n > 1 else ''}: {NOT_READ}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))]
+    if len(others) > SKIPPED_SHOWN:
+        others = [*others[:SKIPPED_SHOWN], f"… and {len(others) - SKIPPED_SHOWN} more files that could not be read"]
+    return lines + others
 
 
 def _remember(folder: str, warn: WarnFn) -> None:
@@ -352,8 +384,8 @@ def watch(request: IndexRequest, on_sync: Callable[[str], None], warn: WarnFn, s
         except EncodrError as exc:
             warn(f"sync failed: {exc}; watching on")
             return False
-        for skipped in meta.get("skipped_files", []):
-            warn(f"skipped {skipped['path']}: {skipped['reason']}")
+        for line in skipped_lines(meta.get("skipped_files", [])):
+            warn(line)
         changed = any(meta[k] for k in ("added", "updated", "removed")) or meta.get("skipped_files")
         if changed or not catch_up:
             on_sync(sync_line(meta))

@@ -325,6 +325,8 @@ class IndexRequest(Request):
     whole: bool = option(build_default("whole"), "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.", fronts=CLI_TUI)
     documents: bool = option(layout_default("documents"), "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
                                     "not each line.", fronts=CLI_TUI)  # fmt: skip
+    records: bool = option(layout_default("records"), "Plain text files found in a folder: one text a line, as a text file given by itself is read "
+                                  "(by default each .txt file in a folder is one document, its passages following its paragraphs).", fronts=CLI_TUI)  # fmt: skip
     text_field: str = option(layout_default("text_field"), "JSONL: the field that holds the text.", fronts=CLI_TUI)
     text_column: str = option(layout_default("text_column"), "CSV / TSV: the header's column that holds the text.", fronts=CLI_TUI)
     id_column: str | None = option(layout_default("id_column"), "CSV / TSV: the column that holds each document's id (default: 'id' when present).", fronts=CLI_TUI)
@@ -389,7 +391,7 @@ class IndexRequest(Request):
         from ..data.records import Layout
 
         return Layout(self.text_field.strip(), self.text_column.strip(), self.id_column and self.id_column.strip(),
-                      self.title_column and self.title_column.strip(), self.documents, tuple(self.meta_columns or ()))  # fmt: skip
+                      self.title_column and self.title_column.strip(), self.documents, tuple(self.meta_columns or ()), self.records)  # fmt: skip
 
     def target(self) -> Path:
         """The index directory: ``out``, else the workspace index named after the first file."""

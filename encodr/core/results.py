@@ -71,6 +71,9 @@ class Table:
     under: tuple[str, ...] = ()  # columns that may move to a line under ``main`` on a narrow terminal (a hit's title and source)
 
 
+STOP_WEIGHT = 1.5  # a query word this common (:func:`encodr.index.snippets.word_weight`; Zipf ≥ 6.5) is not highlighted
+
+
 def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: str | None = None) -> list[tuple[int, int]]:
     """Where the words of ``query`` occur in ``text`` as whole words, as the keyword index
     matches them: case- and accent-insensitively, and, for a language with a Snowball stemmer,
@@ -95,7 +98,11 @@ def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: 
             return s.lower()
         return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
 
+    from ..index.snippets import word_weight
+
     query_words = re.findall(r"\w+", query)
+    telling = [w for w in query_words if word_weight(w.lower(), query_lang) >= STOP_WEIGHT]  # "the", "of", "is" mark nothing
+    query_words = telling or query_words
     wanted = {fold(w) for w in query_words} | {fold(w) for w in stem_words([w.lower() for w in query_words], query_lang)}
     found = list(re.finditer(r"\w+", text))
     stems = stem_words([m.group().lower() for m in found], text_lang)
@@ -141,10 +148,11 @@ class QueryHits(BaseModel):
     hits: list[Hit]  # encodr.index.Hit, a dataclass pydantic reads and writes as it is
 
 
-def snippet(text: str, spans: list[tuple[int, int]], width: int) -> tuple[str, list[tuple[int, int]]]:
+def snippet(text: str, spans: list[tuple[int, int]], width: int, around: bool = True) -> tuple[str, list[tuple[int, int]]]:
     """At most ``width`` characters of ``text`` around its first matched span (a third of the
-    width before it), line breaks shown as spaces, ``…`` where text was cut, and the spans moved
-    to match; the whole text (line breaks as spaces) when it fits or ``width`` is 0.
+    width before it; from the start without ``around``: a hit's chosen snippet), line breaks
+    shown as spaces, ``…`` where text was cut, and the spans moved to match; the whole text
+    (line breaks as spaces) when it fits or ``width`` is 0.
 
     Returns:
         (the snippet, the (start, end) spans inside it).
@@ -152,7 +160,7 @@ def snippet(text: str, spans: list[tuple[int, int]], width: int) -> tuple[str, l
     flat = " ".join(text.split("\n"))
     if width <= 0 or len(flat) <= width:
         return flat, list(spans)
-    centre = spans[0][0] if spans else 0
+    centre = spans[0][0] if spans and around else 0
     start = max(0, min(centre - width // 3, len(flat) - width))
     if start:
         start = flat.rfind(" ", 0, start + 1) + 1 or start  # from a word's start
@@ -182,13 +190,12 @@ def reads_as_markdown(source: str | None) -> bool:
 
 
 def where(hit: Hit) -> str:
-    """Where a hit comes from, as a table shows it: the file and the section the passage sits
-    under (``guide.md › Install › GPU``) where its document has headings; else ``file.md:LINE``,
-    and for a passage of a split document its character offset in it (``file.md:1 @1,204``)."""
-    if hit.section:
-        return f"{Path(hit.source).name} › {hit.section}"
-    at = f" @{hit.start:,}" if hit.start else ""
-    return f"{Path(hit.source).name}:{hit.line}{at}"
+    """Where a hit's answer is, as a person opens it: its path relative to the folder indexed
+    and the line its snippet starts on (``guide/install.md:42``, what an editor's ``file:line``
+    opens), the PDF page (``p. 3``) and the section it sits under (``› Install › GPU``)."""
+    at = f"{hit.path or hit.source}:{hit.snippet_line or hit.line}"
+    page = f" p. {hit.page}" if hit.page else ""
+    return f"{at}{page}" + (f" › {hit.section}" if hit.section else "")
 
 
 class SearchResult(Result):
@@ -221,8 +228,9 @@ class SearchResult(Result):
             titled = any(h.title for h in q.hits)
             columns = ["rank", "score", "lang", *(["title"] if titled else []), "text", "source"]
             titles = [clipped(h.title or "", TITLE_WIDTH if self.snippet else 0) for h in q.hits]
-            width = self.snippet and max(30, self.snippet - (max(map(len, titles)) + 3 if titled else 0))  # the title column takes its share
-            shown = [snippet(h.text, term_spans(h.text, q.query, q.lang, h.lang), width) for h in q.hits]
+            width = self.snippet  # the characters a hit's text may take: the snippet, cut around its matches
+            texts = [h.text if not width or h.snippet is None else h.snippet for h in q.hits]
+            shown = [snippet(text, term_spans(text, q.query, q.lang, h.lang), width, around=h.snippet is None) for h, text in zip(q.hits, texts)]
             rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([title] if titled else []), text, where(h)]
                     for h, title, (text, _) in zip(q.hits, titles, shown)]  # fmt: skip
             at = columns.index("text")

@@ -29,6 +29,7 @@ DOCUMENT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf", *CONVERTED_SUF
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".html", ".htm", *CONVERTED_SUFFIXES)  # documents whose text is Markdown (headings, lists, tables)
 OVERLAP = 32  # tokens shared by consecutive passages of a document
 
+NOT_READ = "not a kind encodr reads"  # why a file of a folder is left out (encodr index --help lists the kinds it reads)
 Splitter = Callable[[str], list[tuple[int, str]]]
 
 
@@ -76,7 +77,7 @@ def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[S
                 files.append(str(f))
                 found += 1
             else:
-                skipped.append(Skipped(str(f), f"not a kind encodr reads ({', '.join(RECORD_SUFFIXES + DOCUMENT_SUFFIXES)})"))
+                skipped.append(Skipped(str(f), NOT_READ))
         if not found:
             raise EncodrError(f"{spec}: no file to read in this folder{f' matching {glob!r}' if glob else ''}; "
                               f"encodr reads {', '.join(RECORD_SUFFIXES + DOCUMENT_SUFFIXES)}")  # fmt: skip
@@ -123,6 +124,42 @@ def read_document(path: str | Path) -> tuple[str, str]:
     return title, text
 
 
+@dataclass(frozen=True)
+class Document:
+    """One document file as read: its title, text and metadata, the 1-based line of the file
+    where ``text`` starts (after YAML front matter), and for a PDF the character offset in
+    ``text`` where each page starts (page i + 1 starts at ``pages[i]``)."""
+
+    title: str
+    text: str
+    meta: dict
+    first_line: int = 1
+    pages: tuple[int, ...] = ()
+
+
+def read_document_file(path: str | Path) -> Document:
+    """:func:`read_document_meta` with where the text sits in the file: the line it starts on
+    and a PDF's page offsets (:class:`Document`).
+
+    Raises:
+        EncodrError: as :func:`read_document_meta`.
+    """
+    p = Path(path)
+    if p.suffix.lower() == ".pdf":
+        title, pages = _pdf_pages(p)
+        starts, at = [], 0
+        for page in pages:
+            starts.append(at)
+            at += len(page) + 2 if page else 0
+        return Document(title, "\n\n".join(page for page in pages if page), {}, 1, tuple(starts))
+    title, text, meta = read_document_meta(p)
+    first = 1
+    if p.suffix.lower() in (".md", ".markdown") and meta:
+        raw = p.read_text(encoding="utf-8-sig")
+        first = raw[: len(raw) - len(text)].count("\n") + 1 if raw.endswith(text) else 1
+    return Document(title, text, meta, first)
+
+
 def read_document_meta(path: str | Path) -> tuple[str, str, dict]:
     """The title, text and metadata of one document file.
 
@@ -157,6 +194,8 @@ def read_document_meta(path: str | Path) -> tuple[str, str, dict]:
         raise EncodrError(f"{p}: cannot read it ({exc.strerror})") from None
     if suffix in (".html", ".htm"):
         return (*_html_text(raw, p.stem), {})
+    if suffix == ".txt":  # a note: the text as written, titled by its file name
+        return p.stem, raw, {}
     meta, raw = front_matter(raw)
     heading = next((line.lstrip("#").strip() for line in raw.splitlines() if line.startswith("# ")), None)
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
@@ -164,6 +203,12 @@ def read_document_meta(path: str | Path) -> tuple[str, str, dict]:
 
 
 def _read_pdf(p: Path) -> tuple[str, str]:
+    title, pages = _pdf_pages(p)
+    return title, "\n\n".join(page for page in pages if page)
+
+
+def _pdf_pages(p: Path) -> tuple[str, list[str]]:
+    """A PDF's title and the text of each of its pages (pypdf), stripped."""
     try:
         from pypdf import PdfReader
     except ImportError:  # pragma: no cover - a core dependency
@@ -179,7 +224,7 @@ def _read_pdf(p: Path) -> tuple[str, str]:
         raise EncodrError(f"{p}: not a PDF that can be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'unreadable'})") from None
     finally:
         quiet.setLevel(level)
-    return str(title), "\n\n".join(page for page in pages if page)
+    return str(title), pages
 
 
 def _read_converted(p: Path) -> tuple[str, str, dict]:
@@ -282,8 +327,20 @@ def passage_splitter(tokenizer, max_tokens: int, overlap: int = OVERLAP) -> Spli
     return split
 
 
+def reads_as_document(path: str, in_folder: bool = False, layout: Layout = Layout()) -> bool:
+    """Whether ``path`` is read as one document (passages by section, lines kept) rather than
+    as records: a document file (:data:`DOCUMENT_SUFFIXES`), and a plain text file (``.txt``)
+    found in a folder, a note as people keep them, unless ``layout`` asks for records
+    (``records``, or ``documents``: blank-line blocks). A text file given by itself is a
+    corpus of one text a line."""
+    suffix = Path(path).suffix.lower()
+    if suffix in DOCUMENT_SUFFIXES:
+        return True
+    return suffix == ".txt" and in_folder and not (layout.records or layout.documents)
+
+
 def iter_records(path: str, lang: str | None = None, split: Splitter | None = None, skipped: list[Skipped] | None = None,
-                 layout: Layout = Layout()) -> Iterator[Record]:  # fmt: skip
+                 layout: Layout = Layout(), in_folder: bool = False) -> Iterator[Record]:  # fmt: skip
     """The records of one file, split into passages by ``split`` where a text is too long.
 
     A document file (Markdown, HTML, PDF, a converted Office or e-book file) is one document with the file's path as its id; a
@@ -294,35 +351,107 @@ def iter_records(path: str, lang: str | None = None, split: Splitter | None = No
     Args:
         skipped: when given, a document file that cannot be read, or holds no text, is added
             to it instead of raising (files found in a folder).
+        in_folder: the file was found in a folder (a ``.txt`` file is then one document:
+            :func:`reads_as_document`).
         layout: where a record file keeps its fields (:class:`~.records.Layout`).
 
     Raises:
         EncodrError: see :func:`read_document` and :func:`~.records.read_records`.
     """
-    if Path(path).suffix.lower() in DOCUMENT_SUFFIXES:
+    if reads_as_document(path, in_folder, layout):
         try:
-            title, text, meta = read_document_meta(path)
+            doc = read_document_file(path)
         except EncodrError as exc:
             if skipped is None:
                 raise
             skipped.append(Skipped(path, str(exc).removeprefix(f"{path}: ")))
             return
-        if not text.strip():
+        if not doc.text.strip():
             if skipped is None:
                 raise EncodrError(f"{path}: no text in it (an empty document, or a PDF of scanned images); leave it out")
             skipped.append(Skipped(path, "no text in it (an empty document, or a PDF of scanned images)"))
             return
-        record = Record(text.strip(), str(path), 1, str(path), lang, title, meta=meta or None)
-        yield from _sectioned(_passages(record, split), record.text, title)
+        record = Record(doc.text, str(path), doc.first_line, str(path), lang, doc.title, meta=doc.meta or None)
+        yield from document_passages(record, split, doc.pages)
         return
     for record in read_records(path, lang, layout):
         yield from _passages(record, split)
 
 
 def iter_passages(record: Record, split: Splitter | None) -> Iterator[Record]:
-    """A whole document given as one record (an HTTP upsert), in passages as a file's are,
-    each with its heading path (:func:`heading_paths`)."""
-    return _sectioned(_passages(record, split), record.text, record.title)
+    """A whole document given as one record (an HTTP upsert), in passages as a file's are
+    (:func:`document_passages`)."""
+    return document_passages(record, split)
+
+
+def document_passages(record: Record, split: Splitter | None, pages: tuple[int, ...] = ()) -> Iterator[Record]:
+    """The passages of one document: its sections (:func:`section_bounds`; for a PDF, also
+    its pages), each cut by ``split`` where it is longer than the window, so that no passage
+    crosses a heading or a page. Each passage carries its heading path (``section``), its
+    character offset in the document (``start``), the lines of the file it spans (``line``,
+    ``end_line``, 1-based, counted from ``record.line``, where the document's text starts)
+    and its ``page`` (PDF). A document that is one passage comes back as one record with no
+    offset (``start`` None), as a text that was not split.
+
+    This is LlamaIndex's ``MarkdownNodeParser`` (a node per heading, with its path) followed
+    by a token-bounded split of a section too long for the model, as semble and ck do.
+
+    Args:
+        record: the document, its ``text`` whole and ``line`` the file line it starts on.
+        split: the window's splitter (:func:`passage_splitter`); None keeps each section whole.
+        pages: a PDF's page start offsets in ``record.text``.
+    """
+    import bisect
+
+    text = record.text
+    newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def line_at(offset: int) -> int:
+        return record.line + bisect.bisect_left(newlines, offset)
+
+    out: list[Record] = []
+    for start, end, section in section_bounds(text, record.title, pages):
+        chunk = text[start:end]
+        lead = len(chunk) - len(chunk.lstrip())
+        body = chunk.strip()
+        if not body:
+            continue
+        for offset, piece in (split(body) if split is not None else [(0, body)]):
+            at = start + lead + offset
+            page = bisect.bisect_right(pages, at) if pages else None
+            out.append(replace(record, text=piece, ext_id=record.document_id, start=at, line=line_at(at),
+                               end_line=line_at(at + max(len(piece) - 1, 0)), section=section or None, page=page))  # fmt: skip
+    if len(out) == 1:
+        yield replace(out[0], ext_id=record.ext_id, start=None)
+        return
+    yield from out
+
+
+def section_bounds(text: str, title: str | None = None, pages: tuple[int, ...] = ()) -> list[tuple[int, int, str]]:
+    """The sections of a Markdown text: (start, end, heading path) character ranges that cover
+    it in order, one from each heading (:func:`heading_paths`) to the next, and the text before
+    the first heading with an empty path. A heading with no text of its own before the next one
+    (``# Guide`` then ``## Install``) joins the section after it, which keeps the deeper path.
+    ``pages`` (offsets) cut sections too; a page's part keeps the section it sits in.
+    """
+    heads = heading_paths(text, title)
+    cuts = sorted({0, *[o for o, _ in heads], *[p for p in pages if 0 < p < len(text)]})
+    path_at = dict(heads)
+    bounds: list[tuple[int, int, str]] = []
+    current, pending = "", None  # the path in force; the start of a heading-only section waiting to join the next
+    for i, start in enumerate(cuts):
+        end = cuts[i + 1] if i + 1 < len(cuts) else len(text)
+        if start in path_at:
+            current = path_at[start]
+            body = text[start:end].split("\n", 1)
+            if len(body) < 2 or not body[1].strip():  # only the heading: it joins the next section
+                pending = start if pending is None else pending
+                continue
+        bounds.append((start if pending is None else pending, end, current))
+        pending = None
+    if pending is not None:
+        bounds.append((pending, len(text), current))
+    return bounds
 
 
 SECTION_SEPARATOR = " › "
@@ -349,17 +478,6 @@ def heading_paths(text: str, title: str | None = None) -> list[tuple[int, str]]:
             found.append((offset, SECTION_SEPARATOR.join(path)))
         offset += len(line)
     return found
-
-
-def _sectioned(passages: Iterator[Record], text: str, title: str | None) -> Iterator[Record]:
-    """``passages`` of ``text``, each with the heading path of the section its start lies in."""
-    import bisect
-
-    sections = heading_paths(text, title)
-    starts = [offset for offset, _ in sections]
-    for passage in passages:
-        at = bisect.bisect_right(starts, passage.start or 0) - 1
-        yield replace(passage, section=sections[at][1] or None) if at >= 0 else passage
 
 
 def _passages(record: Record, split: Splitter | None) -> Iterator[Record]:

@@ -30,6 +30,8 @@ class Record:
     start: int | None = None
     meta: dict | None = None  # the document's metadata: a JSONL object's other fields, --meta-columns, Markdown front matter
     section: str | None = None  # a passage's heading path under its document's title ("Install › GPU"), where the document has headings
+    end_line: int | None = None  # the 1-based line of the source file where the text ends (``line``: where it starts)
+    page: int | None = None  # the 1-based page of a PDF the text sits on
 
     @property
     def document_id(self) -> str:
@@ -52,6 +54,8 @@ class Layout:
             the whole file) is one document, not each line.
         meta_columns: TSV and CSV: the columns kept as each document's metadata (searchable
             with ``--filter``); each must exist. A JSONL object keeps all its other fields.
+        records: a plain text file found in a folder is read one record a line (as a text
+            file given by itself is), not as one document of paragraphs.
     """
 
     text_field: str = "text"
@@ -60,6 +64,7 @@ class Layout:
     title_column: str | None = None
     documents: bool = False
     meta_columns: tuple[str, ...] = ()
+    records: bool = False  # a .txt file found in a folder read one record a line too (by default it is one document)
 
 
 def read_records(path: str | Path, default_lang: str | None = None, layout: Layout = Layout()) -> Iterator[Record]:

@@ -289,7 +289,7 @@ def _read_on_ray(spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reco
     """Read, split and encode ``plan.files`` on Ray Data (:func:`~.dataflow.ray_windows`); deduplicate and store here."""
     o, encoder = spec.options, plan.encoder
     model_spec = o.model if isinstance(o.model, str) else old.meta["model"] if old is not None else encoder.name
-    work = items(plan.files, plan.counts, o.window, spec.found)
+    work = items(plan.files, plan.counts, o.window, spec.found, o.layout)
     tokenizer = None if plan.split is None else encoder.tokenizer.backend_tokenizer.to_str()
     actor = ActorModel(model_spec, encoder.fingerprint, plan.backend, o.processes, encoder.truncate_dim, plan.prompts["document"], o.batch_size)
     for item, records, vectors, skipped in ray_windows(work, plan.shards, actor, Splitting(tokenizer, plan.room, plan.lang, o.layout), step):
@@ -347,7 +347,7 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
             for name in (META_FILE, PCR_FILE):
                 if (old.folder / name).exists():
                     shutil.copy2(old.folder / name, tmp / name)
-        with Ingest(tmp, plan.encoder, plan.lang, old, candidates, accurate=total <= SMALL_CORPUS) as ingest:
+        with Ingest(tmp, plan.encoder, plan.lang, old, candidates, accurate=total <= SMALL_CORPUS, roots=spec.roots) as ingest:
             reconcile = Reconcile(ingest.texts, plan.roots, text_hash, unread=set(plan.unread))
             if spec.options.engine == "ray":
                 _read_on_ray(spec, plan, ingest, reconcile, step, old)

@@ -42,7 +42,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..data.files import DOCUMENT_SUFFIXES, Skipped
+from ..data.files import Skipped, reads_as_document
 from ..data.records import Layout, Record
 from ..errors import EncodrError
 from .shards import Shards, digest
@@ -68,12 +68,12 @@ class Item:
         return digest([self.path, str(self.first), str(self.last), str(stat.st_size), str(stat.st_mtime_ns)])
 
 
-def items(files: list[str], lines: list[int], window: int, found: list[str] = ()) -> list[Item]:
+def items(files: list[str], lines: list[int], window: int, found: list[str] = (), layout: Layout = Layout()) -> list[Item]:
     """The work items of ``files`` with ``lines[i]`` lines each: ranges of ``window`` lines of a
     record file, one item for a document file; numbered in order."""
     out: list[Item] = []
     for path, count in zip(files, lines):
-        if Path(path).suffix.lower() in DOCUMENT_SUFFIXES:
+        if reads_as_document(path, path in found, layout):
             ranges = [(1, LAST)]
         else:
             ranges = [(first, first + window - 1) for first in range(1, max(1, count) + 1, window)]
@@ -99,7 +99,7 @@ def read_item(row: dict, lang: str | None, tokenizer: str | None, room: int, lay
     skipped: list[Skipped] = []
     records, error = [], ""
     try:
-        for record in iter_records(row["path"], lang, split, skipped if row["found"] else None, Layout(**layout)):
+        for record in iter_records(row["path"], lang, split, skipped if row["found"] else None, Layout(**layout), in_folder=row["found"]):
             if record.line > row["last"]:
                 break
             if record.line >= row["first"]:

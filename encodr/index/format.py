@@ -9,6 +9,9 @@ Formats:
 - ``2``: generations (``current`` → ``gNNNNNN``), documents with identity, the analysed keyword
   index (:data:`~.keywords.ANALYZER`), the model's prompts in ``index.json``.
 - ``3``: each passage's heading path (``section``), its words in the keyword index; Thai segmented into words there.
+- ``4``: passages bounded by their sections, each with the file lines it spans (``end_line``),
+  its PDF ``page`` and its ``path`` relative to the folder indexed (an upgraded index has them
+  empty: a hit shows its document's first line until the file is indexed again).
 
 Every reader refuses an index of another format with one line naming the fix
 (:func:`require_current`), so the code that reads and writes indexes knows one layout. An upgrade
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from ..errors import EncodrError
 
-FORMAT = 3
+FORMAT = 4
 
 
 def format_of(meta: dict) -> int:

@@ -69,7 +69,7 @@ def read_windows(files: list[str], spec: IndexSpec, lang: str | None, split=None
     for f in files:
         state = file_state(f)  # before reading: a file changed while it is read differs from it next time
         before = len(skipped) if skipped is not None else 0
-        records = iter_records(f, lang, split, skipped if f in found else None, layout)
+        records = iter_records(f, lang, split, skipped if f in found else None, layout, in_folder=f in found)
         if reconcile is not None:
             records = reconcile.documents(records, state)
         try:
@@ -150,8 +150,10 @@ class Ingest:
     previous window is stored, so one window is stored while the next is encoded. A failure
     in the writer comes out of the next :meth:`store` or the ``with`` block's end."""
 
-    def __init__(self, tmp: Path, encoder, lang: str | None, old: IndexReader | None, candidates: list[str] | None = None, accurate: bool = False):
+    def __init__(self, tmp: Path, encoder, lang: str | None, old: IndexReader | None, candidates: list[str] | None = None, accurate: bool = False,
+                 roots: list[str] | None = None):  # fmt: skip
         self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
+        self.roots = sorted(roots or [], key=len, reverse=True)  # the folders given: a path is shown relative to the deepest one holding it
         self.detected = 0  # texts whose language came from the detector
         self.texts = TextStore.create(tmp / STORE_FILE)
         self.next_id = self.texts.next_id()
@@ -221,7 +223,8 @@ class Ingest:
             self.detected += len(unknown)
         guessed = set(unknown)
         rows = [{"id": first + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line, "lang": langs[i], "hash": h,
-                 "lang_detected": int(i in guessed), "lang_confidence": confidence[i], "title": r.title, "start": r.start, "section": r.section}
+                 "lang_detected": int(i in guessed), "lang_confidence": confidence[i], "title": r.title, "start": r.start, "section": r.section,
+                 "end_line": r.end_line, "page": r.page, "path": shown_path(r.source, self.roots)}
                 for i, (r, h) in enumerate(fresh)]  # fmt: skip
         self.split_documents.update(r.ext_id for r, _ in fresh if r.start is not None)
         if self.old is not None:
@@ -237,6 +240,19 @@ class Ingest:
         else:  # a new index, or one whose lists are on disk: the vectors wait in the raw file (see extended_on_disk)
             vectors.tofile(self.raw)
         self.texts.insert(rows)
+
+
+def shown_path(source: str, roots: list[str]) -> str:
+    """``source`` as a person reads it: relative to the deepest of ``roots`` (absolute paths of
+    the folders indexed, deepest first) that holds it, with ``/`` between parts; a file given
+    by itself, or a document given whole (an upsert), keeps its own name."""
+    full = os.path.abspath(source)
+    for root in roots:
+        if os.path.isdir(root) and full.startswith(root.rstrip(os.sep) + os.sep):
+            return Path(os.path.relpath(full, root)).as_posix()
+    if os.path.isfile(full) and full in roots:
+        return Path(source).name
+    return source
 
 
 def settle_languages(texts: TextStore) -> list[str]:

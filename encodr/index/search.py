@@ -119,6 +119,12 @@ class Hit:
     title: str | None = None
     start: int | None = None  # a passage's character offset in its document
     section: str | None = None  # its heading path under the document's title ("Install › GPU"), where the document has headings
+    end_line: int | None = None  # the file line where the passage ends (``line``: where it starts), 1-based
+    page: int | None = None  # a PDF's page, 1-based
+    path: str | None = None  # the document's path relative to the folder indexed (a file given alone: its name)
+    snippet: str | None = None  # the passage's sentences that best answer the query (:meth:`Searcher.snippets`)
+    snippet_line: int | None = None  # the file line where the snippet starts
+    snippet_column: int | None = None  # its column on that line, 1-based
 
     @property
     def document(self) -> str:
@@ -313,6 +319,8 @@ class Searcher:
         index = self.index
         options = self.resolve(options.for_index(index.has_keywords), reranker)
         check_languages(index, options)
+        if len(index) == 0:  # every document deleted: nothing to find, and FAISS refuses k = 0
+            return [index.meta.get("default_lang") or UNDETERMINED] * len(queries), [[] for _ in queries]
         return self._query(index, queries, options, reranker)
 
     def resolve(self, options: SearchOptions, reranker=None) -> SearchOptions:
@@ -325,9 +333,7 @@ class Searcher:
         """:meth:`query` on one generation, its options checked."""
         k, where = options.k, Where(options.hit_langs, options.filters)
         if not options.passages and index.meta.get("split_documents"):
-            langs, found = self._query(index, queries, replace(options, k=k * PASSAGES_PER_DOCUMENT, passages=True), reranker)
-            with phase("hits"):
-                return langs, [best_passages(hits, k) for hits in found]
+            return self._documents(index, queries, options, reranker)
         if reranker is not None:
             langs, first = self._query(index, queries, replace(options, k=max(k, options.rerank_depth), passages=True), None)
             with phase("rerank"):
@@ -352,6 +358,19 @@ class Searcher:
         with phase("fusion"):
             fused_scores, fused_ids = self._fused(index, langs, (d_scores, d_ids), (k_scores, k_ids), options)
         return langs, self._rows_to_hits(index, fused_scores, fused_ids)
+
+    def _documents(self, index: IndexReader, queries: list[str], options: SearchOptions, reranker) -> tuple[list[str], list[list[Hit]]]:
+        """The top ``options.k`` documents of each query, each at its best passage: passages
+        fetched ever deeper (×4 a round) until k distinct documents are among them or the
+        index has no more, as Elasticsearch's ``collapse`` fetches until it has k groups."""
+        k, depth, total = options.k, options.k * PASSAGES_PER_DOCUMENT, len(index)
+        while True:
+            langs, found = self._query(index, queries, replace(options, k=depth, passages=True), reranker)
+            with phase("hits"):
+                kept = [best_passages(hits, k) for hits in found]
+            if all(len(docs) >= k or len(hits) < depth for docs, hits in zip(kept, found)) or depth >= total:
+                return langs, kept
+            depth = min(depth * 4, total)
 
     @staticmethod
     def _fused(index: IndexReader, langs: list[str], dense: tuple[np.ndarray, np.ndarray], keyword: tuple[np.ndarray, np.ndarray],
@@ -391,9 +410,48 @@ class Searcher:
                     if i < 0:
                         continue
                     r = rows[int(i)]
-                    hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"], r["title"], r["start"], r["section"]))
+                    hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"], r["title"], r["start"],
+                                    r["section"], r["end_line"], r["page"], r["path"] or r["source"]))  # fmt: skip
                 results.append(hits)
             return results
+
+    def snippets(self, queries: list[str], langs: list[str], results: list[list[Hit]], dense: bool = True) -> list[list[Hit]]:
+        """``results`` with each hit's ``snippet``, ``snippet_line`` and ``snippet_column``
+        filled (:mod:`.snippets`): the sentences of its passage that best answer its query, by
+        keyword matches and, with ``dense``, the cosine of the query's vector and each
+        sentence's (one forward pass for all the queries' hits).
+
+        Args:
+            queries: q texts; langs: their q languages; results: q hit lists.
+        """
+        from .snippets import choose, keyword_scores, line_and_column, sentence_spans
+
+        spans = [[sentence_spans(h.text) for h in hits] for hits in results]
+        cosines: dict[tuple[int, int], list[float]] = {}
+        if dense:
+            wanted = [(q, i) for q, hits in enumerate(results) for i in range(len(hits)) if len(spans[q][i]) > 1]
+            sentences = [results[q][i].text[s:e] for q, i in wanted for s, e in spans[q][i]]
+            if sentences:
+                with phase("snippets"):
+                    prompt = self.index.meta.get("prompts", {}).get("document", "")
+                    vectors = np.asarray(self.encoder.encode([prompt + t for t in sentences]), dtype=np.float32)
+                    asked = self.index.encode_queries(self.encoder, queries)
+                at, d = 0, min(vectors.shape[1], asked.shape[1])
+                for q, i in wanted:
+                    n = len(spans[q][i])
+                    cosines[(q, i)] = [float(x) for x in vectors[at : at + n, :d] @ asked[q][:d]]
+                    at += n
+        out = []
+        for q, hits in enumerate(results):
+            shown = []
+            for i, h in enumerate(hits):
+                kw = keyword_scores(queries[q], h.text, spans[q][i], langs[q] if langs else h.lang)
+                cos = cosines.get((q, i), [0.0] * len(kw))
+                start, end = choose(h.text, spans[q][i], [a + b for a, b in zip(kw, cos)])
+                line, column = line_and_column(h.text, h.line, start)
+                shown.append(replace(h, snippet=h.text[start:end], snippet_line=line, snippet_column=column))
+            out.append(shown)
+        return out
 
     def document(self, hit: Hit) -> tuple[str, int]:
         """The whole document a hit belongs to (:meth:`IndexReader.document`) and where the hit starts

@@ -22,7 +22,9 @@ from .keywords import KEYWORD_TABLE, build_keywords
 # from the detector (a build may settle it again), not from the input; lang_confidence: the
 # detector's confidence; start: a passage's character offset in its document; section: its heading path.
 TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int,
-                 "lang_confidence": float, "title": str, "start": int, "section": str}  # fmt: skip
+                 "lang_confidence": float, "title": str, "start": int, "section": str, "end_line": int, "page": int, "path": str}  # fmt: skip
+# end_line: the file line where the text ends (line: where it starts); page: a PDF's page;
+# path: the document's path as a person reads it, relative to the folder that was indexed.
 SQLITE_PARAMETERS = 900  # values bound per statement at most (SQLite's limit is 999 on older builds)
 
 # Documents (the unit a sync, a delete and a filter work on) and their passages. A text (a
@@ -313,9 +315,9 @@ class TextStore:
 
     def rows(self, ids: list[int]) -> dict[int, dict]:
         """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``, ``title``,
-        ``start`` and ``section``."""
-        found = self._all(f"select id, ext_id, text, source, line, lang, title, start, section from texts where id in ({','.join('?' * len(ids))})", ids)
-        keys = ["id", "ext_id", "text", "source", "line", "lang", "title", "start", "section"]
+        ``start``, ``section``, ``end_line``, ``page`` and ``path``."""
+        keys = ["id", "ext_id", "text", "source", "line", "lang", "title", "start", "section", "end_line", "page", "path"]
+        found = self._all(f"select {', '.join(keys)} from texts where id in ({','.join('?' * len(ids))})", ids)
         return {r[0]: dict(zip(keys, r)) for r in found}
 
     def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
@@ -380,7 +382,7 @@ class TextStore:
 
 def upgrade_store(path: Path) -> None:
     """Bring a ``texts.db`` written by an older encodr (:mod:`.upgrade`) to the current tables, in
-    place: the ``title``, ``start`` and ``section`` columns added where missing (empty), and, where it has no
+    place: the ``title``, ``start``, ``section``, ``end_line``, ``page`` and ``path`` columns added where missing (empty), and, where it has no
     document tables, every stored text made the one passage of a document named as it is shown
     (its id, else ``source:line``), with no content hash and its source resolved against the
     current folder, so that the next sync reads its file once.
@@ -393,7 +395,7 @@ def upgrade_store(path: Path) -> None:
     conn = sqlite3.connect(str(path))
     try:
         columns = {row[1] for row in conn.execute("pragma table_info(texts)")}
-        for name, kind in (("title", "text"), ("start", "integer"), ("section", "text")):
+        for name, kind in (("title", "text"), ("start", "integer"), ("section", "text"), ("end_line", "integer"), ("page", "integer"), ("path", "text")):
             if name not in columns:
                 conn.execute(f"alter table texts add column {name} {kind}")
         if conn.execute("select 1 from sqlite_master where name = 'documents'").fetchone() is None:

@@ -326,4 +326,4 @@ def test_a_hit_knows_its_section_in_every_front_end(tmp_path, tiny_model, capsys
 
     monkeypatch.setattr(cli.out_console, "width", 200)  # the table's source column on one line
     code, stdout, _ = run_cli(["search", "fan spins", "--index", str(out), "--mode", "keyword", "-k", "1", "--passages"], capsys, monkeypatch)
-    assert code == 0 and "handbook.md › Install › Graphics card" in stdout
+    assert code == 0 and "handbook.md:" in stdout and " › Install › Graphics card" in stdout

@@ -1,0 +1,106 @@
+"""The snippet of a hit: the sentences of its passage that best answer the query, and the line
+of its file where they start.
+
+Elasticsearch's highlighter picks fragments around the query's matches (``fragment_size``,
+``number_of_fragments``); a question rarely repeats the words of its answer, so here each
+sentence of the passage is scored by both of what a hybrid search uses:
+
+- its keyword matches: the query's words it holds (compared by stem, as the keyword index
+  compares them), each weighted by how rare the word is in the language (wordfreq's Zipf
+  frequency: ``the`` counts for nothing, ``Broncos`` for much), as a share of the query's weight;
+- the cosine of the query's vector and the sentence's (the index's model), when the caller
+  gives the sentences' similarities.
+
+The best sentence is kept, then the ones after it, while the snippet stays within
+:data:`SNIPPET_CHARS` characters; a front end cuts it to what it has room for, from its start.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+SNIPPET_CHARS = 320  # the most characters a snippet holds (a front end shows what fits)
+_SENTENCE_END = re.compile(r"(?<=[.!?;。！？])[\"'”’)\]]*\s+|\n\s*")
+_WORD = re.compile(r"\w+")
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """The sentences of ``text`` as (start, end) character ranges, end exclusive, stripped of
+    the spaces around them: cut after ``. ! ? ;`` (and CJK full stops) followed by a space,
+    and at every line break (a heading, a list item, a table row is a sentence of its own)."""
+    spans, at = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        spans.append((at, m.start()))
+        at = m.end()
+    spans.append((at, len(text)))
+    out = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e > s:
+            out.append((s, e))
+    return out or [(0, len(text))]
+
+
+@functools.lru_cache(maxsize=64)
+def _two_letter(lang: str | None) -> str:
+    """The ISO 639-1 code wordfreq knows a language by (English when it has none)."""
+    if not lang or lang == "und":
+        return "en"
+    try:
+        from ..data.language import known_languages
+
+        return known_languages()[lang].iso_code_639_1.name.lower()
+    except Exception:  # a language the detector does not know
+        return "en"
+
+
+@functools.lru_cache(maxsize=65536)
+def word_weight(word: str, lang: str | None) -> float:
+    """How much a query word says, from 0 (``the``) to 8 (a word wordfreq has not seen): 8
+    minus its Zipf frequency in ``lang`` (ISO 639-3), floored at 0."""
+    from wordfreq import zipf_frequency
+
+    return max(0.0, 8.0 - zipf_frequency(word, _two_letter(lang)))
+
+
+def keyword_scores(query: str, text: str, spans: list[tuple[int, int]], lang: str | None = None) -> list[float]:
+    """Each sentence's share, in [0, 1], of the query's word weight (:func:`word_weight`) that it
+    holds, words compared by their stems in ``lang``."""
+    from .keywords import stem_words
+
+    words = [w.lower() for w in _WORD.findall(query)]
+    if not words:
+        return [0.0] * len(spans)
+    weights: dict[str, float] = {}
+    for word, stem in zip(words, stem_words(words, lang)):
+        weights[stem] = max(weights.get(stem, 0.0), word_weight(word, lang))
+    total = sum(weights.values()) or 1.0
+    scores = []
+    for s, e in spans:
+        found = [w.lower() for w in _WORD.findall(text[s:e])]
+        held = set(found) | set(stem_words(found, lang))
+        scores.append(sum(w for stem, w in weights.items() if stem in held) / total)
+    return scores
+
+
+def choose(text: str, spans: list[tuple[int, int]], scores: list[float], budget: int = SNIPPET_CHARS) -> tuple[int, int]:
+    """The (start, end) of ``text`` a snippet shows: the best-scored sentence of ``spans``, then
+    the sentences after it while the whole stays within ``budget`` characters; the best sentence
+    alone when it is longer (a front end cuts it). The snippet starts at the best sentence, so
+    its line is that sentence's line and a front end that shows only its first line shows it."""
+    best = max(range(len(spans)), key=lambda i: (scores[i], -i))
+    last = best
+    while last + 1 < len(spans) and spans[last + 1][1] - spans[best][0] <= budget:
+        last += 1
+    return spans[best][0], spans[last][1]
+
+
+def line_and_column(text: str, line: int, offset: int) -> tuple[int, int]:
+    """The 1-based (line, column) of character ``offset`` of a passage ``text`` that starts on
+    file line ``line`` (the column counted from the passage's start on its first line)."""
+    before = text[:offset]
+    return line + before.count("\n"), offset - (before.rfind("\n") + 1) + 1

@@ -1,0 +1,54 @@
+"""Hits a person can act on: k documents when k are asked for, the answer's sentence and line,
+and an empty index answered without a traceback."""
+
+import json
+
+from tests.conftest import run_cli
+
+
+def _index(tmp_path, tiny_model, capsys, monkeypatch, files: dict[str, str]):
+    docs = tmp_path / "docs"
+    for name, text in files.items():
+        (docs / name).parent.mkdir(parents=True, exist_ok=True)
+        (docs / name).write_text(text)
+    out = tmp_path / "idx"
+    code, _, err = run_cli(["index", str(docs), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], capsys, monkeypatch)
+    assert code == 0, err
+    return out
+
+
+def test_k_documents_come_back_when_one_document_holds_the_best_passages(tmp_path, tiny_model, capsys, monkeypatch):
+    manual = "# Manual\n\n" + "".join(f"## Part {i}\n\nThe pump pump pump valve {i}.\n\n" for i in range(60))
+    others = {f"note{i}.md": f"# Note {i}\n\nA pump once, among many other words here {i}.\n" for i in range(6)}
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"manual.md": manual, **others})
+    for k in (5, 7):
+        code, stdout, _ = run_cli(["search", "pump", "--index", str(out), "--mode", "keyword", "-k", str(k), "--json"], capsys, monkeypatch)
+        hits = json.loads(stdout)["results"][0]["hits"]
+        assert code == 0 and len(hits) == k and len({h["ext_id"] for h in hits}) == k
+    code, stdout, _ = run_cli(["search", "pump", "--index", str(out), "--mode", "keyword", "-k", "20", "--json"], capsys, monkeypatch)
+    assert len(json.loads(stdout)["results"][0]["hits"]) == 7  # all the index holds
+
+
+def test_a_hit_shows_the_sentence_that_answers_and_its_line(tmp_path, tiny_model, capsys, monkeypatch):
+    text = ("# Boiler\n\nThe boiler sits in the cellar. It was installed in 1998 by the previous owner.\n"
+            "Its manual is in the drawer.\nThe relief valve opens at three bar of pressure.\nService it every autumn.\n")  # fmt: skip
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"house/boiler.md": text, "other.md": "# Other\n\nNothing here.\n"})
+    code, stdout, _ = run_cli(["search", "relief valve pressure", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    hit = json.loads(stdout)["results"][0]["hits"][0]
+    assert hit["path"] == "house/boiler.md" and hit["snippet"].startswith("The relief valve opens")
+    assert (hit["line"], hit["end_line"], hit["snippet_line"]) == (1, 6, 5)
+    from encodr import cli
+
+    monkeypatch.setattr(cli.out_console, "width", 80)
+    code, stdout, _ = run_cli(["search", "relief valve pressure", "--index", str(out), "--mode", "keyword", "-k", "1"], capsys, monkeypatch)
+    assert "house/boiler.md:5" in stdout and "The relief valve opens at three bar" in stdout
+
+
+def test_an_index_with_no_documents_answers_with_no_hits(tmp_path, tiny_model, capsys, monkeypatch):
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"a.md": "# A\n\npump\n"})
+    assert run_cli(["delete", "--index", str(out), "--source", "*"], capsys, monkeypatch)[0] == 0
+    for mode in ("hybrid", "dense", "keyword"):
+        code, stdout, err = run_cli(["search", "pump", "--index", str(out), "--mode", mode, "--json"], capsys, monkeypatch)
+        found = json.loads(stdout)
+        assert code == 0 and found["results"][0]["hits"] == [] and any("is empty" in h for h in found["hints"])
+        assert "Traceback" not in err
