@@ -448,7 +448,7 @@ def serve(values: dict, as_json: bool) -> None:
     try:
         from .serve import serve as run_server
     except ImportError as exc:
-        raise EncodrError(f"encodr serve needs the serve extra ({exc.name} is missing): pip install 'encodr[serve]'") from None
+        raise EncodrError(f"encodr serve needs {exc.name}, which is missing from this environment: pip install 'encodr[serve]'") from None
     run_server(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))
 
 
@@ -459,7 +459,7 @@ def mcp_cmd(values: dict, as_json: bool) -> None:
     try:
         from .mcp import run as run_mcp
     except ImportError as exc:
-        raise EncodrError(f"encodr mcp needs the mcp extra ({exc.name} is missing): pip install 'encodr[mcp]'") from None
+        raise EncodrError(f"encodr mcp needs {exc.name}, which is missing from this environment: pip install 'encodr[mcp]'") from None
     run_mcp(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))
 
 
@@ -504,5 +504,7 @@ def main() -> None:
 
 
 def _fail(message: str) -> None:
-    err_console.print(f"[red]encodr: error:[/] {message}", highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    err_console.print(f"[red]encodr: error:[/] {escape(message)}", highlight=False, soft_wrap=True)  # a message's "[serve]" is text, not markup
     sys.exit(2)

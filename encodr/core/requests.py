@@ -822,6 +822,10 @@ class ServeRequest(Request):
     watch: list[str] = option([], "Sync the one served --index with this folder on every change (debounced); repeatable.", fronts=CLI)
     no_auth: bool = option(False, "Serve an address other than this machine's (--host 0.0.0.0…) without an API key: anyone who can reach "
                                   "the port reads the served indexes.", fronts=CLI)  # fmt: skip
+    allow_host: list[str] = option([], "Also answer requests whose Host header is this name (a proxy's, a LAN name; '*': any); repeatable. "
+                                       "By default only the loopback names and --host are answered, which stops DNS rebinding.", fronts=CLI)  # fmt: skip
+    allow_origin: list[str] = option([], "Answer cross-origin requests from web pages of this origin (e.g. http://localhost:3000; '*': any); "
+                                         "repeatable. By default another site's page is refused (403).", fronts=CLI)  # fmt: skip
 
     def key(self) -> str | None:
         """``api_key``, else the ``ENCODR_API_KEY`` environment variable."""

@@ -124,7 +124,14 @@ def read_retrieval(folder: str | Path) -> RetrievalSet:
     root = Path(folder)
     names = splits(root)
     corpus_file = root / "corpus.jsonl"
-    doc_ids = {str(d["_id"]) for d in _jsonl(corpus_file, "a BEIR corpus.jsonl")}
+    listed = [str(d["_id"]) for d in _jsonl(corpus_file, "a BEIR corpus.jsonl")]
+    doc_ids = set(listed)
+    if len(doc_ids) < len(listed):
+        from collections import Counter
+
+        repeated = [d for d, n in Counter(listed).items() if n > 1]
+        raise EncodrError(f"{corpus_file}: {len(listed) - len(doc_ids):,} documents repeat an _id ({len(repeated):,} ids, first {', '.join(repeated[:3])}); "
+                          "give each document its own _id", field="data")  # fmt: skip
     data = RetrievalSet(root.name, corpus_file, doc_ids, read_queries(root / "queries.jsonl"))
     for split in names:
         data.qrels[split] = read_qrels(root / "qrels" / f"{split}.tsv", doc_ids, data.queries)

@@ -160,7 +160,8 @@ class RetrievalEvaluator(Evaluator):
 
     def scores(self, ranked: list[list[tuple[str, float]]]) -> list[Score]:
         """nDCG@10, MRR@10, recall@100 and MAP@100 × 100 of ranked lists (one per judged query,
-        in :meth:`query_ids` order), by sentence-transformers' ``compute_metrics``."""
+        in :meth:`query_ids` order), by sentence-transformers' ``compute_metrics``, each list in
+        the order search gives it (ties broken as search breaks them, not by document id)."""
         from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
         qids = self.query_ids()
@@ -168,13 +169,14 @@ class RetrievalEvaluator(Evaluator):
             {q: self.data.queries[q] for q in qids}, {d: "" for d in self.data.doc_ids}, {q: set(self.judged[q]) for q in qids},
             mrr_at_k=[10], ndcg_at_k=[10], accuracy_at_k=[1], precision_recall_at_k=[100], map_at_k=[100], write_csv=False,
         )  # fmt: skip
-        metrics = reference.compute_metrics([[{"corpus_id": d, "score": s} for d, s in row] for row in ranked])
+        # each hit scored by its place, so that ties fall as search shows them (sentence-transformers breaks them by id)
+        metrics = reference.compute_metrics([[{"corpus_id": d, "score": float(len(row) - i)} for i, (d, _) in enumerate(row)] for row in ranked])
         return [Score(self.name, f"{key.split('@')[0]}@{k}", 100 * float(metrics[key][k]), len(qids)) for key, k in METRICS]
 
     def per_query(self, ranked: list[list[tuple[str, float]]]) -> "np.ndarray":
         """nDCG@10 × 100 of each judged query (in :meth:`query_ids` order), defined as
-        :meth:`scores` defines it (sentence-transformers' binary-relevance nDCG, ties broken by
-        document id), so its mean is :meth:`scores`' nDCG@10; for paired significance tests
+        :meth:`scores` defines it (sentence-transformers' binary-relevance nDCG, in the order
+        search gives, ties included), so its mean is :meth:`scores`' nDCG@10; for paired significance tests
         (:mod:`.significance`).
 
         Returns:
@@ -185,7 +187,7 @@ class RetrievalEvaluator(Evaluator):
         out = []
         for q, row in zip(self.query_ids(), ranked):
             relevant = set(self.judged[q])
-            top = sorted(row, key=lambda hit: (-hit[1], hit[0]))[:10]
+            top = row[:10]
             dcg = sum(1 / np.log2(i + 2) for i, (doc, _) in enumerate(top) if doc in relevant)
             ideal = sum(1 / np.log2(i + 2) for i in range(min(len(relevant), 10)))
             out.append(100 * dcg / ideal)

@@ -8,7 +8,7 @@ from typing import Callable
 
 from ..errors import EncodrError
 from ..sockets import listening_socket
-from .app import Limits, Served, create_app
+from .app import Limits, Served, create_app, served_hosts
 
 __all__ = ["Limits", "Served", "create_app", "limits_of", "load", "serve"]
 
@@ -106,7 +106,7 @@ def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
         sync = IndexRequest(corpus=list(request.watch), out=str(searcher.index.path), sync=True)
         threading.Thread(target=dispatch.watch, name="encodr-watch", daemon=True,
                          args=(sync, announce, lambda line: announce(f"warning: {line}"), stop, served.write_lock)).start()  # fmt: skip
-    config = uvicorn.Config(create_app(served), host=host, port=port, log_level="warning", timeout_graceful_shutdown=60, lifespan="off")
+    config = uvicorn.Config(create_app(served, served_hosts(host, request.allow_host), request.allow_origin), host=host, port=port, log_level="warning", timeout_graceful_shutdown=60, lifespan="off")
     writes = "; POST and DELETE /v1/indexes/NAME/documents" if request.writable else ""
     listening = (f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score, /v1/rerank; GET /v1/models, /v1/indexes, /v1/runs, "
                  f"/health{writes})" + ("; requests need the API key" if api_key else ""))  # fmt: skip

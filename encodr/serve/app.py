@@ -116,11 +116,21 @@ class _Guard:
         return scorer
 
 
-def create_app(served: Served) -> FastAPI:
+def create_app(served: Served, hosts: list[str] | None = None, origins: list[str] = ()) -> FastAPI:
     """The FastAPI application over ``served`` (see the module docstring for the routes): the
-    error handlers, then the routes of each group under ``/v1`` behind the API key."""
+    error handlers, then the routes of each group under ``/v1`` behind the API key.
+
+    Args:
+        hosts: the ``Host`` header values answered (Starlette's ``TrustedHostMiddleware``; any
+            other gets 400), which is what defeats DNS rebinding: a web page whose own name
+            resolves to 127.0.0.1 still sends that name; None answers any (an application
+            embedded in a test or another server).
+        origins: the browser origins whose cross-origin requests are answered (FastAPI's CORS
+            settings); a request whose ``Origin`` is another site's gets 403.
+    """
     app = FastAPI(title="encodr", description="Embeddings (OpenAI-compatible), search and scoring with encodr models and indexes.")
     _error_handlers(app)
+    _browser_guard(app, hosts, list(origins))
     guard = _Guard(served)
     api = APIRouter(prefix="/v1", dependencies=[Depends(guard.check_key)])
     for routes in (_model_routes, _document_routes, _judgment_routes, _listing_routes):
@@ -134,6 +144,38 @@ def create_app(served: Served) -> FastAPI:
                 "indexes": list(served.searchers)}  # fmt: skip
 
     return app
+
+
+def served_hosts(host: str, allowed: list[str] = ()) -> list[str]:
+    """The ``Host`` names a server bound to ``host`` answers: the loopback names when it serves
+    this machine only, the address itself, and the names the user ``allowed`` (``*``: any)."""
+    from ..core.requests import loopback
+
+    names = ["127.0.0.1", "localhost", "::1", "[::1]"] if loopback(host) else []
+    return list(dict.fromkeys([*names, host, *allowed]))
+
+
+def _browser_guard(app: FastAPI, hosts: list[str] | None, origins: list[str]) -> None:
+    """Requests a web page in a browser could send on its own are refused: another ``Host``
+    (DNS rebinding) and another site's ``Origin``, unless allowed (see :func:`create_app`)."""
+    from urllib.parse import urlsplit
+
+    from fastapi.middleware.cors import CORSMiddleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+    if origins:
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["*"], allow_headers=["*"])
+
+    @app.middleware("http")
+    async def same_origin(request: Request, call_next):
+        origin = request.headers.get("origin")
+        if origin and "*" not in origins and origin not in origins and urlsplit(origin).netloc != request.headers.get("host", ""):
+            return error(403, f"Origin {origin} is another site's: encodr serve answers a browser only from its own origin, "
+                              "or from one given with --allow-origin", "Origin")  # fmt: skip
+        return await call_next(request)
+
+    if hosts is not None and "*" not in hosts:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts)
 
 
 def _error_handlers(app: FastAPI) -> None:

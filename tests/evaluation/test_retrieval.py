@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pytest
 
 from encodr.data.beir import read_retrieval
@@ -187,3 +188,26 @@ def test_eval_retrieval_keeps_its_index_and_reuses_it_until_the_model_or_corpus_
     evaluator.cache = True
     (evaluator.data.corpus_file).write_text(evaluator.data.corpus_file.read_text())  # touched: another modification time
     assert evaluator.cached_index(encoder) != built[0]
+
+
+def test_a_corpus_that_repeats_an_id_is_refused_with_the_count_and_the_ids(tmp_path):
+    folder = beir_folder(tmp_path / "toy")
+    with open(folder / "corpus.jsonl", "a") as f:
+        f.write(json.dumps({"_id": "river-a", "title": "", "text": "again"}) + "\n")
+    with pytest.raises(EncodrError, match=r"1 documents repeat an _id \(1 ids, first river-a\)"):
+        read_retrieval(folder)
+
+
+def test_evaluation_breaks_ties_as_search_shows_them(tmp_path):
+    """Two documents with one score: search shows the unjudged one first, so the judged one is
+    at rank 2 in the number too (sentence-transformers alone would put the smaller id first)."""
+    from encodr.evaluation.retrieval import RetrievalEvaluator
+
+    data = read_retrieval(beir_folder(tmp_path / "toy"))
+    evaluator = RetrievalEvaluator("toy", data, split="dev", limit=1)
+    q = evaluator.query_ids()[0]
+    judged = sorted(evaluator.judged[q])
+    row = [("zzz-unjudged", 0.5), *[(d, 0.5) for d in judged]]
+    expected = 100 * (1 / np.log2(3) + 1 / np.log2(4)) / (1 + 1 / np.log2(3))
+    ndcg = {s.metric: s.value for s in evaluator.scores([row])}["ndcg@10"]
+    assert ndcg == pytest.approx(expected, abs=0.01) and evaluator.per_query([row])[0] == pytest.approx(expected, abs=0.01)

@@ -211,3 +211,24 @@ def test_backend_serves_onnx_with_the_vectors_of_torch_and_unknown_ones_are_refu
         served.close()
     with pytest.raises(EncodrError, match="backend: 'tensorrt' is not one of"):
         load([str(tiny_model)], [], Limits(), backend="tensorrt")
+
+
+def test_a_page_elsewhere_cannot_read_the_indexes(served):
+    """DNS rebinding and cross-site requests: on 127.0.0.1 without a key, a request whose Host is
+    another name is refused, as is one from another site's page; the loopback names, the server's
+    own origin and the origins and hosts the user allows are answered."""
+    from encodr.serve import served_hosts
+
+    body = {"query": "cat", "index": "docs-index"}
+    app = create_app(served, served_hosts("127.0.0.1"))
+    local = TestClient(app, base_url="http://127.0.0.1:8000")
+    assert local.post("/v1/search", json=body).status_code == 200
+    assert TestClient(app, base_url="http://localhost:8000").post("/v1/search", json=body).status_code == 200
+    rebound = TestClient(app, base_url="http://evil.example:8000").post("/v1/search", json=body)
+    assert rebound.status_code == 400 and "cat" not in rebound.text
+    cross = local.post("/v1/search", json=body, headers={"Origin": "http://evil.example"})
+    assert cross.status_code == 403 and cross.json()["error"]["param"] == "Origin"
+    assert local.post("/v1/search", json=body, headers={"Origin": "http://127.0.0.1:8000"}).status_code == 200  # its own page
+    allowed = TestClient(create_app(served, served_hosts("127.0.0.1", ["search.lan"]), ["http://app.lan"]), base_url="http://search.lan")
+    answer = allowed.post("/v1/search", json=body, headers={"Origin": "http://app.lan"})
+    assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == "http://app.lan"
