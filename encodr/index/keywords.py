@@ -54,7 +54,7 @@ def _stemmer(lang: str | None):
     return Stemmer.Stemmer(name) if name else None
 
 
-def keyword_terms(text: str, lang: str | None) -> list[str]:
+def keyword_terms(text: str, lang: str | None, identifiers: bool = True) -> list[str]:
     """The terms of ``text`` in language ``lang`` (ISO 639-3, or None) for the keyword index:
     stemmed words and CJK bigrams, in order, before FTS5's case and diacritic folding (see
     the module docstring).
@@ -62,6 +62,8 @@ def keyword_terms(text: str, lang: str | None) -> list[str]:
     Args:
         text: any text.
         lang: its language; selects the stemmer (none for languages without one).
+        identifiers: add :func:`identifier_terms` (after the words, so a phrase of words
+            matches a text's words in order).
 
     Returns:
         Terms, lower-case, possibly repeated (BM25 counts them).
@@ -75,7 +77,30 @@ def keyword_terms(text: str, lang: str | None) -> list[str]:
             terms.extend(thai_words(thai))
         else:
             words.append(word)
-    return stem_words(words, lang) + terms
+    return stem_words(words, lang) + terms + (identifier_terms(text) if identifiers else [])
+
+
+_CODE = re.compile(r"\w+(?:[-.:/]\w+)+")  # HX-7731, v2.3.1, os.path.join, a/b
+_IDENTIFIER = re.compile(r"\w*(?:[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9])\w*")  # CamelCase, snake_case
+_CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def identifier_terms(text: str) -> list[str]:
+    """The codes and identifiers of ``text`` kept whole, as one term each, beside the words
+    they are split into by step 1 (FTS5's tokenizer would cut them at ``-``, ``.``, ``_``):
+    ``HX-7731`` → ``hx7731``, ``v2.3.1`` → ``v231``, ``get_console`` → ``getconsole`` (its
+    words ``get`` and ``console`` are terms already), ``ConsolePrint`` → ``consoleprint``,
+    ``console`` and ``print``. A query's code then matches the text that holds it exactly
+    above texts holding only its parts (each whole term is rarer than its parts)."""
+    out: list[str] = []
+    for m in _CODE.finditer(text):
+        out.append(re.sub(r"\W|_", "", m.group()).lower())
+    for m in _IDENTIFIER.finditer(text):
+        word = m.group()
+        out.append(word.replace("_", "").lower())
+        if any(c.isupper() for c in word[1:]):
+            out.extend(p.lower() for part in word.split("_") for p in _CAMEL_PARTS.findall(part))
+    return out
 
 
 def thai_words(run: str) -> list[str]:
@@ -111,17 +136,26 @@ def keyword_text(text: str, lang: str | None) -> str:
     return " ".join(keyword_terms(text, lang))
 
 
+_PHRASE = re.compile(r'"([^"]+)"')
+
+
 def keyword_expression(query: str, lang: str | None = None) -> str:
     """An FTS5 MATCH expression for a free-text query: each distinct term as a quoted string,
-    joined by OR, so no character of the query is read as FTS5 syntax; ``""`` when the query
+    joined by OR, so no character of the query is read as FTS5 syntax; a part of the query in
+    double quotes is a phrase, its terms in order, which every hit must hold
+    (``"relief valve" pressure`` → ``"relief valv" AND ("pressur")``); ``""`` when the query
     has no term.
 
     Args:
         query: the user's text.
         lang: its language (the stemmer of :func:`keyword_terms`).
     """
-    terms = keyword_terms(query, lang)
-    return " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
+    phrases = [" ".join(keyword_terms(p, lang, identifiers=False)) for p in _PHRASE.findall(query)]  # a text's whole codes sit after its words
+    terms = " OR ".join(f'"{t}"' for t in dict.fromkeys(keyword_terms(_PHRASE.sub(" ", query), lang)))
+    required = " AND ".join(f'"{p}"' for p in phrases if p)
+    if required and terms:
+        return f"{required} AND ({terms})"
+    return required or terms
 
 
 def build_keywords(conn) -> None:

@@ -10,7 +10,8 @@ def test_words_are_stemmed_in_their_language_and_cjk_runs_become_bigrams():
     assert keyword_terms("Studies", "und") == ["studies"]  # no language, no stemming
     assert keyword_terms("東京都に住む", None) == ["東京", "京都", "都に", "に住", "住む"]
     assert keyword_terms("서울 中", "kor") == ["서울", "中"]  # a single character stays itself
-    assert keyword_expression('cafés "x" OR NEAR(', "fra") == '"caf" OR "x" OR "or" OR "near"'  # no character read as FTS5 syntax
+    assert keyword_expression('cafés x OR NEAR(', "fra") == '"caf" OR "x" OR "or" OR "near"'  # no character read as FTS5 syntax
+    assert keyword_expression('cafés "x y" NEAR(', "fra") == '"x y" AND ("caf" OR "near")'  # a quoted phrase must hold
     assert keyword_expression("Studies studies", "eng") == '"studi"'
 
 
@@ -49,3 +50,32 @@ def test_thai_text_is_cut_into_words_and_a_thai_word_finds_its_sentence(tmp_path
     for query, expected in (("แรงดัน", "pump"), ("ประเทศ", "language"), ("เมืองหลวง", "capital")):
         hits = searcher.query([query], SearchOptions(k=3, mode="keyword", lang="tha"))[1][0]
         assert [h.ext_id for h in hits] == [expected], query
+
+
+def test_codes_and_identifiers_are_kept_whole_beside_their_parts():
+    from encodr.index.keywords import keyword_terms
+
+    terms = keyword_terms("Order HX-7731 via get_console or ConsolePrint in v2.3.1", "eng")
+    assert {"hx7731", "getconsole", "consoleprint", "console", "print", "v231", "hx", "7731"} <= set(terms)
+
+
+def test_an_exact_code_finds_the_document_that_holds_it_and_a_quoted_phrase_is_a_phrase(tmp_path, tiny_model, capsys, monkeypatch):
+    import json
+
+    from tests.conftest import run_cli
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "toc.md").write_text("# Contents\n\nHX 12 and 7731 pages; HX series overview; HX pumps; 7731 spares.\n")
+    (docs / "order.md").write_text("# Order\n\nPart HX-7731 is the valve seal.\n")
+    (docs / "valve.md").write_text("# Valve\n\nThe valve relief opens late.\n")
+    (docs / "relief.md").write_text("# Relief\n\nThe relief valve opens at three bar.\n")
+    out = tmp_path / "idx"
+    assert run_cli(["index", str(docs), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], capsys, monkeypatch)[0] == 0
+
+    def top(query, *extra):
+        _, stdout, _ = run_cli(["search", query, "--index", str(out), "--mode", "keyword", "--json", *extra], capsys, monkeypatch)
+        return [h["path"] for h in json.loads(stdout)["results"][0]["hits"]]
+
+    assert top("HX-7731")[0] == "order.md"
+    assert top('"relief valve"') == ["relief.md"]  # valve.md holds both words, not the phrase
