@@ -377,7 +377,16 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     result.snippet = 0 if values.get("full") else SNIPPET_LINES * (width - 45 if width >= 120 else max(MAIN, width - 20))
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
+    if values.get("format", "table") != "table" and not as_json:
+        for line in result.lines(values["format"]):
+            out_console.print(line, highlight=False, markup=False, soft_wrap=True)
+        return
     _show(result, as_json)
+
+
+@command(app, rq.ShowRequest, "show")
+def show(values: dict, as_json: bool) -> None:
+    _show(dispatch.call(rq.ShowRequest, values, "cli"), as_json)
 
 
 @command(app, rq.JudgeRequest, "judge")

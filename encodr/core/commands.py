@@ -20,8 +20,8 @@ from ..errors import EncodrError
 from ..progress import ProgressEvent, ProgressFn, silent
 from .requests import (DeleteRequest, DocumentIdsRequest, DocumentRequest, EmbedRequest, EvalRequest, IndexRequest, JudgeRequest, JudgmentsRequest, UnjudgeRequest,
                        UpsertRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
-                       ScoreRequest, SearchRequest, SyncRequest, TuneRequest, pcr_variant)  # fmt: skip
-from .results import (EmbedResult, Embedding, EvalResult, ListResult, QueryHits, Ranked, RecordResult, RerankResult, RunsResult, ScoreResult,
+                       ScoreRequest, SearchRequest, ShowRequest, SyncRequest, TuneRequest, pcr_variant)  # fmt: skip
+from .results import (DocumentLines, EmbedResult, Embedding, EvalResult, ListResult, QueryHits, Ranked, RecordResult, RerankResult, RunsResult, ScoreResult,
                       SearchResult, TuneResult, Usage, short_path)  # fmt: skip
 
 WarnFn = Callable[[str], None]
@@ -437,6 +437,75 @@ def delete_ids(request: DocumentIdsRequest, index: str) -> RecordResult:
     return delete(DeleteRequest(ids=request.ids, index=index))
 
 
+def line_range(spec: str | None, field: str = "lines") -> tuple[int, int] | None:
+    """``LINE`` or ``FIRST-LAST`` as (first, last), 1-based; None for None.
+
+    Raises:
+        EncodrError: another shape, or a range that ends before it starts, naming ``field``.
+    """
+    import re
+
+    if spec is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", spec)
+    if not m or int(m.group(1)) < 1 or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+        raise EncodrError(f"{field} {spec!r} is not LINE or FIRST-LAST (e.g. 12 or 12-40, from 1)", field=field)
+    return int(m.group(1)), int(m.group(2) or m.group(1))
+
+
+def _one_document(index, target: str) -> str:
+    """The id of the document of ``index`` that ``target`` (an id, a path as hits show it, a source) names.
+
+    Raises:
+        EncodrError: none, or several (naming them), field ``id``.
+    """
+    found = index.find_documents(target)
+    if not found:
+        raise EncodrError(f"index {index.path.name} has no document '{target}'; give a path as a hit shows it (encodr search … --format files)",
+                          field="id", status=404)  # fmt: skip
+    if len(found) > 1:
+        raise EncodrError(f"'{target}' names {len(found)} documents ({', '.join(found[:3])}); give one of their ids", field="id")
+    return found[0]
+
+
+def document_lines(index, target: str, lines: tuple[int, int] | None) -> dict:
+    """Document ``target`` of ``index`` (an :class:`~encodr.index.IndexReader`) as the index holds
+    it: its id, path, title and its numbered lines (all, or ``lines``' range, clipped to the
+    document) as ``[{"line": n, "text": …}]``.
+
+    Raises:
+        EncodrError: see :func:`_one_document`.
+    """
+    doc = _one_document(index, target)
+    first, text = index.document_lines(doc)
+    low, high = lines or (first, first + len(text) - 1)
+    numbered = [{"line": first + i, "text": t} for i, t in enumerate(text) if low <= first + i <= high]
+    row = index.texts.document_row(doc) or {}
+    return {"id": doc, "path": index.texts.document_path(doc) or row.get("source") or doc, "title": row.get("title"), "lines": numbered}
+
+
+def show(request: ShowRequest) -> DocumentLines:
+    """``encodr show PATH[:LINE[-LAST]]``: a document's lines from the index (:func:`document_lines`).
+
+    Raises:
+        EncodrError: an index that cannot be opened; see :func:`document_lines` and :func:`line_range`.
+    """
+    import re
+
+    from ..index import locate
+    from ..index.reader import IndexReader
+
+    m = re.fullmatch(r"(.+?)(?::(\d+(?:-\d+)?))?", request.target)
+    target, spec = m.group(1), m.group(2)
+    lines = line_range(spec, "target")
+    if lines and request.context and lines[0] == lines[1]:
+        lines = (max(1, lines[0] - request.context), lines[1] + request.context)
+    with IndexReader.open(locate(request.index)) as index:
+        whole = spec is not None and bool(index.find_documents(request.target))  # an id that holds a colon (notes.txt:12, a record's id)
+        found = document_lines(index, request.target, None) if whole else document_lines(index, target, lines)
+    return DocumentLines(**found)
+
+
 def document(request: DocumentRequest, searcher) -> RecordResult:
     """Document ``request.id`` of ``searcher``'s index (a served one), whole (:meth:`encodr.index.Index.document`).
 
@@ -445,6 +514,9 @@ def document(request: DocumentRequest, searcher) -> RecordResult:
     """
     doc_id = request.id
     searcher.refresh()
+    if request.lines is not None or searcher.index.document(doc_id) is None and searcher.index.find_documents(doc_id):
+        found = document_lines(searcher.index, doc_id, line_range(request.lines))
+        return RecordResult(title=f"document {found['path']}", record=found, keys=["id", "path", "title", "lines"])
     found = searcher.index.document(doc_id)
     if found is None:
         raise EncodrError(f"index {searcher.index.path.name} has no document '{doc_id}'; a hit's document id names one", field="id", status=404)

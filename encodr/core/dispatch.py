@@ -38,6 +38,7 @@ COMMANDS: dict[type, Callable] = {
     rq.DocumentIdsRequest: commands.delete_ids,
     rq.SyncRequest: commands.sync_served,
     rq.DocumentRequest: commands.document,
+    rq.ShowRequest: commands.show,
     rq.JudgeRequest: commands.judge,
     rq.UnjudgeRequest: commands.unjudge,
     rq.JudgmentsRequest: commands.judgments,

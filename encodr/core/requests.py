@@ -186,6 +186,9 @@ class SearchRequest(Request):
     filter: list[str] | dict[str, Any] | None = option(None, FILTER_HELP)
     full: bool = option(False, "Print whole texts; by default a hit shows a snippet around its matched words, as wide as the terminal allows.",
                         fronts=CLI)  # fmt: skip
+    format: str = option("table", "How hits print: table (rank, score, the snippet and path:line); grep (path:line:column: snippet, one line a "
+                                  "hit, as ripgrep's --vimgrep prints for editors); files (each hit's path once).", choices=("table", "grep", "files"),
+                         fronts=CLI)  # fmt: skip
     timings: bool = option(False, "Also give the time of each phase of the search in ms (language, encode, dense, keyword, fusion, rerank, hits, "
                                   "highlights, total), as Elasticsearch's profile does.", fronts=CLI_HTTP_MCP)  # fmt: skip
 
@@ -480,7 +483,16 @@ class DocumentRequest(Request):
     (``GET /v1/indexes/{name}/documents/{id}``)."""
 
     index: str = option(..., "The served index (over HTTP: the path's NAME).", fronts=MCP)
-    id: str = option(..., "The document's id, as a hit's document shows it.", fronts=MCP)
+    id: str = option(..., "The document's id, as a hit's document shows it, or its path as a hit shows it.", fronts=MCP)
+    lines: str | None = option(None, "Only these lines of its file, as a hit gives them: LINE or FIRST-LAST (e.g. 12-40).", fronts=HTTP_MCP)
+
+
+class ShowRequest(Request):
+    """Print a document of an index, or a range of its lines, as the index holds it (qmd's get): PATH as a hit shows it, PATH:LINE or PATH:FIRST-LAST."""
+
+    target: str = option(..., "The document: its path as a hit shows it (or its id), optionally :LINE or :FIRST-LAST.", argument=True)
+    index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"), fronts=CLI)
+    context: int = option(0, "With :LINE, also this many lines before and after it (as grep -C).", flags=("--context", "-C"), ge=0, fronts=CLI)
 
 
 GRADE_HELP = "0 not relevant, 1 relevant, 2 highly relevant (BEIR / TREC grades)."

@@ -222,6 +222,14 @@ class SearchResult(Result):
             out["timings"] = {**self.timings, "highlights": round(spent, 3), "total": round(self.timings.get("total", 0.0) + spent, 3)}
         return out
 
+    def lines(self, form: str) -> list[str]:
+        """The hits as plain lines: ``grep``, ``path:line:column: snippet`` a hit (ripgrep's
+        ``--vimgrep``, which editors open), the snippet on one line; ``files``, each hit's path once."""
+        if form == "files":
+            return list(dict.fromkeys(h.path or h.source for q in self.results for h in q.hits))
+        return [f"{h.path or h.source}:{h.snippet_line or h.line}:{h.snippet_column or 1}: {' '.join((h.snippet or h.text).split())}"
+                for q in self.results for h in q.hits]  # fmt: skip
+
     def tables(self) -> list[Table]:
         out = []
         for q in self.results:
@@ -368,6 +376,20 @@ class RecordResult(Result):
 
     def payload(self) -> Any:
         return self.record
+
+
+class DocumentLines(Result):
+    """A document's lines as the index holds them (``encodr show``): its id, path, title and
+    ``lines``, each ``{"line": n, "text": …}``."""
+
+    id: str
+    path: str
+    title: str | None = None
+    lines: list[dict]
+
+    def tables(self) -> list[Table]:
+        return [Table(self.path + (f"  ({self.title})" if self.title else ""), ["line", "text"],
+                      [[str(r["line"]), r["text"]] for r in self.lines], right=("line",))]  # fmt: skip
 
 
 class EvalResult(Result):

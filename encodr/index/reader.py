@@ -459,6 +459,29 @@ class IndexReader:
             chars[start : start + len(text)] = text
         return {**(self.texts.document_row(ext_id) or {"id": ext_id}), "text": "".join(chars)}
 
+    def document_lines(self, ext_id: str) -> tuple[int, list[str]]:
+        """Document ``ext_id``'s text as the lines of its file, from its stored passages: (the
+        file line of the first, the lines). Between two passages the file's line breaks are
+        put back from their stored lines (passages are stored without the blank lines between
+        them); ``(1, [])`` when the index holds no text of it."""
+        passages = self.texts.passage_lines(ext_id)
+        if not passages:
+            return 1, []
+        first = passages[0][2]
+        text, end = "", 0
+        for start, piece, line in passages:
+            if start >= end:
+                breaks = max(0, line - (first + text.count("\n")))
+                text += "\n" * breaks + piece
+            else:  # overlapping the previous passage: only what it adds
+                text += piece[end - start :]
+            end = max(end, start + len(piece))
+        return first, text.split("\n")
+
+    def find_documents(self, path: str) -> list[str]:
+        """The ids of the documents at ``path``: its path as hits show it, its source, or its id."""
+        return self.texts.documents_at(path)
+
     @property
     def query_prompt(self) -> str:
         """The text put before each query: the model's query prompt the index was built with

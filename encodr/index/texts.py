@@ -325,6 +325,20 @@ class TextStore:
         document order (whole texts, with no offset, at 0)."""
         return [(int(s), t) for s, t in self._all("select coalesce(start, 0), text from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,))]
 
+    def passage_lines(self, ext_id: str) -> list[tuple[int, str, int]]:
+        """(character offset, text, first line) of every stored passage of document ``ext_id``, in order."""
+        return [(int(s), t, int(n)) for s, t, n in self._all("select coalesce(start, 0), text, line from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,))]
+
+    def document_path(self, ext_id: str) -> str | None:
+        """Document ``ext_id``'s path as hits show it (None: not stored, an older index)."""
+        found = self._all("select path from texts where ext_id = ? and path is not null limit 1", (ext_id,))
+        return found[0][0] if found else None
+
+    def documents_at(self, path: str) -> list[str]:
+        """The ids of the documents whose path as shown (relative to the folder indexed), source or id is ``path``."""
+        return [str(d) for (d,) in self._all("select distinct ext_id from texts where ext_id is not null and (path = ? or source = ? or ext_id = ?)",
+                                             (path, path, path))]  # fmt: skip
+
     def document_row(self, ext_id: str) -> dict | None:
         """The stored record of document ``ext_id``: ``id``, ``path``, ``source``, ``title``,
         ``modified``, ``size``, ``lang`` and ``metadata`` (a dict); None when the store has no

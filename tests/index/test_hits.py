@@ -52,3 +52,17 @@ def test_an_index_with_no_documents_answers_with_no_hits(tmp_path, tiny_model, c
         found = json.loads(stdout)
         assert code == 0 and found["results"][0]["hits"] == [] and any("is empty" in h for h in found["hints"])
         assert "Traceback" not in err
+
+
+def test_grep_format_files_and_show_open_a_hit_where_it_is(tmp_path, tiny_model, capsys, monkeypatch):
+    text = "# Boiler\n\nThe boiler sits in the cellar.\n\n## Valve\n\nThe relief valve opens at three bar.\nService it every autumn.\n"
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"house/boiler.md": text, "other.md": "# Other\n\nNothing here.\n"})
+    code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword", "--format", "grep"], capsys, monkeypatch)
+    assert code == 0 and stdout.splitlines()[0] == "house/boiler.md:7:1: The relief valve opens at three bar. Service it every autumn."
+    code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword", "--format", "files"], capsys, monkeypatch)
+    assert stdout.splitlines() == ["house/boiler.md"]
+    code, stdout, _ = run_cli(["show", "house/boiler.md:7", "-C", "1", "--index", str(out), "--json"], capsys, monkeypatch)
+    shown = json.loads(stdout)
+    assert [(r["line"], r["text"]) for r in shown["lines"]] == [(6, ""), (7, "The relief valve opens at three bar."), (8, "Service it every autumn.")]
+    code, _, err = run_cli(["show", "nowhere.md", "--index", str(out)], capsys, monkeypatch)
+    assert code == 2 and "has no document 'nowhere.md'" in err and "Traceback" not in err
