@@ -103,7 +103,7 @@ def test_index_a_mixed_folder_in_one_command_and_find_the_pdf(mixed_folder, tmp_
     meta = json.loads(stdout)
     assert sorted(s["path"].rsplit("/", 1)[-1] for s in meta["skipped_files"]) == ["broken.pdf", "empty.md", "photo.png"]
     assert "3 file(s) skipped" in err and "broken.pdf: not a PDF that can be read" in err
-    assert meta["count"] == 7  # 2 lines, the guide, the page, the manual, the violin, the planets
+    assert meta["count"] == 6  # the note (a .txt in a folder is one document), the guide, the page, the manual, the violin, the planets
     code, stdout, err = run_cli(["search", "xj4471 pressures", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
     hit = json.loads(stdout)["results"][0]["hits"][0]
     assert hit["title"] == "Pump manual" and hit["source"].endswith("manual.pdf") and "XJ4471" in hit["text"]
