@@ -47,7 +47,7 @@ HELP = """\
 | Enter | search now |
 | language box (beside the query) | only hits in these languages, e.g. `spa,fra`; Enter applies |
 | filter box | only hits from documents where FIELD=VALUE (`!=`, `>=`, `<=`), several separated by `;`, e.g. `team=ops; year>=2020`; Enter applies |
-| Ctrl+D on a hit | delete its document from the index (every passage of it; `encodr delete ID`) |
+| Ctrl+D on a hit | delete its document from the index, once you answer y (every passage of it; `encodr delete ID`) |
 | 0 / 1 / 2 on a hit | judge it: not relevant / relevant / highly relevant for the query (`encodr judge`); the grade column shows it |
 | F9 or the Judgments tab | the index's judgments (fold, status); Delete removes the selected one |
 | Eval: index, no queries | scores the index on its own judgments (test fold; `encodr eval retrieval --index`) |
@@ -73,6 +73,23 @@ def score_bar(score: float, width: int = 10, top: float = 1.0) -> str:
     (unbounded) against the best hit's; negative scores show empty."""
     filled = max(0, min(width, round(score / (top or 1.0) * width)))
     return "█" * filled + "·" * (width - filled)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question before a change that cannot be undone (deleting a document): ``y`` or
+    Enter answers yes, ``n`` or Escape no."""
+
+    BINDINGS = [Binding("y,enter", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, question: str):
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"{self.question}  [y] yes  [n] no", id="confirm", markup=False)
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
 
 
 class HelpScreen(ModalScreen):
@@ -517,11 +534,14 @@ class EncodrApp(App):
         self.push_screen(DocumentScreen(title, text, at, hit, self.query_one("#query", Input).value, self.query_lang))
 
     def action_delete_hit(self) -> None:
-        """Ctrl+D on a hit of the Search tab: delete its document (``encodr delete ID``), then search again."""
+        """Ctrl+D on a hit of the Search tab: once the user says yes (:class:`ConfirmScreen`), delete its
+        document (``encodr delete ID``), then search again."""
         table = self.query_one("#results", DataTable)
         if self.searcher is None or not self.hits or table.cursor_row >= len(self.hits):
             return
-        self.delete_document(self.hits[table.cursor_row].document)
+        document = self.hits[table.cursor_row].document
+        self.push_screen(ConfirmScreen(f"Delete {document} from the index (every passage of it)?"),
+                         lambda yes: self.delete_document(document) if yes else self.set_status("nothing deleted"))
 
     @work(thread=True, exclusive=True, group="delete")
     def delete_document(self, document: str) -> None:

@@ -195,6 +195,15 @@ async def test_the_filter_box_restricts_hits_and_ctrl_d_deletes_a_hits_document(
         table.focus()
         await pilot.press("ctrl+d")
         await settle(app, pilot)
+        assert type(app.screen).__name__ == "ConfirmScreen"  # it asks first
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert table.row_count == 4 and not any("deleted" in str(n.message) for n in app._notifications)
+        table.focus()
+        await pilot.press("ctrl+d")
+        await settle(app, pilot)
+        await pilot.press("y")
+        await settle(app, pilot)
         assert any(f"deleted {first.document}" in str(n.message) for n in app._notifications)
         assert first.text not in {str(table.get_row_at(r)[5]) for r in range(table.row_count)} and table.row_count == 3
 
