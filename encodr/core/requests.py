@@ -329,7 +329,7 @@ class IndexRequest(Request):
     documents: bool = option(layout_default("documents"), "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
                                     "not each line.", fronts=CLI_TUI)  # fmt: skip
     records: bool = option(layout_default("records"), "Plain text files found in a folder: one text a line, as a text file given by itself is read "
-                                  "(by default each .txt file in a folder is one document, its passages following its paragraphs).", fronts=CLI_TUI)  # fmt: skip
+                                  "(by default each .txt file in a folder is one document, its passages following its paragraphs).", fronts=CLI)  # fmt: skip
     text_field: str = option(layout_default("text_field"), "JSONL: the field that holds the text.", fronts=CLI_TUI)
     text_column: str = option(layout_default("text_column"), "CSV / TSV: the header's column that holds the text.", fronts=CLI_TUI)
     id_column: str | None = option(layout_default("id_column"), "CSV / TSV: the column that holds each document's id (default: 'id' when present).", fronts=CLI_TUI)
@@ -490,9 +490,9 @@ class DocumentRequest(Request):
 class ShowRequest(Request):
     """Print a document of an index, or a range of its lines, as the index holds it (qmd's get): PATH as a hit shows it, PATH:LINE or PATH:FIRST-LAST."""
 
-    target: str = option(..., "The document: its path as a hit shows it (or its id), optionally :LINE or :FIRST-LAST.", argument=True)
+    target: str = option(..., "The document: its path as a hit shows it (or its id), optionally :LINE or :FIRST-LAST.", argument=True, fronts=CLI)
     index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"), fronts=CLI)
-    context: int = option(0, "With :LINE, also this many lines before and after it (as grep -C).", flags=("--context", "-C"), ge=0, fronts=CLI)
+    context: int | None = option(None, "With :LINE, also this many lines before and after it, as grep's context option gives.", flags=("--context", "-C"), ge=0, fronts=CLI)
 
 
 GRADE_HELP = "0 not relevant, 1 relevant, 2 highly relevant (BEIR / TREC grades)."

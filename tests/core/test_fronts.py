@@ -17,7 +17,7 @@ CLI_COMMANDS = {
     ("tune",): rq.TuneRequest, ("eval",): rq.EvalRequest, ("score",): rq.ScoreRequest, ("index",): rq.IndexRequest,
     ("search",): rq.SearchRequest, ("indexes",): rq.IndexesRequest, ("models",): rq.ModelsRequest, ("recipes",): rq.RecipesRequest,
     ("runs",): rq.RunsRequest, ("runs", "show"): rq.RunRequest, ("delete",): rq.DeleteRequest, ("serve",): rq.ServeRequest,
-    ("mcp",): rq.McpRequest, ("tui",): rq.TuiRequest, ("judge",): rq.JudgeRequest, ("judgments",): rq.JudgmentsRequest,
+    ("mcp",): rq.McpRequest, ("tui",): rq.TuiRequest, ("judge",): rq.JudgeRequest, ("judgments",): rq.JudgmentsRequest, ("show",): rq.ShowRequest,
 }  # fmt: skip
 HTTP_ROUTES = {"/v1/embeddings": rq.EmbedRequest, "/v1/search": rq.SearchRequest, "/v1/score": rq.ScoreRequest, "/v1/rerank": rq.RerankRequest,
                "/v1/indexes/{name}/documents": rq.UpsertRequest, "DELETE /v1/indexes/{name}/documents": rq.DocumentIdsRequest,
