@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from encodr.index.options import SearchOptions
 import numpy as np
+
+from encodr.data.records import Layout
 import pytest
 
 from encodr.errors import EncodrError
@@ -51,9 +53,11 @@ def texts_of(path) -> list[tuple]:
 
 def test_a_ray_build_equals_a_local_one_with_two_actors_on_one_cpu(ray_cluster, tiny_model, tmp_path):
     docs = folder_of_files(tmp_path)
-    local = build([str(docs)], tmp_path / "local", BuildOptions(model=str(tiny_model), lang="eng", backend="torch"))  # what auto is for Ray (its machines are not this one)
+    lines = Layout(records=True)  # a.txt one record a line (--records), as windows of lines spread over the actors
+    local = build([str(docs)], tmp_path / "local", BuildOptions(model=str(tiny_model), lang="eng", backend="torch", layout=lines))  # what auto is for Ray (its machines are not this one)
     seen = []
-    remote = build([str(docs)], tmp_path / "ray", BuildOptions(model=str(tiny_model), lang="eng", engine="ray", processes=2, window=7), progress=lambda e: seen.append(e.completed))  # fmt: skip
+    remote = build([str(docs)], tmp_path / "ray", BuildOptions(model=str(tiny_model), lang="eng", engine="ray", processes=2, window=7, layout=lines),
+                   progress=lambda e: seen.append(e.completed))  # fmt: skip
     assert remote["count"] == local["count"] > len(TEXTS) and remote["passages"] == local["passages"] > 1
     assert remote["skipped_duplicates"] == local["skipped_duplicates"] == 3
     assert [s["path"] for s in remote["skipped_files"]] == [s["path"] for s in local["skipped_files"]] == [str(docs / "c.pdf")]

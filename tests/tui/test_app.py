@@ -250,7 +250,7 @@ async def test_a_markdown_hit_opens_its_document_rendered_as_markdown_at_the_pas
         await pilot.click("#query")
         await pilot.press(*"radiators", "enter")
         await settle(app, pilot)
-        assert "guide.md › Service" in str(app.query_one("#results").get_row_at(0)[6])  # the hit's section
+        assert "guide.md:13 › Service" in str(app.query_one("#results").get_row_at(0)[6])  # the snippet's line and the hit's section
         app.query_one("#results").focus()
         await pilot.press("enter")
         await pilot.pause()
