@@ -138,34 +138,13 @@ class Document:
 
 
 def read_document_file(path: str | Path) -> Document:
-    """:func:`read_document_meta` with where the text sits in the file: the line it starts on
-    and a PDF's page offsets (:class:`Document`).
-
-    Raises:
-        EncodrError: as :func:`read_document_meta`.
-    """
-    p = Path(path)
-    if p.suffix.lower() == ".pdf":
-        title, pages = _pdf_pages(p)
-        starts, at = [], 0
-        for page in pages:
-            starts.append(at)
-            at += len(page) + 2 if page else 0
-        return Document(title, "\n\n".join(page for page in pages if page), {}, 1, tuple(starts))
-    title, text, meta = read_document_meta(p)
-    first = 1
-    if p.suffix.lower() in (".md", ".markdown") and meta:
-        raw = p.read_text(encoding="utf-8-sig")
-        first = raw[: len(raw) - len(text)].count("\n") + 1 if raw.endswith(text) else 1
-    return Document(title, text, meta, first)
-
-
-def read_document_meta(path: str | Path) -> tuple[str, str, dict]:
-    """The title, text and metadata of one document file.
+    """One document file as read (:class:`Document`): its title, text and metadata, the line of
+    the file its text starts on, and a PDF's page offsets.
 
     - Markdown: the text as written after its YAML front matter (:func:`front_matter`), which
       is the metadata; the title is the front matter's ``title``, else the first ``#``
-      heading, else the file name.
+      heading, else the file name; the text starts on the line after the front matter.
+    - Plain text (a note found in a folder): the text as written, titled by the file name.
     - HTML: the visible text (Python's ``html.parser``; script and style left out, block
       elements end lines); the title is ``<title>``, else the first ``<h1>``, else the file name.
     - PDF: the text of each page (``pypdf``), pages separated by a blank line; the title is the
@@ -183,9 +162,14 @@ def read_document_meta(path: str | Path) -> tuple[str, str, dict]:
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".pdf":
-        return (*_read_pdf(p), {})
+        title, pages = _pdf_pages(p)
+        starts, at = [], 0
+        for page in pages:
+            starts.append(at)
+            at += len(page) + 2 if page else 0  # the blank line that joins it to the next
+        return Document(title, "\n\n".join(page for page in pages if page), {}, 1, tuple(starts))
     if suffix in CONVERTED_SUFFIXES:
-        return _read_converted(p)
+        return Document(*_read_converted(p))
     try:
         raw = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -193,18 +177,24 @@ def read_document_meta(path: str | Path) -> tuple[str, str, dict]:
     except OSError as exc:
         raise EncodrError(f"{p}: cannot read it ({exc.strerror})") from None
     if suffix in (".html", ".htm"):
-        return (*_html_text(raw, p.stem), {})
-    if suffix == ".txt":  # a note: the text as written, titled by its file name
-        return p.stem, raw, {}
-    meta, raw = front_matter(raw)
-    heading = next((line.lstrip("#").strip() for line in raw.splitlines() if line.startswith("# ")), None)
+        return Document(*_html_text(raw, p.stem), {})
+    if suffix == ".txt":
+        return Document(p.stem, raw, {})
+    meta, text = front_matter(raw)
+    heading = next((line.lstrip("#").strip() for line in text.splitlines() if line.startswith("# ")), None)
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
-    return title or heading or p.stem, raw, meta
+    first = raw[: len(raw) - len(text)].count("\n") + 1  # the lines the front matter took
+    return Document(title or heading or p.stem, text, meta, first)
 
 
-def _read_pdf(p: Path) -> tuple[str, str]:
-    title, pages = _pdf_pages(p)
-    return title, "\n\n".join(page for page in pages if page)
+def read_document_meta(path: str | Path) -> tuple[str, str, dict]:
+    """The title, text and metadata of one document file (:func:`read_document_file`).
+
+    Raises:
+        EncodrError: as :func:`read_document_file`.
+    """
+    doc = read_document_file(path)
+    return doc.title, doc.text, doc.meta
 
 
 def _pdf_pages(p: Path) -> tuple[str, list[str]]:
