@@ -153,7 +153,8 @@ class Ingest:
     def __init__(self, tmp: Path, encoder, lang: str | None, old: IndexReader | None, candidates: list[str] | None = None, accurate: bool = False,
                  roots: list[str] | None = None):  # fmt: skip
         self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
-        self.roots = sorted(roots or [], key=len, reverse=True)  # the folders given: a path is shown relative to the deepest one holding it
+        roots = roots or []  # the paths given: a file is shown relative to the deepest folder among them holding it (looked at once, not per text)
+        self.folders = sorted((r for r in roots if os.path.isdir(r)), key=len, reverse=True)
         self.detected = 0  # texts whose language came from the detector
         self.texts = TextStore.create(tmp / STORE_FILE)
         self.next_id = self.texts.next_id()
@@ -224,7 +225,7 @@ class Ingest:
         guessed = set(unknown)
         rows = [{"id": first + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line, "lang": langs[i], "hash": h,
                  "lang_detected": int(i in guessed), "lang_confidence": confidence[i], "title": r.title, "start": r.start, "section": r.section,
-                 "end_line": r.end_line, "page": r.page, "path": shown_path(r.source, self.roots)}
+                 "end_line": r.end_line, "page": r.page, "path": shown_path(r.source, self.folders)}
                 for i, (r, h) in enumerate(fresh)]  # fmt: skip
         self.split_documents.update(r.ext_id for r, _ in fresh if r.start is not None)
         if self.old is not None:
@@ -242,17 +243,15 @@ class Ingest:
         self.texts.insert(rows)
 
 
-def shown_path(source: str, roots: list[str]) -> str:
-    """``source`` as a person reads it: relative to the deepest of ``roots`` (absolute paths of
+def shown_path(source: str, folders: list[str]) -> str:
+    """``source`` as a person reads it: relative to the deepest of ``folders`` (absolute paths of
     the folders indexed, deepest first) that holds it, with ``/`` between parts; a file given
-    by itself, or a document given whole (an upsert), keeps its own name."""
+    by itself, or a document given whole (an upsert), its own name."""
     full = os.path.abspath(source)
-    for root in roots:
-        if os.path.isdir(root) and full.startswith(root.rstrip(os.sep) + os.sep):
+    for root in folders:
+        if full.startswith(root.rstrip(os.sep) + os.sep):
             return Path(os.path.relpath(full, root)).as_posix()
-    if os.path.isfile(full) and full in roots:
-        return Path(source).name
-    return source
+    return Path(source).name  # a file given by itself (an upsert's source, "api", reads the same)
 
 
 def settle_languages(texts: TextStore) -> list[str]:
