@@ -461,8 +461,7 @@ def _one_document(index, target: str) -> str:
     """
     found = index.find_documents(target)
     if not found:
-        raise EncodrError(f"index {index.path.name} has no document '{target}'; give a path as a hit shows it (encodr search … --format files)",
-                          field="id", status=404)  # fmt: skip
+        raise EncodrError(f"index {index.path.name} has no document '{target}'; a hit's document id or its path names one", field="id", status=404)
     if len(found) > 1:
         raise EncodrError(f"'{target}' names {len(found)} documents ({', '.join(found[:3])}); give one of their ids", field="id")
     return found[0]
@@ -476,12 +475,10 @@ def document_lines(index, target: str, lines: tuple[int, int] | None) -> dict:
     Raises:
         EncodrError: see :func:`_one_document`.
     """
-    doc = _one_document(index, target)
-    first, text = index.document_lines(doc)
+    found = index.document_lines(_one_document(index, target))
+    first, text = found.pop("first_line"), found.pop("lines")
     low, high = lines or (first, first + len(text) - 1)
-    numbered = [{"line": first + i, "text": t} for i, t in enumerate(text) if low <= first + i <= high]
-    row = index.texts.document_row(doc) or {}
-    return {"id": doc, "path": index.texts.document_path(doc) or row.get("source") or doc, "title": row.get("title"), "lines": numbered}
+    return {**found, "lines": [{"line": first + i, "text": t} for i, t in enumerate(text) if low <= first + i <= high]}
 
 
 def show(request: ShowRequest) -> DocumentLines:
@@ -495,15 +492,16 @@ def show(request: ShowRequest) -> DocumentLines:
     from ..index import locate
     from ..index.reader import IndexReader
 
-    m = re.fullmatch(r"(.+?)(?::(\d+(?:-\d+)?))?", request.target)
-    target, spec = m.group(1), m.group(2)
+    target, colon, spec = request.target.rpartition(":")
+    if not colon or not re.fullmatch(r"\d+(?:-\d+)?", spec):  # no :LINE part (or a path with a colon of its own)
+        target, spec = request.target, None
     lines = line_range(spec, "target")
     if lines and request.context and lines[0] == lines[1]:
         lines = (max(1, lines[0] - request.context), lines[1] + request.context)
     with IndexReader.open(locate(request.index)) as index:
-        whole = spec is not None and bool(index.find_documents(request.target))  # an id that holds a colon (notes.txt:12, a record's id)
-        found = document_lines(index, request.target, None) if whole else document_lines(index, target, lines)
-    return DocumentLines(**found)
+        if spec is not None and index.find_documents(request.target):  # an id that ends in :N itself (notes.txt:12, a record's id)
+            target, lines = request.target, None
+        return DocumentLines(**document_lines(index, target, lines))
 
 
 def document(request: DocumentRequest, searcher) -> RecordResult:
@@ -514,12 +512,10 @@ def document(request: DocumentRequest, searcher) -> RecordResult:
     """
     doc_id = request.id
     searcher.refresh()
-    if request.lines is not None or searcher.index.document(doc_id) is None and searcher.index.find_documents(doc_id):
+    found = searcher.index.document(doc_id) if request.lines is None else None
+    if found is None:  # lines asked for, or not an id: a path as hits show it (document_lines refuses what names no document)
         found = document_lines(searcher.index, doc_id, line_range(request.lines))
         return RecordResult(title=f"document {found['path']}", record=found, keys=["id", "path", "title", "lines"])
-    found = searcher.index.document(doc_id)
-    if found is None:
-        raise EncodrError(f"index {searcher.index.path.name} has no document '{doc_id}'; a hit's document id names one", field="id", status=404)
     return RecordResult(title=f"document {doc_id}", record=found, keys=[k for k in ("id", "title", "source", "lang", "modified", "text") if k in found])
 
 

@@ -479,12 +479,12 @@ class DocumentIdsRequest(Request):
 
 
 class DocumentRequest(Request):
-    """One document of a served index, whole: its text (rebuilt from its passages), title, source and metadata
-    (``GET /v1/indexes/{name}/documents/{id}``)."""
+    """One document of a served index (MCP's ``get_document``): whole, its text (rebuilt from its passages), title, source and
+    metadata; or, with ``lines``, those lines of its file."""
 
     index: str = option(..., "The served index (over HTTP: the path's NAME).", fronts=MCP)
     id: str = option(..., "The document's id, as a hit's document shows it, or its path as a hit shows it.", fronts=MCP)
-    lines: str | None = option(None, "Only these lines of its file, as a hit gives them: LINE or FIRST-LAST (e.g. 12-40).", fronts=HTTP_MCP)
+    lines: str | None = option(None, "Only these lines of its file, as a hit gives them: LINE or FIRST-LAST (e.g. 12-40).", fronts=MCP)
 
 
 class ShowRequest(Request):

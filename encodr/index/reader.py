@@ -459,14 +459,17 @@ class IndexReader:
             chars[start : start + len(text)] = text
         return {**(self.texts.document_row(ext_id) or {"id": ext_id}), "text": "".join(chars)}
 
-    def document_lines(self, ext_id: str) -> tuple[int, list[str]]:
-        """Document ``ext_id``'s text as the lines of its file, from its stored passages: (the
-        file line of the first, the lines). Between two passages the file's line breaks are
-        put back from their stored lines (passages are stored without the blank lines between
-        them); ``(1, [])`` when the index holds no text of it."""
+    def document_lines(self, ext_id: str) -> dict:
+        """Document ``ext_id`` as the lines of its file, from its stored passages: its ``id``,
+        ``path`` (as hits show it), ``title``, ``first_line`` (the file line of the first) and
+        ``lines`` (strings). Between two passages the file's line breaks are put back from their
+        stored lines (passages are stored without the blank lines between them); no lines when
+        the index holds no text of it."""
+        row = self.texts.document_row(ext_id) or {}
+        found = {"id": ext_id, "path": self.texts.document_path(ext_id) or row.get("source") or ext_id, "title": row.get("title")}
         passages = self.texts.passage_lines(ext_id)
         if not passages:
-            return 1, []
+            return {**found, "first_line": 1, "lines": []}
         first = passages[0][2]
         text, end = "", 0
         for start, piece, line in passages:
@@ -476,7 +479,7 @@ class IndexReader:
             else:  # overlapping the previous passage: only what it adds
                 text += piece[end - start :]
             end = max(end, start + len(piece))
-        return first, text.split("\n")
+        return {**found, "first_line": first, "lines": text.split("\n")}
 
     def find_documents(self, path: str) -> list[str]:
         """The ids of the documents at ``path``: its path as hits show it, its source, or its id."""

@@ -97,6 +97,7 @@ def test_refused_tool_calls_name_the_field_in_the_apis_words(kb, tmp_path):
     agents = Agents(Served({"kb": Searcher(kb)}, writable=True))
     cases = [
         (("get_document", {"index": "kb", "id": "nowhere.md"}), "id", 404, "has no document 'nowhere.md'"),
+        (("get_document", {"index": "kb", "id": "pump.md", "lines": "9-2"}), "lines", 422, "'9-2' is not LINE or FIRST-LAST"),
         (("search", {"index": "elsewhere", "query": "pump"}), "index", 404, "served: kb"),
         (("list_indexes", {"index": "kb"}), "index", 422, "list_indexes takes no arguments"),
         (("sync_index", {"index": "kb", "corpus": []}), "corpus", 422, "corpus is empty"),
@@ -108,6 +109,16 @@ def test_refused_tool_calls_name_the_field_in_the_apis_words(kb, tmp_path):
             agents.call(tool, arguments)
         assert (caught.value.field, caught.value.status) == (field, status) and message in words(caught.value, "mcp"), (tool, words(caught.value, "mcp"))
         assert "--" not in words(caught.value, "mcp")
+
+
+def test_get_document_reads_the_lines_a_hit_names_by_its_path(kb):
+    from encodr.index import Searcher
+
+    agents = Agents(Served({"kb": Searcher(kb)}))
+    hit = agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "keyword"})["results"][0]["hits"][0]
+    assert (hit["path"], hit["snippet_line"]) == ("pump.md", 6)  # the file's line, front matter counted
+    found = agents.call("get_document", {"index": "kb", "id": hit["path"], "lines": str(hit["snippet_line"])})
+    assert found["lines"] == [{"line": 6, "text": "The pump pressure must stay below 4 bar."}]
 
 
 def test_sync_index_brings_a_served_index_in_step_with_its_folder(kb, tmp_path):

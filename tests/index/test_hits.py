@@ -66,3 +66,5 @@ def test_grep_format_files_and_show_open_a_hit_where_it_is(tmp_path, tiny_model,
     assert [(r["line"], r["text"]) for r in shown["lines"]] == [(6, ""), (7, "The relief valve opens at three bar."), (8, "Service it every autumn.")]
     code, _, err = run_cli(["show", "nowhere.md", "--index", str(out)], capsys, monkeypatch)
     assert code == 2 and "has no document 'nowhere.md'" in err and "Traceback" not in err
+    code, _, err = run_cli(["show", "house/boiler.md:0", "--index", str(out)], capsys, monkeypatch)
+    assert code == 2 and "'0' is not LINE or FIRST-LAST" in err and len(err.strip().splitlines()) == 1
