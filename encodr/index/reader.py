@@ -495,7 +495,16 @@ class IndexReader:
         """float32 (Q, d) unit vectors of ``queries`` as this index's vectors were made: after
         :attr:`query_prompt`, truncated to the index's ``truncate_dim`` and renormalised when it
         was built with ``--dim`` (Matryoshka), whatever truncation ``encoder`` itself holds."""
-        vectors = encoder.encode(queries, prompt=self.query_prompt)
+        return self._encoded(encoder, queries, self.query_prompt)
+
+    def encode_passages(self, encoder, texts: list[str]) -> np.ndarray:
+        """float32 (N, d) unit vectors of ``texts`` as this index's passages were made: after the
+        document prompt (``index.json`` ``prompts``; E5: ``passage: ``), truncated as
+        :meth:`encode_queries` truncates (a hit's sentences, scored for its snippet)."""
+        return self._encoded(encoder, texts, self.meta["prompts"]["document"])
+
+    def _encoded(self, encoder, texts: list[str], prompt: str) -> np.ndarray:
+        vectors = encoder.encode(texts, prompt=prompt)
         dim = int(self.meta["dimension"])
         return truncated(vectors, dim) if vectors.shape[1] != dim else vectors
 

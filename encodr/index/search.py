@@ -221,6 +221,7 @@ class Searcher:
         self.last_ms = 0.0
         self.last_langs: list[str] = []
         self._reopen = threading.Lock()
+        self._last_queries = threading.local()  # each thread's last queries and their vectors (:meth:`_encode_queries`)
 
     def refresh(self) -> bool:
         """Open the index again when another generation has become current (an ``--add`` or
@@ -346,11 +347,11 @@ class Searcher:
             return langs, self._rows_to_hits(index, *found)
         if options.mode == DENSE:
             with phase("encode"):
-                encoded = index.encode_queries(self.encoder, queries)
+                encoded = self._encode_queries(index, queries)
             return langs, self._hits(encoded, langs, index, options)
         depth = options.depth()
         with phase("encode"):
-            vectors = index.prepare_queries(index.encode_queries(self.encoder, queries), langs)
+            vectors = index.prepare_queries(self._encode_queries(index, queries), langs)
         with phase("dense"), one_faiss_thread():
             d_scores, d_ids = index.search(vectors, depth, where, options.nprobe, options.ef_search)
         with phase("keyword"):
@@ -415,32 +416,43 @@ class Searcher:
                 results.append(hits)
             return results
 
-    def snippets(self, queries: list[str], langs: list[str], results: list[list[Hit]], dense: bool = True) -> list[list[Hit]]:
+    def _encode_queries(self, index: IndexReader, queries: list[str]) -> np.ndarray:
+        """:meth:`IndexReader.encode_queries` with this searcher's encoder, kept for this thread's
+        next call with the same queries on an index of the same prompt and dimension (the
+        snippets of the search it just ran: :meth:`snippets`), so a query is encoded once."""
+        key = (index.query_prompt, index.meta["dimension"], tuple(queries))
+        last = getattr(self._last_queries, "value", None)
+        if last is not None and last[0] == key:
+            return last[1]
+        vectors = index.encode_queries(self.encoder, queries)
+        self._last_queries.value = (key, vectors)
+        return vectors
+
+    def snippets(self, queries: list[str], langs: list[str], results: list[list[Hit]]) -> list[list[Hit]]:
         """``results`` with each hit's ``snippet``, ``snippet_line`` and ``snippet_column``
         filled (:mod:`.snippets`): the sentences of its passage that best answer its query, by
-        keyword matches and, with ``dense``, the cosine of the query's vector and each
-        sentence's (one forward pass for all the queries' hits).
+        keyword matches and the cosine of the query's vector and each sentence's (one forward
+        pass for all the queries' hits; the queries' vectors are the search's own where it
+        made them: :meth:`_encode_queries`).
 
         Args:
             queries: q texts; langs: their q languages; results: q hit lists.
         """
         from .snippets import choose, keyword_scores, line_and_column, sentence_spans
 
+        index = self.index
         spans = [[sentence_spans(h.text) for h in hits] for hits in results]
         cosines: dict[tuple[int, int], list[float]] = {}
-        if dense:
-            wanted = [(q, i) for q, hits in enumerate(results) for i in range(len(hits)) if len(spans[q][i]) > 1]
-            sentences = [results[q][i].text[s:e] for q, i in wanted for s, e in spans[q][i]]
-            if sentences:
-                with phase("snippets"):
-                    prompt = self.index.meta.get("prompts", {}).get("document", "")
-                    vectors = np.asarray(self.encoder.encode([prompt + t for t in sentences]), dtype=np.float32)
-                    asked = self.index.encode_queries(self.encoder, queries)
-                at, d = 0, min(vectors.shape[1], asked.shape[1])
-                for q, i in wanted:
-                    n = len(spans[q][i])
-                    cosines[(q, i)] = [float(x) for x in vectors[at : at + n, :d] @ asked[q][:d]]
-                    at += n
+        wanted = [(q, i) for q, hits in enumerate(results) for i in range(len(hits)) if len(spans[q][i]) > 1]
+        if wanted:
+            with phase("snippets"):
+                vectors = index.encode_passages(self.encoder, [results[q][i].text[s:e] for q, i in wanted for s, e in spans[q][i]])
+                asked = self._encode_queries(index, queries)
+            at = 0
+            for q, i in wanted:
+                n = len(spans[q][i])
+                cosines[(q, i)] = [float(x) for x in vectors[at : at + n] @ asked[q]]
+                at += n
         out = []
         for q, hits in enumerate(results):
             shown = []
