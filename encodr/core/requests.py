@@ -329,7 +329,7 @@ class IndexRequest(Request):
     documents: bool = option(layout_default("documents"), "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
                                     "not each line.", fronts=CLI_TUI)  # fmt: skip
     records: bool = option(layout_default("records"), "Plain text files found in a folder: one text a line, as a text file given by itself is read "
-                                  "(by default each .txt file in a folder is one document, its passages following its paragraphs).", fronts=CLI)  # fmt: skip
+                                  "(by default each .txt file in a folder is one document, its passages following its paragraphs).", fronts=CLI_TUI)  # fmt: skip
     text_field: str = option(layout_default("text_field"), "JSONL: the field that holds the text.", fronts=CLI_TUI)
     text_column: str = option(layout_default("text_column"), "CSV / TSV: the header's column that holds the text.", fronts=CLI_TUI)
     id_column: str | None = option(layout_default("id_column"), "CSV / TSV: the column that holds each document's id (default: 'id' when present).", fronts=CLI_TUI)

@@ -26,7 +26,7 @@ FORMS = {
                    "overwrite": "index-overwrite", "pcr": "index-pcr", "pcr_variant": "index-pcr-variant", "lang": "index-lang",
                    "batch_size": "index-batch-size", "backend": "index-backend", "processes": "index-processes",
                    "engine": "index-engine", "address": "index-address",
-                   "glob": "index-glob", "whole": "index-whole", "documents": "index-documents", "text_field": "index-text-field",
+                   "glob": "index-glob", "whole": "index-whole", "documents": "index-documents", "records": "index-records", "text_field": "index-text-field",
                    "text_column": "index-text-column", "id_column": "index-id-column", "title_column": "index-title-column"},
     EvalRequest: {"suite": "eval-suite", "data": "eval-data", "model": "eval-model", "compare": "eval-compare", "cross": "eval-cross",
                   "compare_cross": "eval-compare-cross", "pcr": "eval-pcr", "pcr_variant": "eval-pcr-variant", "limit": "eval-limit",

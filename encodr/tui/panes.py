@@ -69,7 +69,9 @@ class IndexPane(Vertical):
         with Horizontal(classes="row"):
             yield TextBox(placeholder="in folders, only files like: *.pdf", id="index-glob")
             yield Checkbox("whole texts (no passages)", id="index-whole")
+        with Horizontal(classes="row"):
             yield Checkbox("text files: a blank-line block is a document", id="index-documents")
+            yield Checkbox("text files in folders: one text a line", id="index-records")
         with Horizontal(classes="row"):
             yield field_input(R, "text_field", "index-text-field", "JSONL text field")
             yield field_input(R, "text_column", "index-text-column", "CSV text column")
