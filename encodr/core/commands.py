@@ -126,7 +126,7 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
             hints = language_hints(request.query, searcher.index.meta)
     if len(searcher.index) == 0:
         hints = [*hints, empty_line(searcher.index.path)]
-    split = searcher.index.meta.get("split_documents") and not request.passages
+    split = searcher.index.meta.get("split_documents") and not request.passages and len(searcher.index) > 0
     n = searcher.index.meta.get("split_documents") or 0
     caption = (f"documents ranked by their best passage ({n:,} long document{' is' if n == 1 else 's are'} split into passages; "
                "--passages ranks passages)") if split else ""  # fmt: skip

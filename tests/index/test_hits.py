@@ -50,7 +50,7 @@ def test_an_index_with_no_documents_answers_with_no_hits(tmp_path, tiny_model, c
     for mode in ("hybrid", "dense", "keyword"):
         code, stdout, err = run_cli(["search", "pump", "--index", str(out), "--mode", mode, "--json"], capsys, monkeypatch)
         found = json.loads(stdout)
-        assert code == 0 and found["results"][0]["hits"] == [] and any("is empty" in h for h in found["hints"])
+        assert code == 0 and found["results"][0]["hits"] == [] and any("is empty" in h for h in found["hints"]) and found["caption"] == ""
         assert "Traceback" not in err
 
 
