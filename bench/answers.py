@@ -18,6 +18,8 @@ console 80 wide), and that text is read:
 - ``k5``: the output has 5 hits;
 - ``full visible``: the ceiling, the answer in the top hit's ``--full`` text.
 
+The folders are written to a temporary folder and removed after the run.
+
     python bench/answers.py [--questions 60] [--langs en,de,es] [--label after]
 
 Prints a table and writes bench/results/answers.json (``--label`` names the row set; rows of
