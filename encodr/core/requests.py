@@ -295,7 +295,7 @@ class RerankRequest(Request):
 class IndexRequest(Request):
     """Encode a corpus and store it in a FAISS + SQLite index."""
 
-    corpus: list[str] = option([], "Files or folders (read recursively): Markdown, HTML, PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument (.odt, .ods, .odp), EPUB, RTF and e-mail (.eml) documents; text files (one text a line), TSV or CSV files with a header with a 'text' column (optional id, lang), "
+    corpus: list[str] = option([], "Files or folders (read recursively): Markdown, HTML, PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument (.odt, .ods, .odp), EPUB, RTF and e-mail (.eml) documents; source code (.py .js .ts .go .rs .java .c .cpp .rb .sh and more: a section per function, method or class); text files (in a folder, one document each; given alone, one text a line), TSV or CSV files with a header with a 'text' column (optional id, lang), "
                                    "or JSONL (one object a line: text, optional _id / id, title, lang; a BEIR corpus.jsonl).", argument=True, fronts=CLI_TUI)
     upgrade: str | None = option(None, "Bring an index written by an older encodr (directory or workspace name) up to date, once: its vectors are kept, "
                                        "nothing is encoded. Takes no CORPUS.", fronts=CLI)  # fmt: skip

@@ -150,14 +150,15 @@ class QueryHits(BaseModel):
 
 def snippet(text: str, spans: list[tuple[int, int]], width: int, around: bool = True) -> tuple[str, list[tuple[int, int]]]:
     """At most ``width`` characters of ``text`` around its first matched span (a third of the
-    width before it; from the start without ``around``: a hit's chosen snippet), line breaks
-    shown as spaces, ``…`` where text was cut, and the spans moved to match; the whole text
+    width before it; from the start without ``around``: a hit's chosen snippet), a line break
+    and the indentation around it shown as one space, ``…`` where text was cut, and the spans moved to match; the whole text
     (line breaks as spaces) when it fits or ``width`` is 0.
 
     Returns:
         (the snippet, the (start, end) spans inside it).
     """
-    flat = " ".join(text.split("\n"))
+    flat, at = _folded(text)
+    spans = [(at[s], at[e]) for s, e in spans]
     if width <= 0 or len(flat) <= width:
         return flat, list(spans)
     centre = spans[0][0] if spans and around else 0
@@ -171,6 +172,26 @@ def snippet(text: str, spans: list[tuple[int, int]], width: int, around: bool = 
     shift = len(head) - start
     inside = [(s + shift, e + shift) for s, e in spans if s >= start and e <= end]
     return head + flat[start:end] + tail, inside
+
+
+def _folded(text: str) -> tuple[str, list[int]]:
+    """``text`` with each run of whitespace that holds a line break folded to one space (a code
+    line's indentation, a blank line), and where each of its offsets (0 to ``len(text)``) lands."""
+    import re
+
+    parts, at, pos, out_len = [], [], 0, 0
+    for m in re.finditer(r"[ \t\r\f\v]*\n\s*", text):
+        keep = text[pos : m.start()]
+        parts.append(keep)
+        at.extend(range(out_len, out_len + len(keep)))
+        out_len += len(keep)
+        parts.append(" ")
+        at.extend([out_len] * (m.end() - m.start()))
+        out_len += 1
+        pos = m.end()
+    parts.append(text[pos:])
+    at.extend(range(out_len, out_len + len(text) - pos + 1))
+    return "".join(parts), at
 
 
 TITLE_WIDTH = 24  # characters of a title a snippet table shows
@@ -187,6 +208,13 @@ def reads_as_markdown(source: str | None) -> bool:
     from ..data.files import MARKDOWN_SUFFIXES
 
     return Path(source or "").suffix.lower() in MARKDOWN_SUFFIXES
+
+
+def own_title(hit: Hit) -> str:
+    """A hit's title where it says more than its path: a source file or a note titled by its
+    file name shows none (its path says it)."""
+    name = Path(hit.path or hit.source or "")
+    return "" if not hit.title or hit.title in (name.name, name.stem) else hit.title
 
 
 def where(hit: Hit) -> str:
@@ -233,9 +261,9 @@ class SearchResult(Result):
     def tables(self) -> list[Table]:
         out = []
         for q in self.results:
-            titled = any(h.title for h in q.hits)
+            titles = [clipped(own_title(h), TITLE_WIDTH if self.snippet else 0) for h in q.hits]
+            titled = any(titles)
             columns = ["rank", "score", "lang", *(["title"] if titled else []), "text", "source"]
-            titles = [clipped(h.title or "", TITLE_WIDTH if self.snippet else 0) for h in q.hits]
             width = self.snippet  # the characters a hit's text may take: the snippet, cut around its matches
             texts = [h.text if not width or h.snippet is None else h.snippet for h in q.hits]
             shown = [snippet(text, term_spans(text, q.query, q.lang, h.lang), width, around=h.snippet is None) for h, text in zip(q.hits, texts)]

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import EncodrError
+from .code import CODE_SUFFIXES, code_language, code_sections
 from .records import Layout, Record, read_records
 
 RECORD_SUFFIXES = (".txt", ".tsv", ".csv", ".jsonl")
 # converted to Markdown by kreuzberg (one Rust library for all of them, with each file's properties)
 CONVERTED_SUFFIXES = (".docx", ".pptx", ".xlsx", ".odt", ".ods", ".odp", ".epub", ".rtf", ".eml")
-DOCUMENT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf", *CONVERTED_SUFFIXES)
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf", *CONVERTED_SUFFIXES, *CODE_SUFFIXES)  # source code: .code
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".html", ".htm", *CONVERTED_SUFFIXES)  # documents whose text is Markdown (headings, lists, tables)
 OVERLAP = 32  # tokens shared by consecutive passages of a document
 
@@ -61,8 +62,7 @@ def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[S
             raise EncodrError(f"{spec}: no such file or folder")
         if p.is_file():
             if p.suffix.lower() not in RECORD_SUFFIXES + DOCUMENT_SUFFIXES:
-                raise EncodrError(f"{spec}: not a kind encodr reads; it reads {', '.join(RECORD_SUFFIXES + DOCUMENT_SUFFIXES)} "
-                                  "(rename a plain-text file to .txt)")  # fmt: skip
+                raise EncodrError(f"{spec}: not a kind encodr reads; it reads {kinds_read()} (rename a plain-text file to .txt)")
             files.append(str(p))
             continue
         found = 0
@@ -79,9 +79,15 @@ def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[S
             else:
                 skipped.append(Skipped(str(f), NOT_READ))
         if not found:
-            raise EncodrError(f"{spec}: no file to read in this folder{f' matching {glob!r}' if glob else ''}; "
-                              f"encodr reads {', '.join(RECORD_SUFFIXES + DOCUMENT_SUFFIXES)}")  # fmt: skip
+            raise EncodrError(f"{spec}: no file to read in this folder{f' matching {glob!r}' if glob else ''}; encodr reads {kinds_read()}")
     return files, skipped
+
+
+def kinds_read() -> str:
+    """The kinds of file encodr reads, in a few words for an error message: the record and
+    document suffixes, and the source code ones in short."""
+    documents = [s for s in DOCUMENT_SUFFIXES if s not in CODE_SUFFIXES]
+    return f"{' '.join(RECORD_SUFFIXES + tuple(documents))} and source code ({' '.join(CODE_SUFFIXES[:6])} …)"
 
 
 def front_matter(raw: str) -> tuple[dict, str]:
@@ -128,13 +134,15 @@ def read_document(path: str | Path) -> tuple[str, str]:
 class Document:
     """One document file as read: its title, text and metadata, the 1-based line of the file
     where ``text`` starts (after YAML front matter), and for a PDF the character offset in
-    ``text`` where each page starts (page i + 1 starts at ``pages[i]``)."""
+    ``text`` where each page starts (page i + 1 starts at ``pages[i]``); for source code, its
+    sections along the syntax tree (:func:`.code.code_sections`), else None (headings decide)."""
 
     title: str
     text: str
     meta: dict
     first_line: int = 1
     pages: tuple[int, ...] = ()
+    sections: tuple[tuple[int, int, str], ...] | None = None
 
 
 def read_document_file(path: str | Path) -> Document:
@@ -145,6 +153,8 @@ def read_document_file(path: str | Path) -> Document:
       is the metadata; the title is the front matter's ``title``, else the first ``#``
       heading, else the file name; the text starts on the line after the front matter.
     - Plain text (a note found in a folder): the text as written, titled by the file name.
+    - Source code (:data:`.code.CODE_LANGUAGES`): the text as written, titled by the file name,
+      with its sections along the syntax tree (a function, method or class each).
     - HTML: the visible text (Python's ``html.parser``; script and style left out, block
       elements end lines); the title is ``<title>``, else the first ``<h1>``, else the file name.
     - PDF: the text of each page (``pypdf``), pages separated by a blank line; the title is the
@@ -180,6 +190,8 @@ def read_document_file(path: str | Path) -> Document:
         return Document(*_html_text(raw, p.stem), {})
     if suffix == ".txt":
         return Document(p.stem, raw, {})
+    if suffix in CODE_SUFFIXES:
+        return Document(p.name, raw, {}, 1, (), tuple(code_sections(raw, code_language(p.name))))
     meta, text = front_matter(raw)
     heading = next((line.lstrip("#").strip() for line in text.splitlines() if line.startswith("# ")), None)
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
@@ -362,7 +374,7 @@ def iter_records(path: str, lang: str | None = None, split: Splitter | None = No
             skipped.append(Skipped(path, "no text in it (an empty document, or a PDF of scanned images)"))
             return
         record = Record(doc.text, str(path), doc.first_line, str(path), lang, doc.title, meta=doc.meta or None)
-        yield from document_passages(record, split, doc.pages)
+        yield from document_passages(record, split, doc.pages, doc.sections)
         return
     for record in read_records(path, lang, layout):
         yield from _passages(record, split)
@@ -374,9 +386,10 @@ def iter_passages(record: Record, split: Splitter | None) -> Iterator[Record]:
     return document_passages(record, split)
 
 
-def document_passages(record: Record, split: Splitter | None, pages: tuple[int, ...] = ()) -> Iterator[Record]:
+def document_passages(record: Record, split: Splitter | None, pages: tuple[int, ...] = (),
+                      sections: tuple[tuple[int, int, str], ...] | None = None) -> Iterator[Record]:  # fmt: skip
     """The passages of one document: its sections (:func:`section_bounds`; for a PDF, also
-    its pages), each cut by ``split`` where it is longer than the window, so that no passage
+    its pages; for source code, ``sections``: its definitions), each cut by ``split`` where it is longer than the window, so that no passage
     crosses a heading or a page. Each passage carries its heading path (``section``), its
     character offset in the document (``start``), the lines of the file it spans (``line``,
     ``end_line``, 1-based, counted from ``record.line``, where the document's text starts)
@@ -390,6 +403,8 @@ def document_passages(record: Record, split: Splitter | None, pages: tuple[int, 
         record: the document, its ``text`` whole and ``line`` the file line it starts on.
         split: the window's splitter (:func:`passage_splitter`); None keeps each section whole.
         pages: a PDF's page start offsets in ``record.text``.
+        sections: (start, end, name) ranges that cover ``record.text`` in order, used instead
+            of its headings (source code: :func:`.code.code_sections`).
     """
     import bisect
 
@@ -400,7 +415,7 @@ def document_passages(record: Record, split: Splitter | None, pages: tuple[int, 
         return record.line + bisect.bisect_left(newlines, offset)
 
     out: list[Record] = []
-    for start, end, section in section_bounds(text, record.title, pages):
+    for start, end, section in sections if sections is not None else section_bounds(text, record.title, pages):
         chunk = text[start:end]
         lead = len(chunk) - len(chunk.lstrip())
         body = chunk.strip()

@@ -1,0 +1,166 @@
+"""Does a person who describes a function find it in their own code? Function retrieval in
+installed Python packages, as CodeSearchNet (Husain et al. 2019) sets it: a docstring's first
+sentence is the query, and its function, with the docstring removed, is the answer.
+
+The set: each package's ``.py`` files copied into a folder. Its documented functions and
+methods (``ast``; a first sentence of at least 3 words) are split in two halves by a hash of
+``package:path:qualified name``; the held-out half has its docstrings removed from the copied
+files (a function left with no body gets ``pass``), and each removed docstring's first sentence
+is a query. The other half stays documented, as in the repository (issue 63's code recipe
+trains on it). The folder is indexed as a person would, ``encodr index FOLDER --out IDX --glob
+'*.py'`` (the bundled MiniLM; Typer's test runner, in this process), and each query is asked
+of it in the three modes with ``-k 5`` (documents):
+
+- ``located@1``: the top hit is the function's file, and its passage's lines (``line`` to
+  ``end_line``) meet the function's lines (its decorators to its last line);
+- ``located@5``: one of the 5 hits is.
+
+The folders are written to a temporary folder and removed after the run.
+
+    python bench/code_search.py [--packages rich,sentence_transformers] [--label after]
+
+Prints a table and writes bench/results/code_search.json (``--label`` names the row set; rows
+of other labels already in the file are kept, so a run of the code before a change sits beside
+the run after it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import importlib.util
+import inspect
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import RESULTS, print_table, write_json  # noqa: E402
+
+PACKAGES = "rich,sentence_transformers"  # shared: issue 63 measured these two; others are held out
+MODES = ("dense", "keyword", "hybrid")
+QUICK = ["--packages", "rich", "--limit", "20", "--files", "12", "--out", "{tmp}/code_search.json"]
+
+
+def first_sentence(doc: str) -> str:
+    """A docstring's first sentence: its first paragraph up to the first ``. `` (whitespace folded)."""
+    paragraph = " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
+    return re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0].rstrip(".")
+
+
+def held_out(key: str) -> bool:
+    """Whether a function is in the held-out half (its docstring removed; a query)."""
+    return hashlib.sha1(key.encode()).digest()[0] % 2 == 0
+
+
+def definitions(tree: ast.AST) -> list[tuple[str, ast.AST]]:
+    """(qualified name, node) of every function, method and class of a module, in order."""
+    out = []
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}.{child.name}" if prefix else child.name
+                out.append((name, child))
+                if isinstance(child, ast.ClassDef):
+                    walk(child, name)
+
+    walk(tree, "")
+    return out
+
+
+def write_package(package: str, folder: Path, files: int | None = None) -> list[dict]:
+    """Copy ``package``'s ``.py`` files into ``folder``, the held-out half's docstrings removed;
+    returns the queries, each with its file (relative to ``folder``) and the function's lines."""
+    spec = importlib.util.find_spec(package)
+    root = Path(next(iter(spec.submodule_search_locations)))
+    queries = []
+    for source in sorted(root.rglob("*.py"))[:files]:
+        rel = source.relative_to(root.parent)
+        text = source.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        lines = text.split("\n")
+        removed = []
+        for name, node in definitions(tree):
+            doc = ast.get_docstring(node, clean=False)
+            if isinstance(node, ast.ClassDef) or not doc or len(first_sentence(doc).split()) < 3:
+                continue
+            if held_out(f"{package}:{rel}:{name}"):
+                removed.append((name, node, first_sentence(doc)))
+        for name, node, _ in sorted(removed, key=lambda r: -r[1].body[0].lineno):
+            first, last = node.body[0].lineno, node.body[0].end_lineno
+            indent = re.match(r"\s*", lines[first - 1]).group()
+            lines[first - 1 : last] = [] if len(node.body) > 1 else [f"{indent}pass"]
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(lines), encoding="utf-8")
+        where = {name: node for name, node in definitions(ast.parse("\n".join(lines)))}
+        for name, _, query in removed:
+            node = where[name]
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            queries.append({"query": query, "path": str(rel), "lines": [start, node.end_lineno], "name": name})
+    return queries
+
+
+def located(hits, truth: dict, depth: int) -> bool:
+    """Whether one of the first ``depth`` hits is the function's file with lines that meet its lines."""
+    first, last = truth["lines"]
+    for hit in hits[:depth]:
+        path = (getattr(hit, "path", None) or hit.source or "").replace("\\", "/")
+        end = getattr(hit, "end_line", None) or hit.line
+        if path.endswith(truth["path"]) and hit.line <= last and end >= first:
+            return True
+    return False
+
+
+def measure(package: str, files: int | None, limit: int | None, tmp: Path) -> list[dict]:
+    """Write, index and search one package; a row per mode."""
+    from typer.testing import CliRunner
+
+    from encodr.cli import app
+    from encodr.core.commands import open_searcher
+    from encodr.core.requests import SearchRequest
+
+    folder, index = tmp / package, tmp / f"{package}.idx"
+    queries = write_package(package, folder, files)[:limit]
+    done = CliRunner().invoke(app, ["index", str(folder), "--out", str(index), "--glob", "*.py"])
+    if done.exit_code != 0:
+        raise SystemExit(f"encodr index failed: {done.output.strip()}")
+    rows = []
+    for mode in MODES:
+        request = SearchRequest(query=[q["query"] for q in queries], index=str(index), k=5, mode=mode)
+        searcher = open_searcher(request)
+        _, results = searcher.query(request.query, request.options())
+        at1 = sum(located(hits, q, 1) for hits, q in zip(results, queries))
+        at5 = sum(located(hits, q, 5) for hits, q in zip(results, queries))
+        rows.append({"package": package, "mode": mode, "queries": len(queries), "passages": len(searcher.index),
+                     "located@1": 100 * at1 / len(queries), "located@5": 100 * at5 / len(queries)})  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--packages", default=PACKAGES, help="installed packages, comma-separated")
+    parser.add_argument("--files", type=int, default=None, help="only the first N files of each package (a quick run)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N queries of each package")
+    parser.add_argument("--label", default="after", help="the name of this run's rows (before, after…)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "code_search.json")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for package in args.packages.split(","):
+            rows.extend({"label": args.label, **row} for row in measure(package, args.files, args.limit, Path(tmp)))
+    print_table(f"Function retrieval ({args.label}): located@1 / @5, %", rows, ["package", "mode", "queries", "passages", "located@1", "located@5"])
+    kept = [r for r in (json.loads(args.out.read_text()).get("rows", []) if args.out.exists() else []) if r.get("label") != args.label]
+    write_json(args.out, {"bench": "code_search", "model": "minilm", "k": 5, "rows": kept + rows})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Source code read as documents: each file cut into sections along its syntax tree — a
+function, method or class each, named by its qualified name (``Console.print``) — so that a
+passage never runs across two definitions and a hit says which one it is in.
+
+The grammars are tree-sitter's, from ``tree-sitter-language-pack`` (0.x, which bundles 170
+compiled grammars in its wheel; its 1.x line downloads each grammar on first use, which fails
+offline). Chosen over semantic-text-splitter's ``CodeSplitter``: that one cuts code into
+chunks of a size along the same trees, but says neither which definition a chunk belongs to
+nor where it starts, and a section here needs both. A section longer than the model's window
+is then cut by the same splitter as any long text (:func:`.files.passage_splitter`), which
+breaks at blank lines and line ends first.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import itertools
+import re
+
+# file suffix → the grammar's name in tree-sitter-language-pack; programming languages only
+# (JSON, YAML, CSS and other data or style files stay unread)
+CODE_LANGUAGES = {
+    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java",
+    ".c": "c", ".h": "c", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".cs": "csharp",
+    ".rb": "ruby", ".sh": "bash", ".bash": "bash", ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift", ".php": "php",
+    ".scala": "scala", ".lua": "lua", ".r": "r", ".jl": "julia", ".ex": "elixir", ".exs": "elixir", ".erl": "erlang",
+    ".hs": "haskell", ".ml": "ocaml", ".dart": "dart", ".zig": "zig", ".nim": "nim", ".pl": "perl", ".pm": "perl",
+    ".ps1": "powershell", ".clj": "clojure", ".el": "elisp", ".groovy": "groovy", ".vue": "vue", ".svelte": "svelte",
+}  # fmt: skip
+CODE_SUFFIXES = tuple(CODE_LANGUAGES)
+
+# definitions that hold others: their methods are sections of their own
+CONTAINERS = {
+    "class_definition", "class_declaration", "abstract_class_declaration", "interface_declaration", "enum_declaration",
+    "impl_item", "trait_item", "mod_item", "class", "module", "class_specifier", "struct_specifier", "namespace_definition",
+    "namespace_declaration", "object_declaration", "record_declaration", "protocol_declaration", "trait_definition",
+    "object_definition", "singleton_class",
+}  # fmt: skip
+# definitions cut as one section (their nested functions stay inside them)
+LEAVES = {
+    "function_definition", "function_declaration", "generator_function_declaration", "method_definition", "method_declaration",
+    "constructor_declaration", "function_item", "struct_item", "enum_item", "method", "singleton_method", "type_declaration",
+    "function_signature_item", "macro_definition", "function", "function_def",
+}  # fmt: skip
+# nodes that wrap a definition and belong to it: decorators, export, templates
+WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
+SEPARATOR = "."
+_WORD = re.compile(r"\w")
+
+
+def code_language(path: str) -> str | None:
+    """The tree-sitter grammar that reads ``path``, by its suffix (:data:`CODE_LANGUAGES`), or None."""
+    from pathlib import Path
+
+    return CODE_LANGUAGES.get(Path(path).suffix.lower())
+
+
+@functools.lru_cache(maxsize=None)
+def _parser(language: str):
+    from tree_sitter_language_pack import get_parser
+
+    return get_parser(language)
+
+
+def code_sections(text: str, language: str) -> list[tuple[int, int, str]]:
+    """The sections of a source file: (start, end, qualified name) character ranges of ``text``
+    in order, one for each function or method (``Console.print``; a nested function stays in
+    the one that holds it), one for each class's own lines (its header, docstring and
+    attributes: ``Console``), and one for each run of top-level code between definitions
+    (imports, constants: an empty name). The comments just above a definition (no blank line
+    between) and its decorators belong to it. Text that does not parse still comes back whole,
+    as tree-sitter recovers from errors.
+
+    Args:
+        text: the file's text.
+        language: a tree-sitter grammar name (:data:`CODE_LANGUAGES`' values).
+
+    Returns:
+        Ranges that cover ``text`` without gaps, in order (empty names where no definition).
+    """
+    data = text.encode("utf-8")
+    tree = _parser(language).parse(data)
+    cuts: list[tuple[int, str]] = []  # (byte where a section starts, its name)
+    _walk(tree.root_node, "", data, cuts)
+    to_char = _char_offsets(text, data)
+    bounds: list[tuple[int, int, str]] = []
+    points = [(0, "")] + cuts
+    for (start, name), nxt in zip(points, points[1:] + [(len(data), "")]):
+        a, b = to_char(start), to_char(nxt[0])
+        if b <= a:
+            continue
+        if bounds and not _WORD.search(text, a, b):  # a closing brace, blank lines: the section before keeps them
+            bounds[-1] = (bounds[-1][0], b, bounds[-1][2])
+        else:
+            bounds.append((a, b, name))
+    return bounds
+
+
+def _walk(node, prefix: str, data: bytes, cuts: list[tuple[int, str]]) -> None:
+    """Append to ``cuts`` where each definition under ``node`` starts (with its qualified
+    name) and where the code after it starts again (with ``prefix``, the enclosing name)."""
+    for child in node.named_children:
+        inner = child
+        while inner.type in WRAPPERS:  # @decorator / export / template <…>: the definition inside names it
+            found = next((c for c in inner.named_children if c.type in CONTAINERS | LEAVES | WRAPPERS), None)
+            if found is None:
+                break
+            inner = found
+        if inner.type not in CONTAINERS and inner.type not in LEAVES:
+            if inner.type not in ("comment", "block_comment", "line_comment"):
+                _walk_body(child, prefix, data, cuts)
+            continue
+        name = _name(inner, data)
+        qualified = f"{prefix}{SEPARATOR}{name}" if prefix and name else (name or prefix)
+        start = _leading_comments(child, data)
+        cuts.append((start, qualified))
+        if inner.type in CONTAINERS:
+            _walk(inner, qualified, data, cuts)
+        cuts.append((child.end_byte, prefix))
+
+
+def _walk_body(node, prefix: str, data: bytes, cuts: list[tuple[int, str]]) -> None:
+    """Definitions held in a node that is not one (a class's body block, an ``if`` at top
+    level): walked as children of the enclosing definition."""
+    if node.type in ("block", "class_body", "declaration_list", "body_statement", "field_declaration_list", "statement_block"):
+        _walk(node, prefix, data, cuts)
+
+
+def _leading_comments(node, data: bytes) -> int:
+    """Where ``node``'s definition starts with the comments directly above it (no blank line)."""
+    start = node.start_byte
+    prev = node.prev_named_sibling
+    while prev is not None and "comment" in prev.type and data[prev.end_byte : start].count(b"\n") <= 1:
+        start = prev.start_byte
+        prev = prev.prev_named_sibling
+    return start
+
+
+def _name(node, data: bytes) -> str:
+    """A definition's own name: its ``name`` field, a Rust ``impl``'s type, a C function's
+    declarator, a Go method's receiver type before it (``Console.Print``)."""
+    for field in ("name", "type", "declarator"):
+        part = node.child_by_field_name(field)
+        while part is not None and part.type in ("function_declarator", "pointer_declarator", "reference_declarator", "generic_type"):
+            part = part.child_by_field_name("declarator") or part.child_by_field_name("type") or (part.named_children or [None])[0]
+        if part is not None and part.end_byte - part.start_byte <= 200:
+            name = data[part.start_byte : part.end_byte].decode("utf-8", "replace")
+            receiver = node.child_by_field_name("receiver") if node.type == "method_declaration" else None
+            if receiver is not None:
+                kind = next((n for n in _descendants(receiver) if n.type == "type_identifier"), None)
+                if kind is not None:
+                    name = f"{data[kind.start_byte : kind.end_byte].decode('utf-8', 'replace')}{SEPARATOR}{name}"
+            return " ".join(name.split())
+    if node.type == "type_declaration":  # Go: type X struct {…}
+        spec = next((c for c in node.named_children if c.type == "type_spec"), None)
+        return _name(spec, data) if spec is not None else ""
+    return ""
+
+
+def _descendants(node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.named_children))
+
+
+def _char_offsets(text: str, data: bytes):
+    """byte offset in ``data`` (``text`` as UTF-8) → character offset in ``text``."""
+    if len(data) == len(text):
+        return lambda b: b
+    ends = list(itertools.accumulate(len(c.encode("utf-8")) for c in text))  # byte where each character ends
+    return lambda b: bisect.bisect_right(ends, b)
