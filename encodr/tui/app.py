@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, Static, TabbedContent, TabPane
 
 from ..core.requests import SearchRequest
-from ..core.results import reads_as_markdown, where
+from ..core.results import own_title, reads_as_markdown, where
 from .forms import choice_select
 from ..errors import EncodrError
 from .panes import EvalPane, IndexPane
@@ -28,38 +28,56 @@ from .runs import RunsPane
 from .widgets import Table, TextBox
 from .train import TrainPane
 
-HELP = """\
-# encodr — keys
+HELP = (  # (key, what it does), a heading where the key is empty; a key is short, so its column never wraps at 80 columns
+    ("", "Anywhere"),
+    ("F1", "this help (Esc closes it)"),
+    ("F2 F3 F4", "Search / Compare / Workspace tab"),
+    ("F5 F6 F7 F8", "Train / Index / Eval / Runs tab"),
+    ("F9", "Judgments tab: the index's judgments; Delete removes one"),
+    ("Ctrl+Q", "quit"),
+    ("", "Search (F2)"),
+    ("typing", "search as you type (debounced)"),
+    ("Enter", "search now"),
+    ("Down", "from the query box into the hits; Up on the first hit goes back"),
+    ("Enter on a hit", "its whole document, at the passage (Esc closes)"),
+    ("0 / 1 / 2", "judge the selected hit: not relevant / relevant / highly relevant (encodr judge)"),
+    ("Ctrl+D", "delete the selected hit's document from the index, once you answer y"),
+    ("languages box", "only hits in these languages, e.g. spa,fra; Enter applies"),
+    ("filter box", "only documents where FIELD=VALUE (!=, >=, <=), several separated by ;, e.g. team=ops; year>=2020"),
+    ("re-rank box", "a CrossEncoder (path, Hub id, an encodr cross/) re-scores the first hits; Enter loads it, blank: none"),
+    ("", "Other tabs"),
+    ("Workspace Enter", "open the selected index"),
+    ("Train", "Start tunes with the form's model, recipe, data, dev set and output; Cancel writes nothing; Enter on a file in the tree uses it as the data"),
+    ("Index", "Build or append (--add), then o opens it in Search; Sync brings it in step with its files (--sync)"),
+    ("Eval", "Evaluate a suite on a model, optionally against a second; an index with no queries is scored on its judgments"),
+    ("Runs", "arrows: a run's details, loss and dev curves; buttons: index / evaluate with its model"),
+)
+KEY_WIDTH = max(len(key) for key, _ in HELP)
 
-| key | action |
-|---|---|
-| F1 | this help (Esc closes it) |
-| F2 / F3 / F4 | Search / Compare / Workspace tab |
-| F5 / F6 / F7 / F8 | Train / Index / Eval / Runs tab |
-| Train: Start / Cancel | tune with the form's model, recipe, data, dev set and output; Cancel writes nothing |
-| Train: a recipe field | edit it; the CLI's check of `--set KEY=VALUE` shows beside it |
-| Train: Enter on a file in the tree | use it as the data file (preview: first lines, distinct strings) |
-| Index: Build, then o | build or append (`--add`), then open the index in Search |
-| Index: Sync | bring the index in step with its files (`--sync`): new added, edited re-encoded, gone removed |
-| Eval: Evaluate | a suite on a model, optionally against a second; table and bar chart |
-| Runs: arrows | a run's details, loss and dev curves; buttons: index / evaluate with its model |
-| typing in the query box | search as you type (debounced) |
-| Enter | search now |
-| language box (beside the query) | only hits in these languages, e.g. `spa,fra`; Enter applies |
-| filter box | only hits from documents where FIELD=VALUE (`!=`, `>=`, `<=`), several separated by `;`, e.g. `team=ops; year>=2020`; Enter applies |
-| Ctrl+D on a hit | delete its document from the index, once you answer y (every passage of it; `encodr delete ID`) |
-| 0 / 1 / 2 on a hit | judge it: not relevant / relevant / highly relevant for the query (`encodr judge`); the grade column shows it |
-| F9 or the Judgments tab | the index's judgments (fold, status); Delete removes the selected one |
-| Eval: index, no queries | scores the index on its own judgments (test fold; `encodr eval retrieval --index`) |
-| re-rank box (beside the mode) | a CrossEncoder (path, Hub id, an encodr `cross/`) re-scores the first hits (`encodr search --rerank-depth`: the depth tuned with it, else its default); Enter loads it, blank: none |
-| Enter on an index in Workspace | open that index |
-| Enter on a hit | its whole document, at the passage (Esc closes) |
-| Ctrl+Q | quit |
-"""
+
+def help_table():
+    """:data:`HELP` as a rich table: the key column as wide as its longest key (never wrapped), the
+    action column taking the rest and wrapping."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    table = RichTable(show_header=False, box=None, padding=(0, 2, 0, 0), expand=True)
+    table.add_column("key", no_wrap=True, min_width=KEY_WIDTH, style="bold")
+    table.add_column("action", ratio=1)
+    for key, action in HELP:
+        if not key:
+            table.add_row(Text(action, style="bold underline"), "")
+        else:
+            table.add_row(key, Text(action))
+    return table
+
 
 
 GRADE_MARKS = {0: "✗ 0", 1: "✓ 1", 2: "✓✓ 2"}  # a judged hit's grade, in the results' last column
-GRADE_COLUMN = 7
+RESULT_COLUMNS = ("rank", "score", "", "lang", "hit", "grade")  # "hit": its snippet, then its title and path:line › section
+HIT_COLUMN, GRADE_COLUMN = 4, 5
+FIXED_WIDTH = 4 + 6 + 10 + 4 + 5 + 2 * len(RESULT_COLUMNS) + 2  # the other columns, each cell's padding, the scroll bar
+SNIPPET_ROWS = 2  # lines of a hit's snippet in the results; its location takes one more
 GRADE_WORDS = {0: "not relevant", 1: "relevant", 2: "highly relevant"}
 
 
@@ -93,11 +111,16 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 class HelpScreen(ModalScreen):
+    """F1: the keys (:data:`HELP`), as a table that reads at 80 columns."""
+
     BINDINGS = [Binding("escape", "app.pop_screen", "Close")]
 
     def compose(self) -> ComposeResult:
+        from rich.text import Text
+
         with VerticalScroll(id="help-scroll"):  # longer than a small terminal: it scrolls
-            yield Markdown(HELP, id="help")
+            yield Static(Text("encodr — keys", style="bold"))
+            yield Static(help_table(), id="help")
 
 
 def marked(text: str, query: str, width: int | None = None, query_lang: str | None = None, text_lang: str | None = None):
@@ -114,6 +137,20 @@ def marked(text: str, query: str, width: int | None = None, query_lang: str | No
     shown = Text(text)
     for start, end in spans:
         shown.stylize("bold yellow", start, end)
+    return shown
+
+
+def hit_cell(hit, query: str, width: int, console, query_lang: str | None = None):
+    """A hit as the results table shows it, ``width`` characters wide: its snippet (the chosen
+    sentences, else its text around the query's words) on :data:`SNIPPET_ROWS` lines, the query's
+    words in bold, then on a dim line its title where it says more than its path, and where the
+    answer is (``path:line › section``, :func:`~encodr.core.results.where`), cut to fit."""
+    from rich.text import Text
+
+    body = marked(hit.snippet or hit.text, query, SNIPPET_ROWS * width - SNIPPET_ROWS, query_lang, hit.lang)
+    lines = list(body.wrap(console, width))[:SNIPPET_ROWS]
+    located = " · ".join(x for x in (own_title(hit), where(hit)) if x)
+    shown = Text("\n").join([*lines, Text(clip(located, width), style="dim")])
     return shown
 
 
@@ -175,7 +212,7 @@ class EncodrApp(App):
     #cosine { padding: 0 2; height: 3; content-align: left middle; text-style: bold; }
     TabbedContent { height: 1fr; }
     #status { height: 1; background: $boost; padding: 0 1; }
-    #help-scroll { margin: 2 8; border: round $accent; background: $panel; }
+    #help-scroll { margin: 1 2; border: round $accent; background: $panel; padding: 0 1; }
     #help { padding: 1 2; }
     #workspace-tables DataTable { height: auto; max-height: 16; }
     .pane-title { padding: 0 1; text-style: bold; }
@@ -254,12 +291,13 @@ class EncodrApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#results", DataTable).add_columns("rank", "score", "", "lang", "title", "text", "source", "grade")
+        self.query_one("#results", DataTable).add_columns(*RESULT_COLUMNS)
         for table_id in ("#near-a", "#near-b"):
             self.query_one(table_id, DataTable).add_columns("rank", "score", "text")
         self.refresh_workspace()
         if self.searcher is not None:
             self.update_status()
+            self.query_one(IndexPane).load(self.index_dir or self.searcher.index.path, self.searcher.index.meta)
         elif self.index_dir is not None:
             self.open_index(self.index_dir)
         else:
@@ -334,6 +372,7 @@ class EncodrApp(App):
     def index_opened(self) -> None:
         """A new index is open: the old index's hits go, and the query in the box is searched again."""
         self.query_one("#results", DataTable).clear()
+        self.query_one(IndexPane).load(self.index_dir or self.searcher.index.path, self.searcher.index.meta)
         self.update_status()
         self.run_search(self.query_one("#query", Input).value, 0.0)
 
@@ -418,8 +457,8 @@ class EncodrApp(App):
             return
 
         def search():
-            hits = searcher.search([query], options, reranker)[0]
-            return hits, searcher.last_langs[0]
+            hits = searcher.search([query], options, reranker)
+            return searcher.snippets([query], searcher.last_langs, hits)[0], searcher.last_langs[0]
 
         try:
             hits, lang = await asyncio.get_running_loop().run_in_executor(self.search_thread, search)
@@ -437,10 +476,17 @@ class EncodrApp(App):
         self.hits, self.query_lang = hits, lang
         grades = self.grades(query)
         top = max([1.0, *(h.score for h in hits)])  # a cosine fills the bar at 1; BM25 and fused scores at the best hit's
+        width = max(30, self.size.width - FIXED_WIDTH)
         for h in hits:
-            table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score, top=top), h.lang or "", clip(h.title or "", 24),
-                          marked(h.text, query, 80, lang, h.lang), where(h), GRADE_MARKS.get(grades.get(h.document), ""))  # fmt: skip
+            cell = hit_cell(h, query, width, self.console, lang)
+            table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score, top=top), h.lang or "", cell,
+                          GRADE_MARKS.get(grades.get(h.document), ""), height=len(cell.plain.split("\n")))  # fmt: skip
         self.update_status()
+
+    def on_resize(self, event) -> None:
+        """The hits drawn again to the new width (their snippets wrap to it)."""
+        if self.hits:
+            self.show_hits(self.query_one("#query", Input).value, self.hits, self.query_lang)
 
     def grades(self, query: str) -> dict[str, int]:
         """Document id → the grade judged for ``query`` (whitespace and case aside) in the open index."""
@@ -509,7 +555,18 @@ class EncodrApp(App):
         self.query_one("#judgments-counts", Static).update(f"{result.where} · Delete removes the selected judgment")
 
     def on_key(self, event) -> None:
-        """Delete on the Judgments tab's table: remove the selected judgment."""
+        """Down in the query box: into the hits (Enter then opens one); Up on the first hit: back
+        to the query box. Delete on the Judgments tab's table: remove the selected judgment."""
+        results, box = self.query_one("#results", DataTable), self.query_one("#query", Input)
+        if event.key == "down" and self.focused is box and results.row_count:
+            event.stop()
+            results.focus()
+            results.move_cursor(row=0)
+            return
+        if event.key == "up" and self.focused is results and results.cursor_row == 0:
+            event.stop()
+            box.focus()
+            return
         table = self.query_one("#judgments-table", DataTable)
         if event.key == "delete" and self.focused is table and getattr(self, "judgment_rows", None) and table.cursor_row < len(self.judgment_rows):
             from ..core import dispatch
@@ -530,7 +587,7 @@ class EncodrApp(App):
             return
         hit = self.hits[event.cursor_row]
         text, at = self.searcher.document(hit)
-        title = " · ".join(x for x in (hit.title, where(hit)) if x)
+        title = " · ".join(x for x in (own_title(hit), where(hit)) if x)
         self.push_screen(DocumentScreen(title, text, at, hit, self.query_one("#query", Input).value, self.query_lang))
 
     def action_delete_hit(self) -> None:

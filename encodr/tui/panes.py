@@ -11,8 +11,8 @@ from textual import on, work
 from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Static
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 from textual_plotext import PlotextPlot
 
 from ..core import dispatch
@@ -22,16 +22,20 @@ from .forms import choice_select, field_input, values
 from .widgets import Table, TextBox
 
 
-class IndexPane(Vertical):
-    """Build an index from files, or append to one, then open it in Search (key ``o``)."""
+class IndexPane(VerticalScroll):
+    """Build an index from files, or append to one, then open it in Search (key ``o``). Its rows
+    fit 100 columns; it scrolls where the terminal is shorter than the form. When an index opens
+    in Search, the form takes that index's settings (:meth:`load`), so Sync and Build act on it."""
 
     BINDINGS = [Binding("o", "open_search", "Open in Search")]
     DEFAULT_CSS = """
     IndexPane Input, IndexPane Select { width: 80; }
-    IndexPane #index-type, IndexPane #index-backend, IndexPane #index-pcr-variant, IndexPane #index-quantize { width: 24; }
-    IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-processes { width: 30; }
+    IndexPane #index-type, IndexPane #index-backend, IndexPane #index-pcr-variant, IndexPane #index-quantize { width: 22; }
+    IndexPane #index-processes, IndexPane #index-engine { width: 22; }
+    IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-address, IndexPane #index-glob { width: 30; }
     IndexPane #index-dim { width: 26; }
     IndexPane #index-text-field, IndexPane #index-text-column, IndexPane #index-id-column, IndexPane #index-title-column { width: 30; }
+    IndexPane #index-meta-columns { width: 56; }
     IndexPane .row { height: 3; }
     IndexPane #index-result { height: auto; padding: 1 0; }
     """
@@ -43,47 +47,65 @@ class IndexPane(Vertical):
 
     def compose(self) -> ComposeResult:
         R = IndexRequest
-        yield Label("corpus files or folders (space-separated): Markdown, HTML, PDF, Word, PowerPoint, Excel, OpenDocument, EPUB; one text a line; TSV / CSV with text, id, lang; JSONL")
+        yield Label("corpus: files or folders, space-separated (documents, notes, source code, CSV, JSONL)")
         yield TextBox(placeholder="corpus.txt", id="index-files")
         yield Label("model (alias, folder or hub id; ignored with append)")
         yield field_input(R, "model", "index-model", "model")
-        yield Label("index: a folder, or a name in the workspace (blank: the workspace index named after the first file)")
+        yield Label("index: a folder, or a name in the workspace (blank: named after the first file)")
         yield TextBox(placeholder="my-index", id="index-out")
         with Horizontal(classes="row"):
             yield choice_select(R, "index_type", "index-type")
             yield choice_select(R, "quantize", "index-quantize", "vectors")
             yield choice_select(R, "backend", "index-backend")
-            yield Checkbox("--pcr", id="index-pcr")
             yield choice_select(R, "pcr_variant", "index-pcr-variant", "PCR variant")
+        with Horizontal(classes="row"):
+            yield Checkbox("--pcr", id="index-pcr")
             yield Checkbox("IVF lists on disk", id="index-on-disk")
             yield Checkbox("append (--add)", id="index-add")
             yield Checkbox("sync (--sync)", id="index-sync")
-            yield Checkbox("overwrite", id="index-overwrite")
         with Horizontal(classes="row"):
             yield field_input(R, "lang", "index-lang", "language, blank: detected")
             yield field_input(R, "batch_size", "index-batch-size", "batch size, blank: auto")
             yield field_input(R, "dim", "index-dim", "dimensions, blank: all")
+        with Horizontal(classes="row"):
             yield field_input(R, "processes", "index-processes", "processes")
             yield choice_select(R, "engine", "index-engine", "engine")
             yield TextBox(placeholder="Ray address (blank: local)", id="index-address")
         with Horizontal(classes="row"):
-            yield TextBox(placeholder="in folders, only files like: *.pdf", id="index-glob")
+            yield TextBox(placeholder="in folders, only: *.pdf", id="index-glob")
             yield Checkbox("whole texts (no passages)", id="index-whole")
+            yield Checkbox("overwrite", id="index-overwrite")
         with Horizontal(classes="row"):
-            yield Checkbox("text files: a blank-line block is a document", id="index-documents")
-            yield Checkbox("text files in folders: one text a line", id="index-records")
+            yield Checkbox("text files: blank-line blocks", id="index-documents")
+            yield Checkbox("text files in folders: a text a line", id="index-records")
         with Horizontal(classes="row"):
             yield field_input(R, "text_field", "index-text-field", "JSONL text field")
             yield field_input(R, "text_column", "index-text-column", "CSV text column")
             yield TextBox(placeholder="CSV id column (id)", id="index-id-column")
+        with Horizontal(classes="row"):
             yield TextBox(placeholder="CSV title column (title)", id="index-title-column")
-            yield TextBox(placeholder="CSV metadata columns, for filters (space-separated)", id="index-meta-columns")
+            yield TextBox(placeholder="CSV metadata columns, for filters", id="index-meta-columns")
         with Horizontal(classes="row"):
             yield Button("Build", id="index-build", variant="success")
             yield Button("Sync", id="index-sync-now", variant="primary")
             yield Button("Open in Search (o)", id="index-open", disabled=True)
         yield ProgressBar(id="index-bar")
         yield Static("", id="index-result")
+
+    def load(self, path: Path, meta: dict) -> None:
+        """The form set to an open index's settings (``index.json``): its folders and files, model,
+        path, index type, vectors, backend, PCR and IVF-on-disk, so that Sync and Build (append)
+        act on it as it was built."""
+        self.query_one("#index-files", Input).value = " ".join(meta.get("sources") or [])
+        self.query_one("#index-model", Input).value = str(meta.get("model") or "")
+        self.query_one("#index-out", Input).value = str(path)
+        from ..core.fields import rendering
+
+        for widget_id, key in (("#index-type", "index_type"), ("#index-quantize", "quantize"), ("#index-backend", "backend"), ("#index-pcr-variant", "pcr_variant")):
+            if meta.get(key) in rendering(IndexRequest, key).choices:
+                self.query_one(widget_id, Select).value = meta[key]
+        self.query_one("#index-pcr", Checkbox).value = bool(meta.get("pcr"))
+        self.query_one("#index-on-disk", Checkbox).value = bool(meta.get("on_disk"))
 
     @on(Button.Pressed, "#index-sync-now")
     def sync_pressed(self) -> None:

@@ -7,6 +7,7 @@ import pytest
 from encodr.index import BuildOptions, build
 from encodr.index import Searcher
 from encodr.tui import EncodrApp, score_bar
+from encodr.tui.app import HELP
 from tests.conftest import search_with, settle
 
 TEXTS = ["the cat sat on the mat", "stock markets fell sharply", "it rained all day in london", "a dog chased the cat"]
@@ -18,6 +19,16 @@ def searcher(tmp_path, tiny_model):
     f.write_text("\n".join(TEXTS))
     build([str(f)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     return Searcher(tmp_path / "idx")
+
+
+def hit_text(row) -> str:
+    """A results row's snippet: its hit cell's lines but the last (where the hit is), joined."""
+    return " ".join(row[4].plain.split("\n")[:-1])
+
+
+def hit_where(row) -> str:
+    """A results row's location line: its title and ``path:line › section``."""
+    return row[4].plain.split("\n")[-1]
 
 
 def test_score_bar():
@@ -34,8 +45,8 @@ async def test_typing_a_query_fills_the_results_table(searcher):
         table = app.query_one("#results")
         assert table.row_count == 4
         first = table.get_row_at(0)
-        assert first[0] == "1" and str(first[5]) == "stock markets fell sharply" and first[6] == "c.txt:2"
-        assert [first[5].plain[s.start : s.end] for s in first[5].spans] == ["stock", "markets", "fell", "sharply"]  # the query's words highlighted
+        assert first[0] == "1" and hit_text(first) == "stock markets fell sharply" and hit_where(first) == "c.txt:2"
+        assert [first[4].plain[s.start : s.end] for s in first[4].spans if s.style == "bold yellow"] == ["stock", "markets", "fell", "sharply"]  # the query's words highlighted
         assert "4 texts" in str(app.query_one("#status").render())
 
 
@@ -49,8 +60,8 @@ async def test_a_source_in_brackets_shows_as_it_is(tmp_path, tiny_model):
         await settle(app, pilot)
         table = app.query_one("#results")
         assert table.row_count == 4
-        shown = [table.render_line(y).text for y in range(1, table.row_count + 1)]
-        assert all("[draft] notes.txt:" in line for line in shown)
+        shown = [table.render_line(y).text for y in range(1, 3 * table.row_count + 1)]  # a hit: its snippet's lines, then where it is
+        assert sum("[draft] notes.txt:" in line for line in shown) == 4
 
 
 async def test_typing_in_the_query_box_lays_out_nothing_and_a_long_query_scrolls():
@@ -84,7 +95,7 @@ async def test_searches_run_off_the_event_loop_on_one_thread(searcher):
         for query in ("stock markets", "the cat", "rain in london"):
             app.query_one("#query").value = query
             await settle(app, pilot)
-            assert str(app.query_one("#results").get_row_at(0)[5]) in TEXTS
+            assert hit_text(app.query_one("#results").get_row_at(0)) in TEXTS
     assert len(threads) == 3 and len(set(threads)) == 1 and threads[0] is not threading.main_thread()  # the search thread, where the index was warmed
 
 
@@ -99,7 +110,7 @@ async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, t
         await pilot.press(*"a cat", "enter")
         await settle(app, pilot)
         table = app.query_one("#results")
-        assert [str(table.get_row_at(r)[5]) for r in range(table.row_count)] == [TEXTS[i] for i in np.argsort(-expected, kind="stable")]
+        assert [hit_text(table.get_row_at(r)) for r in range(table.row_count)] == [TEXTS[i] for i in np.argsort(-expected, kind="stable")]
         assert [float(table.get_row_at(r)[1]) for r in range(table.row_count)] == pytest.approx(sorted(expected, reverse=True), abs=1e-4)
         assert f"re-ranked by {tiny_cross}" in str(app.query_one("#status").render())
         box = app.query_one("#search-rerank")
@@ -124,7 +135,7 @@ async def test_enter_searches_and_compare_view(searcher):
         await pilot.press(*"it rained all day in london", "enter")  # a tiny random model: exact text ranks first
         await settle(app, pilot)
         assert app.searches >= 1
-        assert str(app.query_one("#results").get_row_at(0)[5]) == "it rained all day in london"
+        assert hit_text(app.query_one("#results").get_row_at(0)) == "it rained all day in london"
         app.query_one("#results").focus()
         await pilot.press("enter")  # the hit's whole document
         await pilot.pause()
@@ -149,7 +160,7 @@ async def test_help_screen_and_workspace(searcher, tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("f1")
         await pilot.pause()
-        assert "Ctrl+Q" in app.screen.query_one("#help").source
+        assert "Ctrl+Q" in [key for key, _ in HELP]
         await pilot.press("escape")
         await pilot.press("f4")
         await pilot.pause()
@@ -181,7 +192,7 @@ async def test_the_filter_box_restricts_hits_and_ctrl_d_deletes_a_hits_document(
     app = EncodrApp(searcher=Searcher(tmp_path / "kb"), debounce=0.0)
     async with app.run_test(size=(160, 40)) as pilot:
         table = await search_with(app, pilot, "#search-filter", "team=ops", "the cat")
-        assert sorted(str(table.get_row_at(r)[5]) for r in range(table.row_count)) == sorted([TEXTS[1], TEXTS[3]])
+        assert sorted(hit_text(table.get_row_at(r)) for r in range(table.row_count)) == sorted([TEXTS[1], TEXTS[3]])
         app.query_one("#search-filter").value = "team"
         await pilot.click("#search-filter")
         await pilot.press("enter")
@@ -205,7 +216,7 @@ async def test_the_filter_box_restricts_hits_and_ctrl_d_deletes_a_hits_document(
         await pilot.press("y")
         await settle(app, pilot)
         assert any(f"deleted {first.document}" in str(n.message) for n in app._notifications)
-        assert first.text not in {str(table.get_row_at(r)[5]) for r in range(table.row_count)} and table.row_count == 3
+        assert first.text not in {hit_text(table.get_row_at(r)) for r in range(table.row_count)} and table.row_count == 3
 
 
 async def test_keys_judge_the_selected_hit_and_the_judgments_tab_deletes_one(searcher):
@@ -224,7 +235,7 @@ async def test_keys_judge_the_selected_hit_and_the_judgments_tab_deletes_one(sea
         await settle(app, pilot)
         rows = commands.judgments(JudgmentsRequest(index=str(searcher.index.path))).payload()
         assert [(r["query"], r["doc"], r["grade"], r["front"]) for r in rows] == [("stock 1", app.hits[0].document, 2, "tui")]
-        assert table.get_row_at(0)[7] == "✓✓ 2"
+        assert table.get_row_at(0)[5] == "✓✓ 2"
         await pilot.press("f9")
         await settle(app, pilot)
         listed = app.query_one("#judgments-table")
@@ -250,7 +261,7 @@ async def test_a_markdown_hit_opens_its_document_rendered_as_markdown_at_the_pas
         await pilot.click("#query")
         await pilot.press(*"radiators", "enter")
         await settle(app, pilot)
-        assert "guide.md:13 › Service" in str(app.query_one("#results").get_row_at(0)[6])  # the snippet's line and the hit's section
+        assert "guide.md:13 › Service" in hit_where(app.query_one("#results").get_row_at(0))  # the snippet's line and the hit's section
         app.query_one("#results").focus()
         await pilot.press("enter")
         await pilot.pause()
@@ -258,3 +269,38 @@ async def test_a_markdown_hit_opens_its_document_rendered_as_markdown_at_the_pas
         assert isinstance(screen, DocumentScreen) and screen.markdown
         assert isinstance(screen.query_one("#document-before"), Markdown)  # the headings and the table before the hit, rendered
         assert "Bleed the radiators" in str(screen.query_one("#document-text").render())  # the passage, its words highlighted
+
+
+async def test_the_help_reads_at_80_columns(searcher):
+    """F1 on an 80-column terminal: every key sits whole on one line (a Markdown table wrapped
+    each key over 3–4 lines), beside the start of what it does."""
+    app = EncodrApp(searcher=searcher)
+    async with app.run_test(size=(80, 60)) as pilot:
+        await pilot.press("f1")
+        await pilot.pause()
+        shown = app.screen.query_one("#help")
+        lines = [shown.render_line(y).text for y in range(shown.size.height)]
+        for key, action in HELP:
+            if key:
+                assert any(line.lstrip().startswith(key) and action.split()[0] in line for line in lines), key
+        assert max(len(line.rstrip()) for line in lines) <= 80
+
+
+async def test_down_enters_the_hits_and_enter_opens_one_and_the_path_shows_at_100_columns(searcher):
+    from encodr.tui.app import DocumentScreen
+
+    app = EncodrApp(searcher=searcher, debounce=0.0)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.click("#query")
+        await pilot.press(*"rained in london", "enter")
+        await settle(app, pilot)
+        table = app.query_one("#results")
+        shown = [table.render_line(y).text for y in range(table.size.height)]
+        assert any("c.txt:3" in line for line in shown)  # where the top hit is, on screen at 100 columns
+        await pilot.press("down")
+        assert app.focused is table and table.cursor_row == 0
+        await pilot.press("up")
+        assert app.focused is app.query_one("#query")
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DocumentScreen) and app.screen.text == "it rained all day in london"

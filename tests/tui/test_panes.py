@@ -208,3 +208,19 @@ async def test_eval_pane_scores_an_index_on_its_own_judgments(tiny_model, tmp_pa
         rows = [table.get_row_at(r) for r in range(table.row_count)]
         assert {str(r[0]).split(" · ")[-1] for r in rows if r[0] != "mean"} == {"dense", "keyword", "hybrid·convex"}
         assert all(str(r[2]) == "4" for r in rows if r[0] != "mean")  # the four judged queries
+
+
+async def test_the_index_pane_fits_100_columns_and_starts_from_the_open_index(tiny_model, words, tmp_path):
+    from encodr.index import BuildOptions, Searcher, build
+
+    build([str(words)], tmp_path / "idx", BuildOptions(model=str(tiny_model), index_type="hnsw"))
+    app = EncodrApp(searcher=Searcher(tmp_path / "idx"), index_dir=tmp_path / "idx")
+    async with app.run_test(size=(100, 80)) as pilot:
+        await pilot.press("f6")
+        await pilot.pause()
+        pane = app.query_one("IndexPane")
+        for widget in pane.query("Input, Select, Checkbox, Button"):
+            assert widget.region.right <= 100, widget.id  # on screen, none cut at the right edge
+        assert app.query_one("#index-files").value == str(words)
+        assert app.query_one("#index-model").value == str(tiny_model) and app.query_one("#index-out").value == str(tmp_path / "idx")
+        assert app.query_one("#index-type").value == "hnsw"
