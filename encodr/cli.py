@@ -191,7 +191,7 @@ def help_text(model, name: str) -> str:
     from .core.fields import default
 
     value = default(model, name)
-    shown = "" if value in (None, [], (), False) else f" [default: {_shown(value)}]"
+    shown = "" if value is None or value is False or value in ([], ()) else f" [default: {_shown(value)}]"  # 0 is a default to state; False is not
     if model is rq.TuneRequest and name in rq.OVERRIDES and value is None:  # None keeps the recipe's value: show the default recipe's
         given = rq.TuneRequest.recipe_value(name)
         recipe = default(model, "recipe")
@@ -377,8 +377,9 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     result.snippet = 0 if values.get("full") else SNIPPET_LINES * (width - 45 if width >= 120 else max(MAIN, width - 20))
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
-    if values.get("format", "table") != "table" and not as_json:
-        for line in result.lines(values["format"]):
+    form = "grep" if values.get("context") and values.get("format", "table") == "table" else values.get("format", "table")  # -C N: grep's form
+    if form != "table" and not as_json:
+        for line in result.lines(form):
             out_console.print(line, highlight=False, markup=False, soft_wrap=True)
         return
     _show(result, as_json)

@@ -122,6 +122,8 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     with timing.collect() as spent:
         langs, results = searcher.query(request.query, request.options(), reranker)
         results = searcher.snippets(request.query, langs, results)
+        if request.context:
+            results = searcher.context(results, request.context)
         with timing.phase("language"):
             hints = language_hints(request.query, searcher.index.meta)
     if len(searcher.index) == 0:

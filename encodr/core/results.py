@@ -252,11 +252,25 @@ class SearchResult(Result):
 
     def lines(self, form: str) -> list[str]:
         """The hits as plain lines: ``grep``, ``path:line:column: snippet`` a hit (ripgrep's
-        ``--vimgrep``, which editors open), the snippet on one line; ``files``, each hit's path once."""
+        ``--vimgrep``, which editors open), the snippet on one line, and where a hit has
+        ``context`` (``-C``) its lines before and after as ``path-line-text``, groups separated by
+        ``--`` (grep's context form); ``files``, each hit's path once."""
         if form == "files":
             return list(dict.fromkeys(h.path or h.source for q in self.results for h in q.hits))
-        return [f"{h.path or h.source}:{h.snippet_line or h.line}:{h.snippet_column or 1}: {' '.join((h.snippet or h.text).split())}"
-                for q in self.results for h in q.hits]  # fmt: skip
+        out: list[str] = []
+        for h in (h for q in self.results for h in q.hits):
+            path, first = h.path or h.source, h.snippet_line or h.line
+            hit = f"{path}:{first}:{h.snippet_column or 1}: {' '.join((h.snippet or h.text).split())}"
+            if not h.context:
+                out.append(hit)
+                continue
+            if out:
+                out.append("--")  # grep's separator between groups of context
+            last = first + (h.snippet or h.text).count("\n")
+            out += [f"{path}-{n}-{text}" for n, text in h.context if n < first]
+            out.append(hit)
+            out += [f"{path}-{n}-{text}" for n, text in h.context if n > last]
+        return out
 
     def tables(self) -> list[Table]:
         out = []
@@ -416,7 +430,8 @@ class DocumentLines(Result):
     lines: list[dict]
 
     def tables(self) -> list[Table]:
-        return [Table(self.path + (f"  ({self.title})" if self.title else ""), ["line", "text"],
+        named = self.title and self.title not in (Path(self.path).name, Path(self.path).stem)  # a title other than the file's name
+        return [Table(self.path + (f"  ({self.title})" if named else ""), ["line", "text"],
                       [[str(r["line"]), r["text"]] for r in self.lines], right=("line",))]  # fmt: skip
 
 

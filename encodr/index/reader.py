@@ -463,7 +463,8 @@ class IndexReader:
         """Document ``ext_id`` as the lines of its file, from its stored passages: its ``id``,
         ``path`` (as hits show it), ``title``, ``first_line`` (the file line of the first) and
         ``lines`` (strings). Between two passages the file's line breaks are put back from their
-        stored lines (passages are stored without the blank lines between them); no lines when
+        stored lines (passages are stored without the blank lines between them), and a passage's
+        indentation from the characters between it and the one before (as spaces); no lines when
         the index holds no text of it."""
         row = self.texts.document_row(ext_id) or {}
         found = {"id": ext_id, "path": self.texts.document_path(ext_id) or row.get("source") or ext_id, "title": row.get("title")}
@@ -475,7 +476,8 @@ class IndexReader:
         for start, piece, line in passages:
             if start >= end:
                 breaks = max(0, line - (first + text.count("\n")))
-                text += "\n" * breaks + piece
+                indent = start - end - breaks if breaks and start is not None and end else 0  # the gap's other characters: the line's indentation
+                text += "\n" * breaks + " " * max(0, indent) + piece
             else:  # overlapping the previous passage: only what it adds
                 text += piece[end - start :]
             end = max(end, start + len(piece))

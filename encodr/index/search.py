@@ -125,6 +125,7 @@ class Hit:
     snippet: str | None = None  # the passage's sentences that best answer the query (:meth:`Searcher.snippets`)
     snippet_line: int | None = None  # the file line where the snippet starts
     snippet_column: int | None = None  # its column on that line, 1-based
+    context: list[tuple[int, str]] | None = None  # with -C N: (file line, its text) around the snippet (:meth:`Searcher.context`)
 
     @property
     def document(self) -> str:
@@ -462,6 +463,25 @@ class Searcher:
                 start, end = choose(h.text, spans[q][i], [a + b for a, b in zip(kw, cos)])
                 line, column = line_and_column(h.text, h.line, start)
                 shown.append(replace(h, snippet=h.text[start:end], snippet_line=line, snippet_column=column))
+            out.append(shown)
+        return out
+
+    def context(self, results: list[list[Hit]], around: int) -> list[list[Hit]]:
+        """``results`` with each hit's ``context``: the lines of its document from ``around``
+        lines before its snippet's first line to ``around`` after its last (grep's ``-C``), as
+        (file line, text), read from the index (:meth:`IndexReader.document_lines`), so they are
+        the text the hit was found in. A hit whose document's lines are not known keeps None."""
+        documents: dict[str, dict] = {}
+        out = []
+        for hits in results:
+            shown = []
+            for h in hits:
+                doc = documents.get(h.document) or documents.setdefault(h.document, self.index.document_lines(h.document))
+                first = h.snippet_line or h.line
+                last = first + (h.snippet or h.text).count("\n")
+                lines, base = doc["lines"], doc["first_line"]
+                picked = [(n, lines[n - base]) for n in range(max(base, first - around), last + around + 1) if 0 <= n - base < len(lines)]
+                shown.append(replace(h, context=picked or None))
             out.append(shown)
         return out
 

@@ -68,3 +68,20 @@ def test_grep_format_files_and_show_open_a_hit_where_it_is(tmp_path, tiny_model,
     assert code == 2 and "has no document 'nowhere.md'" in err and "Traceback" not in err
     code, _, err = run_cli(["show", "house/boiler.md:0", "--index", str(out)], capsys, monkeypatch)
     assert code == 2 and "'0' is not LINE or FIRST-LAST" in err and len(err.strip().splitlines()) == 1
+
+
+def test_search_context_prints_the_lines_around_each_hit_as_grep_does(tmp_path, tiny_model, capsys, monkeypatch):
+    code_text = "import os\n\n\nclass Pump:\n    '''A pump.'''\n\n    def bleed(self):\n        '''Open the relief valve.'''\n        return os.sep\n"
+    text = "# Boiler\n\nThe boiler sits in the cellar.\n\n## Valve\n\nThe relief valve opens at three bar.\nService it every autumn.\n"
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"house/boiler.md": text, "src/pump.py": code_text})
+    code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword", "-C", "1"], capsys, monkeypatch)
+    lines = stdout.splitlines()
+    assert code == 0 and "--" in lines  # a separator between the hits' groups
+    boiler = lines.index("house/boiler.md:7:1: The relief valve opens at three bar. Service it every autumn.")
+    assert lines[boiler - 1] == "house/boiler.md-6-"
+    pump = next(i for i, line in enumerate(lines) if line.startswith("src/pump.py:"))
+    assert lines[pump - 1] == "src/pump.py-7-    def bleed(self):"  # the line before, its indentation kept
+    assert lines[pump] == "src/pump.py:8:9: '''Open the relief valve.''' return os.sep"  # the method's docstring, at its column
+    code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword", "-C", "1", "--json"], capsys, monkeypatch)
+    hits = {h["path"]: h for h in json.loads(stdout)["results"][0]["hits"]}
+    assert hits["house/boiler.md"]["context"] == [[6, ""], [7, "The relief valve opens at three bar."], [8, "Service it every autumn."]]
