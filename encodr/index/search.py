@@ -432,19 +432,20 @@ class Searcher:
     def snippets(self, queries: list[str], langs: list[str], results: list[list[Hit]]) -> list[list[Hit]]:
         """``results`` with each hit's ``snippet``, ``snippet_line`` and ``snippet_column``
         filled (:mod:`.snippets`): the sentences of its passage that best answer its query, by
-        keyword matches and the cosine of the query's vector and each sentence's (one forward
-        pass for all the queries' hits; the queries' vectors are the search's own where it
-        made them: :meth:`_encode_queries`).
+        keyword matches and, where they do not decide (:func:`~.snippets.decided`), the cosine
+        of the query's vector and each sentence's (one forward pass for all those hits; the
+        queries' vectors are the search's own where it made them: :meth:`_encode_queries`).
 
         Args:
             queries: q texts; langs: their q languages; results: q hit lists.
         """
-        from .snippets import choose, keyword_scores, line_and_column, sentence_spans
+        from .snippets import choose, decided, keyword_scores, line_and_column, sentence_spans
 
         index = self.index
         spans = [[sentence_spans(h.text) for h in hits] for hits in results]
+        kws = [[keyword_scores(queries[q], h.text, spans[q][i], langs[q] if langs else h.lang) for i, h in enumerate(hits)] for q, hits in enumerate(results)]
         cosines: dict[tuple[int, int], list[float]] = {}
-        wanted = [(q, i) for q, hits in enumerate(results) for i in range(len(hits)) if len(spans[q][i]) > 1]
+        wanted = [(q, i) for q, hits in enumerate(results) for i in range(len(hits)) if len(spans[q][i]) > 1 and not decided(kws[q][i])]
         if wanted:
             with phase("snippets"):
                 vectors = index.encode_passages(self.encoder, [results[q][i].text[s:e] for q, i in wanted for s, e in spans[q][i]])
@@ -458,7 +459,7 @@ class Searcher:
         for q, hits in enumerate(results):
             shown = []
             for i, h in enumerate(hits):
-                kw = keyword_scores(queries[q], h.text, spans[q][i], langs[q] if langs else h.lang)
+                kw = kws[q][i]
                 cos = cosines.get((q, i), [0.0] * len(kw))
                 start, end = choose(h.text, spans[q][i], [a + b for a, b in zip(kw, cos)])
                 line, column = line_and_column(h.text, h.line, start)

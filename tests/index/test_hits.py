@@ -85,3 +85,9 @@ def test_search_context_prints_the_lines_around_each_hit_as_grep_does(tmp_path, 
     code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword", "-C", "1", "--json"], capsys, monkeypatch)
     hits = {h["path"]: h for h in json.loads(stdout)["results"][0]["hits"]}
     assert hits["house/boiler.md"]["context"] == [[6, ""], [7, "The relief valve opens at three bar."], [8, "Service it every autumn."]]
+
+
+def test_keyword_scores_decide_a_snippet_only_with_a_clear_lead():
+    from encodr.index.snippets import DECISIVE, decided
+
+    assert decided([0.9, 0.9 - DECISIVE]) and decided([1.0]) and not decided([0.5, 0.4, 0.0]) and not decided([0.0, 0.0])
