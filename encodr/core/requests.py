@@ -29,9 +29,10 @@ MODE_HELP = ("hybrid: vectors and BM25 fused by --fusion (dense on an index buil
 RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits (--rerank-depth)."
 RERANK_WEIGHT_HELP = ("With --rerank: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits "
                       "(1: the cross-encoder's order alone; 0: the first stage's; default: the weight tuned with the re-ranker, else 1).")
-FUSION_WEIGHT_HELP = ("Hybrid with --fusion convex: the dense scores' weight α in α·dense + (1−α)·BM25 (default: the weight tuned on "
-                      "judgments for the index's model, encodr tune --recipe judged; else 0.5).")
-FUSION_HELP = "How hybrid fuses: convex (min-max normalised scores, weighted by --fusion-weight) or rrf (reciprocal rank fusion); both language-aware."
+FUSION_WEIGHT_HELP = ("Hybrid: the dense scores' weight α in α·dense + (1−α)·BM25 (default: the weight tuned on judgments for the index's "
+                      "model, encodr tune --recipe judged; else the fusion's own: zscore weighs prose 0.5 and source code 0.8, convex 0.5).")
+FUSION_HELP = ("How hybrid fuses: zscore (each list's scores standardised, weighted by --fusion-weight), convex (min-max normalised, "
+               "weighted likewise) or rrf (reciprocal rank fusion); all language-aware.")
 
 
 FILTER_HELP = ("Only hits from documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold. Fields: source (a glob, e.g. "

@@ -29,7 +29,7 @@ class Report:
     @property
     def mean(self) -> float | None:
         """Unweighted mean of the primary metric over datasets (``None`` for one dataset). Where a
-        dataset is scored several ways (``eval retrieval``'s rankings, ``scifact · hybrid·convex``),
+        dataset is scored several ways (``eval retrieval``'s rankings, ``scifact · hybrid·zscore``),
         over the datasets of the first ranking only: a mean across rankings means nothing."""
         primary = [s for s in self.scores if s.metric == PRIMARY[self.suite]]
         ranking = lambda s: s.dataset.partition(" · ")[2]  # noqa: E731

@@ -196,7 +196,7 @@ class RetrievalEvaluator(Evaluator):
     def evaluate(self, encoder, progress: bool = False) -> list[Score]:
         """nDCG@10, MRR@10, recall@100 and MAP@100 × 100 over the judged queries of the split,
         for each of the evaluator's searches (from one encoding of the corpus), the dataset
-        named with the search's label (``scifact · hybrid·convex``); the first search's come first.
+        named with the search's label (``scifact · hybrid·zscore``); the first search's come first.
 
         Raises:
             EncodrError: see :func:`encodr.index.build` (the corpus cannot be indexed) and

@@ -37,11 +37,12 @@ class SearchOptions:
         mode: ``hybrid`` (vectors and BM25 fused by ``fusion``), ``dense`` (cosine of the
             vectors) or ``keyword`` (BM25 over SQLite FTS5). ``hybrid`` on an index built
             without a keyword index searches it ``dense`` (:meth:`for_index`).
-        fusion: ``convex`` (min-max normalised scores, weighted by ``fusion_weight``) or ``rrf``
-            (reciprocal rank fusion, Cormack et al. 2009), both language-aware (:mod:`.fusion`).
-        fusion_weight: ``convex``: α, the dense scores' weight in [0, 1]; ``None``: the weight
-            tuned on judgments for the index's model (:meth:`resolved`), else
-            :data:`~.fusion.CONVEX_ALPHA`.
+        fusion: ``zscore`` (z-scores, weighted by ``fusion_weight``), ``convex`` (min-max
+            normalised scores, weighted likewise) or ``rrf`` (reciprocal rank fusion, Cormack et
+            al. 2009), all language-aware (:mod:`.fusion`).
+        fusion_weight: α, the dense scores' weight in [0, 1]; ``None``: the weight tuned on
+            judgments for the index's model (:meth:`resolved`), else the declared ones
+            (:func:`~.fusion.fuse`: by kind of text for ``zscore``).
         lang: the queries' language, ISO 639-3 (default: detected among the index's languages).
         hit_langs: keep only hits in these languages (ISO 639-3).
         filters: keep only texts of documents that pass all of these (:mod:`.filters`).
@@ -60,7 +61,7 @@ class SearchOptions:
 
     k: int = 10
     mode: str = HYBRID
-    fusion: str = "convex"
+    fusion: str = "zscore"
     fusion_weight: float | None = None
     lang: str | None = None
     hit_langs: tuple[str, ...] = ()
@@ -106,21 +107,20 @@ class SearchOptions:
         """These options with every ``None`` setting filled: ``fusion_weight`` from ``tuned``
         (the settings learned on judgments for the index's model: :func:`.judgments.read_tuned`),
         ``rerank_depth`` and ``rerank_weight`` from ``reranker_tuned`` (a re-ranker's own,
-        ``depth`` and ``weight``), else the declared defaults."""
-        from .fusion import CONVEX_ALPHA
-
+        ``depth`` and ``weight``), else the declared defaults (``fusion_weight`` stays None
+        without a tuned one: the fusion's declared weights, :func:`.fusion.fuse`)."""
         tuned, reranker_tuned = tuned or {}, reranker_tuned or {}
-        return replace(self, fusion_weight=_first(self.fusion_weight, tuned.get("fusion_weight"), CONVEX_ALPHA),
+        return replace(self, fusion_weight=_first(self.fusion_weight, tuned.get("fusion_weight")),
                        rerank_depth=_first(self.rerank_depth, reranker_tuned.get("depth"), RERANK_DEPTH),
                        rerank_weight=_first(self.rerank_weight, reranker_tuned.get("weight"), RERANK_WEIGHT))  # fmt: skip
 
     @property
     def label(self) -> str:
-        """How a table names these options' ranking: ``dense``, ``keyword``, ``hybrid·convex``
-        (``hybrid·convex@0.7`` with a weight given)."""
+        """How a table names these options' ranking: ``dense``, ``keyword``, ``hybrid·zscore``
+        (``hybrid·zscore@0.7`` with a weight given)."""
         if self.mode != HYBRID:
             return self.mode
-        weight = f"@{self.fusion_weight:g}" if self.fusion_weight is not None and self.fusion == "convex" else ""
+        weight = f"@{self.fusion_weight:g}" if self.fusion_weight is not None and self.fusion != "rrf" else ""
         return f"{self.mode}·{self.fusion}{weight}"
 
     def depth(self) -> int:
@@ -129,8 +129,8 @@ class SearchOptions:
 
 
 def _first(*values):
-    """The first of ``values`` that is not ``None``."""
-    return next(v for v in values if v is not None)
+    """The first of ``values`` that is not ``None`` (None when all are)."""
+    return next((v for v in values if v is not None), None)
 
 
 __all__ = ["DENSE", "HYBRID", "KEYWORD", "MODES", "SearchOptions"]

@@ -6,6 +6,7 @@ text → model (:class:`~encodr.models.Encoder`) → vector → PCR (optional) �
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from dataclasses import asdict, dataclass, replace
@@ -379,13 +380,17 @@ class Searcher:
                options: SearchOptions) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """(q, k) fused scores and ids of the dense and keyword (scores, ids) lists (:func:`~.fusion.fuse`; id −1: no hit)."""
         (d_scores, d_ids), (k_scores, k_ids), k = dense, keyword, options.k
-        lang_of = {i: r["lang"] for i, r in index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()]))).items()}
+        from ..data.code import CODE_SUFFIXES
+
+        rows = index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()])))
+        lang_of = {i: r["lang"] for i, r in rows.items()}
+        code = {i for i, r in rows.items() if os.path.splitext(r["source"] or "")[1].lower() in CODE_SUFFIXES}  # source code: its own weight
         fused_scores = np.full((len(langs), k), -np.inf, dtype=np.float32)
         fused_ids = np.full((len(langs), k), -1, dtype=np.int64)
         for q in range(len(langs)):
             ranked = fuse([(int(i), float(s)) for s, i in zip(d_scores[q], d_ids[q]) if i >= 0],
                           [(int(i), float(s)) for s, i in zip(k_scores[q], k_ids[q]) if i >= 0], options.fusion, langs[q], lang_of,
-                          options.fusion_weight)[:k]  # fmt: skip
+                          options.fusion_weight, code)[:k]  # fmt: skip
             for col, (i, s) in enumerate(ranked):
                 fused_ids[q, col], fused_scores[q, col] = i, s
         return fused_scores, fused_ids

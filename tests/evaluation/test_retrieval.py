@@ -97,7 +97,7 @@ def test_every_mode_scores_from_one_index(tmp_path, tiny_model):
 
     modes = (SearchOptions(mode="dense"), SearchOptions(mode="keyword"), SearchOptions(mode="hybrid", fusion="rrf"), SearchOptions(mode="hybrid"))
     ranked = evaluator.ranked(encoder, modes)
-    assert list(ranked) == ["dense", "keyword", "hybrid·rrf", "hybrid·convex"]  # one row each, one index
+    assert list(ranked) == ["dense", "keyword", "hybrid·rrf", "hybrid·zscore"]  # one row each, one index
     ndcg = {m: evaluator.scores(ranked[m])[0].value for m in ranked}
     assert ndcg["keyword"] == pytest.approx(100.0)  # each query's topic word is in both relevant documents only
     assert ndcg["dense"] < 100  # a random tiny encoder: the keyword list is what lifts hybrid
@@ -105,12 +105,12 @@ def test_every_mode_scores_from_one_index(tmp_path, tiny_model):
     from tests.index.test_hybrid import LengthReranker
 
     both = evaluator.ranked(encoder, modes, reranker=LengthReranker(), first_stage=True, reranked=modes[3:])
-    assert set(both) == {*ranked, "hybrid·convex+rerank"}  # only the ranking asked for is re-ranked, from the same index
+    assert set(both) == {*ranked, "hybrid·zscore+rerank"}  # only the ranking asked for is re-ranked, from the same index
     for label in ranked:
         assert [[d for d, _ in row] for row in both[label]] == [[d for d, _ in row] for row in ranked[label]]
-    assert both["hybrid·convex+rerank"] != ranked["hybrid·convex"]  # re-scored by the stand-in re-ranker
+    assert both["hybrid·zscore+rerank"] != ranked["hybrid·zscore"]  # re-scored by the stand-in re-ranker
     kept = evaluator.ranked(encoder, (SearchOptions(mode="hybrid", rerank_weight=0.0),), reranker=LengthReranker())  # w = 0: the first stage's order
-    assert [[d for d, _ in row] for row in kept["hybrid·convex+rerank@0"]] == [[d for d, _ in row] for row in ranked["hybrid·convex"]]
+    assert [[d for d, _ in row] for row in kept["hybrid·zscore+rerank@0"]] == [[d for d, _ in row] for row in ranked["hybrid·zscore"]]
 
 
 def test_a_beir_folder_is_a_dev_set_but_never_its_test_split(tmp_path, tiny_model):

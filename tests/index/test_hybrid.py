@@ -46,7 +46,7 @@ def test_hybrid_is_the_fusion_of_the_dense_and_keyword_rankings(index):
     query = ["pump error XJ4471"]
     dense = [(h.id, h.score) for h in searcher.search(query, SearchOptions(k=6, mode="dense"))[0]]
     keyword = [(h.id, h.score) for h in searcher.search(query, SearchOptions(k=6, mode="keyword"))[0]]
-    for fusion in ("rrf", "convex"):
+    for fusion in ("rrf", "convex", "zscore"):
         hits = searcher.search(query, SearchOptions(k=6, mode="hybrid", fusion=fusion))[0]
         expected = fuse(dense, keyword, fusion, "eng", {i: "eng" for i, _ in dense + keyword})
         assert [(h.id, pytest.approx(h.score)) for h in hits] == [(i, pytest.approx(s)) for i, s in expected]
@@ -70,7 +70,7 @@ def test_fusion_does_not_demote_a_cross_lingual_hit_that_dense_ranks_first():
     dense = [(10, 0.9), (11, 0.85), (12, 0.8)]  # 10 is Spanish, the query English
     keyword = [(11, 9.0), (12, 8.0)]  # a keyword list cannot match the Spanish text
     langs = {10: "spa", 11: "eng", 12: "eng"}
-    for fusion in ("rrf", "convex"):
+    for fusion in ("rrf", "convex", "zscore"):
         blind = fuse(dense, keyword, fusion)
         aware = fuse(dense, keyword, fusion, query_lang="eng", lang_of=langs)
         assert blind[0][0] != 10  # fused without languages, the cross-lingual hit drops
@@ -83,7 +83,7 @@ def test_a_cross_lingual_hit_that_shares_a_name_with_the_query_keeps_its_dense_p
     dense = [(10, 0.9), (11, 0.85), (12, 0.8)]
     keyword = [(11, 9.0), (12, 8.0), (10, 1.0)]
     langs = {10: "spa", 11: "eng", 12: "eng"}
-    for fusion in ("rrf", "convex"):
+    for fusion in ("rrf", "convex", "zscore"):
         assert fuse(dense, keyword, fusion)[0][0] != 10  # fused without languages it drops
         assert fuse(dense, keyword, fusion, query_lang="eng", lang_of=langs)[0][0] == 10, fusion
     # a same-language text that the keyword list ranks poorly keeps that poor place
@@ -91,6 +91,25 @@ def test_a_cross_lingual_hit_that_shares_a_name_with_the_query_keeps_its_dense_p
     assert dict(same)[10] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + 3))
     # and a cross-lingual text the keyword list ranks above its dense place keeps the keyword place
     assert dict(fuse(dense, [(12, 9.0)], "rrf", query_lang="eng", lang_of={12: "spa"}))[12] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
+
+def test_zscore_fusion_puts_the_one_text_holding_a_rare_code_first_where_min_max_ties_the_tops():
+    dense = [(i, 0.62 - 0.01 * i) for i in range(20)]  # 20 candidates by cosine, none far ahead
+    keyword = [(25, 7.5)]  # the one text that holds the query's code, not among the dense candidates
+    convex = fuse(dense, keyword, "convex")
+    assert convex[0][1] == convex[1][1] == pytest.approx(0.5)  # min-max: each list's top is 1, so the two tops tie
+    zscore = fuse(dense, keyword, "zscore")
+    assert zscore[0][0] == 25 and zscore[0][1] > zscore[1][1]  # it stands out of the keyword list, far more than 0 leads by cosine
+    assert [i for i, _ in zscore[1:]] == list(range(20))  # the rest keep the dense order
+    assert fuse([], [], "zscore") == [] and fuse(dense, [], "zscore")[0][0] == 0  # an empty list: the other alone
+
+
+def test_zscore_fusion_weighs_a_passage_of_source_code_toward_its_cosine():
+    dense = [(1, 0.7), (2, 0.5), (3, 0.45), (4, 0.4)]
+    keyword = [(2, 9.0), (1, 1.0)]  # BM25 favours 2, the cosine 1
+    assert fuse(dense, keyword, "zscore")[0][0] == 2  # prose: α 0.5, BM25's clear lead wins
+    assert fuse(dense, keyword, "zscore", code={1, 2, 3, 4})[0][0] == 1  # code: α 0.8, the cosine leads
+    assert fuse(dense, keyword, "zscore", alpha=0.5, code={1, 2, 3, 4})[0][0] == 2  # a weight given holds for every text
+
 
 def test_unknown_mode_is_one_line(index, capsys, monkeypatch):
     code, _, err = run_cli(["search", "pump", "--index", str(index), "--mode", "fuzzy"], capsys, monkeypatch)

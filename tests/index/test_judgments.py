@@ -124,7 +124,7 @@ def test_eval_retrieval_on_the_index_measures_its_own_judgments_by_fold(kb, caps
     assert code == 0, err
     scores = json.loads(out)["scores"]
     modes = {s["dataset"].split(" · ")[1] for s in scores}
-    assert modes == {"dense", "keyword", "hybrid·convex"}
+    assert modes == {"dense", "keyword", "hybrid·zscore"}
     assert {s["n"] for s in scores} == {len(queries)}  # every judged query, each fold
     keyword = next(s["value"] for s in scores if s["dataset"].endswith("keyword") and s["metric"] == "ndcg@10")
     assert keyword > 90  # the judged documents hold the queries' words

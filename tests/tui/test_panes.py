@@ -206,7 +206,7 @@ async def test_eval_pane_scores_an_index_on_its_own_judgments(tiny_model, tmp_pa
         await settle(app, pilot)
         table = app.query_one("#eval-table")
         rows = [table.get_row_at(r) for r in range(table.row_count)]
-        assert {str(r[0]).split(" · ")[-1] for r in rows if r[0] != "mean"} == {"dense", "keyword", "hybrid·convex"}
+        assert {str(r[0]).split(" · ")[-1] for r in rows if r[0] != "mean"} == {"dense", "keyword", "hybrid·zscore"}
         assert all(str(r[2]) == "4" for r in rows if r[0] != "mean")  # the four judged queries
 
 

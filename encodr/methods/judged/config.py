@@ -67,7 +67,7 @@ class JudgedRecipe(SingleRunRecipe):
     distill_candidates: int = setting(8, "Passages per query the bi-encoder retrieves for the cross-encoder to label.", (lambda v: v >= 2, "an integer ≥ 2"))
     distill_lr: float = setting(1e-5, "The loop's learning rate for the bi-encoder.", (lambda v: 0 < v < 1, "a number in (0, 1)"))
     distill_epochs: int = setting(1, "The loop's epochs.", (lambda v: v >= 1, "an integer ≥ 1"))
-    fusion_weights: str = setting("0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1", "The convex fusion weights α tried on dev (the declared default among them).",
+    fusion_weights: str = setting("0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1", "The hybrid fusion weights α tried on dev, one α for every text, against the fusion's declared weights.",
                                   (_grid(0, 1), "comma-separated numbers in [0, 1]"))  # fmt: skip
     rerank_depths: str = setting("10,20,50", "The re-ranker's depths tried on dev.", (_grid(1, None), "comma-separated integers ≥ 1"))
     rerank_weights: str = setting("0.25,0.5,0.75,1", "The re-ranker's weights tried on dev.", (_grid(0, 1), "comma-separated numbers in [0, 1]"))

@@ -383,23 +383,27 @@ def _cross_and_loop(ctx: RunContext, data: JudgedData, encoder, items: list[Exam
 
 
 def _choose_search(dev: DevIndex, recipe: JudgedRecipe, cross, search: dict) -> list[Component]:
-    """Choose the convex fusion weight, then the re-ranker's depth and weight, on the dev fold;
+    """Choose the hybrid fusion's dense weight α (the default fusion's: one α for every text, in
+    place of the declared per-kind ones), then the re-ranker's depth and weight, on the dev fold;
     each goes into ``search`` only when it beats the declared default (no re-ranking, for the
     re-ranker) significantly (:meth:`Component.compared`). Returns their :class:`Component` s."""
-    from ...index.fusion import CONVEX_ALPHA
+    from ...index.fusion import CODE_ALPHA, ZSCORE_ALPHA
     from ...index.options import DENSE, HYBRID, SearchOptions
 
     out = []
     first = SearchOptions(mode=DENSE)
     if dev.has_keywords:
-        scored = {a: dev.per_query(SearchOptions(mode=HYBRID, fusion="convex", fusion_weight=a)) for a in sorted({*number_list(recipe.fusion_weights), CONVEX_ALPHA})}
-        alpha = max(scored, key=lambda a: (scored[a].mean(), a == CONVEX_ALPHA))
-        fusion = Component.compared("fusion weight", "hybrid nDCG@10", scored[CONVEX_ALPHA], scored[alpha], recipe.significance,
-                                    f"α {alpha:g} (declared {CONVEX_ALPHA:g})")  # fmt: skip
-        if fusion.kept:
+        declared = dev.per_query(SearchOptions(mode=HYBRID))
+        scored = {a: dev.per_query(SearchOptions(mode=HYBRID, fusion_weight=a)) for a in sorted(set(number_list(recipe.fusion_weights)))}
+        alpha = max(scored, key=lambda a: scored[a].mean()) if scored else None
+        best = scored[alpha] if alpha is not None and scored[alpha].mean() > declared.mean() else declared
+        fusion = Component.compared("fusion weight", "hybrid nDCG@10", declared, best, recipe.significance,
+                                    f"α {alpha:g} (declared {ZSCORE_ALPHA:g}, source code {CODE_ALPHA:g})" if best is not declared
+                                    else f"the declared α ({ZSCORE_ALPHA:g}, source code {CODE_ALPHA:g})")  # fmt: skip
+        if fusion.kept and best is not declared:
             search["fusion_weight"] = alpha
         out.append(fusion)
-        first = SearchOptions(mode=HYBRID, fusion="convex", fusion_weight=alpha if fusion.kept else CONVEX_ALPHA)
+        first = SearchOptions(mode=HYBRID, fusion_weight=alpha if fusion.kept and best is not declared else None)
     if cross is None:
         return out
     plain = dev.per_query(first)

@@ -109,10 +109,10 @@ def test_tuned_search_settings_are_the_defaults_a_search_uses(tmp_path, tiny_mod
     corpus.write_text("the pump pressure\nvalve grease\nboiler water\n")
     commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="eng"))
     searcher = Searcher(tmp_path / "idx")
-    assert searcher.resolve(SearchOptions()).fusion_weight == 0.5
+    assert searcher.resolve(SearchOptions()).fusion_weight is None  # the fusion's declared weights
     write_tuned(tmp_path / "idx", "another model's weights", {"fusion_weight": 0.8}, "elsewhere")
     searcher.tuned = __import__("encodr.index.search", fromlist=["tuned_search"]).tuned_search(searcher.index)
-    assert searcher.resolve(SearchOptions()).fusion_weight == 0.5  # tuned for another model: not this index's
+    assert searcher.resolve(SearchOptions()).fusion_weight is None  # tuned for another model: not this index's
     write_tuned(tmp_path / "idx", searcher.fingerprint, {"fusion_weight": 0.8}, "here")
     fresh = Searcher(tmp_path / "idx")
     assert fresh.resolve(SearchOptions()).fusion_weight == 0.8 and fresh.resolve(SearchOptions(fusion_weight=0.3)).fusion_weight == 0.3
