@@ -133,8 +133,9 @@ def read_document(path: str | Path) -> tuple[str, str]:
 @dataclass(frozen=True)
 class Document:
     """One document file as read: its title, text and metadata, the 1-based line of the file
-    where ``text`` starts (after YAML front matter), and for a PDF the character offset in
-    ``text`` where each page starts (page i + 1 starts at ``pages[i]``); for source code, its
+    where ``text`` starts (after YAML front matter), and for a PDF, or a presentation's slides,
+    the character offset in ``text`` where each page starts (page i + 1 starts at
+    ``pages[i]``); for source code, its
     sections along the syntax tree (:func:`.code.code_sections`), else None (headings decide)."""
 
     title: str
@@ -162,7 +163,8 @@ def read_document_file(path: str | Path) -> Document:
     - Word, PowerPoint, Excel, OpenDocument, EPUB, RTF, e-mail (:data:`CONVERTED_SUFFIXES`):
       Markdown (headings, lists, tables) from kreuzberg (:func:`_read_converted`); the title is
       the file's own, else its first ``#`` heading, else the file name; the metadata its
-      ``author``, ``created`` and ``modified`` where the file records them.
+      ``author``, ``created`` and ``modified`` where the file records them; a presentation's
+      slides are its pages (an Excel sheet is a ``##`` section, named by the sheet).
 
     Raises:
         EncodrError: the file cannot be read or parsed (a PDF pypdf cannot open, a damaged or
@@ -179,7 +181,9 @@ def read_document_file(path: str | Path) -> Document:
             at += len(page) + 2 if page else 0  # the blank line that joins it to the next
         return Document(title, "\n\n".join(page for page in pages if page), {}, 1, tuple(starts))
     if suffix in CONVERTED_SUFFIXES:
-        return Document(*_read_converted(p))
+        title, text, meta = _read_converted(p)
+        text, pages = _page_marks(text)
+        return Document(title, text, meta, 1, pages)
     try:
         raw = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -239,8 +243,11 @@ def _read_converted(p: Path) -> tuple[str, str, dict]:
         from kreuzberg import ExtractionConfig, KreuzbergError, extract_file_sync
     except ImportError:  # pragma: no cover - a core dependency
         raise EncodrError(f"{p}: reading {p.suffix} files needs kreuzberg: pip install kreuzberg") from None
+    from kreuzberg import PageConfig
+
+    marks = PageConfig(extract_pages=False, insert_page_markers=True, marker_format=f"\n\n{PAGE_MARK}{{page_num}}\n\n")
     try:
-        found = extract_file_sync(str(p), config=ExtractionConfig(output_format="markdown"))
+        found = extract_file_sync(str(p), config=ExtractionConfig(output_format="markdown", pages=marks))
     except (KreuzbergError, OSError, ValueError, RuntimeError) as exc:
         reason = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise EncodrError(f"{p}: not a {p.suffix} file that can be read, damaged or password-protected ({reason})") from None
@@ -251,6 +258,29 @@ def _read_converted(p: Path) -> tuple[str, str, dict]:
     authors = props.get("authors") or ([props["created_by"]] if props.get("created_by") else None) or ([props["from_email"]] if props.get("from_email") else None)
     meta = {"author": ", ".join(map(str, authors)) if authors else None, "created": props.get("created_at"), "modified": props.get("modified_at")}
     return str(title or heading or p.stem), text, {k: v for k, v in meta.items() if v}
+
+
+PAGE_MARK = "ENCODRPAGE"  # what kreuzberg writes where a slide (a page) starts; only letters, so its Markdown output keeps it as written
+_PAGE_LINE = re.compile(rf"\n*^{PAGE_MARK}(\d+)\n*", re.M)
+
+
+def _page_marks(text: str) -> tuple[str, tuple[int, ...]]:
+    """A converted file's text without the page marks kreuzberg put where each slide of a
+    presentation starts, and the character offset where each page starts (as a PDF's: page
+    i + 1 at ``pages[i]``); ``(text, ())`` when it put none (Word, Excel: no pages)."""
+    if PAGE_MARK not in text:
+        return text, ()
+    out, starts, at = [], [], 0
+    for m in _PAGE_LINE.finditer(text):
+        out.append(text[at : m.start()])
+        joined = sum(map(len, out))
+        if joined:
+            out.append("\n\n")
+            joined += 2
+        starts.append(joined)
+        at = m.end()
+    out.append(text[at:])
+    return "".join(out), tuple(starts)
 
 
 def _html_text(raw: str, fallback: str) -> tuple[str, str]:

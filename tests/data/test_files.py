@@ -290,6 +290,26 @@ def test_a_folder_of_office_files_is_indexed_and_a_damaged_one_is_skipped_with_o
     assert json.loads(stdout)["results"][0]["hits"][0]["source"].endswith("report.docx")
 
 
+def test_a_presentations_slides_are_its_pages_and_a_hit_names_its_slide(tmp_path):
+    import pptx
+
+    from encodr.core.results import where
+    from encodr.data.files import iter_records, read_document_file
+    from encodr.index.search import Hit
+
+    deck = pptx.Presentation()
+    for n in range(1, 4):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text, slide.placeholders[1].text = f"Part {n}", f"The pump of part {n} runs at {n} bar."
+    deck.save(tmp_path / "deck.pptx")
+    doc = read_document_file(tmp_path / "deck.pptx")
+    assert "ENCODRPAGE" not in doc.text and len(doc.pages) == 3 and doc.text[doc.pages[1] :].startswith("## Part 2")
+    passages = list(iter_records(str(tmp_path / "deck.pptx")))
+    assert [(p.page, p.section) for p in passages] == [(1, "Part 1"), (2, "Part 2"), (3, "Part 3")]
+    hit = Hit(1, 1.0, passages[1].text, str(tmp_path / "deck.pptx"), passages[1].line, 0, page=2, section="Part 2", path="deck.pptx")
+    assert where(hit) == f"deck.pptx:{passages[1].line} slide 2 › Part 2"
+
+
 def test_heading_paths_follow_the_outline_and_skip_code_and_the_title():
     from encodr.data.files import heading_paths
 
