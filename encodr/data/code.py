@@ -17,6 +17,7 @@ import bisect
 import functools
 import itertools
 import re
+from dataclasses import dataclass
 
 # file suffix → the grammar's name in tree-sitter-language-pack; programming languages only
 # (JSON, YAML, CSS and other data or style files stay unread)
@@ -173,3 +174,119 @@ def _char_offsets(text: str, data: bytes):
         return lambda b: b
     ends = list(itertools.accumulate(len(c.encode("utf-8")) for c in text))  # byte where each character ends
     return lambda b: bisect.bisect_right(ends, b)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A function, method or class of a source file, as the code recipe pairs it: its qualified
+    name, its character range in the file (its leading comments and decorators included), its
+    documentation (a Python docstring, else the comment block just above it, markers stripped;
+    empty without) and its code with that documentation cut out."""
+
+    name: str
+    start: int
+    end: int
+    doc: str
+    code: str
+
+
+def definitions(text: str, language: str) -> list[Definition]:
+    """The definitions of a source file that :func:`code_sections` names, in order, each with
+    its documentation and its code without it.
+
+    Args:
+        text: the file's text.
+        language: a tree-sitter grammar name (:data:`CODE_LANGUAGES`' values).
+    """
+    data = text.encode("utf-8")
+    tree = _parser(language).parse(data)
+    to_char = _char_offsets(text, data)
+    found: list[Definition] = []
+
+    def visit(node, prefix: str) -> None:
+        for child in node.named_children:
+            inner = child
+            while inner.type in WRAPPERS:
+                nested = next((c for c in inner.named_children if c.type in CONTAINERS | LEAVES | WRAPPERS), None)
+                if nested is None:
+                    break
+                inner = nested
+            if inner.type not in CONTAINERS and inner.type not in LEAVES:
+                if child.type in ("block", "class_body", "declaration_list", "body_statement", "field_declaration_list", "statement_block"):
+                    visit(child, prefix)
+                continue
+            name = _name(inner, data)
+            qualified = f"{prefix}{SEPARATOR}{name}" if prefix and name else (name or prefix)
+            start, end = to_char(_leading_comments(child, data)), to_char(child.end_byte)
+            doc_start, doc_end, doc = _documentation(inner, child, data, to_char)
+            if doc:
+                doc_start, doc_end = _whole_lines(text, doc_start, doc_end)
+            code = text[start:doc_start] + text[doc_end:end] if doc else text[start:end]
+            found.append(Definition(qualified, start, end, doc, _dedent_blank_lines(code)))
+            if inner.type in CONTAINERS:
+                visit(inner, qualified)
+
+    visit(tree.root_node, "")
+    return found
+
+
+def _documentation(inner, outer, data: bytes, to_char) -> tuple[int, int, str]:
+    """(start, end, text) of a definition's documentation: the string that opens a Python body,
+    else the comments directly above it; (0, 0, "") without one."""
+    body = inner.child_by_field_name("body")
+    first = body.named_children[0] if body is not None and body.named_children else None
+    if first is not None and first.type == "expression_statement" and first.named_children and first.named_children[0].type == "string":
+        first = first.named_children[0]  # older grammars wrap the docstring in an expression statement
+    if first is not None and first.type == "string":
+        raw = data[first.start_byte : first.end_byte].decode("utf-8", "replace")
+        return to_char(first.start_byte), to_char(first.end_byte), _unquoted(raw)
+    lead = _leading_comments(outer, data)
+    if lead < outer.start_byte:
+        raw = data[lead : outer.start_byte].decode("utf-8", "replace")
+        return to_char(lead), to_char(outer.start_byte), _uncommented(raw)
+    return 0, 0, ""
+
+
+def _unquoted(raw: str) -> str:
+    """A string literal's text: prefixes (r, b, f) and quotes taken off, lines dedented."""
+    import inspect
+
+    body = raw.lstrip("rRbBuUfF")
+    for quote in ('"""', "'''", '"', "'"):
+        if body.startswith(quote) and body.endswith(quote) and len(body) >= 2 * len(quote):
+            body = body[len(quote) : -len(quote)]
+            break
+    return inspect.cleandoc(body)
+
+
+def _uncommented(raw: str) -> str:
+    """A comment block's text: ``//``, ``///``, ``#``, ``--``, ``/* */`` and a leading ``*`` taken off each line."""
+    lines = []
+    for line in raw.strip().splitlines():
+        line = re.sub(r"^\s*(/\*\*?|\*/|\*|///?|#+|--)\s?", "", line)
+        line = re.sub(r"\s*\*/\s*$", "", line)
+        lines.append(line.rstrip())
+    return "\n".join(lines).strip()
+
+
+def _whole_lines(text: str, start: int, end: int) -> tuple[int, int]:
+    """``start``–``end`` widened to the whole lines they sit on, where nothing else is on them."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end + 1
+    if not text[line_start:start].strip() and not text[end:line_end].strip():
+        return line_start, line_end
+    return start, end
+
+
+def _dedent_blank_lines(code: str) -> str:
+    """``code`` with the blank lines a cut docstring left behind folded into one."""
+    return re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", code).strip("\n")
+
+
+def summary(doc: str) -> str:
+    """A documentation's summary: its first paragraph up to the end of its first sentence
+    (``. `` or the paragraph's end), whitespace folded; PEP 257's summary line, JSDoc's and
+    Javadoc's first sentence."""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    return re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0].strip()

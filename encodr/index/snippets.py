@@ -26,13 +26,38 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;。！？])[\"'”’)\]]*\s+|\n\s*")
 _WORD = re.compile(r"\w+")
 
 
+_ABBREVIATIONS = frozenset(
+    "dr mr mrs ms prof st nr no ca bzw vgl etc usw sog inkl evtl ggf geb gest hl jr sr vs al approx dept est inc ltd co corp vol fig ed eds "
+    "pp engl franz lat griech span port ital sp esp núm pág sra sr dña mme mlle".split()
+)  # a period after one of these (any case) ends no sentence
+_WORD_BEFORE = re.compile(r"(\w+)\W*$")
+
+
+def _ends_sentence(text: str, stop: int, after: int) -> bool:
+    """Whether a period at ``text[stop - 1]`` followed by spaces up to ``after`` ends a sentence:
+    not after an abbreviation (:data:`_ABBREVIATIONS`), an initial (``J.``, ``U.S.``) or a day's
+    number (``am 5. April``), and not before a lower-case letter."""
+    if text[stop - 1] != "." or after >= len(text):
+        return True
+    if text[after].islower():
+        return False
+    m = _WORD_BEFORE.search(text, max(0, stop - 16), stop - 1)
+    word = m.group(1) if m else ""
+    return not (len(word) == 1 or word.casefold() in _ABBREVIATIONS or (word.isdigit() and len(word) <= 2))
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """The sentences of ``text`` as (start, end) character ranges, end exclusive, stripped of
     the spaces around them: cut after ``. ! ? ;`` (and CJK full stops) followed by a space,
-    and at every line break (a heading, a list item, a table row is a sentence of its own)."""
+    unless the period closes an abbreviation, an initial or a day's number, or the next word
+    starts in lower case (:func:`_ends_sentence`), and at every line break (a heading, a list
+    item, a table row is a sentence of its own)."""
     spans, at = [], 0
     for m in _SENTENCE_END.finditer(text):
-        spans.append((at, m.start()))
+        if "\n" not in m.group() and m.start() > 0 and not _ends_sentence(text, m.start(), m.end()):
+            continue
+        closing = len(m.group()) - len(m.group().lstrip("\"'”’)]"))  # a closing quote or bracket stays with its sentence
+        spans.append((at, m.start() + closing))
         at = m.end()
     spans.append((at, len(text)))
     out = []

@@ -91,3 +91,11 @@ def test_keyword_scores_decide_a_snippet_only_with_a_clear_lead():
     from encodr.index.snippets import DECISIVE, decided
 
     assert decided([0.9, 0.9 - DECISIVE]) and decided([1.0]) and not decided([0.5, 0.4, 0.0]) and not decided([0.0, 0.0])
+
+
+def test_sentences_are_not_cut_after_an_abbreviation_an_initial_or_a_days_number():
+    from encodr.index.snippets import sentence_spans
+
+    text = 'Brown v. Board of Education was decided. Dr. Smith came on 5. April to the U.S. Army. It was 1985. "Then," he said. (Aside.) End'
+    assert [text[a:b] for a, b in sentence_spans(text)] == [
+        "Brown v. Board of Education was decided.", "Dr. Smith came on 5. April to the U.S. Army.", "It was 1985.", '"Then," he said.', "(Aside.)", "End"]

@@ -1,0 +1,38 @@
+"""The code recipe: its fields, defaults and rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...training.args import setting
+from ..base import SingleRunRecipe
+
+QUERIES = ("summary", "docstring")
+
+
+@dataclass(frozen=True)
+class CodeRecipe(SingleRunRecipe):
+    """Settings of the code recipe: the shared fields (``batch_size``: pairs per step, every other
+    pair's code a negative; ``mini_batch``: sentence-transformers'
+    ``CachedMultipleNegativesRankingLoss``) and the method's own, each declared with its meaning
+    and rule."""
+
+    method: str = "code"
+    query: str = setting("summary", "What of a definition's documentation is the query: summary, its first sentence (PEP 257's summary "
+                                    "line; what a person types); docstring, all of it.", (lambda v: v in QUERIES, " | ".join(QUERIES)))  # fmt: skip
+    min_words: int = setting(3, "A documentation whose query has fewer words is left out (\"TODO\", \"Getter.\").", (lambda v: v >= 1, "an integer ≥ 1"))
+    dev_share: float = setting(0.2, "The share of documented definitions held out as the dev fold, by a hash of their path and qualified name "
+                                    "(their documentation stays out of training; their code is searched without it).",
+                               (lambda v: 0 < v < 1, "a number in (0, 1)"))  # fmt: skip
+    hard_negatives: int = setting(1, "Negatives mined per pair with the starting model: the definitions of the same repository whose code it "
+                                     "ranks highest for the query, leaving out the definition itself and those of the same name (overloads, "
+                                     "overrides); 0: in-batch negatives only.", (lambda v: v in (0, 1), "0 or 1"))  # fmt: skip
+    scale: float = setting(20.0, "s = 1/τ of the InfoNCE softmax over cosines (sentence-transformers' MNRL: 20).", (lambda v: v > 0, "a number > 0"))
+    query_max_length: int = setting(64, "Tokens of a query.", (lambda v: v >= 4, "an integer ≥ 4"))
+    max_length: int = setting(256, "Tokens of a definition's code (longer code is cut).", (lambda v: v >= 16, "an integer ≥ 16"))
+    batch_size: int = setting(32, rule=(lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"))
+    epochs: int = 3
+    lr: float = 2e-5
+    warmup: float = 0.1
+    raw_pooling: str = "mean"
+    default_data: str = setting("none", "None: pass a source folder.", (lambda v: v == "none", "none (pass a source folder)"))

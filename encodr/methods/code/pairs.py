@@ -1,0 +1,162 @@
+"""The code recipe's data: (documentation, code) pairs from a source folder, the dev fold, the
+negatives mined from the same repository, and the InfoNCE training stream."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...data.code import CODE_SUFFIXES, code_language, definitions, summary
+from ...data.files import expand
+from ...errors import EncodrError
+from ...training import Stream, to_device
+from .config import CodeRecipe
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One definition of the repository: its file (relative to the folder), qualified name, its
+    code as written (``text``), its query (empty when undocumented or too short) and its code
+    with the documentation cut out (``bare``)."""
+
+    path: str
+    name: str
+    text: str
+    query: str
+    bare: str
+
+    @property
+    def key(self) -> str:
+        """``path:name``, what the dev fold hashes and the dev set names it by."""
+        return f"{self.path}:{self.name}"
+
+    @property
+    def short(self) -> str:
+        """The name without its class (``print`` of ``Console.print``): same-name definitions are not negatives of each other."""
+        return self.name.rsplit(".", 1)[-1]
+
+
+def source_files(source: str | None) -> list[str]:
+    """The source files under ``source`` (a folder or one file), as ``encodr index`` finds them.
+
+    Raises:
+        EncodrError: no source given, a path that does not exist, or no source file under it.
+    """
+    if not source:
+        raise EncodrError("the code recipe learns from your source code; pass a folder: encodr tune SRC --recipe code --out MODEL")
+    files, _ = expand([source])
+    found = [f for f in files if Path(f).suffix.lower() in CODE_SUFFIXES]
+    if not found:
+        raise EncodrError(f"{source}: no source file in it; the code recipe reads {' '.join(CODE_SUFFIXES[:8])} … (a folder of your code)")
+    return found
+
+
+def preflight(recipe: CodeRecipe, job) -> None:
+    """The recipe's input, checked before any model loads: a folder that holds source code."""
+    source_files(job.data)
+
+
+def read_units(source: str, recipe: CodeRecipe) -> list[Unit]:
+    """Every function, method and class of the source files under ``source`` (read as ``encodr
+    index`` reads code: :func:`encodr.data.code.definitions`), in file order.
+
+    Raises:
+        EncodrError: ``source`` is missing, or holds no source file.
+    """
+    files = source_files(source)
+    root = Path(source) if Path(source).is_dir() else Path(source).parent
+    units = []
+    for f in files:
+        language = code_language(f)
+        try:
+            text = Path(f).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        rel = str(Path(f).relative_to(root))
+        for d in definitions(text, language):
+            query = summary(d.doc) if recipe.query == "summary" else " ".join(d.doc.split())
+            query = query if len(query.split()) >= recipe.min_words else ""
+            units.append(Unit(rel, d.name, text[d.start : d.end], query, d.code))
+    if not units:
+        raise EncodrError(f"{source}: no function, method or class found in a source file; the code recipe reads {' '.join(CODE_SUFFIXES[:8])} …")
+    return units
+
+
+def in_dev(unit: Unit, share: float) -> bool:
+    """Whether a documented unit is in the dev fold: a hash of its ``path:name`` below ``share``."""
+    return int.from_bytes(hashlib.sha1(unit.key.encode()).digest()[:4], "big") / 2**32 < share
+
+
+def dev_folder(units: list[Unit], dev: list[Unit], folder: Path) -> Path:
+    """A BEIR folder for the dev fold: the corpus is every unit's code as the repository holds it,
+    but a dev unit's code without its documentation (as an undocumented function is found);
+    each dev unit's query has that code as its one relevant document (``qrels/dev.tsv``)."""
+    import json
+
+    held = {u.key for u in dev}
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as out:
+        for u in units:
+            out.write(json.dumps({"_id": u.key, "text": u.bare if u.key in held else u.text}) + "\n")
+    with open(folder / "queries.jsonl", "w", encoding="utf-8") as out:
+        for i, u in enumerate(dev):
+            out.write(json.dumps({"_id": f"q{i}", "text": u.query}) + "\n")
+    (folder / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\t{u.key}\t1\n" for i, u in enumerate(dev)))
+    return folder
+
+
+def mine_negatives(encoder, train: list[Unit], units: list[Unit], dev: set[str]) -> list[str]:
+    """One hard negative per training pair: the unit whose code the starting ``encoder`` ranks
+    highest for its query, leaving out the unit itself, the units of the same short name
+    (overloads, overrides), and the dev fold's (its code stays unseen)."""
+    pool = [u for u in units if u.key not in dev]
+    queries = encoder.encode([u.query for u in train], prompt=encoder.prompt("query"))
+    codes = encoder.encode([u.bare if u.query else u.text for u in pool], prompt=encoder.prompt("document"))
+    scores = queries @ codes.T
+    out = []
+    for row, u in zip(scores, train):
+        for j in np.argsort(-row):
+            other = pool[int(j)]
+            if other.key != u.key and other.short != u.short:
+                out.append(other.bare if other.query else other.text)
+                break
+        else:
+            out.append("")
+    return out
+
+
+def code_stream(tokenizer, train: list[Unit], negatives: list[str] | None, recipe: CodeRecipe, world: int = 1) -> Stream:
+    """The training stream: each training unit is a (query, code without its documentation[,
+    hard negative]) example; the loss is InfoNCE over the global batch's code (sentence-transformers'
+    ``MultipleNegativesRankingLoss``, scale ``scale``; the mined negatives join the candidates),
+    gathered across processes when there are several, with GradCache
+    (``CachedMultipleNegativesRankingLoss``) when ``mini_batch`` > 0.
+
+    Returns:
+        A :class:`~encodr.training.Stream` whose batches are lists of feature dicts of (n, T) tensors.
+    """
+    from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
+
+    losses: dict[int, object] = {}
+
+    def tokens(texts: list[str], length: int) -> dict:
+        return dict(tokenizer(texts, max_length=length, truncation=True, padding=True, return_tensors="pt"))
+
+    def batch(indices: list[int], epoch: int) -> list[dict]:
+        columns = [tokens([train[i].query for i in indices], recipe.query_max_length), tokens([train[i].bare for i in indices], recipe.max_length)]
+        if negatives:
+            columns.append(tokens([negatives[i] for i in indices], recipe.max_length))
+        return columns
+
+    def loss(module, features: list[dict]):
+        if id(module) not in losses:  # sentence-transformers' losses hold the model they embed with
+            gather = world > 1
+            losses[id(module)] = (CachedMultipleNegativesRankingLoss(module, scale=recipe.scale, mini_batch_size=recipe.mini_batch, gather_across_devices=gather)
+                                  if recipe.mini_batch else MultipleNegativesRankingLoss(module, scale=recipe.scale, gather_across_devices=gather))  # fmt: skip
+        device = next(module.parameters()).device
+        return losses[id(module)]([to_device(f, device) for f in features], labels=None)
+
+    return Stream("code", len(train), batch, loss, recipe.batch_size, min_batch=2)
