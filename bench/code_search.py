@@ -15,9 +15,15 @@ of it in the three modes with ``-k 5`` (documents):
   ``end_line``) meet the function's lines (its decorators to its last line);
 - ``located@5``: one of the 5 hits is.
 
+With ``--tune``, the code recipe (``encodr tune FOLDER --recipe code``) is also trained on each
+package's folder, where only the documented half is documented, so its pairs and its dev fold
+never hold a query of the set, and the folder is indexed with the tuned model ("tuned on its own
+code"); and trained on the other packages' folders only, to ask whether a model tuned on code
+helps a repository it never saw ("tuned on the other packages").
+
 The folders are written to a temporary folder and removed after the run.
 
-    python bench/code_search.py [--packages rich,sentence_transformers] [--label after]
+    python bench/code_search.py [--packages rich,sentence_transformers] [--label after] [--tune]
 
 Prints a table and writes bench/results/code_search.json (``--label`` names the row set; rows
 of other labels already in the file are kept, so a run of the code before a change sits beside
@@ -120,21 +126,19 @@ def located(hits, truth: dict, depth: int) -> bool:
     return False
 
 
-def measure(package: str, files: int | None, limit: int | None, tmp: Path) -> list[dict]:
-    """Write, index and search one package; a row per mode."""
+def measure(package: str, folder: Path, queries: list[dict], index: Path, model: str | None = None, modes=MODES) -> list[dict]:
+    """Index ``folder`` (with ``model``, default the bundled one) and search it; a row per mode."""
     from typer.testing import CliRunner
 
     from encodr.cli import app
     from encodr.core.commands import open_searcher
     from encodr.core.requests import SearchRequest
 
-    folder, index = tmp / package, tmp / f"{package}.idx"
-    queries = write_package(package, folder, files)[:limit]
-    done = CliRunner().invoke(app, ["index", str(folder), "--out", str(index), "--glob", "*.py"])
+    done = CliRunner().invoke(app, ["index", str(folder), "--out", str(index), "--glob", "*.py", *(["--model", model] if model else [])])
     if done.exit_code != 0:
         raise SystemExit(f"encodr index failed: {done.output.strip()}")
     rows = []
-    for mode in MODES:
+    for mode in modes:
         request = SearchRequest(query=[q["query"] for q in queries], index=str(index), k=5, mode=mode)
         searcher = open_searcher(request)
         _, results = searcher.query(request.query, request.options())
@@ -145,20 +149,55 @@ def measure(package: str, files: int | None, limit: int | None, tmp: Path) -> li
     return rows
 
 
+def tune(folders: list[Path], out: Path) -> str:
+    """``encodr tune FOLDER --recipe code --out OUT`` on the folders given (several: copied into one)."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from encodr.cli import app
+
+    source = folders[0]
+    if len(folders) > 1:
+        source = out.with_suffix(".src")
+        for f in folders:
+            shutil.copytree(f, source / f.name)
+    done = CliRunner().invoke(app, ["tune", str(source), "--recipe", "code", "--out", str(out)])
+    if done.exit_code != 0:
+        raise SystemExit(f"encodr tune failed: {done.output.strip()[-400:]}")
+    return str(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--packages", default=PACKAGES, help="installed packages, comma-separated")
     parser.add_argument("--files", type=int, default=None, help="only the first N files of each package (a quick run)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries of each package")
     parser.add_argument("--label", default="after", help="the name of this run's rows (before, after…)")
+    parser.add_argument("--tune", action="store_true", help="also tune the code recipe on each package's documented half, and on the other packages")
     parser.add_argument("--out", type=Path, default=RESULTS / "code_search.json")
     args = parser.parse_args()
     rows = []
+    packages = args.packages.split(",")
     with tempfile.TemporaryDirectory() as tmp:
-        for package in args.packages.split(","):
-            rows.extend({"label": args.label, **row} for row in measure(package, args.files, args.limit, Path(tmp)))
-    print_table(f"Function retrieval ({args.label}): located@1 / @5, %", rows, ["package", "mode", "queries", "passages", "located@1", "located@5"])
-    kept = [r for r in (json.loads(args.out.read_text()).get("rows", []) if args.out.exists() else []) if r.get("label") != args.label]
+        tmp = Path(tmp)
+        written = {p: write_package(p, tmp / p, args.files)[: args.limit] for p in packages}
+        for package in packages:
+            folder, queries = tmp / package, written[package]
+            rows.extend({"label": args.label, **row} for row in measure(package, folder, queries, tmp / f"{package}.idx"))
+            if not args.tune:
+                continue
+            own = tune([folder], tmp / f"{package}.code")  # its documented half: the held-out functions are undocumented there
+            rows.extend({"label": f"{args.label}, tuned on its own code", **row}
+                        for row in measure(package, folder, queries, tmp / f"{package}.own.idx", own, ("dense", "hybrid")))  # fmt: skip
+            others = [tmp / p for p in packages if p != package]
+            if others:
+                general = tune(others, tmp / f"{package}.others.code")
+                rows.extend({"label": f"{args.label}, tuned on the other packages", **row}
+                            for row in measure(package, folder, queries, tmp / f"{package}.others.idx", general, ("dense", "hybrid")))  # fmt: skip
+    print_table(f"Function retrieval ({args.label}): located@1 / @5, %", rows, ["label", "package", "mode", "queries", "located@1", "located@5"])
+    labels = {r["label"] for r in rows}
+    kept = [r for r in (json.loads(args.out.read_text()).get("rows", []) if args.out.exists() else []) if r.get("label") not in labels]
     write_json(args.out, {"bench": "code_search", "model": "minilm", "k": 5, "rows": kept + rows})
 
 
