@@ -121,6 +121,8 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
         reranker = open_reranker(request)
     with timing.collect() as spent:
         langs, results = searcher.query(request.query, request.options(), reranker)
+        if not request.no_judgments:
+            results = searcher.judged(request.query, results, request.k)
         results = searcher.snippets(request.query, langs, results)
         if request.context:
             results = searcher.context(results, request.context)

@@ -190,6 +190,9 @@ class SearchRequest(Request):
     format: str = option("table", "How hits print: table (rank, score, the snippet and path:line); grep (path:line:column: snippet, one line a "
                                   "hit, as ripgrep's --vimgrep prints for editors); files (each hit's path once).", choices=("table", "grep", "files"),
                          fronts=CLI)  # fmt: skip
+    no_judgments: bool = option(False, "Rank as the index does: do not move the documents judged for this query (by default its grade 2 and 1 "
+                                       "documents come first, grade 0 last, also for a reworded query; evaluation never moves them).",
+                                fronts=CLI_HTTP_MCP)  # fmt: skip
     context: int = option(0, "Lines of the document around each hit's snippet, as grep -C: the hits print as --format grep does, each with "
                              "these lines before and after it; in JSON, each hit's context.", flags=("-C", "--context"), ge=0, le=100, fronts=CLI_HTTP_MCP)
     timings: bool = option(False, "Also give the time of each phase of the search in ms (language, encode, dense, keyword, fusion, rerank, hits, "

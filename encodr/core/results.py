@@ -210,6 +210,14 @@ def reads_as_markdown(source: str | None) -> bool:
     return Path(source or "").suffix.lower() in MARKDOWN_SUFFIXES
 
 
+JUDGED = {0: "not relevant", 1: "relevant", 2: "highly relevant"}
+
+
+def judged_mark(hit: Hit) -> str:
+    """`` · judged relevant`` where a judgment moved the hit (:meth:`encodr.index.Searcher.judged`), else nothing."""
+    return f" · judged {JUDGED[hit.judged]}" if hit.judged is not None else ""
+
+
 def own_title(hit: Hit) -> str:
     """A hit's title where it says more than its path: a source file or a note titled by its
     file name shows none (its path says it)."""
@@ -283,7 +291,7 @@ class SearchResult(Result):
             width = self.snippet  # the characters a hit's text may take: the snippet, cut around its matches
             texts = [h.text if not width or h.snippet is None else h.snippet for h in q.hits]
             shown = [snippet(text, term_spans(text, q.query, q.lang, h.lang), width, around=h.snippet is None) for h, text in zip(q.hits, texts)]
-            rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([title] if titled else []), text, where(h)]
+            rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([title] if titled else []), text, where(h) + judged_mark(h)]
                     for h, title, (text, _) in zip(q.hits, titles, shown)]  # fmt: skip
             at = columns.index("text")
             marks = {(r, at): spans for r, (_, spans) in enumerate(shown)}

@@ -127,6 +127,7 @@ class Hit:
     snippet_line: int | None = None  # the file line where the snippet starts
     snippet_column: int | None = None  # its column on that line, 1-based
     context: list[tuple[int, str]] | None = None  # with -C N: (file line, its text) around the snippet (:meth:`Searcher.context`)
+    judged: int | None = None  # the grade of the judgment that moved it (:meth:`Searcher.judged`), None when none did
 
     @property
     def document(self) -> str:
@@ -471,6 +472,46 @@ class Searcher:
                 shown.append(replace(h, snippet=h.text[start:end], snippet_line=line, snippet_column=column))
             out.append(shown)
         return out
+
+    def judged(self, queries: list[str], results: list[list[Hit]], k: int) -> list[list[Hit]]:
+        """``results`` with the index's judgments applied at once (:mod:`.pinning`): each query's
+        judged documents moved, grade 2 and 1 up (fetched when the search missed them), grade 0
+        down; a judgment of a document edited or deleted since is left out. The front ends'
+        search calls this; evaluation does not.
+
+        Args:
+            queries: q texts; results: their hit lists; k: hits wanted per query.
+        """
+        from .judgments import CURRENT, Judgments, with_status
+        from .pinning import judged_grades, pinned
+
+        index = self.index
+        judgments = [j for j in with_status(Judgments(index.path).all(), index.texts) if j.status == CURRENT]
+        if not judgments:
+            return results
+        asked = self._encode_queries(index, queries)
+        out = []
+        for q, hits in enumerate(results):
+            grades = judged_grades(queries[q], asked[q], judgments, lambda keys: self._judged_vectors(index, keys))
+            out.append(pinned(hits, grades, k, lambda doc: self._first_passage(index, doc)))
+        return out
+
+    def _judged_vectors(self, index: IndexReader, keys: list[str]) -> np.ndarray:
+        """The vectors of judged queries (n, d), encoded once per index prompt and kept."""
+        cache = self.__dict__.setdefault("_judged_cache", {})
+        missing = [key for key in keys if (index.query_prompt, key) not in cache]
+        if missing:
+            for key, vector in zip(missing, index.encode_queries(self.encoder, missing)):
+                cache[(index.query_prompt, key)] = vector
+        return np.stack([cache[(index.query_prompt, key)] for key in keys])
+
+    @staticmethod
+    def _first_passage(index: IndexReader, doc: str) -> Hit | None:
+        """Document ``doc``'s first passage as a hit (score 0), or None when the index holds no text of it."""
+        found = index.texts.first_passage(doc)
+        if found is None:
+            return None
+        return Searcher._rows_to_hits(index, np.array([[0.0]], dtype=np.float32), np.array([[found]], dtype=np.int64))[0][0]
 
     def context(self, results: list[list[Hit]], around: int) -> list[list[Hit]]:
         """``results`` with each hit's ``context``: the lines of its document from ``around``

@@ -325,6 +325,11 @@ class TextStore:
         document order (whole texts, with no offset, at 0)."""
         return [(int(s), t) for s, t in self._all("select coalesce(start, 0), text from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,))]
 
+    def first_passage(self, ext_id: str) -> int | None:
+        """The id of document ``ext_id``'s first passage (or of a whole text with that id), None when none is stored."""
+        found = self._all("select id from texts where ext_id = ? order by coalesce(start, 0) limit 1", (ext_id,))
+        return int(found[0][0]) if found else None
+
     def passage_lines(self, ext_id: str) -> list[tuple[int, str, int]]:
         """(character offset, text, first line) of every stored passage of document ``ext_id``, in order."""
         return [(int(s), t, int(n)) for s, t, n in self._all("select coalesce(start, 0), text, line from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,))]

@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, Static, TabbedContent, TabPane
 
 from ..core.requests import SearchRequest
-from ..core.results import own_title, reads_as_markdown, where
+from ..core.results import judged_mark, own_title, reads_as_markdown, where
 from .forms import choice_select
 from ..errors import EncodrError
 from .panes import EvalPane, IndexPane
@@ -149,7 +149,7 @@ def hit_cell(hit, query: str, width: int, console, query_lang: str | None = None
 
     body = marked(hit.snippet or hit.text, query, SNIPPET_ROWS * width - SNIPPET_ROWS, query_lang, hit.lang)
     lines = list(body.wrap(console, width))[:SNIPPET_ROWS]
-    located = " · ".join(x for x in (own_title(hit), where(hit)) if x)
+    located = " · ".join(x for x in (own_title(hit), where(hit)) if x) + judged_mark(hit)
     shown = Text("\n").join([*lines, Text(clip(located, width), style="dim")])
     return shown
 
@@ -457,7 +457,7 @@ class EncodrApp(App):
             return
 
         def search():
-            hits = searcher.search([query], options, reranker)
+            hits = searcher.judged([query], searcher.search([query], options, reranker), options.k)
             return searcher.snippets([query], searcher.last_langs, hits)[0], searcher.last_langs[0]
 
         try:
@@ -529,6 +529,7 @@ class EncodrApp(App):
         if row < table.row_count:
             table.update_cell_at((row, GRADE_COLUMN), GRADE_MARKS[grade])
         self.notify(f"judged {GRADE_WORDS[grade]} (grade {grade})")
+        self.run_search(self.query_one("#query", Input).value, 0.0)  # a judgment acts at once: the hits move
 
     # ── judgments ────────────────────────────────────────────────────────────
     def refresh_judgments(self) -> None:

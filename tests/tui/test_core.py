@@ -26,7 +26,8 @@ PRESENTATION_ONLY = {
     ("encodr.core.results", "term_spans"),
     ("encodr.core.results", "snippet"),  # the Search tab's passages, cut around the match as SearchResult.tables cuts them for the CLI
     ("encodr.core.results", "where"),  # a hit's source and offset, as the CLI's table shows it
-    ("encodr.core.results", "own_title"),  # a hit's title where it says more than its path, as the CLI's table shows it
+    ("encodr.core.results", "own_title"),
+    ("encodr.core.results", "judged_mark"),  # a hit a judgment moved, as the CLI's table marks it  # a hit's title where it says more than its path, as the CLI's table shows it
     ("encodr.core.results", "reads_as_markdown"),  # the document view renders a document read as Markdown
 }
 

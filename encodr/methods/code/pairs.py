@@ -27,11 +27,13 @@ class Unit:
     text: str
     query: str
     bare: str
+    nth: int = 1  # the how-manyth definition of this name in its file (a property's getter and setter, overloads)
 
     @property
     def key(self) -> str:
-        """``path:name``, what the dev fold hashes and the dev set names it by."""
-        return f"{self.path}:{self.name}"
+        """``path:name`` (``#2`` and on for a name defined again in the file): what the dev fold
+        hashes and the dev set names it by."""
+        return f"{self.path}:{self.name}" + (f"#{self.nth}" if self.nth > 1 else "")
 
     @property
     def short(self) -> str:
@@ -76,10 +78,12 @@ def read_units(source: str, recipe: CodeRecipe) -> list[Unit]:
         except (UnicodeDecodeError, OSError):
             continue
         rel = str(Path(f).relative_to(root))
+        seen: dict[str, int] = {}
         for d in definitions(text, language):
             query = summary(d.doc) if recipe.query == "summary" else " ".join(d.doc.split())
             query = query if len(query.split()) >= recipe.min_words else ""
-            units.append(Unit(rel, d.name, text[d.start : d.end], query, d.code))
+            seen[d.name] = seen.get(d.name, 0) + 1
+            units.append(Unit(rel, d.name, text[d.start : d.end], query, d.code, seen[d.name]))
     if not units:
         raise EncodrError(f"{source}: no function, method or class found in a source file; the code recipe reads {' '.join(CODE_SUFFIXES[:8])} …")
     return units

@@ -20,6 +20,7 @@ def source(folder, n=24):
             parts.append(f'def measure_{topic}_{i}(value):\n    """Measure the {topic} number {i} in metres.\n\n    More words.\n    """\n'
                          f'    {topic} = value * {i}\n    return {topic}\n')  # fmt: skip
         parts.append("def helper(x):\n    return x\n")  # undocumented: in the corpus, not a pair
+        parts.append('def helper(x, y):\n    """Add two numbers together."""\n    return x + y\n')  # a name defined again: its own key
         (folder / f"mod{f}.py").write_text("\n\n".join(parts))
     return folder
 
@@ -40,10 +41,10 @@ def test_units_the_dev_fold_and_negatives_from_the_same_repository(tmp_path, tin
     recipe = load_recipe("code", {})
     units = read_units(str(source(tmp_path / "src")), recipe)
     documented = [u for u in units if u.query]
-    assert len(units) == 27 and len(documented) == 24 and documented[0].query == "Measure the river number 0 in metres."
+    assert len(units) == 30 and len(documented) == 27 and len({u.key for u in units}) == 30 and documented[0].query == "Measure the river number 0 in metres."
     assert "Measure the" not in documented[0].bare and "river = value * 0" in documented[0].bare
     dev = {u.key for u in documented if in_dev(u, 0.2)}
-    assert 0 < len(dev) < 24 and dev == {u.key for u in documented if in_dev(u, 0.2)}  # a hash: the same fold every time
+    assert 0 < len(dev) < 27 and dev == {u.key for u in documented if in_dev(u, 0.2)}  # a hash: the same fold every time
     train = [u for u in documented if u.key not in dev]
     negatives = mine_negatives(load_encoder(str(tiny_model)), train, units, dev)
     bare = {u.key: (u.bare if u.query else u.text) for u in units}
@@ -59,7 +60,7 @@ def test_tune_code_saves_a_sentence_transformer_with_its_dev_figures(tiny_model,
                             "--set", "batch_size=8", "--set", "epochs=1", "--set", "lr=1e-3", "--json"], capsys, monkeypatch)  # fmt: skip
     assert code == 0, err
     summary = json.loads((out / "encodr.json").read_text())
-    assert summary["definitions"] == 27 and summary["pairs"] + summary["dev_queries"] == 24 and summary["dev_after"] >= summary["dev_before"]
+    assert summary["definitions"] == 30 and summary["pairs"] + summary["dev_queries"] == 27 and summary["dev_after"] >= summary["dev_before"]
     assert summary["dev_curve"][0]["step"] == 0  # the starting model is a candidate
     assert SentenceTransformer(str(out), device="cpu").encode(["measure a river"]).shape == (1, 32)
     code, _, err = run_cli(["index", str(tmp_path / "src"), "--model", str(out), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
