@@ -47,6 +47,8 @@ LEAVES = {
 }  # fmt: skip
 # nodes that wrap a definition and belong to it: decorators, export, templates
 WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
+# the nodes that hold a definition's members (a class body, a Rust impl's list, a Ruby body)
+BODIES = ("block", "class_body", "declaration_list", "body_statement", "field_declaration_list", "statement_block")
 SEPARATOR = "."
 _WORD = re.compile(r"\w")
 
@@ -103,12 +105,7 @@ def _walk(node, prefix: str, data: bytes, cuts: list[tuple[int, str]]) -> None:
     """Append to ``cuts`` where each definition under ``node`` starts (with its qualified
     name) and where the code after it starts again (with ``prefix``, the enclosing name)."""
     for child in node.named_children:
-        inner = child
-        while inner.type in WRAPPERS:  # @decorator / export / template <…>: the definition inside names it
-            found = next((c for c in inner.named_children if c.type in CONTAINERS | LEAVES | WRAPPERS), None)
-            if found is None:
-                break
-            inner = found
+        inner = _unwrapped(child)
         if inner.type not in CONTAINERS and inner.type not in LEAVES:
             if inner.type not in ("comment", "block_comment", "line_comment"):
                 _walk_body(child, prefix, data, cuts)
@@ -125,8 +122,18 @@ def _walk(node, prefix: str, data: bytes, cuts: list[tuple[int, str]]) -> None:
 def _walk_body(node, prefix: str, data: bytes, cuts: list[tuple[int, str]]) -> None:
     """Definitions held in a node that is not one (a class's body block, an ``if`` at top
     level): walked as children of the enclosing definition."""
-    if node.type in ("block", "class_body", "declaration_list", "body_statement", "field_declaration_list", "statement_block"):
+    if node.type in BODIES:
         _walk(node, prefix, data, cuts)
+
+
+def _unwrapped(node):
+    """The definition a wrapper holds (``@decorator``, ``export``, ``template <…>``), which names it; else ``node``."""
+    while node.type in WRAPPERS:
+        found = next((c for c in node.named_children if c.type in CONTAINERS | LEAVES | WRAPPERS), None)
+        if found is None:
+            break
+        node = found
+    return node
 
 
 def _leading_comments(node, data: bytes) -> int:
@@ -205,14 +212,9 @@ def definitions(text: str, language: str) -> list[Definition]:
 
     def visit(node, prefix: str) -> None:
         for child in node.named_children:
-            inner = child
-            while inner.type in WRAPPERS:
-                nested = next((c for c in inner.named_children if c.type in CONTAINERS | LEAVES | WRAPPERS), None)
-                if nested is None:
-                    break
-                inner = nested
+            inner = _unwrapped(child)
             if inner.type not in CONTAINERS and inner.type not in LEAVES:
-                if child.type in ("block", "class_body", "declaration_list", "body_statement", "field_declaration_list", "statement_block"):
+                if child.type in BODIES:
                     visit(child, prefix)
                 continue
             name = _name(inner, data)
