@@ -476,8 +476,9 @@ class Searcher:
     def judged(self, queries: list[str], results: list[list[Hit]], k: int) -> list[list[Hit]]:
         """``results`` with the index's judgments applied at once (:mod:`.pinning`): each query's
         judged documents moved, grade 2 and 1 up (fetched when the search missed them), grade 0
-        down; a judgment of a document edited or deleted since is left out. The front ends'
-        search calls this; evaluation does not.
+        down; a judgment of a document edited or deleted since is left out, and an unreadable
+        ``judgments.db`` leaves the hits as they are. The front ends' search calls this;
+        evaluation does not.
 
         Args:
             queries: q texts; results: their hit lists; k: hits wanted per query.
@@ -486,7 +487,10 @@ class Searcher:
         from .pinning import judged_grades, pinned
 
         index = self.index
-        judgments = [j for j in with_status(Judgments(index.path).all(), index.texts) if j.status == CURRENT]
+        try:
+            judgments = [j for j in with_status(Judgments(index.path).all(), index.texts) if j.status == CURRENT]
+        except EncodrError:  # an unreadable judgments.db: the search goes on as the index ranks (encodr judgments names the fault)
+            return results
         if not judgments:
             return results
         asked = self._encode_queries(index, queries)
