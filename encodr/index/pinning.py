@@ -24,26 +24,27 @@ from .judgments import Judgment, query_key
 NEAR_DUPLICATE = 0.85
 
 
-def judged_grades(query: str, vector: np.ndarray, judgments: list[Judgment], vectors: Callable[[list[str]], np.ndarray]) -> dict[str, int]:
-    """Document → grade of the judgments that apply to ``query``: its own, else those of the
-    nearest judged query at cosine ≥ :data:`NEAR_DUPLICATE`; empty when none applies.
+def judged_for(query: str, vector: np.ndarray, judgments: list[Judgment], vectors: Callable[[list[str]], np.ndarray]) -> list[Judgment]:
+    """The judgments that apply to ``query``: its own, else those of the nearest judged query at
+    cosine ≥ :data:`NEAR_DUPLICATE`; empty when none applies.
 
     Args:
         query: the query as typed.
         vector: its unit vector (d,), float32, as the index encodes queries.
-        judgments: the index's current judgments.
-        vectors: judged query texts → their unit vectors (n, d), the same encoding.
+        judgments: the index's judgments.
+        vectors: judged query keys (:func:`~.judgments.query_key`) → their unit vectors (n, d),
+            the same encoding.
     """
     key = query_key(query)
-    own = {j.doc: j.grade for j in judgments if query_key(j.query) == key}
+    own = [j for j in judgments if query_key(j.query) == key]
     if own or not judgments:
         return own
     keys = list(dict.fromkeys(query_key(j.query) for j in judgments))
     cosines = vectors(keys) @ vector
     best = int(np.argmax(cosines))
     if cosines[best] < NEAR_DUPLICATE:
-        return {}
-    return {j.doc: j.grade for j in judgments if query_key(j.query) == keys[best]}
+        return []
+    return [j for j in judgments if query_key(j.query) == keys[best]]
 
 
 def pinned(hits: list, grades: dict[str, int], k: int, fetch: Callable[[str], object | None]) -> list:
@@ -54,7 +55,7 @@ def pinned(hits: list, grades: dict[str, int], k: int, fetch: Callable[[str], ob
 
     Args:
         hits: one query's hits (:class:`~.search.Hit`), best first.
-        grades: document → grade (:func:`judged_grades`).
+        grades: document → grade (of :func:`judged_for`'s judgments).
         k: hits wanted.
         fetch: document id → a hit for it, or None.
     """

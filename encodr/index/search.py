@@ -225,6 +225,7 @@ class Searcher:
         self.last_langs: list[str] = []
         self._reopen = threading.Lock()
         self._last_queries = threading.local()  # each thread's last queries and their vectors (:meth:`_encode_queries`)
+        self._judged_cache: dict = {}  # (model, judged query) → its vector (:meth:`_judged_vectors`)
 
     def refresh(self) -> bool:
         """Open the index again when another generation has become current (an ``--add`` or
@@ -484,11 +485,11 @@ class Searcher:
             queries: q texts; results: their hit lists; k: hits wanted per query.
         """
         from .judgments import CURRENT, Judgments, with_status
-        from .pinning import judged_grades, pinned
+        from .pinning import judged_for, pinned
 
         index = self.index
         try:
-            judgments = [j for j in with_status(Judgments(index.path).all(), index.texts) if j.status == CURRENT]
+            judgments = Judgments(index.path).all()
         except EncodrError:  # an unreadable judgments.db: the search goes on as the index ranks (encodr judgments names the fault)
             return results
         if not judgments:
@@ -496,18 +497,19 @@ class Searcher:
         asked = self._encode_queries(index, queries)
         out = []
         for q, hits in enumerate(results):
-            grades = judged_grades(queries[q], asked[q], judgments, lambda keys: self._judged_vectors(index, keys))
+            found = judged_for(queries[q], asked[q], judgments, lambda keys: self._judged_vectors(index, keys))
+            grades = {j.doc: j.grade for j in with_status(found, index.texts) if j.status == CURRENT}
             out.append(pinned(hits, grades, k, lambda doc: self._first_passage(index, doc)))
         return out
 
     def _judged_vectors(self, index: IndexReader, keys: list[str]) -> np.ndarray:
-        """The vectors of judged queries (n, d), encoded once per index prompt and kept."""
-        cache = self.__dict__.setdefault("_judged_cache", {})
-        missing = [key for key in keys if (index.query_prompt, key) not in cache]
+        """The vectors of judged queries (n, d), encoded once per model and prompt and kept."""
+        model = (index.meta.get("fingerprint"), index.query_prompt)
+        missing = [key for key in keys if (model, key) not in self._judged_cache]
         if missing:
             for key, vector in zip(missing, index.encode_queries(self.encoder, missing)):
-                cache[(index.query_prompt, key)] = vector
-        return np.stack([cache[(index.query_prompt, key)] for key in keys])
+                self._judged_cache[(model, key)] = vector
+        return np.stack([self._judged_cache[(model, key)] for key in keys])
 
     @staticmethod
     def _first_passage(index: IndexReader, doc: str) -> Hit | None:

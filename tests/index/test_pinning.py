@@ -6,7 +6,7 @@ import json
 import numpy as np
 
 from encodr.index.judgments import Judgment
-from encodr.index.pinning import NEAR_DUPLICATE, judged_grades, pinned
+from encodr.index.pinning import NEAR_DUPLICATE, judged_for, pinned
 from encodr.index.search import Hit
 from tests.conftest import run_cli
 
@@ -30,11 +30,14 @@ def test_a_query_takes_its_own_judgments_else_a_near_duplicates():
     def vectors(keys):
         return np.stack([table[k] for k in keys])
 
-    assert judged_grades("  pump   PRESSURE ", np.array([0.0, 1.0]), judgments, vectors) == {"a": 2}  # its own, whatever its vector
+    def grades(query, vector):
+        return {j.doc: j.grade for j in judged_for(query, vector, judgments, vectors)}
+
+    assert grades("  pump   PRESSURE ", np.array([0.0, 1.0])) == {"a": 2}  # its own, whatever its vector
     close = min(0.99, NEAR_DUPLICATE + 0.05)
     near = np.array([np.sqrt(1 - close**2), close])  # a unit vector at cosine `close` to "boiler water"
-    assert judged_grades("hot water in the boiler", near, judgments, vectors) == {"b": 1}
-    assert judged_grades("a new question", np.array([0.7071, 0.7071]), judgments, vectors) == {}  # 0.71: no judged query is that close
+    assert grades("hot water in the boiler", near) == {"b": 1}
+    assert grades("a new question", np.array([0.7071, 0.7071])) == {}  # 0.71: no judged query is that close
 
 
 def test_a_judgment_moves_its_document_at_once_in_search_but_not_in_evaluation(tmp_path, tiny_model, capsys, monkeypatch):
