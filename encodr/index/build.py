@@ -1,4 +1,4 @@
-"""Writing an index: read → deduplicate → encode → store, atomically (see :mod:`.store`), for a
+"""Writing an index: read → deduplicate → encode → store, atomically (see :mod:`.index`), for a
 new index, ``--add`` and ``--sync`` (which documents change: :mod:`.documents`), and the deletes,
 removals and compactions that keep deleted text out of every search (:func:`delete`,
 :func:`remove_texts`, :func:`compact`)."""
@@ -59,7 +59,7 @@ def build(files: list[str], out: str | Path, options: BuildOptions = BuildOption
     with the default window; the vectors of a new index go to a file on disk until the end.
     What stays in memory at the end is the FAISS index itself: 4·d bytes per vector for
     ``flat`` and ``hnsw`` (plus HNSW's links), the PQ code size for ``ivfpq``
-    (:data:`~.store.PQ_BYTES`) plus its 8-bit re-ranking copy (d bytes), and a training sample
+    (:data:`~.faiss_types.PQ_BYTES`) plus its 8-bit re-ranking copy (d bytes), and a training sample
     (:func:`training_sample`).
 
     The index type follows the size (exact ``flat`` up to :data:`FLAT_MAX` vectors, ``hnsw``

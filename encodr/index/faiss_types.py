@@ -95,7 +95,7 @@ def ivf_lists(n: int) -> int:
 
 def auto_index_type(n: int) -> str:
     """The index type ``--index-type auto`` picks for ``n`` vectors: ``flat`` up to
-    :data:`~.store.FLAT_MAX`, ``hnsw`` up to :data:`~.store.HNSW_MAX`, ``ivfpq`` above."""
+    :data:`FLAT_MAX`, ``hnsw`` up to :data:`HNSW_MAX`, ``ivfpq`` above."""
     return "flat" if n <= FLAT_MAX else "hnsw" if n <= HNSW_MAX else "ivfpq"
 
 
@@ -133,7 +133,7 @@ def add_vectors(index, vectors: np.ndarray, first: int) -> None:
 
 def training_sample(vectors: np.ndarray) -> np.ndarray:
     """What an index's quantisers train on: a seeded draw of ``vectors`` (n, d), kept in row order,
-    of :data:`~.store.TRAIN_SAMPLE` vectors or 39 for each of the :func:`ivf_lists` an IVF index
+    of :data:`TRAIN_SAMPLE` vectors or 39 for each of the :func:`ivf_lists` an IVF index
     of n vectors has, whichever is more (FAISS's k-means asks 39 a centroid: above about 410,000
     vectors the fixed sample would train under-filled centroids), all of them below that size.
 

@@ -51,7 +51,7 @@ class Index(IndexReader):
         return self.reopened()
 
     def delete(self, ids: list[str] = (), sources: list[str] = (), filters: list = ()) -> "Index":
-        """Delete documents by id, source glob or filter (:func:`.build.delete`); the new generation, opened."""
+        """Delete documents by id, source glob or filter (:func:`.delete.delete`); the new generation, opened."""
         delete_documents(self.path, list(ids), list(sources), list(filters))
         return self.reopened()
 

@@ -3,7 +3,7 @@
 (``encodr eval retrieval --index``) and learning from them (the ``judged`` recipe).
 
 Judgments live in ``judgments.db`` (SQLite) at the index directory's root, beside its
-generations (:mod:`.store`), not inside one: every write of the index (a build, ``--add``,
+generations (:mod:`.index`), not inside one: every write of the index (a build, ``--add``,
 ``--sync``, a delete, a compaction, a rebuild with another model) makes a new generation, and
 the judgments stay where they are. A judgment is never rewritten by such a write; what a write
 changes is the judgment's *status*, derived when it is read (:func:`with_status`) by comparing
@@ -294,8 +294,8 @@ def import_files(source: str, split: str | None) -> tuple[Path, Path]:
 
 
 def corpus_of(index) -> dict[str, str]:
-    """Document id → the document's whole text (:meth:`~.store.Index.document`), of every
-    document of ``index`` (a :class:`~.store.Index`), by id."""
+    """Document id → the document's whole text (:meth:`~.reader.IndexReader.document`), of every
+    document of ``index`` (a :class:`~.reader.IndexReader`), by id."""
     return {doc: found["text"] for doc in sorted(index.document_ids()) if (found := index.document(doc)) is not None}
 
 

@@ -52,7 +52,7 @@ class SearchOptions:
             ``None``: the weight tuned with the re-ranker, else :data:`RERANK_WEIGHT`.
         passages: rank passages; by default an index of split documents ranks each document
             once, at its best passage.
-        nprobe: IVF lists visited per query (default: the index's, :mod:`.store`).
+        nprobe: IVF lists visited per query (default: the index's, :mod:`.faiss_types`).
         ef_search: HNSW candidate list size (default: the index's).
 
     Raises:
@@ -100,7 +100,7 @@ class SearchOptions:
     def for_index(self, has_keywords: bool) -> "SearchOptions":
         """These options as an index can run them: ``hybrid`` on an index without a keyword
         index (built before keyword indexes existed) is ``dense``; ``keyword`` there is refused
-        by :meth:`.store.Index.keyword_search`."""
+        by :meth:`.reader.IndexReader.keyword_search`."""
         return replace(self, mode=DENSE) if self.mode == HYBRID and not has_keywords else self
 
     def resolved(self, tuned: dict | None = None, reranker_tuned: dict | None = None) -> "SearchOptions":
@@ -151,7 +151,7 @@ class BuildOptions:
         model: a model spec, or an already loaded :class:`~encodr.models.Encoder` (a new index
             only: ``encodr eval retrieval`` indexes with the model it scores); with ``add``, a
             spec that must match the index's model (or ``None``). Default: ``minilm``.
-        index_type: ``auto``, ``flat``, ``hnsw``, ``ivf`` or ``ivfpq`` (:data:`~.store.INDEX_TYPES`).
+        index_type: ``auto``, ``flat``, ``hnsw``, ``ivf`` or ``ivfpq`` (:data:`~.faiss_types.INDEX_TYPES`).
         quantize: ``none``, ``int8`` (FAISS's 8-bit scalar quantiser: 4× smaller; ``flat``,
             ``hnsw``, ``ivf``) or ``binary`` (sign bits searched by Hamming distance, the
             candidates rescored by int8 vectors kept on disk: 32× smaller in memory; ``flat``,

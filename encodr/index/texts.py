@@ -2,7 +2,7 @@
 keyword index (FTS5, :mod:`.keywords`).
 
 Guarantee: this is the one module that knows the table's schema and speaks SQL to it; builds
-(:mod:`.build`) write through :class:`TextStore`, searches (:class:`~.store.Index`) read
+(:mod:`.build`) write through :class:`TextStore`, searches (:class:`~.reader.IndexReader`) read
 through it. Row id i is vector i of the generation's FAISS index.
 """
 
