@@ -21,6 +21,8 @@ class CodeRecipe(SingleRunRecipe):
     query: str = setting("summary", "What of a definition's documentation is the query: summary, its first sentence (PEP 257's summary "
                                     "line; what a person types); docstring, all of it.", (lambda v: v in QUERIES, " | ".join(QUERIES)))  # fmt: skip
     min_words: int = setting(3, "A documentation whose query has fewer words is left out (\"TODO\", \"Getter.\").", (lambda v: v >= 1, "an integer ≥ 1"))
+    min_documented: int = setting(30, "Documented definitions needed to train with a dev fold; with fewer, the starting model is saved unchanged "
+                                      "(--no-dev trains on them all, without selection).", (lambda v: v >= 2, "an integer ≥ 2"))  # fmt: skip
     dev_share: float = setting(0.2, "The share of documented definitions held out as the dev fold, by a hash of their path and qualified name "
                                     "(their documentation stays out of training; their code is searched without it).",
                                (lambda v: 0 < v < 1, "a number in (0, 1)"))  # fmt: skip

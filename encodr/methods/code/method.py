@@ -9,7 +9,6 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from ...errors import EncodrError
 from ...models import load_encoder
 from ...training import FitOptions, Outcome, RunContext
 from .pairs import code_stream, dev_folder, in_dev, mine_negatives, read_units
@@ -24,28 +23,37 @@ def run(ctx: RunContext) -> Outcome:
     their documentation: :func:`~.pairs.dev_folder`) by dense nDCG@10 at the start, every
     ``eval_steps`` and each epoch's end, and the best is kept (the start when no step beats it).
 
+    With fewer than ``min_documented`` documented units (or none in the dev fold), the
+    starting model is saved unchanged, said in one line, unless ``--no-dev``: then every
+    documented unit trains, without selection.
+
     Raises:
-        EncodrError: no source folder, no definition in it, or fewer than 2 training pairs or 1
-            dev query.
+        EncodrError: no source folder, or no definition in it.
     """
     from ..base import fit_report, load_dev
 
     request, recipe = ctx.request, ctx.recipe
     units = read_units(request.data, recipe)
     documented = [u for u in units if u.query]
-    dev = [u for u in documented if in_dev(u, recipe.dev_share)]
-    train = [u for u in documented if not in_dev(u, recipe.dev_share)]
-    if len(train) < 2 or not dev:
-        raise EncodrError(f"{request.data}: {len(documented)} documented definition(s) (a documentation of at least {recipe.min_words} words); "
-                          f"the code recipe needs at least 2 to train on and 1 for its dev fold (dev_share {recipe.dev_share:g})")  # fmt: skip
+    dev = [] if request.no_dev else [u for u in documented if in_dev(u, recipe.dev_share)]
+    held = {u.key for u in dev}
+    train = [u for u in documented if u.key not in held]
     encoder = load_encoder(request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
+    base = {"base_model": encoder.name, "data": str(request.data), "definitions": len(units), "documented": len(documented)}
+    if len(train) < 2 or (not request.no_dev and (len(documented) < recipe.min_documented or not dev)):
+        ctx.warn(f"only {len(documented)} documented definitions (a documentation of at least {recipe.min_words} words; at least "
+                 f"{recipe.min_documented} to hold out a dev fold): saved the starting model unchanged"
+                 f"{'' if request.no_dev else ' (pass --no-dev to train on them without selection)'}")  # fmt: skip
+        ctx.save(".", encoder.save)
+        return Outcome({**base, "kept": "start"}, [{"kind": "tune", "model": encoder.name, "data": str(request.data), "strings": 0, "out": ".",
+                                                   "metrics": {"kept": "start"}}], None, (*base, "kept"))  # fmt: skip
     if len(train) < recipe.batch_size:
         size = max(2, len(train) - len(train) % ctx.trainer.world)
         ctx.warn(f"only {len(train)} training pairs, fewer than batch_size {recipe.batch_size}: training with batch size {size}")
         recipe = ctx.recipe = dataclasses.replace(recipe, batch_size=size)
-    negatives = mine_negatives(encoder, train, units, {u.key for u in dev}) if recipe.hard_negatives else None
+    negatives = mine_negatives(encoder, train, units, held) if recipe.hard_negatives else None
     with tempfile.TemporaryDirectory(prefix="encodr-code-dev-") as tmp:
-        devset = load_dev(ctx, str(dev_folder(units, dev, Path(tmp) / "code-dev")), "ndcg@10", role="the dev fold")
+        devset = load_dev(ctx, str(dev_folder(units, dev, Path(tmp) / "code-dev")), "ndcg@10", role="the dev fold") if dev else None
         report = load_dev(ctx, request.report, "ndcg@10", role="the report set")
         reported: list[float] = []
 
@@ -56,15 +64,16 @@ def run(ctx: RunContext) -> Outcome:
 
         result = ctx.trainer.fit(
             encoder.module, [code_stream(encoder.tokenizer, train, negatives, recipe, ctx.trainer.world)], recipe.optim(),
-            FitOptions(evaluate=evaluate, dev_metric="ndcg@10", eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step),
+            FitOptions(evaluate=evaluate if devset else None, dev_metric="ndcg@10", eval_steps=recipe.eval_steps, progress=ctx.progress,
+                       on_step=request.on_step),
         )  # fmt: skip
     for point, value in zip(result.dev_curve, reported):
         point["report"] = value
     ctx.save(".", encoder.save)
     summary, metrics, shown = fit_report(ctx, result, devset)
-    start, best = result.dev_curve[0]["dev"], max(p["dev"] for p in result.dev_curve)
-    summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": str(request.data), "definitions": len(units),
-               "pairs": len(train), "dev_queries": len(dev), "hard_negatives": recipe.hard_negatives, "dev_before": start, "dev_after": best,
-               **summary, "dev": "the dev fold of the documented definitions"}  # fmt: skip
+    curve = [p["dev"] for p in result.dev_curve]
+    summary = {**base, "pooling": encoder.pooling, "pairs": len(train), "dev_queries": len(dev), "hard_negatives": recipe.hard_negatives,
+               "dev_before": curve[0] if curve else None, "dev_after": max(curve) if curve else None, **summary,
+               "dev": "the dev fold of the documented definitions" if dev else None}  # fmt: skip
     rows = [{"kind": "tune", "model": encoder.name, "data": str(request.data), "strings": len(train), "out": ".", "metrics": metrics}]
     return Outcome(summary, rows, result.log, ("base_model", "data", "definitions", "pairs", "dev_queries", "dev_before", "dev_after", *shown))

@@ -57,7 +57,8 @@ def test_tune_code_saves_a_sentence_transformer_with_its_dev_figures(tiny_model,
 
     out = tmp_path / "run"
     code, _, err = run_cli(["tune", str(source(tmp_path / "src")), "--recipe", "code", "--model", str(tiny_model), "--out", str(out),
-                            "--set", "batch_size=8", "--set", "epochs=1", "--set", "lr=1e-3", "--json"], capsys, monkeypatch)  # fmt: skip
+                            "--set", "batch_size=8", "--set", "epochs=1", "--set", "lr=1e-3", "--set", "min_documented=10", "--json"],
+                           capsys, monkeypatch)  # fmt: skip
     assert code == 0, err
     summary = json.loads((out / "encodr.json").read_text())
     assert summary["definitions"] == 30 and summary["pairs"] + summary["dev_queries"] == 27 and summary["dev_after"] >= summary["dev_before"]
@@ -74,3 +75,15 @@ def test_a_folder_without_source_code_is_one_line(tmp_path, tiny_model, capsys, 
                            capsys, monkeypatch)  # fmt: skip
     assert code == 2 and "no source file in it" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_too_few_documented_definitions_keep_the_start_unless_no_dev(tiny_model, tmp_path, capsys, monkeypatch):
+    src = source(tmp_path / "src")  # 27 documented definitions, fewer than min_documented (30)
+    code, _, err = run_cli(["tune", str(src), "--recipe", "code", "--model", str(tiny_model), "--out", str(tmp_path / "a")], capsys, monkeypatch)
+    assert code == 0 and "only 27 documented definitions" in err and "--no-dev" in err
+    assert json.loads((tmp_path / "a" / "encodr.json").read_text())["kept"] == "start"
+    code, _, err = run_cli(["tune", str(src), "--recipe", "code", "--model", str(tiny_model), "--out", str(tmp_path / "b"), "--no-dev",
+                            "--set", "batch_size=8", "--set", "epochs=1"], capsys, monkeypatch)  # fmt: skip
+    assert code == 0, err
+    summary = json.loads((tmp_path / "b" / "encodr.json").read_text())
+    assert summary["pairs"] == 27 and summary["dev_queries"] == 0 and summary["steps"] >= 1
