@@ -141,8 +141,13 @@ def test_an_agent_judges_a_hit_with_writable_and_encodr_judgments_lists_it(kb):
     hit = agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "keyword", "k": 1})["results"][0]["hits"][0]
     judged = agents.call("judge", {"index": "kb", "query": "pump pressure", "doc": hit["ext_id"], "grade": 2, "passage": hit["text"]})
     assert judged["front"] == "mcp" and judged["judgments"] == 1
+    other = next(h for h in agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "dense", "k": 2})["results"][0]["hits"]
+                 if h["ext_id"] != hit["ext_id"])  # fmt: skip
+    agents.call("judge", {"index": "kb", "query": "pump pressure", "doc": other["ext_id"], "grade": 2})
+    again = agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "keyword", "k": 2})["results"][0]["hits"]
+    assert {(h["ext_id"], h["judged"]) for h in again} == {(hit["ext_id"], 2), (other["ext_id"], 2)}  # both moved up at once, marked
     listed = commands.judgments(rq.JudgmentsRequest(index=str(kb))).payload()
-    assert [(r["doc"], r["grade"], r["front"], r["passage"]) for r in listed] == [(hit["ext_id"], 2, "mcp", hit["text"])]
+    assert [(r["doc"], r["grade"], r["front"]) for r in listed] == [(hit["ext_id"], 2, "mcp"), (other["ext_id"], 2, "mcp")]
     assert "judge" not in Agents(Served(served.searchers, writable=False)).tools()
 
 

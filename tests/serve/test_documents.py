@@ -179,3 +179,15 @@ def test_serve_on_all_addresses_without_a_key_is_one_line_exit_2(monkeypatch, ca
     monkeypatch.delenv("ENCODR_API_KEY", raising=False)
     code, _, err = run_cli(["serve", "--host", "0.0.0.0", "--model", "nowhere-model"], capsys, monkeypatch)
     assert code == 2 and err.count("\n") == 1 and "--api-key" in err and "ENCODR_API_KEY" in err and "--no-auth" in err
+
+
+def test_a_judgment_over_http_moves_its_querys_hit_at_once(client):
+    def ranked(**extra):
+        answer = client.post("/v1/search", json={"query": "valve grease", "index": "kb", "k": 2, "mode": "dense", **extra}, headers=KEY)
+        assert answer.status_code == 200, answer.text
+        return [(h["ext_id"], h["judged"]) for h in answer.json()["results"][0]["hits"]]
+
+    last = ranked()[-1][0]
+    assert client.post("/v1/indexes/kb/judgments", headers=KEY, json={"query": "valve grease", "doc": last, "grade": 2}).status_code == 200
+    assert ranked()[0] == (last, 2)  # first at once, marked
+    assert ranked(no_judgments=True)[-1] == (last, None)
