@@ -197,8 +197,8 @@ def test_eval_bad_data_files(capsys, monkeypatch, tmp_path, tiny_model, suite, c
 
 def test_recipes_and_runs_json(capsys, monkeypatch):
     code, out, _ = run_cli(["recipes", "--json"], capsys, monkeypatch)
-    assert code == 0 and {r["name"] for r in json.loads(out)} == {"word", "phrase", "sentence", "cross-encoder", "multilingual", "retrieval", "reranker", "judged", "static"}
-    assert {r["method"] for r in json.loads(out)} == {"mirror", "trans_encoder", "cmlm", "retrieval", "reranker", "judged", "static"}  # every method package is found by name
+    assert code == 0 and {r["name"] for r in json.loads(out)} == {"word", "phrase", "sentence", "cross-encoder", "multilingual", "retrieval", "reranker", "judged", "static", "code"}
+    assert {r["method"] for r in json.loads(out)} == {"mirror", "trans_encoder", "cmlm", "retrieval", "reranker", "judged", "static", "code"}  # every method package is found by name
     code, out, _ = run_cli(["runs", "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(out) == []
 

@@ -57,7 +57,8 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusio
         code: the candidates that are passages of source code (``zscore``'s :data:`CODE_ALPHA`).
 
     Returns:
-        (text id, fused score) over the union of both lists, best first (ties: dense order first).
+        (text id, fused score) over the union of both lists, best first (ties: dense order first);
+        ``zscore``'s score is the weighted sum passed through the logistic function, in (0, 1).
 
     Raises:
         ValueError: an unknown fusion.
@@ -84,7 +85,7 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusio
             if other_language(i):
                 k_z[i] = max(k_z[i], d_z[i])
         weight = {i: alpha if alpha is not None else CODE_ALPHA if i in code else ZSCORE_ALPHA for i in order}
-        score = {i: weight[i] * d_z[i] + (1 - weight[i]) * k_z[i] for i in order}
+        score = {i: _logistic(weight[i] * d_z[i] + (1 - weight[i]) * k_z[i]) for i in order}
     else:
         a = CONVEX_ALPHA if alpha is None else alpha
         d_norm, k_norm = _min_max(dense), _min_max(keyword)
@@ -103,6 +104,12 @@ def _z_scores(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], 
     d, k = dict(dense), dict(keyword)
     floor = min(d.values(), default=0.0)
     return _standardised({i: d.get(i, floor) for i in order}), _standardised({i: max(k.get(i, 0.0), 0.0) for i in order})
+
+
+def _logistic(x: float) -> float:
+    """1 / (1 + e^−x): a fused z-score shown in (0, 1), in the same order (a table's score column
+    keeps its width, as the other fusions' scores do)."""
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
 def _standardised(values: dict[int, float]) -> dict[int, float]:

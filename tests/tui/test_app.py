@@ -124,7 +124,7 @@ async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, t
         await pilot.press("enter")
         await settle(app, pilot)
         assert app.reranker is None and "re-ranked" not in str(app.query_one("#status").render())
-        first_stage = searcher.search(["a cat"], SearchOptions(k=10, mode="hybrid", fusion="convex"))[0]
+        first_stage = searcher.search(["a cat"], SearchOptions(k=10, mode="hybrid"))[0]
         assert [table.get_row_at(r)[1] for r in range(table.row_count)] == [f"{h.score:.4f}" for h in first_stage]  # not re-ranked again
 
 
