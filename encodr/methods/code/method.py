@@ -63,7 +63,7 @@ def run(ctx: RunContext) -> Outcome:
             return devset.score(encoder)
 
         result = ctx.trainer.fit(
-            encoder.module, [code_stream(encoder.tokenizer, train, negatives, recipe, ctx.trainer.world)], recipe.optim(),
+            encoder.module, [code_stream(encoder, train, negatives, recipe, ctx.trainer.world)], recipe.optim(),
             FitOptions(evaluate=evaluate if devset else None, dev_metric="ndcg@10", eval_steps=recipe.eval_steps, progress=ctx.progress,
                        on_step=request.on_step),
         )  # fmt: skip

@@ -12,7 +12,7 @@ import numpy as np
 from ...data.code import CODE_SUFFIXES, code_language, definitions, summary
 from ...data.files import expand
 from ...errors import EncodrError
-from ...training import Stream, to_device
+from ...training import Stream
 from .config import CodeRecipe
 
 
@@ -132,35 +132,17 @@ def mine_negatives(encoder, train: list[Unit], units: list[Unit], dev: set[str])
     return out
 
 
-def code_stream(tokenizer, train: list[Unit], negatives: list[str] | None, recipe: CodeRecipe, world: int = 1) -> Stream:
+def code_stream(encoder, train: list[Unit], negatives: list[str] | None, recipe: CodeRecipe, world: int = 1) -> Stream:
     """The training stream: each training unit is a (query, code without its documentation[,
-    hard negative]) example; the loss is InfoNCE over the global batch's code (sentence-transformers'
-    ``MultipleNegativesRankingLoss``, scale ``scale``; the mined negatives join the candidates),
-    gathered across processes when there are several, with GradCache
-    (``CachedMultipleNegativesRankingLoss``) when ``mini_batch`` > 0.
+    hard negative]) example, trained as the judged recipe trains its pairs
+    (:func:`encodr.methods.judged.method.mnrl_stream`: InfoNCE over the global batch's code and
+    the mined negatives, the model's prompts, GradCache with ``mini_batch``).
 
     Returns:
-        A :class:`~encodr.training.Stream` whose batches are lists of feature dicts of (n, T) tensors.
+        A :class:`~encodr.training.Stream` named ``code``.
     """
-    from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
+    from ..judged.method import Example, mnrl_stream
 
-    losses: dict[int, object] = {}
-
-    def tokens(texts: list[str], length: int) -> dict:
-        return dict(tokenizer(texts, max_length=length, truncation=True, padding=True, return_tensors="pt"))
-
-    def batch(indices: list[int], epoch: int) -> list[dict]:
-        columns = [tokens([train[i].query for i in indices], recipe.query_max_length), tokens([train[i].bare for i in indices], recipe.max_length)]
-        if negatives:
-            columns.append(tokens([negatives[i] for i in indices], recipe.max_length))
-        return columns
-
-    def loss(module, features: list[dict]):
-        if id(module) not in losses:  # sentence-transformers' losses hold the model they embed with
-            gather = world > 1
-            losses[id(module)] = (CachedMultipleNegativesRankingLoss(module, scale=recipe.scale, mini_batch_size=recipe.mini_batch, gather_across_devices=gather)
-                                  if recipe.mini_batch else MultipleNegativesRankingLoss(module, scale=recipe.scale, gather_across_devices=gather))  # fmt: skip
-        device = next(module.parameters()).device
-        return losses[id(module)]([to_device(f, device) for f in features], labels=None)
-
-    return Stream("code", len(train), batch, loss, recipe.batch_size, min_batch=2)
+    items = [Example(u.query, u.bare, [negatives[i]] if negatives and negatives[i] else []) for i, u in enumerate(train)]
+    kept = 1 if negatives and all(item.negatives for item in items) else 0
+    return mnrl_stream(encoder, items, recipe, world, kept, name="code")

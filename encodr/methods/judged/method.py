@@ -114,12 +114,15 @@ def examples(data: JudgedData, encoder, recipe: JudgedRecipe, folds: tuple[str, 
     return out
 
 
-def mnrl_stream(encoder, items: list[Example], recipe: JudgedRecipe, world: int, negatives: int) -> Stream:
+def mnrl_stream(encoder, items: list[Example], recipe, world: int, negatives: int, name: str = "judged") -> Stream:
     """InfoNCE over (query, positive, ``negatives`` hard negatives) with every other passage of
     the global batch as a negative too: sentence-transformers' ``MultipleNegativesRankingLoss``
     (``CachedMultipleNegativesRankingLoss``, GradCache, when ``mini_batch`` > 0), scale
-    ``recipe.scale``. Examples with fewer than ``negatives`` hard negatives are left out (the
-    run asks for the fewest any example has, so none is)."""
+    ``recipe.scale``, the model's query and document prompts put before the texts. Examples with
+    fewer than ``negatives`` hard negatives are left out (the run asks for the fewest any example
+    has, so none is). ``recipe`` needs ``scale``, ``mini_batch``, ``batch_size``,
+    ``query_max_length`` and ``max_length`` (the judged and the code recipe have them); ``name``
+    labels the stream's loss in the log."""
     from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
 
     tokenizer = encoder.tokenizer
@@ -145,7 +148,7 @@ def mnrl_stream(encoder, items: list[Example], recipe: JudgedRecipe, world: int,
         device = next(module.parameters()).device
         return losses[id(module)]([to_device(f, device) for f in features], labels=None)
 
-    return Stream("judged", len(usable), batch, loss, min(recipe.batch_size, max(2, len(usable))), min_batch=2)
+    return Stream(name, len(usable), batch, loss, min(recipe.batch_size, max(2, len(usable))), min_batch=2)
 
 
 def margin_stream(encoder, triplets: list[tuple[str, str, str, float]], recipe: JudgedRecipe) -> Stream:
