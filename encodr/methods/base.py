@@ -117,6 +117,42 @@ def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role:
     return found
 
 
+def batch_that_fits(ctx: RunContext, recipe, examples: int, what: str):
+    """``recipe`` with ``batch_size`` cut to the ``examples`` there are (a multiple of the
+    processes, at least 2) when there are fewer, said in one warning line naming ``what`` they
+    are; ``ctx.recipe`` follows. ``recipe`` itself when they fill a batch."""
+    if examples >= recipe.batch_size:
+        return recipe
+    size = max(2, examples - examples % ctx.trainer.world)
+    ctx.warn(f"only {examples} {what}, fewer than batch_size {recipe.batch_size}: training with batch size {size}")
+    ctx.recipe = dataclasses.replace(recipe, batch_size=size)
+    return ctx.recipe
+
+
+def fit_selected(ctx: RunContext, encoder, streams: list, recipe, dev, report):
+    """Train ``encoder`` on ``streams`` (:meth:`~encodr.training.Trainer.fit`), scoring ``dev``
+    (nothing without one) at the start, every ``eval_steps`` and each epoch's end, the best kept;
+    a ``report`` set is scored at each of those too and its value put in each dev-curve point
+    (``report``). Returns the trainer's result."""
+    from ..training import FitOptions
+
+    reported: list[float] = []
+
+    def evaluate() -> float:
+        if report is not None:
+            reported.append(report.score(encoder))
+        return dev.score(encoder)
+
+    result = ctx.trainer.fit(
+        encoder.module, streams, recipe.optim(),
+        FitOptions(evaluate=evaluate if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps, progress=ctx.progress,
+                   on_step=ctx.request.on_step),
+    )  # fmt: skip
+    for point, value in zip(result.dev_curve, reported):
+        point["report"] = value
+    return result
+
+
 def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict, tuple[str, ...]]:
     """What a single-model method reports about its :class:`~encodr.training.TrainResult`, and
     the one-line warning when ``--dev`` selection kept the starting weights.

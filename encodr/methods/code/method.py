@@ -5,12 +5,11 @@ SentenceTransformer with the dev figures before and after. Runs through
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 from pathlib import Path
 
 from ...models import load_encoder
-from ...training import FitOptions, Outcome, RunContext
+from ...training import Outcome, RunContext
 from .pairs import code_stream, dev_folder, in_dev, mine_negatives, read_units
 
 
@@ -30,7 +29,7 @@ def run(ctx: RunContext) -> Outcome:
     Raises:
         EncodrError: no source folder, or no definition in it.
     """
-    from ..base import fit_report, load_dev
+    from ..base import batch_that_fits, fit_report, fit_selected, load_dev
 
     request, recipe = ctx.request, ctx.recipe
     units = read_units(request.data, recipe)
@@ -47,28 +46,12 @@ def run(ctx: RunContext) -> Outcome:
         ctx.save(".", encoder.save)
         return Outcome({**base, "kept": "start"}, [{"kind": "tune", "model": encoder.name, "data": str(request.data), "strings": 0, "out": ".",
                                                    "metrics": {"kept": "start"}}], None, (*base, "kept"))  # fmt: skip
-    if len(train) < recipe.batch_size:
-        size = max(2, len(train) - len(train) % ctx.trainer.world)
-        ctx.warn(f"only {len(train)} training pairs, fewer than batch_size {recipe.batch_size}: training with batch size {size}")
-        recipe = ctx.recipe = dataclasses.replace(recipe, batch_size=size)
+    recipe = batch_that_fits(ctx, recipe, len(train), "training pairs")
     negatives = mine_negatives(encoder, train, units, held) if recipe.hard_negatives else None
     with tempfile.TemporaryDirectory(prefix="encodr-code-dev-") as tmp:
         devset = load_dev(ctx, str(dev_folder(units, dev, Path(tmp) / "code-dev")), "ndcg@10", role="the dev fold") if dev else None
         report = load_dev(ctx, request.report, "ndcg@10", role="the report set")
-        reported: list[float] = []
-
-        def evaluate() -> float:
-            if report is not None:
-                reported.append(report.score(encoder))
-            return devset.score(encoder)
-
-        result = ctx.trainer.fit(
-            encoder.module, [code_stream(encoder, train, negatives, recipe, ctx.trainer.world)], recipe.optim(),
-            FitOptions(evaluate=evaluate if devset else None, dev_metric="ndcg@10", eval_steps=recipe.eval_steps, progress=ctx.progress,
-                       on_step=request.on_step),
-        )  # fmt: skip
-    for point, value in zip(result.dev_curve, reported):
-        point["report"] = value
+        result = fit_selected(ctx, encoder, [code_stream(encoder, train, negatives, recipe, ctx.trainer.world)], recipe, devset, report)
     ctx.save(".", encoder.save)
     summary, metrics, shown = fit_report(ctx, result, devset)
     curve = [p["dev"] for p in result.dev_curve]

@@ -5,7 +5,6 @@ SentenceTransformer. Runs through :func:`encodr.training.run.run`."""
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from ...data.files import Skipped, expand, iter_records, passage_splitter
 from ...data.records import Record
 from ...errors import EncodrError
 from ...models import load_encoder
-from ...training import FitOptions, Outcome, RunContext
+from ...training import Outcome, RunContext
 from .config import check_dims, dims_list
 from .pairs import Passage, retrieval_stream
 
@@ -57,7 +56,7 @@ def run(ctx: RunContext) -> Outcome:
         EncodrError: bad input (documents, dev set, model), checked before training.
     """
     from ...evaluation.pseudo import pseudo_dev
-    from ..base import fit_report, load_dev
+    from ..base import batch_that_fits, fit_report, fit_selected, load_dev
 
     request, recipe = ctx.request, ctx.recipe
     documents, skipped = read_documents(request.data, request.limit)
@@ -78,24 +77,9 @@ def run(ctx: RunContext) -> Outcome:
         check_dims(dims_list(recipe.matryoshka_dims), encoder.dimension)  # before any training
         split = passage_splitter(encoder.tokenizer, recipe.max_length - 2)
         passages = [Passage.of(chunk, d.title) for d in documents for _, chunk in split(d.text)]
-        if len(passages) < recipe.batch_size:
-            size = max(2, len(passages) - len(passages) % ctx.trainer.world)
-            ctx.warn(f"only {len(passages)} passages, fewer than batch_size {recipe.batch_size}: training with batch size {size}")
-            recipe = ctx.recipe = dataclasses.replace(recipe, batch_size=size)
-        reported: list[float] = []
-
-        def evaluate() -> float:
-            if report is not None:
-                reported.append(report.score(encoder))
-            return dev.score(encoder)
-
-        result = ctx.trainer.fit(
-            encoder.module, [retrieval_stream(encoder.tokenizer, passages, recipe, ctx.trainer.world)], recipe.optim(),
-            FitOptions(evaluate=evaluate if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps, progress=ctx.progress,
-                       on_step=request.on_step),
-        )  # fmt: skip
-    for point, value in zip(result.dev_curve, reported):
-        point["report"] = value
+        recipe = batch_that_fits(ctx, recipe, len(passages), "passages")
+        stream = retrieval_stream(encoder.tokenizer, passages, recipe, ctx.trainer.world)
+        result = fit_selected(ctx, encoder, [stream], recipe, dev, report)
     ctx.save(".", encoder.save)
     summary, metrics, shown = fit_report(ctx, result, dev)
     data = str(request.data)
