@@ -4,8 +4,9 @@ for the two offline base models' architectures. Run it on a machine with CUDA.
 
 Two steps, because a GPU machine here has no internet and only 64 MiB travel with a call:
 
-    python bench/gpu.py prepare .device/gpu        # here: configs, tokenizers, SciFact corpus, wheels list
-    python bench/gpu.py run .device/gpu --out DIR  # there: builds the models, measures, writes DIR/gpu.json
+    python bench/gpu.py prepare .device/gpu        # here: configs, tokenizers, SciFact corpus
+    python bench/gpu.py run .device/gpu --out DIR  # there: builds the models, measures, writes DIR/gpu_pipeline.json
+    python bench/gpu.py half .device/gpu --limit 400  # here: float16 against float32 with the real weights (gpu_half.json)
 
 **The weights are random** (``AutoModel.from_config`` with seed 0): the offline weights are
 larger than what can travel. A forward or backward pass does the same arithmetic on the same
@@ -13,7 +14,23 @@ shapes whatever the weights, so texts/s and examples/s carry over to the real Mi
 multilingual-e5-small; losses, vectors and scores from these runs mean nothing and are not
 reported. The tokenizers, configurations, data, batch sizes and code paths are the real ones.
 
-Rows:
+Rows of ``--parts pipeline`` (the default; ``gpu_pipeline.json``), for MiniLM's and me5's
+architectures on the 17,534 bundled Wikipedia sentences and the 5,183 SciFact abstracts, each
+timed on its second call (the first warms every shape the data makes, as a long index would):
+
+- sentence-transformers' ``encode`` in fp32 at its default batch of 32 and at 256 (the anchor:
+  what a plain script gets), and in fp16 weights at 256 (not with ``--lean``);
+- encodr's ``Encoder.encode`` on the GPU: the pipeline of ``encodr.models.pipeline``
+  (tokenizer processes ahead of the GPU, batches of a token budget, float16 where the first
+  batch's vectors keep cosine ≥ 0.999 of float32's), and the same pipeline timed inside
+  (seconds waiting for the tokenizer, launching, landing the vectors; padding share);
+  without ``--lean`` also other token budgets, the tokenizer in the calling thread, and the
+  path before the pipeline (one tokenizer call, batches of 256 padded on the calling thread, fp32);
+- the tokenizer processes alone, and the forward pass alone on the pipeline's own batches
+  already on the GPU, in its precision and in fp32: the ceiling;
+- a summary: the pipeline against sentence-transformers' best fp32 batch and against the ceiling.
+
+Rows of the first run's parts (``--parts encode profile train tune``; ``gpu.json``):
 
 - ``encode``: texts/s and non-padding tokens/s of sentence-transformers' ``encode`` (sorted by
   length, batch B) in fp32, fp16 and bf16 weights, and of encodr's ``Encoder.encode`` (sorted
@@ -46,6 +63,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, print_table, write_json  # noqa: E402
 
 ARCHES = ("minilm", "me5")
+DEVICE = "cuda"  # the pipeline rows' device (a CPU only to try the script: --device cpu)
+LEAN = False  # --lean: only sentence-transformers fp32 and the pipeline at its defaults, its ceiling and its tokenizer
 WEIGHTS = re.compile(r".*\.(safetensors|bin|pt|onnx)$")
 
 
@@ -78,13 +97,21 @@ def scifact_texts(path: Path) -> list[str]:
     return [f"{d.get('title', '')} {d['text']}".strip() for d in docs]
 
 
+def steady(fn) -> float:
+    """Seconds of ``fn``'s second call (:func:`timed`): the first one warms every shape the
+    data makes (kernel choices, the caching allocators' blocks), as a long run would be."""
+    fn()
+    return timed(fn)
+
+
 def timed(fn) -> float:
     import torch
 
-    torch.cuda.synchronize()
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    sync()
     start = time.perf_counter()
     fn()
-    torch.cuda.synchronize()
+    sync()
     return time.perf_counter() - start
 
 
@@ -163,6 +190,128 @@ def profile_rows(models: dict[str, Path], sets: dict[str, list[str]], batch: int
         st = None
         torch.cuda.empty_cache()
     return rows
+
+
+def st_anchor(path: Path, texts: list[str], tokens: int, label: dict) -> tuple[list[dict], "np.ndarray"]:  # noqa: F821
+    """sentence-transformers' ``encode`` as a plain script calls it (fp32, its default batch of
+    32, and 256) and in fp16 weights at 256; the fp32 vectors at 256 are the reference."""
+    import numpy as np
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    rows, reference = [], None
+    for dtype_name, dtype, b in (("fp32", torch.float32, 32), ("fp32", torch.float32, 256), ("fp16", torch.float16, 256))[: 2 if LEAN else 3]:
+        st = SentenceTransformer(str(path), device=DEVICE, model_kwargs={"dtype": dtype})
+        out = {}
+        seconds = steady(lambda: out.__setitem__("v", st.encode(texts, batch_size=b, normalize_embeddings=True, convert_to_numpy=True)))
+        vectors = np.asarray(out["v"], dtype=np.float32)
+        reference = vectors if reference is None and b == 256 else reference
+        rows.append({**label, "impl": "sentence-transformers encode", "dtype": dtype_name, "batch": str(b), "texts_per_s": len(texts) / seconds,
+                     "tokens_per_s": tokens / seconds, "max_dcos": max_dcos(vectors, reference)})  # fmt: skip
+        print(rows[-1], flush=True)
+        del st
+    return rows, reference
+
+
+def max_dcos(vectors, reference) -> float | None:
+    """The largest 1 − cos between rows of two float32 (N, d) arrays of unit vectors (None without a reference)."""
+    import numpy as np
+
+    return None if reference is None else float(np.max(np.abs(1 - np.sum(vectors * reference, axis=1))))
+
+
+def encodr_rows(path: Path, texts: list[str], tokens: int, label: dict, reference, budgets: list[int]) -> list[dict]:
+    """``Encoder.encode`` on the GPU: the pipeline (``encodr.models.pipeline``) at each token
+    budget and with its tokenizer in the calling thread, the path before it (one tokenizer call up front, each
+    batch of 256 padded on the calling thread, fp32), the tokenizer alone, and the
+    forward pass alone on the pipeline's own batches already on the GPU (the ceiling)."""
+    import numpy as np
+
+    from encodr.models import load_encoder
+    from encodr.models.pipeline import TOKEN_BUDGET, TokenizerPool, encode_pipelined
+
+    encoder = load_encoder(str(path), device=DEVICE)
+    encoder.encode(texts[:4096])  # warm-up; the first batch decides float16 (TorchForward.on_device)
+    forward, dtype = encoder.forward, "fp16" if encoder.forward.half else "fp32"
+    pool = encoder._gpu_pool() or TokenizerPool(encoder.st.tokenizer, encoder.max_length)  # the second: a trial on a CPU
+    rows = [{**label, "impl": "encodr: float16 check", "dtype": dtype, "half_cosine": forward.half_cosine}]
+
+    def row(impl: str, seconds: float, **extra) -> dict:
+        rows.append({**label, "impl": impl, "texts_per_s": len(texts) / seconds, "tokens_per_s": tokens / seconds, **extra})
+        print(rows[-1], flush=True)
+        return rows[-1]
+
+    out, stats = {}, {}
+    row("encodr pipeline (Encoder.encode)", steady(lambda: out.__setitem__("v", encoder.encode(texts))), dtype=dtype, batch=f"{TOKEN_BUDGET} tokens",
+        workers=pool.workers, max_dcos=max_dcos(out["v"], reference))  # fmt: skip
+    buffer = np.empty_like(out["v"])
+    seconds = timed(lambda: encode_pipelined(forward, pool, texts, buffer, stats=stats))  # warm: the row above
+    row("encodr pipeline, timed inside", seconds, dtype=dtype, batch=f"{TOKEN_BUDGET} tokens", workers=pool.workers,
+        **{f"{k}_s": v for k, v in stats.items() if k in ("waiting", "launching", "landing")}, padding_share=1 - stats["tokens"] / stats["padded"])  # fmt: skip
+    for budget in [] if LEAN else budgets:
+        buffer = np.empty_like(out["v"])
+        row("encodr pipeline", steady(lambda: encode_pipelined(forward, pool, texts, buffer, budget=budget)), dtype=dtype,
+            batch=f"{budget} tokens", workers=pool.workers)  # fmt: skip
+    inline = TokenizerPool(encoder.st.tokenizer, encoder.max_length, workers=0, pin=DEVICE == "cuda")
+    buffer = np.empty_like(out["v"])
+    if not LEAN:
+        row("encodr pipeline", steady(lambda: encode_pipelined(forward, inline, texts, buffer)), dtype=dtype, batch=f"{TOKEN_BUDGET} tokens", workers=0)
+    ceiling_rows(encoder, pool, texts, tokens, row)
+    pool.close()
+    encoder._gpu_pool = lambda: None  # the path before the pipeline: Encoder.encode's CPU loop, fp32
+    if not LEAN:
+        row("encodr before (one tokenizer call, fp32)", steady(lambda: encoder.encode(texts, batch_size=256)), dtype="fp32", batch="256", workers=0)
+    return rows
+
+
+def ceiling_rows(encoder, pool, texts: list[str], tokens: int, row) -> None:
+    """The tokenizer alone (in the calling thread, and in the encoder's worker processes), the padding left in the batches, and
+    the forward pass alone on those batches already on the GPU, in the pipeline's precision and
+    in fp32 (each a row through ``row``)."""
+    import torch
+
+    from encodr.models.pipeline import TokenizerPool
+
+    inline = TokenizerPool(encoder.st.tokenizer, encoder.max_length, workers=0, pin=DEVICE == "cuda")
+    for tokenizer in (pool,) if LEAN else (inline, pool):  # the pool is warm: Encoder.encode started it
+        row("tokenizer alone", timed(lambda: sum(1 for _ in tokenizer.batches(texts))), workers=tokenizer.workers)
+    batches = list(pool.batches(texts))
+    padded = sum(b.stacked[0].numel() for b in batches)
+    on_gpu = [b.on(DEVICE) for b in batches]
+    forward, half = encoder.forward, encoder.forward.half
+    for dtype_name, use_half in ({("fp16" if half else "fp32"): half, "fp32": False}).items():
+        forward.half = use_half
+        with forward.on_device_mode():
+            forward.on_device(on_gpu[0])
+            row("forward alone (ceiling)", timed(lambda: [forward.on_device(f) for f in on_gpu]), dtype=dtype_name, padding_share=1 - tokens / padded)
+    forward.half = half
+
+
+def pipeline_rows(models: dict[str, Path], sets: dict[str, list[str]], budgets: list[int], save) -> tuple[list[dict], list[dict]]:
+    """Every row of :func:`st_anchor` and :func:`encodr_rows` for each model and text set, and
+    a summary per pair: the pipeline against sentence-transformers and the ceiling (``save``
+    called with both after each pair)."""
+    from encodr.models import load_encoder
+
+    rows, summary = [], []
+    for name, path in models.items():
+        counter = load_encoder(str(path), device="cpu")
+        for set_name, texts in sets.items():
+            label = {"model": name, "texts": set_name}
+            tokens = int(counter.token_lengths(texts).sum())
+            st, reference = st_anchor(path, texts, tokens, label)
+            mine = encodr_rows(path, texts, tokens, label, reference, budgets)
+            rows += st + mine
+            best_st = max(r["texts_per_s"] for r in st if r["dtype"] == "fp32")
+            pipeline = next(r for r in mine if r["impl"] == "encodr pipeline (Encoder.encode)")
+            ceiling = next(r for r in mine if r["impl"] == "forward alone (ceiling)")
+            tokenizer = max(r["texts_per_s"] for r in mine if r["impl"] == "tokenizer alone")
+            summary.append({**label, "st fp32 (best batch)": best_st, "encodr": pipeline["texts_per_s"], "x st": pipeline["texts_per_s"] / best_st,
+                            "ceiling": ceiling["texts_per_s"], "of ceiling": pipeline["texts_per_s"] / ceiling["texts_per_s"],
+                            "tokenizer alone": tokenizer, "max_dcos": pipeline["max_dcos"]})  # fmt: skip
+            print(summary[-1], flush=True)
+            save(rows, summary)
+    return rows, summary
 
 
 def ict_pairs(texts: list[str], n: int, seed: int = 0) -> tuple[list[str], list[str]]:
@@ -249,7 +398,14 @@ def tune_rows(model: Path, work: Path) -> list[dict]:
     return rows
 
 
-def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str], recipes: list[str]) -> None:
+def cpu_flags() -> list[str]:
+    """The host CPU's vector flags (AVX, AMX) that matter to the tokenizer processes."""
+    from encodr.models.encoder import cpu_flags as flags
+
+    return [f for f in flags() if f.startswith(("avx", "amx"))]
+
+
+def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str], recipes: list[str], budgets: list[int], limit: int | None = None) -> None:
     import torch
 
     work = Path("/tmp/encodr-gpu")
@@ -259,7 +415,19 @@ def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str], 
     from encodr.data.bundled import default_corpus
 
     sets = {"wiki sentences": list(default_corpus("wiki").strings), "SciFact abstracts": scifact_texts(src / "scifact.jsonl")}
-    result = {"machine": machine(), "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "weights": "random (same arithmetic)"}
+    if limit:
+        sets = {name: texts[:limit] for name, texts in sets.items()}
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none (a trial run)"
+    result = {"machine": machine(), "gpu": gpu, "torch": torch.__version__, "weights": "random (same arithmetic)"}
+    if "pipeline" in parts:  # its own file: gpu.json keeps the first run's rows
+        def save(rows: list[dict], summary: list[dict]) -> None:
+            write_json(out / "gpu_pipeline.json", {"gpu": gpu, "torch": torch.__version__, "weights": "random (same arithmetic)",
+                                                   "cpu_flags": cpu_flags(), "summary": summary, "rows": rows})  # fmt: skip
+
+        rows, summary = pipeline_rows(models, sets, budgets, save)
+        print_table(f"encoding pipeline on {gpu} (random weights)", summary, list(summary[0]))
+        if parts == ["pipeline"]:
+            return
     result["encode"] = encode_rows(models, sets, batches) if "encode" in parts else []
     write_json(out / "gpu.json", result)
     result["profile"] = profile_rows(models, sets, 256) if "profile" in parts else []
@@ -282,25 +450,66 @@ def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str], 
                 ["recipe", "impl", "batch_size", "max_length", "examples_per_s", "ratio_vs_st", "peak_mem_gib"])  # fmt: skip
     print(json.dumps(result["tune"], indent=1))
 
+def half_rows(limit: int) -> list[dict]:
+    """The real weights' vectors in float16 products against float32, on this machine's CPU
+    (the GPU run's weights are random, so its cosines say nothing of a real model's): the
+    worst and the mean cosine over ``limit`` texts of each set, through the same modules and
+    autocast the GPU pipeline uses (``TorchForward.on_device``)."""
+    import numpy as np
+    import torch
+
+    from encodr.data.bundled import default_corpus
+    from encodr.models import load_encoder
+    from encodr.models.pipeline import TokenizerPool
+
+    scifact = Path(__file__).resolve().parents[2] / "shared/data/retrieval/scifact/corpus.jsonl"
+    sets = {"wiki sentences": list(default_corpus("wiki").strings)[:limit], "SciFact abstracts": scifact_texts(scifact)[:limit]}
+    rows = []
+    for name in ARCHES:
+        encoder = load_encoder(name, device="cpu")
+        for set_name, texts in sets.items():
+            pool = TokenizerPool(encoder.st.tokenizer, encoder.max_length, workers=0)
+            cosines = []
+            with torch.inference_mode():
+                for batch in pool.batches(texts, budget=16_384):
+                    features = batch.on("cpu")
+                    exact, rounded = encoder.forward._vectors(features, None), encoder.forward._vectors(features, torch.float16)
+                    cosines.append((exact * rounded).sum(-1).numpy())
+            cosines = np.concatenate(cosines)
+            rows.append({"model": name, "texts": set_name, "n": len(texts), "min_cos": float(cosines.min()), "mean_cos": float(cosines.mean()),
+                         "kept (min ≥ 0.999)": bool(cosines.min() >= 0.999)})  # fmt: skip
+            print(rows[-1], flush=True)
+    return rows
+
+
 QUICK = ["prepare", "{tmp}/gpu"]  # the step a machine without CUDA can run; `run` needs a GPU
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=["prepare", "run"])
+    parser.add_argument("step", choices=["prepare", "run", "half"], help="half: float16 against float32 with the real weights, on this CPU")
     parser.add_argument("folder", type=Path, help="what travels: configs, tokenizers, the SciFact corpus")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--batches", type=int, nargs="+", default=[64, 256, 1024])
-    parser.add_argument("--parts", nargs="+", default=["encode", "profile", "train", "tune"], choices=["encode", "profile", "train", "tune"])
+    parser.add_argument("--parts", nargs="+", default=["pipeline"], choices=["pipeline", "encode", "profile", "train", "tune"],
+                        help="pipeline: gpu_pipeline.json; the others: gpu.json (the first run's parts)")
+    parser.add_argument("--device", default="cuda", help="the pipeline rows' device: cpu only to try the script")
+    parser.add_argument("--lean", action="store_true", help="the pipeline part's rows at their defaults only (a short device call)")
+    parser.add_argument("--limit", type=int, help="texts per set (a trial run)")
+    parser.add_argument("--budgets", type=int, nargs="+", default=[32_768, 131_072], help="the pipeline's token budgets tried beside its default")
     parser.add_argument("--recipes", nargs="+", default=["word", "sentence"], help="bench/train_speed.py's recipes")
     parser.add_argument("--steps", type=int, default=22, help="training steps per row, 2 of them warm-up")
     args = parser.parse_args()
     if args.step == "prepare":
         args.folder.mkdir(parents=True, exist_ok=True)
         prepare(args.folder)
+    elif args.step == "half":
+        write_json(args.out / "gpu_half.json", {"cpu_flags": cpu_flags(), "rows": half_rows(args.limit or 500)})
     else:
         os.environ.setdefault("TQDM_DISABLE", "1")
-        run(args.folder, args.out, args.batches, args.steps, args.parts, args.recipes)
+        global DEVICE, LEAN
+        DEVICE, LEAN = args.device, args.lean
+        run(args.folder, args.out, args.batches, args.steps, args.parts, args.recipes, args.budgets, args.limit)
 
 
 if __name__ == "__main__":

@@ -90,6 +90,7 @@ def is_static(st) -> bool:
 
 
 PACK_GAIN = 0.97  # pack a batch when that costs at most this fraction of padding it (:meth:`TorchForward._packable`)
+HALF_AGREEMENT = 0.999  # on a GPU, float16 products are kept where every vector of the first batch is within this cosine of float32's
 
 
 class TorchForward:
@@ -112,6 +113,12 @@ class TorchForward:
     back on sdpa) unless the two agree within 1e-4 (a model whose positions do not start at 0
     would fail here). As the padding-free inference of text-embeddings-inference, whose varlen
     flash-attention kernels a CPU does not have.
+
+    On a GPU (:meth:`on_device`, which :func:`.pipeline.encode_pipelined` drives), backend
+    ``torch`` runs the matrix products in float16 under ``torch.autocast`` where that keeps
+    the vectors: the first batch is encoded both ways, and float16 is kept only if every
+    vector is within cosine :data:`HALF_AGREEMENT` of its float32 one (:attr:`half_cosine`
+    records the worst); ``torch-bf16`` runs in bfloat16 there as on a CPU.
     """
 
     def __init__(self, st, bf16: bool = False):
@@ -119,6 +126,8 @@ class TorchForward:
         self.bf16 = bf16  # the modules run under torch.autocast(bfloat16): backend torch-bf16
         self._packing: bool | None = None  # None: not checked yet; False: this model does not pack
         self._mode: str | None = None  # the pooling packing reproduces (mean or cls), once checked
+        self.half: bool | None = None  # on a GPU: float16 autocast (None: not checked yet; see on_device)
+        self.half_cosine: float | None = None  # the worst cosine between float16 and float32 vectors of the checked batch
 
     @property
     def backend(self) -> str:
@@ -227,6 +236,38 @@ class TorchForward:
             vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
         return vectors.cpu().numpy()
 
+    def on_device_mode(self):
+        """The context :meth:`on_device` runs in: eval mode, ``torch.inference_mode``."""
+        import torch
+
+        self._ready()
+        return torch.inference_mode()
+
+    def on_device(self, features: dict) -> "torch.Tensor":  # noqa: F821
+        """float32 (B, d) unit vectors, left on the device, of one padded batch already there
+        (``input_ids``, ``attention_mask``…: int64 (B, L) tensors); nothing waits for the GPU.
+        The first call on a GPU decides :attr:`half` (see the class docstring), which waits once."""
+        import torch
+
+        if self.half is None:
+            self.half = False
+            if self.st.device.type == "cuda" and not self.bf16:
+                exact = self._vectors(features, None)
+                rounded = self._vectors(features, torch.float16)
+                self.half_cosine = float((exact * rounded).sum(-1).min())
+                self.half = self.half_cosine >= HALF_AGREEMENT
+                return rounded if self.half else exact
+        dtype = torch.bfloat16 if self.bf16 else torch.float16 if self.half else None
+        return self._vectors(features, dtype)
+
+    def _vectors(self, features: dict, dtype) -> "torch.Tensor":  # noqa: F821
+        """The modules' unit vectors (float32, on the device) under autocast to ``dtype`` (None: none)."""
+        import torch
+
+        with torch.autocast(self.st.device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            vectors = self.st(dict(features))["sentence_embedding"]
+        return torch.nn.functional.normalize(vectors.float(), dim=-1)
+
     def use_threads(self, n: int) -> None:
         """Run the calling thread's passes on ``n`` CPU threads (``torch.set_num_threads``:
         OpenMP's thread count is per calling thread; MKL's, where torch uses it, is the process's)."""
@@ -330,6 +371,7 @@ class Encoder:
         self._window = STATIC_WINDOW  # a static model's max_length (a transformer's is the SentenceTransformer's)
         self.saved_window: int | None = None  # the max_length save() writes, where it runs at another (a recipe's training length)
         self._static_tokenizer = None
+        self._pool = None  # (window, TokenizerPool) for encoding on a GPU (_gpu_pool)
 
     def truncate(self, dim: int | None) -> None:
         """Make :meth:`encode` keep the first ``dim`` dimensions of each vector, renormalised to
@@ -501,9 +543,11 @@ class Encoder:
         padded to its longest text and run through the model's own modules. Unlike
         ``SentenceTransformer.encode``, which sorts by characters and tokenizes batch by batch,
         it sorts by tokens, reports each batch through ``on_batch`` (the index's progress bar),
-        and runs any backend's forward pass (:attr:`forward`). On a GPU the tokenizer
-        is the bottleneck, so a second pass would halve throughput. A model with a
-        ``default_prompt_name`` goes through ``SentenceTransformer.encode``, which adds the prompt.
+        and runs any backend's forward pass (:attr:`forward`). On a GPU the texts go through
+        :func:`.pipeline.encode_pipelined` instead: tokenizer processes ahead of the forward pass,
+        batches of a token budget (``batch_size`` does not apply), float16 where it keeps the
+        vectors (:class:`TorchForward`). A model with a ``default_prompt_name`` goes through
+        ``SentenceTransformer.encode``, which adds the prompt.
 
         Args:
             texts: N strings.
@@ -523,6 +567,9 @@ class Encoder:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
+        prompted = prompt is None and getattr(self.st, "default_prompt_name", None) is not None
+        if not prompted and self._gpu_pool() is not None:
+            return self._encode_pipelined(texts, out, on_batch)
         features = self._tokenize(texts)
         lengths = np.fromiter((len(x) for x in features["input_ids"]), dtype=np.int64, count=len(texts))
         order = np.argsort(-lengths, kind="stable")
@@ -531,7 +578,6 @@ class Encoder:
             from tqdm.auto import tqdm
 
             starts = tqdm(starts, desc="Batches")
-        prompted = prompt is None and getattr(self.st, "default_prompt_name", None) is not None
         for start in starts:
             rows = order[start : start + batch_size]
             if prompted:
@@ -541,6 +587,31 @@ class Encoder:
             out[rows] = vectors if self.truncate_dim is None else truncated(vectors, self.truncate_dim)
             if on_batch is not None:
                 on_batch(len(rows))
+        return out
+
+    def _gpu_pool(self):
+        """The :class:`~.pipeline.TokenizerPool` that feeds this encoder's GPU, made on first
+        use and again when :attr:`max_length` changes; None where the forward pass is not a
+        transformer's torch pass on a CUDA device (a CPU, ONNX, a static model)."""
+        if self.static or type(self.forward) is not TorchForward or not self.device.startswith("cuda"):
+            return None
+        from .pipeline import TokenizerPool
+
+        if self._pool is None or self._pool[0] != self.max_length:
+            if self._pool is not None:
+                self._pool[1].close()
+            self._pool = (self.max_length, TokenizerPool(self.st.tokenizer, self.max_length, pin=True))
+        return self._pool[1]
+
+    def _encode_pipelined(self, texts: list[str], out: np.ndarray, on_batch: Callable[[int], None] | None) -> np.ndarray:
+        """:meth:`encode` on a GPU, through :func:`.pipeline.encode_pipelined` (its batches are a
+        token budget, not ``batch_size``); ``out``: float32 (N, :attr:`dimension`)."""
+        from .pipeline import encode_pipelined
+
+        full = out if self.truncate_dim is None else np.empty((len(texts), int(self.st.get_embedding_dimension())), dtype=np.float32)
+        encode_pipelined(self.forward, self._gpu_pool(), texts, full, on_batch)
+        if self.truncate_dim is not None:
+            out[:] = truncated(full, self.truncate_dim)
         return out
 
     def _tokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
