@@ -17,7 +17,9 @@ interleaved within each round so drifting machine load hits all of them; the med
   by loading the model with that backend: a first use's cost, not every build's; later loads
   open the export without torch, :class:`encodr.models.onnx.ExportedEncoder`).
 
-``× script`` is the anchor's seconds over the row's: above 1, encodr is faster. ``--before DIR``
+``× script`` is the anchor's seconds over the row's, the anchor run in the same conditions: above
+1, encodr is faster. ``--load N`` runs every row a second time beside N busy processes (each
+keeps one core busy: a second program), rows marked ``| N busy``. ``--before DIR``
 adds, in the same rounds, the rows of another checkout of encodr (``DIR`` first on
 ``PYTHONPATH``; e.g. ``git worktree add /tmp/before COMMIT``) for ``--before-backends``.
 
@@ -29,6 +31,7 @@ adds, in the same rounds, the rows of another checkout of encodr (``DIR`` first 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -51,6 +54,18 @@ np.save(sys.argv[3], vectors)
 """
 
 
+@contextlib.contextmanager
+def busy(n: int):
+    """``n`` processes that each keep one core busy (a second program on the machine) while the block runs."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def timed(command: list[str], env: dict, cwd: Path) -> float:
     """Wall seconds of ``command`` run to its end in ``cwd`` (it must exit 0)."""
     started = time.perf_counter()
@@ -71,6 +86,7 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="a label stored with the rows (e.g. before / after a change)")
     parser.add_argument("--before", type=Path, default=None, help="another encodr checkout whose rows run in the same rounds")
     parser.add_argument("--before-backends", nargs="+", default=["torch", "onnx-int8"])
+    parser.add_argument("--load", type=int, default=0, help="also run every row beside this many busy processes (a second program, one core each)")
     parser.add_argument("--out", type=Path, default=RESULTS / "index_process.json")
     args = parser.parse_args()
 
@@ -103,15 +119,21 @@ def main() -> None:
                 name = f"encodr index --backend {backend} (before: {args.before})"
                 runs[name], envs[name] = index(backend, f"before-{backend}"), before
         for round_ in range(args.repeats):
-            for name, command in runs.items():
-                seconds.setdefault(name, []).append(timed(command, envs.get(name, env), work))  # not from a checkout: python -m puts the cwd first
-                print(f"round {round_ + 1}: {name}: {seconds[name][-1]:.1f} s", flush=True)
-    anchor = statistics.median(seconds["sentence-transformers script"])
+            for load in sorted({0, args.load}):
+                with busy(load):
+                    for name, command in runs.items():
+                        key = name if not load else f"{name} | {load} busy"
+                        seconds.setdefault(key, []).append(timed(command, envs.get(name, env), work))  # not from a checkout: python -m puts the cwd first
+                        print(f"round {round_ + 1}: {key}: {seconds[key][-1]:.1f} s", flush=True)
+    def anchor(name: str) -> float:  # the script's median in the same conditions (quiet, or beside the same load)
+        return statistics.median(seconds["sentence-transformers script" + name.partition(" | ")[1] + name.partition(" | ")[2]])
+
     rows = [{"run": name, "seconds (median)": statistics.median(s), "runs": ", ".join(f"{x:.1f}" for x in s),
-             "× script": anchor / statistics.median(s)} for name, s in seconds.items()]  # fmt: skip
+             "× script": anchor(name) / statistics.median(s)} for name, s in seconds.items()]  # fmt: skip
     print_table(f"Whole processes on {len(texts):,} Wikipedia sentences ({args.model}; median of {args.repeats}) {args.tag}".rstrip(), rows,
                 ["run", "seconds (median)", "runs", "× script"])  # fmt: skip
-    write_json(args.out, {"machine": {**machine(), "cpu_flags": cpu_flags()}, "model": args.model, "texts": len(texts), "repeats": args.repeats, "tag": args.tag,
+    write_json(args.out, {"machine": {**machine(), "cpu_flags": cpu_flags(), "load_before": os.getloadavg()[0]}, "model": args.model, "texts": len(texts),
+                          "repeats": args.repeats, "tag": args.tag, "busy_processes": args.load,
                           "seconds": seconds, "rows": rows})  # fmt: skip
 
 

@@ -164,8 +164,9 @@ class OnnxForward:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads is not None:
             options.intra_op_num_threads = threads
-        if os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE":  # query-at-a-time commands and the server: idle threads sleep, as torch's do
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # idle threads sleep rather than spin, for a whole index build too: a spinning thread holds a core that a second
+        # program (or the tokenizer, or FAISS) wants, and bench/index_process.py --load 1 measured spinning's cost there
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
 
     def use_threads(self, n: int) -> None:

@@ -35,9 +35,13 @@ BAND, BAND_FILL = 0.75, 0.25  # a batch a quarter full stops at a text shorter t
 
 
 def tokenizer_workers(cpus: int | None = None) -> int:
-    """Tokenizer processes: the CPUs less one for the process that drives the GPU, at least 1
-    (text-embeddings-inference's default is the CPU count)."""
-    cpus = cpus or os.cpu_count() or 1
+    """Tokenizer processes: this process's share of the CPUs it may run on (those of its
+    affinity mask, divided among torchrun's ``LOCAL_WORLD_SIZE`` processes on the node) less
+    one for the thread that drives the GPU, at least 1 (text-embeddings-inference's default is
+    the CPU count)."""
+    if cpus is None:
+        mine = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        cpus = mine // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
     return max(1, cpus - 1)
 
 
