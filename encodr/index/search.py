@@ -170,6 +170,36 @@ def detected_among(meta: dict, mode: str) -> list[str]:
     return languages
 
 
+def query_encoder(model: str, asked: str | None, built: str) -> Encoder:
+    """The encoder a search's queries go through: the backend ``asked`` for; else, for an index
+    built with ``torch`` (float32) and searched on a CPU where onnxruntime is installed,
+    ``onnx`` (float32), whose export is refused unless its vectors are within cosine
+    :data:`~encodr.models.onnx.AGREEMENT` (0.9999) of torch's, and which encodes a short
+    query about three times as fast (``bench/latency.py``); else the index's own ``built``
+    backend (``torch-bf16``, chosen where it is the fastest, stays). The first search of a
+    torch-built index exports the model once (cached beside it), and any refusal falls back to
+    ``built``.
+
+    Raises:
+        EncodrError: ``model`` cannot be loaded with ``asked`` or ``built``.
+    """
+    if asked is None and built == "torch":
+        from ..models import pick_device
+        from ..models.encoder import onnx_available
+
+        if pick_device() == "cpu" and onnx_available():
+            from ..models.onnx import NotExportable
+
+            try:
+                return load_encoder(model, backend="onnx")
+            except NotExportable as exc:  # a static model: the torch model its refusal loaded
+                if exc.encoder is not None:
+                    return exc.encoder
+            except EncodrError:
+                pass
+    return load_encoder(model, backend=asked or built)
+
+
 class Searcher:
     """An opened index plus the model it was built with.
 
@@ -212,7 +242,7 @@ class Searcher:
                                  "gives slightly different vectors, so scores and ranks may move a little")  # fmt: skip
         if callable(encoder) and not hasattr(encoder, "encode"):  # a function that gives the encoder
             encoder = encoder(meta["model"], built)
-        self.encoder = encoder or load_encoder(model or meta["model"], backend=backend or built)
+        self.encoder = encoder or query_encoder(model or meta["model"], backend, built)
         self.fingerprint = self.encoder.fingerprint
         if self.fingerprint != meta["fingerprint"]:
             self.index.close()

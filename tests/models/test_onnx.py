@@ -296,3 +296,14 @@ def test_a_model_rewritten_in_its_folder_is_exported_again_and_the_full_model_lo
     assert type(light).__name__ == "ExportedEncoder" and light.st._full is None
     light.save(tmp_path / "saved")  # beyond encoding: the full model loads, once
     np.testing.assert_allclose(SentenceTransformer(str(tmp_path / "saved"), device="cpu").encode(TEXTS, normalize_embeddings=True), light.encode(TEXTS), atol=1e-5)
+
+
+def test_a_torch_index_queries_through_onnx_on_a_cpu(tiny_model, tmp_path):
+    """Queries of a float32 torch index run on the checked ONNX export (cosine ≥ 0.9999 of
+    torch's), with no warning; a backend asked for is kept."""
+    out = tmp_path / "idx"
+    meta = build([str(lines(tmp_path, TEXTS))], out, BuildOptions(model=str(tiny_model), lang="eng", backend="torch"))
+    searcher = Searcher(out)
+    assert meta["backend"] == "torch" and searcher.encoder.backend == "onnx" and searcher.warnings == []
+    assert searcher.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]
+    assert Searcher(out, backend="torch").encoder.backend == "torch"
