@@ -19,14 +19,6 @@ DEPTH = 100  # hits kept per query: recall@100 and MAP@100 need 100
 METRICS = (("ndcg@k", 10), ("mrr@k", 10), ("recall@k", 100), ("map@k", 100))  # sentence-transformers' key, k
 
 
-def index_backend(index) -> str:
-    """The backend index ``index`` (a folder) was built with (``torch`` where it records none)."""
-    from ..index import Index
-
-    with Index.open(index) as opened:
-        return opened.meta.get("backend", "torch")
-
-
 def rerank_label(options: SearchOptions) -> str:
     """The label of a re-ranked ranking: the first stage's, ``+rerank``, and the weight when it is not 1."""
     return f"{options.label}+rerank" + (f"@{options.rerank_weight:g}" if options.rerank_weight not in (None, 1) else "")
@@ -236,7 +228,9 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
         from ..data.beir import read_qrels, read_queries
         from ..index import Searcher
 
-        self.searcher = Searcher(index, backend=index_backend(index))  # scored on the backend it was built with, as a folder is (not the faster query encoder)
+        from ..models import load_encoder
+
+        self.searcher = Searcher(index, encoder=lambda model, built: load_encoder(model, backend=built))  # the built backend, as a folder is scored (not the faster query encoder)
         try:
             doc_ids = self.searcher.index.document_ids()
             if queries is None:

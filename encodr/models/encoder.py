@@ -209,9 +209,8 @@ class TorchForward:
 
         padded = self.st.tokenizer.pad(features, return_tensors="pt")
         device = self._ready()
-        with torch.inference_mode(), self._autocast(exact):
-            vectors = self.st({name: tensor.to(device) for name, tensor in padded.items()})["sentence_embedding"]
-            vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
+        with torch.inference_mode():
+            vectors = self._vectors({name: tensor.to(device) for name, tensor in padded.items()}, torch.bfloat16 if self.bf16 and not exact else None)
         return vectors.cpu().numpy().reshape(len(features["input_ids"]), -1)
 
     def _packed(self, ids: list[list[int]], exact: bool = False) -> np.ndarray:
