@@ -20,7 +20,7 @@ console 80 wide), and that text is read:
 
 The folders are written to a temporary folder and removed after the run.
 
-    python bench/answers.py [--questions 60] [--langs en,de,es] [--label after]
+    python bench/answers.py [--questions 60] [--langs en,de,es] [--label after] [--model me5]
 
 Prints a table and writes bench/results/answers.json (``--label`` names the row set; rows of
 other labels already in the file are kept, so a run of the code before a change sits beside
@@ -126,7 +126,7 @@ def located(cell: list[str]) -> tuple[str | None, int | None]:
     return (Path(found[-1][0]).name, int(found[-1][1])) if found else (None, None)
 
 
-def measure(lang: str, questions: int, articles: int | None, seed: int) -> dict:
+def measure(lang: str, questions: int, articles: int | None, seed: int, model: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"encodr-answers-{lang}-") as tmp:
         folder = Path(tmp) / lang
         folder.mkdir()
@@ -134,7 +134,7 @@ def measure(lang: str, questions: int, articles: int | None, seed: int) -> dict:
         random.Random(seed).shuffle(asked)
         asked = asked[:questions]
         index = str(Path(tmp) / "idx")
-        ask(["index", str(folder), "--out", index])
+        ask(["index", str(folder), "--out", index, *(["--model", model] if model else [])])
         counts = {"file@1": 0, "visible": 0, "line": 0, "line_asked": 0, "k5": 0, "full visible": 0}
         for q in asked:
             cell, n = top_hit(ask(["search", q["question"], "--index", index, "-k", "5"]))
@@ -149,7 +149,7 @@ def measure(lang: str, questions: int, articles: int | None, seed: int) -> dict:
             full, _ = top_hit(ask(["search", q["question"], "--index", index, "-k", "1", "--full"], width=200))
             counts["full visible"] += path == q["file"] and any(fold(a) in fold(" ".join(full)) for a in q["answers"])
     n = len(asked)
-    return {"lang": lang, "questions": n, "file@1": 100 * counts["file@1"] / n, "visible": 100 * counts["visible"] / n,
+    return {"lang": lang, "model": model or "minilm", "questions": n, "file@1": 100 * counts["file@1"] / n, "visible": 100 * counts["visible"] / n,
             "line": 100 * counts["line"] / max(counts["line_asked"], 1), "k5": 100 * counts["k5"] / n,
             "full visible": 100 * counts["full visible"] / n}  # fmt: skip
 
@@ -161,10 +161,11 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=None, help="only the first N articles (a quick run)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--label", default="after")
+    parser.add_argument("--model", default=None, help="the index's model (default: encodr index's own, minilm)")
     parser.add_argument("--out", type=Path, default=RESULTS / "answers.json")
     args = parser.parse_args()
-    rows = [{"label": args.label, **measure(lang, args.questions, args.articles, args.seed)} for lang in args.langs.split(",")]
-    columns = ["label", "lang", "questions", "file@1", "visible", "line", "k5", "full visible"]
+    rows = [{"label": args.label, **measure(lang, args.questions, args.articles, args.seed, args.model)} for lang in args.langs.split(",")]
+    columns = ["label", "lang", "model", "questions", "file@1", "visible", "line", "k5", "full visible"]
     print_table("A question of a folder: what the default output shows at 80 columns (% of questions)", rows, columns)
     kept = []
     if args.out.exists():

@@ -156,6 +156,19 @@ def hint_applies(meta: dict) -> bool:
     return meta.get("model") in ENGLISH_ONLY and set(meta.get("languages") or []) - {"und"} == {"eng"}
 
 
+def model_language_hints(meta: dict) -> list[str]:
+    """One hint line when the index ``meta`` describes holds texts in languages other than
+    English, built with a model trained on English only (:data:`encodr.models.aliases.ENGLISH_ONLY`):
+    it names the languages and the multilingual model. Empty otherwise."""
+    from ..models.aliases import ENGLISH_ONLY, MULTILINGUAL
+
+    other = sorted(set(meta.get("languages") or []) - {"eng", "und"})
+    if meta.get("model") not in ENGLISH_ONLY or not other:
+        return []
+    return [f"texts in {', '.join(other)}, but {meta['model']} was trained on English only: index them with --model {MULTILINGUAL} "
+            "(multilingual) to search them well"]  # fmt: skip
+
+
 def language_hints(queries: list[str], meta: dict) -> list[str]:
     """One hint line when an index of English texts, built with a model trained on English only
     (:data:`encodr.models.aliases.ENGLISH_ONLY`), is searched with a query in another language
@@ -269,6 +282,8 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
         warn(line)
     if meta.get("skipped_files"):
         warn(f"{len(meta['skipped_files'])} file(s) skipped (--json lists them); the others are indexed")
+    for line in model_language_hints(meta):
+        warn(line)
     return RecordResult(title=f"encodr index → {meta['path']}", record=meta, keys=list(SUMMARY))
 
 

@@ -1,6 +1,6 @@
 """A query in another language than an English-only index and model gets one hint naming the multilingual model."""
 
-from encodr.core.commands import language_hints
+from encodr.core.commands import language_hints, model_language_hints
 
 
 def test_a_spanish_query_on_an_english_only_model_names_the_multilingual_one():
@@ -10,6 +10,25 @@ def test_a_spanish_query_on_an_english_only_model_names_the_multilingual_one():
     assert language_hints(["how to keep the pump pressure steady"], meta) == []
     assert language_hints(["¿cómo mantener la presión de la bomba de agua?"], {"model": "me5", "languages": ["eng"]}) == []
     assert language_hints(["¿cómo mantener la presión de la bomba de agua?"], {"model": "minilm", "languages": ["eng", "spa"]}) == []
+
+
+def test_an_index_of_other_languages_on_an_english_only_model_names_the_multilingual_one():
+    (hint,) = model_language_hints({"model": "minilm", "languages": ["deu", "eng", "spa", "und"]})
+    assert "deu, spa" in hint and "--model me5" in hint and "eng" not in hint
+    assert model_language_hints({"model": "minilm", "languages": ["eng", "und"]}) == []
+    assert model_language_hints({"model": "me5", "languages": ["deu"]}) == []
+
+
+def test_building_an_index_of_german_text_on_minilm_warns_once(tmp_path, tiny_model, monkeypatch):
+    from encodr.core import commands
+    from encodr.core.requests import IndexRequest
+
+    monkeypatch.setattr("encodr.models.aliases.ENGLISH_ONLY", (str(tiny_model),))
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("Die Pumpe hält den Druck im Kessel.\nDer Kessel steht im Keller des Hauses.\n")
+    warned: list[str] = []
+    commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="deu"), warn=warned.append)
+    assert [line for line in warned if "--model me5" in line] == [next(line for line in warned if "deu" in line)]
 
 
 def test_what_the_index_alone_refuses_comes_before_the_model_loads(tmp_path, tiny_model, monkeypatch):
