@@ -75,7 +75,14 @@ def write_folder(lang: str, folder: Path, articles: int | None = None) -> list[d
             lines = [3 + 2 * i for i in range(len(paragraphs))]
         for p, line in zip(article["paragraphs"], lines):
             for qa in p["qas"]:
-                questions.append({"question": qa["question"], "file": path.name, "line": line, "answers": sorted({a["text"] for a in qa["answers"]})})
+                questions.append(
+                    {
+                        "question": qa["question"],
+                        "file": path.name,
+                        "line": line,
+                        "answers": sorted({a["text"] for a in qa["answers"]}),
+                    }
+                )
     return questions
 
 
@@ -149,9 +156,16 @@ def measure(lang: str, questions: int, articles: int | None, seed: int, model: s
             full, _ = top_hit(ask(["search", q["question"], "--index", index, "-k", "1", "--full"], width=200))
             counts["full visible"] += path == q["file"] and any(fold(a) in fold(" ".join(full)) for a in q["answers"])
     n = len(asked)
-    return {"lang": lang, "model": model or "minilm", "questions": n, "file@1": 100 * counts["file@1"] / n, "visible": 100 * counts["visible"] / n,
-            "line": 100 * counts["line"] / max(counts["line_asked"], 1), "k5": 100 * counts["k5"] / n,
-            "full visible": 100 * counts["full visible"] / n}  # fmt: skip
+    return {
+        "lang": lang,
+        "model": model or "minilm",
+        "questions": n,
+        "file@1": 100 * counts["file@1"] / n,
+        "visible": 100 * counts["visible"] / n,
+        "line": 100 * counts["line"] / max(counts["line_asked"], 1),
+        "k5": 100 * counts["k5"] / n,
+        "full visible": 100 * counts["full visible"] / n,
+    }
 
 
 def main() -> None:
@@ -164,7 +178,10 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="the index's model (default: encodr index's own, minilm)")
     parser.add_argument("--out", type=Path, default=RESULTS / "answers.json")
     args = parser.parse_args()
-    rows = [{"label": args.label, **measure(lang, args.questions, args.articles, args.seed, args.model)} for lang in args.langs.split(",")]
+    rows = [
+        {"label": args.label, **measure(lang, args.questions, args.articles, args.seed, args.model)}
+        for lang in args.langs.split(",")
+    ]
     columns = ["label", "lang", "model", "questions", "file@1", "visible", "line", "k5", "full visible"]
     print_table("A question of a folder: what the default output shows at 80 columns (% of questions)", rows, columns)
     kept = []

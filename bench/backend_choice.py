@@ -49,7 +49,9 @@ def random_model(config_dir: Path, out: Path) -> Path:
     shutil.copytree(config_dir, raw, dirs_exist_ok=True)
     AutoModel.from_config(AutoConfig.from_pretrained(raw)).save_pretrained(raw)
     first = Transformer(str(raw))
-    SentenceTransformer(modules=[first, Pooling(first.get_embedding_dimension(), "mean"), Normalize()], device="cpu").save(str(out))
+    SentenceTransformer(modules=[first, Pooling(first.get_embedding_dimension(), "mean"), Normalize()], device="cpu").save(
+        str(out)
+    )
     return out
 
 
@@ -71,7 +73,9 @@ QUICK = ["--limit", "300", "--repeats", "1", "--backends", "torch", "--out", "{t
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")
-    parser.add_argument("--random-weights", type=Path, help="a model folder's config and tokenizer, given random weights (instead of --model)")
+    parser.add_argument(
+        "--random-weights", type=Path, help="a model folder's config and tokenizer, given random weights (instead of --model)"
+    )
     parser.add_argument("--cores", type=int, default=2, help="cores the process is pinned to, and each backend's threads")
     parser.add_argument("--limit", type=int, default=3000, help="the first N bundled Wikipedia sentences")
     parser.add_argument("--repeats", type=int, default=3)
@@ -89,14 +93,26 @@ def main() -> None:
         from encodr.paths import bundled
 
         model = str(random_model(args.random_weights, work / "model")) if args.random_weights else args.model
-        texts = [t for t in bundled("wiki/wiki_sentences_en.txt").read_text(encoding="utf-8").splitlines() if t.strip()][: args.limit]
+        texts = [t for t in bundled("wiki/wiki_sentences_en.txt").read_text(encoding="utf-8").splitlines() if t.strip()][
+            : args.limit
+        ]
         rows, reference = [], None
         first = load_encoder(model, device="cpu", backend="torch")
         st = first.st  # the same SentenceTransformer, through its own encode
         st.eval()
         first.use_threads(args.cores)
-        rate, reference = best_rate(lambda batch: st.encode(batch, batch_size=32, normalize_embeddings=True, show_progress_bar=False), texts, args.repeats)
-        rows.append({"backend": "anchor: sentence-transformers encode (torch)", "texts_per_s": round(rate, 1), "x_anchor": 1.0, "mean_cos_to_torch": 1.0, "export_s": None})
+        rate, reference = best_rate(
+            lambda batch: st.encode(batch, batch_size=32, normalize_embeddings=True, show_progress_bar=False), texts, args.repeats
+        )
+        rows.append(
+            {
+                "backend": "anchor: sentence-transformers encode (torch)",
+                "texts_per_s": round(rate, 1),
+                "x_anchor": 1.0,
+                "mean_cos_to_torch": 1.0,
+                "export_s": None,
+            }
+        )
         anchor = rate
         for backend in args.backends:
             started = time.perf_counter()
@@ -106,17 +122,37 @@ def main() -> None:
             encoder.use_threads(args.cores)
             rate, vectors = best_rate(encoder.encode, texts, args.repeats)
             cosine = float(np.mean(np.sum(vectors * reference, axis=1)))
-            rows.append({"backend": backend, "texts_per_s": round(rate, 1), "x_anchor": round(rate / anchor, 2), "mean_cos_to_torch": round(cosine, 5),
-                         "export_s": round(export, 1) if backend.startswith("onnx") else None})  # fmt: skip
+            rows.append(
+                {
+                    "backend": backend,
+                    "texts_per_s": round(rate, 1),
+                    "x_anchor": round(rate / anchor, 2),
+                    "mean_cos_to_torch": round(cosine, 5),
+                    "export_s": round(export, 1) if backend.startswith("onnx") else None,
+                }
+            )
             print(rows[-1], flush=True)
         pick = choose_backend("auto", "cpu")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     flags = cpu_flags()
-    print_table(f"Encoder.encode, {len(texts)} sentences, {args.cores} cores (flags: {', '.join(flags) or 'none'}); auto picks {pick}", rows,
-                ["backend", "texts_per_s", "x_anchor", "mean_cos_to_torch", "export_s"])  # fmt: skip
-    write_json(args.out, {"machine": machine(), "cpu_flags": flags, "cores": args.cores, "model": "random weights, " + args.random_weights.name if args.random_weights else args.model,
-                          "texts": len(texts), "auto_picks": pick, "rows": rows})  # fmt: skip
+    print_table(
+        f"Encoder.encode, {len(texts)} sentences, {args.cores} cores (flags: {', '.join(flags) or 'none'}); auto picks {pick}",
+        rows,
+        ["backend", "texts_per_s", "x_anchor", "mean_cos_to_torch", "export_s"],
+    )
+    write_json(
+        args.out,
+        {
+            "machine": machine(),
+            "cpu_flags": flags,
+            "cores": args.cores,
+            "model": "random weights, " + args.random_weights.name if args.random_weights else args.model,
+            "texts": len(texts),
+            "auto_picks": pick,
+            "rows": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -134,7 +134,9 @@ def measure(package: str, folder: Path, queries: list[dict], index: Path, model:
     from encodr.core.commands import open_searcher
     from encodr.core.requests import SearchRequest
 
-    done = CliRunner().invoke(app, ["index", str(folder), "--out", str(index), "--glob", "*.py", *(["--model", model] if model else [])])
+    done = CliRunner().invoke(
+        app, ["index", str(folder), "--out", str(index), "--glob", "*.py", *(["--model", model] if model else [])]
+    )
     if done.exit_code != 0:
         raise SystemExit(f"encodr index failed: {done.output.strip()}")
     rows = []
@@ -144,8 +146,16 @@ def measure(package: str, folder: Path, queries: list[dict], index: Path, model:
         _, results = searcher.query(request.query, request.options())
         at1 = sum(located(hits, q, 1) for hits, q in zip(results, queries))
         at5 = sum(located(hits, q, 5) for hits, q in zip(results, queries))
-        rows.append({"package": package, "mode": mode, "queries": len(queries), "passages": len(searcher.index),
-                     "located@1": 100 * at1 / len(queries), "located@5": 100 * at5 / len(queries)})  # fmt: skip
+        rows.append(
+            {
+                "package": package,
+                "mode": mode,
+                "queries": len(queries),
+                "passages": len(searcher.index),
+                "located@1": 100 * at1 / len(queries),
+                "located@5": 100 * at5 / len(queries),
+            }
+        )
     return rows
 
 
@@ -174,7 +184,11 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=None, help="only the first N files of each package (a quick run)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries of each package")
     parser.add_argument("--label", default="after", help="the name of this run's rows (before, after…)")
-    parser.add_argument("--tune", action="store_true", help="also tune the code recipe on each package's documented half, and on the other packages")
+    parser.add_argument(
+        "--tune",
+        action="store_true",
+        help="also tune the code recipe on each package's documented half, and on the other packages",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "code_search.json")
     args = parser.parse_args()
     rows = []
@@ -188,16 +202,26 @@ def main() -> None:
             if not args.tune:
                 continue
             own = tune([folder], tmp / f"{package}.code")  # its documented half: the held-out functions are undocumented there
-            rows.extend({"label": f"{args.label}, tuned on its own code", **row}
-                        for row in measure(package, folder, queries, tmp / f"{package}.own.idx", own, ("dense", "hybrid")))  # fmt: skip
+            rows.extend(
+                {"label": f"{args.label}, tuned on its own code", **row}
+                for row in measure(package, folder, queries, tmp / f"{package}.own.idx", own, ("dense", "hybrid"))
+            )
             others = [tmp / p for p in packages if p != package]
             if others:
                 general = tune(others, tmp / f"{package}.others.code")
-                rows.extend({"label": f"{args.label}, tuned on the other packages", **row}
-                            for row in measure(package, folder, queries, tmp / f"{package}.others.idx", general, ("dense", "hybrid")))  # fmt: skip
-    print_table(f"Function retrieval ({args.label}): located@1 / @5, %", rows, ["label", "package", "mode", "queries", "located@1", "located@5"])
+                rows.extend(
+                    {"label": f"{args.label}, tuned on the other packages", **row}
+                    for row in measure(package, folder, queries, tmp / f"{package}.others.idx", general, ("dense", "hybrid"))
+                )
+    print_table(
+        f"Function retrieval ({args.label}): located@1 / @5, %",
+        rows,
+        ["label", "package", "mode", "queries", "located@1", "located@5"],
+    )
     labels = {r["label"] for r in rows}
-    kept = [r for r in (json.loads(args.out.read_text()).get("rows", []) if args.out.exists() else []) if r.get("label") not in labels]
+    kept = [
+        r for r in (json.loads(args.out.read_text()).get("rows", []) if args.out.exists() else []) if r.get("label") not in labels
+    ]
     write_json(args.out, {"bench": "code_search", "model": "minilm", "k": 5, "rows": kept + rows})
 
 

@@ -17,7 +17,12 @@ def machine() -> dict:
     """What the numbers were measured on."""
     import torch
 
-    info = {"python": platform.python_version(), "torch": torch.__version__, "cpu_threads": torch.get_num_threads(), "date": time.strftime("%Y-%m-%d")}
+    info = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpu_threads": torch.get_num_threads(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
     return info
@@ -38,7 +43,9 @@ def commit() -> str:
     import subprocess
 
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -88,7 +95,9 @@ def beir_subset(folder: Path, split: str, documents: int, queries: int, out: Pat
     ``documents`` in all (0: all). Returns ``out``."""
     import random
 
-    rows = [line.rstrip("\n").split("\t") for line in (folder / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()]
+    rows = [
+        line.rstrip("\n").split("\t") for line in (folder / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
+    ]
     header, rows = (rows[0], rows[1:]) if rows and not rows[0][-1].lstrip("-").isdigit() else (None, rows)
     kept_queries = list(dict.fromkeys(r[0] for r in rows))[: queries or None]
     rows = [r for r in rows if r[0] in set(kept_queries)]
@@ -96,11 +105,24 @@ def beir_subset(folder: Path, split: str, documents: int, queries: int, out: Pat
     lines = (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     ids = [str(json.loads(line)["_id"]) for line in lines]
     others = [i for i, d in enumerate(ids) if d not in judged]
-    keep = set(range(len(lines))) if not documents else {i for i, d in enumerate(ids) if d in judged} | set(random.Random(0).sample(others, max(0, min(len(others), documents - len(judged)))))
+    keep = (
+        set(range(len(lines)))
+        if not documents
+        else {i for i, d in enumerate(ids) if d in judged}
+        | set(random.Random(0).sample(others, max(0, min(len(others), documents - len(judged)))))
+    )
     (out / "qrels").mkdir(parents=True, exist_ok=True)
     (out / "corpus.jsonl").write_text("".join(lines[i] + "\n" for i in sorted(keep)), encoding="utf-8")
     wanted = set(kept_queries)
-    (out / "queries.jsonl").write_text("".join(line + "\n" for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-                                               if str(json.loads(line)["_id"]) in wanted), encoding="utf-8")  # fmt: skip
-    (out / "qrels" / f"{split}.tsv").write_text("".join("\t".join(r) + "\n" for r in ([header] if header else []) + rows), encoding="utf-8")
+    (out / "queries.jsonl").write_text(
+        "".join(
+            line + "\n"
+            for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+            if str(json.loads(line)["_id"]) in wanted
+        ),
+        encoding="utf-8",
+    )
+    (out / "qrels" / f"{split}.tsv").write_text(
+        "".join("\t".join(r) + "\n" for r in ([header] if header else []) + rows), encoding="utf-8"
+    )
     return out

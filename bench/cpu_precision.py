@@ -97,13 +97,33 @@ def main() -> None:
         with context():
             rho = {split: s.score(encoder) for split, s in sets.items()}
         cosine = float(np.mean(np.sum(vectors[name] * vectors["torch fp32"], axis=1)))
-        rows.append({"config": name, "texts_per_s": speed[name], "vs_fp32": speed[name] / speed["torch fp32"], "cosine_to_fp32": cosine,
-                     "stsb_dev": rho["dev"], "stsb_test": rho["test"]})  # fmt: skip
+        rows.append(
+            {
+                "config": name,
+                "texts_per_s": speed[name],
+                "vs_fp32": speed[name] / speed["torch fp32"],
+                "cosine_to_fp32": cosine,
+                "stsb_dev": rho["dev"],
+                "stsb_test": rho["test"],
+            }
+        )
     flags = cpu_flags()
     shown = [{**row, "cosine_to_fp32": f"{row['cosine_to_fp32']:.5f}"} for row in rows]
-    print_table(f"CPU encoding precision ({args.model}, {len(texts):,} Wikipedia sentences; CPU flags: {' '.join(flags) or 'unknown'})", shown,
-                ["config", "texts_per_s", "vs_fp32", "cosine_to_fp32", "stsb_dev", "stsb_test"])  # fmt: skip
-    write_json(args.out, {"machine": {**machine(), "cpu_flags": flags}, "model": args.model, "texts": len(texts), "repeats": args.repeats, "rows": rows})
+    print_table(
+        f"CPU encoding precision ({args.model}, {len(texts):,} Wikipedia sentences; CPU flags: {' '.join(flags) or 'unknown'})",
+        shown,
+        ["config", "texts_per_s", "vs_fp32", "cosine_to_fp32", "stsb_dev", "stsb_test"],
+    )
+    write_json(
+        args.out,
+        {
+            "machine": {**machine(), "cpu_flags": flags},
+            "model": args.model,
+            "texts": len(texts),
+            "repeats": args.repeats,
+            "rows": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

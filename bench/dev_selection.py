@@ -34,8 +34,13 @@ QUICK = ["--tune", "200", "--out", "{tmp}/dev_selection.json"]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", help="output directories of encodr tune --dev runs")
-    parser.add_argument("--tune", type=int, default=0, metavar="N",
-                        help="first tune the phrase recipe on its first N strings with --dev mesh-dev, into a temporary folder, and add that run")
+    parser.add_argument(
+        "--tune",
+        type=int,
+        default=0,
+        metavar="N",
+        help="first tune the phrase recipe on its first N strings with --dev mesh-dev, into a temporary folder, and add that run",
+    )
     parser.add_argument("--test", default="mesh-test", choices=sorted(TASKS), help="held-out set to score the saved models on")
     parser.add_argument("--base", default="minilm", help="the base model, scored with its own pooling")
     parser.add_argument("--out", default=str(RESULTS / "dev_selection.json"))
@@ -52,19 +57,33 @@ def main() -> None:
         args.runs.append(str(run))
     evaluator = TASKS[args.test].evaluator()
     base_score = evaluator.evaluate(load_encoder(args.base))[0]
-    rows = [{"model": f"{args.base} (base, own pooling)", "pooling": load_encoder(args.base).pooling, "dev set": "", "dev curve": "",
-             "kept": "", f"{args.test} {base_score.metric}": round(base_score.value, 2), "Δ vs base": 0.0}]  # fmt: skip
+    rows = [
+        {
+            "model": f"{args.base} (base, own pooling)",
+            "pooling": load_encoder(args.base).pooling,
+            "dev set": "",
+            "dev curve": "",
+            "kept": "",
+            f"{args.test} {base_score.metric}": round(base_score.value, 2),
+            "Δ vs base": 0.0,
+        }
+    ]
     for run in args.runs:
         summary = json.loads((Path(run) / "encodr.json").read_text())
         encoder = load_encoder(run)
         score = evaluator.evaluate(encoder)[0]
         best = summary["best"]
-        rows.append({
-            "model": run, "pooling": encoder.pooling, "dev set": summary["dev"],
-            "dev curve": " → ".join(f"{p['step']}:{p['dev']:.2f}" for p in summary["dev_curve"]),
-            "kept": "start (no step beat it)" if best["step"] == 0 else f"step {best['step']}",
-            f"{args.test} {score.metric}": round(score.value, 2), "Δ vs base": round(score.value - base_score.value, 2),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": run,
+                "pooling": encoder.pooling,
+                "dev set": summary["dev"],
+                "dev curve": " → ".join(f"{p['step']}:{p['dev']:.2f}" for p in summary["dev_curve"]),
+                "kept": "start (no step beat it)" if best["step"] == 0 else f"step {best['step']}",
+                f"{args.test} {score.metric}": round(score.value, 2),
+                "Δ vs base": round(score.value - base_score.value, 2),
+            }
+        )
     columns = list(rows[0])
     print_table(f"encodr bench/dev_selection.py ({args.test})", rows, columns)
     write_json(Path(args.out), {"machine": machine(), "test": args.test, "base": args.base, "rows": rows})

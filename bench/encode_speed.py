@@ -39,7 +39,7 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 from cpu_precision import cpu_flags  # noqa: E402
 
 from encodr import evaluation  # noqa: E402
-from encodr.index import Index, BuildOptions, build  # noqa: E402
+from encodr.index import BuildOptions, Index, build  # noqa: E402
 from encodr.models import load_encoder  # noqa: E402
 from encodr.models.onnx import export, export_dir  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
@@ -85,7 +85,9 @@ def main() -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
-    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[None], help="encodr batch sizes to try (default: the encoder's own)")
+    parser.add_argument(
+        "--batch-sizes", nargs="+", type=int, default=[None], help="encodr batch sizes to try (default: the encoder's own)"
+    )
     parser.add_argument("--no-sts", action="store_true", help="skip the STS-B test scores")
     parser.add_argument("--out", type=Path, default=RESULTS / "encode_speed.json")
     args = parser.parse_args()
@@ -98,20 +100,29 @@ def main() -> None:
         corpus = work / "wiki.txt"
         corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
         st_s, st_vectors = st_encode(texts, args.model)
-        rows.append({"run": "sentence-transformers/torch", "batch": 32, "seconds": round(st_s, 1), "texts/s": round(len(texts) / st_s, 1)})
+        rows.append(
+            {"run": "sentence-transformers/torch", "batch": 32, "seconds": round(st_s, 1), "texts/s": round(len(texts) / st_s, 1)}
+        )
         print(f"sentence-transformers: {len(texts) / st_s:.1f} texts/s", flush=True)
         for backend in args.backends:
             if backend != "torch":
                 started = time.perf_counter()
-                cached = (export_dir(load_encoder(args.model)) / ("model.onnx" if backend == "onnx" else "model_qint8.onnx")).is_file()
+                cached = (
+                    export_dir(load_encoder(args.model)) / ("model.onnx" if backend == "onnx" else "model_qint8.onnx")
+                ).is_file()
                 export(load_encoder(args.model, device="cpu"), backend)
                 export_s[backend] = None if cached else round(time.perf_counter() - started, 1)
             for batch_size in args.batch_sizes:
                 seconds, vectors = encodr_index(corpus, args.model, backend, work, batch_size)
                 encoder = load_encoder(args.model, backend=backend)
-                row = {"run": f"encodr index --backend {backend}", "batch": batch_size or encoder.batch_size, "seconds": round(seconds, 1),
-                       "texts/s": round(len(texts) / seconds, 1), "× sentence-transformers": round(st_s / seconds, 2),
-                       "cos to ST vectors": round(float(np.mean(np.sum(vectors * st_vectors, axis=1))), 4)}  # fmt: skip
+                row = {
+                    "run": f"encodr index --backend {backend}",
+                    "batch": batch_size or encoder.batch_size,
+                    "seconds": round(seconds, 1),
+                    "texts/s": round(len(texts) / seconds, 1),
+                    "× sentence-transformers": round(st_s / seconds, 2),
+                    "cos to ST vectors": round(float(np.mean(np.sum(vectors * st_vectors, axis=1))), 4),
+                }
                 if not args.no_sts and batch_size == args.batch_sizes[0]:
                     report = evaluation.run("sts", encoder, ["stsb-test"])
                     row["STS-B test ρ"] = round(report.scores[0].value, 2)
@@ -120,7 +131,16 @@ def main() -> None:
     columns = ["run", "batch", "seconds", "texts/s", "× sentence-transformers", "cos to ST vectors", "STS-B test ρ"]
     print_table(f"encode speed: {len(texts):,} Wikipedia sentences, {args.model}", rows, columns)
     print(f"ONNX export (first use, then cached): {export_s}")
-    write_json(args.out, {"texts": len(texts), "model": args.model, "rows": rows, "onnx_export_seconds": export_s, "machine": {**machine(), "cpu_flags": cpu_flags()}})
+    write_json(
+        args.out,
+        {
+            "texts": len(texts),
+            "model": args.model,
+            "rows": rows,
+            "onnx_export_seconds": export_s,
+            "machine": {**machine(), "cpu_flags": cpu_flags()},
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -118,21 +118,42 @@ def fused(name: str, dense, keyword, code: bool = False) -> list[int]:
     alpha = float(name.split("@")[1]) if "@" in name else 0.5
     if name.startswith("zscore@"):
         return [i for i, _ in fuse(dense, keyword, "zscore", alpha=alpha)]
-    norm, bonus = {"zscore-own-lists": (_z, False), "dbsf": (_dbsf, False), "convex+bonus": (_minmax, True), "dbsf+bonus": (_dbsf, True),
-                   "zscore-own-lists+bonus": (_z, True)}[name]  # fmt: skip
+    norm, bonus = {
+        "zscore-own-lists": (_z, False),
+        "dbsf": (_dbsf, False),
+        "convex+bonus": (_minmax, True),
+        "dbsf+bonus": (_dbsf, True),
+        "zscore-own-lists+bonus": (_z, True),
+    }[name]
     d, k = norm(dense), norm(keyword)
     floor_d, floor_k = (min(d.values(), default=0.0), min(k.values(), default=0.0)) if norm is _z else (0.0, 0.0)
     d_rank = {i: r for r, (i, _) in enumerate(dense, 1)}
     k_rank = {i: r for r, (i, _) in enumerate(keyword, 1)}
     order = list(dict.fromkeys([i for i, _ in dense] + [i for i, _ in keyword]))
-    score = {i: alpha * d.get(i, floor_d) + (1 - alpha) * k.get(i, floor_k) + (_bonus(i, d_rank, k_rank) if bonus else 0.0) for i in order}
+    score = {
+        i: alpha * d.get(i, floor_d) + (1 - alpha) * k.get(i, floor_k) + (_bonus(i, d_rank, k_rank) if bonus else 0.0)
+        for i in order
+    }
     return sorted(order, key=lambda i: -score[i])
 
 
 # encodr's fusions, then the candidates considered: one α for all texts, z-scores over each
 # list alone (absent: the list's lowest), Qdrant's DBSF, qmd's top-rank bonus
-FUSIONS = ("dense", "keyword", "zscore", "convex", "rrf", "zscore@0.6", "zscore@0.7", "zscore@0.8", "zscore-own-lists", "dbsf",
-           "convex+bonus", "dbsf+bonus", "zscore-own-lists+bonus")  # fmt: skip
+FUSIONS = (
+    "dense",
+    "keyword",
+    "zscore",
+    "convex",
+    "rrf",
+    "zscore@0.6",
+    "zscore@0.7",
+    "zscore@0.8",
+    "zscore-own-lists",
+    "dbsf",
+    "convex+bonus",
+    "dbsf+bonus",
+    "zscore-own-lists+bonus",
+)
 
 
 def ndcg10(gains: list[float], ideal: int) -> float:
@@ -143,6 +164,7 @@ def ndcg10(gains: list[float], ideal: int) -> float:
 
 def scored(dense_hits, keyword_hits, relevance, ideal: int) -> dict:
     """One query's two candidate lists as the scoring needs them: (id, score, document, gain) each."""
+
     def rows(hits):
         return [(h.id, h.score, h.document, relevance(h)) for h in hits]
 
@@ -156,7 +178,9 @@ def score_set(name: str, queries: list[dict], fusions=FUSIONS) -> list[dict]:
         total = 0.0
         for q in queries:
             about = {i: (doc, gain) for i, _, doc, gain in q["dense"] + q["keyword"]}
-            order = fused(fusion, [(i, s) for i, s, _, _ in q["dense"]], [(i, s) for i, s, _, _ in q["keyword"]], name.startswith("code-"))
+            order = fused(
+                fusion, [(i, s) for i, s, _, _ in q["dense"]], [(i, s) for i, s, _, _ in q["keyword"]], name.startswith("code-")
+            )
             seen, gains = set(), []
             for i in order:
                 doc, gain = about[i]
@@ -193,7 +217,10 @@ def answers_set(tmp: Path, lang: str, questions: int | None) -> list[dict]:
     idx = tmp / f"answers-{lang}.idx"
     index(folder, idx)
     _, dense, keyword = candidates(idx, [q["question"] for q in asked])
-    return [scored(d, k, lambda hit, q=q: float(Path(hit.path or hit.source).name == q["file"]), 1) for q, d, k in zip(asked, dense, keyword)]
+    return [
+        scored(d, k, lambda hit, q=q: float(Path(hit.path or hit.source).name == q["file"]), 1)
+        for q, d, k in zip(asked, dense, keyword)
+    ]
 
 
 def code_set(tmp: Path, package: str, questions: int | None) -> list[dict]:
@@ -216,7 +243,9 @@ def main() -> None:
     parser.add_argument("--packages", default="rich,sentence_transformers", help="the code sets' packages")
     parser.add_argument("--questions", type=int, default=None, help="at most N queries a set (a seeded sample)")
     parser.add_argument("--out", type=Path, default=RESULTS / "fusion.json")
-    parser.add_argument("--cache", type=Path, default=None, help="keep the candidate lists in this JSON file, and score from it when it exists")
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="keep the candidate lists in this JSON file, and score from it when it exists"
+    )
     args = parser.parse_args()
     sets = args.sets.split(",")
     found: dict[str, list[dict]] = json.loads(args.cache.read_text()) if args.cache and args.cache.exists() else {}
@@ -234,8 +263,10 @@ def main() -> None:
     print_table("Fusion: nDCG@10 of the collapsed documents", rows, ["set", "fusion", "queries", "nDCG@10"])
     for name in found:  # the rule the default keeps
         at = {r["fusion"]: r["nDCG@10"] for r in rows if r["set"] == name}
-        print(f"{name}: zscore {at['zscore']:.2f} vs max(dense, keyword) − 1 = {max(at['dense'], at['keyword']) - 1:.2f}"
-              f" → {'holds' if at['zscore'] >= max(at['dense'], at['keyword']) - 1 else 'FAILS'}")
+        print(
+            f"{name}: zscore {at['zscore']:.2f} vs max(dense, keyword) − 1 = {max(at['dense'], at['keyword']) - 1:.2f}"
+            f" → {'holds' if at['zscore'] >= max(at['dense'], at['keyword']) - 1 else 'FAILS'}"
+        )
     write_json(args.out, {"bench": "fusion", "model": "minilm", "depth": DEPTH, "rows": rows})
 
 

@@ -133,14 +133,29 @@ def encode_rows(models: dict[str, Path], sets: dict[str, list[str]], batches: li
                 for b in batches:
                     st.encode(texts[: 2 * b], batch_size=b)
                     out = {}
-                    seconds = timed(lambda: out.setdefault("v", st.encode(texts, batch_size=b, normalize_embeddings=True, convert_to_numpy=True)))
+                    seconds = timed(
+                        lambda: out.setdefault(
+                            "v", st.encode(texts, batch_size=b, normalize_embeddings=True, convert_to_numpy=True)
+                        )
+                    )
                     vectors = np.asarray(out["v"], dtype=np.float32)
                     if dtype_name == "fp32" and reference is None:
                         reference = vectors
                     delta = float(np.max(np.abs(np.sum(vectors * reference, axis=1) - 1))) if dtype_name != "fp32" else 0.0
-                    rows.append({"model": name, "texts": set_name, "impl": "sentence-transformers", "dtype": dtype_name, "batch": b,
-                                 "n": len(texts), "seconds": seconds, "texts_per_s": len(texts) / seconds, "tokens_per_s": tokens / seconds,
-                                 "max_dcos": delta})  # fmt: skip
+                    rows.append(
+                        {
+                            "model": name,
+                            "texts": set_name,
+                            "impl": "sentence-transformers",
+                            "dtype": dtype_name,
+                            "batch": b,
+                            "n": len(texts),
+                            "seconds": seconds,
+                            "texts_per_s": len(texts) / seconds,
+                            "tokens_per_s": tokens / seconds,
+                            "max_dcos": delta,
+                        }
+                    )
                     print(rows[-1], flush=True)
                 st = None  # free its memory before the next dtype
             for dtype_name, dtype in (("fp32", torch.float32), ("fp16", torch.float16)):
@@ -148,8 +163,19 @@ def encode_rows(models: dict[str, Path], sets: dict[str, list[str]], batches: li
                 for b in batches:
                     encoder.encode(texts[: 2 * b], batch_size=b)
                     seconds = timed(lambda: encoder.encode(texts, batch_size=b))
-                    rows.append({"model": name, "texts": set_name, "impl": "encodr Encoder", "dtype": dtype_name, "batch": b, "n": len(texts),
-                                 "seconds": seconds, "texts_per_s": len(texts) / seconds, "tokens_per_s": tokens / seconds})  # fmt: skip
+                    rows.append(
+                        {
+                            "model": name,
+                            "texts": set_name,
+                            "impl": "encodr Encoder",
+                            "dtype": dtype_name,
+                            "batch": b,
+                            "n": len(texts),
+                            "seconds": seconds,
+                            "texts_per_s": len(texts) / seconds,
+                            "tokens_per_s": tokens / seconds,
+                        }
+                    )
                     print(rows[-1], flush=True)
                 encoder.st.to(torch.float32)
             torch.cuda.empty_cache()
@@ -175,8 +201,15 @@ def profile_rows(models: dict[str, Path], sets: dict[str, list[str]], batch: int
             start = time.perf_counter()
             features = [tokenizer(c, padding=True, truncation=True, max_length=window, return_tensors="pt") for c in chunks]
             tok_s = time.perf_counter() - start
-            rows.append({"model": name, "texts": set_name, "stage": "tokenize (CPU, 1 process)", "fast_tokenizer": bool(tokenizer.is_fast),
-                         "texts_per_s": len(texts) / tok_s})  # fmt: skip
+            rows.append(
+                {
+                    "model": name,
+                    "texts": set_name,
+                    "stage": "tokenize (CPU, 1 process)",
+                    "fast_tokenizer": bool(tokenizer.is_fast),
+                    "texts_per_s": len(texts) / tok_s,
+                }
+            )
             print(rows[-1], flush=True)
             on_gpu = [{k: v.to("cuda") for k, v in f.items()} for f in features]
             for dtype_name, dtype in (("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)):
@@ -184,7 +217,14 @@ def profile_rows(models: dict[str, Path], sets: dict[str, list[str]], batch: int
                 with torch.inference_mode():
                     st(dict(on_gpu[0]))
                     seconds = timed(lambda: [st(dict(f)) for f in on_gpu])
-                rows.append({"model": name, "texts": set_name, "stage": f"forward (GPU, {dtype_name})", "texts_per_s": len(texts) / seconds})
+                rows.append(
+                    {
+                        "model": name,
+                        "texts": set_name,
+                        "stage": f"forward (GPU, {dtype_name})",
+                        "texts_per_s": len(texts) / seconds,
+                    }
+                )
                 print(rows[-1], flush=True)
             st.to(torch.float32)
         st = None
@@ -200,14 +240,29 @@ def st_anchor(path: Path, texts: list[str], tokens: int, label: dict) -> tuple[l
     from sentence_transformers import SentenceTransformer
 
     rows, reference = [], None
-    for dtype_name, dtype, b in (("fp32", torch.float32, 32), ("fp32", torch.float32, 256), ("fp16", torch.float16, 256))[: 2 if LEAN else 3]:
+    for dtype_name, dtype, b in (("fp32", torch.float32, 32), ("fp32", torch.float32, 256), ("fp16", torch.float16, 256))[
+        : 2 if LEAN else 3
+    ]:
         st = SentenceTransformer(str(path), device=DEVICE, model_kwargs={"dtype": dtype})
         out = {}
-        seconds = steady(lambda: out.__setitem__("v", st.encode(texts, batch_size=b, normalize_embeddings=True, convert_to_numpy=True)))
+        seconds = steady(
+            lambda st=st, b=b: out.__setitem__(
+                "v", st.encode(texts, batch_size=b, normalize_embeddings=True, convert_to_numpy=True)
+            )
+        )
         vectors = np.asarray(out["v"], dtype=np.float32)
         reference = vectors if reference is None and b == 256 else reference
-        rows.append({**label, "impl": "sentence-transformers encode", "dtype": dtype_name, "batch": str(b), "texts_per_s": len(texts) / seconds,
-                     "tokens_per_s": tokens / seconds, "max_dcos": max_dcos(vectors, reference)})  # fmt: skip
+        rows.append(
+            {
+                **label,
+                "impl": "sentence-transformers encode",
+                "dtype": dtype_name,
+                "batch": str(b),
+                "texts_per_s": len(texts) / seconds,
+                "tokens_per_s": tokens / seconds,
+                "max_dcos": max_dcos(vectors, reference),
+            }
+        )
         print(rows[-1], flush=True)
         del st
     return rows, reference
@@ -242,25 +297,55 @@ def encodr_rows(path: Path, texts: list[str], tokens: int, label: dict, referenc
         return rows[-1]
 
     out, stats = {}, {}
-    row("encodr pipeline (Encoder.encode)", steady(lambda: out.__setitem__("v", encoder.encode(texts))), dtype=dtype, batch=f"{TOKEN_BUDGET} tokens",
-        workers=pool.workers, max_dcos=max_dcos(out["v"], reference))  # fmt: skip
+    row(
+        "encodr pipeline (Encoder.encode)",
+        steady(lambda: out.__setitem__("v", encoder.encode(texts))),
+        dtype=dtype,
+        batch=f"{TOKEN_BUDGET} tokens",
+        workers=pool.workers,
+        max_dcos=max_dcos(out["v"], reference),
+    )
     buffer = np.empty_like(out["v"])
     seconds = timed(lambda: encode_pipelined(forward, pool, texts, buffer, stats=stats))  # warm: the row above
-    row("encodr pipeline, timed inside", seconds, dtype=dtype, batch=f"{TOKEN_BUDGET} tokens", workers=pool.workers,
-        **{f"{k}_s": v for k, v in stats.items() if k in ("waiting", "launching", "landing")}, padding_share=1 - stats["tokens"] / stats["padded"])  # fmt: skip
+    row(
+        "encodr pipeline, timed inside",
+        seconds,
+        dtype=dtype,
+        batch=f"{TOKEN_BUDGET} tokens",
+        workers=pool.workers,
+        **{f"{k}_s": v for k, v in stats.items() if k in ("waiting", "launching", "landing")},
+        padding_share=1 - stats["tokens"] / stats["padded"],
+    )
     for budget in [] if LEAN else budgets:
         buffer = np.empty_like(out["v"])
-        row("encodr pipeline", steady(lambda: encode_pipelined(forward, pool, texts, buffer, budget=budget)), dtype=dtype,
-            batch=f"{budget} tokens", workers=pool.workers)  # fmt: skip
+        row(
+            "encodr pipeline",
+            steady(lambda: encode_pipelined(forward, pool, texts, buffer, budget=budget)),
+            dtype=dtype,
+            batch=f"{budget} tokens",
+            workers=pool.workers,
+        )
     inline = TokenizerPool(encoder.st.tokenizer, encoder.max_length, workers=0, pin=DEVICE == "cuda")
     buffer = np.empty_like(out["v"])
     if not LEAN:
-        row("encodr pipeline", steady(lambda: encode_pipelined(forward, inline, texts, buffer)), dtype=dtype, batch=f"{TOKEN_BUDGET} tokens", workers=0)
+        row(
+            "encodr pipeline",
+            steady(lambda: encode_pipelined(forward, inline, texts, buffer)),
+            dtype=dtype,
+            batch=f"{TOKEN_BUDGET} tokens",
+            workers=0,
+        )
     ceiling_rows(encoder, pool, texts, tokens, row)
     pool.close()
     encoder._gpu_pool = lambda: None  # the path before the pipeline: Encoder.encode's CPU loop, fp32
     if not LEAN:
-        row("encodr before (one tokenizer call, fp32)", steady(lambda: encoder.encode(texts, batch_size=256)), dtype="fp32", batch="256", workers=0)
+        row(
+            "encodr before (one tokenizer call, fp32)",
+            steady(lambda: encoder.encode(texts, batch_size=256)),
+            dtype="fp32",
+            batch="256",
+            workers=0,
+        )
     return rows
 
 
@@ -268,8 +353,6 @@ def ceiling_rows(encoder, pool, texts: list[str], tokens: int, row) -> None:
     """The tokenizer alone (in the calling thread, and in the encoder's worker processes), the padding left in the batches, and
     the forward pass alone on those batches already on the GPU, in the pipeline's precision and
     in fp32 (each a row through ``row``)."""
-    import torch
-
     from encodr.models.pipeline import TokenizerPool
 
     inline = TokenizerPool(encoder.st.tokenizer, encoder.max_length, workers=0, pin=DEVICE == "cuda")
@@ -283,7 +366,12 @@ def ceiling_rows(encoder, pool, texts: list[str], tokens: int, row) -> None:
         forward.half = use_half
         with forward.on_device_mode():
             forward.on_device(on_gpu[0])
-            row("forward alone (ceiling)", timed(lambda: [forward.on_device(f) for f in on_gpu]), dtype=dtype_name, padding_share=1 - tokens / padded)
+            row(
+                "forward alone (ceiling)",
+                timed(lambda: [forward.on_device(f) for f in on_gpu]),
+                dtype=dtype_name,
+                padding_share=1 - tokens / padded,
+            )
     forward.half = half
 
 
@@ -306,9 +394,18 @@ def pipeline_rows(models: dict[str, Path], sets: dict[str, list[str]], budgets: 
             pipeline = next(r for r in mine if r["impl"] == "encodr pipeline (Encoder.encode)")
             ceiling = next(r for r in mine if r["impl"] == "forward alone (ceiling)")
             tokenizer = max(r["texts_per_s"] for r in mine if r["impl"] == "tokenizer alone")
-            summary.append({**label, "st fp32 (best batch)": best_st, "encodr": pipeline["texts_per_s"], "x st": pipeline["texts_per_s"] / best_st,
-                            "ceiling": ceiling["texts_per_s"], "of ceiling": pipeline["texts_per_s"] / ceiling["texts_per_s"],
-                            "tokenizer alone": tokenizer, "max_dcos": pipeline["max_dcos"]})  # fmt: skip
+            summary.append(
+                {
+                    **label,
+                    "st fp32 (best batch)": best_st,
+                    "encodr": pipeline["texts_per_s"],
+                    "x st": pipeline["texts_per_s"] / best_st,
+                    "ceiling": ceiling["texts_per_s"],
+                    "of ceiling": pipeline["texts_per_s"] / ceiling["texts_per_s"],
+                    "tokenizer alone": tokenizer,
+                    "max_dcos": pipeline["max_dcos"],
+                }
+            )
             print(summary[-1], flush=True)
             save(rows, summary)
     return rows, summary
@@ -355,16 +452,34 @@ def ict_rows(model: Path, texts: list[str], batches: list[int], steps: int, warm
         st.max_seq_length = 256
         torch.cuda.reset_peak_memory_stats()
         with tempfile.TemporaryDirectory() as tmp:
-            args = SentenceTransformerTrainingArguments(output_dir=tmp, per_device_train_batch_size=b, max_steps=steps, learning_rate=2e-5,
-                                                        lr_scheduler_type="constant", save_strategy="no", logging_strategy="no", report_to="none",
-                                                        bf16=True, disable_tqdm=True)  # fmt: skip
+            args = SentenceTransformerTrainingArguments(
+                output_dir=tmp,
+                per_device_train_batch_size=b,
+                max_steps=steps,
+                learning_rate=2e-5,
+                lr_scheduler_type="constant",
+                save_strategy="no",
+                logging_strategy="no",
+                report_to="none",
+                bf16=True,
+                disable_tqdm=True,
+            )
             data = Dataset.from_dict({"anchor": anchors, "positive": positives})
-            SentenceTransformerTrainer(model=st, args=args, train_dataset=data, loss=MultipleNegativesRankingLoss(st, scale=20.0),
-                                       callbacks=[Timer()]).train()  # fmt: skip
+            SentenceTransformerTrainer(
+                model=st, args=args, train_dataset=data, loss=MultipleNegativesRankingLoss(st, scale=20.0), callbacks=[Timer()]
+            ).train()
         seconds = times[-1] - times[warmup - 1]
-        rows.append({"recipe": "ICT pairs, 256 tokens", "impl": "sentence-transformers MNRL", "batch_size": b, "max_length": 256,
-                     "timed_steps": len(times) - warmup, "examples_per_s": (len(times) - warmup) * b / seconds,
-                     "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30})  # fmt: skip
+        rows.append(
+            {
+                "recipe": "ICT pairs, 256 tokens",
+                "impl": "sentence-transformers MNRL",
+                "batch_size": b,
+                "max_length": 256,
+                "timed_steps": len(times) - warmup,
+                "examples_per_s": (len(times) - warmup) * b / seconds,
+                "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30,
+            }
+        )
         print(rows[-1], flush=True)
     return rows
 
@@ -378,8 +493,10 @@ def tune_rows(model: Path, work: Path) -> list[dict]:
     data = work / "wiki2k.txt"
     data.write_text("\n".join(default_corpus("wiki").strings[:2_000]) + "\n")
     rows = []
-    launchers = {"python -m encodr": [sys.executable, "-m", "encodr"],
-                 "torchrun --nproc_per_node 1": [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "1", "-m", "encodr"]}  # fmt: skip
+    launchers = {
+        "python -m encodr": [sys.executable, "-m", "encodr"],
+        "torchrun --nproc_per_node 1": [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "1", "-m", "encodr"],
+    }
     for label, launcher in launchers.items():
         out = work / re.sub(r"\W+", "-", label)
         cmd = [*launcher, "tune", str(data), "--recipe", "sentence", "--model", str(model), "--out", str(out), "--json"]
@@ -405,7 +522,16 @@ def cpu_flags() -> list[str]:
     return [f for f in flags() if f.startswith(("avx", "amx"))]
 
 
-def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str], recipes: list[str], budgets: list[int], limit: int | None = None) -> None:
+def run(
+    src: Path,
+    out: Path,
+    batches: list[int],
+    steps: int,
+    parts: list[str],
+    recipes: list[str],
+    budgets: list[int],
+    limit: int | None = None,
+) -> None:
     import torch
 
     work = Path("/tmp/encodr-gpu")
@@ -420,9 +546,19 @@ def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str], 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none (a trial run)"
     result = {"machine": machine(), "gpu": gpu, "torch": torch.__version__, "weights": "random (same arithmetic)"}
     if "pipeline" in parts:  # its own file: gpu.json keeps the first run's rows
+
         def save(rows: list[dict], summary: list[dict]) -> None:
-            write_json(out / "gpu_pipeline.json", {"gpu": gpu, "torch": torch.__version__, "weights": "random (same arithmetic)",
-                                                   "cpu_flags": cpu_flags(), "summary": summary, "rows": rows})  # fmt: skip
+            write_json(
+                out / "gpu_pipeline.json",
+                {
+                    "gpu": gpu,
+                    "torch": torch.__version__,
+                    "weights": "random (same arithmetic)",
+                    "cpu_flags": cpu_flags(),
+                    "summary": summary,
+                    "rows": rows,
+                },
+            )
 
         rows, summary = pipeline_rows(models, sets, budgets, save)
         print_table(f"encoding pipeline on {gpu} (random weights)", summary, list(summary[0]))
@@ -436,19 +572,40 @@ def run(src: Path, out: Path, batches: list[int], steps: int, parts: list[str], 
     write_json(out / "gpu.json", result)
     result["train"] = []
     if "train" in parts:
-        train = subprocess.run([sys.executable, str(Path(__file__).parent / "train_speed.py"), "--device", "cuda", "--model", str(models["minilm"]),
-                                "--steps", str(steps), "--recipes", *recipes], capture_output=True, text=True)  # fmt: skip
+        train = subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).parent / "train_speed.py"),
+                "--device",
+                "cuda",
+                "--model",
+                str(models["minilm"]),
+                "--steps",
+                str(steps),
+                "--recipes",
+                *recipes,
+            ],
+            capture_output=True,
+            text=True,
+        )
         print(train.stdout[-3000:], train.stderr[-3000:] if train.returncode else "", flush=True)
         cuda_json = Path(__file__).parent / "results" / "train_speed-cuda.json"
         result["train"] = json.loads(cuda_json.read_text())["rows"] if cuda_json.is_file() else []
         result["train"] += ict_rows(models["minilm"], sets["SciFact abstracts"], [64, 256], steps, 2)
         write_json(out / "gpu.json", result)
     write_json(out / "gpu.json", result)
-    print_table(f"encoding on {result['gpu']} (random weights)", result["encode"],
-                ["model", "texts", "impl", "dtype", "batch", "texts_per_s", "tokens_per_s", "max_dcos"])  # fmt: skip
-    print_table(f"training on {result['gpu']} (random weights)", result["train"],
-                ["recipe", "impl", "batch_size", "max_length", "examples_per_s", "ratio_vs_st", "peak_mem_gib"])  # fmt: skip
+    print_table(
+        f"encoding on {result['gpu']} (random weights)",
+        result["encode"],
+        ["model", "texts", "impl", "dtype", "batch", "texts_per_s", "tokens_per_s", "max_dcos"],
+    )
+    print_table(
+        f"training on {result['gpu']} (random weights)",
+        result["train"],
+        ["recipe", "impl", "batch_size", "max_length", "examples_per_s", "ratio_vs_st", "peak_mem_gib"],
+    )
     print(json.dumps(result["tune"], indent=1))
+
 
 def half_rows(limit: int) -> list[dict]:
     """The real weights' vectors in float16 products against float32, on this machine's CPU
@@ -476,8 +633,16 @@ def half_rows(limit: int) -> list[dict]:
                     exact, rounded = encoder.forward._vectors(features, None), encoder.forward._vectors(features, torch.float16)
                     cosines.append((exact * rounded).sum(-1).numpy())
             cosines = np.concatenate(cosines)
-            rows.append({"model": name, "texts": set_name, "n": len(texts), "min_cos": float(cosines.min()), "mean_cos": float(cosines.mean()),
-                         "kept (min ≥ 0.999)": bool(cosines.min() >= 0.999)})  # fmt: skip
+            rows.append(
+                {
+                    "model": name,
+                    "texts": set_name,
+                    "n": len(texts),
+                    "min_cos": float(cosines.min()),
+                    "mean_cos": float(cosines.mean()),
+                    "kept (min ≥ 0.999)": bool(cosines.min() >= 0.999),
+                }
+            )
             print(rows[-1], flush=True)
     return rows
 
@@ -487,16 +652,27 @@ QUICK = ["prepare", "{tmp}/gpu"]  # the step a machine without CUDA can run; `ru
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=["prepare", "run", "half"], help="half: float16 against float32 with the real weights, on this CPU")
+    parser.add_argument(
+        "step", choices=["prepare", "run", "half"], help="half: float16 against float32 with the real weights, on this CPU"
+    )
     parser.add_argument("folder", type=Path, help="what travels: configs, tokenizers, the SciFact corpus")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--batches", type=int, nargs="+", default=[64, 256, 1024])
-    parser.add_argument("--parts", nargs="+", default=["pipeline"], choices=["pipeline", "encode", "profile", "train", "tune"],
-                        help="pipeline: gpu_pipeline.json; the others: gpu.json (the first run's parts)")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=["pipeline"],
+        choices=["pipeline", "encode", "profile", "train", "tune"],
+        help="pipeline: gpu_pipeline.json; the others: gpu.json (the first run's parts)",
+    )
     parser.add_argument("--device", default="cuda", help="the pipeline rows' device: cpu only to try the script")
-    parser.add_argument("--lean", action="store_true", help="the pipeline part's rows at their defaults only (a short device call)")
+    parser.add_argument(
+        "--lean", action="store_true", help="the pipeline part's rows at their defaults only (a short device call)"
+    )
     parser.add_argument("--limit", type=int, help="texts per set (a trial run)")
-    parser.add_argument("--budgets", type=int, nargs="+", default=[32_768, 131_072], help="the pipeline's token budgets tried beside its default")
+    parser.add_argument(
+        "--budgets", type=int, nargs="+", default=[32_768, 131_072], help="the pipeline's token budgets tried beside its default"
+    )
     parser.add_argument("--recipes", nargs="+", default=["word", "sentence"], help="bench/train_speed.py's recipes")
     parser.add_argument("--steps", type=int, default=22, help="training steps per row, 2 of them warm-up")
     args = parser.parse_args()

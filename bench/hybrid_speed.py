@@ -35,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 from search import corpus_texts, held_out  # noqa: E402
 
-
 # python -m bench run hybrid_speed --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
 QUICK = ["--n", "2000", "--queries", "20", "--rerank-queries", "2", "--out", "{tmp}/hybrid_speed.json"]
 
@@ -51,7 +50,7 @@ def main() -> None:
     import faiss
     import torch
 
-    from encodr.index import Searcher, BuildOptions, build
+    from encodr.index import BuildOptions, Searcher, build
     from encodr.index.options import SearchOptions
     from encodr.models.cross import new_cross_encoder
 
@@ -67,10 +66,19 @@ def main() -> None:
         started = time.perf_counter()
         meta = build([str(corpus)], Path(tmp) / "idx", BuildOptions(model="minilm", index_type="flat", backend=args.backend))
         build_s = time.perf_counter() - started
-        print(f"built {meta['count']:,} texts in {build_s:.0f} s, of which the keyword index {meta['keyword_seconds']:.1f} s", flush=True)
+        print(
+            f"built {meta['count']:,} texts in {build_s:.0f} s, of which the keyword index {meta['keyword_seconds']:.1f} s",
+            flush=True,
+        )
         searcher = Searcher(Path(tmp) / "idx")
         reranker = new_cross_encoder("minilm", max_length=256, device="cpu")
-        setups = [("dense", "rrf", None), ("keyword", "rrf", None), ("hybrid", "rrf", None), ("hybrid", "convex", None), ("hybrid", "convex", reranker)]
+        setups = [
+            ("dense", "rrf", None),
+            ("keyword", "rrf", None),
+            ("hybrid", "rrf", None),
+            ("hybrid", "convex", None),
+            ("hybrid", "convex", reranker),
+        ]
         rows = []
         for mode, fusion, rerank in setups:
             todo = queries[20 : 20 + (args.rerank_queries if rerank else args.queries)]
@@ -82,12 +90,25 @@ def main() -> None:
                 searcher.query([q], SearchOptions(k=10, mode=mode, fusion=fusion), reranker=rerank)
                 ms.append((time.perf_counter() - t) * 1000)
             label = mode if mode != "hybrid" else f"hybrid ({fusion})" + (" + re-rank 50" if rerank else "")
-            rows.append({"mode": label, "queries": len(todo), "p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99))})
+            rows.append(
+                {
+                    "mode": label,
+                    "queries": len(todo),
+                    "p50_ms": float(np.percentile(ms, 50)),
+                    "p99_ms": float(np.percentile(ms, 99)),
+                }
+            )
             print(rows[-1], flush=True)
         searcher.index.close()
-    build_row = {"texts": meta["count"], "build_s": round(build_s, 1), "keyword_index_s": meta["keyword_seconds"],
-                 "build_without_keyword_index_s": round(build_s - meta["keyword_seconds"], 1)}  # fmt: skip
-    print_table(f"search modes over {meta['count']:,} texts (MiniLM, {args.backend}, flat index, one thread)", rows, list(rows[0]))
+    build_row = {
+        "texts": meta["count"],
+        "build_s": round(build_s, 1),
+        "keyword_index_s": meta["keyword_seconds"],
+        "build_without_keyword_index_s": round(build_s - meta["keyword_seconds"], 1),
+    }
+    print_table(
+        f"search modes over {meta['count']:,} texts (MiniLM, {args.backend}, flat index, one thread)", rows, list(rows[0])
+    )
     print_table("index build", [build_row], list(build_row))
     write_json(args.out, {"machine": machine(), "backend": args.backend, "build": build_row, "rows": rows})
 

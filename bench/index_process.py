@@ -86,7 +86,9 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="a label stored with the rows (e.g. before / after a change)")
     parser.add_argument("--before", type=Path, default=None, help="another encodr checkout whose rows run in the same rounds")
     parser.add_argument("--before-backends", nargs="+", default=["torch", "onnx-int8"])
-    parser.add_argument("--load", type=int, default=0, help="also run every row beside this many busy processes (a second program, one core each)")
+    parser.add_argument(
+        "--load", type=int, default=0, help="also run every row beside this many busy processes (a second program, one core each)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "index_process.json")
     args = parser.parse_args()
 
@@ -105,16 +107,38 @@ def main() -> None:
         work = Path(tmp)
         corpus = work / "wiki.txt"
         corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
+
         def index(backend: str, out: str) -> list[str]:
-            return [sys.executable, "-m", "encodr", "index", str(corpus), "--model", args.model, "--backend", backend, "--out", str(work / out), "--overwrite"]
+            return [
+                sys.executable,
+                "-m",
+                "encodr",
+                "index",
+                str(corpus),
+                "--model",
+                args.model,
+                "--backend",
+                backend,
+                "--out",
+                str(work / out),
+                "--overwrite",
+            ]
 
         runs = {"sentence-transformers script": [sys.executable, "-c", SCRIPT, path, str(corpus), str(work / "st.npy")]}
         for backend in args.backends:
             runs[f"encodr index --backend {backend}"] = index(backend, f"idx-{backend}")
         if args.before is not None:
             before = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(args.before.resolve()), env.get("PYTHONPATH")]))}
-            where = subprocess.run([sys.executable, "-c", "import encodr; print(encodr.__file__)"], env=before, cwd=work, capture_output=True, text=True).stdout
-            assert where.startswith(str(args.before.resolve())), f"--before {args.before} is not the encodr these rows would run ({where.strip()})"
+            where = subprocess.run(
+                [sys.executable, "-c", "import encodr; print(encodr.__file__)"],
+                env=before,
+                cwd=work,
+                capture_output=True,
+                text=True,
+            ).stdout
+            assert where.startswith(str(args.before.resolve())), (
+                f"--before {args.before} is not the encodr these rows would run ({where.strip()})"
+            )
             for backend in args.before_backends:
                 name = f"encodr index --backend {backend} (before: {args.before})"
                 runs[name], envs[name] = index(backend, f"before-{backend}"), before
@@ -123,18 +147,41 @@ def main() -> None:
                 with busy(load):
                     for name, command in runs.items():
                         key = name if not load else f"{name} | {load} busy"
-                        seconds.setdefault(key, []).append(timed(command, envs.get(name, env), work))  # not from a checkout: python -m puts the cwd first
+                        seconds.setdefault(key, []).append(
+                            timed(command, envs.get(name, env), work)
+                        )  # not from a checkout: python -m puts the cwd first
                         print(f"round {round_ + 1}: {key}: {seconds[key][-1]:.1f} s", flush=True)
+
     def anchor(name: str) -> float:  # the script's median in the same conditions (quiet, or beside the same load)
         return statistics.median(seconds["sentence-transformers script" + name.partition(" | ")[1] + name.partition(" | ")[2]])
 
-    rows = [{"run": name, "seconds (median)": statistics.median(s), "runs": ", ".join(f"{x:.1f}" for x in s),
-             "× script": anchor(name) / statistics.median(s)} for name, s in seconds.items()]  # fmt: skip
-    print_table(f"Whole processes on {len(texts):,} Wikipedia sentences ({args.model}; median of {args.repeats}) {args.tag}".rstrip(), rows,
-                ["run", "seconds (median)", "runs", "× script"])  # fmt: skip
-    write_json(args.out, {"machine": {**machine(), "cpu_flags": cpu_flags(), "load_before": os.getloadavg()[0]}, "model": args.model, "texts": len(texts),
-                          "repeats": args.repeats, "tag": args.tag, "busy_processes": args.load,
-                          "seconds": seconds, "rows": rows})  # fmt: skip
+    rows = [
+        {
+            "run": name,
+            "seconds (median)": statistics.median(s),
+            "runs": ", ".join(f"{x:.1f}" for x in s),
+            "× script": anchor(name) / statistics.median(s),
+        }
+        for name, s in seconds.items()
+    ]
+    print_table(
+        f"Whole processes on {len(texts):,} Wikipedia sentences ({args.model}; median of {args.repeats}) {args.tag}".rstrip(),
+        rows,
+        ["run", "seconds (median)", "runs", "× script"],
+    )
+    write_json(
+        args.out,
+        {
+            "machine": {**machine(), "cpu_flags": cpu_flags(), "load_before": os.getloadavg()[0]},
+            "model": args.model,
+            "texts": len(texts),
+            "repeats": args.repeats,
+            "tag": args.tag,
+            "busy_processes": args.load,
+            "seconds": seconds,
+            "rows": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -37,7 +37,18 @@ from cpu_precision import cpu_flags  # noqa: E402  (the CPU flags that decide it
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval" / "scifact"
 TXTAI_PUBLISHED = 71.3  # txtai's benchmark page: SciFact, hybrid (BEIR test split)
 
-QUICK = ["--documents", "400", "--queries", "60", "--set", "epochs=1", "distill=false", "cross_negatives=1", "--out", "{tmp}/judged.json"]
+QUICK = [
+    "--documents",
+    "400",
+    "--queries",
+    "60",
+    "--set",
+    "epochs=1",
+    "distill=false",
+    "cross_negatives=1",
+    "--out",
+    "{tmp}/judged.json",
+]
 
 
 def main() -> None:
@@ -45,14 +56,19 @@ def main() -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--set", nargs="*", default=[], help="recipe overrides KEY=VALUE")
-    parser.add_argument("--documents", type=int, default=0, help="a quick run: the judged documents and a sample of others, this many in all (0: all)")
+    parser.add_argument(
+        "--documents",
+        type=int,
+        default=0,
+        help="a quick run: the judged documents and a sample of others, this many in all (0: all)",
+    )
     parser.add_argument("--queries", type=int, default=0, help="a quick run: the first N judged train queries (0: all)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
     import torch
-
     from retrieval import bm25s_anchor, st_anchor  # the anchors of bench/retrieval.py
+
     from encodr.data.beir import read_retrieval
     from encodr.evaluation.retrieval import RetrievalEvaluator
     from encodr.index import SearchOptions
@@ -79,32 +95,72 @@ def main() -> None:
         evaluator = RetrievalEvaluator("scifact-dev", read_retrieval(folds.folder), split="dev")
         search = summary.get("search") or {}
         rows = []
-        start = load_encoder(args.model, recipe.pooling, recipe.raw_pooling, recipe.max_length)  # the starting model as the run loads it
+        start = load_encoder(
+            args.model, recipe.pooling, recipe.raw_pooling, recipe.max_length
+        )  # the starting model as the run loads it
         for name, spec in (("start: " + args.model, args.model), ("tuned (judged)", str(model_dir))):
             encoder = start if spec == args.model else load_encoder(spec)
-            searches = (SearchOptions(mode="dense"), SearchOptions(mode="keyword"), SearchOptions(mode="hybrid", fusion_weight=0.5))
+            searches = (
+                SearchOptions(mode="dense"),
+                SearchOptions(mode="keyword"),
+                SearchOptions(mode="hybrid", fusion_weight=0.5),
+            )
             if spec != args.model and "fusion_weight" in search:
                 searches += (SearchOptions(mode="hybrid", fusion_weight=search["fusion_weight"]),)
             reranker = load_cross(str(model_dir / "cross")) if spec != args.model and (model_dir / "cross").is_dir() else None
             best = searches[-1]
-            ranked = evaluator.ranked(encoder, searches, reranker=reranker, first_stage=reranker is not None, reranked=(best,) if reranker else None)
+            ranked = evaluator.ranked(
+                encoder, searches, reranker=reranker, first_stage=reranker is not None, reranked=(best,) if reranker else None
+            )
             row = {"model": name, "queries": len(evaluator.query_ids())}
             for key, values in ranked.items():
                 row[key] = next(s.value for s in evaluator.scores(values) if s.metric == "ndcg@10")
             rows.append(row)
-        anchors = {"anchor: BM25 (bm25s)": bm25s_anchor(evaluator), f"anchor: sentence-transformers dense ({args.model})": st_anchor(start, evaluator),
-                   "reference: txtai hybrid, published (SciFact test split)": TXTAI_PUBLISHED}  # fmt: skip
-    components = [{"component": c["name"], "metric": c["metric"], "before": c["before"], "after": c["after"], "p": c.get("p"), "kept": c["kept"],
-                   "note": c["note"]} for c in summary.get("components", [])]  # fmt: skip
+        anchors = {
+            "anchor: BM25 (bm25s)": bm25s_anchor(evaluator),
+            f"anchor: sentence-transformers dense ({args.model})": st_anchor(start, evaluator),
+            "reference: txtai hybrid, published (SciFact test split)": TXTAI_PUBLISHED,
+        }
+    components = [
+        {
+            "component": c["name"],
+            "metric": c["metric"],
+            "before": c["before"],
+            "after": c["after"],
+            "p": c.get("p"),
+            "kept": c["kept"],
+            "note": c["note"],
+        }
+        for c in summary.get("components", [])
+    ]
     columns = list(dict.fromkeys(k for r in rows for k in r))
     print_table("SciFact dev fold (of its train judgments), nDCG@10 × 100", rows, columns)
-    print_table("components (dev fold, nDCG@10 × 100; kept only when better)", components, ["component", "metric", "before", "after", "p", "kept", "note"])
-    print_table("anchors (same run, same dev-fold queries)", [{"anchor": k, "nDCG@10": v} for k, v in anchors.items()], ["anchor", "nDCG@10"])
+    print_table(
+        "components (dev fold, nDCG@10 × 100; kept only when better)",
+        components,
+        ["component", "metric", "before", "after", "p", "kept", "note"],
+    )
+    print_table(
+        "anchors (same run, same dev-fold queries)",
+        [{"anchor": k, "nDCG@10": v} for k, v in anchors.items()],
+        ["anchor", "nDCG@10"],
+    )
     hardware = {**machine(), "cpu_flags": cpu_flags(), "device": summary.get("device")}
-    payload = {"machine": hardware, "command": " ".join(["python bench/judged.py", *sys.argv[1:]]), "commit": measured, "model": args.model,
-               "judgments": summary.get("judgments"), "train_queries": summary.get("train_queries"), "dev_queries": summary.get("dev_queries"),
-               "tune_wall_seconds": round(tune_seconds, 1), "kept": summary.get("kept"), "search": search, "rows": rows, "components": components,
-               "anchors": [{"anchor": k, "nDCG@10": v} for k, v in anchors.items()]}  # fmt: skip
+    payload = {
+        "machine": hardware,
+        "command": " ".join(["python bench/judged.py", *sys.argv[1:]]),
+        "commit": measured,
+        "model": args.model,
+        "judgments": summary.get("judgments"),
+        "train_queries": summary.get("train_queries"),
+        "dev_queries": summary.get("dev_queries"),
+        "tune_wall_seconds": round(tune_seconds, 1),
+        "kept": summary.get("kept"),
+        "search": search,
+        "rows": rows,
+        "components": components,
+        "anchors": [{"anchor": k, "nDCG@10": v} for k, v in anchors.items()],
+    }
     write_json(out_file, payload)
     print(f"tune wall time {tune_seconds:.0f} s on {summary.get('device')}; wrote {out_file}")
 

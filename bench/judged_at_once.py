@@ -54,11 +54,19 @@ def main() -> None:
     rows = []
     for t in THRESHOLDS:
         kept = best >= t
-        rows.append({"threshold": t, "dev claims": len(dev), "matched": int(kept.sum()),
-                     "precision": 100 * float(right[kept].mean()) if kept.any() else None,
-                     "recall": 100 * float((kept & right).sum() / max(right.sum(), 1))})  # fmt: skip
+        rows.append(
+            {
+                "threshold": t,
+                "dev claims": len(dev),
+                "matched": int(kept.sum()),
+                "precision": 100 * float(right[kept].mean()) if kept.any() else None,
+                "recall": 100 * float((kept & right).sum() / max(right.sum(), 1)),
+            }
+        )
     chosen = next((r["threshold"] for r in rows if r["precision"] == 100.0), None)
-    print_table(f"Near-duplicate judged queries (chosen: {chosen})", rows, ["threshold", "dev claims", "matched", "precision", "recall"])
+    print_table(
+        f"Near-duplicate judged queries (chosen: {chosen})", rows, ["threshold", "dev claims", "matched", "precision", "recall"]
+    )
     write_json(args.out, {"bench": "judged_at_once", "model": "minilm", "chosen": chosen, "rows": rows})
 
 

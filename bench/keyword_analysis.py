@@ -36,8 +36,12 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 from retrieval import DATA, SPLITS  # noqa: E402
 
 LANGS = {"scifact": "eng", "xquad-en": "eng", "xquad-de": "deu", "xquad-es": "spa"}
-TOKENIZERS = {"unicode61": "unicode61 remove_diacritics 2", "porter": "porter unicode61 remove_diacritics 2", "trigram": "trigram case_sensitive 0",
-              "encodr": "unicode61 remove_diacritics 2"}  # fmt: skip
+TOKENIZERS = {
+    "unicode61": "unicode61 remove_diacritics 2",
+    "porter": "porter unicode61 remove_diacritics 2",
+    "trigram": "trigram case_sensitive 0",
+    "encodr": "unicode61 remove_diacritics 2",
+}
 
 
 def fts_ranked(ids, texts, queries, tokenizer, analyse=None, depth=100):
@@ -56,7 +60,11 @@ def fts_ranked(ids, texts, queries, tokenizer, analyse=None, depth=100):
         else:
             terms = re.findall(r"\w+", q.lower())
         expression = " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
-        rows = db.execute("select rowid, -bm25(t) from t where t match ? order by bm25(t) limit ?", (expression, depth)).fetchall() if expression else []
+        rows = (
+            db.execute("select rowid, -bm25(t) from t where t match ? order by bm25(t) limit ?", (expression, depth)).fetchall()
+            if expression
+            else []
+        )
         out.append([(ids[i], s) for i, s in rows])
     return out
 
@@ -66,8 +74,11 @@ def bm25s_ranked(ids, texts, queries, stemmer=None, depth=100):
 
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(texts, stopwords=None, stemmer=stemmer, show_progress=False), show_progress=False)
-    docs, scores = retriever.retrieve(bm25s.tokenize(queries, stopwords=None, stemmer=stemmer, show_progress=False), k=min(depth, len(texts)),
-                                      show_progress=False)  # fmt: skip
+    docs, scores = retriever.retrieve(
+        bm25s.tokenize(queries, stopwords=None, stemmer=stemmer, show_progress=False),
+        k=min(depth, len(texts)),
+        show_progress=False,
+    )
     return [[(ids[int(d)], float(s)) for d, s in zip(row_d, row_s) if s > 0] for row_d, row_s in zip(docs, scores)]
 
 
@@ -96,8 +107,14 @@ def main() -> None:
         ids, texts = [r.ext_id for r in records], [r.text for r in records]
         queries = [data.queries[q] for q in evaluator.query_ids()]
         stemmer = Stemmer.Stemmer(STEMMERS[lang])
-        setups = {name_: (lambda t=tok, a=(name_ == "encodr"): fts_ranked(ids, texts, queries, t, (lambda x: keyword_text(x, lang)) if a else None))
-                  for name_, tok in TOKENIZERS.items()}  # fmt: skip
+        setups = {
+            name_: (
+                lambda t=tok, a=(name_ == "encodr"): fts_ranked(
+                    ids, texts, queries, t, (lambda x: keyword_text(x, lang)) if a else None
+                )
+            )
+            for name_, tok in TOKENIZERS.items()
+        }
         setups["bm25s"] = lambda: bm25s_ranked(ids, texts, queries)
         setups["bm25s + stemmer"] = lambda: bm25s_ranked(ids, texts, queries, stemmer)
         row = {"data": name, "lang": lang, "queries": len(queries)}

@@ -70,7 +70,12 @@ QUICK = ["--texts", "200", "--out", "{tmp}/language_detection.json"]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--texts", type=int, default=3000, help="Wikipedia sentences and MeSH names (the Bible: a sixth as many verses per language)")
+    parser.add_argument(
+        "--texts",
+        type=int,
+        default=3000,
+        help="Wikipedia sentences and MeSH names (the Bible: a sixth as many verses per language)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "language_detection.json")
     args = parser.parse_args()
     from encodr.data.bundled import default_corpus
@@ -79,20 +84,39 @@ def main() -> None:
     wiki = list(default_corpus("wiki").strings[: args.texts])
     mesh = mesh_names(args.texts)
     per = max(1, args.texts // 6)
-    corpora = {f"wikipedia (eng), {len(wiki):,}": (wiki, ["eng"] * len(wiki)), f"bible, 8 × {per}": bible(per), f"MeSH names (eng), {len(mesh):,}": (mesh, ["eng"] * len(mesh))}
+    corpora = {
+        f"wikipedia (eng), {len(wiki):,}": (wiki, ["eng"] * len(wiki)),
+        f"bible, 8 × {per}": bible(per),
+        f"MeSH names (eng), {len(mesh):,}": (mesh, ["eng"] * len(mesh)),
+    }
     rows = []
     for name, (texts, truth) in corpora.items():
         first = detect_with_confidence(texts, None, accurate=True)  # the first pass of a corpus of ≤ 10,000 texts
         labels = [code for code, _ in first]
         first_acc = 100 * sum(a == b for a, b in zip(labels, truth)) / len(truth)
-        for rule, kept in (("all labels (before)", corpus_languages(labels)),
-                           ("confident labels (after)", corpus_languages(labels, confidences=[c for _, c in first])),
-                           (f"confident labels of an even sample of {SAMPLE:,}, high-accuracy (one-window corpus, before)", sampled_high_accuracy(texts)),
-                           (f"an even sample of {SAMPLE:,}: low-accuracy, then confident labels among those found (one-window corpus, now)", sampled_languages(texts))):  # fmt: skip
+        for rule, kept in (
+            ("all labels (before)", corpus_languages(labels)),
+            ("confident labels (after)", corpus_languages(labels, confidences=[c for _, c in first])),
+            (
+                f"confident labels of an even sample of {SAMPLE:,}, high-accuracy (one-window corpus, before)",
+                sampled_high_accuracy(texts),
+            ),
+            (
+                f"an even sample of {SAMPLE:,}: low-accuracy, then confident labels among those found (one-window corpus, now)",
+                sampled_languages(texts),
+            ),
+        ):
             second = detect_languages(texts, kept)
-            rows.append({"corpus": name, "rule": rule, "languages kept": ",".join(kept), "first pass acc %": round(first_acc, 2),
-                         "after second pass acc %": round(100 * sum(a == b for a, b in zip(second, truth)) / len(truth), 2),
-                         "wrong": sum(a != b for a, b in zip(second, truth))})  # fmt: skip
+            rows.append(
+                {
+                    "corpus": name,
+                    "rule": rule,
+                    "languages kept": ",".join(kept),
+                    "first pass acc %": round(first_acc, 2),
+                    "after second pass acc %": round(100 * sum(a == b for a, b in zip(second, truth)) / len(truth), 2),
+                    "wrong": sum(a != b for a, b in zip(second, truth)),
+                }
+            )
             print(rows[-1], flush=True)
     print_table("language detection at corpus level (lingua, all 75 languages then among those kept)", rows, list(rows[0]))
     write_json(args.out, {"machine": machine(), "texts": args.texts, "rows": rows})

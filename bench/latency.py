@@ -64,19 +64,42 @@ from common import RESULTS, print_table, write_json  # noqa: E402
 from cpu_precision import cpu_flags  # noqa: E402
 from search import corpus_texts, held_out  # noqa: E402
 
-QUICK = ["--sizes", "1000", "--queries", "20", "--rerank-queries", "3", "--front-size", "1000", "--cold", "1", "--out", "{tmp}/latency.json"]
+QUICK = [
+    "--sizes",
+    "1000",
+    "--queries",
+    "20",
+    "--rerank-queries",
+    "3",
+    "--front-size",
+    "1000",
+    "--cold",
+    "1",
+    "--out",
+    "{tmp}/latency.json",
+]
 PHASES = ("language", "encode", "dense", "keyword", "fusion", "rerank", "hits", "highlights")
 WARM = 5
 
 
 def percentiles(ms: list[float]) -> dict:
-    return {"p50 ms": round(float(np.percentile(ms, 50)), 1), "p95 ms": round(float(np.percentile(ms, 95)), 1),
-            "p99 ms": round(float(np.percentile(ms, 99)), 1)}  # fmt: skip
+    return {
+        "p50 ms": round(float(np.percentile(ms, 50)), 1),
+        "p95 ms": round(float(np.percentile(ms, 95)), 1),
+        "p99 ms": round(float(np.percentile(ms, 99)), 1),
+    }
 
 
 def row(corpus: int, front: str, mode: str, rerank: bool, ms: list[float], phases: list[dict]) -> dict:
     """One table row: the percentiles of ``ms`` and each phase's mean (``render``: the wall time the phases do not account for)."""
-    out = {"corpus": corpus, "front end": front, "mode": mode, "re-ranker": "yes" if rerank else "", "queries": len(ms), **percentiles(ms)}
+    out = {
+        "corpus": corpus,
+        "front end": front,
+        "mode": mode,
+        "re-ranker": "yes" if rerank else "",
+        "queries": len(ms),
+        **percentiles(ms),
+    }
     if phases:
         for name in PHASES:
             out[name] = round(float(np.mean([p.get(name, 0.0) for p in phases])), 2)
@@ -115,7 +138,9 @@ def build_index(texts: list[tuple[str, str]], out: Path, random_dense: bool, bac
     started = time.perf_counter()
     if BuildOptions is None:  # a checkout from before BuildOptions: build(files, model, out)
         build([str(corpus)], encoder, out)
-    elif backend != "torch" and not random_dense:  # the model by name, so the build chooses and loads its backend as encodr index does
+    elif (
+        backend != "torch" and not random_dense
+    ):  # the model by name, so the build chooses and loads its backend as encodr index does
         build([str(corpus)], out, BuildOptions(model="minilm", backend=backend))
     else:
         build([str(corpus)], out, BuildOptions(model=encoder))
@@ -155,14 +180,22 @@ def search_call():
     return lambda values: dispatch.call(SearchRequest, values, "cli").payload()
 
 
-def library_rows(index: Path, size: int, queries: list[str], cross: str, rerank_queries: int, modes: list[str], rerank: bool) -> list[dict]:
+def library_rows(
+    index: Path, size: int, queries: list[str], cross: str, rerank_queries: int, modes: list[str], rerank: bool
+) -> list[dict]:
     """The ``library`` rows of one corpus: each mode, without and (``rerank``) with the re-ranker."""
     call, timings = search_call(), timed_search()
     rows = []
     for mode in modes:
         for reranked in (False, True) if rerank else (False,):
             asked = queries[: rerank_queries if reranked else None]
-            values = {"index": str(index), "mode": mode, "k": 10, **({"timings": True} if timings else {}), **({"rerank": cross} if reranked else {})}
+            values = {
+                "index": str(index),
+                "mode": mode,
+                "k": 10,
+                **({"timings": True} if timings else {}),
+                **({"rerank": cross} if reranked else {}),
+            }
             ms, phases = [], []
             warm = asked[:WARM]
             for i, q in enumerate(warm + asked):
@@ -186,7 +219,9 @@ class Serve:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        self.proc = subprocess.Popen([sys.executable, "-m", "encodr", *args, "--port", str(self.port)], stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "encodr", *args, "--port", str(self.port)], stderr=subprocess.PIPE, text=True
+        )
         for line in self.proc.stderr:
             if "listening on" in line:
                 break
@@ -225,14 +260,19 @@ def mcp_row(index: Path, size: int, queries: list[str], mode: str = "hybrid") ->
     timings = timed_search()
 
     async def go() -> tuple[list[float], list[dict]]:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "encodr", "mcp", "--index", str(index)], env=dict(os.environ))
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "encodr", "mcp", "--index", str(index)], env=dict(os.environ)
+        )
         ms, phases = [], []
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 for i, q in enumerate(queries[:WARM] + queries):
                     started = time.perf_counter()
-                    found = await session.call_tool("search", {"index": index.name, "query": q, "k": 10, "mode": mode, **({"timings": True} if timings else {})})
+                    found = await session.call_tool(
+                        "search",
+                        {"index": index.name, "query": q, "k": 10, "mode": mode, **({"timings": True} if timings else {})},
+                    )
                     if found.is_error:
                         raise RuntimeError(found.content[0].text)
                     if i >= WARM:
@@ -294,9 +334,22 @@ def cold_rows(index: Path, size: int, queries: list[str], runs: int) -> list[dic
 
     encodr = [sys.executable, "-m", "encodr"]
     startup = [wall([*encodr, "--help"])[0] for _ in range(runs)]  # --help: what every encodr has (--version came later)
-    backend = json.loads((index / "current" / "index.json").read_text()).get("backend", "torch")  # the index's, which its queries load
-    load = [float(wall([sys.executable, "-c", "import time; t = time.perf_counter(); from encodr.models import load_encoder; "
-                        f"load_encoder('minilm', backend='{backend}'); print((time.perf_counter() - t) * 1000)"])[1]) for _ in range(runs)]  # fmt: skip
+    backend = json.loads((index / "current" / "index.json").read_text()).get(
+        "backend", "torch"
+    )  # the index's, which its queries load
+    load = [
+        float(
+            wall(
+                [
+                    sys.executable,
+                    "-c",
+                    "import time; t = time.perf_counter(); from encodr.models import load_encoder; "
+                    f"load_encoder('minilm', backend='{backend}'); print((time.perf_counter() - t) * 1000)",
+                ]
+            )[1]
+        )
+        for _ in range(runs)
+    ]
     total, query, timings = [], [], timed_search()
     for q in queries[:runs]:
         ms, out = wall([*encodr, "search", q, "--index", str(index), "--json", *(["--timings"] if timings else [])])
@@ -307,8 +360,14 @@ def cold_rows(index: Path, size: int, queries: list[str], runs: int) -> list[dic
     if query:  # a checkout without --timings: the query and the rest are one figure
         parts["query ms"] = np.median(query)
     parts["rest ms"] = max(0.0, float(np.median(total)) - sum(parts.values()))
-    out = {"corpus": size, "front end": "cold CLI", "mode": "hybrid", "runs": runs, "wall ms": round(float(np.median(total)), 1),
-           **{k: round(float(v), 1) for k, v in parts.items()}}  # fmt: skip
+    out = {
+        "corpus": size,
+        "front end": "cold CLI",
+        "mode": "hybrid",
+        "runs": runs,
+        "wall ms": round(float(np.median(total)), 1),
+        **{k: round(float(v), 1) for k, v in parts.items()},
+    }
     print(out, flush=True)
     return [out]
 
@@ -338,17 +397,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 20000, 336198], help="corpus sizes (the first N texts)")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--rerank-queries", type=int, default=50, help="queries of the re-ranked rows (depth 50: 50 pairs a query)")
-    parser.add_argument("--front-size", type=int, default=20000, help="the corpus the front ends, the cold CLI and the anchor are measured on")
+    parser.add_argument(
+        "--rerank-queries", type=int, default=50, help="queries of the re-ranked rows (depth 50: 50 pairs a query)"
+    )
+    parser.add_argument(
+        "--front-size", type=int, default=20000, help="the corpus the front ends, the cold CLI and the anchor are measured on"
+    )
     parser.add_argument("--fronts", nargs="*", default=["http", "mcp", "tui"], choices=["http", "mcp", "tui"])
     parser.add_argument("--random-above", type=int, default=50000, help="larger corpora get random vectors for the dense side")
     parser.add_argument("--cold", type=int, default=5, help="cold encodr search processes (0: none)")
     parser.add_argument("--no-anchor", action="store_true", help="skip txtai")
-    parser.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"], choices=["dense", "keyword", "hybrid"], help="the library rows' modes")
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=["dense", "keyword", "hybrid"],
+        choices=["dense", "keyword", "hybrid"],
+        help="the library rows' modes",
+    )
     parser.add_argument("--no-rerank", action="store_true", help="no re-ranked rows")
     parser.add_argument("--keep", type=Path, help="keep (and reuse) the built indexes in this folder")
-    parser.add_argument("--backend", default="torch", choices=["torch", "auto", "torch-bf16", "onnx"],
-                        help="the indexes' forward pass, which encodes their queries (auto: encodr index's default on this CPU)")
+    parser.add_argument(
+        "--backend",
+        default="torch",
+        choices=["torch", "auto", "torch-bf16", "onnx"],
+        help="the indexes' forward pass, which encodes their queries (auto: encodr index's default on this CPU)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "latency.json")
     args = parser.parse_args()
 
@@ -379,8 +452,20 @@ def main() -> None:
     print_table(f"one query at a time, k = 10, {len(queries)} held-out queries (phases: mean ms)", rows, columns)
     print_table("a cold encodr search process (medians)", cold, list(cold[0]) if cold else [])
     flags = cpu_flags()
-    write_json(args.out, {"cpu_flags": flags, "backend": args.backend, "queries": len(queries), "rerank_queries": args.rerank_queries, "front_size": args.front_size,
-                          "random_above": args.random_above, "builds": {str(k): v for k, v in builds.items()}, "rows": rows, "cold": cold})  # fmt: skip
+    write_json(
+        args.out,
+        {
+            "cpu_flags": flags,
+            "backend": args.backend,
+            "queries": len(queries),
+            "rerank_queries": args.rerank_queries,
+            "front_size": args.front_size,
+            "random_above": args.random_above,
+            "builds": {str(k): v for k, v in builds.items()},
+            "rows": rows,
+            "cold": cold,
+        },
+    )
     print(f"CPU flags: {flags}; wrote {args.out}")
 
 

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
-from encodr.evaluation import TASKS  # noqa: E402
 from encodr.data.readers import surface_key  # noqa: E402
+from encodr.evaluation import TASKS  # noqa: E402
 from encodr.models import load_encoder  # noqa: E402
 
 # bucket name → test on the Jaccard overlap with the gold canonical name
@@ -43,7 +43,8 @@ def overlap(query: str, gold_names: list[str]) -> float:
     q = set(surface_key(query))
     return max(len(q & g) / max(len(q | g), 1) for g in (set(surface_key(name)) for name in gold_names))
 
-QUICK = ['--out', '{tmp}/linking_breakdown.json']
+
+QUICK = ["--out", "{tmp}/linking_breakdown.json"]
 
 
 def main() -> None:
@@ -59,7 +60,9 @@ def main() -> None:
     for name, ids in zip(data.candidates, data.candidate_ids):
         for concept in ids:
             names_of.setdefault(concept, []).append(name)
-    bucket_of = [next(b for b, test in BUCKETS.items() if test(overlap(q, names_of[c]))) for q, c in zip(data.queries, data.query_ids)]
+    bucket_of = [
+        next(b for b, test in BUCKETS.items() if test(overlap(q, names_of[c]))) for q, c in zip(data.queries, data.query_ids)
+    ]
 
     encoders = [("base (mean)", load_encoder("minilm", "mean")), ("base (cls)", load_encoder("minilm", "cls"))]
     encoders += [(m, load_encoder(m)) for m in args.models]
@@ -68,13 +71,25 @@ def main() -> None:
         ranks = evaluator.ranks(encoder)
         for bucket in [*BUCKETS, "all"]:
             hits = [r == 0 for r, b in zip(ranks, bucket_of) if bucket in ("all", b)]
-            rows.append({"model": label, "pooling": encoder.pooling, "bucket": bucket, "queries": len(hits), "acc@1": 100.0 * sum(hits) / len(hits)})
+            rows.append(
+                {
+                    "model": label,
+                    "pooling": encoder.pooling,
+                    "bucket": bucket,
+                    "queries": len(hits),
+                    "acc@1": 100.0 * sum(hits) / len(hits),
+                }
+            )
     base = {(r["pooling"], r["bucket"]): r["acc@1"] for r in rows if r["model"].startswith("base")}
     for r in rows:  # a tuned model against the base with the same pooling: the change training made
         r["vs base, same pooling"] = r["acc@1"] - base[r["pooling"], r["bucket"]]
         r["vs base (mean)"] = r["acc@1"] - base["mean", r["bucket"]]
     write_json(args.out, {"machine": machine(), "task": args.task, "rows": rows})
-    print_table(f"acc@1 on {args.task} by word overlap of query and canonical name", rows, ["model", "pooling", "bucket", "queries", "acc@1", "vs base, same pooling", "vs base (mean)"])
+    print_table(
+        f"acc@1 on {args.task} by word overlap of query and canonical name",
+        rows,
+        ["model", "pooling", "bucket", "queries", "acc@1", "vs base, same pooling", "vs base (mean)"],
+    )
     print(f"wrote {args.out}")
 
 

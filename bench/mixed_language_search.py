@@ -95,15 +95,28 @@ def main() -> None:
         with sqlite3.connect(out / "current" / "texts.db") as db:  # every text's detected language against its file's
             labels = db.execute("select text, lang from texts").fetchall()
         corpus_ok = sum(truth[t] == code for t, code in labels)
-        print(f"$ encodr {' '.join(index_args[:-1])}\n{meta}\n$ encodr search \"{QUERY}\" --index {out} -k 10\n{shown}", flush=True)
+        print(f'$ encodr {" ".join(index_args[:-1])}\n{meta}\n$ encodr search "{QUERY}" --index {out} -k 10\n{shown}', flush=True)
         runs[name] = {"index": meta, "hits": hits}
-        rows.append({"index": f"{args.model}{' --pcr' if pcr else ''}", "texts": meta["count"], "languages": ",".join(meta["languages"]),
-                     "index s": round(index_s, 1), "query language": json.loads(found)["results"][0]["lang"],
-                     "translations in top 10": f"{len(translations)}/5 ({','.join(translations)})",
-                     "hit languages right": f"{detected_ok}/{len(hits)}",
-                     "detected languages right": f"{corpus_ok}/{len(labels)} ({100 * corpus_ok / len(labels):.1f} %)"})  # fmt: skip
-    print_table(f"Genesis 1:1 across languages ({args.verses} verses × {len(args.langs)} languages, shuffled, languages detected)", rows, list(rows[0]))
-    write_json(args.out, {"machine": machine(), "query": QUERY, "langs": args.langs, "verses": args.verses, "rows": rows, "runs": runs})
+        rows.append(
+            {
+                "index": f"{args.model}{' --pcr' if pcr else ''}",
+                "texts": meta["count"],
+                "languages": ",".join(meta["languages"]),
+                "index s": round(index_s, 1),
+                "query language": json.loads(found)["results"][0]["lang"],
+                "translations in top 10": f"{len(translations)}/5 ({','.join(translations)})",
+                "hit languages right": f"{detected_ok}/{len(hits)}",
+                "detected languages right": f"{corpus_ok}/{len(labels)} ({100 * corpus_ok / len(labels):.1f} %)",
+            }
+        )
+    print_table(
+        f"Genesis 1:1 across languages ({args.verses} verses × {len(args.langs)} languages, shuffled, languages detected)",
+        rows,
+        list(rows[0]),
+    )
+    write_json(
+        args.out, {"machine": machine(), "query": QUERY, "langs": args.langs, "verses": args.verses, "rows": rows, "runs": runs}
+    )
     print(f"wrote {args.out}")
 
 

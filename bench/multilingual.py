@@ -56,7 +56,9 @@ def load(lang: str, bible: Path) -> dict[tuple[str, str, str], str]:
     return out
 
 
-def build_data(bible: Path, pairs: int, cmlm_pairs_per_lang: int, work: Path, langs=LANGS, max_words: int = 0) -> tuple[Path, Path]:
+def build_data(
+    bible: Path, pairs: int, cmlm_pairs_per_lang: int, work: Path, langs=LANGS, max_words: int = 0
+) -> tuple[Path, Path]:
     """Write the bitext TSV and the documents file; return their paths. ``max_words`` > 0
     keeps only bitext verses whose English has at most that many words."""
     eng = load("eng", bible)
@@ -98,8 +100,18 @@ def st_distill(bitext: Path, out: Path, steps: int, batch: int, lr: float, model
     english, other = [r[0] for r in rows], [r[1] for r in rows]
     labels = teacher.encode(english, batch_size=128, convert_to_numpy=True)
     data = Dataset.from_dict({"english": english, "non_english": other, "label": [v.tolist() for v in labels]})
-    args = SentenceTransformerTrainingArguments(output_dir=str(out.parent / f"{out.name}-trainer"), per_device_train_batch_size=batch, max_steps=steps, learning_rate=lr,
-                                                warmup_steps=0.1, save_strategy="no", logging_steps=50, report_to=[], seed=42, use_cpu=True)  # fmt: skip
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(out.parent / f"{out.name}-trainer"),
+        per_device_train_batch_size=batch,
+        max_steps=steps,
+        learning_rate=lr,
+        warmup_steps=0.1,
+        save_strategy="no",
+        logging_steps=50,
+        report_to=[],
+        seed=42,
+        use_cpu=True,
+    )
     started = time.perf_counter()
     SentenceTransformerTrainer(model=student, args=args, train_dataset=data, loss=MSELoss(student)).train()
     seconds = time.perf_counter() - started
@@ -107,8 +119,18 @@ def st_distill(bitext: Path, out: Path, steps: int, batch: int, lr: float, model
     return seconds
 
 
-def infonce_baseline(bitext: Path, out: Path, steps: int, batch: int, lr: float, margin: float, scale: float, max_length: int,
-                     model: str = "minilm", seed: int = 42) -> float:  # fmt: skip
+def infonce_baseline(
+    bitext: Path,
+    out: Path,
+    steps: int,
+    batch: int,
+    lr: float,
+    margin: float,
+    scale: float,
+    max_length: int,
+    model: str = "minilm",
+    seed: int = 42,
+) -> float:
     """The simplest baseline: bidirectional additive-margin InfoNCE over in-batch translations
     (:class:`encodr.losses.AdditiveMarginLoss`, the recipe's loss), written as a bare loop: the
     pairs shuffled once, ``steps`` batches of ``batch`` pairs, torch's AdamW at a constant
@@ -150,10 +172,13 @@ def score(model: str) -> dict:
     with_pcr = evaluation.run("bitext", encoder, pcr="uncentred")
     sts = evaluation.run("sts", encoder)
     row = {s.dataset: round(s.value, 2) for s in tatoeba.scores if s.metric == "acc@1"}
-    row.update({"tatoeba mean": round(tatoeba.mean, 2), "with pcr": round(with_pcr.mean, 2), "stsb-test": round(sts.scores[0].value, 2)})
+    row.update(
+        {"tatoeba mean": round(tatoeba.mean, 2), "with pcr": round(with_pcr.mean, 2), "stsb-test": round(sts.scores[0].value, 2)}
+    )
     return row
 
-QUICK = ['--pairs', '64', '--langs', 'spa', '--rows', 'base', 'br', '--out', '{tmp}/multilingual.json']
+
+QUICK = ["--pairs", "64", "--langs", "spa", "--rows", "base", "br", "--out", "{tmp}/multilingual.json"]
 
 
 def main() -> None:
@@ -165,8 +190,16 @@ def main() -> None:
     parser.add_argument("--langs", nargs="+", default=list(LANGS), help="bitext languages (each paired with English)")
     parser.add_argument("--max-words", type=int, default=0, help="keep bitext verses of at most this many English words (0: all)")
     parser.add_argument("--lr", type=float, default=None, help="learning rate of every trained row (default: the recipe's)")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="recipe fields of every recipe row (e.g. lr=2e-5 bitext_dev=0: the defaults before the sweep)")
-    parser.add_argument("--infonce-lr", type=float, default=2e-5, help="constant learning rate of the infonce baseline (0: the recipe's)")
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="recipe fields of every recipe row (e.g. lr=2e-5 bitext_dev=0: the defaults before the sweep)",
+    )
+    parser.add_argument(
+        "--infonce-lr", type=float, default=2e-5, help="constant learning rate of the infonce baseline (0: the recipe's)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "multilingual.json")
     args = parser.parse_args()
     overrides = {**parse_overrides(args.set), **({"lr": args.lr} if args.lr else {})}
@@ -185,30 +218,78 @@ def main() -> None:
         elif name == "st-distill":
             trained = st_distill(bitext, out, steps, recipe.bitext_batch_size, recipe.lr, args.model)
             model = str(out)
-        elif name == "infonce":  # as many steps as the recipe's bitext row took (a dev split held out of the bitext makes it fewer)
+        elif (
+            name == "infonce"
+        ):  # as many steps as the recipe's bitext row took (a dev split held out of the bitext makes it fewer)
             steps_done = next((r["steps"] for r in rows if r["row"] == "br"), steps)
-            trained = infonce_baseline(bitext, out, steps_done, recipe.bitext_batch_size, args.infonce_lr or recipe.lr, recipe.margin, recipe.scale,
-                                       recipe.max_length, args.model)  # fmt: skip
+            trained = infonce_baseline(
+                bitext,
+                out,
+                steps_done,
+                recipe.bitext_batch_size,
+                args.infonce_lr or recipe.lr,
+                recipe.margin,
+                recipe.scale,
+                recipe.max_length,
+                args.model,
+            )
             model = str(out)
         else:
             weights = {"cmlm": {"bitext_weight": 0.0}, "br": {}, "cmlm+br": {}}[name]
-            summary = run_tune(str(docs) if "cmlm" in name else None, load_recipe("multilingual", {**overrides, **weights}), args.model, out,
-                               bitext=[] if name == "cmlm" else [str(bitext)], warn=lambda m: None)  # fmt: skip
+            summary = run_tune(
+                str(docs) if "cmlm" in name else None,
+                load_recipe("multilingual", {**overrides, **weights}),
+                args.model,
+                out,
+                bitext=[] if name == "cmlm" else [str(bitext)],
+                warn=lambda m: None,
+            )
             trained, model = summary["train_seconds"], str(out)
             steps_done = summary["steps"]
         row = {"row": name, "steps": 0 if name == "base" else (steps if name == "st-distill" else steps_done)}
         row["train s"] = round(trained, 1) if trained else 0.0
-        row["examples/s"] = round(row["steps"] * recipe.bitext_batch_size / trained, 1) if trained and name != "cmlm" else (
-            round(row["steps"] * recipe.batch_size / trained, 1) if trained else 0.0)  # fmt: skip
+        row["examples/s"] = (
+            round(row["steps"] * recipe.bitext_batch_size / trained, 1)
+            if trained and name != "cmlm"
+            else (round(row["steps"] * recipe.batch_size / trained, 1) if trained else 0.0)
+        )
         row.update(score(model))
         row["wall s"] = round(time.perf_counter() - started, 1)
         rows.append(row)
         print(row, flush=True)
-    columns = ["row", "steps", "tatoeba-spa", "tatoeba-fra", "tatoeba-deu", "tatoeba mean", "with pcr", "stsb-test", "train s", "examples/s", "wall s"]
-    print_table(f"{args.model} + the multilingual recipe on Bible pairs (Tatoeba acc@1 both directions; STS-B test ρ × 100)", rows, columns)
-    settings = {"model": args.model, "pairs_per_language": args.pairs, "langs": args.langs, "max_words": args.max_words, "bitext_pairs": n_bitext,
-                "lr": recipe.lr, "warmup": recipe.warmup, "max_grad_norm": recipe.max_grad_norm, "bitext_weight": recipe.bitext_weight,
-                "bitext_dev": recipe.bitext_dev, "bitext_batch": recipe.bitext_batch_size, "steps": steps, "infonce_lr": args.infonce_lr}  # fmt: skip
+    columns = [
+        "row",
+        "steps",
+        "tatoeba-spa",
+        "tatoeba-fra",
+        "tatoeba-deu",
+        "tatoeba mean",
+        "with pcr",
+        "stsb-test",
+        "train s",
+        "examples/s",
+        "wall s",
+    ]
+    print_table(
+        f"{args.model} + the multilingual recipe on Bible pairs (Tatoeba acc@1 both directions; STS-B test ρ × 100)",
+        rows,
+        columns,
+    )
+    settings = {
+        "model": args.model,
+        "pairs_per_language": args.pairs,
+        "langs": args.langs,
+        "max_words": args.max_words,
+        "bitext_pairs": n_bitext,
+        "lr": recipe.lr,
+        "warmup": recipe.warmup,
+        "max_grad_norm": recipe.max_grad_norm,
+        "bitext_weight": recipe.bitext_weight,
+        "bitext_dev": recipe.bitext_dev,
+        "bitext_batch": recipe.bitext_batch_size,
+        "steps": steps,
+        "infonce_lr": args.infonce_lr,
+    }
     write_json(args.out, {"machine": machine(), **settings, "rows": rows})
     print(f"wrote {args.out}")
 

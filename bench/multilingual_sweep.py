@@ -45,8 +45,19 @@ TRAINED = ("spa", "fra", "deu", "ita", "rus")
 UNSEEN = ("ara", "vie")
 # one axis at a time from the recipe as it was shipped (warm-up 0.1 then decay, clip 1.0, lr 2e-5,
 # batch 64, 1 epoch, bitext_weight 0.2); "base" is the untuned model
-POINTS = ["base", "shipped", "warmup=0", "warmup=0,max_grad_norm=0", "lr=5e-5", "lr=5e-5,warmup=0", "lr=1e-4,warmup=0",
-          "bitext_weight=1.0", "bitext_batch_size=32,warmup=0", "bitext_batch_size=128,warmup=0", "epochs=2,warmup=0"]  # fmt: skip
+POINTS = [
+    "base",
+    "shipped",
+    "warmup=0",
+    "warmup=0,max_grad_norm=0",
+    "lr=5e-5",
+    "lr=5e-5,warmup=0",
+    "lr=1e-4,warmup=0",
+    "bitext_weight=1.0",
+    "bitext_batch_size=32,warmup=0",
+    "bitext_batch_size=128,warmup=0",
+    "epochs=2,warmup=0",
+]
 
 
 def bible_dev(bible: Path, n: int) -> dict[str, list[Translation]]:
@@ -70,7 +81,8 @@ def score(model: str, bible: dict[str, list[Translation]]) -> dict:
     row["bible ara+vie"] = round(sum(acc[lang] for lang in UNSEEN) / len(UNSEEN), 2)
     return row
 
-QUICK = ['--pairs', '64', '--bible-dev', '50', '--points', 'base', 'shipped', '--out', '{tmp}/multilingual_sweep.json']
+
+QUICK = ["--pairs", "64", "--bible-dev", "50", "--points", "base", "shipped", "--out", "{tmp}/multilingual_sweep.json"]
 
 
 def main() -> None:
@@ -80,12 +92,22 @@ def main() -> None:
     parser.add_argument("--bible-dev", type=int, default=500, help="held-out Genesis verses per language")
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--points", nargs="+", default=POINTS, help="'base', 'shipped', or comma-separated KEY=VALUE overrides")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="what every point starts from (default: the recipe file)")
+    parser.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="what every point starts from (default: the recipe file)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "multilingual_sweep.json")
     args = parser.parse_args()
     start = parse_overrides(args.set)
     # as shipped before the sweep; no dev set held out of the bitext, so every point trains on the same 10,000 pairs
-    shipped = {"lr": 2e-5, "warmup": 0.1, "max_grad_norm": 1.0, "bitext_batch_size": 64, "epochs": 1, "bitext_weight": 0.2, "bitext_dev": 0}
+    shipped = {
+        "lr": 2e-5,
+        "warmup": 0.1,
+        "max_grad_norm": 1.0,
+        "bitext_batch_size": 64,
+        "epochs": 1,
+        "bitext_weight": 0.2,
+        "bitext_dev": 0,
+    }
     done = {r["point"]: r for r in json.loads(args.out.read_text())["rows"]} if args.out.is_file() else {}
     work = Path(tempfile.mkdtemp(prefix="encodr-ml-sweep-"))
     _, bitext = build_data(args.bible, args.pairs, 0, work, TRAINED)
@@ -105,15 +127,42 @@ def main() -> None:
             recipe = load_recipe("multilingual", {**shipped, **base, **changes})
             out = work / point.replace("=", "_").replace(",", "+")
             summary = run_tune(None, recipe, args.model, out, bitext=[str(bitext)], warn=lambda m: None)
-            row.update({"steps": summary["steps"], "train s": round(summary["train_seconds"], 1), "settings": {k: getattr(recipe, k) for k in shipped}})
+            row.update(
+                {
+                    "steps": summary["steps"],
+                    "train s": round(summary["train_seconds"], 1),
+                    "settings": {k: getattr(recipe, k) for k in shipped},
+                }
+            )
             model = str(out)
         row.update(score(model, dev))
         row["wall s"] = round(time.perf_counter() - started, 1)
         rows.append(row)
         print(row, flush=True)
-        write_json(args.out, {"machine": machine(), "model": args.model, "pairs_per_language": args.pairs, "languages": TRAINED,
-                              "bible_dev_verses": args.bible_dev, "start": start or shipped, "rows": rows})  # fmt: skip
-    columns = ["point", "steps", "tatoeba spa", "tatoeba fra", "tatoeba deu", "tatoeba mean", "bible 5 trained", "bible ara+vie", "train s", "wall s"]
+        write_json(
+            args.out,
+            {
+                "machine": machine(),
+                "model": args.model,
+                "pairs_per_language": args.pairs,
+                "languages": TRAINED,
+                "bible_dev_verses": args.bible_dev,
+                "start": start or shipped,
+                "rows": rows,
+            },
+        )
+    columns = [
+        "point",
+        "steps",
+        "tatoeba spa",
+        "tatoeba fra",
+        "tatoeba deu",
+        "tatoeba mean",
+        "bible 5 trained",
+        "bible ara+vie",
+        "train s",
+        "wall s",
+    ]
     print_table(f"{args.model}, multilingual recipe on bitext only: dev sweep (acc@1 both directions)", rows, columns)
     print(f"wrote {args.out}")
 

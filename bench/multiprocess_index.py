@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
-from encodr.index import Index, BuildOptions, build  # noqa: E402
+from encodr.index import BuildOptions, Index, build  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
 
 
@@ -56,20 +56,40 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "wiki.txt"
         corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
-        runs = [("local", 1)] + [(engine, n) for engine in args.engines for n in (1, args.processes) if (engine, n) != ("local", 1)]
+        runs = [("local", 1)] + [
+            (engine, n) for engine in args.engines for n in (1, args.processes) if (engine, n) != ("local", 1)
+        ]
         for engine, processes in runs:
             out = Path(tmp) / f"{engine}{processes}"
-            meta = build([str(corpus)], out, BuildOptions(model=args.model, index_type="flat", lang="eng", processes=processes, engine=engine))
+            meta = build(
+                [str(corpus)],
+                out,
+                BuildOptions(model=args.model, index_type="flat", lang="eng", processes=processes, engine=engine),
+            )
             vectors[engine, processes] = vectors_by_line(out)
-            rows.append({"engine": engine, "processes": processes, "index": "flat", "texts": meta["count"], "seconds": meta["seconds"],
-                         "texts/s": round(meta["count"] / meta["seconds"], 1)})  # fmt: skip
-        queries = vectors["local", 1][:: max(1, len(texts) // 1000)][:1000]  # stored vectors as queries: exact top-10 by inner product
+            rows.append(
+                {
+                    "engine": engine,
+                    "processes": processes,
+                    "index": "flat",
+                    "texts": meta["count"],
+                    "seconds": meta["seconds"],
+                    "texts/s": round(meta["count"] / meta["seconds"], 1),
+                }
+            )
+        queries = vectors["local", 1][:: max(1, len(texts) // 1000)][
+            :1000
+        ]  # stored vectors as queries: exact top-10 by inner product
         top = {key: np.argsort(-(queries @ v.T), axis=1)[:, :10] for key, v in vectors.items()}
         pq_rows = []
         for engine in ["local", *[e for e in args.engines if e != "local"]] if args.ivfpq else []:
             processes = 1 if engine == "local" else args.processes
             out = Path(tmp) / f"{engine}{processes}-ivfpq"
-            meta = build([str(corpus)], out, BuildOptions(model=args.model, index_type="ivfpq", lang="eng", processes=processes, engine=engine))
+            meta = build(
+                [str(corpus)],
+                out,
+                BuildOptions(model=args.model, index_type="ivfpq", lang="eng", processes=processes, engine=engine),
+            )
             index = Index.open(out)
             lines = np.asarray(index.texts.column("line"))
             order = np.sort(lines)  # a text's position in vectors_by_line's order
@@ -77,8 +97,17 @@ def main() -> None:
             found = np.searchsorted(order, lines[ids])
             recall = float(np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, top["local", 1])]))
             index.close()
-            pq_rows.append({"engine": engine, "processes": processes, "index": "ivfpq", "texts": meta["count"], "seconds": meta["seconds"],
-                            "texts/s": round(meta["count"] / meta["seconds"], 1), "recall@10": round(recall, 4)})  # fmt: skip
+            pq_rows.append(
+                {
+                    "engine": engine,
+                    "processes": processes,
+                    "index": "ivfpq",
+                    "texts": meta["count"],
+                    "seconds": meta["seconds"],
+                    "texts/s": round(meta["count"] / meta["seconds"], 1),
+                    "recall@10": round(recall, 4),
+                }
+            )
     diff = 0.0
     for row in rows:
         key = row["engine"], row["processes"]
@@ -87,8 +116,11 @@ def main() -> None:
         row["same exact top-10"] = f"{sum(set(a) == set(b) for a, b in zip(top[key], top['local', 1]))}/{len(queries)}"
         diff = max(diff, d)
     rows += pq_rows
-    print_table(f"encodr index --processes / --engine, {len(texts):,} Wikipedia sentences, {args.model}, torch", rows,
-                ["engine", "processes", "index", "texts", "seconds", "texts/s", "max |Δ| to 1 process", "same exact top-10", "recall@10"])  # fmt: skip
+    print_table(
+        f"encodr index --processes / --engine, {len(texts):,} Wikipedia sentences, {args.model}, torch",
+        rows,
+        ["engine", "processes", "index", "texts", "seconds", "texts/s", "max |Δ| to 1 process", "same exact top-10", "recall@10"],
+    )
     write_json(args.out, {"model": args.model, "rows": rows, "max_abs_diff": diff, "machine": machine()})
 
 

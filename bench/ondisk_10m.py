@@ -158,7 +158,12 @@ def stage_vectors(args) -> dict:
     queries = held_out(pools, args.queries, {t for t, _ in texts}, random.Random(0))
     qv = load_encoder(model).encode(queries)
     np.save(args.work / "queries.npy", np.asarray(qv, dtype=np.float32))
-    return {"real_rows": n0, "rows": args.n, "dimension": d, "shard_bytes": sum(p.stat().st_size for p in args.work.glob("vectors-*.npy"))}
+    return {
+        "real_rows": n0,
+        "rows": args.n,
+        "dimension": d,
+        "shard_bytes": sum(p.stat().st_size for p in args.work.glob("vectors-*.npy")),
+    }
 
 
 def stage_exact(args) -> dict:
@@ -209,20 +214,32 @@ def stage_build(args) -> dict:
         t3 = time.perf_counter()
     import faiss
 
-    index = getattr(index, "index", index)  # add_on_disk gives an IndexRefine back wrapped (RefinedOnDisk: its codes were streamed)
+    index = getattr(
+        index, "index", index
+    )  # add_on_disk gives an IndexRefine back wrapped (RefinedOnDisk: its codes were streamed)
     ivf = faiss.extract_index_ivf(index)
-    return {"train_s": t1 - t0, "add_merge_s": t2 - t1, "write_s": t3 - t2, "build_s": t3 - t0, "build_peak_rss_mb": peak_rss_mb(),
-            "build_peak_anon_mb": peak.peak, "training_sample": samples,
-            "nlist": ivf.nlist, "index_factory": f"IVF{ivf.nlist},PQ{faiss.downcast_index(ivf).pq.M}x8,Refine(SQ8)", "ntotal": int(index.ntotal),
-            "vectors_faiss_bytes": (folder / VECTORS_FILE).stat().st_size, "lists_bytes": (folder / "lists.ivfdata").stat().st_size}  # fmt: skip
+    return {
+        "train_s": t1 - t0,
+        "add_merge_s": t2 - t1,
+        "write_s": t3 - t2,
+        "build_s": t3 - t0,
+        "build_peak_rss_mb": peak_rss_mb(),
+        "build_peak_anon_mb": peak.peak,
+        "training_sample": samples,
+        "nlist": ivf.nlist,
+        "index_factory": f"IVF{ivf.nlist},PQ{faiss.downcast_index(ivf).pq.M}x8,Refine(SQ8)",
+        "ntotal": int(index.ntotal),
+        "vectors_faiss_bytes": (folder / VECTORS_FILE).stat().st_size,
+        "lists_bytes": (folder / "lists.ivfdata").stat().st_size,
+    }
 
 
 def stage_search(args) -> dict:
     before = rss_mb()
     import faiss
 
-    from encodr.index.ondisk import read_on_disk
     from encodr.index.faiss_types import IVF_NPROBE, REFINE_K_FACTOR
+    from encodr.index.ondisk import read_on_disk
     from encodr.index.reader import VECTORS_FILE
 
     imported, imported_parts = rss_mb(), memory_mb()
@@ -242,15 +259,31 @@ def stage_search(args) -> dict:
             _, ids = index.search(q[None, :], 10, params=params)
             ms.append((time.perf_counter() - t) * 1000)
             found.append(ids[0])
-        sweep[nprobe] = {"p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)),
-                         "recall_at_10": float(np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found, exact)]))}  # fmt: skip
+        sweep[nprobe] = {
+            "p50_ms": float(np.percentile(ms, 50)),
+            "p99_ms": float(np.percentile(ms, 99)),
+            "recall_at_10": float(np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found, exact)])),
+        }
         if nprobe == IVF_NPROBE["ivfpq"]:
             after = memory_mb()
-            default = {"rss_after_queries_mb": rss_mb() - imported, "anon_after_queries_mb": after["anon"] - imported_parts["anon"],
-                       "file_after_queries_mb": after["file"] - imported_parts["file"], **sweep[nprobe]}  # fmt: skip
+            default = {
+                "rss_after_queries_mb": rss_mb() - imported,
+                "anon_after_queries_mb": after["anon"] - imported_parts["anon"],
+                "file_after_queries_mb": after["file"] - imported_parts["file"],
+                **sweep[nprobe],
+            }
         print(f"  nprobe {nprobe}: {sweep[nprobe]}", flush=True)
-    return {"open_s": open_s, "rss_imports_mb": imported - before, "rss_open_mb": opened - imported, **default, "nprobe": IVF_NPROBE["ivfpq"],
-            "k_factor": REFINE_K_FACTOR, "queries": len(qv), "nprobe_sweep": sweep}  # fmt: skip
+    return {
+        "open_s": open_s,
+        "rss_imports_mb": imported - before,
+        "rss_open_mb": opened - imported,
+        **default,
+        "nprobe": IVF_NPROBE["ivfpq"],
+        "k_factor": REFINE_K_FACTOR,
+        "queries": len(qv),
+        "nprobe_sweep": sweep,
+    }
+
 
 QUICK = ["--base-texts", "2000", "--n", "20000", "--queries", "20", "--work", "{tmp}/work", "--out", "{tmp}/ondisk_10m.json"]
 
@@ -271,9 +304,16 @@ def build_base(out: Path, count: int) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--base", type=Path, help="a flat encodr index of the bench/search.py corpus (its vectors are the real rows)")
-    parser.add_argument("--base-texts", type=int, default=0, metavar="N",
-                        help="without --base: build a flat index of the corpus's first N texts in --work first (a quick run's base)")
+    parser.add_argument(
+        "--base", type=Path, help="a flat encodr index of the bench/search.py corpus (its vectors are the real rows)"
+    )
+    parser.add_argument(
+        "--base-texts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="without --base: build a flat index of the corpus's first N texts in --work first (a quick run's base)",
+    )
     parser.add_argument("--work", type=Path, required=True, help="where shards, the index and each stage's result are kept")
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--queries", type=int, default=1000)
@@ -296,19 +336,43 @@ def main() -> None:
         done = args.work / f"{stage}.json"
         if stage in args.redo or not done.exists():
             print(f"{stage} …", flush=True)
-            cmd = [sys.executable, __file__, "--stage", stage, "--work", str(args.work), "--n", str(args.n), "--queries", str(args.queries)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--stage",
+                stage,
+                "--work",
+                str(args.work),
+                "--n",
+                str(args.n),
+                "--queries",
+                str(args.queries),
+            ]
             cmd += ["--base", str(args.base)] if args.base else []
             subprocess.run(cmd + (["--ray"] if args.ray else []), check=True)
         results[stage] = json.loads(done.read_text())
     b, s = results["build"], results["search"]
     size = b["vectors_faiss_bytes"] + b["lists_bytes"]
-    row = {"vectors": f"{b['ntotal']:,}", "index": b["index_factory"], "training sample": f"{b.get('training_sample', 0):,}", "build (min)": b["build_s"] / 60,
-           "peak RSS build (GiB)": b["build_peak_rss_mb"] / 1024, "peak anon build (GiB)": b.get("build_peak_anon_mb", float("nan")) / 1024,
-           "on disk (GiB)": size / 2**30, "B/vector": size / b["ntotal"], "RSS open (MiB)": s["rss_open_mb"],
-           "anon / file after 1k queries (MiB)": f"{s.get('anon_after_queries_mb', float('nan')):.0f} / {s.get('file_after_queries_mb', float('nan')):.0f}",
-           "p50 ms": s["p50_ms"], "p99 ms": s["p99_ms"], "recall@10": s["recall_at_10"]}  # fmt: skip
+    row = {
+        "vectors": f"{b['ntotal']:,}",
+        "index": b["index_factory"],
+        "training sample": f"{b.get('training_sample', 0):,}",
+        "build (min)": b["build_s"] / 60,
+        "peak RSS build (GiB)": b["build_peak_rss_mb"] / 1024,
+        "peak anon build (GiB)": b.get("build_peak_anon_mb", float("nan")) / 1024,
+        "on disk (GiB)": size / 2**30,
+        "B/vector": size / b["ntotal"],
+        "RSS open (MiB)": s["rss_open_mb"],
+        "anon / file after 1k queries (MiB)": f"{s.get('anon_after_queries_mb', float('nan')):.0f} / {s.get('file_after_queries_mb', float('nan')):.0f}",
+        "p50 ms": s["p50_ms"],
+        "p99 ms": s["p99_ms"],
+        "recall@10": s["recall_at_10"],
+    }
     print_table(f"{b['ntotal']:,} vectors, --on-disk IVF-PQ, nprobe {s['nprobe']} (one FAISS thread on search)", [row], list(row))
-    sweep = [{"nprobe": int(k), "p50 ms": v["p50_ms"], "p99 ms": v["p99_ms"], "recall@10": v["recall_at_10"]} for k, v in sorted(s.get("nprobe_sweep", {}).items(), key=lambda kv: int(kv[0]))]
+    sweep = [
+        {"nprobe": int(k), "p50 ms": v["p50_ms"], "p99 ms": v["p99_ms"], "recall@10": v["recall_at_10"]}
+        for k, v in sorted(s.get("nprobe_sweep", {}).items(), key=lambda kv: int(kv[0]))
+    ]
     if sweep:
         print_table("--nprobe", sweep, list(sweep[0]))
     write_json(args.out, {"machine": machine(), "n": args.n, "stages": results, "row": row, "nprobe": sweep})

@@ -22,7 +22,6 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 from encodr import evaluation  # noqa: E402
 from encodr.models import load_encoder  # noqa: E402
 
-
 # python -m bench run pcr_variants --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
 QUICK = ["--models", "minilm", "--out", "{tmp}/pcr_variants.json"]
 
@@ -44,7 +43,11 @@ def main() -> None:
             row["seconds"] = round(time.perf_counter() - started, 1)
             rows.append(row)
             print(row, flush=True)
-    print_table("Tatoeba acc@1 × 100 (both directions), PCR variants", rows, ["model", "pcr", "tatoeba-spa", "tatoeba-fra", "tatoeba-deu", "mean", "seconds"])
+    print_table(
+        "Tatoeba acc@1 × 100 (both directions), PCR variants",
+        rows,
+        ["model", "pcr", "tatoeba-spa", "tatoeba-fra", "tatoeba-deu", "mean", "seconds"],
+    )
     write_json(args.out, {"machine": machine(), "rows": rows})
     print(f"wrote {args.out}")
 

@@ -72,7 +72,9 @@ def requantize(base: Path, out: Path, quantize: str, dim: int | None = None) -> 
         meta.update(dimension=dim, truncate_dim=dim)
     meta.update(quantize=quantize, bytes_per_vector=round((out / VECTORS_FILE).stat().st_size / n, 1))
     if isinstance(faiss_index, BinaryRescored):
-        meta.update(int8_ranges=faiss_index.ranges.tolist(), rescore_bytes_per_vector=round((out / RESCORE_FILE).stat().st_size / n, 1))
+        meta.update(
+            int8_ranges=faiss_index.ranges.tolist(), rescore_bytes_per_vector=round((out / RESCORE_FILE).stat().st_size / n, 1)
+        )
     (out / META_FILE).write_text(json.dumps(meta))
 
 
@@ -96,7 +98,9 @@ def ndcg_at_10(evaluator, searcher, same_text) -> float:
     return next(s.value for s in evaluator.scores(ranked) if s.metric == "ndcg@10")
 
 
-def compressed_rows(base: Path, work: Path, encoder, queries: np.ndarray, dims: list[int], quality=None, prefix: str = "") -> list[dict]:
+def compressed_rows(
+    base: Path, work: Path, encoder, queries: np.ndarray, dims: list[int], quality=None, prefix: str = ""
+) -> list[dict]:
     """One row per way of storing the vectors of the exact index ``base`` (none, int8, binary, each
     of ``dims``), each made in ``work`` by :func:`requantize`: bytes a vector, recall@10 against
     ``base``'s top 10 for ``queries`` (float32 (q, d)), p50 / p99 ms of one query's vector search, and
@@ -114,11 +118,18 @@ def compressed_rows(base: Path, work: Path, encoder, queries: np.ndarray, dims: 
         meta = searcher.index.meta
         ms, top10 = timed_search(lambda q: searcher.index.search(q, 10), queries if dim is None else truncated(queries, dim))
         exact = top10 if exact is None else exact
-        rows.append({"row": f"--quantize {quantize}" if dim is None else f"--dim {dim}", "texts": len(searcher.index),
-                     "bytes/vector (memory)": meta.get("bytes_per_vector") or round((searcher.index.folder / "vectors.faiss").stat().st_size / len(searcher.index), 1),
-                     "recall@10 vs exact": round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top10, exact)])), 4),
-                     "ndcg@10": round(quality(searcher), 2) if quality else "–", "p50 ms": round(float(np.percentile(ms, 50)), 3),
-                     "p99 ms": round(float(np.percentile(ms, 99)), 3)})  # fmt: skip
+        rows.append(
+            {
+                "row": f"--quantize {quantize}" if dim is None else f"--dim {dim}",
+                "texts": len(searcher.index),
+                "bytes/vector (memory)": meta.get("bytes_per_vector")
+                or round((searcher.index.folder / "vectors.faiss").stat().st_size / len(searcher.index), 1),
+                "recall@10 vs exact": round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top10, exact)])), 4),
+                "ndcg@10": round(quality(searcher), 2) if quality else "–",
+                "p50 ms": round(float(np.percentile(ms, 50)), 3),
+                "p99 ms": round(float(np.percentile(ms, 99)), 3),
+            }
+        )
         rows[-1]["bytes/vector (disk)"] = rows[-1]["bytes/vector (memory)"] + meta.get("rescore_bytes_per_vector", 0)
         searcher.index.close()
         if name != "none":
@@ -138,22 +149,27 @@ def big_corpus_rows(big: Path, work: Path, encoder, dims: list[int], count: int)
     queries = encoder.encode(held_out(pools, count, {t for t, _ in texts}, random.Random(0)))
     return compressed_rows(big, work, encoder, np.asarray(queries, dtype=np.float32), dims, prefix="big-")
 
-QUICK = ['--dims', '64', '--out', '{tmp}/quantize.json']
+
+QUICK = ["--dims", "64", "--out", "{tmp}/quantize.json"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--dims", type=int, nargs="*", default=[256, 128, 64], help="truncation rows")
-    parser.add_argument("--big", type=Path, help="a flat index of the bench/search.py corpus (encodr index corpus.tsv --index-type flat, same --model): "
-                        "its rows too, with bench/search.py's held-out queries (no relevance judgments: recall@10 and speed only)")
+    parser.add_argument(
+        "--big",
+        type=Path,
+        help="a flat index of the bench/search.py corpus (encodr index corpus.tsv --index-type flat, same --model): "
+        "its rows too, with bench/search.py's held-out queries (no relevance judgments: recall@10 and speed only)",
+    )
     parser.add_argument("--big-queries", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=RESULTS / "quantize.json")
     args = parser.parse_args()
 
     from encodr.data.beir import read_retrieval
     from encodr.evaluation.retrieval import RetrievalEvaluator
-    from encodr.index import Index, BuildOptions, build
+    from encodr.index import BuildOptions, Index, build
     from encodr.models import load_encoder
 
     data = read_retrieval(DATA)
@@ -167,7 +183,9 @@ def main() -> None:
     texts = [data.queries[q] for q in evaluator.query_ids()]
     queries = encoder.encode(texts, prompt=encoder.prompt("query"))
 
-    rows = compressed_rows(work / "none", work, encoder, queries, args.dims, lambda searcher: ndcg_at_10(evaluator, searcher, same_text))
+    rows = compressed_rows(
+        work / "none", work, encoder, queries, args.dims, lambda searcher: ndcg_at_10(evaluator, searcher, same_text)
+    )
     big_rows = []
     if args.big:
         big_rows = big_corpus_rows(args.big, work, encoder, args.dims, args.big_queries)
@@ -177,9 +195,23 @@ def main() -> None:
     columns = ["row", "bytes/vector (memory)", "bytes/vector (disk)", "recall@10 vs exact", "ndcg@10", "p50 ms", "p99 ms"]
     print_table(f"{args.model} on SciFact ({n:,} passages; 809 train queries): compressed vectors", rows, columns)
     if big_rows:
-        print_table(f"{args.model} on the bench/search.py corpus ({big_rows[0]['texts']:,} texts; {args.big_queries:,} held-out queries)", big_rows, columns)
-    write_json(args.out, {"machine": machine(), "model": args.model, "passages": n, "queries": len(texts), "encode_seconds": round(encode_s, 1), "rows": rows,
-                          "big_corpus": {"index": str(args.big), "rows": big_rows} if big_rows else None})  # fmt: skip
+        print_table(
+            f"{args.model} on the bench/search.py corpus ({big_rows[0]['texts']:,} texts; {args.big_queries:,} held-out queries)",
+            big_rows,
+            columns,
+        )
+    write_json(
+        args.out,
+        {
+            "machine": machine(),
+            "model": args.model,
+            "passages": n,
+            "queries": len(texts),
+            "encode_seconds": round(encode_s, 1),
+            "rows": rows,
+            "big_corpus": {"index": str(args.big), "rows": big_rows} if big_rows else None,
+        },
+    )
     print(f"wrote {args.out}")
 
 

@@ -66,7 +66,7 @@ def bible(limit: int) -> list[tuple[str, str]]:
 def measure(queries: list[tuple[str, str]], candidates: tuple[str, ...], accurate: bool) -> dict:
     """Accuracy (%); the time of all the queries in a process that had not detected before (lingua
     loads a language's models the first time a text may be in it), the slowest query, the median one."""
-    from encodr.data.language import known_languages, _lingua
+    from encodr.data.language import _lingua, known_languages
 
     lingua, known = _lingua(), known_languages()
     builder = lingua.LanguageDetectorBuilder.from_languages(*[known[c] for c in candidates])
@@ -78,8 +78,12 @@ def measure(queries: list[tuple[str, str]], candidates: tuple[str, ...], accurat
         times.append((time.perf_counter() - started) * 1e6)
         top = values[0].language.iso_code_639_3.name.lower() if values and values[0].value > 0 else "und"
         right += top == lang
-    return {"accuracy %": round(100 * right / len(queries), 2), "all queries ms": round(sum(times) / 1000, 1), "max ms": round(max(times) / 1000, 1),
-            "median µs/query": round(float(np.median(times)), 1)}  # fmt: skip
+    return {
+        "accuracy %": round(100 * right / len(queries), 2),
+        "all queries ms": round(sum(times) / 1000, 1),
+        "max ms": round(max(times) / 1000, 1),
+        "median µs/query": round(float(np.median(times)), 1),
+    }
 
 
 def main() -> None:
@@ -87,14 +91,23 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="sentences per language (0: Tatoeba's all, 250 Bible verses)")
     parser.add_argument("--out", type=Path, default=RESULTS / "query_language.json")
     args = parser.parse_args()
-    sets = {"tatoeba spa/fra/deu + eng": (tatoeba(args.limit or 10**9), ("deu", "eng", "fra", "spa")),
-            "bible (Matthew), 8 languages": (bible(args.limit or 250), BIBLE_LANGS)}  # fmt: skip
+    sets = {
+        "tatoeba spa/fra/deu + eng": (tatoeba(args.limit or 10**9), ("deu", "eng", "fra", "spa")),
+        "bible (Matthew), 8 languages": (bible(args.limit or 250), BIBLE_LANGS),
+    }
     rows = []
     for name, (queries, candidates) in sets.items():
         for accurate in (True, False):
-            with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as fresh:  # lingua's models load once a process
+            with ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn")
+            ) as fresh:  # lingua's models load once a process
                 measured = fresh.submit(measure, queries, candidates, accurate).result()
-            row = {"queries": name, "n": len(queries), "mode": "high accuracy (what search runs)" if accurate else "low accuracy", **measured}
+            row = {
+                "queries": name,
+                "n": len(queries),
+                "mode": "high accuracy (what search runs)" if accurate else "low accuracy",
+                **measured,
+            }
             rows.append(row)
             print(row, flush=True)
     print_table("query language detection among the index's languages, one query at a time", rows, list(rows[0]))

@@ -27,8 +27,16 @@ def setting_of(overrides: dict) -> str:
 
 def sweep_row(job: str, setting: str, r: dict, file: str = "") -> dict:
     """One row of the sweeps table from a quality.py result row ``r``."""
-    return {"job": job, "setting": setting, "pooling": r["pooling"], "dev_task": r["dev_task"], "dev": r["dev"],
-            "test_task": r["test_task"], "test": r["test"], "file": file}  # fmt: skip
+    return {
+        "job": job,
+        "setting": setting,
+        "pooling": r["pooling"],
+        "dev_task": r["dev_task"],
+        "dev": r["dev"],
+        "test_task": r["test_task"],
+        "test": r["test"],
+        "file": file,
+    }
 
 
 def sweeps() -> list[dict]:
@@ -36,15 +44,28 @@ def sweeps() -> list[dict]:
     mean row for each setting run with several seeds, after the base model and the paper settings
     (seed 42, mean pooling; and the word seeds' mean) from quality.json and quality-sentence.json."""
     rows: list[dict] = []
-    reference = [r for name in ("quality.json", "quality-sentence.json") if (RESULTS / name).exists()
-                 for r in json.loads((RESULTS / name).read_text())["rows"]]
+    reference = [
+        r
+        for name in ("quality.json", "quality-sentence.json")
+        if (RESULTS / name).exists()
+        for r in json.loads((RESULTS / name).read_text())["rows"]
+    ]
     for job in ("word", "phrase", "sentence-stsb", "sentence-wiki"):
         base = next((r for r in reference if r["job"] == job and r["model"] == "base"), None)
-        default = next((r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["seed"] == 42 and r["pooling"] == "mean"), None)
+        default = next(
+            (
+                r
+                for r in reference
+                if r["job"] == job and r["model"].startswith("encodr") and r["seed"] == 42 and r["pooling"] == "mean"
+            ),
+            None,
+        )
         for label, r in (("base model", base), ("paper settings (main run)", default)):
             if r:
                 rows.append(sweep_row(job, label, r))
-        seeds_mean = next((r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["model"].endswith("(mean)")), None)
+        seeds_mean = next(
+            (r for r in reference if r["job"] == job and r["model"].startswith("encodr") and r["model"].endswith("(mean)")), None
+        )
         if seeds_mean:
             rows.append(sweep_row(job, f"paper settings (main run, mean of {seeds_mean['seed']})", seeds_mean))
         trials, groups = [], {}
@@ -79,8 +100,17 @@ def word_seeds() -> list[dict]:
     rows = []
     for model, by_seed in runs.items():
         tests = [r["test"] for r in by_seed.values()]
-        rows.append({"model": model, "seeds": " ".join(map(str, sorted(by_seed))), "dev (wordsim353)": statistics.mean(r["dev"] for r in by_seed.values()),
-                     "test (simlex999)": statistics.mean(tests), "test sd": statistics.stdev(tests), "test min": min(tests), "test max": max(tests)})
+        rows.append(
+            {
+                "model": model,
+                "seeds": " ".join(map(str, sorted(by_seed))),
+                "dev (wordsim353)": statistics.mean(r["dev"] for r in by_seed.values()),
+                "test (simlex999)": statistics.mean(tests),
+                "test sd": statistics.stdev(tests),
+                "test min": min(tests),
+                "test max": max(tests),
+            }
+        )
     return rows
 
 

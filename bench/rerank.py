@@ -36,12 +36,17 @@ RESULTS = ROOT / "bench" / "results"
 DATA = ROOT.parent / "shared" / "data" / "retrieval"
 WEIGHTS = [round(0.1 * i, 1) for i in range(1, 10)]
 
-QUICK = ['--queries', '20', '--index', '{tmp}/index', '--out', '{tmp}/rerank.json']
+QUICK = ["--queries", "20", "--index", "{tmp}/index", "--out", "{tmp}/rerank.json"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cross", nargs="*", default=[], help="CrossEncoder folders (e.g. an encodr run's cross/); none: the first-stage and random-order rows only")
+    parser.add_argument(
+        "--cross",
+        nargs="*",
+        default=[],
+        help="CrossEncoder folders (e.g. an encodr run's cross/); none: the first-stage and random-order rows only",
+    )
     parser.add_argument("--data", default="scifact")
     parser.add_argument("--split", default="train", help="qrels split (scifact: train; the test split is never used here)")
     parser.add_argument("--model", default="minilm")
@@ -55,9 +60,9 @@ def main() -> None:
 
     from encodr.data.beir import read_retrieval
     from encodr.evaluation.retrieval import RetrievalEvaluator
-    from encodr.index import Searcher, BuildOptions, build
-    from encodr.index.options import SearchOptions
+    from encodr.index import BuildOptions, Searcher, build
     from encodr.index.fusion import interpolate
+    from encodr.index.options import SearchOptions
     from encodr.models import load_cross, load_encoder
 
     evaluator = RetrievalEvaluator(args.data, read_retrieval(DATA / args.data), split=args.split, limit=args.queries)
@@ -86,27 +91,54 @@ def main() -> None:
         rows = []
         for row, scores in zip(hits, order_scores):
             head = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
-            ranked = [row[i] for i in head] + row[len(scores):]
+            ranked = [row[i] for i in head] + row[len(scores) :]
             rows.append([(doc, 1.0 / (r + 1)) for r, h in enumerate(ranked) for doc in same_text.get(h.ext_id, [h.ext_id])])
         return rows
 
     first = [np.array([h.score for h in row[: args.depth]]) for row in hits]
-    results = {"data": args.data, "split": args.split, "model": args.model, "queries": len(qids), "dev_queries": half,
-               "report_queries": len(qids) - half, "depth": args.depth, "rows": []}  # fmt: skip
+    results = {
+        "data": args.data,
+        "split": args.split,
+        "model": args.model,
+        "queries": len(qids),
+        "dev_queries": half,
+        "report_queries": len(qids) - half,
+        "depth": args.depth,
+        "rows": [],
+    }
     base = ranking(first)
-    results["rows"].append({"cross": None, "run": "first stage (hybrid, convex)", **{h: round(ndcg(base, s), 2) for h, s in halves.items()}})
+    results["rows"].append(
+        {"cross": None, "run": "first stage (hybrid, convex)", **{h: round(ndcg(base, s), 2) for h, s in halves.items()}}
+    )
     shuffles = [ranking([np.random.default_rng(seed).random(len(f)) for f in first]) for seed in range(20)]
-    results["rows"].append({"cross": None, "run": f"random order of the first {args.depth} (mean of 20)",
-                            **{h: round(float(np.mean([ndcg(r, s) for r in shuffles])), 2) for h, s in halves.items()}})  # fmt: skip
+    results["rows"].append(
+        {
+            "cross": None,
+            "run": f"random order of the first {args.depth} (mean of 20)",
+            **{h: round(float(np.mean([ndcg(r, s) for r in shuffles])), 2) for h, s in halves.items()},
+        }
+    )
     for path in args.cross:
         scorer = load_cross(path)
         started = time.perf_counter()
-        cross = [np.asarray(scorer.query_scores(q, [h.text for h in row[: args.depth]]), dtype=np.float64) for q, row in zip(queries, hits)]
+        cross = [
+            np.asarray(scorer.query_scores(q, [h.text for h in row[: args.depth]]), dtype=np.float64)
+            for q, row in zip(queries, hits)
+        ]
         seconds = time.perf_counter() - started
-        rows = [{"cross": path, "run": "cross-encoder alone", **{h: round(ndcg(ranking(cross), s), 2) for h, s in halves.items()}}]
+        rows = [
+            {"cross": path, "run": "cross-encoder alone", **{h: round(ndcg(ranking(cross), s), 2) for h, s in halves.items()}}
+        ]
         for w in WEIGHTS:
             mixed = [np.array(interpolate(list(c), list(f), w)) for c, f in zip(cross, first)]
-            rows.append({"cross": path, "run": f"interpolated w={w}", "weight": w, **{h: round(ndcg(ranking(mixed), s), 2) for h, s in halves.items()}})
+            rows.append(
+                {
+                    "cross": path,
+                    "run": f"interpolated w={w}",
+                    "weight": w,
+                    **{h: round(ndcg(ranking(mixed), s), 2) for h, s in halves.items()},
+                }
+            )
         best = max((r for r in rows if "weight" in r), key=lambda r: r["dev"])
         best["chosen_on_dev"] = True
         for r in rows:

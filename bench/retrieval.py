@@ -77,9 +77,16 @@ def st_anchor(encoder, evaluator) -> float:
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
     qids = evaluator.query_ids()
-    ir = InformationRetrievalEvaluator({q: evaluator.data.queries[q] for q in qids}, corpus_texts(evaluator.data.corpus_file),
-                                       {q: set(evaluator.judged[q]) for q in qids}, ndcg_at_k=[10], write_csv=False, batch_size=32,
-                                       query_prompt=encoder.prompt("query") or None, corpus_prompt=encoder.prompt("document") or None)  # fmt: skip
+    ir = InformationRetrievalEvaluator(
+        {q: evaluator.data.queries[q] for q in qids},
+        corpus_texts(evaluator.data.corpus_file),
+        {q: set(evaluator.judged[q]) for q in qids},
+        ndcg_at_k=[10],
+        write_csv=False,
+        batch_size=32,
+        query_prompt=encoder.prompt("query") or None,
+        corpus_prompt=encoder.prompt("document") or None,
+    )
     return 100 * ir(encoder.st)["cosine_ndcg@10"]
 
 
@@ -108,9 +115,18 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["minilm"])
     parser.add_argument("--data", nargs="+", default=list(SPLITS), choices=list(SPLITS))
     parser.add_argument("--no-anchors", action="store_true", help="skip sentence-transformers and bm25s")
-    parser.add_argument("--whole", action="store_true", help="index documents whole, cut at the window (default: passages, as encodr index does)")
-    parser.add_argument("--rerank", default=None, help="a CrossEncoder: adds hybrid (convex) + re-ranking of the first 50 (a second index build)")
-    parser.add_argument("--rerank-weight", type=float, default=1.0, help="with --rerank: w of the cross-encoder's scores against the first stage's (1: alone)")
+    parser.add_argument(
+        "--whole", action="store_true", help="index documents whole, cut at the window (default: passages, as encodr index does)"
+    )
+    parser.add_argument(
+        "--rerank", default=None, help="a CrossEncoder: adds hybrid (convex) + re-ranking of the first 50 (a second index build)"
+    )
+    parser.add_argument(
+        "--rerank-weight",
+        type=float,
+        default=1.0,
+        help="with --rerank: w of the cross-encoder's scores against the first stage's (1: alone)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="only the first N judged queries (every column on the same ones)")
     parser.add_argument("--tag", default="", help="a label for the rows (kept apart from untagged rows in the JSON)")
     parser.add_argument("--out", type=Path, default=RESULTS / "retrieval.json")
@@ -128,18 +144,30 @@ def main() -> None:
             from encodr.index import SearchOptions
 
             searches = tuple(SearchOptions(mode=mode, fusion=fusion, rerank_weight=args.rerank_weight) for mode, fusion in MODES)
-            labels = {o.label: (o.mode if o.mode != "hybrid" else f"hybrid-{o.fusion}") for o in searches}  # the result JSON's column names
-            evaluator = RetrievalEvaluator(name, read_retrieval(folder), split=SPLITS[name], whole=args.whole, limit=args.limit, searches=searches)
+            labels = {
+                o.label: (o.mode if o.mode != "hybrid" else f"hybrid-{o.fusion}") for o in searches
+            }  # the result JSON's column names
+            evaluator = RetrievalEvaluator(
+                name, read_retrieval(folder), split=SPLITS[name], whole=args.whole, limit=args.limit, searches=searches
+            )
             for model in args.models:
                 encoder = load_encoder(model)
-                row = {"model": model, "data": name, "documents as": ("whole" if args.whole else "passages") + (f", {args.tag}" if args.tag else ""),
-                       "queries": len(evaluator.query_ids()), "docs": len(evaluator.data.doc_ids), "prompts": [encoder.prompt("query"), encoder.prompt("document")]}  # fmt: skip
+                row = {
+                    "model": model,
+                    "data": name,
+                    "documents as": ("whole" if args.whole else "passages") + (f", {args.tag}" if args.tag else ""),
+                    "queries": len(evaluator.query_ids()),
+                    "docs": len(evaluator.data.doc_ids),
+                    "prompts": [encoder.prompt("query"), encoder.prompt("document")],
+                }
                 started = time.perf_counter()
                 if args.rerank:  # one index: every mode's first stage, and the hybrid (convex) lists re-ranked
                     from encodr.models import load_cross
 
                     convex = tuple(o for o in searches if o.label == "hybrid·convex")
-                    ranked = evaluator.ranked(encoder, searches, reranker=load_cross(args.rerank), first_stage=True, reranked=convex)
+                    ranked = evaluator.ranked(
+                        encoder, searches, reranker=load_cross(args.rerank), first_stage=True, reranked=convex
+                    )
                 else:
                     ranked = evaluator.ranked(encoder, searches)
                 row["encodr_seconds"] = round(time.perf_counter() - started, 1)
@@ -147,7 +175,9 @@ def main() -> None:
                     row[column] = next(s.value for s in evaluator.scores(ranked[label]) if s.metric == "ndcg@10")
                 if args.rerank:
                     reranked = next(k for k in ranked if k.startswith("hybrid·convex+rerank"))
-                    row["hybrid-convex+rerank"] = next(s.value for s in evaluator.scores(ranked[reranked]) if s.metric == "ndcg@10")
+                    row["hybrid-convex+rerank"] = next(
+                        s.value for s in evaluator.scores(ranked[reranked]) if s.metric == "ndcg@10"
+                    )
                     row["reranker"], row["rerank_weight"] = args.rerank, args.rerank_weight
                 if not args.no_anchors:
                     row["st_dense"] = st_anchor(encoder, evaluator)
@@ -157,7 +187,20 @@ def main() -> None:
     key = lambda r: (r["model"], r["data"], r.get("documents as", "whole"))  # noqa: E731
     kept = [r for r in previous if key(r) not in {key(x) for x in rows}]
     table = kept + rows
-    columns = ["model", "data", "documents as", "queries", "docs", "dense", "keyword", "hybrid-rrf", "hybrid-convex", "hybrid-convex+rerank", "st_dense", "bm25s"]
+    columns = [
+        "model",
+        "data",
+        "documents as",
+        "queries",
+        "docs",
+        "dense",
+        "keyword",
+        "hybrid-rrf",
+        "hybrid-convex",
+        "hybrid-convex+rerank",
+        "st_dense",
+        "bm25s",
+    ]
     print_table("nDCG@10 × 100 (encodr eval retrieval's pipeline; anchors in the same run)", table, columns)
     write_json(args.out, {"machine": machine(), "splits": SPLITS, "rows": table})
     print(f"wrote {args.out}")

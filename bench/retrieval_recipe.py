@@ -41,8 +41,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, beir_subset, machine, parse_overrides, print_table, write_json  # noqa: E402
 from retrieval import DATA, SPLITS  # noqa: E402
 
-QUICK = ["--documents", "300", "--queries", "40", "--searched", "300", "--train-searched", "--eval-steps", "5",
-         "--set", "dev_queries=50", "--out", "{tmp}/retrieval_recipe.json"]
+QUICK = [
+    "--documents",
+    "300",
+    "--queries",
+    "40",
+    "--searched",
+    "300",
+    "--train-searched",
+    "--eval-steps",
+    "5",
+    "--set",
+    "dev_queries=50",
+    "--out",
+    "{tmp}/retrieval_recipe.json",
+]
 
 
 def main() -> None:
@@ -50,35 +63,59 @@ def main() -> None:
     parser.add_argument("--data", default="scifact")
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--eval-steps", type=int, default=15)
-    parser.add_argument("--searched", type=int, default=2000,
-                        help="documents both dev sets search at each checkpoint (the judged ones among them; 0: all); the final rows search all")
-    parser.add_argument("--train-searched", action="store_true",
-                        help="train on the searched documents only, not the whole corpus (a run sized for a CPU)")
+    parser.add_argument(
+        "--searched",
+        type=int,
+        default=2000,
+        help="documents both dev sets search at each checkpoint (the judged ones among them; 0: all); the final rows search all",
+    )
+    parser.add_argument(
+        "--train-searched",
+        action="store_true",
+        help="train on the searched documents only, not the whole corpus (a run sized for a CPU)",
+    )
     parser.add_argument("--set", nargs="*", default=[], help="recipe overrides KEY=VALUE")
-    parser.add_argument("--documents", type=int, default=0, help="a quick run: the corpus cut to the judged documents and a sample of others, this many in all (0: all)")
+    parser.add_argument(
+        "--documents",
+        type=int,
+        default=0,
+        help="a quick run: the corpus cut to the judged documents and a sample of others, this many in all (0: all)",
+    )
     parser.add_argument("--queries", type=int, default=0, help="a quick run: the first N real queries (0: all)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     from scipy.stats import spearmanr
 
-    from encodr.methods import TuneJob, load_recipe, tune
-
     from encodr.data.beir import read_retrieval
+    from encodr.methods import TuneJob, load_recipe, tune
 
     folder, split = DATA / args.data, SPLITS[args.data]
     scratch = Path(tempfile.mkdtemp(prefix="encodr-report-"))
     if args.documents or args.queries:  # a quick run: a smaller corpus and fewer real queries
         folder = beir_subset(folder, split, args.documents, args.queries, scratch / "data")
     real = read_retrieval(folder)
-    report = beir_subset(folder, split, args.searched, 0, scratch / args.data)  # the real queries of one split, named dev so dev_set reads them
+    report = beir_subset(
+        folder, split, args.searched, 0, scratch / args.data
+    )  # the real queries of one split, named dev so dev_set reads them
     (report / "qrels" / f"{split}.tsv").rename(report / "qrels" / "dev.tsv")
     searched = sum(1 for _ in (report / "corpus.jsonl").open(encoding="utf-8"))
-    recipe = load_recipe("retrieval", {"eval_steps": args.eval_steps, "dev_documents": args.searched, **parse_overrides(args.set)})
+    recipe = load_recipe(
+        "retrieval", {"eval_steps": args.eval_steps, "dev_documents": args.searched, **parse_overrides(args.set)}
+    )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         train = report / "corpus.jsonl" if args.train_searched else folder / "corpus.jsonl"
-        summary = tune(recipe, TuneJob(out=Path(tmp) / "run", data=str(train), models=[args.model], dev="auto", report=str(report),
-                                       warn=lambda line: print("warning:", line, flush=True)))  # fmt: skip
+        summary = tune(
+            recipe,
+            TuneJob(
+                out=Path(tmp) / "run",
+                data=str(train),
+                models=[args.model],
+                dev="auto",
+                report=str(report),
+                warn=lambda line: print("warning:", line, flush=True),
+            ),
+        )
         minutes = (time.perf_counter() - started) / 60
         from encodr.evaluation.retrieval import RetrievalEvaluator
         from encodr.models import load_encoder
@@ -88,9 +125,17 @@ def main() -> None:
         for label, spec in (("base", args.model), ("--dev auto", str(Path(tmp) / "run"))):
             from encodr.index import SearchOptions
 
-            ranked = evaluator.ranked(load_encoder(spec), (SearchOptions(mode="dense"), SearchOptions(mode="hybrid", fusion="convex")))
-            search[label] = {mode: next(s.value for s in evaluator.scores(ranked["dense" if mode == "dense" else "hybrid·convex"]) if s.metric == "ndcg@10")
-                             for mode in ("dense", "hybrid")}  # fmt: skip
+            ranked = evaluator.ranked(
+                load_encoder(spec), (SearchOptions(mode="dense"), SearchOptions(mode="hybrid", fusion="convex"))
+            )
+            search[label] = {
+                mode: next(
+                    s.value
+                    for s in evaluator.scores(ranked["dense" if mode == "dense" else "hybrid·convex"])
+                    if s.metric == "ndcg@10"
+                )
+                for mode in ("dense", "hybrid")
+            }
     curve = summary["dev_curve"]
     for point in curve:
         print(point, flush=True)
@@ -98,16 +143,41 @@ def main() -> None:
     real = max(curve, key=lambda p: p["report"])
     rho = spearmanr([p["dev"] for p in curve], [p["report"] for p in curve]).statistic
     rows = [
-        {"model": "base", "step": 0, "label-free dev": curve[0]["dev"], f"real ({split})": curve[0]["report"],
-         "real, hybrid": search["base"]["hybrid"]},
-        {"model": "--dev auto", "step": auto["step"], "label-free dev": auto["dev"], f"real ({split})": auto["report"],
-         "real, hybrid": search["--dev auto"]["hybrid"]},
-        {"model": "real dev (same checkpoints)", "step": real["step"], "label-free dev": real["dev"], f"real ({split})": real["report"]},
-    ]  # fmt: skip
+        {
+            "model": "base",
+            "step": 0,
+            "label-free dev": curve[0]["dev"],
+            f"real ({split})": curve[0]["report"],
+            "real, hybrid": search["base"]["hybrid"],
+        },
+        {
+            "model": "--dev auto",
+            "step": auto["step"],
+            "label-free dev": auto["dev"],
+            f"real ({split})": auto["report"],
+            "real, hybrid": search["--dev auto"]["hybrid"],
+        },
+        {
+            "model": "real dev (same checkpoints)",
+            "step": real["step"],
+            "label-free dev": real["dev"],
+            f"real ({split})": real["report"],
+        },
+    ]
     print_table(f"retrieval recipe on {args.data} ({args.model}): nDCG@10 × 100, dense search", rows, list(rows[0]))
-    cost = {"checkpoints": len(curve), "searched_per_checkpoint": searched, "spearman_label_free_vs_real": round(float(rho), 3), "examples_per_s": summary["examples_per_s"],
-            "train_minutes": round(summary["train_seconds"] / 60, 1), "eval_minutes": round((summary.get("eval_seconds") or 0) / 60, 1),
-            "total_minutes": round(minutes, 1), "trained_on": "searched" if args.train_searched else "corpus", "documents": summary["documents"], "passages": summary["passages"], "steps": summary["steps"]}  # fmt: skip
+    cost = {
+        "checkpoints": len(curve),
+        "searched_per_checkpoint": searched,
+        "spearman_label_free_vs_real": round(float(rho), 3),
+        "examples_per_s": summary["examples_per_s"],
+        "train_minutes": round(summary["train_seconds"] / 60, 1),
+        "eval_minutes": round((summary.get("eval_seconds") or 0) / 60, 1),
+        "total_minutes": round(minutes, 1),
+        "trained_on": "searched" if args.train_searched else "corpus",
+        "documents": summary["documents"],
+        "passages": summary["passages"],
+        "steps": summary["steps"],
+    }
     print_table("checkpoints and cost", [cost], list(cost))
     out = args.out or RESULTS / f"retrieval_recipe_{args.data}_{args.model}.json"
     write_json(out, {"machine": machine(), "recipe": recipe.to_dict(), "rows": rows, "cost": cost, "curve": curve})

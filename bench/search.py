@@ -29,7 +29,6 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `encodr search` and `encodr tui` do
 
 import argparse
-from types import SimpleNamespace
 import csv
 import json
 import random
@@ -38,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -45,10 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
-from encodr.index import Index, Searcher, BuildOptions, build  # noqa: E402
+from encodr.index import BuildOptions, Index, Searcher, build  # noqa: E402
+from encodr.index.faiss_types import HNSW_EF_SEARCH, IVF_NPROBE, auto_index_type, new_faiss, training_sample  # noqa: E402  # noqa: E402
 from encodr.index.options import SearchOptions
-from encodr.index.faiss_types import new_faiss, auto_index_type, training_sample  # noqa: E402
-from encodr.index.faiss_types import HNSW_EF_SEARCH, IVF_NPROBE  # noqa: E402
 from encodr.index.reader import META_FILE, VECTORS_FILE  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
 
@@ -75,7 +74,11 @@ def corpus_texts(limit: int | None) -> tuple[list[tuple[str, str]], dict[str, li
         if text and text not in seen:
             seen[text] = lang
     texts = list(seen.items())[:limit]
-    return texts, {"wiki": wiki, "mesh": [m for m in mesh if len(m.split()) > 3], "bible": [b for b in bible if len(b.split()) > 6]}
+    return texts, {
+        "wiki": wiki,
+        "mesh": [m for m in mesh if len(m.split()) > 3],
+        "bible": [b for b in bible if len(b.split()) > 6],
+    }
 
 
 def held_out(pools: dict[str, list[str]], count: int, corpus: set[str], rng: random.Random) -> list[str]:
@@ -135,7 +138,10 @@ def main() -> None:
         t = time.perf_counter()
         meta = build([str(corpus)], scratch / "flat", BuildOptions(model=args.model, index_type="flat", backend=args.backend))
         build_s = time.perf_counter() - t
-        print(f"encodr index: {meta['count']:,} texts in {build_s:.0f} s ({meta['count'] / build_s:.0f} texts/s, backend {args.backend})", flush=True)
+        print(
+            f"encodr index: {meta['count']:,} texts in {build_s:.0f} s ({meta['count'] / build_s:.0f} texts/s, backend {args.backend})",
+            flush=True,
+        )
         searcher = Searcher(scratch / "flat")
         flat = searcher.index.faiss
         n, dim = flat.ntotal, flat.d
@@ -161,25 +167,48 @@ def main() -> None:
             faiss.write_index(index, str(path))
             sizes[kind] = path.stat().st_size / n
         auto = auto_index_type(n)
-        settings = [("flat", None), ("hnsw", 64), ("hnsw", HNSW_EF_SEARCH), ("ivfpq", 32), ("ivfpq", 64), ("ivfpq", IVF_NPROBE["ivfpq"]), ("ivfpq", 256)]
+        settings = [
+            ("flat", None),
+            ("hnsw", 64),
+            ("hnsw", HNSW_EF_SEARCH),
+            ("ivfpq", 32),
+            ("ivfpq", 64),
+            ("ivfpq", IVF_NPROBE["ivfpq"]),
+            ("ivfpq", 256),
+        ]
         for kind, setting in settings:
             index, seconds = built[kind]
             # encodr's own search parameters for this setting (IndexReader.search_params), on the FAISS index alone
-            holder = SimpleNamespace(faiss=index, nprobe=setting if kind == "ivfpq" else None, ef_search=setting if kind == "hnsw" else None)
+            holder = SimpleNamespace(
+                faiss=index, nprobe=setting if kind == "ivfpq" else None, ef_search=setting if kind == "hnsw" else None
+            )
             params = Index.search_params(holder)
             ms, got = timed(lambda q: index.search(q, k, params=params)[1][0], qv)
             recall = float(np.mean([len(exact[i] & set(g.tolist())) / k for i, g in enumerate(got)]))
             label = {"flat": "flat (exact)", "hnsw": f"hnsw, efSearch {setting}", "ivfpq": f"ivfpq, nprobe {setting}"}[kind]
             default = setting in (None, HNSW_EF_SEARCH, IVF_NPROBE["ivfpq"])
-            rows.append({"index": label + (" ← auto" if kind == auto and default else ""), "vectors": n, "faiss build s": round(seconds, 1),
-                         "bytes/vector": round(sizes[kind], 1), "p50 ms": round(float(np.percentile(ms, 50)), 3),
-                         "p99 ms": round(float(np.percentile(ms, 99)), 3), "recall@10": round(recall, 3)})  # fmt: skip
-        print_table(f"vector search, k = {k}, {len(queries)} single queries, 1 FAISS thread ({n:,} vectors, dim {dim})", rows,
-                    ["index", "vectors", "faiss build s", "bytes/vector", "p50 ms", "p99 ms", "recall@10"])  # fmt: skip
+            rows.append(
+                {
+                    "index": label + (" ← auto" if kind == auto and default else ""),
+                    "vectors": n,
+                    "faiss build s": round(seconds, 1),
+                    "bytes/vector": round(sizes[kind], 1),
+                    "p50 ms": round(float(np.percentile(ms, 50)), 3),
+                    "p99 ms": round(float(np.percentile(ms, 99)), 3),
+                    "recall@10": round(recall, 3),
+                }
+            )
+        print_table(
+            f"vector search, k = {k}, {len(queries)} single queries, 1 FAISS thread ({n:,} vectors, dim {dim})",
+            rows,
+            ["index", "vectors", "faiss build s", "bytes/vector", "p50 ms", "p99 ms", "recall@10"],
+        )
 
         # the automatic choice as encodr search opens it: memory-mapped, then end to end
         auto_dir = scratch / "auto"
-        shutil.copytree(searcher.index.folder, auto_dir, ignore=shutil.ignore_patterns(VECTORS_FILE))  # one generation, as a flat index
+        shutil.copytree(
+            searcher.index.folder, auto_dir, ignore=shutil.ignore_patterns(VECTORS_FILE)
+        )  # one generation, as a flat index
         shutil.copy(scratch / f"{auto}.faiss", auto_dir / VECTORS_FILE)
         meta_auto = {**meta, "index_type": auto}
         (auto_dir / META_FILE).write_text(json.dumps(meta_auto))
@@ -187,7 +216,10 @@ def main() -> None:
         for mmap in (True, False):
             before, t = rss_mb(), time.perf_counter()
             handle = Index.open(auto_dir, mmap=mmap)
-            opened["mmap" if mmap else "read"] = {"open_ms": round((time.perf_counter() - t) * 1000, 1), "rss_mb": round(rss_mb() - before, 1)}
+            opened["mmap" if mmap else "read"] = {
+                "open_ms": round((time.perf_counter() - t) * 1000, 1),
+                "rss_mb": round(rss_mb() - before, 1),
+            }
             del handle
         e2e_searcher = Searcher(auto_dir)
         e2e_searcher.search(["warm-up query"], SearchOptions(k=k, mode="dense"))
@@ -195,12 +227,35 @@ def main() -> None:
         for q in queries[:200]:
             e2e_searcher.search([q], SearchOptions(k=k, mode="dense"))
             e2e.append(e2e_searcher.last_ms)
-        e2e_row = {"index": f"{auto} (auto), memory-mapped", "p50 ms": round(float(np.percentile(e2e, 50)), 2), "p99 ms": round(float(np.percentile(e2e, 99)), 2)}
-        print_table(f"end to end (encode with {args.backend} + search + SQLite rows), warm, 200 queries", [e2e_row], ["index", "p50 ms", "p99 ms"])
+        e2e_row = {
+            "index": f"{auto} (auto), memory-mapped",
+            "p50 ms": round(float(np.percentile(e2e, 50)), 2),
+            "p99 ms": round(float(np.percentile(e2e, 99)), 2),
+        }
+        print_table(
+            f"end to end (encode with {args.backend} + search + SQLite rows), warm, 200 queries",
+            [e2e_row],
+            ["index", "p50 ms", "p99 ms"],
+        )
         print(f"open {auto}: {opened}")
-        write_json(args.out, {"machine": machine(), "texts": n, "dimension": dim, "backend": args.backend, "model": args.model,
-                              "encodr_index_seconds": round(build_s, 1), "encodr_index_texts_per_s": round(n / build_s, 1), "k": k,
-                              "queries": len(queries), "auto": auto, "vector_search": rows, "open": opened, "end_to_end": e2e_row})  # fmt: skip
+        write_json(
+            args.out,
+            {
+                "machine": machine(),
+                "texts": n,
+                "dimension": dim,
+                "backend": args.backend,
+                "model": args.model,
+                "encodr_index_seconds": round(build_s, 1),
+                "encodr_index_texts_per_s": round(n / build_s, 1),
+                "k": k,
+                "queries": len(queries),
+                "auto": auto,
+                "vector_search": rows,
+                "open": opened,
+                "end_to_end": e2e_row,
+            },
+        )
         print(f"wrote {args.out}")
     finally:
         if args.keep is None:

@@ -52,8 +52,14 @@ def readmes(limit: int | None = None) -> list[tuple[str, str, str]]:
         if "markdown" not in (message.get("Description-Content-Type") or "") or not isinstance(body, str):
             continue
         if len(HEADING.findall(body)) >= 3 and len(body) >= 3000:
-            licence = message.get("License-Expression") or message.get("License") or next(
-                (c.split("::")[-1].strip() for c in message.get_all("Classifier") or [] if c.startswith("License ::")), "unknown")
+            licence = (
+                message.get("License-Expression")
+                or message.get("License")
+                or next(
+                    (c.split("::")[-1].strip() for c in message.get_all("Classifier") or [] if c.startswith("License ::")),
+                    "unknown",
+                )
+            )
             found.append((str(message.get("Name")), str(licence).splitlines()[0][:60], body))
     return found[:limit]
 
@@ -92,8 +98,12 @@ def main() -> None:
     searches = (SearchOptions(mode="dense"), SearchOptions(mode="hybrid", fusion="rrf"))
     rows, documents = [], []
     plain = build_module.dense_text
-    variants = {"text (as stored)": plain,
-                "heading path + text": lambda r: f"{' › '.join(p for p in (r.title, r.section) if p)}\n{r.text}" if (r.title or r.section) else r.text}
+    variants = {
+        "text (as stored)": plain,
+        "heading path + text": lambda r: (
+            f"{' › '.join(p for p in (r.title, r.section) if p)}\n{r.text}" if (r.title or r.section) else r.text
+        ),
+    }
     with tempfile.TemporaryDirectory(prefix="encodr-bench-sections-") as tmp:
         folder = Path(tmp) / "docs"
         folder.mkdir()
@@ -112,24 +122,39 @@ def main() -> None:
             where = Path(tmp) / f"index-{len(rows)}"
             build_module.dense_text = dense_text  # what _read_here encodes for each passage
             try:
-                meta = build([str(folder)], where, BuildOptions(model=encoder, index_type="flat", backend=encoder.backend, lang="eng"))
+                meta = build(
+                    [str(folder)], where, BuildOptions(model=encoder, index_type="flat", backend=encoder.backend, lang="eng")
+                )
             finally:
                 build_module.dense_text = plain
             ids = {Path(d).name: d for d in _document_ids(where)}
-            (Path(tmp) / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{ids[p.name]}\t1\n" for q, p in qrels))
+            (Path(tmp) / "qrels.tsv").write_text(
+                "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{ids[p.name]}\t1\n" for q, p in qrels)
+            )
             evaluator = IndexRetrievalEvaluator(where, Path(tmp) / "queries.jsonl", Path(tmp) / "qrels.tsv", searches=searches)
             try:
                 ranked = evaluator.ranked()
-                row = {"dense encodes": label, "model": args.model, "documents": len(documents), "passages": meta["count"], "queries": len(queries)}
+                row = {
+                    "dense encodes": label,
+                    "model": args.model,
+                    "documents": len(documents),
+                    "passages": meta["count"],
+                    "queries": len(queries),
+                }
                 for options in searches:
                     row[options.mode] = next(s.value for s in evaluator.scores(ranked[options.label]) if s.metric == "ndcg@10")
             finally:
                 evaluator.close()
             rows.append(row)
             print(row, flush=True)
-    print_table("Markdown READMEs: nDCG@10 × 100, passages encoded with and without their heading path (one run)", rows,
-                ["dense encodes", "documents", "passages", "queries", "dense", "hybrid"])
-    write_json(args.out, {"machine": machine(), "model": args.model, "per_doc": args.per_doc, "rows": rows, "documents": documents})
+    print_table(
+        "Markdown READMEs: nDCG@10 × 100, passages encoded with and without their heading path (one run)",
+        rows,
+        ["dense encodes", "documents", "passages", "queries", "dense", "hybrid"],
+    )
+    write_json(
+        args.out, {"machine": machine(), "model": args.model, "per_doc": args.per_doc, "rows": rows, "documents": documents}
+    )
     print(f"wrote {args.out}")
 
 

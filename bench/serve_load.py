@@ -45,7 +45,11 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 def sentences(n: int) -> list[str]:
     from encodr.paths import bundled
 
-    lines = [line for line in bundled("wiki/wiki_sentences_en.txt").read_text(encoding="utf-8").splitlines() if 5 <= len(line.split()) <= 30]
+    lines = [
+        line
+        for line in bundled("wiki/wiki_sentences_en.txt").read_text(encoding="utf-8").splitlines()
+        if 5 <= len(line.split()) <= 30
+    ]
     return lines[:n]
 
 
@@ -110,7 +114,9 @@ class Server:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "encodr", "serve", "--port", str(self.port), *args], stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "encodr", "serve", "--port", str(self.port), *args], stderr=subprocess.PIPE, text=True
+        )
         for line in self.proc.stderr:
             if "listening on" in line:
                 return
@@ -124,8 +130,10 @@ class Server:
 async def request(reader, writer, route: str, body: bytes) -> tuple[int, bytes]:
     """One HTTP/1.1 POST on a kept-alive connection: the status and the body (the server answers
     with Content-Length, as uvicorn does for JSON)."""
-    writer.write(b"POST %s HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
-                 % (route.encode(), len(body), body))  # fmt: skip
+    writer.write(
+        b"POST %s HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+        % (route.encode(), len(body), body)
+    )
     status = int((await reader.readline()).split()[1])
     length = 0
     while (line := await reader.readline()) not in (b"\r\n", b""):
@@ -171,8 +179,14 @@ async def load(url: str, clients: int, seconds: float, route: str, bodies: list[
     await asyncio.gather(*(client(i) for i in range(clients)))
     wall = time.perf_counter() - started
     lat = np.array(latencies) * 1000
-    return {"requests": len(latencies), "requests_per_s": len(latencies) / wall, "texts_per_s": len(latencies) * texts_per / wall,
-            "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99)), "errors": errors}  # fmt: skip
+    return {
+        "requests": len(latencies),
+        "requests_per_s": len(latencies) / wall,
+        "texts_per_s": len(latencies) * texts_per / wall,
+        "p50_ms": float(np.percentile(lat, 50)),
+        "p99_ms": float(np.percentile(lat, 99)),
+        "errors": errors,
+    }
 
 
 def passes(url: str, model: str) -> tuple[int, int]:
@@ -206,7 +220,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--backend", default="torch", help="the forward pass, offline and in the server (encodr serve --backend)")
     parser.add_argument("--corpus", type=int, default=5000, help="Wikipedia sentences indexed for search-1")
-    parser.add_argument("--out", type=Path, default=None, help="default: bench/results/serve_load.json (serve_load_BACKEND.json for another backend)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: bench/results/serve_load.json (serve_load_BACKEND.json for another backend)",
+    )
     args = parser.parse_args()
     args.out = args.out or RESULTS / ("serve_load.json" if args.backend == "torch" else f"serve_load_{args.backend}.json")
 
@@ -218,16 +237,40 @@ def main() -> None:
     best = max(speeds, key=speeds.get)
     for size, rate in speeds.items():
         rows.append({"setup": f"offline Encoder.encode, batch {size}", "clients": "", "texts_per_s": rate})
-    rows.append({"setup": f"offline, {max(args.clients)} texts at a time in arrival order", "clients": "", "texts_per_s": in_order})
+    rows.append(
+        {"setup": f"offline, {max(args.clients)} texts at a time in arrival order", "clients": "", "texts_per_s": in_order}
+    )
     share = max(1, max(args.clients) // anchor["workers"])
-    rows.append({"setup": f"offline, the server's schedule ({anchor['workers']} threads, each {share} at a time in arrival order)", "clients": "",
-                 "texts_per_s": schedule, "texts_per_pass": share})  # fmt: skip
+    rows.append(
+        {
+            "setup": f"offline, the server's schedule ({anchor['workers']} threads, each {share} at a time in arrival order)",
+            "clients": "",
+            "texts_per_s": schedule,
+            "texts_per_pass": share,
+        }
+    )
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "wiki.txt"
         corpus.write_text("\n".join(texts) + "\n")
-        subprocess.run([sys.executable, "-m", "encodr", "index", str(corpus), "--model", args.model, "--out", f"{tmp}/wiki", "--lang", "eng",
-                        "--backend", args.backend], check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "encodr",
+                "index",
+                str(corpus),
+                "--model",
+                args.model,
+                "--out",
+                f"{tmp}/wiki",
+                "--lang",
+                "eng",
+                "--backend",
+                args.backend,
+            ],
+            check=True,
+            capture_output=True,
+        )
         most = [max(args.clients)]
         runs = [(name, [], args.clients) for name in scenarios(args.model, "wiki", queries)]
         runs += [("embed-1", ["--workers", "1"], most), ("embed-1", ["--no-batching"], most)]  # one pass at a time; no batching
@@ -250,19 +293,38 @@ def main() -> None:
     unbatched = next(r for r in rows if r["setup"] == "embed-1 (--no-batching)")
     one_worker = next(r for r in rows if r["setup"] == "embed-1 (--workers 1)")
     ratio = single16["texts_per_s"] / speeds[best]
-    print_table(f"encodr serve under load ({args.model}, {os.cpu_count()} CPU threads, {args.seconds:g} s per row)", rows,
-                ["setup", "clients", "requests_per_s", "texts_per_s", "texts_per_pass", "p50_ms", "p99_ms", "errors"])  # fmt: skip
-    print(f"{max(args.clients)} single-text clients: {single16['texts_per_s']:.1f} texts/s = {ratio:.2f}× offline at batch {best} "
-          f"({speeds[best]:.1f} texts/s), {single16['texts_per_s'] / in_order:.2f}× offline {max(args.clients)} at a time in arrival order "
-          f"({in_order:.1f} texts/s), {single16['texts_per_s'] / schedule:.2f}× the server's schedule offline ({schedule:.1f} texts/s); "
-          f"a pass of two one-word texts {anchor['pass_ms']:.1f} ms; one pass at a time (--workers 1) {one_worker['texts_per_s']:.1f} texts/s = "
-          f"{one_worker['texts_per_s'] / speeds[best]:.2f}×; without batching {unbatched['texts_per_s']:.1f} texts/s = {unbatched['texts_per_s'] / speeds[best]:.2f}×")
+    print_table(
+        f"encodr serve under load ({args.model}, {os.cpu_count()} CPU threads, {args.seconds:g} s per row)",
+        rows,
+        ["setup", "clients", "requests_per_s", "texts_per_s", "texts_per_pass", "p50_ms", "p99_ms", "errors"],
+    )
+    print(
+        f"{max(args.clients)} single-text clients: {single16['texts_per_s']:.1f} texts/s = {ratio:.2f}× offline at batch {best} "
+        f"({speeds[best]:.1f} texts/s), {single16['texts_per_s'] / in_order:.2f}× offline {max(args.clients)} at a time in arrival order "
+        f"({in_order:.1f} texts/s), {single16['texts_per_s'] / schedule:.2f}× the server's schedule offline ({schedule:.1f} texts/s); "
+        f"a pass of two one-word texts {anchor['pass_ms']:.1f} ms; one pass at a time (--workers 1) {one_worker['texts_per_s']:.1f} texts/s = "
+        f"{one_worker['texts_per_s'] / speeds[best]:.2f}×; without batching {unbatched['texts_per_s']:.1f} texts/s = {unbatched['texts_per_s'] / speeds[best]:.2f}×"
+    )
     from cpu_precision import cpu_flags
 
-    write_json(args.out, {"machine": machine(), "cpu_flags": cpu_flags(), "model": args.model, "backend": args.backend, "seconds": args.seconds, "rows": rows, "offline_best_batch": best,
-                          "ratio_16_single_to_offline": ratio, "ratio_16_single_to_arrival_order": single16["texts_per_s"] / in_order,
-                          "ratio_16_single_to_schedule": single16["texts_per_s"] / schedule, "pass_ms": anchor["pass_ms"],
-                          "ratio_one_worker": one_worker["texts_per_s"] / speeds[best], "ratio_unbatched": unbatched["texts_per_s"] / speeds[best]})  # fmt: skip
+    write_json(
+        args.out,
+        {
+            "machine": machine(),
+            "cpu_flags": cpu_flags(),
+            "model": args.model,
+            "backend": args.backend,
+            "seconds": args.seconds,
+            "rows": rows,
+            "offline_best_batch": best,
+            "ratio_16_single_to_offline": ratio,
+            "ratio_16_single_to_arrival_order": single16["texts_per_s"] / in_order,
+            "ratio_16_single_to_schedule": single16["texts_per_s"] / schedule,
+            "pass_ms": anchor["pass_ms"],
+            "ratio_one_worker": one_worker["texts_per_s"] / speeds[best],
+            "ratio_unbatched": unbatched["texts_per_s"] / speeds[best],
+        },
+    )
 
 
 if __name__ == "__main__":

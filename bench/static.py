@@ -48,8 +48,12 @@ def models(folder: Path, strings: int | None) -> dict[str, str]:
     run_tune(None, load_recipe("static"), "minilm", folder / "static-minilm")
     run_tune(None, load_recipe("sentence"), "minilm", folder / "sentence", limit=strings)
     run_tune(None, load_recipe("static"), str(folder / "sentence"), folder / "static-sentence")
-    return {"minilm": "minilm", "static(minilm)": str(folder / "static-minilm"), "sentence": str(folder / "sentence"),
-            "static(sentence)": str(folder / "static-sentence")}  # fmt: skip
+    return {
+        "minilm": "minilm",
+        "static(minilm)": str(folder / "static-minilm"),
+        "sentence": str(folder / "sentence"),
+        "static(sentence)": str(folder / "static-sentence"),
+    }
 
 
 def index_speed(encoder, corpus: Path, where: Path) -> dict:
@@ -66,7 +70,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", nargs="+", default=list(SPLITS), choices=list(SPLITS))
     parser.add_argument("--limit", type=int, default=None, help="only the first N judged queries")
-    parser.add_argument("--strings", type=int, default=None, help="train the sentence recipe on the first N Wikipedia sentences (default: all)")
+    parser.add_argument(
+        "--strings", type=int, default=None, help="train the sentence recipe on the first N Wikipedia sentences (default: all)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "static.json")
     args = parser.parse_args()
 
@@ -80,12 +86,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="encodr-bench-static-") as tmp:
         specs = models(Path(tmp) / "models", args.strings)
         for name in args.data:
-            evaluator = RetrievalEvaluator(name, read_retrieval(DATA / name), split=SPLITS[name], limit=args.limit, searches=searches)
+            evaluator = RetrievalEvaluator(
+                name, read_retrieval(DATA / name), split=SPLITS[name], limit=args.limit, searches=searches
+            )
             evaluator.cache = True  # the index built for the speed column is the one searched
             for label, spec in specs.items():
                 encoder = load_encoder(spec, backend="torch")
                 encoder.max_length = 256  # one window for all: the sentence recipe trains (and saves) 50 tokens; MiniLM's and a static model's are 256
-                row = {"model": label, "data": name, "queries": len(evaluator.query_ids()), "dim": encoder.dimension, "backend": encoder.backend}
+                row = {
+                    "model": label,
+                    "data": name,
+                    "queries": len(evaluator.query_ids()),
+                    "dim": encoder.dimension,
+                    "backend": encoder.backend,
+                }
                 row.update(index_speed(encoder, evaluator.data.corpus_file, evaluator.cached_index(encoder)))
                 ranked = evaluator.ranked(encoder)
                 for options in searches:

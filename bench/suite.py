@@ -36,12 +36,22 @@ def benchmarks() -> dict[str, dict]:
         tree = ast.parse((HERE / f"{name}.py").read_text(encoding="utf-8"))
         if not any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body):
             continue
-        quick = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                      and any(isinstance(t, ast.Name) and t.id == "QUICK" for t in n.targets)), None)  # fmt: skip
+        quick = next(
+            (
+                ast.literal_eval(n.value)
+                for n in tree.body
+                if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "QUICK" for t in n.targets)
+            ),
+            None,
+        )
         doc = (ast.get_docstring(tree) or "").split("\n\n")[0].replace("\n", " ").strip()
         longer = [n for n in names if n != name and n.startswith(name + "_")]  # retrieval vs retrieval_recipe
-        own = [r for r in results if (r == f"{name}.json" or r.startswith((name + "_", name + "-")))
-               and not any(r == f"{n}.json" or r.startswith((n + "_", n + "-")) for n in longer)]  # fmt: skip
+        own = [
+            r
+            for r in results
+            if (r == f"{name}.json" or r.startswith((name + "_", name + "-")))
+            and not any(r == f"{n}.json" or r.startswith((n + "_", n + "-")) for n in longer)
+        ]
         found[name] = {"summary": doc, "quick": quick, "results": own}
     return found
 
@@ -58,7 +68,9 @@ def run(name: str, args: list[str], quick: bool) -> int:
     if name not in found:
         print(f"bench: no benchmark '{name}'; python -m bench list shows them", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix=f"encodr-bench-{name}-") as tmp:  # a quick run's JSON goes here, never to bench/results
+    with tempfile.TemporaryDirectory(
+        prefix=f"encodr-bench-{name}-"
+    ) as tmp:  # a quick run's JSON goes here, never to bench/results
         extra = [a.replace("{tmp}", tmp) for a in found[name]["quick"] or []] if quick else []
         command = [sys.executable, str(HERE / f"{name}.py"), *extra, *args]
         print(f"bench: {' '.join(['python', f'bench/{name}.py', *extra, *args])}", flush=True)
@@ -66,14 +78,18 @@ def run(name: str, args: list[str], quick: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="verb", required=True)
     sub.add_parser("list", help="the benchmarks, their results, and whether each has a quick run")
     runner = sub.add_parser("run", help="run one benchmark, or all")
     runner.add_argument("name", help="a benchmark's name (python -m bench list), or all")
-    runner.add_argument("--quick", action="store_true", help="the benchmark's small run (QUICK); with all, only those that have one")
+    runner.add_argument(
+        "--quick", action="store_true", help="the benchmark's small run (QUICK); with all, only those that have one"
+    )
     argv = sys.argv[1:] if argv is None else list(argv)
-    own = argv[argv.index("--") + 1:] if "--" in argv else []  # after --: the benchmark's own flags
+    own = argv[argv.index("--") + 1 :] if "--" in argv else []  # after --: the benchmark's own flags
     given = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     if given.verb == "list":
         for name, info in benchmarks().items():

@@ -94,12 +94,18 @@ def latency(searcher, queries: list[str], mode: str, filters=()) -> dict:
         _, hits = searcher.query([q], SearchOptions(k=K, mode=mode, filters=filters))
         ms.append((time.perf_counter() - t) * 1000)
         short += len(hits[0]) < min(K, passing)
-    return {"p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)), "first_ms": round(first, 1), "documents_kept": passing,
-            "queries": len(queries), "fewer_than_k": short}  # fmt: skip
+    return {
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "first_ms": round(first, 1),
+        "documents_kept": passing,
+        "queries": len(queries),
+        "fewer_than_k": short,
+    }
 
 
 def part_one(args, tmp: Path, queries: list[str]) -> tuple[list[dict], list[dict], dict]:
-    from encodr.index import Searcher, BuildOptions, build
+    from encodr.index import BuildOptions, Searcher, build
     from encodr.index.delete import compact, delete
     from encodr.index.filters import parse
 
@@ -128,16 +134,42 @@ def part_one(args, tmp: Path, queries: list[str]) -> tuple[list[dict], list[dict
     synced = build([str(folder)], out, BuildOptions(write="sync"))
     sync_s = time.perf_counter() - t
     t = time.perf_counter()
-    rebuilt = build([str(folder)], tmp / "rebuilt", BuildOptions(model=args.model, index_type="hnsw", lang="eng", backend=args.backend))
+    rebuilt = build(
+        [str(folder)], tmp / "rebuilt", BuildOptions(model=args.model, index_type="hnsw", lang="eng", backend=args.backend)
+    )
     rebuild_s = time.perf_counter() - t
     sync_rows = [
-        {"step": "first build (HNSW)", "seconds": round(first_s, 1), "encoded": first["encoded"], "documents": first["documents"], "added": first["added"],
-         "updated": 0, "removed": 0, "unchanged": 0},
-        {"step": "--sync after 1 % changed, 1 % deleted, 1 % added", "seconds": round(sync_s, 1), "encoded": synced["encoded"], "documents": synced["documents"],
-         "added": synced["added"], "updated": synced["updated"], "removed": synced["removed"], "unchanged": synced["unchanged"]},
-        {"step": "full rebuild of the same folder (anchor)", "seconds": round(rebuild_s, 1), "encoded": rebuilt["encoded"], "documents": rebuilt["documents"],
-         "added": rebuilt["added"], "updated": 0, "removed": 0, "unchanged": 0},
-    ]  # fmt: skip
+        {
+            "step": "first build (HNSW)",
+            "seconds": round(first_s, 1),
+            "encoded": first["encoded"],
+            "documents": first["documents"],
+            "added": first["added"],
+            "updated": 0,
+            "removed": 0,
+            "unchanged": 0,
+        },
+        {
+            "step": "--sync after 1 % changed, 1 % deleted, 1 % added",
+            "seconds": round(sync_s, 1),
+            "encoded": synced["encoded"],
+            "documents": synced["documents"],
+            "added": synced["added"],
+            "updated": synced["updated"],
+            "removed": synced["removed"],
+            "unchanged": synced["unchanged"],
+        },
+        {
+            "step": "full rebuild of the same folder (anchor)",
+            "seconds": round(rebuild_s, 1),
+            "encoded": rebuilt["encoded"],
+            "documents": rebuilt["documents"],
+            "added": rebuilt["added"],
+            "updated": 0,
+            "removed": 0,
+            "unchanged": 0,
+        },
+    ]
     sync_rows[1]["vs_rebuild_pct"] = round(100 * sync_s / rebuild_s, 2)
     shutil.rmtree(tmp / "rebuilt")
 
@@ -147,7 +179,9 @@ def part_one(args, tmp: Path, queries: list[str]) -> tuple[list[dict], list[dict
     def measure(state: str, filters=(), label: str = "") -> None:
         for mode in ("dense", "hybrid"):
             found = latency(searcher, queries, mode, [parse(f) for f in filters])
-            search_rows.append({"index": f"{args.docs // 1000}k docs, HNSW", "state": state, "filter": label or "none", "mode": mode, **found})
+            search_rows.append(
+                {"index": f"{args.docs // 1000}k docs, HNSW", "state": state, "filter": label or "none", "mode": mode, **found}
+            )
 
     measure("before deletes")
     live = [i for i in range(args.docs) if i not in set(deleted)]
@@ -164,8 +198,13 @@ def part_one(args, tmp: Path, queries: list[str]) -> tuple[list[dict], list[dict
     measure("after compaction")
     measure("after compaction", ["bucket=7"], "bucket=7 (1 %)")
     measure("after compaction", ["half=1"], "half=1 (50 %)")
-    costs = {"delete_seconds": round(delete_s, 2), "deleted_documents": result["removed"], "tombstones": result["tombstones"],
-             "compact_seconds": round(compact_s, 2), "vectors_after_compaction": compacted["count"]}  # fmt: skip
+    costs = {
+        "delete_seconds": round(delete_s, 2),
+        "deleted_documents": result["removed"],
+        "tombstones": result["tombstones"],
+        "compact_seconds": round(compact_s, 2),
+        "vectors_after_compaction": compacted["count"],
+    }
     searcher.index.close()
     return sync_rows, search_rows, costs
 
@@ -187,7 +226,7 @@ class RandomVectors:
 def part_two(args, tmp: Path, queries: list[str]) -> list[dict]:
     from search import corpus_texts
 
-    from encodr.index import Searcher, BuildOptions, build
+    from encodr.index import BuildOptions, Searcher, build
     from encodr.index.filters import parse
     from encodr.models import load_encoder, pick_device
     from encodr.models.encoder import choose_backend
@@ -209,8 +248,15 @@ def part_two(args, tmp: Path, queries: list[str]) -> list[dict]:
         for filters, label in (((), "none"), (("bucket=7",), "bucket=7 (1 %)"), (("half=1",), "half=1 (50 %)")):
             for mode in ("dense", "hybrid"):
                 found = latency(searcher, queries, mode, [parse(f) for f in filters])
-                rows.append({"index": f"{len(texts) // 1000}k docs, {kind}{' on disk' if on_disk else ''}", "filter": label, "mode": mode,
-                             "build_s": round(built, 1), **found})  # fmt: skip
+                rows.append(
+                    {
+                        "index": f"{len(texts) // 1000}k docs, {kind}{' on disk' if on_disk else ''}",
+                        "filter": label,
+                        "mode": mode,
+                        "build_s": round(built, 1),
+                        **found,
+                    }
+                )
                 print_table("filters at scale (so far)", rows[-1:], list(rows[-1]))
         searcher.index.close()
         shutil.rmtree(out)
@@ -233,7 +279,6 @@ def main() -> None:
     args = parser.parse_args()
     import faiss
     import torch
-
     from search import corpus_texts, held_out
 
     torch.set_num_threads(2)

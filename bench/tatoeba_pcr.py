@@ -23,12 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
+from encodr.index import (  # noqa: E402
+    BuildOptions,
+    Searcher,  # noqa: E402
+    build,
+)
+from encodr.index.options import SearchOptions
 from encodr.models import load_encoder  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
-from encodr.index import Searcher  # noqa: E402
-from encodr.index.options import SearchOptions
-from encodr.index import BuildOptions, build  # noqa: E402
-
 
 # python -m bench run tatoeba_pcr --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
 QUICK = ["--out", "{tmp}/tatoeba_pcr.json"]
@@ -47,14 +49,20 @@ def main() -> None:
             foreign = bundled(f"tatoeba/tatoeba.{lang}-eng.{lang}").read_text(encoding="utf-8").splitlines()
             english = bundled(f"tatoeba/tatoeba.{lang}-eng.eng").read_text(encoding="utf-8").splitlines()
             tsv = scratch / f"{lang}.tsv"
-            lines = ["id\ttext\tlang"] + [f"eng-{i}\t{t}\teng" for i, t in enumerate(english)] + [f"{lang}-{i}\t{t}\t{lang}" for i, t in enumerate(foreign)]
+            lines = (
+                ["id\ttext\tlang"]
+                + [f"eng-{i}\t{t}\teng" for i, t in enumerate(english)]
+                + [f"{lang}-{i}\t{t}\t{lang}" for i, t in enumerate(foreign)]
+            )
             tsv.write_text("\n".join(lines) + "\n", encoding="utf-8")
             row = {"pair": f"{lang}→eng", "pairs": len(foreign)}
             for pcr in (False, True):
                 out = scratch / f"{lang}-{pcr}"
                 build([str(tsv)], out, BuildOptions(model=args.model, pcr=pcr))
                 searcher = Searcher(out, encoder=encoder)
-                results = searcher.search(foreign, SearchOptions(k=len(searcher.index), lang=lang if pcr else None, mode="dense"))  # every hit: the first English one counts (the language picks the PCR component)
+                results = searcher.search(
+                    foreign, SearchOptions(k=len(searcher.index), lang=lang if pcr else None, mode="dense")
+                )  # every hit: the first English one counts (the language picks the PCR component)
                 correct = 0
                 for i, hits in enumerate(results):
                     first_eng = next((h for h in hits if h.lang == "eng"), None)
@@ -65,7 +73,11 @@ def main() -> None:
             print(row, flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print_table(f"Tatoeba cross-language retrieval, model {args.model} (acc@1 × 100)", rows, ["pair", "pairs", "acc@1", "acc@1 (pcr)", "Δ"])
+    print_table(
+        f"Tatoeba cross-language retrieval, model {args.model} (acc@1 × 100)",
+        rows,
+        ["pair", "pairs", "acc@1", "acc@1 (pcr)", "Δ"],
+    )
     write_json(args.out, {"machine": machine(), "model": args.model, "rows": rows})
     print(f"wrote {args.out}")
 

@@ -47,8 +47,12 @@ QUICK = ["--synsets", "100", "--limit", "40", "--out", "{tmp}/thai.json"]
 def write_beir(root: Path, corpus: dict[str, str], queries: dict[str, str], qrels: dict[str, list[str]]) -> Path:
     """A BEIR folder at ``root`` (corpus.jsonl, queries.jsonl, qrels/test.tsv). Returns ``root``."""
     (root / "qrels").mkdir(parents=True, exist_ok=True)
-    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": "", "text": t}, ensure_ascii=False) + "\n" for i, t in corpus.items()))
-    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in queries.items()))
+    (root / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": "", "text": t}, ensure_ascii=False) + "\n" for i, t in corpus.items())
+    )
+    (root / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in queries.items())
+    )
     rows = [f"{q}\t{d}\t1\n" for q, docs in qrels.items() for d in docs]
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(rows))
     return root
@@ -113,14 +117,20 @@ def main() -> None:
     segmented = keywords.thai_words
     rows = []
     with tempfile.TemporaryDirectory(prefix="encodr-bench-thai-") as tmp:
-        sets = {"tatoeba-tha": tatoeba_set(Path(tmp) / "tatoeba-tha"), "wordnet-th": wordnet_set(Path(tmp) / "wordnet-th", args.synsets)}
+        sets = {
+            "tatoeba-tha": tatoeba_set(Path(tmp) / "tatoeba-tha"),
+            "wordnet-th": wordnet_set(Path(tmp) / "wordnet-th", args.synsets),
+        }
         for name, folder in sets.items():
             data = read_retrieval(folder)
             from pythainlp.corpus import thai_stopwords
 
             stop = thai_stopwords()
-            analyses = (("thai-newmm", segmented), ("thai-newmm, stop words removed", lambda run: [w for w in segmented(run) if w not in stop]),
-                        ("whole runs (before)", lambda run: [run]))  # fmt: skip
+            analyses = (
+                ("thai-newmm", segmented),
+                ("thai-newmm, stop words removed", lambda run: [w for w in segmented(run) if w not in stop]),
+                ("whole runs (before)", lambda run: [run]),
+            )
             for analysis, split in analyses:
                 keywords.thai_words = split  # the keyword index and the queries both go through keyword_terms → thai_words
                 try:
@@ -128,14 +138,24 @@ def main() -> None:
                     ranked = evaluator.ranked(encoder)
                 finally:
                     keywords.thai_words = segmented
-                row = {"data": name, "analysis": analysis, "model": args.model, "queries": len(evaluator.query_ids()), "docs": len(data.doc_ids)}
+                row = {
+                    "data": name,
+                    "analysis": analysis,
+                    "model": args.model,
+                    "queries": len(evaluator.query_ids()),
+                    "docs": len(data.doc_ids),
+                }
                 for options in searches:
                     row[options.mode] = next(s.value for s in evaluator.scores(ranked[options.label]) if s.metric == "ndcg@10")
                 row["hybrid - dense"] = row["hybrid"] - row["dense"]
                 rows.append(row)
                 print(row, flush=True)
     columns = ["data", "analysis", "queries", "docs", "dense", "keyword", "hybrid", "hybrid - dense"]
-    print_table(f"Thai: nDCG@10 × 100 with {args.model}, keyword analysis with and without Thai word segmentation (one run)", rows, columns)
+    print_table(
+        f"Thai: nDCG@10 × 100 with {args.model}, keyword analysis with and without Thai word segmentation (one run)",
+        rows,
+        columns,
+    )
     write_json(args.out, {"machine": machine(), "model": args.model, "synsets": args.synsets, "rows": rows})
     print(f"wrote {args.out}")
 

@@ -49,8 +49,12 @@ def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str, mo
         with Trainer(device, recipe.amp) as trainer:  # the trainer `encodr tune` uses, and its data stream
             enc = load_encoder(model, recipe.pooling, recipe.raw_pooling, recipe.max_length, trainer.device)
             ids, _ = tokenize(enc.tokenizer, strings, recipe.max_length)
-            trainer.fit(enc.st, [mirror_stream(enc.tokenizer, ids, recipe)], recipe.optim(),
-                        FitOptions(on_step=lambda s, l: times.append(time.perf_counter()), max_steps=steps))  # fmt: skip
+            trainer.fit(
+                enc.st,
+                [mirror_stream(enc.tokenizer, ids, recipe)],
+                recipe.optim(),
+                FitOptions(on_step=lambda _step, _loss: times.append(time.perf_counter()), max_steps=steps),
+            )
     else:
         from st_baseline import train_st_equivalent
 
@@ -58,8 +62,15 @@ def worker(kind: str, recipe_name: str, steps: int, warmup: int, device: str, mo
             train_st_equivalent(strings, recipe, tmp, max_steps=steps, step_times=times, device=device, model=model)
     timed = times[warmup:]
     seconds = timed[-1] - times[warmup - 1]
-    result = {"impl": kind, "recipe": recipe_name, "batch_size": recipe.batch_size, "max_length": recipe.max_length,
-              "timed_steps": len(timed), "seconds": seconds, "examples_per_s": len(timed) * recipe.batch_size / seconds}  # fmt: skip
+    result = {
+        "impl": kind,
+        "recipe": recipe_name,
+        "batch_size": recipe.batch_size,
+        "max_length": recipe.max_length,
+        "timed_steps": len(timed),
+        "seconds": seconds,
+        "examples_per_s": len(timed) * recipe.batch_size / seconds,
+    }
     if device == "cuda":
         result["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
     return result
@@ -75,8 +86,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12, help="steps per measurement, warm-up included")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    parser.add_argument("--model", default="minilm", help="base model spec for both implementations (bench/gpu.py passes a local copy)")
-    parser.add_argument("--out", type=Path, default=None, help="default: bench/results/train_speed.json (train_speed-cuda.json on a GPU)")
+    parser.add_argument(
+        "--model", default="minilm", help="base model spec for both implementations (bench/gpu.py passes a local copy)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="default: bench/results/train_speed.json (train_speed-cuda.json on a GPU)"
+    )
     parser.add_argument("--worker", nargs=2, metavar=("IMPL", "RECIPE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     import torch
@@ -89,7 +104,21 @@ def main() -> None:
     for recipe in args.recipes:
         measured = {}
         for impl in ("encodr", "sentence-transformers"):
-            cmd = [sys.executable, __file__, "--worker", impl, recipe, "--steps", str(args.steps), "--warmup", str(args.warmup), "--device", device, "--model", args.model]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--worker",
+                impl,
+                recipe,
+                "--steps",
+                str(args.steps),
+                "--warmup",
+                str(args.warmup),
+                "--device",
+                device,
+                "--model",
+                args.model,
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 sys.exit(f"worker {impl}/{recipe} failed:\n{proc.stderr[-3000:]}")

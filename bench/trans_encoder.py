@@ -28,27 +28,68 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, parse_overrides, print_table, run_trans_encoder, run_tune, write_json  # noqa: E402
 
-from encodr.methods import load_recipe  # noqa: E402
 from encodr.data.bundled import default_corpus  # noqa: E402
 from encodr.data.pairs import stsb_pairs  # noqa: E402
+from encodr.methods import load_recipe  # noqa: E402
 
 
 def rows_of(job: str, summary: dict) -> list[dict]:
     rows = []
     for c, chain in enumerate(summary["chains"], 1):
-        rows.append({"job": job, "chain": c, "cycle": 0, "model": f"start ({Path(chain['start']).name})", "dev": chain["start_dev"], "test": chain["start_report"]})
+        rows.append(
+            {
+                "job": job,
+                "chain": c,
+                "cycle": 0,
+                "model": f"start ({Path(chain['start']).name})",
+                "dev": chain["start_dev"],
+                "test": chain["start_report"],
+            }
+        )
         for h in chain["history"]:
-            rows.append({"job": job, "chain": c, "cycle": h["cycle"], "model": f"TENC ({h['phase']})", "dev": h["dev"], "test": h["report"], "seconds": h["seconds"]})
+            rows.append(
+                {
+                    "job": job,
+                    "chain": c,
+                    "cycle": h["cycle"],
+                    "model": f"TENC ({h['phase']})",
+                    "dev": h["dev"],
+                    "test": h["report"],
+                    "seconds": h["seconds"],
+                }
+            )
         for kind in ("bi", "cross"):
             best = chain["best"][kind]
             # the starting bi-encoder kept (no cycle beat it on dev): its own test score
-            test = next((h["report"] for h in chain["history"] if h["phase"] == kind and h["cycle"] == best["cycle"]),
-                        chain["start_report"] if kind == "bi" else None)  # fmt: skip
-            rows.append({"job": job, "chain": c, "cycle": f"best={best['cycle']}", "model": f"TENC ({kind}) selected on dev", "dev": best["dev"], "test": test})
+            test = next(
+                (h["report"] for h in chain["history"] if h["phase"] == kind and h["cycle"] == best["cycle"]),
+                chain["start_report"] if kind == "bi" else None,
+            )
+            rows.append(
+                {
+                    "job": job,
+                    "chain": c,
+                    "cycle": f"best={best['cycle']}",
+                    "model": f"TENC ({kind}) selected on dev",
+                    "dev": best["dev"],
+                    "test": test,
+                }
+            )
     return rows
 
 
-QUICK = ['--jobs', 'mutual', '--mirror-limit', '200', '--mutual-pairs', '64', '--mutual-cycles', '1', '--out', '{tmp}/trans_encoder.json']
+QUICK = [
+    "--jobs",
+    "mutual",
+    "--mirror-limit",
+    "200",
+    "--mutual-pairs",
+    "64",
+    "--mutual-cycles",
+    "1",
+    "--out",
+    "{tmp}/trans_encoder.json",
+]
 
 
 def main() -> None:
@@ -60,8 +101,13 @@ def main() -> None:
     parser.add_argument("--mirror-limit", type=int, default=2000)
     parser.add_argument("--mutual-pairs", type=int, default=2000)
     parser.add_argument("--mutual-cycles", type=int, default=1)
-    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
-                        help="recipe overrides for every job, e.g. --set cross_epochs=2 (results are stored as JOB+KEY=VALUE)")
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="recipe overrides for every job, e.g. --set cross_epochs=2 (results are stored as JOB+KEY=VALUE)",
+    )
     parser.add_argument("--device", default=None)
     parser.add_argument("--out", type=Path, default=RESULTS / "trans_encoder.json")
     args = parser.parse_args()
@@ -92,18 +138,40 @@ def main() -> None:
                 models.append(str(out))
             recipe = recipe_for(cycles=args.mutual_cycles)
             limit = args.mutual_pairs
-        summary = run_trans_encoder(data, recipe, models, work / f"tenc-{job}", overwrite=True, device=args.device, dev="stsb-dev",
-                                    limit=limit, progress=True, report="stsb-test")  # fmt: skip
+        summary = run_trans_encoder(
+            data,
+            recipe,
+            models,
+            work / f"tenc-{job}",
+            overwrite=True,
+            device=args.device,
+            dev="stsb-dev",
+            limit=limit,
+            progress=True,
+            report="stsb-test",
+        )
         key = "+".join([job, *args.set])
         payload["jobs"][key] = {
-            "settings": {"overrides": overrides, "cycles": recipe.cycles, "bi_epochs": recipe.bi_epochs, "paper_bi_epochs": 10, "pairs": summary["pairs"],
-                         "mined": summary["mined"], "models": models, "selection": summary["selection"]},
+            "settings": {
+                "overrides": overrides,
+                "cycles": recipe.cycles,
+                "bi_epochs": recipe.bi_epochs,
+                "paper_bi_epochs": 10,
+                "pairs": summary["pairs"],
+                "mined": summary["mined"],
+                "models": models,
+                "selection": summary["selection"],
+            },
             "phases": summary["phases"],
             "rows": rows_of(key, summary),
-        }  # fmt: skip
+        }
         write_json(args.out, payload)
     rows = [r for j in payload["jobs"].values() for r in j["rows"]]
-    print_table("Trans-Encoder on STS-B (Spearman ρ × 100; selection on dev, test reported)", rows, ["job", "chain", "cycle", "model", "dev", "test"])
+    print_table(
+        "Trans-Encoder on STS-B (Spearman ρ × 100; selection on dev, test reported)",
+        rows,
+        ["job", "chain", "cycle", "model", "dev", "test"],
+    )
     print(f"wrote {args.out}")
 
 

@@ -61,8 +61,16 @@ class _Bars:
     def __init__(self, enabled: bool = True):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-        self.bars = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                             TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, disable=not enabled)  # fmt: skip
+        self.bars = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=err_console,
+            disable=not enabled,
+        )
         self.tasks: dict[str, int] = {}
 
     def __call__(self, event) -> None:
@@ -72,7 +80,9 @@ class _Bars:
             self.tasks[event.task] = self.bars.add_task(event.task, total=event.total, info="")
         shown = {k: v for k, v in event.fields.items() if k != "dev_metric"}
         dev = f"dev {event.fields.get('dev_metric', '')}".rstrip()
-        info = "  ".join(f"{k} {v:.4f}" if k == "loss" else (f"{dev} {v:.2f}" if k == "dev" else f"{v:.3g} {k}") for k, v in shown.items())
+        info = "  ".join(
+            f"{k} {v:.4f}" if k == "loss" else (f"{dev} {v:.2f}" if k == "dev" else f"{v:.3g} {k}") for k, v in shown.items()
+        )
         self.bars.update(self.tasks[event.task], completed=event.completed, total=event.total, info=info)
 
     def __enter__(self) -> "_Bars":
@@ -159,8 +169,13 @@ def _table(t, columns: list[int], rows: list[list]):
         longest = max([len(t.columns[c]), *(len(row[c].plain) for row in rows)])
         short = longest <= SHORT
         floor = longest if short else (MAIN if t.columns[c] == t.main else None)  # the main column's lines are at least MAIN wide
-        table.add_column(t.columns[c], justify="right" if t.columns[c] in t.right else "left", no_wrap=short, min_width=floor,
-                         overflow="ellipsis" if short else "fold")  # fmt: skip
+        table.add_column(
+            t.columns[c],
+            justify="right" if t.columns[c] in t.right else "left",
+            no_wrap=short,
+            min_width=floor,
+            overflow="ellipsis" if short else "fold",
+        )
     for row in rows:
         table.add_row(*(row[c] for c in columns))
     return table
@@ -191,8 +206,12 @@ def help_text(model, name: str) -> str:
     from .core.fields import default
 
     value = default(model, name)
-    shown = "" if value is None or value is False or value in ([], ()) else f" [default: {_shown(value)}]"  # 0 is a default to state; False is not
-    if model is rq.TuneRequest and name in rq.OVERRIDES and value is None:  # None keeps the recipe's value: show the default recipe's
+    shown = (
+        "" if value is None or value is False or value in ([], ()) else f" [default: {_shown(value)}]"
+    )  # 0 is a default to state; False is not
+    if (
+        model is rq.TuneRequest and name in rq.OVERRIDES and value is None
+    ):  # None keeps the recipe's value: show the default recipe's
         given = rq.TuneRequest.recipe_value(name)
         recipe = default(model, "recipe")
         shown = f" [the recipe's; {recipe}: {given}]" if given is not None else f" [the recipe's; {recipe}: its method's]"
@@ -217,21 +236,38 @@ def _params(model) -> list[inspect.Parameter]:
         kind = _cli_type(field.annotation)
         required = field.is_required() and not r.flags
         if r.argument:
-            info = typer.Argument(... if required else None, help=help_text(model, name), show_default=False, metavar=name.upper())
+            info = typer.Argument(
+                ... if required else None, help=help_text(model, name), show_default=False, metavar=name.upper()
+            )
             params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind))
             if r.flags:
-                params.append(inspect.Parameter(f"{name}__option", inspect.Parameter.KEYWORD_ONLY, default=typer.Option(None, *r.flags, help=f"Same as {name.upper()}; repeatable.", metavar=name.upper()), annotation=kind))
+                params.append(
+                    inspect.Parameter(
+                        f"{name}__option",
+                        inspect.Parameter.KEYWORD_ONLY,
+                        default=typer.Option(None, *r.flags, help=f"Same as {name.upper()}; repeatable.", metavar=name.upper()),
+                        annotation=kind,
+                    )
+                )
             continue
         flags = r.flags or ("--" + name.replace("_", "-"),)
         if kind is bool:
             info = typer.Option(field.default, *flags, help=help_text(model, name), show_default=False)
         else:
-            info = typer.Option(... if field.is_required() else None, *flags, help=help_text(model, name), show_default=False, metavar=_metavar(model, name))
+            info = typer.Option(
+                ... if field.is_required() else None,
+                *flags,
+                help=help_text(model, name),
+                show_default=False,
+                metavar=_metavar(model, name),
+            )
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind))
     return params
 
 
-def command(target, model, name: str | None = None, json_flag: bool = True, extra: tuple[inspect.Parameter, ...] = (), register=None):
+def command(
+    target, model, name: str | None = None, json_flag: bool = True, extra: tuple[inspect.Parameter, ...] = (), register=None
+):
     """Register ``render(request, as_json, **extra)`` as the CLI command for request class
     ``model``: its options are the request's fields (plus ``extra``, the CLI's own, and
     ``--json``), and its help is the request's docstring. ``register(target, function)``
@@ -241,7 +277,14 @@ def command(target, model, name: str | None = None, json_flag: bool = True, extr
     def wrap(render):
         params = _params(model) + list(extra)
         if json_flag:
-            params.append(inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=typer.Option(False, "--json", help="Print the result as JSON."), annotation=bool))
+            params.append(
+                inspect.Parameter(
+                    "as_json",
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=typer.Option(False, "--json", help="Print the result as JSON."),
+                    annotation=bool,
+                )
+            )
         own = {p.name for p in extra}
 
         def cli_command(**given):
@@ -268,8 +311,16 @@ def command(target, model, name: str | None = None, json_flag: bool = True, extr
     return wrap
 
 
-SERVER = inspect.Parameter("server", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
-                           default=typer.Option(None, "--server", help="Ask a running encodr serve at this URL (e.g. http://127.0.0.1:8000) instead of loading the model here; ENCODR_API_KEY is sent as its key."))  # fmt: skip
+SERVER = inspect.Parameter(
+    "server",
+    inspect.Parameter.KEYWORD_ONLY,
+    annotation=Optional[str],
+    default=typer.Option(
+        None,
+        "--server",
+        help="Ask a running encodr serve at this URL (e.g. http://127.0.0.1:8000) instead of loading the model here; ENCODR_API_KEY is sent as its key.",
+    ),
+)
 
 
 def _remote(url: str, route: str, body: dict):
@@ -292,7 +343,9 @@ def _remote(url: str, route: str, body: dict):
             detail = ""
         raise EncodrError(f"{url}{route} answered {exc.code}: {detail or exc.reason}") from None
     except (urllib.error.URLError, OSError) as exc:
-        raise EncodrError(f"no encodr server at {url} ({getattr(exc, 'reason', exc)}); start one with encodr serve, or drop --server") from None
+        raise EncodrError(
+            f"no encodr server at {url} ({getattr(exc, 'reason', exc)}); start one with encodr serve, or drop --server"
+        ) from None
 
 
 def _answer(model, values: dict, server: Optional[str], route: str, result_type, local):
@@ -314,12 +367,16 @@ def tune(values: dict, as_json: bool) -> None:
     request = dispatch.prepare(rq.TuneRequest, values, "cli")
     bars = _Bars(enabled=not as_json)
     announce = lambda line: err_console.print(f"encodr: {line}", highlight=False)  # noqa: E731
-    recipe, job = dispatch.run(request, "cli", progress=bars, warn=_warn, announce=announce)  # heavy imports before the start line
+    recipe, job = dispatch.run(
+        request, "cli", progress=bars, warn=_warn, announce=announce
+    )  # heavy imports before the start line
     try:  # from the start line on, Ctrl-C is reported as one line with exit status 2
         with bars:
             result = dispatch.tune(recipe, job)
     except KeyboardInterrupt as exc:
-        raise EncodrError(f"{_interruption(exc)}; nothing was written to {job.out}, and the run is recorded as cancelled") from None
+        raise EncodrError(
+            f"{_interruption(exc)}; nothing was written to {job.out}, and the run is recorded as cancelled"
+        ) from None
     if result is not None:  # None: not the main process, which prints nothing
         _show(result, as_json)
 
@@ -335,7 +392,9 @@ def evaluate(values: dict, as_json: bool) -> None:
 def score(values: dict, as_json: bool, server: Optional[str]) -> None:
     from .core.results import ScoreResult
 
-    _show(_answer(rq.ScoreRequest, values, server, "/v1/score", ScoreResult, lambda request: dispatch.run(request, "cli")), as_json)
+    _show(
+        _answer(rq.ScoreRequest, values, server, "/v1/score", ScoreResult, lambda request: dispatch.run(request, "cli")), as_json
+    )
 
 
 @command(app, rq.IndexRequest, "index")
@@ -373,11 +432,15 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     if not values.get("query"):
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
     result = _answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local)
-    width = out_console.width  # below 120 columns a hit's language, title and source go under its snippet (_layout): rank, score and borders take 20
+    width = (
+        out_console.width
+    )  # below 120 columns a hit's language, title and source go under its snippet (_layout): rank, score and borders take 20
     result.snippet = 0 if values.get("full") else SNIPPET_LINES * (width - 45 if width >= 120 else max(MAIN, width - 20))
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
-    form = "grep" if values.get("context") and values.get("format", "table") == "table" else values.get("format", "table")  # -C N: grep's form
+    form = (
+        "grep" if values.get("context") and values.get("format", "table") == "table" else values.get("format", "table")
+    )  # -C N: grep's form
     if form != "table" and not as_json:
         for line in result.lines(form):
             out_console.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -443,7 +506,9 @@ def _runs_callback(values: dict, as_json: bool, ctx: typer.Context) -> None:
 
 
 CONTEXT = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
-command(runs_app, rq.RunsRequest, extra=(CONTEXT,), register=lambda target, fn: target.callback(invoke_without_command=True)(fn))(_runs_callback)
+command(runs_app, rq.RunsRequest, extra=(CONTEXT,), register=lambda target, fn: target.callback(invoke_without_command=True)(fn))(
+    _runs_callback
+)
 
 
 @command(runs_app, rq.RunRequest, "show")
@@ -458,7 +523,9 @@ def serve(values: dict, as_json: bool) -> None:
     try:
         from .serve import serve as run_server
     except ImportError as exc:
-        raise EncodrError(f"encodr serve needs {exc.name}, which is missing from this environment: pip install 'encodr[serve]'") from None
+        raise EncodrError(
+            f"encodr serve needs {exc.name}, which is missing from this environment: pip install 'encodr[serve]'"
+        ) from None
     run_server(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))
 
 
@@ -469,7 +536,9 @@ def mcp_cmd(values: dict, as_json: bool) -> None:
     try:
         from .mcp import run as run_mcp
     except ImportError as exc:
-        raise EncodrError(f"encodr mcp needs {exc.name}, which is missing from this environment: pip install 'encodr[mcp]'") from None
+        raise EncodrError(
+            f"encodr mcp needs {exc.name}, which is missing from this environment: pip install 'encodr[mcp]'"
+        ) from None
     run_mcp(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))
 
 
@@ -482,7 +551,9 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: bool = typer.Option(False, "--version", help="Print encodr's version and exit.", callback=_version, is_eager=True)) -> None:
+def _main(
+    version: bool = typer.Option(False, "--version", help="Print encodr's version and exit.", callback=_version, is_eager=True),
+) -> None:
     """encodr's options that precede any command (--version)."""
 
 
@@ -501,7 +572,9 @@ def main() -> None:
     from .outputs import os_fault
     from .signals import install
 
-    os.environ.setdefault("TQDM_DISABLE", "1")  # one progress style: encodr's bars (ProgressEvent), not sentence-transformers' unlabelled tqdm bars
+    os.environ.setdefault(
+        "TQDM_DISABLE", "1"
+    )  # one progress style: encodr's bars (ProgressEvent), not sentence-transformers' unlabelled tqdm bars
     install()
     try:
         app()
@@ -516,5 +589,7 @@ def main() -> None:
 def _fail(message: str) -> None:
     from rich.markup import escape
 
-    err_console.print(f"[red]encodr: error:[/] {escape(message)}", highlight=False, soft_wrap=True)  # a message's "[serve]" is text, not markup
+    err_console.print(
+        f"[red]encodr: error:[/] {escape(message)}", highlight=False, soft_wrap=True
+    )  # a message's "[serve]" is text, not markup
     sys.exit(2)

@@ -51,7 +51,9 @@ class OptionError(EncodrError):
 
     def __init__(self, field: str, value, problem: str, status: int = 422):
         self.value, self.problem = value, problem
-        super().__init__(f"{field} {problem}" if value is MISSING else f"{field}: {value!r} {problem}", field=field, status=status)
+        super().__init__(
+            f"{field} {problem}" if value is MISSING else f"{field}: {value!r} {problem}", field=field, status=status
+        )
 
     def words(self, flag: str | None = None) -> str:
         """The message with the option named as a front end names it: ``flag`` (the CLI's

@@ -38,20 +38,39 @@ class Tool:
 
 
 TOOLS = {
-    "search": Tool(rq.SearchRequest, "Search an index for the passages and documents nearest to one or more queries (dense, keyword or hybrid "
-                                     "search, filters, languages, re-ranking). Each hit has its document id, title, source and text."),
-    "get_document": Tool(rq.DocumentRequest, "Get one document of an index whole, by the document id a search hit gives: its text, title, "
-                                             "source, file and metadata."),
-    "list_indexes": Tool(None, "List the indexes this server searches, with their model, languages, document and text counts, and sources."),
-    "add_documents": Tool(rq.UpsertRequest, "Add documents to an index, or replace those with the same id (each document: id, text, optional "
-                                            "title, metadata and lang).", writes=True),
-    "sync_index": Tool(rq.SyncRequest, "Bring an index in step with files and folders on the server's machine: add new documents, re-encode "
-                                       "changed ones, remove those whose file is gone.", writes=True),
+    "search": Tool(
+        rq.SearchRequest,
+        "Search an index for the passages and documents nearest to one or more queries (dense, keyword or hybrid "
+        "search, filters, languages, re-ranking). Each hit has its document id, title, source and text.",
+    ),
+    "get_document": Tool(
+        rq.DocumentRequest,
+        "Get one document of an index whole, by the document id a search hit gives: its text, title, source, file and metadata.",
+    ),
+    "list_indexes": Tool(
+        None, "List the indexes this server searches, with their model, languages, document and text counts, and sources."
+    ),
+    "add_documents": Tool(
+        rq.UpsertRequest,
+        "Add documents to an index, or replace those with the same id (each document: id, text, optional "
+        "title, metadata and lang).",
+        writes=True,
+    ),
+    "sync_index": Tool(
+        rq.SyncRequest,
+        "Bring an index in step with files and folders on the server's machine: add new documents, re-encode "
+        "changed ones, remove those whose file is gone.",
+        writes=True,
+    ),
     "delete_documents": Tool(rq.DocumentIdsRequest, "Delete documents from an index by id.", writes=True),
-    "judge": Tool(rq.JudgeRequest, "Say whether a search hit helped: grade how relevant a document (a hit's document id) is to the query "
-                                   "it was found for (0 not relevant, 1 relevant, 2 highly relevant); encodr measures and tunes the index "
-                                   "on these judgments.", writes=True),
-}  # fmt: skip
+    "judge": Tool(
+        rq.JudgeRequest,
+        "Say whether a search hit helped: grade how relevant a document (a hit's document id) is to the query "
+        "it was found for (0 not relevant, 1 relevant, 2 highly relevant); encodr measures and tunes the index "
+        "on these judgments.",
+        writes=True,
+    ),
+}
 
 
 @dataclass
@@ -83,7 +102,9 @@ class Agents:
         served = self.served
         searcher = served.searcher(request.index)
         if tool.writes and name != "judge":  # documents: one write at a time, then the searcher opens the new generation
-            same = searcher.encoder.backend == searcher.index.meta.get("backend", "torch")  # a torch index's queries may run on onnx: its documents stay on torch
+            same = searcher.encoder.backend == searcher.index.meta.get(
+                "backend", "torch"
+            )  # a torch index's queries may run on onnx: its documents stay on torch
             encoder = {"encoder": searcher.encoder} if name != "delete_documents" and same else {}
             return served.write(request.index, request, "mcp", **encoder).payload()
         context = {"reranker": served.reranker(request.rerank)} if name == "search" else {}
@@ -93,7 +114,10 @@ class Agents:
 def input_schemas(agents: Agents) -> dict[str, dict]:
     """Each offered tool's input schema, as ``tools/list`` answers it: the fields its request
     declares for MCP (:func:`encodr.core.fields.schema`); a tool without a request takes nothing."""
-    return {name: schema(tool.request, "mcp") if tool.request is not None else {"type": "object", "properties": {}} for name, tool in agents.tools().items()}
+    return {
+        name: schema(tool.request, "mcp") if tool.request is not None else {"type": "object", "properties": {}}
+        for name, tool in agents.tools().items()
+    }
 
 
 def server(agents: Agents):
@@ -105,7 +129,9 @@ def server(agents: Agents):
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         tools = agents.tools()
-        return types.ListToolsResult(tools=[types.Tool(name=n, description=tools[n].description, input_schema=s) for n, s in input_schemas(agents).items()])
+        return types.ListToolsResult(
+            tools=[types.Tool(name=n, description=tools[n].description, input_schema=s) for n, s in input_schemas(agents).items()]
+        )
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
@@ -119,8 +145,13 @@ def server(agents: Agents):
         text = json.dumps(payload, default=str)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=json.loads(text))
 
-    return Server("encodr", version=__version__, instructions="Search the user's indexed documents: list_indexes, then search; get_document "
-                  "reads a hit's whole document.", on_list_tools=list_tools, on_call_tool=call_tool)  # fmt: skip
+    return Server(
+        "encodr",
+        version=__version__,
+        instructions="Search the user's indexed documents: list_indexes, then search; get_document reads a hit's whole document.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 def run(request, announce: Callable[[str], None] = lambda line: None) -> None:

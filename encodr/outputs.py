@@ -22,7 +22,6 @@ from typing import Iterator
 
 from .errors import EncodrError, first_line
 
-
 MODEL_RECORD = "encodr.json"  # a tuned model's run record: what marks a folder as a model encodr wrote
 INDEX_RECORD = "index.json"  # an index's settings: in its current generation (or, before generations, in the folder)
 
@@ -34,7 +33,9 @@ def written_by_encodr(folder: Path) -> str | None:
     method), or ``None`` for any other folder. Only these may be replaced by ``--overwrite``."""
     folder = Path(folder)
     gen = current_generation(folder)
-    if (gen is not None and (gen / INDEX_RECORD).is_file()) or ((folder / INDEX_RECORD).is_file() and (folder / "vectors.faiss").is_file()):
+    if (gen is not None and (gen / INDEX_RECORD).is_file()) or (
+        (folder / INDEX_RECORD).is_file() and (folder / "vectors.faiss").is_file()
+    ):
         return "index"
     try:
         import json
@@ -62,8 +63,10 @@ def check_inputs_outside(out: Path, inputs: tuple | list, kind: str | None = Non
     held = [str(p) for p in inputs if holds(out, Path(p))] if out.exists() else []
     if held:
         sibling = f"{Path(os.path.abspath(out)).name}-{kind or 'out'}"
-        raise EncodrError(f"--out {out} holds the input {held[0]}: encodr never writes among the files it reads; choose another --out, e.g. "
-                          f"{sibling} beside it" + (" (then --add or --sync keep that index up to date)" if kind == "index" else ""))
+        raise EncodrError(
+            f"--out {out} holds the input {held[0]}: encodr never writes among the files it reads; choose another --out, e.g. "
+            f"{sibling} beside it" + (" (then --add or --sync keep that index up to date)" if kind == "index" else "")
+        )
 
 
 def check_target(out: Path, overwrite: bool, inputs: tuple | list = (), kind: str | None = None) -> None:
@@ -88,13 +91,19 @@ def check_target(out: Path, overwrite: bool, inputs: tuple | list = (), kind: st
         owner = written_by_encodr(out)
         empty = not any(out.iterdir())
         if owner is None and not empty:
-            raise EncodrError(f"--out {out} already exists and is not an encodr output (it holds files encodr did not write); "
-                              "encodr replaces only an index or a tuned model it wrote: choose another --out")
+            raise EncodrError(
+                f"--out {out} already exists and is not an encodr output (it holds files encodr did not write); "
+                "encodr replaces only an index or a tuned model it wrote: choose another --out"
+            )
         if not overwrite and not empty:
             if owner == "index":
-                raise EncodrError(f"index {out} already exists; pass --add to add documents, --sync to bring it in step with them, "
-                                  "--overwrite to rebuild it, or choose another --out")
-            raise EncodrError(f"output directory {out} already exists (a tuned model); pass --overwrite to replace it, or choose another --out")
+                raise EncodrError(
+                    f"index {out} already exists; pass --add to add documents, --sync to bring it in step with them, "
+                    "--overwrite to rebuild it, or choose another --out"
+                )
+            raise EncodrError(
+                f"output directory {out} already exists (a tuned model); pass --overwrite to replace it, or choose another --out"
+            )
         if kind is not None and owner is not None and owner != kind:
             raise EncodrError(f"--out {out} is an encodr {owner}, not an {kind}; choose another --out")
     parent = next(p for p in Path(os.path.abspath(out)).parents if p.exists())  # "/" always exists
@@ -246,7 +255,9 @@ def generation(root: Path, legacy: tuple[str, ...] = ()) -> Iterator[Path]:
             _point(tmp, folder.name)
         return
     numbers = [int(m.group(1)) for p in root.iterdir() if (m := _GENERATION.match(p.name))]
-    folder = root / f"g{max(numbers, default=0) + 1:06d}"  # one past the highest: no folder of that name exists to be removed below
+    folder = (
+        root / f"g{max(numbers, default=0) + 1:06d}"
+    )  # one past the highest: no folder of that name exists to be removed below
     try:  # made inside the try, as in atomic_dir
         folder.mkdir()
         yield folder

@@ -33,7 +33,9 @@ def home() -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise EncodrError(f"cannot use {path} as encodr's workspace ({exc.strerror}); set ENCODR_HOME to a writable directory") from None
+        raise EncodrError(
+            f"cannot use {path} as encodr's workspace ({exc.strerror}); set ENCODR_HOME to a writable directory"
+        ) from None
     return path
 
 

@@ -111,7 +111,9 @@ def distribution_figure(title: str, panels: Sequence[dict]):
     plt = _pyplot()
     datasets = list(dict.fromkeys(p["dataset"] for p in panels))
     models = list(dict.fromkeys(p["model"] for p in panels))
-    fig, axes = plt.subplots(len(datasets), len(models), figsize=(4.6 * len(models), 3.0 * len(datasets)), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(
+        len(datasets), len(models), figsize=(4.6 * len(models), 3.0 * len(datasets)), squeeze=False, sharex=True
+    )
     for p in panels:
         ax = axes[datasets.index(p["dataset"])][models.index(p["model"])]
         lo = min([*p["high"], *p["low"], 0.0])

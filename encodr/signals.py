@@ -50,7 +50,9 @@ def install() -> None:
 
     if threading.current_thread() is not threading.main_thread():
         return
-    if signal.getsignal(signal.SIGINT) is signal.SIG_DFL:  # reset by a library or the parent: Ctrl-C would kill the process (exit 130) without a word
+    if (
+        signal.getsignal(signal.SIGINT) is signal.SIG_DFL
+    ):  # reset by a library or the parent: Ctrl-C would kill the process (exit 130) without a word
         signal.signal(signal.SIGINT, signal.default_int_handler)
     for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if signum is not None:

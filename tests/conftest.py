@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-
 TINY = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}  # both tiny models
 
 
@@ -66,8 +65,16 @@ def tiny_roberta(tmp_path_factory) -> Path:
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
     bpe.train_from_iterator(top_words(2000), vocab_size=400, min_frequency=1, special_tokens=specials, show_progress=False)
     bpe.post_processor = RobertaProcessing(("</s>", 2), ("<s>", 0))
-    tokenizer = RobertaTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", sep_token="</s>",
-                                     cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")  # fmt: skip
+    tokenizer = RobertaTokenizerFast(
+        tokenizer_object=bpe._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+    )
     config = RobertaConfig(vocab_size=len(tokenizer), max_position_embeddings=130, type_vocab_size=1, pad_token_id=1, **TINY)
     RobertaModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
@@ -114,8 +121,28 @@ def run_trans_encoder(data, recipe, models, out, **options):
     return tune(recipe, TuneJob(out=out, data=str(data) if data else None, models=list(models), **options))
 
 
-TOY_KEYS = ["alpha", "beta", "gamma", "delta", "gato", "perro", "chien", "maison", "casa", "hund", "katze", "river",
-            "stone", "luna", "sol", "mer", "berg", "fleur", "libro", "noche"]  # fmt: skip
+TOY_KEYS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "gato",
+    "perro",
+    "chien",
+    "maison",
+    "casa",
+    "hund",
+    "katze",
+    "river",
+    "stone",
+    "luna",
+    "sol",
+    "mer",
+    "berg",
+    "fleur",
+    "libro",
+    "noche",
+]
 
 
 @pytest.fixture(scope="session")
@@ -131,15 +158,28 @@ def tiny_multilingual(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("tiny-multilingual")
     bpe = ByteLevelBPETokenizer()
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    corpus = [f"{k} one" for k in TOY_KEYS] + [f"{k} two" for k in TOY_KEYS] + ["el gato duerme", "le chien mange", "der Hund läuft"]
-    bpe.train_from_iterator(corpus * 5, vocab_size=1000, min_frequency=1, special_tokens=specials, show_progress=False)  # whole words
+    corpus = (
+        [f"{k} one" for k in TOY_KEYS] + [f"{k} two" for k in TOY_KEYS] + ["el gato duerme", "le chien mange", "der Hund läuft"]
+    )
+    bpe.train_from_iterator(
+        corpus * 5, vocab_size=1000, min_frequency=1, special_tokens=specials, show_progress=False
+    )  # whole words
     bpe.post_processor = RobertaProcessing(("</s>", 2), ("<s>", 0))
-    tokenizer = RobertaTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", sep_token="</s>",
-                                     cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")  # fmt: skip
+    tokenizer = RobertaTokenizerFast(
+        tokenizer_object=bpe._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+    )
     # std 0.2 (not 0.02): mean-pooled vectors of different inputs differ from the start, so the
     # conditioning vector carries a signal the MLM can learn to read
-    config = RobertaConfig(vocab_size=len(tokenizer), max_position_embeddings=130, type_vocab_size=1, pad_token_id=1,
-                           initializer_range=0.2, **TINY)  # fmt: skip
+    config = RobertaConfig(
+        vocab_size=len(tokenizer), max_position_embeddings=130, type_vocab_size=1, pad_token_id=1, initializer_range=0.2, **TINY
+    )
     RobertaModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

@@ -24,6 +24,15 @@ def test_every_benchmark_is_listed_and_every_result_has_its_benchmark():
     assert "retrieval_recipe_xquad-en_me5.json" not in found["retrieval"]["results"]  # the longer name owns it
 
 
+def test_every_result_records_its_command_machine_date_and_commit():
+    import json
+
+    files = sorted((ROOT / "bench" / "results").rglob("*.json"))
+    assert files
+    lacking = {f.name: k for f in files for k in ("command", "machine", "date", "commit") if k not in json.loads(f.read_text())}
+    assert lacking == {}
+
+
 def test_quick_runs_write_to_a_temporary_folder():
     quick = {name: info["quick"] for name, info in suite.benchmarks().items() if info["quick"] is not None}
     assert quick  # some benchmarks have a quick run

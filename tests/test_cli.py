@@ -68,10 +68,16 @@ def test_bad_override_names_the_key(capsys, monkeypatch, words_file):
 
 def test_a_field_the_recipe_lacks_is_refused_before_any_work_naming_its_fields(capsys, monkeypatch, words_file, tmp_path):
     """A flag or a --set key the chosen recipe has no field for: one line naming the recipe's fields, nothing written."""
-    code, _, err = run_cli(["tune", "--recipe", "cross-encoder", "--lr", "1e-5", "--out", str(tmp_path / "m")], capsys, monkeypatch)
-    assert_one_line_error(code, err, "recipe 'cross-encoder' (method trans_encoder) has no field 'lr' (--lr); its fields: amp, bi_batch_size")
+    code, _, err = run_cli(
+        ["tune", "--recipe", "cross-encoder", "--lr", "1e-5", "--out", str(tmp_path / "m")], capsys, monkeypatch
+    )
+    assert_one_line_error(
+        code, err, "recipe 'cross-encoder' (method trans_encoder) has no field 'lr' (--lr); its fields: amp, bi_batch_size"
+    )
     assert "cross_lr" in err and not (tmp_path / "m").exists()
-    code, _, err = run_cli(["tune", "--recipe", "multilingual", "--set", "temperature=0.1", "--out", str(tmp_path / "m")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", "--recipe", "multilingual", "--set", "temperature=0.1", "--out", str(tmp_path / "m")], capsys, monkeypatch
+    )
     assert_one_line_error(code, err, "recipe 'multilingual' (method cmlm) has no field 'temperature' (--set temperature=…)")
     code, _, err = run_cli(["tune", "--temperature", "0.1"], capsys, monkeypatch)  # a field that is --set only: no such flag
     assert code == 2 and "--temperature" in err
@@ -84,7 +90,9 @@ def test_overwrite_replaces_only_a_model_encodr_wrote(capsys, monkeypatch, words
     out.mkdir()
     (out / "keep.txt").write_text("precious")
     for extra in ([], ["--overwrite"]):
-        code, _, err = run_cli(["tune", str(words_file), "--out", str(out), "--model", str(tiny_model), *extra], capsys, monkeypatch)
+        code, _, err = run_cli(
+            ["tune", str(words_file), "--out", str(out), "--model", str(tiny_model), *extra], capsys, monkeypatch
+        )
         assert_one_line_error(code, err, f"--out {out} already exists and is not an encodr output")
         assert "choose another --out" in err and sorted(p.name for p in out.iterdir()) == ["keep.txt"]
         assert (out / "keep.txt").read_text() == "precious"
@@ -98,17 +106,23 @@ def test_overwrite_replaces_only_a_model_encodr_wrote(capsys, monkeypatch, words
 
 
 def test_tune_refuses_an_output_folder_that_holds_its_data(capsys, monkeypatch, words_file, tiny_model):
-    code, _, err = run_cli(["tune", str(words_file), "--out", str(words_file.parent), "--model", str(tiny_model), "--overwrite"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", str(words_file), "--out", str(words_file.parent), "--model", str(tiny_model), "--overwrite"], capsys, monkeypatch
+    )
     assert_one_line_error(code, err, f"holds the input {words_file}")
     assert words_file.is_file()
 
 
 def test_output_under_a_file_is_refused_before_training(capsys, monkeypatch, words_file, tiny_model):
-    code, _, err = run_cli(["tune", str(words_file), "--out", str(words_file / "run"), "--model", str(tiny_model)], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", str(words_file), "--out", str(words_file / "run"), "--model", str(tiny_model)], capsys, monkeypatch
+    )
     assert_one_line_error(code, err, f"{words_file} is a file, not a directory")
 
 
-@pytest.mark.parametrize(("device", "words"), [("cuda:99", "device 'cuda:99' is not available on this machine"), ("tpu", "unknown device 'tpu'")])
+@pytest.mark.parametrize(
+    ("device", "words"), [("cuda:99", "device 'cuda:99' is not available on this machine"), ("tpu", "unknown device 'tpu'")]
+)
 def test_unusable_device_is_named(capsys, monkeypatch, words_file, tiny_model, tmp_path, device, words):
     for args in (["tune", str(words_file), "--out", str(tmp_path / "o")], ["eval", "sts"]):
         code, _, err = run_cli([*args, "--model", str(tiny_model), "--device", device], capsys, monkeypatch)
@@ -120,7 +134,11 @@ def test_an_unusable_workspace_is_named_and_does_not_stop_training(capsys, monke
     monkeypatch.setenv("ENCODR_HOME", str(words_file))  # a file, not a directory
     code, _, err = run_cli(["runs"], capsys, monkeypatch)
     assert_one_line_error(code, err, f"cannot use {words_file} as encodr's workspace")
-    code, _, err = run_cli(["tune", str(words_file), "--out", str(tmp_path / "o"), "--model", str(tiny_model), "--batch-size", "16"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", str(words_file), "--out", str(tmp_path / "o"), "--model", str(tiny_model), "--batch-size", "16"],
+        capsys,
+        monkeypatch,
+    )
     warned = [line for line in err.splitlines() if "this run will not be recorded" in line]
     assert code == 0 and len(warned) == 1 and f"cannot use {words_file} as encodr's workspace" in warned[0], err
     assert (tmp_path / "o" / "modules.json").is_file()
@@ -138,7 +156,9 @@ def test_megabyte_line_is_truncated_with_one_warning(capsys, monkeypatch, tiny_m
 
 
 def test_unreachable_hub_id_fails_fast(capsys, monkeypatch, words_file, tmp_path):
-    code, _, err = run_cli(["tune", str(words_file), "--model", "nobody/not-a-model", "--out", str(tmp_path / "o")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", str(words_file), "--model", "nobody/not-a-model", "--out", str(tmp_path / "o")], capsys, monkeypatch
+    )
     assert_one_line_error(code, err, "model 'nobody/not-a-model' is no directory here, and not in the local Hugging Face cache")
 
 
@@ -161,7 +181,11 @@ def test_eval_unknown_suite_and_missing_data(capsys, monkeypatch, tmp_path):
     code, _, err = run_cli(["eval", "sts", "--data", str(tmp_path / "x.tsv")], capsys, monkeypatch)
     assert_one_line_error(code, err, "no such file or bundled dataset")
     code, _, err = run_cli(["eval", "linking", "--data", "stsb-dev"], capsys, monkeypatch)
-    assert_one_line_error(code, err, "bundled dataset 'stsb-dev' is scored by spearman, but 'linking' reports acc@1; pick one of: mesh-test, mesh-dev")
+    assert_one_line_error(
+        code,
+        err,
+        "bundled dataset 'stsb-dev' is scored by spearman, but 'linking' reports acc@1; pick one of: mesh-test, mesh-dev",
+    )
     code, _, err = run_cli(["eval", "pairs", "--data", "simlex999"], capsys, monkeypatch)
     assert_one_line_error(code, err, "pick one of: none bundled, pass a file")
     code, _, err = run_cli(["eval", "sts", "--compare-cross"], capsys, monkeypatch)
@@ -171,7 +195,9 @@ def test_eval_unknown_suite_and_missing_data(capsys, monkeypatch, tmp_path):
 def test_eval_loads_the_compare_model_before_scoring(capsys, monkeypatch, tmp_path, tiny_model):
     f = tmp_path / "data.tsv"
     f.write_text("1\ta cat\ta dog\n4\ta man\ta person\n")
-    code, out, err = run_cli(["eval", "sts", "--data", str(f), "--model", str(tiny_model), "--compare", str(tmp_path / "gone")], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["eval", "sts", "--data", str(f), "--model", str(tiny_model), "--compare", str(tmp_path / "gone")], capsys, monkeypatch
+    )
     assert_one_line_error(code, err, "does not exist")
     assert out == "" and "Batches" not in err  # nothing was scored before the error
 
@@ -197,8 +223,28 @@ def test_eval_bad_data_files(capsys, monkeypatch, tmp_path, tiny_model, suite, c
 
 def test_recipes_and_runs_json(capsys, monkeypatch):
     code, out, _ = run_cli(["recipes", "--json"], capsys, monkeypatch)
-    assert code == 0 and {r["name"] for r in json.loads(out)} == {"word", "phrase", "sentence", "cross-encoder", "multilingual", "retrieval", "reranker", "judged", "static", "code"}
-    assert {r["method"] for r in json.loads(out)} == {"mirror", "trans_encoder", "cmlm", "retrieval", "reranker", "judged", "static", "code"}  # every method package is found by name
+    assert code == 0 and {r["name"] for r in json.loads(out)} == {
+        "word",
+        "phrase",
+        "sentence",
+        "cross-encoder",
+        "multilingual",
+        "retrieval",
+        "reranker",
+        "judged",
+        "static",
+        "code",
+    }
+    assert {r["method"] for r in json.loads(out)} == {
+        "mirror",
+        "trans_encoder",
+        "cmlm",
+        "retrieval",
+        "reranker",
+        "judged",
+        "static",
+        "code",
+    }  # every method package is found by name
     code, out, _ = run_cli(["runs", "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(out) == []
 
@@ -231,12 +277,36 @@ def test_runs_table_shows_the_result_of_each_kind(capsys, monkeypatch, tmp_path)
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cli.out_console, "width", 200)
-    registry.record({"kind": "tune", "model": "minilm", "recipe_name": "word", "data": "words", "out": str(tmp_path / "runs" / "w"),
-                     "metrics": {"final_loss": 1.234567, "examples_per_s": 99.5}})  # fmt: skip
-    registry.record({"kind": "tenc-bi", "model": "minilm", "recipe_name": "cross-encoder", "data": "stsb-train", "out": "/elsewhere/bi",
-                     "metrics": {"best": {"dev": 81.2, "cycle": 2}}})  # fmt: skip
-    registry.record({"kind": "tune", "model": "minilm", "recipe_name": "phrase", "data": "mesh", "out": str(tmp_path / "runs" / "p"),
-                     "metrics": {"final_loss": 0.21, "dev_metric": "acc@1", "best": {"step": 0, "epoch": 0, "dev": 49.8769}}})  # fmt: skip
+    registry.record(
+        {
+            "kind": "tune",
+            "model": "minilm",
+            "recipe_name": "word",
+            "data": "words",
+            "out": str(tmp_path / "runs" / "w"),
+            "metrics": {"final_loss": 1.234567, "examples_per_s": 99.5},
+        }
+    )
+    registry.record(
+        {
+            "kind": "tenc-bi",
+            "model": "minilm",
+            "recipe_name": "cross-encoder",
+            "data": "stsb-train",
+            "out": "/elsewhere/bi",
+            "metrics": {"best": {"dev": 81.2, "cycle": 2}},
+        }
+    )
+    registry.record(
+        {
+            "kind": "tune",
+            "model": "minilm",
+            "recipe_name": "phrase",
+            "data": "mesh",
+            "out": str(tmp_path / "runs" / "p"),
+            "metrics": {"final_loss": 0.21, "dev_metric": "acc@1", "best": {"step": 0, "epoch": 0, "dev": 49.8769}},
+        }
+    )
     monkeypatch.setattr(cli.out_console, "width", 260)
     code, out, _ = run_cli(["runs"], capsys, monkeypatch)
     lines = out.splitlines()
@@ -285,19 +355,41 @@ def test_tables_read_at_80_columns_without_a_broken_word(capsys, monkeypatch, tm
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cli.out_console, "width", 80)
-    registry.record({"kind": "tune", "model": "minilm", "recipe_name": "multilingual", "data": "bible-sample", "out": str(tmp_path / "runs" / "ml"),
-                     "metrics": {"final_loss": 1.234567, "examples_per_s": 99.5}})  # fmt: skip
+    registry.record(
+        {
+            "kind": "tune",
+            "model": "minilm",
+            "recipe_name": "multilingual",
+            "data": "bible-sample",
+            "out": str(tmp_path / "runs" / "ml"),
+            "metrics": {"final_loss": 1.234567, "examples_per_s": 99.5},
+        }
+    )
     corpus = tmp_path / "manual.txt"
-    long_line = "the circulation pump of the heating system keeps four bar of pressure when the boiler runs at full load in winter"
+    long_line = (
+        "the circulation pump of the heating system keeps four bar of pressure when the boiler runs at full load in winter"
+    )
     corpus.write_text(f"{long_line}\nthe valve closes\n")
     build([str(corpus)], tmp_path / "indexes" / "manual", BuildOptions(model=str(tiny_model), lang="eng"))
     outputs = {}
-    for args in (["recipes"], ["runs"], ["indexes", "--path", str(tmp_path / "indexes")], ["search", "pump pressure", "--index", str(tmp_path / "indexes" / "manual")]):
+    for args in (
+        ["recipes"],
+        ["runs"],
+        ["indexes", "--path", str(tmp_path / "indexes")],
+        ["search", "pump pressure", "--index", str(tmp_path / "indexes" / "manual")],
+    ):
         code, out, _ = run_cli(args, capsys, monkeypatch)
         assert code == 0 and max(map(len, out.splitlines())) <= 80, out
         outputs[args[0]] = out
     words = {w for line in outputs["recipes"].splitlines() for w in line.replace("│", " ").split()}
-    assert {"cross-encoder", "multilingual", "trans_encoder", "bible-sample", "temperature", "default_data"} <= words  # whole, not "cross-e / ncoder"
+    assert {
+        "cross-encoder",
+        "multilingual",
+        "trans_encoder",
+        "bible-sample",
+        "temperature",
+        "default_data",
+    } <= words  # whole, not "cross-e / ncoder"
     assert "multilingual" in outputs["runs"] and "bible-sample" in outputs["runs"]
     assert "manual" in outputs["indexes"]
     snippet_lines = [line for line in outputs["search"].splitlines() if "circulation pump" in line]

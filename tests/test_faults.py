@@ -7,7 +7,6 @@ connection) or, where the test says so, raises the OS error at the write that wo
 
 from __future__ import annotations
 
-from encodr.index.options import SearchOptions
 import json
 import os
 import random
@@ -20,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
 from encodr.errors import EncodrError
-from encodr.index import Index, BuildOptions, build
+from encodr.index import BuildOptions, Index, build
+from encodr.index.options import SearchOptions
+from tests.conftest import run_cli
 
 # A writer process for the race tests: builds or appends to an index over and over, printing a
 # line at every progress event and after every write, so a test can kill it at a random event.
@@ -56,7 +56,9 @@ while True:
 
 def _python(code: str, *args) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-c", code, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
 
 
 @pytest.fixture
@@ -113,15 +115,36 @@ def test_random_kills_of_writers_and_readers_leave_a_consistent_index(base_index
             assert len(index) >= 10
             assert index.rows([0])[0]["text"] == "base text 0"
     assert kills == 22
-    meta = build([str(tmp_path / "corpus" / "base.txt")], base_index, BuildOptions(write="add"))  # the next write sweeps the dead ones
+    meta = build(
+        [str(tmp_path / "corpus" / "base.txt")], base_index, BuildOptions(write="add")
+    )  # the next write sweeps the dead ones
     assert meta["added"] == 0
     assert sorted(p.name for p in base_index.iterdir()) == ["current", os.readlink(base_index / "current")]
 
 
 def _tune(launcher: list[str], words: Path, model: Path, out: Path) -> subprocess.Popen:
-    cmd = [*launcher, "-m", "encodr", "tune", str(words), "--recipe", "word", "--model", str(model), "--out", str(out),
-           "--batch-size", "8", "--epochs", "50", "--max-length", "8"]  # fmt: skip
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    cmd = [
+        *launcher,
+        "-m",
+        "encodr",
+        "tune",
+        str(words),
+        "--recipe",
+        "word",
+        "--model",
+        str(model),
+        "--out",
+        str(out),
+        "--batch-size",
+        "8",
+        "--epochs",
+        "50",
+        "--max-length",
+        "8",
+    ]
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}
+    )
 
 
 def _wait_for_training(proc: subprocess.Popen, out: Path) -> None:
@@ -198,7 +221,9 @@ def test_sigkill_of_the_torchrun_launcher_stops_its_workers_before_they_write(ma
     assert all(r.get("status") == "cancelled" for r in registry.runs())  # never a success row
 
 
-def test_a_read_only_registry_warns_once_and_the_model_is_still_trained_and_saved(words_file, tiny_model, tmp_path, capsys, monkeypatch):
+def test_a_read_only_registry_warns_once_and_the_model_is_still_trained_and_saved(
+    words_file, tiny_model, tmp_path, capsys, monkeypatch
+):
     # SQLite opened read-only (mode=ro), as it opens a file it may not write: the same
     # "attempt to write a readonly database" a read-only workspace gives (root ignores chmod).
     from encodr import registry
@@ -223,7 +248,11 @@ def test_a_registry_that_fails_after_training_says_the_model_was_saved(words_fil
 
     monkeypatch.setattr(registry, "record", full)
     out = tmp_path / "out"
-    code, _, err = run_cli(["tune", str(words_file), "--recipe", "word", "--model", str(tiny_model), "--out", str(out), "--epochs", "1"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", str(words_file), "--recipe", "word", "--model", str(tiny_model), "--out", str(out), "--epochs", "1"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "Traceback" not in err
     assert f"the model was saved to {out.resolve()}, but the run was not recorded" in err
     assert (out / "model.safetensors").exists() or (out / "config.json").exists()
@@ -292,7 +321,9 @@ def test_a_full_disk_during_a_build_and_an_add_is_one_line_and_keeps_the_index(t
     assert "disk is full" in err and "the previous index is unchanged" in err
     assert sorted(p.name for p in out.iterdir()) == ["current", "g000001"]  # the new generation is gone
     assert sorted(p.name for p in (out / "current").iterdir()) == before and len(Index.open(out)) == 200
-    code, _, err = run_cli(["index", str(more), "--model", str(tiny_model), "--out", str(tmpfs / "new"), "--lang", "eng"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(more), "--model", str(tiny_model), "--out", str(tmpfs / "new"), "--lang", "eng"], capsys, monkeypatch
+    )
     assert code == 2 and "Traceback" not in err and "disk is full" in err and "no index was written" in err
     assert not (tmpfs / "new").exists() and not list(tmpfs.glob(".new*tmp*"))
 
@@ -300,36 +331,52 @@ def test_a_full_disk_during_a_build_and_an_add_is_one_line_and_keeps_the_index(t
 def test_a_full_disk_when_tune_saves_is_one_line_and_leaves_nothing(tmpfs, words_file, tiny_model, capsys, monkeypatch):
     _fill(tmpfs, 64 * 1024)
     out = tmpfs / "model"
-    code, _, err = run_cli(["tune", str(words_file), "--recipe", "word", "--model", str(tiny_model), "--out", str(out), "--epochs", "1"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", str(words_file), "--recipe", "word", "--model", str(tiny_model), "--out", str(out), "--epochs", "1"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "Traceback" not in err and _one_error_line(err)
     assert f"cannot write {out}: the disk is full" in err and "nothing was written there" in err
     assert not out.exists() and not list(tmpfs.glob(".model*"))
 
 
-def test_disk_full_in_faiss_and_safetensors_writes_is_one_line(built_small, words_file, tiny_model, tmp_path, capsys, monkeypatch):
+def test_disk_full_in_faiss_and_safetensors_writes_is_one_line(
+    built_small, words_file, tiny_model, tmp_path, capsys, monkeypatch
+):
     # patched writes raising what FAISS and safetensors raise on ENOSPC (runs without root)
     import faiss
     import safetensors
 
     def faiss_full(index, path):
-        raise RuntimeError(f"Error in faiss::FileIOWriter: 'ret == (n)' failed: write error in {path}: 0 != 1 (No space left on device)")
+        raise RuntimeError(
+            f"Error in faiss::FileIOWriter: 'ret == (n)' failed: write error in {path}: 0 != 1 (No space left on device)"
+        )
 
     more = tmp_path / "more.txt"
     more.write_text("one more line\n")
     with monkeypatch.context() as patch:
         patch.setattr(faiss, "write_index", faiss_full)
         code, _, err = run_cli(["index", str(more), "--out", str(built_small), "--add"], capsys, monkeypatch)
-    assert code == 2 and "Traceback" not in err and "vectors.faiss: the disk is full" in err and "previous index is unchanged" in err
+    assert (
+        code == 2 and "Traceback" not in err and "vectors.faiss: the disk is full" in err and "previous index is unchanged" in err
+    )
     assert len(Index.open(built_small)) == 3
 
     def safetensors_full(*args, **kwargs):
-        raise safetensors.SafetensorError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })')
+        raise safetensors.SafetensorError(
+            'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
+        )
 
     import transformers.modeling_utils
 
     monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", safetensors_full)
     out = tmp_path / "model"
-    code, _, err = run_cli(["tune", str(words_file), "--recipe", "word", "--model", str(tiny_model), "--out", str(out), "--epochs", "1"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", str(words_file), "--recipe", "word", "--model", str(tiny_model), "--out", str(out), "--epochs", "1"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "Traceback" not in err and f"cannot write {out}: the disk is full" in err
     assert not out.exists() and not list(tmp_path.glob(".model*"))
 
@@ -390,7 +437,11 @@ def test_a_ragged_tsv_row_is_refused_with_its_line(tmp_path, tiny_model, capsys,
 def test_a_language_that_is_not_a_code_is_refused(tmp_path, tiny_model, built_small, capsys, monkeypatch):
     corpus = tmp_path / "c.txt"
     corpus.write_text("hello there\n")
-    code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), "--lang", "not a code!"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), "--lang", "not a code!"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "--lang not a code!: not an ISO 639-3 language code" in err and not (tmp_path / "x").exists()
     code, _, err = run_cli(["search", "first", "--index", str(built_small), "--hit-lang", "English"], capsys, monkeypatch)
     assert code == 2 and "--hit-lang English: not an ISO 639-3 language code" in err

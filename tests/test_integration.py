@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from encodr import evaluation
-from encodr.methods import load_recipe
 from encodr.data.text import top_words
+from encodr.methods import load_recipe
 from encodr.models import load_encoder
 from tests.conftest import run_tune
 

@@ -19,9 +19,17 @@ def _run_with_log(tmp_path) -> int:
     log = [{"step": s, "loss": 2.0 / s, "loss/cmlm": 1.5 / s, "loss/bitext": 0.5 / s} for s in range(1, 21)]
     (out / "train_log.jsonl").write_text("\n".join(json.dumps(r) for r in log) + "\n")
     curve = [{"step": 0, "epoch": 0, "dev": 50.0}, {"step": 10, "epoch": 0, "dev": 55.5}, {"step": 20, "epoch": 1, "dev": 54.0}]
-    return registry.record({"kind": "tune", "model": "minilm", "recipe_name": "multilingual", "data": "d.txt", "out": str(out),
-                            "recipe": {"lr": 2e-5}, "metrics": {"final_loss": 0.1, "dev_metric": "acc@1", "dev_set": "tatoeba-spa",
-                                                                 "best": curve[1], "dev_curve": curve}})  # fmt: skip
+    return registry.record(
+        {
+            "kind": "tune",
+            "model": "minilm",
+            "recipe_name": "multilingual",
+            "data": "d.txt",
+            "out": str(out),
+            "recipe": {"lr": 2e-5},
+            "metrics": {"final_loss": 0.1, "dev_metric": "acc@1", "dev_set": "tatoeba-spa", "best": curve[1], "dev_curve": curve},
+        }
+    )
 
 
 def test_runs_show_details_and_plot(tmp_path, capsys, monkeypatch):
@@ -31,7 +39,9 @@ def test_runs_show_details_and_plot(tmp_path, capsys, monkeypatch):
     assert code == 0 and len(shown["loss_log"]) == 20 and shown["metrics"]["best"]["step"] == 10
     assert (tmp_path / "run.png").read_bytes()[:8] == PNG and not list(tmp_path.glob(".run.png.tmp-*"))
     code, out, _ = run_cli(["runs", "show", str(run_id)], capsys, monkeypatch)
-    assert code == 0 and "50.00 (step 0) → 55.50 (step 10) → 54.00 (step 20)" in out and "2.0000 (step 1) → 0.1000 (step 20)" in out
+    assert (
+        code == 0 and "50.00 (step 0) → 55.50 (step 10) → 54.00 (step 20)" in out and "2.0000 (step 1) → 0.1000 (step 20)" in out
+    )
     code, out, _ = run_cli(["runs", "--json"], capsys, monkeypatch)  # the list still works without a subcommand
     assert code == 0 and [r["id"] for r in json.loads(out)] == [run_id]
 
@@ -59,5 +69,9 @@ def test_eval_plot_splits_pairs_by_gold_and_draws_both_models(tmp_path, tiny_mod
     panels = score_distributions("sts", load_encoder(str(tiny_model)), [str(f)])
     assert len(panels) == 1 and len(panels[0]["high"]) == 2 and len(panels[0]["low"]) == 2  # gold ≥ 4.25 and ≤ 0.75
     assert np.all(np.abs(panels[0]["high"] + panels[0]["low"]) <= 1.0 + 1e-6)  # cosines
-    code, _, _ = run_cli(["eval", "sts", str(f), "--model", str(tiny_model), "--compare", str(tiny_model), "--plot", str(tmp_path / "d.png")], capsys, monkeypatch)
+    code, _, _ = run_cli(
+        ["eval", "sts", str(f), "--model", str(tiny_model), "--compare", str(tiny_model), "--plot", str(tmp_path / "d.png")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0 and (tmp_path / "d.png").read_bytes()[:8] == PNG

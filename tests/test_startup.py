@@ -46,4 +46,3 @@ def test_help_and_version_import_no_model_library():
     assert all(code == 0 for code in report["codes"].values()), report["codes"]
     heavy = {call: modules for call, modules in report["found"].items() if modules}
     assert not heavy, f"loaded at start-up: {heavy}"
-

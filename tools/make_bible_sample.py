@@ -39,7 +39,12 @@ def main() -> None:
     texts = {lang: verses(lang) for lang in LANGS}
     OUT.mkdir(parents=True, exist_ok=True)
     docs = ["text\tdoc_id"] + [f"{text}\t{lang}:{chapter}" for lang in LANGS for (chapter, _), text in texts[lang].items()]
-    bitext = [f"{texts['eng'][key]}\t{texts[lang][key]}\teng\t{lang}" for lang in LANGS[1:] for key in texts["eng"] if key in texts[lang]]
+    bitext = [
+        f"{texts['eng'][key]}\t{texts[lang][key]}\teng\t{lang}"
+        for lang in LANGS[1:]
+        for key in texts["eng"]
+        if key in texts[lang]
+    ]
     (OUT / "mark_documents.tsv").write_text("\n".join(docs) + "\n", encoding="utf-8")
     (OUT / "mark_bitext.tsv").write_text("\n".join(bitext) + "\n", encoding="utf-8")
     print(f"{len(docs) - 1} verses, {len(bitext)} pairs → {OUT}")

@@ -18,11 +18,47 @@ import numpy as np
 
 from ..errors import EncodrError
 from ..progress import ProgressEvent, ProgressFn, silent
-from .requests import (DeleteRequest, DocumentIdsRequest, DocumentRequest, EmbedRequest, EvalRequest, IndexRequest, JudgeRequest, JudgmentsRequest, UnjudgeRequest,
-                       UpsertRequest, IndexesRequest, ModelsRequest, RecipesRequest, RerankRequest, RunRequest, RunsRequest,
-                       ScoreRequest, SearchRequest, ShowRequest, SyncRequest, TuneRequest, pcr_variant)  # fmt: skip
-from .results import (DocumentLines, EmbedResult, Embedding, EvalResult, ListResult, QueryHits, Ranked, RecordResult, RerankResult, RunsResult, ScoreResult,
-                      SearchResult, TuneResult, Usage, short_path)  # fmt: skip
+from .requests import (
+    DeleteRequest,
+    DocumentIdsRequest,
+    DocumentRequest,
+    EmbedRequest,
+    EvalRequest,
+    IndexesRequest,
+    IndexRequest,
+    JudgeRequest,
+    JudgmentsRequest,
+    ModelsRequest,
+    RecipesRequest,
+    RerankRequest,
+    RunRequest,
+    RunsRequest,
+    ScoreRequest,
+    SearchRequest,
+    ShowRequest,
+    SyncRequest,
+    TuneRequest,
+    UnjudgeRequest,
+    UpsertRequest,
+    pcr_variant,
+)
+from .results import (
+    DocumentLines,
+    Embedding,
+    EmbedResult,
+    EvalResult,
+    ListResult,
+    QueryHits,
+    Ranked,
+    RecordResult,
+    RerankResult,
+    RunsResult,
+    ScoreResult,
+    SearchResult,
+    TuneResult,
+    Usage,
+    short_path,
+)
 
 WarnFn = Callable[[str], None]
 
@@ -58,7 +94,9 @@ def open_searcher(request: SearchRequest):
             check_languages(kept.index, options.for_index(kept.index.has_keywords))
             return kept
     preload_languages(peek_meta(request.index), request.lang, request.mode)  # read on another core while the model loads
-    searcher = _SEARCHERS[key] = Searcher(request.index, request.model, backend=request.backend, options=options)  # the index's refusals come before the model loads
+    searcher = _SEARCHERS[key] = Searcher(
+        request.index, request.model, backend=request.backend, options=options
+    )  # the index's refusals come before the model loads
     return searcher
 
 
@@ -132,12 +170,25 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
         hints = [*hints, empty_line(searcher.index.path)]
     split = searcher.index.meta.get("split_documents") and not request.passages and len(searcher.index) > 0
     n = searcher.index.meta.get("split_documents") or 0
-    caption = (f"documents ranked by their best passage ({n:,} long document{' is' if n == 1 else 's are'} split into passages; "
-               "--passages ranks passages)") if split else ""  # fmt: skip
-    shown = {name: round(spent.get(name, 0.0), 3) for name in (*timing.PHASES, "total") if name in spent} if request.timings else None
-    return SearchResult(index=str(searcher.index.path), model=searcher.index.meta["model"], caption=caption, hints=hints, timings=shown,
-                        results=[QueryHits(query=q, lang=code, hits=hits)
-                                 for q, code, hits in zip(request.query, langs, results)])  # fmt: skip
+    caption = (
+        (
+            f"documents ranked by their best passage ({n:,} long document{' is' if n == 1 else 's are'} split into passages; "
+            "--passages ranks passages)"
+        )
+        if split
+        else ""
+    )
+    shown = (
+        {name: round(spent.get(name, 0.0), 3) for name in (*timing.PHASES, "total") if name in spent} if request.timings else None
+    )
+    return SearchResult(
+        index=str(searcher.index.path),
+        model=searcher.index.meta["model"],
+        caption=caption,
+        hints=hints,
+        timings=shown,
+        results=[QueryHits(query=q, lang=code, hits=hits) for q, code, hits in zip(request.query, langs, results)],
+    )
 
 
 def empty_line(path) -> str:
@@ -165,8 +216,10 @@ def model_language_hints(meta: dict) -> list[str]:
     other = sorted(set(meta.get("languages") or []) - {"eng", "und"})
     if meta.get("model") not in ENGLISH_ONLY or not other:
         return []
-    return [f"texts in {', '.join(other)}, but {meta['model']} was trained on English only: index them with --model {MULTILINGUAL} "
-            "(multilingual) to search them well"]  # fmt: skip
+    return [
+        f"texts in {', '.join(other)}, but {meta['model']} was trained on English only: index them with --model {MULTILINGUAL} "
+        "(multilingual) to search them well"
+    ]
 
 
 def language_hints(queries: list[str], meta: dict) -> list[str]:
@@ -180,11 +233,17 @@ def language_hints(queries: list[str], meta: dict) -> list[str]:
     if not hint_applies(meta):
         return []
     sure = [q for q in queries if len(q.split()) >= HINT_WORDS]  # a word or two is too little to tell a language by
-    other = sorted({code for code, p in detect_with_confidence(sure) if code not in ("eng", "und") and p >= HINT_CONFIDENCE}) if sure else []
+    other = (
+        sorted({code for code, p in detect_with_confidence(sure) if code not in ("eng", "und") and p >= HINT_CONFIDENCE})
+        if sure
+        else []
+    )
     if not other:
         return []
-    return [f"a query looks like {', '.join(other)}, but model {meta['model']} was trained on English only: rebuild the index with "
-            f"--model {MULTILINGUAL} (multilingual) to search it across languages"]  # fmt: skip
+    return [
+        f"a query looks like {', '.join(other)}, but model {meta['model']} was trained on English only: rebuild the index with "
+        f"--model {MULTILINGUAL} (multilingual) to search it across languages"
+    ]
 
 
 def rerank(request: RerankRequest, reranker) -> RerankResult:
@@ -197,8 +256,13 @@ def rerank(request: RerankRequest, reranker) -> RerankResult:
     texts = request.candidates
     scores = reranker.query_scores(request.query, texts)
     order = sorted(range(len(texts)), key=lambda i: (-float(scores[i]), i))[: request.top_n]
-    return RerankResult(model=request.model, results=[Ranked(index=i, relevance_score=float(scores[i]), document=texts[i] if request.return_documents else None)
-                                                       for i in order])  # fmt: skip
+    return RerankResult(
+        model=request.model,
+        results=[
+            Ranked(index=i, relevance_score=float(scores[i]), document=texts[i] if request.return_documents else None)
+            for i in order
+        ],
+    )
 
 
 def load_scorer(spec: str, cross: bool, device: str | None = None, backend: str = "torch"):
@@ -221,11 +285,19 @@ def score(request: ScoreRequest, scorer=None) -> ScoreResult:
     """
     scorer = scorer or load_scorer(request.model, request.cross, request.device, request.backend)
     value = float(scorer.pair_scores([request.text_a], [request.text_b])[0])
-    return ScoreResult(model=request.model, encoder="cross-encoder" if request.cross else "bi-encoder", metric="sigmoid score" if request.cross else "cosine",
-                       score=round(value, 4), text_a=request.text_a, text_b=request.text_b)  # fmt: skip
+    return ScoreResult(
+        model=request.model,
+        encoder="cross-encoder" if request.cross else "bi-encoder",
+        metric="sigmoid score" if request.cross else "cosine",
+        score=round(value, 4),
+        text_a=request.text_a,
+        text_b=request.text_b,
+    )
 
 
-def embed(request: EmbedRequest, encode: Callable[[list[str]], np.ndarray], dimension: int, count_tokens: Callable[[list[str]], int]) -> EmbedResult:
+def embed(
+    request: EmbedRequest, encode: Callable[[list[str]], np.ndarray], dimension: int, count_tokens: Callable[[list[str]], int]
+) -> EmbedResult:
     """OpenAI-compatible embeddings of ``request.input``.
 
     Args:
@@ -243,8 +315,11 @@ def embed(request: EmbedRequest, encode: Callable[[list[str]], np.ndarray], dime
         EncodrError: blank or empty input; ``dimensions`` above the model's.
     """
     if request.dimensions is not None and request.dimensions > dimension:
-        raise EncodrError(f"dimensions {request.dimensions}: model '{request.model}' gives {dimension}-dimensional vectors; "
-                          f"pass at most {dimension}, or leave dimensions out", field="dimensions")  # fmt: skip
+        raise EncodrError(
+            f"dimensions {request.dimensions}: model '{request.model}' gives {dimension}-dimensional vectors; "
+            f"pass at most {dimension}, or leave dimensions out",
+            field="dimensions",
+        )
     texts = request.texts
     vectors = encode(texts)
     if request.dimensions is not None and request.dimensions < dimension:
@@ -305,7 +380,10 @@ def skipped_lines(skipped: list[dict]) -> list[str]:
             kinds[kind] = kinds.get(kind, 0) + 1
         else:
             others.append(f"skipped {short_path(s['path'])}: {s['reason']}")
-    lines = [f"skipped {n} {kind} file{'s' if n > 1 else ''}: {NOT_READ}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))]
+    lines = [
+        f"skipped {n} {kind} file{'s' if n > 1 else ''}: {NOT_READ}"
+        for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
     if len(others) > SKIPPED_SHOWN:
         others = [*others[:SKIPPED_SHOWN], f"… and {len(others) - SKIPPED_SHOWN} more files that could not be read"]
     return lines + others
@@ -336,7 +414,9 @@ def interrupted_index(request: IndexRequest) -> str:
     from ..index.shards import Shards, shards_folder
 
     out = request.target()
-    kept = f"index {out} is unchanged (the previous generation stays current)" if out.exists() else f"no index was written at {out}"
+    kept = (
+        f"index {out} is unchanged (the previous generation stays current)" if out.exists() else f"no index was written at {out}"
+    )
     finished, size = Shards.finished(shards_folder(out))
     if finished:
         kept += f"; {finished} encoded window(s), {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and the same command reuses them"
@@ -346,8 +426,11 @@ def interrupted_index(request: IndexRequest) -> str:
 def sync_line(meta: dict) -> str:
     """One line for a sync's counts (``encodr index --watch``, ``encodr serve --watch``)."""
     skipped = len(meta.get("skipped_files") or [])
-    return (f"synced {meta['path']}: {meta['added']} added, {meta['updated']} updated, {meta['removed']} removed, {meta['unchanged']} unchanged; "
-            f"{meta['encoded']} passages encoded in {meta['seconds']:.1f} s" + (f"; {skipped} file(s) skipped (warnings above)" if skipped else ""))  # fmt: skip
+    return (
+        f"synced {meta['path']}: {meta['added']} added, {meta['updated']} updated, {meta['removed']} removed, {meta['unchanged']} unchanged; "
+        f"{meta['encoded']} passages encoded in {meta['seconds']:.1f} s"
+        + (f"; {skipped} file(s) skipped (warnings above)" if skipped else "")
+    )
 
 
 WATCH_DEBOUNCE_MS = 1000  # changes gathered for at most this long make one sync (watchfiles' debounce)…
@@ -355,7 +438,14 @@ WATCH_QUIET_MS = 300  # …and a batch closes sooner once no change came for thi
 WATCH_TICK_MS = 500  # how often an idle watcher wakes (to see ``stop``)
 
 
-def watch(request: IndexRequest, on_sync: Callable[[str], None], warn: WarnFn, stop=None, lock=None, started: Callable[[], None] | None = None) -> int:
+def watch(
+    request: IndexRequest,
+    on_sync: Callable[[str], None],
+    warn: WarnFn,
+    stop=None,
+    lock=None,
+    started: Callable[[], None] | None = None,
+) -> int:
     """Sync ``request``'s index with its corpus on every change under it, until ``stop`` (a
     ``threading.Event``) is set or the caller is interrupted: changes are gathered by
     ``watchfiles`` (the OS's file events) and debounced (:data:`WATCH_DEBOUNCE_MS`), so a burst
@@ -387,7 +477,11 @@ def watch(request: IndexRequest, on_sync: Callable[[str], None], warn: WarnFn, s
         real = os.path.realpath(path)
         if real == out or real.startswith(out + os.sep) or any(part.startswith(".") for part in real.split(os.sep)[1:]):
             return False
-        return True if request.glob else os.path.splitext(path)[1].lower() in RECORD_SUFFIXES + DOCUMENT_SUFFIXES or not os.path.splitext(path)[1]
+        return (
+            True
+            if request.glob
+            else os.path.splitext(path)[1].lower() in RECORD_SUFFIXES + DOCUMENT_SUFFIXES or not os.path.splitext(path)[1]
+        )
 
     def sync(catch_up: bool) -> bool:
         nonlocal encoder
@@ -411,8 +505,16 @@ def watch(request: IndexRequest, on_sync: Callable[[str], None], warn: WarnFn, s
         return bool(changed)
 
     count, first = 0, True
-    for batch in changes(*synced.corpus, watch_filter=relevant, debounce=WATCH_DEBOUNCE_MS, step=WATCH_QUIET_MS, stop_event=stop, raise_interrupt=True,
-                         yield_on_timeout=True, rust_timeout=WATCH_TICK_MS):  # fmt: skip
+    for batch in changes(
+        *synced.corpus,
+        watch_filter=relevant,
+        debounce=WATCH_DEBOUNCE_MS,
+        step=WATCH_QUIET_MS,
+        stop_event=stop,
+        raise_interrupt=True,
+        yield_on_timeout=True,
+        rust_timeout=WATCH_TICK_MS,
+    ):
         if first:  # the watcher is set up: catch up with what changed before
             first = False
             count += sync(catch_up=True)
@@ -434,7 +536,11 @@ def delete(request: DeleteRequest, warn: WarnFn = lambda line: None) -> RecordRe
     result = remove(request.index, request.ids, request.source or [], request.filters(), warn=warn)
     if result["not_found"]:
         warn(f"{len(result['not_found'])} id(s) not in the index (first: {result['not_found'][0]!r}); the others are deleted")
-    return RecordResult(title=f"encodr delete → {result['path']}", record=result, keys=["removed", "deleted_texts", "tombstones", "compacted", "documents", "count"])
+    return RecordResult(
+        title=f"encodr delete → {result['path']}",
+        record=result,
+        keys=["removed", "deleted_texts", "tombstones", "compacted", "documents", "count"],
+    )
 
 
 def upsert(request: UpsertRequest, index: str, warn: WarnFn = lambda line: None, encoder=None) -> RecordResult:
@@ -480,7 +586,11 @@ def _one_document(index, target: str) -> str:
     """
     found = index.find_documents(target)
     if not found:
-        raise EncodrError(f"index {index.path.name} has no document '{target}'; a hit's document id or its path names one", field="id", status=404)
+        raise EncodrError(
+            f"index {index.path.name} has no document '{target}'; a hit's document id or its path names one",
+            field="id",
+            status=404,
+        )
     if len(found) > 1:
         raise EncodrError(f"'{target}' names {len(found)} documents ({', '.join(found[:3])}); give one of their ids", field="id")
     return found[0]
@@ -518,7 +628,9 @@ def show(request: ShowRequest) -> DocumentLines:
     if lines and request.context and lines[0] == lines[1]:
         lines = (max(1, lines[0] - request.context), lines[1] + request.context)
     with IndexReader.open(locate(request.index)) as index:
-        if spec is not None and index.find_documents(request.target):  # an id that ends in :N itself (notes.txt:12, a record's id)
+        if spec is not None and index.find_documents(
+            request.target
+        ):  # an id that ends in :N itself (notes.txt:12, a record's id)
             target, lines = request.target, None
         return DocumentLines(**document_lines(index, target, lines))
 
@@ -535,7 +647,11 @@ def document(request: DocumentRequest, searcher) -> RecordResult:
     if found is None:  # lines asked for, or not an id: a path as hits show it (document_lines refuses what names no document)
         found = document_lines(searcher.index, doc_id, line_range(request.lines))
         return RecordResult(title=f"document {found['path']}", record=found, keys=["id", "path", "title", "lines"])
-    return RecordResult(title=f"document {doc_id}", record=found, keys=[k for k in ("id", "title", "source", "lang", "modified", "text") if k in found])
+    return RecordResult(
+        title=f"document {doc_id}",
+        record=found,
+        keys=[k for k in ("id", "title", "source", "lang", "modified", "text") if k in found],
+    )
 
 
 def sync_served(request: SyncRequest, index: str, encoder, warn: WarnFn = lambda line: None) -> RecordResult:
@@ -584,10 +700,15 @@ def judge(request: JudgeRequest, front: str, searcher=None) -> RecordResult:
     with _current(request.index, searcher) as index:
         held = index.texts.document_hashes([request.doc])
         if request.doc not in held:
-            raise EncodrError(f"index {index.path.name} has no document '{request.doc}'; judge a document a hit names (its document id)",
-                              field="doc", status=404)  # fmt: skip
+            raise EncodrError(
+                f"index {index.path.name} has no document '{request.doc}'; judge a document a hit names (its document id)",
+                field="doc",
+                status=404,
+            )
         store = Judgments(index.path)
-        judgment = Judgment(" ".join(request.query.split()), request.doc, request.grade, request.passage, front, doc_hash=held[request.doc])
+        judgment = Judgment(
+            " ".join(request.query.split()), request.doc, request.grade, request.passage, front, doc_hash=held[request.doc]
+        )
         store.put([judgment])
         count = store.count()
     record = {**judgment.to_dict(), "judgments": count}
@@ -605,11 +726,17 @@ def unjudge(request: UnjudgeRequest, index: str, searcher=None) -> RecordResult:
     with _current(index, searcher) as current:
         store = Judgments(current.path)
         if not store.remove(request.query, request.doc):
-            raise EncodrError(f"index {current.path.name} has no judgment of document '{request.doc}' for that query; GET its judgments to see them",
-                              field="doc", status=404)  # fmt: skip
+            raise EncodrError(
+                f"index {current.path.name} has no judgment of document '{request.doc}' for that query; GET its judgments to see them",
+                field="doc",
+                status=404,
+            )
         count = store.count()
-    return RecordResult(title=f"judgment deleted → {current.path}", record={"query": request.query, "doc": request.doc, "judgments": count},
-                        keys=["query", "doc", "judgments"])  # fmt: skip
+    return RecordResult(
+        title=f"judgment deleted → {current.path}",
+        record={"query": request.query, "doc": request.doc, "judgments": count},
+        keys=["query", "doc", "judgments"],
+    )
 
 
 JUDGMENT_COLUMNS = ["query", "doc", "grade", "fold", "status", "front", "made"]
@@ -653,8 +780,10 @@ def judgment_counts(found: list) -> str:
 
     by = {s: sum(j.status == s for j in found) for s in (CURRENT, EDITED, ORPHANED)}
     folds = ", ".join(f"{f} {sum(j.status == CURRENT and j.fold == f for j in found)}" for f in FOLDS)
-    return (f"{len(found)} judgment(s): {by[CURRENT]} current ({folds}), {by[EDITED]} edited (made on an earlier text; not used), "
-            f"{by[ORPHANED]} orphaned (document gone; not used)")  # fmt: skip
+    return (
+        f"{len(found)} judgment(s): {by[CURRENT]} current ({folds}), {by[EDITED]} edited (made on an earlier text; not used), "
+        f"{by[ORPHANED]} orphaned (document gone; not used)"
+    )
 
 
 ESTIMATE_ABOVE = 20_000  # texts: an evaluation encoding more first says how long it will take
@@ -673,8 +802,10 @@ def _estimate(suite_tasks, scorers, limit: int | None, warn: WarnFn) -> None:
     started = time.perf_counter()
     encoders[0].encode(trial)
     rate = len(trial) / max(time.perf_counter() - started, 1e-6)
-    warn(f"this evaluation encodes about {texts:,} texts: about {texts / rate / 60:.0f} min at {rate:.0f} texts/s here; "
-         "--limit N scores only the first N items of each dataset")  # fmt: skip
+    warn(
+        f"this evaluation encodes about {texts:,} texts: about {texts / rate / 60:.0f} min at {rate:.0f} texts/s here; "
+        "--limit N scores only the first N items of each dataset"
+    )
 
 
 def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn = lambda line: None) -> EvalResult:
@@ -698,8 +829,12 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
         return _evaluate_index(request, progress)
     if request.suite == "retrieval":
         options.update(split=request.retrieval_split, searches=request.searches(), rerank=request.rerank, whole=request.whole)
-    specs = [(request.model, request.cross, request.backend)] + ([(request.compare, request.compare_cross, "torch")] if request.compare else [])
-    scorers = [load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs]  # both load before either is scored
+    specs = [(request.model, request.cross, request.backend)] + (
+        [(request.compare, request.compare_cross, "torch")] if request.compare else []
+    )
+    scorers = [
+        load_scorer(spec, cross, request.device, backend) for spec, cross, backend in specs
+    ]  # both load before either is scored
     data = request.data or None
     _estimate(evaluation.tasks_for(request.suite, data), scorers, request.limit, warn)
     if request.suite == "retrieval":
@@ -711,7 +846,9 @@ def evaluate(request: EvalRequest, progress: ProgressFn = silent, warn: WarnFn =
         from ..plots import distribution_figure, save_png
 
         panels = [p for scorer in scorers for p in evaluation.score_distributions(request.suite, scorer, data)]
-        save_png(distribution_figure(f"encodr eval {request.suite}: scores of high- and low-gold pairs", panels), Path(request.plot))
+        save_png(
+            distribution_figure(f"encodr eval {request.suite}: scores of high- and low-gold pairs", panels), Path(request.plot)
+        )
     dicts = [{**r.to_dict(), "backend": backend} for r, (_, _, backend) in zip(reports, specs)]
     return EvalResult(suite=request.suite, primary=evaluation.tasks.PRIMARY[request.suite], reports=dicts)
 
@@ -723,17 +860,22 @@ def _evaluate_index(request: EvalRequest, progress: ProgressFn) -> EvalResult:
     from ..evaluation import Report
     from ..evaluation.retrieval import IndexRetrievalEvaluator
     from ..evaluation.tasks import PRIMARY
-
     from ..index.judgments import ALL_FOLDS, FOLDS
     from ..index.options import MODES, SearchOptions
 
     searches = request.searches()
     own = request.queries is None  # the index's own judgments: every mode unless some were asked for
     if own and "mode" not in request.model_fields_set:
-        searches = tuple(SearchOptions(mode=m, fusion=o.fusion, rerank_weight=o.rerank_weight, filters=o.filters) for m in MODES for o in searches)
+        searches = tuple(
+            SearchOptions(mode=m, fusion=o.fusion, rerank_weight=o.rerank_weight, filters=o.filters)
+            for m in MODES
+            for o in searches
+        )
     split = request.split or "test"
     folds = FOLDS if split == ALL_FOLDS else (split,)
-    evaluator = IndexRetrievalEvaluator(request.index, request.queries, request.qrels, request.limit, searches, request.rerank, folds)
+    evaluator = IndexRetrievalEvaluator(
+        request.index, request.queries, request.qrels, request.limit, searches, request.rerank, folds
+    )
     try:
         label = f"eval retrieval · {evaluator.name} · {evaluator.model_name}"
         progress(ProgressEvent(label, 0, 1))
@@ -741,10 +883,20 @@ def _evaluate_index(request: EvalRequest, progress: ProgressFn) -> EvalResult:
         progress(ProgressEvent(label, 1, 1))
     finally:
         evaluator.close()
-    return EvalResult(suite="retrieval", primary=PRIMARY["retrieval"], reports=[{**report.to_dict(), "backend": evaluator.searcher.index.meta.get("backend", "torch")}])
+    return EvalResult(
+        suite="retrieval",
+        primary=PRIMARY["retrieval"],
+        reports=[{**report.to_dict(), "backend": evaluator.searcher.index.meta.get("backend", "torch")}],
+    )
 
 
-def prepare_tune(request: TuneRequest, progress: ProgressFn = silent, warn: WarnFn = lambda line: None, announce: WarnFn | None = None, on_step=None):
+def prepare_tune(
+    request: TuneRequest,
+    progress: ProgressFn = silent,
+    warn: WarnFn = lambda line: None,
+    announce: WarnFn | None = None,
+    on_step=None,
+):
     """Check a tune request before any work and return what :func:`tune` runs: (recipe, job).
 
     Raises:
@@ -754,9 +906,22 @@ def prepare_tune(request: TuneRequest, progress: ProgressFn = silent, warn: Warn
     from ..methods import TuneJob, check_request, load_recipe
 
     recipe = load_recipe(request.recipe, request.overrides())
-    job = TuneJob(out=request.target(recipe.name), data=request.file, models=list(request.model), overwrite=request.overwrite, device=request.device,
-                  dev=request.dev, bitext=list(request.bitext), limit=request.limit, progress=progress, warn=warn, announce=announce, on_step=on_step,
-                  index=request.index, no_dev=request.no_dev)  # fmt: skip
+    job = TuneJob(
+        out=request.target(recipe.name),
+        data=request.file,
+        models=list(request.model),
+        overwrite=request.overwrite,
+        device=request.device,
+        dev=request.dev,
+        bitext=list(request.bitext),
+        limit=request.limit,
+        progress=progress,
+        warn=warn,
+        announce=announce,
+        on_step=on_step,
+        index=request.index,
+        no_dev=request.no_dev,
+    )
     check_request(recipe, job)
     return recipe, job
 
@@ -777,18 +942,39 @@ def tune(recipe, job) -> TuneResult | None:
     return TuneResult(summary=summary, out=str(summary["out"]), run_ids=list(summary["run_ids"]), shown=shown)
 
 
-INDEX_COLUMNS = ("name", "model", "backend", "index_type", "count", "documents", "bytes_per_vector", "pcr", "languages", "sources", "updated", "error")
-INDEX_TABLE = ("name", "model", "index_type", "count", "documents", "languages", "updated", "error")  # what the table shows at 80 columns
+INDEX_COLUMNS = (
+    "name",
+    "model",
+    "backend",
+    "index_type",
+    "count",
+    "documents",
+    "bytes_per_vector",
+    "pcr",
+    "languages",
+    "sources",
+    "updated",
+    "error",
+)
+INDEX_TABLE = (
+    "name",
+    "model",
+    "index_type",
+    "count",
+    "documents",
+    "languages",
+    "updated",
+    "error",
+)  # what the table shows at 80 columns
 
 
 def indexes(request: IndexesRequest) -> ListResult:
     """The indexes in ``request.path`` (default: the workspace), and where it looked."""
     from pathlib import Path
 
+    from .. import registry
     from ..index import list_indexes
     from ..paths import home
-
-    from .. import registry
 
     root = Path(request.path) if request.path else home() / "indexes"
     if request.path and not root.is_dir():
@@ -803,16 +989,23 @@ def indexes(request: IndexesRequest) -> ListResult:
         for folder in seen:
             if str(folder) not in listed and folder.parent.is_dir():
                 rows += [{**r, "name": str(folder)} for r in list_indexes(folder.parent) if Path(r["path"]).resolve() == folder]
-    where = f"in {root}" + (" and wherever the registry saw one built" if not request.path else "") + \
-        ("" if rows else " (none: build one with encodr index CORPUS, or look elsewhere with --path DIR)")
-    return ListResult(title="indexes (search one with --index NAME; --json: every field)", columns=list(INDEX_TABLE), rows=rows, where=where)
+    where = (
+        f"in {root}"
+        + (" and wherever the registry saw one built" if not request.path else "")
+        + ("" if rows else " (none: build one with encodr index CORPUS, or look elsewhere with --path DIR)")
+    )
+    return ListResult(
+        title="indexes (search one with --index NAME; --json: every field)", columns=list(INDEX_TABLE), rows=rows, where=where
+    )
 
 
 def models(request: ModelsRequest) -> ListResult:
     """Model aliases and the models in the local Hugging Face cache."""
     from ..models import list_models
 
-    return ListResult(title="models", columns=["name", "source", "description", "path"], rows=list_models(), missing="(not installed)")
+    return ListResult(
+        title="models", columns=["name", "source", "description", "path"], rows=list_models(), missing="(not installed)"
+    )
 
 
 def recipes(request: RecipesRequest) -> ListResult:
@@ -847,22 +1040,47 @@ def run(request: RunRequest) -> RecordResult:
     curve = metrics.get("dev_curve") or []
     if request.plot is not None:
         if not log and not curve:
-            raise EncodrError(f"run {request.run_id} has no loss log (its output {row.get('out')} is gone) and no dev curve; nothing to plot", field="plot")
+            raise EncodrError(
+                f"run {request.run_id} has no loss log (its output {row.get('out')} is gone) and no dev curve; nothing to plot",
+                field="plot",
+            )
         from ..plots import run_figure, save_png
 
         title = f"run {request.run_id}: {row.get('recipe_name', '')} on {short_path(str(row.get('model', '')))}"
-        save_png(run_figure(title, log, curve, f"{metrics.get('dev_metric', 'dev')} ({metrics.get('dev_set', 'dev')})"), Path(request.plot))
-    fields = [("id", row["id"]), *([("unreadable", row["unreadable"])] if row.get("unreadable") else []), ("created", row.get("created")),
-              ("run", row.get("kind")), ("model", row.get("model")), ("recipe", row.get("recipe_name")), ("data", row.get("data")),
-              ("strings", row.get("strings")), ("seconds", row.get("duration_s")), ("out", row.get("out"))]  # fmt: skip
+        save_png(
+            run_figure(title, log, curve, f"{metrics.get('dev_metric', 'dev')} ({metrics.get('dev_set', 'dev')})"),
+            Path(request.plot),
+        )
+    fields = [
+        ("id", row["id"]),
+        *([("unreadable", row["unreadable"])] if row.get("unreadable") else []),
+        ("created", row.get("created")),
+        ("run", row.get("kind")),
+        ("model", row.get("model")),
+        ("recipe", row.get("recipe_name")),
+        ("data", row.get("data")),
+        ("strings", row.get("strings")),
+        ("seconds", row.get("duration_s")),
+        ("out", row.get("out")),
+    ]
     fields += [(k, v) for k, v in metrics.items() if not isinstance(v, (dict, list))]
     if curve:
         fields.append(("dev curve", " → ".join(f"{p['dev']:.2f} (step {p['step']})" for p in curve)))
     if log:
-        fields.append(("loss", f"{log[0]['loss']:.4f} (step {log[0]['step']}) → {log[-1]['loss']:.4f} (step {log[-1]['step']}), {len(log)} points"))
+        fields.append(
+            (
+                "loss",
+                f"{log[0]['loss']:.4f} (step {log[0]['step']}) → {log[-1]['loss']:.4f} (step {log[-1]['step']}), {len(log)} points",
+            )
+        )
     if request.plot is not None:
         fields.append(("plot", request.plot))
     shown = {key: value for key, value in fields}
     recipe = row.get("recipe") or {}
-    return RecordResult(title=f"run {request.run_id}", record={**row, "loss_log": log, "plot": request.plot}, keys=[], caption="",
-                        extra=[{"title": f"run {request.run_id}", "record": shown}] + ([{"title": "recipe", "record": recipe}] if recipe else []))  # fmt: skip
+    return RecordResult(
+        title=f"run {request.run_id}",
+        record={**row, "loss_log": log, "plot": request.plot},
+        keys=[],
+        caption="",
+        extra=[{"title": f"run {request.run_id}", "record": shown}] + ([{"title": "recipe", "record": recipe}] if recipe else []),
+    )

@@ -57,7 +57,12 @@ class Hints:
         return tuple(self._choices or ())
 
     def __call__(self, schema: dict) -> None:
-        schema[EXTRA] = {"flags": list(self.flags), "argument": self.argument, "fronts": list(self.fronts), "choices": list(self.choices)}
+        schema[EXTRA] = {
+            "flags": list(self.flags),
+            "argument": self.argument,
+            "fronts": list(self.fronts),
+            "choices": list(self.choices),
+        }
         if self.choices:
             for branch in [schema, *schema.get("anyOf", [])]:
                 target = branch.get("items", branch) if branch.get("type") == "array" else branch
@@ -65,8 +70,17 @@ class Hints:
                     target["enum"] = list(self.choices)
 
 
-def option(default: Any = None, help: str = "", *, flags: tuple[str, ...] = (), argument: bool = False, fronts: tuple[str, ...] = FRONTS,
-           choices=(), ge: float | None = None, le: float | None = None) -> Any:  # fmt: skip
+def option(
+    default: Any = None,
+    help: str = "",
+    *,
+    flags: tuple[str, ...] = (),
+    argument: bool = False,
+    fronts: tuple[str, ...] = FRONTS,
+    choices=(),
+    ge: float | None = None,
+    le: float | None = None,
+) -> Any:
     """Declare a request field (a pydantic ``Field``) with its rendering hints.
 
     Args:
@@ -106,8 +120,12 @@ def schema(model: type[BaseModel], front: str) -> dict:
     two agree on every field they share."""
     full = model.model_json_schema()
     names = fields_for(model, front)
-    out = {"type": "object", "title": model.__name__, "properties": {n: full["properties"][n] for n in names},
-           "required": [n for n in full.get("required", []) if n in names]}  # fmt: skip
+    out = {
+        "type": "object",
+        "title": model.__name__,
+        "properties": {n: full["properties"][n] for n in names},
+        "required": [n for n in full.get("required", []) if n in names],
+    }
     if full.get("$defs"):
         out["$defs"] = full["$defs"]
     return out
@@ -158,8 +176,13 @@ def build(model: type[BaseModel], values: dict) -> Any:
         if err["type"] == "missing":
             raise OptionError(name, MISSING, "is required") from None
         if err["type"] == "extra_forbidden":
-            raise OptionError(name, err.get("input"), f"is not a field of this request; it takes {', '.join(model.model_fields)}") from None
-        problem = {"greater_than_equal": lambda: f"must be {err['ctx']['ge']} or more", "less_than_equal": lambda: f"must be {err['ctx']['le']} or less"}
+            raise OptionError(
+                name, err.get("input"), f"is not a field of this request; it takes {', '.join(model.model_fields)}"
+            ) from None
+        problem = {
+            "greater_than_equal": lambda: f"must be {err['ctx']['ge']} or more",
+            "less_than_equal": lambda: f"must be {err['ctx']['le']} or less",
+        }
         what = problem.get(err["type"], lambda: "is not valid: " + err["msg"][0].lower() + err["msg"][1:])()
         raise OptionError(name or "body", err.get("input"), what) from None
 
@@ -202,5 +225,9 @@ def front_fields(front: str) -> set[str]:
             if cls not in seen:
                 seen.add(cls)
                 stack.append(cls)
-                names.update(n for n in cls.model_fields if isinstance(cls.model_fields[n].json_schema_extra, Hints) and front in rendering(cls, n).fronts)
+                names.update(
+                    n
+                    for n in cls.model_fields
+                    if isinstance(cls.model_fields[n].json_schema_extra, Hints) and front in rendering(cls, n).fronts
+                )
     return names

@@ -18,26 +18,38 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..errors import EncodrError
 from .fields import option
 
-BACKEND_HELP = ("The forward pass: torch-bf16 multiplies in bfloat16 (faster on a CPU with AVX512-BF16 or AMX, slower elsewhere); onnx runs "
-                "onnxruntime on the CPU; onnx-int8 adds dynamic int8 quantisation (faster; the docs' benchmarks give speed and quality).")
+BACKEND_HELP = (
+    "The forward pass: torch-bf16 multiplies in bfloat16 (faster on a CPU with AVX512-BF16 or AMX, slower elsewhere); onnx runs "
+    "onnxruntime on the CPU; onnx-int8 adds dynamic int8 quantisation (faster; the docs' benchmarks give speed and quality)."
+)
 CLI, CLI_TUI, CLI_HTTP, HTTP, MCP, HTTP_MCP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http",), ("mcp",), ("http", "mcp")
 CLI_HTTP_MCP = ("cli", "http", "mcp")  # what the TUI does not offer (it has no widget for it)
 
 
-MODE_HELP = ("hybrid: vectors and BM25 fused by --fusion (dense on an index built without a keyword index); dense: vectors; "
-             "keyword: BM25 (SQLite FTS5).")  # fmt: skip
+MODE_HELP = (
+    "hybrid: vectors and BM25 fused by --fusion (dense on an index built without a keyword index); dense: vectors; "
+    "keyword: BM25 (SQLite FTS5)."
+)
 RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits (--rerank-depth)."
-RERANK_WEIGHT_HELP = ("With --rerank: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits "
-                      "(1: the cross-encoder's order alone; 0: the first stage's; default: the weight tuned with the re-ranker, else 1).")
-FUSION_WEIGHT_HELP = ("Hybrid: the dense scores' weight α in α·dense + (1−α)·BM25 (default: the weight tuned on judgments for the index's "
-                      "model, encodr tune --recipe judged; else the fusion's own: zscore weighs prose 0.5 and source code 0.8, convex 0.5).")
-FUSION_HELP = ("How hybrid fuses: zscore (each list's scores standardised, weighted by --fusion-weight), convex (min-max normalised, "
-               "weighted likewise) or rrf (reciprocal rank fusion); all language-aware.")
+RERANK_WEIGHT_HELP = (
+    "With --rerank: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits "
+    "(1: the cross-encoder's order alone; 0: the first stage's; default: the weight tuned with the re-ranker, else 1)."
+)
+FUSION_WEIGHT_HELP = (
+    "Hybrid: the dense scores' weight α in α·dense + (1−α)·BM25 (default: the weight tuned on judgments for the index's "
+    "model, encodr tune --recipe judged; else the fusion's own: zscore weighs prose 0.5 and source code 0.8, convex 0.5)."
+)
+FUSION_HELP = (
+    "How hybrid fuses: zscore (each list's scores standardised, weighted by --fusion-weight), convex (min-max normalised, "
+    "weighted likewise) or rrf (reciprocal rank fusion); all language-aware."
+)
 
 
-FILTER_HELP = ("Only hits from documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold. Fields: source (a glob, e.g. "
-               "notes/*.md), lang, id, title, modified and size (the file's; ISO 8601 dates), or any metadata field (a JSONL object's "
-               "other fields, --meta-columns, Markdown front matter). Over HTTP also an object: {\"year\": \">=2020\", \"lang\": \"eng\"}.")
+FILTER_HELP = (
+    "Only hits from documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold. Fields: source (a glob, e.g. "
+    "notes/*.md), lang, id, title, modified and size (the file's; ISO 8601 dates), or any metadata field (a JSONL object's "
+    'other fields, --meta-columns, Markdown front matter). Over HTTP also an object: {"year": ">=2020", "lang": "eng"}.'
+)
 
 
 def parse_filters(given) -> list:
@@ -169,34 +181,79 @@ class SearchRequest(Request):
     query: list[str] = option([], "The queries (one or several); none on the CLI: one query a line from stdin.", argument=True)
     index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"))
     k: int = option(search_default("k"), "Results per query.", flags=("-k",), ge=1, fronts=CLI_HTTP_MCP)
-    lang: str | None = option(None, "Query language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages).", fronts=CLI_HTTP_MCP)
-    hit_lang: list[str] | None = option(None, "Only hits in these languages, ISO 639-3, comma-separated or repeated (e.g. spa,fra).")
+    lang: str | None = option(
+        None, "Query language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages).", fronts=CLI_HTTP_MCP
+    )
+    hit_lang: list[str] | None = option(
+        None, "Only hits in these languages, ISO 639-3, comma-separated or repeated (e.g. spa,fra)."
+    )
     model: str | None = option(None, "Must match the index's model.", flags=("--model", "-m"), fronts=CLI_HTTP_MCP)
-    backend: str | None = option(None, "The queries' forward pass (default: the one the index was built with).", choices=lambda: _backends(), fronts=CLI_HTTP_MCP)
-    nprobe: int | None = option(None, "IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact.", ge=1, fronts=CLI_HTTP_MCP)
-    ef_search: int | None = option(None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1, fronts=CLI_HTTP_MCP)
+    backend: str | None = option(
+        None,
+        "The queries' forward pass (default: the one the index was built with).",
+        choices=lambda: _backends(),
+        fronts=CLI_HTTP_MCP,
+    )
+    nprobe: int | None = option(
+        None,
+        "IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact.",
+        ge=1,
+        fronts=CLI_HTTP_MCP,
+    )
+    ef_search: int | None = option(
+        None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1, fronts=CLI_HTTP_MCP
+    )
     mode: str = option(search_default("mode"), MODE_HELP, choices=search_choices("mode"))
     fusion: str = option(search_default("fusion"), FUSION_HELP, choices=search_choices("fusion"), fronts=CLI_HTTP_MCP)
     rerank: str | None = option(None, RERANK_HELP)
     fusion_weight: float | None = option(search_default("fusion_weight"), FUSION_WEIGHT_HELP, ge=0, le=1, fronts=CLI_HTTP_MCP)
-    rerank_depth: int | None = option(search_default("rerank_depth"), "With --rerank: first-stage hits the cross-encoder re-scores per query "
-                                                                      "(default: the depth tuned with the re-ranker, else 50).", ge=1, fronts=CLI_HTTP_MCP)  # fmt: skip
+    rerank_depth: int | None = option(
+        search_default("rerank_depth"),
+        "With --rerank: first-stage hits the cross-encoder re-scores per query "
+        "(default: the depth tuned with the re-ranker, else 50).",
+        ge=1,
+        fronts=CLI_HTTP_MCP,
+    )
     rerank_weight: float | None = option(search_default("rerank_weight"), RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_HTTP_MCP)
-    passages: bool = option(search_default("passages"), "Rank passages; by default an index of long documents split into passages ranks each document "
-                                                        "once, by its best passage.", fronts=CLI_HTTP_MCP)  # fmt: skip
+    passages: bool = option(
+        search_default("passages"),
+        "Rank passages; by default an index of long documents split into passages ranks each document once, by its best passage.",
+        fronts=CLI_HTTP_MCP,
+    )
     filter: list[str] | dict[str, Any] | None = option(None, FILTER_HELP)
-    full: bool = option(False, "Print whole texts; by default a hit shows a snippet around its matched words, as wide as the terminal allows.",
-                        fronts=CLI)  # fmt: skip
-    format: str = option("table", "How hits print: table (rank, score, the snippet and path:line); grep (path:line:column: snippet, one line a "
-                                  "hit, as ripgrep's --vimgrep prints for editors); files (each hit's path once).", choices=("table", "grep", "files"),
-                         fronts=CLI)  # fmt: skip
-    no_judgments: bool = option(False, "Rank as the index does: do not move the documents judged for this query (by default its grade 2 and 1 "
-                                       "documents come first, grade 0 last, also for a reworded query; evaluation never moves them).",
-                                fronts=CLI_HTTP_MCP)  # fmt: skip
-    context: int = option(0, "Lines of the document around each hit's snippet, as grep -C: the hits print as --format grep does, each with "
-                             "these lines before and after it; in JSON, each hit's context.", flags=("-C", "--context"), ge=0, le=100, fronts=CLI_HTTP_MCP)
-    timings: bool = option(False, "Also give the time of each phase of the search in ms (language, encode, dense, keyword, fusion, rerank, hits, "
-                                  "highlights, total), as Elasticsearch's profile does.", fronts=CLI_HTTP_MCP)  # fmt: skip
+    full: bool = option(
+        False,
+        "Print whole texts; by default a hit shows a snippet around its matched words, as wide as the terminal allows.",
+        fronts=CLI,
+    )
+    format: str = option(
+        "table",
+        "How hits print: table (rank, score, the snippet and path:line); grep (path:line:column: snippet, one line a "
+        "hit, as ripgrep's --vimgrep prints for editors); files (each hit's path once).",
+        choices=("table", "grep", "files"),
+        fronts=CLI,
+    )
+    no_judgments: bool = option(
+        False,
+        "Rank as the index does: do not move the documents judged for this query (by default its grade 2 and 1 "
+        "documents come first, grade 0 last, also for a reworded query; evaluation never moves them).",
+        fronts=CLI_HTTP_MCP,
+    )
+    context: int = option(
+        0,
+        "Lines of the document around each hit's snippet, as grep -C: the hits print as --format grep does, each with "
+        "these lines before and after it; in JSON, each hit's context.",
+        flags=("-C", "--context"),
+        ge=0,
+        le=100,
+        fronts=CLI_HTTP_MCP,
+    )
+    timings: bool = option(
+        False,
+        "Also give the time of each phase of the search in ms (language, encode, dense, keyword, fusion, rerank, hits, "
+        "highlights, total), as Elasticsearch's profile does.",
+        fronts=CLI_HTTP_MCP,
+    )
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
     _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)
@@ -213,9 +270,20 @@ class SearchRequest(Request):
         """
         from ..index.options import SearchOptions
 
-        return SearchOptions.given(k=self.k, mode=self.mode, fusion=self.fusion, lang=self.lang, hit_langs=self.hit_lang, filters=self.filters(),
-                                   rerank_depth=self.rerank_depth, rerank_weight=self.rerank_weight, fusion_weight=self.fusion_weight, passages=self.passages, nprobe=self.nprobe,
-                                   ef_search=self.ef_search)  # fmt: skip
+        return SearchOptions.given(
+            k=self.k,
+            mode=self.mode,
+            fusion=self.fusion,
+            lang=self.lang,
+            hit_langs=self.hit_lang,
+            filters=self.filters(),
+            rerank_depth=self.rerank_depth,
+            rerank_weight=self.rerank_weight,
+            fusion_weight=self.fusion_weight,
+            passages=self.passages,
+            nprobe=self.nprobe,
+            ef_search=self.ef_search,
+        )
 
     def check(self) -> None:
         from ..data.language import check_code
@@ -227,7 +295,9 @@ class SearchRequest(Request):
         if not self.query:
             raise EncodrError("no query given; pass QUERY, or one query a line on stdin", field="query")
         if any(not q.strip() for q in self.query):
-            raise EncodrError("QUERY is blank; pass non-blank queries, or none to read one query a line from stdin", field="query")
+            raise EncodrError(
+                "QUERY is blank; pass non-blank queries, or none to read one query a line from stdin", field="query"
+            )
 
 
 class ScoreRequest(Request):
@@ -243,9 +313,14 @@ class ScoreRequest(Request):
     def check(self) -> None:
         for name in ("text_a", "text_b"):
             if not getattr(self, name).strip():
-                raise EncodrError(f"{name.upper()} is blank; pass two non-blank texts, e.g. encodr score \"a cat\" \"a kitten\"", field=name)
+                raise EncodrError(
+                    f'{name.upper()} is blank; pass two non-blank texts, e.g. encodr score "a cat" "a kitten"', field=name
+                )
         if self.cross and self.backend != "torch":
-            raise EncodrError(f"--backend {self.backend} runs bi-encoders; a cross-encoder (--cross) runs on torch: drop --backend", field="backend")
+            raise EncodrError(
+                f"--backend {self.backend} runs bi-encoders; a cross-encoder (--cross) runs on torch: drop --backend",
+                field="backend",
+            )
 
 
 class EmbedRequest(Request):
@@ -255,9 +330,16 @@ class EmbedRequest(Request):
 
     input: str | list[str] = option(..., "A text or a list of texts.", fronts=HTTP)
     model: str = option(..., "A served model's name (GET /v1/models).", fronts=HTTP)
-    encoding_format: Literal["float", "base64"] = option("float", "float: lists of numbers; base64: little-endian float32 bytes.", fronts=HTTP)
-    dimensions: int | None = option(None, "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation, as OpenAI's "
-                                          "dimensions); at most the model's dimension (default: all).", fronts=HTTP, ge=1)  # fmt: skip
+    encoding_format: Literal["float", "base64"] = option(
+        "float", "float: lists of numbers; base64: little-endian float32 bytes.", fronts=HTTP
+    )
+    dimensions: int | None = option(
+        None,
+        "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation, as OpenAI's "
+        "dimensions); at most the model's dimension (default: all).",
+        fronts=HTTP,
+        ge=1,
+    )
 
     @property
     def texts(self) -> list[str]:
@@ -301,74 +383,188 @@ class RerankRequest(Request):
 class IndexRequest(Request):
     """Encode a corpus and store it in a FAISS + SQLite index."""
 
-    corpus: list[str] = option([], "Files or folders (read recursively): Markdown, HTML, PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument (.odt, .ods, .odp), EPUB, RTF and e-mail (.eml) documents; source code (.py .js .ts .go .rs .java .c .cpp .rb .sh and more: a section per function, method or class); text files (in a folder, one document each; given alone, one text a line), TSV or CSV files with a header with a 'text' column (optional id, lang), "
-                                   "or JSONL (one object a line: text, optional _id / id, title, lang; a BEIR corpus.jsonl).", argument=True, fronts=CLI_TUI)
-    upgrade: str | None = option(None, "Bring an index written by an older encodr (directory or workspace name) up to date, once: its vectors are kept, "
-                                       "nothing is encoded. Takes no CORPUS.", fronts=CLI)  # fmt: skip
-    model: str | None = option(None, "Model (default: minilm; with --add, the index's model).", flags=("--model", "-m"), fronts=CLI_TUI)
-    out: str | None = option(None, "Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with --add, a workspace index name works too).",
-                             flags=("--out", "-o"), fronts=CLI_TUI)  # fmt: skip
-    index_type: str = option(build_default("index_type"), "The FAISS index: auto is flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above.", choices=lambda: _index_types(),
-                             fronts=CLI_TUI)  # fmt: skip
-    quantize: str = option(build_default("quantize"), "Vectors kept as: none (float32); int8 (4× smaller: FAISS's 8-bit scalar quantiser); binary (32× smaller in memory: "
-                                   "sign bits searched by Hamming distance, the best candidates rescored by int8 vectors kept on disk; a flat scan).",
-                           choices=lambda: _quantize(), fronts=CLI_TUI)  # fmt: skip
-    dim: int | None = option(None, "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation: N/d of the memory; for a model "
-                                   "trained with matryoshka_dims; default: all). --add keeps the index's.", ge=1, fronts=CLI_TUI)  # fmt: skip
-    on_disk: bool = option(build_default("on_disk"), "With --index-type ivf or ivfpq: keep the IVF lists in a file beside the index, built in blocks and merged (FAISS "
-                                  "merge_ondisk), memory-mapped on search: neither needs the lists in memory.", fronts=CLI_TUI)  # fmt: skip
-    add: bool = option(False, "Add the documents read to an existing index: new ones added, changed ones replaced (texts already in it are not encoded "
-                              "again); none removed.", fronts=CLI_TUI)  # fmt: skip
-    sync: bool = option(False, "Make the index hold exactly the documents now under CORPUS: add new ones, re-encode changed ones, remove those "
-                               "whose file is gone; documents of other paths are kept. Builds the index when --out does not exist.", fronts=CLI_TUI)  # fmt: skip
-    watch: bool = option(False, "After indexing, keep watching CORPUS and sync on every change (debounced), one line per sync; Ctrl-C stops.", fronts=CLI)
-    overwrite: bool = option(False, "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).", fronts=CLI_TUI)
-    pcr: bool = option(build_default("pcr"), "Remove each language's first principal component (language-agnostic search, CMLM §5.2).", fronts=CLI_TUI)
-    pcr_variant: str | None = option(None, "With --pcr: centred (PCA of the covariance) or uncentred (CMLM §5.2: first singular vector; the default).",
-                                     choices=lambda: _pcr_variants(), fronts=CLI_TUI)  # fmt: skip
-    lang: str | None = option(None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).", fronts=CLI_TUI)
+    corpus: list[str] = option(
+        [],
+        "Files or folders (read recursively): Markdown, HTML, PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument (.odt, .ods, .odp), EPUB, RTF and e-mail (.eml) documents; source code (.py .js .ts .go .rs .java .c .cpp .rb .sh and more: a section per function, method or class); text files (in a folder, one document each; given alone, one text a line), TSV or CSV files with a header with a 'text' column (optional id, lang), "
+        "or JSONL (one object a line: text, optional _id / id, title, lang; a BEIR corpus.jsonl).",
+        argument=True,
+        fronts=CLI_TUI,
+    )
+    upgrade: str | None = option(
+        None,
+        "Bring an index written by an older encodr (directory or workspace name) up to date, once: its vectors are kept, "
+        "nothing is encoded. Takes no CORPUS.",
+        fronts=CLI,
+    )
+    model: str | None = option(
+        None, "Model (default: minilm; with --add, the index's model).", flags=("--model", "-m"), fronts=CLI_TUI
+    )
+    out: str | None = option(
+        None,
+        "Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with --add, a workspace index name works too).",
+        flags=("--out", "-o"),
+        fronts=CLI_TUI,
+    )
+    index_type: str = option(
+        build_default("index_type"),
+        "The FAISS index: auto is flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above.",
+        choices=lambda: _index_types(),
+        fronts=CLI_TUI,
+    )
+    quantize: str = option(
+        build_default("quantize"),
+        "Vectors kept as: none (float32); int8 (4× smaller: FAISS's 8-bit scalar quantiser); binary (32× smaller in memory: "
+        "sign bits searched by Hamming distance, the best candidates rescored by int8 vectors kept on disk; a flat scan).",
+        choices=lambda: _quantize(),
+        fronts=CLI_TUI,
+    )
+    dim: int | None = option(
+        None,
+        "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation: N/d of the memory; for a model "
+        "trained with matryoshka_dims; default: all). --add keeps the index's.",
+        ge=1,
+        fronts=CLI_TUI,
+    )
+    on_disk: bool = option(
+        build_default("on_disk"),
+        "With --index-type ivf or ivfpq: keep the IVF lists in a file beside the index, built in blocks and merged (FAISS "
+        "merge_ondisk), memory-mapped on search: neither needs the lists in memory.",
+        fronts=CLI_TUI,
+    )
+    add: bool = option(
+        False,
+        "Add the documents read to an existing index: new ones added, changed ones replaced (texts already in it are not encoded "
+        "again); none removed.",
+        fronts=CLI_TUI,
+    )
+    sync: bool = option(
+        False,
+        "Make the index hold exactly the documents now under CORPUS: add new ones, re-encode changed ones, remove those "
+        "whose file is gone; documents of other paths are kept. Builds the index when --out does not exist.",
+        fronts=CLI_TUI,
+    )
+    watch: bool = option(
+        False,
+        "After indexing, keep watching CORPUS and sync on every change (debounced), one line per sync; Ctrl-C stops.",
+        fronts=CLI,
+    )
+    overwrite: bool = option(
+        False, "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).", fronts=CLI_TUI
+    )
+    pcr: bool = option(
+        build_default("pcr"),
+        "Remove each language's first principal component (language-agnostic search, CMLM §5.2).",
+        fronts=CLI_TUI,
+    )
+    pcr_variant: str | None = option(
+        None,
+        "With --pcr: centred (PCA of the covariance) or uncentred (CMLM §5.2: first singular vector; the default).",
+        choices=lambda: _pcr_variants(),
+        fronts=CLI_TUI,
+    )
+    lang: str | None = option(
+        None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).", fronts=CLI_TUI
+    )
     batch_size: int | None = option(None, "Texts per forward pass (default: per backend and device).", ge=1, fronts=CLI_TUI)
-    backend: str = option(build_default("backend"), BACKEND_HELP + " auto: torch-bf16 on a CPU with AMX, where its quality equals float32's; else onnx (float32, "
-                                  "checked against torch); without onnxruntime, torch-bf16 on a CPU with AVX512-BF16, else torch; with --add, the index's own.", choices=lambda: ("auto", *_backends()), fronts=CLI_TUI)  # fmt: skip
-    glob: str | None = option(None, "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).", fronts=CLI_TUI)
-    whole: bool = option(build_default("whole"), "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.", fronts=CLI_TUI)
-    documents: bool = option(layout_default("documents"), "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
-                                    "not each line.", fronts=CLI_TUI)  # fmt: skip
-    records: bool = option(layout_default("records"), "Plain text files found in a folder: one text a line, as a text file given by itself is read "
-                                  "(by default each .txt file in a folder is one document, its passages following its paragraphs).", fronts=CLI_TUI)  # fmt: skip
+    backend: str = option(
+        build_default("backend"),
+        BACKEND_HELP + " auto: torch-bf16 on a CPU with AMX, where its quality equals float32's; else onnx (float32, "
+        "checked against torch); without onnxruntime, torch-bf16 on a CPU with AVX512-BF16, else torch; with --add, the index's own.",
+        choices=lambda: ("auto", *_backends()),
+        fronts=CLI_TUI,
+    )
+    glob: str | None = option(
+        None,
+        "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).",
+        fronts=CLI_TUI,
+    )
+    whole: bool = option(
+        build_default("whole"),
+        "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.",
+        fronts=CLI_TUI,
+    )
+    documents: bool = option(
+        layout_default("documents"),
+        "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
+        "not each line.",
+        fronts=CLI_TUI,
+    )
+    records: bool = option(
+        layout_default("records"),
+        "Plain text files found in a folder: one text a line, as a text file given by itself is read "
+        "(by default each .txt file in a folder is one document, its passages following its paragraphs).",
+        fronts=CLI_TUI,
+    )
     text_field: str = option(layout_default("text_field"), "JSONL: the field that holds the text.", fronts=CLI_TUI)
-    text_column: str = option(layout_default("text_column"), "CSV / TSV: the header's column that holds the text.", fronts=CLI_TUI)
-    id_column: str | None = option(layout_default("id_column"), "CSV / TSV: the column that holds each document's id (default: 'id' when present).", fronts=CLI_TUI)
-    title_column: str | None = option(layout_default("title_column"), "CSV / TSV: the column that holds each document's title (default: 'title' when present).", fronts=CLI_TUI)
-    meta_columns: list[str] | None = option(None, "CSV / TSV: columns kept as each document's metadata, for search --filter (comma-separated or repeated).",
-                                            fronts=CLI_TUI)  # fmt: skip
-    processes: int = option(build_default("processes"), "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
-                            ge=1, fronts=CLI_TUI)  # fmt: skip
-    engine: str = option(build_default("engine"), "local: this machine; ray: a Ray Data pipeline (files read on Ray tasks, encoded on --processes actors; a local "
-                                  "Ray, or the cluster at --address; pip install 'encodr[ray]').", choices=lambda: _engines(), fronts=CLI_TUI)  # fmt: skip
-    address: str | None = option(None, "With --engine ray: the Ray cluster's address (e.g. ray://head:10001; default: RAY_ADDRESS, else a local Ray).",
-                                 fronts=CLI_TUI)  # fmt: skip
+    text_column: str = option(
+        layout_default("text_column"), "CSV / TSV: the header's column that holds the text.", fronts=CLI_TUI
+    )
+    id_column: str | None = option(
+        layout_default("id_column"),
+        "CSV / TSV: the column that holds each document's id (default: 'id' when present).",
+        fronts=CLI_TUI,
+    )
+    title_column: str | None = option(
+        layout_default("title_column"),
+        "CSV / TSV: the column that holds each document's title (default: 'title' when present).",
+        fronts=CLI_TUI,
+    )
+    meta_columns: list[str] | None = option(
+        None,
+        "CSV / TSV: columns kept as each document's metadata, for search --filter (comma-separated or repeated).",
+        fronts=CLI_TUI,
+    )
+    processes: int = option(
+        build_default("processes"),
+        "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
+        ge=1,
+        fronts=CLI_TUI,
+    )
+    engine: str = option(
+        build_default("engine"),
+        "local: this machine; ray: a Ray Data pipeline (files read on Ray tasks, encoded on --processes actors; a local "
+        "Ray, or the cluster at --address; pip install 'encodr[ray]').",
+        choices=lambda: _engines(),
+        fronts=CLI_TUI,
+    )
+    address: str | None = option(
+        None,
+        "With --engine ray: the Ray cluster's address (e.g. ray://head:10001; default: RAY_ADDRESS, else a local Ray).",
+        fronts=CLI_TUI,
+    )
 
     _meta_columns = field_validator("meta_columns", mode="before")(_comma_list)
 
     def check(self) -> None:
         if self.upgrade is not None:
-            given = [name for name, spec in type(self).model_fields.items()
-                     if name != "upgrade" and getattr(self, name) != spec.get_default(call_default_factory=True)]  # fmt: skip
+            given = [
+                name
+                for name, spec in type(self).model_fields.items()
+                if name != "upgrade" and getattr(self, name) != spec.get_default(call_default_factory=True)
+            ]
             if given:
                 named = "CORPUS" if given[0] == "corpus" else "--" + given[0].replace("_", "-")
-                raise EncodrError(f"--upgrade converts an existing index and reads no documents: pass it alone, without {named} "
-                                  "(then --add or --sync as usual)", field="upgrade")  # fmt: skip
+                raise EncodrError(
+                    f"--upgrade converts an existing index and reads no documents: pass it alone, without {named} "
+                    "(then --add or --sync as usual)",
+                    field="upgrade",
+                )
             return
         if not self.corpus:
             raise EncodrError("no corpus given; pass one or more text, TSV, CSV or JSONL files", field="corpus")
         pcr_variant(self.pcr, self.pcr_variant)
         chosen = [f"--{n}" for n in ("add", "sync", "overwrite") if getattr(self, n)]
         if len(chosen) > 1:
-            raise EncodrError(f"{' and '.join(chosen)} do different things: --add adds documents, --sync makes the index match CORPUS, "
-                              "--overwrite rebuilds it; pass one", field="sync")  # fmt: skip
+            raise EncodrError(
+                f"{' and '.join(chosen)} do different things: --add adds documents, --sync makes the index match CORPUS, "
+                "--overwrite rebuilds it; pass one",
+                field="sync",
+            )
         if self.watch and (self.add or self.overwrite):
-            raise EncodrError("--watch keeps the index in step with CORPUS by syncing it; drop --add / --overwrite (the first pass is a --sync)", field="watch")
+            raise EncodrError(
+                "--watch keeps the index in step with CORPUS by syncing it; drop --add / --overwrite (the first pass is a --sync)",
+                field="watch",
+            )
         for name in ("text_field", "text_column", "id_column", "title_column"):
             value = getattr(self, name)
             if value is not None and not value.strip():
@@ -389,18 +585,40 @@ class IndexRequest(Request):
         """
         from ..index.options import BuildOptions
 
-        given = dict(model=encoder or self.model, index_type=self.index_type, quantize=self.quantize, dim=self.dim, on_disk=self.on_disk,
-                     write=self.write(), pcr=self.pcr, pcr_variant=pcr_variant(True, self.pcr_variant),
-                     lang=self.lang, backend=self.backend, batch_size=self.batch_size, processes=self.processes, engine=self.engine,
-                     address=self.address, glob=self.glob, whole=self.whole, layout=self.layout())  # fmt: skip
+        given = dict(
+            model=encoder or self.model,
+            index_type=self.index_type,
+            quantize=self.quantize,
+            dim=self.dim,
+            on_disk=self.on_disk,
+            write=self.write(),
+            pcr=self.pcr,
+            pcr_variant=pcr_variant(True, self.pcr_variant),
+            lang=self.lang,
+            backend=self.backend,
+            batch_size=self.batch_size,
+            processes=self.processes,
+            engine=self.engine,
+            address=self.address,
+            glob=self.glob,
+            whole=self.whole,
+            layout=self.layout(),
+        )
         return BuildOptions(**given)
 
     def layout(self):
         """Where the corpus's record files keep their fields (:class:`encodr.data.records.Layout`)."""
         from ..data.records import Layout
 
-        return Layout(self.text_field.strip(), self.text_column.strip(), self.id_column and self.id_column.strip(),
-                      self.title_column and self.title_column.strip(), self.documents, tuple(self.meta_columns or ()), self.records)  # fmt: skip
+        return Layout(
+            self.text_field.strip(),
+            self.text_column.strip(),
+            self.id_column and self.id_column.strip(),
+            self.title_column and self.title_column.strip(),
+            self.documents,
+            tuple(self.meta_columns or ()),
+            self.records,
+        )
 
     def target(self) -> Path:
         """The index directory: ``out``, else the workspace index named after the first file."""
@@ -412,11 +630,24 @@ class IndexRequest(Request):
 class DeleteRequest(Request):
     """Delete documents from an index: by id, by source glob, or by metadata filter (their texts go, unless another document holds them)."""
 
-    ids: list[str] = option([], "Document ids (as search shows them: a JSONL _id, a CSV id, a file's path, or source:line).", argument=True, fronts=CLI)
-    index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"), fronts=CLI)
-    source: list[str] | None = option(None, "Delete the documents whose source matches this glob (e.g. 'notes/old/*'); repeatable.", fronts=CLI)
-    filter: list[str] | None = option(None, "Delete the documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold, and with --source "
-                                            "the source must match too (fields as search --filter, lang excepted).", fronts=CLI)  # fmt: skip
+    ids: list[str] = option(
+        [],
+        "Document ids (as search shows them: a JSONL _id, a CSV id, a file's path, or source:line).",
+        argument=True,
+        fronts=CLI,
+    )
+    index: str = option(
+        ..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"), fronts=CLI
+    )
+    source: list[str] | None = option(
+        None, "Delete the documents whose source matches this glob (e.g. 'notes/old/*'); repeatable.", fronts=CLI
+    )
+    filter: list[str] | None = option(
+        None,
+        "Delete the documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold, and with --source "
+        "the source must match too (fields as search --filter, lang excepted).",
+        fronts=CLI,
+    )
 
     _ids = field_validator("ids", mode="before")(lambda v: [v] if isinstance(v, str) else v)
 
@@ -446,20 +677,25 @@ class UpsertRequest(Request):
     """Add or replace documents of a served index by id (``POST /v1/indexes/{name}/documents``)."""
 
     index: str | None = option(None, "The served index (over HTTP: the path's NAME).", fronts=MCP)
-    documents: list[UpsertDocument] = option(..., "The documents: id, text, optional title, metadata (an object, for filters) and lang.",
-                                             fronts=HTTP_MCP)  # fmt: skip
+    documents: list[UpsertDocument] = option(
+        ..., "The documents: id, text, optional title, metadata (an object, for filters) and lang.", fronts=HTTP_MCP
+    )
 
     def check(self) -> None:
         if not self.documents:
-            raise EncodrError("documents is empty; send at least one {\"id\", \"text\"}", field="documents")
+            raise EncodrError('documents is empty; send at least one {"id", "text"}', field="documents")
         ids = [d.id for d in self.documents]
         for d in self.documents:
             if not d.id.strip():
                 raise EncodrError("a document has a blank id; give each document a non-blank id", field="documents")
             if not d.text.strip():
-                raise EncodrError(f"document '{d.id}' has a blank text; send its text, or delete it (DELETE …/documents)", field="documents")
+                raise EncodrError(
+                    f"document '{d.id}' has a blank text; send its text, or delete it (DELETE …/documents)", field="documents"
+                )
         if len(set(ids)) != len(ids):
-            raise EncodrError(f"document id '{next(i for i in ids if ids.count(i) > 1)}' appears twice; send each id once", field="documents")
+            raise EncodrError(
+                f"document id '{next(i for i in ids if ids.count(i) > 1)}' appears twice; send each id once", field="documents"
+            )
 
     def records(self) -> list:
         """The documents as records (:class:`encodr.data.records.Record`), one each, source :data:`encodr.index.documents.API_SOURCE`."""
@@ -470,7 +706,10 @@ class UpsertRequest(Request):
         for d in self.documents:
             if d.lang:
                 check_code(d.lang, f"document '{d.id}': lang")
-        return [Record(f"{d.title or ''} {d.text}".strip(), API_SOURCE, 1, d.id, d.lang, d.title, meta=d.metadata or None) for d in self.documents]
+        return [
+            Record(f"{d.title or ''} {d.text}".strip(), API_SOURCE, 1, d.id, d.lang, d.title, meta=d.metadata or None)
+            for d in self.documents
+        ]
 
 
 class DocumentIdsRequest(Request):
@@ -490,15 +729,27 @@ class DocumentRequest(Request):
 
     index: str = option(..., "The served index (over HTTP: the path's NAME).", fronts=MCP)
     id: str = option(..., "The document's id, as a hit's document shows it, or its path as a hit shows it.", fronts=MCP)
-    lines: str | None = option(None, "Only these lines of its file, as a hit gives them: LINE or FIRST-LAST (e.g. 12-40).", fronts=MCP)
+    lines: str | None = option(
+        None, "Only these lines of its file, as a hit gives them: LINE or FIRST-LAST (e.g. 12-40).", fronts=MCP
+    )
 
 
 class ShowRequest(Request):
     """Print a document of an index, or a range of its lines, as the index holds it (qmd's get): PATH as a hit shows it, PATH:LINE or PATH:FIRST-LAST."""
 
-    target: str = option(..., "The document: its path as a hit shows it (or its id), optionally :LINE or :FIRST-LAST.", argument=True, fronts=CLI)
-    index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"), fronts=CLI)
-    context: int | None = option(None, "With :LINE, also this many lines before and after it, as grep's context option gives.", flags=("--context", "-C"), ge=0, fronts=CLI)
+    target: str = option(
+        ..., "The document: its path as a hit shows it (or its id), optionally :LINE or :FIRST-LAST.", argument=True, fronts=CLI
+    )
+    index: str = option(
+        ..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"), fronts=CLI
+    )
+    context: int | None = option(
+        None,
+        "With :LINE, also this many lines before and after it, as grep's context option gives.",
+        flags=("--context", "-C"),
+        ge=0,
+        fronts=CLI,
+    )
 
 
 GRADE_HELP = "0 not relevant, 1 relevant, 2 highly relevant (BEIR / TREC grades)."
@@ -515,8 +766,11 @@ class JudgeRequest(Request):
     index: str | None = option(None, INDEX_HELP, flags=("--index", "-i"), fronts=CLI_TUI_MCP)
     grade: int = option(1, GRADE_HELP, ge=0, le=2)
     passage: str | None = option(None, "The passage judged (a hit's text), kept beside the grade.")
-    delete: bool = option(False, "Delete the judgment of QUERY and DOC instead (the TUI's Delete on the Judgments tab; DELETE over HTTP).",
-                          fronts=CLI)  # fmt: skip
+    delete: bool = option(
+        False,
+        "Delete the judgment of QUERY and DOC instead (the TUI's Delete on the Judgments tab; DELETE over HTTP).",
+        fronts=CLI,
+    )
 
     def check(self) -> None:
         if not self.query.strip():
@@ -540,11 +794,19 @@ class JudgmentsRequest(Request):
     export them as a BEIR folder."""
 
     index: str = option(..., INDEX_HELP, flags=("--index", "-i"), fronts=CLI_TUI)
-    import_from: str | None = option(None, "Import judgments: a BEIR folder (queries.jsonl, qrels/SPLIT.tsv), or QUERIES.jsonl,QRELS.tsv; "
-                                           "all rows or none.", flags=("--import",), fronts=CLI)  # fmt: skip
+    import_from: str | None = option(
+        None,
+        "Import judgments: a BEIR folder (queries.jsonl, qrels/SPLIT.tsv), or QUERIES.jsonl,QRELS.tsv; all rows or none.",
+        flags=("--import",),
+        fronts=CLI,
+    )
     split: str | None = option(None, "With --import of a BEIR folder: the qrels split (default: train).", fronts=CLI)
-    export: str | None = option(None, "Write the judgments as a new BEIR folder: corpus.jsonl from the index, queries.jsonl, and "
-                                      "qrels/train.tsv, dev.tsv and test.tsv by fold (current judgments only).", fronts=CLI)  # fmt: skip
+    export: str | None = option(
+        None,
+        "Write the judgments as a new BEIR folder: corpus.jsonl from the index, queries.jsonl, and "
+        "qrels/train.tsv, dev.tsv and test.tsv by fold (current judgments only).",
+        fronts=CLI,
+    )
 
     def check(self) -> None:
         if self.split and not self.import_from:
@@ -571,38 +833,88 @@ class EvalRequest(Request):
     recall@100, MAP@100, through a real index). Cross-encoders (--cross) on sts and pairs."""
 
     suite: str = option(..., "What to evaluate.", argument=True, choices=lambda: _suites(), fronts=CLI_TUI)
-    data: list[str] = option([], "Evaluation files, BEIR-layout folders (retrieval), or bundled task names (default: the suite's bundled sets).",
-                             argument=True, flags=("--data", "-d"), fronts=CLI_TUI)  # fmt: skip
+    data: list[str] = option(
+        [],
+        "Evaluation files, BEIR-layout folders (retrieval), or bundled task names (default: the suite's bundled sets).",
+        argument=True,
+        flags=("--data", "-d"),
+        fronts=CLI_TUI,
+    )
     model: str = option("minilm", "Model to evaluate (alias, directory, Hub id).", flags=("--model", "-m"), fronts=CLI_TUI)
     compare: str | None = option(None, "A second model, shown side by side with the difference.", fronts=CLI_TUI)
     cross: bool = option(False, "--model is a cross-encoder (sts and pairs only).", fronts=CLI_TUI)
     compare_cross: bool = option(False, "--compare is a cross-encoder.", fronts=CLI_TUI)
-    pcr: bool = option(False, "bitext: remove each language's first principal component before retrieval (CMLM §5.2).", fronts=CLI_TUI)
-    pcr_variant: str | None = option(None, "With --pcr: centred or uncentred (the default).", choices=lambda: _pcr_variants(), fronts=CLI_TUI)
-    limit: int | None = option(None, "Score only the first N items of each dataset (queries, pairs or sentences): a quick estimate.", ge=1, fronts=CLI_TUI)
-    plot: str | None = option(None, "sts, words, pairs: write the score distributions of high- and low-gold pairs (each model) to this PNG.", fronts=CLI)
+    pcr: bool = option(
+        False, "bitext: remove each language's first principal component before retrieval (CMLM §5.2).", fronts=CLI_TUI
+    )
+    pcr_variant: str | None = option(
+        None, "With --pcr: centred or uncentred (the default).", choices=lambda: _pcr_variants(), fronts=CLI_TUI
+    )
+    limit: int | None = option(
+        None,
+        "Score only the first N items of each dataset (queries, pairs or sentences): a quick estimate.",
+        ge=1,
+        fronts=CLI_TUI,
+    )
+    plot: str | None = option(
+        None, "sts, words, pairs: write the score distributions of high- and low-gold pairs (each model) to this PNG.", fronts=CLI
+    )
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
-    backend: str = option("torch", BACKEND_HELP + " For --model; --compare runs on torch.", choices=lambda: _backends(), fronts=CLI_TUI)
-    split: str | None = option(None, "retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test); with --index alone, the fold of its "
-                                     "judgments: train, dev, test or all (default: test, the queries tuning never sees).", fronts=CLI_TUI)  # fmt: skip
-    mode: list[str] = option([search_default("mode")], "retrieval: " + MODE_HELP + " Several (comma-separated or repeated): one row each, "
-                                                       "from one encoding of the corpus.", choices=search_choices("mode"), fronts=CLI_TUI)  # fmt: skip
-    fusion: list[str] = option([search_default("fusion")], "retrieval: " + FUSION_HELP + " Several: one hybrid row each.",
-                               choices=search_choices("fusion"), fronts=CLI_TUI)  # fmt: skip
+    backend: str = option(
+        "torch", BACKEND_HELP + " For --model; --compare runs on torch.", choices=lambda: _backends(), fronts=CLI_TUI
+    )
+    split: str | None = option(
+        None,
+        "retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test); with --index alone, the fold of its "
+        "judgments: train, dev, test or all (default: test, the queries tuning never sees).",
+        fronts=CLI_TUI,
+    )
+    mode: list[str] = option(
+        [search_default("mode")],
+        "retrieval: " + MODE_HELP + " Several (comma-separated or repeated): one row each, from one encoding of the corpus.",
+        choices=search_choices("mode"),
+        fronts=CLI_TUI,
+    )
+    fusion: list[str] = option(
+        [search_default("fusion")],
+        "retrieval: " + FUSION_HELP + " Several: one hybrid row each.",
+        choices=search_choices("fusion"),
+        fronts=CLI_TUI,
+    )
     rerank: str | None = option(None, "retrieval: " + RERANK_HELP, fronts=CLI_TUI)
-    rerank_weight: float | None = option(search_default("rerank_weight"), "retrieval: " + RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_TUI)
-    whole: bool = option(False, "retrieval: index each document whole, cut at the model's window (default: passages, each document ranked by its best).",
-                         fronts=CLI_TUI)  # fmt: skip
-    index: str | None = option(None, "retrieval: score this existing index (a folder or workspace name), its own model encoding the queries, "
-                                     "instead of indexing a BEIR folder: on its own judgments (encodr judge; each mode unless --mode), or "
-                                     "with --queries and --qrels.", fronts=CLI_TUI)  # fmt: skip
+    rerank_weight: float | None = option(
+        search_default("rerank_weight"), "retrieval: " + RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_TUI
+    )
+    whole: bool = option(
+        False,
+        "retrieval: index each document whole, cut at the model's window (default: passages, each document ranked by its best).",
+        fronts=CLI_TUI,
+    )
+    index: str | None = option(
+        None,
+        "retrieval: score this existing index (a folder or workspace name), its own model encoding the queries, "
+        "instead of indexing a BEIR folder: on its own judgments (encodr judge; each mode unless --mode), or "
+        "with --queries and --qrels.",
+        fronts=CLI_TUI,
+    )
     queries: str | None = option(None, "retrieval, with --index: the queries, a BEIR queries.jsonl (_id, text).", fronts=CLI_TUI)
-    qrels: str | None = option(None, "retrieval, with --index: the judgments, a BEIR qrels TSV (query-id, corpus-id, score) naming the index's document ids.",
-                               fronts=CLI_TUI)  # fmt: skip
-    no_cache: bool = option(False, "retrieval: index the corpus anew; by default the index built for a model and corpus is kept in the workspace "
-                                   "(cache/retrieval) and reused while neither changes.", fronts=CLI_TUI)  # fmt: skip
-    filter: list[str] | None = option(None, "retrieval, with --index: search only documents where FIELD=VALUE, as search --filter does (judged documents "
-                                            "it leaves out count as missed).", fronts=CLI_TUI)  # fmt: skip
+    qrels: str | None = option(
+        None,
+        "retrieval, with --index: the judgments, a BEIR qrels TSV (query-id, corpus-id, score) naming the index's document ids.",
+        fronts=CLI_TUI,
+    )
+    no_cache: bool = option(
+        False,
+        "retrieval: index the corpus anew; by default the index built for a model and corpus is kept in the workspace "
+        "(cache/retrieval) and reused while neither changes.",
+        fronts=CLI_TUI,
+    )
+    filter: list[str] | None = option(
+        None,
+        "retrieval, with --index: search only documents where FIELD=VALUE, as search --filter does (judged documents "
+        "it leaves out count as missed).",
+        fronts=CLI_TUI,
+    )
 
     def check(self) -> None:
         from .. import evaluation
@@ -612,54 +924,94 @@ class EvalRequest(Request):
         self.searches()
         given = [name for name in ("index", "queries", "qrels") if getattr(self, name)]
         if given:
-            if self.suite != "retrieval":
-                raise EncodrError(f"--{given[0]} scores an existing index with 'eval retrieval', not '{self.suite}'; drop it", field=given[0])
-            if given != ["index"] and len(given) < 3:
-                missing = next(n for n in ("index", "queries", "qrels") if n not in given)
-                raise EncodrError(f"scoring an existing index needs --index alone (its own judgments) or --index, --queries and --qrels together; "
-                                  f"pass --{missing} too", field=missing)  # fmt: skip
-            from ..index.judgments import ALL_FOLDS, FOLDS
-
-            if given == ["index"] and self.split is not None and self.split not in (*FOLDS, ALL_FOLDS):
-                raise EncodrError(f"--split {self.split}: an index's judgments fall in the folds {', '.join(FOLDS)}; pass one of them or {ALL_FOLDS}",
-                                  field="split")  # fmt: skip
-            for name, why in (("data", "a BEIR folder to index"), ("compare", "a second model (it would need its own index)"), ("whole", "how to index"),
-                              *((("split", "a qrels split of a BEIR folder"),) if len(given) == 3 else ()), ("cross", "a cross-encoder to score pairs"), ("pcr", "bitext options"),
-                              ("plot", "score distributions of pairs")):  # fmt: skip
-                if getattr(self, name):
-                    raise EncodrError(f"--{name} gives {why}, but --index scores an index already built; drop --{name}", field=name)
-            if self.backend != "torch":
-                raise EncodrError("--index encodes the queries with the index's own model and backend; drop --backend", field="backend")
-            parse_filters(self.filter)
+            self._check_scoring_an_index(given)
             return
         if self.filter:
-            raise EncodrError("--filter restricts an index's documents: use it with eval retrieval --index (and --queries, --qrels)", field="filter")
+            raise EncodrError(
+                "--filter restricts an index's documents: use it with eval retrieval --index (and --queries, --qrels)",
+                field="filter",
+            )
         tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
-        if self.suite != "retrieval" and ("mode" in self.model_fields_set or "fusion" in self.model_fields_set or self.rerank or self.whole):
-            raise EncodrError(f"--mode, --fusion and --rerank choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode")
+        if self.suite != "retrieval" and (
+            "mode" in self.model_fields_set or "fusion" in self.model_fields_set or self.rerank or self.whole
+        ):
+            raise EncodrError(
+                f"--mode, --fusion and --rerank choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode"
+            )
         if self.split is not None and self.suite != "retrieval":
             raise EncodrError(f"--split picks the qrels of 'eval retrieval', not '{self.suite}'; drop --split", field="split")
         if self.suite == "retrieval":
             for task in tasks:
                 there = splits(task.file())
                 if self.retrieval_split not in there:
-                    raise EncodrError(f"{task.path}: no qrels/{self.retrieval_split}.tsv; its splits are {', '.join(there) or 'none'} (use --split)",
-                                      field="split")  # fmt: skip
+                    raise EncodrError(
+                        f"{task.path}: no qrels/{self.retrieval_split}.tsv; its splits are {', '.join(there) or 'none'} (use --split)",
+                        field="split",
+                    )
         if (self.cross or self.compare_cross) and self.suite not in CROSS_SUITES:
-            raise EncodrError(f"a cross-encoder scores pairs; --cross works with 'eval {' / '.join(CROSS_SUITES)}', not '{self.suite}'", field="cross")
+            raise EncodrError(
+                f"a cross-encoder scores pairs; --cross works with 'eval {' / '.join(CROSS_SUITES)}', not '{self.suite}'",
+                field="cross",
+            )
         if self.compare_cross and not self.compare:
-            raise EncodrError("--compare-cross says the --compare model is a cross-encoder; pass --compare MODEL too", field="compare_cross")
+            raise EncodrError(
+                "--compare-cross says the --compare model is a cross-encoder; pass --compare MODEL too", field="compare_cross"
+            )
         if (self.pcr or self.pcr_variant) and self.suite != "bitext":
             raise EncodrError(f"--pcr applies to 'eval bitext' (cross-language retrieval), not '{self.suite}'", field="pcr")
         pcr_variant(self.pcr, self.pcr_variant)
         if self.cross and self.backend != "torch":
-            raise EncodrError(f"--backend {self.backend} runs bi-encoders; a cross-encoder (--cross) runs on torch: drop --backend", field="backend")
+            raise EncodrError(
+                f"--backend {self.backend} runs bi-encoders; a cross-encoder (--cross) runs on torch: drop --backend",
+                field="backend",
+            )
         if self.plot is not None:
             if self.suite not in ("sts", "words", "pairs"):
-                raise EncodrError(f"--plot draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{self.suite}'", field="plot")
+                raise EncodrError(
+                    f"--plot draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{self.suite}'",
+                    field="plot",
+                )
             from ..plots import check_png
 
             check_png(Path(self.plot))
+
+    def _check_scoring_an_index(self, given: list[str]) -> None:
+        """:meth:`check` for ``eval retrieval --index`` (``given``: which of index, queries and qrels
+        were passed): the three together or the index alone, and nothing that builds an index."""
+        from ..index.judgments import ALL_FOLDS, FOLDS
+
+        if self.suite != "retrieval":
+            raise EncodrError(
+                f"--{given[0]} scores an existing index with 'eval retrieval', not '{self.suite}'; drop it", field=given[0]
+            )
+        if given != ["index"] and len(given) < 3:
+            missing = next(n for n in ("index", "queries", "qrels") if n not in given)
+            raise EncodrError(
+                f"scoring an existing index needs --index alone (its own judgments) or --index, --queries and --qrels together; "
+                f"pass --{missing} too",
+                field=missing,
+            )
+        if given == ["index"] and self.split is not None and self.split not in (*FOLDS, ALL_FOLDS):
+            raise EncodrError(
+                f"--split {self.split}: an index's judgments fall in the folds {', '.join(FOLDS)}; pass one of them or {ALL_FOLDS}",
+                field="split",
+            )
+        for name, why in (
+            ("data", "a BEIR folder to index"),
+            ("compare", "a second model (it would need its own index)"),
+            ("whole", "how to index"),
+            *((("split", "a qrels split of a BEIR folder"),) if len(given) == 3 else ()),
+            ("cross", "a cross-encoder to score pairs"),
+            ("pcr", "bitext options"),
+            ("plot", "score distributions of pairs"),
+        ):
+            if getattr(self, name):
+                raise EncodrError(f"--{name} gives {why}, but --index scores an index already built; drop --{name}", field=name)
+        if self.backend != "torch":
+            raise EncodrError(
+                "--index encodes the queries with the index's own model and backend; drop --backend", field="backend"
+            )
+        parse_filters(self.filter)
 
     _modes = field_validator("mode", "fusion", mode="before")(_comma_list)
 
@@ -675,7 +1027,9 @@ class EvalRequest(Request):
         filters = tuple(parse_filters(self.filter))
         out = []
         for mode in dict.fromkeys(self.mode or [search_default("mode")]):
-            for fusion in dict.fromkeys(self.fusion or [search_default("fusion")]) if mode == HYBRID else [search_default("fusion")]:
+            for fusion in (
+                dict.fromkeys(self.fusion or [search_default("fusion")]) if mode == HYBRID else [search_default("fusion")]
+            ):
                 out.append(SearchOptions(mode=mode, fusion=fusion, rerank_weight=self.rerank_weight, filters=filters))
         return tuple(out)
 
@@ -695,32 +1049,60 @@ class TuneRequest(Request):
     """Fine-tune a base model with a recipe (Mirror-BERT, Trans-Encoder or CMLM; encodr recipes lists them); saves a
     SentenceTransformer (Trans-Encoder: bi/ and cross/)."""
 
-    file: str | None = option(None, "Training data: UTF-8 text, one string a line (Trans-Encoder: pairs or sentences; retrieval: a file or folder of documents). "
-                                    "Default: the recipe's bundled data.",
-                              argument=True, fronts=CLI_TUI)  # fmt: skip
+    file: str | None = option(
+        None,
+        "Training data: UTF-8 text, one string a line (Trans-Encoder: pairs or sentences; retrieval: a file or folder of documents). "
+        "Default: the recipe's bundled data.",
+        argument=True,
+        fronts=CLI_TUI,
+    )
     recipe: str = option("sentence", "Bundled recipe (encodr recipes) or a .yaml path.", flags=("--recipe", "-r"), fronts=CLI_TUI)
-    model: list[str] = option(["minilm"], "Base model: alias, local directory or Hub id. Repeat for Trans-Encoder mutual distillation.",
-                              flags=("--model", "-m"), fronts=CLI_TUI)  # fmt: skip
-    dev: str | None = option(None, "Keep the best checkpoint on this set: a bundled one (stsb-dev, mesh-dev, wordsim353), a scored-pairs file, "
-                                   "a BEIR folder (nDCG@10 on its dev or train queries), or auto (retrieval recipe: pseudo-queries cut from your documents).",
-                             fronts=CLI_TUI)  # fmt: skip
-    bitext: list[str] = option([], "Translation pairs, source<TAB>target (recipes that learn from bitext); repeatable.", fronts=CLI_TUI)
+    model: list[str] = option(
+        ["minilm"],
+        "Base model: alias, local directory or Hub id. Repeat for Trans-Encoder mutual distillation.",
+        flags=("--model", "-m"),
+        fronts=CLI_TUI,
+    )
+    dev: str | None = option(
+        None,
+        "Keep the best checkpoint on this set: a bundled one (stsb-dev, mesh-dev, wordsim353), a scored-pairs file, "
+        "a BEIR folder (nDCG@10 on its dev or train queries), or auto (retrieval recipe: pseudo-queries cut from your documents).",
+        fronts=CLI_TUI,
+    )
+    bitext: list[str] = option(
+        [], "Translation pairs, source<TAB>target (recipes that learn from bitext); repeatable.", fronts=CLI_TUI
+    )
     out: str | None = option(None, "Output directory (default: encodr-runs/RECIPE-TIME).", flags=("--out", "-o"), fronts=CLI_TUI)
     overwrite: bool = option(False, "Replace an existing output directory.", fronts=CLI)
     limit: int | None = option(None, "Use only the first N distinct strings (Trans-Encoder: pairs).", ge=2, fronts=CLI)
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
     max_length: int | None = option(None, "Max sequence length in tokens.", fronts=CLI)
     epochs: int | None = option(None, "Passes over the data.", fronts=CLI)
-    batch_size: int | None = option(None, "Examples per step over all processes (Mirror: distinct strings, 2× views).", fronts=CLI)
+    batch_size: int | None = option(
+        None, "Examples per step over all processes (Mirror: distinct strings, 2× views).", fronts=CLI
+    )
     lr: float | None = option(None, "AdamW learning rate.", fronts=CLI)
     pooling: str | None = option(None, "auto | cls | mean", fronts=CLI)
     seed: int | None = option(None, "Random seed.", fronts=CLI)
     amp: str | None = option(None, "auto | bf16 | fp16 | no (auto: bf16 or fp16 on CUDA, fp32 on CPU)", fronts=CLI)
-    set: list[str] = option([], "Any field of the recipe as KEY=VALUE (temperature=0.05, span_mask=0, mini_batch=256…; docs/reference/recipes.md "
-                                "lists each recipe's fields); repeatable. The TUI edits each field of the recipe.", flags=("--set",), fronts=CLI_TUI)
-    index: str | None = option(None, "judged recipe: learn from this index's judgments (encodr judge; its train fold, selected on its dev fold).",
-                               flags=("--index", "-i"), fronts=CLI_TUI)  # fmt: skip
-    no_dev: bool = option(False, "judged recipe: with too few judged queries to hold out a dev fold, train anyway, without selection.", fronts=CLI_TUI)
+    set: list[str] = option(
+        [],
+        "Any field of the recipe as KEY=VALUE (temperature=0.05, span_mask=0, mini_batch=256…; docs/reference/recipes.md "
+        "lists each recipe's fields); repeatable. The TUI edits each field of the recipe.",
+        flags=("--set",),
+        fronts=CLI_TUI,
+    )
+    index: str | None = option(
+        None,
+        "judged recipe: learn from this index's judgments (encodr judge; its train fold, selected on its dev fold).",
+        flags=("--index", "-i"),
+        fronts=CLI_TUI,
+    )
+    no_dev: bool = option(
+        False,
+        "judged recipe: with too few judged queries to hold out a dev fold, train anyway, without selection.",
+        fronts=CLI_TUI,
+    )
 
     @classmethod
     def recipe_value(cls, name: str) -> str | None:
@@ -752,8 +1134,11 @@ class TuneRequest(Request):
         for key in given:
             if key not in fields:
                 named = f"--{key.replace('_', '-')}" if key in OVERRIDES and getattr(self, key) is not None else f"--set {key}=…"
-                raise EncodrError(f"recipe '{recipe.name}' (method {recipe.method}) has no field '{key}' ({named}); its fields: {', '.join(fields)}; "
-                                  "set one with --set KEY=VALUE", field=key if key in OVERRIDES else "set")  # fmt: skip
+                raise EncodrError(
+                    f"recipe '{recipe.name}' (method {recipe.method}) has no field '{key}' ({named}); its fields: {', '.join(fields)}; "
+                    "set one with --set KEY=VALUE",
+                    field=key if key in OVERRIDES else "set",
+                )
 
     def overrides(self) -> dict[str, str]:
         """The recipe fields this request changes: the named options, then ``--set`` items.
@@ -818,32 +1203,82 @@ class ServeRequest(Request):
     GET /v1/models, /v1/indexes, /v1/indexes/NAME/judgments, /v1/runs, /health; with --writable, POST and DELETE /v1/indexes/NAME/documents and /v1/indexes/NAME/judgments. Models and indexes
     are loaded once and kept warm."""
 
-    model: list[str] = option([], "A model to serve (alias, directory, Hub id); repeatable. Default: minilm, and each --index's model.",
-                              flags=("--model", "-m"), fronts=CLI)  # fmt: skip
-    index: list[str] = option([], "An index to serve (directory or workspace name); repeatable. Default: every index in the workspace.",
-                              flags=("--index", "-i"), fronts=CLI)  # fmt: skip
+    model: list[str] = option(
+        [],
+        "A model to serve (alias, directory, Hub id); repeatable. Default: minilm, and each --index's model.",
+        flags=("--model", "-m"),
+        fronts=CLI,
+    )
+    index: list[str] = option(
+        [],
+        "An index to serve (directory or workspace name); repeatable. Default: every index in the workspace.",
+        flags=("--index", "-i"),
+        fronts=CLI,
+    )
     host: str = option("127.0.0.1", "Address to bind (127.0.0.1: this machine only).", fronts=CLI)
     port: int = option(8000, "Port to bind.", ge=1, le=65535, fronts=CLI)
-    api_key: str | None = option(None, "Require 'Authorization: Bearer KEY' (default: the ENCODR_API_KEY environment variable, if set).", fronts=CLI)
-    batch_wait_ms: float = option(serve_default("batch_wait") * 1000, "Dynamic batching: how long the first request of a batch waits for others while requests are concurrent (ms).",
-                                  ge=0, fronts=CLI)  # fmt: skip
-    batch_tokens: int = option(serve_default("batch_tokens"), "Dynamic batching: tokens per forward pass at most (padded length × texts).", ge=1, fronts=CLI)
+    api_key: str | None = option(
+        None, "Require 'Authorization: Bearer KEY' (default: the ENCODR_API_KEY environment variable, if set).", fronts=CLI
+    )
+    batch_wait_ms: float = option(
+        serve_default("batch_wait") * 1000,
+        "Dynamic batching: how long the first request of a batch waits for others while requests are concurrent (ms).",
+        ge=0,
+        fronts=CLI,
+    )
+    batch_tokens: int = option(
+        serve_default("batch_tokens"),
+        "Dynamic batching: tokens per forward pass at most (padded length × texts).",
+        ge=1,
+        fronts=CLI,
+    )
     max_texts: int = option(serve_default("max_texts"), "Texts per request at most (413 above).", ge=1, fronts=CLI)
     max_chars: int = option(serve_default("max_chars"), "Characters per text at most (413 above).", ge=1, fronts=CLI)
-    no_batching: bool = option(not serve_default("batching"), "Turn dynamic batching of concurrent requests off: one forward pass per request.", fronts=CLI)
-    workers: int | None = option(None, "Forward passes a model runs at once, each on its share of the CPU cores (default: 2 on a CPU, 1 on a GPU).",
-                                 ge=1, fronts=CLI)  # fmt: skip
-    backend: str = option("torch", "Forward pass of each --model bi-encoder (torch-bf16: bfloat16 matrix products; onnx, onnx-int8: onnxruntime "
-                                   "on the CPU); an index's model runs on its index's backend.", choices=_backends, fronts=CLI)  # fmt: skip
-    writable: bool = option(False, "Let clients upsert and delete documents and judgments (POST / DELETE /v1/indexes/NAME/documents and …/judgments); "
-                                     "needs --api-key.", fronts=CLI)
-    watch: list[str] = option([], "Sync the one served --index with this folder on every change (debounced); repeatable.", fronts=CLI)
-    no_auth: bool = option(False, "Serve an address other than this machine's (--host 0.0.0.0…) without an API key: anyone who can reach "
-                                  "the port reads the served indexes.", fronts=CLI)  # fmt: skip
-    allow_host: list[str] = option([], "Also answer requests whose Host header is this name (a proxy's, a LAN name; '*': any); repeatable. "
-                                       "By default only the loopback names and --host are answered, which stops DNS rebinding.", fronts=CLI)  # fmt: skip
-    allow_origin: list[str] = option([], "Answer cross-origin requests from web pages of this origin (e.g. http://localhost:3000; '*': any); "
-                                         "repeatable. By default another site's page is refused (403).", fronts=CLI)  # fmt: skip
+    no_batching: bool = option(
+        not serve_default("batching"),
+        "Turn dynamic batching of concurrent requests off: one forward pass per request.",
+        fronts=CLI,
+    )
+    workers: int | None = option(
+        None,
+        "Forward passes a model runs at once, each on its share of the CPU cores (default: 2 on a CPU, 1 on a GPU).",
+        ge=1,
+        fronts=CLI,
+    )
+    backend: str = option(
+        "torch",
+        "Forward pass of each --model bi-encoder (torch-bf16: bfloat16 matrix products; onnx, onnx-int8: onnxruntime "
+        "on the CPU); an index's model runs on its index's backend.",
+        choices=_backends,
+        fronts=CLI,
+    )
+    writable: bool = option(
+        False,
+        "Let clients upsert and delete documents and judgments (POST / DELETE /v1/indexes/NAME/documents and …/judgments); "
+        "needs --api-key.",
+        fronts=CLI,
+    )
+    watch: list[str] = option(
+        [], "Sync the one served --index with this folder on every change (debounced); repeatable.", fronts=CLI
+    )
+    no_auth: bool = option(
+        False,
+        "Serve an address other than this machine's (--host 0.0.0.0…) without an API key: anyone who can reach "
+        "the port reads the served indexes.",
+        fronts=CLI,
+    )
+    allow_host: list[str] = option(
+        [],
+        "Also answer requests whose Host header is this name (a proxy's, a LAN name; '*': any); repeatable. "
+        "By default only the loopback names and --host are answered, which stops DNS rebinding.",
+        fronts=CLI,
+    )
+    allow_origin: list[str] = option(
+        [],
+        "Answer cross-origin requests from web pages of this origin (e.g. http://localhost:3000; '*': any); "
+        "repeatable. By default another site's page is refused (403).",
+        fronts=CLI,
+    )
 
     def key(self) -> str | None:
         """``api_key``, else the ``ENCODR_API_KEY`` environment variable."""
@@ -859,11 +1294,16 @@ class ServeRequest(Request):
             EncodrError: naming ``host``, ``writable`` or ``watch``.
         """
         if not loopback(self.host) and not self.key() and not self.no_auth:
-            raise EncodrError(f"--host {self.host} serves the indexes beyond this machine: give a key with --api-key KEY (or ENCODR_API_KEY), "
-                              "or pass --no-auth to serve them to anyone who can reach the port", field="host")  # fmt: skip
+            raise EncodrError(
+                f"--host {self.host} serves the indexes beyond this machine: give a key with --api-key KEY (or ENCODR_API_KEY), "
+                "or pass --no-auth to serve them to anyone who can reach the port",
+                field="host",
+            )
         if self.writable and not self.key():
-            raise EncodrError("--writable lets clients change indexes: give it a key with --api-key KEY (or ENCODR_API_KEY), even on 127.0.0.1",
-                              field="writable")  # fmt: skip
+            raise EncodrError(
+                "--writable lets clients change indexes: give it a key with --api-key KEY (or ENCODR_API_KEY), even on 127.0.0.1",
+                field="writable",
+            )
         if self.watch and len(self.index) != 1:
             raise EncodrError("--watch syncs one index with its documents: serve exactly one --index with it", field="watch")
 
@@ -885,14 +1325,27 @@ class McpRequest(Request):
     """Serve indexes to AI agents over the Model Context Protocol: tools to search, get a document, list indexes and their sources,
     and with --writable add, sync and delete documents and judge hits. stdio by default (for an agent that starts encodr); streamable HTTP with --port."""
 
-    index: list[str] = option([], "An index to serve (directory or workspace name); repeatable. Default: every index in the workspace.",
-                              flags=("--index", "-i"), fronts=CLI)  # fmt: skip
-    port: int | None = option(None, "Serve streamable HTTP on 127.0.0.1:PORT (at /mcp) instead of stdio.", ge=1, le=65535, fronts=CLI)
+    index: list[str] = option(
+        [],
+        "An index to serve (directory or workspace name); repeatable. Default: every index in the workspace.",
+        flags=("--index", "-i"),
+        fronts=CLI,
+    )
+    port: int | None = option(
+        None, "Serve streamable HTTP on 127.0.0.1:PORT (at /mcp) instead of stdio.", ge=1, le=65535, fronts=CLI
+    )
     host: str = option("127.0.0.1", "With --port: the address to bind.", fronts=CLI)
-    writable: bool = option(False, "Offer the tools that change an index: add (upsert) documents, sync an index with its folders, delete documents.",
-                            fronts=CLI)  # fmt: skip
-    no_auth: bool = option(False, "With --port on an address other than this machine's: serve it although the MCP server asks no key "
-                                  "(anyone who can reach the port reads the served indexes).", fronts=CLI)  # fmt: skip
+    writable: bool = option(
+        False,
+        "Offer the tools that change an index: add (upsert) documents, sync an index with its folders, delete documents.",
+        fronts=CLI,
+    )
+    no_auth: bool = option(
+        False,
+        "With --port on an address other than this machine's: serve it although the MCP server asks no key "
+        "(anyone who can reach the port reads the served indexes).",
+        fronts=CLI,
+    )
 
     def check(self) -> None:
         """Streamable HTTP on an address other than loopback only with ``no_auth`` said outright
@@ -902,12 +1355,19 @@ class McpRequest(Request):
             EncodrError: naming ``host``.
         """
         if self.port is not None and not loopback(self.host) and not self.no_auth:
-            raise EncodrError(f"--host {self.host} serves the indexes beyond this machine and the MCP server asks no key: keep it on 127.0.0.1 "
-                              "(behind a proxy that authenticates), or pass --no-auth", field="host")  # fmt: skip
+            raise EncodrError(
+                f"--host {self.host} serves the indexes beyond this machine and the MCP server asks no key: keep it on 127.0.0.1 "
+                "(behind a proxy that authenticates), or pass --no-auth",
+                field="host",
+            )
 
 
 class TuiRequest(Request):
     """Interactive terminal UI: Search, Compare, Workspace (indexes, models, runs), Train, Index and Eval panes."""
 
-    index: str | None = option(None, "Index directory or workspace index name (default: pick one).", flags=("--index", "-i"), fronts=CLI)
-    rerank: str | None = option(None, "Search re-ranked by this CrossEncoder (the Search tab's re-rank box; blank there: none).", fronts=CLI)
+    index: str | None = option(
+        None, "Index directory or workspace index name (default: pick one).", flags=("--index", "-i"), fronts=CLI
+    )
+    rerank: str | None = option(
+        None, "Search re-ranked by this CrossEncoder (the Search tab's re-rank box; blank there: none).", fronts=CLI
+    )

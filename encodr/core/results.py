@@ -19,8 +19,15 @@ from pydantic import BaseModel, Field
 from ..index.search import Hit
 
 # How some fields read in a table (their JSON keeps the plain number).
-UNITS = {"bytes_per_vector": "{:,.0f} B", "seconds": "{:.1f} s", "train_seconds": "{:.1f} s", "eval_seconds": "{:.1f} s",
-         "duration_s": "{:.0f} s", "examples_per_s": "{:.2f}", "ms": "{:.1f} ms"}  # fmt: skip
+UNITS = {
+    "bytes_per_vector": "{:,.0f} B",
+    "seconds": "{:.1f} s",
+    "train_seconds": "{:.1f} s",
+    "eval_seconds": "{:.1f} s",
+    "duration_s": "{:.0f} s",
+    "examples_per_s": "{:.2f}",
+    "ms": "{:.1f} ms",
+}
 
 
 def human(value: Any, key: str = "") -> str:
@@ -66,7 +73,9 @@ class Table:
     rows: list[list[str]] = field(default_factory=list)
     caption: str = ""
     right: tuple[str, ...] = ()
-    marks: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)  # (row, column) → character spans to highlight
+    marks: dict[tuple[int, int], list[tuple[int, int]]] = field(
+        default_factory=dict
+    )  # (row, column) → character spans to highlight
     main: str = ""  # the column that takes the ``under`` columns below its text when the table is too wide for them
     under: tuple[str, ...] = ()  # columns that may move to a line under ``main`` on a narrow terminal (a hit's title and source)
 
@@ -114,11 +123,15 @@ def record_table(title: str, record: dict, keys: tuple[str, ...] | list[str], ca
     return Table(title, ["field", "value"], [[k, human(record.get(k), k)] for k in keys], caption)
 
 
-def rows_table(title: str, rows: list[dict], columns: tuple[str, ...], missing: str = "", caption: str = "", right: tuple[str, ...] = ()) -> Table:
+def rows_table(
+    title: str, rows: list[dict], columns: tuple[str, ...], missing: str = "", caption: str = "", right: tuple[str, ...] = ()
+) -> Table:
     """A table of ``rows``' ``columns`` (``missing`` for an absent value); a column no row has a
     value in is left out (the JSON keeps every key)."""
     columns = tuple(c for c in columns if any(r.get(c) not in (None, "", []) for r in rows)) if rows else columns
-    return Table(title, list(columns), [[missing if r.get(c) is None else human(r[c], c) for c in columns] for r in rows], caption, right)
+    return Table(
+        title, list(columns), [[missing if r.get(c) is None else human(r[c], c) for c in columns] for r in rows], caption, right
+    )
 
 
 class Result(BaseModel):
@@ -245,7 +258,9 @@ class SearchResult(Result):
     model: str
     results: list[QueryHits]
     caption: str = ""  # how the hits are ranked, when it needs saying (documents by their best passage)
-    snippet: int = Field(0, exclude=True)  # a table shows at most this many characters of a hit, around its matched words (0: all)
+    snippet: int = Field(
+        0, exclude=True
+    )  # a table shows at most this many characters of a hit, around its matched words (0: all)
     hints: list[str] = []  # one line each, for what the user may not know (a query in a language the model was not trained on)
     timings: dict[str, float] | None = None  # with --timings: milliseconds of each phase (encodr.timing.PHASES) and the total
 
@@ -257,7 +272,11 @@ class SearchResult(Result):
                 hit["highlights"] = [list(span) for span in term_spans(h.text, q.query, q.lang, h.lang)]
         if self.timings is not None:  # the highlights are found here, as the payload is made: their time joins the total
             spent = (time.perf_counter() - started) * 1000
-            out["timings"] = {**self.timings, "highlights": round(spent, 3), "total": round(self.timings.get("total", 0.0) + spent, 3)}
+            out["timings"] = {
+                **self.timings,
+                "highlights": round(spent, 3),
+                "total": round(self.timings.get("total", 0.0) + spent, 3),
+            }
         return out
 
     def lines(self, form: str) -> list[str]:
@@ -290,15 +309,32 @@ class SearchResult(Result):
             columns = ["rank", "score", "lang", *(["title"] if titled else []), "text", "source"]
             width = self.snippet  # the characters a hit's text may take: the snippet, cut around its matches
             texts = [h.text if not width or h.snippet is None else h.snippet for h in q.hits]
-            shown = [snippet(text, term_spans(text, q.query, q.lang, h.lang), width, around=h.snippet is None) for h, text in zip(q.hits, texts)]
-            rows = [[str(h.rank), f"{h.score:.4f}", h.lang or "", *([title] if titled else []), text, where(h) + judged_mark(h)]
-                    for h, title, (text, _) in zip(q.hits, titles, shown)]  # fmt: skip
+            shown = [
+                snippet(text, term_spans(text, q.query, q.lang, h.lang), width, around=h.snippet is None)
+                for h, text in zip(q.hits, texts)
+            ]
+            rows = [
+                [str(h.rank), f"{h.score:.4f}", h.lang or "", *([title] if titled else []), text, where(h) + judged_mark(h)]
+                for h, title, (text, _) in zip(q.hits, titles, shown)
+            ]
             at = columns.index("text")
             marks = {(r, at): spans for r, (_, spans) in enumerate(shown)}
-            out.append(Table(f"{q.query}  [{q.lang}]", columns, rows, caption=self.caption, right=("rank", "score"), marks=marks, main="text",
-                             under=("lang", "title", "source")))
+            out.append(
+                Table(
+                    f"{q.query}  [{q.lang}]",
+                    columns,
+                    rows,
+                    caption=self.caption,
+                    right=("rank", "score"),
+                    marks=marks,
+                    main="text",
+                    under=("lang", "title", "source"),
+                )
+            )
         if self.timings is not None:
-            out.append(Table("timings (ms)", ["phase", "ms"], [[name, f"{ms:.2f}"] for name, ms in self.timings.items()], right=("ms",)))
+            out.append(
+                Table("timings (ms)", ["phase", "ms"], [[name, f"{ms:.2f}"] for name, ms in self.timings.items()], right=("ms",))
+            )
         return out
 
 
@@ -403,12 +439,27 @@ class RunsResult(ListResult):
     """Recorded runs, newest first."""
 
     def tables(self):
-        table = Table("runs", ["id", "created", "run", "model", "recipe", "data", "seconds", "ex/s", "result", "out"], right=("id", "seconds", "ex/s"))
+        table = Table(
+            "runs",
+            ["id", "created", "run", "model", "recipe", "data", "seconds", "ex/s", "result", "out"],
+            right=("id", "seconds", "ex/s"),
+        )
         for r in self.rows:
             m = r.get("metrics") or {}
-            table.rows.append([human(r.get("id")), str(r.get("created", ""))[:16], human(r.get("kind")), short_path(str(r.get("model", ""))),
-                               human(r.get("recipe_name")), short_path(str(r.get("data", ""))), human(r.get("duration_s")),
-                               human(m.get("examples_per_s")), _run_result(r), short_path(str(r.get("out", "")))])  # fmt: skip
+            table.rows.append(
+                [
+                    human(r.get("id")),
+                    str(r.get("created", ""))[:16],
+                    human(r.get("kind")),
+                    short_path(str(r.get("model", ""))),
+                    human(r.get("recipe_name")),
+                    short_path(str(r.get("data", ""))),
+                    human(r.get("duration_s")),
+                    human(m.get("examples_per_s")),
+                    _run_result(r),
+                    short_path(str(r.get("out", ""))),
+                ]
+            )
         return [table]
 
 
@@ -440,9 +491,18 @@ class DocumentLines(Result):
     lines: list[dict]
 
     def tables(self) -> list[Table]:
-        named = self.title and self.title not in (Path(self.path).name, Path(self.path).stem)  # a title other than the file's name
-        return [Table(self.path + (f"  ({self.title})" if named else ""), ["line", "text"],
-                      [[str(r["line"]), r["text"]] for r in self.lines], right=("line",))]  # fmt: skip
+        named = self.title and self.title not in (
+            Path(self.path).name,
+            Path(self.path).stem,
+        )  # a title other than the file's name
+        return [
+            Table(
+                self.path + (f"  ({self.title})" if named else ""),
+                ["line", "text"],
+                [[str(r["line"]), r["text"]] for r in self.lines],
+                right=("line",),
+            )
+        ]
 
 
 class EvalResult(Result):
@@ -459,10 +519,20 @@ class EvalResult(Result):
         table = Table(f"encodr eval {self.suite}", columns, right=("n", *heads, "Δ (model − compare)"))
         for i, s in enumerate(self.reports[0]["scores"]):
             values = [r["scores"][i]["value"] for r in self.reports]
-            table.rows.append([s["dataset"], s["metric"], str(s["n"]), *[f"{v:.2f}" for v in values], *([f"{values[0] - values[1]:+.2f}"] if compare else [])])
+            table.rows.append(
+                [
+                    s["dataset"],
+                    s["metric"],
+                    str(s["n"]),
+                    *[f"{v:.2f}" for v in values],
+                    *([f"{values[0] - values[1]:+.2f}"] if compare else []),
+                ]
+            )
         if self.reports[0]["mean"] is not None:
             means = [r["mean"] for r in self.reports]
-            table.rows.append(["mean", self.primary, "", *[f"{m:.2f}" for m in means], *([f"{means[0] - means[1]:+.2f}"] if compare else [])])
+            table.rows.append(
+                ["mean", self.primary, "", *[f"{m:.2f}" for m in means], *([f"{means[0] - means[1]:+.2f}"] if compare else [])]
+            )
         return [table]
 
     def payload(self) -> Any:
@@ -484,11 +554,17 @@ def _tune_cell(key: str, value: Any, summary: dict) -> str:
 def _chains_table(summary: dict) -> Table:
     """Trans-Encoder: per chain, dev ρ of the start model and of each cycle's cross- and bi-encoder, and what was saved."""
     fmt = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
-    table = Table("encodr tune (Trans-Encoder)", ["chain", "cycle", "phase", "dev ρ", "steps", "seconds"], right=("dev ρ", "steps", "seconds"),
-                  caption=f"{summary['pairs']} pairs{' (mined)' if summary['mined'] else ''}; {summary['selection']}")  # fmt: skip
+    table = Table(
+        "encodr tune (Trans-Encoder)",
+        ["chain", "cycle", "phase", "dev ρ", "steps", "seconds"],
+        right=("dev ρ", "steps", "seconds"),
+        caption=f"{summary['pairs']} pairs{' (mined)' if summary['mined'] else ''}; {summary['selection']}",
+    )
     for c, chain in enumerate(summary["chains"], 1):
         table.rows.append([str(c), "0", f"start ({chain['start']})", fmt(chain["start_dev"]), "", ""])
-        table.rows += [[str(c), str(h["cycle"]), h["phase"], fmt(h["dev"]), str(h["steps"]), str(h["seconds"])] for h in chain["history"]]
+        table.rows += [
+            [str(c), str(h["cycle"]), h["phase"], fmt(h["dev"]), str(h["steps"]), str(h["seconds"])] for h in chain["history"]
+        ]
         for kind in ("bi", "cross"):
             best = chain["best"].get(kind, {})
             table.rows.append([str(c), "saved", kind, fmt(best.get("dev")), f"cycle {best.get('cycle')}", chain[kind]])

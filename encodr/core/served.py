@@ -56,7 +56,9 @@ class Served:
         for spec in specs:
             path = locate(spec)
             if path.name in self.searchers:
-                raise EncodrError(f"two served indexes are named '{path.name}'; serve one of them, or rename its folder", field="index")
+                raise EncodrError(
+                    f"two served indexes are named '{path.name}'; serve one of them, or rename its folder", field="index"
+                )
             searcher = self.searchers[path.name] = Searcher(path, encoder=encoder_for)
             announce(f"serving index {path.name} ({path}, {len(searcher.index):,} texts, model {searcher.index.meta['model']})")
 
@@ -67,7 +69,9 @@ class Served:
             EncodrError: no such index is served (404, field ``index``), naming those that are.
         """
         if name not in self.searchers:
-            raise EncodrError(f"index '{name}' is not served here; served: {', '.join(self.searchers) or 'none'}", field="index", status=404)
+            raise EncodrError(
+                f"index '{name}' is not served here; served: {', '.join(self.searchers) or 'none'}", field="index", status=404
+            )
         return self.searchers[name]
 
     def model(self, name: str, field_name: str = "model"):
@@ -77,7 +81,9 @@ class Served:
             EncodrError: no such model is served (404, naming ``field_name`` and the served models).
         """
         if name not in self.models:
-            raise EncodrError(f"model '{name}' is not served here; served: {', '.join(self.models) or 'none'}", field=field_name, status=404)
+            raise EncodrError(
+                f"model '{name}' is not served here; served: {', '.join(self.models) or 'none'}", field=field_name, status=404
+            )
         return self.models[name]
 
     def reranker(self, spec: str | None):
@@ -89,8 +95,11 @@ class Served:
     def require_writable(self) -> None:
         """Raises EncodrError (403, field ``index``) unless the server was started writable."""
         if not self.writable:
-            raise EncodrError("this server is read-only: documents can be written only when it is started with --writable (and an API key)",
-                              field="index", status=403)  # fmt: skip
+            raise EncodrError(
+                "this server is read-only: documents can be written only when it is started with --writable (and an API key)",
+                field="index",
+                status=403,
+            )
 
     def write(self, name: str, request, front: str, **context):
         """Answer a checked write ``request`` (an upsert, a sync, a delete by id) on served index
@@ -111,7 +120,13 @@ class Served:
         rows = []
         for name, searcher in self.searchers.items():
             searcher.refresh()
-            rows.append({"name": name, "path": str(searcher.index.path), **{k: searcher.index.meta.get(k) for k in commands.INDEX_COLUMNS if k != "name"}})
+            rows.append(
+                {
+                    "name": name,
+                    "path": str(searcher.index.path),
+                    **{k: searcher.index.meta.get(k) for k in commands.INDEX_COLUMNS if k != "name"},
+                }
+            )
         return rows
 
     def close(self) -> None:

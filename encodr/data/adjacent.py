@@ -48,12 +48,16 @@ def read_documents(path: str | Path) -> Documents:
     docs: list[list[str]] = [[]]
     columns: list[str] | None = None
     last_id = None
-    for number, line in iter_lines(path, "a text file (one sentence a line, a blank line between documents) or a TSV with text and doc columns"):
+    for number, line in iter_lines(
+        path, "a text file (one sentence a line, a blank line between documents) or a TSV with text and doc columns"
+    ):
         digest.update(line.encode("utf-8") + b"\n")
         if number == 1 and p.suffix.lower() == ".tsv":
             columns = [c.strip().lower() for c in line.split("\t")]
             if "text" not in columns or not set(DOC_ID_COLUMNS) & set(columns):
-                raise EncodrError(f"{path}: a .tsv of documents needs a header with 'text' and a document-id column ({', '.join(DOC_ID_COLUMNS)})")
+                raise EncodrError(
+                    f"{path}: a .tsv of documents needs a header with 'text' and a document-id column ({', '.join(DOC_ID_COLUMNS)})"
+                )
             continue
         if columns is None:
             if line.strip():
@@ -72,5 +76,7 @@ def read_documents(path: str | Path) -> Documents:
         docs[-1].append(text)
     found = Documents([d for d in docs if d], str(path), digest.hexdigest())
     if not found.adjacent_pairs():
-        raise EncodrError(f"{path} has no document with two sentences; adjacent-sentence methods need documents of 2+ lines (blank line between documents)")
+        raise EncodrError(
+            f"{path} has no document with two sentences; adjacent-sentence methods need documents of 2+ lines (blank line between documents)"
+        )
     return found

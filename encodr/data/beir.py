@@ -37,8 +37,10 @@ class RetrievalSet:
             EncodrError: no ``qrels/<split>.tsv`` (naming the splits there are).
         """
         if split not in self.qrels:
-            raise EncodrError(f"{self.name}: no qrels/{split}.tsv; its splits are {', '.join(sorted(self.qrels)) or 'none'} (use --split)",
-                              field="split")  # fmt: skip
+            raise EncodrError(
+                f"{self.name}: no qrels/{split}.tsv; its splits are {', '.join(sorted(self.qrels)) or 'none'} (use --split)",
+                field="split",
+            )
         return self.qrels[split]
 
 
@@ -88,7 +90,9 @@ def qrels_rows(path: str | Path, field: str | None = None):
         yield cells[0].strip(), cells[1].strip(), int(cells[2])
 
 
-def read_qrels(path: str | Path, doc_ids: set[str], queries: dict[str, str], corpus: str = "corpus.jsonl") -> dict[str, dict[str, int]]:
+def read_qrels(
+    path: str | Path, doc_ids: set[str], queries: dict[str, str], corpus: str = "corpus.jsonl"
+) -> dict[str, dict[str, int]]:
     """A BEIR qrels file (``query-id<TAB>corpus-id<TAB>score``, header optional): query id →
     {document id: grade}, grades ≤ 0 dropped.
 
@@ -105,12 +109,17 @@ def read_qrels(path: str | Path, doc_ids: set[str], queries: dict[str, str], cor
     for qid, did, grade in qrels_rows(path):
         if grade > 0:
             judged.setdefault(qid, {})[did] = grade
-    for what, ids, known in (("document", {d for r in judged.values() for d in r}, doc_ids), ("query", set(judged), set(queries))):
+    for what, ids, known in (
+        ("document", {d for r in judged.values() for d in r}, doc_ids),
+        ("query", set(judged), set(queries)),
+    ):
         missing = sorted(ids - known)
         if missing:
             where = corpus if what == "document" else "the queries"
-            raise EncodrError(f"{path}: names {len(missing)} {what}{'s' * (len(missing) > 1)} not in {where} (first: '{missing[0]}'); "
-                              f"remove those rows or add the {what}s")  # fmt: skip
+            raise EncodrError(
+                f"{path}: names {len(missing)} {what}{'s' * (len(missing) > 1)} not in {where} (first: '{missing[0]}'); "
+                f"remove those rows or add the {what}s"
+            )
     return judged
 
 
@@ -130,8 +139,11 @@ def read_retrieval(folder: str | Path) -> RetrievalSet:
         from collections import Counter
 
         repeated = [d for d, n in Counter(listed).items() if n > 1]
-        raise EncodrError(f"{corpus_file}: {len(listed) - len(doc_ids):,} documents repeat an _id ({len(repeated):,} ids, first {', '.join(repeated[:3])}); "
-                          "give each document its own _id", field="data")  # fmt: skip
+        raise EncodrError(
+            f"{corpus_file}: {len(listed) - len(doc_ids):,} documents repeat an _id ({len(repeated):,} ids, first {', '.join(repeated[:3])}); "
+            "give each document its own _id",
+            field="data",
+        )
     data = RetrievalSet(root.name, corpus_file, doc_ids, read_queries(root / "queries.jsonl"))
     for split in names:
         data.qrels[split] = read_qrels(root / "qrels" / f"{split}.tsv", doc_ids, data.queries)

@@ -37,12 +37,16 @@ def read_bitext(path: str | Path) -> list[Translation]:
         if number == 1 and [c.lower() for c in cells[:2]] == ["source", "target"]:
             continue
         if len(cells) < 2 or not cells[0] or not cells[1]:
-            raise EncodrError(f"{path}: line {number} is not source<TAB>target (found {len(cells)} column{'s' * (len(cells) != 1)}"
-                              f"{', one empty' if len(cells) >= 2 else ''}); write one translation pair a line")  # fmt: skip
+            raise EncodrError(
+                f"{path}: line {number} is not source<TAB>target (found {len(cells)} column{'s' * (len(cells) != 1)}"
+                f"{', one empty' if len(cells) >= 2 else ''}); write one translation pair a line"
+            )
         langs = (cells[2] or None, cells[3] or None) if len(cells) >= 4 else (None, None)
         found.setdefault((cells[0], cells[1]), Translation(cells[0], cells[1], *langs))
     if len(found) < 2:
-        raise EncodrError(f"{path} has {len(found)} distinct translation pair{'s' * (len(found) != 1)}; bitext retrieval needs at least 2 (in-batch negatives)")
+        raise EncodrError(
+            f"{path} has {len(found)} distinct translation pair{'s' * (len(found) != 1)}; bitext retrieval needs at least 2 (in-batch negatives)"
+        )
     return list(found.values())
 
 
@@ -101,7 +105,9 @@ def read_tatoeba(path: str | Path) -> list[Translation]:
     a, _ = read_lines(source)
     b, _ = read_lines(target)
     if len(a) != len(b):
-        raise EncodrError(f"{source.name} has {len(a)} lines and {target.name} {len(b)}; aligned files need one translation a line")
+        raise EncodrError(
+            f"{source.name} has {len(a)} lines and {target.name} {len(b)}; aligned files need one translation a line"
+        )
     blank = next((i for i, (x, y) in enumerate(zip(a, b), 1) if not x.strip() or not y.strip()), None)
     if blank is not None:
         raise EncodrError(f"{source.name} / {target.name}: line {blank} is blank; aligned files need one sentence a line")

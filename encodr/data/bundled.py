@@ -37,7 +37,9 @@ def default_corpus(name: str, n: int = 10_000, seed: int = 42) -> Corpus:
         with open(path, encoding="utf-8") as f:
             names = sorted({row["name"] for row in csv.DictReader(f, delimiter="\t")})
         strings = random.Random(seed).sample(names, min(n, len(names)))
-        return Corpus(strings, f"mesh:sample{n}:seed{seed}", hashlib.sha256("\n".join(strings).encode()).hexdigest(), len(strings))
+        return Corpus(
+            strings, f"mesh:sample{n}:seed{seed}", hashlib.sha256("\n".join(strings).encode()).hexdigest(), len(strings)
+        )
     if name == "wiki":
         return read_corpus(bundled("wiki/wiki_sentences_en.txt"))
     if name == "stsb-train":

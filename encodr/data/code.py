@@ -22,29 +22,100 @@ from dataclasses import dataclass
 # file suffix → the grammar's name in tree-sitter-language-pack; programming languages only
 # (JSON, YAML, CSS and other data or style files stay unread)
 CODE_LANGUAGES = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java",
-    ".c": "c", ".h": "c", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".cs": "csharp",
-    ".rb": "ruby", ".sh": "bash", ".bash": "bash", ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift", ".php": "php",
-    ".scala": "scala", ".lua": "lua", ".r": "r", ".jl": "julia", ".ex": "elixir", ".exs": "elixir", ".erl": "erlang",
-    ".hs": "haskell", ".ml": "ocaml", ".dart": "dart", ".zig": "zig", ".nim": "nim", ".pl": "perl", ".pm": "perl",
-    ".ps1": "powershell", ".clj": "clojure", ".el": "elisp", ".groovy": "groovy", ".vue": "vue", ".svelte": "svelte",
-}  # fmt: skip
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c",
+    ".h": "c",
+    ".cpp": "cpp",
+    ".cc": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".swift": "swift",
+    ".php": "php",
+    ".scala": "scala",
+    ".lua": "lua",
+    ".r": "r",
+    ".jl": "julia",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".erl": "erlang",
+    ".hs": "haskell",
+    ".ml": "ocaml",
+    ".dart": "dart",
+    ".zig": "zig",
+    ".nim": "nim",
+    ".pl": "perl",
+    ".pm": "perl",
+    ".ps1": "powershell",
+    ".clj": "clojure",
+    ".el": "elisp",
+    ".groovy": "groovy",
+    ".vue": "vue",
+    ".svelte": "svelte",
+}
 CODE_SUFFIXES = tuple(CODE_LANGUAGES)
 
 # definitions that hold others: their methods are sections of their own
 CONTAINERS = {
-    "class_definition", "class_declaration", "abstract_class_declaration", "interface_declaration", "enum_declaration",
-    "impl_item", "trait_item", "mod_item", "class", "module", "class_specifier", "struct_specifier", "namespace_definition",
-    "namespace_declaration", "object_declaration", "record_declaration", "protocol_declaration", "trait_definition",
-    "object_definition", "singleton_class",
-}  # fmt: skip
+    "class_definition",
+    "class_declaration",
+    "abstract_class_declaration",
+    "interface_declaration",
+    "enum_declaration",
+    "impl_item",
+    "trait_item",
+    "mod_item",
+    "class",
+    "module",
+    "class_specifier",
+    "struct_specifier",
+    "namespace_definition",
+    "namespace_declaration",
+    "object_declaration",
+    "record_declaration",
+    "protocol_declaration",
+    "trait_definition",
+    "object_definition",
+    "singleton_class",
+}
 # definitions cut as one section (their nested functions stay inside them)
 LEAVES = {
-    "function_definition", "function_declaration", "generator_function_declaration", "method_definition", "method_declaration",
-    "constructor_declaration", "function_item", "struct_item", "enum_item", "method", "singleton_method", "type_declaration",
-    "function_signature_item", "macro_definition", "function", "function_def",
-}  # fmt: skip
+    "function_definition",
+    "function_declaration",
+    "generator_function_declaration",
+    "method_definition",
+    "method_declaration",
+    "constructor_declaration",
+    "function_item",
+    "struct_item",
+    "enum_item",
+    "method",
+    "singleton_method",
+    "type_declaration",
+    "function_signature_item",
+    "macro_definition",
+    "function",
+    "function_def",
+}
 # nodes that wrap a definition and belong to it: decorators, export, templates
 WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
 # the nodes that hold a definition's members (a class body, a Rust impl's list, a Ruby body)
@@ -151,8 +222,15 @@ def _name(node, data: bytes) -> str:
     declarator, a Go method's receiver type before it (``Console.Print``)."""
     for field in ("name", "type", "declarator"):
         part = node.child_by_field_name(field)
-        while part is not None and part.type in ("function_declarator", "pointer_declarator", "reference_declarator", "generic_type"):
-            part = part.child_by_field_name("declarator") or part.child_by_field_name("type") or (part.named_children or [None])[0]
+        while part is not None and part.type in (
+            "function_declarator",
+            "pointer_declarator",
+            "reference_declarator",
+            "generic_type",
+        ):
+            part = (
+                part.child_by_field_name("declarator") or part.child_by_field_name("type") or (part.named_children or [None])[0]
+            )
         if part is not None and part.end_byte - part.start_byte <= 200:
             name = data[part.start_byte : part.end_byte].decode("utf-8", "replace")
             receiver = node.child_by_field_name("receiver") if node.type == "method_declaration" else None
@@ -237,7 +315,12 @@ def _documentation(inner, outer, data: bytes, to_char) -> tuple[int, int, str]:
     else the comments directly above it; (0, 0, "") without one."""
     body = inner.child_by_field_name("body")
     first = body.named_children[0] if body is not None and body.named_children else None
-    if first is not None and first.type == "expression_statement" and first.named_children and first.named_children[0].type == "string":
+    if (
+        first is not None
+        and first.type == "expression_statement"
+        and first.named_children
+        and first.named_children[0].type == "string"
+    ):
         first = first.named_children[0]  # older grammars wrap the docstring in an expression statement
     if first is not None and first.type == "string":
         raw = data[first.start_byte : first.end_byte].decode("utf-8", "replace")

@@ -27,7 +27,13 @@ RECORD_SUFFIXES = (".txt", ".tsv", ".csv", ".jsonl")
 # converted to Markdown by kreuzberg (one Rust library for all of them, with each file's properties)
 CONVERTED_SUFFIXES = (".docx", ".pptx", ".xlsx", ".odt", ".ods", ".odp", ".epub", ".rtf", ".eml")
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf", *CONVERTED_SUFFIXES, *CODE_SUFFIXES)  # source code: .code
-MARKDOWN_SUFFIXES = (".md", ".markdown", ".html", ".htm", *CONVERTED_SUFFIXES)  # documents whose text is Markdown (headings, lists, tables)
+MARKDOWN_SUFFIXES = (
+    ".md",
+    ".markdown",
+    ".html",
+    ".htm",
+    *CONVERTED_SUFFIXES,
+)  # documents whose text is Markdown (headings, lists, tables)
 OVERLAP = 32  # tokens shared by consecutive passages of a document
 
 NOT_READ = "not a kind encodr reads"  # why a file of a folder is left out (encodr index --help lists the kinds it reads)
@@ -79,7 +85,9 @@ def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[S
             else:
                 skipped.append(Skipped(str(f), NOT_READ))
         if not found:
-            raise EncodrError(f"{spec}: no file to read in this folder{f' matching {glob!r}' if glob else ''}; encodr reads {kinds_read()}")
+            raise EncodrError(
+                f"{spec}: no file to read in this folder{f' matching {glob!r}' if glob else ''}; encodr reads {kinds_read()}"
+            )
     return files, skipped
 
 
@@ -227,7 +235,9 @@ def _pdf_pages(p: Path) -> tuple[str, list[str]]:
         pages = [(page.extract_text() or "").strip() for page in reader.pages]
         title = (reader.metadata.title if reader.metadata and reader.metadata.title else None) or p.stem
     except Exception as exc:  # pypdf raises many kinds of errors on damaged files
-        raise EncodrError(f"{p}: not a PDF that can be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'unreadable'})") from None
+        raise EncodrError(
+            f"{p}: not a PDF that can be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'unreadable'})"
+        ) from None
     finally:
         quiet.setLevel(level)
     return str(title), pages
@@ -255,12 +265,22 @@ def _read_converted(p: Path) -> tuple[str, str, dict]:
     text = found.content or ""
     heading = next((line.lstrip("#").strip() for line in text.splitlines() if line.startswith("# ")), None)
     title = props.get("title") or props.get("subject")
-    authors = props.get("authors") or ([props["created_by"]] if props.get("created_by") else None) or ([props["from_email"]] if props.get("from_email") else None)
-    meta = {"author": ", ".join(map(str, authors)) if authors else None, "created": props.get("created_at"), "modified": props.get("modified_at")}
+    authors = (
+        props.get("authors")
+        or ([props["created_by"]] if props.get("created_by") else None)
+        or ([props["from_email"]] if props.get("from_email") else None)
+    )
+    meta = {
+        "author": ", ".join(map(str, authors)) if authors else None,
+        "created": props.get("created_at"),
+        "modified": props.get("modified_at"),
+    }
     return str(title or heading or p.stem), text, {k: v for k, v in meta.items() if v}
 
 
-PAGE_MARK = "ENCODRPAGE"  # what kreuzberg writes where a slide (a page) starts; only letters, so its Markdown output keeps it as written
+PAGE_MARK = (
+    "ENCODRPAGE"  # what kreuzberg writes where a slide (a page) starts; only letters, so its Markdown output keeps it as written
+)
 _PAGE_LINE = re.compile(rf"\n*^{PAGE_MARK}(\d+)\n*", re.M)
 
 
@@ -286,7 +306,25 @@ def _page_marks(text: str) -> tuple[str, tuple[int, ...]]:
 def _html_text(raw: str, fallback: str) -> tuple[str, str]:
     from html.parser import HTMLParser
 
-    blocks = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "pre", "blockquote", "td", "th"}
+    blocks = {
+        "p",
+        "div",
+        "br",
+        "li",
+        "tr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "section",
+        "article",
+        "pre",
+        "blockquote",
+        "td",
+        "th",
+    }
 
     class Text(HTMLParser):
         def __init__(self):
@@ -303,7 +341,9 @@ def _html_text(raw: str, fallback: str) -> tuple[str, str]:
                 self.skip += 1
             if tag in blocks:
                 self.parts.append("\n")
-            if tag in ("h1", "h2", "h3", "h4", "h5", "h6") and not self.skip:  # a heading as Markdown's: its passages know their section
+            if (
+                tag in ("h1", "h2", "h3", "h4", "h5", "h6") and not self.skip
+            ):  # a heading as Markdown's: its passages know their section
                 self.parts.append("#" * int(tag[1]) + " ")
 
         def handle_endtag(self, tag):
@@ -349,7 +389,9 @@ def passage_splitter(tokenizer, max_tokens: int, overlap: int = OVERLAP) -> Spli
     counter = Tokenizer.from_str(backend.to_str())  # a copy without the truncation a model's tokenizer.json may carry,
     counter.no_truncation()  # which would count every long text as fitting
     counter.no_padding()
-    splitter = TextSplitter.from_huggingface_tokenizer(counter, capacity=max_tokens, overlap=min(overlap, max_tokens // 4), trim=True)
+    splitter = TextSplitter.from_huggingface_tokenizer(
+        counter, capacity=max_tokens, overlap=min(overlap, max_tokens // 4), trim=True
+    )
 
     def split(text: str) -> list[tuple[int, str]]:
         if len(text) <= max_tokens:  # no token is shorter than a character: it fits
@@ -371,8 +413,14 @@ def reads_as_document(path: str, in_folder: bool = False, layout: Layout = Layou
     return suffix == ".txt" and in_folder and not (layout.records or layout.documents)
 
 
-def iter_records(path: str, lang: str | None = None, split: Splitter | None = None, skipped: list[Skipped] | None = None,
-                 layout: Layout = Layout(), in_folder: bool = False) -> Iterator[Record]:  # fmt: skip
+def iter_records(
+    path: str,
+    lang: str | None = None,
+    split: Splitter | None = None,
+    skipped: list[Skipped] | None = None,
+    layout: Layout = Layout(),
+    in_folder: bool = False,
+) -> Iterator[Record]:
     """The records of one file, split into passages by ``split`` where a text is too long.
 
     A document file (Markdown, HTML, PDF, a converted Office or e-book file) is one document with the file's path as its id; a
@@ -416,8 +464,9 @@ def iter_passages(record: Record, split: Splitter | None) -> Iterator[Record]:
     return document_passages(record, split)
 
 
-def document_passages(record: Record, split: Splitter | None, pages: tuple[int, ...] = (),
-                      sections: tuple[tuple[int, int, str], ...] | None = None) -> Iterator[Record]:  # fmt: skip
+def document_passages(
+    record: Record, split: Splitter | None, pages: tuple[int, ...] = (), sections: tuple[tuple[int, int, str], ...] | None = None
+) -> Iterator[Record]:
     """The passages of one document: its sections (:func:`section_bounds`; for a PDF, also
     its pages; for source code, ``sections``: its definitions), each cut by ``split`` where it is longer than the window, so that no passage
     crosses a heading or a page. Each passage carries its heading path (``section``), its
@@ -451,11 +500,21 @@ def document_passages(record: Record, split: Splitter | None, pages: tuple[int, 
         body = chunk.strip()
         if not body:
             continue
-        for offset, piece in (split(body) if split is not None else [(0, body)]):
+        for offset, piece in split(body) if split is not None else [(0, body)]:
             at = start + lead + offset
             page = bisect.bisect_right(pages, at) if pages else None
-            out.append(replace(record, text=piece, ext_id=record.document_id, start=at, line=line_at(at),
-                               end_line=line_at(at + max(len(piece) - 1, 0)), section=section or None, page=page))  # fmt: skip
+            out.append(
+                replace(
+                    record,
+                    text=piece,
+                    ext_id=record.document_id,
+                    start=at,
+                    line=line_at(at),
+                    end_line=line_at(at + max(len(piece) - 1, 0)),
+                    section=section or None,
+                    page=page,
+                )
+            )
     if len(out) == 1:
         yield replace(out[0], ext_id=record.ext_id, start=None)
         return

@@ -46,8 +46,12 @@ def check_code(code: str, where: str = "lang") -> str:
             raise OptionError(where, code, problem)
         raise EncodrError(f"{where} '{code}' {problem}")
     return code
-DETECTOR = ("lingua-language-detector: among all languages (high-accuracy mode up to 10,000 texts; when the corpus is one window, "
-            "an evenly spaced sample of 1,000 in low-accuracy mode, then high-accuracy among the languages found), then high-accuracy among the corpus's")
+
+
+DETECTOR = (
+    "lingua-language-detector: among all languages (high-accuracy mode up to 10,000 texts; when the corpus is one window, "
+    "an evenly spaced sample of 1,000 in low-accuracy mode, then high-accuracy among the languages found), then high-accuracy among the corpus's"
+)
 SMALL_CORPUS = 10_000  # up to this many texts, the first pass runs in high-accuracy mode
 SAMPLE = 1_000  # texts of a one-window corpus labelled among all languages to find its languages
 MIN_SHARE = 0.01  # a detected language must label at least 1 % of a corpus…
@@ -65,7 +69,9 @@ def _lingua():
     try:
         import lingua
     except ImportError:  # pragma: no cover - a core dependency
-        raise EncodrError("language detection needs lingua-language-detector: pip install lingua-language-detector, or give --lang") from None
+        raise EncodrError(
+            "language detection needs lingua-language-detector: pip install lingua-language-detector, or give --lang"
+        ) from None
     return lingua
 
 
@@ -84,7 +90,9 @@ def _detector(candidates: tuple[str, ...] | None, accurate: bool = False):
         return (builder if accurate else builder.with_low_accuracy_mode()).build()
     unknown = [c for c in candidates if c not in known]
     if unknown:
-        raise EncodrError(f"unknown language code(s) {', '.join(unknown)}; use ISO 639-3 codes such as eng, spa, fra, deu, rus, ara, vie")
+        raise EncodrError(
+            f"unknown language code(s) {', '.join(unknown)}; use ISO 639-3 codes such as eng, spa, fra, deu, rus, ara, vie"
+        )
     if len(candidates) == 1:
         return candidates[0]
     # high-accuracy mode, which short texts need (the models of a few languages are small)
@@ -113,7 +121,9 @@ def detect_languages(texts: list[str], candidates: Iterable[str] | None = None, 
     return [code for code, _ in detect_with_confidence(texts, candidates, accurate)]
 
 
-def detect_with_confidence(texts: list[str], candidates: Iterable[str] | None = None, accurate: bool = False) -> list[tuple[str, float]]:
+def detect_with_confidence(
+    texts: list[str], candidates: Iterable[str] | None = None, accurate: bool = False
+) -> list[tuple[str, float]]:
     """The language of each text, and the detector's confidence in it.
 
     Args:
@@ -183,8 +193,12 @@ def sampled_languages(texts: list[str], size: int | None = None) -> list[str] | 
     return corpus_languages([code for code, _ in found], confidences=[sure for _, sure in found]) or None
 
 
-def corpus_languages(labels: Iterable[str], min_share: float = MIN_SHARE, min_texts: int = MIN_TEXTS,
-                     confidences: Iterable[float | None] | None = None) -> list[str]:  # fmt: skip
+def corpus_languages(
+    labels: Iterable[str],
+    min_share: float = MIN_SHARE,
+    min_texts: int = MIN_TEXTS,
+    confidences: Iterable[float | None] | None = None,
+) -> list[str]:
     """The languages that make up a corpus, from its detected labels: those that label at
     least ``min_texts`` texts and at least ``min_share`` of them (``und`` never).
 
@@ -203,7 +217,9 @@ def corpus_languages(labels: Iterable[str], min_share: float = MIN_SHARE, min_te
     total = sum(counts.values())
     kept = [c for c, n in counts.items() if n >= min_texts and n >= min_share * total]
     if confidences is not None:
-        sure = Counter(label for label, c in zip(labels, confidences) if label != UNDETERMINED and c is not None and c >= CONFIDENT)
+        sure = Counter(
+            label for label, c in zip(labels, confidences) if label != UNDETERMINED and c is not None and c >= CONFIDENT
+        )
         sure_total = sum(sure.values())
         if sure_total:
             kept = [c for c in kept if counts[c] >= MAJOR_SHARE * total or sure[c] >= min_share * sure_total]

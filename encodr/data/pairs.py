@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .text import read_lines
 from ..errors import EncodrError
 from ..paths import bundled
+from .text import read_lines
 
 STSB_FILES = ("stsb/sts-train.csv", "stsb/sts-dev.csv", "stsb/sts-test.csv")
 
@@ -75,17 +75,23 @@ def read_pairs(path: str | Path) -> PairData:
     if tabs == {0}:
         sentences = list(dict.fromkeys(line.strip() for _, line in rows))
         if len(sentences) < 3:
-            raise EncodrError(f"{path} has {len(sentences)} distinct sentence{'' if len(sentences) == 1 else 's'}; mining pairs needs at least 3: add more lines")
+            raise EncodrError(
+                f"{path} has {len(sentences)} distinct sentence{'' if len(sentences) == 1 else 's'}; mining pairs needs at least 3: add more lines"
+            )
         return PairData([], sentences, str(path), sha, mined=True)
     if 0 in tabs:
         number = next(n for n, line in rows if "\t" not in line)
-        raise EncodrError(f"{path}: line {number} has no tab while other lines are pairs; use sentence1<TAB>sentence2 on every line")
+        raise EncodrError(
+            f"{path}: line {number} has no tab while other lines are pairs; use sentence1<TAB>sentence2 on every line"
+        )
     if tabs == {1}:
         pairs, ignored = _distinct(line.split("\t") for _, line in rows), False
     else:
         pairs, ignored = _distinct((p.text1, p.text2) for p in read_sts(path)), True
     if len(pairs) < 2:
-        raise EncodrError(f"{path} has {len(pairs)} distinct pair of different sentences; Trans-Encoder needs at least 2: add more")
+        raise EncodrError(
+            f"{path} has {len(pairs)} distinct pair of different sentences; Trans-Encoder needs at least 2: add more"
+        )
     return PairData(pairs, list(dict.fromkeys(s for p in pairs for s in p)), str(path), sha, labels_ignored=ignored)
 
 
@@ -101,8 +107,13 @@ def stsb_pairs() -> PairData:
         digest.update(path.read_bytes())
         raw.extend((p.text1, p.text2) for p in read_sts(path))
     pairs = _distinct(raw)
-    return PairData(pairs, list(dict.fromkeys(s for p in pairs for s in p)), "stsb-pairs (bundled STS-B train+dev+test, unlabelled)",
-                    digest.hexdigest(), labels_ignored=True)  # fmt: skip
+    return PairData(
+        pairs,
+        list(dict.fromkeys(s for p in pairs for s in p)),
+        "stsb-pairs (bundled STS-B train+dev+test, unlabelled)",
+        digest.hexdigest(),
+        labels_ignored=True,
+    )
 
 
 def mine_pairs(vectors: np.ndarray, k: int, random_fraction: float, seed: int) -> list[tuple[int, int]]:

@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .text import read_lines
 from ..errors import EncodrError
+from .text import read_lines
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,9 @@ def read_linking(path: str | Path, split: str = "all") -> LinkingSet:
     reader = csv.DictReader(read_lines(path)[0], delimiter="\t")
     missing = set(columns) - set(reader.fieldnames or [])
     if missing:
-        raise EncodrError(f"{path}: a linking file needs a tab-separated header with mesh_id, name and canonical (missing: {', '.join(sorted(missing))})")
+        raise EncodrError(
+            f"{path}: a linking file needs a tab-separated header with mesh_id, name and canonical (missing: {', '.join(sorted(missing))})"
+        )
     rows = []
     for row in reader:
         if not all(row[c] for c in columns):
@@ -173,8 +175,10 @@ def read_linking(path: str | Path, split: str = "all") -> LinkingSet:
             queries.append(row["name"])
             query_ids.append(row["mesh_id"])
     if not queries:
-        raise EncodrError(f"{path}: no query names{'' if split == 'all' else ' in the ' + split + ' split'}; "
-                          "a query is a name that is not just a rewrite (case, plural, word order) of its canonical name")
+        raise EncodrError(
+            f"{path}: no query names{'' if split == 'all' else ' in the ' + split + ' split'}; "
+            "a query is a name that is not just a rewrite (case, plural, word order) of its canonical name"
+        )
     candidates = sorted(by_name)
     return LinkingSet(queries, query_ids, candidates, [frozenset(by_name[c]) for c in candidates])
 
@@ -222,13 +226,19 @@ def read_binary_pairs(path: str | Path) -> list[LabelledPair]:
     elif (body := _plain_rows(rows, lambda row: len(row) >= 3 and row[0].strip() in ("0", "1"))) is not None:
         a, b, y = 1, 2, 0
     else:
-        raise EncodrError(f"{path}: unknown pairs layout; use label<TAB>sentence1<TAB>sentence2 (label 0 or 1), or a QQP, QNLI or MRPC file with its header")
+        raise EncodrError(
+            f"{path}: unknown pairs layout; use label<TAB>sentence1<TAB>sentence2 (label 0 or 1), or a QQP, QNLI or MRPC file with its header"
+        )
     pairs = []
     for number, row in body:
         if len(row) <= max(a, b, y):
-            raise EncodrError(f"{path}: line {number} has {len(row)} tab-separated column{'' if len(row) == 1 else 's'}, fewer than the layout's {max(a, b, y) + 1}")
+            raise EncodrError(
+                f"{path}: line {number} has {len(row)} tab-separated column{'' if len(row) == 1 else 's'}, fewer than the layout's {max(a, b, y) + 1}"
+            )
         if row[y].strip().lower() not in _BINARY_LABELS:
-            raise EncodrError(f"{path}: line {number} has no 0/1 label in column {y + 1} (got '{row[y].strip()[:20]}'); every row needs one")
+            raise EncodrError(
+                f"{path}: line {number} has no 0/1 label in column {y + 1} (got '{row[y].strip()[:20]}'); every row needs one"
+            )
         pairs.append(LabelledPair(_BINARY_LABELS[row[y].strip().lower()], row[a].strip(), row[b].strip()))
     if len({p.label for p in pairs}) < 2:
         raise EncodrError(f"{path}: every pair has label {pairs[0].label}; ROC-AUC needs both 0 and 1 labels")

@@ -29,7 +29,9 @@ class Record:
     title: str | None = None
     start: int | None = None
     meta: dict | None = None  # the document's metadata: a JSONL object's other fields, --meta-columns, Markdown front matter
-    section: str | None = None  # a passage's heading path under its document's title ("Install › GPU"), where the document has headings
+    section: str | None = (
+        None  # a passage's heading path under its document's title ("Install › GPU"), where the document has headings
+    )
     end_line: int | None = None  # the 1-based line of the source file where the text ends (``line``: where it starts)
     page: int | None = None  # the 1-based page of a PDF the text sits on
 
@@ -117,8 +119,12 @@ def _read_blocks(p: Path, default_lang: str | None) -> Iterator[Record]:
 
 def _read_jsonl(p: Path, default_lang: str | None, layout: Layout) -> Iterator[Record]:
     field = layout.text_field
-    for number, obj in iter_json_lines(p, f"a JSONL file: one JSON object a line with a '{field}' field",
-                                       f"a string '{field}' field (optional: _id, title, lang; --text-field names another)", text=field):  # fmt: skip
+    for number, obj in iter_json_lines(
+        p,
+        f"a JSONL file: one JSON object a line with a '{field}' field",
+        f"a string '{field}' field (optional: _id, title, lang; --text-field names another)",
+        text=field,
+    ):
         title = obj.get("title") if isinstance(obj.get("title"), str) else None
         text = f"{title or ''} {obj[field]}".strip()
         ext_id = obj.get("_id", obj.get("id"))
@@ -127,14 +133,20 @@ def _read_jsonl(p: Path, default_lang: str | None, layout: Layout) -> Iterator[R
             check_code(lang, f"{p}, line {number}: lang")
         meta = {k: v for k, v in obj.items() if k not in (field, "title", "_id", "id", "lang")} or None
         if text:
-            yield Record(text, str(p), number, None if ext_id is None else str(ext_id), lang or default_lang, title or None, meta=meta)
+            yield Record(
+                text, str(p), number, None if ext_id is None else str(ext_id), lang or default_lang, title or None, meta=meta
+            )
 
 
 def _columns(p: Path, header: list[str], layout: Layout) -> dict[str, int]:
     """The header's column index for each of text, id, title and lang (those present)."""
     columns = [c.strip().lower() for c in header]
     names = {"text": layout.text_column, "id": layout.id_column or "id", "title": layout.title_column or "title", "lang": "lang"}
-    named = {"text": "--text-column", "id": "--id-column" if layout.id_column else None, "title": "--title-column" if layout.title_column else None}
+    named = {
+        "text": "--text-column",
+        "id": "--id-column" if layout.id_column else None,
+        "title": "--title-column" if layout.title_column else None,
+    }
     names.update({f"meta:{c}": c for c in layout.meta_columns})
     named.update({f"meta:{c}": "--meta-columns" for c in layout.meta_columns})
     found = {}
@@ -142,8 +154,9 @@ def _columns(p: Path, header: list[str], layout: Layout) -> dict[str, int]:
         if name.lower() in columns:
             found[key] = columns.index(name.lower())
         elif named.get(key):
-            raise EncodrError(f"{p}: no column '{name}' in its header ({', '.join(columns) or 'empty'}); "
-                              f"pass {named[key]} with one of them")  # fmt: skip
+            raise EncodrError(
+                f"{p}: no column '{name}' in its header ({', '.join(columns) or 'empty'}); pass {named[key]} with one of them"
+            )
     return found
 
 
@@ -165,12 +178,21 @@ def _row(p: Path, number: int, values: list[str], columns: dict[str, int], defau
     title = cells.get("title") or None
     text = f"{title or ''} {cells['text']}".strip() if cells["text"] else ""
     meta = {key[5:]: _scalar(value) for key, value in cells.items() if key.startswith("meta:")} or None
-    return Record(text, str(p), number, cells.get("id") or None, cells.get("lang") or default_lang, title, meta=meta) if text else None
+    return (
+        Record(text, str(p), number, cells.get("id") or None, cells.get("lang") or default_lang, title, meta=meta)
+        if text
+        else None
+    )
 
 
 def _read_table(p: Path, default_lang: str | None, layout: Layout, suffix: str) -> Iterator[Record]:
     tsv = suffix == ".tsv"
-    lines = (line for _, line in iter_lines(p, f"a {suffix[1:].upper()} file with a header that has a '{layout.text_column}' column", ends=True))
+    lines = (
+        line
+        for _, line in iter_lines(
+            p, f"a {suffix[1:].upper()} file with a header that has a '{layout.text_column}' column", ends=True
+        )
+    )
     csv.field_size_limit(2**31 - 1)  # a document in one field may be longer than the module's 128 KiB default
     try:
         # a TSV is split at every tab, quotes kept as text; a CSV follows RFC 4180
@@ -181,9 +203,15 @@ def _read_table(p: Path, default_lang: str | None, layout: Layout, suffix: str) 
             if not any(v.strip() for v in values):
                 continue
             if len(values) != len(header):
-                unit, fix = ("column", "separate the row's fields with tabs, or leave a field empty between two tabs") if tsv else ("field", "quote a field that holds a comma")
-                raise EncodrError(f"{p}, line {rows.line_num}: {len(values)} {unit}{'s' * (len(values) != 1)} where the header has {len(header)} "
-                                  f"({', '.join(c.strip().lower() for c in header)}); {fix}")  # fmt: skip
+                unit, fix = (
+                    ("column", "separate the row's fields with tabs, or leave a field empty between two tabs")
+                    if tsv
+                    else ("field", "quote a field that holds a comma")
+                )
+                raise EncodrError(
+                    f"{p}, line {rows.line_num}: {len(values)} {unit}{'s' * (len(values) != 1)} where the header has {len(header)} "
+                    f"({', '.join(c.strip().lower() for c in header)}); {fix}"
+                )
             record = _row(p, rows.line_num, values, columns, default_lang)
             if record:
                 yield record

@@ -56,8 +56,10 @@ def _decode(raw: bytes, path: str | Path, line: int, offset: int = 0) -> str:
     byte, which no text line holds, is reported as a binary (or UTF-16) file."""
     if b"\x00" in raw:
         line += raw.count(b"\n", 0, raw.index(b"\x00"))
-        raise EncodrError(f"{path}: line {line} holds a NUL byte: a binary file (or UTF-16 text), not UTF-8 text; "
-                          f"name a text file, or convert it, e.g. iconv -f utf-16 -t utf-8 {path} > fixed.txt")  # fmt: skip
+        raise EncodrError(
+            f"{path}: line {line} holds a NUL byte: a binary file (or UTF-16 text), not UTF-8 text; "
+            f"name a text file, or convert it, e.g. iconv -f utf-16 -t utf-8 {path} > fixed.txt"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -68,7 +70,9 @@ def _decode(raw: bytes, path: str | Path, line: int, offset: int = 0) -> str:
         ) from None
 
 
-def iter_lines(path: str | Path, what: str = "a UTF-8 text file with one string a line", ends: bool = False) -> Iterator[tuple[int, str]]:
+def iter_lines(
+    path: str | Path, what: str = "a UTF-8 text file with one string a line", ends: bool = False
+) -> Iterator[tuple[int, str]]:
     """Stream a UTF-8 text file as ``(1-based line number, line without its line ending)``,
     one line in memory at a time. A leading byte-order mark is dropped.
 
@@ -93,7 +97,9 @@ def iter_lines(path: str | Path, what: str = "a UTF-8 text file with one string 
             yield number, (line.lstrip("\ufeff") if number == 1 else line)
 
 
-def iter_json_lines(path: str | Path, what: str, needs: str = "a string 'text'", ids: bool = False, text: str = "text") -> Iterator[tuple[int, dict]]:
+def iter_json_lines(
+    path: str | Path, what: str, needs: str = "a string 'text'", ids: bool = False, text: str = "text"
+) -> Iterator[tuple[int, dict]]:
     """Stream a JSONL file as ``(1-based line number, object)``, blank lines skipped; each
     object must have a string field ``text`` (the field's name; and with ``ids`` an ``_id``).
 

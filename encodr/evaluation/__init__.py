@@ -66,8 +66,8 @@ def run(suite: str, encoder, data: list[str] | None = None, progress: bool | Pro
     Raises:
         EncodrError: a cross-encoder on a suite that needs vectors (``words``, ``linking``).
     """
-    from ..models import CrossScorer
     from ..errors import EncodrError
+    from ..models import CrossScorer
     from .tasks import CROSS_SUITES
 
     if isinstance(encoder, CrossScorer) and suite not in CROSS_SUITES:
@@ -112,11 +112,21 @@ def score_distributions(suite: str, scorer, data: list[str] | None = None, progr
     for task in tasks_for(suite, data):
         evaluator = task.evaluator()
         if not isinstance(evaluator, _PairEvaluator):
-            raise EncodrError(f"--plot draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{suite}'")
+            raise EncodrError(
+                f"--plot draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{suite}'"
+            )
         scores = np.asarray(evaluator.predict(scorer, progress), dtype=np.float64)
         high, low, high_label, low_label = evaluator.gold_groups()
-        panels.append({"dataset": task.name, "model": scorer.name, "high": scores[high].tolist(), "low": scores[low].tolist(),
-                       "high_label": high_label, "low_label": low_label})  # fmt: skip
+        panels.append(
+            {
+                "dataset": task.name,
+                "model": scorer.name,
+                "high": scores[high].tolist(),
+                "low": scores[low].tolist(),
+                "high_label": high_label,
+                "low_label": low_label,
+            }
+        )
     return panels
 
 
@@ -163,8 +173,10 @@ def dev_set(spec: str) -> DevSet:
         there = splits(spec)
         split = next((s for s in ("dev", "train") if s in there), None)
         if split is None:
-            raise EncodrError(f"--dev {spec}: a BEIR folder selects checkpoints on qrels/dev.tsv or qrels/train.tsv, never a test split; "
-                              f"it has {', '.join(there) or 'none'}")  # fmt: skip
+            raise EncodrError(
+                f"--dev {spec}: a BEIR folder selects checkpoints on qrels/dev.tsv or qrels/train.tsv, never a test split; "
+                f"it has {', '.join(there) or 'none'}"
+            )
         name = Path(spec).name
         return DevSet(name, RetrievalEvaluator(name, read_retrieval(spec), split=split), "ndcg@10", split)
     else:
@@ -172,6 +184,8 @@ def dev_set(spec: str) -> DevSet:
         if not p.is_file():
             dev = ", ".join(n for n, t in TASKS.items() if t.split == "dev")
             auto = " (--dev auto works with the retrieval recipe only)" if spec == "auto" else ""
-            raise EncodrError(f"--dev {spec}: no such file or bundled evaluation set{auto}; pass a scored-pairs file, a BEIR folder or one of: {dev}")
+            raise EncodrError(
+                f"--dev {spec}: no such file or bundled evaluation set{auto}; pass a scored-pairs file, a BEIR folder or one of: {dev}"
+            )
         task = Task(p.name, "", "sts", str(p.resolve()), "user", str(p))
     return DevSet(task.name, task.evaluator(), PRIMARY[task.type], task.split)

@@ -51,5 +51,8 @@ class BitextEvaluator(Evaluator):
                 fit_and_remove(target, [tgt] * len(pairs), self.pcr)
             forward, backward = retrieval_accuracy(source, target), retrieval_accuracy(target, source)
             means.append((forward + backward) / 2)
-            details += [Score(self.name, f"acc@1 {src}→{tgt}", forward, len(pairs)), Score(self.name, f"acc@1 {tgt}→{src}", backward, len(pairs))]
+            details += [
+                Score(self.name, f"acc@1 {src}→{tgt}", forward, len(pairs)),
+                Score(self.name, f"acc@1 {tgt}→{src}", backward, len(pairs)),
+            ]
         return [Score(self.name, "acc@1", float(np.mean(means)), len(self.pairs)), *details]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Evaluator, Score
 from ..data.readers import LinkingSet
+from .base import Evaluator, Score
 
 
 class LinkingEvaluator(Evaluator):

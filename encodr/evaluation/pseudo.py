@@ -121,7 +121,9 @@ def pseudo_dev(documents: list[Record], n: int, seed: int = 42, searched: int = 
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
         dup = next(i for i in ids if i in seen or seen.add(i))
-        raise EncodrError(f"two documents share the id '{dup}'; a dev set needs one id per document: give each an id, or drop --dev auto")
+        raise EncodrError(
+            f"two documents share the id '{dup}'; a dev set needs one id per document: give each an id, or drop --dev auto"
+        )
     rng = random.Random(seed)
     candidates = []
     for i, doc in enumerate(documents):
@@ -130,8 +132,10 @@ def pseudo_dev(documents: list[Record], n: int, seed: int = 42, searched: int = 
         if len(spans) >= MIN_SENTENCES and usable:
             candidates.append((i, usable))
     if not candidates:
-        raise EncodrError(f"--dev auto cuts a sentence of {MIN_WORDS}+ words out of documents of {MIN_SENTENCES}+ sentences, and none of "
-                          "these documents has that many; pass --dev with a BEIR folder of real queries, or longer documents")  # fmt: skip
+        raise EncodrError(
+            f"--dev auto cuts a sentence of {MIN_WORDS}+ words out of documents of {MIN_SENTENCES}+ sentences, and none of "
+            "these documents has that many; pass --dev with a BEIR folder of real queries, or longer documents"
+        )
     chosen = rng.sample(candidates, min(n, len(candidates)))
     out = list(documents)
     queries, qrels = {}, {}

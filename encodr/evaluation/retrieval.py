@@ -6,14 +6,17 @@ search gets."""
 from __future__ import annotations
 
 import tempfile
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..data.beir import RetrievalSet
-from ..index.options import DENSE, KEYWORD, SearchOptions
 from ..data.records import read_records
+from ..index.options import DENSE, KEYWORD, SearchOptions
 from .base import Evaluator, Score
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEPTH = 100  # hits kept per query: recall@100 and MAP@100 need 100
 METRICS = (("ndcg@k", 10), ("mrr@k", 10), ("recall@k", 100), ("map@k", 100))  # sentence-transformers' key, k
@@ -53,8 +56,17 @@ class RetrievalEvaluator(Evaluator):
 
     filters: tuple = ()  # metadata filters every search applies (:mod:`encodr.index.filters`; ``eval retrieval --index --filter``)
 
-    def __init__(self, name: str, data: RetrievalSet, split: str = "test", limit: int | None = None, index_type: str = "flat",
-                 searches: tuple[SearchOptions, ...] = (SearchOptions(mode=DENSE),), rerank: str | None = None, whole: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        data: RetrievalSet,
+        split: str = "test",
+        limit: int | None = None,
+        index_type: str = "flat",
+        searches: tuple[SearchOptions, ...] = (SearchOptions(mode=DENSE),),
+        rerank: str | None = None,
+        whole: bool = False,
+    ):
         """``searches``: the rankings scored, one row each (their ``k`` is :data:`DEPTH`); the
         first is :meth:`evaluate`'s. ``rerank``: a cross-encoder that re-scores each ranking's
         first ``rerank_depth`` hits (its ``rerank_weight``). :attr:`cache` (off by default for a
@@ -74,8 +86,14 @@ class RetrievalEvaluator(Evaluator):
         """The judged queries scored, in file order (the first ``limit``)."""
         return [q for q in self.data.queries if q in self.judged][: self.limit]
 
-    def ranked(self, encoder, searches: tuple[SearchOptions, ...] | None = None, reranker=None, first_stage: bool = False,
-               reranked: tuple[SearchOptions, ...] | None = None) -> dict[str, list[list[tuple[str, float]]]]:  # fmt: skip
+    def ranked(
+        self,
+        encoder,
+        searches: tuple[SearchOptions, ...] | None = None,
+        reranker=None,
+        first_stage: bool = False,
+        reranked: tuple[SearchOptions, ...] | None = None,
+    ) -> dict[str, list[list[tuple[str, float]]]]:
         """Each judged query's ranked (document id, score) list, at most :data:`DEPTH` long
         (a little longer where documents share a text), for each of ``searches`` (default:
         this evaluator's), keyed by its :attr:`~encodr.index.SearchOptions.label`, from one
@@ -86,11 +104,13 @@ class RetrievalEvaluator(Evaluator):
         these of ``searches`` are re-ranked (default: all). With ``first_stage`` too, a
         re-ranked ranking's list before re-ranking is returned beside it, under its plain
         label, from the same searches (one index, not two)."""
-        from ..index import Searcher, BuildOptions, build
+        from ..index import BuildOptions, Searcher, build
 
         reranker = self._reranker(reranker)
         same_text = self.same_text()
-        options = BuildOptions(model=encoder, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole)
+        options = BuildOptions(
+            model=encoder, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole
+        )
         with tempfile.TemporaryDirectory(prefix="encodr-retrieval-") as tmp:
             where = self.cached_index(encoder) if self.cache else Path(tmp) / "index"
             if not (where / "current").exists():
@@ -113,8 +133,15 @@ class RetrievalEvaluator(Evaluator):
         from ..paths import home
 
         stat = self.data.corpus_file.stat()
-        key = {**encoder.spec.key(), "corpus": str(self.data.corpus_file.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns,
-               "whole": self.whole, "index_type": self.index_type, "encodr": __version__}  # fmt: skip
+        key = {
+            **encoder.spec.key(),
+            "corpus": str(self.data.corpus_file.resolve()),
+            "size": stat.st_size,
+            "mtime": stat.st_mtime_ns,
+            "whole": self.whole,
+            "index_type": self.index_type,
+            "encodr": __version__,
+        }
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
         return home() / "cache" / "retrieval" / f"{self.name}-{digest}"
 
@@ -136,8 +163,15 @@ class RetrievalEvaluator(Evaluator):
             return load_cross(self.rerank)
         return reranker
 
-    def _rank(self, searcher, searches: tuple[SearchOptions, ...], reranker, same_text: dict[str, list[str]], first_stage: bool = False,
-              reranked: tuple[SearchOptions, ...] | None = None) -> dict[str, list[list[tuple[str, float]]]]:  # fmt: skip
+    def _rank(
+        self,
+        searcher,
+        searches: tuple[SearchOptions, ...],
+        reranker,
+        same_text: dict[str, list[str]],
+        first_stage: bool = False,
+        reranked: tuple[SearchOptions, ...] | None = None,
+    ) -> dict[str, list[list[tuple[str, float]]]]:
         """:meth:`ranked`'s lists from ``searcher``'s index."""
         from ..index.search import rerank_hits
 
@@ -153,7 +187,10 @@ class RetrievalEvaluator(Evaluator):
             if rerank:
                 settled = searcher.resolve(options, reranker)
                 depth = settled.rerank_depth
-                hits = [rerank_hits(q, row[:depth], reranker, depth, settled.rerank_weight) + _below(row[depth:], depth) for q, row in zip(queries, hits)]
+                hits = [
+                    rerank_hits(q, row[:depth], reranker, depth, settled.rerank_weight) + _below(row[depth:], depth)
+                    for q, row in zip(queries, hits)
+                ]
                 label = rerank_label(options)
             out[label] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
         return out
@@ -166,11 +203,20 @@ class RetrievalEvaluator(Evaluator):
 
         qids = self.query_ids()
         reference = InformationRetrievalEvaluator(
-            {q: self.data.queries[q] for q in qids}, {d: "" for d in self.data.doc_ids}, {q: set(self.judged[q]) for q in qids},
-            mrr_at_k=[10], ndcg_at_k=[10], accuracy_at_k=[1], precision_recall_at_k=[100], map_at_k=[100], write_csv=False,
-        )  # fmt: skip
+            {q: self.data.queries[q] for q in qids},
+            {d: "" for d in self.data.doc_ids},
+            {q: set(self.judged[q]) for q in qids},
+            mrr_at_k=[10],
+            ndcg_at_k=[10],
+            accuracy_at_k=[1],
+            precision_recall_at_k=[100],
+            map_at_k=[100],
+            write_csv=False,
+        )
         # each hit scored by its place, so that ties fall as search shows them (sentence-transformers breaks them by id)
-        metrics = reference.compute_metrics([[{"corpus_id": d, "score": float(len(row) - i)} for i, (d, _) in enumerate(row)] for row in ranked])
+        metrics = reference.compute_metrics(
+            [[{"corpus_id": d, "score": float(len(row) - i)} for i, (d, _) in enumerate(row)] for row in ranked]
+        )
         return [Score(self.name, f"{key.split('@')[0]}@{k}", 100 * float(metrics[key][k]), len(qids)) for key, k in METRICS]
 
     def per_query(self, ranked: list[list[tuple[str, float]]]) -> "np.ndarray":
@@ -203,7 +249,11 @@ class RetrievalEvaluator(Evaluator):
                 :meth:`encodr.index.Searcher.query`.
         """
         ranked = self.ranked(encoder)
-        return [replace(score, dataset=f"{score.dataset} · {self.key(o)}") for o in self.searches for score in self.scores(ranked[self.key(o)])]
+        return [
+            replace(score, dataset=f"{score.dataset} · {self.key(o)}")
+            for o in self.searches
+            for score in self.scores(ranked[self.key(o)])
+        ]
 
     def key(self, options: SearchOptions) -> str:
         """The key of ``options``' ranking in :meth:`ranked`'s answer."""
@@ -221,16 +271,25 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
     another of them are refused as naming a document the index lacks.
     """
 
-    def __init__(self, index: str | Path, queries: str | Path | None, qrels: str | Path | None, limit: int | None = None,
-                 searches: tuple[SearchOptions, ...] = (SearchOptions(),), rerank: str | None = None, folds: tuple[str, ...] = ("test",)):  # fmt: skip
+    def __init__(
+        self,
+        index: str | Path,
+        queries: str | Path | None,
+        qrels: str | Path | None,
+        limit: int | None = None,
+        searches: tuple[SearchOptions, ...] = (SearchOptions(),),
+        rerank: str | None = None,
+        folds: tuple[str, ...] = ("test",),
+    ):
         """``queries`` and ``qrels`` ``None``: the index's own judgments (:mod:`encodr.index.judgments`),
         the ``current`` ones of the queries in ``folds``."""
         from ..data.beir import read_qrels, read_queries
         from ..index import Searcher
-
         from ..models import load_encoder
 
-        self.searcher = Searcher(index, encoder=lambda model, built: load_encoder(model, backend=built))  # the built backend, as a folder is scored (not the faster query encoder)
+        self.searcher = Searcher(
+            index, encoder=lambda model, built: load_encoder(model, backend=built)
+        )  # the built backend, as a folder is scored (not the faster query encoder)
         try:
             doc_ids = self.searcher.index.document_ids()
             if queries is None:
@@ -252,7 +311,9 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
         """The index's model, which encodes the queries."""
         return str(self.searcher.index.meta.get("model"))
 
-    def ranked(self, encoder=None, searches: tuple[SearchOptions, ...] | None = None, reranker=None) -> dict[str, list[list[tuple[str, float]]]]:
+    def ranked(
+        self, encoder=None, searches: tuple[SearchOptions, ...] | None = None, reranker=None
+    ) -> dict[str, list[list[tuple[str, float]]]]:
         """Each judged query's ranked (document id, score) list from the index (``encoder`` is
         unused: the index's model encodes the queries)."""
         return self._rank(self.searcher, searches or self.searches, self._reranker(reranker), {})
@@ -278,6 +339,9 @@ def own_judgments(index, folds: tuple[str, ...]) -> tuple[dict[str, str], dict[s
     judged = {q: {d: g for d, g in docs.items() if g > 0} for q, docs in qrels.items()}
     judged = {q: docs for q, docs in judged.items() if docs}
     if not judged:
-        raise EncodrError(f"index {index.path.name} has no judged query with a relevant document in the {'/'.join(folds)} fold "
-                          f"({len(found)} judgment(s) in all); judge hits with encodr judge, or pass --split all", field="split")  # fmt: skip
+        raise EncodrError(
+            f"index {index.path.name} has no judged query with a relevant document in the {'/'.join(folds)} fold "
+            f"({len(found)} judgment(s) in all); judge hits with encodr judge, or pass --split all",
+            field="split",
+        )
     return {q: queries[q] for q in judged}, judged

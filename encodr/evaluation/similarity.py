@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import mannwhitneyu, spearmanr
 
+from ..data.readers import LabelledPair, ScoredPair
 from ..errors import EncodrError
 from .base import Evaluator, Score
-from ..data.readers import LabelledPair, ScoredPair
 
 
 class _PairEvaluator(Evaluator):
@@ -54,8 +54,10 @@ class PairSimilarityEvaluator(_PairEvaluator):
             EncodrError: fewer than two different gold scores (ρ is undefined).
         """
         if len({p.score for p in pairs}) < 2:
-            raise EncodrError(f"{name}: Spearman ρ needs pairs with at least two different gold scores; "
-                              f"it has {len(pairs)} pair{'s' * (len(pairs) != 1)}{' all scored ' + format(pairs[0].score, 'g') if pairs else ''}")
+            raise EncodrError(
+                f"{name}: Spearman ρ needs pairs with at least two different gold scores; "
+                f"it has {len(pairs)} pair{'s' * (len(pairs) != 1)}{' all scored ' + format(pairs[0].score, 'g') if pairs else ''}"
+            )
         super().__init__(name, pairs)
 
     def evaluate(self, model, progress: bool = False) -> list[Score]:
@@ -65,8 +67,15 @@ class PairSimilarityEvaluator(_PairEvaluator):
         if isinstance(model, Encoder) and model.backend == "torch":  # the library runs the torch model itself
             from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-            library = EmbeddingSimilarityEvaluator([p.text1 for p in self.pairs], [p.text2 for p in self.pairs], gold, batch_size=128,
-                                                   similarity_fn_names=["cosine"], show_progress_bar=progress, write_csv=False)  # fmt: skip
+            library = EmbeddingSimilarityEvaluator(
+                [p.text1 for p in self.pairs],
+                [p.text2 for p in self.pairs],
+                gold,
+                batch_size=128,
+                similarity_fn_names=["cosine"],
+                show_progress_bar=progress,
+                write_csv=False,
+            )
             rho = library(model.st)["spearman_cosine"]
         else:
             rho = spearmanr(self.predict(model, progress), np.array(gold)).statistic
@@ -76,7 +85,12 @@ class PairSimilarityEvaluator(_PairEvaluator):
         """The top and bottom quarter of the pairs by gold score."""
         gold = np.array([p.score for p in self.pairs], dtype=np.float64)
         high, low = np.quantile(gold, 0.75), np.quantile(gold, 0.25)
-        return np.flatnonzero(gold >= high), np.flatnonzero(gold <= low), f"gold ≥ {high:g} (top quarter)", f"gold ≤ {low:g} (bottom quarter)"
+        return (
+            np.flatnonzero(gold >= high),
+            np.flatnonzero(gold <= low),
+            f"gold ≥ {high:g} (top quarter)",
+            f"gold ≤ {low:g} (bottom quarter)",
+        )
 
 
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:

@@ -107,17 +107,54 @@ TASKS = {
         Task("stsb-test", "sts", "sts", "stsb/sts-test.csv", "test", "STS Benchmark test, Cer et al. 2017"),
         Task("stsb-dev", "", "sts", "stsb/sts-dev.csv", "dev", "STS Benchmark dev, Cer et al. 2017"),
         Task("simlex999", "words", "words", "words/simlex999.txt", "test", "SimLex-999, Hill et al. 2015"),
-        Task("wordsim353", "words", "words", "words/wordsim353.tsv", "dev", "WordSim-353, Finkelstein et al. 2002 (encodr chooses word settings on it)"),
-        Task("mesh-test", "linking", "linking", "mesh/mesh_disease_names.tsv", "test",
-             "MeSH disease names (NLM): non-trivial variants → canonical name, 80% of concepts", (("split", "test"),)),
-        Task("mesh-dev", "", "linking", "mesh/mesh_disease_names.tsv", "dev",
-             "MeSH disease names (NLM): the other 20% of concepts, for choosing settings", (("split", "dev"),)),
-        *(Task(f"tatoeba-{lang}", "bitext", "bitext", f"tatoeba/tatoeba.{lang}-eng.{lang}", "dev",
-               f"Tatoeba {lang}↔eng, 1,000 pairs (Artetxe & Schwenk 2019); the multilingual dev set") for lang in ("spa", "fra", "deu")),
+        Task(
+            "wordsim353",
+            "words",
+            "words",
+            "words/wordsim353.tsv",
+            "dev",
+            "WordSim-353, Finkelstein et al. 2002 (encodr chooses word settings on it)",
+        ),
+        Task(
+            "mesh-test",
+            "linking",
+            "linking",
+            "mesh/mesh_disease_names.tsv",
+            "test",
+            "MeSH disease names (NLM): non-trivial variants → canonical name, 80% of concepts",
+            (("split", "test"),),
+        ),
+        Task(
+            "mesh-dev",
+            "",
+            "linking",
+            "mesh/mesh_disease_names.tsv",
+            "dev",
+            "MeSH disease names (NLM): the other 20% of concepts, for choosing settings",
+            (("split", "dev"),),
+        ),
+        *(
+            Task(
+                f"tatoeba-{lang}",
+                "bitext",
+                "bitext",
+                f"tatoeba/tatoeba.{lang}-eng.{lang}",
+                "dev",
+                f"Tatoeba {lang}↔eng, 1,000 pairs (Artetxe & Schwenk 2019); the multilingual dev set",
+            )
+            for lang in ("spa", "fra", "deu")
+        ),
     ]
 }
 
-PRIMARY = {"sts": "spearman", "words": "spearman", "linking": "acc@1", "pairs": "roc_auc", "bitext": "acc@1", "retrieval": "ndcg@10"}
+PRIMARY = {
+    "sts": "spearman",
+    "words": "spearman",
+    "linking": "acc@1",
+    "pairs": "roc_auc",
+    "bitext": "acc@1",
+    "retrieval": "ndcg@10",
+}
 
 
 def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
@@ -138,8 +175,12 @@ def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
         chosen = [t for t in TASKS.values() if t.suite == suite]
         if not chosen:
             if suite == "retrieval":
-                raise EncodrError("'encodr eval retrieval' needs a BEIR-layout FOLDER (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")
-            raise EncodrError(f"'encodr eval {suite}' needs a FILE: label<TAB>sentence1<TAB>sentence2, or a QQP, QNLI or MRPC file")
+                raise EncodrError(
+                    "'encodr eval retrieval' needs a BEIR-layout FOLDER (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)"
+                )
+            raise EncodrError(
+                f"'encodr eval {suite}' needs a FILE: label<TAB>sentence1<TAB>sentence2, or a QQP, QNLI or MRPC file"
+            )
         return chosen
     chosen = []
     for item in data:
@@ -147,15 +188,20 @@ def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
             metric = PRIMARY[TASKS[item].type]
             if metric != PRIMARY[suite]:
                 fitting = [name for name, t in TASKS.items() if PRIMARY[t.type] == PRIMARY[suite]]
-                raise EncodrError(f"bundled dataset '{item}' is scored by {metric}, but '{suite}' reports {PRIMARY[suite]}; "
-                                  f"pick one of: {', '.join(fitting) or 'none bundled, pass a file'}")
+                raise EncodrError(
+                    f"bundled dataset '{item}' is scored by {metric}, but '{suite}' reports {PRIMARY[suite]}; "
+                    f"pick one of: {', '.join(fitting) or 'none bundled, pass a file'}"
+                )
             chosen.append(TASKS[item])
             continue
         p = Path(item)
         if not p.exists():
             raise EncodrError(f"{item}: no such file or bundled dataset; bundled: {', '.join(TASKS)}")
         if p.is_dir() != (suite == "retrieval"):
-            raise EncodrError(f"{item} is a directory; pass an evaluation file" if p.is_dir() else
-                              f"{item} is a file; 'eval retrieval' takes a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")  # fmt: skip
+            raise EncodrError(
+                f"{item} is a directory; pass an evaluation file"
+                if p.is_dir()
+                else f"{item} is a file; 'eval retrieval' takes a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)"
+            )
         chosen.append(Task(p.name, suite, suite, str(p.resolve()), "user", str(p)))
     return chosen

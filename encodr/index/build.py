@@ -16,36 +16,70 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-
-from ..data.language import SMALL_CORPUS
 from ..data.files import DOCUMENT_SUFFIXES, expand, passage_splitter
+from ..data.language import SMALL_CORPUS
 from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import AUTO_BACKEND, Encoder, choose_backend
 from ..outputs import check_target, generation, os_fault
 from ..progress import ProgressEvent, ProgressFn, silent
+from .dataflow import ActorModel, Splitting, items, ray_windows
+from .delete import remove_texts
+from .documents import Reconcile, file_state, unchanged_files
+from .engines import ray_adding, ray_session
+from .faiss_types import write_faiss
+from .ingest import (
+    IndexSpec,
+    Ingest,
+    count_lines,
+    encoding,
+    extended_on_disk,
+    new_index,
+    read_windows,
+    settle_languages,
+    text_hash,
+)
+from .keywords import ANALYZER, KEYWORD_TOKENIZER
+from .lock import index_lock
+from .ondisk import ONDISK_FILE
+from .options import BuildOptions
 from .quantized import RESCORE_FILE
 from .reader import META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, IndexReader, locate
-from .ondisk import ONDISK_FILE
 from .shards import Shards, digest, shards_folder
-from .documents import Reconcile, file_state, unchanged_files
-from .dataflow import ActorModel, Splitting, items, ray_windows
-from .engines import ray_adding, ray_session
-from .keywords import ANALYZER, KEYWORD_TOKENIZER
-from .delete import remove_texts
-from .faiss_types import write_faiss
-from .ingest import IndexSpec, Ingest, count_lines, encoding, extended_on_disk, new_index, read_windows, settle_languages, text_hash
-from .lock import index_lock
-from .options import BuildOptions
-
 
 # The fields of build()'s result that `encodr index` and the TUI's Index pane show.
-SUMMARY = ("model", "pooling", "dimension", "backend", "index_type", "quantize", "bytes_per_vector", "count", "documents", "added", "updated", "removed", "unchanged",
-           "encoded", "skipped_duplicates", "resumed", "passages", "split_documents", "pcr", "languages", "seconds")  # fmt: skip
+SUMMARY = (
+    "model",
+    "pooling",
+    "dimension",
+    "backend",
+    "index_type",
+    "quantize",
+    "bytes_per_vector",
+    "count",
+    "documents",
+    "added",
+    "updated",
+    "removed",
+    "unchanged",
+    "encoded",
+    "skipped_duplicates",
+    "resumed",
+    "passages",
+    "split_documents",
+    "pcr",
+    "languages",
+    "seconds",
+)
 
 
-def build(files: list[str], out: str | Path, options: BuildOptions = BuildOptions(), progress: ProgressFn = silent,
-          warn: Callable[[str], None] = lambda line: None) -> dict:  # fmt: skip
+def build(
+    files: list[str],
+    out: str | Path,
+    options: BuildOptions = BuildOptions(),
+    progress: ProgressFn = silent,
+    warn: Callable[[str], None] = lambda line: None,
+) -> dict:
     """Build an index of ``files`` with ``model`` in ``out``, append to it (``add``), or bring it
     in step with ``files`` (``sync``).
 
@@ -117,12 +151,16 @@ def build(files: list[str], out: str | Path, options: BuildOptions = BuildOption
     """
     o = options
     sync = o.write == "sync"
-    update = o.write == "add" or (sync and Path(locate(out)).exists())  # an existing index is brought in step; a missing one is built
+    update = o.write == "add" or (
+        sync and Path(locate(out)).exists()
+    )  # an existing index is brought in step; a missing one is built
     out = locate(out) if update else Path(out)
     if not files:
         raise EncodrError("no corpus file given; pass one or more text, TSV, CSV or JSONL files")
     if update and o.on_disk:
-        raise EncodrError("--on-disk is chosen when an index is built; --add keeps the index's own layout: drop --on-disk", field="on_disk")
+        raise EncodrError(
+            "--on-disk is chosen when an index is built; --add keeps the index's own layout: drop --on-disk", field="on_disk"
+        )
     if update:
         _check_updatable(out, files, sync)
     else:
@@ -130,13 +168,26 @@ def build(files: list[str], out: str | Path, options: BuildOptions = BuildOption
     given = [f for f in files if Path(f).is_file()]
     given_paths = list(files)
     files, skipped = expand(list(files), o.glob)
-    firsts = [next(iter(read_records(f, None, o.layout)), None) for f in given if Path(f).suffix.lower() not in DOCUMENT_SUFFIXES]  # fail before any work
+    firsts = [
+        next(iter(read_records(f, None, o.layout)), None) for f in given if Path(f).suffix.lower() not in DOCUMENT_SUFFIXES
+    ]  # fail before any work
     if not update and firsts and len(firsts) == len(files) and all(r is None for r in firsts):
         raise EncodrError(f"{', '.join(files)}: no text to index (all lines blank)")
     with index_lock(out):
         if not update:
-            check_target(out, o.write == "overwrite", inputs=files, kind="index")  # again: another build may have made it while this one waited
-        spec = IndexSpec(list(files), out, o, warn, [f for f in files if f not in given], skipped, roots=[os.path.abspath(f) for f in given_paths], update=update)
+            check_target(
+                out, o.write == "overwrite", inputs=files, kind="index"
+            )  # again: another build may have made it while this one waited
+        spec = IndexSpec(
+            list(files),
+            out,
+            o,
+            warn,
+            [f for f in files if f not in given],
+            skipped,
+            roots=[os.path.abspath(f) for f in given_paths],
+            update=update,
+        )
         try:
             return _build_locked(spec, progress)
         except (OSError, sqlite3.OperationalError) as exc:  # full disk, read-only, locked: the new generation is gone
@@ -159,17 +210,23 @@ def _check_updatable(out: Path, inputs: list[str], sync: bool) -> None:
 
     flag = "--sync" if sync else "--add"
     if not out.exists():
-        raise EncodrError(f"index {out} does not exist (nor in the workspace, see encodr indexes); build it first with encodr index CORPUS --out {out}")
+        raise EncodrError(
+            f"index {out} does not exist (nor in the workspace, see encodr indexes); build it first with encodr index CORPUS --out {out}"
+        )
     check_inputs_outside(out, inputs, "index")
     if written_by_encodr(out) != "index":
-        raise EncodrError(f"{flag}: {out} is not an encodr index (no index.json in it); build one with encodr index CORPUS --out NEW_FOLDER")
+        raise EncodrError(
+            f"{flag}: {out} is not an encodr index (no index.json in it); build one with encodr index CORPUS --out NEW_FOLDER"
+        )
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
     """:func:`build` once the inputs are checked and the index is locked."""
     old = IndexReader.open(spec.out) if spec.update else None
     try:
-        with ray_session(spec.options.address) if spec.options.engine == "ray" else contextlib.nullcontext():  # one Ray for reading, encoding and adding
+        with (
+            ray_session(spec.options.address) if spec.options.engine == "ray" else contextlib.nullcontext()
+        ):  # one Ray for reading, encoding and adding
             return _build_generation(spec, old, progress)
     finally:
         if old is not None:
@@ -184,7 +241,9 @@ def _backend(spec: IndexSpec, old: IndexReader | None) -> str:
     a ready-made :class:`Encoder` (its own)."""
     if spec.options.backend != AUTO_BACKEND:
         return spec.options.backend
-    if spec.options.model is not None and not isinstance(spec.options.model, str):  # a loaded encoder (or the server's batched one)
+    if spec.options.model is not None and not isinstance(
+        spec.options.model, str
+    ):  # a loaded encoder (or the server's batched one)
         return spec.options.model.backend
     if old is not None:
         return old.meta.get("backend", "torch")
@@ -236,12 +295,18 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
         if encoder.truncate_dim is not None:
             _check_matryoshka(encoder, spec.warn)
         return encoder, lang
-    encoder = model if model is not None and not isinstance(model, str) else load_encoder(model or old.meta["model"], backend=backend)
+    encoder = (
+        model if model is not None and not isinstance(model, str) else load_encoder(model or old.meta["model"], backend=backend)
+    )
     if encoder.fingerprint != old.meta["fingerprint"]:
-        raise EncodrError(f"model '{model}' differs from the model index {out} was built with ({old.meta['model']}); drop --model or build a new index")
+        raise EncodrError(
+            f"model '{model}' differs from the model index {out} was built with ({old.meta['model']}); drop --model or build a new index"
+        )
     kept = old.meta.get("truncate_dim")
     if spec.options.dim is not None and spec.options.dim != (kept or old.meta["dimension"]):
-        raise EncodrError(f"--dim {spec.options.dim} differs from index {out}'s {old.meta['dimension']} dimensions; drop --dim (--add keeps the index's)")
+        raise EncodrError(
+            f"--dim {spec.options.dim} differs from index {out}'s {old.meta['dimension']} dimensions; drop --dim (--add keeps the index's)"
+        )
     encoder.truncate(kept)
     return encoder, lang or old.meta.get("default_lang")
 
@@ -272,27 +337,62 @@ def _plan(spec: IndexSpec, old: IndexReader | None) -> _Plan:
     backend = _backend(spec, old)
     encoder, lang = _encoder_for(spec, old, backend)
     backend = getattr(encoder, "backend", backend)  # auto's onnx may have fallen back to torch (_load_auto)
-    roots = spec.roots if old is not None and spec.options.write == "sync" else None  # a sync of an existing index: what it must hold exactly
+    roots = (
+        spec.roots if old is not None and spec.options.write == "sync" else None
+    )  # a sync of an existing index: what it must hold exactly
     unread = unchanged_files(old.texts, spec.files) if roots is not None else set()
     files = [f for f in spec.files if os.path.abspath(f) not in unread]
     # documents are encoded with the model's document prompt (E5: "passage: "); --add keeps the index's own
-    prompts = old.meta.get("prompts", {"query": "", "document": ""}) if old is not None else {role: encoder.prompt(role) for role in ("query", "document")}
+    prompts = (
+        old.meta.get("prompts", {"query": "", "document": ""})
+        if old is not None
+        else {role: encoder.prompt(role) for role in ("query", "document")}
+    )
     room = encoder.max_length - 2 - len(encoder.tokenizer.tokenize(prompts["document"]))  # the prompt's tokens share the window
     split = None if spec.options.whole else passage_splitter(encoder.tokenizer, room)
-    key = {"fingerprint": encoder.fingerprint, "backend": backend, "truncate_dim": encoder.truncate_dim, "prompt": prompts["document"]}
+    key = {
+        "fingerprint": encoder.fingerprint,
+        "backend": backend,
+        "truncate_dim": encoder.truncate_dim,
+        "prompt": prompts["document"],
+    }
     if spec.options.engine == "ray":  # a shard is an item's records too: what reading and splitting depend on
-        key.update(engine="ray", window=spec.options.window, passages=None if split is None else room, lang=lang, layout=dataclasses.asdict(spec.options.layout))
-    return _Plan(files, [count_lines(f) for f in files], encoder, backend, lang, prompts, room, split, Shards(shards_folder(spec.out), key), roots, set(unread))
+        key.update(
+            engine="ray",
+            window=spec.options.window,
+            passages=None if split is None else room,
+            lang=lang,
+            layout=dataclasses.asdict(spec.options.layout),
+        )
+    return _Plan(
+        files,
+        [count_lines(f) for f in files],
+        encoder,
+        backend,
+        lang,
+        prompts,
+        room,
+        split,
+        Shards(shards_folder(spec.out), key),
+        roots,
+        set(unread),
+    )
 
 
-def _read_on_ray(spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconcile, step: Callable[[int], None], old: IndexReader | None) -> None:
+def _read_on_ray(
+    spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconcile, step: Callable[[int], None], old: IndexReader | None
+) -> None:
     """Read, split and encode ``plan.files`` on Ray Data (:func:`~.dataflow.ray_windows`); deduplicate and store here."""
     o, encoder = spec.options, plan.encoder
     model_spec = o.model if isinstance(o.model, str) else old.meta["model"] if old is not None else encoder.name
     work = items(plan.files, plan.counts, o.window, spec.found, o.layout)
     tokenizer = None if plan.split is None else encoder.tokenizer.backend_tokenizer.to_str()
-    actor = ActorModel(model_spec, encoder.fingerprint, plan.backend, o.processes, encoder.truncate_dim, plan.prompts["document"], o.batch_size)
-    for item, records, vectors, skipped in ray_windows(work, plan.shards, actor, Splitting(tokenizer, plan.room, plan.lang, o.layout), step):
+    actor = ActorModel(
+        model_spec, encoder.fingerprint, plan.backend, o.processes, encoder.truncate_dim, plan.prompts["document"], o.batch_size
+    )
+    for item, records, vectors, skipped in ray_windows(
+        work, plan.shards, actor, Splitting(tokenizer, plan.room, plan.lang, o.layout), step
+    ):
         spec.skipped.extend(skipped)
         row = {id(r): i for i, r in enumerate(records)}
         records = list(reconcile.documents(records, file_state(records[0].source))) if records else records
@@ -324,7 +424,9 @@ def _read_here(spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconc
                 plan.shards.put(n, window_key, vectors)
             else:
                 step(len(fresh))
-            ingest.store(fresh, vectors, whole_corpus=n == 0 and len(records) < spec.options.window)  # a first window not full is the only one
+            ingest.store(
+                fresh, vectors, whole_corpus=n == 0 and len(records) < spec.options.window
+            )  # a first window not full is the only one
 
 
 def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: ProgressFn) -> dict:
@@ -361,18 +463,30 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
             old.close()  # this build holds the old generation no more: the swap may remove it
     plan.shards.remove()  # the new generation is current: nothing left to resume
     files_skipped = [{"path": s.path, "reason": s.reason} for s in spec.skipped]
-    return {**meta, **reconcile.counts.as_dict(), "encoded": ingest.added, "skipped_duplicates": ingest.skipped, "resumed": plan.shards.reused,
-            "skipped_files": files_skipped, "seconds": round(time.time() - started, 2), "keyword_seconds": keyword_seconds,
-            "path": str(out.resolve())}  # fmt: skip
+    return {
+        **meta,
+        **reconcile.counts.as_dict(),
+        "encoded": ingest.added,
+        "skipped_duplicates": ingest.skipped,
+        "resumed": plan.shards.reused,
+        "skipped_files": files_skipped,
+        "seconds": round(time.time() - started, 2),
+        "keyword_seconds": keyword_seconds,
+        "path": str(out.resolve()),
+    }
 
 
-def _settle(tmp: Path, spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconcile, old: IndexReader | None) -> tuple[dict, float]:
+def _settle(
+    tmp: Path, spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconcile, old: IndexReader | None
+) -> tuple[dict, float]:
     """Once every input is stored: remove replaced texts, build or extend the FAISS index, the
     keyword index and ``index.json`` in ``tmp``; the metadata and the keyword index's seconds."""
     deleted = ingest.texts.settle_members(reconcile.replaced, reconcile.finish())
     detected = ingest.detected and old is None and settle_languages(ingest.texts)
     on_disk = spec.options.on_disk if old is None else bool(old.meta.get("on_disk"))
-    with ray_adding(spec.options.address) if on_disk and spec.options.engine == "ray" else contextlib.nullcontext() as add_blocks:  # blocks added in Ray tasks
+    with (
+        ray_adding(spec.options.address) if on_disk and spec.options.engine == "ray" else contextlib.nullcontext() as add_blocks
+    ):  # blocks added in Ray tasks
         if old is None:
             index, meta = new_index(tmp, ingest, spec.options, plan.lang, detected, add_blocks)
             meta["backend"] = plan.backend
@@ -385,7 +499,9 @@ def _settle(tmp: Path, spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile
     meta["count"] = int(index.ntotal)
     meta["documents"] = ingest.texts.document_count()
     meta["deleted"] = len(ingest.texts.tombstones())
-    meta["sources"] = sorted(set(meta.get("sources") or []) | set(spec.roots or []))  # what it was built, added to and synced from
+    meta["sources"] = sorted(
+        set(meta.get("sources") or []) | set(spec.roots or [])
+    )  # what it was built, added to and synced from
     meta["split_documents"] = int(meta.get("split_documents") or 0) + len(ingest.split_documents)
     meta["passages"] = int(meta.get("passages") or 0) + ingest.passages
     meta["languages"] = ingest.texts.languages()
@@ -416,13 +532,19 @@ def _check_matryoshka(encoder: Encoder, warn: Callable[[str], None]) -> None:
         return
     dim = encoder.truncate_dim
     if dims is None:
-        warn(f"{encoder.name} was not trained with a Matryoshka loss: its first {dim} dimensions lose more quality than a model tuned "
-             "with matryoshka_dims; drop --dim to keep them all")  # fmt: skip
+        warn(
+            f"{encoder.name} was not trained with a Matryoshka loss: its first {dim} dimensions lose more quality than a model tuned "
+            "with matryoshka_dims; drop --dim to keep them all"
+        )
     elif dims and dim not in dims:
-        warn(f"{encoder.name} was trained to be truncated to {', '.join(map(str, dims))} dimensions, not {dim}; pass one of those to --dim")
+        warn(
+            f"{encoder.name} was trained to be truncated to {', '.join(map(str, dims))} dimensions, not {dim}; pass one of those to --dim"
+        )
 
 
-def upsert(out: str | Path, records: list[Record], warn: Callable[[str], None] = lambda line: None, encoder: Encoder | None = None) -> dict:
+def upsert(
+    out: str | Path, records: list[Record], warn: Callable[[str], None] = lambda line: None, encoder: Encoder | None = None
+) -> dict:
     """Add or replace documents given as records (``POST /v1/indexes/{name}/documents``), each
     record a whole document (``ext_id`` its id, ``source`` :data:`~.documents.API_SOURCE`):
     new ids are added, changed ones replaced (their old passages removed), identical ones left
@@ -445,5 +567,3 @@ def upsert(out: str | Path, records: list[Record], warn: Callable[[str], None] =
             return _build_locked(spec, silent)
         except (OSError, sqlite3.OperationalError) as exc:
             raise os_fault(exc, getattr(exc, "filename", None) or out, kept="the previous index is unchanged") from None
-
-

@@ -99,14 +99,21 @@ def read_item(row: dict, lang: str | None, tokenizer: str | None, room: int, lay
     skipped: list[Skipped] = []
     records, error = [], ""
     try:
-        for record in iter_records(row["path"], lang, split, skipped if row["found"] else None, Layout(**layout), in_folder=row["found"]):
+        for record in iter_records(
+            row["path"], lang, split, skipped if row["found"] else None, Layout(**layout), in_folder=row["found"]
+        ):
             if record.line > row["last"]:
                 break
             if record.line >= row["first"]:
                 records.append(dataclasses.asdict(record))
     except EncodrError as exc:
         error = str(exc)
-    return {"n": row["n"], "records": json.dumps(records), "error": error, "skipped": json.dumps([[s.path, s.reason] for s in skipped])}
+    return {
+        "n": row["n"],
+        "records": json.dumps(records),
+        "error": error,
+        "skipped": json.dumps([[s.path, s.reason] for s in skipped]),
+    }
 
 
 class EncodeRows:
@@ -125,10 +132,18 @@ class EncodeRows:
         vectors = []
         for records in batch["records"]:
             texts = [r["text"] for r in json.loads(records)]
-            encoded = self.encoder.encode(texts, self.batch_size, prompt=self.prompt) if texts else np.zeros((0, self.encoder.dimension), np.float32)
+            encoded = (
+                self.encoder.encode(texts, self.batch_size, prompt=self.prompt)
+                if texts
+                else np.zeros((0, self.encoder.dimension), np.float32)
+            )
             vectors.append(np.ascontiguousarray(encoded, dtype=np.float32).tobytes())
         n = len(batch["records"])
-        return {**batch, "vectors": np.array(vectors, dtype=object), "fingerprint": np.array([self.fingerprint] * n, dtype=object)}
+        return {
+            **batch,
+            "vectors": np.array(vectors, dtype=object),
+            "fingerprint": np.array([self.fingerprint] * n, dtype=object),
+        }
 
 
 def _options(ray, actors: int) -> tuple[dict, float]:
@@ -179,8 +194,9 @@ class Splitting:
     layout: Layout
 
 
-def ray_windows(work: list[Item], shards: Shards, actor: ActorModel, splitting: Splitting,
-                on_row: Callable[[int], None] | None = None) -> Iterator[tuple[Item, list[Record], np.ndarray, list[Skipped]]]:  # fmt: skip
+def ray_windows(
+    work: list[Item], shards: Shards, actor: ActorModel, splitting: Splitting, on_row: Callable[[int], None] | None = None
+) -> Iterator[tuple[Item, list[Record], np.ndarray, list[Skipped]]]:
     """Each item's records, vectors and skipped files, in the items' order: from its shard when a
     crashed build finished it, else through the Ray Data pipeline (module docstring) on the Ray
     this process is connected to, then kept as a shard.
@@ -215,7 +231,9 @@ def ray_windows(work: list[Item], shards: Shards, actor: ActorModel, splitting: 
         if row["error"]:
             raise EncodrError(row["error"])
         if row["fingerprint"] != actor.fingerprint:
-            raise EncodrError(f"a Ray actor loaded another model than this process for '{actor.model}'; give a path every node has, or a Hub id")
+            raise EncodrError(
+                f"a Ray actor loaded another model than this process for '{actor.model}'; give a path every node has, or a Hub id"
+            )
         raw = json.loads(row["records"])
         vectors = np.frombuffer(row["vectors"], dtype=np.float32).reshape(len(raw), -1) if raw else np.zeros((0, 0), np.float32)
         shards.put(item.n, keys[item.n], vectors, records=raw)
@@ -242,11 +260,25 @@ def _pipeline(ray, pending: list[Item], actor: ActorModel, splitting: Splitting)
     try:
         resources, reader = _options(ray, actor.actors)
         rows = ray.data.from_items([dataclasses.asdict(item) for item in pending], override_num_blocks=len(pending))
-        rows = rows.map(read_item, fn_kwargs={"lang": splitting.lang, "tokenizer": splitting.tokenizer, "room": splitting.room,
-                                              "layout": dataclasses.asdict(splitting.layout)}, num_cpus=reader)  # fmt: skip
+        rows = rows.map(
+            read_item,
+            fn_kwargs={
+                "lang": splitting.lang,
+                "tokenizer": splitting.tokenizer,
+                "room": splitting.room,
+                "layout": dataclasses.asdict(splitting.layout),
+            },
+            num_cpus=reader,
+        )
         # Ray Data's actor pool restarts a killed actor and reruns its item (its defaults: max_restarts, max_task_retries −1)
-        rows = rows.map_batches(EncodeRows, fn_constructor_args=(actor.model, actor.backend, actor.dim, actor.prompt, actor.batch_size), batch_size=1,
-                                batch_format="numpy", concurrency=actor.actors, **resources)  # fmt: skip
+        rows = rows.map_batches(
+            EncodeRows,
+            fn_constructor_args=(actor.model, actor.backend, actor.dim, actor.prompt, actor.batch_size),
+            batch_size=1,
+            batch_format="numpy",
+            concurrency=actor.actors,
+            **resources,
+        )
         yield from rows.iter_rows()
     finally:
         context.execution_options.preserve_order, context.enable_progress_bars = saved

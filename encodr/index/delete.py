@@ -7,7 +7,6 @@ vectors; then the write rebuilds the FAISS index from the live vectors."""
 from __future__ import annotations
 
 import contextlib
-
 import json
 import os
 import shutil
@@ -23,10 +22,9 @@ from ..outputs import generation, os_fault
 from .faiss_types import new_faiss, training_sample, write_faiss
 from .lock import index_lock
 from .ondisk import ONDISK_FILE
-from .quantized import BinaryRescored, RESCORE_FILE
-from .reader import IndexReader, META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, locate
+from .quantized import RESCORE_FILE, BinaryRescored
+from .reader import META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, IndexReader, locate
 from .texts import TextStore
-
 
 # A deleted text whose vector the FAISS index cannot remove (HNSW, IVF-PQ, binary, on-disk IVF)
 # stays as a tombstone, left out of every search, until tombstones pass COMPACT_AT of the
@@ -103,7 +101,13 @@ def compacted(index, texts: TextStore, meta: dict):
     return fresh
 
 
-def delete(out: str | Path, ids: list[str] = (), sources: list[str] = (), filters: list = (), warn: Callable[[str], None] = lambda line: None) -> dict:
+def delete(
+    out: str | Path,
+    ids: list[str] = (),
+    sources: list[str] = (),
+    filters: list = (),
+    warn: Callable[[str], None] = lambda line: None,
+) -> dict:
     """Remove documents from an index: those whose id is in ``ids``, and those whose source
     matches one of the globs ``sources`` (as :mod:`.filters`' ``source``) and that pass all
     ``filters`` (either may be empty).
@@ -133,7 +137,9 @@ def delete(out: str | Path, ids: list[str] = (), sources: list[str] = (), filter
         if chosen:
             dsql, dparams, tsql, tparams = fl.sql(chosen)
             if tsql:
-                raise EncodrError("--filter lang applies to texts, not documents; delete by id, source or a metadata field", field="filter")
+                raise EncodrError(
+                    "--filter lang applies to texts, not documents; delete by id, source or a metadata field", field="filter"
+                )
             wanted.update(old.texts.documents_matching(dsql, dparams))
         return _delete_locked(out, old, sorted(wanted), missing)
 
@@ -167,7 +173,9 @@ def compact(out: str | Path) -> dict:
     out = locate(out)
     with _rewriting(out) as old:
         if old.meta.get("on_disk"):
-            raise EncodrError(f"index {out} keeps its IVF lists on disk: compact it by building it again (encodr index … --overwrite)")
+            raise EncodrError(
+                f"index {out} keeps its IVF lists on disk: compact it by building it again (encodr index … --overwrite)"
+            )
         return _delete_locked(out, old, [], [], force=True)
 
 
@@ -203,8 +211,16 @@ def _delete_locked(out: Path, old: IndexReader, wanted: list[str], missing: list
                     _link_or_copy(old.folder / name, tmp / name)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         old.close()
-    return {"removed": len(wanted), "not_found": missing, "deleted_texts": int(len(deleted)), "tombstones": meta["deleted"], "compacted": index is not old.faiss and not removable_now(old.faiss, meta),
-            "count": meta["count"], "documents": meta["documents"], "path": str(out.resolve())}  # fmt: skip
+    return {
+        "removed": len(wanted),
+        "not_found": missing,
+        "deleted_texts": int(len(deleted)),
+        "tombstones": meta["deleted"],
+        "compacted": index is not old.faiss and not removable_now(old.faiss, meta),
+        "count": meta["count"],
+        "documents": meta["documents"],
+        "path": str(out.resolve()),
+    }
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

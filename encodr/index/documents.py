@@ -74,7 +74,13 @@ class Counts:
     failed: int = 0
 
     def as_dict(self) -> dict:
-        return {"added": self.added, "updated": self.updated, "removed": self.removed, "unchanged": self.unchanged, "failed": self.failed}
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "failed": self.failed,
+        }
 
 
 @dataclass
@@ -94,7 +100,9 @@ class Reconcile:
     counts: Counts = field(default_factory=Counts)
     replaced: list[str] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
-    unread: set[str] = field(default_factory=set)  # files not read (unchanged size and time, :func:`unchanged_files`), or unreadable: their documents stay
+    unread: set[str] = field(
+        default_factory=set
+    )  # files not read (unchanged size and time, :func:`unchanged_files`), or unreadable: their documents stay
     _staged: list = field(default_factory=list)
     _rows: list = field(default_factory=list)  # document rows not yet written (one commit a batch, not one a document)
     _touched: list = field(default_factory=list)  # (modified, size, id) of unchanged documents whose file was saved again
@@ -146,8 +154,19 @@ class Reconcile:
             self.counts.updated += 1
             self.replaced.append(doc)
         meta = {**(first.meta or {}), "modified": modified, "size": size}
-        self._rows.append({"id": doc, "path": path, "source": first.source, "title": first.title, "hash": content,
-                           "meta": json.dumps(meta, default=str), "modified": modified, "size": size, "lang": first.lang})  # fmt: skip
+        self._rows.append(
+            {
+                "id": doc,
+                "path": path,
+                "source": first.source,
+                "title": first.title,
+                "hash": content,
+                "meta": json.dumps(meta, default=str),
+                "modified": modified,
+                "size": size,
+                "lang": first.lang,
+            }
+        )
         yield from self._stage(doc, records)
 
     def _stage(self, doc: str, records: list[Record]) -> Iterator[Record]:

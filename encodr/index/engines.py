@@ -51,13 +51,18 @@ def _check_reachable(address: str) -> None:
     """
     host, _, port = address.split("://", 1)[-1].rpartition(":")
     if not host or not port.isdigit():
-        raise EncodrError(f"--address {address}: give HOST:PORT (the head's GCS, e.g. head:6379) or ray://HOST:PORT (Ray Client, e.g. ray://head:10001)",
-                          field="address")  # fmt: skip
+        raise EncodrError(
+            f"--address {address}: give HOST:PORT (the head's GCS, e.g. head:6379) or ray://HOST:PORT (Ray Client, e.g. ray://head:10001)",
+            field="address",
+        )
     try:
         socket.create_connection((host, int(port)), timeout=5).close()
     except OSError as exc:
-        raise EncodrError(f"--address {address}: no Ray cluster answers there ({exc.strerror or exc}); start one with ray start --head, "
-                          "or drop --address for a local Ray", field="address") from None  # fmt: skip
+        raise EncodrError(
+            f"--address {address}: no Ray cluster answers there ({exc.strerror or exc}); start one with ray start --head, "
+            "or drop --address for a local Ray",
+            field="address",
+        ) from None
 
 
 @contextlib.contextmanager
@@ -79,11 +84,13 @@ def ray_session(address: str | None):
         # the user's either: failures reach the build as exceptions; RAY_BACKEND_LOG_LEVEL set by the user wins
         os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
         try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)  # fmt: skip
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise EncodrError(f"--address {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with ray start --head, "
-                              "or drop --address for a local Ray", field="address") from None  # fmt: skip
+            raise EncodrError(
+                f"--address {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with ray start --head, "
+                "or drop --address for a local Ray",
+                field="address",
+            ) from None
         started = True
     try:
         yield ray

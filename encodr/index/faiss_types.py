@@ -6,18 +6,14 @@ quantisation re-ranked from 8-bit vectors), each optionally ``int8`` or ``binary
 from __future__ import annotations
 
 import os
-
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import EncodrError
-from .quantized import BinaryRescored
-from ..errors import one_of
+from ..errors import EncodrError, one_of
 from ..outputs import errno_in
 from .ondisk import RefinedOnDisk
-from .quantized import QUANTIZE
-
+from .quantized import QUANTIZE, BinaryRescored
 
 # --index-type auto: exact search up to FLAT_MAX vectors, HNSW up to HNSW_MAX, IVF-PQ above
 # (chosen with bench/search.py: each meets p99 < 10 ms and recall@10 >= 0.95 in its range).
@@ -81,7 +77,9 @@ def new_faiss(kind: str, dim: int, n: int, sample: np.ndarray | None, quantize: 
     elif kind == "ivf":
         index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
     else:  # ivfpq: PQ codes, re-ranked from 8-bit scalar-quantised vectors
-        m = max(d for d in range(1, min(dim, PQ_BYTES) + 1) if dim % d == 0)  # PQ_BYTES sub-quantisers, or the most that divide dim
+        m = max(
+            d for d in range(1, min(dim, PQ_BYTES) + 1) if dim % d == 0
+        )  # PQ_BYTES sub-quantisers, or the most that divide dim
         index = faiss.index_factory(dim, f"IVF{nlist},PQ{m}x8,Refine(SQ8)", faiss.METRIC_INNER_PRODUCT)
     index.train(sample)
     return index
@@ -154,6 +152,10 @@ def check_quantize(quantize: str, index_type: str) -> None:
     if quantize not in QUANTIZE:
         one_of("quantize", quantize, QUANTIZE)
     if quantize == "binary" and index_type not in ("auto", "flat"):
-        raise EncodrError(f"--quantize binary searches every vector's bits (a flat Hamming scan); drop --index-type {index_type} or pass --index-type flat")
+        raise EncodrError(
+            f"--quantize binary searches every vector's bits (a flat Hamming scan); drop --index-type {index_type} or pass --index-type flat"
+        )
     if quantize == "int8" and index_type == "ivfpq":
-        raise EncodrError("--index-type ivfpq already compresses vectors (PQ codes); use --quantize int8 with flat, hnsw or ivf, or drop --quantize")
+        raise EncodrError(
+            "--index-type ivfpq already compresses vectors (PQ codes); use --quantize int8 with flat, hnsw or ivf, or drop --quantize"
+        )

@@ -54,7 +54,9 @@ def parse(text: str) -> Filter:
     """
     at = min(((text.find(op), op) for op in OPERATORS if op in text), default=None, key=lambda found: (found[0], -len(found[1])))
     if at is None:
-        raise EncodrError(f"--filter {text!r}: write FIELD=VALUE (or !=, >=, <=), e.g. source=notes/*.md or year>=2020", field="filter")
+        raise EncodrError(
+            f"--filter {text!r}: write FIELD=VALUE (or !=, >=, <=), e.g. source=notes/*.md or year>=2020", field="filter"
+        )
     where, op = at
     name, raw = text[:where].strip(), text[where + len(op) :].strip()
     return make(name, op, raw, text)
@@ -76,7 +78,9 @@ def make(name: str, op: str, raw, shown: str | None = None) -> Filter:
         try:
             datetime.datetime.fromisoformat(value if len(value) > 7 else value + "-01")
         except ValueError:
-            raise EncodrError(f"--filter {shown!r}: '{value}' is not an ISO 8601 date (e.g. 2024-05-01 or 2024-05-01T12:00)", field="filter") from None
+            raise EncodrError(
+                f"--filter {shown!r}: '{value}' is not an ISO 8601 date (e.g. 2024-05-01 or 2024-05-01T12:00)", field="filter"
+            ) from None
     return Filter(name, op, value)
 
 

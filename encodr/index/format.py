@@ -41,8 +41,14 @@ def require_current(path: Path, meta: dict) -> None:
     """
     found = format_of(meta)
     if found < FORMAT:
-        raise EncodrError(f"index {path} was written by an older encodr (index format {found}; this one reads {FORMAT}); "
-                          f"bring it up to date once with: encodr index --upgrade {path}", field="index")  # fmt: skip
+        raise EncodrError(
+            f"index {path} was written by an older encodr (index format {found}; this one reads {FORMAT}); "
+            f"bring it up to date once with: encodr index --upgrade {path}",
+            field="index",
+        )
     if found > FORMAT:
-        raise EncodrError(f"index {path} was written by a newer encodr (index format {found}; this one reads {FORMAT}); "
-                          "upgrade encodr: pip install -U encodr", field="index")  # fmt: skip
+        raise EncodrError(
+            f"index {path} was written by a newer encodr (index format {found}; this one reads {FORMAT}); "
+            "upgrade encodr: pip install -U encodr",
+            field="index",
+        )

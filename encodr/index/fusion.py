@@ -41,9 +41,15 @@ ZSCORE_ALPHA = 0.5  # weight of the dense z-scores of prose (zscore)
 CODE_ALPHA = 0.8  # … of a passage of source code
 
 
-def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusion: str, query_lang: str | None = None,
-         lang_of: dict[int, str | None] | None = None, alpha: float | None = None, code: set[int] | frozenset = frozenset()
-         ) -> list[tuple[int, float]]:  # fmt: skip
+def fuse(
+    dense: list[tuple[int, float]],
+    keyword: list[tuple[int, float]],
+    fusion: str,
+    query_lang: str | None = None,
+    lang_of: dict[int, str | None] | None = None,
+    alpha: float | None = None,
+    code: set[int] | frozenset = frozenset(),
+) -> list[tuple[int, float]]:
     """One ranking from a dense and a keyword ranking of the same corpus.
 
     Args:
@@ -78,7 +84,10 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusio
         for i, r in d_rank.items():
             if other_language(i):
                 k_rank[i] = min(r, k_rank.get(i, r))
-        score = {i: (1 / (RRF_K + d_rank[i]) if i in d_rank else 0.0) + (1 / (RRF_K + k_rank[i]) if i in k_rank else 0.0) for i in order}
+        score = {
+            i: (1 / (RRF_K + d_rank[i]) if i in d_rank else 0.0) + (1 / (RRF_K + k_rank[i]) if i in k_rank else 0.0)
+            for i in order
+        }
     elif fusion == "zscore":
         d_z, k_z = _z_scores(dense, keyword, order)
         for i in order:
@@ -97,7 +106,9 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], fusio
     return sorted(((i, score[i]) for i in order), key=lambda pair: (-pair[1], position[pair[0]]))
 
 
-def _z_scores(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], order: list[int]) -> tuple[dict[int, float], dict[int, float]]:
+def _z_scores(
+    dense: list[tuple[int, float]], keyword: list[tuple[int, float]], order: list[int]
+) -> tuple[dict[int, float], dict[int, float]]:
     """Each candidate's dense and keyword z-score over ``order`` (the union): absent from the
     keyword list, BM25 0; absent from the dense list, the list's lowest cosine; a list whose
     values are all equal gives 0 to all."""

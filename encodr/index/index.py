@@ -30,8 +30,14 @@ class Index(IndexReader):
     """
 
     @classmethod
-    def build(cls, files: list[str], out: str | Path, options: BuildOptions = BuildOptions(), progress: ProgressFn = silent,
-              warn: WarnFn = lambda line: None) -> "Index":  # fmt: skip
+    def build(
+        cls,
+        files: list[str],
+        out: str | Path,
+        options: BuildOptions = BuildOptions(),
+        progress: ProgressFn = silent,
+        warn: WarnFn = lambda line: None,
+    ) -> "Index":
         """Build an index of ``files`` at ``out`` (:func:`.build.build`) and open it.
 
         Raises:
@@ -40,12 +46,24 @@ class Index(IndexReader):
         meta = build_index(files, out, options, progress, warn)
         return cls.open(meta["path"])
 
-    def add(self, files: list[str], options: BuildOptions = BuildOptions(), progress: ProgressFn = silent, warn: WarnFn = lambda line: None) -> "Index":
+    def add(
+        self,
+        files: list[str],
+        options: BuildOptions = BuildOptions(),
+        progress: ProgressFn = silent,
+        warn: WarnFn = lambda line: None,
+    ) -> "Index":
         """Add the documents of ``files`` (new ones added, changed ones replaced, none removed); the new generation, opened."""
         build_index(files, self.path, replace(options, write="add"), progress, warn)
         return self.reopened()
 
-    def sync(self, files: list[str], options: BuildOptions = BuildOptions(), progress: ProgressFn = silent, warn: WarnFn = lambda line: None) -> "Index":
+    def sync(
+        self,
+        files: list[str],
+        options: BuildOptions = BuildOptions(),
+        progress: ProgressFn = silent,
+        warn: WarnFn = lambda line: None,
+    ) -> "Index":
         """Make the index hold exactly the documents now under ``files`` (:mod:`.documents`); the new generation, opened."""
         build_index(files, self.path, replace(options, write="sync"), progress, warn)
         return self.reopened()

@@ -14,18 +14,19 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
+
 from ..data.files import Skipped, iter_passages, iter_records
 from ..data.language import DETECTOR, corpus_languages, detect_languages, detect_with_confidence, sampled_languages
 from ..data.records import Record
 from ..errors import EncodrError
 from ..models.pcr import POOLED, fit_and_remove, remove_per_language
 from .documents import Reconcile
-from .format import FORMAT
 from .faiss_types import add_vectors, auto_index_type, new_faiss, training_sample, write_faiss
+from .format import FORMAT
 from .ondisk import add_on_disk, extend_trained
 from .options import BuildOptions
 from .quantized import BinaryRescored
-from .reader import IndexReader, PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE
+from .reader import PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, IndexReader
 from .texts import TextStore
 
 
@@ -55,7 +56,9 @@ class IndexSpec:
     update: bool = False  # into the existing index at out (add, or sync of one that exists), not a new one
 
 
-def read_windows(files: list[str], spec: IndexSpec, lang: str | None, split=None, reconcile: Reconcile | None = None) -> Iterator[list[Record]]:
+def read_windows(
+    files: list[str], spec: IndexSpec, lang: str | None, split=None, reconcile: Reconcile | None = None
+) -> Iterator[list[Record]]:
     """The records of ``files`` (passages, with ``split``), then ``spec.records``, in lists of
     ``spec.options.window``; a document file among ``spec.found`` that cannot be read is added to
     ``spec.skipped`` instead of raising.
@@ -130,8 +133,17 @@ def encoding(encoder, spec: IndexSpec, prompt: str = ""):
 
     def encode(texts, batch_size, on_batch):
         chunk = max(1, min(1000, -(-len(texts) // (4 * processes))))
-        vectors = encoder.st.encode(texts, pool=pool, batch_size=batch_size or encoder.batch_size, chunk_size=chunk, prompt=prompt, truncate_dim=encoder.truncate_dim,
-                                    convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)  # fmt: skip
+        vectors = encoder.st.encode(
+            texts,
+            pool=pool,
+            batch_size=batch_size or encoder.batch_size,
+            chunk_size=chunk,
+            prompt=prompt,
+            truncate_dim=encoder.truncate_dim,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
         on_batch(len(texts))
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
@@ -150,10 +162,20 @@ class Ingest:
     previous window is stored, so one window is stored while the next is encoded. A failure
     in the writer comes out of the next :meth:`store` or the ``with`` block's end."""
 
-    def __init__(self, tmp: Path, encoder, lang: str | None, old: IndexReader | None, candidates: list[str] | None = None, accurate: bool = False,
-                 roots: list[str] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        tmp: Path,
+        encoder,
+        lang: str | None,
+        old: IndexReader | None,
+        candidates: list[str] | None = None,
+        accurate: bool = False,
+        roots: list[str] | None = None,
+    ):
         self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
-        roots = roots or []  # the paths given: a file is shown relative to the deepest folder among them holding it (looked at once, not per text)
+        roots = (
+            roots or []
+        )  # the paths given: a file is shown relative to the deepest folder among them holding it (looked at once, not per text)
         self.folders = sorted((r for r in roots if os.path.isdir(r)), key=len, reverse=True)
         self.detected = 0  # texts whose language came from the detector
         self.texts = TextStore.create(tmp / STORE_FILE)
@@ -223,10 +245,26 @@ class Ingest:
                 langs[i], confidence[i] = code, sure
             self.detected += len(unknown)
         guessed = set(unknown)
-        rows = [{"id": first + i, "ext_id": r.ext_id, "text": r.text, "source": r.source, "line": r.line, "lang": langs[i], "hash": h,
-                 "lang_detected": int(i in guessed), "lang_confidence": confidence[i], "title": r.title, "start": r.start, "section": r.section,
-                 "end_line": r.end_line, "page": r.page, "path": shown_path(r.source, self.folders)}
-                for i, (r, h) in enumerate(fresh)]  # fmt: skip
+        rows = [
+            {
+                "id": first + i,
+                "ext_id": r.ext_id,
+                "text": r.text,
+                "source": r.source,
+                "line": r.line,
+                "lang": langs[i],
+                "hash": h,
+                "lang_detected": int(i in guessed),
+                "lang_confidence": confidence[i],
+                "title": r.title,
+                "start": r.start,
+                "section": r.section,
+                "end_line": r.end_line,
+                "page": r.page,
+                "path": shown_path(r.source, self.folders),
+            }
+            for i, (r, h) in enumerate(fresh)
+        ]
         self.split_documents.update(r.ext_id for r, _ in fresh if r.start is not None)
         if self.old is not None:
             if self.old.components:
@@ -234,8 +272,10 @@ class Ingest:
                     vectors = remove_per_language(vectors, langs, self.old.components, self.old.pooled_for)
                 except KeyError as missing:
                     have = ", ".join(sorted(c for c in self.old.components if c != POOLED))
-                    raise EncodrError(f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
-                                      "rebuild it with --pcr over all languages, or give --lang") from None  # fmt: skip
+                    raise EncodrError(
+                        f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
+                        "rebuild it with --pcr over all languages, or give --lang"
+                    ) from None
         if self.old is not None and not self.old.meta.get("on_disk"):
             add_vectors(self.old.faiss, vectors, first)
         else:  # a new index, or one whose lists are on disk: the vectors wait in the raw file (see extended_on_disk)
@@ -272,18 +312,32 @@ def extended_on_disk(tmp: Path, ingest: Ingest, old: IndexReader, add_blocks=Non
     merged into ``tmp``'s own list file (:func:`~.ondisk.add_on_disk`, ``add_blocks`` as there):
     the old generation's files are only read."""
     vectors = ingest.raw_vectors()
-    index = add_on_disk(extend_trained(old.folder / VECTORS_FILE), vectors, tmp, write_faiss, old=old.faiss, add_blocks=add_blocks,
-                        old_file=old.folder / VECTORS_FILE)  # fmt: skip
+    index = add_on_disk(
+        extend_trained(old.folder / VECTORS_FILE),
+        vectors,
+        tmp,
+        write_faiss,
+        old=old.faiss,
+        add_blocks=add_blocks,
+        old_file=old.folder / VECTORS_FILE,
+    )
     del vectors
     return index
 
 
-def new_index(tmp: Path, ingest: Ingest, options: BuildOptions, lang: str | None, detected: list[str] | None = None, add_blocks=None):
+def new_index(
+    tmp: Path, ingest: Ingest, options: BuildOptions, lang: str | None, detected: list[str] | None = None, add_blocks=None
+):
     """The FAISS index and ``index.json`` of a new index from the ingested raw vectors, as
     ``options`` say (its PCR variant applied first, with ``pcr``; its type, quantisation and
     on-disk lists); ``detected``: the languages the detector settled on, when it labelled any
     text; ``add_blocks``: see :func:`~.ondisk.add_on_disk`."""
-    pcr, index_type, quantize, on_disk = options.pcr_variant if options.pcr else None, options.index_type, options.quantize, options.on_disk
+    pcr, index_type, quantize, on_disk = (
+        options.pcr_variant if options.pcr else None,
+        options.index_type,
+        options.quantize,
+        options.on_disk,
+    )
     from .. import __version__
 
     encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
@@ -295,7 +349,9 @@ def new_index(tmp: Path, ingest: Ingest, options: BuildOptions, lang: str | None
     if kind == "ivfpq" and quantize == "int8":
         kind = "ivf"  # auto above HNSW_MAX: IVF lists of int8 vectors (PQ codes are a quantisation of their own)
     if kind == "ivfpq" and n < 10_000:
-        raise EncodrError(f"--index-type ivfpq needs at least 10,000 texts to train its quantisers (this corpus has {n:,}); use flat or hnsw")
+        raise EncodrError(
+            f"--index-type ivfpq needs at least 10,000 texts to train its quantisers (this corpus has {n:,}); use flat or hnsw"
+        )
     sample = training_sample(vectors) if kind.startswith("ivf") or quantize != "none" else None
     index = new_faiss(kind, dim, n, sample, quantize)
     del sample  # trained: the sample is not held while the vectors are added

@@ -109,7 +109,9 @@ class Judgment:
 def check_grade(grade: int) -> None:
     """Raise :class:`~encodr.errors.EncodrError` (field ``grade``) unless ``grade`` is 0, 1 or 2."""
     if grade not in GRADES:
-        raise EncodrError(f"grade {grade} is not a grade; use 0 (not relevant), 1 (relevant) or 2 (highly relevant)", field="grade")
+        raise EncodrError(
+            f"grade {grade} is not a grade; use 0 (not relevant), 1 (relevant) or 2 (highly relevant)", field="grade"
+        )
 
 
 class Judgments:
@@ -134,8 +136,10 @@ class Judgments:
         if not write and not self.path.exists():
             return None
         if write and not os.access(self.path if self.path.exists() else self.root, os.W_OK):
-            raise EncodrError(f"index {self.root} cannot be written ({self.path.name if self.path.exists() else 'its folder'} is read-only), so "
-                              "no judgment was written; make it writable, or judge a copy of the index")  # fmt: skip
+            raise EncodrError(
+                f"index {self.root} cannot be written ({self.path.name if self.path.exists() else 'its folder'} is read-only), so "
+                "no judgment was written; make it writable, or judge a copy of the index"
+            )
         mode = "rwc" if write else "ro"
         conn = sqlite3.connect(f"file:{self.path}?mode={mode}", uri=True, timeout=LOCK_TIMEOUT, check_same_thread=False)
         if write:
@@ -163,19 +167,27 @@ class Judgments:
     def put(self, judgments: Iterable[Judgment]) -> int:
         """Store ``judgments``, each replacing the grade of its (query, document); all or none.
         Returns how many were stored."""
-        rows = [(query_key(j.query), j.doc, j.query, int(j.grade), j.passage, j.front, j.made or now(), j.doc_hash) for j in judgments]
+        rows = [
+            (query_key(j.query), j.doc, j.query, int(j.grade), j.passage, j.front, j.made or now(), j.doc_hash) for j in judgments
+        ]
 
         def work(conn):
-            conn.executemany("insert into judgments values (?, ?, ?, ?, ?, ?, ?, ?) on conflict(key, doc) do update set "
-                             "grade = excluded.grade, passage = coalesce(excluded.passage, judgments.passage), front = excluded.front, "
-                             "made = excluded.made, doc_hash = excluded.doc_hash", rows)  # fmt: skip
+            conn.executemany(
+                "insert into judgments values (?, ?, ?, ?, ?, ?, ?, ?) on conflict(key, doc) do update set "
+                "grade = excluded.grade, passage = coalesce(excluded.passage, judgments.passage), front = excluded.front, "
+                "made = excluded.made, doc_hash = excluded.doc_hash",
+                rows,
+            )
             return len(rows)
 
         return self._run(True, work)
 
     def remove(self, query: str, doc: str) -> bool:
         """Delete the judgment of (``query``, ``doc``); False when there was none."""
-        return self._run(True, lambda conn: conn.execute("delete from judgments where key = ? and doc = ?", (query_key(query), doc)).rowcount > 0)
+        return self._run(
+            True,
+            lambda conn: conn.execute("delete from judgments where key = ? and doc = ?", (query_key(query), doc)).rowcount > 0,
+        )
 
     def count(self) -> int:
         """How many judgments there are."""
@@ -187,7 +199,9 @@ class Judgments:
         def work(conn):
             if conn is None:
                 return []
-            rows = conn.execute("select query, doc, grade, passage, front, made, doc_hash from judgments order by made, rowid").fetchall()
+            rows = conn.execute(
+                "select query, doc, grade, passage, front, made, doc_hash from judgments order by made, rowid"
+            ).fetchall()
             return [Judgment(q, d, int(g), p, f, m, h) for q, d, g, p, f, m, h in rows]
 
         return self._run(False, work)
@@ -255,14 +269,22 @@ def read_import(queries_file: Path, qrels_file: Path, known: set[str]) -> list[t
         else:
             rows.append((queries[qid], did, grade))
     if no_query:
-        raise EncodrError(f"{qrels_file}: {len(no_query)} row(s) name queries that {queries_file} lacks (first: {', '.join(no_query[:3])}); "
-                          "nothing was imported", field="import")  # fmt: skip
+        raise EncodrError(
+            f"{qrels_file}: {len(no_query)} row(s) name queries that {queries_file} lacks (first: {', '.join(no_query[:3])}); "
+            "nothing was imported",
+            field="import",
+        )
     if no_doc:
         first = ", ".join(f"'{d}'" for d in list(dict.fromkeys(no_doc))[:3])
-        raise EncodrError(f"{qrels_file}: {len(no_doc)} row(s) name documents the index lacks (first: {first}); nothing was imported: "
-                          "index those documents, or remove those rows", field="import")  # fmt: skip
+        raise EncodrError(
+            f"{qrels_file}: {len(no_doc)} row(s) name documents the index lacks (first: {first}); nothing was imported: "
+            "index those documents, or remove those rows",
+            field="import",
+        )
     if not rows:
-        raise EncodrError(f"{qrels_file}: no judgments in it; a qrels file has query-id<TAB>corpus-id<TAB>score rows", field="import")
+        raise EncodrError(
+            f"{qrels_file}: no judgments in it; a qrels file has query-id<TAB>corpus-id<TAB>score rows", field="import"
+        )
     return rows
 
 
@@ -280,16 +302,22 @@ def import_files(source: str, split: str | None) -> tuple[Path, Path]:
         pair = (Path(queries.strip()), Path(qrels.strip()))
         for p in pair:
             if not p.is_file():
-                raise EncodrError(f"--import {source}: no such file {p}; pass a BEIR folder, or QUERIES.jsonl,QRELS.tsv", field="import")
+                raise EncodrError(
+                    f"--import {source}: no such file {p}; pass a BEIR folder, or QUERIES.jsonl,QRELS.tsv", field="import"
+                )
         return pair
     folder = Path(source)
     if not folder.is_dir():
-        raise EncodrError(f"--import {source}: no such folder; pass a BEIR folder (queries.jsonl, qrels/SPLIT.tsv), or QUERIES.jsonl,QRELS.tsv",
-                          field="import")  # fmt: skip
+        raise EncodrError(
+            f"--import {source}: no such folder; pass a BEIR folder (queries.jsonl, qrels/SPLIT.tsv), or QUERIES.jsonl,QRELS.tsv",
+            field="import",
+        )
     there = splits(folder)
     split = split or "train"
     if split not in there:
-        raise EncodrError(f"--import {source}: no qrels/{split}.tsv; its splits are {', '.join(there) or 'none'} (use --split)", field="split")
+        raise EncodrError(
+            f"--import {source}: no qrels/{split}.tsv; its splits are {', '.join(there) or 'none'} (use --split)", field="split"
+        )
     return folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
 
 
@@ -299,7 +327,9 @@ def corpus_of(index) -> dict[str, str]:
     return {doc: found["text"] for doc in sorted(index.document_ids()) if (found := index.document(doc)) is not None}
 
 
-def write_beir(corpus: dict[str, str], judgments: list[Judgment], out: Path, splits: dict[str, Iterable[str]] | None = None) -> dict:
+def write_beir(
+    corpus: dict[str, str], judgments: list[Judgment], out: Path, splits: dict[str, Iterable[str]] | None = None
+) -> dict:
     """Write a BEIR folder into ``out`` (an empty folder): ``corpus.jsonl`` (``corpus``: id →
     text), ``queries.jsonl`` and ``qrels/SPLIT.tsv`` of the ``current`` judgments, one split per
     entry of ``splits`` (split → the folds it holds; default: ``train``, ``dev`` and ``test``,

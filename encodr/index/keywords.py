@@ -35,17 +35,51 @@ ANALYZER = "snowball-stems+cjk-bigrams+thai-newmm"  # recorded in index.json (an
 
 # ISO 639-3 → Snowball stemmer (PyStemmer's algorithm names)
 STEMMERS = {
-    "ara": "arabic", "hye": "armenian", "eus": "basque", "cat": "catalan", "ces": "czech", "dan": "danish", "nld": "dutch", "eng": "english",
-    "epo": "esperanto", "est": "estonian", "fin": "finnish", "fra": "french", "deu": "german", "ell": "greek", "hin": "hindi",
-    "hun": "hungarian", "ind": "indonesian", "gle": "irish", "ita": "italian", "lit": "lithuanian", "nep": "nepali", "nob": "norwegian",
-    "nno": "norwegian", "nor": "norwegian", "fas": "persian", "pes": "persian", "pol": "polish", "por": "portuguese", "ron": "romanian",
-    "rus": "russian", "srp": "serbian", "sot": "sesotho", "spa": "spanish", "swe": "swedish", "tam": "tamil", "tur": "turkish", "yid": "yiddish",
-}  # fmt: skip
+    "ara": "arabic",
+    "hye": "armenian",
+    "eus": "basque",
+    "cat": "catalan",
+    "ces": "czech",
+    "dan": "danish",
+    "nld": "dutch",
+    "eng": "english",
+    "epo": "esperanto",
+    "est": "estonian",
+    "fin": "finnish",
+    "fra": "french",
+    "deu": "german",
+    "ell": "greek",
+    "hin": "hindi",
+    "hun": "hungarian",
+    "ind": "indonesian",
+    "gle": "irish",
+    "ita": "italian",
+    "lit": "lithuanian",
+    "nep": "nepali",
+    "nob": "norwegian",
+    "nno": "norwegian",
+    "nor": "norwegian",
+    "fas": "persian",
+    "pes": "persian",
+    "pol": "polish",
+    "por": "portuguese",
+    "ron": "romanian",
+    "rus": "russian",
+    "srp": "serbian",
+    "sot": "sesotho",
+    "spa": "spanish",
+    "swe": "swedish",
+    "tam": "tamil",
+    "tur": "turkish",
+    "yid": "yiddish",
+}
 
 _CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
 _BIGRAMS = _CJK + "\u0e80-\u0eff\u1780-\u17ff\u1000-\u109f"  # … and Lao, Khmer, Burmese: bigrams
 _THAI = "\u0e00-\u0e7f"
 _WORDS = re.compile(f"([{_BIGRAMS}]+)|([{_THAI}]+)|([^\\W{_BIGRAMS}{_THAI}]+)")
+
+
 @functools.lru_cache(maxsize=None)
 def _stemmer(lang: str | None):
     import Stemmer
@@ -150,7 +184,9 @@ def keyword_expression(query: str, lang: str | None = None) -> str:
         query: the user's text.
         lang: its language (the stemmer of :func:`keyword_terms`).
     """
-    phrases = [" ".join(keyword_terms(p, lang, identifiers=False)) for p in _PHRASE.findall(query)]  # a text's whole codes sit after its words
+    phrases = [
+        " ".join(keyword_terms(p, lang, identifiers=False)) for p in _PHRASE.findall(query)
+    ]  # a text's whole codes sit after its words
     terms = " OR ".join(f'"{t}"' for t in dict.fromkeys(keyword_terms(_PHRASE.sub(" ", query), lang)))
     required = " AND ".join(f'"{p}"' for p in phrases if p)
     if required and terms:
@@ -169,8 +205,12 @@ def build_keywords(conn) -> None:
         conn: an ``sqlite3.Connection`` to the store being written.
     """
     conn.create_function("encodr_keyword_text", 2, keyword_text, deterministic=True)
-    conn.execute(f"create virtual table if not exists {KEYWORD_TABLE} using fts5(text, content='texts', content_rowid='id', "
-                 f"tokenize='{KEYWORD_TOKENIZER}')")  # fmt: skip
+    conn.execute(
+        f"create virtual table if not exists {KEYWORD_TABLE} using fts5(text, content='texts', content_rowid='id', "
+        f"tokenize='{KEYWORD_TOKENIZER}')"
+    )
     conn.execute(f"insert into {KEYWORD_TABLE}({KEYWORD_TABLE}) values ('delete-all')")
-    conn.execute(f"insert into {KEYWORD_TABLE}(rowid, text) select id, encodr_keyword_text(coalesce(section || ' ', '') || text, lang) from texts")  # the heading path's words count
+    conn.execute(
+        f"insert into {KEYWORD_TABLE}(rowid, text) select id, encodr_keyword_text(coalesce(section || ' ', '') || text, lang) from texts"
+    )  # the heading path's words count
     conn.commit()

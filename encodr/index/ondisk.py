@@ -31,7 +31,9 @@ from typing import Callable
 import numpy as np
 
 ONDISK_FILE = "lists.ivfdata"
-REFINE_FILE = "refine.codes"  # while an on-disk IVF-PQ index is built: its re-ranking codes, until RefinedOnDisk.write streams them in
+REFINE_FILE = (
+    "refine.codes"  # while an on-disk IVF-PQ index is built: its re-ranking codes, until RefinedOnDisk.write streams them in
+)
 BLOCK = 1_000_000  # vectors added to one copy of the trained index before it is written
 COPY = 64 << 20  # bytes a stream of codes copies at a time
 
@@ -78,10 +80,16 @@ class RefineCodes:
     def _copy_old(self, file: Path, rows: int) -> None:
         size = rows * self.refine.code_size
         with open(file, "rb") as f:
-            start = f.seek(0, os.SEEK_END) - 4 - size  # …, uint64 byte count, the codes, float32 k_factor (FAISS's IndexRefine layout)
+            start = (
+                f.seek(0, os.SEEK_END) - 4 - size
+            )  # …, uint64 byte count, the codes, float32 k_factor (FAISS's IndexRefine layout)
             f.seek(start - 8)
             if start < 8 or int(np.frombuffer(f.read(8), dtype=np.uint64)[0]) != size:
-                raise OSError(errno.EINVAL, f"the re-ranking codes of {rows:,} vectors are not at the end of the file; rebuild the index", str(file))
+                raise OSError(
+                    errno.EINVAL,
+                    f"the re-ranking codes of {rows:,} vectors are not at the end of the file; rebuild the index",
+                    str(file),
+                )
             while size:
                 chunk = f.read(min(COPY, size))
                 if not chunk:  # the file shrank while it was read
@@ -143,8 +151,16 @@ class RefinedOnDisk:
         self.codes.path.unlink()
 
 
-def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[object, Path], None], block: int | None = None, old=None,
-                add_blocks: Callable | None = None, old_file: Path | None = None):  # fmt: skip
+def add_on_disk(
+    trained,
+    vectors: np.ndarray,
+    folder: Path,
+    write: Callable[[object, Path], None],
+    block: int | None = None,
+    old=None,
+    add_blocks: Callable | None = None,
+    old_file: Path | None = None,
+):
     """Fill the trained, empty IVF index ``trained`` with ``vectors`` (after the vectors of
     ``old``, with ``--add``), its inverted lists in ``folder / ONDISK_FILE``.
 
@@ -181,9 +197,13 @@ def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[obj
     first = 0 if old is None else int(old.ntotal)
     block = block or BLOCK
     codes = None
-    if isinstance(trained, faiss.IndexRefine):  # its re-ranking codes go to a file, in the order of adding (they are the refine ids)
+    if isinstance(
+        trained, faiss.IndexRefine
+    ):  # its re-ranking codes go to a file, in the order of adding (they are the refine ids)
         if old is not None and old_file is None:
-            raise ValueError("add_on_disk: an IndexRefine extended from an old index needs old_file (its codes are copied from there)")
+            raise ValueError(
+                "add_on_disk: an IndexRefine extended from an old index needs old_file (its codes are copied from there)"
+            )
         codes = RefineCodes(trained, folder / REFINE_FILE, (Path(old_file), first) if old is not None else None)
 
     def blocks():
@@ -204,7 +224,9 @@ def add_on_disk(trained, vectors: np.ndarray, folder: Path, write: Callable[[obj
             with _c_stdout_silenced():  # OnDiskInvertedLists printf()s "resizing FILE to N bytes" on stdout, which --json owns
                 _merge(trained, ([faiss.extract_index_ivf(old).invlists] if old is not None else []), parts, folder / ONDISK_FILE)
         except RuntimeError as exc:
-            raise OSError(errno.EIO, f"merging the IVF lists failed ({str(exc).splitlines()[0]})", str(folder / ONDISK_FILE)) from None
+            raise OSError(
+                errno.EIO, f"merging the IVF lists failed ({str(exc).splitlines()[0]})", str(folder / ONDISK_FILE)
+            ) from None
     finally:
         for path in parts:
             path.unlink(missing_ok=True)

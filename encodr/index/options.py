@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from ..errors import at_least, between, one_of
-from .filters import Filter
-from .fusion import FUSIONS
 from ..data.language import check_code
 from ..data.records import Layout
-from ..errors import EncodrError
+from ..errors import EncodrError, at_least, between, one_of
 from ..models.encoder import AUTO_BACKEND, Encoder, check_backend
 from ..models.pcr import DEFAULT_VARIANT, check_variant
 from .engines import check_engine
 from .faiss_types import INDEX_TYPES, check_quantize
+from .filters import Filter
+from .fusion import FUSIONS
 
 MODES = ("dense", "keyword", "hybrid")
 DENSE, KEYWORD, HYBRID = MODES
@@ -110,9 +109,12 @@ class SearchOptions:
         ``depth`` and ``weight``), else the declared defaults (``fusion_weight`` stays None
         without a tuned one: the fusion's declared weights, :func:`.fusion.fuse`)."""
         tuned, reranker_tuned = tuned or {}, reranker_tuned or {}
-        return replace(self, fusion_weight=_first(self.fusion_weight, tuned.get("fusion_weight")),
-                       rerank_depth=_first(self.rerank_depth, reranker_tuned.get("depth"), RERANK_DEPTH),
-                       rerank_weight=_first(self.rerank_weight, reranker_tuned.get("weight"), RERANK_WEIGHT))  # fmt: skip
+        return replace(
+            self,
+            fusion_weight=_first(self.fusion_weight, tuned.get("fusion_weight")),
+            rerank_depth=_first(self.rerank_depth, reranker_tuned.get("depth"), RERANK_DEPTH),
+            rerank_weight=_first(self.rerank_weight, reranker_tuned.get("weight"), RERANK_WEIGHT),
+        )
 
     @property
     def label(self) -> str:
@@ -220,13 +222,22 @@ class BuildOptions:
         check_backend(self.backend, auto=True)
         check_engine(self.engine, self.address)
         if self.processes > 1 and self.backend not in ("torch", AUTO_BACKEND) and self.engine == "local":
-            raise EncodrError(f"--processes works with --backend torch (sentence-transformers' pool runs its own float32 pass; onnxruntime "
-                              f"already uses every core): drop --processes for {self.backend}", field="processes")  # fmt: skip
+            raise EncodrError(
+                f"--processes works with --backend torch (sentence-transformers' pool runs its own float32 pass; onnxruntime "
+                f"already uses every core): drop --processes for {self.backend}",
+                field="processes",
+            )
         if self.lang is not None:
             check_code(self.lang)
         check_variant(self.pcr_variant)
         check_quantize(self.quantize, self.index_type)
         if self.on_disk and self.index_type not in ("ivf", "ivfpq"):
-            raise EncodrError("--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq with it, or drop --on-disk", field="on_disk")
+            raise EncodrError(
+                "--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq with it, or drop --on-disk",
+                field="on_disk",
+            )
         if self.write == "sync" and self.engine != "local":
-            raise EncodrError("--sync reads and compares the documents on this machine: drop --engine ray for it (a full build can use Ray)", field="engine")
+            raise EncodrError(
+                "--sync reads and compares the documents on this machine: drop --engine ray for it (a full build can use Ray)",
+                field="engine",
+            )

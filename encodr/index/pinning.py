@@ -24,7 +24,9 @@ from .judgments import Judgment, query_key
 NEAR_DUPLICATE = 0.85
 
 
-def judged_for(query: str, vector: np.ndarray, judgments: list[Judgment], vectors: Callable[[list[str]], np.ndarray]) -> list[Judgment]:
+def judged_for(
+    query: str, vector: np.ndarray, judgments: list[Judgment], vectors: Callable[[list[str]], np.ndarray]
+) -> list[Judgment]:
     """The judgments that apply to ``query``: its own, else those of the nearest judged query at
     cosine ≥ :data:`NEAR_DUPLICATE`; empty when none applies.
 

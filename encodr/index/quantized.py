@@ -132,7 +132,11 @@ class BinaryRescored:
         ids = np.full((len(x), k), -1, dtype=np.int64)
         if not wanted or not len(x):
             return scores, ids
-        _, found = self.binary.search(to_bits(x), wanted, params=params) if params is not None else self.binary.search(to_bits(x), wanted)
+        _, found = (
+            self.binary.search(to_bits(x), wanted, params=params)
+            if params is not None
+            else self.binary.search(to_bits(x), wanted)
+        )
         for row, candidates in enumerate(found):
             candidates = candidates[candidates >= 0]
             if not len(candidates):

@@ -39,17 +39,26 @@ from ..errors import EncodrError, at_least
 from ..models.encoder import truncated
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import current_generation, hold_generation, release_generation
-from .filters import Where, sql as filter_sql
-from .keywords import keyword_expression
+from .faiss_types import HNSW_EF_SEARCH, IVF_NPROBE, REFINE_K_FACTOR
+from .filters import Where
+from .filters import sql as filter_sql
 from .format import require_current
+from .keywords import keyword_expression
 from .ondisk import ONDISK_FILE, read_on_disk
 from .quantized import RESCORE_FILE, BinaryRescored
 from .texts import TextStore
-from .faiss_types import HNSW_EF_SEARCH, IVF_NPROBE, REFINE_K_FACTOR
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
 RAW_VECTORS_FILE = "vectors.f32"  # a new index's vectors while it is built (removed before the generation is complete)
-INDEX_FILES = (META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE, RAW_VECTORS_FILE, RESCORE_FILE, ONDISK_FILE)  # what a generation (or a flat index) holds
+INDEX_FILES = (
+    META_FILE,
+    VECTORS_FILE,
+    STORE_FILE,
+    PCR_FILE,
+    RAW_VECTORS_FILE,
+    RESCORE_FILE,
+    ONDISK_FILE,
+)  # what a generation (or a flat index) holds
 # A filter that keeps at most this many texts is searched exactly over them (their vectors read
 # back from the index and scored one by one: ~2 ms for 20,000 vectors of 384) rather than by the
 # approximate index with an ID selector, whose graph or lists then hold too few of them to give k
@@ -104,12 +113,30 @@ class IndexReader:
         texts: the generation's :class:`~.texts.TextStore`, read-only.
     """
 
-    def __init__(self, path: Path, folder: Path, meta: dict, faiss_index, components: dict[str, np.ndarray], texts: TextStore,
-                 hold: int | None = None, probes: tuple[int | None, int | None] = (None, None)):  # fmt: skip
+    def __init__(
+        self,
+        path: Path,
+        folder: Path,
+        meta: dict,
+        faiss_index,
+        components: dict[str, np.ndarray],
+        texts: TextStore,
+        hold: int | None = None,
+        probes: tuple[int | None, int | None] = (None, None),
+    ):
         """``probes``: (nprobe, ef_search), the search settings of IVF and HNSW (default: the type's)."""
         nprobe, ef_search = probes
-        self.path, self.folder, self.meta, self.faiss, self.components, self.texts = path, folder, meta, faiss_index, components, texts
-        self._identity = _identity(folder)  # a folder of the same name made anew (the index deleted and built again) is another generation
+        self.path, self.folder, self.meta, self.faiss, self.components, self.texts = (
+            path,
+            folder,
+            meta,
+            faiss_index,
+            components,
+            texts,
+        )
+        self._identity = _identity(
+            folder
+        )  # a folder of the same name made anew (the index deleted and built again) is another generation
         self.nprobe = nprobe or IVF_NPROBE.get(meta.get("index_type"), IVF_NPROBE["ivf"])
         self.ef_search = ef_search or HNSW_EF_SEARCH
         self._hold = hold
@@ -144,9 +171,13 @@ class IndexReader:
         """
         path = locate(path)
         if path.is_file():
-            raise EncodrError(f"{path} is a file; --index takes an index directory (built by encodr index) or a workspace index name")
+            raise EncodrError(
+                f"{path} is a file; --index takes an index directory (built by encodr index) or a workspace index name"
+            )
         if not path.is_dir():
-            raise EncodrError(f"index {path} does not exist (nor in the workspace, see encodr indexes); build one with: encodr index CORPUS --out {path}")
+            raise EncodrError(
+                f"index {path} does not exist (nor in the workspace, see encodr indexes); build one with: encodr index CORPUS --out {path}"
+            )
         for name, value in (("nprobe", nprobe), ("ef_search", ef_search)):
             at_least(name, value, 1)
         for _ in range(OPEN_ATTEMPTS):
@@ -156,7 +187,9 @@ class IndexReader:
                 hold = hold_generation(folder)
                 if hold is None:
                     if current_generation(path) == folder:  # not superseded: the link names a missing folder
-                        raise EncodrError(f"index {path} names generation {folder.name}, which is missing; rebuild it with encodr index --overwrite")
+                        raise EncodrError(
+                            f"index {path} names generation {folder.name}, which is missing; rebuild it with encodr index --overwrite"
+                        )
                     continue  # superseded and removed before we held it: resolve again
             try:
                 return cls._open_folder(path, folder or path, hold, mmap, nprobe, ef_search)
@@ -168,7 +201,9 @@ class IndexReader:
         raise EncodrError(f"index {path} was replaced {OPEN_ATTEMPTS} times while it was being opened; try again")
 
     @classmethod
-    def _open_folder(cls, path: Path, folder: Path, hold: int | None, mmap: bool, nprobe: int | None, ef_search: int | None) -> "IndexReader":
+    def _open_folder(
+        cls, path: Path, folder: Path, hold: int | None, mmap: bool, nprobe: int | None, ef_search: int | None
+    ) -> "IndexReader":
         """:meth:`open` of one generation ``folder``. Raises :class:`_Moved` when a flat
         (pre-generations) index was converted to generations while it was read."""
         import faiss
@@ -202,7 +237,11 @@ class IndexReader:
                 index = BinaryRescored.read(folder / VECTORS_FILE, meta["int8_ranges"])
             else:
                 flags = faiss.IO_FLAG_MMAP_IFC if mmap else 0
-                index = read_on_disk(folder / VECTORS_FILE, flags) if meta.get("on_disk") else faiss.read_index(str(folder / VECTORS_FILE), flags)
+                index = (
+                    read_on_disk(folder / VECTORS_FILE, flags)
+                    if meta.get("on_disk")
+                    else faiss.read_index(str(folder / VECTORS_FILE), flags)
+                )
         except (RuntimeError, OSError, ValueError, KeyError):
             if moved():
                 raise _Moved from None
@@ -217,8 +256,10 @@ class IndexReader:
                 if moved():
                     raise _Moved from None
                 if "locked" in str(exc):
-                    raise EncodrError(f"{folder / STORE_FILE} is locked by another process (waited {LOCK_TIMEOUT:g} s); "
-                                      "wait for that process to finish, or stop it, and run again") from None  # fmt: skip
+                    raise EncodrError(
+                        f"{folder / STORE_FILE} is locked by another process (waited {LOCK_TIMEOUT:g} s); "
+                        "wait for that process to finish, or stop it, and run again"
+                    ) from None
                 raise EncodrError(f"{folder / STORE_FILE} is corrupted ({exc}); rebuild the index") from None
             dead = len(texts.tombstones())
             if not index.ntotal == rows + dead == count:
@@ -341,10 +382,13 @@ class IndexReader:
             return remove_per_language(vectors, langs, self.components, self.pooled_for)
         except KeyError as missing:
             named = ", ".join(sorted(c for c in self.components if c != POOLED))
-            raise EncodrError(f"index {self.path} has no principal component for language '{missing.args[0]}'; use --lang with one of {named}") from None
+            raise EncodrError(
+                f"index {self.path} has no principal component for language '{missing.args[0]}'; use --lang with one of {named}"
+            ) from None
 
-    def search(self, vectors: np.ndarray, k: int, langs: list[str] | None = None, nprobe: int | None = None,
-               ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    def search(
+        self, vectors: np.ndarray, k: int, langs: list[str] | None = None, nprobe: int | None = None, ef_search: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """k nearest vectors by inner product, optionally among texts of some languages only.
 
         Args:
@@ -374,7 +418,9 @@ class IndexReader:
         if ids is None:
             if not len(self.tombstones):
                 return self.faiss.search(x, min(k, len(self)), params=self.search_params(None, nprobe, ef_search))
-            return self.faiss.search(x, max(1, min(k, len(self))), params=self.search_params(self._live_selector(), nprobe, ef_search))
+            return self.faiss.search(
+                x, max(1, min(k, len(self))), params=self.search_params(self._live_selector(), nprobe, ef_search)
+            )
         if not len(ids):
             return np.zeros((len(x), 0), dtype=np.float32), np.zeros((len(x), 0), dtype=np.int64)
         if len(ids) <= EXACT_FILTER_MAX and not isinstance(self.faiss, (faiss.IndexFlatCodes, BinaryRescored)):
@@ -476,7 +522,9 @@ class IndexReader:
         for start, piece, line in passages:
             if start >= end:
                 breaks = max(0, line - (first + text.count("\n")))
-                indent = start - end - breaks if breaks and start is not None and end else 0  # the gap's other characters: the line's indentation
+                indent = (
+                    start - end - breaks if breaks and start is not None and end else 0
+                )  # the gap's other characters: the line's indentation
                 text += "\n" * breaks + " " * max(0, indent) + piece
             else:  # overlapping the previous passage: only what it adds
                 text += piece[end - start :]
@@ -520,7 +568,9 @@ class IndexReader:
         """Whether this generation has a keyword index (built by ``encodr index`` since it has one)."""
         return self.texts.has_keywords
 
-    def keyword_search(self, queries: list[str], k: int, langs: "list[str] | Where | None" = None, query_langs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def keyword_search(
+        self, queries: list[str], k: int, langs: "list[str] | Where | None" = None, query_langs: list[str] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k texts of each query by BM25 (SQLite FTS5: k1 = 1.2, b = 0.75), best first.
 
         Args:
@@ -539,17 +589,23 @@ class IndexReader:
             EncodrError: the index has no keyword index (built before encodr had one).
         """
         if not self.has_keywords:
-            raise EncodrError(f"index {self.path} has no keyword index (built by an older encodr); rebuild it with encodr index, or use --mode dense",
-                              field="mode")  # fmt: skip
+            raise EncodrError(
+                f"index {self.path} has no keyword index (built by an older encodr); rebuild it with encodr index, or use --mode dense",
+                field="mode",
+            )
         where = Where.of(langs)
-        scope = (f"select id from {self._scope(where)}", []) if where.filters else None  # the filter's ids, as a table the FTS5 query joins
+        scope = (
+            (f"select id from {self._scope(where)}", []) if where.filters else None
+        )  # the filter's ids, as a table the FTS5 query joins
         scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), k), -1, dtype=np.int64)
         for row, query in enumerate(queries):
             expression = keyword_expression(query, query_langs[row] if query_langs else None)
             if not expression:
                 continue
-            found = self.texts.keyword_hits(expression, k, None if scope else list(where.langs) or None, scope)  # a scope holds the languages too
+            found = self.texts.keyword_hits(
+                expression, k, None if scope else list(where.langs) or None, scope
+            )  # a scope holds the languages too
             for col, (i, score) in enumerate(found):
                 ids[row, col], scores[row, col] = i, score
         return scores, ids
@@ -588,5 +644,3 @@ def list_indexes(root: Path | None = None) -> list[dict]:
         except OSError as exc:
             found.append({**where, "error": f"{META_FILE} cannot be read ({exc.strerror})"})
     return found
-
-

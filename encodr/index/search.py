@@ -17,12 +17,12 @@ import numpy as np
 
 from ..data.language import UNDETERMINED, check_code, detect_languages
 from ..errors import EncodrError
+from ..models import Encoder, load_encoder
 from ..timing import phase
 from .filters import Where
 from .fusion import fuse, interpolate
 from .options import DENSE, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
 from .reader import IndexReader
-from ..models import Encoder, load_encoder
 
 __all__ = ["MODES", "Hit", "SearchOptions", "Searcher", "best_passages", "rerank_hits"]
 
@@ -78,7 +78,9 @@ def rerank_hits(query: str, hits: list[Hit], reranker, k: int, weight: float) ->
         k: hits kept.
         weight: w in [0, 1].
     """
-    scores = interpolate([float(s) for s in reranker.query_scores(query, [h.text for h in hits])], [h.score for h in hits], weight)
+    scores = interpolate(
+        [float(s) for s in reranker.query_scores(query, [h.text for h in hits])], [h.score for h in hits], weight
+    )
     order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))[:k]
     return [replace(hits[i], rank=r, score=float(scores[i])) for r, i in enumerate(order, 1)]
 
@@ -96,13 +98,18 @@ def check_languages(index: IndexReader, options: SearchOptions) -> None:
         check_code(code, "hit_lang")
     missing = [c for c in options.hit_langs if c not in stored]
     if missing:
-        raise EncodrError(f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
-                          field="hit_lang")  # fmt: skip
+        raise EncodrError(
+            f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
+            field="hit_lang",
+        )
     if options.lang is not None:
         check_code(options.lang)
         if not index.components and (options.mode == DENSE or not index.has_keywords):
-            raise EncodrError(f"index {index.path} was built without --pcr, so a query language changes nothing in {options.mode} search; "
-                              "drop --lang, or search with --mode keyword or hybrid", field="lang")  # fmt: skip
+            raise EncodrError(
+                f"index {index.path} was built without --pcr, so a query language changes nothing in {options.mode} search; "
+                "drop --lang, or search with --mode keyword or hybrid",
+                field="lang",
+            )
 
 
 @dataclass(frozen=True)
@@ -224,8 +231,14 @@ class Searcher:
             differs from the index's model.
     """
 
-    def __init__(self, index_dir: str | Path, model: str | None = None, encoder: Encoder | Callable[[str, str], Encoder] | None = None,
-                 backend: str | None = None, options: SearchOptions | None = None):  # fmt: skip
+    def __init__(
+        self,
+        index_dir: str | Path,
+        model: str | None = None,
+        encoder: Encoder | Callable[[str, str], Encoder] | None = None,
+        backend: str | None = None,
+        options: SearchOptions | None = None,
+    ):
         self._open = dict(mmap=True)  # memory-mapped: opening a large index reads only what searches touch
         self.index = IndexReader.open(index_dir, **self._open)
         if options is not None:  # what the index alone can refuse, before the model loads (seconds)
@@ -238,8 +251,10 @@ class Searcher:
         built = meta.get("backend", "torch")
         self.warnings: list[str] = []
         if encoder is None and backend is not None and backend != built:
-            self.warnings.append(f"index {self.index.path} was built with --backend {built}; searching it with {backend} "
-                                 "gives slightly different vectors, so scores and ranks may move a little")  # fmt: skip
+            self.warnings.append(
+                f"index {self.index.path} was built with --backend {built}; searching it with {backend} "
+                "gives slightly different vectors, so scores and ranks may move a little"
+            )
         if callable(encoder) and not hasattr(encoder, "encode"):  # a function that gives the encoder
             encoder = encoder(meta["model"], built)
         self.encoder = encoder or query_encoder(model or meta["model"], backend, built)
@@ -279,12 +294,16 @@ class Searcher:
             fresh = IndexReader.open(self.index.path, **self._open)
             if fresh.meta["fingerprint"] != self.fingerprint:
                 fresh.close()
-                raise EncodrError(f"index {self.index.path} was rebuilt with another model ({fresh.meta['model']}); open it again to search it")
+                raise EncodrError(
+                    f"index {self.index.path} was rebuilt with another model ({fresh.meta['model']}); open it again to search it"
+                )
             self.index = fresh  # the old reader closes when its last reader drops it
             self.tuned = tuned_search(fresh)
         return True
 
-    def query_languages(self, queries: list[str], lang: str | None = None, index: IndexReader | None = None, mode: str = DENSE) -> list[str]:
+    def query_languages(
+        self, queries: list[str], lang: str | None = None, index: IndexReader | None = None, mode: str = DENSE
+    ) -> list[str]:
         """Each query's language: ``lang`` when given; otherwise the index's default language
         when it was built with one (``--lang``); otherwise, where the search uses it, detected
         among the languages of the index (:func:`encodr.data.language.detect_languages`; with
@@ -323,7 +342,9 @@ class Searcher:
         self.last_ms = (time.perf_counter() - started) * 1000
         return results
 
-    def query(self, queries: list[str], options: SearchOptions = SearchOptions(), reranker=None) -> tuple[list[str], list[list[Hit]]]:
+    def query(
+        self, queries: list[str], options: SearchOptions = SearchOptions(), reranker=None
+    ) -> tuple[list[str], list[list[Hit]]]:
         """Each query's language and its top-k hits (highest score first). Thread-safe: it
         reads one generation of the index throughout, the current one when it starts.
 
@@ -364,7 +385,9 @@ class Searcher:
         and weight tuned with ``reranker`` (its ``tuned``, :func:`encodr.models.load_cross`)."""
         return options.resolved(self.tuned, getattr(reranker, "tuned", None))
 
-    def _query(self, index: IndexReader, queries: list[str], options: SearchOptions, reranker) -> tuple[list[str], list[list[Hit]]]:
+    def _query(
+        self, index: IndexReader, queries: list[str], options: SearchOptions, reranker
+    ) -> tuple[list[str], list[list[Hit]]]:
         """:meth:`query` on one generation, its options checked."""
         k, where = options.k, Where(options.hit_langs, options.filters)
         if not options.passages and index.meta.get("split_documents"):
@@ -394,7 +417,9 @@ class Searcher:
             fused_scores, fused_ids = self._fused(index, langs, (d_scores, d_ids), (k_scores, k_ids), options)
         return langs, self._rows_to_hits(index, fused_scores, fused_ids)
 
-    def _documents(self, index: IndexReader, queries: list[str], options: SearchOptions, reranker) -> tuple[list[str], list[list[Hit]]]:
+    def _documents(
+        self, index: IndexReader, queries: list[str], options: SearchOptions, reranker
+    ) -> tuple[list[str], list[list[Hit]]]:
         """The top ``options.k`` documents of each query, each at its best passage: passages
         fetched ever deeper (×4 a round) until k distinct documents are among them or the
         index has no more, as Elasticsearch's ``collapse`` fetches until it has k groups."""
@@ -408,26 +433,45 @@ class Searcher:
             depth = min(depth * 4, total)
 
     @staticmethod
-    def _fused(index: IndexReader, langs: list[str], dense: tuple[np.ndarray, np.ndarray], keyword: tuple[np.ndarray, np.ndarray],
-               options: SearchOptions) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    def _fused(
+        index: IndexReader,
+        langs: list[str],
+        dense: tuple[np.ndarray, np.ndarray],
+        keyword: tuple[np.ndarray, np.ndarray],
+        options: SearchOptions,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(q, k) fused scores and ids of the dense and keyword (scores, ids) lists (:func:`~.fusion.fuse`; id −1: no hit)."""
         (d_scores, d_ids), (k_scores, k_ids), k = dense, keyword, options.k
         from ..data.code import CODE_SUFFIXES
 
         rows = index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()])))
         lang_of = {i: r["lang"] for i, r in rows.items()}
-        code = {i for i, r in rows.items() if os.path.splitext(r["source"] or "")[1].lower() in CODE_SUFFIXES}  # source code: its own weight
+        code = {
+            i for i, r in rows.items() if os.path.splitext(r["source"] or "")[1].lower() in CODE_SUFFIXES
+        }  # source code: its own weight
         fused_scores = np.full((len(langs), k), -np.inf, dtype=np.float32)
         fused_ids = np.full((len(langs), k), -1, dtype=np.int64)
         for q in range(len(langs)):
-            ranked = fuse([(int(i), float(s)) for s, i in zip(d_scores[q], d_ids[q]) if i >= 0],
-                          [(int(i), float(s)) for s, i in zip(k_scores[q], k_ids[q]) if i >= 0], options.fusion, langs[q], lang_of,
-                          options.fusion_weight, code)[:k]  # fmt: skip
+            ranked = fuse(
+                [(int(i), float(s)) for s, i in zip(d_scores[q], d_ids[q]) if i >= 0],
+                [(int(i), float(s)) for s, i in zip(k_scores[q], k_ids[q]) if i >= 0],
+                options.fusion,
+                langs[q],
+                lang_of,
+                options.fusion_weight,
+                code,
+            )[:k]
             for col, (i, s) in enumerate(ranked):
                 fused_ids[q, col], fused_scores[q, col] = i, s
         return fused_scores, fused_ids
 
-    def _hits(self, query_vectors: np.ndarray, langs: list[str], index: IndexReader | None = None, options: SearchOptions = SearchOptions()) -> list[list[Hit]]:
+    def _hits(
+        self,
+        query_vectors: np.ndarray,
+        langs: list[str],
+        index: IndexReader | None = None,
+        options: SearchOptions = SearchOptions(),
+    ) -> list[list[Hit]]:
         """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR) in ``index``
         (default: the current one), ``options.k`` each, in its languages and filters."""
         index = index or self.index
@@ -449,8 +493,24 @@ class Searcher:
                     if i < 0:
                         continue
                     r = rows[int(i)]
-                    hits.append(Hit(len(hits) + 1, float(score), r["text"], r["source"], r["line"], r["id"], r["lang"], r["ext_id"], r["title"], r["start"],
-                                    r["section"], r["end_line"], r["page"], r["path"] or r["source"]))  # fmt: skip
+                    hits.append(
+                        Hit(
+                            len(hits) + 1,
+                            float(score),
+                            r["text"],
+                            r["source"],
+                            r["line"],
+                            r["id"],
+                            r["lang"],
+                            r["ext_id"],
+                            r["title"],
+                            r["start"],
+                            r["section"],
+                            r["end_line"],
+                            r["page"],
+                            r["path"] or r["source"],
+                        )
+                    )
                 results.append(hits)
             return results
 
@@ -480,12 +540,19 @@ class Searcher:
 
         index = self.index
         spans = [[sentence_spans(h.text) for h in hits] for hits in results]
-        kws = [[keyword_scores(queries[q], h.text, spans[q][i], langs[q] if langs else h.lang) for i, h in enumerate(hits)] for q, hits in enumerate(results)]
+        kws = [
+            [keyword_scores(queries[q], h.text, spans[q][i], langs[q] if langs else h.lang) for i, h in enumerate(hits)]
+            for q, hits in enumerate(results)
+        ]
         cosines: dict[tuple[int, int], list[float]] = {}
-        wanted = [(q, i) for q, hits in enumerate(results) for i in range(len(hits)) if len(spans[q][i]) > 1 and not decided(kws[q][i])]
+        wanted = [
+            (q, i) for q, hits in enumerate(results) for i in range(len(hits)) if len(spans[q][i]) > 1 and not decided(kws[q][i])
+        ]
         if wanted:
             with phase("snippets"):
-                vectors = index.encode_passages(self.encoder, [results[q][i].text[s:e] for q, i in wanted for s, e in spans[q][i]])
+                vectors = index.encode_passages(
+                    self.encoder, [results[q][i].text[s:e] for q, i in wanted for s, e in spans[q][i]]
+                )
                 asked = self._encode_queries(index, queries)
             at = 0
             for q, i in wanted:
@@ -520,7 +587,9 @@ class Searcher:
         index = self.index
         try:
             judgments = Judgments(index.path).all()
-        except EncodrError:  # an unreadable judgments.db: the search goes on as the index ranks (encodr judgments names the fault)
+        except (
+            EncodrError
+        ):  # an unreadable judgments.db: the search goes on as the index ranks (encodr judgments names the fault)
             return results
         if not judgments:
             return results
@@ -563,7 +632,11 @@ class Searcher:
                 first = h.snippet_line or h.line
                 last = first + (h.snippet or h.text).count("\n")
                 lines, base = doc["lines"], doc["first_line"]
-                picked = [(n, lines[n - base]) for n in range(max(base, first - around), last + around + 1) if 0 <= n - base < len(lines)]
+                picked = [
+                    (n, lines[n - base])
+                    for n in range(max(base, first - around), last + around + 1)
+                    if 0 <= n - base < len(lines)
+                ]
                 shown.append(replace(h, context=picked or None))
             out.append(shown)
         return out

@@ -102,7 +102,9 @@ class Shards:
             self.reused += len(vectors)
         return vectors
 
-    def get_with_records(self, n: int, window_digest: str, parse: Callable[[list[dict]], list] = list) -> tuple[np.ndarray, list] | None:
+    def get_with_records(
+        self, n: int, window_digest: str, parse: Callable[[list[dict]], list] = list
+    ) -> tuple[np.ndarray, list] | None:
         """The vectors of window ``n`` and ``parse`` of the records :meth:`put` kept beside them:
         (float32 (N, d), N items), when both exist, can be read and parsed (``parse`` may raise
         ``ValueError`` or ``TypeError``) and are as many; else None, and nothing is counted in
@@ -127,7 +129,9 @@ class Shards:
             (self.folder / KEY_FILE).write_text(json.dumps(self.key))
         path = self._path(n, window_digest)
         if records is not None:
-            _written(path.with_suffix(".json.tmp"), path.with_suffix(".json"), lambda f: f.write(json.dumps(records).encode("utf-8")))
+            _written(
+                path.with_suffix(".json.tmp"), path.with_suffix(".json"), lambda f: f.write(json.dumps(records).encode("utf-8"))
+            )
         _written(path.with_suffix(".tmp"), path, lambda f: np.save(f, np.asarray(vectors, dtype=np.float32)))
 
     @staticmethod

@@ -21,8 +21,23 @@ from .keywords import KEYWORD_TABLE, build_keywords
 # The one table: vector i of the FAISS index is row id i. lang_detected = 1: the language came
 # from the detector (a build may settle it again), not from the input; lang_confidence: the
 # detector's confidence; start: a passage's character offset in its document; section: its heading path.
-TEXTS_COLUMNS = {"id": int, "ext_id": str, "text": str, "source": str, "line": int, "lang": str, "hash": str, "lang_detected": int,
-                 "lang_confidence": float, "title": str, "start": int, "section": str, "end_line": int, "page": int, "path": str}  # fmt: skip
+TEXTS_COLUMNS = {
+    "id": int,
+    "ext_id": str,
+    "text": str,
+    "source": str,
+    "line": int,
+    "lang": str,
+    "hash": str,
+    "lang_detected": int,
+    "lang_confidence": float,
+    "title": str,
+    "start": int,
+    "section": str,
+    "end_line": int,
+    "page": int,
+    "path": str,
+}
 # end_line: the file line where the text ends (line: where it starts); page: a PDF's page;
 # path: the document's path as a person reads it, relative to the folder that was indexed.
 SQLITE_PARAMETERS = 900  # values bound per statement at most (SQLite's limit is 999 on older builds)
@@ -111,7 +126,11 @@ class TextStore:
     def next_id(self) -> int:
         """The id the next inserted text takes: one past the largest, tombstones included (a
         tombstoned vector still holds its id in FAISS)."""
-        return int(self._all("select coalesce(max(m) + 1, 0) from (select max(id) as m from texts union all select max(id) from tombstones)")[0][0])
+        return int(
+            self._all(
+                "select coalesce(max(m) + 1, 0) from (select max(id) as m from texts union all select max(id) from tombstones)"
+            )[0][0]
+        )
 
     # documents
 
@@ -120,21 +139,33 @@ class TextStore:
         found: dict[str, tuple] = {}
         for start in range(0, len(ids), SQLITE_PARAMETERS):
             part = ids[start : start + SQLITE_PARAMETERS]
-            found.update((d, (h, m, z)) for d, h, m, z in self._all(f"select id, hash, modified, size from documents where id in ({','.join('?' * len(part))})", part))
+            found.update(
+                (d, (h, m, z))
+                for d, h, m, z in self._all(
+                    f"select id, hash, modified, size from documents where id in ({','.join('?' * len(part))})", part
+                )
+            )
         return found
 
     def file_states(self) -> dict[str, tuple[str | None, int | None]]:
         """Each stored file's (modified, size) when all its documents agree on them and carry a
         content hash (a file whose documents were all read by this encodr); files where they
         differ are left out (they must be read)."""
-        rows = self._all("select path, min(modified), max(modified), min(size), max(size), count(hash), count(*) from documents group by path")
+        rows = self._all(
+            "select path, min(modified), max(modified), min(size), max(size), count(hash), count(*) from documents group by path"
+        )
         return {p: (m0, z0) for p, m0, m1, z0, z1, hashed, n in rows if m0 == m1 and z0 == z1 and m0 is not None and hashed == n}
 
     def documents_under(self, roots: list[str]) -> dict[str, str]:
         """id → path of the stored documents whose file is one of ``roots`` or lies in one of them."""
         found: dict[str, str] = {}
         for root in roots:
-            found.update(self._all("select id, path from documents where path = ? or substr(path, 1, ?) = ?", (root, len(root) + 1, root.rstrip("/") + "/")))
+            found.update(
+                self._all(
+                    "select id, path from documents where path = ? or substr(path, 1, ?) = ?",
+                    (root, len(root) + 1, root.rstrip("/") + "/"),
+                )
+            )
         return found
 
     def documents_matching(self, sql: str, params: list) -> list[str]:
@@ -145,8 +176,10 @@ class TextStore:
         """Insert or replace document rows (dicts of :data:`DOCUMENT_COLUMNS`)."""
         if rows:
             with self._lock:
-                self.conn.executemany(f"insert or replace into documents({', '.join(DOCUMENT_COLUMNS)}) values ({', '.join('?' * len(DOCUMENT_COLUMNS))})",
-                                      [tuple(r.get(c) for c in DOCUMENT_COLUMNS) for r in rows])  # fmt: skip
+                self.conn.executemany(
+                    f"insert or replace into documents({', '.join(DOCUMENT_COLUMNS)}) values ({', '.join('?' * len(DOCUMENT_COLUMNS))})",
+                    [tuple(r.get(c) for c in DOCUMENT_COLUMNS) for r in rows],
+                )
                 self.conn.commit()
 
     def touch_documents(self, rows: list[tuple[str | None, int | None, str]]) -> None:
@@ -192,16 +225,20 @@ class TextStore:
             c.execute(f"insert or ignore into maybe {candidates}")
             c.execute("delete from members where doc in (select id from gone_docs)")
             c.executemany("delete from documents where id = ?", [(d,) for d in removed])
-            c.execute("insert into members(doc, text_id, line, start) select s.doc, t.id, s.line, s.start from staged s join texts t on t.hash = s.hash")
+            c.execute(
+                "insert into members(doc, text_id, line, start) select s.doc, t.id, s.line, s.start from staged s join texts t on t.hash = s.hash"
+            )
             c.execute("delete from staged")
-            orphans = np.array([i for (i,) in c.execute("select id from maybe where id not in (select text_id from members)")], dtype=np.int64)
+            orphans = np.array(
+                [i for (i,) in c.execute("select id from maybe where id not in (select text_id from members)")], dtype=np.int64
+            )
             if len(orphans):
                 c.execute("delete from texts where id in (select id from maybe where id not in (select text_id from members))")
             doc = "coalesce(texts.ext_id, texts.source || ':' || texts.line)"
             c.execute(f"""update texts set (ext_id, source, line, start, title) = (
                             select m.doc, d.source, m.line, m.start, d.title from members m join documents d on d.id = m.doc
                             where m.text_id = texts.id order by m.rowid limit 1)
-                          where id in (select id from maybe) and not exists (select 1 from members m where m.text_id = texts.id and m.doc = {doc})""")  # fmt: skip
+                          where id in (select id from maybe) and not exists (select 1 from members m where m.text_id = texts.id and m.doc = {doc})""")
             c.commit()
         return orphans
 
@@ -259,7 +296,9 @@ class TextStore:
             if rows:
                 codes = detect([text for _, text in rows])
                 with self._lock:
-                    self.conn.executemany("update texts set lang = ? where id = ?", [(code, i) for code, (i, _) in zip(codes, rows)])
+                    self.conn.executemany(
+                        "update texts set lang = ? where id = ?", [(code, i) for code, (i, _) in zip(codes, rows)]
+                    )
         with self._lock:
             self.conn.commit()
 
@@ -279,7 +318,9 @@ class TextStore:
         """Documents stored."""
         return int(self._all("select count(*) from documents")[0][0])
 
-    def ids_where(self, documents_sql: str | None, documents_params: list, texts_sql: str | None, texts_params: list) -> np.ndarray:
+    def ids_where(
+        self, documents_sql: str | None, documents_params: list, texts_sql: str | None, texts_params: list
+    ) -> np.ndarray:
         """int64 ids of the texts a filter keeps: held by a document that ``documents_sql`` (a
         ``where`` clause over ``documents d``) keeps, and themselves kept by ``texts_sql`` (over
         ``texts t``); either may be None (no condition)."""
@@ -311,7 +352,9 @@ class TextStore:
 
     def ids_in(self, langs: list[str]) -> np.ndarray:
         """int64 ids of the texts whose language is one of ``langs``."""
-        return np.array([i for (i,) in self._all(f"select id from texts where lang in ({','.join('?' * len(langs))})", langs)], dtype=np.int64)
+        return np.array(
+            [i for (i,) in self._all(f"select id from texts where lang in ({','.join('?' * len(langs))})", langs)], dtype=np.int64
+        )
 
     def rows(self, ids: list[int]) -> dict[int, dict]:
         """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``, ``title``,
@@ -323,7 +366,12 @@ class TextStore:
     def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
         """(character offset, text) of every stored passage of the document ``ext_id``, in
         document order (whole texts, with no offset, at 0)."""
-        return [(int(s), t) for s, t in self._all("select coalesce(start, 0), text from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,))]
+        return [
+            (int(s), t)
+            for s, t in self._all(
+                "select coalesce(start, 0), text from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,)
+            )
+        ]
 
     def first_passage(self, ext_id: str) -> int | None:
         """The id of document ``ext_id``'s first passage (or of a whole text with that id), None when none is stored."""
@@ -332,7 +380,12 @@ class TextStore:
 
     def passage_lines(self, ext_id: str) -> list[tuple[int, str, int]]:
         """(character offset, text, first line) of every stored passage of document ``ext_id``, in order."""
-        return [(int(s), t, int(n)) for s, t, n in self._all("select coalesce(start, 0), text, line from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,))]
+        return [
+            (int(s), t, int(n))
+            for s, t, n in self._all(
+                "select coalesce(start, 0), text, line from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,)
+            )
+        ]
 
     def document_path(self, ext_id: str) -> str | None:
         """Document ``ext_id``'s path as hits show it (None: not stored, an older index)."""
@@ -341,8 +394,13 @@ class TextStore:
 
     def documents_at(self, path: str) -> list[str]:
         """The ids of the documents whose path as shown (relative to the folder indexed), source or id is ``path``."""
-        return [str(d) for (d,) in self._all("select distinct ext_id from texts where ext_id is not null and (path = ? or source = ? or ext_id = ?)",
-                                             (path, path, path))]  # fmt: skip
+        return [
+            str(d)
+            for (d,) in self._all(
+                "select distinct ext_id from texts where ext_id is not null and (path = ? or source = ? or ext_id = ?)",
+                (path, path, path),
+            )
+        ]
 
     def document_row(self, ext_id: str) -> dict | None:
         """The stored record of document ``ext_id``: ``id``, ``path``, ``source``, ``title``,
@@ -384,7 +442,9 @@ class TextStore:
         with self._lock:
             self.conn.execute(f"drop table if exists {name}")
 
-    def keyword_hits(self, expression: str, k: int, langs: list[str] | None = None, scope: tuple[str, list] | None = None) -> list[tuple[int, float]]:
+    def keyword_hits(
+        self, expression: str, k: int, langs: list[str] | None = None, scope: tuple[str, list] | None = None
+    ) -> list[tuple[int, float]]:
         """(id, −``bm25()``) of the top ``k`` texts matching the FTS5 ``expression``, best first,
         among texts whose language is one of ``langs`` (all when None) and, with ``scope``
         (an SQL ``select`` of text ids and its parameters, :mod:`.filters`), among those it
@@ -414,15 +474,24 @@ def upgrade_store(path: Path) -> None:
     conn = sqlite3.connect(str(path))
     try:
         columns = {row[1] for row in conn.execute("pragma table_info(texts)")}
-        for name, kind in (("title", "text"), ("start", "integer"), ("section", "text"), ("end_line", "integer"), ("page", "integer"), ("path", "text")):
+        for name, kind in (
+            ("title", "text"),
+            ("start", "integer"),
+            ("section", "text"),
+            ("end_line", "integer"),
+            ("page", "integer"),
+            ("path", "text"),
+        ):
             if name not in columns:
                 conn.execute(f"alter table texts add column {name} {kind}")
         if conn.execute("select 1 from sqlite_master where name = 'documents'").fetchone() is None:
             conn.executescript(DOCUMENT_SCHEMA)
             conn.create_function("encodr_abspath", 1, lambda p: os.path.abspath(p) if p else p, deterministic=True)
             doc = "coalesce(ext_id, source || ':' || line)"
-            conn.execute(f"insert or ignore into documents(id, path, source, title, lang) "
-                         f"select {doc}, encodr_abspath(source), source, title, lang from texts order by id")  # fmt: skip
+            conn.execute(
+                f"insert or ignore into documents(id, path, source, title, lang) "
+                f"select {doc}, encodr_abspath(source), source, title, lang from texts order by id"
+            )
             conn.execute(f"insert into members(doc, text_id, line, start) select {doc}, id, line, start from texts")
         conn.commit()
     finally:

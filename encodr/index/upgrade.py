@@ -37,12 +37,24 @@ def upgrade(path: str | Path) -> dict:
         try:
             meta = json.loads((source / META_FILE).read_text())
         except FileNotFoundError:
-            raise EncodrError(f"{path} is not an encodr index (no index.json in it); pass an index folder to --upgrade", field="upgrade") from None
+            raise EncodrError(
+                f"{path} is not an encodr index (no index.json in it); pass an index folder to --upgrade", field="upgrade"
+            ) from None
         except ValueError:
-            raise EncodrError(f"{source / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index", field="upgrade") from None
-        if written_by_encodr(path) != "index" or not isinstance(meta, dict) or not {"model", "fingerprint", "count"} <= set(meta) or not (source / STORE_FILE).is_file():
-            raise EncodrError(f"{path} is not an index encodr wrote (its index.json, vectors.faiss and texts.db); --upgrade converts only those, "
-                              "and leaves this folder as it is", field="upgrade")  # fmt: skip
+            raise EncodrError(
+                f"{source / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index", field="upgrade"
+            ) from None
+        if (
+            written_by_encodr(path) != "index"
+            or not isinstance(meta, dict)
+            or not {"model", "fingerprint", "count"} <= set(meta)
+            or not (source / STORE_FILE).is_file()
+        ):
+            raise EncodrError(
+                f"{path} is not an index encodr wrote (its index.json, vectors.faiss and texts.db); --upgrade converts only those, "
+                "and leaves this folder as it is",
+                field="upgrade",
+            )
         found = format_of(meta)
         if found >= FORMAT:
             require_current(path, meta)  # a newer one is refused

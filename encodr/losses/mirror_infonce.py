@@ -62,7 +62,9 @@ class MirrorInfoNCELoss(nn.Module):
         self.temperature = float(temperature)
         self.false_negative_cos = float(false_negative_cos)
 
-    def forward(self, a: torch.Tensor, b: torch.Tensor, exclude: torch.Tensor | None = None, guide: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, a: torch.Tensor, b: torch.Tensor, exclude: torch.Tensor | None = None, guide: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Loss of this process's anchors.
 
         Args:

@@ -58,15 +58,29 @@ def check_request(recipe, request: TuneJob) -> None:
 
     mixed_precision(recipe.amp, torch.device(pick_device(request.device)).type)
     method = methods()[recipe.method]
-    given = {"dev": request.dev, "bitext": request.bitext, "report": request.report, "models": len(request.models) > 1, "index": request.index,
-             "no_dev": request.no_dev}  # fmt: skip
+    given = {
+        "dev": request.dev,
+        "bitext": request.bitext,
+        "report": request.report,
+        "models": len(request.models) > 1,
+        "index": request.index,
+        "no_dev": request.no_dev,
+    }
     for key in INPUTS:
         if given[key] and key not in method.inputs:
-            what = {"dev": "--dev", "bitext": "--bitext", "report": "a report set", "models": "several --model values (mutual distillation)",
-                    "index": "--index (an index's judgments)", "no_dev": "--no-dev"}[key]  # fmt: skip
+            what = {
+                "dev": "--dev",
+                "bitext": "--bitext",
+                "report": "a report set",
+                "models": "several --model values (mutual distillation)",
+                "index": "--index (an index's judgments)",
+                "no_dev": "--no-dev",
+            }[key]
             takers = [m.name for m in methods().values() if key in m.inputs]
-            raise EncodrError(f"recipe '{recipe.name}' (method {method.name}) does not take {what}; "
-                              f"{'methods that do: ' + ', '.join(takers) if takers else 'no method does'}")  # fmt: skip
+            raise EncodrError(
+                f"recipe '{recipe.name}' (method {method.name}) does not take {what}; "
+                f"{'methods that do: ' + ', '.join(takers) if takers else 'no method does'}"
+            )
     if method.preflight is not None:
         method.preflight(recipe, request)
 
@@ -89,4 +103,15 @@ def tune(recipe, request: TuneJob) -> dict | None:
     return run(methods()[recipe.method].run, recipe, request)
 
 
-__all__ = ["Method", "RunCancelled", "TuneJob", "check_request", "fit_report", "load_dev", "load_recipe", "methods", "recipe_classes", "tune"]
+__all__ = [
+    "Method",
+    "RunCancelled",
+    "TuneJob",
+    "check_request",
+    "fit_report",
+    "load_dev",
+    "load_recipe",
+    "methods",
+    "recipe_classes",
+    "tune",
+]

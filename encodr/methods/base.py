@@ -26,11 +26,20 @@ class Recipe:
     weight_decay: float = like(OptimArgs, "weight_decay")
     max_grad_norm: float = like(OptimArgs, "max_grad_norm")
     warmup: float = like(OptimArgs, "warmup")
-    eval_steps: int = setting(0, "With --dev, also evaluate every this many steps (0: the starting model and each epoch end only); the best "
-                                 "checkpoint is kept.", (lambda v: v >= 0, "an integer ≥ 0 (0: only at epoch ends)"))  # fmt: skip
-    pooling: str = setting("auto", "Sentence-vector pooling: cls, mean, or auto (the base model's own pooling when it has one, else raw_pooling).",
-                           (lambda v: v in POOLINGS, " | ".join(POOLINGS)))  # fmt: skip
-    raw_pooling: str = setting("cls", "Pooling for a raw MLM that ships none.", (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS)))
+    eval_steps: int = setting(
+        0,
+        "With --dev, also evaluate every this many steps (0: the starting model and each epoch end only); the best "
+        "checkpoint is kept.",
+        (lambda v: v >= 0, "an integer ≥ 0 (0: only at epoch ends)"),
+    )
+    pooling: str = setting(
+        "auto",
+        "Sentence-vector pooling: cls, mean, or auto (the base model's own pooling when it has one, else raw_pooling).",
+        (lambda v: v in POOLINGS, " | ".join(POOLINGS)),
+    )
+    raw_pooling: str = setting(
+        "cls", "Pooling for a raw MLM that ships none.", (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS))
+    )
     seed: int = like(OptimArgs, "seed")
     amp: str = like(OptimArgs, "amp")
     default_data: str = setting("none", "Bundled training data used when no FILE is given.")
@@ -57,7 +66,9 @@ class SingleRunRecipe(Recipe):
     batch_size: int = like(OptimArgs, "batch_size")
     grad_accum: int = like(OptimArgs, "grad_accum")
     mini_batch: int = like(OptimArgs, "mini_batch")
-    max_length: int = setting(64, "Maximum sequence length in tokens, special tokens included.", (lambda v: v >= 3, "an integer ≥ 3"))
+    max_length: int = setting(
+        64, "Maximum sequence length in tokens, special tokens included.", (lambda v: v >= 3, "an integer ≥ 3")
+    )
 
     def optim(self) -> OptimArgs:
         """The optimisation settings the trainer takes."""
@@ -111,7 +122,9 @@ def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role:
         return None
     found = dev_set(spec)
     if metric and found.metric != metric:
-        raise EncodrError(f"{role} {spec} is scored by {found.metric}; recipe '{ctx.recipe.name}' selects on {metric}, e.g. stsb-dev or a scored-pairs file")
+        raise EncodrError(
+            f"{role} {spec} is scored by {found.metric}; recipe '{ctx.recipe.name}' selects on {metric}, e.g. stsb-dev or a scored-pairs file"
+        )
     if role == "--dev" and found.split == "test":
         ctx.warn(f"--dev {found.name} is a test set: selecting on it makes its score optimistic; report another set")
     return found
@@ -144,10 +157,17 @@ def fit_selected(ctx: RunContext, encoder, streams: list, recipe, dev, report):
         return dev.score(encoder)
 
     result = ctx.trainer.fit(
-        encoder.module, streams, recipe.optim(),
-        FitOptions(evaluate=evaluate if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps, progress=ctx.progress,
-                   on_step=ctx.request.on_step),
-    )  # fmt: skip
+        encoder.module,
+        streams,
+        recipe.optim(),
+        FitOptions(
+            evaluate=evaluate if dev else None,
+            dev_metric=dev.metric if dev else "dev",
+            eval_steps=recipe.eval_steps,
+            progress=ctx.progress,
+            on_step=ctx.request.on_step,
+        ),
+    )
     for point, value in zip(result.dev_curve, reported):
         point["report"] = value
     return result
@@ -172,13 +192,21 @@ def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict, tuple[str, ...
     named = given or (dev.name if dev else None)  # a method's own dev set (held-out bitext) when --dev is not given
     if result.kept_start:
         where = "the label-free dev set (--dev auto)" if given == "auto" else named
-        ctx.warn(f"no training step beat the starting model on {where} ({dev.metric} {result.dev_curve[0]['dev']:.2f}); "
-                 "saved the starting weights unchanged")  # fmt: skip
+        ctx.warn(
+            f"no training step beat the starting model on {where} ({dev.metric} {result.dev_curve[0]['dev']:.2f}); "
+            "saved the starting weights unchanged"
+        )
     summary = {
-        "steps": result.steps, "examples": result.examples, "train_seconds": round(result.seconds, 2), "eval_seconds": result.eval_seconds,
-        "examples_per_s": round(result.examples_per_s, 2), "final_loss": round(result.final_loss, 5),
-        "dev": named, "dev_curve": result.dev_curve, "best": result.best,
-    }  # fmt: skip
+        "steps": result.steps,
+        "examples": result.examples,
+        "train_seconds": round(result.seconds, 2),
+        "eval_seconds": result.eval_seconds,
+        "examples_per_s": round(result.examples_per_s, 2),
+        "final_loss": round(result.final_loss, 5),
+        "dev": named,
+        "dev_curve": result.dev_curve,
+        "best": result.best,
+    }
     streams = {k: round(v, 5) for k, v in (result.log[-1] if result.log else {}).items() if k.startswith("loss/")}
     summary.update(streams)
     metrics = {k: summary[k] for k in ("steps", "examples_per_s", "final_loss")}

@@ -18,7 +18,6 @@ import yaml
 from ..errors import EncodrError
 from ..paths import recipes_dir
 
-
 BOOLEANS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 
 
@@ -54,7 +53,9 @@ def check(key: str, value: Any, cls: type) -> Any:
         what = "true or false" if kind == "bool" else f"a{'n' if kind == 'int' else ''} {kind}"
         raise EncodrError(f"recipe key '{key}' must be {what}, got {value!r}") from None
     if key == "method" and value != cls.method:
-        raise EncodrError(f"recipe key 'method' is '{cls.method}' in this recipe and cannot be changed; pick a recipe of method '{value}' instead")
+        raise EncodrError(
+            f"recipe key 'method' is '{cls.method}' in this recipe and cannot be changed; pick a recipe of method '{value}' instead"
+        )
     rule = cls.rules().get(key)
     if rule is not None and not rule[0](value):
         raise EncodrError(f"recipe key '{key}' must be {rule[1]}, got {value!r}")
@@ -89,9 +90,7 @@ def load(spec: str, overrides: dict[str, Any] | None, classes: dict[str, type]):
     if spec in bundled:
         path = bundled[spec]
     elif not (spec.endswith((".yaml", ".yml")) or path.exists()):
-        raise EncodrError(
-            f"unknown recipe '{spec}'; choose one of {', '.join(bundled)} or pass a path to a .yaml file"
-        )
+        raise EncodrError(f"unknown recipe '{spec}'; choose one of {', '.join(bundled)} or pass a path to a .yaml file")
     if path.is_dir():
         raise EncodrError(f"recipe '{spec}' is a directory; pass a .yaml file or a bundled name")
     if not path.is_file():

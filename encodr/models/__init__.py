@@ -2,12 +2,25 @@
 (:mod:`.encoder`), cross-encoders (:mod:`.cross`), and principal-component removal
 (:mod:`.pcr`)."""
 
-from .cross import CrossScorer, load_cross, new_cross_encoder
 from .aliases import ALIASES, DEFAULT_MODEL, list_models
+from .cross import CrossScorer, load_cross, new_cross_encoder
 from .device import pick_device
 from .encoder import BACKENDS, Encoder, EncodingSpec
-from .resolution import ModelRef, resolve
 from .loading import load_encoder
+from .resolution import ModelRef, resolve
 
-__all__ = ["ALIASES", "BACKENDS", "DEFAULT_MODEL", "CrossScorer", "Encoder", "EncodingSpec", "ModelRef", "list_models", "load_cross", "load_encoder",
-           "new_cross_encoder", "pick_device", "resolve"]  # fmt: skip
+__all__ = [
+    "ALIASES",
+    "BACKENDS",
+    "DEFAULT_MODEL",
+    "CrossScorer",
+    "Encoder",
+    "EncodingSpec",
+    "ModelRef",
+    "list_models",
+    "load_cross",
+    "load_encoder",
+    "new_cross_encoder",
+    "pick_device",
+    "resolve",
+]

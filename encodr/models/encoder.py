@@ -30,8 +30,14 @@ RAW_POOLINGS = ("cls", "mean")  # the recipe field raw_pooling: for a checkpoint
 # Texts per forward pass by (backend, device type), chosen with bench/encode_speed.py --batch-sizes
 # and, for cuda, bench/gpu.py (docs/benchmarks/encode_speed.md and docs/benchmarks/gpu.md give the measurements);
 # other devices take 32, as sentence-transformers does; torch-bf16 takes torch's (not measured apart).
-BATCH_SIZES = {("torch", "cpu"): 32, ("torch", "cuda"): 256, ("torch-bf16", "cpu"): 32, ("torch-bf16", "cuda"): 256, ("onnx", "cpu"): 16,
-               ("onnx-int8", "cpu"): 16}  # fmt: skip
+BATCH_SIZES = {
+    ("torch", "cpu"): 32,
+    ("torch", "cuda"): 256,
+    ("torch-bf16", "cpu"): 32,
+    ("torch-bf16", "cuda"): 256,
+    ("onnx", "cpu"): 16,
+    ("onnx-int8", "cpu"): 16,
+}
 
 
 def is_onnx(backend: str) -> bool:
@@ -70,14 +76,23 @@ def window(st, name: str = "this model") -> int:
     config = getattr(getattr(st[0], "auto_model", None), "config", None)
     positions = getattr(config, "max_position_embeddings", None)
     if not positions:
-        raise EncodrError(f"model '{name}' ({type(st[0]).__name__}) has no maximum length and no transformer positions; "
-                          "set max_seq_length in its sentence_bert_config.json, or use minilm, mpnet or me5")  # fmt: skip
+        raise EncodrError(
+            f"model '{name}' ({type(st[0]).__name__}) has no maximum length and no transformer positions; "
+            "set max_seq_length in its sentence_bert_config.json, or use minilm, mpnet or me5"
+        )
     return min(512, int(positions))
 
 
 # a static model's special tokens, as its tokenizer may spell them (BERT's, RoBERTa's): Encoder.tokenizer names them, PaddedStatic drops pad, cls and sep
-STATIC_SPECIALS = (("pad_token", ("[PAD]", "<pad>")), ("unk_token", ("[UNK]", "<unk>")), ("cls_token", ("[CLS]", "<s>")), ("sep_token", ("[SEP]", "</s>")))
-STATIC_WINDOW = 256  # tokens a static model's input is cut to: it has no positions, so passages are as long as the bundled MiniLM's
+STATIC_SPECIALS = (
+    ("pad_token", ("[PAD]", "<pad>")),
+    ("unk_token", ("[UNK]", "<unk>")),
+    ("cls_token", ("[CLS]", "<s>")),
+    ("sep_token", ("[SEP]", "</s>")),
+)
+STATIC_WINDOW = (
+    256  # tokens a static model's input is cut to: it has no positions, so passages are as long as the bundled MiniLM's
+)
 
 
 def is_static(st) -> bool:
@@ -90,7 +105,9 @@ def is_static(st) -> bool:
 
 
 PACK_GAIN = 0.97  # pack a batch when that costs at most this fraction of padding it (:meth:`TorchForward._packable`)
-HALF_AGREEMENT = 0.999  # on a GPU, float16 products are kept where every vector of the first batch is within this cosine of float32's
+HALF_AGREEMENT = (
+    0.999  # on a GPU, float16 products are kept where every vector of the first batch is within this cosine of float32's
+)
 
 
 class TorchForward:
@@ -159,8 +176,12 @@ class TorchForward:
         the class docstring), then the modules."""
         lengths = [len(ids) for ids in features["input_ids"]]
         if self._packing is not False and self._packable(lengths):
-            if self._packing is None:  # the first time: the two ways must agree, in float32 (the layout is checked, not bf16's rounding)
-                self._packing = bool(np.abs(self._packed(features["input_ids"], exact=True) - self._padded(features, exact=True)).max() <= 1e-4)
+            if (
+                self._packing is None
+            ):  # the first time: the two ways must agree, in float32 (the layout is checked, not bf16's rounding)
+                self._packing = bool(
+                    np.abs(self._packed(features["input_ids"], exact=True) - self._padded(features, exact=True)).max() <= 1e-4
+                )
                 if not self._packing:
                     undo_varlen(self.st[0].auto_model)
             if self._packing:
@@ -197,7 +218,10 @@ class TorchForward:
             return None
         if len(modules) == 3 and not isinstance(modules[2], Normalize):
             return None
-        if getattr(modules[0].auto_model.config, "model_type", None) != "bert" or getattr(modules[1], "include_prompt", True) is False:
+        if (
+            getattr(modules[0].auto_model.config, "model_type", None) != "bert"
+            or getattr(modules[1], "include_prompt", True) is False
+        ):
             return None
         mode = modules[1].pooling_mode
         return mode if mode in ("mean", "cls") else None
@@ -210,7 +234,9 @@ class TorchForward:
         padded = self.st.tokenizer.pad(features, return_tensors="pt")
         device = self._ready()
         with torch.inference_mode():
-            vectors = self._vectors({name: tensor.to(device) for name, tensor in padded.items()}, torch.bfloat16 if self.bf16 and not exact else None)
+            vectors = self._vectors(
+                {name: tensor.to(device) for name, tensor in padded.items()}, torch.bfloat16 if self.bf16 and not exact else None
+            )
         return vectors.cpu().numpy().reshape(len(features["input_ids"]), -1)
 
     def _packed(self, ids: list[list[int]], exact: bool = False) -> np.ndarray:
@@ -225,7 +251,16 @@ class TorchForward:
         positions = torch.cat([torch.arange(n) for n in lengths.tolist()])[None].to(device)
         model = self.st[0].auto_model
         with torch.inference_mode(), self._autocast(exact):
-            hidden = model(input_ids=flat, position_ids=positions, token_type_ids=torch.zeros_like(flat), **{VARLEN: Unpadding.of(lengths, device)}).last_hidden_state[0].float()
+            hidden = (
+                model(
+                    input_ids=flat,
+                    position_ids=positions,
+                    token_type_ids=torch.zeros_like(flat),
+                    **{VARLEN: Unpadding.of(lengths, device)},
+                )
+                .last_hidden_state[0]
+                .float()
+            )
             if self._mode == "cls":
                 starts = torch.cumsum(lengths, 0) - lengths
                 vectors = hidden[starts.to(device)]
@@ -279,7 +314,9 @@ class TorchForward:
         """float32 (len(batch), d) unit vectors through ``SentenceTransformer.encode``, which adds
         the default prompt (and leaves it out of the pooling where the model says so)."""
         with self._autocast():
-            vectors = self.st.encode(batch, batch_size=len(batch), convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
+            vectors = self.st.encode(
+                batch, batch_size=len(batch), convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False
+            )
         return vectors.float().cpu().numpy().reshape(len(batch), -1)
 
 
@@ -364,11 +401,15 @@ class Encoder:
         self.st = st
         self.name = name
         self._fingerprint: tuple | None = None  # (the weights' identity and versions, the fingerprint): see fingerprint
-        self.static = is_static(st) if forward is None or isinstance(forward, TorchForward) else False  # an exported (ONNX) model never is one: no torch to ask
+        self.static = (
+            is_static(st) if forward is None or isinstance(forward, TorchForward) else False
+        )  # an exported (ONNX) model never is one: no torch to ask
         self.forward = forward if forward is not None else (StaticForward(st) if self.static else TorchForward(st))
         self.truncate_dim: int | None = None
         self._window = STATIC_WINDOW  # a static model's max_length (a transformer's is the SentenceTransformer's)
-        self.saved_window: int | None = None  # the max_length save() writes, where it runs at another (a recipe's training length)
+        self.saved_window: int | None = (
+            None  # the max_length save() writes, where it runs at another (a recipe's training length)
+        )
         self._static_tokenizer = None
         self._pool = None  # (window, TokenizerPool) for encoding on a GPU (_gpu_pool)
 
@@ -387,7 +428,9 @@ class Encoder:
         """
         full = int(self.st.get_embedding_dimension())
         if dim is not None and not 1 <= dim <= full:
-            raise EncodrError(f"--dim {dim} is outside what {self.name} gives (1 to {full}); pass a --dim from 1 to {full}, or drop it")
+            raise EncodrError(
+                f"--dim {dim} is outside what {self.name} gives (1 to {full}); pass a --dim from 1 to {full}, or drop it"
+            )
         self.truncate_dim = None if dim is None or dim == full else int(dim)
 
     @property
@@ -428,7 +471,9 @@ class Encoder:
                 found = next((t for t in spellings if t in vocab), None)
                 if found is not None:
                     named[key] = found
-            if "pad_token" in named:  # masking a span with the pad token, which PaddedStatic drops, deletes it from the bag of tokens
+            if (
+                "pad_token" in named
+            ):  # masking a span with the pad token, which PaddedStatic drops, deletes it from the bag of tokens
                 named["mask_token"] = named["pad_token"]
             self._static_tokenizer = PreTrainedTokenizerFast(tokenizer_object=self.st[0].tokenizer, **named)
         return self._static_tokenizer
@@ -441,7 +486,9 @@ class Encoder:
             EncodrError: a static model, which has none.
         """
         if self.static:
-            raise EncodrError(f"model '{self.name}' is a static embedding model: it has no transformer (no dropout, attention or positions) for this to change")
+            raise EncodrError(
+                f"model '{self.name}' is a static embedding model: it has no transformer (no dropout, attention or positions) for this to change"
+            )
         return self.st[0].auto_model
 
     @property
@@ -455,7 +502,9 @@ class Encoder:
         from .static import PaddedStatic
 
         tokenizer = self.tokenizer
-        return PaddedStatic(self.st, [i for i in (tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None])
+        return PaddedStatic(
+            self.st, [i for i in (tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None]
+        )
 
     @property
     def max_length(self) -> int:
@@ -494,7 +543,9 @@ class Encoder:
     @property
     def spec(self) -> EncodingSpec:
         """What decides this encoder's vectors (:class:`EncodingSpec`; reads every weight, as :attr:`fingerprint` does)."""
-        return EncodingSpec(self.fingerprint, self.backend, self.truncate_dim, self.prompt("query"), self.prompt("document"), int(self.max_length))
+        return EncodingSpec(
+            self.fingerprint, self.backend, self.truncate_dim, self.prompt("query"), self.prompt("document"), int(self.max_length)
+        )
 
     @property
     def fingerprint(self) -> str:
@@ -532,8 +583,14 @@ class Encoder:
         keys = ("query",) if role == "query" else ("document", "passage", "corpus")
         return next((prompts[k] for k in keys if prompts.get(k)), "")
 
-    def encode(self, texts: Sequence[str], batch_size: int | None = None, progress: bool = False,
-               on_batch: Callable[[int], None] | None = None, prompt: str | None = None) -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int | None = None,
+        progress: bool = False,
+        on_batch: Callable[[int], None] | None = None,
+        prompt: str | None = None,
+    ) -> np.ndarray:
         """Encode texts for inference (eval mode, no gradients), longest first in batches of
         similar length, so little of each batch is padding.
 
@@ -607,7 +664,9 @@ class Encoder:
         token budget, not ``batch_size``); ``out``: float32 (N, :attr:`dimension`)."""
         from .pipeline import encode_pipelined
 
-        full = out if self.truncate_dim is None else np.empty((len(texts), int(self.st.get_embedding_dimension())), dtype=np.float32)
+        full = (
+            out if self.truncate_dim is None else np.empty((len(texts), int(self.st.get_embedding_dimension())), dtype=np.float32)
+        )
         encode_pipelined(self.forward, self._gpu_pool(), texts, full, on_batch)
         if self.truncate_dim is not None:
             out[:] = truncated(full, self.truncate_dim)
@@ -626,7 +685,9 @@ class Encoder:
         ids = self._tokenize(list(texts))["input_ids"]
         return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
 
-    def pair_scores(self, texts1: Sequence[str], texts2: Sequence[str], batch_size: int = 128, progress: bool = False) -> np.ndarray:
+    def pair_scores(
+        self, texts1: Sequence[str], texts2: Sequence[str], batch_size: int = 128, progress: bool = False
+    ) -> np.ndarray:
         """Cosine similarity of each pair (each distinct text encoded once).
 
         Args:
@@ -712,8 +773,13 @@ def cpu_has_amx(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
     return any(flag in cpu_flags(cpuinfo) for flag in AMX_FLAGS)
 
 
-def choose_backend(backend: str, device: str, has_bf16: Callable[[], bool] | None = None, has_onnx: Callable[[], bool] | None = None,
-                   has_amx: Callable[[], bool] | None = None) -> str:  # fmt: skip
+def choose_backend(
+    backend: str,
+    device: str,
+    has_bf16: Callable[[], bool] | None = None,
+    has_onnx: Callable[[], bool] | None = None,
+    has_amx: Callable[[], bool] | None = None,
+) -> str:
     """The backend ``auto`` stands for (any other ``backend`` is returned as it is): the fastest
     that keeps the vectors, on this machine, as ``bench/index_process.py`` measured them (whole
     ``encodr index`` processes; docs/benchmarks/index_process.md).

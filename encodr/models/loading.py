@@ -72,7 +72,9 @@ def load_encoder(
     st = _sentence_transformer(ref, pooling, raw_pooling, pick_device(device))
     if is_static(st):
         if pooling != "auto":
-            raise EncodrError(f"'{ref.spec}' is a static embedding model: it averages its token vectors, so --pooling {pooling} does not apply; drop --pooling")
+            raise EncodrError(
+                f"'{ref.spec}' is a static embedding model: it averages its token vectors, so --pooling {pooling} does not apply; drop --pooling"
+            )
         st.float()  # model2vec saves float16 vectors; averaged and trained in float32
         encoder = Encoder(st, ref.spec)  # StaticForward, float32: a table lookup has no matrix products for bfloat16 to speed up
     else:
@@ -85,7 +87,9 @@ def load_encoder(
         if not any(isinstance(m, Normalize) for m in st):
             st.append(Normalize())
     if max_length is not None:
-        encoder.saved_window = encoder.max_length  # save() writes the model's own window back: max_length is the length it runs (trains) at
+        encoder.saved_window = (
+            encoder.max_length
+        )  # save() writes the model's own window back: max_length is the length it runs (trains) at
         encoder.max_length = max_length
     dim = getattr(st, "truncate_dim", None) or saved.get("truncate_dim")
     st.truncate_dim = None  # encodr truncates and renormalises itself (Encoder.truncate)
@@ -110,7 +114,9 @@ def _sentence_transformer(ref, pooling: str, raw_pooling: str, device: str):
             return SentenceTransformer(str(ref.path), device=device, local_files_only=True)
         transformer = Transformer(str(ref.path))
         mode = raw_pooling if pooling == "auto" else pooling
-        return SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=mode), Normalize()], device=device)
+        return SentenceTransformer(
+            modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=mode), Normalize()], device=device
+        )
     except EncodrError:
         raise
     except Exception as exc:

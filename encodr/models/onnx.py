@@ -94,12 +94,18 @@ def export(encoder: Encoder, backend: str) -> Path:
         source = export(encoder, "onnx")
         root = logging.getLogger()
         level = root.level
-        root.setLevel(logging.ERROR)  # onnxruntime's "Please consider to run pre-processing" goes to the root logger, on every first use
+        root.setLevel(
+            logging.ERROR
+        )  # onnxruntime's "Please consider to run pre-processing" goes to the root logger, on every first use
         with atomic_file(target, suffix=".onnx") as tmp:
             try:
-                quantize_dynamic(str(source), str(tmp), op_types_to_quantize=["MatMul"], per_channel=True, weight_type=QuantType.QInt8)
+                quantize_dynamic(
+                    str(source), str(tmp), op_types_to_quantize=["MatMul"], per_channel=True, weight_type=QuantType.QInt8
+                )
             except Exception as exc:
-                raise EncodrError(f"could not quantise {source} to int8 ({first_line(exc)}); use --backend onnx or torch") from None
+                raise EncodrError(
+                    f"could not quantise {source} to int8 ({first_line(exc)}); use --backend onnx or torch"
+                ) from None
             finally:
                 root.setLevel(level)
         return target
@@ -122,19 +128,33 @@ def export(encoder: Encoder, backend: str) -> Path:
     with atomic_file(target, suffix=".onnx") as tmp, torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on Python branches: they take the same side for any batch
         try:
-            torch.onnx.export(Pipeline(), tuple(sample[n] for n in names), str(tmp), input_names=names, output_names=["sentence_embedding"],
-                              dynamic_axes={**axes, "sentence_embedding": {0: "batch"}}, opset_version=OPSET, dynamo=False)  # fmt: skip
+            torch.onnx.export(
+                Pipeline(),
+                tuple(sample[n] for n in names),
+                str(tmp),
+                input_names=names,
+                output_names=["sentence_embedding"],
+                dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
+                opset_version=OPSET,
+                dynamo=False,
+            )
         except Exception as exc:
             raise EncodrError(f"could not export {encoder.name} to ONNX ({first_line(exc)}); use --backend torch") from None
         agreement = _agreement(encoder, tmp)
         if agreement < AGREEMENT:  # the file is not kept: the next use tries again, and fails the same way
-            raise EncodrError(f"the ONNX export of {encoder.name} gives other vectors than torch (cosine {agreement:.5f} < {AGREEMENT}); use --backend torch")
+            raise EncodrError(
+                f"the ONNX export of {encoder.name} gives other vectors than torch (cosine {agreement:.5f} < {AGREEMENT}); use --backend torch"
+            )
     return target
 
 
 AGREEMENT = 0.9999  # the least cosine between an fp32 export's vectors and torch's, on AGREEMENT_TEXTS
-AGREEMENT_TEXTS = ("a", "The pump needs four bar of pressure.", "Der Kessel hängt an einer Wand, die sein Gewicht trägt.",
-                   "Error code XJ4471: the circulation pump lost pressure after the valve closed, twice in one week.")  # fmt: skip
+AGREEMENT_TEXTS = (
+    "a",
+    "The pump needs four bar of pressure.",
+    "Der Kessel hängt an einer Wand, die sein Gewicht trägt.",
+    "Error code XJ4471: the circulation pump lost pressure after the valve closed, twice in one week.",
+)
 
 
 def _agreement(encoder: Encoder, path: Path) -> float:
@@ -195,7 +215,9 @@ def _check_onnxruntime(backend: str) -> None:
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
-        raise EncodrError(f"--backend {backend} needs onnxruntime: pip install onnxruntime onnx (or use --backend torch)") from None
+        raise EncodrError(
+            f"--backend {backend} needs onnxruntime: pip install onnxruntime onnx (or use --backend torch)"
+        ) from None
 
 
 class NotExportable(EncodrError):
@@ -223,8 +245,11 @@ def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None) -> Enco
     """
     _check_onnxruntime(backend)
     if encoder.static:
-        raise NotExportable(f"'{encoder.name}' is a static embedding model, which runs in torch (a table lookup, nothing for ONNX to speed up); "
-                            "use --backend torch or auto", encoder)  # fmt: skip
+        raise NotExportable(
+            f"'{encoder.name}' is a static embedding model, which runs in torch (a table lookup, nothing for ONNX to speed up); "
+            "use --backend torch or auto",
+            encoder,
+        )
     path = export(encoder, backend)
     if key is not None:
         _remember(encoder, key)
@@ -260,10 +285,17 @@ def _remember(encoder: Encoder, key: str) -> None:
     fingerprint = encoder.fingerprint  # reads every weight: once
     folder = _folder(fingerprint)
     tok = encoder.tokenizer
-    record = {"fingerprint": fingerprint, "dimension": int(encoder.st.get_embedding_dimension()), "pooling": encoder.pooling,
-              "max_seq_length": encoder.max_length, "prompts": dict(getattr(encoder.st, "prompts", None) or {}),
-              "default_prompt_name": getattr(encoder.st, "default_prompt_name", None), "pad_token_id": tok.pad_token_id or 0,
-              "pad_token_type_id": getattr(tok, "pad_token_type_id", 0) or 0, "padding_side": getattr(tok, "padding_side", "right")}  # fmt: skip
+    record = {
+        "fingerprint": fingerprint,
+        "dimension": int(encoder.st.get_embedding_dimension()),
+        "pooling": encoder.pooling,
+        "max_seq_length": encoder.max_length,
+        "prompts": dict(getattr(encoder.st, "prompts", None) or {}),
+        "default_prompt_name": getattr(encoder.st, "default_prompt_name", None),
+        "pad_token_id": tok.pad_token_id or 0,
+        "pad_token_type_id": getattr(tok, "pad_token_type_id", 0) or 0,
+        "padding_side": getattr(tok, "padding_side", "right"),
+    }
     backend = getattr(tok, "backend_tokenizer", None)
     if backend is None:  # a slow (Python) tokenizer: no Rust tokenizer to save, so no shortcut
         return
@@ -306,12 +338,17 @@ class ExportedTokenizer:
                 self.backend_tokenizer.enable_truncation(int(max_length))
             self._truncation = max_length
 
-    def __call__(self, texts: list[str], add_special_tokens: bool = True, truncation: bool = True, max_length: int | None = None) -> dict[str, list[list[int]]]:
+    def __call__(
+        self, texts: list[str], add_special_tokens: bool = True, truncation: bool = True, max_length: int | None = None
+    ) -> dict[str, list[list[int]]]:
         """B texts → ``input_ids``, ``token_type_ids``, ``attention_mask``: B int lists each, not padded."""
         self._truncate(max_length if truncation else None)
         encodings = self.backend_tokenizer.encode_batch(list(texts), add_special_tokens=add_special_tokens)
-        return {"input_ids": [e.ids for e in encodings], "token_type_ids": [e.type_ids for e in encodings],
-                "attention_mask": [e.attention_mask for e in encodings]}  # fmt: skip
+        return {
+            "input_ids": [e.ids for e in encodings],
+            "token_type_ids": [e.type_ids for e in encodings],
+            "attention_mask": [e.attention_mask for e in encodings],
+        }
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of ``text``, without special tokens or truncation."""
@@ -424,7 +461,9 @@ def exported_encoder(key: str, name: str, backend: str, full) -> ExportedEncoder
         return None
     _check_onnxruntime(backend)
     try:
-        tokenizer = ExportedTokenizer(tokenizer_file, record["pad_token_id"], record.get("pad_token_type_id", 0), record.get("padding_side", "right"))
+        tokenizer = ExportedTokenizer(
+            tokenizer_file, record["pad_token_id"], record.get("pad_token_type_id", 0), record.get("padding_side", "right")
+        )
     except Exception:
         return None
     st = ExportedModel(record, tokenizer, full)

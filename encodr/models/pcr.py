@@ -63,7 +63,9 @@ def first_component(covariance_sum: np.ndarray, vector_sum: np.ndarray, n: int, 
 POOLED = "*"  # the component of all vectors together: for a language with too few texts of its own
 
 
-def fit_and_remove(vectors: np.ndarray, langs: list[str], variant: str = DEFAULT_VARIANT, strict: bool = True) -> dict[str, np.ndarray]:
+def fit_and_remove(
+    vectors: np.ndarray, langs: list[str], variant: str = DEFAULT_VARIANT, strict: bool = True
+) -> dict[str, np.ndarray]:
     """Per language, fit the first principal component and remove it from that language's rows
     of ``vectors``, in place.
 
@@ -88,7 +90,9 @@ def fit_and_remove(vectors: np.ndarray, langs: list[str], variant: str = DEFAULT
     counts = {code: int((codes == code).sum()) for code in sorted(set(langs))}
     lone = [code for code, n in counts.items() if n < 2]
     if lone and strict:
-        raise EncodrError(f"language '{lone[0]}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)")
+        raise EncodrError(
+            f"language '{lone[0]}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)"
+        )
     components[POOLED] = _pooled_component(vectors, variant)  # fitted before any row changes
     for code in counts:
         idx = np.flatnonzero(codes == code)
@@ -121,7 +125,9 @@ def component_for(components: dict[str, np.ndarray], lang: str, pooled_for: Coll
     return components.get(POOLED) if (pooled_for is None or lang in pooled_for) else None
 
 
-def remove_per_language(vectors: np.ndarray, langs: list[str], components: dict[str, np.ndarray], pooled_for: Collection[str] | None = None) -> np.ndarray:
+def remove_per_language(
+    vectors: np.ndarray, langs: list[str], components: dict[str, np.ndarray], pooled_for: Collection[str] | None = None
+) -> np.ndarray:
     """Remove from each vector its language's fitted component (:func:`component_for`), one
     call per language present (CMLM §5.2 at query and ``--add`` time).
 

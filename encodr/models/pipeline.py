@@ -29,7 +29,10 @@ import numpy as np
 TOKEN_BUDGET = 65_536  # padded tokens per forward pass on a GPU (bench/gpu.py --budgets)
 MOST_TEXTS = 2_048  # texts per forward pass at most, however short
 CHUNK_TEXTS = 256  # texts per tokenizer task
-FIRST_WINDOW, LAST_WINDOW = 2, 32  # token budgets' worth of texts sorted together into batches: the first window, and the most (TokenizerPool.batches)
+FIRST_WINDOW, LAST_WINDOW = (
+    2,
+    32,
+)  # token budgets' worth of texts sorted together into batches: the first window, and the most (TokenizerPool.batches)
 AHEAD = 4  # chunks queued per worker process
 BAND, BAND_FILL = 0.75, 0.25  # a batch a quarter full stops at a text shorter than 3/4 of its longest (token_batches)
 
@@ -66,7 +69,9 @@ def token_batches(lengths: np.ndarray, budget: int = TOKEN_BUDGET, most: int = M
     while start < len(order):
         longest = int(ordered[start])
         end = min(len(order), start + max(1, min(most, budget // longest)))
-        narrow = np.flatnonzero(ordered[start:end] < BAND * longest)  # the first text outside the band, where the batch is full enough
+        narrow = np.flatnonzero(
+            ordered[start:end] < BAND * longest
+        )  # the first text outside the band, where the batch is full enough
         floor = int(np.ceil(BAND_FILL * budget / longest))
         cut = next((int(i) for i in narrow if i >= floor), None)
         end = start + cut if cut is not None else end
@@ -121,7 +126,9 @@ def _tokenize(texts: list[str], rust=None) -> tuple[np.ndarray, np.ndarray]:
     """int32 token ids of ``texts`` laid end to end, and int64 (len(texts),) their lengths
     (``rust``: a tokenizer; None: this worker process's)."""
     rust = rust or _WORKER_TOKENIZER
-    encodings = getattr(rust, "encode_batch_fast", rust.encode_batch)(texts)  # _fast: no character offsets (tokenizers ≥ 0.20), the same ids
+    encodings = getattr(rust, "encode_batch_fast", rust.encode_batch)(
+        texts
+    )  # _fast: no character offsets (tokenizers ≥ 0.20), the same ids
     lengths = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(encodings))
     flat = np.fromiter(itertools.chain.from_iterable(e.ids for e in encodings), dtype=np.int32, count=int(lengths.sum()))
     return flat, lengths
@@ -189,7 +196,9 @@ class TokenizerPool:
         except BrokenProcessPool:
             self.close()
             self.workers = 0
-            yield from ((s, *_tokenize(list(texts[s : s + CHUNK_TEXTS]), self.rust)) for s in range(done, len(texts), CHUNK_TEXTS))
+            yield from (
+                (s, *_tokenize(list(texts[s : s + CHUNK_TEXTS]), self.rust)) for s in range(done, len(texts), CHUNK_TEXTS)
+            )
 
     def _workers(self):
         """The worker processes (started on first use), or None where none are asked for.
@@ -206,10 +215,16 @@ class TokenizerPool:
             from concurrent.futures import ProcessPoolExecutor
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            with warnings.catch_warnings():  # Python 3.12's warning that forking a threaded process may deadlock a child that takes a lock: these take none
+            with (
+                warnings.catch_warnings()
+            ):  # Python 3.12's warning that forking a threaded process may deadlock a child that takes a lock: these take none
                 warnings.simplefilter("ignore", DeprecationWarning)
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method), initializer=_start_worker,
-                                                 initargs=(self.json, self.window))  # fmt: skip
+                self._pool = ProcessPoolExecutor(
+                    self.workers,
+                    mp_context=multiprocessing.get_context(method),
+                    initializer=_start_worker,
+                    initargs=(self.json, self.window),
+                )
         return self._pool
 
     def batches(self, texts: Sequence[str], budget: int = TOKEN_BUDGET, most: int = MOST_TEXTS) -> Iterator[Prepared]:
@@ -254,8 +269,15 @@ class TokenizerPool:
             yield Prepared(rows[batch], self.names, tensor.pin_memory() if self.pin else tensor, int(n.sum()))
 
 
-def encode_pipelined(forward, pool: TokenizerPool, texts: Sequence[str], out: np.ndarray, on_batch: Callable[[int], None] | None = None,
-                     budget: int = TOKEN_BUDGET, stats: dict | None = None) -> None:  # fmt: skip
+def encode_pipelined(
+    forward,
+    pool: TokenizerPool,
+    texts: Sequence[str],
+    out: np.ndarray,
+    on_batch: Callable[[int], None] | None = None,
+    budget: int = TOKEN_BUDGET,
+    stats: dict | None = None,
+) -> None:
     """Fill float32 ``out`` (N, d) with the unit vectors of N ``texts``: batches from
     ``pool`` copied to ``forward``'s device, run by ``forward.on_device``, their vectors
     copied back. On CUDA every copy is asynchronous (pinned memory, then a CUDA event per

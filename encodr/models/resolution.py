@@ -92,7 +92,9 @@ def resolve(spec: str | None) -> ModelRef:
         if not path.is_dir():
             raise EncodrError(f"model '{spec}' is a file; pass a model directory, a hub id, or an alias ({', '.join(ALIASES)})")
         if not ((path / "config.json").is_file() or (path / "modules.json").is_file()):
-            raise EncodrError(f"'{spec}' is not a model directory (no config.json or modules.json); pass the folder a model was saved to")
+            raise EncodrError(
+                f"'{spec}' is not a model directory (no config.json or modules.json); pass the folder a model was saved to"
+            )
         return ModelRef(spec, path.resolve())
     if spec.startswith((".", "/", "~")) or spec.count("/") > 1 or "\\" in spec:
         raise EncodrError(f"model directory '{spec}' does not exist; check the path, or use an alias ({', '.join(ALIASES)})")
@@ -116,4 +118,3 @@ def resolve(spec: str | None) -> ModelRef:
             f"model '{spec}' is no directory here, and could not be had from the Hugging Face Hub ({reason}); "
             f"check the path, or use an alias ({', '.join(ALIASES)})"
         ) from None
-

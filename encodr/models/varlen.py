@@ -84,7 +84,9 @@ def varlen_attention(module, query, key, value, attention_mask, dropout: float =
         out[unpad.index] = x[0].transpose(0, 1)
         return out.view(shape).transpose(1, 2)
 
-    out = torch.nn.functional.scaled_dot_product_attention(padded(query), padded(key), padded(value), attn_mask=unpad.keys, dropout_p=dropout, scale=scaling)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        padded(query), padded(key), padded(value), attn_mask=unpad.keys, dropout_p=dropout, scale=scaling
+    )
     return out.transpose(1, 2).reshape(-1, heads, width)[unpad.index][None], None
 
 

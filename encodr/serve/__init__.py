@@ -13,8 +13,14 @@ from .app import Limits, Served, create_app, served_hosts
 __all__ = ["Limits", "Served", "create_app", "limits_of", "load", "serve"]
 
 
-def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_key: str | None = None,
-         announce: Callable[[str], None] = lambda line: None, backend: str = "torch") -> Served:  # fmt: skip
+def load(
+    models: list[str],
+    indexes: list[str],
+    limits: Limits = Limits(),
+    api_key: str | None = None,
+    announce: Callable[[str], None] = lambda line: None,
+    backend: str = "torch",
+) -> Served:
     """Load what a server serves, once: each model (a bi-encoder behind a
     :class:`~.batcher.DynamicBatcher`, or a cross-encoder), and each index with a searcher
     whose queries go through its model's batcher (an index's model is served too, under the
@@ -61,7 +67,9 @@ def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_k
         add_model(model, backend)
         scorer, batcher = served.models[model]
         if batcher is None:
-            raise EncodrError(f"an index names model '{model}', a cross-encoder: it gives no vectors to search with", field="index")
+            raise EncodrError(
+                f"an index names model '{model}', a cross-encoder: it gives no vectors to search with", field="index"
+            )
         return scorer
 
     if indexes:
@@ -71,7 +79,14 @@ def load(models: list[str], indexes: list[str], limits: Limits = Limits(), api_k
 
 def limits_of(request) -> Limits:
     """The :class:`Limits` a :class:`~encodr.core.requests.ServeRequest` asks for."""
-    return Limits(request.max_texts, request.max_chars, request.batch_wait_ms / 1000, request.batch_tokens, not request.no_batching, request.workers)
+    return Limits(
+        request.max_texts,
+        request.max_chars,
+        request.batch_wait_ms / 1000,
+        request.batch_tokens,
+        not request.no_batching,
+        request.workers,
+    )
 
 
 def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
@@ -104,13 +119,30 @@ def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
 
         searcher = next(iter(served.searchers.values()))
         sync = IndexRequest(corpus=list(request.watch), out=str(searcher.index.path), sync=True)
-        threading.Thread(target=dispatch.watch, name="encodr-watch", daemon=True,
-                         args=(sync, announce, lambda line: announce(f"warning: {line}"), stop, served.write_lock)).start()  # fmt: skip
-    config = uvicorn.Config(create_app(served, served_hosts(host, request.allow_host), request.allow_origin), host=host, port=port, log_level="warning", timeout_graceful_shutdown=60, lifespan="off")
+        threading.Thread(
+            target=dispatch.watch,
+            name="encodr-watch",
+            daemon=True,
+            args=(sync, announce, lambda line: announce(f"warning: {line}"), stop, served.write_lock),
+        ).start()
+    config = uvicorn.Config(
+        create_app(served, served_hosts(host, request.allow_host), request.allow_origin),
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=60,
+        lifespan="off",
+    )
     writes = "; POST and DELETE /v1/indexes/NAME/documents" if request.writable else ""
-    listening = (f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score, /v1/rerank; GET /v1/models, /v1/indexes, /v1/runs, "
-                 f"/health{writes})" + ("; requests need the API key" if api_key else ""))  # fmt: skip
-    lines = [listening] + ([f"warning: --no-auth: anyone who can reach {host}:{port} can read the served indexes"] if not api_key and request.no_auth else [])
+    listening = (
+        f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score, /v1/rerank; GET /v1/models, /v1/indexes, /v1/runs, "
+        f"/health{writes})" + ("; requests need the API key" if api_key else "")
+    )
+    lines = [listening] + (
+        [f"warning: --no-auth: anyone who can reach {host}:{port} can read the served indexes"]
+        if not api_key and request.no_auth
+        else []
+    )
 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
@@ -123,7 +155,9 @@ def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
     # restores the handlers it found and raises the signal again: ignored here, so serve returns normally.
     found = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:  # uvicorn's own choice of loop (uvloop where installed)
+        with asyncio.Runner(
+            loop_factory=config.get_loop_factory()
+        ) as runner:  # uvicorn's own choice of loop (uvloop where installed)
             runner.run(Server(config).serve(sockets=[sock]))
     finally:
         stop.set()

@@ -41,7 +41,9 @@ class Served(CoreServed):
 
 def error(status: int, message: str, param: str | None = None) -> JSONResponse:
     """An error answer in OpenAI's shape, naming the field at fault (``param``)."""
-    kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error", 413: "request_too_large"}.get(status, "invalid_request_error")
+    kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error", 413: "request_too_large"}.get(
+        status, "invalid_request_error"
+    )
     return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": status}}, status_code=status)
 
 
@@ -95,24 +97,37 @@ class _Guard:
         if self.served.api_key is None:
             return
         if request.headers.get("authorization", "") != f"Bearer {self.served.api_key}":
-            raise EncodrError("missing or wrong API key; send 'Authorization: Bearer KEY' with the key the server was started with",
-                              field="authorization", status=401)  # fmt: skip
+            raise EncodrError(
+                "missing or wrong API key; send 'Authorization: Bearer KEY' with the key the server was started with",
+                field="authorization",
+                status=401,
+            )
 
     def sized(self, texts: list[str], name: str) -> None:
         """Raises EncodrError (413, naming ``name``) for more than ``max_texts`` texts or one over ``max_chars`` characters."""
         limits = self.limits
         if len(texts) > limits.max_texts:
-            raise EncodrError(f"{name} holds {len(texts)} texts; the limit is {limits.max_texts} a request (max_texts): send fewer", field=name, status=413)
+            raise EncodrError(
+                f"{name} holds {len(texts)} texts; the limit is {limits.max_texts} a request (max_texts): send fewer",
+                field=name,
+                status=413,
+            )
         longest = max((len(t) for t in texts), default=0)
         if longest > limits.max_chars:
-            raise EncodrError(f"{name} holds a text of {longest} characters; the limit is {limits.max_chars} (max_chars): shorten or split it",
-                              field=name, status=413)  # fmt: skip
+            raise EncodrError(
+                f"{name} holds a text of {longest} characters; the limit is {limits.max_chars} (max_chars): shorten or split it",
+                field=name,
+                status=413,
+            )
 
     def cross_named(self, name: str, field_name: str):
         """The served cross-encoder ``name``. Raises EncodrError: not served (404), or a bi-encoder."""
         scorer, batcher = self.served.model(name, field_name)
         if batcher is not None:
-            raise EncodrError(f"model '{name}' is a bi-encoder; re-ranking needs a served cross-encoder (encodr serve --model CROSS_ENCODER)", field=field_name)
+            raise EncodrError(
+                f"model '{name}' is a bi-encoder; re-ranking needs a served cross-encoder (encodr serve --model CROSS_ENCODER)",
+                field=field_name,
+            )
         return scorer
 
 
@@ -128,7 +143,9 @@ def create_app(served: Served, hosts: list[str] | None = None, origins: list[str
         origins: the browser origins whose cross-origin requests are answered (FastAPI's CORS
             settings); a request whose ``Origin`` is another site's gets 403.
     """
-    app = FastAPI(title="encodr", description="Embeddings (OpenAI-compatible), search and scoring with encodr models and indexes.")
+    app = FastAPI(
+        title="encodr", description="Embeddings (OpenAI-compatible), search and scoring with encodr models and indexes."
+    )
     _error_handlers(app)
     _browser_guard(app, hosts, list(origins))
     guard = _Guard(served)
@@ -140,8 +157,11 @@ def create_app(served: Served, hosts: list[str] | None = None, origins: list[str
     @app.get("/health")
     async def health():
         """Liveness, and what is served: models (with forward passes and texts so far) and indexes."""
-        return {"status": "ok", "models": {n: {"passes": b.passes, "texts": b.texts} if b else {} for n, (_, b) in served.models.items()},
-                "indexes": list(served.searchers)}  # fmt: skip
+        return {
+            "status": "ok",
+            "models": {n: {"passes": b.passes, "texts": b.texts} if b else {} for n, (_, b) in served.models.items()},
+            "indexes": list(served.searchers),
+        }
 
     return app
 
@@ -170,8 +190,12 @@ def _browser_guard(app: FastAPI, hosts: list[str] | None, origins: list[str]) ->
     async def same_origin(request: Request, call_next):
         origin = request.headers.get("origin")
         if origin and "*" not in origins and origin not in origins and urlsplit(origin).netloc != request.headers.get("host", ""):
-            return error(403, f"Origin {origin} is another site's: encodr serve answers a browser only from its own origin, "
-                              "or from one given with --allow-origin", "Origin")  # fmt: skip
+            return error(
+                403,
+                f"Origin {origin} is another site's: encodr serve answers a browser only from its own origin, "
+                "or from one given with --allow-origin",
+                "Origin",
+            )
         return await call_next(request)
 
     if hosts is not None and "*" not in hosts:
@@ -212,7 +236,9 @@ def _model_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
         req = await parse(request, rq.EmbedRequest)
         scorer, batcher = model_named(req.model)
         if batcher is None:
-            raise EncodrError(f"model '{req.model}' is a cross-encoder: it scores pairs (POST /v1/score) but gives no embeddings", field="model")
+            raise EncodrError(
+                f"model '{req.model}' is a cross-encoder: it scores pairs (POST /v1/score) but gives no embeddings", field="model"
+            )
         sized(req.texts, "input")
         vectors = await asyncio.wrap_future(batcher.submit(req.texts))  # encoded off the event loop, batched with other requests
         result = dispatch.run(req, "http", encode=lambda _: vectors, dimension=scorer.dimension, count_tokens=batcher.tokens)
@@ -225,7 +251,10 @@ def _model_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
         sized(req.query, "query")
         searcher = searcher_named(req.index)
         if req.model is not None and req.model != searcher.index.meta["model"]:
-            raise EncodrError(f"index '{req.index}' is searched with model '{searcher.index.meta['model']}', not '{req.model}'; leave model out", field="model")
+            raise EncodrError(
+                f"index '{req.index}' is searched with model '{searcher.index.meta['model']}', not '{req.model}'; leave model out",
+                field="model",
+            )
         built = searcher.index.meta.get("backend", "torch")
         if req.backend is not None and req.backend != built:
             raise EncodrError(f"index '{req.index}' is served with backend {built}; leave backend out", field="backend")
@@ -249,8 +278,11 @@ def _model_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
         sized([req.text_a, req.text_b], "text_a")
         scorer, batcher = model_named(req.model)
         if req.cross != (batcher is None):
-            raise EncodrError(f"model '{req.model}' is a {'cross' if batcher is None else 'bi'}-encoder; "
-                              f"{'pass' if batcher is None else 'leave out'} cross: true", field="cross")  # fmt: skip
+            raise EncodrError(
+                f"model '{req.model}' is a {'cross' if batcher is None else 'bi'}-encoder; "
+                f"{'pass' if batcher is None else 'leave out'} cross: true",
+                field="cross",
+            )
         result = await run_in_threadpool(lambda: dispatch.run(req, "http", scorer=scorer))
         return answer(result)
 
@@ -317,8 +349,16 @@ def _listing_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
     @api.get("/models")
     async def models():
         """The served models, OpenAI's shape."""
-        data = [{"id": name, "object": "model", "owned_by": "encodr", "encoder": "bi-encoder" if b is not None else "cross-encoder",
-                 "dimension": s.dimension if b is not None else None} for name, (s, b) in served.models.items()]  # fmt: skip
+        data = [
+            {
+                "id": name,
+                "object": "model",
+                "owned_by": "encodr",
+                "encoder": "bi-encoder" if b is not None else "cross-encoder",
+                "dimension": s.dimension if b is not None else None,
+            }
+            for name, (s, b) in served.models.items()
+        ]
         return {"object": "list", "data": data}
 
     @api.get("/indexes")

@@ -75,7 +75,9 @@ class DynamicBatcher:
         self._carry: _Job | None = None
         self._gathering = threading.Lock()  # one worker gathers at a time
         self._counting = threading.Lock()
-        self._threads = [threading.Thread(target=self._loop, name=f"encodr-batcher-{i}", daemon=True) for i in range(self.workers)]
+        self._threads = [
+            threading.Thread(target=self._loop, name=f"encodr-batcher-{i}", daemon=True) for i in range(self.workers)
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -109,7 +111,11 @@ class DynamicBatcher:
         return self._queue.get(timeout=timeout) if timeout is None or timeout > 0 else self._queue.get_nowait()
 
     def _loop(self) -> None:
-        split = self.workers > 1 and hasattr(self.encoder, "use_threads") and str(getattr(self.encoder, "device", "cpu")).startswith("cpu")
+        split = (
+            self.workers > 1
+            and hasattr(self.encoder, "use_threads")
+            and str(getattr(self.encoder, "device", "cpu")).startswith("cpu")
+        )
         cores = _cores()
         threads = None
         while True:
@@ -120,7 +126,9 @@ class DynamicBatcher:
             with self._counting:
                 alone = self._running == 0
                 self._running += 1
-            if split and threads != (want := cores if alone else max(1, cores // self.workers)):  # no other pass running: all the cores
+            if split and threads != (
+                want := cores if alone else max(1, cores // self.workers)
+            ):  # no other pass running: all the cores
                 self.encoder.use_threads(want)
                 threads = want
             try:
@@ -162,7 +170,9 @@ class DynamicBatcher:
             return
         texts = [t for job in live for t in job.texts]
         try:
-            vectors = self.encoder.encode(texts)  # in the encoder's own batches, longest first: a pass of 128 texts is slower per text on a CPU than 4 of 32
+            vectors = self.encoder.encode(
+                texts
+            )  # in the encoder's own batches, longest first: a pass of 128 texts is slower per text on a CPU than 4 of 32
         except BaseException as exc:  # every waiting request gets the error, and the worker goes on
             vectors = exc
         with self._counting:  # requests live as the pass ends (its own, whose clients come back, other workers', those queued), shared among the workers
@@ -202,7 +212,9 @@ class BatchedEncoder:
     def __getattr__(self, name):
         return getattr(self._encoder, name)
 
-    def encode(self, texts, batch_size: int | None = None, progress: bool = False, on_batch=None, prompt: str | None = None) -> np.ndarray:
+    def encode(
+        self, texts, batch_size: int | None = None, progress: bool = False, on_batch=None, prompt: str | None = None
+    ) -> np.ndarray:
         """float32 (n, d) unit vectors of ``texts`` (each after ``prompt``: a search's query
         prompt), batched with other requests' texts."""
         return self._batcher.encode([prompt + t for t in texts] if prompt else list(texts))

@@ -5,5 +5,18 @@ from .args import OptimArgs
 from .run import Outcome, RunCancelled, RunContext, TuneJob, run
 from .trainer import FitOptions, ShardedBatchSampler, Stream, Trainer, TrainResult, mixed_precision, to_device
 
-__all__ = ["FitOptions", "OptimArgs", "Outcome", "RunCancelled", "RunContext", "ShardedBatchSampler", "Stream", "TrainResult", "Trainer",
-           "TuneJob", "mixed_precision", "run", "to_device"]  # fmt: skip
+__all__ = [
+    "FitOptions",
+    "OptimArgs",
+    "Outcome",
+    "RunCancelled",
+    "RunContext",
+    "ShardedBatchSampler",
+    "Stream",
+    "TrainResult",
+    "Trainer",
+    "TuneJob",
+    "mixed_precision",
+    "run",
+    "to_device",
+]

@@ -66,20 +66,39 @@ class OptimArgs:
 
     lr: float = setting(2e-5, "AdamW learning rate.", (lambda v: 0 < v < 1, "a number in (0, 1)"))
     epochs: int = setting(1, "Passes over the (first stream's) data.", (lambda v: v >= 1, "an integer ≥ 1"))
-    batch_size: int = setting(32, "Global examples per optimizer step and stream (split over processes; a contrastive loss sees the whole "
-                                  "global batch as candidates).", (lambda v: v >= 2, "an integer ≥ 2"))  # fmt: skip
+    batch_size: int = setting(
+        32,
+        "Global examples per optimizer step and stream (split over processes; a contrastive loss sees the whole "
+        "global batch as candidates).",
+        (lambda v: v >= 2, "an integer ≥ 2"),
+    )
     weight_decay: float = setting(0.01, "AdamW weight decay.", (lambda v: v >= 0, "a number ≥ 0"))
-    max_grad_norm: float = setting(0.0, "Clip the global gradient L2 norm to this before each step (0: off).", (lambda v: v >= 0, "a number ≥ 0 (0: off)"))
-    warmup: float = setting(0.0, "Fraction of steps with a linear learning-rate warm-up, then linear decay to 0 (0: constant).",
-                            (lambda v: 0 <= v < 1, "a number in [0, 1)"))  # fmt: skip
+    max_grad_norm: float = setting(
+        0.0, "Clip the global gradient L2 norm to this before each step (0: off).", (lambda v: v >= 0, "a number ≥ 0 (0: off)")
+    )
+    warmup: float = setting(
+        0.0,
+        "Fraction of steps with a linear learning-rate warm-up, then linear decay to 0 (0: constant).",
+        (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    )
     seed: int = setting(42, "Seeds shuffling, masking, dropout and initialisation.")
-    amp: str = setting("auto", "Mixed precision: auto (bf16 on GPUs that have it, else fp16 with a gradient scaler; fp32 on CPU), bf16 "
-                               "(also on CPU), fp16 (CUDA only) or no.", (lambda v: v in AMP_MODES, " | ".join(AMP_MODES)))  # fmt: skip
-    grad_accum: int = setting(1, "Micro-batches per optimizer step, each a full batch (adds no negatives to a contrastive loss: see mini_batch).",
-                              (lambda v: v >= 1, "an integer ≥ 1"))  # fmt: skip
-    mini_batch: int = setting(0, "With a contrastive loss, embed the batch in chunks of this many examples and cache the gradients "
-                                 "(GradCache), so a batch of thousands needs the memory of one chunk; 0: off.",
-                              (lambda v: v >= 0, "an integer ≥ 0 (0: off)"))  # fmt: skip
+    amp: str = setting(
+        "auto",
+        "Mixed precision: auto (bf16 on GPUs that have it, else fp16 with a gradient scaler; fp32 on CPU), bf16 "
+        "(also on CPU), fp16 (CUDA only) or no.",
+        (lambda v: v in AMP_MODES, " | ".join(AMP_MODES)),
+    )
+    grad_accum: int = setting(
+        1,
+        "Micro-batches per optimizer step, each a full batch (adds no negatives to a contrastive loss: see mini_batch).",
+        (lambda v: v >= 1, "an integer ≥ 1"),
+    )
+    mini_batch: int = setting(
+        0,
+        "With a contrastive loss, embed the batch in chunks of this many examples and cache the gradients "
+        "(GradCache), so a batch of thousands needs the memory of one chunk; 0: off.",
+        (lambda v: v >= 0, "an integer ≥ 0 (0: off)"),
+    )
 
     @classmethod
     def of(cls, settings) -> "OptimArgs":

@@ -134,8 +134,16 @@ class RunCancelled(Exception):
 
 def _summary(recipe, outcome: Outcome, trainer: Trainer, started: float) -> dict:
     """The run summary written as ``encodr.json``: the method's, with the recipe, device and duration."""
-    return {"encodr_version": __import__("encodr").__version__, "method": recipe.method, **outcome.summary, "recipe": recipe.to_dict(),
-            "device": trainer.device, "precision": trainer.precision, "processes": trainer.world, "duration_s": round(time.time() - started, 2)}  # fmt: skip
+    return {
+        "encodr_version": __import__("encodr").__version__,
+        "method": recipe.method,
+        **outcome.summary,
+        "recipe": recipe.to_dict(),
+        "device": trainer.device,
+        "precision": trainer.precision,
+        "processes": trainer.world,
+        "duration_s": round(time.time() - started, 2),
+    }
 
 
 def _write_run_files(tmp: Path, recipe, outcome: Outcome, summary: dict) -> None:
@@ -149,9 +157,18 @@ def _write_run_files(tmp: Path, recipe, outcome: Outcome, summary: dict) -> None
 def _record_cancelled(request: TuneJob, recipe, started: float) -> None:
     """A registry row with ``status: cancelled`` (a failing registry is not what to report then)."""
     with contextlib.suppress(EncodrError):
-        registry.record({"kind": "tune", "status": "cancelled", "model": request.models[0], "recipe_name": recipe.name,
-                         "recipe": recipe.to_dict(), "data": str(getattr(request.data, "source", request.data) or "(bundled default)"),
-                         "duration_s": round(time.time() - started, 2), "out": str(Path(request.out).resolve())})  # fmt: skip
+        registry.record(
+            {
+                "kind": "tune",
+                "status": "cancelled",
+                "model": request.models[0],
+                "recipe_name": recipe.name,
+                "recipe": recipe.to_dict(),
+                "data": str(getattr(request.data, "source", request.data) or "(bundled default)"),
+                "duration_s": round(time.time() - started, 2),
+                "out": str(Path(request.out).resolve()),
+            }
+        )
 
 
 def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -> dict | None:
@@ -220,11 +237,22 @@ def run(method_run: Callable[[RunContext], Outcome], recipe, request: TuneJob) -
         return None
     summary["out"] = str(out.resolve())
     try:
-        summary["run_ids"] = [] if not recorded else [
-            registry.record({**row, "recipe_name": recipe.name, "recipe": recipe.to_dict(), "duration_s": summary["duration_s"],
-                             "out": str((out / row.get("out", ".")).resolve())})  # fmt: skip
-            for row in outcome.rows
-        ]
+        summary["run_ids"] = (
+            []
+            if not recorded
+            else [
+                registry.record(
+                    {
+                        **row,
+                        "recipe_name": recipe.name,
+                        "recipe": recipe.to_dict(),
+                        "duration_s": summary["duration_s"],
+                        "out": str((out / row.get("out", ".")).resolve()),
+                    }
+                )
+                for row in outcome.rows
+            ]
+        )
     except EncodrError as exc:
         raise EncodrError(f"the model was saved to {summary['out']}, but the run was not recorded: {exc}") from None
     summary["shown"] = list(outcome.shown)

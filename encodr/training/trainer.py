@@ -184,7 +184,13 @@ class TrainResult:
 class _BestCheckpoint:
     """Keeps a copy (on the CPU) of the module's best weights by a dev score, higher better."""
 
-    def __init__(self, module: torch.nn.Module, evaluate: Callable[[], float], trainer: "Trainer", report: Callable[[int, float], None] | None = None):
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        evaluate: Callable[[], float],
+        trainer: "Trainer",
+        report: Callable[[int, float], None] | None = None,
+    ):
         self.module, self.evaluate, self.trainer, self.report = module, evaluate, trainer, report
         self.curve: list[dict] = []
         self.best: dict | None = None
@@ -271,7 +277,9 @@ class _Loop:
             from transformers import get_linear_schedule_with_warmup
 
             self.scheduler = get_linear_schedule_with_warmup(self.optimizer.optimizer, int(args.warmup * self.total), self.total)
-        self.selector = _BestCheckpoint(module, options.evaluate, trainer, self._report_dev) if options.evaluate is not None else None
+        self.selector = (
+            _BestCheckpoint(module, options.evaluate, trainer, self._report_dev) if options.evaluate is not None else None
+        )
         if self.selector is not None and options.keep_start:
             self.selector(0, 0)
         self.others = [trainer._cycle(loader) for loader in self.loaders[1:]]
@@ -281,7 +289,9 @@ class _Loop:
 
     def _report_dev(self, at: int, dev: float) -> None:
         o = self.options
-        o.progress(ProgressEvent(o.description, at, self.total, {"dev": dev, "dev_metric": o.dev_metric}))  # the dev score, as it comes
+        o.progress(
+            ProgressEvent(o.description, at, self.total, {"dev": dev, "dev_metric": o.dev_metric})
+        )  # the dev score, as it comes
 
     def run(self) -> None:
         """Every epoch's steps, with dev evaluations where asked, until the epochs or ``max_steps`` end."""
@@ -346,11 +356,19 @@ class _Loop:
         eval_seconds = selector.seconds if selector else 0.0
         tail = [r["loss"] for r in self.log[-10:]]
         return TrainResult(
-            steps=self.step, examples=self.examples, seconds=seconds,
+            steps=self.step,
+            examples=self.examples,
+            seconds=seconds,
             examples_per_s=self.examples / (seconds - eval_seconds) if seconds > eval_seconds else 0.0,
-            final_loss=float(np.mean(tail)) if tail else math.nan, precision=trainer.precision, device=trainer.device,
-            processes=trainer.world, eval_seconds=round(eval_seconds, 2), log=self.log, dev_curve=selector.curve if selector else [], best=best,
-        )  # fmt: skip
+            final_loss=float(np.mean(tail)) if tail else math.nan,
+            precision=trainer.precision,
+            device=trainer.device,
+            processes=trainer.world,
+            eval_seconds=round(eval_seconds, 2),
+            log=self.log,
+            dev_curve=selector.curve if selector else [],
+            best=best,
+        )
 
 
 class Trainer:
@@ -431,10 +449,14 @@ class Trainer:
 
     def _loader(self, stream: Stream, args: OptimArgs) -> torch.utils.data.DataLoader:
         if stream.batch_size % self.world:
-            raise EncodrError(f"batch size {stream.batch_size} of stream '{stream.name}' is not a multiple of the {self.world} processes; "
-                              f"choose a multiple of {self.world}")  # fmt: skip
+            raise EncodrError(
+                f"batch size {stream.batch_size} of stream '{stream.name}' is not a multiple of the {self.world} processes; "
+                f"choose a multiple of {self.world}"
+            )
         sampler = ShardedBatchSampler(stream.size, stream.batch_size, self.rank, self.world, args.seed, stream.min_batch)
-        return torch.utils.data.DataLoader(range(stream.size), batch_sampler=sampler, collate_fn=lambda idx: stream.collate(idx, sampler.epoch))
+        return torch.utils.data.DataLoader(
+            range(stream.size), batch_sampler=sampler, collate_fn=lambda idx: stream.collate(idx, sampler.epoch)
+        )
 
     def _sync_gradients(self, params: Sequence[torch.nn.Parameter]) -> None:
         """Average gradients over processes: one all-reduce of all of them, flattened."""
@@ -451,7 +473,9 @@ class Trainer:
             p.grad.copy_(flat[offset : offset + p.numel()].view_as(p.grad))
             offset += p.numel()
 
-    def fit(self, module: torch.nn.Module, streams: Sequence[Stream], args: OptimArgs, options: FitOptions = FitOptions()) -> TrainResult:
+    def fit(
+        self, module: torch.nn.Module, streams: Sequence[Stream], args: OptimArgs, options: FitOptions = FitOptions()
+    ) -> TrainResult:
         """Train ``module`` in place with AdamW.
 
         One step draws one batch from every stream (``grad_accum`` times), backpropagates

@@ -21,12 +21,12 @@ from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, 
 
 from ..core.requests import SearchRequest
 from ..core.results import judged_mark, own_title, reads_as_markdown, where
-from .forms import choice_select
 from ..errors import EncodrError
+from .forms import choice_select
 from .panes import EvalPane, IndexPane
 from .runs import RunsPane
-from .widgets import Table, TextBox
 from .train import TrainPane
+from .widgets import Table, TextBox
 
 HELP = (  # (key, what it does), a heading where the key is empty; a key is short, so its column never wraps at 80 columns
     ("", "Anywhere"),
@@ -47,7 +47,10 @@ HELP = (  # (key, what it does), a heading where the key is empty; a key is shor
     ("re-rank box", "a CrossEncoder (path, Hub id, an encodr cross/) re-scores the first hits; Enter loads it, blank: none"),
     ("", "Other tabs"),
     ("Workspace Enter", "open the selected index"),
-    ("Train", "Start tunes with the form's model, recipe, data, dev set and output; Cancel writes nothing; Enter on a file in the tree uses it as the data"),
+    (
+        "Train",
+        "Start tunes with the form's model, recipe, data, dev set and output; Cancel writes nothing; Enter on a file in the tree uses it as the data",
+    ),
     ("Index", "Build or append (--add), then o opens it in Search; Sync brings it in step with its files (--sync)"),
     ("Eval", "Evaluate a suite on a model, optionally against a second; an index with no queries is scored on its judgments"),
     ("Runs", "arrows: a run's details, loss and dev curves; buttons: index / evaluate with its model"),
@@ -70,7 +73,6 @@ def help_table():
         else:
             table.add_row(key, Text(action))
     return table
-
 
 
 GRADE_MARKS = {0: "✗ 0", 1: "✓ 1", 2: "✓✓ 2"}  # a judged hit's grade, in the results' last column
@@ -185,7 +187,11 @@ class DocumentScreen(ModalScreen):
             before, after = self.text[: self.at], self.text[self.at + self.length :]
             if before.strip():
                 yield Markdown(before, id="document-before")
-            yield Static(marked(self.text[self.at : self.at + self.length], self.query_text, None, *self.langs), id="document-text", classes="passage")
+            yield Static(
+                marked(self.text[self.at : self.at + self.length], self.query_text, None, *self.langs),
+                id="document-text",
+                classes="passage",
+            )
             if after.strip():
                 yield Markdown(after, id="document-after")
 
@@ -234,7 +240,9 @@ class EncodrApp(App):
         Binding("ctrl+d", "delete_hit", "Delete document", show=False),
     ]
 
-    def __init__(self, index_dir: str | Path | None = None, k: int = 10, debounce: float = 0.25, searcher=None, rerank: str | None = None):
+    def __init__(
+        self, index_dir: str | Path | None = None, k: int = 10, debounce: float = 0.25, searcher=None, rerank: str | None = None
+    ):
         super().__init__()
         self.index_dir = Path(index_dir) if index_dir else None
         self.k = k
@@ -245,7 +253,9 @@ class EncodrApp(App):
         self.searches = 0  # result sets shown
         self.hits: list = []  # the hits shown, by row
         self.query_lang: str | None = None  # their query's language (its stems are highlighted)
-        self.search_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-search")  # every search runs here (run_search)
+        self.search_thread = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="encodr-search"
+        )  # every search runs here (run_search)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -326,7 +336,14 @@ class EncodrApp(App):
         table.clear(columns=True)
         table.add_columns("id", "created", "model", "recipe", "strings", "out")
         for row in dispatch.call(RunsRequest, {"limit": 20}, "tui").rows:
-            table.add_row(str(row["id"]), row["created"], row["model"], str(row.get("recipe_name", "")), str(row.get("strings", "")), row.get("out", ""))
+            table.add_row(
+                str(row["id"]),
+                row["created"],
+                row["model"],
+                str(row.get("recipe_name", "")),
+                str(row.get("strings", "")),
+                row.get("out", ""),
+            )
 
     @on(TabbedContent.TabActivated)
     def tab_shown(self, event: TabbedContent.TabActivated) -> None:
@@ -358,7 +375,9 @@ class EncodrApp(App):
         try:
             searcher = dispatch.open_searcher(SearchRequest(index=str(path)))
             try:
-                warming = self.search_thread.submit(searcher.warm)  # on the search thread: the first query typed does not pay for the first forward pass, the first reads or that thread's set-up
+                warming = self.search_thread.submit(
+                    searcher.warm
+                )  # on the search thread: the first query typed does not pay for the first forward pass, the first reads or that thread's set-up
             except RuntimeError:  # the app closed while the index opened (its search thread is shut down)
                 return
             warming.result()
@@ -432,8 +451,18 @@ class EncodrApp(App):
 
         given = [f.strip() for f in self.query_one("#search-filter", Input).value.split(";") if f.strip()]
         mode = self.query_one("#search-mode", Select).value
-        request = dispatch.prepare(SearchRequest, {"query": [query], "index": str(self.index_dir or ""), "k": self.k, "mode": mode if isinstance(mode, str) else None,
-                                                   "hit_lang": self.hit_langs(), "filter": given or None}, "tui")  # fmt: skip
+        request = dispatch.prepare(
+            SearchRequest,
+            {
+                "query": [query],
+                "index": str(self.index_dir or ""),
+                "k": self.k,
+                "mode": mode if isinstance(mode, str) else None,
+                "hit_lang": self.hit_langs(),
+                "filter": given or None,
+            },
+            "tui",
+        )
         return request.options()
 
     @work(exclusive=True, group="search")
@@ -479,8 +508,15 @@ class EncodrApp(App):
         width = max(30, self.size.width - FIXED_WIDTH)
         for h in hits:
             cell = hit_cell(h, query, width, self.console, lang)
-            table.add_row(str(h.rank), f"{h.score:.4f}", score_bar(h.score, top=top), h.lang or "", cell,
-                          GRADE_MARKS.get(grades.get(h.document), ""), height=len(cell.plain.split("\n")))  # fmt: skip
+            table.add_row(
+                str(h.rank),
+                f"{h.score:.4f}",
+                score_bar(h.score, top=top),
+                h.lang or "",
+                cell,
+                GRADE_MARKS.get(grades.get(h.document), ""),
+                height=len(cell.plain.split("\n")),
+            )
         self.update_status()
 
     def on_resize(self, event) -> None:
@@ -496,7 +532,9 @@ class EncodrApp(App):
         if self.searcher is None:
             return {}
         try:
-            rows = dispatch.call(JudgmentsRequest, {"index": str(self.searcher.index.path)}, "tui", searcher=self.searcher).payload()
+            rows = dispatch.call(
+                JudgmentsRequest, {"index": str(self.searcher.index.path)}, "tui", searcher=self.searcher
+            ).payload()
         except EncodrError:
             return {}
         key = " ".join(query.split()).casefold()
@@ -517,8 +555,18 @@ class EncodrApp(App):
         from ..core.requests import JudgeRequest
 
         try:
-            dispatch.call(JudgeRequest, {"query": query, "doc": hit.document, "index": str(self.searcher.index.path), "grade": grade, "passage": hit.text},
-                          "tui", searcher=self.searcher)  # fmt: skip
+            dispatch.call(
+                JudgeRequest,
+                {
+                    "query": query,
+                    "doc": hit.document,
+                    "index": str(self.searcher.index.path),
+                    "grade": grade,
+                    "passage": hit.text,
+                },
+                "tui",
+                searcher=self.searcher,
+            )
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
@@ -569,13 +617,24 @@ class EncodrApp(App):
             box.focus()
             return
         table = self.query_one("#judgments-table", DataTable)
-        if event.key == "delete" and self.focused is table and getattr(self, "judgment_rows", None) and table.cursor_row < len(self.judgment_rows):
+        if (
+            event.key == "delete"
+            and self.focused is table
+            and getattr(self, "judgment_rows", None)
+            and table.cursor_row < len(self.judgment_rows)
+        ):
             from ..core import dispatch
             from ..core.requests import UnjudgeRequest
 
             row = self.judgment_rows[table.cursor_row]
             try:
-                dispatch.call(UnjudgeRequest, {"query": row["query"], "doc": row["doc"]}, "tui", index=str(self.searcher.index.path), searcher=self.searcher)
+                dispatch.call(
+                    UnjudgeRequest,
+                    {"query": row["query"], "doc": row["doc"]},
+                    "tui",
+                    index=str(self.searcher.index.path),
+                    searcher=self.searcher,
+                )
             except EncodrError as exc:
                 self.set_status(f"error: {exc}")
                 return
@@ -598,8 +657,10 @@ class EncodrApp(App):
         if self.searcher is None or not self.hits or table.cursor_row >= len(self.hits):
             return
         document = self.hits[table.cursor_row].document
-        self.push_screen(ConfirmScreen(f"Delete {document} from the index (every passage of it)?"),
-                         lambda yes: self.delete_document(document) if yes else self.set_status("nothing deleted"))
+        self.push_screen(
+            ConfirmScreen(f"Delete {document} from the index (every passage of it)?"),
+            lambda yes: self.delete_document(document) if yes else self.set_status("nothing deleted"),
+        )
 
     @work(thread=True, exclusive=True, group="delete")
     def delete_document(self, document: str) -> None:
@@ -611,7 +672,10 @@ class EncodrApp(App):
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
-        self.call_from_thread(self.notify, f"deleted {document} ({result.record['deleted_texts']} passage(s)); {result.record['documents']} documents left")
+        self.call_from_thread(
+            self.notify,
+            f"deleted {document} ({result.record['deleted_texts']} passage(s)); {result.record['documents']} documents left",
+        )
         self.call_from_thread(self.run_search, self.query_one("#query", Input).value, 0.0)
 
     # ── compare ──────────────────────────────────────────────────────────────

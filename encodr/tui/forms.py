@@ -17,25 +17,81 @@ from .widgets import TextBox
 # requests take a hit's document, grade and passage from the results table, and the index from
 # the one opened in the Workspace's index table)
 FORMS = {
-    SearchRequest: {"query": "query", "index": "indexes", "mode": "search-mode", "hit_lang": "hit-lang", "filter": "search-filter", "rerank": "search-rerank"},
+    SearchRequest: {
+        "query": "query",
+        "index": "indexes",
+        "mode": "search-mode",
+        "hit_lang": "hit-lang",
+        "filter": "search-filter",
+        "rerank": "search-rerank",
+    },
     JudgeRequest: {"query": "query", "doc": "results", "grade": "results", "passage": "results", "index": "indexes"},
     UnjudgeRequest: {"query": "judgments-table", "doc": "judgments-table"},
     JudgmentsRequest: {"index": "indexes"},
-    IndexRequest: {"corpus": "index-files", "model": "index-model", "out": "index-out", "index_type": "index-type", "quantize": "index-quantize", "dim": "index-dim", "on_disk": "index-on-disk", "add": "index-add", "sync": "index-sync",
-                   "meta_columns": "index-meta-columns",
-                   "overwrite": "index-overwrite", "pcr": "index-pcr", "pcr_variant": "index-pcr-variant", "lang": "index-lang",
-                   "batch_size": "index-batch-size", "backend": "index-backend", "processes": "index-processes",
-                   "engine": "index-engine", "address": "index-address",
-                   "glob": "index-glob", "whole": "index-whole", "documents": "index-documents", "records": "index-records", "text_field": "index-text-field",
-                   "text_column": "index-text-column", "id_column": "index-id-column", "title_column": "index-title-column"},
-    EvalRequest: {"suite": "eval-suite", "data": "eval-data", "model": "eval-model", "compare": "eval-compare", "cross": "eval-cross",
-                  "compare_cross": "eval-compare-cross", "pcr": "eval-pcr", "pcr_variant": "eval-pcr-variant", "limit": "eval-limit",
-                  "backend": "eval-backend", "split": "eval-split",
-                  "mode": "eval-mode", "fusion": "eval-fusion", "rerank": "eval-rerank", "rerank_weight": "eval-rerank-weight",
-                  "whole": "eval-whole", "no_cache": "eval-no-cache", "index": "eval-index", "queries": "eval-queries", "qrels": "eval-qrels", "filter": "eval-filter"},
-    TuneRequest: {"file": "train-data", "recipe": "train-recipe", "model": "train-model", "dev": "train-dev", "bitext": "train-bitext",
-                  "out": "train-out", "set": "train-fields", "index": "train-index", "no_dev": "train-no-dev"},
-}  # fmt: skip
+    IndexRequest: {
+        "corpus": "index-files",
+        "model": "index-model",
+        "out": "index-out",
+        "index_type": "index-type",
+        "quantize": "index-quantize",
+        "dim": "index-dim",
+        "on_disk": "index-on-disk",
+        "add": "index-add",
+        "sync": "index-sync",
+        "meta_columns": "index-meta-columns",
+        "overwrite": "index-overwrite",
+        "pcr": "index-pcr",
+        "pcr_variant": "index-pcr-variant",
+        "lang": "index-lang",
+        "batch_size": "index-batch-size",
+        "backend": "index-backend",
+        "processes": "index-processes",
+        "engine": "index-engine",
+        "address": "index-address",
+        "glob": "index-glob",
+        "whole": "index-whole",
+        "documents": "index-documents",
+        "records": "index-records",
+        "text_field": "index-text-field",
+        "text_column": "index-text-column",
+        "id_column": "index-id-column",
+        "title_column": "index-title-column",
+    },
+    EvalRequest: {
+        "suite": "eval-suite",
+        "data": "eval-data",
+        "model": "eval-model",
+        "compare": "eval-compare",
+        "cross": "eval-cross",
+        "compare_cross": "eval-compare-cross",
+        "pcr": "eval-pcr",
+        "pcr_variant": "eval-pcr-variant",
+        "limit": "eval-limit",
+        "backend": "eval-backend",
+        "split": "eval-split",
+        "mode": "eval-mode",
+        "fusion": "eval-fusion",
+        "rerank": "eval-rerank",
+        "rerank_weight": "eval-rerank-weight",
+        "whole": "eval-whole",
+        "no_cache": "eval-no-cache",
+        "index": "eval-index",
+        "queries": "eval-queries",
+        "qrels": "eval-qrels",
+        "filter": "eval-filter",
+    },
+    TuneRequest: {
+        "file": "train-data",
+        "recipe": "train-recipe",
+        "model": "train-model",
+        "dev": "train-dev",
+        "bitext": "train-bitext",
+        "out": "train-out",
+        "set": "train-fields",
+        "index": "train-index",
+        "no_dev": "train-no-dev",
+    },
+}
 
 
 def choice_select(model, name: str, widget_id: str, label: str = "") -> Select:
@@ -49,7 +105,11 @@ def choice_select(model, name: str, widget_id: str, label: str = "") -> Select:
     options = [(f"{label}: {c}" if label else c, c) for c in rendering(model, name).choices]
     if value is None:
         required = model.model_fields[name].is_required()
-        return Select(options, prompt=f"choose the {label or name}" if required else f"{label or name.replace('_', ' ')} (default)", id=widget_id)
+        return Select(
+            options,
+            prompt=f"choose the {label or name}" if required else f"{label or name.replace('_', ' ')} (default)",
+            id=widget_id,
+        )
     return Select(options, value=value, allow_blank=False, id=widget_id)
 
 
@@ -80,9 +140,15 @@ def values(pane, model, skip: tuple[str, ...] = ()) -> dict:
             out[name] = widget.value
         elif isinstance(widget, Select):
             declared = default(model, name)
-            if isinstance(widget.value, str) and widget.value not in (declared, *(declared if isinstance(declared, list) else [])):
+            if isinstance(widget.value, str) and widget.value not in (
+                declared,
+                *(declared if isinstance(declared, list) else []),
+            ):
                 out[name] = widget.value  # a choice other than the default: the default is the request's to apply
         elif isinstance(widget, Input) and widget.value.strip():
-            is_list = "list" in str(model.model_fields[name].annotation) or typing.get_origin(model.model_fields[name].annotation) is list
+            is_list = (
+                "list" in str(model.model_fields[name].annotation)
+                or typing.get_origin(model.model_fields[name].annotation) is list
+            )
             out[name] = widget.value.split() if is_list else widget.value.strip()
     return out

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual import on, work
 from rich.markup import escape
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -101,7 +101,12 @@ class IndexPane(VerticalScroll):
         self.query_one("#index-out", Input).value = str(path)
         from ..core.fields import rendering
 
-        for widget_id, key in (("#index-type", "index_type"), ("#index-quantize", "quantize"), ("#index-backend", "backend"), ("#index-pcr-variant", "pcr_variant")):
+        for widget_id, key in (
+            ("#index-type", "index_type"),
+            ("#index-quantize", "quantize"),
+            ("#index-backend", "backend"),
+            ("#index-pcr-variant", "pcr_variant"),
+        ):
             if meta.get(key) in rendering(IndexRequest, key).choices:
                 self.query_one(widget_id, Select).value = meta[key]
         self.query_one("#index-pcr", Checkbox).value = bool(meta.get("pcr"))
@@ -147,7 +152,9 @@ class IndexPane(VerticalScroll):
         (table,) = result.tables()
         self.query_one("#index-result", Static).update("\n".join(f"{k}: {v}" for k, v in table.rows) + "\n\npress o to search it")
         self.query_one("#index-open", Button).disabled = False
-        self.query_one("#index-open", Button).focus()  # the Build button was disabled while it ran, taking the focus (and the pane's o key) with it
+        self.query_one(
+            "#index-open", Button
+        ).focus()  # the Build button was disabled while it ran, taking the focus (and the pane's o key) with it
 
     @on(Button.Pressed, "#index-open")
     def action_open_search(self) -> None:
@@ -176,7 +183,9 @@ class EvalPane(Vertical):
         yield field_input(R, "model", "eval-model", "model")
         yield Label("compare with (optional)")
         yield TextBox(placeholder="a second model", id="eval-compare")
-        yield Label("data (optional; space-separated files, BEIR folders for retrieval, or bundled names, else the suite's bundled sets)")
+        yield Label(
+            "data (optional; space-separated files, BEIR folders for retrieval, or bundled names, else the suite's bundled sets)"
+        )
         yield TextBox(placeholder="", id="eval-data")
         with Horizontal(classes="row"):
             yield choice_select(R, "backend", "eval-backend")
@@ -215,13 +224,17 @@ class EvalPane(Vertical):
             self.query_one("#eval-status", Static).update(f"[red]error:[/] {escape(str(exc))}")
             return
         self.query_one("#eval-run", Button).disabled = True
-        self.query_one("#eval-status", Static).update(f"evaluating {' and '.join(filter(None, [request.model, request.compare]))} on {request.suite} …")
+        self.query_one("#eval-status", Static).update(
+            f"evaluating {' and '.join(filter(None, [request.model, request.compare]))} on {request.suite} …"
+        )
         self.evaluate(request)
 
     @work(thread=True, exclusive=True, group="eval")
     def evaluate(self, request: EvalRequest) -> None:
         try:
-            result = dispatch.run(request, "tui", warn=lambda line: self.app.call_from_thread(self.query_one("#eval-status", Static).update, line))
+            result = dispatch.run(
+                request, "tui", warn=lambda line: self.app.call_from_thread(self.query_one("#eval-status", Static).update, line)
+            )
         except EncodrError as exc:
             self.app.call_from_thread(self.finished, None, f"error: {exc}")
             return

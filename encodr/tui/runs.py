@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 from textual_plotext import PlotextPlot
+
 from .widgets import Table
 
 
@@ -53,8 +54,16 @@ class RunsPane(Vertical):
         table.clear(columns=True)
         table.add_columns("id", "created", "status", "recipe", "model", "data", "out")
         for row in dispatch.call(RunsRequest, {"limit": 100}, "tui").rows:
-            table.add_row(str(row["id"]), str(row["created"])[:16], row.get("status") or "done", str(row.get("recipe_name") or ""),
-                          str(row.get("model", "")), str(row.get("data", "")), str(row.get("out", "")), key=str(row["id"]))  # fmt: skip
+            table.add_row(
+                str(row["id"]),
+                str(row["created"])[:16],
+                row.get("status") or "done",
+                str(row.get("recipe_name") or ""),
+                str(row.get("model", "")),
+                str(row.get("data", "")),
+                str(row.get("out", "")),
+                key=str(row["id"]),
+            )
         if table.row_count:
             keep = str(self.selected["id"]) if self.selected else None
             row = table.get_row_index(keep) if keep is not None and keep in table.rows else 0
@@ -75,17 +84,27 @@ class RunsPane(Vertical):
         row = dispatch.call(RunRequest, {"run_id": run_id}, "tui").record
         self.selected = row
         metrics = row.get("metrics") or {}
-        lines = [f"run {row['id']} · {row.get('status') or 'done'}", f"model: {row.get('model')}", f"recipe: {row.get('recipe_name')}",
-                 f"data: {row.get('data')}", f"out: {row.get('out')}", f"seconds: {row.get('duration_s')}"]  # fmt: skip
+        lines = [
+            f"run {row['id']} · {row.get('status') or 'done'}",
+            f"model: {row.get('model')}",
+            f"recipe: {row.get('recipe_name')}",
+            f"data: {row.get('data')}",
+            f"out: {row.get('out')}",
+            f"seconds: {row.get('duration_s')}",
+        ]
         lines += [f"{k}: {v}" for k, v in metrics.items() if not isinstance(v, (dict, list))]
         lines += ["", "recipe:"] + [f"  {k}: {v}" for k, v in (row.get("recipe") or {}).items()]
         self.query_one("#run-detail", Static).update("\n".join(lines))
         log = row["loss_log"]
         for plot_id, xs, ys, title in (
             ("#run-loss", [r["step"] for r in log], [r["loss"] for r in log], "training loss"),
-            ("#run-dev", [p["step"] for p in metrics.get("dev_curve") or []], [p["dev"] for p in metrics.get("dev_curve") or []],
-             f"dev {metrics.get('dev_metric', '')} ({metrics.get('dev_set', 'none')})"),
-        ):  # fmt: skip
+            (
+                "#run-dev",
+                [p["step"] for p in metrics.get("dev_curve") or []],
+                [p["dev"] for p in metrics.get("dev_curve") or []],
+                f"dev {metrics.get('dev_metric', '')} ({metrics.get('dev_set', 'none')})",
+            ),
+        ):
             plot = self.query_one(plot_id, PlotextPlot)
             plot.plt.clear_data()
             plot.plt.title(title if ys else f"{title}: none")

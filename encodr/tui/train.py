@@ -11,8 +11,8 @@ import threading
 import time
 from pathlib import Path
 
-from textual import on, work
 from rich.markup import escape
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Checkbox, DirectoryTree, Input, Label, ProgressBar, Select, Static
@@ -71,12 +71,18 @@ class TrainPane(Vertical):
 
         models = [(f"{m['name']} ({m['source']})", m["name"]) for m in dispatch.call(ModelsRequest, {}, "tui").rows]
         recipes = [(row["name"], row["name"]) for row in dispatch.call(RecipesRequest, {}, "tui").rows]
-        devs = [(name, name) for name in dispatch.dev_sets()] + [("auto (retrieval: pseudo-queries cut from your documents)", "auto")]
+        devs = [(name, name) for name in dispatch.dev_sets()] + [
+            ("auto (retrieval: pseudo-queries cut from your documents)", "auto")
+        ]
         with Horizontal():
             with VerticalScroll(id="train-form"):
                 yield Label("base model (alias or Hugging Face cache) — or a folder / hub id below")
                 base = default(TuneRequest, "model")[0]  # the declared default base model, when it is installed
-                yield Select(models, value=base, id="train-model") if any(v == base for _, v in models) else Select(models, id="train-model")
+                yield (
+                    Select(models, value=base, id="train-model")
+                    if any(v == base for _, v in models)
+                    else Select(models, id="train-model")
+                )
                 yield TextBox(placeholder="model folder or hub id (overrides the list)", id="train-model-path")
                 yield Label("recipe — or a YAML file below")
                 yield Select(recipes, value=default(TuneRequest, "recipe"), id="train-recipe", allow_blank=False)
@@ -117,7 +123,11 @@ class TrainPane(Vertical):
 
     def overrides(self) -> dict[str, str]:
         """The edited fields, as ``--set`` takes them (only those that differ from the recipe)."""
-        return {inp.name: inp.value.strip() for inp in self.query(".field-input").results(Input) if inp.value.strip() != inp.placeholder}
+        return {
+            inp.name: inp.value.strip()
+            for inp in self.query(".field-input").results(Input)
+            if inp.value.strip() != inp.placeholder
+        }
 
     def show_fields(self) -> None:
         """One input per recipe field, filled with the recipe's value, its meaning and rule as its tooltip."""
@@ -136,8 +146,14 @@ class TrainPane(Vertical):
                 continue
             text = "" if value is None else str(value)
             field_input = TextBox(text, placeholder=text, name=key, classes="field-input", tooltip=notes.get(key) or None)
-            rows.append(Horizontal(Label(key, classes="field-name"), field_input,
-                                   Static("", id=f"check-{key}", classes="field-check"), classes="field-row"))  # fmt: skip
+            rows.append(
+                Horizontal(
+                    Label(key, classes="field-name"),
+                    field_input,
+                    Static("", id=f"check-{key}", classes="field-check"),
+                    classes="field-row",
+                )
+            )
         box.mount_all(rows)
 
     @on(Select.Changed, "#train-recipe")
@@ -232,7 +248,9 @@ class TrainPane(Vertical):
             result = dispatch.tune(recipe, request)
             self.app.call_from_thread(self.finished, result, None)
         except dispatch.cancelled():
-            self.app.call_from_thread(self.finished, None, f"cancelled: nothing written at {request.out}; the registry says cancelled")
+            self.app.call_from_thread(
+                self.finished, None, f"cancelled: nothing written at {request.out}; the registry says cancelled"
+            )
         except EncodrError as exc:
             self.app.call_from_thread(self.finished, None, f"error: {exc}")
 
@@ -259,14 +277,17 @@ class TrainPane(Vertical):
         fields = event.fields
         if "dev" in fields:
             self.dev.append((event.completed, fields["dev"]))
-            self.query_one("#train-dev-curve", Static).update(f"dev {fields.get('dev_metric', 'score')}: " + " → ".join(f"{v:.2f} (step {s})" for s, v in self.dev))
+            self.query_one("#train-dev-curve", Static).update(
+                f"dev {fields.get('dev_metric', 'score')}: " + " → ".join(f"{v:.2f} (step {s})" for s, v in self.dev)
+            )
         if "loss" in fields:
             self.steps.append(len(self.steps) + 1)
             self.losses.append(fields["loss"])
             elapsed = time.perf_counter() - self.started
             eta = elapsed / event.completed * (event.total - event.completed) if event.total and event.completed else None
             self.query_one("#train-stats", Static).update(
-                f"{event.task} · step {event.completed}/{event.total} · loss {fields['loss']:.4f} · {fields.get('ex/s', 0):.0f} ex/s · ETA {fmt_eta(eta)}")
+                f"{event.task} · step {event.completed}/{event.total} · loss {fields['loss']:.4f} · {fields.get('ex/s', 0):.0f} ex/s · ETA {fmt_eta(eta)}"
+            )
             self.draw_loss()
 
     def draw_loss(self) -> None:
@@ -289,6 +310,8 @@ class TrainPane(Vertical):
             self.query_one("#train-stats", Static).update("stopped")
             return
         (table,) = summary.tables()
-        lines = [f"saved {summary.out} (run {', '.join(map(str, summary.run_ids))})"] + [f"{r[0]}: {r[1]}" for r in table.rows[:12]]
+        lines = [f"saved {summary.out} (run {', '.join(map(str, summary.run_ids))})"] + [
+            f"{r[0]}: {r[1]}" for r in table.rows[:12]
+        ]
         self.query_one("#train-result", Static).update("\n".join(lines))
         self.query_one("#train-stats", Static).update("done")

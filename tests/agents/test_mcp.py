@@ -11,12 +11,12 @@ import pytest
 
 mcp = pytest.importorskip("mcp")
 
-from encodr.core.served import Served  # noqa: E402
-from encodr.mcp import TOOLS, Agents  # noqa: E402
 from encodr.core import commands  # noqa: E402
 from encodr.core import requests as rq  # noqa: E402
 from encodr.core.fields import schema  # noqa: E402
 from encodr.core.requests import IndexRequest  # noqa: E402
+from encodr.core.served import Served  # noqa: E402
+from encodr.mcp import TOOLS, Agents  # noqa: E402
 
 
 @pytest.fixture
@@ -27,8 +27,6 @@ def kb(tmp_path, tiny_model):
     (docs / "valve.md").write_text("# Valve\n\nValve maintenance: grease the stem every month.\n")
     commands.index(IndexRequest(corpus=[str(docs)], model=str(tiny_model), out=str(tmp_path / "kb"), lang="eng"))
     return tmp_path / "kb"
-
-
 
 
 async def test_an_agent_lists_the_tools_searches_and_reads_a_hits_document(kb):
@@ -102,12 +100,20 @@ def test_refused_tool_calls_name_the_field_in_the_apis_words(kb, tmp_path):
         (("list_indexes", {"index": "kb"}), "index", 422, "list_indexes takes no arguments"),
         (("sync_index", {"index": "kb", "corpus": []}), "corpus", 422, "corpus is empty"),
         (("search", {"index": "kb", "query": "pump", "k": 0}), "k", 422, "k: 0 must be 1 or more"),
-        (("search", {"index": "kb", "query": "pump", "colour": "red"}), "colour", 422, "colour: 'red' is not a field of this request"),
+        (
+            ("search", {"index": "kb", "query": "pump", "colour": "red"}),
+            "colour",
+            422,
+            "colour: 'red' is not a field of this request",
+        ),
     ]
     for (tool, arguments), field, status, message in cases:
         with pytest.raises(EncodrError) as caught:
             agents.call(tool, arguments)
-        assert (caught.value.field, caught.value.status) == (field, status) and message in words(caught.value, "mcp"), (tool, words(caught.value, "mcp"))
+        assert (caught.value.field, caught.value.status) == (field, status) and message in words(caught.value, "mcp"), (
+            tool,
+            words(caught.value, "mcp"),
+        )
         assert "--" not in words(caught.value, "mcp")
 
 
@@ -139,13 +145,21 @@ def test_an_agent_judges_a_hit_with_writable_and_encodr_judgments_lists_it(kb):
     served.open_indexes([str(kb)])  # as encodr mcp --index KB opens it
     agents = Agents(served)
     hit = agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "keyword", "k": 1})["results"][0]["hits"][0]
-    judged = agents.call("judge", {"index": "kb", "query": "pump pressure", "doc": hit["ext_id"], "grade": 2, "passage": hit["text"]})
+    judged = agents.call(
+        "judge", {"index": "kb", "query": "pump pressure", "doc": hit["ext_id"], "grade": 2, "passage": hit["text"]}
+    )
     assert judged["front"] == "mcp" and judged["judgments"] == 1
-    other = next(h for h in agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "dense", "k": 2})["results"][0]["hits"]
-                 if h["ext_id"] != hit["ext_id"])  # fmt: skip
+    other = next(
+        h
+        for h in agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "dense", "k": 2})["results"][0]["hits"]
+        if h["ext_id"] != hit["ext_id"]
+    )
     agents.call("judge", {"index": "kb", "query": "pump pressure", "doc": other["ext_id"], "grade": 2})
     again = agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "keyword", "k": 2})["results"][0]["hits"]
-    assert {(h["ext_id"], h["judged"]) for h in again} == {(hit["ext_id"], 2), (other["ext_id"], 2)}  # both moved up at once, marked
+    assert {(h["ext_id"], h["judged"]) for h in again} == {
+        (hit["ext_id"], 2),
+        (other["ext_id"], 2),
+    }  # both moved up at once, marked
     listed = commands.judgments(rq.JudgmentsRequest(index=str(kb))).payload()
     assert [(r["doc"], r["grade"], r["front"]) for r in listed] == [(hit["ext_id"], 2, "mcp"), (other["ext_id"], 2, "mcp")]
     assert "judge" not in Agents(Served(served.searchers, writable=False)).tools()
@@ -156,7 +170,9 @@ def test_mcp_over_http_beyond_this_machine_needs_no_auth_said_outright():
     from encodr.core.requests import McpRequest
     from encodr.errors import EncodrError
 
-    with pytest.raises(EncodrError, match="--host 0.0.0.0 serves the indexes beyond this machine and the MCP server asks no key") as refused:
+    with pytest.raises(
+        EncodrError, match="--host 0.0.0.0 serves the indexes beyond this machine and the MCP server asks no key"
+    ) as refused:
         build(McpRequest, {"port": 8765, "host": "0.0.0.0"}).check()
     assert refused.value.field == "host"
     build(McpRequest, {"port": 8765, "host": "0.0.0.0", "no_auth": True}).check()

@@ -13,7 +13,9 @@ FRONT_END_ONLY = {rq.ServeRequest, rq.McpRequest, rq.TuiRequest}  # they start a
 
 
 def test_every_request_has_its_command():
-    requests = {cls for cls in vars(rq).values() if isinstance(cls, type) and issubclass(cls, rq.Request) and cls is not rq.Request}
+    requests = {
+        cls for cls in vars(rq).values() if isinstance(cls, type) and issubclass(cls, rq.Request) and cls is not rq.Request
+    }
     assert requests - FRONT_END_ONLY - set(dispatch.COMMANDS) == set()
 
 
@@ -24,8 +26,10 @@ def test_a_request_is_checked_once(monkeypatch):
     assert len(seen) == 1 and result.rows is not None
 
 
-@pytest.mark.parametrize(("front", "said"), [("cli", "--mode hybird: not one of"), ("http", "mode: 'hybird' is not one of"),
-                                             ("mcp", "mode: 'hybird' is not one of")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("front", "said"),
+    [("cli", "--mode hybird: not one of"), ("http", "mode: 'hybird' is not one of"), ("mcp", "mode: 'hybird' is not one of")],
+)
 def test_a_bad_choice_is_worded_in_each_front_ends_words(front, said):
     with pytest.raises(EncodrError) as refused:
         dispatch.prepare(rq.SearchRequest, {"index": "kb", "query": ["q"], "mode": "hybird"}, front)
@@ -43,12 +47,16 @@ def test_a_check_refusal_names_the_field_as_the_front_end_does():
 
 def test_the_front_end_is_handed_to_a_command_that_records_it(monkeypatch):
     given = {}
-    monkeypatch.setitem(dispatch.COMMANDS, rq.JudgeRequest, lambda request, front, searcher=None: given.update(front=front, doc=request.doc))
+    monkeypatch.setitem(
+        dispatch.COMMANDS, rq.JudgeRequest, lambda request, front, searcher=None: given.update(front=front, doc=request.doc)
+    )
     dispatch.call(rq.JudgeRequest, {"index": "kb", "query": "pump", "doc": "d1"}, "mcp")
     assert given == {"front": "mcp", "doc": "d1"}
 
 
-def test_a_search_without_a_kept_searcher_reuses_the_one_opened_before_and_follows_the_index(tmp_path, tiny_model, tiny_roberta, monkeypatch):
+def test_a_search_without_a_kept_searcher_reuses_the_one_opened_before_and_follows_the_index(
+    tmp_path, tiny_model, tiny_roberta, monkeypatch
+):
     import shutil
 
     import encodr.index.search as search_module
@@ -62,7 +70,12 @@ def test_a_search_without_a_kept_searcher_reuses_the_one_opened_before_and_follo
     monkeypatch.setattr(search_module, "load_encoder", lambda *a, **k: loads.append(a) or real(*a, **k))
 
     def texts(query):
-        return [h.text for h in dispatch.call(rq.SearchRequest, {"index": str(out), "query": [query], "mode": "keyword"}, "cli").results[0].hits]
+        return [
+            h.text
+            for h in dispatch.call(rq.SearchRequest, {"index": str(out), "query": [query], "mode": "keyword"}, "cli")
+            .results[0]
+            .hits
+        ]
 
     assert texts("pump") == ["the pump moves water"] and texts("valve") == ["the valve stops water"]
     assert len(loads) == 1  # the second search used the searcher the first one opened
@@ -70,5 +83,7 @@ def test_a_search_without_a_kept_searcher_reuses_the_one_opened_before_and_follo
     corpus.write_text("the boiler heats water\n")
     build([str(corpus)], out, BuildOptions(model=str(tiny_model), lang="eng"))
     assert texts("pump") == [] and texts("boiler") == ["the boiler heats water"]
-    build([str(corpus)], out, BuildOptions(model=str(tiny_roberta), lang="eng", write="overwrite"))  # another model: a new searcher
+    build(
+        [str(corpus)], out, BuildOptions(model=str(tiny_roberta), lang="eng", write="overwrite")
+    )  # another model: a new searcher
     assert texts("boiler") == ["the boiler heats water"] and len(loads) == 2

@@ -14,14 +14,34 @@ from encodr.core.fields import default, fields_for, option, rendering
 
 # command → (CLI path, request class)
 CLI_COMMANDS = {
-    ("tune",): rq.TuneRequest, ("eval",): rq.EvalRequest, ("score",): rq.ScoreRequest, ("index",): rq.IndexRequest,
-    ("search",): rq.SearchRequest, ("indexes",): rq.IndexesRequest, ("models",): rq.ModelsRequest, ("recipes",): rq.RecipesRequest,
-    ("runs",): rq.RunsRequest, ("runs", "show"): rq.RunRequest, ("delete",): rq.DeleteRequest, ("serve",): rq.ServeRequest,
-    ("mcp",): rq.McpRequest, ("tui",): rq.TuiRequest, ("judge",): rq.JudgeRequest, ("judgments",): rq.JudgmentsRequest, ("show",): rq.ShowRequest,
-}  # fmt: skip
-HTTP_ROUTES = {"/v1/embeddings": rq.EmbedRequest, "/v1/search": rq.SearchRequest, "/v1/score": rq.ScoreRequest, "/v1/rerank": rq.RerankRequest,
-               "/v1/indexes/{name}/documents": rq.UpsertRequest, "DELETE /v1/indexes/{name}/documents": rq.DocumentIdsRequest,
-               "/v1/indexes/{name}/judgments": rq.JudgeRequest, "DELETE /v1/indexes/{name}/judgments": rq.UnjudgeRequest}  # fmt: skip
+    ("tune",): rq.TuneRequest,
+    ("eval",): rq.EvalRequest,
+    ("score",): rq.ScoreRequest,
+    ("index",): rq.IndexRequest,
+    ("search",): rq.SearchRequest,
+    ("indexes",): rq.IndexesRequest,
+    ("models",): rq.ModelsRequest,
+    ("recipes",): rq.RecipesRequest,
+    ("runs",): rq.RunsRequest,
+    ("runs", "show"): rq.RunRequest,
+    ("delete",): rq.DeleteRequest,
+    ("serve",): rq.ServeRequest,
+    ("mcp",): rq.McpRequest,
+    ("tui",): rq.TuiRequest,
+    ("judge",): rq.JudgeRequest,
+    ("judgments",): rq.JudgmentsRequest,
+    ("show",): rq.ShowRequest,
+}
+HTTP_ROUTES = {
+    "/v1/embeddings": rq.EmbedRequest,
+    "/v1/search": rq.SearchRequest,
+    "/v1/score": rq.ScoreRequest,
+    "/v1/rerank": rq.RerankRequest,
+    "/v1/indexes/{name}/documents": rq.UpsertRequest,
+    "DELETE /v1/indexes/{name}/documents": rq.DocumentIdsRequest,
+    "/v1/indexes/{name}/judgments": rq.JudgeRequest,
+    "DELETE /v1/indexes/{name}/judgments": rq.UnjudgeRequest,
+}
 
 
 def mcp_tools() -> dict:
@@ -55,7 +75,9 @@ def http_fields(route: str) -> set[str]:
 
     method, _, path = route.rpartition(" ")
     schema = create_app(Served()).openapi()
-    return set(schema["paths"][path][(method or "post").lower()]["requestBody"]["content"]["application/json"]["schema"]["properties"])
+    return set(
+        schema["paths"][path][(method or "post").lower()]["requestBody"]["content"]["application/json"]["schema"]["properties"]
+    )
 
 
 def tui_fields(model) -> set[str]:
@@ -67,7 +89,9 @@ def tui_fields(model) -> set[str]:
     from encodr.tui.forms import FORMS
 
     source = "".join(p.read_text() for p in Path(encodr.tui.__file__).parent.glob("*.py") if p.name != "forms.py")
-    composed = set(re.findall(r'id="([a-z-]+)"', source)) | set(re.findall(r'(?:choice_select|field_input)\([^)]*"([a-z]+(?:-[a-z]+)+)"', source))
+    composed = set(re.findall(r'id="([a-z-]+)"', source)) | set(
+        re.findall(r'(?:choice_select|field_input)\([^)]*"([a-z]+(?:-[a-z]+)+)"', source)
+    )
     return {name for name, widget in FORMS[model].items() if widget in composed}
 
 
@@ -83,7 +107,9 @@ def test_the_http_api_renders_every_field(route):
     assert http_fields(route) == set(fields_for(model, "http"))  # and no field another front end alone takes
 
 
-TUI_REQUESTS = [cls for cls in vars(rq).values() if isinstance(cls, type) and issubclass(cls, rq.Request) and fields_for(cls, "tui")]
+TUI_REQUESTS = [
+    cls for cls in vars(rq).values() if isinstance(cls, type) and issubclass(cls, rq.Request) and fields_for(cls, "tui")
+]
 
 
 @pytest.mark.parametrize("model", TUI_REQUESTS, ids=lambda m: m.__name__)
@@ -101,7 +127,9 @@ def test_mcp_renders_every_field(tool):
 
 
 def test_every_request_is_rendered_by_some_front_end():
-    requests = {cls for cls in vars(rq).values() if isinstance(cls, type) and issubclass(cls, rq.Request) and cls is not rq.Request}
+    requests = {
+        cls for cls in vars(rq).values() if isinstance(cls, type) and issubclass(cls, rq.Request) and cls is not rq.Request
+    }
     assert requests == set(CLI_COMMANDS.values()) | set(HTTP_ROUTES.values()) | set(mcp_tools().values())
 
 
@@ -165,11 +193,17 @@ def http_drift(route: str) -> list[str]:
 
     model = HTTP_ROUTES[route]
     method, _, path = route.rpartition(" ")
-    props = create_app(Served()).openapi()["paths"][path][(method or "post").lower()]["requestBody"]["content"]["application/json"]["schema"]["properties"]
+    props = create_app(Served()).openapi()["paths"][path][(method or "post").lower()]["requestBody"]["content"][
+        "application/json"
+    ]["schema"]["properties"]
     drift = []
     for name, prop in props.items():
         declared, choices = default(model, name), list(rendering(model, name).choices)
-        enum = prop.get("enum") or next((b.get("enum") for b in prop.get("anyOf", []) if "enum" in b), None) or prop.get("items", {}).get("enum")
+        enum = (
+            prop.get("enum")
+            or next((b.get("enum") for b in prop.get("anyOf", []) if "enum" in b), None)
+            or prop.get("items", {}).get("enum")
+        )
         if prop.get("default", declared) != declared or (choices and enum != choices):
             drift.append(name)
     return drift
@@ -193,7 +227,10 @@ async def test_the_tui_states_no_default_or_choice_of_its_own():
     async with app.run_test(size=(180, 60)):
         assert {model.__name__: tui_drift(app, model) for model in FORMS} == {model.__name__: [] for model in FORMS}
         mode = app.query_one("#search-mode")
-        assert mode.value == default(rq.SearchRequest, "mode") and tuple(v for _, v in mode._options) == rendering(rq.SearchRequest, "mode").choices
+        assert (
+            mode.value == default(rq.SearchRequest, "mode")
+            and tuple(v for _, v in mode._options) == rendering(rq.SearchRequest, "mode").choices
+        )
 
 
 def test_the_drift_checks_fail_when_a_front_end_restates_a_default(monkeypatch):
@@ -225,12 +262,13 @@ def test_the_check_fails_when_a_front_end_lacks_a_field():
 
 
 def test_a_cli_option_is_derived_from_its_declaration(capsys, monkeypatch):
-    from tests.conftest import run_cli
-
     from encodr.cli import app
+    from tests.conftest import run_cli
 
     search = typer.main.get_command(app).commands["search"]
     k = next(p for p in search.params if p.name == "k")
     assert k.opts == ["-k"] and k.help.startswith(rq.SearchRequest.model_fields["k"].description)
-    code, _, err = run_cli(["search", "cats", "--index", "nowhere", "-k", "0"], capsys, monkeypatch)  # the declaration's ge=1, as one line
+    code, _, err = run_cli(
+        ["search", "cats", "--index", "nowhere", "-k", "0"], capsys, monkeypatch
+    )  # the declaration's ge=1, as one line
     assert code == 2 and err.strip() == "encodr: error: -k 0: must be 1 or more"

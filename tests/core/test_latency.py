@@ -8,21 +8,46 @@ import pytest
 from encodr.core import commands
 
 
-@pytest.mark.parametrize(("meta", "lang", "mode", "loaded"), [
-    ({"languages": ["deu", "eng", "spa", "und"], "model": "me5"}, None, "hybrid", [("deu", "eng", "spa")]),  # detected among the index's languages
-    ({"languages": ["deu", "eng", "spa"], "model": "me5"}, None, "dense", []),  # a dense search without PCR uses no language
-    ({"languages": ["deu", "eng", "spa"], "model": "me5", "pcr": True}, None, "dense", [("deu", "eng", "spa")]),  # …with PCR it does
-    ({"languages": ["deu", "eng", "spa"], "model": "me5"}, "spa", "hybrid", []),  # --lang given: none detected
-    ({"languages": ["deu", "eng"], "default_lang": "eng", "model": "me5"}, None, "hybrid", []),  # built with --lang: its language
-    ({"languages": ["eng"], "model": "minilm"}, None, "hybrid", [None]),  # one language, an English-only model: the hint's detector, among all
-    ({"languages": ["eng"], "model": "me5"}, None, "hybrid", []),  # one language, a multilingual model: nothing to detect
-    ({}, None, "hybrid", []),  # no index.json to read: the open says why
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("meta", "lang", "mode", "loaded"),
+    [
+        (
+            {"languages": ["deu", "eng", "spa", "und"], "model": "me5"},
+            None,
+            "hybrid",
+            [("deu", "eng", "spa")],
+        ),  # detected among the index's languages
+        ({"languages": ["deu", "eng", "spa"], "model": "me5"}, None, "dense", []),  # a dense search without PCR uses no language
+        (
+            {"languages": ["deu", "eng", "spa"], "model": "me5", "pcr": True},
+            None,
+            "dense",
+            [("deu", "eng", "spa")],
+        ),  # …with PCR it does
+        ({"languages": ["deu", "eng", "spa"], "model": "me5"}, "spa", "hybrid", []),  # --lang given: none detected
+        (
+            {"languages": ["deu", "eng"], "default_lang": "eng", "model": "me5"},
+            None,
+            "hybrid",
+            [],
+        ),  # built with --lang: its language
+        (
+            {"languages": ["eng"], "model": "minilm"},
+            None,
+            "hybrid",
+            [None],
+        ),  # one language, an English-only model: the hint's detector, among all
+        ({"languages": ["eng"], "model": "me5"}, None, "hybrid", []),  # one language, a multilingual model: nothing to detect
+        ({}, None, "hybrid", []),  # no index.json to read: the open says why
+    ],
+)
 def test_the_detectors_a_search_will_run_are_preloaded_and_no_others(monkeypatch, meta, lang, mode, loaded):
     import encodr.data.language as language
 
     calls = []
-    monkeypatch.setattr(language, "preload", lambda candidates=None: calls.append(None if candidates is None else tuple(candidates)))
+    monkeypatch.setattr(
+        language, "preload", lambda candidates=None: calls.append(None if candidates is None else tuple(candidates))
+    )
     commands.preload_languages(meta, lang, mode)
     assert calls == loaded
 

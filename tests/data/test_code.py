@@ -44,7 +44,9 @@ def test_python_sections_follow_definitions_and_cover_the_file():
     parts = named(PYTHON, "python")
     assert parts["hello"].startswith("# Says hello.\n@decorator\ndef hello")  # its comment and decorator belong to it
     assert "def inner" in parts["hello"]  # a nested function stays in the one that holds it
-    assert parts["Console.print"].startswith("def print(self, *objects):") and parts["Console.print"].endswith("return len(objects)")
+    assert parts["Console.print"].startswith("def print(self, *objects):") and parts["Console.print"].endswith(
+        "return len(objects)"
+    )
     assert parts["Console"].startswith('class Console:\n    """A console."""') and "def print" not in parts["Console"]
 
 

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from encodr.index.options import SearchOptions
 from encodr.data.files import expand, iter_records, passage_splitter, read_document
 from encodr.errors import EncodrError
+from encodr.index.options import SearchOptions
 from tests.conftest import run_cli
 
 
@@ -36,10 +36,14 @@ def mixed_folder(tmp_path):
     (root / "sub").mkdir(parents=True)
     (root / "notes.txt").write_text("the harbour was calm this morning\nboats left early for the fishing grounds\n")
     (root / "guide.md").write_text("# Garden guide\n\nWater the tomatoes every evening in summer.\n")
-    (root / "page.html").write_text("<html><head><title>Winter news</title><style>p{}</style></head><body><h1>Snow</h1>"
-                                    "<p>The mountain pass closed after heavy snow.</p><script>var x = 1;</script></body></html>")  # fmt: skip
+    (root / "page.html").write_text(
+        "<html><head><title>Winter news</title><style>p{}</style></head><body><h1>Snow</h1>"
+        "<p>The mountain pass closed after heavy snow.</p><script>var x = 1;</script></body></html>"
+    )
     (root / "sub" / "manual.pdf").write_bytes(tiny_pdf("Error code XJ4471 means the pump has lost pressure"))
-    (root / "sub" / "items.jsonl").write_text(json.dumps({"_id": "v1", "title": "Violin", "text": "a violin has four strings"}) + "\n")
+    (root / "sub" / "items.jsonl").write_text(
+        json.dumps({"_id": "v1", "title": "Violin", "text": "a violin has four strings"}) + "\n"
+    )
     (root / "sub" / "table.csv").write_text('text,id\n"planets, moons and rings",p1\n')
     (root / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
     (root / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
@@ -57,7 +61,9 @@ def test_documents_are_read_with_their_titles(mixed_folder, caplog):
     caplog.set_level("WARNING")
     with pytest.raises(EncodrError, match=r"broken.pdf: not a PDF that can be read"):
         read_document(mixed_folder / "broken.pdf")
-    assert not [r.getMessage() for r in caplog.records if r.name.startswith("pypdf")]  # its "EOF marker not found" is not printed beside our line
+    assert not [
+        r.getMessage() for r in caplog.records if r.name.startswith("pypdf")
+    ]  # its "EOF marker not found" is not printed beside our line
 
 
 def test_a_folder_is_read_recursively_and_other_files_are_skipped(mixed_folder):
@@ -98,13 +104,21 @@ def iter_records_of(text, split):
 
 def test_index_a_mixed_folder_in_one_command_and_find_the_pdf(mixed_folder, tmp_path, tiny_model, capsys, monkeypatch):
     out = tmp_path / "idx"
-    code, stdout, err = run_cli(["index", str(mixed_folder), "--model", str(tiny_model), "--out", str(out), "--lang", "eng", "--json"], capsys, monkeypatch)
+    code, stdout, err = run_cli(
+        ["index", str(mixed_folder), "--model", str(tiny_model), "--out", str(out), "--lang", "eng", "--json"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     meta = json.loads(stdout)
     assert sorted(s["path"].rsplit("/", 1)[-1] for s in meta["skipped_files"]) == ["broken.pdf", "empty.md", "photo.png"]
     assert "3 file(s) skipped" in err and "broken.pdf: not a PDF that can be read" in err
-    assert meta["count"] == 6  # the note (a .txt in a folder is one document), the guide, the page, the manual, the violin, the planets
-    code, stdout, err = run_cli(["search", "xj4471 pressures", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    assert (
+        meta["count"] == 6
+    )  # the note (a .txt in a folder is one document), the guide, the page, the manual, the violin, the planets
+    code, stdout, err = run_cli(
+        ["search", "xj4471 pressures", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch
+    )
     hit = json.loads(stdout)["results"][0]["hits"][0]
     assert hit["title"] == "Pump manual" and hit["source"].endswith("manual.pdf") and "XJ4471" in hit["text"]
     assert [hit["text"][a:b] for a, b in hit["highlights"]] == ["XJ4471", "pressure"]  # any case; by English stem
@@ -121,7 +135,9 @@ def test_the_index_bar_ends_full_though_a_files_lines_are_not_its_records(mixed_
 
 
 def test_a_file_named_on_the_command_line_is_an_error_not_a_skip(mixed_folder, tmp_path, tiny_model, capsys, monkeypatch):
-    code, _, err = run_cli(["index", str(mixed_folder / "broken.pdf"), "--model", str(tiny_model), "--out", str(tmp_path / "x")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(mixed_folder / "broken.pdf"), "--model", str(tiny_model), "--out", str(tmp_path / "x")], capsys, monkeypatch
+    )
     assert code == 2 and "broken.pdf: not a PDF that can be read" in err and "Traceback" not in err
     assert not (tmp_path / "x").exists()  # nothing half-written
 
@@ -129,16 +145,36 @@ def test_a_file_named_on_the_command_line_is_an_error_not_a_skip(mixed_folder, t
 def test_the_csv_of_the_issue_is_read_as_records(tmp_path, tiny_model, capsys, monkeypatch):
     data = tmp_path / "data.csv"
     data.write_text('text,id\n"hello, world",1\n')
-    code, _, err = run_cli(["index", str(data), "--model", str(tiny_model), "--out", str(tmp_path / "csvidx"), "--lang", "eng"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(data), "--model", str(tiny_model), "--out", str(tmp_path / "csvidx"), "--lang", "eng"], capsys, monkeypatch
+    )
     assert code == 0, err
     code, out, _ = run_cli(["search", "hello", "--index", str(tmp_path / "csvidx"), "--json"], capsys, monkeypatch)
     assert [h["text"] for h in json.loads(out)["results"][0]["hits"]] == ["hello, world"]
     (tmp_path / "bad.csv").write_text("title,body\nx,y\n")
-    code, _, err = run_cli(["index", str(tmp_path / "bad.csv"), "--model", str(tiny_model), "--out", str(tmp_path / "bad")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(tmp_path / "bad.csv"), "--model", str(tiny_model), "--out", str(tmp_path / "bad")], capsys, monkeypatch
+    )
     assert code == 2 and "bad.csv: no column 'text' in its header (title, body); pass --text-column with one of them" in err
     assert not (tmp_path / "bad").exists()
-    code, _, err = run_cli(["index", str(tmp_path / "bad.csv"), "--model", str(tiny_model), "--out", str(tmp_path / "named"), "--lang", "eng",
-                            "--text-column", "body", "--title-column", "title"], capsys, monkeypatch)  # fmt: skip
+    code, _, err = run_cli(
+        [
+            "index",
+            str(tmp_path / "bad.csv"),
+            "--model",
+            str(tiny_model),
+            "--out",
+            str(tmp_path / "named"),
+            "--lang",
+            "eng",
+            "--text-column",
+            "body",
+            "--title-column",
+            "title",
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     code, out, _ = run_cli(["search", "y", "--index", str(tmp_path / "named"), "--json"], capsys, monkeypatch)
     (hit,) = json.loads(out)["results"][0]["hits"]
@@ -146,12 +182,19 @@ def test_the_csv_of_the_issue_is_read_as_records(tmp_path, tiny_model, capsys, m
 
 
 def test_search_ranks_documents_by_their_best_passage_unless_passages(tmp_path, tiny_model):
-    from encodr.index import Searcher, BuildOptions, build
+    from encodr.index import BuildOptions, Searcher, build
 
     long = " ".join(f"The lighthouse keeper wrote entry {i} about the tide and the weather that night." for i in range(60))
     corpus = tmp_path / "docs.jsonl"
-    corpus.write_text("".join(json.dumps(d) + "\n" for d in [{"_id": "log", "title": "Keeper's log", "text": long},
-                                                               {"_id": "b", "text": "a short note about the lighthouse"}]))  # fmt: skip
+    corpus.write_text(
+        "".join(
+            json.dumps(d) + "\n"
+            for d in [
+                {"_id": "log", "title": "Keeper's log", "text": long},
+                {"_id": "b", "text": "a short note about the lighthouse"},
+            ]
+        )
+    )
     meta = build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
     assert meta["split_documents"] == 1 and meta["passages"] == meta["count"] - 1 > 3
     searcher = Searcher(tmp_path / "idx")
@@ -166,7 +209,7 @@ def test_search_ranks_documents_by_their_best_passage_unless_passages(tmp_path, 
 
 def test_a_hit_opens_its_whole_document_at_the_passage(tmp_path, tiny_model):
     from encodr.core.results import term_spans
-    from encodr.index import Searcher, BuildOptions, build
+    from encodr.index import BuildOptions, Searcher, build
 
     long = " ".join(f"Entry {i}: the keeper logged the tide at the lighthouse." for i in range(80))
     corpus = tmp_path / "docs.jsonl"
@@ -200,7 +243,9 @@ def test_passages_are_measured_without_the_tokenizers_own_truncation(tiny_model)
     tokenizer.backend_tokenizer.enable_truncation(32)  # as a model's tokenizer.json may ship it (all-MiniLM-L6-v2 does)
     text = " ".join(f"Sentence number {i} talks about topic {i % 7} at some length." for i in range(30))
     parts = passage_splitter(tokenizer, 60)(text)
-    assert len(parts) > 4 and all(len(tokenizer(c, add_special_tokens=False, truncation=False)["input_ids"]) <= 60 for _, c in parts)
+    assert len(parts) > 4 and all(
+        len(tokenizer(c, add_special_tokens=False, truncation=False)["input_ids"]) <= 60 for _, c in parts
+    )
 
 
 @pytest.fixture
@@ -210,8 +255,8 @@ def office_folder(tmp_path):
     import openpyxl
     import pptx
     from ebooklib import epub
-    from odf.opendocument import OpenDocumentText
     from odf import dc
+    from odf.opendocument import OpenDocumentText
     from odf.text import H, P
 
     root = tmp_path / "office"
@@ -257,7 +302,10 @@ def test_office_and_ebook_files_are_read_as_markdown_with_their_properties(offic
     title, text, meta = read_document_meta(office_folder / "report.docx")
     assert title == "Boiler handbook" and meta["author"] == "Ada Lovelace" and "created" in meta
     assert text.startswith("# Install") and "carries its weight" in text  # headings as Markdown
-    assert read_document_meta(office_folder / "notes.odt")[:2] == ("Notes on valves", "# Valves\n\nA gate valve stops the water when closed.\n")
+    assert read_document_meta(office_folder / "notes.odt")[:2] == (
+        "Notes on valves",
+        "# Valves\n\nA gate valve stops the water when closed.\n",
+    )
     assert "| flywheel | 140 |" in read_document_meta(office_folder / "parts.xlsx")[1]  # a sheet as a Markdown table
     title, text, meta = read_document_meta(office_folder / "book.epub")
     assert title == "The pump book" and meta["author"] == "Jane Doe" and "centrifugal pump" in text
@@ -266,14 +314,25 @@ def test_office_and_ebook_files_are_read_as_markdown_with_their_properties(offic
         read_document_meta(office_folder / "broken.docx")
 
 
-def test_a_folder_of_office_files_is_indexed_and_a_damaged_one_is_skipped_with_one_warning(office_folder, tmp_path, tiny_model, capsys, monkeypatch):
+def test_a_folder_of_office_files_is_indexed_and_a_damaged_one_is_skipped_with_one_warning(
+    office_folder, tmp_path, tiny_model, capsys, monkeypatch
+):
     out = tmp_path / "idx"
-    code, stdout, err = run_cli(["index", str(office_folder), "--model", str(tiny_model), "--out", str(out), "--lang", "eng", "--json"], capsys, monkeypatch)
+    code, stdout, err = run_cli(
+        ["index", str(office_folder), "--model", str(tiny_model), "--out", str(out), "--lang", "eng", "--json"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     meta = json.loads(stdout)
     assert [s["path"].rsplit("/", 1)[-1] for s in meta["skipped_files"]] == ["broken.docx"] and meta["documents"] == 5
     assert err.count("broken.docx") == 1 and "damaged or password-protected" in err
-    for query, source in [("centrifugal", "book.epub"), ("flywheel", "parts.xlsx"), ("gate valve", "notes.odt"), ("twelve percent", "deck.pptx")]:
+    for query, source in [
+        ("centrifugal", "book.epub"),
+        ("flywheel", "parts.xlsx"),
+        ("gate valve", "notes.odt"),
+        ("twelve percent", "deck.pptx"),
+    ]:
         code, stdout, _ = run_cli(["search", query, "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
         assert json.loads(stdout)["results"][0]["hits"][0]["source"].endswith(source)
     import docx
@@ -286,7 +345,9 @@ def test_a_folder_of_office_files_is_indexed_and_a_damaged_one_is_skipped_with_o
     code, stdout, _ = run_cli(["index", str(office_folder), "--out", str(out), "--sync", "--json"], capsys, monkeypatch)
     synced = json.loads(stdout)
     assert code == 0 and synced["updated"] == 1 and synced["removed"] == 1 and synced["documents"] == 4
-    code, stdout, _ = run_cli(["search", "condensing chimney", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    code, stdout, _ = run_cli(
+        ["search", "condensing chimney", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch
+    )
     assert json.loads(stdout)["results"][0]["hits"][0]["source"].endswith("report.docx")
 
 
@@ -306,7 +367,9 @@ def test_a_presentations_slides_are_its_pages_and_a_hit_names_its_slide(tmp_path
     assert "ENCODRPAGE" not in doc.text and len(doc.pages) == 3 and doc.text[doc.pages[1] :].startswith("## Part 2")
     passages = list(iter_records(str(tmp_path / "deck.pptx")))
     assert [(p.page, p.section) for p in passages] == [(1, "Part 1"), (2, "Part 2"), (3, "Part 3")]
-    hit = Hit(1, 1.0, passages[1].text, str(tmp_path / "deck.pptx"), passages[1].line, 0, page=2, section="Part 2", path="deck.pptx")
+    hit = Hit(
+        1, 1.0, passages[1].text, str(tmp_path / "deck.pptx"), passages[1].line, 0, page=2, section="Part 2", path="deck.pptx"
+    )
     assert where(hit) == f"deck.pptx:{passages[1].line} slide 2 › Part 2"
 
 
@@ -315,7 +378,12 @@ def test_heading_paths_follow_the_outline_and_skip_code_and_the_title():
 
     text = "# Boiler handbook\n\nIntro.\n\n## Install\n\nWall.\n\n```\n# not a heading\n```\n\n### GPU\n\nFour bar.\n\n## Service\n\nAutumn.\n"
     paths = [path for _, path in heading_paths(text, "Boiler handbook")]
-    assert paths == ["", "Install", "Install › GPU", "Service"]  # the title's heading adds nothing; a deeper heading closes at its sibling
+    assert paths == [
+        "",
+        "Install",
+        "Install › GPU",
+        "Service",
+    ]  # the title's heading adds nothing; a deeper heading closes at its sibling
     offsets = [offset for offset, _ in heading_paths(text)]
     assert [text[o : o + 2] for o in offsets] == ["# ", "##", "##", "##"]
 
@@ -328,22 +396,34 @@ def test_a_hit_knows_its_section_in_every_front_end(tmp_path, tiny_model, capsys
     docs = tmp_path / "docs"
     docs.mkdir()
     filler = " ".join(f"word{i}" for i in range(400))  # long sections: the document is split into passages
-    (docs / "handbook.md").write_text(f"# Boiler handbook\n\n## Install\n\n{filler}\n\n### Graphics card\n\nThe fan spins at full speed. {filler}\n\n"
-                                      f"## Service\n\nBleed the radiators every autumn. {filler}\n")  # fmt: skip
-    (docs / "page.html").write_text("<html><head><title>Winter news</title></head><body><h1>Snow</h1><p>The pass closed.</p>"
-                                    f"<h2>Roads</h2><p>Drive slowly on ice. {filler}</p></body></html>")  # fmt: skip
+    (docs / "handbook.md").write_text(
+        f"# Boiler handbook\n\n## Install\n\n{filler}\n\n### Graphics card\n\nThe fan spins at full speed. {filler}\n\n"
+        f"## Service\n\nBleed the radiators every autumn. {filler}\n"
+    )
+    (docs / "page.html").write_text(
+        "<html><head><title>Winter news</title></head><body><h1>Snow</h1><p>The pass closed.</p>"
+        f"<h2>Roads</h2><p>Drive slowly on ice. {filler}</p></body></html>"
+    )
     out = tmp_path / "idx"
-    assert run_cli(["index", str(docs), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], capsys, monkeypatch)[0] == 0
+    assert (
+        run_cli(["index", str(docs), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], capsys, monkeypatch)[0] == 0
+    )
     code, stdout, _ = run_cli(["search", "fan spins", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
     hit = json.loads(stdout)["results"][0]["hits"][0]
     assert code == 0 and hit["section"] == "Install › Graphics card" and hit["title"] == "Boiler handbook"
-    code, stdout, _ = run_cli(["search", "graphics", "--index", str(out), "--mode", "keyword", "--passages", "--json"], capsys, monkeypatch)
-    found = json.loads(stdout)["results"][0]["hits"]  # a heading's words find its passages, even those whose text does not repeat them
+    code, stdout, _ = run_cli(
+        ["search", "graphics", "--index", str(out), "--mode", "keyword", "--passages", "--json"], capsys, monkeypatch
+    )
+    found = json.loads(stdout)["results"][0][
+        "hits"
+    ]  # a heading's words find its passages, even those whose text does not repeat them
     assert any(h["section"] == "Install › Graphics card" and "graphics" not in h["text"].lower() for h in found)
     code, stdout, _ = run_cli(["search", "drive slowly", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
     assert json.loads(stdout)["results"][0]["hits"][0]["section"] == "Snow › Roads"  # HTML headings too
     from encodr import cli
 
     monkeypatch.setattr(cli.out_console, "width", 200)  # the table's source column on one line
-    code, stdout, _ = run_cli(["search", "fan spins", "--index", str(out), "--mode", "keyword", "-k", "1", "--passages"], capsys, monkeypatch)
+    code, stdout, _ = run_cli(
+        ["search", "fan spins", "--index", str(out), "--mode", "keyword", "-k", "1", "--passages"], capsys, monkeypatch
+    )
     assert code == 0 and "handbook.md:" in stdout and " › Install › Graphics card" in stdout

@@ -1,7 +1,6 @@
 """Language detection at index time, the query's language at search time, and the
 language filter (CMLM §5.2 needs a language per text for PCR)."""
 
-from encodr.index.options import SearchOptions
 import json
 
 import numpy as np
@@ -9,28 +8,46 @@ import pytest
 
 from encodr.data.language import corpus_languages, detect_languages
 from encodr.errors import EncodrError
-from encodr.index import Searcher, BuildOptions, build
+from encodr.index import BuildOptions, Searcher, build
+from encodr.index.options import SearchOptions
 from encodr.models.pcr import POOLED, fit_and_remove
 from encodr.tui import EncodrApp
 from tests.conftest import run_cli, search_with
 
 # Six sentences in each of three languages, long enough for the detector to be sure
 MIXED = {
-    "eng": ["The children are playing in the garden after school.", "My brother works at the hospital every night.",
-            "We are going to the market to buy fresh bread.", "She reads a book before she goes to sleep.",
-            "The train to the city leaves in ten minutes.", "It has been raining all week and the river is high."],
-    "spa": ["Los niños juegan en el jardín después de la escuela.", "Mi hermano trabaja en el hospital todas las noches.",
-            "Vamos al mercado a comprar pan fresco.", "Ella lee un libro antes de dormirse.",
-            "El tren a la ciudad sale dentro de diez minutos.", "Ha llovido toda la semana y el río está alto."],
-    "deu": ["Die Kinder spielen nach der Schule im Garten.", "Mein Bruder arbeitet jede Nacht im Krankenhaus.",
-            "Wir gehen auf den Markt, um frisches Brot zu kaufen.", "Sie liest ein Buch, bevor sie schlafen geht.",
-            "Der Zug in die Stadt fährt in zehn Minuten ab.", "Es hat die ganze Woche geregnet und der Fluss ist hoch."],
-}  # fmt: skip
+    "eng": [
+        "The children are playing in the garden after school.",
+        "My brother works at the hospital every night.",
+        "We are going to the market to buy fresh bread.",
+        "She reads a book before she goes to sleep.",
+        "The train to the city leaves in ten minutes.",
+        "It has been raining all week and the river is high.",
+    ],
+    "spa": [
+        "Los niños juegan en el jardín después de la escuela.",
+        "Mi hermano trabaja en el hospital todas las noches.",
+        "Vamos al mercado a comprar pan fresco.",
+        "Ella lee un libro antes de dormirse.",
+        "El tren a la ciudad sale dentro de diez minutos.",
+        "Ha llovido toda la semana y el río está alto.",
+    ],
+    "deu": [
+        "Die Kinder spielen nach der Schule im Garten.",
+        "Mein Bruder arbeitet jede Nacht im Krankenhaus.",
+        "Wir gehen auf den Markt, um frisches Brot zu kaufen.",
+        "Sie liest ein Buch, bevor sie schlafen geht.",
+        "Der Zug in die Stadt fährt in zehn Minuten ab.",
+        "Es hat die ganze Woche geregnet und der Fluss ist hoch.",
+    ],
+}
 
 
 @pytest.fixture
 def mixed_file(tmp_path):
-    lines = [text for i in range(6) for code in MIXED for text in [MIXED[code][i]]] + ["12345"]  # interleaved, plus one text no detector can place
+    lines = [text for i in range(6) for code in MIXED for text in [MIXED[code][i]]] + [
+        "12345"
+    ]  # interleaved, plus one text no detector can place
     f = tmp_path / "mixed.txt"
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return f
@@ -61,7 +78,10 @@ def test_index_detects_languages_and_search_filters_them(mixed_file, tiny_model,
     assert all(rows[i]["text"] in MIXED[rows[i]["lang"]] for i in rows if rows[i]["lang"] != "und")
     assert POOLED in s.index.components  # the lone undetermined text lost the pooled component
     # the query's language is detected among the index's, and picks its PCR component
-    hits = s.search(["Die Kinder spielen nach der Schule im Garten.", "My brother works at the hospital every night."], SearchOptions(k=3, mode="dense"))
+    hits = s.search(
+        ["Die Kinder spielen nach der Schule im Garten.", "My brother works at the hospital every night."],
+        SearchOptions(k=3, mode="dense"),
+    )
     assert s.last_langs == ["deu", "eng"]
     assert hits[0][0].text == MIXED["deu"][0] and hits[1][0].text == MIXED["eng"][1]  # a tiny random model: the exact text first
     only = s.search([MIXED["deu"][0]], SearchOptions(k=20, hit_langs=["spa"], mode="dense"))[0]
@@ -92,7 +112,11 @@ def test_lone_language_is_refused_only_when_given():
 
 def test_cli_search_shows_languages_and_refuses_unknown_filter(mixed_file, tiny_model, tmp_path, capsys, monkeypatch):
     build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
-    code, out, _ = run_cli(["search", MIXED["spa"][2], "--index", str(tmp_path / "idx"), "--hit-lang", "spa,deu", "-k", "4", "--json"], capsys, monkeypatch)
+    code, out, _ = run_cli(
+        ["search", MIXED["spa"][2], "--index", str(tmp_path / "idx"), "--hit-lang", "spa,deu", "-k", "4", "--json"],
+        capsys,
+        monkeypatch,
+    )
     (payload,) = json.loads(out)["results"]
     assert code == 0 and payload["lang"] == "spa" and {h["lang"] for h in payload["hits"]} <= {"spa", "deu"}
     code, _, err = run_cli(["search", "x", "--index", str(tmp_path / "idx"), "--hit-lang", "ita"], capsys, monkeypatch)
@@ -120,9 +144,9 @@ def test_a_small_share_must_hold_among_confident_labels():
 
 
 def test_a_one_window_corpus_finds_its_languages_on_an_even_sample(mixed_file, tiny_model, tmp_path, monkeypatch):
-    from encodr.data import language
-
     import importlib
+
+    from encodr.data import language
 
     building = importlib.import_module("encodr.index.ingest")  # where a build detects its texts' languages
 
@@ -139,13 +163,19 @@ def test_a_one_window_corpus_finds_its_languages_on_an_even_sample(mixed_file, t
     monkeypatch.setattr(language, "SAMPLE", 12)
     build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     lines = mixed_file.read_text(encoding="utf-8").splitlines()
-    assert seen == [[lines[i] for i in (0, 2, 3, 5, 7, 8, 10, 11, 13, 15, 16, 18)]]  # 12 of 19, evenly spaced, first and last: 3+ of each language
+    assert seen == [
+        [lines[i] for i in (0, 2, 3, 5, 7, 8, 10, 11, 13, 15, 16, 18)]
+    ]  # 12 of 19, evenly spaced, first and last: 3+ of each language
     s = Searcher(tmp_path / "idx")
     rows = s.index.rows(range(len(s.index)))
-    assert all(rows[i]["text"] in MIXED[rows[i]["lang"]] for i in rows if rows[i]["text"] != "12345")  # labelled among the sample's languages
+    assert all(
+        rows[i]["text"] in MIXED[rows[i]["lang"]] for i in rows if rows[i]["text"] != "12345"
+    )  # labelled among the sample's languages
 
     seen.clear()
-    build([str(mixed_file)], tmp_path / "windows", BuildOptions(model=str(tiny_model), window=7))  # three windows: no sample stands for the corpus
+    build(
+        [str(mixed_file)], tmp_path / "windows", BuildOptions(model=str(tiny_model), window=7)
+    )  # three windows: no sample stands for the corpus
     assert [len(texts) for texts in seen] == [7, 7, 5]  # every text among all languages, as before
     s = Searcher(tmp_path / "windows")
     assert sorted({r["lang"] for r in s.index.rows(range(len(s.index))).values()} - {"und"}) == ["deu", "eng", "spa"]

@@ -12,8 +12,10 @@ def test_no_passage_crosses_a_heading_and_each_names_its_own_section():
     """The passage holding a subsection's text is labelled with that subsection, never with
     the heading where a passage run over it began; its lines are those of the file."""
     long_paragraph = " ".join(["Calibrate the bench supply before use."] * 30)
-    text = (f"# Calibration\n\n## Calibration Overview\n\n{long_paragraph}\n\n### Oscilloscope probes\n\n"
-            "Compensate each probe on the square-wave output.\n")  # fmt: skip
+    text = (
+        f"# Calibration\n\n## Calibration Overview\n\n{long_paragraph}\n\n### Oscilloscope probes\n\n"
+        "Compensate each probe on the square-wave output.\n"
+    )
     record = Record(text, "lab.md", 1, "lab.md", title="Calibration")
     passages = list(document_passages(record, split=None))
     assert [p.section for p in passages] == ["Calibration Overview", "Calibration Overview › Oscilloscope probes"]
@@ -70,7 +72,9 @@ def test_a_folder_of_notes_indexes_one_document_a_note(tmp_path, tiny_model, cap
     for i in range(4):
         (notes / f"blob{i}.bin").write_bytes(b"\0\1")
     out = tmp_path / "idx"
-    code, stdout, err = run_cli(["index", str(notes), "--model", str(tiny_model), "--out", str(out), "--lang", "eng", "--json"], capsys, monkeypatch)
+    code, stdout, err = run_cli(
+        ["index", str(notes), "--model", str(tiny_model), "--out", str(out), "--lang", "eng", "--json"], capsys, monkeypatch
+    )
     summary = json.loads(stdout)
     assert code == 0 and summary["documents"] == 3
     assert err.count("skipped 4 .bin files: not a kind encodr reads") == 1 and "blob0" not in err  # one line for the kind

@@ -2,8 +2,8 @@
 
 import pytest
 
-from encodr.data.bitext import read_bitext
 from encodr.data.adjacent import read_documents
+from encodr.data.bitext import read_bitext
 from encodr.errors import EncodrError
 
 
@@ -21,10 +21,13 @@ def test_tsv_documents_group_consecutive_rows_by_id(tmp_path):
     assert read_documents(f).docs == [["x1", "x2"], ["y1", "y2"], ["z1"]]
 
 
-@pytest.mark.parametrize(("name", "content", "message"), [
-    ("d.tsv", "text\nx\n", "needs a header with 'text' and a document-id column"),
-    ("d.txt", "one\n\ntwo\n", "no document with two sentences"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("d.tsv", "text\nx\n", "needs a header with 'text' and a document-id column"),
+        ("d.txt", "one\n\ntwo\n", "no document with two sentences"),
+    ],
+)
 def test_bad_document_files_are_named(tmp_path, name, content, message):
     f = tmp_path / name
     f.write_text(content)
@@ -34,16 +37,26 @@ def test_bad_document_files_are_named(tmp_path, name, content, message):
 
 def test_bitext_with_header_languages_and_repeats(tmp_path):
     f = tmp_path / "bi.tsv"
-    f.write_text("source\ttarget\n\nthe cat\tel gato\teng\tspa\nthe dog\tle chien\neng-x\n".replace("eng-x\n", "the cat\tel gato\teng\tspa\n"))
+    f.write_text(
+        "source\ttarget\n\nthe cat\tel gato\teng\tspa\nthe dog\tle chien\neng-x\n".replace(
+            "eng-x\n", "the cat\tel gato\teng\tspa\n"
+        )
+    )
     pairs = read_bitext(f)
-    assert [(p.source, p.target, p.source_lang, p.target_lang) for p in pairs] == [("the cat", "el gato", "eng", "spa"), ("the dog", "le chien", None, None)]
+    assert [(p.source, p.target, p.source_lang, p.target_lang) for p in pairs] == [
+        ("the cat", "el gato", "eng", "spa"),
+        ("the dog", "le chien", None, None),
+    ]
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("a\tb\nc\n", "line 2 is not source<TAB>target \\(found 1 column\\)"),
-    ("a\tb\nc\t\n", "line 2 is not source<TAB>target \\(found 2 columns, one empty\\)"),
-    ("a\tb\na\tb\n", "1 distinct translation pair;"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("a\tb\nc\n", "line 2 is not source<TAB>target \\(found 1 column\\)"),
+        ("a\tb\nc\t\n", "line 2 is not source<TAB>target \\(found 2 columns, one empty\\)"),
+        ("a\tb\na\tb\n", "1 distinct translation pair;"),
+    ],
+)
 def test_bad_bitext_is_named(tmp_path, content, message):
     f = tmp_path / "bi.tsv"
     f.write_text(content)

@@ -20,13 +20,21 @@ def test_csv_and_tsv_columns_can_be_named(tmp_path):
     assert texts(tsv) == [('T "quoted" stays', "7", "T", 2)]
 
 
-@pytest.mark.parametrize("layout, option", [(Layout(text_column="body"), "--text-column"), (Layout(id_column="key"), "--id-column"),
-                                            (Layout(title_column="heading"), "--title-column")])  # fmt: skip
+@pytest.mark.parametrize(
+    "layout, option",
+    [
+        (Layout(text_column="body"), "--text-column"),
+        (Layout(id_column="key"), "--id-column"),
+        (Layout(title_column="heading"), "--title-column"),
+    ],
+)
 def test_a_named_column_that_is_missing_is_one_error_naming_the_option(tmp_path, layout, option):
     for name in ("rows.csv", "rows.tsv"):
         sep = "," if name.endswith("csv") else "\t"
         (tmp_path / name).write_text(f"text{sep}id\nhello{sep}1\n")
-        with pytest.raises(EncodrError, match=rf"{name}: no column '\w+' in its header \(text, id\); pass {option} with one of them"):
+        with pytest.raises(
+            EncodrError, match=rf"{name}: no column '\w+' in its header \(text, id\); pass {option} with one of them"
+        ):
             list(read_records(tmp_path / name, None, layout))
 
 
@@ -41,8 +49,11 @@ def test_jsonl_text_field_can_be_named(tmp_path):
 def test_documents_are_blank_line_blocks_of_a_text_file(tmp_path):
     f = tmp_path / "notes.txt"
     f.write_text("first line\nsame document\n\n\nsecond document\n  \nthird\n")
-    assert texts(f, Layout(documents=True)) == [("first line\nsame document", None, None, 1), ("second document", None, None, 5),
-                                                ("third", None, None, 7)]  # fmt: skip
+    assert texts(f, Layout(documents=True)) == [
+        ("first line\nsame document", None, None, 1),
+        ("second document", None, None, 5),
+        ("third", None, None, 7),
+    ]
     assert [t for t, *_ in texts(f)] == ["first line", "same document", "second document", "third"]  # by default, one text a line
 
 

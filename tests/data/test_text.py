@@ -55,7 +55,9 @@ def test_a_binary_file_named_as_text_is_called_binary_not_latin1(tmp_path, capsy
 
     f = tmp_path / "photo.png"
     f.write_bytes(b"fine\n\x89PNG\r\n\x1a\n\x00\x00binary")
-    with pytest.raises(EncodrError, match=r"photo.png: line 4 holds a NUL byte: a binary file \(or UTF-16 text\), not UTF-8 text"):
+    with pytest.raises(
+        EncodrError, match=r"photo.png: line 4 holds a NUL byte: a binary file \(or UTF-16 text\), not UTF-8 text"
+    ):
         read_corpus(f)
     named = tmp_path / "photo.txt"  # a binary file named as text
     named.write_bytes(f.read_bytes())

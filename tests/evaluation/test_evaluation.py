@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
+from encodr.data.readers import LinkingSet, read_sts, surface_key
 from encodr.errors import EncodrError
 from encodr.evaluation import run, tasks_for
 from encodr.evaluation.linking import LinkingEvaluator
-from encodr.data.readers import LinkingSet, read_sts, surface_key
 from encodr.evaluation.similarity import PairSimilarityEvaluator
 from encodr.models import Encoder
 
@@ -59,9 +59,11 @@ def test_spearman_times_100_per_dataset_then_mean(tmp_path):
 
 def test_linking_accuracy_at_k():
     data = LinkingSet(
-        queries=["q1", "q2"], query_ids=["A", "B"],
-        candidates=["ca", "cb", "cc"], candidate_ids=[frozenset({"A"}), frozenset({"B"}), frozenset({"C"})],
-    )  # fmt: skip
+        queries=["q1", "q2"],
+        query_ids=["A", "B"],
+        candidates=["ca", "cb", "cc"],
+        candidate_ids=[frozenset({"A"}), frozenset({"B"}), frozenset({"C"})],
+    )
     # q1 nearest ca (hit@1); q2 nearest cc, then cb (hit@5 only)
     enc = TableEncoder({"q1": [1, 0, 0], "q2": [0, 0.6, 0.8], "ca": [1, 0, 0], "cb": [0, 1, 0], "cc": [0, 0, 1]})
     evaluator = LinkingEvaluator("t", data, ks=(1, 2))
@@ -120,7 +122,14 @@ def test_bitext_accuracy_both_directions_on_a_known_input():
     from encodr.evaluation.bitext import BitextEvaluator
 
     # a→x, b→y right both ways; c's nearest target is y (so c→z fails), while z's nearest source is c
-    table = {"a": [1, 0, 0], "b": [0, 1, 0], "c": [0, 0.9, 0.43589], "x": [1, 0, 0], "y": [0, 1, 0], "z": [0, 0.43589, 0.9]}  # c·y 0.90 > c·z 0.78
+    table = {
+        "a": [1, 0, 0],
+        "b": [0, 1, 0],
+        "c": [0, 0.9, 0.43589],
+        "x": [1, 0, 0],
+        "y": [0, 1, 0],
+        "z": [0, 0.43589, 0.9],
+    }  # c·y 0.90 > c·z 0.78
     pairs = [Translation("a", "x", "spa", "eng"), Translation("b", "y", "spa", "eng"), Translation("c", "z", "spa", "eng")]
     scores = {s.metric: s.value for s in BitextEvaluator("toy", pairs).evaluate(_Lookup(table))}
     assert scores["acc@1 spa→eng"] == pytest.approx(200 / 3) and scores["acc@1 eng→spa"] == pytest.approx(100.0)
@@ -133,12 +142,25 @@ def test_bitext_pairs_of_several_languages_are_searched_within_their_own_languag
 
     # one English sentence paired with Spanish and with French (a held-out split of a multilingual
     # bitext): pooled, "a" would find both of its translations and count one as a miss
-    table = {"a": [1, 0], "b": [0, 1], "a-es": [1, 0], "b-es": [0, 1], "a-fr": [1, 0], "b-fr": [0.8, 0.6]}  # b-fr is nearer a than b
-    pairs = [Translation("a", "a-es", "eng", "spa"), Translation("b", "b-es", "eng", "spa"), Translation("a", "a-fr", "eng", "fra"),
-             Translation("b", "b-fr", "eng", "fra")]  # fmt: skip
+    table = {
+        "a": [1, 0],
+        "b": [0, 1],
+        "a-es": [1, 0],
+        "b-es": [0, 1],
+        "a-fr": [1, 0],
+        "b-fr": [0.8, 0.6],
+    }  # b-fr is nearer a than b
+    pairs = [
+        Translation("a", "a-es", "eng", "spa"),
+        Translation("b", "b-es", "eng", "spa"),
+        Translation("a", "a-fr", "eng", "fra"),
+        Translation("b", "b-fr", "eng", "fra"),
+    ]
     scores = {s.metric: s.value for s in BitextEvaluator("held-out", pairs).evaluate(_Lookup(table))}
     assert scores["acc@1 eng→spa"] == scores["acc@1 spa→eng"] == 100.0
-    assert scores["acc@1 eng→fra"] == 100.0 and scores["acc@1 fra→eng"] == 50.0  # b is nearer b-fr than a-fr, but b-fr is nearer a than b
+    assert (
+        scores["acc@1 eng→fra"] == 100.0 and scores["acc@1 fra→eng"] == 50.0
+    )  # b is nearer b-fr than a-fr, but b-fr is nearer a than b
     assert scores["acc@1"] == pytest.approx((100 + 75) / 2)  # the mean over the two language pairs
 
 
@@ -148,7 +170,10 @@ def test_tatoeba_layout_and_its_errors(tmp_path):
     (tmp_path / "tatoeba.ita-eng.ita").write_text("il gatto\nil cane\n")
     (tmp_path / "tatoeba.ita-eng.eng").write_text("the cat\nthe dog\n")
     pairs = read_bitext_any(tmp_path / "tatoeba.ita-eng.eng")  # either file of the pair
-    assert [(p.source, p.target, p.source_lang, p.target_lang) for p in pairs] == [("il gatto", "the cat", "ita", "eng"), ("il cane", "the dog", "ita", "eng")]
+    assert [(p.source, p.target, p.source_lang, p.target_lang) for p in pairs] == [
+        ("il gatto", "the cat", "ita", "eng"),
+        ("il cane", "the dog", "ita", "eng"),
+    ]
     (tmp_path / "tatoeba.ita-eng.eng").write_text("the cat\n")
     with pytest.raises(EncodrError, match="has 2 lines and tatoeba.ita-eng.eng 1"):
         read_bitext_any(tmp_path / "tatoeba.ita-eng.ita")

@@ -6,8 +6,16 @@ from encodr.evaluation.pseudo import pseudo_dev, sentence_spans
 
 
 def docs(n=12):
-    return [Record(f"Document {i} opens here with words. The keeper of lighthouse {i} wrote a long entry. "
-                   f"Storm number {i} came over the hill at night. Short one.", "d.jsonl", i + 1, f"d{i}") for i in range(n)]  # fmt: skip
+    return [
+        Record(
+            f"Document {i} opens here with words. The keeper of lighthouse {i} wrote a long entry. "
+            f"Storm number {i} came over the hill at night. Short one.",
+            "d.jsonl",
+            i + 1,
+            f"d{i}",
+        )
+        for i in range(n)
+    ]
 
 
 def test_sentences_split_after_end_marks_in_any_script():

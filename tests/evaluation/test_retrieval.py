@@ -16,11 +16,15 @@ def beir_folder(root, split="dev", extra_qrels="", same_filler=True):
     root.mkdir()
     docs = []
     for i, topic in enumerate(TOPICS):
-        docs += [{"_id": f"{topic}-a", "title": topic.title(), "text": f"all about the {topic} and its {topic} things"},
-                 {"_id": f"{topic}-b", "title": "", "text": f"a note that mentions a {topic} once, number {i}"},
-                 {"_id": f"{topic}-c", "title": "", "text": "an unrelated filler line" + ("" if same_filler else f" {i}")}]  # fmt: skip
+        docs += [
+            {"_id": f"{topic}-a", "title": topic.title(), "text": f"all about the {topic} and its {topic} things"},
+            {"_id": f"{topic}-b", "title": "", "text": f"a note that mentions a {topic} once, number {i}"},
+            {"_id": f"{topic}-c", "title": "", "text": "an unrelated filler line" + ("" if same_filler else f" {i}")},
+        ]
     (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": f"{t} facts"}) + "\n" for i, t in enumerate(TOPICS)))
+    (root / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": f"q{i}", "text": f"{t} facts"}) + "\n" for i, t in enumerate(TOPICS))
+    )
     (root / "qrels").mkdir()
     rows = "".join(f"q{i}\t{t}-a\t1\nq{i}\t{t}-b\t1\n" for i, t in enumerate(TOPICS))
     (root / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows + extra_qrels)
@@ -41,9 +45,15 @@ def test_scores_equal_sentence_transformers_information_retrieval_evaluator(tmp_
         d = json.loads(line)
         corpus[d["_id"]] = f"{d['title']} {d['text']}".strip()
     judged = {q: set(r) for q, r in data.qrels["dev"].items()}
-    st = InformationRetrievalEvaluator(data.queries, corpus, judged, mrr_at_k=[10], ndcg_at_k=[10], precision_recall_at_k=[100], map_at_k=[100],
-                                       write_csv=False)(encoder.st)  # fmt: skip
-    expected = {"ndcg@10": st["cosine_ndcg@10"], "mrr@10": st["cosine_mrr@10"], "recall@100": st["cosine_recall@100"], "map@100": st["cosine_map@100"]}
+    st = InformationRetrievalEvaluator(
+        data.queries, corpus, judged, mrr_at_k=[10], ndcg_at_k=[10], precision_recall_at_k=[100], map_at_k=[100], write_csv=False
+    )(encoder.st)
+    expected = {
+        "ndcg@10": st["cosine_ndcg@10"],
+        "mrr@10": st["cosine_mrr@10"],
+        "recall@100": st["cosine_recall@100"],
+        "map@100": st["cosine_map@100"],
+    }
     assert set(ours) == set(expected)
     for metric, value in expected.items():
         assert ours[metric] == pytest.approx(100 * value, abs=0.1), metric
@@ -76,8 +86,11 @@ def test_cli_eval_retrieval_names_the_splits_there_are(tmp_path, capsys, monkeyp
 
 def test_cli_eval_retrieval_prints_ndcg_and_json(tmp_path, capsys, monkeypatch, tiny_model):
     folder = beir_folder(tmp_path / "toy")
-    code, out, err = run_cli(["eval", "retrieval", str(folder), "--split", "dev", "--model", str(tiny_model), "--limit", "4", "--json"],
-                             capsys, monkeypatch)  # fmt: skip
+    code, out, err = run_cli(
+        ["eval", "retrieval", str(folder), "--split", "dev", "--model", str(tiny_model), "--limit", "4", "--json"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     payload = json.loads(out)
     scores = {s["metric"]: s for s in payload["scores"]}
@@ -95,7 +108,12 @@ def test_every_mode_scores_from_one_index(tmp_path, tiny_model):
     encoder = load_encoder(str(tiny_model), pooling="mean", device="cpu")
     from encodr.index import SearchOptions
 
-    modes = (SearchOptions(mode="dense"), SearchOptions(mode="keyword"), SearchOptions(mode="hybrid", fusion="rrf"), SearchOptions(mode="hybrid"))
+    modes = (
+        SearchOptions(mode="dense"),
+        SearchOptions(mode="keyword"),
+        SearchOptions(mode="hybrid", fusion="rrf"),
+        SearchOptions(mode="hybrid"),
+    )
     ranked = evaluator.ranked(encoder, modes)
     assert list(ranked) == ["dense", "keyword", "hybrid·rrf", "hybrid·zscore"]  # one row each, one index
     ndcg = {m: evaluator.scores(ranked[m])[0].value for m in ranked}
@@ -109,8 +127,12 @@ def test_every_mode_scores_from_one_index(tmp_path, tiny_model):
     for label in ranked:
         assert [[d for d, _ in row] for row in both[label]] == [[d for d, _ in row] for row in ranked[label]]
     assert both["hybrid·zscore+rerank"] != ranked["hybrid·zscore"]  # re-scored by the stand-in re-ranker
-    kept = evaluator.ranked(encoder, (SearchOptions(mode="hybrid", rerank_weight=0.0),), reranker=LengthReranker())  # w = 0: the first stage's order
-    assert [[d for d, _ in row] for row in kept["hybrid·zscore+rerank@0"]] == [[d for d, _ in row] for row in ranked["hybrid·zscore"]]
+    kept = evaluator.ranked(
+        encoder, (SearchOptions(mode="hybrid", rerank_weight=0.0),), reranker=LengthReranker()
+    )  # w = 0: the first stage's order
+    assert [[d for d, _ in row] for row in kept["hybrid·zscore+rerank@0"]] == [
+        [d for d, _ in row] for row in ranked["hybrid·zscore"]
+    ]
 
 
 def test_a_beir_folder_is_a_dev_set_but_never_its_test_split(tmp_path, tiny_model):
@@ -125,14 +147,31 @@ def test_a_beir_folder_is_a_dev_set_but_never_its_test_split(tmp_path, tiny_mode
 
 
 def test_an_existing_index_is_scored_as_the_folder_it_was_built_from(tmp_path, capsys, monkeypatch, tiny_model):
-    folder = beir_folder(tmp_path / "toy", same_filler=False)  # the folder's score counts a shared text once per document, the index's once
-    code, _, err = run_cli(["index", str(folder / "corpus.jsonl"), "--model", str(tiny_model), "--out", str(tmp_path / "idx"), "--backend", "torch"],
-                           capsys, monkeypatch)  # fmt: skip  (eval scores a folder on torch)
+    folder = beir_folder(
+        tmp_path / "toy", same_filler=False
+    )  # the folder's score counts a shared text once per document, the index's once
+    code, _, err = run_cli(
+        ["index", str(folder / "corpus.jsonl"), "--model", str(tiny_model), "--out", str(tmp_path / "idx"), "--backend", "torch"],
+        capsys,
+        monkeypatch,
+    )  # eval scores a folder on torch
     assert code == 0, err
     scored = {}
     for mode in ("dense", "hybrid"):
-        for name, args in (("folder", [str(folder), "--split", "dev", "--model", str(tiny_model)]),
-                           ("index", ["--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl"), "--qrels", str(folder / "qrels" / "dev.tsv")])):  # fmt: skip
+        for name, args in (
+            ("folder", [str(folder), "--split", "dev", "--model", str(tiny_model)]),
+            (
+                "index",
+                [
+                    "--index",
+                    str(tmp_path / "idx"),
+                    "--queries",
+                    str(folder / "queries.jsonl"),
+                    "--qrels",
+                    str(folder / "qrels" / "dev.tsv"),
+                ],
+            ),
+        ):
             code, out, err = run_cli(["eval", "retrieval", *args, "--mode", mode, "--json"], capsys, monkeypatch)
             assert code == 0, err
             scored[name, mode] = {s["metric"]: s["value"] for s in json.loads(out)["scores"]}
@@ -142,13 +181,20 @@ def test_an_existing_index_is_scored_as_the_folder_it_was_built_from(tmp_path, c
 
 def test_scoring_an_index_with_queries_needs_all_three_and_names_a_missing_document(tmp_path, capsys, monkeypatch, tiny_model):
     folder = beir_folder(tmp_path / "toy")
-    run_cli(["index", str(folder / "corpus.jsonl"), "--model", str(tiny_model), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
-    code, _, err = run_cli(["eval", "retrieval", "--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl")], capsys, monkeypatch)
+    run_cli(
+        ["index", str(folder / "corpus.jsonl"), "--model", str(tiny_model), "--out", str(tmp_path / "idx")], capsys, monkeypatch
+    )
+    code, _, err = run_cli(
+        ["eval", "retrieval", "--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl")], capsys, monkeypatch
+    )
     assert code == 2 and "or --index, --queries and --qrels together; pass --qrels too" in err
     bad = tmp_path / "bad.tsv"
     bad.write_text("q0\tgarden-c\t1\n")  # the filler text is stored once, under its first document's id (river-c)
-    code, _, err = run_cli(["eval", "retrieval", "--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl"), "--qrels", str(bad)],
-                           capsys, monkeypatch)  # fmt: skip
+    code, _, err = run_cli(
+        ["eval", "retrieval", "--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl"), "--qrels", str(bad)],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "names 1 document not in the index" in err and "(first: 'garden-c')" in err
     code, _, err = run_cli(["eval", "sts", "--index", str(tmp_path / "idx")], capsys, monkeypatch)
     assert code == 2 and "--index scores an existing index with 'eval retrieval', not 'sts'" in err
@@ -157,9 +203,22 @@ def test_scoring_an_index_with_queries_needs_all_three_and_names_a_missing_docum
 def test_eval_retrieval_of_an_index_takes_a_filter(tmp_path, capsys, monkeypatch, tiny_model):
     """--filter restricts the index's search as search --filter does: judged documents it leaves out are missed."""
     folder = beir_folder(tmp_path / "toy", same_filler=False)
-    run_cli(["index", str(folder / "corpus.jsonl"), "--model", str(tiny_model), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
-    args = ["eval", "retrieval", "--index", str(tmp_path / "idx"), "--queries", str(folder / "queries.jsonl"), "--qrels", str(folder / "qrels" / "dev.tsv"),
-            "--mode", "keyword", "--json"]  # fmt: skip
+    run_cli(
+        ["index", str(folder / "corpus.jsonl"), "--model", str(tiny_model), "--out", str(tmp_path / "idx")], capsys, monkeypatch
+    )
+    args = [
+        "eval",
+        "retrieval",
+        "--index",
+        str(tmp_path / "idx"),
+        "--queries",
+        str(folder / "queries.jsonl"),
+        "--qrels",
+        str(folder / "qrels" / "dev.tsv"),
+        "--mode",
+        "keyword",
+        "--json",
+    ]
     scores = {}
     for name, extra in (("all", []), ("none", ["--filter", "id=no-such-document"])):
         code, out, err = run_cli([*args, *extra], capsys, monkeypatch)

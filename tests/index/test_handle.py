@@ -1,6 +1,6 @@
 """One class for an index's life: build, open, add, sync, delete."""
 
-from encodr.index import BuildOptions, Index, SearchOptions, Searcher
+from encodr.index import BuildOptions, Index, Searcher, SearchOptions
 
 
 def test_one_index_class_builds_adds_syncs_and_deletes(tmp_path, tiny_model):

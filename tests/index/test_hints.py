@@ -9,7 +9,9 @@ def test_a_spanish_query_on_an_english_only_model_names_the_multilingual_one():
     assert "spa" in hint and "--model me5" in hint
     assert language_hints(["how to keep the pump pressure steady"], meta) == []
     assert language_hints(["¿cómo mantener la presión de la bomba de agua?"], {"model": "me5", "languages": ["eng"]}) == []
-    assert language_hints(["¿cómo mantener la presión de la bomba de agua?"], {"model": "minilm", "languages": ["eng", "spa"]}) == []
+    assert (
+        language_hints(["¿cómo mantener la presión de la bomba de agua?"], {"model": "minilm", "languages": ["eng", "spa"]}) == []
+    )
 
 
 def test_an_index_of_other_languages_on_an_english_only_model_names_the_multilingual_one():
@@ -27,7 +29,9 @@ def test_building_an_index_of_german_text_on_minilm_warns_once(tmp_path, tiny_mo
     corpus = tmp_path / "c.txt"
     corpus.write_text("Die Pumpe hält den Druck im Kessel.\nDer Kessel steht im Keller des Hauses.\n")
     warned: list[str] = []
-    commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="deu"), warn=warned.append)
+    commands.index(
+        IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="deu"), warn=warned.append
+    )
     assert [line for line in warned if "--model me5" in line] == [next(line for line in warned if "deu" in line)]
 
 
@@ -41,7 +45,12 @@ def test_what_the_index_alone_refuses_comes_before_the_model_loads(tmp_path, tin
     corpus = tmp_path / "c.txt"
     corpus.write_text("a cat sat on the mat\nthe pump pressure\n")
     commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="eng"))
-    monkeypatch.setattr("encodr.index.search.load_encoder", lambda *a, **k: pytest.fail("the model was loaded before the refusal"))
-    for given, words in (({"hit_lang": ["fra"]}, "has no texts in that language"), ({"lang": "eng", "mode": "dense"}, "changes nothing")):
+    monkeypatch.setattr(
+        "encodr.index.search.load_encoder", lambda *a, **k: pytest.fail("the model was loaded before the refusal")
+    )
+    for given, words in (
+        ({"hit_lang": ["fra"]}, "has no texts in that language"),
+        ({"lang": "eng", "mode": "dense"}, "changes nothing"),
+    ):
         with pytest.raises(EncodrError, match=words):
             commands.open_searcher(SearchRequest(index=str(tmp_path / "idx"), query=["cat"], **given))

@@ -12,7 +12,9 @@ def _index(tmp_path, tiny_model, capsys, monkeypatch, files: dict[str, str]):
         (docs / name).parent.mkdir(parents=True, exist_ok=True)
         (docs / name).write_text(text)
     out = tmp_path / "idx"
-    code, _, err = run_cli(["index", str(docs), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(docs), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], capsys, monkeypatch
+    )
     assert code == 0, err
     return out
 
@@ -22,25 +24,35 @@ def test_k_documents_come_back_when_one_document_holds_the_best_passages(tmp_pat
     others = {f"note{i}.md": f"# Note {i}\n\nA pump once, among many other words here {i}.\n" for i in range(6)}
     out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"manual.md": manual, **others})
     for k in (5, 7):
-        code, stdout, _ = run_cli(["search", "pump", "--index", str(out), "--mode", "keyword", "-k", str(k), "--json"], capsys, monkeypatch)
+        code, stdout, _ = run_cli(
+            ["search", "pump", "--index", str(out), "--mode", "keyword", "-k", str(k), "--json"], capsys, monkeypatch
+        )
         hits = json.loads(stdout)["results"][0]["hits"]
         assert code == 0 and len(hits) == k and len({h["ext_id"] for h in hits}) == k
-    code, stdout, _ = run_cli(["search", "pump", "--index", str(out), "--mode", "keyword", "-k", "20", "--json"], capsys, monkeypatch)
+    code, stdout, _ = run_cli(
+        ["search", "pump", "--index", str(out), "--mode", "keyword", "-k", "20", "--json"], capsys, monkeypatch
+    )
     assert len(json.loads(stdout)["results"][0]["hits"]) == 7  # all the index holds
 
 
 def test_a_hit_shows_the_sentence_that_answers_and_its_line(tmp_path, tiny_model, capsys, monkeypatch):
-    text = ("# Boiler\n\nThe boiler sits in the cellar. It was installed in 1998 by the previous owner.\n"
-            "Its manual is in the drawer.\nThe relief valve opens at three bar of pressure.\nService it every autumn.\n")  # fmt: skip
+    text = (
+        "# Boiler\n\nThe boiler sits in the cellar. It was installed in 1998 by the previous owner.\n"
+        "Its manual is in the drawer.\nThe relief valve opens at three bar of pressure.\nService it every autumn.\n"
+    )
     out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"house/boiler.md": text, "other.md": "# Other\n\nNothing here.\n"})
-    code, stdout, _ = run_cli(["search", "relief valve pressure", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    code, stdout, _ = run_cli(
+        ["search", "relief valve pressure", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch
+    )
     hit = json.loads(stdout)["results"][0]["hits"][0]
     assert hit["path"] == "house/boiler.md" and hit["snippet"].startswith("The relief valve opens")
     assert (hit["line"], hit["end_line"], hit["snippet_line"]) == (1, 6, 5)
     from encodr import cli
 
     monkeypatch.setattr(cli.out_console, "width", 80)
-    code, stdout, _ = run_cli(["search", "relief valve pressure", "--index", str(out), "--mode", "keyword", "-k", "1"], capsys, monkeypatch)
+    code, stdout, _ = run_cli(
+        ["search", "relief valve pressure", "--index", str(out), "--mode", "keyword", "-k", "1"], capsys, monkeypatch
+    )
     assert "house/boiler.md:5" in stdout and "The relief valve opens at three bar" in stdout
 
 
@@ -50,20 +62,36 @@ def test_an_index_with_no_documents_answers_with_no_hits(tmp_path, tiny_model, c
     for mode in ("hybrid", "dense", "keyword"):
         code, stdout, err = run_cli(["search", "pump", "--index", str(out), "--mode", mode, "--json"], capsys, monkeypatch)
         found = json.loads(stdout)
-        assert code == 0 and found["results"][0]["hits"] == [] and any("is empty" in h for h in found["hints"]) and found["caption"] == ""
+        assert (
+            code == 0
+            and found["results"][0]["hits"] == []
+            and any("is empty" in h for h in found["hints"])
+            and found["caption"] == ""
+        )
         assert "Traceback" not in err
 
 
 def test_grep_format_files_and_show_open_a_hit_where_it_is(tmp_path, tiny_model, capsys, monkeypatch):
     text = "# Boiler\n\nThe boiler sits in the cellar.\n\n## Valve\n\nThe relief valve opens at three bar.\nService it every autumn.\n"
     out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"house/boiler.md": text, "other.md": "# Other\n\nNothing here.\n"})
-    code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword", "--format", "grep"], capsys, monkeypatch)
-    assert code == 0 and stdout.splitlines()[0] == "house/boiler.md:7:1: The relief valve opens at three bar. Service it every autumn."
-    code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword", "--format", "files"], capsys, monkeypatch)
+    code, stdout, _ = run_cli(
+        ["search", "relief valve", "--index", str(out), "--mode", "keyword", "--format", "grep"], capsys, monkeypatch
+    )
+    assert (
+        code == 0
+        and stdout.splitlines()[0] == "house/boiler.md:7:1: The relief valve opens at three bar. Service it every autumn."
+    )
+    code, stdout, _ = run_cli(
+        ["search", "relief valve", "--index", str(out), "--mode", "keyword", "--format", "files"], capsys, monkeypatch
+    )
     assert stdout.splitlines() == ["house/boiler.md"]
     code, stdout, _ = run_cli(["show", "house/boiler.md:7", "-C", "1", "--index", str(out), "--json"], capsys, monkeypatch)
     shown = json.loads(stdout)
-    assert [(r["line"], r["text"]) for r in shown["lines"]] == [(6, ""), (7, "The relief valve opens at three bar."), (8, "Service it every autumn.")]
+    assert [(r["line"], r["text"]) for r in shown["lines"]] == [
+        (6, ""),
+        (7, "The relief valve opens at three bar."),
+        (8, "Service it every autumn."),
+    ]
     code, _, err = run_cli(["show", "nowhere.md", "--index", str(out)], capsys, monkeypatch)
     assert code == 2 and "has no document 'nowhere.md'" in err and "Traceback" not in err
     code, _, err = run_cli(["show", "house/boiler.md:0", "--index", str(out)], capsys, monkeypatch)
@@ -74,7 +102,9 @@ def test_search_context_prints_the_lines_around_each_hit_as_grep_does(tmp_path, 
     code_text = "import os\n\n\nclass Pump:\n    '''A pump.'''\n\n    def bleed(self):\n        '''Open the relief valve.'''\n        return os.sep\n"
     text = "# Boiler\n\nThe boiler sits in the cellar.\n\n## Valve\n\nThe relief valve opens at three bar.\nService it every autumn.\n"
     out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"house/boiler.md": text, "src/pump.py": code_text})
-    code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword", "-C", "1"], capsys, monkeypatch)
+    code, stdout, _ = run_cli(
+        ["search", "relief valve", "--index", str(out), "--mode", "keyword", "-C", "1"], capsys, monkeypatch
+    )
     lines = stdout.splitlines()
     assert code == 0 and "--" in lines  # a separator between the hits' groups
     boiler = lines.index("house/boiler.md:7:1: The relief valve opens at three bar. Service it every autumn.")
@@ -82,9 +112,15 @@ def test_search_context_prints_the_lines_around_each_hit_as_grep_does(tmp_path, 
     pump = next(i for i, line in enumerate(lines) if line.startswith("src/pump.py:"))
     assert lines[pump - 1] == "src/pump.py-7-    def bleed(self):"  # the line before, its indentation kept
     assert lines[pump] == "src/pump.py:8:9: '''Open the relief valve.''' return os.sep"  # the method's docstring, at its column
-    code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword", "-C", "1", "--json"], capsys, monkeypatch)
+    code, stdout, _ = run_cli(
+        ["search", "relief valve", "--index", str(out), "--mode", "keyword", "-C", "1", "--json"], capsys, monkeypatch
+    )
     hits = {h["path"]: h for h in json.loads(stdout)["results"][0]["hits"]}
-    assert hits["house/boiler.md"]["context"] == [[6, ""], [7, "The relief valve opens at three bar."], [8, "Service it every autumn."]]
+    assert hits["house/boiler.md"]["context"] == [
+        [6, ""],
+        [7, "The relief valve opens at three bar."],
+        [8, "Service it every autumn."],
+    ]
 
 
 def test_keyword_scores_decide_a_snippet_only_with_a_clear_lead():
@@ -98,4 +134,10 @@ def test_sentences_are_not_cut_after_an_abbreviation_an_initial_or_a_days_number
 
     text = 'Brown v. Board of Education was decided. Dr. Smith came on 5. April to the U.S. Army. It was 1985. "Then," he said. (Aside.) End'
     assert [text[a:b] for a, b in sentence_spans(text)] == [
-        "Brown v. Board of Education was decided.", "Dr. Smith came on 5. April to the U.S. Army.", "It was 1985.", '"Then," he said.', "(Aside.)", "End"]
+        "Brown v. Board of Education was decided.",
+        "Dr. Smith came on 5. April to the U.S. Army.",
+        "It was 1985.",
+        '"Then," he said.',
+        "(Aside.)",
+        "End",
+    ]

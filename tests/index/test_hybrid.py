@@ -1,9 +1,9 @@
 import pytest
 
 from encodr.errors import EncodrError
-from encodr.index.options import SearchOptions
-from encodr.index import Searcher, BuildOptions, build
+from encodr.index import BuildOptions, Searcher, build
 from encodr.index.fusion import RRF_K, fuse
+from encodr.index.options import SearchOptions
 from tests.conftest import run_cli
 
 TEXTS = [
@@ -57,7 +57,9 @@ def test_add_updates_the_keyword_index_with_the_vectors(index, tmp_path):
     more = tmp_path / "more.txt"
     more.write_text("a zebra crossed the savanna at dawn\n")
     build([str(more)], index, BuildOptions(write="add"))
-    assert Searcher(index).search(["zebra"], SearchOptions(k=1, mode="keyword"))[0][0].text == "a zebra crossed the savanna at dawn"
+    assert (
+        Searcher(index).search(["zebra"], SearchOptions(k=1, mode="keyword"))[0][0].text == "a zebra crossed the savanna at dawn"
+    )
 
 
 def test_rrf_arithmetic():
@@ -90,7 +92,10 @@ def test_a_cross_lingual_hit_that_shares_a_name_with_the_query_keeps_its_dense_p
     same = fuse(dense, keyword, "rrf", query_lang="spa", lang_of={10: "spa", 11: "spa", 12: "spa"})
     assert dict(same)[10] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + 3))
     # and a cross-lingual text the keyword list ranks above its dense place keeps the keyword place
-    assert dict(fuse(dense, [(12, 9.0)], "rrf", query_lang="eng", lang_of={12: "spa"}))[12] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
+    assert dict(fuse(dense, [(12, 9.0)], "rrf", query_lang="eng", lang_of={12: "spa"}))[12] == pytest.approx(
+        1 / (RRF_K + 3) + 1 / (RRF_K + 1)
+    )
+
 
 def test_zscore_fusion_puts_the_one_text_holding_a_rare_code_first_where_min_max_ties_the_tops():
     dense = [(i, 0.62 - 0.01 * i) for i in range(20)]  # 20 candidates by cosine, none far ahead
@@ -98,7 +103,9 @@ def test_zscore_fusion_puts_the_one_text_holding_a_rare_code_first_where_min_max
     convex = fuse(dense, keyword, "convex")
     assert convex[0][1] == convex[1][1] == pytest.approx(0.5)  # min-max: each list's top is 1, so the two tops tie
     zscore = fuse(dense, keyword, "zscore")
-    assert zscore[0][0] == 25 and zscore[0][1] > zscore[1][1]  # it stands out of the keyword list, far more than 0 leads by cosine
+    assert (
+        zscore[0][0] == 25 and zscore[0][1] > zscore[1][1]
+    )  # it stands out of the keyword list, far more than 0 leads by cosine
     assert [i for i, _ in zscore[1:]] == list(range(20))  # the rest keep the dense order
     assert fuse([], [], "zscore") == [] and fuse(dense, [], "zscore")[0][0] == 0  # an empty list: the other alone
 
@@ -156,12 +163,18 @@ def test_rerank_weight_interpolates_the_cross_encoders_scores_with_the_first_sta
     from encodr.index.fusion import interpolate
 
     assert interpolate([3.0, 1.0, 2.0], [0.1, 0.9, 0.5], 1.0) == [3.0, 1.0, 2.0]  # w = 1: the cross-encoder alone, unchanged
-    assert interpolate([3.0, 1.0, 2.0], [0.1, 0.9, 0.5], 0.25) == pytest.approx([0.25 * 1 + 0.75 * 0, 0.25 * 0 + 0.75 * 1, 0.25 * 0.5 + 0.75 * 0.5])
+    assert interpolate([3.0, 1.0, 2.0], [0.1, 0.9, 0.5], 0.25) == pytest.approx(
+        [0.25 * 1 + 0.75 * 0, 0.25 * 0 + 0.75 * 1, 0.25 * 0.5 + 0.75 * 0.5]
+    )
     searcher = Searcher(index)
     first = searcher.search(["harbour"], SearchOptions(k=6, mode="dense"))[0]
-    _, kept = searcher.query(["harbour"], SearchOptions(k=6, mode="dense", rerank_depth=6, rerank_weight=0.0), reranker=LengthReranker())
+    _, kept = searcher.query(
+        ["harbour"], SearchOptions(k=6, mode="dense", rerank_depth=6, rerank_weight=0.0), reranker=LengthReranker()
+    )
     assert [h.text for h in kept[0]] == [h.text for h in first]  # w = 0: the first stage's order
-    _, mixed = searcher.query(["harbour"], SearchOptions(k=6, mode="dense", rerank_depth=6, rerank_weight=0.5), reranker=LengthReranker())
+    _, mixed = searcher.query(
+        ["harbour"], SearchOptions(k=6, mode="dense", rerank_depth=6, rerank_weight=0.5), reranker=LengthReranker()
+    )
     expected = interpolate([-len(h.text) for h in first], [h.score for h in first], 0.5)
     assert [h.score for h in mixed[0]] == pytest.approx(sorted(expected, reverse=True))
     assert [h.text for h in mixed[0]] == [first[i].text for i in sorted(range(6), key=lambda i: (-expected[i], i))]
@@ -172,7 +185,11 @@ def test_warming_a_searcher_runs_one_query_through_the_model_the_vectors_and_the
     encoded, matched = [], []
     real_encode, real_keywords = searcher.encoder.encode, searcher.index.keyword_search
     monkeypatch.setattr(searcher.encoder, "encode", lambda texts, **kw: encoded.append(list(texts)) or real_encode(texts, **kw))
-    monkeypatch.setattr(searcher.index, "keyword_search", lambda queries, *a, **kw: matched.append(list(queries)) or real_keywords(queries, *a, **kw))
+    monkeypatch.setattr(
+        searcher.index,
+        "keyword_search",
+        lambda queries, *a, **kw: matched.append(list(queries)) or real_keywords(queries, *a, **kw),
+    )
     searcher.warm()
     assert encoded == [["warm up"]] and matched == [["warm up"]]  # the default search's phases: a forward pass and BM25
     assert searcher.search(["XJ4471"], SearchOptions(k=1, mode="keyword"))[0][0].text == TEXTS[0]  # and it searches as before
@@ -183,11 +200,19 @@ def test_timings_give_each_phase_of_a_search_on_request(index, capsys, monkeypat
     search went through, and their total; none without it."""
     import json
 
-    code, out, _ = run_cli(["search", "pump", "--index", str(index), "--mode", "hybrid", "--timings", "--json"], capsys, monkeypatch)
+    code, out, _ = run_cli(
+        ["search", "pump", "--index", str(index), "--mode", "hybrid", "--timings", "--json"], capsys, monkeypatch
+    )
     timings = json.loads(out)["timings"]
-    assert code == 0 and {"encode", "dense", "keyword", "fusion", "hits", "highlights", "total"} <= set(timings) and "rerank" not in timings
+    assert (
+        code == 0
+        and {"encode", "dense", "keyword", "fusion", "hits", "highlights", "total"} <= set(timings)
+        and "rerank" not in timings
+    )
     assert all(ms >= 0 for ms in timings.values()) and timings["total"] >= max(v for k, v in timings.items() if k != "total")
-    code, out, _ = run_cli(["search", "pump", "--index", str(index), "--mode", "dense", "--timings", "--json"], capsys, monkeypatch)
+    code, out, _ = run_cli(
+        ["search", "pump", "--index", str(index), "--mode", "dense", "--timings", "--json"], capsys, monkeypatch
+    )
     assert {"keyword", "fusion"}.isdisjoint(json.loads(out)["timings"]) and "dense" in json.loads(out)["timings"]
     code, out, _ = run_cli(["search", "pump", "--index", str(index), "--json"], capsys, monkeypatch)
     assert "timings" not in json.loads(out)

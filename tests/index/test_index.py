@@ -1,6 +1,5 @@
 """encodr index / search: build, search, --add, PCR, crash safety, broken indexes."""
 
-from encodr.index.options import SearchOptions
 import json
 import os
 import signal
@@ -12,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import run_cli
-from encodr.errors import EncodrError
-from encodr.index import Index, BuildOptions, build
 from encodr.data.records import read_records
-from encodr.index import Searcher
+from encodr.errors import EncodrError
+from encodr.index import BuildOptions, Index, Searcher, build
+from encodr.index.options import SearchOptions
 from encodr.models.pcr import POOLED
+from tests.conftest import run_cli
 
 TEXTS = [f"sentence number {i} about {topic}" for i, topic in enumerate(["cats", "dogs", "stocks", "rain", "music", "chess"] * 5)]
 
@@ -60,7 +59,11 @@ def test_searching_leaves_the_processs_torch_threads_as_they_were(built, monkeyp
 
         seen = []
         search = reader.IndexReader.search  # the class a Searcher opens (encodr.index.Index adds the writes to it)
-        monkeypatch.setattr(reader.IndexReader, "search", lambda self, *a, **kw: seen.append(faiss.omp_get_max_threads()) or search(self, *a, **kw))
+        monkeypatch.setattr(
+            reader.IndexReader,
+            "search",
+            lambda self, *a, **kw: seen.append(faiss.omp_get_max_threads()) or search(self, *a, **kw),
+        )
         s = Searcher(built)
         s.search(TEXTS[:2], SearchOptions(k=2, mode="dense"))
         s.search(TEXTS[:2], SearchOptions(k=2, mode="hybrid"))
@@ -92,10 +95,16 @@ def test_add_appends_and_stores_a_text_once(built, tiny_model, tmp_path):
     more.write_text("\n".join(TEXTS[15:30]))
     meta = build([str(more)], built, BuildOptions(write="add"))
     assert meta["encoded"] == 10 and meta["skipped_duplicates"] == 5 and meta["count"] == 30
-    assert meta["added"] == 15 and meta["documents"] == 36  # 21 lines of corpus.txt + 15 of more.txt: a document a line, a text stored once
+    assert (
+        meta["added"] == 15 and meta["documents"] == 36
+    )  # 21 lines of corpus.txt + 15 of more.txt: a document a line, a text stored once
     assert Searcher(built).search([TEXTS[29]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[29]
     assert sorted(p.name for p in built.iterdir()) == ["current", "g000002"]  # the first generation is gone: nobody holds it
-    assert sorted(p.name for p in (built / "current").iterdir()) == ["index.json", "texts.db", "vectors.faiss"]  # no raw vectors left behind
+    assert sorted(p.name for p in (built / "current").iterdir()) == [
+        "index.json",
+        "texts.db",
+        "vectors.faiss",
+    ]  # no raw vectors left behind
 
 
 def test_other_model_is_refused(built, tmp_path):
@@ -138,7 +147,9 @@ def test_add_to_a_pcr_index_refuses_a_language_without_a_component(tmp_path, tin
     more.write_text("bonjour tout le monde\n")
     code, _, err = run_cli(["index", str(more), "--out", str(tmp_path / "p"), "--add", "--lang", "fra"], capsys, monkeypatch)
     last = err.strip().splitlines()[-1]  # the progress bar had started: the error is the one line after it
-    assert code == 2 and last.startswith("encodr: error:") and "no principal component for language 'fra' (it has eng, spa)" in last
+    assert (
+        code == 2 and last.startswith("encodr: error:") and "no principal component for language 'fra' (it has eng, spa)" in last
+    )
     assert "Traceback" not in err
     assert len(Index.open(tmp_path / "p")) == len(TEXTS)  # the index is as it was
 
@@ -159,7 +170,9 @@ def test_pcr_needs_two_texts_per_language_and_lang_needs_pcr(tmp_path, tiny_mode
 
 
 def test_broken_indexes_are_named(built):
-    (built / "current" / "index.json").write_text(json.dumps({**json.loads((built / "current" / "index.json").read_text()), "count": 99}))
+    (built / "current" / "index.json").write_text(
+        json.dumps({**json.loads((built / "current" / "index.json").read_text()), "count": 99})
+    )
     with pytest.raises(EncodrError, match="inconsistent: vectors.faiss has 20 vectors, texts.db 20 texts, index.json says 99"):
         Index.open(built)
     (built / "current" / "vectors.faiss").write_bytes(b"garbage")
@@ -193,8 +206,10 @@ def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path
     big.write_text("\n".join(f"new text {i} with some words" for i in range(200_000)))
     proc = subprocess.Popen(
         [sys.executable, "-m", "encodr", "index", str(big), "--out", str(built), "--add", "--batch-size", "64"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     # wait until the new generation's store exists, i.e. --add is mid-way, then kill it hard
     while not (built / "g000002" / "texts.db").exists():
         assert proc.poll() is None, proc.stderr.read().decode()
@@ -212,7 +227,12 @@ def test_sigkill_during_add_keeps_the_previous_index(built, tiny_model, tmp_path
 
 def test_existing_index_needs_overwrite_and_bad_type_is_named(built, corpus, capsys, monkeypatch):
     code, _, err = run_cli(["index", str(corpus), "--out", str(built)], capsys, monkeypatch)
-    assert code == 2 and "already exists; pass --add to add documents, --sync" in err and "--overwrite to rebuild it" in err and "Traceback" not in err
+    assert (
+        code == 2
+        and "already exists; pass --add to add documents, --sync" in err
+        and "--overwrite to rebuild it" in err
+        and "Traceback" not in err
+    )
     assert err.strip().splitlines() == [err.strip()]  # the error alone: no progress bar before it
     code, _, err = run_cli(["index", str(corpus), "--out", str(built), "--index-type", "lsh", "--overwrite"], capsys, monkeypatch)
     assert code == 2 and "--index-type lsh: not one of auto, flat, hnsw, ivf, ivfpq" in err
@@ -259,7 +279,9 @@ def test_pcr_variants_remove_their_component(variant):
     from encodr.models.pcr import first_component, fit_and_remove
 
     rng = np.random.default_rng(0)
-    vectors = rng.normal(size=(50, 8)).astype(np.float32) + np.array([3, 0, 0, 0, 0, 0, 0, 0], dtype=np.float32)  # a shared offset
+    vectors = rng.normal(size=(50, 8)).astype(np.float32) + np.array(
+        [3, 0, 0, 0, 0, 0, 0, 0], dtype=np.float32
+    )  # a shared offset
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     original = vectors.copy()
     component = fit_and_remove(vectors, ["spa"] * 50, variant)["spa"]
@@ -271,22 +293,34 @@ def test_pcr_variants_remove_their_component(variant):
         reference = np.linalg.svd(original - original.mean(axis=0), full_matrices=False)[2][0]
     assert abs(float(component @ reference)) > 1 - 1e-5
     mean = original.mean(0) / np.linalg.norm(original.mean(0))
-    assert abs(float(first_component(original.T @ original, original.sum(0), 50, "uncentred") @ mean)) > 0.99  # ≈ the mean direction here
+    assert (
+        abs(float(first_component(original.T @ original, original.sum(0), 50, "uncentred") @ mean)) > 0.99
+    )  # ≈ the mean direction here
 
 
 def test_pcr_variant_needs_pcr_and_a_known_name(tmp_path, tiny_model, capsys, monkeypatch):
     f = tmp_path / "c.txt"
     f.write_text("a cat\na dog\n")
-    code, _, err = run_cli(["index", str(f), "--model", str(tiny_model), "--pcr-variant", "centred", "--out", str(tmp_path / "a")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(f), "--model", str(tiny_model), "--pcr-variant", "centred", "--out", str(tmp_path / "a")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "pass --pcr too" in err and not (tmp_path / "a").exists()
-    code, _, err = run_cli(["index", str(f), "--model", str(tiny_model), "--pcr", "--pcr-variant", "median", "--out", str(tmp_path / "b")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(f), "--model", str(tiny_model), "--pcr", "--pcr-variant", "median", "--out", str(tmp_path / "b")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "--pcr-variant median: not one of centred, uncentred" in err and not (tmp_path / "b").exists()
     code, _, err = run_cli(["eval", "sts", "--pcr", "--model", str(tiny_model)], capsys, monkeypatch)
     assert code == 2 and "--pcr applies to 'eval bitext'" in err
 
 
 def test_eval_bitext_refuses_an_unknown_pcr_variant_before_encoding(tiny_model, capsys, monkeypatch):
-    code, _, err = run_cli(["eval", "bitext", "--pcr", "--pcr-variant", "median", "--model", str(tiny_model)], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["eval", "bitext", "--pcr", "--pcr-variant", "median", "--model", str(tiny_model)], capsys, monkeypatch
+    )
     assert code == 2 and "--pcr-variant median: not one of centred, uncentred" in err and "Batches" not in err
 
 
@@ -295,7 +329,7 @@ def test_queries_and_documents_are_encoded_with_the_models_prompts(tiny_model, t
     'document' entry sentence-transformers adds is not taken); the index records both."""
     from sentence_transformers import SentenceTransformer
 
-    from encodr.index import Searcher, BuildOptions, build
+    from encodr.index import BuildOptions, Searcher, build
     from encodr.models import load_encoder
 
     st = SentenceTransformer(str(tiny_model), device="cpu")
@@ -321,7 +355,9 @@ def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_sa
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")  # 30 texts: windows of 8, 8, 8, 6
-    build([str(corpus)], tmp_path / "clean", BuildOptions(model=str(tiny_model), window=8, backend="torch"))  # the encoder below is torch's
+    build(
+        [str(corpus)], tmp_path / "clean", BuildOptions(model=str(tiny_model), window=8, backend="torch")
+    )  # the encoder below is torch's
     encoder, calls = load_encoder(str(tiny_model)), []
     real = encoder.encode
 
@@ -333,7 +369,10 @@ def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_sa
 
     encoder.encode = encode
     out = tmp_path / "idx"
-    with pytest.raises(EncodrError, match=r"no index was written; 2 encoded window\(s\), 0\.0 MB, are kept in .*\.idx\.shards, and the same command reuses them"):
+    with pytest.raises(
+        EncodrError,
+        match=r"no index was written; 2 encoded window\(s\), 0\.0 MB, are kept in .*\.idx\.shards, and the same command reuses them",
+    ):
         build([str(corpus)], out, BuildOptions(model=encoder, window=8))
     assert not out.exists() and Shards.finished(shards_folder(out))[0] == 2
     calls.clear()
@@ -358,9 +397,13 @@ def test_on_disk_ivf_lists_find_what_the_in_memory_index_finds(tmp_path, tiny_mo
     rng = np.random.default_rng(0)
     x = rng.normal(size=(3000, 32)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    memory = new_faiss("ivf", 32, len(x), training_sample(x))  # ivfpq (a Refine wrapper) goes the same way; its PQ training is too slow for CI
+    memory = new_faiss(
+        "ivf", 32, len(x), training_sample(x)
+    )  # ivfpq (a Refine wrapper) goes the same way; its PQ training is too slow for CI
     memory.add(x)
-    disk = ondisk.add_on_disk(faiss.clone_index(new_faiss("ivf", 32, len(x), training_sample(x))), x, tmp_path, write_faiss, block=700)  # 5 blocks, merged
+    disk = ondisk.add_on_disk(
+        faiss.clone_index(new_faiss("ivf", 32, len(x), training_sample(x))), x, tmp_path, write_faiss, block=700
+    )  # 5 blocks, merged
     assert disk.ntotal == len(x) and (tmp_path / ondisk.ONDISK_FILE).stat().st_size > 0 and not list(tmp_path.glob("block*"))
     faiss.extract_index_ivf(memory).nprobe = faiss.extract_index_ivf(disk).nprobe = 8
     q = x[:50] + 0.01
@@ -376,9 +419,13 @@ def test_on_disk_ivf_lists_find_what_the_in_memory_index_finds(tmp_path, tiny_mo
     (generation / ondisk.ONDISK_FILE).unlink()
     with pytest.raises(EncodrError, match="is missing lists.ivfdata; rebuild it with encodr index"):
         Index.open(tmp_path / "idx")
-    for args, words in [(["--on-disk"], "--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq"),
-                        (["--on-disk", "--index-type", "ivf", "--add"], "--add keeps the index's own layout: drop --on-disk")]:  # fmt: skip
-        code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), *args], capsys, monkeypatch)
+    for args, words in [
+        (["--on-disk"], "--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq"),
+        (["--on-disk", "--index-type", "ivf", "--add"], "--add keeps the index's own layout: drop --on-disk"),
+    ]:
+        code, _, err = run_cli(
+            ["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), *args], capsys, monkeypatch
+        )
         assert code == 2 and words in err and not (tmp_path / "x").exists()
 
 
@@ -402,22 +449,35 @@ def test_an_on_disk_ivfpq_build_streams_its_re_ranking_codes_and_finds_what_the_
     write_faiss(built, first / "vectors.faiss")
     assert not (first / ondisk.REFINE_FILE).exists()  # streamed into vectors.faiss, then removed
     data = (first / "vectors.faiss").read_bytes()
-    assert faiss.serialize_index(faiss.read_index(str(first / "vectors.faiss"))).tobytes() == data  # FAISS's own layout, byte for byte
+    assert (
+        faiss.serialize_index(faiss.read_index(str(first / "vectors.faiss"))).tobytes() == data
+    )  # FAISS's own layout, byte for byte
     old = ondisk.read_on_disk(first / "vectors.faiss", faiss.IO_FLAG_MMAP_IFC)
-    extended = ondisk.add_on_disk(ondisk.extend_trained(first / "vectors.faiss"), x[4000:], second, write_faiss, block=600, old=old,
-                                  old_file=first / "vectors.faiss")  # fmt: skip  (--add)
+    extended = ondisk.add_on_disk(
+        ondisk.extend_trained(first / "vectors.faiss"),
+        x[4000:],
+        second,
+        write_faiss,
+        block=600,
+        old=old,
+        old_file=first / "vectors.faiss",
+    )  # --add
     write_faiss(extended, second / "vectors.faiss")
     assert (first / "vectors.faiss").read_bytes() == data  # the old generation is only read
     opened = ondisk.read_on_disk(second / "vectors.faiss", faiss.IO_FLAG_MMAP_IFC)
     read = faiss.read_index(str(second / "vectors.faiss"))
     codes = faiss.vector_to_array(faiss.downcast_index(read.refine_index).codes)
-    assert np.array_equal(codes.reshape(5000, -1), faiss.downcast_index(memory.refine_index).sa_encode(x))  # the old codes, then the new
+    assert np.array_equal(
+        codes.reshape(5000, -1), faiss.downcast_index(memory.refine_index).sa_encode(x)
+    )  # the old codes, then the new
     params = faiss.SearchParametersIVF(nprobe=8)
     q = x[::50] + 0.01
     for index in (opened, memory):
         index.k_factor = 4
-    expected, got = memory.search(q, 10, params=faiss.IndexRefineSearchParameters(k_factor=4, base_index_params=params)), \
-        opened.search(q, 10, params=faiss.IndexRefineSearchParameters(k_factor=4, base_index_params=params))  # fmt: skip
+    expected, got = (
+        memory.search(q, 10, params=faiss.IndexRefineSearchParameters(k_factor=4, base_index_params=params)),
+        opened.search(q, 10, params=faiss.IndexRefineSearchParameters(k_factor=4, base_index_params=params)),
+    )
     assert np.array_equal(expected[1], got[1]) and np.allclose(expected[0], got[0], atol=1e-6)
     with pytest.raises(OSError, match="re-ranking codes of 9 vectors are not at the end of the file"):
         ondisk.RefineCodes(faiss.clone_index(trained), tmp_path / "x.codes", (first / ondisk.ONDISK_FILE, 9))
@@ -446,8 +506,7 @@ def test_add_to_an_on_disk_index_finds_what_add_to_the_same_index_in_memory_find
 
 
 def test_the_training_sample_gives_each_ivf_list_39_vectors_beyond_the_fixed_sample():
-    from encodr.index.faiss_types import ivf_lists, training_sample
-    from encodr.index.faiss_types import TRAIN_SAMPLE
+    from encodr.index.faiss_types import TRAIN_SAMPLE, ivf_lists, training_sample
 
     x = np.arange(1_000_000, dtype=np.float32)[:, None]  # d = 1: row i holds i
     assert len(training_sample(x[:50_000])) == 50_000  # all of a small corpus
@@ -464,14 +523,21 @@ def test_the_auto_backend_is_chosen_by_the_cpu_recorded_and_kept_by_add(tmp_path
     (tmp_path / "b.txt").write_text("\n".join(TEXTS[10:20]) + "\n")
     monkeypatch.setattr(encoder_module, "cpu_has_amx", lambda cpuinfo="/proc/cpuinfo": True)
     assert build([str(tmp_path / "a.txt")], tmp_path / "bf16", BuildOptions(model=str(tiny_model)))["backend"] == "torch-bf16"
-    assert build([str(tmp_path / "a.txt")], tmp_path / "named", BuildOptions(model=str(tiny_model), backend="torch"))["backend"] == "torch"
+    assert (
+        build([str(tmp_path / "a.txt")], tmp_path / "named", BuildOptions(model=str(tiny_model), backend="torch"))["backend"]
+        == "torch"
+    )
     monkeypatch.setattr(encoder_module, "cpu_has_amx", lambda cpuinfo="/proc/cpuinfo": False)
     monkeypatch.setattr(encoder_module, "cpu_has_bf16", lambda cpuinfo="/proc/cpuinfo": False)
     monkeypatch.setattr(encoder_module, "onnx_available", lambda: False)
     assert build([str(tmp_path / "a.txt")], tmp_path / "fp32", BuildOptions(model=str(tiny_model)))["backend"] == "torch"
-    monkeypatch.setattr(encoder_module, "onnx_available", lambda: True)  # without bfloat16, with onnxruntime: its float32, checked against torch
+    monkeypatch.setattr(
+        encoder_module, "onnx_available", lambda: True
+    )  # without bfloat16, with onnxruntime: its float32, checked against torch
     assert build([str(tmp_path / "a.txt")], tmp_path / "onnx", BuildOptions(model=str(tiny_model)))["backend"] == "onnx"
-    assert build([str(tmp_path / "b.txt")], tmp_path / "bf16", BuildOptions(write="add"))["backend"] == "torch-bf16"  # --add keeps the index's
+    assert (
+        build([str(tmp_path / "b.txt")], tmp_path / "bf16", BuildOptions(write="add"))["backend"] == "torch-bf16"
+    )  # --add keeps the index's
     with Index.open(tmp_path / "bf16") as index:
         assert index.meta["backend"] == "torch-bf16" and index.meta["count"] == 20
     searcher = Searcher(tmp_path / "bf16")

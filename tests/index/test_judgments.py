@@ -16,8 +16,11 @@ from encodr.errors import EncodrError
 from encodr.index.judgments import CURRENT, EDITED, FOLDS, ORPHANED, Judgments, fold
 from tests.conftest import run_cli
 
-DOCS = {"pump.md": "# Pump\n\nThe pump pressure must stay below 4 bar.\n", "valve.md": "# Valve\n\nGrease each valve stem monthly.\n",
-        "boiler.md": "# Boiler\n\nThe boiler heats water to sixty degrees.\n"}  # fmt: skip
+DOCS = {
+    "pump.md": "# Pump\n\nThe pump pressure must stay below 4 bar.\n",
+    "valve.md": "# Valve\n\nGrease each valve stem monthly.\n",
+    "boiler.md": "# Boiler\n\nThe boiler heats water to sixty degrees.\n",
+}
 
 
 @pytest.fixture
@@ -60,7 +63,9 @@ def test_the_cli_judges_lists_and_replaces_a_grade(kb, capsys, monkeypatch):
     code, out, err = run_cli(["judge", "pump pressure", pump, "--index", str(kb), "--grade", "2", "--json"], capsys, monkeypatch)
     assert code == 0, err
     assert json.loads(out)["grade"] == 2 and json.loads(out)["front"] == "cli"
-    run_cli(["judge", "Pump   pressure", pump, "--index", str(kb), "--grade", "0"], capsys, monkeypatch)  # the same pair: replaced
+    run_cli(
+        ["judge", "Pump   pressure", pump, "--index", str(kb), "--grade", "0"], capsys, monkeypatch
+    )  # the same pair: replaced
     code, out, _ = run_cli(["judgments", "--index", str(kb), "--json"], capsys, monkeypatch)
     rows = json.loads(out)
     assert len(rows) == 1 and rows[0]["grade"] == 0 and rows[0]["status"] == CURRENT and rows[0]["fold"] == fold("pump pressure")
@@ -70,11 +75,14 @@ def test_the_cli_judges_lists_and_replaces_a_grade(kb, capsys, monkeypatch):
     assert_one_line_error(code, err, "has no judgment of document")
 
 
-@pytest.mark.parametrize("args, words", [
-    (["no such doc", "nope.md"], "has no document 'nope.md'"),
-    (["   ", "DOC"], "QUERY is blank"),
-    (["pump", "DOC", "--grade", "3"], "--grade 3: must be 2 or less"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["no such doc", "nope.md"], "has no document 'nope.md'"),
+        (["   ", "DOC"], "QUERY is blank"),
+        (["pump", "DOC", "--grade", "3"], "--grade 3: must be 2 or less"),
+    ],
+)
 def test_bad_judgments_are_one_line_and_write_nothing(kb, capsys, monkeypatch, args, words):
     args = [a.replace("DOC", doc_id(kb, "pump.md")) for a in args]
     code, _, err = run_cli(["judge", *args, "--index", str(kb)], capsys, monkeypatch)
@@ -128,7 +136,9 @@ def test_eval_retrieval_on_the_index_measures_its_own_judgments_by_fold(kb, caps
     assert {s["n"] for s in scores} == {len(queries)}  # every judged query, each fold
     keyword = next(s["value"] for s in scores if s["dataset"].endswith("keyword") and s["metric"] == "ndcg@10")
     assert keyword > 90  # the judged documents hold the queries' words
-    code, out, _ = run_cli(["eval", "retrieval", "--index", str(kb), "--json"], capsys, monkeypatch)  # default: the test fold alone
+    code, out, _ = run_cli(
+        ["eval", "retrieval", "--index", str(kb), "--json"], capsys, monkeypatch
+    )  # default: the test fold alone
     tested = sum(fold(q) == "test" for q in queries)
     assert code == 0 and {s["n"] for s in json.loads(out)["scores"]} == {tested}
 
@@ -156,12 +166,18 @@ def test_import_reads_every_row_or_none_and_export_writes_a_beir_folder(kb, tmp_
     (bad / "qrels" / "train.tsv").write_text(f"q1\t{pump}\t2\nq2\t{valve}\t1\nq2\t{pump}\t0\n")
     code, out, err = run_cli(["judgments", "--index", str(kb), "--import", str(bad), "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(out)["imported"] == 3, err
-    assert {(r["query"], r["grade"], r["front"]) for r in listed(kb)} == {("pump pressure", 2, "import"), ("valves", 1, "import"), ("valves", 0, "import")}
+    assert {(r["query"], r["grade"], r["front"]) for r in listed(kb)} == {
+        ("pump pressure", 2, "import"),
+        ("valves", 1, "import"),
+        ("valves", 0, "import"),
+    }
     out_dir = tmp_path / "exported"
     code, out, err = run_cli(["judgments", "--index", str(kb), "--export", str(out_dir), "--json"], capsys, monkeypatch)
     assert code == 0, err
     assert len((out_dir / "corpus.jsonl").read_text().splitlines()) == 3
     rows = [line.split("\t") for f in FOLDS for line in (out_dir / "qrels" / f"{f}.tsv").read_text().splitlines()[1:]]
     assert sorted(int(g) for _, _, g in rows) == [0, 1, 2]
-    code, _, err = run_cli(["judgments", "--index", str(kb), "--export", str(out_dir)], capsys, monkeypatch)  # never over a folder encodr did not write
+    code, _, err = run_cli(
+        ["judgments", "--index", str(kb), "--export", str(out_dir)], capsys, monkeypatch
+    )  # never over a folder encodr did not write
     assert_one_line_error(code, err, "choose another --out")

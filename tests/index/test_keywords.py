@@ -1,16 +1,19 @@
 import json
 
-from encodr.index.options import SearchOptions
 from encodr.index.keywords import keyword_expression, keyword_terms
+from encodr.index.options import SearchOptions
 
 
 def test_words_are_stemmed_in_their_language_and_cjk_runs_become_bigrams():
     assert keyword_terms("Studies STUDIED studying", "eng") == ["studi", "studi", "studi"]
-    assert (keyword_terms("Häuser", "deu"), keyword_terms("Häuser", "eng")) == (["haus"], ["häuser"])  # the text's own language's stemmer
+    assert (keyword_terms("Häuser", "deu"), keyword_terms("Häuser", "eng")) == (
+        ["haus"],
+        ["häuser"],
+    )  # the text's own language's stemmer
     assert keyword_terms("Studies", "und") == ["studies"]  # no language, no stemming
     assert keyword_terms("東京都に住む", None) == ["東京", "京都", "都に", "に住", "住む"]
     assert keyword_terms("서울 中", "kor") == ["서울", "中"]  # a single character stays itself
-    assert keyword_expression('cafés x OR NEAR(', "fra") == '"caf" OR "x" OR "or" OR "near"'  # no character read as FTS5 syntax
+    assert keyword_expression("cafés x OR NEAR(", "fra") == '"caf" OR "x" OR "or" OR "near"'  # no character read as FTS5 syntax
     assert keyword_expression('cafés "x y" NEAR(', "fra") == '"x y" AND ("caf" OR "near")'  # a quoted phrase must hold
     assert keyword_expression("Studies studies", "eng") == '"studi"'
 
@@ -26,10 +29,12 @@ def indexed(docs: list[dict], tmp_path, tiny_model):
 
 
 def test_keyword_search_finds_inflections_and_words_inside_cjk_text(tmp_path, tiny_model):
-    docs = [{"_id": "en", "text": "The studies were published last year", "lang": "eng"},
-            {"_id": "ja", "text": "私は東京都に住んでいます", "lang": "jpn"},
-            {"_id": "zh", "text": "我们在北京大学学习", "lang": "zho"},
-            {"_id": "other", "text": "A note about something else entirely", "lang": "eng"}]  # fmt: skip
+    docs = [
+        {"_id": "en", "text": "The studies were published last year", "lang": "eng"},
+        {"_id": "ja", "text": "私は東京都に住んでいます", "lang": "jpn"},
+        {"_id": "zh", "text": "我们在北京大学学习", "lang": "zho"},
+        {"_id": "other", "text": "A note about something else entirely", "lang": "eng"},
+    ]
     searcher = indexed(docs, tmp_path, tiny_model)
     for query, expected in (("study", "en"), ("京都", "ja"), ("北京", "zh"), ("大学", "zh")):
         hits = searcher.query([query], SearchOptions(k=2, mode="keyword", lang=None))[1][0]
@@ -43,9 +48,11 @@ def test_thai_text_is_cut_into_words_and_a_thai_word_finds_its_sentence(tmp_path
     "Thai is the official language of Thailand"; "Bangkok is the capital city")."""
     assert keyword_terms("เครื่องสูบน้ำต้องมีแรงดันสี่บาร์", "tha") == ["เครื่องสูบน้ำ", "ต้อง", "มี", "แรงดัน", "สี่", "บาร์"]
     assert keyword_terms("ພາສາລາວ", "lao") == ["ພາ", "າສ", "ສາ", "າລ", "ລາ", "າວ"]  # Lao: no kept segmenter here, bigrams
-    docs = [{"_id": "pump", "text": "เครื่องสูบน้ำต้องมีแรงดันสี่บาร์", "lang": "tha"},
-            {"_id": "language", "text": "ภาษาไทยเป็นภาษาราชการของประเทศไทย", "lang": "tha"},
-            {"_id": "capital", "text": "กรุงเทพมหานครเป็นเมืองหลวง", "lang": "tha"}]  # fmt: skip
+    docs = [
+        {"_id": "pump", "text": "เครื่องสูบน้ำต้องมีแรงดันสี่บาร์", "lang": "tha"},
+        {"_id": "language", "text": "ภาษาไทยเป็นภาษาราชการของประเทศไทย", "lang": "tha"},
+        {"_id": "capital", "text": "กรุงเทพมหานครเป็นเมืองหลวง", "lang": "tha"},
+    ]
     searcher = indexed(docs, tmp_path, tiny_model)
     for query, expected in (("แรงดัน", "pump"), ("ประเทศ", "language"), ("เมืองหลวง", "capital")):
         hits = searcher.query([query], SearchOptions(k=3, mode="keyword", lang="tha"))[1][0]
@@ -59,7 +66,9 @@ def test_codes_and_identifiers_are_kept_whole_beside_their_parts():
     assert {"hx7731", "getconsole", "consoleprint", "console", "print", "v231", "hx", "7731"} <= set(terms)
 
 
-def test_an_exact_code_finds_the_document_that_holds_it_and_a_quoted_phrase_is_a_phrase(tmp_path, tiny_model, capsys, monkeypatch):
+def test_an_exact_code_finds_the_document_that_holds_it_and_a_quoted_phrase_is_a_phrase(
+    tmp_path, tiny_model, capsys, monkeypatch
+):
     import json
 
     from tests.conftest import run_cli
@@ -71,7 +80,9 @@ def test_an_exact_code_finds_the_document_that_holds_it_and_a_quoted_phrase_is_a
     (docs / "valve.md").write_text("# Valve\n\nThe valve relief opens late.\n")
     (docs / "relief.md").write_text("# Relief\n\nThe relief valve opens at three bar.\n")
     out = tmp_path / "idx"
-    assert run_cli(["index", str(docs), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], capsys, monkeypatch)[0] == 0
+    assert (
+        run_cli(["index", str(docs), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], capsys, monkeypatch)[0] == 0
+    )
 
     def top(query, *extra):
         _, stdout, _ = run_cli(["search", query, "--index", str(out), "--mode", "keyword", "--json", *extra], capsys, monkeypatch)

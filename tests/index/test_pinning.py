@@ -42,13 +42,21 @@ def test_a_query_takes_its_own_judgments_else_a_near_duplicates():
 
 def test_a_judgment_moves_its_document_at_once_in_search_but_not_in_evaluation(tmp_path, tiny_model, capsys, monkeypatch):
     corpus = tmp_path / "kb.jsonl"
-    texts = ["the pump pressure drops", "pump pressure and valves", "the boiler water", "pump maintenance notes", "a garden in spring"]
+    texts = [
+        "the pump pressure drops",
+        "pump pressure and valves",
+        "the boiler water",
+        "pump maintenance notes",
+        "a garden in spring",
+    ]
     corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
     out = str(tmp_path / "idx")
     assert run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", out, "--lang", "eng"], capsys, monkeypatch)[0] == 0
 
     def ranked(*extra):
-        code, stdout, err = run_cli(["search", "pump pressure", "--index", out, "--mode", "keyword", "-k", "3", "--json", *extra], capsys, monkeypatch)
+        code, stdout, err = run_cli(
+            ["search", "pump pressure", "--index", out, "--mode", "keyword", "-k", "3", "--json", *extra], capsys, monkeypatch
+        )
         assert code == 0, err
         return [(h["ext_id"], h["judged"]) for h in json.loads(stdout)["results"][0]["hits"]]
 
@@ -57,12 +65,16 @@ def test_a_judgment_moves_its_document_at_once_in_search_but_not_in_evaluation(t
     assert run_cli(["judge", "pump pressure", "d4", "--grade", "2", "--index", out], capsys, monkeypatch)[0] == 0
     assert run_cli(["judge", "pump pressure", before[0][0], "--grade", "0", "--index", out], capsys, monkeypatch)[0] == 0
     after = ranked()
-    assert after[0] == ("d4", 2) and before[0][0] not in [d for d, _ in after]  # pinned first; the wrong one moved below the 3 shown
+    assert after[0] == ("d4", 2) and before[0][0] not in [
+        d for d, _ in after
+    ]  # pinned first; the wrong one moved below the 3 shown
     assert ranked("--no-judgments") == before
     code, stdout, _ = run_cli(["search", "pump pressure", "--index", out, "--mode", "keyword", "-k", "3"], capsys, monkeypatch)
     assert "judged highly relevant" in " ".join(stdout.replace("│", " ").split())
     from encodr.index import Searcher
     from encodr.index.options import SearchOptions
 
-    plain = Searcher(out).search(["pump pressure"], SearchOptions(k=3, mode="keyword"))[0]  # what evaluation ranks: no judgment applied
+    plain = Searcher(out).search(["pump pressure"], SearchOptions(k=3, mode="keyword"))[
+        0
+    ]  # what evaluation ranks: no judgment applied
     assert [(h.ext_id, h.judged) for h in plain] == before

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from encodr.index.options import SearchOptions
 import numpy as np
 import pytest
 
+from encodr.index import BuildOptions, Searcher, build
+from encodr.index.options import SearchOptions
 from tests.conftest import run_cli
 from tests.index.test_index import TEXTS
-from encodr.index import Searcher, BuildOptions, build
 
 
 @pytest.fixture
@@ -64,10 +64,14 @@ def test_add_to_a_binary_index_keeps_its_quantisation(corpus, tmp_path):
 
 
 def test_quantize_refuses_what_the_index_type_cannot_hold(corpus, tiny_model, tmp_path, capsys, monkeypatch):
-    for args, message in [(["--quantize", "int4"], "--quantize int4: not one of none, int8, binary"),
-                          (["--quantize", "binary", "--index-type", "hnsw"], "--quantize binary searches every vector's bits"),
-                          (["--quantize", "int8", "--index-type", "ivfpq"], "--index-type ivfpq already compresses vectors")]:  # fmt: skip
-        code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), *args], capsys, monkeypatch)
+    for args, message in [
+        (["--quantize", "int4"], "--quantize int4: not one of none, int8, binary"),
+        (["--quantize", "binary", "--index-type", "hnsw"], "--quantize binary searches every vector's bits"),
+        (["--quantize", "int8", "--index-type", "ivfpq"], "--index-type ivfpq already compresses vectors"),
+    ]:
+        code, _, err = run_cli(
+            ["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), *args], capsys, monkeypatch
+        )
         assert code == 2 and message in err and "Traceback" not in err and not (tmp_path / "x").exists()
 
 
@@ -90,11 +94,18 @@ def test_dim_keeps_the_first_dimensions_renormalised_for_texts_and_queries(corpu
 
     full = build([str(corpus)], tmp_path / "full", BuildOptions(model=str(tiny_model)))
     meta = build([str(corpus)], tmp_path / "d8", BuildOptions(model=str(tiny_model), dim=8))
-    assert meta["dimension"] == 8 and meta["truncate_dim"] == 8 and full["truncate_dim"] is None and meta["bytes_per_vector"] < full["bytes_per_vector"]
+    assert (
+        meta["dimension"] == 8
+        and meta["truncate_dim"] == 8
+        and full["truncate_dim"] is None
+        and meta["bytes_per_vector"] < full["bytes_per_vector"]
+    )
     a, b = Searcher(tmp_path / "full"), Searcher(tmp_path / "d8")
     n = len(a.index)
     expected = truncated(a.index.vectors_of(list(range(n))), 8)
-    assert np.allclose(b.index.vectors_of(list(range(n))), expected, atol=1e-5)  # each text: the full vector's first 8 dimensions, renormalised
+    assert np.allclose(
+        b.index.vectors_of(list(range(n))), expected, atol=1e-5
+    )  # each text: the full vector's first 8 dimensions, renormalised
     query = truncated(a.encoder.encode([TEXTS[3]]), 8)[0]
     hit = b.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0]
     assert abs(hit.score - float((expected @ query).max())) < 1e-4  # the query is truncated the same way
@@ -109,7 +120,9 @@ def test_dim_keeps_the_first_dimensions_renormalised_for_texts_and_queries(corpu
 
 
 def test_dim_above_the_models_is_refused_and_writes_nothing(corpus, tiny_model, tmp_path, capsys, monkeypatch):
-    code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), "--dim", "4096"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "x"), "--dim", "4096"], capsys, monkeypatch
+    )
     assert code == 2 and "--dim 4096 is outside what" in err and "Traceback" not in err and not (tmp_path / "x").exists()
 
 
@@ -117,12 +130,20 @@ def test_dim_warns_when_the_model_was_not_trained_for_it(corpus, tiny_model, tmp
     import json
     import shutil
 
-    code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "a"), "--dim", "8"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "a"), "--dim", "8"], capsys, monkeypatch
+    )
     assert code == 0 and "was not trained with a Matryoshka loss" in err
     tuned = tmp_path / "tuned"
     shutil.copytree(tiny_model, tuned)
-    (tuned / "encodr.json").write_text(json.dumps({"recipe": {"method": "retrieval", "matryoshka_dims": "16,8"}}))  # as encodr tune writes it
-    code, _, err = run_cli(["index", str(corpus), "--model", str(tuned), "--out", str(tmp_path / "b"), "--dim", "8"], capsys, monkeypatch)
+    (tuned / "encodr.json").write_text(
+        json.dumps({"recipe": {"method": "retrieval", "matryoshka_dims": "16,8"}})
+    )  # as encodr tune writes it
+    code, _, err = run_cli(
+        ["index", str(corpus), "--model", str(tuned), "--out", str(tmp_path / "b"), "--dim", "8"], capsys, monkeypatch
+    )
     assert code == 0 and "Matryoshka" not in err and "truncated to" not in err
-    code, _, err = run_cli(["index", str(corpus), "--model", str(tuned), "--out", str(tmp_path / "c"), "--dim", "4"], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(corpus), "--model", str(tuned), "--out", str(tmp_path / "c"), "--dim", "4"], capsys, monkeypatch
+    )
     assert code == 0 and "trained to be truncated to 16, 8 dimensions, not 4" in err

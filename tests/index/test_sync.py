@@ -3,7 +3,6 @@ a reader racing syncs, kills mid-sync, files that change while read, --watch."""
 
 from __future__ import annotations
 
-from encodr.index.options import SearchOptions
 import json
 import os
 import random
@@ -16,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
 from encodr.errors import EncodrError
-from encodr.index import Index, Searcher, BuildOptions, build
+from encodr.index import BuildOptions, Index, Searcher, build
 from encodr.index.delete import delete
 from encodr.index.filters import parse
+from encodr.index.options import SearchOptions
+from tests.conftest import run_cli
 
 
 def assert_one_line_error(code, err, words):
@@ -66,24 +66,32 @@ def test_the_readme_notes_example_never_deletes_the_notes(tmp_path, tiny_model, 
         assert (notes / "a.txt").read_text() == "first note\n"
 
 
-def test_overwrite_refuses_a_folder_encodr_did_not_write_and_replaces_its_own_index(tmp_path, tiny_model, docs, capsys, monkeypatch):
+def test_overwrite_refuses_a_folder_encodr_did_not_write_and_replaces_its_own_index(
+    tmp_path, tiny_model, docs, capsys, monkeypatch
+):
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("precious")
-    code, _, err = run_cli(["index", str(docs), "--out", str(foreign), "--overwrite", "--model", str(tiny_model)], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(docs), "--out", str(foreign), "--overwrite", "--model", str(tiny_model)], capsys, monkeypatch
+    )
     assert_one_line_error(code, err, f"--out {foreign} already exists and is not an encodr output")
     assert [p.name for p in foreign.iterdir()] == ["thesis.tex"]
     out = tmp_path / "idx"
     assert run_cli(["index", str(docs), "--out", str(out), "--model", str(tiny_model)], capsys, monkeypatch)[0] == 0
     code, _, err = run_cli(["index", str(docs), "--out", str(out), "--model", str(tiny_model)], capsys, monkeypatch)
     assert_one_line_error(code, err, "already exists; pass --add to add documents, --sync")
-    assert run_cli(["index", str(docs), "--out", str(out), "--overwrite", "--model", str(tiny_model)], capsys, monkeypatch)[0] == 0
+    assert (
+        run_cli(["index", str(docs), "--out", str(out), "--overwrite", "--model", str(tiny_model)], capsys, monkeypatch)[0] == 0
+    )
 
 
 def test_a_file_of_an_unknown_kind_named_directly_is_refused(tmp_path, tiny_model, capsys, monkeypatch):
     report = tmp_path / "report.key"  # a Keynote file: no converter reads it
     report.write_bytes(b"PK\x03\x04junk")
-    code, _, err = run_cli(["index", str(report), "--out", str(tmp_path / "idx"), "--model", str(tiny_model)], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(report), "--out", str(tmp_path / "idx"), "--model", str(tiny_model)], capsys, monkeypatch
+    )
     assert_one_line_error(code, err, "report.key: not a kind encodr reads; it reads .txt")
     assert not (tmp_path / "idx").exists()
 
@@ -100,7 +108,12 @@ def test_sync_removes_stale_text_and_deleted_documents(docs, tiny_model, tmp_pat
     code, stdout, err = run_cli(["index", str(docs), "--out", str(out), "--sync", "--json"], capsys, monkeypatch)
     assert code == 0, err
     counts = json.loads(stdout)
-    assert {k: counts[k] for k in ("added", "updated", "removed", "unchanged")} == {"added": 1, "updated": 1, "removed": 1, "unchanged": 3}
+    assert {k: counts[k] for k in ("added", "updated", "removed", "unchanged")} == {
+        "added": 1,
+        "updated": 1,
+        "removed": 1,
+        "unchanged": 3,
+    }
     assert counts["encoded"] == 2 and counts["documents"] == 5
     pump = [h.text for h in keyword(out, "pump pressure")]
     assert len(pump) == 1 and "9 bar" in pump[0]
@@ -141,7 +154,9 @@ def test_a_changed_document_keeps_its_unchanged_passages_encoded_once(tmp_path, 
 
 def test_a_text_shared_by_two_documents_goes_with_the_last(tmp_path, tiny_model):
     corpus = tmp_path / "c.jsonl"
-    corpus.write_text(json.dumps({"_id": "a", "text": "shared words"}) + "\n" + json.dumps({"_id": "b", "text": "shared words"}) + "\n")
+    corpus.write_text(
+        json.dumps({"_id": "a", "text": "shared words"}) + "\n" + json.dumps({"_id": "b", "text": "shared words"}) + "\n"
+    )
     out = tmp_path / "idx"
     assert build([str(corpus)], out, BuildOptions(model=str(tiny_model)))["count"] == 1
     delete(out, ids=["a"])
@@ -157,13 +172,31 @@ def test_a_text_shared_by_two_documents_goes_with_the_last(tmp_path, tiny_model)
 @pytest.fixture
 def jsonl(tmp_path) -> Path:
     corpus = tmp_path / "c.jsonl"
-    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": f"pump manual page {i}", "year": 2000 + i % 50, "tags": ["even" if i % 2 == 0 else "odd"],
-                                          "date": f"2024-{1 + i % 12:02d}-15"}) + "\n" for i in range(200)))  # fmt: skip
+    corpus.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "_id": f"d{i}",
+                    "text": f"pump manual page {i}",
+                    "year": 2000 + i % 50,
+                    "tags": ["even" if i % 2 == 0 else "odd"],
+                    "date": f"2024-{1 + i % 12:02d}-15",
+                }
+            )
+            + "\n"
+            for i in range(200)
+        )
+    )
     return corpus
 
 
-TYPES = {"flat": {}, "hnsw": {"index_type": "hnsw"}, "ivf": {"index_type": "ivf"}, "binary": {"quantize": "binary"},
-         "ivf-on-disk": {"index_type": "ivf", "on_disk": True}}  # fmt: skip
+TYPES = {
+    "flat": {},
+    "hnsw": {"index_type": "hnsw"},
+    "ivf": {"index_type": "ivf"},
+    "binary": {"quantize": "binary"},
+    "ivf-on-disk": {"index_type": "ivf", "on_disk": True},
+}
 
 
 @pytest.mark.parametrize("kind", list(TYPES))
@@ -173,7 +206,9 @@ def test_deleted_documents_never_come_back_whatever_the_index_type(jsonl, tiny_m
     gone = {f"d{i}" for i in range(0, 200, 10)}  # 10 %: below the compaction threshold
     result = delete(out, ids=sorted(gone) + ["nope"])
     assert result["removed"] == 20 and result["not_found"] == ["nope"] and result["documents"] == 180
-    assert result["tombstones"] == (0 if kind in ("flat", "ivf") else 20)  # flat and in-memory IVF remove the vectors; the others keep tombstones
+    assert result["tombstones"] == (
+        0 if kind in ("flat", "ivf") else 20
+    )  # flat and in-memory IVF remove the vectors; the others keep tombstones
     s = Searcher(out)
     for mode in ("dense", "keyword", "hybrid"):
         hits = s.search(["pump manual page"], SearchOptions(k=50, mode=mode))[0]
@@ -212,7 +247,14 @@ def test_filters_run_inside_the_search_so_k_hits_come_back(jsonl, tiny_model, tm
     build([str(jsonl)], out, BuildOptions(model=str(tiny_model), **TYPES[kind]))
     s = Searcher(out)
     rows = {json.loads(r)["_id"]: json.loads(r) for r in jsonl.read_text().splitlines()}
-    cases = {("year>=2045",): 20, ("tags=even", "year<=2010"): 24, ("date>=2024-11-01",): 32, ("tags!=even",): 100, ("id=d7",): 1, ("year>=2047", "tags=odd"): 8}
+    cases = {
+        ("year>=2045",): 20,
+        ("tags=even", "year<=2010"): 24,
+        ("date>=2024-11-01",): 32,
+        ("tags!=even",): 100,
+        ("id=d7",): 1,
+        ("year>=2047", "tags=odd"): 8,
+    }
     for filters, kept in cases.items():
         assert sum(all(_passes(row, f) for f in filters) for row in rows.values()) == kept
         for mode in ("dense", "keyword", "hybrid"):
@@ -243,7 +285,14 @@ def test_filters_on_front_matter_csv_columns_source_and_dates(tmp_path, tiny_mod
     (folder / "old" / "b.md").write_text("---\nteam: dev\n---\nPump history.\n")
     (folder / "t.csv").write_text("id,text,owner,year\nr1,Pump tickets,ana,2021\nr2,Pump orders,bo,2019\n")
     out = tmp_path / "idx"
-    build([str(folder)], out, BuildOptions(model=str(tiny_model), layout=__import__("encodr.data.records", fromlist=["Layout"]).Layout(meta_columns=("owner", "year"))))
+    build(
+        [str(folder)],
+        out,
+        BuildOptions(
+            model=str(tiny_model),
+            layout=__import__("encodr.data.records", fromlist=["Layout"]).Layout(meta_columns=("owner", "year")),
+        ),
+    )
     assert [h.title for h in keyword(out, "pump", filters=["team=ops"])] == ["Pumps"]
     assert [h.ext_id for h in keyword(out, "pump", filters=["year>=2020"])] == ["r1"]
     assert [h.ext_id for h in keyword(out, "pump", filters=["owner=bo"])] == ["r2"]
@@ -347,8 +396,13 @@ def test_sigkill_at_random_points_of_a_sync_leaves_the_old_generation_whole(vers
     phases = set()
     for round_ in range(12):
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([sys.executable, "-c", SYNCER, str(folder), str(out), str(100 * (round_ + 1))], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SYNCER, str(folder), str(out), str(100 * (round_ + 1))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
         for _ in range(rng.randint(1, 14)):
             line = proc.stdout.readline()

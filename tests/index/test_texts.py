@@ -11,18 +11,37 @@ from encodr.index.texts import TextStore
 
 
 def row(i: int, text: str, lang: str, detected: bool = False, ext_id: str | None = None, start: int | None = None) -> dict:
-    return {"id": i, "ext_id": ext_id, "text": text, "source": "f.txt", "line": i + 1, "lang": lang, "hash": f"h{i}", "lang_detected": int(detected),
-            "lang_confidence": 0.5 if detected else None, "title": None, "start": start}  # fmt: skip
+    return {
+        "id": i,
+        "ext_id": ext_id,
+        "text": text,
+        "source": "f.txt",
+        "line": i + 1,
+        "lang": lang,
+        "hash": f"h{i}",
+        "lang_detected": int(detected),
+        "lang_confidence": 0.5 if detected else None,
+        "title": None,
+        "start": start,
+    }
 
 
 def test_a_store_written_then_read(tmp_path):
     path = tmp_path / "texts.db"
     store = TextStore.create(path)
     assert store.next_id() == 0
-    store.insert([row(0, "the cat", "eng"), row(1, "el gato", "spa", detected=True, ext_id="d1", start=40), row(2, "le chat", "eng", detected=True, ext_id="d1", start=0)])
+    store.insert(
+        [
+            row(0, "the cat", "eng"),
+            row(1, "el gato", "spa", detected=True, ext_id="d1", start=40),
+            row(2, "le chat", "eng", detected=True, ext_id="d1", start=0),
+        ]
+    )
     assert store.next_id() == 3 and store.known(["h0", "h2", "h9"]) == {"h0", "h2"}
     assert store.detected_labels() == [("spa", 0.5), ("eng", 0.5)]
-    store.relabel_detected(lambda texts: ["fra" if t.startswith("le ") else "spa" for t in texts], chunk=1)  # one text a chunk: the chunks are walked
+    store.relabel_detected(
+        lambda texts: ["fra" if t.startswith("le ") else "spa" for t in texts], chunk=1
+    )  # one text a chunk: the chunks are walked
     store.build_keywords()
     store.close()
 

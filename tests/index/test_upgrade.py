@@ -11,10 +11,10 @@ import sqlite3
 
 import pytest
 
-from tests.conftest import run_cli
 from encodr.errors import EncodrError
 from encodr.index import BuildOptions, Index, build
 from encodr.index.format import FORMAT
+from tests.conftest import run_cli
 
 
 @pytest.fixture
@@ -37,8 +37,10 @@ def old_index(tmp_path, tiny_model):
         meta.pop(key)
     (out / "index.json").write_text(json.dumps(meta))
     with sqlite3.connect(out / "texts.db") as conn:
-        conn.executescript("drop table documents; drop table members; drop table staged; drop table tombstones; "
-                           "alter table texts drop column title; alter table texts drop column start;")  # as the first indexes were
+        conn.executescript(
+            "drop table documents; drop table members; drop table staged; drop table tombstones; "
+            "alter table texts drop column title; alter table texts drop column start;"
+        )  # as the first indexes were
     (out / "judgments.db").write_bytes(b"kept as it is")  # beside the generations: not the upgrade's to touch
     vectors = (out / "vectors.faiss").read_bytes()
     return out, docs, vectors
@@ -46,14 +48,21 @@ def old_index(tmp_path, tiny_model):
 
 def test_an_old_index_is_refused_with_the_fix_then_upgraded_once(old_index, capsys, monkeypatch):
     out, docs, vectors = old_index
-    with pytest.raises(EncodrError, match=rf"written by an older encodr \(index format 1; this one reads {FORMAT}\); bring it up to date once with: "
-                                          r"encodr index --upgrade"):  # fmt: skip
+    with pytest.raises(
+        EncodrError,
+        match=rf"written by an older encodr \(index format 1; this one reads {FORMAT}\); bring it up to date once with: "
+        r"encodr index --upgrade",
+    ):
         Index.open(out)
     code, _, err = run_cli(["search", "water", "--index", str(out)], capsys, monkeypatch)
     assert code == 2 and err.count("\n") == 1 and "encodr index --upgrade" in err
     code, text, _ = run_cli(["index", "--upgrade", str(out), "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(text) == {"path": str(out.resolve()), "from": 1, "to": FORMAT, "upgraded": True}
-    assert sorted(p.name for p in out.iterdir()) == ["current", "g000001", "judgments.db"]  # the flat files gone, the judgments kept
+    assert sorted(p.name for p in out.iterdir()) == [
+        "current",
+        "g000001",
+        "judgments.db",
+    ]  # the flat files gone, the judgments kept
     assert (out / "judgments.db").read_bytes() == b"kept as it is"
     with Index.open(out) as index:
         assert index.meta["format"] == FORMAT and index.meta["prompts"] == {"query": "", "document": ""} and len(index) == 2

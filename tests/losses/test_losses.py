@@ -56,7 +56,9 @@ def test_infonce_excluded_pairs_leave_the_denominator():
     exclude[0, 1] = exclude[1, 0] = True
     expected = (4 * math.log(2 * n - 3) + (2 * n - 4) * math.log(2 * n - 1)) / (2 * n)
     assert MirrorInfoNCELoss(0.2)(v, v.clone(), exclude).item() == pytest.approx(expected, rel=1e-6)
-    assert MirrorInfoNCELoss(0.2)(v, v.clone(), torch.zeros(n, n, dtype=torch.bool)).item() == pytest.approx(math.log(2 * n - 1), rel=1e-6)
+    assert MirrorInfoNCELoss(0.2)(v, v.clone(), torch.zeros(n, n, dtype=torch.bool)).item() == pytest.approx(
+        math.log(2 * n - 1), rel=1e-6
+    )
 
 
 def test_additive_margin_known_value():

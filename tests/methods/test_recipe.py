@@ -1,7 +1,7 @@
 import pytest
 
-from encodr.methods import load_recipe
 from encodr.errors import EncodrError
+from encodr.methods import load_recipe
 
 
 @pytest.mark.parametrize(

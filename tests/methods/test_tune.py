@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from encodr import registry
-from encodr.methods import load_recipe
 from encodr.data.text import top_words
 from encodr.losses import MirrorInfoNCELoss
+from encodr.methods import load_recipe
 from encodr.models import load_encoder
 from tests.conftest import run_tune
 
@@ -42,7 +42,9 @@ def test_tune_writes_a_sentence_transformer_with_its_pooling(tiny_model, words_f
         assert (out / name).is_file()
     st = SentenceTransformer(str(out), device="cpu")
     assert st[1].pooling_mode == "cls"
-    assert st.max_seq_length == load_encoder(str(tiny_model)).max_length == 128  # trained at 16 tokens (FAST), saved with the base's window
+    assert (
+        st.max_seq_length == load_encoder(str(tiny_model)).max_length == 128
+    )  # trained at 16 tokens (FAST), saved with the base's window
     texts = ["heart attack", "the", "myocardial infarction of the left ventricle"]
     ours = load_encoder(str(out)).encode(texts)
     theirs = st.encode(texts, normalize_embeddings=True)
@@ -109,11 +111,29 @@ def test_ctrl_c_in_a_real_process(tiny_model, words_file, tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "encodr", "tune", str(words_file), "--model", str(tiny_model), "--out", str(out),
-         "--epochs", "100000", "--batch-size", "8"],
-        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a suite started in the background (cmd &) ignores SIGINT, and so would the child
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "encodr",
+            "tune",
+            str(words_file),
+            "--model",
+            str(tiny_model),
+            "--out",
+            str(out),
+            "--epochs",
+            "100000",
+            "--batch-size",
+            "8",
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(
+            signal.SIGINT, signal.SIG_DFL
+        ),  # a suite started in the background (cmd &) ignores SIGINT, and so would the child
+    )
     first = proc.stderr.readline()  # printed just before training starts
     assert "encodr: tuning" in first
     proc.send_signal(signal.SIGINT)
@@ -175,10 +195,21 @@ def test_evaluate_sees_the_model_in_eval_mode_at_start_every_n_steps_and_at_epoc
         return next(scores)
 
     with Trainer("cpu", "no") as trainer:
-        result = trainer.fit(encoder.st, [mirror_stream(encoder.tokenizer, ids, recipe)], recipe.optim(), FitOptions(evaluate=evaluate, eval_steps=4))
+        result = trainer.fit(
+            encoder.st,
+            [mirror_stream(encoder.tokenizer, ids, recipe)],
+            recipe.optim(),
+            FitOptions(evaluate=evaluate, eval_steps=4),
+        )
     # the start (step 0), then 3 epochs of 3 steps: every 4th step (4, 8) and each epoch end (3, 6, 9)
     assert [p["step"] for p in result.dev_curve] == [0, 3, 4, 6, 8, 9]
-    assert {r["step"]: r["dev"] for r in result.log if "dev" in r} == {3: 40.0, 4: 60.0, 6: 55.0, 8: 70.0, 9: 65.0}  # the run log has the curve
+    assert {r["step"]: r["dev"] for r in result.log if "dev" in r} == {
+        3: 40.0,
+        4: 60.0,
+        6: 55.0,
+        8: 70.0,
+        9: 65.0,
+    }  # the run log has the curve
     assert all(not training and shape == (1, 32) for training, shape in calls)
     assert result.best == {"step": 8, "epoch": 3, "dev": 70.0} and not result.kept_start
 
@@ -193,12 +224,16 @@ def test_dev_selection_keeps_the_start_when_no_step_beats_it_and_says_so(tiny_mo
     dev = tmp_path / "dev.tsv"
     dev.write_text("".join(f"{r}\t{a}\t{b}\n" for r, (a, b) in zip(ranks, pairs)))
     warnings = []
-    s = run_tune(str(words_file), tiny_recipe(pooling="mean"), str(tiny_model), tmp_path / "o", dev=str(dev), warn=warnings.append)
+    s = run_tune(
+        str(words_file), tiny_recipe(pooling="mean"), str(tiny_model), tmp_path / "o", dev=str(dev), warn=warnings.append
+    )
     assert s["dev_curve"][0] == {"step": 0, "epoch": 0, "dev": 100.0} and len(s["dev_curve"]) == 4  # start + 3 epoch ends
     assert s["best"]["step"] == 0
     assert any("no training step beat the starting model" in w and "saved the starting weights" in w for w in warnings)
     texts = ["myocardial infarction", "stone"]
-    assert np.allclose(load_encoder(s["out"]).encode(texts), load_encoder(str(tiny_model), pooling="mean").encode(texts), atol=1e-6)
+    assert np.allclose(
+        load_encoder(s["out"]).encode(texts), load_encoder(str(tiny_model), pooling="mean").encode(texts), atol=1e-6
+    )
     row = registry.runs()[0]
     assert row["metrics"]["best"]["step"] == 0 and len(row["metrics"]["dev_curve"]) == 4
 
@@ -211,8 +246,12 @@ def test_roberta_views_mask_spans_with_its_own_mask_token_and_the_model_saves(ti
     from encodr.methods.mirror.views import tokenize
 
     tok = AutoTokenizer.from_pretrained(str(tiny_roberta))
-    sentences = ["the quick brown fox jumps over the lazy dog", "a man is playing a guitar on the stage",
-                 "someone is cooking pasta in the kitchen", "the stock market fell sharply today"]  # fmt: skip
+    sentences = [
+        "the quick brown fox jumps over the lazy dog",
+        "a man is playing a guitar on the stage",
+        "someone is cooking pasta in the kitchen",
+        "the stock market fell sharply today",
+    ]
     ids, _ = tokenize(tok, sentences, 50)
     recipe = tiny_recipe("sentence", batch_size=4)  # span mask k = 5
     features = mirror_stream(tok, ids, recipe).collate([0, 1, 2, 3], 1)

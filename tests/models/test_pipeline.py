@@ -40,7 +40,9 @@ def test_token_batches_cover_every_text_once_longest_first_within_the_budget():
 def test_a_batch_stops_at_a_narrower_band_of_lengths_once_a_quarter_full():
     lengths = np.array([100] * 20 + [10] * 200)
     first = token_batches(lengths, budget=8000)[0]
-    assert set(lengths[first].tolist()) == {100}  # 20 texts of 100 tokens fill a quarter: the 10-token texts start a batch of their own
+    assert set(lengths[first].tolist()) == {
+        100
+    }  # 20 texts of 100 tokens fill a quarter: the 10-token texts start a batch of their own
 
 
 @pytest.mark.parametrize("workers", [0, 1])
@@ -66,8 +68,15 @@ def test_pipelined_vectors_equal_encoder_encode(encoder):
     expected = encoder.encode(batch)
     out = np.full_like(expected, np.nan)
     finished, stats = [], {}
-    encode_pipelined(encoder.forward, TokenizerPool(encoder.st.tokenizer, encoder.max_length, workers=0), batch, out, finished.append, budget=512,
-                     stats=stats)  # fmt: skip
+    encode_pipelined(
+        encoder.forward,
+        TokenizerPool(encoder.st.tokenizer, encoder.max_length, workers=0),
+        batch,
+        out,
+        finished.append,
+        budget=512,
+        stats=stats,
+    )
     assert np.abs(out - expected).max() < 1e-5
     assert sum(finished) == 50 and stats["batches"] == len(finished) > 1
     assert stats["tokens"] <= stats["padded"]

@@ -18,4 +18,7 @@ def test_save_and_load_round_trip_truncation_backend_and_prompts(tiny_model, tmp
     assert (again.prompt("query"), again.prompt("document")) == ("query: ", "passage: ")
     assert again.spec == encoder.spec  # fingerprint, backend, dimensions, prompts and max length: one record
     np.testing.assert_allclose(again.encode(["a cat sat"]), encoder.encode(["a cat sat"]), atol=1e-6)
-    assert SentenceTransformer(str(tmp_path / "saved"), device="cpu").encode(["a cat sat"]).shape == (1, 16)  # the ecosystem loads it too
+    assert SentenceTransformer(str(tmp_path / "saved"), device="cpu").encode(["a cat sat"]).shape == (
+        1,
+        16,
+    )  # the ecosystem loads it too

@@ -12,8 +12,14 @@ import pytest
 
 from tests.conftest import run_cli, run_tune
 
-TEXTS = ["the cat sat on the mat", "a dog barked at the mailman", "stock prices fell sharply today", "the kitten slept on the rug",
-         "rain is expected tomorrow", "the market rallied after the news"]  # fmt: skip
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog barked at the mailman",
+    "stock prices fell sharply today",
+    "the kitten slept on the rug",
+    "rain is expected tomorrow",
+    "the market rallied after the news",
+]
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +61,11 @@ def test_auto_on_an_onnx_cpu_loads_a_static_model_once(tiny_static, tmp_path, ca
     monkeypatch.setattr(importlib.import_module("encodr.index.build"), "choose_backend", lambda backend, device: "onnx")
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")
-    code, out, err = run_cli(["index", str(corpus), "--model", str(tiny_static), "--out", str(tmp_path / "idx"), "--lang", "eng", "--json"], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["index", str(corpus), "--model", str(tiny_static), "--out", str(tmp_path / "idx"), "--lang", "eng", "--json"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0 and json.loads(out)["backend"] == "torch", err
     assert len(loads) == 1  # the torch model the export refused is the one that encodes
 
@@ -63,11 +73,21 @@ def test_auto_on_an_onnx_cpu_loads_a_static_model_once(tiny_static, tmp_path, ca
 def test_a_static_model_indexes_searches_and_evaluates(tiny_static, tmp_path, capsys, monkeypatch):
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n")
-    monkeypatch.setattr(importlib.import_module("encodr.index.build"), "choose_backend", lambda backend, device: "onnx")  # auto on a CPU where it means onnx
-    code, out, err = run_cli(["index", str(corpus), "--model", str(tiny_static), "--out", str(tmp_path / "idx"), "--lang", "eng", "--json"], capsys, monkeypatch)
+    monkeypatch.setattr(
+        importlib.import_module("encodr.index.build"), "choose_backend", lambda backend, device: "onnx"
+    )  # auto on a CPU where it means onnx
+    code, out, err = run_cli(
+        ["index", str(corpus), "--model", str(tiny_static), "--out", str(tmp_path / "idx"), "--lang", "eng", "--json"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0 and "warning" not in err, err  # a static model runs in torch: auto takes it without a word
     assert json.loads(out)["pooling"] == "static" and json.loads(out)["backend"] == "torch"
-    code, out, err = run_cli(["search", "the kitten slept on the rug", "--index", str(tmp_path / "idx"), "--mode", "dense", "-k", "1", "--json"], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["search", "the kitten slept on the rug", "--index", str(tmp_path / "idx"), "--mode", "dense", "-k", "1", "--json"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     assert json.loads(out)["results"][0]["hits"][0]["text"] == "the kitten slept on the rug"
     code, out, err = run_cli(["eval", "sts", "--model", str(tiny_static), "--limit", "50", "--json"], capsys, monkeypatch)
@@ -103,8 +123,13 @@ def test_a_static_model_tunes_with_mirror_bert_and_saves_a_static_model(tiny_sta
     words = top_words(400)
     data.write_text("\n".join(" ".join(words[i : i + 6]) for i in range(0, 384, 6)) + "\n")
     warnings = []
-    summary = run_tune(str(data), load_recipe("sentence", {"batch_size": 16, "epochs": 1, "lr": 0.05, "span_mask": 2}), str(tiny_static),
-                       tmp_path / "out", warn=warnings.append)  # fmt: skip
+    summary = run_tune(
+        str(data),
+        load_recipe("sentence", {"batch_size": 16, "epochs": 1, "lr": 0.05, "span_mask": 2}),
+        str(tiny_static),
+        tmp_path / "out",
+        warn=warnings.append,
+    )
     assert summary["pooling"] == "static" and summary["steps"] == 4 and any("static model" in w for w in warnings)
     tuned = SentenceTransformer(str(tmp_path / "out"), device="cpu")
     before = SentenceTransformer(str(tiny_static), device="cpu")
@@ -136,10 +161,20 @@ def test_what_a_static_model_cannot_do_is_one_line(tiny_static, tmp_path, capsys
     with pytest.raises(EncodrError, match="static model already"):
         run_tune(None, load_recipe("static"), str(tiny_static), tmp_path / "out")
     (tmp_path / "c.txt").write_text("the cat sat\nstock markets fell\n")
-    code, _, err = run_cli(["index", str(tmp_path / "c.txt"), "--model", str(tiny_static), "--out", str(tmp_path / "idx"), "--backend", "onnx"],
-                           capsys, monkeypatch)  # fmt: skip
-    assert code == 2 and "is a static embedding model, which runs in torch" in err and "Traceback" not in err and not (tmp_path / "idx").exists()
+    code, _, err = run_cli(
+        ["index", str(tmp_path / "c.txt"), "--model", str(tiny_static), "--out", str(tmp_path / "idx"), "--backend", "onnx"],
+        capsys,
+        monkeypatch,
+    )
+    assert (
+        code == 2
+        and "is a static embedding model, which runs in torch" in err
+        and "Traceback" not in err
+        and not (tmp_path / "idx").exists()
+    )
     (tmp_path / "words.txt").write_text("alpha\nbeta\n")
-    code, _, err = run_cli(["tune", str(tmp_path / "words.txt"), "--recipe", "static", "--out", str(tmp_path / "out")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", str(tmp_path / "words.txt"), "--recipe", "static", "--out", str(tmp_path / "out")], capsys, monkeypatch
+    )
     assert code == 2 and "distils the model alone and reads no training text" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()

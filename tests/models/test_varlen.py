@@ -16,7 +16,9 @@ def test_each_text_of_a_packed_row_gets_the_attention_it_gets_alone():
     assert weights is None and out.shape == (1, int(lengths.sum()), 4, 8)
     start = 0
     for n in lengths.tolist():
-        alone = torch.nn.functional.scaled_dot_product_attention(q[..., start : start + n, :], k[..., start : start + n, :], v[..., start : start + n, :], scale=0.3)
+        alone = torch.nn.functional.scaled_dot_product_attention(
+            q[..., start : start + n, :], k[..., start : start + n, :], v[..., start : start + n, :], scale=0.3
+        )
         assert torch.allclose(out[0, start : start + n], alone[0].transpose(0, 1), atol=1e-6)
         start += n
     whole = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.3)[0].transpose(0, 1)
@@ -27,7 +29,9 @@ def test_a_switched_model_runs_padded_batches_as_sdpa_and_switches_back(tiny_mod
     from transformers import AutoModel, AutoTokenizer
 
     model = AutoModel.from_pretrained(str(tiny_model), attn_implementation="sdpa").eval()
-    batch = AutoTokenizer.from_pretrained(str(tiny_model))(["a short one", "a much longer text than the first one"], padding=True, return_tensors="pt")
+    batch = AutoTokenizer.from_pretrained(str(tiny_model))(
+        ["a short one", "a much longer text than the first one"], padding=True, return_tensors="pt"
+    )
     with torch.inference_mode():
         before = model(**batch).last_hidden_state
         assert use_varlen(model) and model.config._attn_implementation == "encodr_varlen"

@@ -16,8 +16,14 @@ from encodr.core import commands  # noqa: E402
 from encodr.core.requests import IndexRequest  # noqa: E402
 from encodr.serve import Limits, create_app, load  # noqa: E402
 
-TEXTS = ["the cat sat on the mat", "a dog barked at the mailman", "stock prices fell sharply today", "the kitten slept on the rug",
-         "rain is expected tomorrow", "the market rallied after the news"]  # fmt: skip
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog barked at the mailman",
+    "stock prices fell sharply today",
+    "the kitten slept on the rug",
+    "rain is expected tomorrow",
+    "the market rallied after the news",
+]
 
 
 @pytest.fixture
@@ -59,7 +65,9 @@ def test_embeddings_equal_sentence_transformers(client, tiny_model):
     vector = np.frombuffer(base64.b64decode(one["data"][0]["embedding"]), dtype="<f4")
     assert np.allclose(vector, expected[0], atol=1e-5)
     short = client.post("/v1/embeddings", json={"model": str(tiny_model), "input": TEXTS[:3], "dimensions": 8}).json()
-    st_short = load_encoder(str(tiny_model)).st.encode(TEXTS[:3], normalize_embeddings=True, truncate_dim=8)  # sentence-transformers' Matryoshka truncation
+    st_short = load_encoder(str(tiny_model)).st.encode(
+        TEXTS[:3], normalize_embeddings=True, truncate_dim=8
+    )  # sentence-transformers' Matryoshka truncation
     assert np.allclose(np.array([d["embedding"] for d in short["data"]]), st_short, atol=1e-5)
 
 
@@ -78,7 +86,9 @@ def test_search_has_one_shape_for_one_query_and_many(client, index_dir):
         marked = {hit["text"][a:b].lower() for a, b in hit["highlights"]}
         assert marked <= {"a", "cat", "on", "mat"} and all(0 <= a < b <= len(hit["text"]) for a, b in hit["highlights"])
     assert any(hit["highlights"] for hit in one["results"][0]["hits"])
-    tuned = client.post("/v1/search", json={"index": index_dir.name, "query": "a cat on a mat", "k": 2, "nprobe": 4, "ef_search": 16}).json()
+    tuned = client.post(
+        "/v1/search", json={"index": index_dir.name, "query": "a cat on a mat", "k": 2, "nprobe": 4, "ef_search": 16}
+    ).json()
     assert ids(tuned) == ids(one)  # every search option of the CLI is taken (a flat index ignores these two)
 
 
@@ -99,21 +109,43 @@ def test_bad_bodies_are_refused_naming_the_field(client, tiny_model, index_dir):
     error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "x", "k": 0}), 422, "k")
     error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "x", "colour": "red"}), 422, "colour")
     error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "  "}), 422, "query")
-    error_of(client.post("/v1/embeddings", json={"model": str(tiny_model), "input": "x", "encoding_format": "int8"}), 422, "encoding_format")
+    error_of(
+        client.post("/v1/embeddings", json={"model": str(tiny_model), "input": "x", "encoding_format": "int8"}),
+        422,
+        "encoding_format",
+    )
     error_of(client.post("/v1/embeddings", json={"model": str(tiny_model), "input": "x", "dimensions": 4096}), 422, "dimensions")
 
 
 def test_errors_are_in_the_apis_words_on_every_route(client, tiny_model, index_dir):
     """Field names, never the CLI's flags; the same shape for a bad value, a missing field and an unknown route."""
     wrong = client.post("/v1/search", json={"index": index_dir.name, "query": "x", "mode": "hybird"})
-    assert wrong.status_code == 422 and wrong.json() == {"error": {"message": "mode: 'hybird' is not one of dense, keyword, hybrid", "type": "invalid_request_error",
-                                                                   "param": "mode", "code": 422}}  # fmt: skip
-    assert error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "x", "k": 0}), 422, "k") == "k: 0 must be 1 or more"
+    assert wrong.status_code == 422 and wrong.json() == {
+        "error": {
+            "message": "mode: 'hybird' is not one of dense, keyword, hybrid",
+            "type": "invalid_request_error",
+            "param": "mode",
+            "code": 422,
+        }
+    }
+    assert (
+        error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "x", "k": 0}), 422, "k")
+        == "k: 0 must be 1 or more"
+    )
     assert error_of(client.post("/v1/embeddings", json={"input": "x"}), 422, "model") == "model is required"
-    assert error_of(client.post("/v1/search", json={"index": index_dir.name, "query": "x", "lang": "English"}), 422, "lang").startswith("lang: 'English' is not an ISO 639-3")
+    assert error_of(
+        client.post("/v1/search", json={"index": index_dir.name, "query": "x", "lang": "English"}), 422, "lang"
+    ).startswith("lang: 'English' is not an ISO 639-3")
     missing = client.get("/v1/nowhere")
-    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found_error" and missing.json()["error"]["param"] == "path"
-    for route, body in (("/v1/search", {"index": index_dir.name, "query": "x", "k": 0}), ("/v1/search", {"index": index_dir.name, "query": "x", "mode": "x"})):
+    assert (
+        missing.status_code == 404
+        and missing.json()["error"]["type"] == "not_found_error"
+        and missing.json()["error"]["param"] == "path"
+    )
+    for route, body in (
+        ("/v1/search", {"index": index_dir.name, "query": "x", "k": 0}),
+        ("/v1/search", {"index": index_dir.name, "query": "x", "mode": "x"}),
+    ):
         assert "--" not in client.post(route, json=body).json()["error"]["message"]
 
 
@@ -179,19 +211,38 @@ def test_rerank_answers_in_cohere_shape_and_search_reranks(tmp_path, tiny_model,
         assert [r["index"] for r in results] == list(best)
         assert [r["relevance_score"] for r in results] == pytest.approx([float(expected[i]) for i in best], abs=1e-5)
         assert [r["document"] for r in results] == [TEXTS[i] for i in best]
-        assert "document" not in client.post("/v1/rerank", json={**body, "return_documents": False, "documents": None, "texts": TEXTS[:2]}).json()["results"][0]
+        assert (
+            "document"
+            not in client.post(
+                "/v1/rerank", json={**body, "return_documents": False, "documents": None, "texts": TEXTS[:2]}
+            ).json()["results"][0]
+        )
         error_of(client.post("/v1/rerank", json={**body, "model": str(tiny_model)}), 422, "model")  # a bi-encoder cannot re-rank
         error_of(client.post("/v1/rerank", json={**body, "documents": []}), 422, "documents")
-        hits = client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "k": 3, "rerank": str(tiny_cross), "rerank_depth": 6})
+        hits = client.post(
+            "/v1/search", json={"query": "a cat", "index": index_dir.name, "k": 3, "rerank": str(tiny_cross), "rerank_depth": 6}
+        )
         assert hits.status_code == 200, hits.text
         scores = [h["score"] for h in hits.json()["results"][0]["hits"]]
         all_scores = CrossEncoder(str(tiny_cross), device="cpu").predict([("a cat", t) for t in TEXTS])
-        assert scores == pytest.approx(sorted(map(float, all_scores), reverse=True)[:3], abs=1e-5)  # depth 6 = the whole index, re-scored
+        assert scores == pytest.approx(
+            sorted(map(float, all_scores), reverse=True)[:3], abs=1e-5
+        )  # depth 6 = the whole index, re-scored
         error_of(client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "rerank": "nothing"}), 404, "rerank")
-        error_of(client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "rerank": str(tiny_cross), "rerank_weight": 2}), 422, "rerank_weight")
-        kept = client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "k": 3, "rerank": str(tiny_cross), "rerank_weight": 0})
+        error_of(
+            client.post(
+                "/v1/search", json={"query": "a cat", "index": index_dir.name, "rerank": str(tiny_cross), "rerank_weight": 2}
+            ),
+            422,
+            "rerank_weight",
+        )
+        kept = client.post(
+            "/v1/search", json={"query": "a cat", "index": index_dir.name, "k": 3, "rerank": str(tiny_cross), "rerank_weight": 0}
+        )
         plain = client.post("/v1/search", json={"query": "a cat", "index": index_dir.name, "k": 3})
-        assert [h["text"] for h in kept.json()["results"][0]["hits"]] == [h["text"] for h in plain.json()["results"][0]["hits"]]  # w = 0: first-stage order
+        assert [h["text"] for h in kept.json()["results"][0]["hits"]] == [
+            h["text"] for h in plain.json()["results"][0]["hits"]
+        ]  # w = 0: first-stage order
     finally:
         served.close()
 
@@ -204,7 +255,9 @@ def test_backend_serves_onnx_with_the_vectors_of_torch_and_unknown_ones_are_refu
     try:
         scorer, batcher = served.models[str(tiny_model)]
         assert scorer.backend == "onnx"
-        vectors = TestClient(create_app(served)).post("/v1/embeddings", json={"model": str(tiny_model), "input": TEXTS}).json()["data"]
+        vectors = (
+            TestClient(create_app(served)).post("/v1/embeddings", json={"model": str(tiny_model), "input": TEXTS}).json()["data"]
+        )
         expected = load_encoder(str(tiny_model), device="cpu").encode(TEXTS)
         np.testing.assert_allclose([row["embedding"] for row in vectors], expected, atol=1e-5)
     finally:
@@ -229,6 +282,8 @@ def test_a_page_elsewhere_cannot_read_the_indexes(served):
     cross = local.post("/v1/search", json=body, headers={"Origin": "http://evil.example"})
     assert cross.status_code == 403 and cross.json()["error"]["param"] == "Origin"
     assert local.post("/v1/search", json=body, headers={"Origin": "http://127.0.0.1:8000"}).status_code == 200  # its own page
-    allowed = TestClient(create_app(served, served_hosts("127.0.0.1", ["search.lan"]), ["http://app.lan"]), base_url="http://search.lan")
+    allowed = TestClient(
+        create_app(served, served_hosts("127.0.0.1", ["search.lan"]), ["http://app.lan"]), base_url="http://search.lan"
+    )
     answer = allowed.post("/v1/search", json=body, headers={"Origin": "http://app.lan"})
     assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == "http://app.lan"

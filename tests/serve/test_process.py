@@ -18,7 +18,10 @@ import pytest
 pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
 
-TEXTS = [f"document {i}: the {w} sat near the {v}" for i, (w, v) in enumerate(zip(["cat", "dog", "bird", "fox"] * 10, ["mat", "door", "tree", "den"] * 10))]
+TEXTS = [
+    f"document {i}: the {w} sat near the {v}"
+    for i, (w, v) in enumerate(zip(["cat", "dog", "bird", "fox"] * 10, ["mat", "door", "tree", "den"] * 10))
+]
 
 
 def free_port() -> int:
@@ -33,8 +36,12 @@ class Server:
     def __init__(self, *args: str, env: dict | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "encodr", "serve", "--port", str(self.port), *args], stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, **(env or {})})  # fmt: skip
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "encodr", "serve", "--port", str(self.port), *args],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
         self.lines: list[str] = []
         for line in self.proc.stderr:  # blocks until the server says it listens (or dies)
             self.lines.append(line)
@@ -63,8 +70,11 @@ def corpus(tmp_path):
 @pytest.fixture
 def index_dir(tmp_path, tiny_model, corpus):
     out = tmp_path / "docs"
-    subprocess.run([sys.executable, "-m", "encodr", "index", str(corpus), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"], check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "encodr", "index", str(corpus), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -125,9 +135,15 @@ def test_a_client_that_disconnects_mid_request_harms_no_one(tiny_model, index_di
         body = json.dumps({"model": str(tiny_model), "input": TEXTS * 50}).encode()
         for _ in range(3):  # send a request, then hang up before the answer
             with socket.create_connection(("127.0.0.1", server.port)) as s:
-                s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+                s.sendall(
+                    b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                    % len(body)
+                    + body
+                )
         with socket.create_connection(("127.0.0.1", server.port)) as s:  # and one that leaves mid-body
-            s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999\r\n\r\n{\"model\":")
+            s.sendall(
+                b'POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999\r\n\r\n{"model":'
+            )
         r = httpx.post(server.url + "/v1/embeddings", json={"model": str(tiny_model), "input": "still here"}, timeout=60)
         assert r.status_code == 200 and len(r.json()["data"]) == 1
     finally:
@@ -157,8 +173,11 @@ def test_index_add_under_load_is_seen_whole(tiny_model, index_dir, tmp_path):
     try:
         with ThreadPoolExecutor(3) as pool:
             futures = [pool.submit(reader) for _ in range(3)]
-            add = subprocess.run([sys.executable, "-m", "encodr", "index", str(more), "--add", "--out", str(index_dir), "--lang", "eng"],
-                                 capture_output=True, text=True)  # fmt: skip
+            add = subprocess.run(
+                [sys.executable, "-m", "encodr", "index", str(more), "--add", "--out", str(index_dir), "--lang", "eng"],
+                capture_output=True,
+                text=True,
+            )
             with httpx.Client(base_url=server.url, timeout=30) as http:  # one request after the add has finished
                 final = http.get("/v1/indexes").json()[0]["count"]
             done.set()
@@ -175,12 +194,18 @@ def test_index_add_under_load_is_seen_whole(tiny_model, index_dir, tmp_path):
 def test_a_port_in_use_is_one_line(tiny_model):
     server = Server("--model", str(tiny_model))
     try:
-        second = subprocess.run([sys.executable, "-m", "encodr", "serve", "--model", str(tiny_model), "--port", str(server.port)],
-                                capture_output=True, text=True, timeout=120)  # fmt: skip
+        second = subprocess.run(
+            [sys.executable, "-m", "encodr", "serve", "--model", str(tiny_model), "--port", str(server.port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         assert server.stop() == 0
     errors = [line for line in second.stderr.splitlines() if "error" in line.lower()]
-    assert second.returncode == 2 and len(errors) == 1 and errors[0].startswith("encodr: error: cannot listen on 127.0.0.1:"), second.stderr
+    assert second.returncode == 2 and len(errors) == 1 and errors[0].startswith("encodr: error: cannot listen on 127.0.0.1:"), (
+        second.stderr
+    )
     assert "Traceback" not in second.stderr
 
 
@@ -214,4 +239,7 @@ def test_no_auth_is_said_in_the_start_banner(tiny_model, monkeypatch):
     server = Server("--model", str(tiny_model), "--no-auth")  # on 127.0.0.1: tests bind nothing wider
     assert server.stop() == 0
     said = " ".join(line.strip() for line in server.lines)  # the console wraps a long line at its width
-    assert said.count("--no-auth") == 1 and f"warning: --no-auth: anyone who can reach 127.0.0.1:{server.port} can read the served indexes" in said
+    assert (
+        said.count("--no-auth") == 1
+        and f"warning: --no-auth: anyone who can reach 127.0.0.1:{server.port} can read the served indexes" in said
+    )

@@ -1,11 +1,10 @@
 """The Textual app, driven by its pilot: type a query, read the results table."""
 
-from encodr.index.options import SearchOptions
 import numpy as np
 import pytest
 
-from encodr.index import BuildOptions, build
-from encodr.index import Searcher
+from encodr.index import BuildOptions, Searcher, build
+from encodr.index.options import SearchOptions
 from encodr.tui import EncodrApp, score_bar
 from encodr.tui.app import HELP
 from tests.conftest import search_with, settle
@@ -46,7 +45,12 @@ async def test_typing_a_query_fills_the_results_table(searcher):
         assert table.row_count == 4
         first = table.get_row_at(0)
         assert first[0] == "1" and hit_text(first) == "stock markets fell sharply" and hit_where(first) == "c.txt:2"
-        assert [first[4].plain[s.start : s.end] for s in first[4].spans if s.style == "bold yellow"] == ["stock", "markets", "fell", "sharply"]  # the query's words highlighted
+        assert [first[4].plain[s.start : s.end] for s in first[4].spans if s.style == "bold yellow"] == [
+            "stock",
+            "markets",
+            "fell",
+            "sharply",
+        ]  # the query's words highlighted
         assert "4 texts" in str(app.query_one("#status").render())
 
 
@@ -60,7 +64,9 @@ async def test_a_source_in_brackets_shows_as_it_is(tmp_path, tiny_model):
         await settle(app, pilot)
         table = app.query_one("#results")
         assert table.row_count == 4
-        shown = [table.render_line(y).text for y in range(1, 3 * table.row_count + 1)]  # a hit: its snippet's lines, then where it is
+        shown = [
+            table.render_line(y).text for y in range(1, 3 * table.row_count + 1)
+        ]  # a hit: its snippet's lines, then where it is
         assert sum("[draft] notes.txt:" in line for line in shown) == 4
 
 
@@ -76,7 +82,9 @@ async def test_typing_in_the_query_box_lays_out_nothing_and_a_long_query_scrolls
         await settle(app, pilot)
         box = app.query_one("#query")
         assert layouts == []  # a plain Input lays the screen out at every keystroke
-        assert box.cursor_position == len(box.value) and box.scroll_x > 0  # the cursor, at the end of a text wider than the box, is in view
+        assert (
+            box.cursor_position == len(box.value) and box.scroll_x > 0
+        )  # the cursor, at the end of a text wider than the box, is in view
 
 
 async def test_searches_run_off_the_event_loop_on_one_thread(searcher):
@@ -96,7 +104,9 @@ async def test_searches_run_off_the_event_loop_on_one_thread(searcher):
             app.query_one("#query").value = query
             await settle(app, pilot)
             assert hit_text(app.query_one("#results").get_row_at(0)) in TEXTS
-    assert len(threads) == 3 and len(set(threads)) == 1 and threads[0] is not threading.main_thread()  # the search thread, where the index was warmed
+    assert (
+        len(threads) == 3 and len(set(threads)) == 1 and threads[0] is not threading.main_thread()
+    )  # the search thread, where the index was warmed
 
 
 async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, tiny_cross, tmp_path):
@@ -110,8 +120,12 @@ async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, t
         await pilot.press(*"a cat", "enter")
         await settle(app, pilot)
         table = app.query_one("#results")
-        assert [hit_text(table.get_row_at(r)) for r in range(table.row_count)] == [TEXTS[i] for i in np.argsort(-expected, kind="stable")]
-        assert [float(table.get_row_at(r)[1]) for r in range(table.row_count)] == pytest.approx(sorted(expected, reverse=True), abs=1e-4)
+        assert [hit_text(table.get_row_at(r)) for r in range(table.row_count)] == [
+            TEXTS[i] for i in np.argsort(-expected, kind="stable")
+        ]
+        assert [float(table.get_row_at(r)[1]) for r in range(table.row_count)] == pytest.approx(
+            sorted(expected, reverse=True), abs=1e-4
+        )
         assert f"re-ranked by {tiny_cross}" in str(app.query_one("#status").render())
         box = app.query_one("#search-rerank")
         box.value = str(tmp_path / "no-such-model")
@@ -125,7 +139,9 @@ async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, t
         await settle(app, pilot)
         assert app.reranker is None and "re-ranked" not in str(app.query_one("#status").render())
         first_stage = searcher.search(["a cat"], SearchOptions(k=10, mode="hybrid"))[0]
-        assert [table.get_row_at(r)[1] for r in range(table.row_count)] == [f"{h.score:.4f}" for h in first_stage]  # not re-ranked again
+        assert [table.get_row_at(r)[1] for r in range(table.row_count)] == [
+            f"{h.score:.4f}" for h in first_stage
+        ]  # not re-ranked again
 
 
 async def test_enter_searches_and_compare_view(searcher):
@@ -180,14 +196,18 @@ async def test_workspace_columns_fit_their_cells_on_a_wide_terminal(searcher):
                 cells = [len(str(table.get_cell(row, column.key))) for row in table.rows]
                 assert column.get_render_width(table) >= max([len(str(column.label)), *cells]), (table_id, column.label)
         models = app.query_one("#models")
-        assert any(len(str(models.get_row_at(i)[2])) > 20 for i in range(models.row_count))  # a long cell to fit, not only short ones
+        assert any(
+            len(str(models.get_row_at(i)[2])) > 20 for i in range(models.row_count)
+        )  # a long cell to fit, not only short ones
 
 
 async def test_the_filter_box_restricts_hits_and_ctrl_d_deletes_a_hits_document(tmp_path, tiny_model):
     import json
 
     corpus = tmp_path / "kb.jsonl"
-    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": t, "team": "ops" if i % 2 else "dev"}) + "\n" for i, t in enumerate(TEXTS)))
+    corpus.write_text(
+        "".join(json.dumps({"_id": f"d{i}", "text": t, "team": "ops" if i % 2 else "dev"}) + "\n" for i, t in enumerate(TEXTS))
+    )
     build([str(corpus)], tmp_path / "kb", BuildOptions(model=str(tiny_model)))
     app = EncodrApp(searcher=Searcher(tmp_path / "kb"), debounce=0.0)
     async with app.run_test(size=(160, 40)) as pilot:
@@ -253,7 +273,9 @@ async def test_a_markdown_hit_opens_its_document_rendered_as_markdown_at_the_pas
 
     filler = " ".join(f"word{i}" for i in range(300))
     doc = tmp_path / "guide.md"
-    doc.write_text(f"# Guide\n\n## Install\n\n{filler}\n\n| part | bar |\n| --- | --- |\n| pump | 4 |\n\n## Service\n\nBleed the radiators every autumn. {filler}\n")
+    doc.write_text(
+        f"# Guide\n\n## Install\n\n{filler}\n\n| part | bar |\n| --- | --- |\n| pump | 4 |\n\n## Service\n\nBleed the radiators every autumn. {filler}\n"
+    )
     build([str(doc)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
     app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -261,7 +283,9 @@ async def test_a_markdown_hit_opens_its_document_rendered_as_markdown_at_the_pas
         await pilot.click("#query")
         await pilot.press(*"radiators", "enter")
         await settle(app, pilot)
-        assert "guide.md:13 › Service" in hit_where(app.query_one("#results").get_row_at(0))  # the snippet's line and the hit's section
+        assert "guide.md:13 › Service" in hit_where(
+            app.query_one("#results").get_row_at(0)
+        )  # the snippet's line and the hit's section
         app.query_one("#results").focus()
         await pilot.press("enter")
         await pilot.pause()

@@ -17,17 +17,26 @@ PACKAGE = Path(encodr.__file__).parent
 # core's own list or reader, so the TUI offers what the CLI accepts (the core validates both).
 PRESENTATION_ONLY = {
     ("encodr.errors", "EncodrError"),  # the one-line error both interfaces show
-    ("encodr.core.dispatch", "recipe_fields"),  # the Train pane shows the recipe's fields to edit (they reach the core as --set items)
+    (
+        "encodr.core.dispatch",
+        "recipe_fields",
+    ),  # the Train pane shows the recipe's fields to edit (they reach the core as --set items)
     ("encodr.core.dispatch", "recipe_notes"),  # and each field's meaning and rule, as its tooltip
     ("encodr.core.dispatch", "dev_sets"),  # the Train pane's dev-set choices (`encodr tune --dev` takes the same names)
     ("encodr.core.dispatch", "preview"),  # the data-file preview: the reader `encodr tune` reads with, for its count
     ("encodr.core.dispatch", "cancelled"),  # Cancel: raised from the step callback; the CLI's Ctrl-C ends the same way
     ("encodr.core.results", "human"),  # the Workspace's cells, rendered for people as the CLI's tables are (Result.tables)
     ("encodr.core.results", "term_spans"),
-    ("encodr.core.results", "snippet"),  # the Search tab's passages, cut around the match as SearchResult.tables cuts them for the CLI
+    (
+        "encodr.core.results",
+        "snippet",
+    ),  # the Search tab's passages, cut around the match as SearchResult.tables cuts them for the CLI
     ("encodr.core.results", "where"),  # a hit's source and offset, as the CLI's table shows it
     ("encodr.core.results", "own_title"),
-    ("encodr.core.results", "judged_mark"),  # a hit a judgment moved, as the CLI's table marks it  # a hit's title where it says more than its path, as the CLI's table shows it
+    (
+        "encodr.core.results",
+        "judged_mark",
+    ),  # a hit a judgment moved, as the CLI's table marks it  # a hit's title where it says more than its path, as the CLI's table shows it
     ("encodr.core.results", "reads_as_markdown"),  # the document view renders a document read as Markdown
 }
 
@@ -82,9 +91,16 @@ def test_every_core_entry_point_of_the_tui_is_one_the_cli_uses():
 def test_the_scan_sees_the_tuis_calls_and_one_the_cli_lacks():
     """The check can fail: it sees what the panes call, and a core function the CLI never calls."""
     refs = tui_core_refs()
-    for call in [("encodr.core.dispatch", "prepare"), ("encodr.core.dispatch", "run"), ("encodr.core.dispatch", "call"), ("encodr.core.dispatch", "tune")]:
+    for call in [
+        ("encodr.core.dispatch", "prepare"),
+        ("encodr.core.dispatch", "run"),
+        ("encodr.core.dispatch", "call"),
+        ("encodr.core.dispatch", "tune"),
+    ]:
         assert call in refs
-    probe = core_refs(PACKAGE / "tui" / "probe.py", "from ..training.trainer import Trainer\nfrom ..core import dispatch\ndispatch.call\n")
+    probe = core_refs(
+        PACKAGE / "tui" / "probe.py", "from ..training.trainer import Trainer\nfrom ..core import dispatch\ndispatch.call\n"
+    )
     assert probe == {("encodr.training.trainer", "Trainer"), ("encodr.core.dispatch", "call")}
     cli = resolve(core_refs(PACKAGE / "cli.py"))
     assert [name for key, name in resolve(probe).items() if key not in cli] == ["encodr.training.trainer.Trainer"]

@@ -92,8 +92,12 @@ async def test_train_pane_checks_fields_inline_as_the_cli_does(tiny_model):
         await pilot.pause()
         assert str(app.query_one("#check-epochs").render()) == "✓"
         _, job = pane.request()  # no output folder chosen: the CLI's default (the pane required one before)
-        assert job.out.parent.name == "encodr-runs" and job.out.name.startswith("sentence-")  # the declared default recipe, as encodr tune
-        temperature = next(i for i in pane.query(".field-input") if i.name == "temperature")  # the field's one declaration, as its tooltip
+        assert job.out.parent.name == "encodr-runs" and job.out.name.startswith(
+            "sentence-"
+        )  # the declared default recipe, as encodr tune
+        temperature = next(
+            i for i in pane.query(".field-input") if i.name == "temperature"
+        )  # the field's one declaration, as its tooltip
         assert "InfoNCE temperature" in str(temperature.tooltip) and "Allowed: a number in (0, 10]" in str(temperature.tooltip)
 
 
@@ -151,8 +155,17 @@ async def test_runs_pane_shows_a_run_and_hands_its_model_on(tmp_path):
     out = tmp_path / "m"
     out.mkdir()
     (out / "train_log.jsonl").write_text("\n".join(json.dumps({"step": s, "loss": 1.0 / s}) for s in range(1, 6)) + "\n")
-    run_id = registry.record({"kind": "tune", "model": "minilm", "recipe_name": "word", "data": "w.txt", "out": str(out),
-                              "recipe": {"lr": 2e-5}, "metrics": {"final_loss": 0.2, "dev_curve": [{"step": 0, "dev": 50.0}, {"step": 5, "dev": 51.0}]}})  # fmt: skip
+    run_id = registry.record(
+        {
+            "kind": "tune",
+            "model": "minilm",
+            "recipe_name": "word",
+            "data": "w.txt",
+            "out": str(out),
+            "recipe": {"lr": 2e-5},
+            "metrics": {"final_loss": 0.2, "dev_curve": [{"step": 0, "dev": 50.0}, {"step": 5, "dev": 51.0}]},
+        }
+    )
     app = EncodrApp()
     async with app.run_test(size=(180, 60)) as pilot:
         await pilot.press("f8")
@@ -222,5 +235,7 @@ async def test_the_index_pane_fits_100_columns_and_starts_from_the_open_index(ti
         for widget in pane.query("Input, Select, Checkbox, Button"):
             assert widget.region.right <= 100, widget.id  # on screen, none cut at the right edge
         assert app.query_one("#index-files").value == str(words)
-        assert app.query_one("#index-model").value == str(tiny_model) and app.query_one("#index-out").value == str(tmp_path / "idx")
+        assert app.query_one("#index-model").value == str(tiny_model) and app.query_one("#index-out").value == str(
+            tmp_path / "idx"
+        )
         assert app.query_one("#index-type").value == "hnsw"

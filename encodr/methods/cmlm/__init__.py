@@ -12,4 +12,6 @@ from ..base import Method
 from .config import CMLMRecipe
 from .method import run
 
-METHOD = Method("cmlm", CMLMRecipe, run, inputs=("dev", "bitext"), summary="CMLM + bitext retrieval: language-agnostic sentence encoders")
+METHOD = Method(
+    "cmlm", CMLMRecipe, run, inputs=("dev", "bitext"), summary="CMLM + bitext retrieval: language-agnostic sentence encoders"
+)

@@ -34,9 +34,17 @@ class CMLMHead(nn.Module):
     def __init__(self, hidden: int, projections: int, word_embeddings: nn.Embedding, layer_norm_eps: float = 1e-12):
         super().__init__()
         self.hidden, self.projections = hidden, projections
-        self.projection = nn.Sequential(
-            nn.Linear(hidden, 2 * hidden), nn.ReLU(), nn.Linear(2 * hidden, 2 * hidden), nn.ReLU(), nn.Linear(2 * hidden, (projections - 1) * hidden)
-        ) if projections > 1 else None  # fmt: skip
+        self.projection = (
+            nn.Sequential(
+                nn.Linear(hidden, 2 * hidden),
+                nn.ReLU(),
+                nn.Linear(2 * hidden, 2 * hidden),
+                nn.ReLU(),
+                nn.Linear(2 * hidden, (projections - 1) * hidden),
+            )
+            if projections > 1
+            else None
+        )
         self.dense = nn.Linear(hidden, hidden)
         self.layer_norm = nn.LayerNorm(hidden, eps=layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(word_embeddings.num_embeddings))

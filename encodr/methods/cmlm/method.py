@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...data.bitext import Translation, hold_out, read_bitext_any
 from ...data.adjacent import read_documents
+from ...data.bitext import Translation, hold_out, read_bitext_any
 from ...errors import EncodrError
 from ...losses import AdditiveMarginLoss, CachedLoss
 from ...models import Encoder, load_encoder, resolve
@@ -24,7 +24,9 @@ from .head import CMLMHead
 BIBLE_SAMPLE = ("bible/mark_documents.tsv", "bible/mark_bitext.tsv")
 
 
-def mask_tokens(ids: Sequence[int], rate: float, tokenizer, special: frozenset[int], rng: np.random.Generator) -> tuple[list[int], list[int]]:
+def mask_tokens(
+    ids: Sequence[int], rate: float, tokenizer, special: frozenset[int], rng: np.random.Generator
+) -> tuple[list[int], list[int]]:
     """BERT-style masking of one sequence for the MLM target (CMLM §2: 80 of 256 tokens).
 
     ``round(rate · n)`` of the n content tokens (at least 1; special tokens never) are chosen;
@@ -97,8 +99,13 @@ def cmlm_stream(encoder: Encoder, head: CMLMHead, pairs: Sequence[tuple[str, str
             s1.append(a)
             s2.append(masked)
             labels.append(target)
-        return {"s1_ids": _pad(s1, pad), "s1_mask": _pad([[1] * len(r) for r in s1], 0), "s2_ids": _pad(s2, pad),
-                "s2_mask": _pad([[1] * len(r) for r in s2], 0), "labels": _pad(labels, -100)}  # fmt: skip
+        return {
+            "s1_ids": _pad(s1, pad),
+            "s1_mask": _pad([[1] * len(r) for r in s1], 0),
+            "s2_ids": _pad(s2, pad),
+            "s2_mask": _pad([[1] * len(r) for r in s2], 0),
+            "labels": _pad(labels, -100),
+        }
 
     def loss(module: nn.Module, b: dict) -> torch.Tensor:
         b = to_device(b, head.bias.device)
@@ -172,8 +179,9 @@ def run(ctx: RunContext) -> Outcome:
     documents = read_documents(data) if data and recipe.cmlm_weight > 0 else None
     translations = [t for path in bitext for t in read_bitext_any(path)] if recipe.bitext_weight > 0 else []
     if documents is None and not translations:
-        raise EncodrError("the multilingual recipe needs documents (TEXT) or --bitext FILE with a weight above 0; "
-                          "pass TEXT, --bitext, or both")  # fmt: skip
+        raise EncodrError(
+            "the multilingual recipe needs documents (TEXT) or --bitext FILE with a weight above 0; pass TEXT, --bitext, or both"
+        )
     dev = load_dev(ctx, request.dev)
     held: list[Translation] = []
     if dev is None and translations and recipe.bitext_dev:
@@ -182,9 +190,13 @@ def run(ctx: RunContext) -> Outcome:
             dev = held_out_dev(held)
     encoder = load_encoder(request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
     bert = encoder.transformer
-    head = CMLMHead(bert.config.hidden_size, recipe.projections, bert.get_input_embeddings(), getattr(bert.config, "layer_norm_eps", 1e-12))
+    head = CMLMHead(
+        bert.config.hidden_size, recipe.projections, bert.get_input_embeddings(), getattr(bert.config, "layer_norm_eps", 1e-12)
+    )
     if documents is not None and not head.load_transform(resolve(request.models[0]).transformer_dir()):
-        ctx.warn(f"'{encoder.name}' has no MLM head in its checkpoint: the CMLM head's transform starts from a fresh initialisation")
+        ctx.warn(
+            f"'{encoder.name}' has no MLM head in its checkpoint: the CMLM head's transform starts from a fresh initialisation"
+        )
     head.to(ctx.trainer.device)
     adjacent = documents.adjacent_pairs() if documents is not None else []
     streams = []
@@ -193,14 +205,41 @@ def run(ctx: RunContext) -> Outcome:
     if translations:
         streams.append(bitext_stream(encoder, translations, recipe))
     module = nn.ModuleDict({"encoder": encoder.st, "head": head})
-    result = ctx.trainer.fit(module, streams, recipe.optim(), FitOptions(evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric=dev.metric if dev else "dev",
-                                                                    eval_steps=recipe.eval_steps, progress=ctx.progress, on_step=request.on_step))  # fmt: skip
+    result = ctx.trainer.fit(
+        module,
+        streams,
+        recipe.optim(),
+        FitOptions(
+            evaluate=(lambda: dev.score(encoder)) if dev else None,
+            dev_metric=dev.metric if dev else "dev",
+            eval_steps=recipe.eval_steps,
+            progress=ctx.progress,
+            on_step=request.on_step,
+        ),
+    )
     ctx.save(".", encoder.save)
     report, metrics, shown = fit_report(ctx, result, dev)
     sources = ([documents.source] if documents else []) + (bitext if translations else [])
-    summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": ", ".join(sources), "cmlm_pairs": len(adjacent),
-               "bitext_pairs": len(translations), "bitext_dev_pairs": len(held), "mlm_head_from_checkpoint": head.from_checkpoint, **report}  # fmt: skip
+    summary = {
+        "base_model": encoder.name,
+        "pooling": encoder.pooling,
+        "data": ", ".join(sources),
+        "cmlm_pairs": len(adjacent),
+        "bitext_pairs": len(translations),
+        "bitext_dev_pairs": len(held),
+        "mlm_head_from_checkpoint": head.from_checkpoint,
+        **report,
+    }
     metrics.update(cmlm_pairs=len(adjacent), bitext_pairs=len(translations))
-    rows = [{"kind": "tune", "model": encoder.name, "data": summary["data"], "data_sha256": documents.sha256 if documents else "",
-             "strings": len(adjacent) + len(translations), "out": ".", "metrics": metrics}]  # fmt: skip
+    rows = [
+        {
+            "kind": "tune",
+            "model": encoder.name,
+            "data": summary["data"],
+            "data_sha256": documents.sha256 if documents else "",
+            "strings": len(adjacent) + len(translations),
+            "out": ".",
+            "metrics": metrics,
+        }
+    ]
     return Outcome(summary, rows, result.log, ("base_model", "pooling", "data", "cmlm_pairs", "bitext_pairs", *shown))

@@ -15,5 +15,11 @@ from .config import CodeRecipe
 from .method import run
 from .pairs import preflight
 
-METHOD = Method("code", CodeRecipe, run, inputs=("report", "no_dev"), preflight=preflight,
-                summary="Code: a repository's documented functions as (documentation → code) pairs, InfoNCE, dev fold of its own")  # fmt: skip
+METHOD = Method(
+    "code",
+    CodeRecipe,
+    run,
+    inputs=("report", "no_dev"),
+    preflight=preflight,
+    summary="Code: a repository's documented functions as (documentation → code) pairs, InfoNCE, dev fold of its own",
+)

@@ -18,18 +18,37 @@ class CodeRecipe(SingleRunRecipe):
     and rule."""
 
     method: str = "code"
-    query: str = setting("summary", "What of a definition's documentation is the query: summary, its first sentence (PEP 257's summary "
-                                    "line; what a person types); docstring, all of it.", (lambda v: v in QUERIES, " | ".join(QUERIES)))  # fmt: skip
-    min_words: int = setting(3, "A documentation whose query has fewer words is left out (\"TODO\", \"Getter.\").", (lambda v: v >= 1, "an integer ≥ 1"))
-    min_documented: int = setting(30, "Documented definitions needed to train with a dev fold; with fewer, the starting model is saved unchanged "
-                                      "(--no-dev trains on them all, without selection).", (lambda v: v >= 2, "an integer ≥ 2"))  # fmt: skip
-    dev_share: float = setting(0.2, "The share of documented definitions held out as the dev fold, by a hash of their path and qualified name "
-                                    "(their documentation stays out of training; their code is searched without it).",
-                               (lambda v: 0 < v < 1, "a number in (0, 1)"))  # fmt: skip
-    hard_negatives: int = setting(1, "Negatives mined per pair with the starting model: the definitions of the same repository whose code it "
-                                     "ranks highest for the query, leaving out the definition itself and those of the same name (overloads, "
-                                     "overrides); 0: in-batch negatives only.", (lambda v: v in (0, 1), "0 or 1"))  # fmt: skip
-    scale: float = setting(20.0, "s = 1/τ of the InfoNCE softmax over cosines (sentence-transformers' MNRL: 20).", (lambda v: v > 0, "a number > 0"))
+    query: str = setting(
+        "summary",
+        "What of a definition's documentation is the query: summary, its first sentence (PEP 257's summary "
+        "line; what a person types); docstring, all of it.",
+        (lambda v: v in QUERIES, " | ".join(QUERIES)),
+    )
+    min_words: int = setting(
+        3, 'A documentation whose query has fewer words is left out ("TODO", "Getter.").', (lambda v: v >= 1, "an integer ≥ 1")
+    )
+    min_documented: int = setting(
+        30,
+        "Documented definitions needed to train with a dev fold; with fewer, the starting model is saved unchanged "
+        "(--no-dev trains on them all, without selection).",
+        (lambda v: v >= 2, "an integer ≥ 2"),
+    )
+    dev_share: float = setting(
+        0.2,
+        "The share of documented definitions held out as the dev fold, by a hash of their path and qualified name "
+        "(their documentation stays out of training; their code is searched without it).",
+        (lambda v: 0 < v < 1, "a number in (0, 1)"),
+    )
+    hard_negatives: int = setting(
+        1,
+        "Negatives mined per pair with the starting model: the definitions of the same repository whose code it "
+        "ranks highest for the query, leaving out the definition itself and those of the same name (overloads, "
+        "overrides); 0: in-batch negatives only.",
+        (lambda v: v in (0, 1), "0 or 1"),
+    )
+    scale: float = setting(
+        20.0, "s = 1/τ of the InfoNCE softmax over cosines (sentence-transformers' MNRL: 20).", (lambda v: v > 0, "a number > 0")
+    )
     query_max_length: int = setting(64, "Tokens of a query.", (lambda v: v >= 4, "an integer ≥ 4"))
     max_length: int = setting(256, "Tokens of a definition's code (longer code is cut).", (lambda v: v >= 16, "an integer ≥ 16"))
     batch_size: int = setting(32, rule=(lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"))

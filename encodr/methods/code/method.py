@@ -40,23 +40,57 @@ def run(ctx: RunContext) -> Outcome:
     encoder = load_encoder(request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
     base = {"base_model": encoder.name, "data": str(request.data), "definitions": len(units), "documented": len(documented)}
     if len(train) < 2 or (not request.no_dev and (len(documented) < recipe.min_documented or not dev)):
-        ctx.warn(f"only {len(documented)} documented definitions (a documentation of at least {recipe.min_words} words; at least "
-                 f"{recipe.min_documented} to hold out a dev fold): saved the starting model unchanged"
-                 f"{'' if request.no_dev else ' (pass --no-dev to train on them without selection)'}")  # fmt: skip
+        ctx.warn(
+            f"only {len(documented)} documented definitions (a documentation of at least {recipe.min_words} words; at least "
+            f"{recipe.min_documented} to hold out a dev fold): saved the starting model unchanged"
+            f"{'' if request.no_dev else ' (pass --no-dev to train on them without selection)'}"
+        )
         ctx.save(".", encoder.save)
-        return Outcome({**base, "kept": "start"}, [{"kind": "tune", "model": encoder.name, "data": str(request.data), "strings": 0, "out": ".",
-                                                   "metrics": {"kept": "start"}}], None, (*base, "kept"))  # fmt: skip
+        return Outcome(
+            {**base, "kept": "start"},
+            [
+                {
+                    "kind": "tune",
+                    "model": encoder.name,
+                    "data": str(request.data),
+                    "strings": 0,
+                    "out": ".",
+                    "metrics": {"kept": "start"},
+                }
+            ],
+            None,
+            (*base, "kept"),
+        )
     recipe = batch_that_fits(ctx, recipe, len(train), "training pairs")
     negatives = mine_negatives(encoder, train, units, held) if recipe.hard_negatives else None
     with tempfile.TemporaryDirectory(prefix="encodr-code-dev-") as tmp:
-        devset = load_dev(ctx, str(dev_folder(units, dev, Path(tmp) / "code-dev")), "ndcg@10", role="the dev fold") if dev else None
+        devset = (
+            load_dev(ctx, str(dev_folder(units, dev, Path(tmp) / "code-dev")), "ndcg@10", role="the dev fold") if dev else None
+        )
         report = load_dev(ctx, request.report, "ndcg@10", role="the report set")
-        result = fit_selected(ctx, encoder, [code_stream(encoder, train, negatives, recipe, ctx.trainer.world)], recipe, devset, report)
+        result = fit_selected(
+            ctx, encoder, [code_stream(encoder, train, negatives, recipe, ctx.trainer.world)], recipe, devset, report
+        )
     ctx.save(".", encoder.save)
     summary, metrics, shown = fit_report(ctx, result, devset)
     curve = [p["dev"] for p in result.dev_curve]
-    summary = {**base, "pooling": encoder.pooling, "pairs": len(train), "dev_queries": len(dev), "hard_negatives": recipe.hard_negatives,
-               "dev_before": curve[0] if curve else None, "dev_after": max(curve) if curve else None, **summary,
-               "dev": "the dev fold of the documented definitions" if dev else None}  # fmt: skip
-    rows = [{"kind": "tune", "model": encoder.name, "data": str(request.data), "strings": len(train), "out": ".", "metrics": metrics}]
-    return Outcome(summary, rows, result.log, ("base_model", "data", "definitions", "pairs", "dev_queries", "dev_before", "dev_after", *shown))
+    summary = {
+        **base,
+        "pooling": encoder.pooling,
+        "pairs": len(train),
+        "dev_queries": len(dev),
+        "hard_negatives": recipe.hard_negatives,
+        "dev_before": curve[0] if curve else None,
+        "dev_after": max(curve) if curve else None,
+        **summary,
+        "dev": "the dev fold of the documented definitions" if dev else None,
+    }
+    rows = [
+        {"kind": "tune", "model": encoder.name, "data": str(request.data), "strings": len(train), "out": ".", "metrics": metrics}
+    ]
+    return Outcome(
+        summary,
+        rows,
+        result.log,
+        ("base_model", "data", "definitions", "pairs", "dev_queries", "dev_before", "dev_after", *shown),
+    )

@@ -48,11 +48,15 @@ def source_files(source: str | None) -> list[str]:
         EncodrError: no source given, a path that does not exist, or no source file under it.
     """
     if not source:
-        raise EncodrError("the code recipe learns from your source code; pass a folder: encodr tune SRC --recipe code --out MODEL")
+        raise EncodrError(
+            "the code recipe learns from your source code; pass a folder: encodr tune SRC --recipe code --out MODEL"
+        )
     files, _ = expand([source])
     found = [f for f in files if Path(f).suffix.lower() in CODE_SUFFIXES]
     if not found:
-        raise EncodrError(f"{source}: no source file in it; the code recipe reads {' '.join(CODE_SUFFIXES[:8])} … (a folder of your code)")
+        raise EncodrError(
+            f"{source}: no source file in it; the code recipe reads {' '.join(CODE_SUFFIXES[:8])} … (a folder of your code)"
+        )
     return found
 
 
@@ -85,7 +89,9 @@ def read_units(source: str, recipe: CodeRecipe) -> list[Unit]:
             seen[d.name] = seen.get(d.name, 0) + 1
             units.append(Unit(rel, d.name, text[d.start : d.end], query, d.code, seen[d.name]))
     if not units:
-        raise EncodrError(f"{source}: no function, method or class found in a source file; the code recipe reads {' '.join(CODE_SUFFIXES[:8])} …")
+        raise EncodrError(
+            f"{source}: no function, method or class found in a source file; the code recipe reads {' '.join(CODE_SUFFIXES[:8])} …"
+        )
     return units
 
 
@@ -108,7 +114,9 @@ def dev_folder(units: list[Unit], dev: list[Unit], folder: Path) -> Path:
     with open(folder / "queries.jsonl", "w", encoding="utf-8") as out:
         for i, u in enumerate(dev):
             out.write(json.dumps({"_id": f"q{i}", "text": u.query}) + "\n")
-    (folder / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\t{u.key}\t1\n" for i, u in enumerate(dev)))
+    (folder / "qrels" / "dev.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\t{u.key}\t1\n" for i, u in enumerate(dev))
+    )
     return folder
 
 

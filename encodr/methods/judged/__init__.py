@@ -15,5 +15,11 @@ from .config import JudgedRecipe
 from .data import check_source
 from .method import run
 
-METHOD = Method("judged", JudgedRecipe, run, inputs=("index", "no_dev"), preflight=lambda recipe, job: check_source(job.index, job.data),
-                summary="Judged: learn from relevance judgments (the index's or a BEIR folder's): bi-encoder, fusion weight, re-ranker, each kept only if dev improves")  # fmt: skip
+METHOD = Method(
+    "judged",
+    JudgedRecipe,
+    run,
+    inputs=("index", "no_dev"),
+    preflight=lambda recipe, job: check_source(job.index, job.data),
+    summary="Judged: learn from relevance judgments (the index's or a BEIR folder's): bi-encoder, fusion weight, re-ranker, each kept only if dev improves",
+)

@@ -36,47 +36,90 @@ class JudgedRecipe(SingleRunRecipe):
     method's own, each declared with its meaning and rule."""
 
     method: str = "judged"
-    negatives: int = setting(1, "Hard negatives per (query, relevant passage) pair for the bi-encoder, mined from the corpus by the starting "
-                                "model (sentence-transformers' mine_hard_negatives), documents judged relevant to the query left out; "
-                                "documents judged not relevant (grade 0) come first.", (lambda v: v >= 0, "an integer ≥ 0"))  # fmt: skip
-    margin: float = setting(0.05, "A mined negative must score below (1 − margin) × the positive's cosine (relative_margin): near-duplicates "
-                                  "of the positive are skipped.", (lambda v: 0 <= v < 1, "a number in [0, 1)"))  # fmt: skip
-    scale: float = setting(20.0, "s = 1/τ of MNRL's softmax over cosines (sentence-transformers: 20).", (lambda v: v > 0, "a number > 0"))
+    negatives: int = setting(
+        1,
+        "Hard negatives per (query, relevant passage) pair for the bi-encoder, mined from the corpus by the starting "
+        "model (sentence-transformers' mine_hard_negatives), documents judged relevant to the query left out; "
+        "documents judged not relevant (grade 0) come first.",
+        (lambda v: v >= 0, "an integer ≥ 0"),
+    )
+    margin: float = setting(
+        0.05,
+        "A mined negative must score below (1 − margin) × the positive's cosine (relative_margin): near-duplicates "
+        "of the positive are skipped.",
+        (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    )
+    scale: float = setting(
+        20.0, "s = 1/τ of MNRL's softmax over cosines (sentence-transformers: 20).", (lambda v: v > 0, "a number > 0")
+    )
     query_max_length: int = setting(64, "Tokens of a query.", _length(4))
     max_length: int = setting(256, "Tokens of a passage.", _length(16))
     epochs: int = 2
     batch_size: int = 32
     lr: float = 2e-5
     warmup: float = 0.1
-    min_queries: int = setting(20, "Judged queries (with a relevant document) needed to hold out a dev fold; with fewer, the start model is "
-                                   "kept unless --no-dev.", (lambda v: v >= 2, "an integer ≥ 2"))  # fmt: skip
-    significance: float = setting(0.05, "A component is kept only when its per-query dev nDCG@10 beats what it replaces with a one-sided "
-                                        "paired randomization test's p below this (encodr.evaluation.significance); 1: any gain on average.",
-                                  (lambda v: 0 < v <= 1, "a number in (0, 1]"))  # fmt: skip
-    cross: bool = setting(True, "Train a re-ranker (a cross-encoder from the base model's transformer) on the judged pairs and mined "
-                                "negatives, kept when it beats no re-ranking on dev.")  # fmt: skip
+    min_queries: int = setting(
+        20,
+        "Judged queries (with a relevant document) needed to hold out a dev fold; with fewer, the start model is "
+        "kept unless --no-dev.",
+        (lambda v: v >= 2, "an integer ≥ 2"),
+    )
+    significance: float = setting(
+        0.05,
+        "A component is kept only when its per-query dev nDCG@10 beats what it replaces with a one-sided "
+        "paired randomization test's p below this (encodr.evaluation.significance); 1: any gain on average.",
+        (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    )
+    cross: bool = setting(
+        True,
+        "Train a re-ranker (a cross-encoder from the base model's transformer) on the judged pairs and mined "
+        "negatives, kept when it beats no re-ranking on dev.",
+    )
     cross_negatives: int = setting(4, "Negatives per judged pair for the cross-encoder.", (lambda v: v >= 1, "an integer ≥ 1"))
     cross_lr: float = setting(2e-5, "The cross-encoder's learning rate.", (lambda v: 0 < v < 1, "a number in (0, 1)"))
     cross_epochs: int = setting(1, "The cross-encoder's epochs.", (lambda v: v >= 1, "an integer ≥ 1"))
     cross_batch_size: int = setting(16, "The cross-encoder's pairs per step.", (lambda v: v >= 1, "an integer ≥ 1"))
-    cross_max_length: int = setting(320, "Tokens of a query and a passage together, as the cross-encoder reads them.", _length(16))
-    distill: bool = setting(True, "The seeds' loop (AugSBERT / Trans-Encoder §2.3): the cross-encoder labels unjudged (query, passage) pairs "
-                                  "and the bi-encoder learns the margins (MarginMSE), kept when it beats the bi-encoder before it on dev.")  # fmt: skip
-    distill_queries: int = setting(500, "Pseudo-queries cut from the corpus's passages (inverse cloze) added to the judged queries for the loop.",
-                                   (lambda v: v >= 0, "an integer ≥ 0"))  # fmt: skip
-    distill_candidates: int = setting(8, "Passages per query the bi-encoder retrieves for the cross-encoder to label.", (lambda v: v >= 2, "an integer ≥ 2"))
+    cross_max_length: int = setting(
+        320, "Tokens of a query and a passage together, as the cross-encoder reads them.", _length(16)
+    )
+    distill: bool = setting(
+        True,
+        "The seeds' loop (AugSBERT / Trans-Encoder §2.3): the cross-encoder labels unjudged (query, passage) pairs "
+        "and the bi-encoder learns the margins (MarginMSE), kept when it beats the bi-encoder before it on dev.",
+    )
+    distill_queries: int = setting(
+        500,
+        "Pseudo-queries cut from the corpus's passages (inverse cloze) added to the judged queries for the loop.",
+        (lambda v: v >= 0, "an integer ≥ 0"),
+    )
+    distill_candidates: int = setting(
+        8, "Passages per query the bi-encoder retrieves for the cross-encoder to label.", (lambda v: v >= 2, "an integer ≥ 2")
+    )
     distill_lr: float = setting(1e-5, "The loop's learning rate for the bi-encoder.", (lambda v: 0 < v < 1, "a number in (0, 1)"))
     distill_epochs: int = setting(1, "The loop's epochs.", (lambda v: v >= 1, "an integer ≥ 1"))
-    fusion_weights: str = setting("0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1", "The hybrid fusion weights α tried on dev, one α for every text, against the fusion's declared weights.",
-                                  (_grid(0, 1), "comma-separated numbers in [0, 1]"))  # fmt: skip
-    rerank_depths: str = setting("10,20,50", "The re-ranker's depths tried on dev.", (_grid(1, None), "comma-separated integers ≥ 1"))
-    rerank_weights: str = setting("0.25,0.5,0.75,1", "The re-ranker's weights tried on dev.", (_grid(0, 1), "comma-separated numbers in [0, 1]"))
+    fusion_weights: str = setting(
+        "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1",
+        "The hybrid fusion weights α tried on dev, one α for every text, against the fusion's declared weights.",
+        (_grid(0, 1), "comma-separated numbers in [0, 1]"),
+    )
+    rerank_depths: str = setting(
+        "10,20,50", "The re-ranker's depths tried on dev.", (_grid(1, None), "comma-separated integers ≥ 1")
+    )
+    rerank_weights: str = setting(
+        "0.25,0.5,0.75,1", "The re-ranker's weights tried on dev.", (_grid(0, 1), "comma-separated numbers in [0, 1]")
+    )
     raw_pooling: str = "mean"
-    default_data: str = setting("none", "None: pass an index with --index, or a BEIR folder.", (lambda v: v == "none", "none (pass an index with --index, or a BEIR folder)"))
+    default_data: str = setting(
+        "none",
+        "None: pass an index with --index, or a BEIR folder.",
+        (lambda v: v == "none", "none (pass an index with --index, or a BEIR folder)"),
+    )
 
     def cross_optim(self) -> OptimArgs:
         """The cross-encoder's optimisation settings."""
-        return replace(OptimArgs.of(self), lr=self.cross_lr, epochs=self.cross_epochs, batch_size=self.cross_batch_size, mini_batch=0)
+        return replace(
+            OptimArgs.of(self), lr=self.cross_lr, epochs=self.cross_epochs, batch_size=self.cross_batch_size, mini_batch=0
+        )
 
     def distill_optim(self) -> OptimArgs:
         """The bi-encoder's optimisation settings in the distillation loop."""

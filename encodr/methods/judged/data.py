@@ -51,16 +51,23 @@ def check_source(index: str | None, data: str | None) -> None:
     from ...data.beir import splits
 
     if bool(index) == bool(data):
-        raise EncodrError("the judged recipe learns from judgments: pass --index INDEX (its judgments) or a BEIR folder (its train qrels), "
-                          "not both" if index else "the judged recipe learns from judgments: pass --index INDEX (its judgments, encodr judge) "
-                          "or a BEIR folder (FILE: corpus.jsonl, queries.jsonl, qrels/train.tsv)", field="index")  # fmt: skip
+        raise EncodrError(
+            "the judged recipe learns from judgments: pass --index INDEX (its judgments) or a BEIR folder (its train qrels), "
+            "not both"
+            if index
+            else "the judged recipe learns from judgments: pass --index INDEX (its judgments, encodr judge) "
+            "or a BEIR folder (FILE: corpus.jsonl, queries.jsonl, qrels/train.tsv)",
+            field="index",
+        )
     if index:
         from ...index import Index
 
         Index.open(index).close()
     elif "train" not in splits(data):
-        raise EncodrError(f"{data}: no qrels/train.tsv; the judged recipe learns from a BEIR folder's train split "
-                          f"(its splits: {', '.join(splits(data)) or 'none'})")  # fmt: skip
+        raise EncodrError(
+            f"{data}: no qrels/train.tsv; the judged recipe learns from a BEIR folder's train split "
+            f"(its splits: {', '.join(splits(data)) or 'none'})"
+        )
 
 
 def read_judged(index: str | None, data: str | None, out: Path) -> JudgedData:
@@ -94,8 +101,11 @@ def read_judged(index: str | None, data: str | None, out: Path) -> JudgedData:
         found = [Judgment(q, d, g, front="import") for q, d, g in rows]
         source = str(folder / "qrels" / "train.tsv")
     usable = [j for j in found if j.status == CURRENT and j.fold in (TRAIN, DEV)]
-    unused = {"edited": sum(j.status == "edited" for j in found), "orphaned": sum(j.status == "orphaned" for j in found),
-              "test": sum(j.status == CURRENT and j.fold == "test" for j in found)}  # fmt: skip
+    unused = {
+        "edited": sum(j.status == "edited" for j in found),
+        "orphaned": sum(j.status == "orphaned" for j in found),
+        "test": sum(j.status == CURRENT and j.fold == "test" for j in found),
+    }
     write_beir(corpus, usable, out, {TRAIN: (TRAIN,), DEV: (DEV,)})  # the test fold is never written
     return JudgedData(out, corpus, usable, source, unused)
 

@@ -57,8 +57,12 @@ class Component:
         """``dense nDCG@10 61.20 → 63.40 (p 0.01), kept`` (or why not)."""
         if self.before is None:
             return f"{self.metric}: {self.note}"
-        verdict = "kept" if self.kept else ("not kept: no better on dev" if self.after <= self.before else "not kept: not significant")
-        return f"{self.metric} {self.before:.2f} → {self.after:.2f} (p {self.p:.3f}), {verdict}" + (f"; {self.note}" if self.note else "")
+        verdict = (
+            "kept" if self.kept else ("not kept: no better on dev" if self.after <= self.before else "not kept: not significant")
+        )
+        return f"{self.metric} {self.before:.2f} → {self.after:.2f} (p {self.p:.3f}), {verdict}" + (
+            f"; {self.note}" if self.note else ""
+        )
 
     @classmethod
     def compared(cls, name: str, metric: str, before, after, level: float, note: str = "") -> "Component":
@@ -67,8 +71,15 @@ class Component:
         from ...evaluation.significance import improvement_p
 
         p = improvement_p(before, after)
-        return cls(name, metric, float(np.mean(before)), float(np.mean(after)), p < level and float(np.mean(after)) > float(np.mean(before)),
-                   note, round(p, 4))  # fmt: skip
+        return cls(
+            name,
+            metric,
+            float(np.mean(before)),
+            float(np.mean(after)),
+            p < level and float(np.mean(after)) > float(np.mean(before)),
+            note,
+            round(p, 4),
+        )
 
 
 def examples(data: JudgedData, encoder, recipe: JudgedRecipe, folds: tuple[str, ...], wanted: int) -> list[Example]:
@@ -94,14 +105,26 @@ def examples(data: JudgedData, encoder, recipe: JudgedRecipe, folds: tuple[str, 
             rejected.setdefault(j.query, []).append(j.doc)
     pairs = [(q, data.corpus[d]) for q, docs in relevant.items() for d in sorted(docs)]
     if not pairs:
-        raise EncodrError(f"no judgment in the {'/'.join(folds)} fold grades a document relevant (grade 1 or 2); judge some hits relevant")
+        raise EncodrError(
+            f"no judgment in the {'/'.join(folds)} fold grades a document relevant (grade 1 or 2); judge some hits relevant"
+        )
     mined: list[list[str]] = [[] for _ in pairs]
     if wanted:
         dataset = Dataset.from_dict({"query": [q for q, _ in pairs], "positive": [p for _, p in pairs]})
         with contextlib.redirect_stderr(io.StringIO()):  # its encode bars: encodr draws its own progress
-            found = mine_hard_negatives(dataset, encoder.st, corpus=list(dict.fromkeys(data.corpus.values())), relative_margin=recipe.margin or None,
-                                        num_negatives=wanted + EXTRA_MINED, sampling_strategy="top", query_prompt=encoder.prompt("query") or None,
-                                        corpus_prompt=encoder.prompt("document") or None, output_format="n-tuple", batch_size=64, verbose=False)  # fmt: skip
+            found = mine_hard_negatives(
+                dataset,
+                encoder.st,
+                corpus=list(dict.fromkeys(data.corpus.values())),
+                relative_margin=recipe.margin or None,
+                num_negatives=wanted + EXTRA_MINED,
+                sampling_strategy="top",
+                query_prompt=encoder.prompt("query") or None,
+                corpus_prompt=encoder.prompt("document") or None,
+                output_format="n-tuple",
+                batch_size=64,
+                verbose=False,
+            )
         columns = [c for c in found.column_names if c.startswith("negative")]
         by_pair = {(row["query"], row["positive"]): [row[c] for c in columns if row[c]] for row in found}
         mined = [by_pair.get(pair, []) for pair in pairs]
@@ -135,7 +158,10 @@ def mnrl_stream(encoder, items: list[Example], recipe, world: int, negatives: in
 
     def batch(indices: list[int], epoch: int):
         chosen = [usable[i] for i in indices]
-        columns = [tokens([query_prompt + e.query for e in chosen], recipe.query_max_length), tokens([doc_prompt + e.positive for e in chosen], recipe.max_length)]
+        columns = [
+            tokens([query_prompt + e.query for e in chosen], recipe.query_max_length),
+            tokens([doc_prompt + e.positive for e in chosen], recipe.max_length),
+        ]
         for n in range(negatives):
             columns.append(tokens([doc_prompt + e.negatives[n] for e in chosen], recipe.max_length))
         return columns
@@ -143,8 +169,13 @@ def mnrl_stream(encoder, items: list[Example], recipe, world: int, negatives: in
     def loss(module: torch.nn.Module, features) -> torch.Tensor:
         if id(module) not in losses:
             gather = world > 1
-            losses[id(module)] = (CachedMultipleNegativesRankingLoss(module, scale=recipe.scale, mini_batch_size=recipe.mini_batch, gather_across_devices=gather)
-                                  if recipe.mini_batch else MultipleNegativesRankingLoss(module, scale=recipe.scale, gather_across_devices=gather))  # fmt: skip
+            losses[id(module)] = (
+                CachedMultipleNegativesRankingLoss(
+                    module, scale=recipe.scale, mini_batch_size=recipe.mini_batch, gather_across_devices=gather
+                )
+                if recipe.mini_batch
+                else MultipleNegativesRankingLoss(module, scale=recipe.scale, gather_across_devices=gather)
+            )
         device = next(module.parameters()).device
         return losses[id(module)]([to_device(f, device) for f in features], labels=None)
 
@@ -166,8 +197,14 @@ def margin_stream(encoder, triplets: list[tuple[str, str, str, float]], recipe: 
 
     def batch(indices: list[int], epoch: int):
         chosen = [triplets[i] for i in indices]
-        return ([tokens([query_prompt + t[0] for t in chosen], recipe.query_max_length), tokens([doc_prompt + t[1] for t in chosen], recipe.max_length),
-                 tokens([doc_prompt + t[2] for t in chosen], recipe.max_length)], torch.tensor([t[3] for t in chosen], dtype=torch.float32))  # fmt: skip
+        return (
+            [
+                tokens([query_prompt + t[0] for t in chosen], recipe.query_max_length),
+                tokens([doc_prompt + t[1] for t in chosen], recipe.max_length),
+                tokens([doc_prompt + t[2] for t in chosen], recipe.max_length),
+            ],
+            torch.tensor([t[3] for t in chosen], dtype=torch.float32),
+        )
 
     def loss(module: torch.nn.Module, b) -> torch.Tensor:
         device = next(module.parameters()).device
@@ -201,7 +238,11 @@ class DevIndex:
         from ...index import BuildOptions, Searcher, build
 
         self.evaluator = RetrievalEvaluator("dev", read_retrieval(folder), split=DEV)
-        build([str(folder / "corpus.jsonl")], where, BuildOptions(model=encoder, index_type="flat", backend=getattr(encoder, "backend", "torch")))
+        build(
+            [str(folder / "corpus.jsonl")],
+            where,
+            BuildOptions(model=encoder, index_type="flat", backend=getattr(encoder, "backend", "torch")),
+        )
         self.searcher = Searcher(where, encoder=encoder)
         self.same = self.evaluator.same_text()
         self.has_keywords = self.searcher.index.has_keywords
@@ -255,8 +296,19 @@ class DevFold:
             curve.append(self.dense(encoder))
             return float(curve[-1].mean())
 
-        result = ctx.trainer.fit(encoder.module, [stream], optim, FitOptions(evaluate=evaluate, dev_metric="ndcg@10", eval_steps=ctx.recipe.eval_steps,
-                                                                         progress=ctx.progress, on_step=ctx.request.on_step, description=description))  # fmt: skip
+        result = ctx.trainer.fit(
+            encoder.module,
+            [stream],
+            optim,
+            FitOptions(
+                evaluate=evaluate,
+                dev_metric="ndcg@10",
+                eval_steps=ctx.recipe.eval_steps,
+                progress=ctx.progress,
+                on_step=ctx.request.on_step,
+                description=description,
+            ),
+        )
         best = next(i for i, point in enumerate(result.dev_curve) if point["step"] == result.best["step"])
         component = Component.compared(name, "dense nDCG@10", curve[0], curve[best], ctx.recipe.significance, note)
         if not component.kept and best > 0:
@@ -264,7 +316,9 @@ class DevFold:
         return result, component
 
 
-def distill_triplets(data: JudgedData, encoder, cross, recipe: JudgedRecipe, folds: tuple[str, ...], progress) -> list[tuple[str, str, str, float]]:
+def distill_triplets(
+    data: JudgedData, encoder, cross, recipe: JudgedRecipe, folds: tuple[str, ...], progress
+) -> list[tuple[str, str, str, float]]:
     """(query, passage, passage, σ-margin) labelled by ``cross``: the judged queries of ``folds``
     and ``recipe.distill_queries`` pseudo-queries cut from the corpus (inverse cloze: a sentence
     of a document), each against the ``distill_candidates`` documents ``encoder`` ranks highest
@@ -292,7 +346,9 @@ def distill_triplets(data: JudgedData, encoder, cross, recipe: JudgedRecipe, fol
         candidates = list(dict.fromkeys(([judged[query]] if query in judged else []) + [texts[int(j)] for j in row if j >= 0]))
         scores = cross.query_scores(query, candidates)
         best = int(np.argmax(scores))
-        out += [(query, candidates[best], c, float(scores[best] - s)) for c, s in zip(candidates, scores) if c != candidates[best]]
+        out += [
+            (query, candidates[best], c, float(scores[best] - s)) for c, s in zip(candidates, scores) if c != candidates[best]
+        ]
         progress(ProgressEvent("label pairs", n + 1, len(queries)))
     return out
 
@@ -310,26 +366,28 @@ def run(ctx: RunContext) -> Outcome:
         data = read_judged(request.index, request.data, Path(tmp) / "judged")
         encoder = load_encoder(request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
         train_q, dev_q = data.queries(TRAIN), data.queries(DEV)
-        counts = {"judgments": len(data.judgments), "train_queries": len(train_q), "dev_queries": len(dev_q), "left_out": data.unused}
+        counts = {
+            "judgments": len(data.judgments),
+            "train_queries": len(train_q),
+            "dev_queries": len(dev_q),
+            "left_out": data.unused,
+        }
         base = {"base_model": encoder.name, "data": data.source, **counts}
         if (len(train_q) + len(dev_q) < recipe.min_queries or not dev_q or not train_q) and not request.no_dev:
-            ctx.warn(f"only {len(train_q) + len(dev_q)} judged queries ({len(dev_q)} in the dev fold): too few to hold out a dev fold (at least "
-                     f"{recipe.min_queries}); saved the starting model unchanged (judge more queries, or pass --no-dev to train without selection)")  # fmt: skip
+            ctx.warn(
+                f"only {len(train_q) + len(dev_q)} judged queries ({len(dev_q)} in the dev fold): too few to hold out a dev fold (at least "
+                f"{recipe.min_queries}); saved the starting model unchanged (judge more queries, or pass --no-dev to train without selection)"
+            )
             ctx.save(".", encoder.save)
-            return Outcome({**base, "kept": "start"}, [_row(encoder, data, {"kept": "start"})], None, ("base_model", "data", "judgments", "kept"))
+            return Outcome(
+                {**base, "kept": "start"},
+                [_row(encoder, data, {"kept": "start"})],
+                None,
+                ("base_model", "data", "judgments", "kept"),
+            )
         folds = (TRAIN, DEV) if request.no_dev else (TRAIN,)
         dev = None if request.no_dev else DevFold(data.folder)
-        wanted = max(recipe.negatives, recipe.cross_negatives if recipe.cross else 0)
-        ctx.progress(ProgressEvent("mine negatives", 0, 1))
-        items = examples(data, encoder, recipe, folds, wanted)
-        ctx.progress(ProgressEvent("mine negatives", 1, 1))
-        negatives = min(recipe.negatives, min(len(e.negatives) for e in items))
-        stream = mnrl_stream(encoder, items, recipe, ctx.trainer.world, negatives)
-        if dev:
-            result, first = dev.fit(ctx, encoder, stream, recipe.optim(), "bi-encoder", "bi-encoder")
-        else:
-            result = ctx.trainer.fit(encoder.module, [stream], recipe.optim(), FitOptions(progress=ctx.progress, on_step=request.on_step, description="bi-encoder"))
-            first = Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (--no-dev)")
+        items, result, first = _train_bi_encoder(ctx, data, encoder, folds, dev)
         components, log = [first], list(result.log)
         cross = None
         if recipe.cross and dev:
@@ -345,25 +403,72 @@ def run(ctx: RunContext) -> Outcome:
             ctx.save("cross", cross.save)
     kept = [c.name for c in components if c.kept]
     if dev and not kept:
-        ctx.warn(f"nothing beat the starting model on the dev fold ({len(dev_q)} judged queries, p < {recipe.significance:g}): saved the starting "
-                 "model unchanged, with the declared search defaults")  # fmt: skip
+        ctx.warn(
+            f"nothing beat the starting model on the dev fold ({len(dev_q)} judged queries, p < {recipe.significance:g}): saved the starting "
+            "model unchanged, with the declared search defaults"
+        )
     if request.index and search and ctx.trainer.is_main:
         from ...index import locate
         from ...index.judgments import write_tuned
 
         write_tuned(locate(request.index), encoder.fingerprint, search, ctx.out_path())
     lines = {c.name: c.line() for c in components}
-    summary = {**base, **lines, "components": [c.__dict__ for c in components], "kept": kept or "start", "search": search,
-               "steps": result.steps, "train_seconds": round(result.seconds, 2), "precision": result.precision, "device": result.device}  # fmt: skip
-    return Outcome(summary, [_row(encoder, data, {**lines, "kept": ", ".join(kept) or "start"})], log,
-                   ("base_model", "data", "judgments", "train_queries", "dev_queries", *lines, "kept", "train_seconds", "device"))
+    summary = {
+        **base,
+        **lines,
+        "components": [c.__dict__ for c in components],
+        "kept": kept or "start",
+        "search": search,
+        "steps": result.steps,
+        "train_seconds": round(result.seconds, 2),
+        "precision": result.precision,
+        "device": result.device,
+    }
+    return Outcome(
+        summary,
+        [_row(encoder, data, {**lines, "kept": ", ".join(kept) or "start"})],
+        log,
+        ("base_model", "data", "judgments", "train_queries", "dev_queries", *lines, "kept", "train_seconds", "device"),
+    )
+
+
+def _train_bi_encoder(ctx: RunContext, data: JudgedData, encoder, folds: tuple[str, ...], dev: "DevFold | None"):
+    """Mine each judged query's negatives in ``folds`` and train the bi-encoder on them (MNRL),
+    kept only where it beats the start on ``dev`` (:meth:`DevFold.fit`); without a dev fold
+    (``--no-dev``) trained and kept as it ends.
+
+    Returns:
+        (the mined examples, the fit's result, the bi-encoder's :class:`Component`).
+    """
+    recipe = ctx.recipe
+    wanted = max(recipe.negatives, recipe.cross_negatives if recipe.cross else 0)
+    ctx.progress(ProgressEvent("mine negatives", 0, 1))
+    items = examples(data, encoder, recipe, folds, wanted)
+    ctx.progress(ProgressEvent("mine negatives", 1, 1))
+    negatives = min(recipe.negatives, min(len(e.negatives) for e in items))
+    stream = mnrl_stream(encoder, items, recipe, ctx.trainer.world, negatives)
+    if dev:
+        result, first = dev.fit(ctx, encoder, stream, recipe.optim(), "bi-encoder", "bi-encoder")
+        return items, result, first
+    options = FitOptions(progress=ctx.progress, on_step=ctx.request.on_step, description="bi-encoder")
+    result = ctx.trainer.fit(encoder.module, [stream], recipe.optim(), options)
+    return items, result, Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (--no-dev)")
 
 
 def _row(encoder, data: JudgedData, metrics: dict) -> dict:
-    return {"kind": "tune", "model": encoder.name, "data": data.source, "strings": len(data.judgments), "out": ".", "metrics": metrics}
+    return {
+        "kind": "tune",
+        "model": encoder.name,
+        "data": data.source,
+        "strings": len(data.judgments),
+        "out": ".",
+        "metrics": metrics,
+    }
 
 
-def _cross_and_loop(ctx: RunContext, data: JudgedData, encoder, items: list[Example], folds: tuple[str, ...], dev: DevFold, log: list) -> tuple:
+def _cross_and_loop(
+    ctx: RunContext, data: JudgedData, encoder, items: list[Example], folds: tuple[str, ...], dev: DevFold, log: list
+) -> tuple:
     """Train the re-ranker on the judged pairs and mined negatives (BCE), then the seeded loop
     (the bi-encoder on its margins, MarginMSE), kept when dense dev nDCG@10 improves.
     Returns (the re-ranker, [the loop's :class:`Component`])."""
@@ -374,13 +479,24 @@ def _cross_and_loop(ctx: RunContext, data: JudgedData, encoder, items: list[Exam
     cross = new_cross_encoder(ctx.request.models[0], recipe.cross_max_length, ctx.trainer.device, seed=recipe.seed)
     pairs = [(e.query, e.positive) for e in items] + [(e.query, n) for e in items for n in e.negatives[: recipe.cross_negatives]]
     labels = np.asarray([1.0] * len(items) + [0.0] * (len(pairs) - len(items)), dtype=np.float32)
-    ctx.trainer.fit(cross.ce, [cross_stream(cross, pairs, labels, recipe.cross_batch_size, symmetric=False)], recipe.cross_optim(),
-                    FitOptions(progress=ctx.progress, on_step=ctx.request.on_step, description="re-ranker"))  # fmt: skip
+    ctx.trainer.fit(
+        cross.ce,
+        [cross_stream(cross, pairs, labels, recipe.cross_batch_size, symmetric=False)],
+        recipe.cross_optim(),
+        FitOptions(progress=ctx.progress, on_step=ctx.request.on_step, description="re-ranker"),
+    )
     if not recipe.distill:
         return cross, []
     triplets = distill_triplets(data, encoder, cross, recipe, folds, ctx.progress)
-    result, loop = dev.fit(ctx, encoder, margin_stream(encoder, triplets, recipe), recipe.distill_optim(), "seeded loop", "seeded loop (cross → bi)",
-                           f"{len(triplets)} labelled triplets")  # fmt: skip
+    result, loop = dev.fit(
+        ctx,
+        encoder,
+        margin_stream(encoder, triplets, recipe),
+        recipe.distill_optim(),
+        "seeded loop",
+        "seeded loop (cross → bi)",
+        f"{len(triplets)} labelled triplets",
+    )
     log += [{**r, "phase": "distill"} for r in result.log]
     return cross, [loop]
 
@@ -397,12 +513,21 @@ def _choose_search(dev: DevIndex, recipe: JudgedRecipe, cross, search: dict) -> 
     first = SearchOptions(mode=DENSE)
     if dev.has_keywords:
         declared = dev.per_query(SearchOptions(mode=HYBRID))
-        scored = {a: dev.per_query(SearchOptions(mode=HYBRID, fusion_weight=a)) for a in sorted(set(number_list(recipe.fusion_weights)))}
+        scored = {
+            a: dev.per_query(SearchOptions(mode=HYBRID, fusion_weight=a)) for a in sorted(set(number_list(recipe.fusion_weights)))
+        }
         alpha = max(scored, key=lambda a: scored[a].mean()) if scored else None
         best = scored[alpha] if alpha is not None and scored[alpha].mean() > declared.mean() else declared
-        fusion = Component.compared("fusion weight", "hybrid nDCG@10", declared, best, recipe.significance,
-                                    f"α {alpha:g} (declared {ZSCORE_ALPHA:g}, source code {CODE_ALPHA:g})" if best is not declared
-                                    else f"the declared α ({ZSCORE_ALPHA:g}, source code {CODE_ALPHA:g})")  # fmt: skip
+        fusion = Component.compared(
+            "fusion weight",
+            "hybrid nDCG@10",
+            declared,
+            best,
+            recipe.significance,
+            f"α {alpha:g} (declared {ZSCORE_ALPHA:g}, source code {CODE_ALPHA:g})"
+            if best is not declared
+            else f"the declared α ({ZSCORE_ALPHA:g}, source code {CODE_ALPHA:g})",
+        )
         if fusion.kept and best is not declared:
             search["fusion_weight"] = alpha
         out.append(fusion)
@@ -411,10 +536,15 @@ def _choose_search(dev: DevIndex, recipe: JudgedRecipe, cross, search: dict) -> 
         return out
     plain = dev.per_query(first)
     cached = CachedScores(cross)
-    grid = {(int(d), w): dev.per_query(replace(first, rerank_depth=int(d), rerank_weight=w), cached)
-            for d in number_list(recipe.rerank_depths) for w in number_list(recipe.rerank_weights)}  # fmt: skip
+    grid = {
+        (int(d), w): dev.per_query(replace(first, rerank_depth=int(d), rerank_weight=w), cached)
+        for d in number_list(recipe.rerank_depths)
+        for w in number_list(recipe.rerank_weights)
+    }
     (depth, weight), best = max(grid.items(), key=lambda kv: kv[1].mean())
-    reranker = Component.compared("re-ranker", f"{first.label} nDCG@10 re-ranked", plain, best, recipe.significance, f"depth {depth}, weight {weight:g}")
+    reranker = Component.compared(
+        "re-ranker", f"{first.label} nDCG@10 re-ranked", plain, best, recipe.significance, f"depth {depth}, weight {weight:g}"
+    )
     if reranker.kept:
         search["rerank"] = {"depth": depth, "weight": weight}
     out.append(reranker)

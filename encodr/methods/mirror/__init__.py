@@ -10,4 +10,6 @@ from ..base import Method
 from .config import MirrorRecipe
 from .method import run
 
-METHOD = Method("mirror", MirrorRecipe, run, inputs=("dev",), summary="Mirror-BERT: word, phrase and sentence encoders from identity pairs")
+METHOD = Method(
+    "mirror", MirrorRecipe, run, inputs=("dev",), summary="Mirror-BERT: word, phrase and sentence encoders from identity pairs"
+)

@@ -75,14 +75,20 @@ def mirror_stream(tokenizer, ids: Sequence[Sequence[int]], recipe: MirrorRecipe,
     special = frozenset(tokenizer.all_special_ids)
     with_types = "token_type_ids" in tokenizer.model_input_names
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    loss_fn = MirrorInfoNCELoss(recipe.temperature, recipe.false_negative_cos)  # the recipe's loss: mirror_infonce, its one choice
+    loss_fn = MirrorInfoNCELoss(
+        recipe.temperature, recipe.false_negative_cos
+    )  # the recipe's loss: mirror_infonce, its one choice
 
     def batch(indices: list[int], epoch: int) -> dict:
         chosen = [ids[i] for i in indices]
         masked = chosen
         if recipe.span_mask:
-            masked = [span_mask(ids[i], recipe.span_mask, tokenizer.mask_token_id, special, np.random.default_rng([recipe.seed, epoch, i]))
-                      for i in indices]  # fmt: skip
+            masked = [
+                span_mask(
+                    ids[i], recipe.span_mask, tokenizer.mask_token_id, special, np.random.default_rng([recipe.seed, epoch, i])
+                )
+                for i in indices
+            ]
         features = collate(chosen + masked, pad_id, with_types)
         if guide is not None and recipe.false_negative_cos > 0:
             features["guide"] = torch.from_numpy(guide[indices])
@@ -128,25 +134,53 @@ def run(ctx: RunContext) -> Outcome:
     ids, truncated = tokenize(encoder.tokenizer, corpus.strings, recipe.max_length)
     if truncated or corpus.long_lines:
         first = f" (first: line {corpus.long_lines[0]})" if corpus.long_lines else ""
-        ctx.warn(f"{max(truncated, len(corpus.long_lines))} strings are longer than max_length={recipe.max_length} tokens and were truncated{first}")
+        ctx.warn(
+            f"{max(truncated, len(corpus.long_lines))} strings are longer than max_length={recipe.max_length} tokens and were truncated{first}"
+        )
     guide = encoder.encode(corpus.strings, batch_size=256) if recipe.false_negative_cos > 0 else None  # frozen base model
     hooks = []
     if encoder.static:  # a table of token vectors: no dropout or heads; the two views differ by the deleted span alone
-        ctx.warn("a static model has no dropout or attention heads: its two views differ by span masking alone (span_mask deletes the span)")
+        ctx.warn(
+            "a static model has no dropout or attention heads: its two views differ by span masking alone (span_mask deletes the span)"
+        )
     else:
         set_dropout(encoder.transformer, recipe.dropout)
         hooks = add_drophead(encoder.transformer, recipe.drophead) if recipe.drophead > 0 else []
     try:
         result = ctx.trainer.fit(
-            encoder.module, [mirror_stream(encoder.tokenizer, ids, recipe, guide)], recipe.optim(),
-            FitOptions(evaluate=(lambda: dev.score(encoder)) if dev else None, dev_metric=dev.metric if dev else "dev", eval_steps=recipe.eval_steps,
-                       progress=ctx.progress, on_step=request.on_step),
-        )  # fmt: skip
+            encoder.module,
+            [mirror_stream(encoder.tokenizer, ids, recipe, guide)],
+            recipe.optim(),
+            FitOptions(
+                evaluate=(lambda: dev.score(encoder)) if dev else None,
+                dev_metric=dev.metric if dev else "dev",
+                eval_steps=recipe.eval_steps,
+                progress=ctx.progress,
+                on_step=request.on_step,
+            ),
+        )
     finally:
         for h in hooks:
             h.remove()
     ctx.save(".", encoder.save)
     report, metrics, shown = fit_report(ctx, result, dev)
-    summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": corpus.source, "data_sha256": corpus.sha256, "strings": n, **report}
-    rows = [{"kind": "tune", "model": encoder.name, "data": corpus.source, "data_sha256": corpus.sha256, "strings": n, "out": ".", "metrics": metrics}]
+    summary = {
+        "base_model": encoder.name,
+        "pooling": encoder.pooling,
+        "data": corpus.source,
+        "data_sha256": corpus.sha256,
+        "strings": n,
+        **report,
+    }
+    rows = [
+        {
+            "kind": "tune",
+            "model": encoder.name,
+            "data": corpus.source,
+            "data_sha256": corpus.sha256,
+            "strings": n,
+            "out": ".",
+            "metrics": metrics,
+        }
+    ]
     return Outcome(summary, rows, result.log, ("base_model", "pooling", "data", "strings", *shown))

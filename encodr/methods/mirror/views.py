@@ -16,7 +16,6 @@ from torch import nn
 from ...errors import EncodrError
 
 
-
 def tokenize(tokenizer, strings: Sequence[str], max_length: int) -> tuple[list[list[int]], int]:
     """Token ids with special tokens, truncated to ``max_length`` (last special token kept).
 

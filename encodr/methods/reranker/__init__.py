@@ -11,5 +11,10 @@ from ..base import Method
 from .config import RerankerRecipe
 from .method import run
 
-METHOD = Method("reranker", RerankerRecipe, run, inputs=("report",),
-                summary="Re-ranker: Trans-Encoder cycles on pseudo-query → passage pairs mined from your documents")  # fmt: skip
+METHOD = Method(
+    "reranker",
+    RerankerRecipe,
+    run,
+    inputs=("report",),
+    summary="Re-ranker: Trans-Encoder cycles on pseudo-query → passage pairs mined from your documents",
+)

@@ -18,8 +18,15 @@ from ..retrieval.pairs import Passage, ict_pair
 from ..trans_encoder.method import TransEncoderRun
 
 
-def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], candidates: int, document_of: list[int],
-         progress: ProgressFn = silent, ceiling: float = 0.0) -> tuple[list[list[int]], list[list[float]], np.ndarray]:  # fmt: skip
+def mine(
+    encoder,
+    passages: list[str],
+    queries: list[tuple[str, str, int]],
+    candidates: int,
+    document_of: list[int],
+    progress: ProgressFn = silent,
+    ceiling: float = 0.0,
+) -> tuple[list[list[int]], list[list[float]], np.ndarray]:
     """For each pseudo-query, the ``candidates − 1`` passages the bi-encoder ranks highest
     among the other documents' passages, and their cosines. Its own document's are left out: a neighbouring
     passage shares text with the query's (the splitter's overlap) and may hold the query
@@ -58,18 +65,30 @@ def mine(encoder, passages: list[str], queries: list[tuple[str, str, int]], cand
     asked = encoder.encode([q for q, _, _ in queries], prompt=encoder.prompt("query"), on_batch=step)
     limit = np.full(len(queries), np.inf)
     if ceiling:
-        limit = ceiling * np.sum(asked * encoder.encode([p for _, p, _ in queries], prompt=encoder.prompt("document"), on_batch=step), axis=1)
+        limit = ceiling * np.sum(
+            asked * encoder.encode([p for _, p, _ in queries], prompt=encoder.prompt("document"), on_batch=step), axis=1
+        )
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-    scores, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min((16 if ceiling else 4) * candidates, len(passages)))
-    kept = [[n for n, j in enumerate(row) if j >= 0 and document_of[j] != document_of[own] and scores[q, n] < limit[q]][: candidates - 1]
-            for q, ((_, _, own), row) in enumerate(zip(queries, top))]  # fmt: skip
-    return ([[int(top[q, n]) for n in ns] for q, ns in enumerate(kept)], [[float(scores[q, n]) for n in ns] for q, ns in enumerate(kept)],
-            np.asarray(asked, dtype=np.float32))  # fmt: skip
+    scores, top = index.search(
+        np.ascontiguousarray(asked, dtype=np.float32), min((16 if ceiling else 4) * candidates, len(passages))
+    )
+    kept = [
+        [n for n, j in enumerate(row) if j >= 0 and document_of[j] != document_of[own] and scores[q, n] < limit[q]][
+            : candidates - 1
+        ]
+        for q, ((_, _, own), row) in enumerate(zip(queries, top))
+    ]
+    return (
+        [[int(top[q, n]) for n in ns] for q, ns in enumerate(kept)],
+        [[float(scores[q, n]) for n in ns] for q, ns in enumerate(kept)],
+        np.asarray(asked, dtype=np.float32),
+    )
 
 
-def listwise_stream(scorer, pairs: list[tuple[str, str]], groups: list[range], labels: np.ndarray, queries_per_step: int,
-                    temperature: float) -> Stream:  # fmt: skip
+def listwise_stream(
+    scorer, pairs: list[tuple[str, str]], groups: list[range], labels: np.ndarray, queries_per_step: int, temperature: float
+) -> Stream:
     """Bi → cross as a ranking of each query's candidates: ListNet (Cao et al. 2007) over a
     group, sentence-transformers' ``ListNetLoss``, with the pseudo-labels divided by a
     temperature τ before its softmax.
@@ -101,8 +120,11 @@ def listwise_stream(scorer, pairs: list[tuple[str, str]], groups: list[range], l
 
     def batch(indices: list[int], epoch: int):
         chosen = [groups[i] for i in indices]
-        return ([pairs[g[0]][0] for g in chosen], [[pairs[j][1] for j in g] for g in chosen],
-                [torch.tensor(labels[list(g)] / temperature, dtype=torch.float32) for g in chosen])  # fmt: skip
+        return (
+            [pairs[g[0]][0] for g in chosen],
+            [[pairs[j][1] for j in g] for g in chosen],
+            [torch.tensor(labels[list(g)] / temperature, dtype=torch.float32) for g in chosen],
+        )
 
     def loss(module, b):
         queries, passages, targets = b
@@ -144,14 +166,20 @@ class RerankerRun(TransEncoderRun):
                 if len(queries) == r.queries:
                     break
         if len(queries) < 2:
-            raise EncodrError(f"{self.request.data}: {len(queries)} passage(s) of two or more sentences; the re-ranker's pseudo-queries need at least 2")
+            raise EncodrError(
+                f"{self.request.data}: {len(queries)} passage(s) of two or more sentences; the re-ranker's pseudo-queries need at least 2"
+            )
         pairs: list[tuple[str, str]] = []
         labels: list[float] = []
-        found, cosines, asked = mine(encoder, [p.text for p in passages], queries, r.candidates, document_of, self.ctx.progress, r.negative_ceiling)
+        found, cosines, asked = mine(
+            encoder, [p.text for p in passages], queries, r.candidates, document_of, self.ctx.progress, r.negative_ceiling
+        )
         if r.positive_label >= 0:
             own = np.full(len(queries), r.positive_label)
         else:  # the bi-encoder's cosine of each query with its positive, as the labelling would give
-            own = np.sum(asked * encoder.encode([positive for _, positive, _ in queries], prompt=encoder.prompt("document")), axis=1)
+            own = np.sum(
+                asked * encoder.encode([positive for _, positive, _ in queries], prompt=encoder.prompt("document")), axis=1
+            )
         self.groups = []
         for (query, positive, _), others, scores, label in zip(queries, found, cosines, own):
             self.groups.append(range(len(pairs), len(pairs) + 1 + len(others)))
@@ -172,7 +200,9 @@ class RerankerRun(TransEncoderRun):
         r = self.recipe
         if r.cross_loss == "bce":
             return super().cross_stream(scorer, labels)
-        return listwise_stream(scorer, self.pairs, self.groups, labels, max(1, r.cross_batch_size // r.candidates), r.label_temperature)
+        return listwise_stream(
+            scorer, self.pairs, self.groups, labels, max(1, r.cross_batch_size // r.candidates), r.label_temperature
+        )
 
 
 def run(ctx: RunContext) -> Outcome:

@@ -13,5 +13,10 @@ from ..base import Method
 from .config import RetrievalRecipe
 from .method import run
 
-METHOD = Method("retrieval", RetrievalRecipe, run, inputs=("dev", "report"),
-                summary="Retrieval: query → passage pairs from your own documents (inverse cloze, crops, titles), InfoNCE")  # fmt: skip
+METHOD = Method(
+    "retrieval",
+    RetrievalRecipe,
+    run,
+    inputs=("dev", "report"),
+    summary="Retrieval: query → passage pairs from your own documents (inverse cloze, crops, titles), InfoNCE",
+)

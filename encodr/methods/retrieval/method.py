@@ -27,7 +27,9 @@ def read_documents(data: str | None, limit: int | None = None) -> tuple[list[Rec
         EncodrError: no data given, or no text in it; see :func:`encodr.data.files.iter_records`.
     """
     if not data:
-        raise EncodrError("the retrieval recipe learns from your documents; pass a file or folder: encodr tune DOCS --recipe retrieval --dev auto")
+        raise EncodrError(
+            "the retrieval recipe learns from your documents; pass a file or folder: encodr tune DOCS --recipe retrieval --dev auto"
+        )
     files, skipped = expand([str(data)])
     found = set(files) - {str(data)}
     documents: list[Record] = []
@@ -37,7 +39,9 @@ def read_documents(data: str | None, limit: int | None = None) -> tuple[list[Rec
             if limit and len(documents) >= limit:
                 return documents, skipped
     if len(documents) < 2:
-        raise EncodrError(f"{data}: {len(documents)} document(s) with text; retrieval training needs at least 2 (in-batch negatives)")
+        raise EncodrError(
+            f"{data}: {len(documents)} document(s) with text; retrieval training needs at least 2 (in-batch negatives)"
+        )
     return documents, skipped
 
 
@@ -66,9 +70,13 @@ def run(ctx: RunContext) -> Outcome:
         held = None
         if request.dev == AUTO:
             held = pseudo_dev(documents, recipe.dev_queries, recipe.seed, recipe.dev_documents)
-            documents = held.training_documents(recipe.dev_holdout)  # the pseudo-queries (or their documents) are never trained on
+            documents = held.training_documents(
+                recipe.dev_holdout
+            )  # the pseudo-queries (or their documents) are never trained on
             if len(documents) < 2:
-                raise EncodrError(f"dev_holdout documents leaves {len(documents)} document(s) to train on; lower dev_queries or use dev_holdout sentences")
+                raise EncodrError(
+                    f"dev_holdout documents leaves {len(documents)} document(s) to train on; lower dev_queries or use dev_holdout sentences"
+                )
             dev = load_dev(ctx, str(held.write(Path(tmp) / "auto-dev")), "ndcg@10")
         else:
             dev = load_dev(ctx, request.dev, "ndcg@10")
@@ -83,7 +91,16 @@ def run(ctx: RunContext) -> Outcome:
     ctx.save(".", encoder.save)
     summary, metrics, shown = fit_report(ctx, result, dev)
     data = str(request.data)
-    summary = {"base_model": encoder.name, "pooling": encoder.pooling, "data": data, "documents": len(documents), "passages": len(passages),
-               "signals": recipe.signals, "matryoshka_dims": recipe.matryoshka_dims or None, "dev_queries": len(held.queries) if held else None, **summary}  # fmt: skip
+    summary = {
+        "base_model": encoder.name,
+        "pooling": encoder.pooling,
+        "data": data,
+        "documents": len(documents),
+        "passages": len(passages),
+        "signals": recipe.signals,
+        "matryoshka_dims": recipe.matryoshka_dims or None,
+        "dev_queries": len(held.queries) if held else None,
+        **summary,
+    }
     rows = [{"kind": "tune", "model": encoder.name, "data": data, "strings": len(passages), "out": ".", "metrics": metrics}]
     return Outcome(summary, rows, result.log, ("base_model", "data", "documents", "passages", "signals", *shown))

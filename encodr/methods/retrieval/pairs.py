@@ -94,7 +94,11 @@ def retrieval_stream(tokenizer, passages: list[Passage], recipe: RetrievalRecipe
         EncodrError: ``crop_min`` above ``crop_max``; a ``matryoshka_dims`` entry above the
             model's dimension (on the first step).
     """
-    from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss, MatryoshkaLoss, MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+        MatryoshkaLoss,
+        MultipleNegativesRankingLoss,
+    )
 
     if recipe.crop_min > recipe.crop_max:
         raise EncodrError(f"crop_min {recipe.crop_min} is above crop_max {recipe.crop_max}; set crop_min ≤ crop_max")
@@ -111,8 +115,13 @@ def retrieval_stream(tokenizer, passages: list[Passage], recipe: RetrievalRecipe
     def loss(module: torch.nn.Module, features: tuple[dict, dict]) -> torch.Tensor:
         if id(module) not in losses:  # sentence-transformers' losses hold the model they embed with
             gather = world > 1
-            inner = (CachedMultipleNegativesRankingLoss(module, scale=recipe.scale, mini_batch_size=recipe.mini_batch, gather_across_devices=gather)
-                     if recipe.mini_batch else MultipleNegativesRankingLoss(module, scale=recipe.scale, gather_across_devices=gather))  # fmt: skip
+            inner = (
+                CachedMultipleNegativesRankingLoss(
+                    module, scale=recipe.scale, mini_batch_size=recipe.mini_batch, gather_across_devices=gather
+                )
+                if recipe.mini_batch
+                else MultipleNegativesRankingLoss(module, scale=recipe.scale, gather_across_devices=gather)
+            )
             losses[id(module)] = matryoshka(module, inner, dims_list(recipe.matryoshka_dims), MatryoshkaLoss)
         device = next(module.parameters()).device
         queries, positives = (to_device(f, device) for f in features)
@@ -130,6 +139,8 @@ def matryoshka(module: torch.nn.Module, loss: torch.nn.Module, dims: list[int], 
     """
     if not dims:
         return loss
-    full = int(getattr(module, "module", module).get_embedding_dimension())  # a DDP-wrapped model holds the SentenceTransformer as .module
+    full = int(
+        getattr(module, "module", module).get_embedding_dimension()
+    )  # a DDP-wrapped model holds the SentenceTransformer as .module
     check_dims(dims, full)
     return wrapper(module, loss, sorted({full, *dims}, reverse=True))

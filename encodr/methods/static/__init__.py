@@ -13,5 +13,11 @@ from ..base import Method
 from .config import StaticRecipe
 from .method import preflight, run
 
-METHOD = Method("static", StaticRecipe, run, inputs=(), preflight=preflight,
-                summary="A static embedding model distilled from a bi-encoder (model2vec): a table of token vectors, no attention")
+METHOD = Method(
+    "static",
+    StaticRecipe,
+    run,
+    inputs=(),
+    preflight=preflight,
+    summary="A static embedding model distilled from a bi-encoder (model2vec): a table of token vectors, no attention",
+)

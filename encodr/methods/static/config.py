@@ -15,6 +15,13 @@ class StaticRecipe(Recipe):
     and rule. Nothing is trained by gradient descent, so there is no learning rate or batch."""
 
     method: str = "static"
-    pca_dims: int = setting(256, "Dimensions of the token vectors after PCA (0: keep the model's own).", (lambda v: v >= 0, "an integer ≥ 0 (0: no PCA)"))
-    sif_coefficient: float = setting(1e-4, "SIF weighting a / (a + p(token)) of each token's vector, p from the token's rank (0: off).",
-                                     (lambda v: 0 <= v < 1, "a number in [0, 1) (0: no weighting)"))  # fmt: skip
+    pca_dims: int = setting(
+        256,
+        "Dimensions of the token vectors after PCA (0: keep the model's own).",
+        (lambda v: v >= 0, "an integer ≥ 0 (0: no PCA)"),
+    )
+    sif_coefficient: float = setting(
+        1e-4,
+        "SIF weighting a / (a + p(token)) of each token's vector, p from the token's rank (0: off).",
+        (lambda v: 0 <= v < 1, "a number in [0, 1) (0: no weighting)"),
+    )

@@ -10,5 +10,10 @@ from ..base import Method
 from .config import TransEncoderRecipe
 from .method import run
 
-METHOD = Method("trans_encoder", TransEncoderRecipe, run, inputs=("dev", "report", "models"),
-                summary="Trans-Encoder: unsupervised cross-encoder and bi-encoder by self-distillation")  # fmt: skip
+METHOD = Method(
+    "trans_encoder",
+    TransEncoderRecipe,
+    run,
+    inputs=("dev", "report", "models"),
+    summary="Trans-Encoder: unsupervised cross-encoder and bi-encoder by self-distillation",
+)

@@ -80,7 +80,9 @@ def load_pairs(data: str | None, recipe: TransEncoderRecipe) -> PairData:
     return stsb_pairs()
 
 
-def cross_stream(scorer: CrossScorer, pairs: Sequence[tuple[str, str]], labels: np.ndarray, batch_size: int, symmetric: bool = True) -> Stream:
+def cross_stream(
+    scorer: CrossScorer, pairs: Sequence[tuple[str, str]], labels: np.ndarray, batch_size: int, symmetric: bool = True
+) -> Stream:
     """Bi → cross (§2.2): every pair in both orders (``symmetric``; else as given) with its
     soft label; loss Eq. 2.
 
@@ -154,7 +156,9 @@ class TransEncoderRun:
     sets it (float (P,), cosines the starting bi-encoder already computed while mining), is the
     first bi-encoder labelling, so the pairs are not encoded a second time (one chain only)."""
 
-    NO_DEV = "no --dev file: kept the last cycle's bi- and cross-encoder (pass --dev stsb-dev or a scored file to select the best)"
+    NO_DEV = (
+        "no --dev file: kept the last cycle's bi- and cross-encoder (pass --dev stsb-dev or a scored file to select the best)"
+    )
 
     def __init__(self, ctx: RunContext):
         self.ctx, self.recipe, self.request = ctx, ctx.recipe, ctx.request
@@ -249,15 +253,33 @@ class TransEncoderRun:
         """One phase of one chain: fit with dev selection, record, save when best."""
         done = self.timed(f"train {kind}", cycle, c + 1)
         result = self.ctx.trainer.fit(
-            module, [stream], self.recipe.phase(kind),
-            FitOptions(evaluate=(lambda: self.dev.score(scorer)) if self.dev else None, dev_metric=self.dev.metric if self.dev else "dev",
-                       eval_steps=self.recipe.eval_steps, keep_start=False, progress=self.ctx.progress, on_step=self.request.on_step,
-                       description=f"cycle {cycle}/{self.recipe.cycles} · train {kind}{self.who(c)}"),
-        )  # fmt: skip
+            module,
+            [stream],
+            self.recipe.phase(kind),
+            FitOptions(
+                evaluate=(lambda: self.dev.score(scorer)) if self.dev else None,
+                dev_metric=self.dev.metric if self.dev else "dev",
+                eval_steps=self.recipe.eval_steps,
+                keep_start=False,
+                progress=self.ctx.progress,
+                on_step=self.request.on_step,
+                description=f"cycle {cycle}/{self.recipe.cycles} · train {kind}{self.who(c)}",
+            ),
+        )
         score = result.best["dev"] if result.best else None
         seconds = done(steps=result.steps, dev=score)
-        self.chains[c].history.append({"cycle": cycle, "phase": kind, "dev": score, "report": self.rho(self.report, scorer), "seconds": seconds,
-                                       "steps": result.steps, "final_loss": round(result.final_loss, 5), "evaluations": result.dev_curve})  # fmt: skip
+        self.chains[c].history.append(
+            {
+                "cycle": cycle,
+                "phase": kind,
+                "dev": score,
+                "report": self.rho(self.report, scorer),
+                "seconds": seconds,
+                "steps": result.steps,
+                "final_loss": round(result.final_loss, 5),
+                "evaluations": result.dev_curve,
+            }
+        )
         chain = self.chains[c]
         last = cycle == self.recipe.cycles
         if (score is None and last) or (score is not None and (kind not in chain.best or score > chain.best[kind][0])):
@@ -275,7 +297,9 @@ class TransEncoderRun:
             crosses = []
             for c, chain in enumerate(self.chains):
                 # each chain its own seed: chains that share a base model must not train identical cross-encoders
-                scorer = new_cross_encoder(chain.base, r.cross_max_length, self.ctx.trainer.device, seed=r.seed + cycle + 1000 * c)
+                scorer = new_cross_encoder(
+                    chain.base, r.cross_max_length, self.ctx.trainer.device, seed=r.seed + cycle + 1000 * c
+                )
                 self.train("cross", c, cycle, scorer, scorer.ce, self.cross_stream(scorer, labels))
                 crosses.append(scorer)
             labels = self.label("cross", crosses, cycle)
@@ -291,28 +315,57 @@ class TransEncoderRun:
             if start_dev[c] is not None and start_dev[c] >= chain.best["bi"][0]:
                 self.ctx.save(self.names[c][0], self.bi_encoder(chain.start).save)
                 chain.best["bi"] = (round(start_dev[c], 4), 0)
-                self.ctx.warn(f"chain {c + 1}: no trained bi-encoder beat the starting model on {self.request.dev} "
-                              f"(ρ {start_dev[c]:.2f}); saved the starting bi-encoder in {self.names[c][0]}/")  # fmt: skip
+                self.ctx.warn(
+                    f"chain {c + 1}: no trained bi-encoder beat the starting model on {self.request.dev} "
+                    f"(ρ {start_dev[c]:.2f}); saved the starting bi-encoder in {self.names[c][0]}/"
+                )
         return self.outcome(start_dev, start_report)
 
     def outcome(self, start_dev: list, start_report: list) -> Outcome:
         data, ctx, request = self.pair_data, self.ctx, self.request
-        chains = [{
-            "start": chain.start, "cross_init": chain.base, "start_dev": start_dev[c], "start_report": start_report[c], "report_set": request.report,
-            "bi": ctx.out_path(self.names[c][0]), "cross": ctx.out_path(self.names[c][1]),
-            "best": {k: {"dev": v[0], "cycle": v[1]} for k, v in chain.best.items()}, "history": chain.history,
-        } for c, chain in enumerate(self.chains)]  # fmt: skip
+        chains = [
+            {
+                "start": chain.start,
+                "cross_init": chain.base,
+                "start_dev": start_dev[c],
+                "start_report": start_report[c],
+                "report_set": request.report,
+                "bi": ctx.out_path(self.names[c][0]),
+                "cross": ctx.out_path(self.names[c][1]),
+                "best": {k: {"dev": v[0], "cycle": v[1]} for k, v in chain.best.items()},
+                "history": chain.history,
+            }
+            for c, chain in enumerate(self.chains)
+        ]
         summary = {
-            "models": request.models, "mutual": len(request.models) > 1, "data": data.source, "data_sha256": data.sha256,
-            "mined": data.mined, "pairs": len(self.pairs), "phases": self.timings, "chains": chains,
+            "models": request.models,
+            "mutual": len(request.models) > 1,
+            "data": data.source,
+            "data_sha256": data.sha256,
+            "mined": data.mined,
+            "pairs": len(self.pairs),
+            "phases": self.timings,
+            "chains": chains,
             "selection": f"best dev Spearman on {request.dev}" if request.dev else "no --dev: the last cycle's models were kept",
-        }  # fmt: skip
-        rows = [{
-            "kind": f"tenc-{kind}", "model": ch["start"], "data": data.source, "data_sha256": data.sha256, "strings": len(self.pairs),
-            "out": self.names[c][kind == "cross"],
-            "metrics": {"start_dev": ch["start_dev"], "best": ch["best"].get(kind), "mutual": summary["mutual"],
-                        "dev_per_cycle": [h["dev"] for h in ch["history"] if h["phase"] == kind]},
-        } for c, ch in enumerate(chains) for kind in ("bi", "cross")]  # fmt: skip
+        }
+        rows = [
+            {
+                "kind": f"tenc-{kind}",
+                "model": ch["start"],
+                "data": data.source,
+                "data_sha256": data.sha256,
+                "strings": len(self.pairs),
+                "out": self.names[c][kind == "cross"],
+                "metrics": {
+                    "start_dev": ch["start_dev"],
+                    "best": ch["best"].get(kind),
+                    "mutual": summary["mutual"],
+                    "dev_per_cycle": [h["dev"] for h in ch["history"] if h["phase"] == kind],
+                },
+            }
+            for c, ch in enumerate(chains)
+            for kind in ("bi", "cross")
+        ]
         if not request.dev:
             ctx.warn(self.NO_DEV)
         return Outcome(summary, rows)  # the core lays out its chains (encodr.core.results)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import TOY_KEYS, run_cli, run_tune
 from encodr.methods import load_recipe
+from tests.conftest import TOY_KEYS, run_cli, run_tune
 
 
 def _documents(tmp_path):
@@ -50,7 +50,9 @@ def test_cmlm_loss_falls_and_the_conditioning_matters(tiny_multilingual, tmp_pat
     from encodr.methods.cmlm.method import cmlm_stream
     from encodr.models import load_encoder
 
-    recipe = load_recipe("multilingual", {"lr": 3e-3, "epochs": 300, "batch_size": 10, "warmup": 0.0, "projections": 4, "max_length": 8})
+    recipe = load_recipe(
+        "multilingual", {"lr": 3e-3, "epochs": 300, "batch_size": 10, "warmup": 0.0, "projections": 4, "max_length": 8}
+    )
     encoder = load_encoder(str(tiny_multilingual), "mean", device="cpu")
     bert = encoder.transformer
     torch.manual_seed(0)
@@ -77,15 +79,28 @@ def test_multilingual_recipe_end_to_end_with_bitext_and_dev(tiny_multilingual, t
     bitext.write_text("".join(f"{k} one\t{k} two\teng\tspa\n" for k in TOY_KEYS))
     dev = tmp_path / "dev.tsv"
     dev.write_text("".join(f"{i % 5}\t{k} one\t{k} two\n" for i, k in enumerate(TOY_KEYS[:8])))
-    recipe = load_recipe("multilingual", {"batch_size": 8, "bitext_batch_size": 8, "epochs": 2, "lr": 1e-3, "max_length": 8, "projections": 3})
+    recipe = load_recipe(
+        "multilingual", {"batch_size": 8, "bitext_batch_size": 8, "epochs": 2, "lr": 1e-3, "max_length": 8, "projections": 3}
+    )
     warnings = []
-    s = run_tune(str(_documents(tmp_path)), recipe, str(tiny_multilingual), tmp_path / "out", bitext=[str(bitext)], warn=warnings.append)
+    s = run_tune(
+        str(_documents(tmp_path)), recipe, str(tiny_multilingual), tmp_path / "out", bitext=[str(bitext)], warn=warnings.append
+    )
     # without --dev, a tenth of the bitext (2 of 20 pairs) is held out as the dev set, and the best checkpoint is kept
-    assert s["cmlm_pairs"] == 20 and s["bitext_pairs"] == 18 and s["bitext_dev_pairs"] == 2 and s["steps"] == 2 * 3  # 20 CMLM pairs / 8 → 3 steps an epoch
-    assert s["dev"] == "2 held-out --bitext pairs" and s["dev_metric"] == "acc@1" and s["dev_curve"][0]["step"] == 0 and s["best"] is not None
+    assert (
+        s["cmlm_pairs"] == 20 and s["bitext_pairs"] == 18 and s["bitext_dev_pairs"] == 2 and s["steps"] == 2 * 3
+    )  # 20 CMLM pairs / 8 → 3 steps an epoch
+    assert (
+        s["dev"] == "2 held-out --bitext pairs"
+        and s["dev_metric"] == "acc@1"
+        and s["dev_curve"][0]["step"] == 0
+        and s["best"] is not None
+    )
     log = [json.loads(line) for line in (tmp_path / "out" / "train_log.jsonl").read_text().splitlines()]
     assert all("loss/cmlm" in r and "loss/bitext" in r for r in log)
-    assert log[0]["loss"] == pytest.approx(log[0]["loss/cmlm"] + log[0]["loss/bitext"], rel=1e-5)  # the bitext part is already × 0.2
+    assert log[0]["loss"] == pytest.approx(
+        log[0]["loss/cmlm"] + log[0]["loss/bitext"], rel=1e-5
+    )  # the bitext part is already × 0.2
     assert any("no MLM head in its checkpoint" in w for w in warnings)
     st = SentenceTransformer(str(tmp_path / "out"), device="cpu")
     assert st.encode(["alpha one"]).shape == (1, 32)
@@ -98,7 +113,17 @@ def test_multilingual_recipe_end_to_end_with_bitext_and_dev(tiny_multilingual, t
 
 
 def test_multilingual_recipe_needs_text_or_bitext(tiny_multilingual, tmp_path, capsys, monkeypatch):
-    args = ["tune", "--recipe", "multilingual", "--model", str(tiny_multilingual), "--out", str(tmp_path / "o"), "--set", "default_data=none"]
+    args = [
+        "tune",
+        "--recipe",
+        "multilingual",
+        "--model",
+        str(tiny_multilingual),
+        "--out",
+        str(tmp_path / "o"),
+        "--set",
+        "default_data=none",
+    ]
     code, _, err = run_cli(args, capsys, monkeypatch)
     assert code == 2 and "needs documents (TEXT) or --bitext FILE" in err and not (tmp_path / "o").exists()
 
@@ -109,7 +134,9 @@ def test_multilingual_recipe_defaults_to_the_bundled_bible_sample(tiny_multiling
 
     recipe = load_recipe("multilingual", {"batch_size": 512, "bitext_batch_size": 512})
     s = run_tune(None, recipe, str(tiny_multilingual), tmp_path / "o")
-    assert s["cmlm_pairs"] == 2261 - 7 * 8 and s["bitext_pairs"] + s["bitext_dev_pairs"] == 1938  # Mark 1–8: 7 languages × 8 chapters
+    assert (
+        s["cmlm_pairs"] == 2261 - 7 * 8 and s["bitext_pairs"] + s["bitext_dev_pairs"] == 1938
+    )  # Mark 1–8: 7 languages × 8 chapters
     assert 193 <= s["bitext_dev_pairs"] < 193 + 6  # a tenth held out as the dev set, whole English verses (6 languages each)
     assert "mark_documents.tsv" in s["data"] and "mark_bitext.tsv" in s["data"]
     # the sample ships no German (the Elberfelder 1932 is never shipped)

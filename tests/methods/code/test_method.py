@@ -8,7 +8,20 @@ from encodr.methods import load_recipe
 from encodr.methods.code.pairs import in_dev, mine_negatives, read_units
 from tests.conftest import run_cli
 
-TOPICS = ["river", "mountain", "kitchen", "violin", "planet", "garden", "winter", "harbour", "engine", "forest", "castle", "desert"]
+TOPICS = [
+    "river",
+    "mountain",
+    "kitchen",
+    "violin",
+    "planet",
+    "garden",
+    "winter",
+    "harbour",
+    "engine",
+    "forest",
+    "castle",
+    "desert",
+]
 
 
 def source(folder, n=24):
@@ -17,16 +30,22 @@ def source(folder, n=24):
         parts = []
         for i in range(f, n, 3):
             topic = TOPICS[i % 12]
-            parts.append(f'def measure_{topic}_{i}(value):\n    """Measure the {topic} number {i} in metres.\n\n    More words.\n    """\n'
-                         f'    {topic} = value * {i}\n    return {topic}\n')  # fmt: skip
+            parts.append(
+                f'def measure_{topic}_{i}(value):\n    """Measure the {topic} number {i} in metres.\n\n    More words.\n    """\n'
+                f"    {topic} = value * {i}\n    return {topic}\n"
+            )
         parts.append("def helper(x):\n    return x\n")  # undocumented: in the corpus, not a pair
-        parts.append('def helper(x, y):\n    """Add two numbers together."""\n    return x + y\n')  # a name defined again: its own key
+        parts.append(
+            'def helper(x, y):\n    """Add two numbers together."""\n    return x + y\n'
+        )  # a name defined again: its own key
         (folder / f"mod{f}.py").write_text("\n\n".join(parts))
     return folder
 
 
 def test_definitions_carry_their_documentation_and_their_code_without_it():
-    text = 'class Pump:\n    """A pump."""\n\n    def bleed(self):\n        """Open the valve. Then close it."""\n        return 1\n'
+    text = (
+        'class Pump:\n    """A pump."""\n\n    def bleed(self):\n        """Open the valve. Then close it."""\n        return 1\n'
+    )
     found = {d.name: d for d in definitions(text, "python")}
     assert found["Pump.bleed"].doc == "Open the valve. Then close it." and summary(found["Pump.bleed"].doc) == "Open the valve."
     assert found["Pump.bleed"].code == "def bleed(self):\n        return 1"  # the docstring's line is gone
@@ -41,7 +60,12 @@ def test_units_the_dev_fold_and_negatives_from_the_same_repository(tmp_path, tin
     recipe = load_recipe("code", {})
     units = read_units(str(source(tmp_path / "src")), recipe)
     documented = [u for u in units if u.query]
-    assert len(units) == 30 and len(documented) == 27 and len({u.key for u in units}) == 30 and documented[0].query == "Measure the river number 0 in metres."
+    assert (
+        len(units) == 30
+        and len(documented) == 27
+        and len({u.key for u in units}) == 30
+        and documented[0].query == "Measure the river number 0 in metres."
+    )
     assert "Measure the" not in documented[0].bare and "river = value * 0" in documented[0].bare
     dev = {u.key for u in documented if in_dev(u, 0.2)}
     assert 0 < len(dev) < 27 and dev == {u.key for u in documented if in_dev(u, 0.2)}  # a hash: the same fold every time
@@ -56,34 +80,82 @@ def test_tune_code_saves_a_sentence_transformer_with_its_dev_figures(tiny_model,
     from sentence_transformers import SentenceTransformer
 
     out = tmp_path / "run"
-    code, _, err = run_cli(["tune", str(source(tmp_path / "src")), "--recipe", "code", "--model", str(tiny_model), "--out", str(out),
-                            "--set", "batch_size=8", "--set", "epochs=1", "--set", "lr=1e-3", "--set", "min_documented=10", "--json"],
-                           capsys, monkeypatch)  # fmt: skip
+    code, _, err = run_cli(
+        [
+            "tune",
+            str(source(tmp_path / "src")),
+            "--recipe",
+            "code",
+            "--model",
+            str(tiny_model),
+            "--out",
+            str(out),
+            "--set",
+            "batch_size=8",
+            "--set",
+            "epochs=1",
+            "--set",
+            "lr=1e-3",
+            "--set",
+            "min_documented=10",
+            "--json",
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     summary = json.loads((out / "encodr.json").read_text())
-    assert summary["definitions"] == 30 and summary["pairs"] + summary["dev_queries"] == 27 and summary["dev_after"] >= summary["dev_before"]
+    assert (
+        summary["definitions"] == 30
+        and summary["pairs"] + summary["dev_queries"] == 27
+        and summary["dev_after"] >= summary["dev_before"]
+    )
     assert summary["dev_curve"][0]["step"] == 0  # the starting model is a candidate
     assert SentenceTransformer(str(out), device="cpu").encode(["measure a river"]).shape == (1, 32)
-    code, _, err = run_cli(["index", str(tmp_path / "src"), "--model", str(out), "--out", str(tmp_path / "idx")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["index", str(tmp_path / "src"), "--model", str(out), "--out", str(tmp_path / "idx")], capsys, monkeypatch
+    )
     assert code == 0, err
 
 
 def test_a_folder_without_source_code_is_one_line(tmp_path, tiny_model, capsys, monkeypatch):
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "a.md").write_text("# A\n\ntext\n")
-    code, _, err = run_cli(["tune", str(tmp_path / "notes"), "--recipe", "code", "--model", str(tiny_model), "--out", str(tmp_path / "o")],
-                           capsys, monkeypatch)  # fmt: skip
+    code, _, err = run_cli(
+        ["tune", str(tmp_path / "notes"), "--recipe", "code", "--model", str(tiny_model), "--out", str(tmp_path / "o")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "no source file in it" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
 
 
 def test_too_few_documented_definitions_keep_the_start_unless_no_dev(tiny_model, tmp_path, capsys, monkeypatch):
     src = source(tmp_path / "src")  # 27 documented definitions, fewer than min_documented (30)
-    code, _, err = run_cli(["tune", str(src), "--recipe", "code", "--model", str(tiny_model), "--out", str(tmp_path / "a")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", str(src), "--recipe", "code", "--model", str(tiny_model), "--out", str(tmp_path / "a")], capsys, monkeypatch
+    )
     assert code == 0 and "only 27 documented definitions" in err and "--no-dev" in err
     assert json.loads((tmp_path / "a" / "encodr.json").read_text())["kept"] == "start"
-    code, _, err = run_cli(["tune", str(src), "--recipe", "code", "--model", str(tiny_model), "--out", str(tmp_path / "b"), "--no-dev",
-                            "--set", "batch_size=8", "--set", "epochs=1"], capsys, monkeypatch)  # fmt: skip
+    code, _, err = run_cli(
+        [
+            "tune",
+            str(src),
+            "--recipe",
+            "code",
+            "--model",
+            str(tiny_model),
+            "--out",
+            str(tmp_path / "b"),
+            "--no-dev",
+            "--set",
+            "batch_size=8",
+            "--set",
+            "epochs=1",
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     summary = json.loads((tmp_path / "b" / "encodr.json").read_text())
     assert summary["pairs"] == 27 and summary["dev_queries"] == 0 and summary["steps"] >= 1

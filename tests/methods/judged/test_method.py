@@ -12,8 +12,16 @@ import numpy as np
 from encodr.methods import load_recipe
 from tests.conftest import run_cli, run_tune
 
-FAST = {"max_length": 32, "query_max_length": 16, "cross_max_length": 48, "distill_queries": 10, "distill_candidates": 3, "epochs": 1,
-        "rerank_depths": "5", "rerank_weights": "1"}  # fmt: skip
+FAST = {
+    "max_length": 32,
+    "query_max_length": 16,
+    "cross_max_length": 48,
+    "distill_queries": 10,
+    "distill_candidates": 3,
+    "epochs": 1,
+    "rerank_depths": "5",
+    "rerank_weights": "1",
+}
 
 
 def toy_beir(root, queries: int, seed: int = 0, shuffled: bool = False):
@@ -25,7 +33,9 @@ def toy_beir(root, queries: int, seed: int = 0, shuffled: bool = False):
     words = top_words(2000)[300:]
     docs = [rng.sample(words, 12) for _ in range(60)]
     (root / "qrels").mkdir(parents=True)
-    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": " ".join(d)}) + "\n" for i, d in enumerate(docs)))
+    (root / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": f"d{i}", "title": "", "text": " ".join(d)}) + "\n" for i, d in enumerate(docs))
+    )
     rows, lines = [], []
     for q in range(queries):
         d = rng.randrange(len(docs))
@@ -56,7 +66,14 @@ def test_too_few_judged_queries_give_the_start_back_in_one_line(tmp_path, tiny_m
 
 def test_no_dev_trains_without_selection(tmp_path, tiny_model):
     data = toy_beir(tmp_path / "five", 5)
-    summary = run_tune(data, load_recipe("judged", {**FAST, "cross": False}), str(tiny_model), tmp_path / "m", no_dev=True, warn=lambda line: None)
+    summary = run_tune(
+        data,
+        load_recipe("judged", {**FAST, "cross": False}),
+        str(tiny_model),
+        tmp_path / "m",
+        no_dev=True,
+        warn=lambda line: None,
+    )
     assert summary["kept"] == ["bi-encoder"] and "without selection" in summary["bi-encoder"]
 
 
@@ -75,12 +92,18 @@ def test_a_real_signal_is_learned_and_every_output_loads(tmp_path, tiny_model):
     from sentence_transformers import CrossEncoder, SentenceTransformer
 
     data = toy_beir(tmp_path / "beir", 150)
-    summary = run_tune(data, load_recipe("judged", {**FAST, "epochs": 3, "lr": 1e-3}), str(tiny_model), tmp_path / "m", warn=lambda line: None)
+    summary = run_tune(
+        data, load_recipe("judged", {**FAST, "epochs": 3, "lr": 1e-3}), str(tiny_model), tmp_path / "m", warn=lambda line: None
+    )
     names = [c["name"] for c in summary["components"]]
     assert names == ["bi-encoder", "seeded loop", "fusion weight", "re-ranker"]
     bi = summary["components"][0]
-    assert bi["kept"] and bi["after"] > bi["before"] + 10 and bi["p"] < 0.05  # the queries' words are in their documents: dense search learns it
-    assert summary["train_queries"] > 0 and summary["dev_queries"] > 0 and summary["left_out"]["test"] > 0  # the test fold is never read
+    assert (
+        bi["kept"] and bi["after"] > bi["before"] + 10 and bi["p"] < 0.05
+    )  # the queries' words are in their documents: dense search learns it
+    assert (
+        summary["train_queries"] > 0 and summary["dev_queries"] > 0 and summary["left_out"]["test"] > 0
+    )  # the test fold is never read
     assert SentenceTransformer(str(tmp_path / "m"), device="cpu").encode(["a"]).shape == (1, 32)
     if (tmp_path / "m" / "cross").exists():
         assert CrossEncoder(str(tmp_path / "m" / "cross"), device="cpu").predict([("a", "b")]).shape == (1,)
@@ -89,7 +112,9 @@ def test_a_real_signal_is_learned_and_every_output_loads(tmp_path, tiny_model):
 
 
 def test_the_cli_refuses_a_judged_run_without_judgments_and_other_recipes_refuse_index(tmp_path, tiny_model, capsys, monkeypatch):
-    code, _, err = run_cli(["tune", "--recipe", "judged", "--model", str(tiny_model), "--out", str(tmp_path / "m")], capsys, monkeypatch)
+    code, _, err = run_cli(
+        ["tune", "--recipe", "judged", "--model", str(tiny_model), "--out", str(tmp_path / "m")], capsys, monkeypatch
+    )
     assert code == 2 and "pass --index INDEX" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(["tune", "--recipe", "sentence", "--index", "kb", "--out", str(tmp_path / "n")], capsys, monkeypatch)
     assert code == 2 and "does not take --index" in err
@@ -115,11 +140,17 @@ def test_tuned_search_settings_are_the_defaults_a_search_uses(tmp_path, tiny_mod
     assert searcher.resolve(SearchOptions()).fusion_weight is None  # tuned for another model: not this index's
     write_tuned(tmp_path / "idx", searcher.fingerprint, {"fusion_weight": 0.8}, "here")
     fresh = Searcher(tmp_path / "idx")
-    assert fresh.resolve(SearchOptions()).fusion_weight == 0.8 and fresh.resolve(SearchOptions(fusion_weight=0.3)).fusion_weight == 0.3
+    assert (
+        fresh.resolve(SearchOptions()).fusion_weight == 0.8
+        and fresh.resolve(SearchOptions(fusion_weight=0.3)).fusion_weight == 0.3
+    )
     cross = load_cross(str(tiny_cross))
     tuned = CrossScorer(cross.ce, "tuned", {"depth": 7, "weight": 0.25})
     tuned.save(tmp_path / "cross")
     again = load_cross(str(tmp_path / "cross"))
     settled = fresh.resolve(SearchOptions(), again)
     assert (settled.rerank_depth, settled.rerank_weight) == (7, 0.25)
-    assert fresh.resolve(SearchOptions(rerank_depth=3), again).rerank_depth == 3 and fresh.resolve(SearchOptions(), cross).rerank_depth == 50
+    assert (
+        fresh.resolve(SearchOptions(rerank_depth=3), again).rerank_depth == 3
+        and fresh.resolve(SearchOptions(), cross).rerank_depth == 50
+    )

@@ -34,8 +34,19 @@ def test_pairs_are_mined_one_order_and_the_positive_keeps_its_label(tiny_model, 
 
     monkeypatch.setattr(trans.TransEncoderRun, "label", label)
     monkeypatch.setattr(trans, "cross_stream", stream)
-    recipe = load_recipe("reranker", {"queries": 5, "candidates": 3, "ict_keep": 0, "bi_max_length": 48, "cross_max_length": 96,
-                                      "cross_batch_size": 4, "bi_batch_size": 4, "cross_loss": "bce"})  # fmt: skip
+    recipe = load_recipe(
+        "reranker",
+        {
+            "queries": 5,
+            "candidates": 3,
+            "ict_keep": 0,
+            "bi_max_length": 48,
+            "cross_max_length": 96,
+            "cross_batch_size": 4,
+            "bi_batch_size": 4,
+            "cross_loss": "bce",
+        },
+    )
     warnings = []
     summary = run_tune(corpus(tmp_path / "docs.jsonl"), recipe, str(tiny_model), tmp_path / "o", warn=warnings.append)
     pairs = seen["pairs"]
@@ -54,7 +65,9 @@ def test_pairs_are_mined_one_order_and_the_positive_keeps_its_label(tiny_model, 
     expected = np.clip(bi.pair_scores([a for a, _ in pairs], [b for _, b in pairs]), 0, 1)
     expected[::3] = 1.0
     kind, first = seen["labels"][0]
-    assert kind == "bi" and np.allclose(first, expected, atol=1e-4)  # the mining's cosines serve as the first labels: what labelling would give
+    assert kind == "bi" and np.allclose(
+        first, expected, atol=1e-4
+    )  # the mining's cosines serve as the first labels: what labelling would give
     assert CrossEncoder(str(tmp_path / "o" / "cross"), device="cpu").predict([("a query", "a passage")]).shape == (1,)
     assert any("takes no --dev" in w for w in warnings)
     assert json.loads((tmp_path / "o" / "encodr.json").read_text())["mined"] is True
@@ -82,7 +95,9 @@ def test_listnet_ranks_each_querys_group_against_its_labels_over_tau(tiny_model)
         loss = stream.loss(scorer.ce, batch)
         expected = []
         for g in (groups[1], groups[0]):
-            logits = torch.tensor(scorer.ce.predict([pairs[j] for j in g], activation_fn=torch.nn.Identity()), dtype=torch.float32)
+            logits = torch.tensor(
+                scorer.ce.predict([pairs[j] for j in g], activation_fn=torch.nn.Identity()), dtype=torch.float32
+            )
             target = torch.softmax(torch.tensor(labels[list(g)] / 0.1, dtype=torch.float32), 0)
             expected.append(-(target * torch.log_softmax(logits, 0)).sum())
     assert abs(float(loss) - float(torch.stack(expected).mean())) < 1e-4
@@ -101,8 +116,18 @@ def test_the_default_run_trains_listwise_on_whole_groups(tiny_model, tmp_path, m
         return original(scorer, pairs, groups, labels, queries_per_step, temperature)
 
     monkeypatch.setattr(method, "listwise_stream", stream)
-    recipe = load_recipe("reranker", {"queries": 4, "candidates": 3, "ict_keep": 0, "bi_max_length": 48, "cross_max_length": 96,
-                                      "cross_batch_size": 6, "bi_batch_size": 4})  # fmt: skip
+    recipe = load_recipe(
+        "reranker",
+        {
+            "queries": 4,
+            "candidates": 3,
+            "ict_keep": 0,
+            "bi_max_length": 48,
+            "cross_max_length": 96,
+            "cross_batch_size": 6,
+            "bi_batch_size": 4,
+        },
+    )
     assert recipe.cross_loss == "listnet"
     run_tune(corpus(tmp_path / "docs.jsonl"), recipe, str(tiny_model), tmp_path / "o")
     assert seen["groups"] == [range(0, 3), range(3, 6), range(6, 9), range(9, 12)] and seen["pairs"] == 12
@@ -132,7 +157,9 @@ def test_negatives_come_from_other_documents():
     assert near < own
     found, scores, _ = mine(Stub(), passages, [("q", "own", 0)], candidates=3, document_of=[0, 0, 1, 2], ceiling=0.99)
     assert found == [[2, 3]]  # near < 0.99 × own: kept
-    found, scores, _ = mine(Stub(), passages, [("q", "own", 0)], candidates=3, document_of=[0, 0, 1, 2], ceiling=near / own - 1e-3)
+    found, scores, _ = mine(
+        Stub(), passages, [("q", "own", 0)], candidates=3, document_of=[0, 0, 1, 2], ceiling=near / own - 1e-3
+    )
     assert found == [[3]] and np.allclose(scores, [[0.0]], atol=1e-6)  # near is above the ceiling: only far is left
 
 
@@ -143,6 +170,8 @@ def test_documents_without_two_sentence_passages_are_refused(tiny_model, tmp_pat
 
     docs = tmp_path / "short.jsonl"
     docs.write_text("".join(json.dumps({"_id": str(i), "text": f"only one sentence here number {i}"}) + "\n" for i in range(4)))
-    with pytest.raises(EncodrError, match="0 passage\\(s\\) of two or more sentences; the re-ranker's pseudo-queries need at least 2"):
+    with pytest.raises(
+        EncodrError, match="0 passage\\(s\\) of two or more sentences; the re-ranker's pseudo-queries need at least 2"
+    ):
         run_tune(docs, load_recipe("reranker", {"bi_max_length": 48}), str(tiny_model), tmp_path / "o")
     assert not (tmp_path / "o").exists()  # nothing half-written

@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from encodr.methods import load_recipe
-from encodr.errors import EncodrError
-from encodr.methods.trans_encoder.config import TransEncoderRecipe
 from encodr.data.pairs import mine_pairs, read_pairs
-
+from encodr.errors import EncodrError
+from encodr.methods import load_recipe
+from encodr.methods.trans_encoder.config import TransEncoderRecipe
 from tests.conftest import run_cli
 
 PAIRS = [
@@ -117,8 +116,7 @@ def test_roc_auc_and_binary_pair_layouts(tmp_path):
     ],
 )
 def test_bad_pair_files_are_named(tmp_path, reader, content, message):
-    from encodr.data import pairs
-    from encodr.data import readers
+    from encodr.data import pairs, readers
 
     f = tmp_path / "bad.tsv"
     f.write_text(content)
@@ -149,16 +147,35 @@ def spread_model(tmp_path_factory):
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("spread-bert")
     tokenizer = AutoTokenizer.from_pretrained(str(resolve("minilm").path))
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=128, initializer_range=0.2)  # fmt: skip
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        initializer_range=0.2,
+    )
     BertModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 
 
 def _tiny_recipe(**extra):
-    settings = {"pooling": "mean", "cycles": 1, "cross_epochs": 40, "cross_lr": 1e-3, "cross_batch_size": 8, "bi_epochs": 2, "bi_lr": 1e-3,
-                "bi_batch_size": 4, "warmup": 0.0, "eval_steps": 1000, "cross_max_length": 24, "bi_max_length": 12}  # fmt: skip
+    settings = {
+        "pooling": "mean",
+        "cycles": 1,
+        "cross_epochs": 40,
+        "cross_lr": 1e-3,
+        "cross_batch_size": 8,
+        "bi_epochs": 2,
+        "bi_lr": 1e-3,
+        "bi_batch_size": 4,
+        "warmup": 0.0,
+        "eval_steps": 1000,
+        "cross_max_length": 24,
+        "bi_max_length": 12,
+    }
     settings.update(extra)
     return load_recipe("cross-encoder", settings)
 
@@ -167,15 +184,16 @@ def test_one_cycle_writes_both_models_and_the_cross_encoder_learns_its_pseudo_la
     from scipy.stats import spearmanr
     from sentence_transformers import CrossEncoder, SentenceTransformer
 
-    from encodr.models import load_cross
-    from encodr.models import load_encoder
+    from encodr.models import load_cross, load_encoder
     from encodr.registry import runs
     from tests.conftest import run_trans_encoder
 
     data = tmp_path / "pairs.tsv"
     data.write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS))
     out = tmp_path / "tenc"
-    summary = run_trans_encoder(str(data), _tiny_recipe(), [str(spread_model)], out, device="cpu", progress=False, warn=lambda m: None)
+    summary = run_trans_encoder(
+        str(data), _tiny_recipe(), [str(spread_model)], out, device="cpu", progress=False, warn=lambda m: None
+    )
 
     assert (out / "bi" / "modules.json").is_file() and (out / "cross" / "config.json").is_file()
     a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
@@ -190,7 +208,10 @@ def test_one_cycle_writes_both_models_and_the_cross_encoder_learns_its_pseudo_la
     learned = load_cross(str(out / "cross"), device="cpu").pair_scores(a, b)
     assert spearmanr(learned, labels).statistic > 0.5
 
-    assert summary["selection"].startswith("no --dev") and [h["phase"] for h in summary["chains"][0]["history"]] == ["cross", "bi"]
+    assert summary["selection"].startswith("no --dev") and [h["phase"] for h in summary["chains"][0]["history"]] == [
+        "cross",
+        "bi",
+    ]
     assert {r["kind"] for r in runs()} == {"tenc-bi", "tenc-cross"}
     assert json.loads((out / "encodr.json").read_text())["pairs"] == len(PAIRS)
 
@@ -204,7 +225,9 @@ def test_mutual_distillation_with_dev_selection_and_mined_pairs(tiny_model, tmp_
     dev.write_text("".join(f"{i % 5}\t{a}\t{b}\n" for i, (a, b) in enumerate(PAIRS)))
     out = tmp_path / "mutual"
     recipe = _tiny_recipe(cross_epochs=2, bi_epochs=1, eval_steps=2, mine_k=3)
-    summary = run_trans_encoder(str(sentences), recipe, [str(tiny_model), str(tiny_model)], out, device="cpu", dev=str(dev), progress=False)
+    summary = run_trans_encoder(
+        str(sentences), recipe, [str(tiny_model), str(tiny_model)], out, device="cpu", dev=str(dev), progress=False
+    )
     assert summary["mined"] and summary["mutual"] and summary["pairs"] >= len(PAIRS)
     assert [c["bi"].rsplit("/", 1)[-1] for c in summary["chains"]] == ["bi", "bi-2"]
     for name in ("bi", "cross", "bi-2", "cross-2"):
@@ -217,7 +240,10 @@ def test_mutual_distillation_with_dev_selection_and_mined_pairs(tiny_model, tmp_
     from sentence_transformers import CrossEncoder
 
     pair = [PAIRS[0]]
-    assert abs(float(CrossEncoder(str(out / "cross")).predict(pair)[0]) - float(CrossEncoder(str(out / "cross-2")).predict(pair)[0])) > 1e-6
+    assert (
+        abs(float(CrossEncoder(str(out / "cross")).predict(pair)[0]) - float(CrossEncoder(str(out / "cross-2")).predict(pair)[0]))
+        > 1e-6
+    )
 
 
 def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, monkeypatch):
@@ -250,11 +276,17 @@ def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, m
     assert code == 2 and "mutual distillation" in err
     code, out, err = run_cli(["tune", str(sts), "--recipe", "word", "--bitext", str(sts)], capsys, monkeypatch)
     assert code == 2 and "does not take --bitext" in err and "encodr: tuning" not in err
-    code, out, err = run_cli(["tune", str(sts), "--recipe", "cross-encoder", "--dev", str(tmp_path / "nope.tsv")], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["tune", str(sts), "--recipe", "cross-encoder", "--dev", str(tmp_path / "nope.tsv")], capsys, monkeypatch
+    )
     assert code == 2 and "nope.tsv: no such file" in err and "Traceback" not in err
     flat = tmp_path / "flat.tsv"
     flat.write_text("3\ta cat\ta dog\n3\ta man\ta woman\n")
-    code, out, err = run_cli(["tune", str(sts), "--recipe", "cross-encoder", "--dev", str(flat), "--out", str(tmp_path / "te-flat")], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["tune", str(sts), "--recipe", "cross-encoder", "--dev", str(flat), "--out", str(tmp_path / "te-flat")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 2 and "at least two different gold scores" in err and not (tmp_path / "te-flat").exists()
     code, out, err = run_cli(["eval", "pairs", "--model", str(tiny_model)], capsys, monkeypatch)
     assert code == 2 and "'encodr eval pairs' needs a FILE" in err
@@ -263,8 +295,8 @@ def test_cli_eval_and_score_with_a_cross_encoder(tiny_model, tmp_path, capsys, m
 def test_the_starting_bi_encoder_is_saved_when_no_trained_one_beats_it_on_dev(spread_model, tmp_path):
     # A dev file whose gold order is the start model's own cosine order gives the start ρ = 100:
     # no trained bi-encoder can beat it, so bi/ holds the starting weights and the run says so.
-    from tests.conftest import run_trans_encoder
     from encodr.models import load_encoder
+    from tests.conftest import run_trans_encoder
 
     start = load_encoder(str(spread_model), pooling="mean", max_length=12, device="cpu")
     a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
@@ -275,7 +307,15 @@ def test_the_starting_bi_encoder_is_saved_when_no_trained_one_beats_it_on_dev(sp
     data = tmp_path / "pairs.tsv"
     data.write_text("".join(f"{x}\t{y}\n" for x, y in PAIRS))
     warnings = []
-    s = run_trans_encoder(str(data), _tiny_recipe(eval_steps=1), [str(spread_model)], tmp_path / "tenc", device="cpu", dev=str(dev), warn=warnings.append)
+    s = run_trans_encoder(
+        str(data),
+        _tiny_recipe(eval_steps=1),
+        [str(spread_model)],
+        tmp_path / "tenc",
+        device="cpu",
+        dev=str(dev),
+        warn=warnings.append,
+    )
     chain = s["chains"][0]
     assert chain["start_dev"] == pytest.approx(100.0) and chain["best"]["bi"] == {"dev": 100.0, "cycle": 0}
     assert any("no trained bi-encoder beat the starting model" in w for w in warnings)
