@@ -224,6 +224,28 @@ def _metavar(model, name: str) -> str:
     return f"[{'|'.join(choices)}]" if choices else name.upper()
 
 
+CHOICE_FLAG = "__is_"  # a choice field's flag parameter: FIELD__is_VALUE (Rendering.choice_flags)
+
+
+def _join_choice_flags(given: dict) -> None:
+    """Set each choice field offered as flags (:data:`CHOICE_FLAG`) to the value whose flag was
+    passed, in place; none passed leaves the field to its default.
+
+    Raises:
+        EncodrError: two flags of one field passed together.
+    """
+    chosen: dict[str, list[str]] = {}
+    for key in [k for k in given if CHOICE_FLAG in k]:
+        name, value = key.split(CHOICE_FLAG)
+        if given.pop(key):
+            chosen.setdefault(name, []).append(value)
+    for name, values in chosen.items():
+        if len(values) > 1:
+            flags = " and ".join(f"--{v}" for v in values)
+            raise EncodrError(f"{flags} each set how the output is written: pass one", field=name)
+        given[name] = values[0]
+
+
 def _params(model) -> list[inspect.Parameter]:
     """The Typer parameters of a request class: one per field the CLI offers
     (:func:`encodr.core.fields.fields_for`); an argument with flags is also taken as an option.
@@ -249,6 +271,14 @@ def _params(model) -> list[inspect.Parameter]:
                         annotation=kind,
                     )
                 )
+            continue
+        if r.choice_flags:  # one flag a value but the default: --add, --sync, --overwrite (cli_command joins them)
+            params += [
+                inspect.Parameter(f"{name}{CHOICE_FLAG}{value}", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                                  default=typer.Option(False, f"--{value}", help=meaning, show_default=False))
+                for value, meaning in r.choice_flags.items()
+                if value != field.default
+            ]  # fmt: skip
             continue
         flags = r.flags or ("--" + name.replace("_", "-"),)
         if kind is bool:
@@ -290,6 +320,10 @@ def command(
         def cli_command(**given):
             as_json = given.pop("as_json", False)
             local = {k: given.pop(k) for k in own}
+            try:
+                _join_choice_flags(given)
+            except EncodrError as exc:
+                raise EncodrError(str(exc), field=exc.field) from None
             for key in [k for k in given if k.endswith("__option")]:
                 extra_values = given.pop(key)
                 base = key[: -len("__option")]

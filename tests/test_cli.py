@@ -395,3 +395,22 @@ def test_tables_read_at_80_columns_without_a_broken_word(capsys, monkeypatch, tm
     snippet_lines = [line for line in outputs["search"].splitlines() if "circulation pump" in line]
     assert snippet_lines and len(snippet_lines[0].split("│")[3]) - 2 >= 60  # the snippet's column: 60 characters a line
     assert "manual.txt:1" in outputs["search"]  # the source, under the snippet
+
+
+def test_the_write_flags_are_one_setting(capsys, monkeypatch, tmp_path):
+    """--add, --sync and --overwrite are the values of one setting, IndexRequest.write: one flag
+    sets it, two together are refused in one line, and --watch refuses all but a sync."""
+    from encodr.cli import _join_choice_flags
+    from encodr.core.requests import IndexRequest
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a cat\n")
+    code, _, err = run_cli(["index", str(corpus), "--out", str(tmp_path / "i"), "--add", "--sync"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "--add and --sync")
+    code, _, err = run_cli(["index", str(corpus), "--out", str(tmp_path / "i"), "--overwrite", "--watch"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "--watch keeps the index in step")
+    given = {"corpus": ["c.txt"], "write__is_add": False, "write__is_sync": True, "write__is_overwrite": False}
+    _join_choice_flags(given)
+    assert given == {"corpus": ["c.txt"], "write": "sync"}
+    assert IndexRequest(corpus=["c.txt"], watch=True).write_mode() == "sync"
+    assert IndexRequest(corpus=["c.txt"]).write_mode() == "new"

@@ -469,7 +469,7 @@ def watch(
 
     from ..data.files import DOCUMENT_SUFFIXES, RECORD_SUFFIXES
 
-    synced = request.model_copy(update={"sync": True, "add": False, "overwrite": False, "watch": False})
+    synced = request.model_copy(update={"write": "sync", "watch": False})
     out = os.path.realpath(synced.target())
     encoder = None
 
@@ -660,7 +660,7 @@ def sync_served(request: SyncRequest, index: str, encoder, warn: WarnFn = lambda
     Raises:
         EncodrError: see :meth:`SyncRequest.check` and :func:`encodr.index.build`.
     """
-    meta = index_with(IndexRequest(corpus=request.corpus, out=index, sync=True), encoder=encoder, warn=warn)
+    meta = index_with(IndexRequest(corpus=request.corpus, out=index, write="sync"), encoder=encoder, warn=warn)
     keys = ["added", "updated", "removed", "unchanged", "encoded", "documents", "count"]
     return RecordResult(title=f"sync → {meta['path']}", record={k: meta.get(k) for k in keys}, keys=keys)
 

@@ -33,12 +33,15 @@ class Rendering:
         argument: a positional CLI argument rather than an option.
         fronts: the front ends that offer the field (:data:`FRONTS`).
         choices: the values it takes, for the TUI's select and the help text.
+        choice_flags: a choice field the CLI offers as one flag per value but the default
+            (``--add``, ``--sync``), each with its meaning as help: {value: meaning}.
     """
 
     flags: tuple[str, ...] = ()
     argument: bool = False
     fronts: tuple[str, ...] = FRONTS
     choices: tuple[str, ...] = ()
+    choice_flags: dict[str, str] | None = None
 
 
 class Hints:
@@ -50,11 +53,20 @@ class Hints:
     def __init__(self, flags: tuple[str, ...], argument: bool, fronts: tuple[str, ...], choices):
         self.flags, self.argument, self.fronts, self._choices = tuple(flags), argument, tuple(fronts), choices
 
-    @property
-    def choices(self) -> tuple[str, ...]:
+    def _resolved(self):
         if callable(self._choices):
             self._choices = self._choices()
-        return tuple(self._choices or ())
+        return self._choices
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self._resolved() or ())
+
+    @property
+    def choice_flags(self) -> dict[str, str] | None:
+        """{value: meaning} where the choices were declared with their meanings, else None."""
+        given = self._resolved()
+        return dict(given) if isinstance(given, dict) else None
 
     def __call__(self, schema: dict) -> None:
         schema[EXTRA] = {
@@ -91,6 +103,8 @@ def option(
         flags, argument, fronts: see :class:`Rendering`.
         choices: the values allowed (a tuple, or a function returning one): each front end
             shows them, and :func:`build` refuses any other (for a list field, any other item).
+            A {value: meaning} mapping declares each value's meaning too: the CLI then offers
+            each value but the default as a flag of its own (``--add``; :class:`Rendering`).
         ge, le: the smallest and the largest value allowed (numbers).
     """
     return Field(default, description=help, ge=ge, le=le, json_schema_extra=Hints(flags, argument, fronts, choices))
@@ -105,7 +119,7 @@ def hints(model: type[BaseModel], name: str) -> Hints:
 def rendering(model: type[BaseModel], name: str) -> Rendering:
     """The :class:`Rendering` of field ``name`` of request class ``model``."""
     h = hints(model, name)
-    return Rendering(h.flags, h.argument, h.fronts, h.choices)
+    return Rendering(h.flags, h.argument, h.fronts, h.choices, h.choice_flags)
 
 
 def default(model: type[BaseModel], name: str):
@@ -141,6 +155,8 @@ def flag(model: type[BaseModel], name: str) -> str:
     r = rendering(model, name)
     if r.argument:
         return name.upper()
+    if r.choice_flags:  # one flag a value: --add / --sync / --overwrite
+        return " / ".join(f"--{value}" for value in r.choice_flags if value != default(model, name))
     return r.flags[0] if r.flags else "--" + name.replace("_", "-")
 
 

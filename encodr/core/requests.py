@@ -86,6 +86,12 @@ def _pcr_variants() -> tuple[str, ...]:
     return PCR_VARIANTS
 
 
+def _write_meanings() -> dict[str, str]:
+    from ..index.options import WRITE_MEANINGS
+
+    return WRITE_MEANINGS
+
+
 def _suites() -> tuple[str, ...]:
     from ..evaluation.tasks import PRIMARY
 
@@ -431,25 +437,16 @@ class IndexRequest(Request):
         "merge_ondisk), memory-mapped on search: neither needs the lists in memory.",
         fronts=CLI_TUI,
     )
-    add: bool = option(
-        False,
-        "Add the documents read to an existing index: new ones added, changed ones replaced (texts already in it are not encoded "
-        "again); none removed.",
-        fronts=CLI_TUI,
-    )
-    sync: bool = option(
-        False,
-        "Make the index hold exactly the documents now under CORPUS: add new ones, re-encode changed ones, remove those "
-        "whose file is gone; documents of other paths are kept. Builds the index when --out does not exist.",
+    write: str = option(
+        "new",
+        "What the build does to --out.",
+        choices=lambda: _write_meanings(),
         fronts=CLI_TUI,
     )
     watch: bool = option(
         False,
         "After indexing, keep watching CORPUS and sync on every change (debounced), one line per sync; Ctrl-C stops.",
         fronts=CLI,
-    )
-    overwrite: bool = option(
-        False, "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).", fronts=CLI_TUI
     )
     pcr: bool = option(
         build_default("pcr"),
@@ -553,14 +550,7 @@ class IndexRequest(Request):
         if not self.corpus:
             raise EncodrError("no corpus given; pass one or more text, TSV, CSV or JSONL files", field="corpus")
         pcr_variant(self.pcr, self.pcr_variant)
-        chosen = [f"--{n}" for n in ("add", "sync", "overwrite") if getattr(self, n)]
-        if len(chosen) > 1:
-            raise EncodrError(
-                f"{' and '.join(chosen)} do different things: --add adds documents, --sync makes the index match CORPUS, "
-                "--overwrite rebuilds it; pass one",
-                field="sync",
-            )
-        if self.watch and (self.add or self.overwrite):
+        if self.watch and self.write in ("add", "overwrite"):
             raise EncodrError(
                 "--watch keeps the index in step with CORPUS by syncing it; drop --add / --overwrite (the first pass is a --sync)",
                 field="watch",
@@ -570,11 +560,9 @@ class IndexRequest(Request):
             if value is not None and not value.strip():
                 raise EncodrError(f"--{name.replace('_', '-')} is blank; name a field or column of the corpus", field=name)
 
-    def write(self) -> str:
-        """The one write mode the flags ask for (:data:`encodr.index.options.WRITES`; ``watch`` syncs)."""
-        if self.sync or self.watch:
-            return "sync"
-        return "add" if self.add else "overwrite" if self.overwrite else "new"
+    def write_mode(self) -> str:
+        """What the build does to ``out`` (:data:`encodr.index.options.WRITES`): ``write``, or ``sync`` with ``watch``."""
+        return "sync" if self.watch else self.write
 
     def options(self, encoder=None):
         """How to build (:class:`encodr.index.options.BuildOptions`), with ``encoder`` (a loaded
@@ -591,7 +579,7 @@ class IndexRequest(Request):
             quantize=self.quantize,
             dim=self.dim,
             on_disk=self.on_disk,
-            write=self.write(),
+            write=self.write_mode(),
             pcr=self.pcr,
             pcr_variant=pcr_variant(True, self.pcr_variant),
             lang=self.lang,

@@ -12,7 +12,7 @@ import os
 import shutil
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -42,7 +42,7 @@ from .ingest import (
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
 from .lock import index_lock
 from .ondisk import ONDISK_FILE
-from .options import BuildOptions
+from .options import UPDATES, BuildOptions
 from .quantized import RESCORE_FILE
 from .reader import META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, IndexReader, locate
 from .shards import Shards, digest, shards_folder
@@ -150,10 +150,9 @@ def build(
     its output is renamed into place, so the second sees what the first added.
     """
     o = options
-    sync = o.write == "sync"
-    update = o.write == "add" or (
-        sync and Path(locate(out)).exists()
-    )  # an existing index is brought in step; a missing one is built
+    if o.write == "sync" and not Path(locate(out)).exists():  # a sync builds a missing index: that write is a new one
+        o = replace(o, write="new")
+    update = o.write in UPDATES
     out = locate(out) if update else Path(out)
     if not files:
         raise EncodrError("no corpus file given; pass one or more text, TSV, CSV or JSONL files")
@@ -162,7 +161,7 @@ def build(
             "--on-disk is chosen when an index is built; --add keeps the index's own layout: drop --on-disk", field="on_disk"
         )
     if update:
-        _check_updatable(out, files, sync)
+        _check_updatable(out, files, o.write == "sync")
     else:
         check_target(out, o.write == "overwrite", inputs=files, kind="index")
     given = [f for f in files if Path(f).is_file()]
@@ -186,7 +185,6 @@ def build(
             [f for f in files if f not in given],
             skipped,
             roots=[os.path.abspath(f) for f in given_paths],
-            update=update,
         )
         try:
             return _build_locked(spec, progress)
@@ -562,7 +560,7 @@ def upsert(
     if written_by_encodr(out) != "index":
         raise EncodrError(f"index {out} does not exist; build it with encodr index CORPUS --out {out}", field="index", status=404)
     with index_lock(out):
-        spec = IndexSpec([], out, BuildOptions(model=encoder, write="add"), warn, records=list(records), update=True)
+        spec = IndexSpec([], out, BuildOptions(model=encoder, write="add"), warn, records=list(records))
         try:
             return _build_locked(spec, silent)
         except (OSError, sqlite3.OperationalError) as exc:

@@ -24,7 +24,7 @@ from .documents import Reconcile
 from .faiss_types import add_vectors, auto_index_type, new_faiss, training_sample, write_faiss
 from .format import FORMAT
 from .ondisk import add_on_disk, extend_trained
-from .options import BuildOptions
+from .options import UPDATES, BuildOptions
 from .quantized import BinaryRescored
 from .reader import PCR_FILE, RAW_VECTORS_FILE, STORE_FILE, VECTORS_FILE, IndexReader
 from .texts import TextStore
@@ -53,7 +53,12 @@ class IndexSpec:
     skipped: list[Skipped] = field(default_factory=list)  # files left out, and why (filled while reading)
     roots: list[str] | None = None  # the absolute paths given (with sync: whose documents the index must hold exactly)
     records: list[Record] | None = None  # documents given as records (an HTTP upsert), read after the files
-    update: bool = False  # into the existing index at out (add, or sync of one that exists), not a new one
+
+    @property
+    def update(self) -> bool:
+        """Whether the write goes into the existing index at ``out`` (``add``, or a ``sync`` of one
+        that exists: :func:`~.build.build` makes a sync of a missing index a ``new`` write)."""
+        return self.options.write in UPDATES
 
 
 def read_windows(

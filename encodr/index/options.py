@@ -138,7 +138,16 @@ def _first(*values):
 __all__ = ["DENSE", "HYBRID", "KEYWORD", "MODES", "SearchOptions"]
 
 
-WRITES = ("new", "add", "sync", "overwrite")  # BuildOptions.write: what a build does to its output folder
+WRITE_MEANINGS = {  # BuildOptions.write: what a build does to its output folder, as the front ends say it
+    "new": "Build a new index where none is.",
+    "add": "Add the documents read to an existing index: new ones added, changed ones replaced (texts already in it are "
+    "not encoded again); none removed.",
+    "sync": "Make the index hold exactly the documents now under CORPUS: add new ones, re-encode changed ones, remove "
+    "those whose file is gone; documents of other paths are kept. Builds the index when --out does not exist.",
+    "overwrite": "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).",
+}
+WRITES = tuple(WRITE_MEANINGS)  # new, add, sync, overwrite
+UPDATES = ("add", "sync")  # the writes into an existing index (a sync of a missing one builds it: a new write)
 
 
 WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted within)

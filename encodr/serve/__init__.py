@@ -118,7 +118,7 @@ def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
         from ..core.requests import IndexRequest
 
         searcher = next(iter(served.searchers.values()))
-        sync = IndexRequest(corpus=list(request.watch), out=str(searcher.index.path), sync=True)
+        sync = IndexRequest(corpus=list(request.watch), out=str(searcher.index.path), write="sync")
         threading.Thread(
             target=dispatch.watch,
             name="encodr-watch",

@@ -31,7 +31,7 @@ class IndexPane(VerticalScroll):
     DEFAULT_CSS = """
     IndexPane Input, IndexPane Select { width: 80; }
     IndexPane #index-type, IndexPane #index-backend, IndexPane #index-pcr-variant, IndexPane #index-quantize { width: 22; }
-    IndexPane #index-processes, IndexPane #index-engine { width: 22; }
+    IndexPane #index-processes, IndexPane #index-engine, IndexPane #index-write { width: 22; }
     IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-address, IndexPane #index-glob { width: 30; }
     IndexPane #index-dim { width: 26; }
     IndexPane #index-text-field, IndexPane #index-text-column, IndexPane #index-id-column, IndexPane #index-title-column { width: 30; }
@@ -61,8 +61,7 @@ class IndexPane(VerticalScroll):
         with Horizontal(classes="row"):
             yield Checkbox("--pcr", id="index-pcr")
             yield Checkbox("IVF lists on disk", id="index-on-disk")
-            yield Checkbox("append (--add)", id="index-add")
-            yield Checkbox("sync (--sync)", id="index-sync")
+            yield choice_select(R, "write", "index-write", "write")
         with Horizontal(classes="row"):
             yield field_input(R, "lang", "index-lang", "language, blank: detected")
             yield field_input(R, "batch_size", "index-batch-size", "batch size, blank: auto")
@@ -74,7 +73,6 @@ class IndexPane(VerticalScroll):
         with Horizontal(classes="row"):
             yield TextBox(placeholder="in folders, only: *.pdf", id="index-glob")
             yield Checkbox("whole texts (no passages)", id="index-whole")
-            yield Checkbox("overwrite", id="index-overwrite")
         with Horizontal(classes="row"):
             yield Checkbox("text files: blank-line blocks", id="index-documents")
             yield Checkbox("text files in folders: a text a line", id="index-records")
@@ -114,7 +112,7 @@ class IndexPane(VerticalScroll):
 
     @on(Button.Pressed, "#index-sync-now")
     def sync_pressed(self) -> None:
-        """Bring the index in step with its files: the form's request with --sync (not --add or --overwrite)."""
+        """Bring the index in step with its files: the form's request, written as a sync."""
         self.build_pressed(sync=True)
 
     @on(Button.Pressed, "#index-build")
@@ -122,13 +120,15 @@ class IndexPane(VerticalScroll):
         try:
             given = values(self, IndexRequest)
             if sync:
-                given.update(sync=True, add=False, overwrite=False)
+                given.update(write="sync")
             request = dispatch.prepare(IndexRequest, given, "tui")
         except EncodrError as exc:
             self.query_one("#index-result", Static).update(f"[red]error:[/] {escape(str(exc))}")
             return
         self.query_one("#index-build", Button).disabled = True
-        self.query_one("#index-result", Static).update(f"{'syncing' if request.sync else 'indexing'} → {request.target()} …")
+        self.query_one("#index-result", Static).update(
+            f"{'syncing' if request.write_mode() == 'sync' else 'indexing'} → {request.target()} …"
+        )
         self.build(request)
 
     @work(thread=True, exclusive=True, group="index")

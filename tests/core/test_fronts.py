@@ -66,7 +66,10 @@ def cli_command(path: tuple[str, ...]):
 
 
 def cli_params(path: tuple[str, ...]) -> set[str]:
-    return {p.name for p in cli_command(path).params}
+    """The fields the CLI command renders: a choice field offered as flags (``--add``) by its name."""
+    from encodr.cli import CHOICE_FLAG
+
+    return {p.name.split(CHOICE_FLAG)[0] for p in cli_command(path).params}
 
 
 def http_fields(route: str) -> set[str]:
@@ -146,8 +149,16 @@ def cli_drift(model, path: tuple[str, ...]) -> list[str]:
 
     params = {p.name: p for p in cli_command(path).params}
     drift = []
+    from encodr.cli import CHOICE_FLAG
+
     for name in fields_for(model, "cli"):
-        p, declared, choices = params[name], default(model, name), rendering(model, name).choices
+        r = rendering(model, name)
+        if r.choice_flags:  # one flag a value but the default, each off by default
+            flags = {p.name.split(CHOICE_FLAG)[1]: p for p in params.values() if p.name.startswith(name + CHOICE_FLAG)}
+            if set(flags) != set(r.choices) - {default(model, name)} or any(p.default for p in flags.values()):
+                drift.append(name)
+            continue
+        p, declared, choices = params[name], default(model, name), r.choices
         option = p.param_type_name == "option"  # typer vendors click: duck-typed, not isinstance
         said = re.search(r"\[default: ([^\]]*)\]", p.help or "") if option else None
         if option and p.is_flag:

@@ -114,12 +114,12 @@ def test_judgments_survive_a_sync_an_edit_a_delete_and_a_rebuild_with_another_mo
     docs = tmp_path / "docs"
     (docs / "pump.md").write_text("# Pump\n\nThe pump pressure must now stay below 5 bar.\n")
     (docs / "valve.md").unlink()
-    commands.index(IndexRequest(corpus=[str(docs)], model=str(tiny_model), out=str(kb), sync=True))
+    commands.index(IndexRequest(corpus=[str(docs)], model=str(tiny_model), out=str(kb), write="sync"))
     status = {r["doc"].rsplit("/", 1)[-1]: r["status"] for r in listed(kb)}
     assert status == {"pump.md": EDITED, "valve.md": ORPHANED, "boiler.md": CURRENT}
     result = commands.judgments(JudgmentsRequest(index=str(kb)))
     assert "1 current" in result.where and "1 edited" in result.where and "1 orphaned" in result.where
-    commands.index(IndexRequest(corpus=[str(docs)], model=str(tiny_roberta), out=str(kb), overwrite=True, lang="eng"))
+    commands.index(IndexRequest(corpus=[str(docs)], model=str(tiny_roberta), out=str(kb), write="overwrite", lang="eng"))
     assert {r["doc"].rsplit("/", 1)[-1]: r["status"] for r in listed(kb)} == status  # kept, and still made on the earlier text
 
 

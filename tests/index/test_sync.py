@@ -459,7 +459,7 @@ def test_watch_makes_one_or_a_few_syncs_for_a_burst_of_200_files(tmp_path, tiny_
     folder.mkdir()
     (folder / "seed.md").write_text("seed document\n")
     out = tmp_path / "idx"
-    request = IndexRequest(corpus=[str(folder)], model=str(tiny_model), out=str(out), sync=True)
+    request = IndexRequest(corpus=[str(folder)], model=str(tiny_model), out=str(out), write="sync")
     commands.index(request)
     stop, all_in, ready, lines = threading.Event(), threading.Event(), threading.Event(), []
 
