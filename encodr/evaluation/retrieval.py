@@ -18,6 +18,20 @@ from .base import Evaluator, Score
 if TYPE_CHECKING:
     import numpy as np
 
+
+def ndcg_at_10(ranked: list[str], relevant) -> float:
+    """nDCG@10 × 100 of one ranked list of document ids against those judged relevant (binary
+    relevance, as sentence-transformers' evaluator scores it; 0 when none is judged relevant)."""
+    import math
+
+    relevant = set(relevant)
+    if not relevant:
+        return 0.0
+    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranked[:10]) if doc in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+    return 100 * dcg / ideal
+
+
 DEPTH = 100  # hits kept per query: recall@100 and MAP@100 need 100
 METRICS = (("ndcg@k", 10), ("mrr@k", 10), ("recall@k", 100), ("map@k", 100))  # sentence-transformers' key, k
 
@@ -230,13 +244,7 @@ class RetrievalEvaluator(Evaluator):
         """
         import numpy as np
 
-        out = []
-        for q, row in zip(self.query_ids(), ranked):
-            relevant = set(self.judged[q])
-            top = row[:10]
-            dcg = sum(1 / np.log2(i + 2) for i, (doc, _) in enumerate(top) if doc in relevant)
-            ideal = sum(1 / np.log2(i + 2) for i in range(min(len(relevant), 10)))
-            out.append(100 * dcg / ideal)
+        out = [ndcg_at_10([doc for doc, _ in row], self.judged[q]) for q, row in zip(self.query_ids(), ranked)]
         return np.asarray(out, dtype=np.float64)
 
     def evaluate(self, encoder, progress: bool = False) -> list[Score]:

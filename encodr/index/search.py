@@ -19,6 +19,7 @@ from ..data.language import UNDETERMINED, check_code, detect_languages
 from ..errors import EncodrError
 from ..models import Encoder, load_encoder
 from ..timing import phase
+from .adapter import read_adapter
 from .filters import Where
 from .fusion import fuse, interpolate
 from .options import DENSE, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
@@ -266,6 +267,7 @@ class Searcher:
                 f"({meta['model']}, pooling {meta['pooling']}); search it without --model, or rebuild the index"
             )
         self.tuned = tuned_search(self.index)
+        self.adapter = read_adapter(self.index.path, self.fingerprint)  # a query adapter learned on judgments (:mod:`.adapter`)
         self.last_ms = 0.0
         self.last_langs: list[str] = []
         self._reopen = threading.Lock()
@@ -299,6 +301,7 @@ class Searcher:
                 )
             self.index = fresh  # the old reader closes when its last reader drops it
             self.tuned = tuned_search(fresh)
+            self.adapter = read_adapter(fresh.path, self.fingerprint)
         return True
 
     def query_languages(
@@ -517,12 +520,15 @@ class Searcher:
     def _encode_queries(self, index: IndexReader, queries: list[str]) -> np.ndarray:
         """:meth:`IndexReader.encode_queries` with this searcher's encoder, kept for this thread's
         next call with the same queries on an index of the same prompt and dimension (the
-        snippets of the search it just ran: :meth:`snippets`), so a query is encoded once."""
+        snippets of the search it just ran: :meth:`snippets`), so a query is encoded once. The
+        index's query adapter (:attr:`adapter`, :mod:`.adapter`), when it has one, maps them."""
         key = (index.query_prompt, index.meta["dimension"], tuple(queries))
         last = getattr(self._last_queries, "value", None)
         if last is not None and last[0] == key:
             return last[1]
         vectors = index.encode_queries(self.encoder, queries)
+        if self.adapter is not None:
+            vectors = self.adapter.apply(vectors)
         self._last_queries.value = (key, vectors)
         return vectors
 

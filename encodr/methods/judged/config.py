@@ -108,6 +108,31 @@ class JudgedRecipe(SingleRunRecipe):
     rerank_weights: str = setting(
         "0.25,0.5,0.75,1", "The re-ranker's weights tried on dev.", (_grid(0, 1), "comma-separated numbers in [0, 1]")
     )
+    adapter: bool = setting(
+        True,
+        "Learn a query adapter (a low-rank map on query vectors, encodr.index.adapter) from every judged query of the "
+        "train and dev folds, stored with the index and applied at search time (no re-index); kept when its "
+        "cross-validated nDCG@10 (the index's default search) beats the model alone (see adapter_keep_p).",
+    )
+    adapter_rank: int = setting(
+        1,
+        "The rank r of the adapter's correction (U Vᵀ, each d × r): higher ranks learn the judged documents rather than "
+        "the kind of query (bench/notes/query_adapter.md).",
+        (lambda v: v >= 1, "an integer ≥ 1"),
+    )
+    adapter_folds: int = setting(
+        5,
+        "Folds of the adapter's cross-validation, by a hash of the query text, queries that share a relevant document "
+        "in one fold.",
+        (lambda v: v >= 2, "an integer ≥ 2"),
+    )
+    adapter_keep_p: float = setting(
+        0.25,
+        "The adapter is kept when its cross-validated gain is positive with a one-sided paired randomization test's p "
+        "below this: lenient, since a few hundred queries cannot give significance, yet random judgments (no gain) "
+        "are not kept.",
+        (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    )
     raw_pooling: str = "mean"
     default_data: str = setting(
         "none",

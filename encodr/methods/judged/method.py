@@ -397,6 +397,8 @@ def run(ctx: RunContext) -> Outcome:
         if dev:
             with dev.index(encoder) as chosen:
                 components += _choose_search(chosen, recipe, cross, search)
+                if recipe.adapter:
+                    components.append(_adapt(ctx, chosen, data))
         ctx.save(".", encoder.save)
         if cross is not None and "rerank" in search:
             cross.tuned = search.pop("rerank")
@@ -453,6 +455,35 @@ def _train_bi_encoder(ctx: RunContext, data: JudgedData, encoder, folds: tuple[s
     options = FitOptions(progress=ctx.progress, on_step=ctx.request.on_step, description="bi-encoder")
     result = ctx.trainer.fit(encoder.module, [stream], recipe.optim(), options)
     return items, result, Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (--no-dev)")
+
+
+def _adapt(ctx: RunContext, dev: DevIndex, data: JudgedData) -> Component:
+    """Learn the query adapter from every judged query of the train and dev folds, kept by
+    cross-validation (:func:`.adapter.cross_validated`); with ``--index``, store it with the
+    index (:func:`encodr.index.adapter.write_adapter`), or remove the one stored there for this
+    model when it is not kept. Returns its :class:`Component`."""
+    from ...index import locate
+    from ...index.adapter import read_adapter, remove_adapter, write_adapter
+    from .adapter import cross_validated
+
+    judged: dict[str, set[str]] = {}
+    for j in data.judgments:
+        if j.grade > 0:
+            judged.setdefault(j.query, set()).add(j.doc)
+    ctx.progress(ProgressEvent("query adapter", 0, 1))
+    adapter, report = cross_validated(dev.searcher, judged, ctx.recipe)
+    ctx.progress(ProgressEvent("query adapter", 1, 1))
+    note = f"{report['queries']} queries, {report['folds']}-fold cross-validation, rank {report['rank']}"
+    if ctx.request.index and ctx.trainer.is_main:
+        root = locate(ctx.request.index)
+        if adapter is not None:
+            write_adapter(root, adapter)
+        elif read_adapter(root, dev.searcher.fingerprint) is not None:
+            remove_adapter(root)
+            note += "; the adapter stored with the index before is removed"
+    before, after, kept = report["cv_before"], report["cv_after"], report["kept"]
+    metric = f"cross-validated {report['mode']} nDCG@10"
+    return Component("query adapter", metric, before, after, kept, note, report["p"])
 
 
 def _row(encoder, data: JudgedData, metrics: dict) -> dict:

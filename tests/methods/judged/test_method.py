@@ -82,7 +82,9 @@ def test_random_grades_keep_the_start_and_say_so(tmp_path, tiny_model):
     warnings = []
     summary = run_tune(data, load_recipe("judged", FAST), str(tiny_model), tmp_path / "m", warn=warnings.append)
     for c in summary["components"]:
-        assert c["kept"] == (c["after"] > c["before"] and c["p"] < 0.05)  # kept only when dev improves, significantly
+        level = 0.25 if c["name"] == "query adapter" else 0.05  # the adapter's rule: cross-validated, adapter_keep_p
+        assert c["kept"] == (c["after"] > c["before"] and c["p"] < level)  # kept only when it improves, significantly
+    assert next(c for c in summary["components"] if c["name"] == "query adapter")["kept"] is False
     assert summary["kept"] == "start" and summary["search"] == {}
     assert any("nothing beat the starting model on the dev fold" in w for w in warnings)
     assert not (tmp_path / "m" / "cross").exists()
@@ -96,7 +98,7 @@ def test_a_real_signal_is_learned_and_every_output_loads(tmp_path, tiny_model):
         data, load_recipe("judged", {**FAST, "epochs": 3, "lr": 1e-3}), str(tiny_model), tmp_path / "m", warn=lambda line: None
     )
     names = [c["name"] for c in summary["components"]]
-    assert names == ["bi-encoder", "seeded loop", "fusion weight", "re-ranker"]
+    assert names == ["bi-encoder", "seeded loop", "fusion weight", "re-ranker", "query adapter"]
     bi = summary["components"][0]
     assert (
         bi["kept"] and bi["after"] > bi["before"] + 10 and bi["p"] < 0.05
