@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -268,8 +267,6 @@ class Searcher:
             )
         self.tuned = tuned_search(self.index)
         self.adapter = read_adapter(self.index.path, self.fingerprint)  # a query adapter learned on judgments (:mod:`.adapter`)
-        self.last_ms = 0.0
-        self.last_langs: list[str] = []
         self._reopen = threading.Lock()
         self._last_queries = threading.local()  # each thread's last queries and their vectors (:meth:`_encode_queries`)
         self._judged_cache: dict = {}  # (model, judged query) → its vector (:meth:`_judged_vectors`)
@@ -336,14 +333,10 @@ class Searcher:
         self.query(["warm up"], SearchOptions(k=1))
 
     def search(self, queries: list[str], options: SearchOptions = SearchOptions(), reranker=None) -> list[list[Hit]]:
-        """Top-k hits for each query (highest score first); sets ``last_ms`` and
-        ``last_langs`` (the queries' languages) for a single-threaded caller (the TUI's
-        status line); see :meth:`query` for the arguments and errors.
-        """
-        started = time.perf_counter()
-        self.last_langs, results = self.query(queries, options, reranker)
-        self.last_ms = (time.perf_counter() - started) * 1000
-        return results
+        """Top-k hits for each query (highest score first): :meth:`query` without the queries'
+        languages; see it for the arguments and errors. The front ends search through
+        :func:`encodr.core.commands.search`, which adds judgments, snippets and hints."""
+        return self.query(queries, options, reranker)[1]
 
     def query(
         self, queries: list[str], options: SearchOptions = SearchOptions(), reranker=None
@@ -659,9 +652,6 @@ class Searcher:
         """Cosine similarity of two texts and each one's nearest neighbours in the index
         (the two texts are encoded once, for both)."""
         self.refresh()
-        started = time.perf_counter()
         vectors = self.encoder.encode([a, b])
-        self.last_langs = self.query_languages([a, b], lang)
-        near = self._hits(vectors, self.last_langs, options=SearchOptions(k=k))
-        self.last_ms = (time.perf_counter() - started) * 1000
+        near = self._hits(vectors, self.query_languages([a, b], lang), options=SearchOptions(k=k))
         return {"cosine": float(vectors[0] @ vectors[1]), "a": a, "b": b, "neighbours_a": near[0], "neighbours_b": near[1]}

@@ -253,6 +253,9 @@ class EncodrApp(App):
         self.searches = 0  # result sets shown
         self.hits: list = []  # the hits shown, by row
         self.query_lang: str | None = None  # their query's language (its stems are highlighted)
+        self.last_lang: str | None = None  # the last search's query language, its time (ms) and its hints
+        self.last_ms = 0.0
+        self.notes: list[str] = []  # and caption, as encodr search prints them: shown on the status line
         self.search_thread = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="encodr-search"
         )  # every search runs here (run_search)
@@ -442,16 +445,16 @@ class EncodrApp(App):
         codes = [c.strip() for c in self.query_one("#hit-lang", Input).value.split(",") if c.strip()]
         return codes or None
 
-    def options(self, query: str):
-        """The Search tab's settings for ``query`` as ``encodr search`` takes them (a checked
-        :class:`~encodr.core.requests.SearchRequest`'s :meth:`~encodr.core.requests.SearchRequest.options`):
-        k, the mode box, the languages box and the filter box (FIELD=VALUE conditions separated by ``;``);
-        every other setting its declared default. Raises EncodrError naming a bad one."""
+    def request(self, query: str) -> SearchRequest:
+        """The Search tab's search of ``query`` as ``encodr search`` takes it (a checked
+        :class:`~encodr.core.requests.SearchRequest`, with its timings): k, the mode box, the
+        languages box and the filter box (FIELD=VALUE conditions separated by ``;``); every
+        other setting its declared default. Raises EncodrError naming a bad one."""
         from ..core import dispatch
 
         given = [f.strip() for f in self.query_one("#search-filter", Input).value.split(";") if f.strip()]
         mode = self.query_one("#search-mode", Select).value
-        request = dispatch.prepare(
+        return dispatch.prepare(
             SearchRequest,
             {
                 "query": [query],
@@ -460,10 +463,10 @@ class EncodrApp(App):
                 "mode": mode if isinstance(mode, str) else None,
                 "hit_lang": self.hit_langs(),
                 "filter": given or None,
+                "timings": True,
             },
             "tui",
         )
-        return request.options()
 
     @work(exclusive=True, group="search")
     async def run_search(self, query: str, delay: float) -> None:
@@ -479,22 +482,26 @@ class EncodrApp(App):
         searcher, reranker = self.searcher, self.reranker
         if searcher is None or not query.strip():
             return
+        from ..core import dispatch
+
         try:
-            options = self.options(query)
+            request = self.request(query)
         except EncodrError as exc:
             self.set_status(f"error: {exc}")
             return
 
-        def search():
-            hits = searcher.judged([query], searcher.search([query], options, reranker), options.k)
-            return searcher.snippets([query], searcher.last_langs, hits)[0], searcher.last_langs[0]
+        def search():  # the search every front end runs (commands.search): judgments, snippets, hints
+            return dispatch.run(request, "tui", searcher=searcher, reranker=reranker)
 
         try:
-            hits, lang = await asyncio.get_running_loop().run_in_executor(self.search_thread, search)
+            result = await asyncio.get_running_loop().run_in_executor(self.search_thread, search)
         except EncodrError as exc:
             self.set_status(f"error: {exc}")
             return
-        self.show_hits(query, hits, lang)
+        answer = result.results[0]
+        self.last_lang, self.last_ms = answer.lang, (result.timings or {}).get("total", 0.0)
+        self.notes = [*result.hints, *([result.caption] if result.caption else [])]
+        self.show_hits(query, answer.hits, answer.lang)
 
     def show_hits(self, query: str, hits, lang: str | None = None) -> None:
         if query != self.query_one("#query", Input).value:
@@ -717,8 +724,8 @@ class EncodrApp(App):
         self.set_status(
             f"model {meta['model']} ({meta['pooling']}) · index {s.index.path.name}: {len(s.index):,} texts, {meta['index_type']}"
             f"{' + PCR' if meta.get('pcr') else ''} · languages {', '.join(meta.get('languages') or ['?'])}"
-            f"{f' · query language {s.last_langs[0]}' if s.last_langs else ''}{f' · re-ranked by {self.rerank}' if self.reranker else ''}"
-            f" · last query {s.last_ms:.1f} ms"
+            f"{f' · query language {self.last_lang}' if self.last_lang else ''}{f' · re-ranked by {self.rerank}' if self.reranker else ''}"
+            f" · last query {self.last_ms:.1f} ms" + "".join(f" · {note}" for note in self.notes)
         )
 
     def action_help(self) -> None:

@@ -78,11 +78,11 @@ def test_index_detects_languages_and_search_filters_them(mixed_file, tiny_model,
     assert all(rows[i]["text"] in MIXED[rows[i]["lang"]] for i in rows if rows[i]["lang"] != "und")
     assert POOLED in s.index.components  # the lone undetermined text lost the pooled component
     # the query's language is detected among the index's, and picks its PCR component
-    hits = s.search(
+    langs, hits = s.query(
         ["Die Kinder spielen nach der Schule im Garten.", "My brother works at the hospital every night."],
         SearchOptions(k=3, mode="dense"),
     )
-    assert s.last_langs == ["deu", "eng"]
+    assert langs == ["deu", "eng"]
     assert hits[0][0].text == MIXED["deu"][0] and hits[1][0].text == MIXED["eng"][1]  # a tiny random model: the exact text first
     only = s.search([MIXED["deu"][0]], SearchOptions(k=20, hit_langs=["spa"], mode="dense"))[0]
     assert len(only) == 6 and {h.lang for h in only} == {"spa"}
@@ -200,7 +200,7 @@ def test_a_dense_search_without_pcr_detects_no_language(mixed_file, tiny_model, 
     calls = []
     detect = search_module.detect_languages
     monkeypatch.setattr(search_module, "detect_languages", lambda texts, langs: calls.append(list(texts)) or detect(texts, langs))
-    s.search([MIXED["deu"][0]], SearchOptions(k=3, mode="dense"))
-    assert calls == [] and s.last_langs == ["und"]
-    s.search([MIXED["deu"][0]], SearchOptions(k=3, mode="hybrid"))
-    assert calls == [[MIXED["deu"][0]]] and s.last_langs == ["deu"]
+    langs, _ = s.query([MIXED["deu"][0]], SearchOptions(k=3, mode="dense"))
+    assert calls == [] and langs == ["und"]
+    langs, _ = s.query([MIXED["deu"][0]], SearchOptions(k=3, mode="hybrid"))
+    assert calls == [[MIXED["deu"][0]]] and langs == ["deu"]

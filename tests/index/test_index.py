@@ -165,8 +165,8 @@ def test_pcr_needs_two_texts_per_language_and_lang_needs_pcr(tmp_path, tiny_mode
     # in keyword and hybrid search it picks the query's stemmer, so it is taken there
     s = Searcher(built)
     for mode in ("keyword", "hybrid"):
-        hits = s.search(["cat"], SearchOptions(k=3, lang="eng", mode=mode))[0]
-        assert s.last_langs == ["eng"] and "cats" in hits[0].text  # "cat" finds "cats" through the English stemmer
+        langs, (hits,) = s.query(["cat"], SearchOptions(k=3, lang="eng", mode=mode))
+        assert langs == ["eng"] and "cats" in hits[0].text  # "cat" finds "cats" through the English stemmer
 
 
 def test_broken_indexes_are_named(built):
