@@ -31,13 +31,39 @@ MODE_HELP = (
     "keyword: BM25 (SQLite FTS5)."
 )
 RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits (--rerank-depth)."
+
+
+def _rerank_defaults() -> tuple[int, float]:
+    """The re-ranker's depth and weight where none is given or tuned (:data:`encodr.index.options.RERANK_DEPTH`, ``RERANK_WEIGHT``)."""
+    from ..index.options import RERANK_DEPTH, RERANK_WEIGHT
+
+    return RERANK_DEPTH, RERANK_WEIGHT
+
+
 RERANK_WEIGHT_HELP = (
     "With --rerank: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits "
-    "(1: the cross-encoder's order alone; 0: the first stage's; default: the weight tuned with the re-ranker, else 1)."
+    f"(1: the cross-encoder's order alone; 0: the first stage's; default: the weight tuned with the re-ranker, else {_rerank_defaults()[1]:g})."
 )
+
+
+def _index_sizes() -> tuple[int, int]:
+    """The sizes where ``--index-type auto`` moves from flat to hnsw and from hnsw to ivfpq (:mod:`encodr.index.faiss_types`)."""
+    from ..index.faiss_types import FLAT_MAX, HNSW_MAX
+
+    return FLAT_MAX, HNSW_MAX
+
+
+def _fusion_weights() -> tuple[float, float, float]:
+    """The fusion's own dense weights: zscore's for prose and for source code, convex's (:mod:`encodr.index.fusion`)."""
+    from ..index.fusion import CODE_ALPHA, CONVEX_ALPHA, ZSCORE_ALPHA
+
+    return ZSCORE_ALPHA, CODE_ALPHA, CONVEX_ALPHA
+
+
 FUSION_WEIGHT_HELP = (
     "Hybrid: the dense scores' weight α in α·dense + (1−α)·BM25 (default: the weight tuned on judgments for the index's "
-    "model, encodr tune --recipe judged; else the fusion's own: zscore weighs prose 0.5 and source code 0.8, convex 0.5)."
+    "model, encodr tune --recipe judged; else the fusion's own: zscore weighs prose {:g} and source code {:g}, "
+    "convex {:g}).".format(*_fusion_weights())
 )
 FUSION_HELP = (
     "How hybrid fuses: zscore (each list's scores standardised, weighted by --fusion-weight), convex (min-max normalised, "
@@ -78,6 +104,18 @@ def _quantize() -> tuple[str, ...]:
     from ..index.quantized import QUANTIZE
 
     return QUANTIZE
+
+
+def _poolings() -> tuple[str, ...]:
+    from ..models.encoder import POOLINGS
+
+    return POOLINGS
+
+
+def _amp_modes() -> tuple[str, ...]:
+    from ..training.args import AMP_MODES
+
+    return AMP_MODES
 
 
 def _pcr_variants() -> tuple[str, ...]:
@@ -216,7 +254,7 @@ class SearchRequest(Request):
     rerank_depth: int | None = option(
         search_default("rerank_depth"),
         "With --rerank: first-stage hits the cross-encoder re-scores per query "
-        "(default: the depth tuned with the re-ranker, else 50).",
+        f"(default: the depth tuned with the re-ranker, else {_rerank_defaults()[0]}).",
         ge=1,
         fronts=CLI_HTTP_MCP,
     )
@@ -413,7 +451,7 @@ class IndexRequest(Request):
     )
     index_type: str = option(
         build_default("index_type"),
-        "The FAISS index: auto is flat up to 50,000 vectors, hnsw up to 250,000, ivfpq above.",
+        "The FAISS index: auto is flat up to {:,} vectors, hnsw up to {:,}, ivfpq above.".format(*_index_sizes()),
         choices=lambda: _index_types(),
         fronts=CLI_TUI,
     )
@@ -1070,9 +1108,19 @@ class TuneRequest(Request):
         None, "Examples per step over all processes (Mirror: distinct strings, 2× views).", fronts=CLI
     )
     lr: float | None = option(None, "AdamW learning rate.", fronts=CLI)
-    pooling: str | None = option(None, "auto | cls | mean", fronts=CLI)
+    pooling: str | None = option(
+        None,
+        "How token vectors become one vector (auto: the model's own).",
+        choices=lambda: _poolings(),
+        fronts=CLI,
+    )
     seed: int | None = option(None, "Random seed.", fronts=CLI)
-    amp: str | None = option(None, "auto | bf16 | fp16 | no (auto: bf16 or fp16 on CUDA, fp32 on CPU)", fronts=CLI)
+    amp: str | None = option(
+        None,
+        "Mixed precision (auto: bf16 or fp16 on CUDA, fp32 on CPU).",
+        choices=lambda: _amp_modes(),
+        fronts=CLI,
+    )
     set: list[str] = option(
         [],
         "Any field of the recipe as KEY=VALUE (temperature=0.05, span_mask=0, mini_batch=256…; docs/reference/recipes.md "
