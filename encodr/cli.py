@@ -273,12 +273,14 @@ def _params(model) -> list[inspect.Parameter]:
                 )
             continue
         if r.choice_flags:  # one flag a value but the default: --add, --sync, --overwrite (cli_command joins them)
-            params += [
-                inspect.Parameter(f"{name}{CHOICE_FLAG}{value}", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-                                  default=typer.Option(False, f"--{value}", help=meaning, show_default=False))
-                for value, meaning in r.choice_flags.items()
-                if value != field.default
-            ]  # fmt: skip
+            for value, meaning in r.choice_flags.items():
+                if value != field.default:
+                    flag = typer.Option(False, f"--{value}", help=meaning, show_default=False)
+                    params.append(
+                        inspect.Parameter(
+                            f"{name}{CHOICE_FLAG}{value}", inspect.Parameter.KEYWORD_ONLY, default=flag, annotation=bool
+                        )
+                    )
             continue
         flags = r.flags or ("--" + name.replace("_", "-"),)
         if kind is bool:
