@@ -72,3 +72,29 @@ def test_a_searcher_applies_the_adapter_stored_for_its_model(tmp_path, tiny_mode
     assert adapted.adapter is not None and adapted.adapter.report == {"kept": True}
     reversed_order = [h.text for h in adapted.query(["pump pressure"], SearchOptions(mode=DENSE, k=4))[1][0]]
     assert reversed_order == order[::-1]  # the map reverses every query: the dense ranking turns over
+
+
+def test_an_adapter_that_cannot_be_written_is_one_line_and_leaves_the_index_as_it_was(tmp_path, monkeypatch):
+    import errno
+
+    import pytest
+
+    from encodr.errors import EncodrError
+
+    root = tmp_path / "idx"
+    root.mkdir()
+    eye = np.eye(4, dtype=np.float32)
+    write_adapter(root, QueryAdapter(eye, 0 * eye, "fp", {}))
+
+    def full(file, **arrays):  # the disk fills while the file is written (runs without root)
+        file.write(b"PK")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", full)
+    with pytest.raises(EncodrError, match="query_adapter.npz") as raised:
+        write_adapter(root, QueryAdapter(eye, -2 * eye, "fp", {}))
+    assert "\n" not in str(raised.value)
+    monkeypatch.undo()
+    kept = read_adapter(root, "fp")
+    assert kept is not None and np.allclose(kept.v, 0)  # the adapter stored before is whole and unchanged
+    assert sorted(p.name for p in root.iterdir()) == ["query_adapter.npz"]  # no temporary file left behind
