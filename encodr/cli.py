@@ -242,7 +242,7 @@ def _join_choice_flags(given: dict) -> None:
     for name, values in chosen.items():
         if len(values) > 1:
             flags = " and ".join(f"--{v}" for v in values)
-            raise EncodrError(f"{flags} each set how the output is written: pass one", field=name)
+            raise EncodrError(f"{flags} are choices of one setting ({name}): pass one", field=name)
         given[name] = values[0]
 
 
@@ -322,10 +322,7 @@ def command(
         def cli_command(**given):
             as_json = given.pop("as_json", False)
             local = {k: given.pop(k) for k in own}
-            try:
-                _join_choice_flags(given)
-            except EncodrError as exc:
-                raise EncodrError(str(exc), field=exc.field) from None
+            _join_choice_flags(given)
             for key in [k for k in given if k.endswith("__option")]:
                 extra_values = given.pop(key)
                 base = key[: -len("__option")]
