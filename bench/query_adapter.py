@@ -27,6 +27,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -63,16 +64,6 @@ def corpus(data: Path, limit: int, out: Path) -> set[str] | None:
     return {json.loads(line)["_id"] for line in kept} if limit else None
 
 
-def scored(searcher, queries, relevant, mode):
-    import numpy as np
-
-    from encodr.evaluation.retrieval import ndcg_at_10
-    from encodr.index.options import SearchOptions
-
-    _, hits = searcher.query(queries, SearchOptions(mode=mode, k=50))
-    return np.asarray([ndcg_at_10([h.document for h in row], wanted) for row, wanted in zip(hits, relevant)])
-
-
 GRID = [(16, 150, 3e-3, 1e-2), (16, 50, 1e-3, 1e-2), (4, 50, 1e-3, 1e-2), (1, 50, 1e-3, 1e-2)]  # --grid: rank, steps, lr, decay
 
 
@@ -82,10 +73,9 @@ def measure(searcher, judged: dict[str, set[str]], recipe, config: tuple | None 
     import numpy as np
 
     from encodr.evaluation.significance import improvement_p
-    from encodr.index.adapter import QueryAdapter
     from encodr.index.options import DENSE, HYBRID
     from encodr.methods.judged import adapter as module
-    from encodr.methods.judged.adapter import Pairs, document_folds, fit, fold_of, mine
+    from encodr.methods.judged.adapter import Judged, document_folds, fold_of, held_out, mine, searched_ndcg
 
     queries = list(judged)
     relevant = [judged[q] for q in queries]
@@ -96,25 +86,17 @@ def measure(searcher, judged: dict[str, set[str]], recipe, config: tuple | None 
     declared = getattr(module, "_declared", None) or (module.STEPS, module.LR, module.DECAY)
     module._declared = declared  # the module's own steps, lr and decay, kept across the grid's runs
     rank, module.STEPS, module.LR, module.DECAY = config or (recipe.adapter_rank, *declared)
-    before = {m: scored(searcher, queries, relevant, m) for m in modes}
+    before = {m: searched_ndcg(searcher, queries, relevant, m) for m in modes}
     protocols = {
         "by query": np.asarray([fold_of(q, recipe.adapter_folds) for q in queries]),
         "by document": np.asarray(document_folds(queries, relevant, recipe.adapter_folds)),
     }
     rows = []
+    judged_set = Judged(queries, relevant, pairs)
+    settings = replace(recipe, adapter_rank=rank)
     for protocol, folds in protocols.items():
-        after = {m: before[m].copy() for m in modes}
-        for f in range(recipe.adapter_folds):
-            held, train = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
-            t = time.perf_counter()
-            train_pairs = Pairs(*(x[train] for x in (pairs.queries, pairs.positives, pairs.negatives, pairs.mask)))
-            searcher.adapter = QueryAdapter(*fit(train_pairs, rank, recipe.scale), searcher.fingerprint, {})
-            seconds["fit"] += time.perf_counter() - t
-            t = time.perf_counter()
-            for m in modes:
-                after[m][held] = scored(searcher, [queries[i] for i in held], [relevant[i] for i in held], m)
-            searcher.adapter = None
-            seconds["search"] += time.perf_counter() - t
+        found = held_out(searcher, judged_set, folds, settings, modes, seconds)
+        after = {m: np.where(np.isnan(found[m]), before[m], found[m]) for m in modes}
         seen = np.asarray(
             [
                 bool(relevant[i] & set().union(*[relevant[j] for j in np.flatnonzero(folds != folds[i])]))
