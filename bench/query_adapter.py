@@ -74,8 +74,7 @@ def measure(searcher, judged: dict[str, set[str]], recipe, config: tuple | None 
 
     from encodr.evaluation.significance import improvement_p
     from encodr.index.options import DENSE, HYBRID
-    from encodr.methods.judged import adapter as module
-    from encodr.methods.judged.adapter import Judged, document_folds, fold_of, held_out, mine, searched_ndcg
+    from encodr.methods.judged.adapter import SCHEDULE, Judged, document_folds, fold_of, held_out, mine, searched_ndcg
 
     queries = list(judged)
     relevant = [judged[q] for q in queries]
@@ -83,9 +82,7 @@ def measure(searcher, judged: dict[str, set[str]], recipe, config: tuple | None 
     pairs = mine(searcher, queries, relevant)
     seconds["mine"] = time.perf_counter() - started
     modes = (DENSE, HYBRID) if searcher.index.has_keywords and config is None else (DENSE,)
-    declared = getattr(module, "_declared", None) or (module.STEPS, module.LR, module.DECAY)
-    module._declared = declared  # the module's own steps, lr and decay, kept across the grid's runs
-    rank, module.STEPS, module.LR, module.DECAY = config or (recipe.adapter_rank, *declared)
+    rank, *schedule = config or (recipe.adapter_rank, *SCHEDULE)
     before = {m: searched_ndcg(searcher, queries, relevant, m) for m in modes}
     protocols = {
         "by query": np.asarray([fold_of(q, recipe.adapter_folds) for q in queries]),
@@ -95,7 +92,7 @@ def measure(searcher, judged: dict[str, set[str]], recipe, config: tuple | None 
     judged_set = Judged(queries, relevant, pairs)
     settings = replace(recipe, adapter_rank=rank)
     for protocol, folds in protocols.items():
-        found = held_out(searcher, judged_set, folds, settings, modes, seconds)
+        found = held_out(searcher, judged_set, folds, settings, modes, seconds, tuple(schedule))
         after = {m: np.where(np.isnan(found[m]), before[m], found[m]) for m in modes}
         seen = np.asarray(
             [

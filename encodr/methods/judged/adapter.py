@@ -107,10 +107,16 @@ def mine(searcher, queries: list[str], relevant: list[set[str]]) -> Pairs:
     return Pairs(q, pos, neg, mask)
 
 
-def fit(pairs: Pairs, rank: int, scale: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+SCHEDULE = (STEPS, LR, DECAY)  # fit's default: full-batch steps, learning rate, weight decay on V
+
+
+def fit(
+    pairs: Pairs, rank: int, scale: float, seed: int = 0, schedule: tuple[int, float, float] = SCHEDULE
+) -> tuple[np.ndarray, np.ndarray]:
     """The adapter's ``U`` and ``V`` (float32 (d, rank) each) learned from ``pairs`` (see the
     module docstring): InfoNCE over [the positive, the query's hard negatives, the other queries'
-    positives] at ``scale`` = 1/τ."""
+    positives] at ``scale`` = 1/τ, for ``schedule`` (steps, learning rate, weight decay on V)."""
+    steps, lr, decay = schedule
     import torch
 
     generator = torch.Generator().manual_seed(seed)
@@ -119,9 +125,9 @@ def fit(pairs: Pairs, rank: int, scale: float, seed: int = 0) -> tuple[np.ndarra
     neg, mask = torch.from_numpy(pairs.negatives), torch.from_numpy(pairs.mask)
     u = torch.nn.Parameter(torch.randn(d, rank, generator=generator) / d**0.5)
     v = torch.nn.Parameter(torch.zeros(d, rank))
-    optimiser = torch.optim.AdamW([{"params": [u], "weight_decay": 0.0}, {"params": [v], "weight_decay": DECAY}], lr=LR)
+    optimiser = torch.optim.AdamW([{"params": [u], "weight_decay": 0.0}, {"params": [v], "weight_decay": decay}], lr=lr)
     others = ~torch.eye(n, dtype=torch.bool)
-    for _ in range(STEPS):
+    for _ in range(steps):
         moved = torch.nn.functional.normalize(q + (q @ u) @ v.T, dim=-1)
         hard = torch.einsum("nd,nkd->nk", moved, neg).masked_fill(~mask, float("-inf"))
         batch = (moved @ p.T).masked_fill(~others, float("-inf"))
@@ -152,10 +158,12 @@ class Judged:
     pairs: Pairs
 
 
-def held_out(searcher, judged: Judged, folds: np.ndarray, recipe, modes: tuple[str, ...], seconds: dict | None = None) -> dict:
+def held_out(
+    searcher, judged: Judged, folds: np.ndarray, recipe, modes: tuple[str, ...], seconds: dict | None = None, schedule=SCHEDULE
+) -> dict:
     """Each query's nDCG@10 × 100 in each of ``modes``, searched with an adapter fitted on the
     queries of the other folds (``folds``: int (n,), a fold per query; the recipe's rank, scale
-    and seed): {mode: float64 (n,)}, NaN for a query whose fold has fewer than 2 others to fit on.
+    and seed, and ``schedule``: :func:`fit`'s): {mode: float64 (n,)}, NaN for a query whose fold has fewer than 2 others to fit on.
     ``seconds``, when given, gathers the time spent fitting (``fit``) and searching (``search``).
     ``searcher`` must hold no adapter; it holds none after."""
     import time
@@ -167,7 +175,7 @@ def held_out(searcher, judged: Judged, folds: np.ndarray, recipe, modes: tuple[s
         if len(train) < 2:
             continue
         started = time.perf_counter()
-        u, v = fit(_subset(judged.pairs, train), recipe.adapter_rank, recipe.scale, recipe.seed)
+        u, v = fit(_subset(judged.pairs, train), recipe.adapter_rank, recipe.scale, recipe.seed, schedule)
         seconds["fit"] = seconds.get("fit", 0.0) + time.perf_counter() - started
         started = time.perf_counter()
         searcher.adapter = QueryAdapter(u, v, searcher.fingerprint, {})
