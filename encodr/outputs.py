@@ -24,17 +24,20 @@ from .errors import EncodrError, first_line
 
 MODEL_RECORD = "encodr.json"  # a tuned model's run record: what marks a folder as a model encodr wrote
 INDEX_RECORD = "index.json"  # an index's settings: in its current generation (or, before generations, in the folder)
+SHARDED_RECORD = "sharded.json"  # a sharded index's manifest (encodr.index.sharded): its shards are indexes in its folder
 
 
 def written_by_encodr(folder: Path) -> str | None:
     """What encodr wrote at ``folder``: ``"index"`` (a ``current`` link naming a generation that
-    holds ``index.json``, or an index from before generations with ``index.json`` and
-    ``vectors.faiss``), ``"model"`` (a tuned model: ``encodr.json``, the run record, naming its
+    holds ``index.json``, an index from before generations with ``index.json`` and
+    ``vectors.faiss``, or a sharded index's ``sharded.json``), ``"model"`` (a tuned model: ``encodr.json``, the run record, naming its
     method), or ``None`` for any other folder. Only these may be replaced by ``--overwrite``."""
     folder = Path(folder)
     gen = current_generation(folder)
-    if (gen is not None and (gen / INDEX_RECORD).is_file()) or (
-        (folder / INDEX_RECORD).is_file() and (folder / "vectors.faiss").is_file()
+    if (
+        (gen is not None and (gen / INDEX_RECORD).is_file())
+        or ((folder / INDEX_RECORD).is_file() and (folder / "vectors.faiss").is_file())
+        or (folder / SHARDED_RECORD).is_file()
     ):
         return "index"
     try:

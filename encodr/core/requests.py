@@ -567,6 +567,14 @@ class IndexRequest(Request):
         "With --engine ray: the Ray cluster's address (e.g. ray://head:10001; default: RAY_ADDRESS, else a local Ray).",
         fronts=CLI_TUI,
     )
+    shards: int | None = option(
+        None,
+        "Split a new index into N shards, each document in the shard its id hashes to (each shard an ordinary index; "
+        "--engine ray builds them in parallel; encodr serve --engine ray serves one deployment a shard). "
+        "--add, --sync and delete go to the shards they touch.",
+        ge=1,
+        fronts=CLI_TUI,
+    )
 
     _meta_columns = field_validator("meta_columns", mode="before")(_comma_list)
 
@@ -629,6 +637,7 @@ class IndexRequest(Request):
             glob=self.glob,
             whole=self.whole,
             layout=self.layout(),
+            shards=self.shards,
         )
         return BuildOptions(**given)
 

@@ -21,7 +21,7 @@ from ..data.language import SMALL_CORPUS
 from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import AUTO_BACKEND, Encoder, choose_backend
-from ..outputs import check_target, generation, os_fault
+from ..outputs import check_target, generation, os_fault, written_by_encodr
 from ..progress import ProgressEvent, ProgressFn, silent
 from .dataflow import ActorModel, Splitting, items, ray_windows
 from .delete import remove_texts
@@ -45,6 +45,7 @@ from .ondisk import ONDISK_FILE
 from .options import UPDATES, BuildOptions
 from .quantized import RESCORE_FILE
 from .reader import META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, IndexReader, locate
+from .sharded import build_sharded, is_sharded, upsert_sharded
 from .shards import Shards, digest, shards_folder
 
 # The fields of build()'s result that `encodr index` and the TUI's Index pane show.
@@ -154,6 +155,13 @@ def build(
         o = replace(o, write="new")
     update = o.write in UPDATES
     out = locate(out) if update else Path(out)
+    if o.shard is None and (o.shards is not None or (update and is_sharded(out))):
+        if update and not is_sharded(out) and written_by_encodr(out) == "index":
+            raise EncodrError(
+                f"--shards: index {out} is one index, not sharded; rebuild it sharded with --overwrite --shards {o.shards}",
+                field="shards",
+            )
+        return build_sharded(files, out, o, progress, warn)
     if not files:
         raise EncodrError("no corpus file given; pass one or more text, TSV, CSV or JSONL files")
     if update and o.on_disk:
@@ -427,6 +435,10 @@ def _read_here(spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconc
             )  # a first window not full is the only one
 
 
+class _Unchanged(Exception):
+    """An update that changed nothing: its new generation is dropped, the current one stays."""
+
+
 def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: ProgressFn) -> dict:
     """Write the new generation of ``spec.out`` (from ``old``'s, with ``--add``) and make it current."""
     plan = _plan(spec, old)
@@ -441,24 +453,33 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
         done += n
         progress(ProgressEvent("indexing", min(done, total), total))
 
-    with generation(out) as tmp:
-        if old is not None:
-            old.copy_store(tmp / STORE_FILE)
-            for name in (META_FILE, PCR_FILE):
-                if (old.folder / name).exists():
-                    shutil.copy2(old.folder / name, tmp / name)
-        with Ingest(tmp, plan.encoder, plan.lang, old, candidates, accurate=total <= SMALL_CORPUS, roots=spec.roots) as ingest:
-            reconcile = Reconcile(ingest.texts, plan.roots, text_hash, unread=set(plan.unread))
-            if spec.options.engine == "ray":
-                _read_on_ray(spec, plan, ingest, reconcile, step, old)
-            else:
-                _read_here(spec, plan, ingest, reconcile, step)
-        # every input is read: the bar ends full although a file's lines (a PDF's, an HTML page's,
-        # a CSV's header) are not its records, the unit ``step`` counts
-        progress(ProgressEvent("indexing", total, total))
-        meta, keyword_seconds = _settle(tmp, spec, plan, ingest, reconcile, old)
-        if old is not None:
-            old.close()  # this build holds the old generation no more: the swap may remove it
+    try:
+        with generation(out) as tmp:
+            if old is not None:
+                old.copy_store(tmp / STORE_FILE)
+                for name in (META_FILE, PCR_FILE):
+                    if (old.folder / name).exists():
+                        shutil.copy2(old.folder / name, tmp / name)
+            with Ingest(
+                tmp, plan.encoder, plan.lang, old, candidates, accurate=total <= SMALL_CORPUS, roots=spec.roots
+            ) as ingest:
+                reconcile = Reconcile(ingest.texts, plan.roots, text_hash, unread=set(plan.unread))
+                if spec.options.engine == "ray":
+                    _read_on_ray(spec, plan, ingest, reconcile, step, old)
+                else:
+                    _read_here(spec, plan, ingest, reconcile, step)
+            # every input is read: the bar ends full although a file's lines (a PDF's, an HTML page's,
+            # a CSV's header) are not its records, the unit ``step`` counts
+            progress(ProgressEvent("indexing", total, total))
+            meta, keyword_seconds = _settle(tmp, spec, plan, ingest, reconcile, old)
+            changed = ingest.added or any(getattr(reconcile.counts, name) for name in ("added", "updated", "removed"))
+            if old is not None and not changed:  # nothing to write: the current generation stays (a shard a sync did not touch)
+                meta = dict(old.meta)
+                raise _Unchanged
+            if old is not None:
+                old.close()  # this build holds the old generation no more: the swap may remove it
+    except _Unchanged:  # the old generation stays current; meta is its own
+        keyword_seconds = 0.0
     plan.shards.remove()  # the new generation is current: nothing left to resume
     files_skipped = [{"path": s.path, "reason": s.reason} for s in spec.skipped]
     return {
@@ -554,9 +575,9 @@ def upsert(
     Raises:
         EncodrError: no such index, an OS fault (the index unchanged).
     """
-    from ..outputs import written_by_encodr
-
     out = locate(out)
+    if is_sharded(out):
+        return upsert_sharded(out, records, warn=warn, encoder=encoder)
     if written_by_encodr(out) != "index":
         raise EncodrError(f"index {out} does not exist; build it with encodr index CORPUS --out {out}", field="index", status=404)
     with index_lock(out):

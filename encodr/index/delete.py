@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import EncodrError
-from ..outputs import generation, os_fault
+from ..outputs import SHARDED_RECORD, generation, os_fault
 from .faiss_types import new_faiss, training_sample, write_faiss
 from .lock import index_lock
 from .ondisk import ONDISK_FILE
@@ -128,6 +128,10 @@ def delete(
     if not (ids or sources or filters):
         raise EncodrError("name the documents to delete: IDs, --source GLOB or --filter FIELD=VALUE", field="ids")
     out = locate(out)
+    if (out / SHARDED_RECORD).is_file():
+        from .sharded import delete_sharded
+
+        return delete_sharded(out, ids, sources, filters, warn)
     with _rewriting(out) as old:
         wanted: set[str] = set()
         known = old.texts.documents_info(list(ids)) if ids else {}
@@ -165,12 +169,16 @@ def compact(out: str | Path) -> dict:
     One new generation; nothing is encoded.
 
     Returns:
-        As :func:`delete` (``removed`` 0).
+        As :func:`delete` (``removed`` 0); for a sharded index, ``shards``: each shard's.
 
     Raises:
         EncodrError: no such index; an on-disk IVF index (built again to compact it); an OS fault, the index unchanged.
     """
     out = locate(out)
+    if (out / SHARDED_RECORD).is_file():
+        from .sharded import shard_folders
+
+        return {"path": str(out.resolve()), "shards": [compact(folder) for folder in shard_folders(out)]}
     with _rewriting(out) as old:
         if old.meta.get("on_disk"):
             raise EncodrError(

@@ -11,7 +11,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -61,6 +61,17 @@ class IndexSpec:
         return self.options.write in UPDATES
 
 
+def owned(spec: IndexSpec, records: Iterable[Record]) -> Iterable[Record]:
+    """``records`` whose document routes to the shard ``spec`` writes (``spec.options.shard``,
+    :func:`.sharded.route`), or all of them for an index that is not a shard."""
+    if spec.options.shard is None:
+        return records
+    from .sharded import route
+
+    shard, shards = spec.options.shard
+    return (r for r in records if route(r.document_id, shards) == shard)
+
+
 def read_windows(
     files: list[str], spec: IndexSpec, lang: str | None, split=None, reconcile: Reconcile | None = None
 ) -> Iterator[list[Record]]:
@@ -77,7 +88,7 @@ def read_windows(
     for f in files:
         state = file_state(f)  # before reading: a file changed while it is read differs from it next time
         before = len(skipped) if skipped is not None else 0
-        records = iter_records(f, lang, split, skipped if f in found else None, layout, in_folder=f in found)
+        records = owned(spec, iter_records(f, lang, split, skipped if f in found else None, layout, in_folder=f in found))
         if reconcile is not None:
             records = reconcile.documents(records, state)
         try:
@@ -99,7 +110,7 @@ def read_windows(
             skipped.append(Skipped(f, "changed while it was read; the next sync reads it again"))
             reconcile.forget(f)
     for doc in given or []:  # documents given whole (an upsert): each its own group, split like a file's
-        records = iter_passages(doc, split)
+        records = owned(spec, iter_passages(doc, split))
         for record in reconcile.documents(records, (None, None)) if reconcile is not None else records:
             window.append(record)
             if len(window) >= size:

@@ -192,6 +192,10 @@ class BuildOptions:
         whole: index each text whole, cut at the model's window, instead of splitting a longer
             text into passages (:func:`encodr.data.files.passage_splitter`).
         layout: where record files keep their fields (:class:`encodr.data.records.Layout`).
+        shards: a new index split into this many shards (:mod:`.sharded`); None: one index.
+            An update of a sharded index keeps its own count.
+        shard: ``(i, n)``: keep only the documents whose id routes to shard ``i`` of ``n``
+            (:func:`.sharded.route`); set by a sharded index's writes, not by a person.
 
     Raises:
         OptionError: an unknown index type, quantisation or engine, a ``dim``, ``processes`` or
@@ -216,6 +220,8 @@ class BuildOptions:
     glob: str | None = None
     whole: bool = False
     layout: Layout = Layout()
+    shards: int | None = None
+    shard: tuple[int, int] | None = None
 
     def __post_init__(self):
         from ..errors import at_least, one_of
@@ -226,7 +232,7 @@ class BuildOptions:
         one_of("quantize", self.quantize, QUANTIZE)
         one_of("engine", self.engine, ENGINES)
         one_of("write", self.write, WRITES)
-        for name in ("dim", "processes", "window", "batch_size"):
+        for name in ("dim", "processes", "window", "batch_size", "shards"):
             at_least(name, getattr(self, name), 1)
         check_backend(self.backend, auto=True)
         check_engine(self.engine, self.address)

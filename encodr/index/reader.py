@@ -99,7 +99,37 @@ class _Moved(Exception):
     """The folder being opened stopped being the index's current one (resolve again)."""
 
 
-class IndexReader:
+class QueryEncoding:
+    """How an index's queries and passages are encoded, from its ``index.json`` (``meta``): the
+    part of :class:`IndexReader` a sharded index (:class:`~.scatter.ShardedIndex`) shares."""
+
+    meta: dict
+
+    @property
+    def query_prompt(self) -> str:
+        """The text put before each query: the model's query prompt the index was built with
+        (``index.json`` ``prompts``; E5: ``query: ``)."""
+        return self.meta["prompts"]["query"]
+
+    def encode_queries(self, encoder, queries: list[str]) -> np.ndarray:
+        """float32 (Q, d) unit vectors of ``queries`` as this index's vectors were made: after
+        :attr:`query_prompt`, truncated to the index's ``truncate_dim`` and renormalised when it
+        was built with ``--dim`` (Matryoshka), whatever truncation ``encoder`` itself holds."""
+        return self._encoded(encoder, queries, self.query_prompt)
+
+    def encode_passages(self, encoder, texts: list[str]) -> np.ndarray:
+        """float32 (N, d) unit vectors of ``texts`` as this index's passages were made: after the
+        document prompt (``index.json`` ``prompts``; E5: ``passage: ``), truncated as
+        :meth:`encode_queries` truncates (a hit's sentences, scored for its snippet)."""
+        return self._encoded(encoder, texts, self.meta["prompts"]["document"])
+
+    def _encoded(self, encoder, texts: list[str], prompt: str) -> np.ndarray:
+        vectors = encoder.encode(texts, prompt=prompt)
+        dim = int(self.meta["dimension"])
+        return truncated(vectors, dim) if vectors.shape[1] != dim else vectors
+
+
+class IndexReader(QueryEncoding):
     """One generation of an index directory, opened for search.
 
     Attributes:
@@ -534,29 +564,6 @@ class IndexReader:
     def find_documents(self, path: str) -> list[str]:
         """The ids of the documents at ``path``: its path as hits show it, its source, or its id."""
         return self.texts.documents_at(path)
-
-    @property
-    def query_prompt(self) -> str:
-        """The text put before each query: the model's query prompt the index was built with
-        (``index.json`` ``prompts``; E5: ``query: ``)."""
-        return self.meta["prompts"]["query"]
-
-    def encode_queries(self, encoder, queries: list[str]) -> np.ndarray:
-        """float32 (Q, d) unit vectors of ``queries`` as this index's vectors were made: after
-        :attr:`query_prompt`, truncated to the index's ``truncate_dim`` and renormalised when it
-        was built with ``--dim`` (Matryoshka), whatever truncation ``encoder`` itself holds."""
-        return self._encoded(encoder, queries, self.query_prompt)
-
-    def encode_passages(self, encoder, texts: list[str]) -> np.ndarray:
-        """float32 (N, d) unit vectors of ``texts`` as this index's passages were made: after the
-        document prompt (``index.json`` ``prompts``; E5: ``passage: ``), truncated as
-        :meth:`encode_queries` truncates (a hit's sentences, scored for its snippet)."""
-        return self._encoded(encoder, texts, self.meta["prompts"]["document"])
-
-    def _encoded(self, encoder, texts: list[str], prompt: str) -> np.ndarray:
-        vectors = encoder.encode(texts, prompt=prompt)
-        dim = int(self.meta["dimension"])
-        return truncated(vectors, dim) if vectors.shape[1] != dim else vectors
 
     def document_ids(self) -> set[str]:
         """Every document id stored (``ext_id``; a text stored once for several documents keeps

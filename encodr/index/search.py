@@ -207,6 +207,22 @@ def query_encoder(model: str, asked: str | None, built: str) -> Encoder:
     return load_encoder(model, backend=asked or built)
 
 
+def open_index(spec: str | Path):
+    """The index ``spec`` names, opened memory-mapped: an :class:`~.reader.IndexReader`, or for a
+    sharded index (:mod:`.sharded`) a :class:`~.scatter.ShardedIndex` of its shards opened here.
+
+    Raises:
+        EncodrError: see :meth:`IndexReader.open` and :func:`~.sharded.read_manifest`.
+    """
+    from .sharded import is_sharded
+
+    if is_sharded(spec):
+        from .scatter import open_sharded
+
+        return open_sharded(spec)
+    return IndexReader.open(spec, mmap=True)
+
+
 class Searcher:
     """An opened index plus the model it was built with.
 
@@ -221,6 +237,8 @@ class Searcher:
             line to :attr:`warnings`.
         options: the searches to come, checked against the index before the model loads
             (:func:`check_languages`); each query still takes its own (``nprobe``, ``ef_search`` too).
+        index: the index already opened (a sharded index whose shards are served elsewhere:
+            :class:`~.scatter.ShardedIndex`); default: ``index_dir`` opened (:func:`open_index`).
 
     Attributes:
         warnings: one-line notes for the user (``encodr search`` prints them).
@@ -238,9 +256,10 @@ class Searcher:
         encoder: Encoder | Callable[[str, str], Encoder] | None = None,
         backend: str | None = None,
         options: SearchOptions | None = None,
+        index=None,
     ):
         self._open = dict(mmap=True)  # memory-mapped: opening a large index reads only what searches touch
-        self.index = IndexReader.open(index_dir, **self._open)
+        self.index = index if index is not None else open_index(index_dir)
         if options is not None:  # what the index alone can refuse, before the model loads (seconds)
             try:
                 check_languages(self.index, options.for_index(self.index.has_keywords))

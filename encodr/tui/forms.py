@@ -46,6 +46,7 @@ FORMS = {
         "processes": "index-processes",
         "engine": "index-engine",
         "address": "index-address",
+        "shards": "index-shards",
         "glob": "index-glob",
         "whole": "index-whole",
         "documents": "index-documents",

@@ -31,7 +31,7 @@ class IndexPane(VerticalScroll):
     DEFAULT_CSS = """
     IndexPane Input, IndexPane Select { width: 80; }
     IndexPane #index-type, IndexPane #index-backend, IndexPane #index-pcr-variant, IndexPane #index-quantize { width: 22; }
-    IndexPane #index-processes, IndexPane #index-engine, IndexPane #index-write { width: 22; }
+    IndexPane #index-processes, IndexPane #index-engine, IndexPane #index-shards, IndexPane #index-write { width: 22; }
     IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-address, IndexPane #index-glob { width: 30; }
     IndexPane #index-dim { width: 26; }
     IndexPane #index-text-field, IndexPane #index-text-column, IndexPane #index-id-column, IndexPane #index-title-column { width: 30; }
@@ -73,6 +73,7 @@ class IndexPane(VerticalScroll):
         with Horizontal(classes="row"):
             yield TextBox(placeholder="in folders, only: *.pdf", id="index-glob")
             yield Checkbox("whole texts (no passages)", id="index-whole")
+            yield field_input(R, "shards", "index-shards", "shards, blank: one index")
         with Horizontal(classes="row"):
             yield Checkbox("text files: blank-line blocks", id="index-documents")
             yield Checkbox("text files in folders: a text a line", id="index-records")

@@ -1,0 +1,319 @@
+"""Searching a sharded index (:mod:`.sharded`): scatter a query to every shard, gather each
+shard's candidates with their raw scores, merge them into the ranking one index would give.
+
+:class:`ShardedIndex` stands where an :class:`~.reader.IndexReader` stands for
+:class:`~.search.Searcher`: the searcher encodes each query once, asks the sharded index for its
+dense and keyword candidates, fuses them and makes hits exactly as for one index (query then
+fetch, as Elasticsearch: each shard returns its top ``depth`` ids and scores, the coordinator
+merges them and fetches the rows of the candidates it keeps). What is merged and how:
+
+- dense: each shard's top ``k`` by cosine (its own PCR applied to the query, where it has
+  one); the merge keeps the best ``k`` of all. With exact (``flat``) shards this is exactly one
+  index's top ``k`` over the same documents; with HNSW or IVF each shard's approximation is its own.
+- keyword: each shard's top ``k`` by BM25 with the shard's own term statistics (document
+  frequencies, average length), as Elasticsearch's default ``query_then_fetch``; a term rare in
+  one shard scores higher there than it would in one index. The scores of documents spread
+  evenly over the shards are close to one index's; ``bench/sharded.py`` reports the overlap.
+  The exact alternative (global statistics, Elasticsearch's ``dfs_query_then_fetch``) is not built.
+- fusion, re-ranking, judgments-free pinning, snippets: the searcher's own, on the merged lists.
+
+A shard is a :class:`LocalShard` (this process) or anything with the same methods (a Ray Serve
+deployment's handle, :mod:`encodr.serve.cluster`). A shard that fails or misses the deadline is
+left out of the answer and named in :meth:`ShardedIndex.missing`, so a front end can say the
+answer is partial (``partial: true``, Elasticsearch's ``_shards.failed``); never silently.
+
+A hit's id is global: ``row × shards + shard`` (:func:`global_ids`), so a hit names its shard.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import EncodrError
+from .reader import IndexReader, QueryEncoding, locate
+from .sharded import read_manifest, route, shard_folders
+
+
+class LocalShard:
+    """One shard searched in this process: its :class:`~.reader.IndexReader` (memory-mapped),
+    opened again when a write has made another generation current. Thread-safe.
+
+    Args:
+        folder: the shard's index folder.
+    """
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self.reader = IndexReader.open(self.folder, mmap=True)
+        self._reopen = threading.Lock()
+
+    def current(self) -> IndexReader:
+        """The reader of the shard's current generation."""
+        if self.reader.stale():
+            with self._reopen:
+                if self.reader.stale():
+                    self.reader = IndexReader.open(self.folder, mmap=True)
+        return self.reader
+
+    def state(self) -> tuple[dict, int]:
+        """(``index.json`` of the current generation with ``keywords`` (whether it has a keyword
+        index), texts a search can return)."""
+        reader = self.current()
+        return {**reader.meta, "keywords": reader.has_keywords}, len(reader)
+
+    def search(self, vectors: np.ndarray, langs: list[str], k: int, where, nprobe, ef_search) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` by cosine of raw query vectors (float32 (q, d), before PCR, which the shard
+        applies); (scores float32 (q, ≤k), local ids int64 (q, ≤k), −1 pads)."""
+        reader = self.current()
+        if len(reader) == 0:
+            return _empty(len(vectors))
+        return reader.search(reader.prepare_queries(vectors, langs), k, where, nprobe, ef_search)
+
+    def keyword_search(self, queries: list[str], k: int, where, query_langs: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` by BM25 with this shard's statistics (:meth:`~.reader.IndexReader.keyword_search`)."""
+        return self.current().keyword_search(queries, k, where, query_langs)
+
+    def rows(self, ids: list[int]) -> dict[int, dict]:
+        """Stored rows by local id (:meth:`~.reader.IndexReader.rows`)."""
+        return self.current().rows(ids)
+
+    def document(self, ext_id: str) -> dict | None:
+        """:meth:`~.reader.IndexReader.document`."""
+        return self.current().document(ext_id)
+
+    def document_lines(self, ext_id: str) -> dict:
+        """:meth:`~.reader.IndexReader.document_lines`."""
+        return self.current().document_lines(ext_id)
+
+    def find_documents(self, path: str) -> list[str]:
+        """:meth:`~.reader.IndexReader.find_documents`."""
+        return self.current().find_documents(path)
+
+    def close(self) -> None:
+        """Close the reader."""
+        self.reader.close()
+
+
+def _empty(q: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros((q, 0), dtype=np.float32), np.zeros((q, 0), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Queries ready for a sharded search: the raw vectors and their languages (each shard
+    applies its own PCR: :meth:`ShardedIndex.prepare_queries`)."""
+
+    vectors: np.ndarray
+    langs: list[str]
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+
+def global_ids(ids: np.ndarray, shard: int, shards: int) -> np.ndarray:
+    """Shard-local ids (int64, −1 pads) as global ids ``id × shards + shard`` (−1 stays)."""
+    return np.where(ids >= 0, ids * shards + shard, -1)
+
+
+def merged(found: list[tuple[np.ndarray, np.ndarray]], shards: list[int], n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``k`` of each query over the shards' (scores, local ids) lists.
+
+    Args:
+        found: per answering shard, float32 (q, kᵢ) scores and int64 (q, kᵢ) ids (−1 pads, −inf scores).
+        shards: the shard number of each entry of ``found``; n: the number of shards.
+
+    Returns:
+        (scores float32 (q, ≤k), global ids int64 (q, ≤k)), best first; a tie keeps shard order.
+    """
+    scores = np.concatenate([s for s, _ in found], axis=1)
+    ids = np.concatenate([global_ids(i, shard, n) for (_, i), shard in zip(found, shards)], axis=1)
+    scores = np.where(ids >= 0, scores, -np.inf).astype(np.float32)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
+
+
+class ShardedIndex(QueryEncoding):
+    """A sharded index searched as one: the surface of :class:`~.reader.IndexReader` that
+    :class:`~.search.Searcher` uses, each call sent to the shards that hold what it asks.
+
+    Args:
+        path: the sharded index's folder.
+        shards: one object per shard with :class:`LocalShard`'s methods, in shard order.
+        call: how a shard's method is run: ``call(shard, name, args)`` → a function of the
+            deadline in seconds that returns the result (the default runs it here, at once).
+        deadline: seconds a shard has to answer (None: no limit).
+
+    Attributes:
+        meta: shard 0's ``index.json`` with ``count``, ``documents`` and ``split_documents``
+            summed, the languages joined and ``shards`` set.
+    """
+
+    def __init__(self, path: str | Path, shards: list, call: Callable | None = None, deadline: float | None = None):
+        self.path = Path(path)
+        self.shards = shards
+        self.call = call or (lambda shard, name, args: lambda timeout: getattr(shard, name)(*args))
+        self.deadline = deadline
+        self._missing = threading.local()
+        self.folder = self.path
+        self.refresh_state()
+
+    # state ------------------------------------------------------------------------------
+    def refresh_state(self) -> None:
+        """Read every shard's ``index.json`` and size again (each shard follows its own writes).
+
+        Raises:
+            EncodrError: the shards were built with different models, or a shard does not answer.
+        """
+        states = self._all("state", ())
+        if any(s is None for s in states):
+            down = [i for i, s in enumerate(states) if s is None]
+            raise EncodrError(f"sharded index {self.path}: shard(s) {down} do not answer; try again", field="index", status=503)
+        metas = [m for m, _ in states]
+        if len({m.get("fingerprint") for m in metas}) > 1:
+            raise EncodrError(
+                f"sharded index {self.path}: its shards hold vectors of different models; rebuild it with --overwrite",
+                field="index",
+            )
+        self._counts = [n for _, n in states]
+        self.meta = _joined(metas, sum(self._counts))
+
+    def stale(self) -> bool:
+        """Always False: each shard opens its own new generations (:meth:`LocalShard.current`);
+        the joined ``meta`` and size are read again here, once per search."""
+        self.refresh_state()
+        return False
+
+    def __len__(self) -> int:
+        return sum(self._counts)
+
+    @property
+    def has_keywords(self) -> bool:
+        return bool(self.meta.get("keywords", True))
+
+    @property
+    def texts(self):
+        raise EncodrError(
+            f"index {self.path} is sharded; judgments are not kept for a sharded index yet: judge a one-index copy",
+            field="index",
+        )
+
+    def missing(self) -> list[int]:
+        """The shards that did not answer a call of this thread since :meth:`reset_missing`."""
+        return sorted(getattr(self._missing, "value", set()))
+
+    def reset_missing(self) -> None:
+        """Forget this thread's missing shards (a new search starts)."""
+        self._missing.value = set()
+
+    # fan-out ----------------------------------------------------------------------------
+    def _all(self, name: str, args: tuple, shards: list[int] | None = None) -> list:
+        """``name(*args)`` on each shard (all, or ``shards``), sent to all before any answer is
+        awaited; a shard that raises or misses the deadline gives None and is recorded missing.
+        An :class:`EncodrError` (a bad request) is raised as it is."""
+        chosen = list(range(len(self.shards))) if shards is None else shards
+        return self._awaited([(i, self.call(self.shards[i], name, args)) for i in chosen])
+
+    def _awaited(self, pending: list) -> list:
+        """The answers of ``pending`` (shard, wait) calls, in order (see :meth:`_all`)."""
+        out = []
+        for i, wait in pending:
+            try:
+                out.append(wait(self.deadline))
+            except EncodrError:
+                raise
+            except Exception:  # a dead replica, a timeout: the answer is partial, and says so
+                if not hasattr(self._missing, "value"):
+                    self._missing.value = set()
+                self._missing.value.add(i)
+                out.append(None)
+        return out
+
+    # search -----------------------------------------------------------------------------
+    def prepare_queries(self, vectors: np.ndarray, langs: list[str] | str | None = None) -> Prepared:
+        """The raw vectors and languages, for each shard to apply its own PCR."""
+        langs = [langs] * len(vectors) if isinstance(langs, str) or langs is None else list(langs)
+        return Prepared(np.ascontiguousarray(vectors, dtype=np.float32), langs)
+
+    def search(self, prepared: Prepared, k: int, where=None, nprobe: int | None = None, ef_search: int | None = None):
+        """The best ``k`` of every shard's top ``k`` by cosine: (scores, global ids) (q, ≤k)."""
+        return self._gathered(
+            self._all("search", (prepared.vectors, prepared.langs, k, where, nprobe, ef_search)), len(prepared), k
+        )
+
+    def keyword_search(self, queries: list[str], k: int, where=None, query_langs: list[str] | None = None):
+        """The best ``k`` of every shard's top ``k`` by its own BM25: (scores, global ids) (q, ≤k)."""
+        return self._gathered(self._all("keyword_search", (queries, k, where, query_langs)), len(queries), k)
+
+    def _gathered(self, found: list, q: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        answered = [(i, f) for i, f in enumerate(found) if f is not None]
+        if not answered:
+            return _empty(q)
+        return merged([f for _, f in answered], [i for i, _ in answered], len(self.shards), k)
+
+    def rows(self, ids) -> dict[int, dict]:
+        """Stored rows by global id (each ``id`` field global too); negative ids skipped."""
+        n = len(self.shards)
+        wanted: dict[int, list[int]] = {}
+        for gid in (int(i) for i in ids if i >= 0):
+            wanted.setdefault(gid % n, []).append(gid // n)
+        out: dict[int, dict] = {}
+        shards = sorted(wanted)
+        pending = [(shard, self.call(self.shards[shard], "rows", (wanted[shard],))) for shard in shards]
+        for shard, rows in zip(shards, self._awaited(pending)):
+            for local, row in (rows or {}).items():
+                out[local * n + shard] = {**row, "id": local * n + shard}
+        return out
+
+    def _one(self, shard: int, name: str, args: tuple):
+        return self._all(name, args, [shard])[0]
+
+    # documents --------------------------------------------------------------------------
+    def document(self, ext_id: str) -> dict | None:
+        """Document ``ext_id`` whole, from the shard it routes to."""
+        return self._one(route(ext_id, len(self.shards)), "document", (ext_id,))
+
+    def document_lines(self, ext_id: str) -> dict:
+        """Document ``ext_id``'s lines, from the shard it routes to."""
+        found = self._one(route(ext_id, len(self.shards)), "document_lines", (ext_id,))
+        return found or {"id": ext_id, "path": ext_id, "title": None, "first_line": 1, "lines": []}
+
+    def find_documents(self, path: str) -> list[str]:
+        """The ids of the documents at ``path``, over every shard."""
+        return sorted({doc for found in self._all("find_documents", (path,)) for doc in (found or [])})
+
+    def close(self) -> None:
+        """Close local shards."""
+        for shard in self.shards:
+            if hasattr(shard, "close"):
+                shard.close()
+
+
+def _joined(metas: list[dict], count: int) -> dict:
+    """One ``index.json`` for the shards' ``metas``: see :attr:`ShardedIndex.meta`."""
+    meta = dict(metas[0])
+    meta["count"] = count
+    for key in ("documents", "split_documents"):
+        meta[key] = sum(int(m.get(key) or 0) for m in metas)
+    detected = sorted({lang for m in metas for lang in ((m.get("lang_detection") or {}).get("languages") or [])})
+    if meta.get("lang_detection"):
+        meta["lang_detection"] = {**meta["lang_detection"], "languages": detected}
+    meta["languages"] = sorted({lang for m in metas for lang in (m.get("languages") or [])}) or meta.get("languages")
+    meta["keywords"] = all(m.get("keywords", True) for m in metas)
+    meta["shards"] = len(metas)
+    return meta
+
+
+def open_sharded(spec: str | Path) -> ShardedIndex:
+    """The sharded index ``spec`` with each shard opened here (:class:`LocalShard`).
+
+    Raises:
+        EncodrError: see :func:`~.sharded.read_manifest` and :meth:`~.reader.IndexReader.open`.
+    """
+    root = locate(spec)
+    read_manifest(root)
+    return ShardedIndex(root, [LocalShard(folder) for folder in shard_folders(root)])

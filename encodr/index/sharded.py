@@ -1,0 +1,367 @@
+"""A sharded index: one folder holding N ordinary encodr indexes (its shards), each with the
+documents whose id routes to it, as Elasticsearch splits an index into primary shards.
+
+Layout::
+
+    IDX/sharded.json     the manifest: format, shard count, routing, model, each shard's generation
+    IDX/shard-000/       an ordinary index (generations, FTS5, sections, filters)
+    IDX/shard-001/ …
+
+Routing: a document goes to shard ``blake2b-64(document id) mod N`` (:func:`route`), as
+Elasticsearch routes by a hash of ``_id`` (murmur3 there). All passages of a document share its
+id, so a document lives whole in one shard, and a write touches only the shards that own the
+documents it changes. The hash does not depend on the machine, the process or the order of
+the files, so every writer agrees where a document lives.
+
+Writes (:func:`build_sharded`, :func:`delete_sharded`, :func:`upsert_sharded`): each shard's write
+is the ordinary one (:func:`~.build.build` with :attr:`~.options.BuildOptions.shard` set), atomic
+per shard; after each shard's write the manifest names its new generation. A shard whose write
+fails keeps its last good generation, the shards written before it keep theirs, and the error
+names the shard. A new sharded index is built in a temporary folder and renamed into place, so
+a failed build leaves nothing. How ours differs from Elasticsearch: there is no translog and no
+cross-shard transaction, so a write that fails on shard 2 of 4 is visible on shards 0 and 1
+until it is run again (``--add`` and ``--sync`` are idempotent: the same command finishes it).
+
+Every shard's write reads all the inputs and keeps its own documents: reading is done N times,
+encoding once. Reading is the small part of a build (bench/index_phases.py), except for many
+PDFs, where one reading pass routing to N writers would be faster.
+
+Searching: :mod:`.scatter`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..errors import EncodrError
+from ..outputs import SHARDED_RECORD, atomic_dir, atomic_file, check_target, current_generation
+from ..progress import ProgressEvent, ProgressFn, silent
+from .lock import index_lock
+from .options import UPDATES, BuildOptions
+from .reader import locate
+
+MANIFEST = SHARDED_RECORD
+SHARDED_FORMAT = 1  # the manifest's layout; a newer one is refused by this encodr (:func:`read_manifest`)
+ROUTING = "blake2b-64(document id) mod shards"
+SUMMED = (
+    "count",
+    "documents",
+    "added",
+    "updated",
+    "removed",
+    "unchanged",
+    "encoded",
+    "skipped_duplicates",
+    "resumed",
+    "passages",
+)
+
+
+def route(document_id: str, shards: int) -> int:
+    """The shard (0 … ``shards`` − 1) that owns the document ``document_id``: the first 8 bytes
+    of its BLAKE2b digest, big-endian, modulo ``shards``. Stable across machines and runs."""
+    digest = hashlib.blake2b(document_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def shard_folder(root: Path, shard: int) -> Path:
+    """Shard ``shard``'s index folder under the sharded index ``root``."""
+    return Path(root) / f"shard-{shard:03d}"
+
+
+def is_sharded(spec: str | Path) -> bool:
+    """Whether ``spec`` (a folder or a workspace name, :func:`~.reader.locate`) is a sharded index."""
+    return (locate(spec) / MANIFEST).is_file()
+
+
+def read_manifest(spec: str | Path) -> dict:
+    """The manifest of the sharded index ``spec``.
+
+    Raises:
+        EncodrError: the manifest cannot be read, or was written by a newer encodr (field ``index``).
+    """
+    root = locate(spec)
+    try:
+        manifest = json.loads((root / MANIFEST).read_text())
+        shards = int(manifest["shards"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise EncodrError(
+            f"sharded index {root}: {MANIFEST} cannot be read ({exc}); rebuild it with encodr index --overwrite --shards N",
+            field="index",
+        ) from None
+    found = int(manifest.get("format", 1))
+    if found > SHARDED_FORMAT:
+        raise EncodrError(
+            f"index {root} is a sharded index written by a newer encodr (sharded format {found}; this one reads "
+            f"{SHARDED_FORMAT}); upgrade encodr: pip install -U encodr",
+            field="index",
+        )
+    if shards < 1:
+        raise EncodrError(f"sharded index {root}: its manifest names {shards} shards; rebuild it", field="index")
+    return manifest
+
+
+def shard_folders(spec: str | Path) -> list[Path]:
+    """The shards' index folders of the sharded index ``spec``, in order (see :func:`read_manifest`)."""
+    root = locate(spec)
+    return [shard_folder(root, i) for i in range(int(read_manifest(root)["shards"]))]
+
+
+def _write_manifest(root: Path, manifest: dict) -> None:
+    """Write ``manifest`` at ``root`` atomically (a reader sees the old one or the new one)."""
+    with atomic_file(root / MANIFEST) as tmp:
+        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def _generation(folder: Path) -> str | None:
+    """The name of ``folder``'s current generation (None: no index there yet)."""
+    gen = current_generation(folder)
+    return gen.name if gen is not None else None
+
+
+def _summary(root: Path, metas: list[dict], started: float) -> dict:
+    """The result of a sharded write: shard 0's settings, the counts summed over the shards,
+    each shard's own counts, and the manifest's generations."""
+    summary = {key: value for key, value in metas[0].items() if key not in SUMMED}
+    for key in SUMMED:
+        values = [m.get(key) for m in metas if isinstance(m.get(key), (int, float))]
+        if values:
+            summary[key] = sum(values)
+    skipped = {s["path"]: s for m in metas for s in m.get("skipped_files", [])}
+    languages = sorted({lang for m in metas for lang in (m.get("languages") or [])})
+    summary.update(
+        shards=len(metas),
+        skipped_files=list(skipped.values()),
+        languages=languages or metas[0].get("languages"),
+        per_shard=[{"shard": i, "count": m.get("count"), "documents": m.get("documents")} for i, m in enumerate(metas)],
+        seconds=round(time.time() - started, 2),
+        path=str(Path(root).resolve()),
+    )
+    return summary
+
+
+def build_sharded(
+    files: list[str], out: str | Path, options: BuildOptions, progress: ProgressFn = silent, warn: Callable[[str], None] = print
+) -> dict:
+    """:func:`~.build.build` of a sharded index: a new one of ``options.shards`` shards
+    (``write`` ``new`` or ``overwrite``), or an update (``add``, ``sync``) of an existing one,
+    each shard written by the ordinary build of its own documents (:func:`route`).
+    With ``options.engine`` ``ray``, the shards of a new index are built in parallel, one Ray
+    task each (each encodes on its own process); otherwise one after another, here.
+
+    Returns:
+        As :func:`~.build.build`, the counts summed over the shards, plus ``shards`` and ``per_shard``.
+
+    Raises:
+        EncodrError: ``shards`` below 1 or above the number of documents (nothing written),
+            ``shards`` given for an update, an existing index that is not sharded given with
+            ``shards``; a shard's write that fails, naming the shard (the other shards and the
+            manifest at their last good generation); see :func:`~.build.build`.
+    """
+    started = time.time()
+    if options.write in UPDATES:
+        return _update(files, locate(out), options, progress, warn, started)
+    out = Path(out)
+    n = options.shards
+    check_target(out, options.write == "overwrite", inputs=files, kind="index")
+    with index_lock(out), atomic_dir(out, overwrite=options.write == "overwrite") as tmp:
+        shard_options = dataclasses.replace(options, write="new", shards=None, engine="local", address=None)
+        metas = _build_shards(files, tmp, shard_options, n, options, progress, warn)
+        documents = sum(m.get("documents", 0) or 0 for m in metas)
+        if n > documents:
+            raise EncodrError(
+                f"--shards {n}: more shards than documents ({documents}); pass --shards {max(1, documents)} or fewer",
+                field="shards",
+            )
+        manifest = {
+            "format": SHARDED_FORMAT,
+            "shards": n,
+            "routing": ROUTING,
+            "model": metas[0].get("model"),
+            "fingerprint": metas[0].get("fingerprint"),
+            "generations": {shard_folder(tmp, i).name: _generation(shard_folder(tmp, i)) for i in range(n)},
+        }
+        _write_manifest(tmp, manifest)
+    return _summary(out, metas, started)
+
+
+def _build_shards(
+    files: list[str], tmp: Path, shard_options: BuildOptions, n: int, options: BuildOptions, progress, warn
+) -> list[dict]:
+    """Each shard's new index under ``tmp``: in this process, or on Ray tasks (``options.engine``)."""
+    from .build import build
+
+    if options.engine != "ray":
+        metas = []
+        for i in range(n):
+            metas.append(build(files, shard_folder(tmp, i), dataclasses.replace(shard_options, shard=(i, n)), progress, warn))
+        return metas
+    from .engines import ray_session
+
+    if not isinstance(options.model, (str, type(None))):
+        raise EncodrError("--engine ray loads the model on each task: give the model by name or path", field="model")
+    with ray_session(options.address) as ray:
+        task = ray.remote(_build_one)
+        pending = [
+            task.remote(files, str(shard_folder(tmp, i)), dataclasses.replace(shard_options, shard=(i, n))) for i in range(n)
+        ]
+        done = 0
+        progress(ProgressEvent("indexing", 0, n))
+        metas = []
+        for ref in pending:
+            metas.append(_ray_result(ray, ref))
+            done += 1
+            progress(ProgressEvent("indexing", done, n))
+        return metas
+
+
+def _build_one(files: list[str], folder: str, options: BuildOptions) -> dict:
+    """One shard's build on a Ray task (its warnings come back in the result's ``skipped_files``)."""
+    from .build import build
+
+    return build(files, folder, options)
+
+
+def _ray_result(ray, ref) -> dict:
+    """A Ray task's result, its :class:`EncodrError` raised here as itself (one line)."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = exc.as_instanceof_cause()
+        if isinstance(cause, EncodrError):
+            raise EncodrError(str(cause).splitlines()[0], field=getattr(cause, "field", None)) from None
+        raise
+
+
+def _update(files: list[str], root: Path, options: BuildOptions, progress, warn, started: float) -> dict:
+    """``--add`` / ``--sync`` of the sharded index ``root``: each shard's own documents, one shard after another."""
+    from .build import build
+
+    manifest = read_manifest(root)
+    n = int(manifest["shards"])
+    if options.shards is not None and options.shards != n:
+        raise EncodrError(
+            f"--shards {options.shards}: index {root} has {n} shards and keeps them on --add and --sync; "
+            f"drop --shards, or rebuild it with --overwrite --shards {options.shards}",
+            field="shards",
+        )
+    if options.engine == "ray":
+        raise EncodrError("--engine ray builds a new sharded index; drop it for --add and --sync", field="engine")
+    with index_lock(root):
+        return _each_shard(
+            root,
+            manifest,
+            lambda i, folder: build(files, folder, dataclasses.replace(options, shards=None, shard=(i, n)), progress, warn),
+            started,
+        )
+
+
+def _each_shard(root: Path, manifest: dict, write: Callable[[int, Path], dict], started: float) -> dict:
+    """Run ``write(shard, folder)`` on every shard of ``root`` in order (:func:`_write_shard`)."""
+    metas = [_write_shard(root, manifest, i, write) for i in range(int(manifest["shards"]))]
+    return _summary(root, metas, started)
+
+
+def upsert_sharded(root: str | Path, records: list, warn: Callable[[str], None] = lambda line: None, encoder=None) -> dict:
+    """:func:`~.build.upsert` on a sharded index: each record to the shard its id routes to;
+    shards no record routes to are left as they are."""
+    from .build import upsert
+
+    root = locate(root)
+    manifest = read_manifest(root)
+    n = int(manifest["shards"])
+    by_shard: dict[int, list] = {}
+    for record in records:
+        by_shard.setdefault(route(record.document_id, n), []).append(record)
+    started = time.time()
+    with index_lock(root):
+        return _touched(
+            root, manifest, by_shard, lambda i, folder: upsert(folder, by_shard[i], warn=warn, encoder=encoder), started
+        )
+
+
+def delete_sharded(root: str | Path, ids=(), sources=(), filters=(), warn: Callable[[str], None] = lambda line: None) -> dict:
+    """:func:`~.delete.delete` on a sharded index: ids to the shards they route to, a source
+    glob or filter to every shard (each removes its own matches).
+
+    Returns:
+        As :func:`~.delete.delete`, summed; ``not_found`` the ids no shard holds.
+    """
+    from .delete import delete
+
+    root = locate(root)
+    manifest = read_manifest(root)
+    n = int(manifest["shards"])
+    by_shard: dict[int, list] = {i: [] for i in range(n)} if (sources or filters) else {}
+    for doc in ids:
+        by_shard.setdefault(route(doc, n), []).append(doc)
+    if not by_shard:
+        raise EncodrError("name the documents to delete: IDs, --source GLOB or --filter FIELD=VALUE", field="ids")
+    started = time.time()
+    with index_lock(root):
+        result = _touched(
+            root, manifest, by_shard, lambda i, folder: delete(folder, by_shard[i], sources, filters, warn=warn), started
+        )
+    return result
+
+
+def _touched(root: Path, manifest: dict, by_shard: dict, write: Callable[[int, Path], dict], started: float) -> dict:
+    """``write`` on the shards in ``by_shard`` only (:func:`_write_shard`): numbers summed, lists
+    joined, the rest as the first shard gave it; ``touched`` the shards written."""
+    n = int(manifest["shards"])
+    summary: dict = {}
+    for i in sorted(by_shard):
+        for key, value in _write_shard(root, manifest, i, write).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "seconds":
+                summary[key] = summary.get(key, 0) + value
+            elif isinstance(value, list):
+                summary[key] = summary.get(key, []) + value
+            else:
+                summary.setdefault(key, value)
+    summary.update(
+        shards=n,
+        touched=sorted(by_shard),
+        count=sum(_count(shard_folder(root, i)) for i in range(n)),
+        path=str(Path(root).resolve()),
+        seconds=round(time.time() - started, 2),
+    )
+    return summary
+
+
+def _write_shard(root: Path, manifest: dict, i: int, write: Callable[[int, Path], dict]) -> dict:
+    """Shard ``i``'s write, the manifest naming the generation it holds afterwards; a failure
+    names the shard (it keeps its last good generation; the shards written before keep theirs).
+
+    Raises:
+        EncodrError: ``write``'s, prefixed with the shard and what the other shards hold.
+    """
+    folder = shard_folder(root, i)
+    try:
+        return write(i, folder)
+    except EncodrError as exc:
+        raise EncodrError(
+            f"shard {i} ({folder}): {exc} (shard {i} keeps its last good generation; a shard written before it holds the "
+            "write, the manifest names each one's generation); run the same command again",
+            field=exc.field,
+            status=exc.status,
+        ) from None
+    finally:
+        manifest["generations"][folder.name] = _generation(folder)
+        _write_manifest(root, manifest)
+
+
+def _count(folder: Path) -> int:
+    """The number of texts in the shard index ``folder`` (its ``index.json``), 0 when unreadable."""
+    from .reader import peek_meta
+
+    return int(peek_meta(folder).get("count", 0) or 0)
+
+
+def shard_count(spec: str | Path) -> int | None:
+    """The number of shards of ``spec`` when it is a sharded index, else None."""
+    return int(read_manifest(spec)["shards"]) if is_sharded(spec) else None
