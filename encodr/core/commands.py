@@ -157,6 +157,9 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     searcher = searcher or open_searcher(request)
     if reranker is None:
         reranker = open_reranker(request)
+    missing = getattr(searcher.index, "missing", None)  # a sharded index: the shards that did not answer
+    if missing is not None:
+        searcher.index.reset_missing()
     with timing.collect() as spent:
         langs, results = searcher.query(request.query, request.options(), reranker)
         if not request.no_judgments:
@@ -168,6 +171,9 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
             hints = language_hints(request.query, searcher.index.meta)
     if len(searcher.index) == 0:
         hints = [*hints, empty_line(searcher.index.path)]
+    down = missing() if missing is not None else []
+    if down:
+        hints = [*hints, partial_line(down, len(searcher.index.shards))]
     split = searcher.index.meta.get("split_documents") and not request.passages and len(searcher.index) > 0
     n = searcher.index.meta.get("split_documents") or 0
     caption = (
@@ -187,7 +193,17 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
         caption=caption,
         hints=hints,
         timings=shown,
+        partial=bool(down),
+        missing_shards=down,
         results=[QueryHits(query=q, lang=code, hits=hits) for q, code, hits in zip(request.query, langs, results)],
+    )
+
+
+def partial_line(missing: list[int], shards: int) -> str:
+    """The one line every front end shows for an answer without some shards of a sharded index."""
+    return (
+        f"partial answer: shard{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} of {shards} did not answer "
+        "in time; their documents are left out (ask again)"
     )
 
 

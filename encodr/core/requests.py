@@ -1306,6 +1306,24 @@ class ServeRequest(Request):
     watch: list[str] = option(
         [], "Sync the one served --index with this folder on every change (debounced); repeatable.", fronts=CLI
     )
+    engine: str = option(
+        "local",
+        "local: this process serves; ray: serve one sharded --index on Ray Serve, a deployment per shard "
+        "(--replicas each) behind an ingress with these routes (pip install 'encodr[cluster]').",
+        choices=("local", "ray"),
+        fronts=CLI,
+    )
+    address: str | None = option(
+        None, "With --engine ray: the Ray cluster's address (default: RAY_ADDRESS, else a local Ray).", fronts=CLI
+    )
+    replicas: int = option(1, "With --engine ray: replicas of each shard's deployment, placed by Ray.", ge=1, fronts=CLI)
+    shard_timeout: float = option(
+        10.0,
+        "With --engine ray: seconds a shard has to answer a search; a shard later than that is left out and the "
+        "answer says partial: true.",
+        ge=0.01,
+        fronts=CLI,
+    )
     no_auth: bool = option(
         False,
         "Serve an address other than this machine's (--host 0.0.0.0…) without an API key: anyone who can reach "

@@ -263,6 +263,8 @@ class SearchResult(Result):
     )  # a table shows at most this many characters of a hit, around its matched words (0: all)
     hints: list[str] = []  # one line each, for what the user may not know (a query in a language the model was not trained on)
     timings: dict[str, float] | None = None  # with --timings: milliseconds of each phase (encodr.timing.PHASES) and the total
+    partial: bool = False  # a sharded index's shard did not answer in time: these hits leave its documents out
+    missing_shards: list[int] = []  # which shards did not answer (Elasticsearch's _shards.failed)
 
     def payload(self) -> Any:
         started = time.perf_counter()

@@ -147,32 +147,55 @@ class ShardedIndex(QueryEncoding):
         call: how a shard's method is run: ``call(shard, name, args)`` → a function of the
             deadline in seconds that returns the result (the default runs it here, at once).
         deadline: seconds a shard has to answer (None: no limit).
+        states: each shard's (``index.json``, size) to start from (:func:`states_on_disk`);
+            default: asked of the shards now.
 
     Attributes:
         meta: shard 0's ``index.json`` with ``count``, ``documents`` and ``split_documents``
             summed, the languages joined and ``shards`` set.
     """
 
-    def __init__(self, path: str | Path, shards: list, call: Callable | None = None, deadline: float | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        shards: list,
+        call: Callable | None = None,
+        deadline: float | None = None,
+        states: list | None = None,
+    ):
         self.path = Path(path)
         self.shards = shards
         self.call = call or (lambda shard, name, args: lambda timeout: getattr(shard, name)(*args))
         self.deadline = deadline
         self._missing = threading.local()
         self.folder = self.path
-        self.refresh_state()
+        if states is None:
+            self.refresh_state()
+        else:
+            self._take(states)
 
     # state ------------------------------------------------------------------------------
     def refresh_state(self) -> None:
-        """Read every shard's ``index.json`` and size again (each shard follows its own writes).
+        """Read every shard's ``index.json`` and size again (each shard follows its own writes);
+        a shard that does not answer keeps the state it last gave (and is recorded missing).
 
         Raises:
-            EncodrError: the shards were built with different models, or a shard does not answer.
+            EncodrError: the shards were built with different models, or a shard that never answered does not answer.
         """
-        states = self._all("state", ())
-        if any(s is None for s in states):
+        known = getattr(self, "_states", [None] * len(self.shards))
+        states = [now if now is not None else then for now, then in zip(self._all("state", ()), known)]
+        if any(s is None for s in states):  # never answered: nothing is known of it (a later one keeps its last state)
             down = [i for i, s in enumerate(states) if s is None]
             raise EncodrError(f"sharded index {self.path}: shard(s) {down} do not answer; try again", field="index", status=503)
+        self._take(states)
+
+    def _take(self, states: list[tuple[dict, int]]) -> None:
+        """Join the shards' (meta, size) ``states`` into :attr:`meta` and the size.
+
+        Raises:
+            EncodrError: the shards were built with different models.
+        """
+        self._states = list(states)
         metas = [m for m, _ in states]
         if len({m.get("fingerprint") for m in metas}) > 1:
             raise EncodrError(
@@ -306,6 +329,18 @@ def _joined(metas: list[dict], count: int) -> dict:
     meta["keywords"] = all(m.get("keywords", True) for m in metas)
     meta["shards"] = len(metas)
     return meta
+
+
+def states_on_disk(spec: str | Path) -> list[tuple[dict, int]]:
+    """Each shard's (``index.json`` of its current generation, live texts) read from the files
+    (no shard asked): what a coordinator starts from before its shards answer."""
+    from .reader import peek_meta
+
+    states = []
+    for folder in shard_folders(spec):
+        meta = peek_meta(folder)
+        states.append((meta, int(meta.get("count", 0) or 0) - int(meta.get("deleted", 0) or 0)))
+    return states
 
 
 def open_sharded(spec: str | Path) -> ShardedIndex:

@@ -59,6 +59,7 @@ SUMMED = (
     "skipped_duplicates",
     "resumed",
     "passages",
+    "split_documents",
 )
 
 

@@ -100,6 +100,17 @@ def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
         EncodrError: see :func:`load`; the port is taken.
     """
     api_key, host, port = request.key(), request.host, request.port
+    if request.engine == "ray":
+        from .cluster import serve_on_ray
+
+        settings = dict(
+            limits=limits_of(request),
+            api_key=api_key,
+            hosts=served_hosts(host, request.allow_host),
+            origins=request.allow_origin,
+            deadline=request.shard_timeout,
+        )
+        return serve_on_ray(request, settings, announce)
     import asyncio
     import signal
 

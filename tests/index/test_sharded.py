@@ -166,3 +166,42 @@ def test_merging_keeps_the_best_k_over_shards_with_global_ids():
     b = (np.array([[0.7, -np.inf]], dtype=np.float32), np.array([[2, -1]]))
     scores, ids = merged([a, b], [0, 1], 2, 3)
     assert ids.tolist() == [[8, 5, 14]] and np.allclose(scores, [[0.9, 0.7, 0.5]])
+
+
+class Unanswering:
+    """A shard whose replica died: every call fails."""
+
+    def __getattr__(self, name):
+        def fail(*args):
+            raise ConnectionError("replica died")
+
+        return fail
+
+
+def test_a_shard_that_does_not_answer_makes_the_answer_partial_and_says_which(notes, tiny_model, tmp_path):
+    from encodr.core import dispatch
+    from encodr.core.requests import SearchRequest
+    from encodr.index.scatter import LocalShard, ShardedIndex, states_on_disk
+
+    out = tmp_path / "idx"
+    build([str(notes)], out, BuildOptions(model=str(tiny_model), lang="eng", shards=2))
+    index = ShardedIndex(out, [LocalShard(shard_folder(out, 0)), Unanswering()], states=states_on_disk(out))
+    searcher = Searcher(out, index=index)
+    result = dispatch.run(SearchRequest(query=["a note"], index=str(out), k=6, mode="hybrid"), "cli", searcher=searcher)
+    assert result.partial and result.missing_shards == [1]
+    assert {h.ext_id for h in result.results[0].hits} <= shard_documents(out, 0)
+    assert any("partial answer: shard 1 of 2" in line for line in result.hints)
+    whole = dispatch.run(SearchRequest(query=["a note"], index=str(out), k=6, mode="hybrid"), "cli")
+    assert not whole.partial and len(whole.results[0].hits) == 6
+
+
+def test_serving_on_ray_refuses_what_it_cannot_serve(notes, tiny_model, tmp_path, capsys, monkeypatch):
+    build([str(notes)], tmp_path / "one", BuildOptions(model=str(tiny_model), lang="eng"))
+    build([str(notes)], tmp_path / "sharded", BuildOptions(model=str(tiny_model), lang="eng", shards=2))
+    serve = ["serve", "--engine", "ray", "--port", "8799"]
+    code, _, err = run_cli([*serve, "--index", str(tmp_path / "one")], capsys, monkeypatch)
+    assert code == 2 and "is not one" in one_error(err)
+    code, _, err = run_cli([*serve, "--index", str(tmp_path / "sharded"), "--writable", "--api-key", "k"], capsys, monkeypatch)
+    assert code == 2 and "drop --writable" in one_error(err)
+    code, _, err = run_cli([*serve, "--index", str(tmp_path / "sharded"), "--address", "127.0.0.1:1"], capsys, monkeypatch)
+    assert code == 2 and "--address 127.0.0.1:1" in one_error(err)

@@ -1,0 +1,189 @@
+"""``encodr serve --engine ray``: a sharded index (:mod:`encodr.index.sharded`) served on Ray Serve.
+
+Deployments (one Ray Serve application, ``encodr``):
+
+- ``shard-NNN``: one per shard, ``--replicas`` replicas each, placed by Ray on the cluster's
+  nodes. A replica opens its shard (:class:`~encodr.index.scatter.LocalShard`) and answers the
+  scatter calls: dense and keyword candidates with their raw scores, the rows of the hits kept,
+  a document by id. It follows the shard's new generations itself.
+- ``ingress``: the HTTP routes of ``encodr serve`` (the same request and response schemas,
+  :func:`~.app.create_app`), on Ray Serve's proxy. It loads the index's model once (on a GPU
+  where the cluster has one), encodes each query once, fans the query out to every shard through
+  their :class:`~ray.serve.handle.DeploymentHandle` s and fuses their candidates as one index
+  fuses its own (:class:`~encodr.index.scatter.ShardedIndex` behind the ordinary
+  :class:`~encodr.index.Searcher`). A shard that does not answer within ``--shard-timeout``
+  is left out and the answer says so: ``partial: true`` and ``missing_shards``.
+
+Every node that may hold a shard replica must see the index folder at the same path (a shared
+file system, or a copy on each node): a replica opens the shard where the manifest says it is.
+How ours differs from Elasticsearch and Vespa: shards are not moved or copied between nodes by
+encodr (replicas share one copy of the files), and writes are not served here (``--writable``
+is refused with ``--engine ray``): write with ``encodr index --add`` / ``--sync`` / ``encodr
+delete`` on the folder, and each replica opens the shard's new generation on its next query.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from typing import Callable
+
+from ..errors import EncodrError
+
+SHARD_CPUS = 0.25  # the Ray CPUs a shard replica reserves (a replica mostly waits on FAISS and SQLite)
+INGRESS_CPUS = 0.5  # … the ingress, which encodes the queries (a GPU replaces it where the cluster has one)
+
+
+class ShardReplica:
+    """A Ray Serve replica of one shard: :class:`~encodr.index.scatter.LocalShard`'s methods.
+
+    Args:
+        folder: the shard's index folder (the same path on every node).
+    """
+
+    def __init__(self, folder: str):
+        from ..index.scatter import LocalShard
+
+        self.shard = LocalShard(folder)
+
+    def state(self):
+        return self.shard.state()
+
+    def search(self, *args):
+        return self.shard.search(*args)
+
+    def keyword_search(self, *args):
+        return self.shard.keyword_search(*args)
+
+    def rows(self, ids):
+        return self.shard.rows(ids)
+
+    def document(self, ext_id):
+        return self.shard.document(ext_id)
+
+    def document_lines(self, ext_id):
+        return self.shard.document_lines(ext_id)
+
+    def find_documents(self, path):
+        return self.shard.find_documents(path)
+
+
+def handle_call(handle, name: str, args: tuple) -> Callable[[float | None], object]:
+    """Send ``name(*args)`` to a shard deployment now; return the function that waits for its
+    answer at most the deadline (seconds; :meth:`~ray.serve.handle.DeploymentResponse.result`)."""
+    response = getattr(handle, name).remote(*args)
+    return lambda deadline: response.result(timeout_s=deadline)
+
+
+class Ingress:
+    """The Ray Serve ingress: ``encodr serve``'s HTTP app over a sharded index whose shards are
+    deployments (see the module docstring).
+
+    Args:
+        path: the sharded index folder; shards: each shard deployment's handle, in order;
+        settings: ``limits`` (:class:`~encodr.core.limits.Limits`), ``api_key``,
+            ``hosts``, ``origins`` and ``deadline`` (seconds a shard has to answer).
+    """
+
+    def __init__(self, path: str, shards: list, settings: dict):
+        from ..index import Searcher
+        from ..index.scatter import ShardedIndex, states_on_disk
+        from .app import Served
+
+        self.settings = settings
+        self.served = Served(limits=settings["limits"], api_key=settings["api_key"])
+        index = ShardedIndex(path, shards, handle_call, settings["deadline"], states_on_disk(path))  # no blocking call here
+        self.served.searchers[Path(path).name] = Searcher(path, index=index)
+
+    def __serve_build_asgi_app__(self):
+        from .app import create_app
+
+        return create_app(self.served, self.settings["hosts"], self.settings["origins"])
+
+
+def check_servable(request) -> Path:
+    """The one sharded index ``request`` (a :class:`~encodr.core.requests.ServeRequest` with
+    ``engine`` ``ray``) can serve.
+
+    Raises:
+        EncodrError: not exactly one ``--index``, an index that is not sharded, ``--writable``
+            or ``--watch`` (writes go to the folder), Ray Serve not installed.
+    """
+    from ..index import locate
+    from ..index.sharded import is_sharded, read_manifest
+
+    if len(request.index) != 1:
+        raise EncodrError("--engine ray serves one sharded index: pass exactly one --index", field="index")
+    path = locate(request.index[0])
+    if not is_sharded(path):
+        raise EncodrError(
+            f"--engine ray serves a sharded index; {path} is not one: build one with encodr index DOCS --out NEW --shards N",
+            field="index",
+        )
+    read_manifest(path)
+    if request.writable or request.watch:
+        raise EncodrError(
+            "--engine ray serves searches; write with encodr index --add / --sync and encodr delete on the folder "
+            "(each replica then opens the new generation): drop --writable and --watch",
+            field="writable",
+        )
+    try:
+        import ray.serve  # noqa: F401
+    except ImportError:
+        raise EncodrError("--engine ray needs Ray Serve; install it with pip install 'encodr[cluster]'", field="engine") from None
+    return path
+
+
+def application(path: Path, request, settings: dict):
+    """The bound Ray Serve application: one deployment per shard (``request.replicas`` each) and the ingress."""
+    import ray
+    from ray import serve
+
+    from ..index.sharded import shard_folders
+
+    gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+    shards = [
+        serve.deployment(ShardReplica, name=f"shard-{i:03d}")
+        .options(num_replicas=request.replicas, ray_actor_options={"num_cpus": SHARD_CPUS})
+        .bind(str(folder.resolve()))
+        for i, folder in enumerate(shard_folders(path))
+    ]
+    ingress = serve.deployment(serve.ingress()(Ingress), name="ingress").options(
+        ray_actor_options={"num_cpus": INGRESS_CPUS, "num_gpus": gpus}
+    )
+    return ingress.bind(str(path.resolve()), shards, settings)
+
+
+def serve_on_ray(request, settings: dict, announce: Callable[[str], None]) -> None:
+    """Deploy ``request``'s sharded index on Ray Serve (local Ray, or ``request.address``), say
+    where it listens, and serve until SIGTERM or Ctrl-C; then delete the application.
+
+    Raises:
+        EncodrError: see :func:`check_servable`; no Ray cluster at ``--address``.
+    """
+    from ray import serve
+
+    from ..index.engines import check_engine, ray_session
+    from ..index.sharded import shard_folders
+
+    path = check_servable(request)
+    check_engine("ray", request.address)
+    with ray_session(request.address):
+        serve.start(http_options={"host": request.host, "port": request.port})
+        serve.run(application(path, request, settings), name="encodr", route_prefix="/", blocking=False)
+        announce(
+            f"serving sharded index {path.name} on Ray Serve: {len(shard_folders(path))} shard deployment(s) × "
+            f"{request.replicas} replica(s) and an ingress"
+        )
+        announce(f"listening on http://{request.host}:{request.port} (POST /v1/search; GET /v1/indexes, /health)")
+        stop = threading.Event()
+        found = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            stop.wait()
+        finally:
+            for sig, handler in found.items():
+                signal.signal(sig, handler)
+            serve.delete("encodr")
+            serve.shutdown()
+    announce("stopped")
