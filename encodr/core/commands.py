@@ -375,7 +375,8 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
         warn(f"{len(meta['skipped_files'])} file(s) skipped (--json lists them); the others are indexed")
     for line in model_language_hints(meta):
         warn(line)
-    return RecordResult(title=f"encodr index → {meta['path']}", record=meta, keys=list(SUMMARY))
+    keys = [*SUMMARY, "shards"] if "shards" in meta else list(SUMMARY)  # a sharded index: how many
+    return RecordResult(title=f"encodr index → {meta['path']}", record=meta, keys=keys)
 
 
 SKIPPED_SHOWN = 10  # files skipped for their own reason (damaged, empty) named one a line, at most
@@ -504,10 +505,10 @@ def watch(
         try:
             with lock or contextlib.nullcontext():
                 if encoder is None and synced.target().exists():
-                    from ..index import Index
+                    from ..index.search import open_index
                     from ..models import load_encoder
 
-                    with Index.open(synced.target()) as index:
+                    with open_index(synced.target(), mmap=False) as index:
                         encoder = load_encoder(index.meta["model"], backend=index.meta.get("backend", "torch"))
                 meta = index_with(synced, encoder, warn=warn)
         except EncodrError as exc:
@@ -635,7 +636,7 @@ def show(request: ShowRequest) -> DocumentLines:
     import re
 
     from ..index import locate
-    from ..index.reader import IndexReader
+    from ..index.search import open_index
 
     target, colon, spec = request.target.rpartition(":")
     if not colon or not re.fullmatch(r"\d+(?:-\d+)?", spec):  # no :LINE part (or a path with a colon of its own)
@@ -643,7 +644,7 @@ def show(request: ShowRequest) -> DocumentLines:
     lines = line_range(spec, "target")
     if lines and request.context and lines[0] == lines[1]:
         lines = (max(1, lines[0] - request.context), lines[1] + request.context)
-    with IndexReader.open(locate(request.index)) as index:
+    with open_index(locate(request.index)) as index:
         if spec is not None and index.find_documents(
             request.target
         ):  # an id that ends in :N itself (notes.txt:12, a record's id)
@@ -689,9 +690,9 @@ def _current(spec: str, searcher=None):
         searcher.refresh()
         yield searcher.index
         return
-    from ..index import Index
+    from ..index.search import open_index
 
-    with Index.open(spec) as index:
+    with open_index(spec, mmap=False) as index:
         yield index
 
 

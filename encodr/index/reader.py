@@ -38,7 +38,7 @@ from ..data.language import UNDETERMINED
 from ..errors import EncodrError, at_least
 from ..models.encoder import truncated
 from ..models.pcr import POOLED, remove_per_language
-from ..outputs import current_generation, hold_generation, release_generation
+from ..outputs import SHARDED_RECORD, current_generation, hold_generation, release_generation
 from .faiss_types import HNSW_EF_SEARCH, IVF_NPROBE, REFINE_K_FACTOR
 from .filters import Where
 from .filters import sql as filter_sql
@@ -89,6 +89,13 @@ def peek_meta(spec: str | Path) -> dict:
     from ..outputs import current_generation
 
     path = locate(spec)
+    if (path / SHARDED_RECORD).is_file():  # a sharded index: its shards' index.json joined
+        from .scatter import sharded_meta
+
+        try:
+            return sharded_meta(path)
+        except EncodrError:
+            return {}
     try:
         return json.loads(((current_generation(path) or path) / META_FILE).read_text())
     except (OSError, ValueError):
@@ -641,6 +648,14 @@ def list_indexes(root: Path | None = None) -> list[dict]:
     found = []
     for folder in sorted(p for p in root.glob("*") if p.is_dir()):
         where = {"name": folder.name, "path": str(folder)}
+        if (folder / SHARDED_RECORD).is_file():  # a sharded index: its shards' index.json joined
+            from .scatter import sharded_meta
+
+            try:
+                found.append({**where, **sharded_meta(folder)})
+            except EncodrError as exc:
+                found.append({**where, "error": str(exc)})
+            continue
         meta_file = (current_generation(folder) or folder) / META_FILE
         if not meta_file.exists():
             continue

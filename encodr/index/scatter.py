@@ -94,6 +94,14 @@ class LocalShard:
         """:meth:`~.reader.IndexReader.find_documents`."""
         return self.current().find_documents(path)
 
+    def document_hashes(self, docs: list[str]) -> dict[str, str | None]:
+        """:meth:`~.texts.TextStore.document_hashes`: the content hash of each of ``docs`` held here."""
+        return self.current().texts.document_hashes(docs)
+
+    def first_passage(self, doc: str) -> int | None:
+        """:meth:`~.texts.TextStore.first_passage`: the local id of ``doc``'s first passage."""
+        return self.current().texts.first_passage(doc)
+
     def close(self) -> None:
         """Close the reader."""
         self.reader.close()
@@ -219,11 +227,9 @@ class ShardedIndex(QueryEncoding):
         return bool(self.meta.get("keywords", True))
 
     @property
-    def texts(self):
-        raise EncodrError(
-            f"index {self.path} is sharded; judgments are not kept for a sharded index yet: judge a one-index copy",
-            field="index",
-        )
+    def texts(self) -> "ShardedTexts":
+        """What judgments ask of an index's text store, asked of the shard each document routes to."""
+        return ShardedTexts(self)
 
     def missing(self) -> list[int]:
         """The shards that did not answer a call of this thread since :meth:`reset_missing`."""
@@ -309,11 +315,43 @@ class ShardedIndex(QueryEncoding):
         """The ids of the documents at ``path``, over every shard."""
         return sorted({doc for found in self._all("find_documents", (path,)) for doc in (found or [])})
 
+    def __enter__(self) -> "ShardedIndex":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def close(self) -> None:
         """Close local shards."""
         for shard in self.shards:
             if hasattr(shard, "close"):
                 shard.close()
+
+
+class ShardedTexts:
+    """The part of :class:`~.texts.TextStore` that judgments use (:mod:`.judgments`,
+    :meth:`~.search.Searcher.judged`), over a sharded index: each document asked of its shard.
+    The judgments themselves are kept at the sharded index's folder, as one index keeps them."""
+
+    def __init__(self, index: ShardedIndex):
+        self.index = index
+
+    def document_hashes(self, docs) -> dict[str, str | None]:
+        """The content hash of each of ``docs`` that a shard holds (see :meth:`LocalShard.document_hashes`)."""
+        n, wanted = len(self.index.shards), {}
+        for doc in docs:
+            wanted.setdefault(route(doc, n), []).append(doc)
+        held: dict[str, str | None] = {}
+        for shard, asked in wanted.items():
+            held.update(self.index._one(shard, "document_hashes", (asked,)) or {})
+        return held
+
+    def first_passage(self, doc: str) -> int | None:
+        """The global id of document ``doc``'s first passage, None when its shard holds none."""
+        n = len(self.index.shards)
+        shard = route(doc, n)
+        local = self.index._one(shard, "first_passage", (doc,))
+        return None if local is None else local * n + shard
 
 
 def _joined(metas: list[dict], count: int) -> dict:
@@ -341,6 +379,19 @@ def states_on_disk(spec: str | Path) -> list[tuple[dict, int]]:
         meta = peek_meta(folder)
         states.append((meta, int(meta.get("count", 0) or 0) - int(meta.get("deleted", 0) or 0)))
     return states
+
+
+def sharded_meta(spec: str | Path) -> dict:
+    """The sharded index ``spec``'s ``index.json`` as a search sees it (:attr:`ShardedIndex.meta`),
+    read from the files.
+
+    Raises:
+        EncodrError: see :func:`~.sharded.read_manifest`; a shard without an index.
+    """
+    states = states_on_disk(spec)
+    if any(not meta for meta, _ in states):
+        raise EncodrError(f"sharded index {locate(spec)}: a shard has no index.json; rebuild it with --overwrite", field="index")
+    return _joined([meta for meta, _ in states], sum(n for _, n in states))
 
 
 def open_sharded(spec: str | Path) -> ShardedIndex:

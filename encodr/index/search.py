@@ -207,8 +207,8 @@ def query_encoder(model: str, asked: str | None, built: str) -> Encoder:
     return load_encoder(model, backend=asked or built)
 
 
-def open_index(spec: str | Path):
-    """The index ``spec`` names, opened memory-mapped: an :class:`~.reader.IndexReader`, or for a
+def open_index(spec: str | Path, mmap: bool = True):
+    """The index ``spec`` names, opened (``mmap``: its vectors memory-mapped): an :class:`~.reader.IndexReader`, or for a
     sharded index (:mod:`.sharded`) a :class:`~.scatter.ShardedIndex` of its shards opened here.
 
     Raises:
@@ -220,7 +220,7 @@ def open_index(spec: str | Path):
         from .scatter import open_sharded
 
         return open_sharded(spec)
-    return IndexReader.open(spec, mmap=True)
+    return IndexReader.open(spec, mmap=mmap)
 
 
 class Searcher:

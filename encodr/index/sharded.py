@@ -48,19 +48,7 @@ from .reader import locate
 MANIFEST = SHARDED_RECORD
 SHARDED_FORMAT = 1  # the manifest's layout; a newer one is refused by this encodr (:func:`read_manifest`)
 ROUTING = "blake2b-64(document id) mod shards"
-SUMMED = (
-    "count",
-    "documents",
-    "added",
-    "updated",
-    "removed",
-    "unchanged",
-    "encoded",
-    "skipped_duplicates",
-    "resumed",
-    "passages",
-    "split_documents",
-)
+NOT_SUMMED = ("dimension", "bytes_per_vector", "seconds")  # of a build's summary: the same in every shard, or not a count
 
 
 def route(document_id: str, shards: int) -> int:
@@ -128,11 +116,13 @@ def _generation(folder: Path) -> str | None:
 def _summary(root: Path, metas: list[dict], started: float) -> dict:
     """The result of a sharded write: shard 0's settings, the counts summed over the shards,
     each shard's own counts, and the manifest's generations."""
-    summary = {key: value for key, value in metas[0].items() if key not in SUMMED}
-    for key in SUMMED:
-        values = [m.get(key) for m in metas if isinstance(m.get(key), (int, float))]
-        if values:
-            summary[key] = sum(values)
+    from .build import SUMMARY
+
+    summary = dict(metas[0])
+    for key in SUMMARY:
+        values = [m.get(key) for m in metas]
+        if key not in NOT_SUMMED and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            summary[key] = sum(values)  # the counts: documents, passages, added…
     skipped = {s["path"]: s for m in metas for s in m.get("skipped_files", [])}
     languages = sorted({lang for m in metas for lang in (m.get("languages") or [])})
     summary.update(
@@ -147,7 +137,11 @@ def _summary(root: Path, metas: list[dict], started: float) -> dict:
 
 
 def build_sharded(
-    files: list[str], out: str | Path, options: BuildOptions, progress: ProgressFn = silent, warn: Callable[[str], None] = print
+    files: list[str],
+    out: str | Path,
+    options: BuildOptions,
+    progress: ProgressFn = silent,
+    warn: Callable[[str], None] = lambda line: None,
 ) -> dict:
     """:func:`~.build.build` of a sharded index: a new one of ``options.shards`` shards
     (``write`` ``new`` or ``overwrite``), or an update (``add``, ``sync``) of an existing one,
@@ -164,7 +158,7 @@ def build_sharded(
             ``shards``; a shard's write that fails, naming the shard (the other shards and the
             manifest at their last good generation); see :func:`~.build.build`.
     """
-    started = time.time()
+    started, warn = time.time(), _once(warn)
     if options.write in UPDATES:
         return _update(files, locate(out), options, progress, warn, started)
     out = Path(out)
@@ -200,7 +194,8 @@ def _build_shards(
     if options.engine != "ray":
         metas = []
         for i in range(n):
-            metas.append(build(files, shard_folder(tmp, i), dataclasses.replace(shard_options, shard=(i, n)), progress, warn))
+            own = dataclasses.replace(shard_options, shard=(i, n))
+            metas.append(build(files, shard_folder(tmp, i), own, _labelled(progress, i, n), warn))
         return metas
     from .engines import ray_session
 
@@ -219,6 +214,23 @@ def _build_shards(
             done += 1
             progress(ProgressEvent("indexing", done, n))
         return metas
+
+
+def _labelled(progress: ProgressFn, shard: int, shards: int) -> ProgressFn:
+    """``progress`` with each event's task named after the shard (a bar a shard)."""
+    return lambda event: progress(dataclasses.replace(event, task=f"{event.task} shard {shard + 1}/{shards}"))
+
+
+def _once(warn: Callable[[str], None]) -> Callable[[str], None]:
+    """``warn`` that passes each line once (every shard's build says the same things)."""
+    said: set[str] = set()
+
+    def once(line: str) -> None:
+        if line not in said:
+            said.add(line)
+            warn(line)
+
+    return once
 
 
 def _build_one(files: list[str], folder: str, options: BuildOptions) -> dict:
@@ -257,7 +269,9 @@ def _update(files: list[str], root: Path, options: BuildOptions, progress, warn,
         return _each_shard(
             root,
             manifest,
-            lambda i, folder: build(files, folder, dataclasses.replace(options, shards=None, shard=(i, n)), progress, warn),
+            lambda i, folder: build(
+                files, folder, dataclasses.replace(options, shards=None, shard=(i, n)), _labelled(progress, i, n), warn
+            ),
             started,
         )
 

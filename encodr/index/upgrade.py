@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import EncodrError
-from ..outputs import current_generation, generation, written_by_encodr
+from ..outputs import SHARDED_RECORD, current_generation, generation, written_by_encodr
 from .format import FORMAT, format_of, require_current
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
 from .lock import index_lock
@@ -23,7 +23,8 @@ def upgrade(path: str | Path) -> dict:
     encoded) and the format. The vectors are kept as they are.
 
     Returns:
-        ``path``, ``from`` and ``to`` (formats), ``upgraded`` (False: it was current already).
+        ``path``, ``from`` and ``to`` (formats), ``upgraded`` (False: it was current already);
+        for a sharded index, over its shards (``from`` the oldest).
 
     Raises:
         EncodrError: no index at ``path``, a corrupted ``index.json``, a newer format; an OS
@@ -32,6 +33,16 @@ def upgrade(path: str | Path) -> dict:
     from .texts import TextStore, upgrade_store
 
     path = locate(path)
+    if (path / SHARDED_RECORD).is_file():  # a sharded index: each shard in turn (:mod:`.sharded`)
+        from .sharded import shard_folders
+
+        done = [upgrade(folder) for folder in shard_folders(path)]
+        return {
+            "path": str(path),
+            "from": min(d["from"] for d in done),
+            "to": FORMAT,
+            "upgraded": any(d["upgraded"] for d in done),
+        }
     with index_lock(path):
         source = current_generation(path) or path  # a flat (format 1) index holds its files itself
         try:

@@ -68,12 +68,30 @@ class ShardReplica:
     def find_documents(self, path):
         return self.shard.find_documents(path)
 
+    def document_hashes(self, docs):
+        return self.shard.document_hashes(docs)
+
+    def first_passage(self, doc):
+        return self.shard.first_passage(doc)
+
 
 def handle_call(handle, name: str, args: tuple) -> Callable[[float | None], object]:
     """Send ``name(*args)`` to a shard deployment now; return the function that waits for its
-    answer at most the deadline (seconds; :meth:`~ray.serve.handle.DeploymentResponse.result`)."""
+    answer at most the deadline (seconds; :meth:`~ray.serve.handle.DeploymentResponse.result`).
+    An :class:`EncodrError` the replica raised comes back as itself; anything else (a dead
+    replica, a timeout) as Ray raised it."""
     response = getattr(handle, name).remote(*args)
-    return lambda deadline: response.result(timeout_s=deadline)
+
+    def wait(deadline: float | None):
+        try:
+            return response.result(timeout_s=deadline)
+        except Exception as exc:  # the replica's own refusal (a bad filter) is the request's fault: raised as itself
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, EncodrError):
+                raise EncodrError(str(cause), field=cause.field, status=cause.status) from None
+            raise
+
+    return wait
 
 
 class Ingress:

@@ -205,3 +205,27 @@ def test_serving_on_ray_refuses_what_it_cannot_serve(notes, tiny_model, tmp_path
     assert code == 2 and "drop --writable" in one_error(err)
     code, _, err = run_cli([*serve, "--index", str(tmp_path / "sharded"), "--address", "127.0.0.1:1"], capsys, monkeypatch)
     assert code == 2 and "--address 127.0.0.1:1" in one_error(err)
+
+
+def test_the_cli_lists_shows_searches_and_judges_a_sharded_index(notes, tiny_model, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "idx"
+    build([str(notes)], out, BuildOptions(model=str(tiny_model), lang="eng", shards=2))
+    code, listed, err = run_cli(["indexes", "--path", str(tmp_path), "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    row = next(r for r in json.loads(listed) if r["name"] == "idx")
+    assert row["documents"] == 6 and row["shards"] == 2
+    code, shown, err = run_cli(["show", str(notes / "n3.md"), "--index", str(out)], capsys, monkeypatch)
+    assert code == 0 and "bridge paint" in shown, err
+    code, found, err = run_cli(["search", "bridge paint", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(found)["results"][0]["hits"][0]["path"].endswith("n3.md"), err
+    doc = json.loads(found)["results"][0]["hits"][0]["ext_id"]
+    other = next(d for d in shard_documents(out, 0) | shard_documents(out, 1) if d != doc)
+    code, _, err = run_cli(["judge", "bridge paint", other, "--grade", "2", "--index", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    assert (out / "judgments.db").exists()  # kept with the sharded index, as one index keeps them
+    code, found, err = run_cli(["search", "bridge paint", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(found)["results"][0]["hits"][0]["ext_id"] == other, err  # the judged document first
+    code, listed, err = run_cli(["judgments", "--index", str(out), "--json"], capsys, monkeypatch)
+    assert code == 0 and '"current"' in listed, err
+    code, _, err = run_cli(["judge", "bridge paint", "no-such-doc", "--grade", "2", "--index", str(out)], capsys, monkeypatch)
+    assert code == 2 and "has no document 'no-such-doc'" in one_error(err)

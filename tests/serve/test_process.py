@@ -243,3 +243,26 @@ def test_no_auth_is_said_in_the_start_banner(tiny_model, monkeypatch):
         said.count("--no-auth") == 1
         and f"warning: --no-auth: anyone who can reach 127.0.0.1:{server.port} can read the served indexes" in said
     )
+
+
+def test_a_sharded_index_on_ray_serve_answers_as_it_does_here(tiny_model, corpus, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("ray.serve")
+    from encodr.index import BuildOptions, Searcher, build
+    from encodr.index.options import SearchOptions
+    from tests.conftest import run_cli
+
+    out = tmp_path / "sharded"
+    build([str(corpus)], out, BuildOptions(model=str(tiny_model), lang="eng", shards=2))
+    here = [(h.ext_id, h.line) for h in Searcher(out).search(["the fox near the den"], SearchOptions(k=5))[0]]
+    server = Server("--index", str(out), "--engine", "ray")
+    try:
+        body = {"index": "sharded", "query": "the fox near the den", "k": 5}
+        answer = httpx.post(f"{server.url}/v1/search", json=body, timeout=60).json()
+        assert not answer["partial"] and answer["missing_shards"] == []
+        assert [(h["ext_id"], h["line"]) for h in answer["results"][0]["hits"]] == here
+        code, printed, err = run_cli(
+            ["search", "the fox near the den", "--index", "sharded", "-k", "5", "--server", server.url, "--json"], capsys, monkeypatch
+        )
+        assert code == 0 and [(h["ext_id"], h["line"]) for h in json.loads(printed)["results"][0]["hits"]] == here, err
+    finally:
+        assert server.stop() == 0, "".join(server.lines)

@@ -61,7 +61,14 @@ def check_source(index: str | None, data: str | None) -> None:
         )
     if index:
         from ...index import Index
+        from ...index.sharded import is_sharded
 
+        if is_sharded(index):
+            raise EncodrError(
+                f"index {index} is sharded; the judged recipe learns from one index's judgments: tune on an index built "
+                "without --shards over the same documents, with its judgments",
+                field="index",
+            )
         Index.open(index).close()
     elif "train" not in splits(data):
         raise EncodrError(
