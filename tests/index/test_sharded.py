@@ -216,14 +216,18 @@ def test_the_cli_lists_shows_searches_and_judges_a_sharded_index(notes, tiny_mod
     assert row["documents"] == 6 and row["shards"] == 2
     code, shown, err = run_cli(["show", str(notes / "n3.md"), "--index", str(out)], capsys, monkeypatch)
     assert code == 0 and "bridge paint" in shown, err
-    code, found, err = run_cli(["search", "bridge paint", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    code, found, err = run_cli(
+        ["search", "bridge paint", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch
+    )
     assert code == 0 and json.loads(found)["results"][0]["hits"][0]["path"].endswith("n3.md"), err
     doc = json.loads(found)["results"][0]["hits"][0]["ext_id"]
     other = next(d for d in shard_documents(out, 0) | shard_documents(out, 1) if d != doc)
     code, _, err = run_cli(["judge", "bridge paint", other, "--grade", "2", "--index", str(out)], capsys, monkeypatch)
     assert code == 0, err
     assert (out / "judgments.db").exists()  # kept with the sharded index, as one index keeps them
-    code, found, err = run_cli(["search", "bridge paint", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    code, found, err = run_cli(
+        ["search", "bridge paint", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch
+    )
     assert code == 0 and json.loads(found)["results"][0]["hits"][0]["ext_id"] == other, err  # the judged document first
     code, listed, err = run_cli(["judgments", "--index", str(out), "--json"], capsys, monkeypatch)
     assert code == 0 and '"current"' in listed, err

@@ -261,7 +261,9 @@ def test_a_sharded_index_on_ray_serve_answers_as_it_does_here(tiny_model, corpus
         assert not answer["partial"] and answer["missing_shards"] == []
         assert [(h["ext_id"], h["line"]) for h in answer["results"][0]["hits"]] == here
         code, printed, err = run_cli(
-            ["search", "the fox near the den", "--index", "sharded", "-k", "5", "--server", server.url, "--json"], capsys, monkeypatch
+            ["search", "the fox near the den", "--index", "sharded", "-k", "5", "--server", server.url, "--json"],
+            capsys,
+            monkeypatch,
         )
         assert code == 0 and [(h["ext_id"], h["line"]) for h in json.loads(printed)["results"][0]["hits"]] == here, err
     finally:
