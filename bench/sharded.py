@@ -49,7 +49,7 @@ from common import RESULTS, print_table, write_json  # noqa: E402
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval" / "scifact"
 SHARDS = (1, 2, 4)
-QUICK = ["--documents", "300", "--queries", "20", "--seconds", "4", "--out", "/tmp/encodr-bench-sharded-quick.json"]
+QUICK = ["--documents", "300", "--queries", "20", "--seconds", "4", "--out", "{tmp}/sharded.json"]
 
 
 def cpu_flags() -> list[str]:

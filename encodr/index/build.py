@@ -21,7 +21,7 @@ from ..data.language import SMALL_CORPUS
 from ..data.records import Record, read_records
 from ..errors import EncodrError
 from ..models.encoder import AUTO_BACKEND, Encoder, choose_backend
-from ..outputs import check_target, generation, os_fault, written_by_encodr
+from ..outputs import check_target, generation, os_fault, sweep_generations, written_by_encodr
 from ..progress import ProgressEvent, ProgressFn, silent
 from .dataflow import ActorModel, Splitting, items, ray_windows
 from .delete import remove_texts
@@ -161,7 +161,7 @@ def build(
                 f"--shards: index {out} is one index, not sharded; rebuild it sharded with --overwrite --shards {o.shards}",
                 field="shards",
             )
-        return build_sharded(files, out, o, progress, warn)
+        return build_sharded(files, out, o, progress, warn, build)
     if not files:
         raise EncodrError("no corpus file given; pass one or more text, TSV, CSV or JSONL files")
     if update and o.on_disk:
@@ -480,6 +480,7 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
                 old.close()  # this build holds the old generation no more: the swap may remove it
     except _Unchanged:  # the old generation stays current; meta is its own
         keyword_seconds = 0.0
+        sweep_generations(out)  # what a write would have swept: a killed write's folder, generations no reader holds now
     plan.shards.remove()  # the new generation is current: nothing left to resume
     files_skipped = [{"path": s.path, "reason": s.reason} for s in spec.skipped]
     return {
@@ -577,7 +578,7 @@ def upsert(
     """
     out = locate(out)
     if is_sharded(out):
-        return upsert_sharded(out, records, warn=warn, encoder=encoder)
+        return upsert_sharded(out, records, warn, encoder, upsert)
     if written_by_encodr(out) != "index":
         raise EncodrError(f"index {out} does not exist; build it with encodr index CORPUS --out {out}", field="index", status=404)
     with index_lock(out):

@@ -131,7 +131,7 @@ def delete(
     if (out / SHARDED_RECORD).is_file():
         from .sharded import delete_sharded
 
-        return delete_sharded(out, ids, sources, filters, warn)
+        return delete_sharded(out, ids, sources, filters, warn, delete)
     with _rewriting(out) as old:
         wanted: set[str] = set()
         known = old.texts.documents_info(list(ids)) if ids else {}
@@ -176,7 +176,7 @@ def compact(out: str | Path) -> dict:
     """
     out = locate(out)
     if (out / SHARDED_RECORD).is_file():
-        from .sharded import shard_folders
+        from .manifest import shard_folders
 
         return {"path": str(out.resolve()), "shards": [compact(folder) for folder in shard_folders(out)]}
     with _rewriting(out) as old:

@@ -66,7 +66,7 @@ def owned(spec: IndexSpec, records: Iterable[Record]) -> Iterable[Record]:
     :func:`.sharded.route`), or all of them for an index that is not a shard."""
     if spec.options.shard is None:
         return records
-    from .sharded import route
+    from .manifest import route
 
     shard, shards = spec.options.shard
     return (r for r in records if route(r.document_id, shards) == shard)

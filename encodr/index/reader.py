@@ -44,6 +44,7 @@ from .filters import Where
 from .filters import sql as filter_sql
 from .format import require_current
 from .keywords import keyword_expression
+from .manifest import sharded_meta
 from .ondisk import ONDISK_FILE, read_on_disk
 from .quantized import RESCORE_FILE, BinaryRescored
 from .texts import TextStore
@@ -90,8 +91,6 @@ def peek_meta(spec: str | Path) -> dict:
 
     path = locate(spec)
     if (path / SHARDED_RECORD).is_file():  # a sharded index: its shards' index.json joined
-        from .scatter import sharded_meta
-
         try:
             return sharded_meta(path)
         except EncodrError:
@@ -649,8 +648,6 @@ def list_indexes(root: Path | None = None) -> list[dict]:
     for folder in sorted(p for p in root.glob("*") if p.is_dir()):
         where = {"name": folder.name, "path": str(folder)}
         if (folder / SHARDED_RECORD).is_file():  # a sharded index: its shards' index.json joined
-            from .scatter import sharded_meta
-
             try:
                 found.append({**where, **sharded_meta(folder)})
             except EncodrError as exc:

@@ -35,8 +35,8 @@ from typing import Callable
 import numpy as np
 
 from ..errors import EncodrError
+from .manifest import joined, read_manifest, route, shard_folders
 from .reader import IndexReader, QueryEncoding, locate
-from .sharded import read_manifest, route, shard_folders
 
 
 class LocalShard:
@@ -211,7 +211,7 @@ class ShardedIndex(QueryEncoding):
                 field="index",
             )
         self._counts = [n for _, n in states]
-        self.meta = _joined(metas, sum(self._counts))
+        self.meta = joined(metas, sum(self._counts))
 
     def stale(self) -> bool:
         """Always False: each shard opens its own new generations (:meth:`LocalShard.current`);
@@ -352,46 +352,6 @@ class ShardedTexts:
         shard = route(doc, n)
         local = self.index._one(shard, "first_passage", (doc,))
         return None if local is None else local * n + shard
-
-
-def _joined(metas: list[dict], count: int) -> dict:
-    """One ``index.json`` for the shards' ``metas``: see :attr:`ShardedIndex.meta`."""
-    meta = dict(metas[0])
-    meta["count"] = count
-    for key in ("documents", "split_documents"):
-        meta[key] = sum(int(m.get(key) or 0) for m in metas)
-    detected = sorted({lang for m in metas for lang in ((m.get("lang_detection") or {}).get("languages") or [])})
-    if meta.get("lang_detection"):
-        meta["lang_detection"] = {**meta["lang_detection"], "languages": detected}
-    meta["languages"] = sorted({lang for m in metas for lang in (m.get("languages") or [])}) or meta.get("languages")
-    meta["keywords"] = all(m.get("keywords", True) for m in metas)
-    meta["shards"] = len(metas)
-    return meta
-
-
-def states_on_disk(spec: str | Path) -> list[tuple[dict, int]]:
-    """Each shard's (``index.json`` of its current generation, live texts) read from the files
-    (no shard asked): what a coordinator starts from before its shards answer."""
-    from .reader import peek_meta
-
-    states = []
-    for folder in shard_folders(spec):
-        meta = peek_meta(folder)
-        states.append((meta, int(meta.get("count", 0) or 0) - int(meta.get("deleted", 0) or 0)))
-    return states
-
-
-def sharded_meta(spec: str | Path) -> dict:
-    """The sharded index ``spec``'s ``index.json`` as a search sees it (:attr:`ShardedIndex.meta`),
-    read from the files.
-
-    Raises:
-        EncodrError: see :func:`~.sharded.read_manifest`; a shard without an index.
-    """
-    states = states_on_disk(spec)
-    if any(not meta for meta, _ in states):
-        raise EncodrError(f"sharded index {locate(spec)}: a shard has no index.json; rebuild it with --overwrite", field="index")
-    return _joined([meta for meta, _ in states], sum(n for _, n in states))
 
 
 def open_sharded(spec: str | Path) -> ShardedIndex:

@@ -32,73 +32,25 @@ Searching: :mod:`.scatter`.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import time
 from pathlib import Path
 from typing import Callable
 
 from ..errors import EncodrError
-from ..outputs import SHARDED_RECORD, atomic_dir, atomic_file, check_target, current_generation
+from ..outputs import atomic_dir, atomic_file, check_target, current_generation
 from ..progress import ProgressEvent, ProgressFn, silent
 from .lock import index_lock
+from .manifest import MANIFEST, ROUTING, SHARDED_FORMAT, holds_shards, read_manifest, route, shard_folder
 from .options import UPDATES, BuildOptions
 from .reader import locate
 
-MANIFEST = SHARDED_RECORD
-SHARDED_FORMAT = 1  # the manifest's layout; a newer one is refused by this encodr (:func:`read_manifest`)
-ROUTING = "blake2b-64(document id) mod shards"
 NOT_SUMMED = ("dimension", "bytes_per_vector", "seconds")  # of a build's summary: the same in every shard, or not a count
-
-
-def route(document_id: str, shards: int) -> int:
-    """The shard (0 … ``shards`` − 1) that owns the document ``document_id``: the first 8 bytes
-    of its BLAKE2b digest, big-endian, modulo ``shards``. Stable across machines and runs."""
-    digest = hashlib.blake2b(document_id.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % shards
-
-
-def shard_folder(root: Path, shard: int) -> Path:
-    """Shard ``shard``'s index folder under the sharded index ``root``."""
-    return Path(root) / f"shard-{shard:03d}"
 
 
 def is_sharded(spec: str | Path) -> bool:
     """Whether ``spec`` (a folder or a workspace name, :func:`~.reader.locate`) is a sharded index."""
-    return (locate(spec) / MANIFEST).is_file()
-
-
-def read_manifest(spec: str | Path) -> dict:
-    """The manifest of the sharded index ``spec``.
-
-    Raises:
-        EncodrError: the manifest cannot be read, or was written by a newer encodr (field ``index``).
-    """
-    root = locate(spec)
-    try:
-        manifest = json.loads((root / MANIFEST).read_text())
-        shards = int(manifest["shards"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise EncodrError(
-            f"sharded index {root}: {MANIFEST} cannot be read ({exc}); rebuild it with encodr index --overwrite --shards N",
-            field="index",
-        ) from None
-    found = int(manifest.get("format", 1))
-    if found > SHARDED_FORMAT:
-        raise EncodrError(
-            f"index {root} is a sharded index written by a newer encodr (sharded format {found}; this one reads "
-            f"{SHARDED_FORMAT}); upgrade encodr: pip install -U encodr",
-            field="index",
-        )
-    if shards < 1:
-        raise EncodrError(f"sharded index {root}: its manifest names {shards} shards; rebuild it", field="index")
-    return manifest
-
-
-def shard_folders(spec: str | Path) -> list[Path]:
-    """The shards' index folders of the sharded index ``spec``, in order (see :func:`read_manifest`)."""
-    root = locate(spec)
-    return [shard_folder(root, i) for i in range(int(read_manifest(root)["shards"]))]
+    return holds_shards(locate(spec))
 
 
 def _write_manifest(root: Path, manifest: dict) -> None:
@@ -116,10 +68,8 @@ def _generation(folder: Path) -> str | None:
 def _summary(root: Path, metas: list[dict], started: float) -> dict:
     """The result of a sharded write: shard 0's settings, the counts summed over the shards,
     each shard's own counts, and the manifest's generations."""
-    from .build import SUMMARY
-
     summary = dict(metas[0])
-    for key in SUMMARY:
+    for key in metas[0]:
         values = [m.get(key) for m in metas]
         if key not in NOT_SUMMED and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             summary[key] = sum(values)  # the counts: documents, passages, added…
@@ -142,12 +92,16 @@ def build_sharded(
     options: BuildOptions,
     progress: ProgressFn = silent,
     warn: Callable[[str], None] = lambda line: None,
+    write: Callable[..., dict] | None = None,
 ) -> dict:
     """:func:`~.build.build` of a sharded index: a new one of ``options.shards`` shards
     (``write`` ``new`` or ``overwrite``), or an update (``add``, ``sync``) of an existing one,
     each shard written by the ordinary build of its own documents (:func:`route`).
     With ``options.engine`` ``ray``, the shards of a new index are built in parallel, one Ray
     task each (each encodes on its own process); otherwise one after another, here.
+
+    ``write`` is :func:`~.build.build` (what writes one shard; passed in, as :mod:`.build` calls
+    this module).
 
     Returns:
         As :func:`~.build.build`, the counts summed over the shards, plus ``shards`` and ``per_shard``.
@@ -160,13 +114,13 @@ def build_sharded(
     """
     started, warn = time.time(), _once(warn)
     if options.write in UPDATES:
-        return _update(files, locate(out), options, progress, warn, started)
+        return _update(files, locate(out), options, progress, warn, started, write)
     out = Path(out)
     n = options.shards
     check_target(out, options.write == "overwrite", inputs=files, kind="index")
     with index_lock(out), atomic_dir(out, overwrite=options.write == "overwrite") as tmp:
         shard_options = dataclasses.replace(options, write="new", shards=None, engine="local", address=None)
-        metas = _build_shards(files, tmp, shard_options, n, options, progress, warn)
+        metas = _build_shards(files, tmp, shard_options, options, progress, warn, write)
         documents = sum(m.get("documents", 0) or 0 for m in metas)
         if n > documents:
             raise EncodrError(
@@ -186,11 +140,10 @@ def build_sharded(
 
 
 def _build_shards(
-    files: list[str], tmp: Path, shard_options: BuildOptions, n: int, options: BuildOptions, progress, warn
+    files: list[str], tmp: Path, shard_options: BuildOptions, options: BuildOptions, progress, warn, build: Callable[..., dict]
 ) -> list[dict]:
-    """Each shard's new index under ``tmp``: in this process, or on Ray tasks (``options.engine``)."""
-    from .build import build
-
+    """Each shard's new index under ``tmp`` by ``build``: in this process, or on Ray tasks (``options.engine``)."""
+    n = options.shards
     if options.engine != "ray":
         metas = []
         for i in range(n):
@@ -204,7 +157,8 @@ def _build_shards(
     with ray_session(options.address) as ray:
         task = ray.remote(_build_one)
         pending = [
-            task.remote(files, str(shard_folder(tmp, i)), dataclasses.replace(shard_options, shard=(i, n))) for i in range(n)
+            task.remote(build, files, str(shard_folder(tmp, i)), dataclasses.replace(shard_options, shard=(i, n)))
+            for i in range(n)
         ]
         done = 0
         progress(ProgressEvent("indexing", 0, n))
@@ -233,10 +187,8 @@ def _once(warn: Callable[[str], None]) -> Callable[[str], None]:
     return once
 
 
-def _build_one(files: list[str], folder: str, options: BuildOptions) -> dict:
-    """One shard's build on a Ray task (its warnings come back in the result's ``skipped_files``)."""
-    from .build import build
-
+def _build_one(build: Callable[..., dict], files: list[str], folder: str, options: BuildOptions) -> dict:
+    """One shard's ``build`` on a Ray task (its warnings come back in the result's ``skipped_files``)."""
     return build(files, folder, options)
 
 
@@ -251,10 +203,8 @@ def _ray_result(ray, ref) -> dict:
         raise
 
 
-def _update(files: list[str], root: Path, options: BuildOptions, progress, warn, started: float) -> dict:
-    """``--add`` / ``--sync`` of the sharded index ``root``: each shard's own documents, one shard after another."""
-    from .build import build
-
+def _update(files: list[str], root: Path, options: BuildOptions, progress, warn, started: float, build) -> dict:
+    """``--add`` / ``--sync`` of the sharded index ``root`` by ``build``: each shard's own documents, one shard after another."""
     manifest = read_manifest(root)
     n = int(manifest["shards"])
     if options.shards is not None and options.shards != n:
@@ -282,11 +232,9 @@ def _each_shard(root: Path, manifest: dict, write: Callable[[int, Path], dict], 
     return _summary(root, metas, started)
 
 
-def upsert_sharded(root: str | Path, records: list, warn: Callable[[str], None] = lambda line: None, encoder=None) -> dict:
-    """:func:`~.build.upsert` on a sharded index: each record to the shard its id routes to;
-    shards no record routes to are left as they are."""
-    from .build import upsert
-
+def upsert_sharded(root: str | Path, records: list, warn: Callable[[str], None], encoder, upsert: Callable[..., dict]) -> dict:
+    """``upsert`` (:func:`~.build.upsert`) on a sharded index: each record to the shard its id
+    routes to; shards no record routes to are left as they are."""
     root = locate(root)
     manifest = read_manifest(root)
     n = int(manifest["shards"])
@@ -300,15 +248,13 @@ def upsert_sharded(root: str | Path, records: list, warn: Callable[[str], None] 
         )
 
 
-def delete_sharded(root: str | Path, ids=(), sources=(), filters=(), warn: Callable[[str], None] = lambda line: None) -> dict:
-    """:func:`~.delete.delete` on a sharded index: ids to the shards they route to, a source
-    glob or filter to every shard (each removes its own matches).
+def delete_sharded(root: str | Path, ids, sources, filters, warn: Callable[[str], None], delete: Callable[..., dict]) -> dict:
+    """``delete`` (:func:`~.delete.delete`) on a sharded index: ids to the shards they route to, a
+    source glob or filter to every shard (each removes its own matches).
 
     Returns:
         As :func:`~.delete.delete`, summed; ``not_found`` the ids no shard holds.
     """
-    from .delete import delete
-
     root = locate(root)
     manifest = read_manifest(root)
     n = int(manifest["shards"])
@@ -375,8 +321,3 @@ def _count(folder: Path) -> int:
     from .reader import peek_meta
 
     return int(peek_meta(folder).get("count", 0) or 0)
-
-
-def shard_count(spec: str | Path) -> int | None:
-    """The number of shards of ``spec`` when it is a sharded index, else None."""
-    return int(read_manifest(spec)["shards"]) if is_sharded(spec) else None

@@ -34,7 +34,7 @@ def upgrade(path: str | Path) -> dict:
 
     path = locate(path)
     if (path / SHARDED_RECORD).is_file():  # a sharded index: each shard in turn (:mod:`.sharded`)
-        from .sharded import shard_folders
+        from .manifest import shard_folders
 
         done = [upgrade(folder) for folder in shard_folders(path)]
         return {

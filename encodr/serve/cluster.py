@@ -106,7 +106,8 @@ class Ingress:
 
     def __init__(self, path: str, shards: list, settings: dict):
         from ..index import Searcher
-        from ..index.scatter import ShardedIndex, states_on_disk
+        from ..index.manifest import states_on_disk
+        from ..index.scatter import ShardedIndex
         from .app import Served
 
         self.settings = settings
@@ -129,7 +130,8 @@ def check_servable(request) -> Path:
             or ``--watch`` (writes go to the folder), Ray Serve not installed.
     """
     from ..index import locate
-    from ..index.sharded import is_sharded, read_manifest
+    from ..index.manifest import read_manifest
+    from ..index.sharded import is_sharded
 
     if len(request.index) != 1:
         raise EncodrError("--engine ray serves one sharded index: pass exactly one --index", field="index")
@@ -158,7 +160,7 @@ def application(path: Path, request, settings: dict):
     import ray
     from ray import serve
 
-    from ..index.sharded import shard_folders
+    from ..index.manifest import shard_folders
 
     gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
     shards = [
@@ -183,7 +185,7 @@ def serve_on_ray(request, settings: dict, announce: Callable[[str], None]) -> No
     from ray import serve
 
     from ..index.engines import check_engine, ray_session
-    from ..index.sharded import shard_folders
+    from ..index.manifest import shard_folders
 
     path = check_servable(request)
     check_engine("ray", request.address)

@@ -13,10 +13,10 @@ import pytest
 from encodr.errors import EncodrError
 from encodr.index import BuildOptions, Searcher, build
 from encodr.index.delete import delete
+from encodr.index.manifest import read_manifest, route, shard_folder
 from encodr.index.options import SearchOptions
 from encodr.index.reader import IndexReader
 from encodr.index.scatter import merged
-from encodr.index.sharded import read_manifest, route, shard_folder
 from tests.conftest import run_cli
 
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "retrieval" / "scifact"
@@ -181,7 +181,8 @@ class Unanswering:
 def test_a_shard_that_does_not_answer_makes_the_answer_partial_and_says_which(notes, tiny_model, tmp_path):
     from encodr.core import dispatch
     from encodr.core.requests import SearchRequest
-    from encodr.index.scatter import LocalShard, ShardedIndex, states_on_disk
+    from encodr.index.manifest import states_on_disk
+    from encodr.index.scatter import LocalShard, ShardedIndex
 
     out = tmp_path / "idx"
     build([str(notes)], out, BuildOptions(model=str(tiny_model), lang="eng", shards=2))
