@@ -356,31 +356,6 @@ SERVER = inspect.Parameter(
 )
 
 
-def _remote(url: str, route: str, body: dict):
-    """POST ``body`` to a running ``encodr serve``; its JSON answer, or its error as one line."""
-    import os
-    import urllib.error
-    import urllib.request
-
-    headers = {"Content-Type": "application/json"}
-    if os.environ.get("ENCODR_API_KEY"):
-        headers["Authorization"] = f"Bearer {os.environ['ENCODR_API_KEY']}"
-    req = urllib.request.Request(url.rstrip("/") + route, data=json.dumps(body).encode(), headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=60) as answer:
-            return json.loads(answer.read())
-    except urllib.error.HTTPError as exc:
-        try:
-            detail = json.loads(exc.read()).get("error", {}).get("message", "")
-        except ValueError:
-            detail = ""
-        raise EncodrError(f"{url}{route} answered {exc.code}: {detail or exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise EncodrError(
-            f"no encodr server at {url} ({getattr(exc, 'reason', exc)}); start one with encodr serve, or drop --server"
-        ) from None
-
-
 def _answer(model, values: dict, server: Optional[str], route: str, result_type, local):
     """Build and check a request of class ``model``; answer it through a running server at
     ``server`` (its HTTP fields POSTed to ``route``, the JSON read back as ``result_type``),
@@ -390,7 +365,9 @@ def _answer(model, values: dict, server: Optional[str], route: str, result_type,
     request = dispatch.prepare(model, values, "cli")
     if server:
         body = request.model_dump(include=set(fields_for(model, "http")), exclude_none=True)
-        return result_type.model_validate(_remote(server, route, body))
+        from .core.remote import ask
+
+        return result_type.model_validate(ask(server, route, body))
     _interactive_threads()
     return local(request)
 

@@ -10,7 +10,9 @@ structured content; a refused request is a tool error worded with field names
 (:func:`encodr.core.fields.words`).
 
 Tools: ``search``, ``get_document``, ``list_indexes``; with ``--writable`` also
-``add_documents``, ``sync_index``, ``delete_documents`` and ``judge``. Transports: stdio (an agent starts
+``add_documents``, ``sync_index``, ``delete_documents`` and ``judge``; with ``--server URL``,
+``search`` and ``list_indexes`` forwarded to a running ``encodr serve`` (its Ray Serve deployment
+too), nothing opened here. Transports: stdio (an agent starts
 ``encodr mcp``), or streamable HTTP on 127.0.0.1 with ``--port``.
 """
 
@@ -79,9 +81,13 @@ class Agents:
     server) and the tools it offers over it."""
 
     served: Served = field(default_factory=Served)
+    remote: str | None = None  # a running encodr serve's URL: searches are forwarded there (``encodr mcp --server``)
 
     def tools(self) -> dict[str, Tool]:
-        """The tools offered: every reading tool, and the writing ones when served writable."""
+        """The tools offered: every reading tool, and the writing ones when served writable; with
+        :attr:`remote`, the tools its HTTP routes answer (:data:`FORWARDED`)."""
+        if self.remote:
+            return {name: TOOLS[name] for name in FORWARDED}
         return {name: tool for name, tool in TOOLS.items() if self.served.writable or not tool.writes}
 
     def call(self, name: str, arguments: dict) -> dict:
@@ -94,6 +100,8 @@ class Agents:
         if name not in tools:
             raise EncodrError(f"no tool '{name}'; this server offers {', '.join(tools)}", field="name", status=404)
         tool = tools[name]
+        if self.remote:
+            return self._forwarded(name, tool, arguments)
         if tool.request is None:
             if arguments:
                 raise EncodrError(f"{name} takes no arguments; got {', '.join(arguments)}", field=next(iter(arguments)))
@@ -109,6 +117,21 @@ class Agents:
             return served.write(request.index, request, "mcp", **encoder).payload()
         context = {"reranker": served.reranker(request.rerank)} if name == "search" else {}
         return dispatch.run(request, "mcp", searcher=searcher, **context).payload()
+
+    def _forwarded(self, name: str, tool: Tool, arguments: dict) -> dict:
+        """Tool ``name`` answered by the server at :attr:`remote` (:func:`encodr.core.remote.ask`):
+        the request checked here, its HTTP fields sent, the server's JSON returned as it is."""
+        from .core.fields import fields_for
+        from .core.remote import ask
+
+        route = FORWARDED[name]
+        if tool.request is None:
+            return {"indexes": ask(self.remote, route)}
+        request = dispatch.prepare(tool.request, arguments, "mcp")
+        return ask(self.remote, route, request.model_dump(include=set(fields_for(tool.request, "http")), exclude_none=True))
+
+
+FORWARDED = {"search": "/v1/search", "list_indexes": "/v1/indexes"}  # tool → the route that answers it (POST, GET without input)
 
 
 def input_schemas(agents: Agents) -> dict[str, dict]:
@@ -164,8 +187,14 @@ def run(request, announce: Callable[[str], None] = lambda line: None) -> None:
     import anyio
 
     served = Served(writable=request.writable)
-    served.open_indexes(request.index, announce)
-    agents = Agents(served)
+    if request.server:  # searches forwarded to a running server: nothing is opened here, the server is asked once now
+        from .core.remote import ask
+
+        ask(request.server, "/health")
+        announce(f"forwarding searches to {request.server}")
+    else:
+        served.open_indexes(request.index, announce)
+    agents = Agents(served, remote=request.server)
     app = server(agents)
     if request.port is None:
         from mcp.server.stdio import stdio_server

@@ -343,7 +343,7 @@ def test_server_flag_without_a_server_is_one_line(capsys, monkeypatch):
         port = s.getsockname()[1]
     for args in (["search", "cats", "--index", "x"], ["score", "a", "b"]):
         code, _, err = run_cli([*args, "--server", f"http://127.0.0.1:{port}"], capsys, monkeypatch)
-        assert_one_line_error(code, err, f"no encodr server at http://127.0.0.1:{port}")
+        assert_one_line_error(code, err, f"--server http://127.0.0.1:{port}: no encodr server answers there")
 
 
 def test_tables_read_at_80_columns_without_a_broken_word(capsys, monkeypatch, tmp_path, tiny_model):

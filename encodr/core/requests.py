@@ -1409,14 +1409,25 @@ class McpRequest(Request):
         "(anyone who can reach the port reads the served indexes).",
         fronts=CLI,
     )
+    server: str | None = option(
+        None,
+        "Forward the agent's searches to a running encodr serve at this URL (e.g. a sharded index's Ray Serve "
+        "deployment) instead of opening the indexes here: the tools are search and list_indexes; ENCODR_API_KEY is "
+        "sent as its key.",
+        fronts=CLI,
+    )
 
     def check(self) -> None:
         """Streamable HTTP on an address other than loopback only with ``no_auth`` said outright
-        (the MCP server has no key).
+        (the MCP server has no key); ``server`` without ``index`` and ``writable``.
 
         Raises:
-            EncodrError: naming ``host``.
+            EncodrError: naming ``host`` or ``server``.
         """
+        if self.server and (self.index or self.writable):
+            raise EncodrError(
+                "--server searches the indexes that server serves and writes none: drop --index and --writable", field="server"
+            )
         if self.port is not None and not loopback(self.host) and not self.no_auth:
             raise EncodrError(
                 f"--host {self.host} serves the indexes beyond this machine and the MCP server asks no key: keep it on 127.0.0.1 "

@@ -178,3 +178,17 @@ def test_mcp_over_http_beyond_this_machine_needs_no_auth_said_outright():
     build(McpRequest, {"port": 8765, "host": "0.0.0.0", "no_auth": True}).check()
     build(McpRequest, {"port": 8765}).check()  # 127.0.0.1
     build(McpRequest, {"host": "0.0.0.0"}).check()  # stdio: no address bound
+
+
+def test_mcp_forwarding_to_a_server_is_refused_in_one_line_when_it_cannot_be(capsys, monkeypatch):
+    from encodr.core.fields import build
+    from encodr.core.requests import McpRequest
+    from encodr.errors import EncodrError
+    from tests.conftest import run_cli
+
+    with pytest.raises(EncodrError, match="drop --index and --writable") as refused:
+        build(McpRequest, {"server": "http://127.0.0.1:9", "writable": True}).check()
+    assert refused.value.field == "server"
+    code, _, err = run_cli(["mcp", "--server", "http://127.0.0.1:9"], capsys, monkeypatch)  # nothing listens on port 9
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "--server http://127.0.0.1:9: no encodr server answers there" in lines[0], err

@@ -266,5 +266,12 @@ def test_a_sharded_index_on_ray_serve_answers_as_it_does_here(tiny_model, corpus
             monkeypatch,
         )
         assert code == 0 and [(h["ext_id"], h["line"]) for h in json.loads(printed)["results"][0]["hits"]] == here, err
+        from encodr.mcp import Agents
+
+        agents = Agents(remote=server.url)  # encodr mcp --server URL: the agent's searches go to the deployment
+        assert set(agents.tools()) == {"search", "list_indexes"}
+        found = agents.call("search", {"index": "sharded", "query": "the fox near the den", "k": 5})
+        assert [(h["ext_id"], h["line"]) for h in found["results"][0]["hits"]] == here
+        assert [row["name"] for row in agents.call("list_indexes", {})["indexes"]] == ["sharded"]
     finally:
         assert server.stop() == 0, "".join(server.lines)

@@ -331,3 +331,16 @@ async def test_down_enters_the_hits_and_enter_opens_one_and_the_path_shows_at_10
         await pilot.press("down", "enter")
         await pilot.pause()
         assert isinstance(app.screen, DocumentScreen) and app.screen.text == "it rained all day in london"
+
+
+async def test_a_sharded_index_is_searched_as_one_index(tmp_path, tiny_model):
+    f = tmp_path / "c.txt"
+    f.write_text("\n".join(TEXTS))
+    build([str(f)], tmp_path / "sharded", BuildOptions(model=str(tiny_model), shards=2))
+    app = EncodrApp(index_dir=str(tmp_path / "sharded"), debounce=0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        table = await search_with(app, pilot, "#hit-lang", "", "stock markets fell sharply")
+        assert table.row_count == 4
+        assert hit_text(table.get_row_at(0)) == "stock markets fell sharply" and hit_where(table.get_row_at(0)) == "c.txt:2"
+        assert "4 texts" in str(app.query_one("#status").render())
