@@ -161,6 +161,10 @@ def build(
                 f"--shards: index {out} is one index, not sharded; rebuild it sharded with --overwrite --shards {o.shards}",
                 field="shards",
             )
+        if not update and o.engine == "local" and not isinstance(o.model, Encoder) and files:
+            check_target(out, o.write == "overwrite", inputs=files, kind="index")  # before the model loads (seconds)
+            loading = IndexSpec([], out, o, warn)
+            o = replace(o, model=_encoder_for(loading, None, _backend(loading, None))[0])  # loaded once, for every shard
         return build_sharded(files, out, o, progress, warn, build)
     if not files:
         raise EncodrError("no corpus file given; pass one or more text, TSV, CSV or JSONL files")
