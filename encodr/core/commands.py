@@ -213,6 +213,7 @@ def empty_line(path) -> str:
 
 
 HINT_WORDS, HINT_CONFIDENCE = 3, 0.8  # a query gets the language hint when it has this many words and the detector is this sure
+HINT_ENGLISH_AT_MOST = 0.01  # … and finds English this unlikely: short English queries read as another language ("white matter in newborns": Swedish 0.89, English 0.045)
 
 
 def hint_applies(meta: dict) -> bool:
@@ -241,18 +242,18 @@ def model_language_hints(meta: dict) -> list[str]:
 def language_hints(queries: list[str], meta: dict) -> list[str]:
     """One hint line when an index of English texts, built with a model trained on English only
     (:data:`encodr.models.aliases.ENGLISH_ONLY`), is searched with a query in another language
-    (detected among all languages, :func:`encodr.data.language.detect_languages`): it names the
-    multilingual model. Empty otherwise (and for any other model or index)."""
-    from ..data.language import detect_with_confidence
+    (detected among all languages, :func:`encodr.data.language.detect_against`: another language
+    at :data:`HINT_CONFIDENCE` or more and English at :data:`HINT_ENGLISH_AT_MOST` or less): it
+    names the multilingual model. Empty otherwise (and for any other model or index)."""
+    from ..data.language import detect_against
     from ..models.aliases import MULTILINGUAL
 
     if not hint_applies(meta):
         return []
     sure = [q for q in queries if len(q.split()) >= HINT_WORDS]  # a word or two is too little to tell a language by
-    other = (
-        sorted({code for code, p in detect_with_confidence(sure) if code not in ("eng", "und") and p >= HINT_CONFIDENCE})
-        if sure
-        else []
+    found = detect_against(sure, "eng") if sure else []
+    other = sorted(
+        {code for code, p, english in found if code not in ("eng", "und") and p >= HINT_CONFIDENCE and english <= HINT_ENGLISH_AT_MOST}
     )
     if not other:
         return []

@@ -153,6 +153,25 @@ def detect_with_confidence(
     return [_top(values) for values in found]
 
 
+def detect_against(texts: list[str], code: str) -> list[tuple[str, float, float]]:
+    """Each text's most likely language among all, the detector's confidence in it, and its
+    confidence that the text is in ``code`` instead (0 where ``code`` is not among its answers):
+    :func:`detect_with_confidence` (low-accuracy mode) with a second opinion, so that a caller
+    can ask for a language that is likely *and* another that is not.
+
+    Raises:
+        EncodrError: ``code`` is not an ISO 639-3 code the detector knows.
+    """
+    check_code(code)
+    detector = _detector(None, False)
+    out = []
+    for values in detector.compute_language_confidence_values_in_parallel(list(texts)):
+        top, p = _top(values)
+        own = next((float(v.value) for v in values if v.language.iso_code_639_3.name.lower() == code), 0.0)
+        out.append((top, p, own))
+    return out
+
+
 def _top(values) -> tuple[str, float]:
     """The most likely language and its confidence; ``und`` where none has any, or where the
     first two tie (what lingua's ``detect_language_of`` answers with ``None``)."""

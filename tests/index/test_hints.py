@@ -14,6 +14,12 @@ def test_a_spanish_query_on_an_english_only_model_names_the_multilingual_one():
     )
 
 
+def test_a_short_english_query_the_detector_reads_as_another_language_gets_no_hint():
+    meta = {"model": "minilm", "languages": ["eng"]}
+    assert language_hints(["white matter in newborns"], meta) == []  # lingua's low-accuracy mode: Swedish 0.89, English 0.045
+    assert language_hints(["wo leben pinguine in der antarktis"], meta) != []
+
+
 def test_an_index_of_other_languages_on_an_english_only_model_names_the_multilingual_one():
     (hint,) = model_language_hints({"model": "minilm", "languages": ["deu", "eng", "spa", "und"]})
     assert "deu, spa" in hint and "--model me5" in hint and "eng" not in hint
