@@ -253,7 +253,11 @@ def language_hints(queries: list[str], meta: dict) -> list[str]:
     sure = [q for q in queries if len(q.split()) >= HINT_WORDS]  # a word or two is too little to tell a language by
     found = detect_against(sure, "eng") if sure else []
     other = sorted(
-        {code for code, p, english in found if code not in ("eng", "und") and p >= HINT_CONFIDENCE and english <= HINT_ENGLISH_AT_MOST}
+        {
+            code
+            for code, p, english in found
+            if code not in ("eng", "und") and p >= HINT_CONFIDENCE and english <= HINT_ENGLISH_AT_MOST
+        }
     )
     if not other:
         return []
