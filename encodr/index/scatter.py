@@ -15,7 +15,7 @@ merges them and fetches the rows of the candidates it keeps). What is merged and
   one shard scores higher there than it would in one index. The scores of documents spread
   evenly over the shards are close to one index's; ``bench/sharded.py`` reports the overlap.
   The exact alternative (global statistics, Elasticsearch's ``dfs_query_then_fetch``) is not built.
-- fusion, re-ranking, judgments-free pinning, snippets: the searcher's own, on the merged lists.
+- fusion, re-ranking, judgments (kept at the sharded folder), snippets: the searcher's own, on the merged lists.
 
 A shard is a :class:`LocalShard` (this process) or anything with the same methods (a Ray Serve
 deployment's handle, :mod:`encodr.serve.cluster`). A shard that fails or misses the deadline is

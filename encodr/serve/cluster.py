@@ -3,7 +3,7 @@
 Deployments (one Ray Serve application, ``encodr``):
 
 - ``shard-NNN``: one per shard, ``--replicas`` replicas each, placed by Ray on the cluster's
-  nodes. A replica opens its shard (:class:`~encodr.index.scatter.LocalShard`) and answers the
+  nodes. A replica is a :class:`~encodr.index.scatter.LocalShard` of its shard and answers the
   scatter calls: dense and keyword candidates with their raw scores, the rows of the hits kept,
   a document by id. It follows the shard's new generations itself.
 - ``ingress``: the HTTP routes of ``encodr serve`` (the same request and response schemas,
@@ -33,46 +33,6 @@ from ..errors import EncodrError
 
 SHARD_CPUS = 0.25  # the Ray CPUs a shard replica reserves (a replica mostly waits on FAISS and SQLite)
 INGRESS_CPUS = 0.5  # … the ingress, which encodes the queries (a GPU replaces it where the cluster has one)
-
-
-class ShardReplica:
-    """A Ray Serve replica of one shard: :class:`~encodr.index.scatter.LocalShard`'s methods.
-
-    Args:
-        folder: the shard's index folder (the same path on every node).
-    """
-
-    def __init__(self, folder: str):
-        from ..index.scatter import LocalShard
-
-        self.shard = LocalShard(folder)
-
-    def state(self):
-        return self.shard.state()
-
-    def search(self, *args):
-        return self.shard.search(*args)
-
-    def keyword_search(self, *args):
-        return self.shard.keyword_search(*args)
-
-    def rows(self, ids):
-        return self.shard.rows(ids)
-
-    def document(self, ext_id):
-        return self.shard.document(ext_id)
-
-    def document_lines(self, ext_id):
-        return self.shard.document_lines(ext_id)
-
-    def find_documents(self, path):
-        return self.shard.find_documents(path)
-
-    def document_hashes(self, docs):
-        return self.shard.document_hashes(docs)
-
-    def first_passage(self, doc):
-        return self.shard.first_passage(doc)
 
 
 def handle_call(handle, name: str, args: tuple) -> Callable[[float | None], object]:
@@ -161,10 +121,11 @@ def application(path: Path, request, settings: dict):
     from ray import serve
 
     from ..index.manifest import shard_folders
+    from ..index.scatter import LocalShard
 
     gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
     shards = [
-        serve.deployment(ShardReplica, name=f"shard-{i:03d}")
+        serve.deployment(LocalShard, name=f"shard-{i:03d}")  # a replica opens its shard as this process would
         .options(num_replicas=request.replicas, ray_actor_options={"num_cpus": SHARD_CPUS})
         .bind(str(folder.resolve()))
         for i, folder in enumerate(shard_folders(path))
