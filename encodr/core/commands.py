@@ -157,9 +157,7 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     searcher = searcher or open_searcher(request)
     if reranker is None:
         reranker = open_reranker(request)
-    missing = getattr(searcher.index, "missing", None)  # a sharded index: the shards that did not answer
-    if missing is not None:
-        searcher.index.reset_missing()
+    searcher.index.reset_missing()  # a sharded index: the shards that did not answer are counted from here
     with timing.collect() as spent:
         langs, results = searcher.query(request.query, request.options(), reranker)
         if not request.no_judgments:
@@ -171,9 +169,9 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
             hints = language_hints(request.query, searcher.index.meta)
     if len(searcher.index) == 0:
         hints = [*hints, empty_line(searcher.index.path)]
-    down = missing() if missing is not None else []
+    down = searcher.index.missing()
     if down:
-        hints = [*hints, partial_line(down, len(searcher.index.shards))]
+        hints = [*hints, partial_line(down, searcher.index.meta["shards"])]
     split = searcher.index.meta.get("split_documents") and not request.passages and len(searcher.index) > 0
     n = searcher.index.meta.get("split_documents") or 0
     caption = (

@@ -155,8 +155,9 @@ def build(
         o = replace(o, write="new")
     update = o.write in UPDATES
     out = locate(out) if update else Path(out)
-    if o.shard is None and (o.shards is not None or (update and is_sharded(out))):
-        if update and not is_sharded(out) and written_by_encodr(out) == "index":
+    sharded = update and is_sharded(out)
+    if o.shard is None and (o.shards is not None or sharded):
+        if update and not sharded and written_by_encodr(out) == "index":
             raise EncodrError(
                 f"--shards: index {out} is one index, not sharded; rebuild it sharded with --overwrite --shards {o.shards}",
                 field="shards",

@@ -81,16 +81,22 @@ def joined(metas: list[dict], count: int) -> dict:
     return meta
 
 
+def current_meta(folder: Path) -> dict:
+    """The ``index.json`` of the index in ``folder`` (its current generation, or the folder itself
+    before generations), read without opening the index; ``{}`` where there is none to read."""
+    try:
+        return json.loads(((current_generation(folder) or Path(folder)) / INDEX_RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def states_on_disk(root: Path) -> list[tuple[dict, int]]:
     """Each shard's (``index.json`` of its current generation, live texts) read from the files
     (no shard asked): what a coordinator starts from before its shards answer; ``{}`` and 0 for a
     shard whose ``index.json`` cannot be read."""
     states = []
     for folder in shard_folders(root):
-        try:
-            meta = json.loads(((current_generation(folder) or folder) / INDEX_RECORD).read_text())
-        except (OSError, ValueError):
-            meta = {}
+        meta = current_meta(folder)
         states.append((meta, int(meta.get("count", 0) or 0) - int(meta.get("deleted", 0) or 0)))
     return states
 

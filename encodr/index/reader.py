@@ -44,7 +44,7 @@ from .filters import Where
 from .filters import sql as filter_sql
 from .format import require_current
 from .keywords import keyword_expression
-from .manifest import sharded_meta
+from .manifest import current_meta, sharded_meta
 from .ondisk import ONDISK_FILE, read_on_disk
 from .quantized import RESCORE_FILE, BinaryRescored
 from .texts import TextStore
@@ -87,18 +87,13 @@ def peek_meta(spec: str | Path) -> dict:
     """The ``index.json`` of the index ``spec`` names (its current generation), read without
     opening the index (no lock, no FAISS, no SQLite): what a caller may prepare for before
     :meth:`IndexReader.open`. ``{}`` where there is none to read (the open then says why)."""
-    from ..outputs import current_generation
-
     path = locate(spec)
     if (path / SHARDED_RECORD).is_file():  # a sharded index: its shards' index.json joined
         try:
             return sharded_meta(path)
         except EncodrError:
             return {}
-    try:
-        return json.loads(((current_generation(path) or path) / META_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
+    return current_meta(path)
 
 
 class _Moved(Exception):
@@ -352,6 +347,14 @@ class IndexReader(QueryEncoding):
     def __del__(self) -> None:  # a reader dropped without close() releases its generation too
         if hasattr(self, "_hold"):
             self.close()
+
+    def missing(self) -> list[int]:
+        """The shards that did not answer this thread's last search: none, one index answers whole
+        (:meth:`~.scatter.ShardedIndex.missing` is the sharded index's)."""
+        return []
+
+    def reset_missing(self) -> None:
+        """Nothing to forget (see :meth:`missing`)."""
 
     def __len__(self) -> int:
         """Texts that a search can return (vectors less tombstones)."""

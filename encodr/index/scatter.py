@@ -176,7 +176,6 @@ class ShardedIndex(QueryEncoding):
         self.call = call or (lambda shard, name, args: lambda timeout: getattr(shard, name)(*args))
         self.deadline = deadline
         self._missing = threading.local()
-        self.folder = self.path
         if states is None:
             self.refresh_state()
         else:
