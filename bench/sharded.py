@@ -8,7 +8,9 @@ Ray Serve, a shard replica killed under a query stream, and a model for 100M and
    index, and sharded indexes of 1, 2 and 4 shards (``--shards N``).
 3. Same hits: each query's top 10 passages (``--passages``) in ``dense``, ``keyword`` and
    ``hybrid`` mode, sharded against one index: the share of queries whose ten are identical
-   (ids and order) and the mean overlap@10. Keyword statistics are shard-local.
+   (ids and order) and the mean overlap@10, with keyword statistics shard-local (``--keyword-stats
+   shard``, the default) and global (``global``: one more round trip), and the p50 ms of each
+   ranking in process, one query at a time.
 4. In process: :class:`encodr.index.Searcher` on each index, one query at a time (default
    ``hybrid`` documents search, k = 10): p50 / p99 ms of the ranking alone, then of what a front
    end runs (the ranking, judgments and snippets), and queries/s with 2 client threads.
@@ -84,22 +86,36 @@ def builds(corpus: Path, work: Path) -> dict[str, Path]:
 
 
 def same_hits(paths: dict[str, Path], queries: list[str]) -> list[dict]:
-    """Per sharded index and mode: identical top-10 share and mean overlap@10 against one index."""
+    """Per sharded index, mode and keyword statistics (shard-local, global): identical top-10
+    share and mean overlap@10 against one index, and the ranking's p50 ms."""
     from encodr.index import Searcher
     from encodr.index.options import SearchOptions
 
     rows = []
     one = Searcher(paths["one"])
-    for mode in ("dense", "keyword", "hybrid"):
-        options = SearchOptions(k=10, mode=mode, passages=True)
+    for mode, stats in (("dense", "-"), ("keyword", "shard"), ("keyword", "global"), ("hybrid", "shard"), ("hybrid", "global")):
+        options = SearchOptions(k=10, mode=mode, passages=True, keyword_stats="shard" if stats == "-" else stats)
         base = [[(h.ext_id, h.start) for h in hits] for hits in one.search(queries, options)]
         for name in paths:
             if name == "one":
                 continue
-            got = [[(h.ext_id, h.start) for h in hits] for hits in Searcher(paths[name]).search(queries, options)]
+            searcher, got, took = Searcher(paths[name]), [], []
+            for q in queries:
+                started = time.perf_counter()
+                got.append([(h.ext_id, h.start) for h in searcher.search([q], options)[0]])
+                took.append(time.perf_counter() - started)
             identical = np.mean([a == b for a, b in zip(base, got)])
             overlap = np.mean([len(set(a) & set(b)) / max(1, len(a)) for a, b in zip(base, got)])
-            rows.append({"index": name, "mode": mode, "identical top 10 %": 100 * identical, "overlap@10 %": 100 * overlap})
+            rows.append(
+                {
+                    "index": name,
+                    "mode": mode,
+                    "keyword stats": stats,
+                    "identical top 10 %": 100 * identical,
+                    "overlap@10 %": 100 * overlap,
+                    "ranking p50 ms": percentiles(took)["p50 ms"],
+                }
+            )
     return rows
 
 
@@ -331,7 +347,7 @@ def main(argv: list[str] | None = None) -> None:
         corpus, queries = data(work, args.documents, args.queries)
         paths = builds(corpus, work)
         hits = same_hits(paths, queries)
-        print_table("Same hits as one index (top 10 passages)", hits, ["index", "mode", "identical top 10 %", "overlap@10 %"])
+        print_table("Same hits as one index (top 10 passages)", hits, list(hits[0]))
         local = in_process(paths, queries)
         print_table("In process (hybrid, k = 10; the ranking alone, then with snippets)", local, list(local[0]))
         http = over_http(paths, queries, args.seconds)

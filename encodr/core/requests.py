@@ -177,11 +177,11 @@ def search_default(name: str):
 
 
 def search_choices(name: str) -> tuple[str, ...]:
-    """The choices of ``mode`` and ``fusion`` (:mod:`encodr.index.options`, :mod:`encodr.index.fusion`)."""
+    """The choices of ``mode``, ``fusion`` and ``keyword_stats`` (:mod:`encodr.index.options`, :mod:`encodr.index.fusion`)."""
     from ..index.fusion import FUSIONS
-    from ..index.options import MODES
+    from ..index.options import KEYWORD_STATS, MODES
 
-    return {"mode": MODES, "fusion": FUSIONS}[name]
+    return {"mode": MODES, "fusion": FUSIONS, "keyword_stats": KEYWORD_STATS}[name]
 
 
 class Request(BaseModel):
@@ -248,6 +248,14 @@ class SearchRequest(Request):
         None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1, fronts=CLI_HTTP_MCP
     )
     mode: str = option(search_default("mode"), MODE_HELP, choices=search_choices("mode"))
+    keyword_stats: str = option(
+        search_default("keyword_stats"),
+        "Sharded indexes: the term statistics of BM25. shard: each shard's own (fast; a term rare in one shard "
+        "scores higher there); global: gathered from every shard first, so keyword and hybrid rank as one index "
+        "would (one more round trip, and each shard scores all its matching texts).",
+        choices=search_choices("keyword_stats"),
+        fronts=CLI_HTTP_MCP,
+    )
     fusion: str = option(search_default("fusion"), FUSION_HELP, choices=search_choices("fusion"), fronts=CLI_HTTP_MCP)
     rerank: str | None = option(None, RERANK_HELP)
     fusion_weight: float | None = option(search_default("fusion_weight"), FUSION_WEIGHT_HELP, ge=0, le=1, fronts=CLI_HTTP_MCP)
@@ -327,6 +335,7 @@ class SearchRequest(Request):
             passages=self.passages,
             nprobe=self.nprobe,
             ef_search=self.ef_search,
+            keyword_stats=self.keyword_stats,
         )
 
     def check(self) -> None:

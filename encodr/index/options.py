@@ -24,6 +24,7 @@ MODES = ("dense", "keyword", "hybrid")
 DENSE, KEYWORD, HYBRID = MODES
 HYBRID_DEPTH = 100  # candidates taken from each list before fusion
 RERANK_DEPTH, RERANK_WEIGHT = 50, 1.0  # a re-ranker's depth and weight, unless given or tuned with it (SearchOptions.resolved)
+KEYWORD_STATS = ("shard", "global")  # the term statistics BM25 scores by in a sharded index
 PASSAGES_PER_DOCUMENT = 4  # passages fetched per document asked for, before keeping each document's best
 
 
@@ -53,6 +54,10 @@ class SearchOptions:
             once, at its best passage.
         nprobe: IVF lists visited per query (default: the index's, :mod:`.faiss_types`).
         ef_search: HNSW candidate list size (default: the index's).
+        keyword_stats: the term statistics of BM25 in a sharded index: ``shard`` (each shard's
+            own, one round trip; Elasticsearch's default) or ``global`` (gathered from every
+            shard first, so keyword scores are one index's: :mod:`.termstats`). One index has
+            only its own, so both give the same there.
 
     Raises:
         OptionError: a value out of its range or not among its choices, naming the field.
@@ -70,9 +75,11 @@ class SearchOptions:
     passages: bool = False
     nprobe: int | None = None
     ef_search: int | None = None
+    keyword_stats: str = KEYWORD_STATS[0]
 
     def __post_init__(self):
         one_of("mode", self.mode, MODES)
+        one_of("keyword_stats", self.keyword_stats, KEYWORD_STATS)
         one_of("fusion", self.fusion, FUSIONS)
         for name in ("k", "rerank_depth", "nprobe", "ef_search"):
             at_least(name, getattr(self, name), 1)
@@ -135,7 +142,7 @@ def _first(*values):
     return next((v for v in values if v is not None), None)
 
 
-__all__ = ["DENSE", "HYBRID", "KEYWORD", "MODES", "SearchOptions"]
+__all__ = ["DENSE", "HYBRID", "KEYWORD", "KEYWORD_STATS", "MODES", "SearchOptions"]
 
 
 WRITE_MEANINGS = {  # BuildOptions.write: what a build does to its output folder, as the front ends say it

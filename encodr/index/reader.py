@@ -47,6 +47,7 @@ from .keywords import keyword_expression
 from .manifest import current_meta, sharded_meta
 from .ondisk import ONDISK_FILE, read_on_disk
 from .quantized import RESCORE_FILE, BinaryRescored
+from .termstats import KeywordStats, bm25, expression_phrases, frequencies, idf
 from .texts import TextStore
 
 META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
@@ -585,7 +586,12 @@ class IndexReader(QueryEncoding):
         return self.texts.has_keywords
 
     def keyword_search(
-        self, queries: list[str], k: int, langs: "list[str] | Where | None" = None, query_langs: list[str] | None = None
+        self,
+        queries: list[str],
+        k: int,
+        langs: "list[str] | Where | None" = None,
+        query_langs: list[str] | None = None,
+        stats: "str | KeywordStats" = "shard",
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k texts of each query by BM25 (SQLite FTS5: k1 = 1.2, b = 0.75), best first.
 
@@ -595,6 +601,10 @@ class IndexReader(QueryEncoding):
             langs: keep only texts whose stored language is one of these, or a
                 :class:`~.filters.Where` (its filters become a condition of the FTS5 query).
             query_langs: each query's language, which picks its stemmer (default: none).
+            stats: the term statistics BM25 scores by: ``shard`` or ``global`` (this index's
+                own: for one index they are the global ones, FTS5's ``bm25()``), or a
+                :class:`~.termstats.KeywordStats` of these queries gathered from several
+                indexes (a sharded index's exact keyword search, :mod:`.termstats`).
 
         Returns:
             (scores, ids): float32 and int64 arrays (q, k); the score is −``bm25()`` (higher
@@ -604,11 +614,7 @@ class IndexReader(QueryEncoding):
         Raises:
             EncodrError: the index has no keyword index (built before encodr had one).
         """
-        if not self.has_keywords:
-            raise EncodrError(
-                f"index {self.path} has no keyword index (built by an older encodr); rebuild it with encodr index, or use --mode dense",
-                field="mode",
-            )
+        self._require_keywords()
         where = Where.of(langs)
         scope = (
             (f"select id from {self._scope(where)}", []) if where.filters else None
@@ -619,12 +625,64 @@ class IndexReader(QueryEncoding):
             expression = keyword_expression(query, query_langs[row] if query_langs else None)
             if not expression:
                 continue
-            found = self.texts.keyword_hits(
-                expression, k, None if scope else list(where.langs) or None, scope
-            )  # a scope holds the languages too
+            filters = (None if scope else list(where.langs) or None, scope)  # a scope holds the languages too
+            if isinstance(stats, KeywordStats):
+                found = self._scored_by(expression, k, filters, stats, row)
+            else:
+                found = self.texts.keyword_hits(expression, k, *filters)
             for col, (i, score) in enumerate(found):
                 ids[row, col], scores[row, col] = i, score
         return scores, ids
+
+    def keyword_stats(self, queries: list[str], query_langs: list[str] | None = None) -> KeywordStats:
+        """This index's term statistics for ``queries`` (:class:`~.termstats.KeywordStats`):
+        its rows, their tokens, and the rows holding each phrase of each query's expression;
+        the first round trip of an exact keyword search over shards (:mod:`.termstats`).
+
+        Raises:
+            EncodrError: the index has no keyword index.
+        """
+        self._require_keywords()
+        rows, tokens = self.texts.keyword_totals()
+        hits = []
+        for row, query in enumerate(queries):
+            phrases = list(
+                dict.fromkeys(expression_phrases(keyword_expression(query, query_langs[row] if query_langs else None)))
+            )
+            hits.append(dict(zip(phrases, self.texts.phrase_rows(phrases))))
+        return KeywordStats(rows, tokens, tuple(hits))
+
+    def _scored_by(self, expression: str, k: int, filters: tuple, stats: KeywordStats, query: int) -> list[tuple[int, float]]:
+        """The top ``k`` (id, score) matching ``expression`` and passing ``filters`` (langs,
+        scope), scored by BM25 with ``stats`` (query number ``query``'s phrases), best first,
+        ties by id: each phrase's frequency in each matching text is recovered from the local
+        ``bm25()`` of the phrase alone (:func:`~.termstats.frequencies`)."""
+        matched = self.texts.keyword_matches(expression, *filters)
+        if not len(matched):
+            return []
+        rows, tokens = self.texts.keyword_totals()
+        local_avgdl = tokens / rows
+        length = np.zeros(len(matched), dtype=np.float64)
+        freqs = []
+        for phrase in expression_phrases(expression):
+            ids, local, lengths = self.texts.phrase_scores(phrase)
+            at = np.searchsorted(matched, ids)
+            held = (at < len(matched)) & (matched[np.minimum(at, len(matched) - 1)] == ids)
+            freq = np.zeros(len(matched), dtype=np.float64)
+            freq[at[held]] = frequencies(local[held], lengths[held], idf(rows, len(ids)), local_avgdl)
+            length[at[held]] = lengths[held]
+            freqs.append((freq, stats.idf(query, phrase)))
+        score = bm25(freqs, length, stats.avgdl)
+        best = np.lexsort((matched, -score))[:k]
+        return [(int(matched[i]), float(score[i])) for i in best]
+
+    def _require_keywords(self) -> None:
+        """Raises EncodrError: this generation has no keyword index (built by an older encodr)."""
+        if not self.has_keywords:
+            raise EncodrError(
+                f"index {self.path} has no keyword index (built by an older encodr); rebuild it with encodr index, or use --mode dense",
+                field="mode",
+            )
 
     def vectors_of(self, ids: list[int]) -> np.ndarray:
         """Stored vectors (for exact re-ranking and benchmarks)."""

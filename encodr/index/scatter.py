@@ -14,7 +14,10 @@ merges them and fetches the rows of the candidates it keeps). What is merged and
   frequencies, average length), as Elasticsearch's default ``query_then_fetch``; a term rare in
   one shard scores higher there than it would in one index. The scores of documents spread
   evenly over the shards are close to one index's; ``bench/sharded.py`` reports the overlap.
-  The exact alternative (global statistics, Elasticsearch's ``dfs_query_then_fetch``) is not built.
+  With ``keyword_stats = global`` a first round trip gathers every shard's statistics and each
+  shard scores by their sum, so the merge is one index's ranking (Elasticsearch's
+  ``dfs_query_then_fetch``; :mod:`.termstats`): one more round trip, and each shard scores
+  every text matching the query rather than FTS5's top k.
 - fusion, re-ranking, judgments (kept at the sharded folder), snippets: the searcher's own, on the merged lists.
 
 A shard is a :class:`LocalShard` (this process) or anything with the same methods (a Ray Serve
@@ -37,6 +40,7 @@ import numpy as np
 from ..errors import EncodrError
 from .manifest import joined, read_manifest, route, shard_folders
 from .reader import IndexReader, QueryEncoding, locate
+from .termstats import KeywordStats
 
 
 class LocalShard:
@@ -74,9 +78,16 @@ class LocalShard:
             return _empty(len(vectors))
         return reader.search(reader.prepare_queries(vectors, langs), k, where, nprobe, ef_search)
 
-    def keyword_search(self, queries: list[str], k: int, where, query_langs: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Top ``k`` by BM25 with this shard's statistics (:meth:`~.reader.IndexReader.keyword_search`)."""
-        return self.current().keyword_search(queries, k, where, query_langs)
+    def keyword_search(
+        self, queries: list[str], k: int, where, query_langs: list[str], stats="shard"
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` by BM25 with this shard's statistics, or with ``stats`` gathered from every
+        shard (:meth:`~.reader.IndexReader.keyword_search`)."""
+        return self.current().keyword_search(queries, k, where, query_langs, stats)
+
+    def keyword_stats(self, queries: list[str], query_langs: list[str]) -> KeywordStats:
+        """This shard's term statistics for ``queries`` (:meth:`~.reader.IndexReader.keyword_stats`)."""
+        return self.current().keyword_stats(queries, query_langs)
 
     def rows(self, ids: list[int]) -> dict[int, dict]:
         """Stored rows by local id (:meth:`~.reader.IndexReader.rows`)."""
@@ -273,9 +284,20 @@ class ShardedIndex(QueryEncoding):
             self._all("search", (prepared.vectors, prepared.langs, k, where, nprobe, ef_search)), len(prepared), k
         )
 
-    def keyword_search(self, queries: list[str], k: int, where=None, query_langs: list[str] | None = None):
-        """The best ``k`` of every shard's top ``k`` by its own BM25: (scores, global ids) (q, ≤k)."""
-        return self._gathered(self._all("keyword_search", (queries, k, where, query_langs)), len(queries), k)
+    def keyword_search(self, queries: list[str], k: int, where=None, query_langs: list[str] | None = None, stats: str = "shard"):
+        """The best ``k`` of every shard's top ``k`` by BM25: (scores, global ids) (q, ≤k).
+
+        Args:
+            stats: ``shard``: each shard scores by its own term statistics (one round trip);
+                ``global``: a first round trip gathers every shard's statistics
+                (:meth:`LocalShard.keyword_stats`), summed, and each shard scores by them, so
+                the merged ranking is one index's (Elasticsearch's ``dfs_query_then_fetch``,
+                :mod:`.termstats`).
+        """
+        if stats == "global":
+            gathered = [s for s in self._all("keyword_stats", (queries, query_langs)) if s is not None]
+            stats = sum(gathered[1:], gathered[0]) if gathered else "shard"
+        return self._gathered(self._all("keyword_search", (queries, k, where, query_langs, stats)), len(queries), k)
 
     def _gathered(self, found: list, q: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         answered = [(i, f) for i, f in enumerate(found) if f is not None]

@@ -415,7 +415,7 @@ class Searcher:
             langs = self.query_languages(queries, options.lang, index, options.mode)
         if options.mode == KEYWORD:
             with phase("keyword"):
-                found = index.keyword_search(queries, k, where, langs)
+                found = index.keyword_search(queries, k, where, langs, options.keyword_stats)
             return langs, self._rows_to_hits(index, *found)
         if options.mode == DENSE:
             with phase("encode"):
@@ -427,7 +427,7 @@ class Searcher:
         with phase("dense"), one_faiss_thread():
             d_scores, d_ids = index.search(vectors, depth, where, options.nprobe, options.ef_search)
         with phase("keyword"):
-            k_scores, k_ids = index.keyword_search(queries, depth, where, langs)
+            k_scores, k_ids = index.keyword_search(queries, depth, where, langs, options.keyword_stats)
         with phase("fusion"):
             fused_scores, fused_ids = self._fused(index, langs, (d_scores, d_ids), (k_scores, k_ids), options)
         return langs, self._rows_to_hits(index, fused_scores, fused_ids)

@@ -450,13 +450,70 @@ class TextStore:
         (an SQL ``select`` of text ids and its parameters, :mod:`.filters`), among those it
         selects: the filter is part of the FTS5 query, so ``k`` hits come back whenever ``k``
         matching texts pass it."""
-        where = f" and rowid in (select id from texts where lang in ({','.join('?' * len(langs))}))" if langs else ""
-        params = [*(langs or [])]
-        if scope is not None:
-            where += f" and +rowid in ({scope[0]})"  # "+": filter the MATCH scan; a rowid IN would make FTS5 evaluate the MATCH once per listed id
-            params += scope[1]
+        where, params = _keyword_where(langs, scope)
         sql = f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order by bm25({KEYWORD_TABLE}) limit ?"
         return self._all(sql, (expression, *params, k))
+
+    def keyword_matches(
+        self, expression: str, langs: list[str] | None = None, scope: tuple[str, list] | None = None
+    ) -> np.ndarray:
+        """The ids (int64, ascending) of every text matching ``expression`` that passes ``langs``
+        and ``scope`` (as :meth:`keyword_hits`, unranked and unlimited)."""
+        where, params = _keyword_where(langs, scope)
+        sql = f"select rowid from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order by rowid"
+        return np.array([i for (i,) in self._all(sql, (expression, *params))], dtype=np.int64)
+
+    def keyword_totals(self) -> tuple[int, int]:
+        """(N, tokens): the keyword index's rows and their tokens in all, as FTS5's ``bm25()``
+        reads them (the FTS5 averages record, ``texts_fts_data`` id 1: varints N, then tokens)."""
+        found = self._all(f"select block from {KEYWORD_TABLE}_data where id = 1")
+        if not found or not found[0][0]:
+            return 0, 0
+        rows, at = _varint(found[0][0], 0)
+        tokens, _ = _varint(found[0][0], at)
+        return rows, tokens
+
+    def phrase_rows(self, phrases: list[str]) -> list[int]:
+        """n(p) of each FTS5 phrase (a quoted string): the texts holding it, as FTS5's
+        ``bm25()`` counts them (every text, whatever a search filters)."""
+        sql = f"select count(*) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?"
+        return [self._all(sql, (p,))[0][0] for p in phrases]
+
+    def phrase_scores(self, phrase: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every text holding the FTS5 ``phrase``, with the phrase alone's −``bm25()`` and the
+        text's tokens |d| (``texts_fts_docsize``): (ids int64, scores float64, lengths float64), (m,)."""
+        sql = (
+            f"select f.rowid, -bm25({KEYWORD_TABLE}), d.sz from {KEYWORD_TABLE} f join {KEYWORD_TABLE}_docsize d "
+            f"on d.id = f.rowid where {KEYWORD_TABLE} match ?"
+        )
+        found = self._all(sql, (phrase,))
+        ids = np.array([r[0] for r in found], dtype=np.int64)
+        scores = np.array([r[1] for r in found], dtype=np.float64)
+        lengths = np.array([_varint(r[2], 0)[0] for r in found], dtype=np.float64)
+        return ids, scores, lengths
+
+
+def _keyword_where(langs: list[str] | None, scope: tuple[str, list] | None) -> tuple[str, list]:
+    """The conditions (``and …``) and parameters a keyword search adds to its MATCH: texts in
+    ``langs``, and among those ``scope`` selects (:meth:`TextStore.keyword_hits`)."""
+    where = f" and rowid in (select id from texts where lang in ({','.join('?' * len(langs))}))" if langs else ""
+    params = [*(langs or [])]
+    if scope is not None:
+        where += f" and +rowid in ({scope[0]})"  # "+": filter the MATCH scan; a rowid IN would make FTS5 evaluate the MATCH once per listed id
+        params += scope[1]
+    return where, params
+
+
+def _varint(blob: bytes, at: int) -> tuple[int, int]:
+    """The SQLite varint at ``blob[at:]`` (FTS5's record format: 7 bits a byte, high bit set
+    when more follow, the 9th byte whole) and the offset after it."""
+    value = 0
+    for i in range(8):
+        byte = blob[at + i]
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value, at + i + 1
+    return (value << 8) | blob[at + 8], at + 9
 
 
 def upgrade_store(path: Path) -> None:

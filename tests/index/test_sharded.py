@@ -71,6 +71,42 @@ def test_three_shards_built_on_ray_give_one_index_dense_top_10(ray_local, scifac
     ]
 
 
+def test_global_keyword_statistics_give_one_index_keyword_ranking(scifact_sample, tiny_model, tmp_path):
+    corpus, queries = scifact_sample  # BM25 needs no real model
+    queries = [*queries, '"vitamin D" deficiency', "the of in"]  # a phrase; words in more than half the texts (idf floor)
+    options = dict(model=str(tiny_model), lang="eng")
+    build([str(corpus)], tmp_path / "one", BuildOptions(**options))
+    build([str(corpus)], tmp_path / "sharded", BuildOptions(**options, shards=3))
+    one = Searcher(tmp_path / "one").search(queries, SearchOptions(k=10, mode="keyword", passages=True))
+    shard_local, exact = (
+        Searcher(tmp_path / "sharded").search(queries, SearchOptions(k=10, mode="keyword", passages=True, keyword_stats=s))
+        for s in ("shard", "global")
+    )
+    ranked = lambda hits: [[(h.ext_id, h.start) for h in row] for row in hits]  # noqa: E731
+    assert ranked(exact) == ranked(one)
+    for a, b in zip(one, exact):
+        assert np.allclose([h.score for h in a], [h.score for h in b], rtol=1e-6)
+    assert ranked(shard_local) != ranked(one)  # each shard's own statistics rank otherwise
+    filtered = SearchOptions(k=5, mode="keyword", passages=True, keyword_stats="global", hit_langs=("eng",))
+    assert ranked(Searcher(tmp_path / "sharded").search(queries, filtered)) == ranked(
+        Searcher(tmp_path / "one").search(queries, filtered)
+    )
+
+
+def test_keyword_statistics_add_up_and_one_index_scores_by_its_own_exactly(scifact_sample, tiny_model, tmp_path):
+    corpus, queries = scifact_sample
+    build([str(corpus)], tmp_path / "one", BuildOptions(model=str(tiny_model), lang="eng"))
+    with IndexReader.open(tmp_path / "one") as reader:
+        stats = reader.keyword_stats(queries, ["eng"] * len(queries))
+        assert stats.rows == len(reader) and stats.tokens > stats.rows
+        doubled = stats + stats
+        assert (doubled.rows, doubled.tokens) == (2 * stats.rows, 2 * stats.tokens)
+        assert doubled.hits[0] == {p: 2 * n for p, n in stats.hits[0].items()}
+        fts5 = reader.keyword_search(queries, 10, None, ["eng"] * len(queries))
+        ours = reader.keyword_search(queries, 10, None, ["eng"] * len(queries), stats)
+    assert (fts5[1] == ours[1]).all() and np.array_equal(fts5[0], ours[0])  # FTS5's bm25(), recomputed bit for bit
+
+
 @pytest.fixture
 def notes(tmp_path) -> Path:
     folder = tmp_path / "notes"

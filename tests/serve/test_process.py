@@ -260,6 +260,11 @@ def test_a_sharded_index_on_ray_serve_answers_as_it_does_here(tiny_model, corpus
         answer = httpx.post(f"{server.url}/v1/search", json=body, timeout=60).json()
         assert not answer["partial"] and answer["missing_shards"] == []
         assert [(h["ext_id"], h["line"]) for h in answer["results"][0]["hits"]] == here
+        exact = SearchOptions(k=5, mode="keyword", keyword_stats="global")  # a first round trip for the shards' statistics
+        here_exact = [(h.line, round(h.score, 4)) for h in Searcher(out).search(["the fox near the den"], exact)[0]]
+        body = {**body, "mode": "keyword", "keyword_stats": "global"}
+        answer = httpx.post(f"{server.url}/v1/search", json=body, timeout=60).json()
+        assert [(h["line"], round(h["score"], 4)) for h in answer["results"][0]["hits"]] == here_exact
         code, printed, err = run_cli(
             ["search", "the fox near the den", "--index", "sharded", "-k", "5", "--server", server.url, "--json"],
             capsys,
