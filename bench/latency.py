@@ -334,9 +334,9 @@ def cold_rows(index: Path, size: int, queries: list[str], runs: int) -> list[dic
 
     encodr = [sys.executable, "-m", "encodr"]
     startup = [wall([*encodr, "--help"])[0] for _ in range(runs)]  # --help: what every encodr has (--version came later)
-    backend = json.loads((index / "current" / "index.json").read_text()).get(
-        "backend", "torch"
-    )  # the index's, which its queries load
+    from encodr.index.meta import IndexMeta
+
+    backend = IndexMeta.read(index / "current").backend  # the index's, which its queries load
     load = [
         float(
             wall(

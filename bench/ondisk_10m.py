@@ -133,7 +133,7 @@ def stage_vectors(args) -> dict:
 
     with Index.open(args.base) as index:
         base = index.faiss.reconstruct_n(0, len(index)).astype(np.float32)
-        model = index.meta["model"]
+        model = index.meta.model
     n0, d = base.shape
     for k in range(-(-args.n // SHARD)):
         path = args.work / f"vectors-{k:04d}.npy"

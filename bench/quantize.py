@@ -30,7 +30,6 @@ Prints a table and writes bench/results/quantize.json.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -52,8 +51,9 @@ def requantize(base: Path, out: Path, quantize: str, dim: int | None = None) -> 
     same training sample)."""
     from encodr.index import Index
     from encodr.index.faiss_types import new_faiss, training_sample, write_faiss
+    from encodr.index.meta import IndexMeta
     from encodr.index.quantized import RESCORE_FILE, BinaryRescored
-    from encodr.index.reader import META_FILE, VECTORS_FILE
+    from encodr.index.reader import VECTORS_FILE
 
     with Index.open(base) as index:
         n = len(index)
@@ -67,15 +67,14 @@ def requantize(base: Path, out: Path, quantize: str, dim: int | None = None) -> 
     faiss_index = new_faiss("flat", vectors.shape[1], n, training_sample(vectors), quantize)
     faiss_index.add(vectors)
     write_faiss(faiss_index, out / VECTORS_FILE)
-    meta = json.loads((out / META_FILE).read_text())
+    meta = IndexMeta.read(out)
     if dim is not None:
-        meta.update(dimension=dim, truncate_dim=dim)
-    meta.update(quantize=quantize, bytes_per_vector=round((out / VECTORS_FILE).stat().st_size / n, 1))
+        meta.dimension = meta.truncate_dim = dim
+    meta.quantize, meta.bytes_per_vector = quantize, round((out / VECTORS_FILE).stat().st_size / n, 1)
     if isinstance(faiss_index, BinaryRescored):
-        meta.update(
-            int8_ranges=faiss_index.ranges.tolist(), rescore_bytes_per_vector=round((out / RESCORE_FILE).stat().st_size / n, 1)
-        )
-    (out / META_FILE).write_text(json.dumps(meta))
+        meta.int8_ranges = faiss_index.ranges.tolist()
+        meta.rescore_bytes_per_vector = round((out / RESCORE_FILE).stat().st_size / n, 1)
+    meta.write(out)
 
 
 def timed_search(search, queries: np.ndarray) -> tuple[list[float], np.ndarray]:
@@ -122,7 +121,7 @@ def compressed_rows(
             {
                 "row": f"--quantize {quantize}" if dim is None else f"--dim {dim}",
                 "texts": len(searcher.index),
-                "bytes/vector (memory)": meta.get("bytes_per_vector")
+                "bytes/vector (memory)": meta.bytes_per_vector
                 or round((searcher.index.folder / "vectors.faiss").stat().st_size / len(searcher.index), 1),
                 "recall@10 vs exact": round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top10, exact)])), 4),
                 "ndcg@10": round(quality(searcher), 2) if quality else "–",
@@ -130,7 +129,7 @@ def compressed_rows(
                 "p99 ms": round(float(np.percentile(ms, 99)), 3),
             }
         )
-        rows[-1]["bytes/vector (disk)"] = rows[-1]["bytes/vector (memory)"] + meta.get("rescore_bytes_per_vector", 0)
+        rows[-1]["bytes/vector (disk)"] = rows[-1]["bytes/vector (memory)"] + (meta.rescore_bytes_per_vector or 0)
         searcher.index.close()
         if name != "none":
             shutil.rmtree(folder)

@@ -30,7 +30,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `encodr search` and `e
 
 import argparse
 import csv
-import json
 import random
 import shutil
 import sys
@@ -47,8 +46,9 @@ from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
 from encodr.index import BuildOptions, Index, Searcher, build  # noqa: E402
 from encodr.index.faiss_types import HNSW_EF_SEARCH, IVF_NPROBE, auto_index_type, new_faiss, training_sample  # noqa: E402  # noqa: E402
+from encodr.index.meta import IndexMeta  # noqa: E402
 from encodr.index.options import SearchOptions
-from encodr.index.reader import META_FILE, VECTORS_FILE  # noqa: E402
+from encodr.index.reader import VECTORS_FILE  # noqa: E402
 from encodr.paths import bundled  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -210,8 +210,7 @@ def main() -> None:
             searcher.index.folder, auto_dir, ignore=shutil.ignore_patterns(VECTORS_FILE)
         )  # one generation, as a flat index
         shutil.copy(scratch / f"{auto}.faiss", auto_dir / VECTORS_FILE)
-        meta_auto = {**meta, "index_type": auto}
-        (auto_dir / META_FILE).write_text(json.dumps(meta_auto))
+        IndexMeta.read(auto_dir).copy(index_type=auto).write(auto_dir)
         opened = {}
         for mmap in (True, False):
             before, t = rss_mb(), time.perf_counter()

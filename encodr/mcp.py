@@ -110,8 +110,8 @@ class Agents:
         served = self.served
         searcher = served.searcher(request.index)
         if tool.writes and name != "judge":  # documents: one write at a time, then the searcher opens the new generation
-            same = searcher.encoder.backend == searcher.index.meta.get(
-                "backend", "torch"
+            same = (
+                searcher.encoder.backend == searcher.index.meta.backend
             )  # a torch index's queries may run on onnx: its documents stay on torch
             encoder = {"encoder": searcher.encoder} if name != "delete_documents" and same else {}
             return served.write(request.index, request, "mcp", **encoder).payload()

@@ -100,18 +100,21 @@ def open_searcher(request: SearchRequest):
     return searcher
 
 
-def preload_languages(meta: dict, lang: str | None, mode: str) -> None:
-    """Start loading the language detectors a search of the index ``meta`` describes will run
+def preload_languages(meta, lang: str | None, mode: str) -> None:
+    """Start loading the language detectors a search of the index whose ``index.json`` is
+    ``meta`` (an :class:`~encodr.index.meta.IndexMeta`, or None where it cannot be read) will run
     (:func:`encodr.data.language.preload`): among the index's languages where the search detects
     among several (:func:`~encodr.index.search.detected_among`; never with ``lang`` given), and
     among all for the English-only model's hint (:func:`language_hints`)."""
     from ..data.language import preload
     from ..index.search import detected_among
 
+    if meta is None:
+        return
     languages = detected_among(meta, mode) if lang is None else []
     if len(languages) > 1:
         preload(languages)
-    if hint_applies(meta):
+    if hint_applies(meta.model, meta.languages):
         preload(None)
 
 
@@ -171,9 +174,9 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
         hints = [*hints, empty_line(searcher.index.path)]
     down = searcher.index.missing()
     if down:
-        hints = [*hints, partial_line(down, searcher.index.meta["shards"])]
-    split = searcher.index.meta.get("split_documents") and not request.passages and len(searcher.index) > 0
-    n = searcher.index.meta.get("split_documents") or 0
+        hints = [*hints, partial_line(down, searcher.index.meta.shards)]
+    split = searcher.index.meta.split_documents and not request.passages and len(searcher.index) > 0
+    n = searcher.index.meta.split_documents or 0
     caption = (
         (
             f"documents ranked by their best passage ({n:,} long document{' is' if n == 1 else 's are'} split into passages; "
@@ -187,7 +190,7 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
     )
     return SearchResult(
         index=str(searcher.index.path),
-        model=searcher.index.meta["model"],
+        model=searcher.index.meta.model,
         caption=caption,
         hints=hints,
         timings=shown,
@@ -214,39 +217,41 @@ HINT_WORDS, HINT_CONFIDENCE = 3, 0.8  # a query gets the language hint when it h
 HINT_ENGLISH_AT_MOST = 0.01  # … and finds English this unlikely: short English queries read as another language ("white matter in newborns": Swedish 0.89, English 0.045)
 
 
-def hint_applies(meta: dict) -> bool:
-    """Whether :func:`language_hints` looks at the queries of the index ``meta`` describes: one of
-    English texts built with a model trained on English only (:data:`encodr.models.aliases.ENGLISH_ONLY`)."""
+def hint_applies(model: str, languages: list[str]) -> bool:
+    """Whether :func:`language_hints` looks at the queries of an index built with ``model`` whose
+    texts are in ``languages``: English texts and a model trained on English only
+    (:data:`encodr.models.aliases.ENGLISH_ONLY`)."""
     from ..models.aliases import ENGLISH_ONLY
 
-    return meta.get("model") in ENGLISH_ONLY and set(meta.get("languages") or []) - {"und"} == {"eng"}
+    return model in ENGLISH_ONLY and set(languages or []) - {"und"} == {"eng"}
 
 
-def model_language_hints(meta: dict) -> list[str]:
-    """One hint line when the index ``meta`` describes holds texts in languages other than
-    English, built with a model trained on English only (:data:`encodr.models.aliases.ENGLISH_ONLY`):
+def model_language_hints(model: str, languages: list[str]) -> list[str]:
+    """One hint line when an index built with ``model`` holds texts in ``languages`` other than
+    English, and the model was trained on English only (:data:`encodr.models.aliases.ENGLISH_ONLY`):
     it names the languages and the multilingual model. Empty otherwise."""
     from ..models.aliases import ENGLISH_ONLY, MULTILINGUAL
 
-    other = sorted(set(meta.get("languages") or []) - {"eng", "und"})
-    if meta.get("model") not in ENGLISH_ONLY or not other:
+    other = sorted(set(languages or []) - {"eng", "und"})
+    if model not in ENGLISH_ONLY or not other:
         return []
     return [
-        f"texts in {', '.join(other)}, but {meta['model']} was trained on English only: index them with --model {MULTILINGUAL} "
+        f"texts in {', '.join(other)}, but {model} was trained on English only: index them with --model {MULTILINGUAL} "
         "(multilingual) to search them well"
     ]
 
 
-def language_hints(queries: list[str], meta: dict) -> list[str]:
+def language_hints(queries: list[str], meta) -> list[str]:
     """One hint line when an index of English texts, built with a model trained on English only
     (:data:`encodr.models.aliases.ENGLISH_ONLY`), is searched with a query in another language
     (detected among all languages, :func:`encodr.data.language.detect_against`: another language
     at :data:`HINT_CONFIDENCE` or more and English at :data:`HINT_ENGLISH_AT_MOST` or less): it
-    names the multilingual model. Empty otherwise (and for any other model or index)."""
+    names the multilingual model. Empty otherwise (and for any other model or index). ``meta``:
+    the index's :class:`~encodr.index.meta.IndexMeta`."""
     from ..data.language import detect_against
     from ..models.aliases import MULTILINGUAL
 
-    if not hint_applies(meta):
+    if not hint_applies(meta.model, meta.languages):
         return []
     sure = [q for q in queries if len(q.split()) >= HINT_WORDS]  # a word or two is too little to tell a language by
     found = detect_against(sure, "eng") if sure else []
@@ -260,7 +265,7 @@ def language_hints(queries: list[str], meta: dict) -> list[str]:
     if not other:
         return []
     return [
-        f"a query looks like {', '.join(other)}, but model {meta['model']} was trained on English only: rebuild the index with "
+        f"a query looks like {', '.join(other)}, but model {meta.model} was trained on English only: rebuild the index with "
         f"--model {MULTILINGUAL} (multilingual) to search it across languages"
     ]
 
@@ -370,16 +375,16 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
         done = upgrade(request.upgrade)
         title = f"upgraded → {done['path']}" if done["upgraded"] else f"already current → {done['path']}"
         return RecordResult(title=title, record=done, keys=["from", "to", "upgraded"])
-    meta = index_with(request, None, progress, warn)
-    _remember(meta["path"], warn)
-    for line in skipped_lines(meta.get("skipped_files", [])):
+    built = index_with(request, None, progress, warn)
+    _remember(built["path"], warn)
+    for line in skipped_lines(built.get("skipped_files", [])):
         warn(line)
-    if meta.get("skipped_files"):
-        warn(f"{len(meta['skipped_files'])} file(s) skipped (--json lists them); the others are indexed")
-    for line in model_language_hints(meta):
+    if built.get("skipped_files"):
+        warn(f"{len(built['skipped_files'])} file(s) skipped (--json lists them); the others are indexed")
+    for line in model_language_hints(built["model"], built.get("languages") or []):
         warn(line)
-    keys = [*SUMMARY, "shards"] if "shards" in meta else list(SUMMARY)  # a sharded index: how many
-    return RecordResult(title=f"encodr index → {meta['path']}", record=meta, keys=keys)
+    keys = [*SUMMARY, "shards"] if "shards" in built else list(SUMMARY)  # a sharded index: how many
+    return RecordResult(title=f"encodr index → {built['path']}", record=built, keys=keys)
 
 
 SKIPPED_SHOWN = 10  # files skipped for their own reason (damaged, empty) named one a line, at most
@@ -443,12 +448,13 @@ def interrupted_index(request: IndexRequest) -> str:
     return kept
 
 
-def sync_line(meta: dict) -> str:
-    """One line for a sync's counts (``encodr index --watch``, ``encodr serve --watch``)."""
-    skipped = len(meta.get("skipped_files") or [])
+def sync_line(synced: dict) -> str:
+    """One line for a sync's counts (``encodr index --watch``, ``encodr serve --watch``), from
+    the build's summary (:func:`encodr.index.build`)."""
+    skipped = len(synced.get("skipped_files") or [])
     return (
-        f"synced {meta['path']}: {meta['added']} added, {meta['updated']} updated, {meta['removed']} removed, {meta['unchanged']} unchanged; "
-        f"{meta['encoded']} passages encoded in {meta['seconds']:.1f} s"
+        f"synced {synced['path']}: {synced['added']} added, {synced['updated']} updated, {synced['removed']} removed, "
+        f"{synced['unchanged']} unchanged; {synced['encoded']} passages encoded in {synced['seconds']:.1f} s"
         + (f"; {skipped} file(s) skipped (warnings above)" if skipped else "")
     )
 
@@ -512,16 +518,16 @@ def watch(
                     from ..models import load_encoder
 
                     with open_index(synced.target(), mmap=False) as index:
-                        encoder = load_encoder(index.meta["model"], backend=index.meta.get("backend", "torch"))
-                meta = index_with(synced, encoder, warn=warn)
+                        encoder = load_encoder(index.meta.model, backend=index.meta.backend)
+                done = index_with(synced, encoder, warn=warn)
         except EncodrError as exc:
             warn(f"sync failed: {exc}; watching on")
             return False
-        for line in skipped_lines(meta.get("skipped_files", [])):
+        for line in skipped_lines(done.get("skipped_files", [])):
             warn(line)
-        changed = any(meta[k] for k in ("added", "updated", "removed")) or meta.get("skipped_files")
+        changed = any(done[k] for k in ("added", "updated", "removed")) or done.get("skipped_files")
         if changed or not catch_up:
-            on_sync(sync_line(meta))
+            on_sync(sync_line(done))
         return bool(changed)
 
     count, first = 0, True
@@ -572,9 +578,9 @@ def upsert(request: UpsertRequest, index: str, warn: WarnFn = lambda line: None,
     """
     from ..index.build import upsert as put
 
-    meta = put(index, request.records(), warn=warn, encoder=encoder)
+    done = put(index, request.records(), warn=warn, encoder=encoder)
     keys = ["added", "updated", "unchanged", "encoded", "documents", "count"]
-    return RecordResult(title=f"upsert → {meta['path']}", record={k: meta.get(k) for k in keys}, keys=keys)
+    return RecordResult(title=f"upsert → {done['path']}", record={k: done.get(k) for k in keys}, keys=keys)
 
 
 def delete_ids(request: DocumentIdsRequest, index: str) -> RecordResult:
@@ -680,9 +686,9 @@ def sync_served(request: SyncRequest, index: str, encoder, warn: WarnFn = lambda
     Raises:
         EncodrError: see :meth:`SyncRequest.check` and :func:`encodr.index.build`.
     """
-    meta = index_with(IndexRequest(corpus=request.corpus, out=index, write="sync"), encoder=encoder, warn=warn)
+    done = index_with(IndexRequest(corpus=request.corpus, out=index, write="sync"), encoder=encoder, warn=warn)
     keys = ["added", "updated", "removed", "unchanged", "encoded", "documents", "count"]
-    return RecordResult(title=f"sync → {meta['path']}", record={k: meta.get(k) for k in keys}, keys=keys)
+    return RecordResult(title=f"sync → {done['path']}", record={k: done.get(k) for k in keys}, keys=keys)
 
 
 @contextlib.contextmanager
@@ -906,7 +912,7 @@ def _evaluate_index(request: EvalRequest, progress: ProgressFn) -> EvalResult:
     return EvalResult(
         suite="retrieval",
         primary=PRIMARY["retrieval"],
-        reports=[{**report.to_dict(), "backend": evaluator.searcher.index.meta.get("backend", "torch")}],
+        reports=[{**report.to_dict(), "backend": evaluator.searcher.index.meta.backend}],
     )
 
 

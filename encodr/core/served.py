@@ -60,7 +60,7 @@ class Served:
                     f"two served indexes are named '{path.name}'; serve one of them, or rename its folder", field="index"
                 )
             searcher = self.searchers[path.name] = Searcher(path, encoder=encoder_for)
-            announce(f"serving index {path.name} ({path}, {len(searcher.index):,} texts, model {searcher.index.meta['model']})")
+            announce(f"serving index {path.name} ({path}, {len(searcher.index):,} texts, model {searcher.index.meta.model})")
 
     def searcher(self, name: str | None):
         """The searcher of served index ``name``.
@@ -120,11 +120,12 @@ class Served:
         rows = []
         for name, searcher in self.searchers.items():
             searcher.refresh()
+            record = searcher.index.meta.to_dict()
             rows.append(
                 {
                     "name": name,
                     "path": str(searcher.index.path),
-                    **{k: searcher.index.meta.get(k) for k in commands.INDEX_COLUMNS if k != "name"},
+                    **{k: record.get(k) for k in commands.INDEX_COLUMNS if k != "name"},
                 }
             )
         return rows

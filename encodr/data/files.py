@@ -204,11 +204,11 @@ def read_document_file(path: str | Path) -> Document:
         return Document(p.stem, raw, {})
     if suffix in CODE_SUFFIXES:
         return Document(p.name, raw, {}, 1, (), tuple(code_sections(raw, code_language(p.name))))
-    meta, text = front_matter(raw)
+    fields, text = front_matter(raw)
     heading = next((line.lstrip("#").strip() for line in text.splitlines() if line.startswith("# ")), None)
-    title = meta.get("title") if isinstance(meta.get("title"), str) else None
+    title = fields.get("title") if isinstance(fields.get("title"), str) else None
     first = raw[: len(raw) - len(text)].count("\n") + 1  # the lines the front matter took
-    return Document(title or heading or p.stem, text, meta, first)
+    return Document(title or heading or p.stem, text, fields, first)
 
 
 def read_document_meta(path: str | Path) -> tuple[str, str, dict]:

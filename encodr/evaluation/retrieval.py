@@ -317,7 +317,7 @@ class IndexRetrievalEvaluator(RetrievalEvaluator):
     @property
     def model_name(self) -> str:
         """The index's model, which encodes the queries."""
-        return str(self.searcher.index.meta.get("model"))
+        return str(self.searcher.index.meta.model)
 
     def ranked(
         self, encoder=None, searches: tuple[SearchOptions, ...] | None = None, reranker=None

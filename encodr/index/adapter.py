@@ -54,10 +54,12 @@ def read_adapter(root: Path, fingerprint: str) -> QueryAdapter | None:
     None when there is none, it is for another model, or it cannot be read."""
     try:
         with np.load(Path(root) / ADAPTER_FILE, allow_pickle=False) as found:
-            meta = json.loads(str(found["meta"]))
-            if meta.get("fingerprint") != fingerprint:
+            about = json.loads(str(found["meta"]))
+            if about.get("fingerprint") != fingerprint:
                 return None
-            return QueryAdapter(found["u"].astype(np.float32), found["v"].astype(np.float32), fingerprint, meta.get("report", {}))
+            return QueryAdapter(
+                found["u"].astype(np.float32), found["v"].astype(np.float32), fingerprint, about.get("report", {})
+            )
     except (OSError, ValueError, KeyError):
         return None
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import sqlite3
@@ -41,6 +40,7 @@ from .ingest import (
 )
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
 from .lock import index_lock
+from .meta import IndexMeta
 from .ondisk import ONDISK_FILE
 from .options import UPDATES, BuildOptions
 from .quantized import RESCORE_FILE
@@ -257,7 +257,7 @@ def _backend(spec: IndexSpec, old: IndexReader | None) -> str:
     ):  # a loaded encoder (or the server's batched one)
         return spec.options.model.backend
     if old is not None:
-        return old.meta.get("backend", "torch")
+        return old.meta.backend
     if spec.options.processes > 1 or spec.options.engine != "local":
         return "torch"
     from ..models import pick_device
@@ -307,19 +307,19 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
             _check_matryoshka(encoder, spec.warn)
         return encoder, lang
     encoder = (
-        model if model is not None and not isinstance(model, str) else load_encoder(model or old.meta["model"], backend=backend)
+        model if model is not None and not isinstance(model, str) else load_encoder(model or old.meta.model, backend=backend)
     )
-    if encoder.fingerprint != old.meta["fingerprint"]:
+    if encoder.fingerprint != old.meta.fingerprint:
         raise EncodrError(
-            f"model '{model}' differs from the model index {out} was built with ({old.meta['model']}); drop --model or build a new index"
+            f"model '{model}' differs from the model index {out} was built with ({old.meta.model}); drop --model or build a new index"
         )
-    kept = old.meta.get("truncate_dim")
-    if spec.options.dim is not None and spec.options.dim != (kept or old.meta["dimension"]):
+    kept = old.meta.truncate_dim
+    if spec.options.dim is not None and spec.options.dim != (kept or old.meta.dimension):
         raise EncodrError(
-            f"--dim {spec.options.dim} differs from index {out}'s {old.meta['dimension']} dimensions; drop --dim (--add keeps the index's)"
+            f"--dim {spec.options.dim} differs from index {out}'s {old.meta.dimension} dimensions; drop --dim (--add keeps the index's)"
         )
     encoder.truncate(kept)
-    return encoder, lang or old.meta.get("default_lang")
+    return encoder, lang or old.meta.default_lang
 
 
 def _load_auto(spec: IndexSpec, model: str | None, backend: str) -> Encoder:
@@ -354,11 +354,7 @@ def _plan(spec: IndexSpec, old: IndexReader | None) -> _Plan:
     unread = unchanged_files(old.texts, spec.files) if roots is not None else set()
     files = [f for f in spec.files if os.path.abspath(f) not in unread]
     # documents are encoded with the model's document prompt (E5: "passage: "); --add keeps the index's own
-    prompts = (
-        old.meta.get("prompts", {"query": "", "document": ""})
-        if old is not None
-        else {role: encoder.prompt(role) for role in ("query", "document")}
-    )
+    prompts = old.meta.prompts if old is not None else {role: encoder.prompt(role) for role in ("query", "document")}
     room = encoder.max_length - 2 - len(encoder.tokenizer.tokenize(prompts["document"]))  # the prompt's tokens share the window
     split = None if spec.options.whole else passage_splitter(encoder.tokenizer, room)
     key = {
@@ -395,7 +391,7 @@ def _read_on_ray(
 ) -> None:
     """Read, split and encode ``plan.files`` on Ray Data (:func:`~.dataflow.ray_windows`); deduplicate and store here."""
     o, encoder = spec.options, plan.encoder
-    model_spec = o.model if isinstance(o.model, str) else old.meta["model"] if old is not None else encoder.name
+    model_spec = o.model if isinstance(o.model, str) else old.meta.model if old is not None else encoder.name
     work = items(plan.files, plan.counts, o.window, spec.found, o.layout)
     tokenizer = None if plan.split is None else encoder.tokenizer.backend_tokenizer.to_str()
     actor = ActorModel(
@@ -450,7 +446,7 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
     total, out = plan.total, spec.out
     progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
     started = time.time()
-    candidates = (old.meta.get("lang_detection") or {}).get("languages") if old is not None else None
+    candidates = old.meta.detected_languages or None if old is not None else None
     done = 0
 
     def step(n: int) -> None:
@@ -479,7 +475,7 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
             meta, keyword_seconds = _settle(tmp, spec, plan, ingest, reconcile, old)
             changed = ingest.added or any(getattr(reconcile.counts, name) for name in ("added", "updated", "removed"))
             if old is not None and not changed:  # nothing to write: the current generation stays (a shard a sync did not touch)
-                meta = dict(old.meta)
+                meta = old.meta.copy()
                 raise _Unchanged
             if old is not None:
                 old.close()  # this build holds the old generation no more: the swap may remove it
@@ -489,7 +485,7 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
     plan.shards.remove()  # the new generation is current: nothing left to resume
     files_skipped = [{"path": s.path, "reason": s.reason} for s in spec.skipped]
     return {
-        **meta,
+        **meta.to_dict(),
         **reconcile.counts.as_dict(),
         "encoded": ingest.added,
         "skipped_duplicates": ingest.skipped,
@@ -503,46 +499,44 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
 
 def _settle(
     tmp: Path, spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconcile, old: IndexReader | None
-) -> tuple[dict, float]:
+) -> tuple[IndexMeta, float]:
     """Once every input is stored: remove replaced texts, build or extend the FAISS index, the
-    keyword index and ``index.json`` in ``tmp``; the metadata and the keyword index's seconds."""
+    keyword index and ``index.json`` in ``tmp``; the record written and the keyword index's seconds."""
     deleted = ingest.texts.settle_members(reconcile.replaced, reconcile.finish())
     detected = ingest.detected and old is None and settle_languages(ingest.texts)
-    on_disk = spec.options.on_disk if old is None else bool(old.meta.get("on_disk"))
+    on_disk = spec.options.on_disk if old is None else bool(old.meta.on_disk)
     with (
         ray_adding(spec.options.address) if on_disk and spec.options.engine == "ray" else contextlib.nullcontext() as add_blocks
     ):  # blocks added in Ray tasks
         if old is None:
             index, meta = new_index(tmp, ingest, spec.options, plan.lang, detected, add_blocks)
-            meta["backend"] = plan.backend
+            meta.backend = plan.backend
         elif on_disk:
-            index, meta = extended_on_disk(tmp, ingest, old, add_blocks), dict(old.meta)
+            index, meta = extended_on_disk(tmp, ingest, old, add_blocks), old.meta.copy()
         else:  # --add in memory: the writer thread added the vectors as they came
-            index, meta = old.faiss, dict(old.meta)
+            index, meta = old.faiss, old.meta.copy()
     ingest.raw_path.unlink()
     index = remove_texts(index, deleted, ingest.texts, meta)
-    meta["count"] = int(index.ntotal)
-    meta["documents"] = ingest.texts.document_count()
-    meta["deleted"] = len(ingest.texts.tombstones())
-    meta["sources"] = sorted(
-        set(meta.get("sources") or []) | set(spec.roots or [])
-    )  # what it was built, added to and synced from
-    meta["split_documents"] = int(meta.get("split_documents") or 0) + len(ingest.split_documents)
-    meta["passages"] = int(meta.get("passages") or 0) + ingest.passages
-    meta["languages"] = ingest.texts.languages()
-    meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    meta.count = int(index.ntotal)
+    meta.documents = ingest.texts.document_count()
+    meta.deleted = len(ingest.texts.tombstones())
+    meta.sources = sorted(set(meta.sources) | set(spec.roots or []))  # what it was built, added to and synced from
+    meta.split_documents += len(ingest.split_documents)
+    meta.passages += ingest.passages
+    meta.languages = ingest.texts.languages()
+    meta.updated = time.strftime("%Y-%m-%d %H:%M:%S")
     keywords_started = time.time()
     ingest.texts.build_keywords()
-    meta["keywords"] = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
-    meta["prompts"] = plan.prompts
+    meta.keywords = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
+    meta.prompts = plan.prompts
     keyword_seconds = round(time.time() - keywords_started, 2)
     ingest.texts.close()
     write_faiss(index, tmp / VECTORS_FILE)
     stored = (tmp / VECTORS_FILE).stat().st_size + ((tmp / ONDISK_FILE).stat().st_size if (tmp / ONDISK_FILE).exists() else 0)
-    meta["bytes_per_vector"] = round(stored / max(1, index.ntotal), 1)
+    meta.bytes_per_vector = round(stored / max(1, index.ntotal), 1)
     if (tmp / RESCORE_FILE).exists():  # --quantize binary: the int8 vectors, on disk and memory-mapped
-        meta["rescore_bytes_per_vector"] = round((tmp / RESCORE_FILE).stat().st_size / max(1, index.ntotal), 1)
-    (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+        meta.rescore_bytes_per_vector = round((tmp / RESCORE_FILE).stat().st_size / max(1, index.ntotal), 1)
+    meta.write(tmp)
     return meta, keyword_seconds
 
 

@@ -7,7 +7,6 @@ vectors; then the write rebuilds the FAISS index from the live vectors."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sqlite3
@@ -21,9 +20,10 @@ from ..errors import EncodrError
 from ..outputs import SHARDED_RECORD, generation, os_fault
 from .faiss_types import new_faiss, training_sample, write_faiss
 from .lock import index_lock
+from .meta import IndexMeta
 from .ondisk import ONDISK_FILE
 from .quantized import RESCORE_FILE, BinaryRescored
-from .reader import META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, IndexReader, locate
+from .reader import PCR_FILE, STORE_FILE, VECTORS_FILE, IndexReader, locate
 from .texts import TextStore
 
 # A deleted text whose vector the FAISS index cannot remove (HNSW, IVF-PQ, binary, on-disk IVF)
@@ -36,17 +36,17 @@ from .texts import TextStore
 COMPACT_AT = 0.20
 
 
-def removable_now(index, meta: dict) -> bool:
+def removable_now(index, meta: IndexMeta) -> bool:
     """Whether FAISS removes ids from ``index`` (described by its ``index.json`` ``meta``) itself:
     a flat index (float or int8; it then renumbers the vectors after each removed one) or an
     in-memory IVF index (ids kept). HNSW, IVF-PQ with its re-ranking copy, IVF lists on disk
     (a merged, memory-mapped file) and binary indexes cannot."""
     import faiss
 
-    return isinstance(index, (faiss.IndexFlatCodes, faiss.IndexIVF)) and not meta.get("on_disk")
+    return isinstance(index, (faiss.IndexFlatCodes, faiss.IndexIVF)) and not meta.on_disk
 
 
-def remove_texts(index, deleted: np.ndarray, texts: TextStore, meta: dict):
+def remove_texts(index, deleted: np.ndarray, texts: TextStore, meta: IndexMeta):
     """Take the vectors of ``deleted`` texts (int64 ids; their rows are already gone from
     ``texts``, the generation's store) out of ``index``.
 
@@ -70,12 +70,12 @@ def remove_texts(index, deleted: np.ndarray, texts: TextStore, meta: dict):
         return index
     texts.add_tombstones(deleted)
     dead = len(texts.tombstones())
-    if meta.get("on_disk") or dead <= COMPACT_AT * index.ntotal:
+    if meta.on_disk or dead <= COMPACT_AT * index.ntotal:
         return index
     return compacted(index, texts, meta)
 
 
-def compacted(index, texts: TextStore, meta: dict):
+def compacted(index, texts: TextStore, meta: IndexMeta):
     """A new FAISS index of ``meta``'s type holding only the live vectors of ``index`` (the
     stored texts' ids, in order), its quantisers trained again on them; the store is renumbered
     to match. Vectors are read back from the index (HNSW: exact; IVF-PQ: its 8-bit re-ranking
@@ -85,18 +85,18 @@ def compacted(index, texts: TextStore, meta: dict):
         The rebuilt index (ntotal = live texts)."""
     live = np.array(texts.column("id"), dtype=np.int64)
     if not len(live):
-        vectors = np.zeros((0, int(meta["dimension"])), np.float32)
+        vectors = np.zeros((0, meta.dimension), np.float32)
     elif hasattr(index, "reconstruct_batch"):  # FAISS's own: one call (the binary index reads its int8 copy a vector at a time)
         vectors = index.reconstruct_batch(live).astype(np.float32)
     else:
         vectors = np.stack([index.reconstruct(int(i)) for i in live]).astype(np.float32)
-    kind, quantize = meta["index_type"], meta.get("quantize", "none")
+    kind, quantize = meta.index_type, meta.quantize
     sample = training_sample(vectors) if (kind.startswith("ivf") or quantize != "none") and len(vectors) else None
-    fresh = new_faiss(kind, int(meta["dimension"]), len(vectors), sample, quantize)
+    fresh = new_faiss(kind, meta.dimension, len(vectors), sample, quantize)
     for start in range(0, len(vectors), 10_000):
         fresh.add(np.ascontiguousarray(vectors[start : start + 10_000]))
     if isinstance(fresh, BinaryRescored):
-        meta["int8_ranges"] = fresh.ranges.tolist()
+        meta.int8_ranges = fresh.ranges.tolist()
     texts.renumber()
     return fresh
 
@@ -180,7 +180,7 @@ def compact(out: str | Path) -> dict:
 
         return {"path": str(out.resolve()), "shards": [compact(folder) for folder in shard_folders(out)]}
     with _rewriting(out) as old:
-        if old.meta.get("on_disk"):
+        if old.meta.on_disk:
             raise EncodrError(
                 f"index {out} keeps its IVF lists on disk: compact it by building it again (encodr index … --overwrite)"
             )
@@ -197,16 +197,16 @@ def _delete_locked(out: Path, old: IndexReader, wanted: list[str], missing: list
         texts = TextStore.create(tmp / STORE_FILE)
         try:
             deleted = texts.settle_members([], wanted)
-            meta = dict(old.meta)
+            meta = old.meta.copy()
             index = remove_texts(old.faiss, deleted, texts, meta)
             if force and len(texts.tombstones()) and index is old.faiss:
                 index = compacted(old.faiss, texts, meta)
             rewritten = index is not old.faiss or removable_now(old.faiss, meta)
-            meta["count"] = int(index.ntotal)
-            meta["documents"] = texts.document_count()
-            meta["deleted"] = len(texts.tombstones())
-            meta["languages"] = texts.languages()
-            meta["updated"] = time.strftime("%Y-%m-%d %H:%M:%S")
+            meta.count = int(index.ntotal)
+            meta.documents = texts.document_count()
+            meta.deleted = len(texts.tombstones())
+            meta.languages = texts.languages()
+            meta.updated = time.strftime("%Y-%m-%d %H:%M:%S")
             if len(deleted) or index is not old.faiss:  # texts gone, or ids renumbered: the keyword index follows
                 texts.build_keywords()
         finally:
@@ -217,16 +217,16 @@ def _delete_locked(out: Path, old: IndexReader, wanted: list[str], missing: list
             for name in (VECTORS_FILE, ONDISK_FILE, RESCORE_FILE):
                 if (old.folder / name).exists():
                     _link_or_copy(old.folder / name, tmp / name)
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+        meta.write(tmp)
         old.close()
     return {
         "removed": len(wanted),
         "not_found": missing,
         "deleted_texts": int(len(deleted)),
-        "tombstones": meta["deleted"],
+        "tombstones": meta.deleted,
         "compacted": index is not old.faiss and not removable_now(old.faiss, meta),
-        "count": meta["count"],
-        "documents": meta["documents"],
+        "count": meta.count,
+        "documents": meta.documents,
         "path": str(out.resolve()),
     }
 

@@ -27,19 +27,13 @@ from ..errors import EncodrError
 FORMAT = 4
 
 
-def format_of(meta: dict) -> int:
-    """The format of an index whose ``index.json`` holds ``meta`` (1: written before the number)."""
-    return int(meta.get("format", 1))
-
-
-def require_current(path: Path, meta: dict) -> None:
-    """Refuse an index of another format than this encodr's :data:`FORMAT`.
+def require_current(path: Path, found: int) -> None:
+    """Refuse an index of format ``found`` (:attr:`~.meta.IndexMeta.format`) unless it is this encodr's :data:`FORMAT`.
 
     Raises:
         EncodrError: an older index (the fix: ``encodr index --upgrade PATH``, once), or a newer
             one (the fix: a newer encodr); field ``index``.
     """
-    found = format_of(meta)
     if found < FORMAT:
         raise EncodrError(
             f"index {path} was written by an older encodr (index format {found}; this one reads {FORMAT}); "

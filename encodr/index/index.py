@@ -43,8 +43,7 @@ class Index(IndexReader):
         Raises:
             EncodrError: see :func:`.build.build`.
         """
-        meta = build_index(files, out, options, progress, warn)
-        return cls.open(meta["path"])
+        return cls.open(build_index(files, out, options, progress, warn)["path"])
 
     def add(
         self,

@@ -22,7 +22,7 @@ from ..errors import EncodrError
 from ..models.pcr import POOLED, fit_and_remove, remove_per_language
 from .documents import Reconcile
 from .faiss_types import add_vectors, auto_index_type, new_faiss, training_sample, write_faiss
-from .format import FORMAT
+from .meta import IndexMeta, new_meta
 from .ondisk import add_on_disk, extend_trained
 from .options import UPDATES, BuildOptions
 from .quantized import BinaryRescored
@@ -292,7 +292,7 @@ class Ingest:
                         f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
                         "rebuild it with --pcr over all languages, or give --lang"
                     ) from None
-        if self.old is not None and not self.old.meta.get("on_disk"):
+        if self.old is not None and not self.old.meta.on_disk:
             add_vectors(self.old.faiss, vectors, first)
         else:  # a new index, or one whose lists are on disk: the vectors wait in the raw file (see extended_on_disk)
             vectors.tofile(self.raw)
@@ -343,8 +343,8 @@ def extended_on_disk(tmp: Path, ingest: Ingest, old: IndexReader, add_blocks=Non
 
 def new_index(
     tmp: Path, ingest: Ingest, options: BuildOptions, lang: str | None, detected: list[str] | None = None, add_blocks=None
-):
-    """The FAISS index and ``index.json`` of a new index from the ingested raw vectors, as
+) -> tuple[object, IndexMeta]:
+    """The FAISS index and ``index.json`` record of a new index from the ingested raw vectors, as
     ``options`` say (its PCR variant applied first, with ``pcr``; its type, quantisation and
     on-disk lists); ``detected``: the languages the detector settled on, when it labelled any
     text; ``add_blocks``: see :func:`~.ondisk.add_on_disk`."""
@@ -354,8 +354,6 @@ def new_index(
         options.quantize,
         options.on_disk,
     )
-    from .. import __version__
-
     encoder, n, dim = ingest.encoder, ingest.next_id, ingest.encoder.dimension
     vectors = ingest.raw_vectors("r+")
     if pcr:
@@ -377,23 +375,20 @@ def new_index(
         for start in range(0, n, 10_000):
             index.add(np.ascontiguousarray(vectors[start : start + 10_000]))
     del vectors
-    extra = {"int8_ranges": index.ranges.tolist()} if isinstance(index, BinaryRescored) else {}
-    meta = {
-        "format": FORMAT,
-        "encodr_version": __version__,
-        "model": encoder.name if not Path(encoder.name).exists() else str(Path(encoder.name).resolve()),
-        "pooling": encoder.pooling,
-        "dimension": dim,
-        "truncate_dim": encoder.truncate_dim,
-        "fingerprint": encoder.fingerprint,
-        "index_type": kind,
-        "quantize": quantize,
-        "on_disk": on_disk,
-        "pcr": bool(pcr),
-        "pcr_variant": pcr,
-        "default_lang": lang,
-        "lang_detection": {"detector": DETECTOR, "languages": detected} if ingest.detected else None,
-        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-        **extra,
-    }
+    meta = new_meta(
+        model=encoder.name if not Path(encoder.name).exists() else str(Path(encoder.name).resolve()),
+        pooling=encoder.pooling,
+        dimension=dim,
+        truncate_dim=encoder.truncate_dim,
+        fingerprint=encoder.fingerprint,
+        index_type=kind,
+        quantize=quantize,
+        on_disk=on_disk,
+        int8_ranges=index.ranges.tolist() if isinstance(index, BinaryRescored) else None,
+        pcr=bool(pcr),
+        pcr_variant=pcr,
+        default_lang=lang,
+        lang_detection={"detector": DETECTOR, "languages": detected} if ingest.detected else None,
+        created=time.strftime("%Y-%m-%d %H:%M:%S"),
+    )
     return index, meta

@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 from ..errors import EncodrError
-from ..outputs import INDEX_RECORD, SHARDED_RECORD, current_generation
+from ..outputs import SHARDED_RECORD, current_generation
+from .meta import IndexMeta
 
 MANIFEST = SHARDED_RECORD
 SHARDED_FORMAT = 1  # the manifest's layout; a newer one is refused by this encodr (:func:`read_manifest`)
@@ -66,42 +67,45 @@ def shard_folders(root: Path) -> list[Path]:
     return [shard_folder(root, i) for i in range(int(read_manifest(root)["shards"]))]
 
 
-def joined(metas: list[dict], count: int) -> dict:
-    """One ``index.json`` for the shards' ``metas``: see :attr:`~.scatter.ShardedIndex.meta`."""
-    meta = dict(metas[0])
-    meta["count"] = count
-    for key in ("documents", "split_documents"):
-        meta[key] = sum(int(m.get(key) or 0) for m in metas)
-    detected = sorted({lang for m in metas for lang in ((m.get("lang_detection") or {}).get("languages") or [])})
-    if meta.get("lang_detection"):
-        meta["lang_detection"] = {**meta["lang_detection"], "languages": detected}
-    meta["languages"] = sorted({lang for m in metas for lang in (m.get("languages") or [])}) or meta.get("languages")
-    meta["keywords"] = all(m.get("keywords", True) for m in metas)
-    meta["shards"] = len(metas)
-    return meta
+def joined(metas: list[IndexMeta], count: int) -> IndexMeta:
+    """One record for the shards' ``metas`` (shard 0's settings; ``count``, ``documents`` and
+    ``split_documents`` summed, the languages joined, ``keywords`` only when every shard has
+    them, ``shards`` set): see :attr:`~.scatter.ShardedIndex.meta`."""
+    first = metas[0]
+    detected = sorted({lang for m in metas for lang in m.detected_languages})
+    return first.copy(
+        count=count,
+        deleted=0,
+        documents=sum(m.documents for m in metas),
+        split_documents=sum(m.split_documents for m in metas),
+        lang_detection={**first.lang_detection, "languages": detected} if first.lang_detection else None,
+        languages=sorted({lang for m in metas for lang in m.languages}) or list(first.languages),
+        keywords=first.keywords if all(m.has_keywords for m in metas) else None,
+        shards=len(metas),
+    )
 
 
-def current_meta(folder: Path) -> dict:
+def current_meta(folder: Path) -> IndexMeta | None:
     """The ``index.json`` of the index in ``folder`` (its current generation, or the folder itself
-    before generations), read without opening the index; ``{}`` where there is none to read."""
+    before generations), read without opening the index; None where there is none to read."""
     try:
-        return json.loads(((current_generation(folder) or Path(folder)) / INDEX_RECORD).read_text())
-    except (OSError, ValueError):
-        return {}
+        return IndexMeta.read(current_generation(folder) or Path(folder))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
-def states_on_disk(root: Path) -> list[tuple[dict, int]]:
+def states_on_disk(root: Path) -> list[tuple[IndexMeta | None, int]]:
     """Each shard's (``index.json`` of its current generation, live texts) read from the files
-    (no shard asked): what a coordinator starts from before its shards answer; ``{}`` and 0 for a
+    (no shard asked): what a coordinator starts from before its shards answer; None and 0 for a
     shard whose ``index.json`` cannot be read."""
     states = []
     for folder in shard_folders(root):
         meta = current_meta(folder)
-        states.append((meta, int(meta.get("count", 0) or 0) - int(meta.get("deleted", 0) or 0)))
+        states.append((meta, meta.live if meta else 0))
     return states
 
 
-def sharded_meta(root: Path) -> dict:
+def sharded_meta(root: Path) -> IndexMeta:
     """The ``index.json`` of the sharded index in ``root`` as a search sees it
     (:attr:`~.scatter.ShardedIndex.meta`), read from the files.
 
@@ -109,6 +113,6 @@ def sharded_meta(root: Path) -> dict:
         EncodrError: see :func:`read_manifest`; a shard without an index.
     """
     states = states_on_disk(root)
-    if any(not meta for meta, _ in states):
+    if any(meta is None for meta, _ in states):
         raise EncodrError(f"sharded index {root}: a shard has no index.json; rebuild it with --overwrite", field="index")
     return joined([meta for meta, _ in states], sum(n for _, n in states))

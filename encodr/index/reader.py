@@ -25,7 +25,6 @@ none. Old generations are removed by the next write once no reader holds them.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -45,12 +44,13 @@ from .filters import sql as filter_sql
 from .format import require_current
 from .keywords import keyword_expression
 from .manifest import current_meta, sharded_meta
+from .meta import META_FILE, IndexMeta
 from .ondisk import ONDISK_FILE, read_on_disk
 from .quantized import RESCORE_FILE, BinaryRescored
 from .termstats import KeywordStats, bm25, expression_phrases, frequencies, idf
 from .texts import TextStore
 
-META_FILE, VECTORS_FILE, STORE_FILE, PCR_FILE = "index.json", "vectors.faiss", "texts.db", "pcr.npz"
+VECTORS_FILE, STORE_FILE, PCR_FILE = "vectors.faiss", "texts.db", "pcr.npz"
 RAW_VECTORS_FILE = "vectors.f32"  # a new index's vectors while it is built (removed before the generation is complete)
 INDEX_FILES = (
     META_FILE,
@@ -84,16 +84,16 @@ def locate(spec: str | Path) -> Path:
     return named if named.is_dir() else path
 
 
-def peek_meta(spec: str | Path) -> dict:
+def peek_meta(spec: str | Path) -> IndexMeta | None:
     """The ``index.json`` of the index ``spec`` names (its current generation), read without
     opening the index (no lock, no FAISS, no SQLite): what a caller may prepare for before
-    :meth:`IndexReader.open`. ``{}`` where there is none to read (the open then says why)."""
+    :meth:`IndexReader.open`. None where there is none to read (the open then says why)."""
     path = locate(spec)
     if (path / SHARDED_RECORD).is_file():  # a sharded index: its shards' index.json joined
         try:
             return sharded_meta(path)
         except EncodrError:
-            return {}
+            return None
     return current_meta(path)
 
 
@@ -105,13 +105,13 @@ class QueryEncoding:
     """How an index's queries and passages are encoded, from its ``index.json`` (``meta``): the
     part of :class:`IndexReader` a sharded index (:class:`~.scatter.ShardedIndex`) shares."""
 
-    meta: dict
+    meta: IndexMeta
 
     @property
     def query_prompt(self) -> str:
         """The text put before each query: the model's query prompt the index was built with
         (``index.json`` ``prompts``; E5: ``query: ``)."""
-        return self.meta["prompts"]["query"]
+        return self.meta.query_prompt
 
     def encode_queries(self, encoder, queries: list[str]) -> np.ndarray:
         """float32 (Q, d) unit vectors of ``queries`` as this index's vectors were made: after
@@ -123,11 +123,11 @@ class QueryEncoding:
         """float32 (N, d) unit vectors of ``texts`` as this index's passages were made: after the
         document prompt (``index.json`` ``prompts``; E5: ``passage: ``), truncated as
         :meth:`encode_queries` truncates (a hit's sentences, scored for its snippet)."""
-        return self._encoded(encoder, texts, self.meta["prompts"]["document"])
+        return self._encoded(encoder, texts, self.meta.document_prompt)
 
     def _encoded(self, encoder, texts: list[str], prompt: str) -> np.ndarray:
         vectors = encoder.encode(texts, prompt=prompt)
-        dim = int(self.meta["dimension"])
+        dim = self.meta.dimension
         return truncated(vectors, dim) if vectors.shape[1] != dim else vectors
 
 
@@ -139,7 +139,7 @@ class IndexReader(QueryEncoding):
         folder: the generation read (``path/gNNNNNN``; ``path`` itself for an index written
             before generations), held with a shared lock until :meth:`close` so that no writer
             removes it under this reader.
-        meta: the contents of ``index.json``.
+        meta: its ``index.json`` (:class:`~.meta.IndexMeta`).
         faiss: the FAISS index.
         components: language → first principal component (empty without PCR).
         texts: the generation's :class:`~.texts.TextStore`, read-only.
@@ -149,7 +149,7 @@ class IndexReader(QueryEncoding):
         self,
         path: Path,
         folder: Path,
-        meta: dict,
+        meta: IndexMeta,
         faiss_index,
         components: dict[str, np.ndarray],
         texts: TextStore,
@@ -169,7 +169,7 @@ class IndexReader(QueryEncoding):
         self._identity = _identity(
             folder
         )  # a folder of the same name made anew (the index deleted and built again) is another generation
-        self.nprobe = nprobe or IVF_NPROBE.get(meta.get("index_type"), IVF_NPROBE["ivf"])
+        self.nprobe = nprobe or IVF_NPROBE.get(meta.index_type, IVF_NPROBE["ivf"])
         self.ef_search = ef_search or HNSW_EF_SEARCH
         self._hold = hold
         self.tombstones = texts.tombstones()  # ids whose vectors FAISS still holds, their texts deleted: never returned
@@ -252,26 +252,26 @@ class IndexReader(QueryEncoding):
             if not (folder / name).is_file():
                 raise missing(name)
         try:
-            meta = json.loads((folder / META_FILE).read_text())
-            count = int(meta["count"])
+            meta = IndexMeta.read(folder)
+            count = int(meta.count)
         except FileNotFoundError:
             raise _Moved from None
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, TypeError):
             raise EncodrError(f"{folder / META_FILE} is corrupted (not the JSON encodr wrote); rebuild the index") from None
-        require_current(path, meta)
-        binary = meta.get("quantize") == "binary"
+        require_current(path, meta.format)
+        binary = meta.quantize == "binary"
         if binary and not (folder / RESCORE_FILE).is_file():
             raise missing(RESCORE_FILE)
-        if meta.get("on_disk") and not (folder / ONDISK_FILE).is_file():
+        if meta.on_disk and not (folder / ONDISK_FILE).is_file():
             raise missing(ONDISK_FILE)
         try:
             if binary:
-                index = BinaryRescored.read(folder / VECTORS_FILE, meta["int8_ranges"])
+                index = BinaryRescored.read(folder / VECTORS_FILE, meta.int8_ranges)
             else:
                 flags = faiss.IO_FLAG_MMAP_IFC if mmap else 0
                 index = (
                     read_on_disk(folder / VECTORS_FILE, flags)
-                    if meta.get("on_disk")
+                    if meta.on_disk
                     else faiss.read_index(str(folder / VECTORS_FILE), flags)
                 )
         except (RuntimeError, OSError, ValueError, KeyError):
@@ -302,7 +302,7 @@ class IndexReader(QueryEncoding):
                     f"{f' and {dead} deleted' if dead else ''}, {META_FILE} says {count}; rebuild it with encodr index"
                 )
             components = {}
-            if meta.get("pcr"):
+            if meta.pcr:
                 try:
                     with np.load(folder / PCR_FILE) as z:
                         components = {k: z[k] for k in z.files}
@@ -324,7 +324,7 @@ class IndexReader(QueryEncoding):
         """The languages that take the pooled PCR component (:func:`encodr.models.pcr.component_for`):
         any, in an index whose languages were detected; only ``und`` (a text in no language)
         in one whose languages were given."""
-        return None if self.meta.get("lang_detection") else (UNDETERMINED,)
+        return None if self.meta.lang_detection else (UNDETERMINED,)
 
     def stale(self) -> bool:
         """True once another generation has become current (a long-running reader then opens
@@ -417,7 +417,7 @@ class IndexReader(QueryEncoding):
                 raise EncodrError(f"index {self.path} was built without --pcr, so a query language changes nothing; drop --lang")
             return vectors
         if langs is None or isinstance(langs, str):
-            langs = [langs or self.meta.get("default_lang")] * len(vectors)
+            langs = [langs or self.meta.default_lang] * len(vectors)
         try:
             return remove_per_language(vectors, langs, self.components, self.pooled_for)
         except KeyError as missing:
@@ -710,16 +710,16 @@ def list_indexes(root: Path | None = None) -> list[dict]:
         where = {"name": folder.name, "path": str(folder)}
         if (folder / SHARDED_RECORD).is_file():  # a sharded index: its shards' index.json joined
             try:
-                found.append({**where, **sharded_meta(folder)})
+                found.append({**where, **sharded_meta(folder).to_dict()})
             except EncodrError as exc:
                 found.append({**where, "error": str(exc)})
             continue
-        meta_file = (current_generation(folder) or folder) / META_FILE
-        if not meta_file.exists():
+        generation = current_generation(folder) or folder
+        if not (generation / META_FILE).exists():
             continue
         try:
-            found.append({**where, **json.loads(meta_file.read_text())})
-        except ValueError:
+            found.append({**where, **IndexMeta.read(generation).to_dict()})
+        except (ValueError, TypeError):
             found.append({**where, "error": f"{META_FILE} is corrupted; rebuild the index"})
         except OSError as exc:
             found.append({**where, "error": f"{META_FILE} cannot be read ({exc.strerror})"})

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import EncodrError
 from .manifest import joined, read_manifest, route, shard_folders
+from .meta import IndexMeta
 from .reader import IndexReader, QueryEncoding, locate
 from .termstats import KeywordStats
 
@@ -64,11 +65,11 @@ class LocalShard:
                     self.reader = IndexReader.open(self.folder, mmap=True)
         return self.reader
 
-    def state(self) -> tuple[dict, int]:
-        """(``index.json`` of the current generation with ``keywords`` (whether it has a keyword
-        index), texts a search can return)."""
+    def state(self) -> tuple[IndexMeta, int]:
+        """(``index.json`` of the current generation, its ``keywords`` None where the generation
+        has no keyword index; texts a search can return)."""
         reader = self.current()
-        return {**reader.meta, "keywords": reader.has_keywords}, len(reader)
+        return reader.meta.copy(keywords=reader.meta.keywords if reader.has_keywords else None), len(reader)
 
     def search(self, vectors: np.ndarray, langs: list[str], k: int, where, nprobe, ef_search) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` by cosine of raw query vectors (float32 (q, d), before PCR, which the shard
@@ -215,7 +216,7 @@ class ShardedIndex(QueryEncoding):
         """
         self._states = list(states)
         metas = [m for m, _ in states]
-        if len({m.get("fingerprint") for m in metas}) > 1:
+        if len({m.fingerprint for m in metas}) > 1:
             raise EncodrError(
                 f"sharded index {self.path}: its shards hold vectors of different models; rebuild it with --overwrite",
                 field="index",
@@ -234,7 +235,7 @@ class ShardedIndex(QueryEncoding):
 
     @property
     def has_keywords(self) -> bool:
-        return bool(self.meta.get("keywords", True))
+        return self.meta.has_keywords
 
     @property
     def texts(self) -> "ShardedTexts":

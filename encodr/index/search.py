@@ -21,6 +21,7 @@ from ..timing import phase
 from .adapter import read_adapter
 from .filters import Where
 from .fusion import fuse, interpolate
+from .meta import IndexMeta
 from .options import DENSE, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
 from .reader import IndexReader
 
@@ -93,7 +94,7 @@ def check_languages(index: IndexReader, options: SearchOptions) -> None:
             changes nothing (an index without PCR searched densely, or without a keyword index);
             a code that is not ISO 639-3.
     """
-    stored = index.meta.get("languages", [])
+    stored = index.meta.languages
     for code in options.hit_langs:
         check_code(code, "hit_lang")
     missing = [c for c in options.hit_langs if c not in stored]
@@ -154,25 +155,25 @@ def tuned_search(index: IndexReader) -> dict:
 
     from .judgments import read_tuned
 
-    found = read_tuned(index.path, index.meta.get("fingerprint", ""))
+    found = read_tuned(index.path, index.meta.fingerprint or "")
     if found:
         return found
     try:
-        record = json.loads((Path(str(index.meta.get("model", ""))) / "encodr.json").read_text())
+        record = json.loads((Path(index.meta.model) / "encodr.json").read_text())
     except (OSError, ValueError):
         return {}
     return dict(record.get("search") or {}) if isinstance(record, dict) else {}
 
 
-def detected_among(meta: dict, mode: str) -> list[str]:
+def detected_among(meta: IndexMeta, mode: str) -> list[str]:
     """The languages a query is detected among, in a search of ``mode`` without ``lang`` of the
     index whose ``index.json`` is ``meta``: the index's languages (``und`` left out), or none
     where nothing is detected — an index built with a default language (``--lang``), one whose
     texts have no determined language, and a ``dense`` search of an index without PCR, where
     nothing the search does depends on the language. (With one language, that one: detection
     among one returns it without a detector.)"""
-    languages = [c for c in meta.get("languages") or [] if c != UNDETERMINED]
-    if meta.get("default_lang") or (mode == DENSE and not meta.get("pcr")):
+    languages = [c for c in meta.languages if c != UNDETERMINED]
+    if meta.default_lang or (mode == DENSE and not meta.pcr):
         return []
     return languages
 
@@ -267,7 +268,7 @@ class Searcher:
                 self.index.close()
                 raise
         meta = self.index.meta
-        built = meta.get("backend", "torch")
+        built = meta.backend
         self.warnings: list[str] = []
         if encoder is None and backend is not None and backend != built:
             self.warnings.append(
@@ -275,14 +276,14 @@ class Searcher:
                 "gives slightly different vectors, so scores and ranks may move a little"
             )
         if callable(encoder) and not hasattr(encoder, "encode"):  # a function that gives the encoder
-            encoder = encoder(meta["model"], built)
-        self.encoder = encoder or query_encoder(model or meta["model"], backend, built)
+            encoder = encoder(meta.model, built)
+        self.encoder = encoder or query_encoder(model or meta.model, backend, built)
         self.fingerprint = self.encoder.fingerprint
-        if self.fingerprint != meta["fingerprint"]:
+        if self.fingerprint != meta.fingerprint:
             self.index.close()
             raise EncodrError(
-                f"model '{model or meta['model']}' is not the model index {index_dir} was built with "
-                f"({meta['model']}, pooling {meta['pooling']}); search it without --model, or rebuild the index"
+                f"model '{model or meta.model}' is not the model index {index_dir} was built with "
+                f"({meta.model}, pooling {meta.pooling}); search it without --model, or rebuild the index"
             )
         self.tuned = tuned_search(self.index)
         self.adapter = read_adapter(self.index.path, self.fingerprint)  # a query adapter learned on judgments (:mod:`.adapter`)
@@ -310,10 +311,10 @@ class Searcher:
             if not self.index.stale():  # another thread reopened it meanwhile
                 return False
             fresh = IndexReader.open(self.index.path, **self._open)
-            if fresh.meta["fingerprint"] != self.fingerprint:
+            if fresh.meta.fingerprint != self.fingerprint:
                 fresh.close()
                 raise EncodrError(
-                    f"index {self.index.path} was rebuilt with another model ({fresh.meta['model']}); open it again to search it"
+                    f"index {self.index.path} was rebuilt with another model ({fresh.meta.model}); open it again to search it"
                 )
             self.index = fresh  # the old reader closes when its last reader drops it
             self.tuned = tuned_search(fresh)
@@ -341,7 +342,7 @@ class Searcher:
             return [lang] * len(queries)
         languages = detected_among(index.meta, mode)
         if not languages:
-            return [index.meta.get("default_lang") or UNDETERMINED] * len(queries)
+            return [index.meta.default_lang or UNDETERMINED] * len(queries)
         return detect_languages(queries, languages)
 
     def warm(self) -> None:
@@ -391,7 +392,7 @@ class Searcher:
         options = self.resolve(options.for_index(index.has_keywords), reranker)
         check_languages(index, options)
         if len(index) == 0:  # every document deleted: nothing to find, and FAISS refuses k = 0
-            return [index.meta.get("default_lang") or UNDETERMINED] * len(queries), [[] for _ in queries]
+            return [index.meta.default_lang or UNDETERMINED] * len(queries), [[] for _ in queries]
         return self._query(index, queries, options, reranker)
 
     def resolve(self, options: SearchOptions, reranker=None) -> SearchOptions:
@@ -405,7 +406,7 @@ class Searcher:
     ) -> tuple[list[str], list[list[Hit]]]:
         """:meth:`query` on one generation, its options checked."""
         k, where = options.k, Where(options.hit_langs, options.filters)
-        if not options.passages and index.meta.get("split_documents"):
+        if not options.passages and index.meta.split_documents:
             return self._documents(index, queries, options, reranker)
         if reranker is not None:
             langs, first = self._query(index, queries, replace(options, k=max(k, options.rerank_depth), passages=True), None)
@@ -534,7 +535,7 @@ class Searcher:
         next call with the same queries on an index of the same prompt and dimension (the
         snippets of the search it just ran: :meth:`snippets`), so a query is encoded once. The
         index's query adapter (:attr:`adapter`, :mod:`.adapter`), when it has one, maps them."""
-        key = (index.query_prompt, index.meta["dimension"], tuple(queries))
+        key = (index.query_prompt, index.meta.dimension, tuple(queries))
         last = getattr(self._last_queries, "value", None)
         if last is not None and last[0] == key:
             return last[1]
@@ -621,7 +622,7 @@ class Searcher:
 
     def _judged_vectors(self, index: IndexReader, keys: list[str]) -> np.ndarray:
         """The vectors of judged queries (n, d), encoded once per model and prompt and kept."""
-        model = (index.meta.get("fingerprint"), index.query_prompt)
+        model = (index.meta.fingerprint, index.query_prompt)
         missing = [key for key in keys if (model, key) not in self._judged_cache]
         if missing:
             for key, vector in zip(missing, index.encode_queries(self.encoder, missing)):

@@ -320,4 +320,5 @@ def _count(folder: Path) -> int:
     """The number of texts in the shard index ``folder`` (its ``index.json``), 0 when unreadable."""
     from .reader import peek_meta
 
-    return int(peek_meta(folder).get("count", 0) or 0)
+    meta = peek_meta(folder)
+    return meta.count if meta else 0

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from ..errors import EncodrError
 from ..outputs import SHARDED_RECORD, current_generation, generation, written_by_encodr
-from .format import FORMAT, format_of, require_current
+from .format import FORMAT, require_current
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
 from .lock import index_lock
+from .meta import IndexMeta
 from .reader import INDEX_FILES, META_FILE, RAW_VECTORS_FILE, STORE_FILE, locate
 
 
@@ -66,9 +67,10 @@ def upgrade(path: str | Path) -> dict:
                 "and leaves this folder as it is",
                 field="upgrade",
             )
-        found = format_of(meta)
+        meta = IndexMeta.from_dict(meta)
+        found = meta.format
         if found >= FORMAT:
-            require_current(path, meta)  # a newer one is refused
+            require_current(path, found)  # a newer one is refused
             return {"path": str(path.resolve()), "from": found, "to": FORMAT, "upgraded": False}
         with generation(path, legacy=INDEX_FILES) as tmp:  # a flat index's files are removed once the generation is current
             for name in INDEX_FILES:
@@ -78,11 +80,10 @@ def upgrade(path: str | Path) -> dict:
             texts = TextStore.create(tmp / STORE_FILE)
             try:
                 texts.build_keywords()
-                meta["documents"] = texts.document_count()
+                meta.documents = texts.document_count()
             finally:
                 texts.close()
-            meta.setdefault("prompts", {"query": "", "document": ""})
-            meta["keywords"] = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
-            meta["format"] = FORMAT
-            (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+            meta.keywords = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
+            meta.format = FORMAT
+            meta.write(tmp)
     return {"path": str(path.resolve()), "from": found, "to": FORMAT, "upgraded": True}

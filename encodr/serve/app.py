@@ -250,12 +250,12 @@ def _model_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
         req = await parse(request, rq.SearchRequest)
         sized(req.query, "query")
         searcher = searcher_named(req.index)
-        if req.model is not None and req.model != searcher.index.meta["model"]:
+        if req.model is not None and req.model != searcher.index.meta.model:
             raise EncodrError(
-                f"index '{req.index}' is searched with model '{searcher.index.meta['model']}', not '{req.model}'; leave model out",
+                f"index '{req.index}' is searched with model '{searcher.index.meta.model}', not '{req.model}'; leave model out",
                 field="model",
             )
-        built = searcher.index.meta.get("backend", "torch")
+        built = searcher.index.meta.backend
         if req.backend is not None and req.backend != built:
             raise EncodrError(f"index '{req.index}' is served with backend {built}; leave backend out", field="backend")
         reranker = cross_named(req.rerank, "rerank") if req.rerank else None

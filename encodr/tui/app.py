@@ -722,8 +722,8 @@ class EncodrApp(App):
             return
         meta = s.index.meta
         self.set_status(
-            f"model {meta['model']} ({meta['pooling']}) · index {s.index.path.name}: {len(s.index):,} texts, {meta['index_type']}"
-            f"{' + PCR' if meta.get('pcr') else ''} · languages {', '.join(meta.get('languages') or ['?'])}"
+            f"model {meta.model} ({meta.pooling}) · index {s.index.path.name}: {len(s.index):,} texts, {meta.index_type}"
+            f"{' + PCR' if meta.pcr else ''} · languages {', '.join(meta.languages or ['?'])}"
             f"{f' · query language {self.last_lang}' if self.last_lang else ''}{f' · re-ranked by {self.rerank}' if self.reranker else ''}"
             f" · last query {self.last_ms:.1f} ms" + "".join(f" · {note}" for note in self.notes)
         )

@@ -43,7 +43,7 @@ class IndexPane(VerticalScroll):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.built: Path | None = None
-        self.meta: dict | None = None
+        self.summary: dict | None = None  # the last build's summary
 
     def compose(self) -> ComposeResult:
         R = IndexRequest
@@ -91,25 +91,25 @@ class IndexPane(VerticalScroll):
         yield ProgressBar(id="index-bar")
         yield Static("", id="index-result")
 
-    def load(self, path: Path, meta: dict) -> None:
-        """The form set to an open index's settings (``index.json``): its folders and files, model,
-        path, index type, vectors, backend, PCR and IVF-on-disk, so that Sync and Build (append)
-        act on it as it was built."""
-        self.query_one("#index-files", Input).value = " ".join(meta.get("sources") or [])
-        self.query_one("#index-model", Input).value = str(meta.get("model") or "")
+    def load(self, path: Path, meta) -> None:
+        """The form set to an open index's settings (its :class:`~encodr.index.meta.IndexMeta`):
+        its folders and files, model, path, index type, vectors, backend, PCR and IVF-on-disk, so
+        that Sync and Build (append) act on it as it was built."""
+        self.query_one("#index-files", Input).value = " ".join(meta.sources)
+        self.query_one("#index-model", Input).value = meta.model
         self.query_one("#index-out", Input).value = str(path)
         from ..core.fields import rendering
 
-        for widget_id, key in (
-            ("#index-type", "index_type"),
-            ("#index-quantize", "quantize"),
-            ("#index-backend", "backend"),
-            ("#index-pcr-variant", "pcr_variant"),
+        for widget_id, key, value in (
+            ("#index-type", "index_type", meta.index_type),
+            ("#index-quantize", "quantize", meta.quantize),
+            ("#index-backend", "backend", meta.backend),
+            ("#index-pcr-variant", "pcr_variant", meta.pcr_variant),
         ):
-            if meta.get(key) in rendering(IndexRequest, key).choices:
-                self.query_one(widget_id, Select).value = meta[key]
-        self.query_one("#index-pcr", Checkbox).value = bool(meta.get("pcr"))
-        self.query_one("#index-on-disk", Checkbox).value = bool(meta.get("on_disk"))
+            if value in rendering(IndexRequest, key).choices:
+                self.query_one(widget_id, Select).value = value
+        self.query_one("#index-pcr", Checkbox).value = meta.pcr
+        self.query_one("#index-on-disk", Checkbox).value = meta.on_disk
 
     @on(Button.Pressed, "#index-sync-now")
     def sync_pressed(self) -> None:
@@ -149,7 +149,7 @@ class IndexPane(VerticalScroll):
         if result is None:
             self.query_one("#index-result", Static).update(f"[red]{escape(str(message))}[/]")
             return
-        self.meta, self.built = result.record, Path(result.record["path"])
+        self.summary, self.built = result.record, Path(result.record["path"])
         (table,) = result.tables()
         self.query_one("#index-result", Static).update("\n".join(f"{k}: {v}" for k, v in table.rows) + "\n\npress o to search it")
         self.query_one("#index-open", Button).disabled = False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from encodr.core import commands
+from encodr.index.meta import IndexMeta
 
 
 @pytest.mark.parametrize(
@@ -38,7 +39,7 @@ from encodr.core import commands
             [None],
         ),  # one language, an English-only model: the hint's detector, among all
         ({"languages": ["eng"], "model": "me5"}, None, "hybrid", []),  # one language, a multilingual model: nothing to detect
-        ({}, None, "hybrid", []),  # no index.json to read: the open says why
+        (None, None, "hybrid", []),  # no index.json to read: the open says why
     ],
 )
 def test_the_detectors_a_search_will_run_are_preloaded_and_no_others(monkeypatch, meta, lang, mode, loaded):
@@ -48,7 +49,7 @@ def test_the_detectors_a_search_will_run_are_preloaded_and_no_others(monkeypatch
     monkeypatch.setattr(
         language, "preload", lambda candidates=None: calls.append(None if candidates is None else tuple(candidates))
     )
-    commands.preload_languages(meta, lang, mode)
+    commands.preload_languages(None if meta is None else IndexMeta.from_dict(meta), lang, mode)
     assert calls == loaded
 
 
@@ -59,5 +60,5 @@ def test_peek_meta_reads_the_current_generation_without_opening_the_index(tmp_pa
     corpus = tmp_path / "c.txt"
     corpus.write_text("the cat sat\nstock markets fell\n")
     build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
-    assert peek_meta(tmp_path / "idx")["count"] == 2 and peek_meta(tmp_path / "idx")["languages"] == ["eng"]
-    assert peek_meta(tmp_path / "nowhere") == {}
+    assert peek_meta(tmp_path / "idx").count == 2 and peek_meta(tmp_path / "idx").languages == ["eng"]
+    assert peek_meta(tmp_path / "nowhere") is None

@@ -1,30 +1,32 @@
 """A query in another language than an English-only index and model gets one hint naming the multilingual model."""
 
 from encodr.core.commands import language_hints, model_language_hints
+from encodr.index.meta import IndexMeta
 
 
 def test_a_spanish_query_on_an_english_only_model_names_the_multilingual_one():
-    meta = {"model": "minilm", "languages": ["eng"]}
+    meta = IndexMeta(model="minilm", languages=["eng"])
     (hint,) = language_hints(["¿cómo mantener la presión de la bomba de agua?"], meta)
     assert "spa" in hint and "--model me5" in hint
     assert language_hints(["how to keep the pump pressure steady"], meta) == []
-    assert language_hints(["¿cómo mantener la presión de la bomba de agua?"], {"model": "me5", "languages": ["eng"]}) == []
+    assert language_hints(["¿cómo mantener la presión de la bomba de agua?"], IndexMeta(model="me5", languages=["eng"])) == []
     assert (
-        language_hints(["¿cómo mantener la presión de la bomba de agua?"], {"model": "minilm", "languages": ["eng", "spa"]}) == []
+        language_hints(["¿cómo mantener la presión de la bomba de agua?"], IndexMeta(model="minilm", languages=["eng", "spa"]))
+        == []
     )
 
 
 def test_a_short_english_query_the_detector_reads_as_another_language_gets_no_hint():
-    meta = {"model": "minilm", "languages": ["eng"]}
+    meta = IndexMeta(model="minilm", languages=["eng"])
     assert language_hints(["white matter in newborns"], meta) == []  # lingua's low-accuracy mode: Swedish 0.89, English 0.045
     assert language_hints(["wo leben pinguine in der antarktis"], meta) != []
 
 
 def test_an_index_of_other_languages_on_an_english_only_model_names_the_multilingual_one():
-    (hint,) = model_language_hints({"model": "minilm", "languages": ["deu", "eng", "spa", "und"]})
+    (hint,) = model_language_hints("minilm", ["deu", "eng", "spa", "und"])
     assert "deu, spa" in hint and "--model me5" in hint and "eng" not in hint
-    assert model_language_hints({"model": "minilm", "languages": ["eng", "und"]}) == []
-    assert model_language_hints({"model": "me5", "languages": ["deu"]}) == []
+    assert model_language_hints("minilm", ["eng", "und"]) == []
+    assert model_language_hints("me5", ["deu"]) == []
 
 
 def test_building_an_index_of_german_text_on_minilm_warns_once(tmp_path, tiny_model, monkeypatch):

@@ -37,7 +37,7 @@ def built(corpus, tiny_model, tmp_path):
 
 def test_build_dedups_and_finds_each_text_first(built, tiny_model):
     s = Searcher(built)
-    assert len(s.index) == 20 and s.index.meta["index_type"] == "flat"
+    assert len(s.index) == 20 and s.index.meta.index_type == "flat"
     hits = s.search(TEXTS[:20], SearchOptions(k=3, mode="dense"))
     assert [h[0].text for h in hits] == TEXTS[:20]
     assert all(abs(h[0].score - 1.0) < 1e-4 for h in hits)
@@ -118,7 +118,7 @@ def test_pcr_removes_a_direction_per_language(tmp_path, tiny_model):
     f.write_text("id\ttext\tlang\n" + "\n".join(rows) + "\n")
     build([str(f)], tmp_path / "p", BuildOptions(model=str(tiny_model), pcr=True))
     index = Index.open(tmp_path / "p")
-    assert set(index.components) == {"eng", "spa", POOLED} and index.meta["pcr_variant"] == "uncentred"  # the default (CMLM §5.2)
+    assert set(index.components) == {"eng", "spa", POOLED} and index.meta.pcr_variant == "uncentred"  # the default (CMLM §5.2)
     u = index.components["eng"]
     stored = index.vectors_of([i for i in range(len(TEXTS)) if i % 2 == 0])
     assert np.abs(stored @ u).max() < 1e-4  # the component is gone from that language's vectors
@@ -539,7 +539,7 @@ def test_the_auto_backend_is_chosen_by_the_cpu_recorded_and_kept_by_add(tmp_path
         build([str(tmp_path / "b.txt")], tmp_path / "bf16", BuildOptions(write="add"))["backend"] == "torch-bf16"
     )  # --add keeps the index's
     with Index.open(tmp_path / "bf16") as index:
-        assert index.meta["backend"] == "torch-bf16" and index.meta["count"] == 20
+        assert index.meta.backend == "torch-bf16" and index.meta.count == 20
     searcher = Searcher(tmp_path / "bf16")
     assert searcher.encoder.backend == "torch-bf16" and not searcher.warnings  # queries on the index's backend, no warning
     assert searcher.search([TEXTS[12]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[12]

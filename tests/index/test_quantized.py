@@ -60,7 +60,7 @@ def test_add_to_a_binary_index_keeps_its_quantisation(corpus, tmp_path):
     assert meta["count"] == 30 and meta["quantize"] == "binary"
     s = Searcher(tmp_path / "b")
     assert len(s.index) == 30 and s.search([TEXTS[25]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[25]
-    assert s.index.faiss.codes.shape == (30, s.index.meta["dimension"])
+    assert s.index.faiss.codes.shape == (30, s.index.meta.dimension)
 
 
 def test_quantize_refuses_what_the_index_type_cannot_hold(corpus, tiny_model, tmp_path, capsys, monkeypatch):

@@ -69,6 +69,19 @@ def test_three_shards_built_on_ray_give_one_index_dense_top_10(ray_local, scifac
     assert [[h.ext_id for h in hits] for hits in Searcher(tmp_path / "one").search(queries, documents)] == [
         [h.ext_id for h in hits] for hits in Searcher(tmp_path / "sharded").search(queries, documents)
     ]
+    records = [json.loads(line) for line in corpus.read_text().splitlines()]  # a sync after an edit and a delete
+    edited, removed = records[0]["_id"], records[1]["_id"]
+    records[0]["text"] = "Harbour cranes lift containers onto ships."
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in records[:1] + records[2:]))
+    before = read_manifest(tmp_path / "sharded")["generations"]
+    result = build([str(corpus)], tmp_path / "sharded", BuildOptions(write="sync"))
+    assert (result["updated"], result["removed"], result["documents"]) == (1, 1, 149)
+    after = read_manifest(tmp_path / "sharded")["generations"]
+    touched = {f"shard-{route(edited, 3):03d}", f"shard-{route(removed, 3):03d}"}
+    assert {name for name in after if after[name] != before[name]} == touched
+    assert edited in shard_documents(tmp_path / "sharded", route(edited, 3)) and not any(
+        removed in shard_documents(tmp_path / "sharded", i) for i in range(3)
+    )
 
 
 def test_global_keyword_statistics_give_one_index_keyword_ranking(scifact_sample, tiny_model, tmp_path):

@@ -65,7 +65,7 @@ def test_an_old_index_is_refused_with_the_fix_then_upgraded_once(old_index, caps
     ]  # the flat files gone, the judgments kept
     assert (out / "judgments.db").read_bytes() == b"kept as it is"
     with Index.open(out) as index:
-        assert index.meta["format"] == FORMAT and index.meta["prompts"] == {"query": "", "document": ""} and len(index) == 2
+        assert index.meta.format == FORMAT and index.meta.prompts == {"query": "", "document": ""} and len(index) == 2
         assert (index.folder / "vectors.faiss").read_bytes() == vectors  # nothing re-encoded
     code, text, _ = run_cli(["index", "--upgrade", str(out), "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(text)["upgraded"] is False
@@ -128,4 +128,4 @@ def test_an_old_index_with_generations_is_upgraded_by_a_relative_path(tmp_path, 
     code, text, err = run_cli(["index", "--upgrade", "idx", "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(text)["upgraded"] is True, err
     with Index.open(tmp_path / "idx") as index:
-        assert index.meta["format"] == FORMAT and len(index) == 1
+        assert index.meta.format == FORMAT and len(index) == 1

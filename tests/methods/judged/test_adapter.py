@@ -62,7 +62,7 @@ def test_a_searcher_applies_the_adapter_stored_for_its_model(tmp_path, tiny_mode
     plain = Searcher(tmp_path / "idx")
     assert plain.adapter is None
     order = [h.text for h in plain.query(["pump pressure"], SearchOptions(mode=DENSE, k=4))[1][0]]
-    d = plain.index.meta["dimension"]
+    d = plain.index.meta.dimension
     eye = np.eye(d, dtype=np.float32)
     write_adapter(tmp_path / "idx", QueryAdapter(eye, -2 * eye, "another model", {}))  # q' = -q, for other weights
     assert read_adapter(tmp_path / "idx", plain.fingerprint) is None
