@@ -437,7 +437,7 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
         searcher = dispatch.open_searcher(request)
         for line in searcher.warnings:
             _warn(line)
-        return dispatch.run(request, "cli", searcher=searcher, reranker=dispatch.open_reranker(request))
+        return dispatch.run(request, "cli", searcher=searcher, reranker=dispatch.open_reranker(request.rerank))
 
     if not values.get("query"):
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]

@@ -121,24 +121,26 @@ def preload_languages(meta, lang: str | None, mode: str) -> None:
 _RERANKERS: dict[tuple, object] = {}  # (spec, its folder's modification time) → the cross-encoder this process loaded
 
 
-def open_reranker(request: SearchRequest):
-    """The cross-encoder ``request.rerank`` names (a :class:`~encodr.models.CrossScorer`), or
-    None without one. One per model and process, as :func:`open_searcher` keeps searchers: a
-    caller that does not keep it (the library, a batch of :func:`search` calls) gets the one
-    loaded before, unless its folder was written since (a re-trained re-ranker), when it is loaded anew.
+def open_reranker(spec: str | None):
+    """The cross-encoder ``spec`` names (a search request's ``rerank``; a
+    :class:`~encodr.models.CrossScorer`), or None without one. One per model and process, for
+    every front end (the CLI, the TUI, the HTTP and MCP servers), as :func:`open_searcher` keeps
+    searchers: a caller that does not keep it (the library, a batch of :func:`search` calls) gets
+    the one loaded before, unless its folder was written since (a re-trained re-ranker), when it
+    is loaded anew.
 
     Raises:
         EncodrError: see :func:`encodr.models.load_cross` (a path or Hub id that cannot be had).
     """
-    if not request.rerank:
+    if not spec:
         return None
     try:
-        written = Path(request.rerank).expanduser().stat().st_mtime_ns
+        written = Path(spec).expanduser().stat().st_mtime_ns
     except OSError:  # an alias or a Hub id
         written = None
-    key = (request.rerank, written)
+    key = (spec, written)
     if key not in _RERANKERS:
-        _RERANKERS[key] = load_scorer(request.rerank, cross=True)
+        _RERANKERS[key] = load_scorer(spec, cross=True)
     return _RERANKERS[key]
 
 
@@ -159,7 +161,7 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
 
     searcher = searcher or open_searcher(request)
     if reranker is None:
-        reranker = open_reranker(request)
+        reranker = open_reranker(request.rerank)
     searcher.index.reset_missing()  # a sharded index: the shards that did not answer are counted from here
     with timing.collect() as spent:
         langs, results = searcher.query(request.query, request.options(), reranker)

@@ -7,7 +7,8 @@ One :class:`Served` per server process:
 - ``searchers``: a warm :class:`~encodr.index.Searcher` per index name (the index folder's name);
 - ``models``: name → (scorer, batcher or ``None``): what HTTP serves as ``/v1/embeddings`` and
   ``/v1/score``; an index's model is among them when the HTTP server loaded it;
-- ``rerankers``: cross-encoders loaded on first use, by spec (MCP's ``rerank`` argument);
+- re-rankers: those of :func:`encodr.core.commands.open_reranker`, the one cache of the process
+  (by spec and the folder's modification time), which the CLI and the TUI use too;
 - ``writable`` and one ``write_lock``: writes are serialised, each one a new generation, and the
   searcher then opens it (searches in flight keep the generation they hold).
 """
@@ -28,13 +29,20 @@ def _quiet(line: str) -> None:
     """An ``announce`` that says nothing."""
 
 
+def workspace_indexes() -> list[str]:
+    """The paths of the workspace's readable indexes (``encodr indexes``): what a server serves
+    when it is given no index."""
+    from ..index import list_indexes
+
+    return [row["path"] for row in list_indexes() if "error" not in row]
+
+
 @dataclass
 class Served:
     """What one server process serves (see the module docstring)."""
 
     searchers: dict = field(default_factory=dict)  # index name → Searcher
     models: dict = field(default_factory=dict)  # model name → (scorer, batcher or None)
-    rerankers: dict = field(default_factory=dict)  # cross-encoder spec → CrossScorer
     writable: bool = False
     write_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -50,9 +58,9 @@ class Served:
         Raises:
             EncodrError: an index that cannot be opened, or two with one folder name.
         """
-        from ..index import Searcher, list_indexes, locate
+        from ..index import Searcher, locate
 
-        specs = specs or [row["path"] for row in list_indexes() if "error" not in row]
+        specs = specs or workspace_indexes()
         for spec in specs:
             path = locate(spec)
             if path.name in self.searchers:
@@ -87,10 +95,13 @@ class Served:
         return self.models[name]
 
     def reranker(self, spec: str | None):
-        """The cross-encoder ``spec`` names, loaded once; ``None`` without one."""
-        if spec and spec not in self.rerankers:
-            self.rerankers[spec] = commands.load_scorer(spec, cross=True)
-        return self.rerankers.get(spec) if spec else None
+        """The cross-encoder ``spec`` names (:func:`encodr.core.commands.open_reranker`: loaded
+        once a process, again when its folder is written); ``None`` without one.
+
+        Raises:
+            EncodrError: see :func:`encodr.models.load_cross`.
+        """
+        return commands.open_reranker(spec)
 
     def require_writable(self) -> None:
         """Raises EncodrError (403, field ``index``) unless the server was started writable."""

@@ -37,7 +37,7 @@ def load(
         EncodrError: a model or index that cannot be loaded, or an unknown backend (one line,
             before the server binds).
     """
-    from ..index import list_indexes
+    from ..core.served import workspace_indexes
     from ..models import load_cross, load_encoder, resolve
     from ..models.encoder import check_backend
     from .batcher import BatchedEncoder, DynamicBatcher
@@ -46,7 +46,7 @@ def load(
 
     if not models and not indexes:
         models = ["minilm"]
-        indexes = [row["path"] for row in list_indexes() if "error" not in row]
+        indexes = workspace_indexes()
     served = Served(limits=limits, api_key=api_key)
 
     def add_model(spec: str, backend: str = "torch") -> None:

@@ -423,12 +423,11 @@ class EncodrApp(App):
         search --rerank`` loads it); blank: search without one. A model that cannot be had keeps
         the previous one and says why in the status line."""
         from ..core import dispatch
-        from ..core.requests import SearchRequest
 
         if spec:
             self.call_from_thread(self.set_status, f"loading the re-ranker {spec} …")
         try:
-            reranker = dispatch.open_reranker(SearchRequest(index=str(self.index_dir or ""), rerank=spec or None))
+            reranker = dispatch.open_reranker(spec or None)
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return
