@@ -458,6 +458,11 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     _show(result, as_json)
 
 
+@command(app, rq.CompareRequest, "compare")
+def compare(values: dict, as_json: bool) -> None:
+    _show(dispatch.call(rq.CompareRequest, values, "cli"), as_json)
+
+
 @command(app, rq.ShowRequest, "show")
 def show(values: dict, as_json: bool) -> None:
     _show(dispatch.call(rq.ShowRequest, values, "cli"), as_json)

@@ -414,3 +414,23 @@ def test_the_write_flags_are_one_setting(capsys, monkeypatch, tmp_path):
     assert given == {"corpus": ["c.txt"], "write": "sync"}
     assert IndexRequest(corpus=["c.txt"], watch=True).write_mode() == "sync"
     assert IndexRequest(corpus=["c.txt"]).write_mode() == "new"
+
+
+def test_compare_gives_the_cosine_and_each_texts_nearest_passages(capsys, monkeypatch, tmp_path, tiny_model):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the pump holds pressure\nthe valve needs grease\nthe river rose overnight\n")
+    code, _, err = run_cli(
+        ["index", str(corpus), "--out", str(tmp_path / "idx"), "--model", str(tiny_model), "--lang", "eng"], capsys, monkeypatch
+    )
+    assert code == 0, err
+    code, out, err = run_cli(
+        ["compare", "the pump holds pressure", "the pump holds pressure", "--index", str(tmp_path / "idx"), "-k", "2", "--json"],
+        capsys,
+        monkeypatch,
+    )
+    answer = json.loads(out)
+    assert code == 0 and abs(answer["cosine"] - 1.0) < 1e-5, err
+    assert [len(r["hits"]) for r in answer["results"]] == [2, 2]
+    assert answer["results"][0]["hits"][0]["text"] == "the pump holds pressure"  # a tiny random model: exact text ranks first
+    code, _, err = run_cli(["compare", "the pump", " ", "--index", str(tmp_path / "idx")], capsys, monkeypatch)
+    assert_one_line_error(code, err, "compare needs two texts")

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import EncodrError
 from ..progress import ProgressEvent, ProgressFn, silent
 from .requests import (
+    CompareRequest,
     DeleteRequest,
     DocumentIdsRequest,
     DocumentRequest,
@@ -43,6 +44,7 @@ from .requests import (
     pcr_variant,
 )
 from .results import (
+    CompareResult,
     DocumentLines,
     Embedding,
     EmbedResult,
@@ -199,6 +201,27 @@ def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult
         partial=bool(down),
         missing_shards=down,
         results=[QueryHits(query=q, lang=code, hits=hits) for q, code, hits in zip(request.query, langs, results)],
+    )
+
+
+def compare(request: CompareRequest, searcher=None) -> CompareResult:
+    """``encodr compare A B --index IDX``: the cosine of two texts by the index's model and each
+    one's nearest passages (:meth:`encodr.index.Searcher.compare`).
+
+    Args:
+        searcher: an opened searcher of ``request.index`` (the TUI's); default: the one
+            :func:`open_searcher` keeps for it.
+
+    Raises:
+        EncodrError: an index that cannot be opened; see :meth:`encodr.index.Searcher.compare`.
+    """
+    searcher = searcher or open_searcher(SearchRequest(index=request.index, query=[request.a], lang=request.lang))
+    cosine, langs, near = searcher.compare(request.a, request.b, request.k, request.lang)
+    return CompareResult(
+        index=str(searcher.index.path),
+        model=searcher.index.meta.model,
+        cosine=cosine,
+        results=[QueryHits(query=q, lang=code, hits=hits) for q, code, hits in zip((request.a, request.b), langs, near)],
     )
 
 

@@ -34,6 +34,7 @@ COMMANDS: dict[type, Callable] = {
     rq.IndexRequest: commands.index,
     rq.DeleteRequest: commands.delete,
     rq.SearchRequest: commands.search,
+    rq.CompareRequest: commands.compare,
     rq.UpsertRequest: commands.upsert,
     rq.DocumentIdsRequest: commands.delete_ids,
     rq.SyncRequest: commands.sync_served,

@@ -801,6 +801,27 @@ INDEX_HELP = "Index directory, or the name of one in the workspace (encodr index
 CLI_TUI_MCP = ("cli", "tui", "mcp")
 
 
+class CompareRequest(Request):
+    """Compare two texts as an index's model sees them: their cosine, and each one's nearest
+    passages in the index (each text encoded once, as a query is)."""
+
+    a: str = option(..., "The first text.", argument=True, fronts=CLI_TUI)
+    b: str = option(..., "The second text.", argument=True, fronts=CLI_TUI)
+    index: str = option(..., INDEX_HELP, flags=("--index", "-i"), fronts=CLI_TUI)
+    k: int = option(5, "Nearest passages shown for each text.", flags=("-k",), ge=1, fronts=CLI)
+    lang: str | None = option(
+        None, "The texts' language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages).", fronts=CLI
+    )
+
+    def check(self) -> None:
+        from ..data.language import check_code
+
+        if self.lang:
+            check_code(self.lang, "lang")
+        if not self.a.strip() or not self.b.strip():
+            raise EncodrError("compare needs two texts; pass A and B, neither empty", field="a" if not self.a.strip() else "b")
+
+
 class JudgeRequest(Request):
     """Judge a hit: how relevant a document is to a query, kept with the index (judging the pair again replaces the grade);
     encodr eval retrieval --index measures the index on its judgments, and encodr tune --recipe judged learns from them."""

@@ -465,6 +465,39 @@ class RunsResult(ListResult):
         return [table]
 
 
+class CompareResult(Result):
+    """Two texts compared in an index (``encodr compare``, the TUI's Compare tab): their cosine
+    and each one's nearest passages (``results``: a's, then b's)."""
+
+    index: str
+    model: str
+    cosine: float
+    results: list[QueryHits]
+
+    def tables(self) -> list[Table]:
+        out = [
+            Table(
+                "cosine",
+                ["a", "b", "cosine"],
+                [[clipped(q.query, 30) for q in self.results] + [f"{self.cosine:.4f}"]],
+                right=("cosine",),
+            )
+        ]
+        for label, q in zip("ab", self.results):
+            rows = [[str(h.rank), f"{h.score:.4f}", clipped(" ".join(h.text.split()), 60), where(h)] for h in q.hits]
+            out.append(
+                Table(
+                    f"nearest to {label}: {clipped(q.query, 60)}  [{q.lang}]",
+                    ["rank", "score", "text", "source"],
+                    rows,
+                    right=("rank", "score"),
+                    main="text",
+                    under=("source",),
+                )
+            )
+        return out
+
+
 class RecordResult(Result):
     """One record (an index's summary, a run) shown as a field/value table; ``extra``: further tables."""
 

@@ -668,10 +668,20 @@ class Searcher:
         found = self.index.document(hit.ext_id)
         return (found["text"], hit.start) if found else (hit.text, 0)
 
-    def compare(self, a: str, b: str, k: int = 5, lang: str | None = None) -> dict:
-        """Cosine similarity of two texts and each one's nearest neighbours in the index
-        (the two texts are encoded once, for both)."""
+    def compare(self, a: str, b: str, k: int = 5, lang: str | None = None) -> tuple[float, list[str], list[list[Hit]]]:
+        """The cosine of two texts as this index's model encodes its queries (its query prompt
+        and dimension), and each text's ``k`` nearest passages as a dense search ranks them (the
+        index's query adapter applied, where it has one).
+
+        Returns:
+            (cosine in [−1, 1], the two texts' languages, [a's hits, b's hits]).
+
+        Raises:
+            EncodrError: see :meth:`refresh` and :meth:`query_languages`.
+        """
         self.refresh()
-        vectors = self.encoder.encode([a, b])
-        near = self._hits(vectors, self.query_languages([a, b], lang), options=SearchOptions(k=k))
-        return {"cosine": float(vectors[0] @ vectors[1]), "a": a, "b": b, "neighbours_a": near[0], "neighbours_b": near[1]}
+        index = self.index
+        raw = index.encode_queries(self.encoder, [a, b])
+        langs = self.query_languages([a, b], lang, index)
+        near = self._hits(self._encode_queries(index, [a, b]), langs, index, SearchOptions(k=k, mode=DENSE, passages=True))
+        return float(raw[0] @ raw[1]), langs, near

@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, Static, TabbedContent, TabPane
 
-from ..core.requests import SearchRequest
+from ..core.requests import CompareRequest, SearchRequest
 from ..core.results import judged_mark, own_title, reads_as_markdown, where
 from ..errors import EncodrError
 from .forms import choice_select
@@ -698,12 +698,20 @@ class EncodrApp(App):
         if self.searcher is None:
             self.call_from_thread(self.set_status, "open an index first (Workspace, F4)")
             return
-        result = self.searcher.compare(a, b, k=5)
+        from ..core import dispatch
+
+        try:
+            result = dispatch.call(
+                CompareRequest, {"a": a, "b": b, "index": str(self.searcher.index.path)}, "tui", searcher=self.searcher
+            )
+        except EncodrError as exc:
+            self.call_from_thread(self.set_status, str(exc))
+            return
         self.call_from_thread(self.show_compare, result)
 
-    def show_compare(self, result: dict) -> None:
-        self.query_one("#cosine", Static).update(f"cosine: {result['cosine']:.3f}  {score_bar(result['cosine'], 20)}")
-        for table_id, hits in (("#near-a", result["neighbours_a"]), ("#near-b", result["neighbours_b"])):
+    def show_compare(self, result) -> None:
+        self.query_one("#cosine", Static).update(f"cosine: {result.cosine:.3f}  {score_bar(result.cosine, 20)}")
+        for table_id, hits in (("#near-a", result.results[0].hits), ("#near-b", result.results[1].hits)):
             table = self.query_one(table_id, DataTable)
             table.clear()
             for h in hits:

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from textual.widgets import Checkbox, Input, Select
 
-from ..core.requests import EvalRequest, IndexRequest, JudgeRequest, JudgmentsRequest, SearchRequest, TuneRequest, UnjudgeRequest
+from ..core.requests import (
+    CompareRequest,
+    EvalRequest,
+    IndexRequest,
+    JudgeRequest,
+    JudgmentsRequest,
+    SearchRequest,
+    TuneRequest,
+    UnjudgeRequest,
+)
 from .widgets import TextBox
 
 # request class → {field: widget id}: the widget a pane reads the field from (the Search tab's
@@ -28,6 +37,7 @@ FORMS = {
     JudgeRequest: {"query": "query", "doc": "results", "grade": "results", "passage": "results", "index": "indexes"},
     UnjudgeRequest: {"query": "judgments-table", "doc": "judgments-table"},
     JudgmentsRequest: {"index": "indexes"},
+    CompareRequest: {"a": "text-a", "b": "text-b", "index": "indexes"},
     IndexRequest: {
         "corpus": "index-files",
         "model": "index-model",

@@ -31,6 +31,7 @@ CLI_COMMANDS = {
     ("judge",): rq.JudgeRequest,
     ("judgments",): rq.JudgmentsRequest,
     ("show",): rq.ShowRequest,
+    ("compare",): rq.CompareRequest,
 }
 HTTP_ROUTES = {
     "/v1/embeddings": rq.EmbedRequest,
