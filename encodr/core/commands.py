@@ -86,19 +86,36 @@ def open_searcher(request: SearchRequest):
 
     options = request.options()
     key = (str(locate(request.index).resolve()), request.model, request.backend)
-    kept = _SEARCHERS.get(key)
-    if kept is not None:
+
+    def opened():
+        preload_languages(peek_meta(request.index), request.lang, request.mode)  # read on another core while the model loads
+        return Searcher(request.index, request.model, backend=request.backend, options=options)  # refusals before the model loads
+
+    searcher = kept(_SEARCHERS, key, opened)
+    check_languages(searcher.index, options.for_index(searcher.index.has_keywords))
+    return searcher
+
+
+def kept(cache: dict, key, opener: Callable | None = None):
+    """The searcher ``cache`` keeps under ``key``, brought to its index's current generation
+    (:meth:`~encodr.index.Searcher.refresh`); opened by ``opener`` when there is none, or when
+    the index was rebuilt with another model or removed (its refresh refuses). The one rule by
+    which every front end's searchers follow their index: the CLI's and the TUI's
+    (:func:`open_searcher`) and a server's (:meth:`encodr.core.served.Served.searcher`).
+
+    Raises:
+        EncodrError: ``opener``'s refusal; without an ``opener``, the refresh's.
+    """
+    searcher = cache.get(key)
+    if searcher is not None:
         try:
-            kept.refresh()
-        except EncodrError:  # rebuilt with another model, or gone: open it anew below
-            _SEARCHERS.pop(key, None)
-        else:
-            check_languages(kept.index, options.for_index(kept.index.has_keywords))
-            return kept
-    preload_languages(peek_meta(request.index), request.lang, request.mode)  # read on another core while the model loads
-    searcher = _SEARCHERS[key] = Searcher(
-        request.index, request.model, backend=request.backend, options=options
-    )  # the index's refusals come before the model loads
+            searcher.refresh()
+            return searcher
+        except EncodrError:
+            if opener is None:
+                raise
+            cache.pop(key, None)
+    searcher = cache[key] = opener()
     return searcher
 
 

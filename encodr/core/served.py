@@ -15,6 +15,7 @@ One :class:`Served` per server process:
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
@@ -42,6 +43,7 @@ class Served:
     """What one server process serves (see the module docstring)."""
 
     searchers: dict = field(default_factory=dict)  # index name → Searcher
+    openers: dict = field(default_factory=dict)  # index name → how its searcher is opened again (commands.kept)
     models: dict = field(default_factory=dict)  # model name → (scorer, batcher or None)
     writable: bool = False
     write_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -67,20 +69,24 @@ class Served:
                 raise EncodrError(
                     f"two served indexes are named '{path.name}'; serve one of them, or rename its folder", field="index"
                 )
-            searcher = self.searchers[path.name] = Searcher(path, encoder=encoder_for)
+            self.openers[path.name] = functools.partial(Searcher, path, encoder=encoder_for)
+            searcher = self.searchers[path.name] = self.openers[path.name]()
             announce(f"serving index {path.name} ({path}, {len(searcher.index):,} texts, model {searcher.index.meta.model})")
 
     def searcher(self, name: str | None):
-        """The searcher of served index ``name``.
+        """The searcher of served index ``name``, at its index's current generation, opened
+        again when the index was rebuilt with another model (:func:`~.commands.kept`, as the CLI
+        and the TUI keep theirs).
 
         Raises:
-            EncodrError: no such index is served (404, field ``index``), naming those that are.
+            EncodrError: no such index is served (404, field ``index``), naming those that are;
+                one that cannot be opened again.
         """
         if name not in self.searchers:
             raise EncodrError(
                 f"index '{name}' is not served here; served: {', '.join(self.searchers) or 'none'}", field="index", status=404
             )
-        return self.searchers[name]
+        return commands.kept(self.searchers, name, self.openers.get(name))
 
     def model(self, name: str, field_name: str = "model"):
         """The (scorer, batcher or ``None``) of served model ``name``.
@@ -129,8 +135,8 @@ class Served:
     def index_rows(self) -> list[dict]:
         """The served indexes: the columns of ``encodr indexes`` of each one's current generation."""
         rows = []
-        for name, searcher in self.searchers.items():
-            searcher.refresh()
+        for name in list(self.searchers):
+            searcher = self.searcher(name)  # at its current generation
             record = searcher.index.meta.to_dict()
             rows.append(
                 {
