@@ -621,13 +621,14 @@ class IndexReader(QueryEncoding):
         )  # the filter's ids, as a table the FTS5 query joins
         scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), k), -1, dtype=np.int64)
+        local = self.texts.keyword_totals() if isinstance(stats, KeywordStats) else None  # this index's (N, tokens)
         for row, query in enumerate(queries):
             expression = keyword_expression(query, query_langs[row] if query_langs else None)
             if not expression:
                 continue
             filters = (None if scope else list(where.langs) or None, scope)  # a scope holds the languages too
             if isinstance(stats, KeywordStats):
-                found = self._scored_by(expression, k, filters, stats, row)
+                found = self._scored_by(expression, k, filters, (stats, row), local)
             else:
                 found = self.texts.keyword_hits(expression, k, *filters)
             for col, (i, score) in enumerate(found):
@@ -652,15 +653,19 @@ class IndexReader(QueryEncoding):
             hits.append(dict(zip(phrases, self.texts.phrase_rows(phrases))))
         return KeywordStats(rows, tokens, tuple(hits))
 
-    def _scored_by(self, expression: str, k: int, filters: tuple, stats: KeywordStats, query: int) -> list[tuple[int, float]]:
+    def _scored_by(
+        self, expression: str, k: int, filters: tuple, scored: tuple[KeywordStats, int], local: tuple[int, int]
+    ) -> list[tuple[int, float]]:
         """The top ``k`` (id, score) matching ``expression`` and passing ``filters`` (langs,
-        scope), scored by BM25 with ``stats`` (query number ``query``'s phrases), best first,
-        ties by id: each phrase's frequency in each matching text is recovered from the local
-        ``bm25()`` of the phrase alone (:func:`~.termstats.frequencies`)."""
+        scope), scored by BM25 with ``scored`` (the statistics, and the number of the query
+        whose phrases they count), best first, ties by id: each phrase's frequency in each
+        matching text is recovered from the local ``bm25()`` of the phrase alone and ``local``,
+        this index's (N, tokens) (:func:`~.termstats.frequencies`)."""
+        stats, query = scored
         matched = self.texts.keyword_matches(expression, *filters)
         if not len(matched):
             return []
-        rows, tokens = self.texts.keyword_totals()
+        rows, tokens = local
         local_avgdl = tokens / rows
         length = np.zeros(len(matched), dtype=np.float64)
         freqs = []
