@@ -434,3 +434,8 @@ def test_compare_gives_the_cosine_and_each_texts_nearest_passages(capsys, monkey
     assert answer["results"][0]["hits"][0]["text"] == "the pump holds pressure"  # a tiny random model: exact text ranks first
     code, _, err = run_cli(["compare", "the pump", " ", "--index", str(tmp_path / "idx")], capsys, monkeypatch)
     assert_one_line_error(code, err, "compare needs two texts")
+
+
+def test_an_unknown_keyword_statistics_choice_is_one_line(capsys, monkeypatch, tmp_path):
+    code, _, err = run_cli(["search", "pump", "--index", str(tmp_path / "idx"), "--keyword-stats", "both"], capsys, monkeypatch)
+    assert_one_line_error(code, err, "--keyword-stats both: not one of shard, global")

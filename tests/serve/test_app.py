@@ -133,6 +133,12 @@ def test_errors_are_in_the_apis_words_on_every_route(client, tiny_model, index_d
         == "k: 0 must be 1 or more"
     )
     assert error_of(client.post("/v1/embeddings", json={"input": "x"}), 422, "model") == "model is required"
+    assert (
+        error_of(
+            client.post("/v1/search", json={"index": index_dir.name, "query": "x", "keyword_stats": "both"}), 422, "keyword_stats"
+        )
+        == "keyword_stats: 'both' is not one of shard, global"
+    )
     assert error_of(
         client.post("/v1/search", json={"index": index_dir.name, "query": "x", "lang": "English"}), 422, "lang"
     ).startswith("lang: 'English' is not an ISO 639-3")
