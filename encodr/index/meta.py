@@ -9,6 +9,7 @@ is in; an older index's record lacks later keys and reads with their defaults.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from dataclasses import dataclass, field, fields
@@ -117,7 +118,8 @@ class IndexMeta:
 
     def copy(self, **changes) -> "IndexMeta":
         """A copy with ``changes`` (lists and dicts copied, so the copy's changes stay its own)."""
-        return dataclasses.replace(self, **{**json.loads(json.dumps(dataclasses.asdict(self))), **changes})
+        kept = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name not in changes}
+        return dataclasses.replace(self, **kept, **changes)
 
     @property
     def live(self) -> int:

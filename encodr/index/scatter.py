@@ -30,6 +30,7 @@ A hit's id is global: ``row × shards + shard`` (:func:`global_ids`), so a hit n
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +70,10 @@ class LocalShard:
         """(``index.json`` of the current generation, its ``keywords`` None where the generation
         has no keyword index; texts a search can return)."""
         reader = self.current()
-        return reader.meta.copy(keywords=reader.meta.keywords if reader.has_keywords else None), len(reader)
+        meta = (
+            reader.meta if reader.has_keywords else dataclasses.replace(reader.meta, keywords=None)
+        )  # read only: joined() copies
+        return meta, len(reader)
 
     def search(self, vectors: np.ndarray, langs: list[str], k: int, where, nprobe, ef_search) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` by cosine of raw query vectors (float32 (q, d), before PCR, which the shard
