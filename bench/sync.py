@@ -84,14 +84,14 @@ def latency(searcher, queries: list[str], mode: str, filters=()) -> dict:
     else:
         passing = index.texts.document_count()
     t = time.perf_counter()
-    searcher.query([queries[0]], SearchOptions(k=K, mode=mode, filters=filters))
+    searcher.query([queries[0]], SearchOptions(k=K, mode=mode, filter=filters))
     first = (time.perf_counter() - t) * 1000
     for q in queries[1:5]:
-        searcher.query([q], SearchOptions(k=K, mode=mode, filters=filters))
+        searcher.query([q], SearchOptions(k=K, mode=mode, filter=filters))
     ms, short = [], 0
     for q in queries:
         t = time.perf_counter()
-        _, hits = searcher.query([q], SearchOptions(k=K, mode=mode, filters=filters))
+        _, hits = searcher.query([q], SearchOptions(k=K, mode=mode, filter=filters))
         ms.append((time.perf_counter() - t) * 1000)
         short += len(hits[0]) < min(K, passing)
     return {

@@ -21,8 +21,8 @@ from rich.table import Table
 
 from .core import dispatch
 from .core import requests as rq
-from .core.fields import rendering, words
-from .errors import EncodrError
+from .core.fields import namer, rendering, words
+from .errors import EncodrError, render, written
 
 app = typer.Typer(
     add_completion=False,
@@ -39,7 +39,8 @@ err_console = Console(stderr=True)
 
 
 def _warn(message: str) -> None:
-    err_console.print(f"[yellow]encodr: warning:[/] {message}", highlight=False, soft_wrap=True)
+    """Print a warning line, any setting it names written as its flag (:func:`encodr.core.fields.namer`)."""
+    err_console.print(f"[yellow]encodr: warning:[/] {render(written(message), namer('cli'))}", highlight=False, soft_wrap=True)
 
 
 def _emit_json(payload) -> None:
@@ -203,7 +204,7 @@ def _shown(value) -> str:
 def help_text(model, name: str) -> str:
     """A field's help as ``--help`` shows it: its sentence, then ``[default: …]`` when it has one
     (the only place the CLI states a default; the choices are the option's metavar)."""
-    from .core.fields import default
+    from .core.fields import default, help_words
 
     value = default(model, name)
     shown = (
@@ -215,7 +216,7 @@ def help_text(model, name: str) -> str:
         given = rq.TuneRequest.recipe_value(name)
         recipe = default(model, "recipe")
         shown = f" [the recipe's; {recipe}: {given}]" if given is not None else f" [the recipe's; {recipe}: its method's]"
-    return model.model_fields[name].description + shown
+    return help_words(model, name, "cli") + shown
 
 
 def _metavar(model, name: str) -> str:
@@ -275,7 +276,7 @@ def _params(model) -> list[inspect.Parameter]:
         if r.choice_flags:  # one flag a value but the default: --add, --sync, --overwrite (cli_command joins them)
             for value, meaning in r.choice_flags.items():
                 if value != field.default:
-                    flag = typer.Option(False, f"--{value}", help=meaning, show_default=False)
+                    flag = typer.Option(False, f"--{value}", help=render(meaning, namer("cli", model)), show_default=False)
                     params.append(
                         inspect.Parameter(
                             f"{name}{CHOICE_FLAG}{value}", inspect.Parameter.KEYWORD_ONLY, default=flag, annotation=bool
@@ -594,7 +595,7 @@ def main() -> None:
     try:
         app()
     except EncodrError as exc:
-        _fail(str(exc))
+        _fail(words(exc, "cli"))
     except OSError as exc:
         _fail(str(os_fault(exc)))
     except KeyboardInterrupt as exc:

@@ -186,7 +186,7 @@ def recipes_reference() -> str:
 
     from encodr.methods import load_recipe
     from encodr.paths import recipes_dir
-    from encodr.training.args import described
+    from encodr.settings import described
 
     parts = [
         "# Recipes",

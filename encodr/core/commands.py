@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from ..progress import ProgressEvent, ProgressFn, silent
 from .requests import (
     CompareRequest,
@@ -50,7 +50,6 @@ from .results import (
     EmbedResult,
     EvalResult,
     ListResult,
-    QueryHits,
     Ranked,
     RecordResult,
     RerankResult,
@@ -61,255 +60,30 @@ from .results import (
     Usage,
     short_path,
 )
+from .session import SESSION
 
 WarnFn = Callable[[str], None]
 
 
-_SEARCHERS: dict[tuple, object] = {}  # (index folder, model, backend) → the Searcher this process opened for them
-
-
 def open_searcher(request: SearchRequest):
-    """A :class:`encodr.index.Searcher` for ``request``'s index, model and backend (its search
-    settings travel with each query: :meth:`SearchRequest.options`). One per index, model and
-    backend and process: a caller that does not keep its searcher (a batch of
-    :func:`search` calls, the library) gets the one opened before, brought to the index's
-    current generation (:meth:`~encodr.index.Searcher.refresh`), unless the index was rebuilt
-    with another model since, when a new one is opened.
-
-    Raises:
-        EncodrError: see :class:`~encodr.index.Searcher`; a setting the index cannot serve
-            (:func:`~encodr.index.search.check_languages`), before any model loads.
-    """
-    from ..index import Searcher, locate
-    from ..index.reader import peek_meta
-    from ..index.search import check_languages
-
-    options = request.options()
-    key = (str(locate(request.index).resolve()), request.model, request.backend)
-
-    def opened():
-        preload_languages(peek_meta(request.index), request.lang, request.mode)  # read on another core while the model loads
-        return Searcher(request.index, request.model, backend=request.backend, options=options)  # refusals before the model loads
-
-    searcher = kept(_SEARCHERS, key, opened)
-    check_languages(searcher.index, options.for_index(searcher.index.has_keywords))
-    return searcher
-
-
-def kept(cache: dict, key, opener: Callable | None = None):
-    """The searcher ``cache`` keeps under ``key``, brought to its index's current generation
-    (:meth:`~encodr.index.Searcher.refresh`); opened by ``opener`` when there is none, or when
-    the index was rebuilt with another model or removed (its refresh refuses). The one rule by
-    which every front end's searchers follow their index: the CLI's and the TUI's
-    (:func:`open_searcher`) and a server's (:meth:`encodr.core.served.Served.searcher`).
-
-    Raises:
-        EncodrError: ``opener``'s refusal; without an ``opener``, the refresh's.
-    """
-    searcher = cache.get(key)
-    if searcher is not None:
-        try:
-            searcher.refresh()
-            return searcher
-        except EncodrError:
-            if opener is None:
-                raise
-            cache.pop(key, None)
-    searcher = cache[key] = opener()
-    return searcher
-
-
-def preload_languages(meta, lang: str | None, mode: str) -> None:
-    """Start loading the language detectors a search of the index whose ``index.json`` is
-    ``meta`` (an :class:`~encodr.index.meta.IndexMeta`, or None where it cannot be read) will run
-    (:func:`encodr.data.language.preload`): among the index's languages where the search detects
-    among several (:func:`~encodr.index.search.detected_among`; never with ``lang`` given), and
-    among all for the English-only model's hint (:func:`language_hints`)."""
-    from ..data.language import preload
-    from ..index.search import detected_among
-
-    if meta is None:
-        return
-    languages = detected_among(meta, mode) if lang is None else []
-    if len(languages) > 1:
-        preload(languages)
-    if hint_applies(meta.model, meta.languages):
-        preload(None)
-
-
-_RERANKERS: dict[tuple, object] = {}  # (spec, its folder's modification time) → the cross-encoder this process loaded
+    """The process's searcher for ``request``'s index, model and backend (:meth:`.session.Session.open`)."""
+    return SESSION.open(request)
 
 
 def open_reranker(spec: str | None):
-    """The cross-encoder ``spec`` names (a search request's ``rerank``; a
-    :class:`~encodr.models.CrossScorer`), or None without one. One per model and process, for
-    every front end (the CLI, the TUI, the HTTP and MCP servers), as :func:`open_searcher` keeps
-    searchers: a caller that does not keep it (the library, a batch of :func:`search` calls) gets
-    the one loaded before, unless its folder was written since (a re-trained re-ranker), when it
-    is loaded anew.
-
-    Raises:
-        EncodrError: see :func:`encodr.models.load_cross` (a path or Hub id that cannot be had).
-    """
-    if not spec:
-        return None
-    try:
-        written = Path(spec).expanduser().stat().st_mtime_ns
-    except OSError:  # an alias or a Hub id
-        written = None
-    key = (spec, written)
-    if key not in _RERANKERS:
-        _RERANKERS[key] = load_scorer(spec, cross=True)
-    return _RERANKERS[key]
+    """The process's cross-encoder ``spec`` names, or None (:meth:`.session.Session.reranker`)."""
+    return SESSION.reranker(spec)
 
 
 def search(request: SearchRequest, searcher=None, reranker=None) -> SearchResult:
-    """Top-k hits of each query, best first (dense, keyword or hybrid: ``request.mode``).
-
-    Args:
-        request: the queries, the index and the search settings.
-        searcher: an opened :class:`~encodr.index.Searcher` to use (the server's and the
-            TUI's, kept warm); default: one opened for this request.
-        reranker: the cross-encoder ``request.rerank`` names, loaded (the server's); default:
-            loaded for this request when ``request.rerank`` is set.
-
-    Raises:
-        EncodrError: see :meth:`SearchRequest.check` and :meth:`encodr.index.Searcher.query`.
-    """
-    from .. import timing
-
-    searcher = searcher or open_searcher(request)
-    if reranker is None:
-        reranker = open_reranker(request.rerank)
-    searcher.index.reset_missing()  # a sharded index: the shards that did not answer are counted from here
-    with timing.collect() as spent:
-        langs, results = searcher.query(request.query, request.options(), reranker)
-        if not request.no_judgments:
-            results = searcher.judged(request.query, results, request.k)
-        results = searcher.snippets(request.query, langs, results)
-        if request.context:
-            results = searcher.context(results, request.context)
-        with timing.phase("language"):
-            hints = language_hints(request.query, searcher.index.meta)
-    if len(searcher.index) == 0:
-        hints = [*hints, empty_line(searcher.index.path)]
-    down = searcher.index.missing()
-    if down:
-        hints = [*hints, partial_line(down, searcher.index.meta.shards)]
-    split = searcher.index.meta.split_documents and not request.passages and len(searcher.index) > 0
-    n = searcher.index.meta.split_documents or 0
-    caption = (
-        (
-            f"documents ranked by their best passage ({n:,} long document{' is' if n == 1 else 's are'} split into passages; "
-            "--passages ranks passages)"
-        )
-        if split
-        else ""
-    )
-    shown = (
-        {name: round(spent.get(name, 0.0), 3) for name in (*timing.PHASES, "total") if name in spent} if request.timings else None
-    )
-    return SearchResult(
-        index=str(searcher.index.path),
-        model=searcher.index.meta.model,
-        caption=caption,
-        hints=hints,
-        timings=shown,
-        partial=bool(down),
-        missing_shards=down,
-        results=[QueryHits(query=q, lang=code, hits=hits) for q, code, hits in zip(request.query, langs, results)],
-    )
+    """Top-k hits of each query (:meth:`.session.Session.search`, the process's session; a
+    server passes the ``searcher`` and ``reranker`` its own session keeps)."""
+    return SESSION.search(request, searcher, reranker)
 
 
 def compare(request: CompareRequest, searcher=None) -> CompareResult:
-    """``encodr compare A B --index IDX``: the cosine of two texts by the index's model and each
-    one's nearest passages (:meth:`encodr.index.Searcher.compare`).
-
-    Args:
-        searcher: an opened searcher of ``request.index`` (the TUI's); default: the one
-            :func:`open_searcher` keeps for it.
-
-    Raises:
-        EncodrError: an index that cannot be opened; see :meth:`encodr.index.Searcher.compare`.
-    """
-    searcher = searcher or open_searcher(SearchRequest(index=request.index, query=[request.a], lang=request.lang))
-    cosine, langs, near = searcher.compare(request.a, request.b, request.k, request.lang)
-    return CompareResult(
-        index=str(searcher.index.path),
-        model=searcher.index.meta.model,
-        cosine=cosine,
-        results=[QueryHits(query=q, lang=code, hits=hits) for q, code, hits in zip((request.a, request.b), langs, near)],
-    )
-
-
-def partial_line(missing: list[int], shards: int) -> str:
-    """The one line every front end shows for an answer without some shards of a sharded index."""
-    return (
-        f"partial answer: shard{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} of {shards} did not answer "
-        "in time; their documents are left out (ask again)"
-    )
-
-
-def empty_line(path) -> str:
-    """The one line every front end shows for a search of an index that holds no document."""
-    return f"index {short_path(str(path))} is empty (no documents); add some with: encodr index DOCS --out {short_path(str(path))} --add"
-
-
-HINT_WORDS, HINT_CONFIDENCE = 3, 0.8  # a query gets the language hint when it has this many words and the detector is this sure
-HINT_ENGLISH_AT_MOST = 0.01  # … and finds English this unlikely: short English queries read as another language ("white matter in newborns": Swedish 0.89, English 0.045)
-
-
-def hint_applies(model: str, languages: list[str]) -> bool:
-    """Whether :func:`language_hints` looks at the queries of an index built with ``model`` whose
-    texts are in ``languages``: English texts and a model trained on English only
-    (:data:`encodr.models.aliases.ENGLISH_ONLY`)."""
-    from ..models.aliases import ENGLISH_ONLY
-
-    return model in ENGLISH_ONLY and set(languages or []) - {"und"} == {"eng"}
-
-
-def model_language_hints(model: str, languages: list[str]) -> list[str]:
-    """One hint line when an index built with ``model`` holds texts in ``languages`` other than
-    English, and the model was trained on English only (:data:`encodr.models.aliases.ENGLISH_ONLY`):
-    it names the languages and the multilingual model. Empty otherwise."""
-    from ..models.aliases import ENGLISH_ONLY, MULTILINGUAL
-
-    other = sorted(set(languages or []) - {"eng", "und"})
-    if model not in ENGLISH_ONLY or not other:
-        return []
-    return [
-        f"texts in {', '.join(other)}, but {model} was trained on English only: index them with --model {MULTILINGUAL} "
-        "(multilingual) to search them well"
-    ]
-
-
-def language_hints(queries: list[str], meta) -> list[str]:
-    """One hint line when an index of English texts, built with a model trained on English only
-    (:data:`encodr.models.aliases.ENGLISH_ONLY`), is searched with a query in another language
-    (detected among all languages, :func:`encodr.data.language.detect_against`: another language
-    at :data:`HINT_CONFIDENCE` or more and English at :data:`HINT_ENGLISH_AT_MOST` or less): it
-    names the multilingual model. Empty otherwise (and for any other model or index). ``meta``:
-    the index's :class:`~encodr.index.meta.IndexMeta`."""
-    from ..data.language import detect_against
-    from ..models.aliases import MULTILINGUAL
-
-    if not hint_applies(meta.model, meta.languages):
-        return []
-    sure = [q for q in queries if len(q.split()) >= HINT_WORDS]  # a word or two is too little to tell a language by
-    found = detect_against(sure, "eng") if sure else []
-    other = sorted(
-        {
-            code
-            for code, p, english in found
-            if code not in ("eng", "und") and p >= HINT_CONFIDENCE and english <= HINT_ENGLISH_AT_MOST
-        }
-    )
-    if not other:
-        return []
-    return [
-        f"a query looks like {', '.join(other)}, but model {meta.model} was trained on English only: rebuild the index with "
-        f"--model {MULTILINGUAL} (multilingual) to search it across languages"
-    ]
+    """``encodr compare A B --index IDX`` (:meth:`.session.Session.compare`)."""
+    return SESSION.compare(request, searcher)
 
 
 def rerank(request: RerankRequest, reranker) -> RerankResult:
@@ -423,6 +197,8 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
         warn(line)
     if built.get("skipped_files"):
         warn(f"{len(built['skipped_files'])} file(s) skipped (--json lists them); the others are indexed")
+    from ..index.hints import model_language_hints
+
     for line in model_language_hints(built["model"], built.get("languages") or []):
         warn(line)
     keys = [*SUMMARY, "shards"] if "shards" in built else list(SUMMARY)  # a sharded index: how many
@@ -872,7 +648,7 @@ def _estimate(suite_tasks, scorers, limit: int | None, warn: WarnFn) -> None:
     rate = len(trial) / max(time.perf_counter() - started, 1e-6)
     warn(
         f"this evaluation encodes about {texts:,} texts: about {texts / rate / 60:.0f} min at {rate:.0f} texts/s here; "
-        "--limit N scores only the first N items of each dataset"
+        f"{S.limit} N scores only the first N items of each dataset"
     )
 
 
@@ -935,7 +711,7 @@ def _evaluate_index(request: EvalRequest, progress: ProgressFn) -> EvalResult:
     own = request.queries is None  # the index's own judgments: every mode unless some were asked for
     if own and "mode" not in request.model_fields_set:
         searches = tuple(
-            SearchOptions(mode=m, fusion=o.fusion, rerank_weight=o.rerank_weight, filters=o.filters)
+            SearchOptions(mode=m, fusion=o.fusion, rerank_weight=o.rerank_weight, filter=o.filter)
             for m in MODES
             for o in searches
         )
@@ -1046,7 +822,7 @@ def indexes(request: IndexesRequest) -> ListResult:
 
     root = Path(request.path) if request.path else home() / "indexes"
     if request.path and not root.is_dir():
-        raise EncodrError(f"--path {root}: no such folder; pass the folder that holds your indexes", field="path")
+        raise EncodrError(f"{S.path} {root}: no such folder; pass the folder that holds your indexes", field="path")
     rows = list_indexes(root)
     if not request.path:  # the workspace, and every index the registry has seen built elsewhere
         listed = {str(Path(r["path"]).resolve()) for r in rows}

@@ -19,10 +19,10 @@ import inspect
 from functools import lru_cache
 from typing import Any, Callable
 
-from ..errors import EncodrError
+from ..errors import EncodrError, render, written
 from . import commands
 from . import requests as rq
-from .fields import build, words
+from .fields import build, namer, words
 
 # request class → the command that answers it
 COMMANDS: dict[type, Callable] = {
@@ -51,8 +51,32 @@ COMMANDS: dict[type, Callable] = {
 }
 
 # what front ends use beside the commands (see the module docstring)
-open_searcher = commands.open_searcher
-open_reranker = commands.open_reranker
+
+
+def open_searcher(request, front: str = "cli"):
+    """The process's searcher for a checked search ``request`` (:meth:`.session.Session.open`).
+
+    Raises:
+        EncodrError: an index that cannot be opened, in ``front``'s words.
+    """
+    try:
+        return commands.open_searcher(request)
+    except EncodrError as exc:
+        raise refusal(exc, front, type(request)) from None
+
+
+def open_reranker(spec: str | None, front: str = "cli"):
+    """The process's cross-encoder ``spec`` names, or None (:meth:`.session.Session.reranker`).
+
+    Raises:
+        EncodrError: a model that cannot be had, in ``front``'s words.
+    """
+    try:
+        return commands.open_reranker(spec)
+    except EncodrError as exc:
+        raise refusal(exc, front, rq.SearchRequest) from None
+
+
 watch = commands.watch
 interrupted_index = commands.interrupted_index
 tune = commands.tune
@@ -78,7 +102,7 @@ def recipe_notes(spec: str) -> dict[str, str]:
         EncodrError: an unknown recipe.
     """
     from ..methods import load_recipe
-    from ..training.args import described
+    from ..settings import described
 
     cls = type(load_recipe(spec))
     notes = {}
@@ -159,6 +183,9 @@ def run(request, front: str, **context: Any):
     command = COMMANDS[type(request)]
     if "front" in _takes(command):
         context["front"] = front
+    if context.get("warn") is not None:  # a warning names settings as the refusals do
+        told, say = context["warn"], namer(front, type(request))
+        context["warn"] = lambda line: told(render(written(line), say))
     try:
         return command(request, **context)
     except EncodrError as exc:

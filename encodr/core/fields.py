@@ -12,13 +12,13 @@ field, so the server needs no rendering code of its own.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import MISSING, EncodrError, OptionError
+from .. import settings
+from ..errors import MISSING, EncodrError, OptionError, render
 
 FRONTS = ("cli", "tui", "http", "mcp")  # the front ends; a field names those that offer it
 EXTRA = "x-encodr"  # the key of a field's rendering hints in its JSON schema (an OpenAPI extension)
@@ -50,8 +50,9 @@ class Hints:
     ``choices`` may be a function, called once when first read (so a request module need not
     import the module that owns a list of choices)."""
 
-    def __init__(self, flags: tuple[str, ...], argument: bool, fronts: tuple[str, ...], choices):
+    def __init__(self, flags: tuple[str, ...], argument: bool, fronts: tuple[str, ...], choices, template: str = ""):
         self.flags, self.argument, self.fronts, self._choices = tuple(flags), argument, tuple(fronts), choices
+        self.template = template  # the help as declared, naming settings with errors.S (render)
 
     def _resolved(self):
         if callable(self._choices):
@@ -107,7 +108,25 @@ def option(
             each value but the default as a flag of its own (``--add``; :class:`Rendering`).
         ge, le: the smallest and the largest value allowed (numbers).
     """
-    return Field(default, description=help, ge=ge, le=le, json_schema_extra=Hints(flags, argument, fronts, choices))
+    hints = Hints(flags, argument, fronts, choices, help)
+    return Field(default, description=render(help), ge=ge, le=le, json_schema_extra=hints)
+
+
+KEEP = object()  # declared(): keep the setting's own default
+
+
+def declared(
+    cls: type, name: str, default: Any = KEEP, *, flags: tuple[str, ...] = (), fronts: tuple[str, ...] = FRONTS, about: str = "{}"
+) -> Any:
+    """A request field that takes setting ``name`` of dataclass ``cls`` (:func:`encodr.settings.setting`)
+    as declared there: its default (or ``default``: ``None`` where the request leaves the setting
+    unset, a list where it takes several), meaning, choices and range; the request adds only how
+    the front ends show it (``flags``, ``fronts``: :class:`Rendering`) and, in ``about``, where
+    its meaning goes in the request's help (``"retrieval: {}"``)."""
+    d = settings.declared(cls, name)
+    value = d.default if default is KEEP else default
+    help_text = about.replace("{}", d.help)
+    return option(value, help_text, flags=flags, fronts=fronts, choices=d.choices, ge=d.ge, le=d.le)
 
 
 def hints(model: type[BaseModel], name: str) -> Hints:
@@ -120,6 +139,56 @@ def rendering(model: type[BaseModel], name: str) -> Rendering:
     """The :class:`Rendering` of field ``name`` of request class ``model``."""
     h = hints(model, name)
     return Rendering(h.flags, h.argument, h.fronts, h.choices, h.choice_flags)
+
+
+def help_words(model: type[BaseModel], name: str, front: str) -> str:
+    """Field ``name``'s help in front end ``front``'s words: the CLI names the settings it
+    mentions by their flags (:func:`flag`), the others by their field names."""
+    template = hints(model, name).template or model.model_fields[name].description or ""
+    return render(template, namer(front, model))
+
+
+def namer(front: str, model: type[BaseModel] | None = None):
+    """How front end ``front`` names a setting in a message (:func:`encodr.errors.render`): the
+    CLI by ``model``'s flag for it (``--fusion-weight``; a setting ``model`` lacks:
+    ``--name-with-dashes``), and a setting's value by its own flag where the CLI has one
+    (``write=add``: ``--add``), else as ``--name value``; the TUI by its label; HTTP and MCP by
+    the field's name (``write=add``)."""
+    if front == "cli":
+        return lambda token: cli_words(token, model)
+    if front == "tui":
+        return lambda token: token.replace("_", " ").replace("=", " ")
+    return str
+
+
+def cli_words(token: str, model: type[BaseModel] | None = None) -> str:
+    """A setting (``name``) or a setting's value (``name=value``) as the CLI says it (:func:`namer`)."""
+    name, _, value = token.partition("=")
+    owner = model if model is not None and name in model.model_fields else _declaring(name)
+    said = flag(owner, name) if owner is not None else cli_flag(name)
+    if not value:
+        return said
+    return f"--{value}" if owner is not None and rendering(owner, name).choice_flags else f"{said} {value}"
+
+
+def _declaring(name: str) -> type[BaseModel] | None:
+    """A request class that offers field ``name`` on the CLI (the first found), or None."""
+    seen, stack = set(), [BaseModel]
+    while stack:
+        for cls in stack.pop().__subclasses__():
+            if cls in seen:
+                continue
+            seen.add(cls)
+            stack.append(cls)
+            extra = cls.model_fields.get(name) and cls.model_fields[name].json_schema_extra
+            if isinstance(extra, Hints) and "cli" in rendering(cls, name).fronts:
+                return cls
+    return None
+
+
+def cli_flag(name: str) -> str:
+    """A setting's CLI flag when no request declares it: ``--name-with-dashes``."""
+    return "--" + name.replace("_", "-")
 
 
 def default(model: type[BaseModel], name: str):
@@ -181,7 +250,7 @@ def build(model: type[BaseModel], values: dict) -> Any:
 
     Raises:
         OptionError: a value not among its field's choices, of the wrong type, out of range, or
-            missing, naming the field (each front end words it: :func:`~encodr.errors.OptionError.words`).
+            missing, naming the field (each front end words it: :func:`words`).
     """
     check_choices(model, values)
     try:
@@ -203,34 +272,21 @@ def build(model: type[BaseModel], values: dict) -> Any:
         raise OptionError(name or "body", err.get("input"), what) from None
 
 
-_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*|-k)\b")
-
-
 def words(exc: EncodrError, front: str, model: type[BaseModel] | None = None) -> str:
-    """``exc``'s message in front end ``front``'s words: the CLI names an option by its flag
-    (``--mode hybird: not one of …``), the HTTP API and MCP by its field
-    (``mode: 'hybird' is not one of …``), and a message written with flags has them read as
-    field names there (``--rerank-depth`` → ``rerank_depth``).
+    """``exc``'s message in front end ``front``'s words (:func:`namer`): the CLI names an option
+    by its flag (``--mode hybird: not one of …``; a setting the message names, ``S.rerank_depth``,
+    as ``--rerank-depth``), the HTTP API and MCP by its field (``mode: 'hybird' is not one of …``).
 
     Args:
         exc: the error (an :class:`~encodr.errors.OptionError` is worded from its parts).
         front: one of :data:`FRONTS`, or ``mcp``.
-        model: the request class whose flags the CLI uses (default: ``--field-name``).
+        model: the request class whose flags the CLI uses (default: any request's, else ``--field-name``).
     """
+    if isinstance(exc, OptionError) and front == "cli":
+        return exc.flagged(cli_words(exc.field or "", model))
     if isinstance(exc, OptionError):
-        if front != "cli":
-            return str(exc)
-        name = exc.field or ""
-        return exc.words(flag(model, name) if model is not None and name in model.model_fields else "--" + name.replace("_", "-"))
-    if front == "cli":
         return str(exc)
-    names = front_fields(front)
-
-    def name(match) -> str:
-        field = "k" if match.group(1) == "-k" else match.group(1)[2:].replace("-", "_")
-        return field if field in names else match.group(1)  # a server's own flag (--writable) stays as it is
-
-    return _FLAG.sub(name, str(exc))
+    return exc.words(namer(front, model))
 
 
 def front_fields(front: str) -> set[str]:

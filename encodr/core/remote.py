@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 
 TIMEOUT = 60.0  # seconds a server has to answer one request
 
@@ -39,7 +39,7 @@ def ask(url: str, route: str, body: dict | None = None):
         raise EncodrError(f"{url}{route} answered {exc.code}: {detail or exc.reason}", status=exc.code) from None
     except (urllib.error.URLError, OSError) as exc:
         raise EncodrError(
-            f"--server {url}: no encodr server answers there ({getattr(exc, 'reason', exc)}); start one with encodr serve, "
-            "or drop --server",
+            f"{S.server} {url}: no encodr server answers there ({getattr(exc, 'reason', exc)}); start one with encodr serve, "
+            f"or drop {S.server}",
             field="server",
         ) from None

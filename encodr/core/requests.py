@@ -13,175 +13,40 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
 
-from ..errors import EncodrError
-from .fields import option
+from ..data.records import Layout
+from ..errors import EncodrError, S
+from ..index.options import BuildOptions, SearchOptions
+from ..models.encoder import BACKEND_HELP, POOLINGS
+from ..models.pcr import PCR_VARIANTS
+from ..training.args import OptimArgs
+from .fields import declared, option
+from .limits import Limits
 
-BACKEND_HELP = (
-    "The forward pass: torch-bf16 multiplies in bfloat16 (faster on a CPU with AVX512-BF16 or AMX, slower elsewhere); onnx runs "
-    "onnxruntime on the CPU; onnx-int8 adds dynamic int8 quantisation (faster; the docs' benchmarks give speed and quality)."
-)
 CLI, CLI_TUI, CLI_HTTP, HTTP, MCP, HTTP_MCP = ("cli",), ("cli", "tui"), ("cli", "http"), ("http",), ("mcp",), ("http", "mcp")
 CLI_HTTP_MCP = ("cli", "http", "mcp")  # what the TUI does not offer (it has no widget for it)
 
 
-MODE_HELP = (
-    "hybrid: vectors and BM25 fused by --fusion (dense on an index built without a keyword index); dense: vectors; "
-    "keyword: BM25 (SQLite FTS5)."
-)
-RERANK_HELP = "A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits (--rerank-depth)."
-
-
-def _rerank_defaults() -> tuple[int, float]:
-    """The re-ranker's depth and weight where none is given or tuned (:data:`encodr.index.options.RERANK_DEPTH`, ``RERANK_WEIGHT``)."""
-    from ..index.options import RERANK_DEPTH, RERANK_WEIGHT
-
-    return RERANK_DEPTH, RERANK_WEIGHT
-
-
-RERANK_WEIGHT_HELP = (
-    "With --rerank: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits "
-    f"(1: the cross-encoder's order alone; 0: the first stage's; default: the weight tuned with the re-ranker, else {_rerank_defaults()[1]:g})."
-)
-
-
-def _index_sizes() -> tuple[int, int]:
-    """The sizes where ``--index-type auto`` moves from flat to hnsw and from hnsw to ivfpq (:mod:`encodr.index.faiss_types`)."""
-    from ..index.faiss_types import FLAT_MAX, HNSW_MAX
-
-    return FLAT_MAX, HNSW_MAX
-
-
-def _fusion_weights() -> tuple[float, float, float]:
-    """The fusion's own dense weights: zscore's for prose and for source code, convex's (:mod:`encodr.index.fusion`)."""
-    from ..index.fusion import CODE_ALPHA, CONVEX_ALPHA, ZSCORE_ALPHA
-
-    return ZSCORE_ALPHA, CODE_ALPHA, CONVEX_ALPHA
-
-
-FUSION_WEIGHT_HELP = (
-    "Hybrid: the dense scores' weight α in α·dense + (1−α)·BM25 (default: the weight tuned on judgments for the index's "
-    "model, encodr tune --recipe judged; else the fusion's own: zscore weighs prose {:g} and source code {:g}, "
-    "convex {:g}).".format(*_fusion_weights())
-)
-FUSION_HELP = (
-    "How hybrid fuses: zscore (each list's scores standardised, weighted by --fusion-weight), convex (min-max normalised, "
-    "weighted likewise) or rrf (reciprocal rank fusion); all language-aware."
-)
-
-
-FILTER_HELP = (
-    "Only hits from documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold. Fields: source (a glob, e.g. "
-    "notes/*.md), lang, id, title, modified and size (the file's; ISO 8601 dates), or any metadata field (a JSONL object's "
-    'other fields, --meta-columns, Markdown front matter). Over HTTP also an object: {"year": ">=2020", "lang": "eng"}.'
-)
+RERANK_HELP = f"A CrossEncoder (directory, Hub id, or an encodr cross/ output) that re-scores the first hits ({S.rerank_depth})."
 
 
 def parse_filters(given) -> list:
     """``--filter`` values (``["year>=2020", …]``) or HTTP's object (``{"year": ">=2020"}``) as
-    :class:`encodr.index.filters.Filter` s.
+    :class:`encodr.index.filters.Filter` s (:func:`encodr.index.filters.parse_all`).
 
     Raises:
         EncodrError: a filter that does not parse, naming it (``field="filter"``).
     """
-    from ..index import filters as fl
+    from ..index.filters import parse_all
 
-    if not given:
-        return []
-    if isinstance(given, dict):
-        return fl.from_mapping(given)
-    return [fl.parse(text) for text in given]
-
-
-def _index_types() -> tuple[str, ...]:
-    from ..index.faiss_types import INDEX_TYPES
-
-    return INDEX_TYPES
-
-
-def _quantize() -> tuple[str, ...]:
-    from ..index.quantized import QUANTIZE
-
-    return QUANTIZE
-
-
-def _poolings() -> tuple[str, ...]:
-    from ..models.encoder import POOLINGS
-
-    return POOLINGS
-
-
-def _amp_modes() -> tuple[str, ...]:
-    from ..training.args import AMP_MODES
-
-    return AMP_MODES
-
-
-def _pcr_variants() -> tuple[str, ...]:
-    from ..models.pcr import PCR_VARIANTS
-
-    return PCR_VARIANTS
-
-
-def _write_meanings() -> dict[str, str]:
-    from ..index.options import WRITE_MEANINGS
-
-    return WRITE_MEANINGS
+    return parse_all(given)
 
 
 def _suites() -> tuple[str, ...]:
     from ..evaluation.tasks import PRIMARY
 
     return tuple(PRIMARY)
-
-
-def _engines() -> tuple[str, ...]:
-    from ..index.engines import ENGINES
-
-    return ENGINES
-
-
-def build_default(name: str):
-    """The default of a build setting, from its one declaration (:class:`encodr.index.options.BuildOptions`)."""
-    import dataclasses
-
-    from ..index.options import BuildOptions
-
-    return next(f.default for f in dataclasses.fields(BuildOptions) if f.name == name)
-
-
-def serve_default(name: str):
-    """The default of a server limit, from its one declaration (:class:`encodr.core.limits.Limits`)."""
-    import dataclasses
-
-    from .limits import Limits
-
-    return next(f.default for f in dataclasses.fields(Limits) if f.name == name)
-
-
-def layout_default(name: str):
-    """Where record files keep their fields by default, from its one declaration (:class:`encodr.data.records.Layout`)."""
-    import dataclasses
-
-    from ..data.records import Layout
-
-    return next(f.default for f in dataclasses.fields(Layout) if f.name == name)
-
-
-def search_default(name: str):
-    """The default of a search setting, from its one declaration (:class:`encodr.index.options.SearchOptions`)."""
-    from ..index.options import SearchOptions
-
-    return SearchOptions.default(name)
-
-
-def search_choices(name: str) -> tuple[str, ...]:
-    """The choices of ``mode``, ``fusion`` and ``keyword_stats`` (:mod:`encodr.index.options`, :mod:`encodr.index.fusion`)."""
-    from ..index.fusion import FUSIONS
-    from ..index.options import KEYWORD_STATS, MODES
-
-    return {"mode": MODES, "fusion": FUSIONS, "keyword_stats": KEYWORD_STATS}[name]
 
 
 class Request(BaseModel):
@@ -215,22 +80,20 @@ def pcr_variant(pcr: bool, variant: str | None) -> str | None:
     from ..models.pcr import DEFAULT_VARIANT, check_variant
 
     if variant and not pcr:
-        raise EncodrError("--pcr-variant chooses how --pcr fits its components; pass --pcr too", field="pcr_variant")
+        raise EncodrError(f"{S.pcr_variant} chooses how {S.pcr} fits its components; pass {S.pcr} too", field="pcr_variant")
     return check_variant(variant or DEFAULT_VARIANT) if pcr else None
 
 
 class SearchRequest(Request):
     """Nearest texts in an index: rank, score, language, text, source:line."""
 
+    # its search settings are SearchOptions' (encodr.index.options), by the same names: declared()
+
     query: list[str] = option([], "The queries (one or several); none on the CLI: one query a line from stdin.", argument=True)
     index: str = option(..., "Index directory, or the name of one in the workspace (encodr indexes).", flags=("--index", "-i"))
-    k: int = option(search_default("k"), "Results per query.", flags=("-k",), ge=1, fronts=CLI_HTTP_MCP)
-    lang: str | None = option(
-        None, "Query language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages).", fronts=CLI_HTTP_MCP
-    )
-    hit_lang: list[str] | None = option(
-        None, "Only hits in these languages, ISO 639-3, comma-separated or repeated (e.g. spa,fra)."
-    )
+    k: int = declared(SearchOptions, "k", flags=("-k",), fronts=CLI_HTTP_MCP)
+    lang: str | None = declared(SearchOptions, "lang", fronts=CLI_HTTP_MCP)
+    hit_lang: list[str] | None = declared(SearchOptions, "hit_lang", None)
     model: str | None = option(None, "Must match the index's model.", flags=("--model", "-m"), fronts=CLI_HTTP_MCP)
     backend: str | None = option(
         None,
@@ -238,41 +101,17 @@ class SearchRequest(Request):
         choices=lambda: _backends(),
         fronts=CLI_HTTP_MCP,
     )
-    nprobe: int | None = option(
-        None,
-        "IVF indexes: lists visited per query (default 32 for ivf, 128 for ivfpq); more: slower, closer to exact.",
-        ge=1,
-        fronts=CLI_HTTP_MCP,
-    )
-    ef_search: int | None = option(
-        None, "HNSW indexes: candidate list size (default 128); more: slower, closer to exact.", ge=1, fronts=CLI_HTTP_MCP
-    )
-    mode: str = option(search_default("mode"), MODE_HELP, choices=search_choices("mode"))
-    keyword_stats: str = option(
-        search_default("keyword_stats"),
-        "Sharded indexes: the term statistics of BM25. shard: each shard's own (fast; a term rare in one shard "
-        "scores higher there); global: gathered from every shard first, so keyword and hybrid rank as one index "
-        "would (one more round trip, and each shard scores all its matching texts).",
-        choices=search_choices("keyword_stats"),
-        fronts=CLI_HTTP_MCP,
-    )
-    fusion: str = option(search_default("fusion"), FUSION_HELP, choices=search_choices("fusion"), fronts=CLI_HTTP_MCP)
+    nprobe: int | None = declared(SearchOptions, "nprobe", fronts=CLI_HTTP_MCP)
+    ef_search: int | None = declared(SearchOptions, "ef_search", fronts=CLI_HTTP_MCP)
+    mode: str = declared(SearchOptions, "mode")
+    keyword_stats: str = declared(SearchOptions, "keyword_stats", fronts=CLI_HTTP_MCP)
+    fusion: str = declared(SearchOptions, "fusion", fronts=CLI_HTTP_MCP)
     rerank: str | None = option(None, RERANK_HELP)
-    fusion_weight: float | None = option(search_default("fusion_weight"), FUSION_WEIGHT_HELP, ge=0, le=1, fronts=CLI_HTTP_MCP)
-    rerank_depth: int | None = option(
-        search_default("rerank_depth"),
-        "With --rerank: first-stage hits the cross-encoder re-scores per query "
-        f"(default: the depth tuned with the re-ranker, else {_rerank_defaults()[0]}).",
-        ge=1,
-        fronts=CLI_HTTP_MCP,
-    )
-    rerank_weight: float | None = option(search_default("rerank_weight"), RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_HTTP_MCP)
-    passages: bool = option(
-        search_default("passages"),
-        "Rank passages; by default an index of long documents split into passages ranks each document once, by its best passage.",
-        fronts=CLI_HTTP_MCP,
-    )
-    filter: list[str] | dict[str, Any] | None = option(None, FILTER_HELP)
+    fusion_weight: float | None = declared(SearchOptions, "fusion_weight", fronts=CLI_HTTP_MCP)
+    rerank_depth: int | None = declared(SearchOptions, "rerank_depth", fronts=CLI_HTTP_MCP)
+    rerank_weight: float | None = declared(SearchOptions, "rerank_weight", fronts=CLI_HTTP_MCP)
+    passages: bool = declared(SearchOptions, "passages", fronts=CLI_HTTP_MCP)
+    filter: list[str] | dict[str, Any] | None = declared(SearchOptions, "filter", None)
     full: bool = option(
         False,
         "Print whole texts; by default a hit shows a snippet around its matched words, as wide as the terminal allows.",
@@ -281,7 +120,7 @@ class SearchRequest(Request):
     format: str = option(
         "table",
         "How hits print: table (rank, score, the snippet and path:line); grep (path:line:column: snippet, one line a "
-        "hit, as ripgrep's --vimgrep prints for editors); files (each hit's path once).",
+        f"hit, as ripgrep's {S.vimgrep} prints for editors); files (each hit's path once).",
         choices=("table", "grep", "files"),
         fronts=CLI,
     )
@@ -309,42 +148,25 @@ class SearchRequest(Request):
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
     _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)
+    _options: SearchOptions | None = PrivateAttr(None)
 
     def filters(self) -> list:
         """The parsed filters (:mod:`encodr.index.filters`), ANDed; empty without any."""
         return parse_filters(self.filter)
 
-    def options(self):
-        """The search's settings (:class:`encodr.index.options.SearchOptions`).
+    def options(self) -> SearchOptions:
+        """The search's settings (:class:`encodr.index.options.SearchOptions`): this request's
+        fields of the same names, built once (a request is not changed once built).
 
         Raises:
             OptionError: a value out of range, naming the field; EncodrError: a filter that does not parse.
         """
-        from ..index.options import SearchOptions
-
-        return SearchOptions.given(
-            k=self.k,
-            mode=self.mode,
-            fusion=self.fusion,
-            lang=self.lang,
-            hit_langs=self.hit_lang,
-            filters=self.filters(),
-            rerank_depth=self.rerank_depth,
-            rerank_weight=self.rerank_weight,
-            fusion_weight=self.fusion_weight,
-            passages=self.passages,
-            nprobe=self.nprobe,
-            ef_search=self.ef_search,
-            keyword_stats=self.keyword_stats,
-        )
+        if self._options is None:
+            self._options = SearchOptions.given(**{name: getattr(self, name) for name in SEARCH_SETTINGS})
+        return self._options
 
     def check(self) -> None:
-        from ..data.language import check_code
-
         self.options()  # cheap checks, before any model loads
-        for name, codes in (("lang", [self.lang] if self.lang else []), ("hit_lang", self.hit_lang or [])):
-            for code in codes:
-                check_code(code, name)
         if not self.query:
             raise EncodrError("no query given; pass QUERY, or one query a line on stdin", field="query")
         if any(not q.strip() for q in self.query):
@@ -353,13 +175,16 @@ class SearchRequest(Request):
             )
 
 
+SEARCH_SETTINGS = tuple(name for name in SearchRequest.model_fields if name in SearchOptions.__dataclass_fields__)
+
+
 class ScoreRequest(Request):
     """Similarity of two texts: cosine for a bi-encoder, σ(score) for a cross-encoder."""
 
     text_a: str = option(..., "First text.", argument=True, fronts=CLI_HTTP_MCP)
     text_b: str = option(..., "Second text.", argument=True, fronts=CLI_HTTP_MCP)
     model: str = option("minilm", "Model (alias, directory, Hub id).", flags=("--model", "-m"), fronts=CLI_HTTP_MCP)
-    cross: bool = option(False, "--model is a cross-encoder: σ of its score, both orders averaged.", fronts=CLI_HTTP_MCP)
+    cross: bool = option(False, f"{S.model} is a cross-encoder: σ of its score, both orders averaged.", fronts=CLI_HTTP_MCP)
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
     backend: str = option("torch", BACKEND_HELP, choices=lambda: _backends(), fronts=CLI_HTTP_MCP)
 
@@ -371,7 +196,7 @@ class ScoreRequest(Request):
                 )
         if self.cross and self.backend != "torch":
             raise EncodrError(
-                f"--backend {self.backend} runs bi-encoders; a cross-encoder (--cross) runs on torch: drop --backend",
+                f"{S.backend} {self.backend} runs bi-encoders; a cross-encoder ({S.cross}) runs on torch: drop {S.backend}",
                 field="backend",
             )
 
@@ -449,141 +274,41 @@ class IndexRequest(Request):
         "nothing is encoded. Takes no CORPUS.",
         fronts=CLI,
     )
-    model: str | None = option(
-        None, "Model (default: minilm; with --add, the index's model).", flags=("--model", "-m"), fronts=CLI_TUI
-    )
+    model: str | None = declared(BuildOptions, "model", flags=("--model", "-m"), fronts=CLI_TUI)
     out: str | None = option(
         None,
-        "Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with --add, a workspace index name works too).",
+        f"Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with {S('write', 'add')}, a workspace index name works too).",
         flags=("--out", "-o"),
         fronts=CLI_TUI,
     )
-    index_type: str = option(
-        build_default("index_type"),
-        "The FAISS index: auto is flat up to {:,} vectors, hnsw up to {:,}, ivfpq above.".format(*_index_sizes()),
-        choices=lambda: _index_types(),
-        fronts=CLI_TUI,
-    )
-    quantize: str = option(
-        build_default("quantize"),
-        "Vectors kept as: none (float32); int8 (4× smaller: FAISS's 8-bit scalar quantiser); binary (32× smaller in memory: "
-        "sign bits searched by Hamming distance, the best candidates rescored by int8 vectors kept on disk; a flat scan).",
-        choices=lambda: _quantize(),
-        fronts=CLI_TUI,
-    )
-    dim: int | None = option(
-        None,
-        "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation: N/d of the memory; for a model "
-        "trained with matryoshka_dims; default: all). --add keeps the index's.",
-        ge=1,
-        fronts=CLI_TUI,
-    )
-    on_disk: bool = option(
-        build_default("on_disk"),
-        "With --index-type ivf or ivfpq: keep the IVF lists in a file beside the index, built in blocks and merged (FAISS "
-        "merge_ondisk), memory-mapped on search: neither needs the lists in memory.",
-        fronts=CLI_TUI,
-    )
-    write: str = option(
-        "new",
-        "What the build does to --out.",
-        choices=lambda: _write_meanings(),
-        fronts=CLI_TUI,
-    )
+    index_type: str = declared(BuildOptions, "index_type", fronts=CLI_TUI)
+    quantize: str = declared(BuildOptions, "quantize", fronts=CLI_TUI)
+    dim: int | None = declared(BuildOptions, "dim", fronts=CLI_TUI)
+    on_disk: bool = declared(BuildOptions, "on_disk", fronts=CLI_TUI)
+    write: str = declared(BuildOptions, "write", fronts=CLI_TUI)
     watch: bool = option(
         False,
         "After indexing, keep watching CORPUS and sync on every change (debounced), one line per sync; Ctrl-C stops.",
         fronts=CLI,
     )
-    pcr: bool = option(
-        build_default("pcr"),
-        "Remove each language's first principal component (language-agnostic search, CMLM §5.2).",
-        fronts=CLI_TUI,
-    )
-    pcr_variant: str | None = option(
-        None,
-        "With --pcr: centred (PCA of the covariance) or uncentred (CMLM §5.2: first singular vector; the default).",
-        choices=lambda: _pcr_variants(),
-        fronts=CLI_TUI,
-    )
-    lang: str | None = option(
-        None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).", fronts=CLI_TUI
-    )
-    batch_size: int | None = option(None, "Texts per forward pass (default: per backend and device).", ge=1, fronts=CLI_TUI)
-    backend: str = option(
-        build_default("backend"),
-        BACKEND_HELP + " auto: torch-bf16 on a CPU with AMX, where its quality equals float32's; else onnx (float32, "
-        "checked against torch); without onnxruntime, torch-bf16 on a CPU with AVX512-BF16, else torch; with --add, the index's own.",
-        choices=lambda: ("auto", *_backends()),
-        fronts=CLI_TUI,
-    )
-    glob: str | None = option(
-        None,
-        "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).",
-        fronts=CLI_TUI,
-    )
-    whole: bool = option(
-        build_default("whole"),
-        "Index each text whole, cut at the model's window, instead of splitting longer texts into passages.",
-        fronts=CLI_TUI,
-    )
-    documents: bool = option(
-        layout_default("documents"),
-        "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
-        "not each line.",
-        fronts=CLI_TUI,
-    )
-    records: bool = option(
-        layout_default("records"),
-        "Plain text files found in a folder: one text a line, as a text file given by itself is read "
-        "(by default each .txt file in a folder is one document, its passages following its paragraphs).",
-        fronts=CLI_TUI,
-    )
-    text_field: str = option(layout_default("text_field"), "JSONL: the field that holds the text.", fronts=CLI_TUI)
-    text_column: str = option(
-        layout_default("text_column"), "CSV / TSV: the header's column that holds the text.", fronts=CLI_TUI
-    )
-    id_column: str | None = option(
-        layout_default("id_column"),
-        "CSV / TSV: the column that holds each document's id (default: 'id' when present).",
-        fronts=CLI_TUI,
-    )
-    title_column: str | None = option(
-        layout_default("title_column"),
-        "CSV / TSV: the column that holds each document's title (default: 'title' when present).",
-        fronts=CLI_TUI,
-    )
-    meta_columns: list[str] | None = option(
-        None,
-        "CSV / TSV: columns kept as each document's metadata, for search --filter (comma-separated or repeated).",
-        fronts=CLI_TUI,
-    )
-    processes: int = option(
-        build_default("processes"),
-        "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
-        ge=1,
-        fronts=CLI_TUI,
-    )
-    engine: str = option(
-        build_default("engine"),
-        "local: this machine; ray: a Ray Data pipeline (files read on Ray tasks, encoded on --processes actors; a local "
-        "Ray, or the cluster at --address; pip install 'encodr[ray]').",
-        choices=lambda: _engines(),
-        fronts=CLI_TUI,
-    )
-    address: str | None = option(
-        None,
-        "With --engine ray: the Ray cluster's address (e.g. ray://head:10001; default: RAY_ADDRESS, else a local Ray).",
-        fronts=CLI_TUI,
-    )
-    shards: int | None = option(
-        None,
-        "Split a new index into N shards, each document in the shard its id hashes to (each shard an ordinary index; "
-        "--engine ray builds them in parallel; encodr serve --engine ray serves one deployment a shard). "
-        "--add, --sync and delete go to the shards they touch.",
-        ge=1,
-        fronts=CLI_TUI,
-    )
+    pcr: bool = declared(BuildOptions, "pcr", fronts=CLI_TUI)
+    pcr_variant: str | None = declared(BuildOptions, "pcr_variant", None, fronts=CLI_TUI)
+    lang: str | None = declared(BuildOptions, "lang", fronts=CLI_TUI)
+    batch_size: int | None = declared(BuildOptions, "batch_size", fronts=CLI_TUI)
+    backend: str = declared(BuildOptions, "backend", fronts=CLI_TUI)
+    glob: str | None = declared(BuildOptions, "glob", fronts=CLI_TUI)
+    whole: bool = declared(BuildOptions, "whole", fronts=CLI_TUI)
+    documents: bool = declared(Layout, "documents", fronts=CLI_TUI)
+    records: bool = declared(Layout, "records", fronts=CLI_TUI)
+    text_field: str = declared(Layout, "text_field", fronts=CLI_TUI)
+    text_column: str = declared(Layout, "text_column", fronts=CLI_TUI)
+    id_column: str | None = declared(Layout, "id_column", fronts=CLI_TUI)
+    title_column: str | None = declared(Layout, "title_column", fronts=CLI_TUI)
+    meta_columns: list[str] | None = declared(Layout, "meta_columns", None, fronts=CLI_TUI)
+    processes: int = declared(BuildOptions, "processes", fronts=CLI_TUI)
+    engine: str = declared(BuildOptions, "engine", fronts=CLI_TUI)
+    address: str | None = declared(BuildOptions, "address", fronts=CLI_TUI)
+    shards: int | None = declared(BuildOptions, "shards", fronts=CLI_TUI)
 
     _meta_columns = field_validator("meta_columns", mode="before")(_comma_list)
 
@@ -597,8 +322,8 @@ class IndexRequest(Request):
             if given:
                 named = "CORPUS" if given[0] == "corpus" else "--" + given[0].replace("_", "-")
                 raise EncodrError(
-                    f"--upgrade converts an existing index and reads no documents: pass it alone, without {named} "
-                    "(then --add or --sync as usual)",
+                    f"{S.upgrade} converts an existing index and reads no documents: pass it alone, without {named} "
+                    f"(then {S('write', 'add')} or {S('write', 'sync')} as usual)",
                     field="upgrade",
                 )
             return
@@ -607,7 +332,7 @@ class IndexRequest(Request):
         pcr_variant(self.pcr, self.pcr_variant)
         if self.watch and self.write in ("add", "overwrite"):
             raise EncodrError(
-                "--watch keeps the index in step with CORPUS by syncing it; drop --add / --overwrite (the first pass is a --sync)",
+                f"{S.watch} keeps the index in step with CORPUS by syncing it; drop {S('write', 'add')} / {S('write', 'overwrite')} (the first pass is a {S('write', 'sync')})",
                 field="watch",
             )
         for name in ("text_field", "text_column", "id_column", "title_column"):
@@ -626,49 +351,26 @@ class IndexRequest(Request):
         Raises:
             OptionError: a value the options refuse, naming the field.
         """
-        from ..index.options import BuildOptions
-
-        given = dict(
-            model=encoder or self.model,
-            index_type=self.index_type,
-            quantize=self.quantize,
-            dim=self.dim,
-            on_disk=self.on_disk,
-            write=self.write_mode(),
-            pcr=self.pcr,
-            pcr_variant=pcr_variant(True, self.pcr_variant),
-            lang=self.lang,
-            backend=self.backend,
-            batch_size=self.batch_size,
-            processes=self.processes,
-            engine=self.engine,
-            address=self.address,
-            glob=self.glob,
-            whole=self.whole,
-            layout=self.layout(),
-            shards=self.shards,
-        )
-        return BuildOptions(**given)
+        given = {name: getattr(self, name) for name in BUILD_SETTINGS}
+        given.update(model=encoder or self.model, write=self.write_mode(), pcr_variant=pcr_variant(True, self.pcr_variant))
+        return BuildOptions(**given, layout=self.layout())
 
     def layout(self):
-        """Where the corpus's record files keep their fields (:class:`encodr.data.records.Layout`)."""
-        from ..data.records import Layout
-
-        return Layout(
-            self.text_field.strip(),
-            self.text_column.strip(),
-            self.id_column and self.id_column.strip(),
-            self.title_column and self.title_column.strip(),
-            self.documents,
-            tuple(self.meta_columns or ()),
-            self.records,
-        )
+        """Where the corpus's record files keep their fields (:class:`encodr.data.records.Layout`): this
+        request's fields of the same names, stripped."""
+        given = {name: getattr(self, name) for name in LAYOUT_SETTINGS}
+        strip = {name: value.strip() for name, value in given.items() if isinstance(value, str)}
+        return Layout(**{**given, **strip, "meta_columns": tuple(self.meta_columns or ())})
 
     def target(self) -> Path:
         """The index directory: ``out``, else the workspace index named after the first file."""
         from ..paths import home
 
         return Path(self.out) if self.out else home() / "indexes" / Path(self.corpus[0]).stem
+
+
+BUILD_SETTINGS = tuple(name for name in IndexRequest.model_fields if name in BuildOptions.__dataclass_fields__)
+LAYOUT_SETTINGS = tuple(name for name in IndexRequest.model_fields if name in Layout.__dataclass_fields__)
 
 
 class DeleteRequest(Request):
@@ -688,8 +390,8 @@ class DeleteRequest(Request):
     )
     filter: list[str] | None = option(
         None,
-        "Delete the documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold, and with --source "
-        "the source must match too (fields as search --filter, lang excepted).",
+        f"Delete the documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold, and with {S.source} "
+        f"the source must match too (fields as search {S.filter}, lang excepted).",
         fronts=CLI,
     )
 
@@ -702,7 +404,7 @@ class DeleteRequest(Request):
     def check(self) -> None:
         filters = self.filters()
         if not (self.ids or self.source or filters):
-            raise EncodrError("name the documents to delete: IDS, --source GLOB or --filter FIELD=VALUE", field="ids")
+            raise EncodrError(f"name the documents to delete: IDS, {S.source} GLOB or {S.filter} FIELD=VALUE", field="ids")
 
 
 class UpsertDocument(BaseModel):
@@ -810,7 +512,7 @@ class CompareRequest(Request):
     index: str = option(..., INDEX_HELP, flags=("--index", "-i"), fronts=CLI_TUI)
     k: int = option(5, "Nearest passages shown for each text.", flags=("-k",), ge=1, fronts=CLI)
     lang: str | None = option(
-        None, "The texts' language, ISO 639-3 (for --pcr indexes; default: detected among the index's languages).", fronts=CLI
+        None, f"The texts' language, ISO 639-3 (for {S.pcr} indexes; default: detected among the index's languages).", fronts=CLI
     )
 
     def check(self) -> None:
@@ -843,7 +545,7 @@ class JudgeRequest(Request):
         if not self.doc.strip():
             raise EncodrError("DOC is blank; pass the document's id, as a hit shows it", field="doc")
         if not self.index:
-            raise EncodrError("no index given; pass --index INDEX, the index the document is in", field="index")
+            raise EncodrError(f"no index given; pass {S.index} INDEX, the index the document is in", field="index")
 
 
 class UnjudgeRequest(Request):
@@ -865,7 +567,7 @@ class JudgmentsRequest(Request):
         flags=("--import",),
         fronts=CLI,
     )
-    split: str | None = option(None, "With --import of a BEIR folder: the qrels split (default: train).", fronts=CLI)
+    split: str | None = option(None, f"With {S.import_from} of a BEIR folder: the qrels split (default: train).", fronts=CLI)
     export: str | None = option(
         None,
         "Write the judgments as a new BEIR folder: corpus.jsonl from the index, queries.jsonl, and "
@@ -875,9 +577,11 @@ class JudgmentsRequest(Request):
 
     def check(self) -> None:
         if self.split and not self.import_from:
-            raise EncodrError("--split picks the qrels of a BEIR folder to --import; pass --import DIR too", field="split")
+            raise EncodrError(
+                f"{S.split} picks the qrels of a BEIR folder to {S.import_from}; pass {S.import_from} DIR too", field="split"
+            )
         if self.import_from and self.export:
-            raise EncodrError("--import and --export do different things; pass one", field="export")
+            raise EncodrError(f"{S.import_from} and {S.export} do different things; pass one", field="export")
 
 
 class SyncRequest(Request):
@@ -907,13 +611,13 @@ class EvalRequest(Request):
     )
     model: str = option("minilm", "Model to evaluate (alias, directory, Hub id).", flags=("--model", "-m"), fronts=CLI_TUI)
     compare: str | None = option(None, "A second model, shown side by side with the difference.", fronts=CLI_TUI)
-    cross: bool = option(False, "--model is a cross-encoder (sts and pairs only).", fronts=CLI_TUI)
-    compare_cross: bool = option(False, "--compare is a cross-encoder.", fronts=CLI_TUI)
+    cross: bool = option(False, f"{S.model} is a cross-encoder (sts and pairs only).", fronts=CLI_TUI)
+    compare_cross: bool = option(False, f"{S.compare} is a cross-encoder.", fronts=CLI_TUI)
     pcr: bool = option(
         False, "bitext: remove each language's first principal component before retrieval (CMLM §5.2).", fronts=CLI_TUI
     )
     pcr_variant: str | None = option(
-        None, "With --pcr: centred or uncentred (the default).", choices=lambda: _pcr_variants(), fronts=CLI_TUI
+        None, f"With {S.pcr}: centred or uncentred (the default).", choices=PCR_VARIANTS, fronts=CLI_TUI
     )
     limit: int | None = option(
         None,
@@ -926,30 +630,30 @@ class EvalRequest(Request):
     )
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
     backend: str = option(
-        "torch", BACKEND_HELP + " For --model; --compare runs on torch.", choices=lambda: _backends(), fronts=CLI_TUI
+        "torch", BACKEND_HELP + f" For {S.model}; {S.compare} runs on torch.", choices=lambda: _backends(), fronts=CLI_TUI
     )
     split: str | None = option(
         None,
-        "retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test); with --index alone, the fold of its "
+        f"retrieval: the qrels split to score (qrels/SPLIT.tsv; default: test); with {S.index} alone, the fold of its "
         "judgments: train, dev, test or all (default: test, the queries tuning never sees).",
         fronts=CLI_TUI,
     )
-    mode: list[str] = option(
-        [search_default("mode")],
-        "retrieval: " + MODE_HELP + " Several (comma-separated or repeated): one row each, from one encoding of the corpus.",
-        choices=search_choices("mode"),
+    mode: list[str] = declared(
+        SearchOptions,
+        "mode",
+        [SearchOptions.default("mode")],
+        about="retrieval: {} Several (comma-separated or repeated): one row each, from one encoding of the corpus.",
         fronts=CLI_TUI,
     )
-    fusion: list[str] = option(
-        [search_default("fusion")],
-        "retrieval: " + FUSION_HELP + " Several: one hybrid row each.",
-        choices=search_choices("fusion"),
+    fusion: list[str] = declared(
+        SearchOptions,
+        "fusion",
+        [SearchOptions.default("fusion")],
+        about="retrieval: {} Several: one hybrid row each.",
         fronts=CLI_TUI,
     )
     rerank: str | None = option(None, "retrieval: " + RERANK_HELP, fronts=CLI_TUI)
-    rerank_weight: float | None = option(
-        search_default("rerank_weight"), "retrieval: " + RERANK_WEIGHT_HELP, ge=0, le=1, fronts=CLI_TUI
-    )
+    rerank_weight: float | None = declared(SearchOptions, "rerank_weight", about="retrieval: {}", fronts=CLI_TUI)
     whole: bool = option(
         False,
         "retrieval: index each document whole, cut at the model's window (default: passages, each document ranked by its best).",
@@ -958,14 +662,16 @@ class EvalRequest(Request):
     index: str | None = option(
         None,
         "retrieval: score this existing index (a folder or workspace name), its own model encoding the queries, "
-        "instead of indexing a BEIR folder: on its own judgments (encodr judge; each mode unless --mode), or "
-        "with --queries and --qrels.",
+        f"instead of indexing a BEIR folder: on its own judgments (encodr judge; each mode unless {S.mode}), or "
+        f"with {S.queries} and {S.qrels}.",
         fronts=CLI_TUI,
     )
-    queries: str | None = option(None, "retrieval, with --index: the queries, a BEIR queries.jsonl (_id, text).", fronts=CLI_TUI)
+    queries: str | None = option(
+        None, f"retrieval, with {S.index}: the queries, a BEIR queries.jsonl (_id, text).", fronts=CLI_TUI
+    )
     qrels: str | None = option(
         None,
-        "retrieval, with --index: the judgments, a BEIR qrels TSV (query-id, corpus-id, score) naming the index's document ids.",
+        f"retrieval, with {S.index}: the judgments, a BEIR qrels TSV (query-id, corpus-id, score) naming the index's document ids.",
         fronts=CLI_TUI,
     )
     no_cache: bool = option(
@@ -976,7 +682,7 @@ class EvalRequest(Request):
     )
     filter: list[str] | None = option(
         None,
-        "retrieval, with --index: search only documents where FIELD=VALUE, as search --filter does (judged documents "
+        f"retrieval, with {S.index}: search only documents where FIELD=VALUE, as search {S.filter} does (judged documents "
         "it leaves out count as missed).",
         fronts=CLI_TUI,
     )
@@ -993,7 +699,7 @@ class EvalRequest(Request):
             return
         if self.filter:
             raise EncodrError(
-                "--filter restricts an index's documents: use it with eval retrieval --index (and --queries, --qrels)",
+                f"{S.filter} restricts an index's documents: use it with eval retrieval {S.index} (and {S.queries}, {S.qrels})",
                 field="filter",
             )
         tasks = evaluation.tasks_for(self.suite, self.data or None)  # an unknown suite or dataset, before loading models
@@ -1001,39 +707,41 @@ class EvalRequest(Request):
             "mode" in self.model_fields_set or "fusion" in self.model_fields_set or self.rerank or self.whole
         ):
             raise EncodrError(
-                f"--mode, --fusion and --rerank choose how 'eval retrieval' searches, not '{self.suite}'; drop them", field="mode"
+                f"{S.mode}, {S.fusion} and {S.rerank} choose how 'eval retrieval' searches, not '{self.suite}'; drop them",
+                field="mode",
             )
         if self.split is not None and self.suite != "retrieval":
-            raise EncodrError(f"--split picks the qrels of 'eval retrieval', not '{self.suite}'; drop --split", field="split")
+            raise EncodrError(f"{S.split} picks the qrels of 'eval retrieval', not '{self.suite}'; drop {S.split}", field="split")
         if self.suite == "retrieval":
             for task in tasks:
                 there = splits(task.file())
                 if self.retrieval_split not in there:
                     raise EncodrError(
-                        f"{task.path}: no qrels/{self.retrieval_split}.tsv; its splits are {', '.join(there) or 'none'} (use --split)",
+                        f"{task.path}: no qrels/{self.retrieval_split}.tsv; its splits are {', '.join(there) or 'none'} (use {S.split})",
                         field="split",
                     )
         if (self.cross or self.compare_cross) and self.suite not in CROSS_SUITES:
             raise EncodrError(
-                f"a cross-encoder scores pairs; --cross works with 'eval {' / '.join(CROSS_SUITES)}', not '{self.suite}'",
+                f"a cross-encoder scores pairs; {S.cross} works with 'eval {' / '.join(CROSS_SUITES)}', not '{self.suite}'",
                 field="cross",
             )
         if self.compare_cross and not self.compare:
             raise EncodrError(
-                "--compare-cross says the --compare model is a cross-encoder; pass --compare MODEL too", field="compare_cross"
+                f"{S.compare_cross} says the {S.compare} model is a cross-encoder; pass {S.compare} MODEL too",
+                field="compare_cross",
             )
         if (self.pcr or self.pcr_variant) and self.suite != "bitext":
-            raise EncodrError(f"--pcr applies to 'eval bitext' (cross-language retrieval), not '{self.suite}'", field="pcr")
+            raise EncodrError(f"{S.pcr} applies to 'eval bitext' (cross-language retrieval), not '{self.suite}'", field="pcr")
         pcr_variant(self.pcr, self.pcr_variant)
         if self.cross and self.backend != "torch":
             raise EncodrError(
-                f"--backend {self.backend} runs bi-encoders; a cross-encoder (--cross) runs on torch: drop --backend",
+                f"{S.backend} {self.backend} runs bi-encoders; a cross-encoder ({S.cross}) runs on torch: drop {S.backend}",
                 field="backend",
             )
         if self.plot is not None:
             if self.suite not in ("sts", "words", "pairs"):
                 raise EncodrError(
-                    f"--plot draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{self.suite}'",
+                    f"{S.plot} draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{self.suite}'",
                     field="plot",
                 )
             from ..plots import check_png
@@ -1052,13 +760,13 @@ class EvalRequest(Request):
         if given != ["index"] and len(given) < 3:
             missing = next(n for n in ("index", "queries", "qrels") if n not in given)
             raise EncodrError(
-                f"scoring an existing index needs --index alone (its own judgments) or --index, --queries and --qrels together; "
+                f"scoring an existing index needs {S.index} alone (its own judgments) or {S.index}, {S.queries} and {S.qrels} together; "
                 f"pass --{missing} too",
                 field=missing,
             )
         if given == ["index"] and self.split is not None and self.split not in (*FOLDS, ALL_FOLDS):
             raise EncodrError(
-                f"--split {self.split}: an index's judgments fall in the folds {', '.join(FOLDS)}; pass one of them or {ALL_FOLDS}",
+                f"{S.split} {self.split}: an index's judgments fall in the folds {', '.join(FOLDS)}; pass one of them or {ALL_FOLDS}",
                 field="split",
             )
         for name, why in (
@@ -1071,10 +779,10 @@ class EvalRequest(Request):
             ("plot", "score distributions of pairs"),
         ):
             if getattr(self, name):
-                raise EncodrError(f"--{name} gives {why}, but --index scores an index already built; drop --{name}", field=name)
+                raise EncodrError(f"--{name} gives {why}, but {S.index} scores an index already built; drop --{name}", field=name)
         if self.backend != "torch":
             raise EncodrError(
-                "--index encodes the queries with the index's own model and backend; drop --backend", field="backend"
+                f"{S.index} encodes the queries with the index's own model and backend; drop {S.backend}", field="backend"
             )
         parse_filters(self.filter)
 
@@ -1087,15 +795,14 @@ class EvalRequest(Request):
         Raises:
             OptionError: a value out of range, naming the field; EncodrError: a filter that does not parse.
         """
-        from ..index.options import HYBRID, SearchOptions
+        from ..index.options import HYBRID
 
         filters = tuple(parse_filters(self.filter))
+        first = SearchOptions.default("fusion")
         out = []
-        for mode in dict.fromkeys(self.mode or [search_default("mode")]):
-            for fusion in (
-                dict.fromkeys(self.fusion or [search_default("fusion")]) if mode == HYBRID else [search_default("fusion")]
-            ):
-                out.append(SearchOptions(mode=mode, fusion=fusion, rerank_weight=self.rerank_weight, filters=filters))
+        for mode in dict.fromkeys(self.mode or [SearchOptions.default("mode")]):
+            for fusion in dict.fromkeys(self.fusion or [first]) if mode == HYBRID else [first]:
+                out.append(SearchOptions(mode=mode, fusion=fusion, rerank_weight=self.rerank_weight, filter=filters))
         return tuple(out)
 
     @property
@@ -1142,24 +849,14 @@ class TuneRequest(Request):
     limit: int | None = option(None, "Use only the first N distinct strings (Trans-Encoder: pairs).", ge=2, fronts=CLI)
     device: str | None = option(None, "cpu, cuda, cuda:N or mps (default: cuda when available).", fronts=CLI)
     max_length: int | None = option(None, "Max sequence length in tokens.", fronts=CLI)
-    epochs: int | None = option(None, "Passes over the data.", fronts=CLI)
-    batch_size: int | None = option(
-        None, "Examples per step over all processes (Mirror: distinct strings, 2× views).", fronts=CLI
-    )
-    lr: float | None = option(None, "AdamW learning rate.", fronts=CLI)
+    epochs: int | None = declared(OptimArgs, "epochs", None, fronts=CLI)
+    batch_size: int | None = declared(OptimArgs, "batch_size", None, fronts=CLI)
+    lr: float | None = declared(OptimArgs, "lr", None, fronts=CLI)
     pooling: str | None = option(
-        None,
-        "How token vectors become one vector (auto: the model's own).",
-        choices=lambda: _poolings(),
-        fronts=CLI,
+        None, "How token vectors become one vector (auto: the model's own).", choices=POOLINGS, fronts=CLI
     )
-    seed: int | None = option(None, "Random seed.", fronts=CLI)
-    amp: str | None = option(
-        None,
-        "Mixed precision (auto: bf16 or fp16 on CUDA, fp32 on CPU).",
-        choices=lambda: _amp_modes(),
-        fronts=CLI,
-    )
+    seed: int | None = declared(OptimArgs, "seed", None, fronts=CLI)
+    amp: str | None = declared(OptimArgs, "amp", None, fronts=CLI)
     set: list[str] = option(
         [],
         "Any field of the recipe as KEY=VALUE (temperature=0.05, span_mask=0, mini_batch=256…; docs/reference/recipes.md "
@@ -1208,10 +905,12 @@ class TuneRequest(Request):
         fields = sorted(f for f in recipe.to_dict() if f not in ("name", "method", "description"))
         for key in given:
             if key not in fields:
-                named = f"--{key.replace('_', '-')}" if key in OVERRIDES and getattr(self, key) is not None else f"--set {key}=…"
+                named = (
+                    f"--{key.replace('_', '-')}" if key in OVERRIDES and getattr(self, key) is not None else f"{S.set} {key}=…"
+                )
                 raise EncodrError(
                     f"recipe '{recipe.name}' (method {recipe.method}) has no field '{key}' ({named}); its fields: {', '.join(fields)}; "
-                    "set one with --set KEY=VALUE",
+                    f"set one with {S.set} KEY=VALUE",
                     field=key if key in OVERRIDES else "set",
                 )
 
@@ -1225,7 +924,7 @@ class TuneRequest(Request):
         for item in self.set:
             key, sep, value = item.partition("=")
             if not sep:
-                raise EncodrError(f"--set takes KEY=VALUE, got '{item}'; e.g. --set temperature=0.05", field="set")
+                raise EncodrError(f"{S.set} takes KEY=VALUE, got '{item}'; e.g. {S.set} temperature=0.05", field="set")
             values[key.strip()] = value.strip()
         return values
 
@@ -1280,7 +979,7 @@ class ServeRequest(Request):
 
     model: list[str] = option(
         [],
-        "A model to serve (alias, directory, Hub id); repeatable. Default: minilm, and each --index's model.",
+        f"A model to serve (alias, directory, Hub id); repeatable. Default: minilm, and each {S.index}'s model.",
         flags=("--model", "-m"),
         fronts=CLI,
     )
@@ -1295,34 +994,15 @@ class ServeRequest(Request):
     api_key: str | None = option(
         None, "Require 'Authorization: Bearer KEY' (default: the ENCODR_API_KEY environment variable, if set).", fronts=CLI
     )
-    batch_wait_ms: float = option(
-        serve_default("batch_wait") * 1000,
-        "Dynamic batching: how long the first request of a batch waits for others while requests are concurrent (ms).",
-        ge=0,
-        fronts=CLI,
-    )
-    batch_tokens: int = option(
-        serve_default("batch_tokens"),
-        "Dynamic batching: tokens per forward pass at most (padded length × texts).",
-        ge=1,
-        fronts=CLI,
-    )
-    max_texts: int = option(serve_default("max_texts"), "Texts per request at most (413 above).", ge=1, fronts=CLI)
-    max_chars: int = option(serve_default("max_chars"), "Characters per text at most (413 above).", ge=1, fronts=CLI)
-    no_batching: bool = option(
-        not serve_default("batching"),
-        "Turn dynamic batching of concurrent requests off: one forward pass per request.",
-        fronts=CLI,
-    )
-    workers: int | None = option(
-        None,
-        "Forward passes a model runs at once, each on its share of the CPU cores (default: 2 on a CPU, 1 on a GPU).",
-        ge=1,
-        fronts=CLI,
-    )
+    batch_wait_ms: float = declared(Limits, "batch_wait_ms", fronts=CLI)
+    batch_tokens: int = declared(Limits, "batch_tokens", fronts=CLI)
+    max_texts: int = declared(Limits, "max_texts", fronts=CLI)
+    max_chars: int = declared(Limits, "max_chars", fronts=CLI)
+    no_batching: bool = declared(Limits, "no_batching", fronts=CLI)
+    workers: int | None = declared(Limits, "workers", fronts=CLI)
     backend: str = option(
         "torch",
-        "Forward pass of each --model bi-encoder (torch-bf16: bfloat16 matrix products; onnx, onnx-int8: onnxruntime "
+        f"Forward pass of each {S.model} bi-encoder (torch-bf16: bfloat16 matrix products; onnx, onnx-int8: onnxruntime "
         "on the CPU); an index's model runs on its index's backend.",
         choices=_backends,
         fronts=CLI,
@@ -1330,40 +1010,40 @@ class ServeRequest(Request):
     writable: bool = option(
         False,
         "Let clients upsert and delete documents and judgments (POST / DELETE /v1/indexes/NAME/documents and …/judgments); "
-        "needs --api-key.",
+        f"needs {S.api_key}.",
         fronts=CLI,
     )
     watch: list[str] = option(
-        [], "Sync the one served --index with this folder on every change (debounced); repeatable.", fronts=CLI
+        [], f"Sync the one served {S.index} with this folder on every change (debounced); repeatable.", fronts=CLI
     )
     engine: str = option(
         "local",
-        "local: this process serves; ray: serve one sharded --index on Ray Serve, a deployment per shard "
-        "(--replicas each) behind an ingress with these routes (pip install 'encodr[cluster]').",
+        f"local: this process serves; ray: serve one sharded {S.index} on Ray Serve, a deployment per shard "
+        f"({S.replicas} each) behind an ingress with these routes (pip install 'encodr[cluster]').",
         choices=("local", "ray"),
         fronts=CLI,
     )
     address: str | None = option(
-        None, "With --engine ray: the Ray cluster's address (default: RAY_ADDRESS, else a local Ray).", fronts=CLI
+        None, f"With {S.engine} ray: the Ray cluster's address (default: RAY_ADDRESS, else a local Ray).", fronts=CLI
     )
-    replicas: int = option(1, "With --engine ray: replicas of each shard's deployment, placed by Ray.", ge=1, fronts=CLI)
+    replicas: int = option(1, f"With {S.engine} ray: replicas of each shard's deployment, placed by Ray.", ge=1, fronts=CLI)
     shard_timeout: float = option(
         10.0,
-        "With --engine ray: seconds a shard has to answer a search; a shard later than that is left out and the "
+        f"With {S.engine} ray: seconds a shard has to answer a search; a shard later than that is left out and the "
         "answer says partial: true.",
         ge=0.01,
         fronts=CLI,
     )
     no_auth: bool = option(
         False,
-        "Serve an address other than this machine's (--host 0.0.0.0…) without an API key: anyone who can reach "
+        f"Serve an address other than this machine's ({S.host} 0.0.0.0…) without an API key: anyone who can reach "
         "the port reads the served indexes.",
         fronts=CLI,
     )
     allow_host: list[str] = option(
         [],
         "Also answer requests whose Host header is this name (a proxy's, a LAN name; '*': any); repeatable. "
-        "By default only the loopback names and --host are answered, which stops DNS rebinding.",
+        f"By default only the loopback names and {S.host} are answered, which stops DNS rebinding.",
         fronts=CLI,
     )
     allow_origin: list[str] = option(
@@ -1388,17 +1068,17 @@ class ServeRequest(Request):
         """
         if not loopback(self.host) and not self.key() and not self.no_auth:
             raise EncodrError(
-                f"--host {self.host} serves the indexes beyond this machine: give a key with --api-key KEY (or ENCODR_API_KEY), "
-                "or pass --no-auth to serve them to anyone who can reach the port",
+                f"{S.host} {self.host} serves the indexes beyond this machine: give a key with {S.api_key} KEY (or ENCODR_API_KEY), "
+                f"or pass {S.no_auth} to serve them to anyone who can reach the port",
                 field="host",
             )
         if self.writable and not self.key():
             raise EncodrError(
-                "--writable lets clients change indexes: give it a key with --api-key KEY (or ENCODR_API_KEY), even on 127.0.0.1",
+                f"{S.writable} lets clients change indexes: give it a key with {S.api_key} KEY (or ENCODR_API_KEY), even on 127.0.0.1",
                 field="writable",
             )
         if self.watch and len(self.index) != 1:
-            raise EncodrError("--watch syncs one index with its documents: serve exactly one --index with it", field="watch")
+            raise EncodrError(f"{S.watch} syncs one index with its documents: serve exactly one {S.index} with it", field="watch")
 
 
 def loopback(host: str) -> bool:
@@ -1427,7 +1107,7 @@ class McpRequest(Request):
     port: int | None = option(
         None, "Serve streamable HTTP on 127.0.0.1:PORT (at /mcp) instead of stdio.", ge=1, le=65535, fronts=CLI
     )
-    host: str = option("127.0.0.1", "With --port: the address to bind.", fronts=CLI)
+    host: str = option("127.0.0.1", f"With {S.port}: the address to bind.", fronts=CLI)
     writable: bool = option(
         False,
         "Offer the tools that change an index: add (upsert) documents, sync an index with its folders, delete documents.",
@@ -1435,7 +1115,7 @@ class McpRequest(Request):
     )
     no_auth: bool = option(
         False,
-        "With --port on an address other than this machine's: serve it although the MCP server asks no key "
+        f"With {S.port} on an address other than this machine's: serve it although the MCP server asks no key "
         "(anyone who can reach the port reads the served indexes).",
         fronts=CLI,
     )
@@ -1456,12 +1136,13 @@ class McpRequest(Request):
         """
         if self.server and (self.index or self.writable):
             raise EncodrError(
-                "--server searches the indexes that server serves and writes none: drop --index and --writable", field="server"
+                f"{S.server} searches the indexes that server serves and writes none: drop {S.index} and {S.writable}",
+                field="server",
             )
         if self.port is not None and not loopback(self.host) and not self.no_auth:
             raise EncodrError(
-                f"--host {self.host} serves the indexes beyond this machine and the MCP server asks no key: keep it on 127.0.0.1 "
-                "(behind a proxy that authenticates), or pass --no-auth",
+                f"{S.host} {self.host} serves the indexes beyond this machine and the MCP server asks no key: keep it on 127.0.0.1 "
+                f"(behind a proxy that authenticates), or pass {S.no_auth}",
                 field="host",
             )
 

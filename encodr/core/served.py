@@ -4,11 +4,11 @@ both write, refresh and list through it.
 
 One :class:`Served` per server process:
 
-- ``searchers``: a warm :class:`~encodr.index.Searcher` per index name (the index folder's name);
+- ``session``: its :class:`~.session.Session`, which keeps a warm :class:`~encodr.index.Searcher`
+  per index name (the index folder's name) and the re-rankers, as the CLI's and the TUI's
+  session keeps theirs (one rule: :meth:`~.session.Session.keep`), and answers its searches;
 - ``models``: name → (scorer, batcher or ``None``): what HTTP serves as ``/v1/embeddings`` and
   ``/v1/score``; an index's model is among them when the HTTP server loaded it;
-- re-rankers: those of :func:`encodr.core.commands.open_reranker`, the one cache of the process
-  (by spec and the folder's modification time), which the CLI and the TUI use too;
 - ``writable`` and one ``write_lock``: writes are serialised, each one a new generation, and the
   searcher then opens it (searches in flight keep the generation they hold).
 """
@@ -22,6 +22,7 @@ from typing import Callable
 
 from ..errors import EncodrError
 from . import commands, dispatch
+from .session import Session
 
 Announce = Callable[[str], None]
 
@@ -42,8 +43,7 @@ def workspace_indexes() -> list[str]:
 class Served:
     """What one server process serves (see the module docstring)."""
 
-    searchers: dict = field(default_factory=dict)  # index name → Searcher
-    openers: dict = field(default_factory=dict)  # index name → how its searcher is opened again (commands.kept)
+    session: Session = field(default_factory=Session)  # index name → Searcher, and the re-rankers
     models: dict = field(default_factory=dict)  # model name → (scorer, batcher or None)
     writable: bool = False
     write_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -69,14 +69,13 @@ class Served:
                 raise EncodrError(
                     f"two served indexes are named '{path.name}'; serve one of them, or rename its folder", field="index"
                 )
-            self.openers[path.name] = functools.partial(Searcher, path, encoder=encoder_for)
-            searcher = self.searchers[path.name] = self.openers[path.name]()
+            searcher = self.session.keep(path.name, functools.partial(Searcher, path, encoder=encoder_for))
             announce(f"serving index {path.name} ({path}, {len(searcher.index):,} texts, model {searcher.index.meta.model})")
 
     def searcher(self, name: str | None):
         """The searcher of served index ``name``, at its index's current generation, opened
-        again when the index was rebuilt with another model (:func:`~.commands.kept`, as the CLI
-        and the TUI keep theirs).
+        again when the index was rebuilt with another model (:meth:`.session.Session.keep`, as
+        the CLI and the TUI keep theirs).
 
         Raises:
             EncodrError: no such index is served (404, field ``index``), naming those that are;
@@ -86,7 +85,7 @@ class Served:
             raise EncodrError(
                 f"index '{name}' is not served here; served: {', '.join(self.searchers) or 'none'}", field="index", status=404
             )
-        return commands.kept(self.searchers, name, self.openers.get(name))
+        return self.session.keep(name)
 
     def model(self, name: str, field_name: str = "model"):
         """The (scorer, batcher or ``None``) of served model ``name``.
@@ -101,13 +100,18 @@ class Served:
         return self.models[name]
 
     def reranker(self, spec: str | None):
-        """The cross-encoder ``spec`` names (:func:`encodr.core.commands.open_reranker`: loaded
-        once a process, again when its folder is written); ``None`` without one.
+        """The cross-encoder ``spec`` names (:meth:`.session.Session.reranker`: loaded once,
+        again when its folder is written); ``None`` without one.
 
         Raises:
             EncodrError: see :func:`encodr.models.load_cross`.
         """
-        return commands.open_reranker(spec)
+        return self.session.reranker(spec)
+
+    @property
+    def searchers(self) -> dict:
+        """Index name → its searcher as last kept (:attr:`.session.Session.searchers`)."""
+        return self.session.searchers
 
     def require_writable(self) -> None:
         """Raises EncodrError (403, field ``index``) unless the server was started writable."""

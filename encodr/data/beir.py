@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from .text import iter_json_lines, iter_lines
 
 
@@ -38,7 +38,7 @@ class RetrievalSet:
         """
         if split not in self.qrels:
             raise EncodrError(
-                f"{self.name}: no qrels/{split}.tsv; its splits are {', '.join(sorted(self.qrels)) or 'none'} (use --split)",
+                f"{self.name}: no qrels/{split}.tsv; its splits are {', '.join(sorted(self.qrels)) or 'none'} (use {S.split})",
                 field="split",
             )
         return self.qrels[split]

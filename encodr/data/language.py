@@ -26,7 +26,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Iterable
 
-from ..errors import EncodrError, OptionError
+from ..errors import EncodrError, OptionError, S
 
 UNDETERMINED = "und"
 _CODE = re.compile(r"^[a-z]{3}$")
@@ -70,7 +70,7 @@ def _lingua():
         import lingua
     except ImportError:  # pragma: no cover - a core dependency
         raise EncodrError(
-            "language detection needs lingua-language-detector: pip install lingua-language-detector, or give --lang"
+            f"language detection needs lingua-language-detector: pip install lingua-language-detector, or give {S.lang}"
         ) from None
     return lingua
 
@@ -145,7 +145,7 @@ def detect_with_confidence(
     if candidates is not None:
         candidates = tuple(sorted({c for c in candidates if c != UNDETERMINED}))
         if not candidates:
-            raise EncodrError("no language to detect among; give --lang, or index texts in a known language")
+            raise EncodrError(f"no language to detect among; give {S.lang}, or index texts in a known language")
     detector = _detector(candidates, accurate and candidates is None)
     if isinstance(detector, str):
         return [(detector, 1.0)] * len(texts)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
+from ..settings import setting
 from .language import check_code
 from .text import iter_json_lines, iter_lines
 
@@ -60,13 +61,25 @@ class Layout:
             file given by itself is), not as one document of paragraphs.
     """
 
-    text_field: str = "text"
-    text_column: str = "text"
-    id_column: str | None = None
-    title_column: str | None = None
-    documents: bool = False
-    meta_columns: tuple[str, ...] = ()
-    records: bool = False  # a .txt file found in a folder read one record a line too (by default it is one document)
+    text_field: str = setting("text", "JSONL: the field that holds the text.")
+    text_column: str = setting("text", "CSV / TSV: the header's column that holds the text.")
+    id_column: str | None = setting(None, "CSV / TSV: the column that holds each document's id (default: 'id' when present).")
+    title_column: str | None = setting(
+        None, "CSV / TSV: the column that holds each document's title (default: 'title' when present)."
+    )
+    documents: bool = setting(
+        False,
+        "Plain text files: each blank-line-separated block (a file without blank lines: the whole file) is one document, "
+        "not each line.",
+    )
+    meta_columns: tuple[str, ...] = setting(
+        (), f"CSV / TSV: columns kept as each document's metadata, for search {S.filter} (comma-separated or repeated)."
+    )
+    records: bool = setting(
+        False,
+        "Plain text files found in a folder: one text a line, as a text file given by itself is read (by default each "
+        ".txt file in a folder is one document, its passages following its paragraphs).",
+    )
 
 
 def read_records(path: str | Path, default_lang: str | None = None, layout: Layout = Layout()) -> Iterator[Record]:
@@ -122,7 +135,7 @@ def _read_jsonl(p: Path, default_lang: str | None, layout: Layout) -> Iterator[R
     for number, obj in iter_json_lines(
         p,
         f"a JSONL file: one JSON object a line with a '{field}' field",
-        f"a string '{field}' field (optional: _id, title, lang; --text-field names another)",
+        f"a string '{field}' field (optional: _id, title, lang; {S.text_field} names another)",
         text=field,
     ):
         title = obj.get("title") if isinstance(obj.get("title"), str) else None
@@ -143,12 +156,12 @@ def _columns(p: Path, header: list[str], layout: Layout) -> dict[str, int]:
     columns = [c.strip().lower() for c in header]
     names = {"text": layout.text_column, "id": layout.id_column or "id", "title": layout.title_column or "title", "lang": "lang"}
     named = {
-        "text": "--text-column",
-        "id": "--id-column" if layout.id_column else None,
-        "title": "--title-column" if layout.title_column else None,
+        "text": f"{S.text_column}",
+        "id": f"{S.id_column}" if layout.id_column else None,
+        "title": f"{S.title_column}" if layout.title_column else None,
     }
     names.update({f"meta:{c}": c for c in layout.meta_columns})
-    named.update({f"meta:{c}": "--meta-columns" for c in layout.meta_columns})
+    named.update({f"meta:{c}": f"{S.meta_columns}" for c in layout.meta_columns})
     found = {}
     for key, name in names.items():
         if name.lower() in columns:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import S
 from ..progress import ProgressEvent, ProgressFn
 from .base import Evaluator, Score
 from .tasks import PRIMARY, TASKS, Task, tasks_for
@@ -113,7 +114,7 @@ def score_distributions(suite: str, scorer, data: list[str] | None = None, progr
         evaluator = task.evaluator()
         if not isinstance(evaluator, _PairEvaluator):
             raise EncodrError(
-                f"--plot draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{suite}'"
+                f"{S.plot} draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{suite}'"
             )
         scores = np.asarray(evaluator.predict(scorer, progress), dtype=np.float64)
         high, low, high_label, low_label = evaluator.gold_groups()
@@ -174,7 +175,7 @@ def dev_set(spec: str) -> DevSet:
         split = next((s for s in ("dev", "train") if s in there), None)
         if split is None:
             raise EncodrError(
-                f"--dev {spec}: a BEIR folder selects checkpoints on qrels/dev.tsv or qrels/train.tsv, never a test split; "
+                f"{S.dev} {spec}: a BEIR folder selects checkpoints on qrels/dev.tsv or qrels/train.tsv, never a test split; "
                 f"it has {', '.join(there) or 'none'}"
             )
         name = Path(spec).name
@@ -183,9 +184,9 @@ def dev_set(spec: str) -> DevSet:
         p = Path(spec)
         if not p.is_file():
             dev = ", ".join(n for n, t in TASKS.items() if t.split == "dev")
-            auto = " (--dev auto works with the retrieval recipe only)" if spec == "auto" else ""
+            auto = f" ({S.dev} auto works with the retrieval recipe only)" if spec == "auto" else ""
             raise EncodrError(
-                f"--dev {spec}: no such file or bundled evaluation set{auto}; pass a scored-pairs file, a BEIR folder or one of: {dev}"
+                f"{S.dev} {spec}: no such file or bundled evaluation set{auto}; pass a scored-pairs file, a BEIR folder or one of: {dev}"
             )
         task = Task(p.name, "", "sts", str(p.resolve()), "user", str(p))
     return DevSet(task.name, task.evaluator(), PRIMARY[task.type], task.split)

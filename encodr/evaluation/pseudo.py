@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..data.records import Record
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 
 # sentence ends: . ! ? (and their CJK forms) followed by space, or a CJK end mark alone
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
@@ -122,7 +122,7 @@ def pseudo_dev(documents: list[Record], n: int, seed: int = 42, searched: int = 
         seen: set[str] = set()
         dup = next(i for i in ids if i in seen or seen.add(i))
         raise EncodrError(
-            f"two documents share the id '{dup}'; a dev set needs one id per document: give each an id, or drop --dev auto"
+            f"two documents share the id '{dup}'; a dev set needs one id per document: give each an id, or drop {S.dev} auto"
         )
     rng = random.Random(seed)
     candidates = []
@@ -133,8 +133,8 @@ def pseudo_dev(documents: list[Record], n: int, seed: int = 42, searched: int = 
             candidates.append((i, usable))
     if not candidates:
         raise EncodrError(
-            f"--dev auto cuts a sentence of {MIN_WORDS}+ words out of documents of {MIN_SENTENCES}+ sentences, and none of "
-            "these documents has that many; pass --dev with a BEIR folder of real queries, or longer documents"
+            f"{S.dev} auto cuts a sentence of {MIN_WORDS}+ words out of documents of {MIN_SENTENCES}+ sentences, and none of "
+            f"these documents has that many; pass {S.dev} with a BEIR folder of real queries, or longer documents"
         )
     chosen = rng.sample(candidates, min(n, len(candidates)))
     out = list(documents)

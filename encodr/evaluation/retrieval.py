@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..data.beir import RetrievalSet
 from ..data.records import read_records
+from ..errors import S
 from ..index.options import DENSE, KEYWORD, SearchOptions
 from .base import Evaluator, Score
 
@@ -192,7 +193,7 @@ class RetrievalEvaluator(Evaluator):
         queries = [self.data.queries[q] for q in self.query_ids()]
         out: dict[str, list[list[tuple[str, float]]]] = {}
         for options in searches:
-            options = replace(options, k=DEPTH, filters=options.filters or self.filters)
+            options = replace(options, k=DEPTH, filter=options.filter or self.filters)
             _, hits = searcher.query(queries, options)
             label = options.label
             rerank = reranker is not None and (reranked is None or any(o.label == label for o in reranked))
@@ -349,7 +350,7 @@ def own_judgments(index, folds: tuple[str, ...]) -> tuple[dict[str, str], dict[s
     if not judged:
         raise EncodrError(
             f"index {index.path.name} has no judged query with a relevant document in the {'/'.join(folds)} fold "
-            f"({len(found)} judgment(s) in all); judge hits with encodr judge, or pass --split all",
+            f"({len(found)} judgment(s) in all); judge hits with encodr judge, or pass {S.split} all",
             field="split",
         )
     return {q: queries[q] for q in judged}, judged

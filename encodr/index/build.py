@@ -18,7 +18,7 @@ from typing import Callable
 from ..data.files import DOCUMENT_SUFFIXES, expand, passage_splitter
 from ..data.language import SMALL_CORPUS
 from ..data.records import Record, read_records
-from ..errors import EncodrError
+from ..errors import EncodrError, S, Said
 from ..models.encoder import AUTO_BACKEND, Encoder, choose_backend
 from ..outputs import check_target, generation, os_fault, sweep_generations, written_by_encodr
 from ..progress import ProgressEvent, ProgressFn, silent
@@ -159,7 +159,7 @@ def build(
     if o.shard is None and (o.shards is not None or sharded):
         if update and not sharded and written_by_encodr(out) == "index":
             raise EncodrError(
-                f"--shards: index {out} is one index, not sharded; rebuild it sharded with --overwrite --shards {o.shards}",
+                f"{S.shards}: index {out} is one index, not sharded; rebuild it sharded with {S('write', 'overwrite')} {S.shards} {o.shards}",
                 field="shards",
             )
         if not update and o.engine == "local" and not isinstance(o.model, Encoder) and files:
@@ -171,7 +171,8 @@ def build(
         raise EncodrError("no corpus file given; pass one or more text, TSV, CSV or JSONL files")
     if update and o.on_disk:
         raise EncodrError(
-            "--on-disk is chosen when an index is built; --add keeps the index's own layout: drop --on-disk", field="on_disk"
+            f"{S.on_disk} is chosen when an index is built; {S('write', 'add')} keeps the index's own layout: drop {S.on_disk}",
+            field="on_disk",
         )
     if update:
         _check_updatable(out, files, o.write == "sync")
@@ -219,7 +220,7 @@ def _check_updatable(out: Path, inputs: list[str], sync: bool) -> None:
     """
     from ..outputs import check_inputs_outside, written_by_encodr
 
-    flag = "--sync" if sync else "--add"
+    flag = f"{S('write', 'sync')}" if sync else f"{S('write', 'add')}"
     if not out.exists():
         raise EncodrError(
             f"index {out} does not exist (nor in the workspace, see encodr indexes); build it first with encodr index CORPUS --out {out}"
@@ -311,12 +312,12 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
     )
     if encoder.fingerprint != old.meta.fingerprint:
         raise EncodrError(
-            f"model '{model}' differs from the model index {out} was built with ({old.meta.model}); drop --model or build a new index"
+            f"model '{model}' differs from the model index {out} was built with ({old.meta.model}); drop {S.model} or build a new index"
         )
     kept = old.meta.truncate_dim
     if spec.options.dim is not None and spec.options.dim != (kept or old.meta.dimension):
         raise EncodrError(
-            f"--dim {spec.options.dim} differs from index {out}'s {old.meta.dimension} dimensions; drop --dim (--add keeps the index's)"
+            f"{S.dim} {spec.options.dim} differs from index {out}'s {old.meta.dimension} dimensions; drop {S.dim} ({S('write', 'add')} keeps the index's)"
         )
     encoder.truncate(kept)
     return encoder, lang or old.meta.default_lang
@@ -339,7 +340,7 @@ def _load_auto(spec: IndexSpec, model: str | None, backend: str) -> Encoder:
             if exc.encoder is not None:
                 return exc.encoder
         else:
-            spec.warn(f"--backend auto: {exc}; encoding with torch")
+            spec.warn(Said(f"{S.backend} auto: {exc}; encoding with torch"))
         return load_encoder(model, backend="torch")
 
 
@@ -553,11 +554,11 @@ def _check_matryoshka(encoder: Encoder, warn: Callable[[str], None]) -> None:
     if dims is None:
         warn(
             f"{encoder.name} was not trained with a Matryoshka loss: its first {dim} dimensions lose more quality than a model tuned "
-            "with matryoshka_dims; drop --dim to keep them all"
+            f"with matryoshka_dims; drop {S.dim} to keep them all"
         )
     elif dims and dim not in dims:
         warn(
-            f"{encoder.name} was trained to be truncated to {', '.join(map(str, dims))} dimensions, not {dim}; pass one of those to --dim"
+            f"{encoder.name} was trained to be truncated to {', '.join(map(str, dims))} dimensions, not {dim}; pass one of those to {S.dim}"
         )
 
 

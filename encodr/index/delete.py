@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from ..outputs import SHARDED_RECORD, generation, os_fault
 from .faiss_types import new_faiss, training_sample, write_faiss
 from .lock import index_lock
@@ -126,7 +126,7 @@ def delete(
     from . import filters as fl
 
     if not (ids or sources or filters):
-        raise EncodrError("name the documents to delete: IDs, --source GLOB or --filter FIELD=VALUE", field="ids")
+        raise EncodrError(f"name the documents to delete: IDs, {S.source} GLOB or {S.filter} FIELD=VALUE", field="ids")
     out = locate(out)
     if (out / SHARDED_RECORD).is_file():
         from .sharded import delete_sharded
@@ -142,7 +142,7 @@ def delete(
             dsql, dparams, tsql, tparams = fl.sql(chosen)
             if tsql:
                 raise EncodrError(
-                    "--filter lang applies to texts, not documents; delete by id, source or a metadata field", field="filter"
+                    f"{S.filter} lang applies to texts, not documents; delete by id, source or a metadata field", field="filter"
                 )
             wanted.update(old.texts.documents_matching(dsql, dparams))
         return _delete_locked(out, old, sorted(wanted), missing)

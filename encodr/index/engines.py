@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..errors import EncodrError, one_of
+from ..errors import EncodrError, S, one_of
 
 ENGINES = ("local", "ray")
 
@@ -31,13 +31,15 @@ def check_engine(engine: str, address: str | None) -> None:
     if engine not in ENGINES:
         one_of("engine", engine, ENGINES)
     if address and engine != "ray":
-        raise EncodrError("--address names a Ray cluster; pass --engine ray too", field="address")
+        raise EncodrError(f"{S.address} names a Ray cluster; pass {S.engine} ray too", field="address")
     if engine == "ray":
         try:
             import ray  # noqa: F401
             import ray.data  # noqa: F401  (Ray Data needs pyarrow: ray[data])
         except ImportError:
-            raise EncodrError("--engine ray needs Ray Data; install it with pip install 'encodr[ray]'", field="engine") from None
+            raise EncodrError(
+                f"{S.engine} ray needs Ray Data; install it with pip install 'encodr[ray]'", field="engine"
+            ) from None
     if address and address not in ("auto", "local"):
         _check_reachable(address)
 
@@ -52,15 +54,15 @@ def _check_reachable(address: str) -> None:
     host, _, port = address.split("://", 1)[-1].rpartition(":")
     if not host or not port.isdigit():
         raise EncodrError(
-            f"--address {address}: give HOST:PORT (the head's GCS, e.g. head:6379) or ray://HOST:PORT (Ray Client, e.g. ray://head:10001)",
+            f"{S.address} {address}: give HOST:PORT (the head's GCS, e.g. head:6379) or ray://HOST:PORT (Ray Client, e.g. ray://head:10001)",
             field="address",
         )
     try:
         socket.create_connection((host, int(port)), timeout=5).close()
     except OSError as exc:
         raise EncodrError(
-            f"--address {address}: no Ray cluster answers there ({exc.strerror or exc}); start one with ray start --head, "
-            "or drop --address for a local Ray",
+            f"{S.address} {address}: no Ray cluster answers there ({exc.strerror or exc}); start one with ray start --head, "
+            f"or drop {S.address} for a local Ray",
             field="address",
         ) from None
 
@@ -87,8 +89,8 @@ def ray_session(address: str | None):
             ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise EncodrError(
-                f"--address {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with ray start --head, "
-                "or drop --address for a local Ray",
+                f"{S.address} {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with ray start --head, "
+                f"or drop {S.address} for a local Ray",
                 field="address",
             ) from None
         started = True

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import EncodrError, one_of
+from ..errors import EncodrError, S, one_of
 from ..outputs import errno_in
 from .ondisk import RefinedOnDisk
 from .quantized import QUANTIZE, BinaryRescored
@@ -153,9 +153,9 @@ def check_quantize(quantize: str, index_type: str) -> None:
         one_of("quantize", quantize, QUANTIZE)
     if quantize == "binary" and index_type not in ("auto", "flat"):
         raise EncodrError(
-            f"--quantize binary searches every vector's bits (a flat Hamming scan); drop --index-type {index_type} or pass --index-type flat"
+            f"{S.quantize} binary searches every vector's bits (a flat Hamming scan); drop {S.index_type} {index_type} or pass {S.index_type} flat"
         )
     if quantize == "int8" and index_type == "ivfpq":
         raise EncodrError(
-            "--index-type ivfpq already compresses vectors (PQ codes); use --quantize int8 with flat, hnsw or ivf, or drop --quantize"
+            f"{S.index_type} ivfpq already compresses vectors (PQ codes); use {S.quantize} int8 with flat, hnsw or ivf, or drop {S.quantize}"
         )

@@ -24,7 +24,7 @@ import datetime
 import re
 from dataclasses import dataclass
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 
 OPERATORS = ("!=", ">=", "<=", "=")  # longest first: "a>=1" is >=, not =
 COLUMNS = {"id": "d.id", "title": "d.title", "modified": "d.modified", "size": "d.size"}  # fields that are document columns
@@ -55,7 +55,7 @@ def parse(text: str) -> Filter:
     at = min(((text.find(op), op) for op in OPERATORS if op in text), default=None, key=lambda found: (found[0], -len(found[1])))
     if at is None:
         raise EncodrError(
-            f"--filter {text!r}: write FIELD=VALUE (or !=, >=, <=), e.g. source=notes/*.md or year>=2020", field="filter"
+            f"{S.filter} {text!r}: write FIELD=VALUE (or !=, >=, <=), e.g. source=notes/*.md or year>=2020", field="filter"
         )
     where, op = at
     name, raw = text[:where].strip(), text[where + len(op) :].strip()
@@ -66,20 +66,20 @@ def make(name: str, op: str, raw, shown: str | None = None) -> Filter:
     """A checked :class:`Filter` from its parts (``raw``: the value as given; see :func:`parse`)."""
     shown = shown or f"{name}{op}{raw}"
     if not _NAME.match(name or ""):
-        raise EncodrError(f"--filter {shown!r}: '{name}' is not a field name (letters, digits, _ . -)", field="filter")
+        raise EncodrError(f"{S.filter} {shown!r}: '{name}' is not a field name (letters, digits, _ . -)", field="filter")
     if op not in OPERATORS:
-        raise EncodrError(f"--filter {shown!r}: unknown operator '{op}'; use one of {', '.join(OPERATORS)}", field="filter")
+        raise EncodrError(f"{S.filter} {shown!r}: unknown operator '{op}'; use one of {', '.join(OPERATORS)}", field="filter")
     if raw is None or (isinstance(raw, str) and not raw.strip()):
-        raise EncodrError(f"--filter {shown!r}: no value after '{op}'", field="filter")
+        raise EncodrError(f"{S.filter} {shown!r}: no value after '{op}'", field="filter")
     if name in ("source", "lang") and op not in ("=", "!="):
-        raise EncodrError(f"--filter {shown!r}: {name} takes = or != (source: a glob such as notes/*.md)", field="filter")
+        raise EncodrError(f"{S.filter} {shown!r}: {name} takes = or != (source: a glob such as notes/*.md)", field="filter")
     value = raw if not isinstance(raw, str) else _typed(raw.strip())
     if isinstance(value, str) and _DATE.match(value) and op in (">=", "<="):
         try:
             datetime.datetime.fromisoformat(value if len(value) > 7 else value + "-01")
         except ValueError:
             raise EncodrError(
-                f"--filter {shown!r}: '{value}' is not an ISO 8601 date (e.g. 2024-05-01 or 2024-05-01T12:00)", field="filter"
+                f"{S.filter} {shown!r}: '{value}' is not an ISO 8601 date (e.g. 2024-05-01 or 2024-05-01T12:00)", field="filter"
             ) from None
     return Filter(name, op, value)
 
@@ -99,6 +99,20 @@ def from_mapping(mapping: dict) -> list[Filter]:
         else:
             found.append(make(str(name), "=", value))
     return found
+
+
+def parse_all(given) -> list[Filter]:
+    """Filters however a front end gives them: HTTP's mapping (:func:`from_mapping`), or a list
+    of ``"FIELD=VALUE"`` texts (:func:`parse`) and :class:`Filter` s; ``None`` or empty: none.
+
+    Raises:
+        EncodrError: see :func:`parse`.
+    """
+    if not given:
+        return []
+    if isinstance(given, dict):
+        return from_mapping(given)
+    return [item if isinstance(item, Filter) else parse(item) for item in given]
 
 
 def _typed(value: str):

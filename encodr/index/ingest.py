@@ -18,7 +18,7 @@ import numpy as np
 from ..data.files import Skipped, iter_passages, iter_records
 from ..data.language import DETECTOR, corpus_languages, detect_languages, detect_with_confidence, sampled_languages
 from ..data.records import Record
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from ..models.pcr import POOLED, fit_and_remove, remove_per_language
 from .documents import Reconcile
 from .faiss_types import add_vectors, auto_index_type, new_faiss, training_sample, write_faiss
@@ -290,7 +290,7 @@ class Ingest:
                     have = ", ".join(sorted(c for c in self.old.components if c != POOLED))
                     raise EncodrError(
                         f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
-                        "rebuild it with --pcr over all languages, or give --lang"
+                        f"rebuild it with {S.pcr} over all languages, or give {S.lang}"
                     ) from None
         if self.old is not None and not self.old.meta.on_disk:
             add_vectors(self.old.faiss, vectors, first)
@@ -364,7 +364,7 @@ def new_index(
         kind = "ivf"  # auto above HNSW_MAX: IVF lists of int8 vectors (PQ codes are a quantisation of their own)
     if kind == "ivfpq" and n < 10_000:
         raise EncodrError(
-            f"--index-type ivfpq needs at least 10,000 texts to train its quantisers (this corpus has {n:,}); use flat or hnsw"
+            f"{S.index_type} ivfpq needs at least 10,000 texts to train its quantisers (this corpus has {n:,}); use flat or hnsw"
         )
     sample = training_sample(vectors) if kind.startswith("ivf") or quantize != "none" else None
     index = new_faiss(kind, dim, n, sample, quantize)

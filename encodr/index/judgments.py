@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 
 JUDGMENTS_FILE = "judgments.db"
 TUNED_FILE = "tuned.json"  # search settings learned from the judgments for one model (:func:`read_tuned`)
@@ -303,20 +303,21 @@ def import_files(source: str, split: str | None) -> tuple[Path, Path]:
         for p in pair:
             if not p.is_file():
                 raise EncodrError(
-                    f"--import {source}: no such file {p}; pass a BEIR folder, or QUERIES.jsonl,QRELS.tsv", field="import"
+                    f"{S.import_from} {source}: no such file {p}; pass a BEIR folder, or QUERIES.jsonl,QRELS.tsv", field="import"
                 )
         return pair
     folder = Path(source)
     if not folder.is_dir():
         raise EncodrError(
-            f"--import {source}: no such folder; pass a BEIR folder (queries.jsonl, qrels/SPLIT.tsv), or QUERIES.jsonl,QRELS.tsv",
+            f"{S.import_from} {source}: no such folder; pass a BEIR folder (queries.jsonl, qrels/SPLIT.tsv), or QUERIES.jsonl,QRELS.tsv",
             field="import",
         )
     there = splits(folder)
     split = split or "train"
     if split not in there:
         raise EncodrError(
-            f"--import {source}: no qrels/{split}.tsv; its splits are {', '.join(there) or 'none'} (use --split)", field="split"
+            f"{S.import_from} {source}: no qrels/{split}.tsv; its splits are {', '.join(there) or 'none'} (use {S.split})",
+            field="split",
         )
     return folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 
 
 @contextlib.contextmanager
@@ -18,7 +18,7 @@ def index_lock(out: Path):
         out.parent.mkdir(parents=True, exist_ok=True)
         handle = open(out.parent / f".{out.name}.lock", "a")
     except OSError as exc:
-        raise EncodrError(f"cannot create index {out}: {exc.strerror}; choose another --out") from None
+        raise EncodrError(f"cannot create index {out}: {exc.strerror}; choose another {S.out}") from None
     try:
         try:
             import fcntl

@@ -9,7 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from ..outputs import SHARDED_RECORD, current_generation
 from .meta import IndexMeta
 
@@ -114,5 +114,7 @@ def sharded_meta(root: Path) -> IndexMeta:
     """
     states = states_on_disk(root)
     if any(meta is None for meta, _ in states):
-        raise EncodrError(f"sharded index {root}: a shard has no index.json; rebuild it with --overwrite", field="index")
+        raise EncodrError(
+            f"sharded index {root}: a shard has no index.json; rebuild it with {S('write', 'overwrite')}", field="index"
+        )
     return joined([meta for meta, _ in states], sum(n for _, n in states))

@@ -12,13 +12,15 @@ from dataclasses import dataclass, fields, replace
 
 from ..data.language import check_code
 from ..data.records import Layout
-from ..errors import EncodrError, at_least, between, one_of
-from ..models.encoder import AUTO_BACKEND, Encoder, check_backend
-from ..models.pcr import DEFAULT_VARIANT, check_variant
-from .engines import check_engine
-from .faiss_types import INDEX_TYPES, check_quantize
-from .filters import Filter
-from .fusion import FUSIONS
+from ..errors import EncodrError, S
+from ..models.encoder import AUTO_BACKEND, BACKEND_HELP, BACKENDS, Encoder
+from ..models.pcr import DEFAULT_VARIANT, PCR_VARIANTS
+from ..settings import check, setting
+from .engines import ENGINES, check_engine
+from .faiss_types import FLAT_MAX, HNSW_EF_SEARCH, HNSW_MAX, INDEX_TYPES, IVF_NPROBE, check_quantize
+from .filters import Filter, parse_all
+from .fusion import CODE_ALPHA, CONVEX_ALPHA, FUSIONS, ZSCORE_ALPHA
+from .quantized import QUANTIZE
 
 MODES = ("dense", "keyword", "hybrid")
 DENSE, KEYWORD, HYBRID = MODES
@@ -26,6 +28,18 @@ HYBRID_DEPTH = 100  # candidates taken from each list before fusion
 RERANK_DEPTH, RERANK_WEIGHT = 50, 1.0  # a re-ranker's depth and weight, unless given or tuned with it (SearchOptions.resolved)
 KEYWORD_STATS = ("shard", "global")  # the term statistics BM25 scores by in a sharded index
 PASSAGES_PER_DOCUMENT = 4  # passages fetched per document asked for, before keeping each document's best
+FILTER_HELP = (
+    "Only hits from documents where FIELD=VALUE (also !=, >=, <=); repeatable, all must hold. Fields: source (a glob, "
+    "e.g. notes/*.md), lang, id, title, modified and size (the file's; ISO 8601 dates), or any metadata field (a JSONL "
+    f"object's other fields, {S.meta_columns}, Markdown front matter). Over HTTP also an object: "
+    '{"year": ">=2020", "lang": "eng"}.'
+)
+
+
+def _comma_list(value) -> list[str]:
+    """``"spa,fra"`` or ``["spa,fra", "deu"]`` → ``["spa", "fra", "deu"]`` (``None``: ``[]``)."""
+    items = [] if value is None else [value] if isinstance(value, str) else list(value)
+    return [c.strip() for item in items for c in str(item).split(",") if c.strip()]
 
 
 @dataclass(frozen=True)
@@ -63,31 +77,76 @@ class SearchOptions:
         OptionError: a value out of its range or not among its choices, naming the field.
     """
 
-    k: int = 10
-    mode: str = HYBRID
-    fusion: str = "zscore"
-    fusion_weight: float | None = None
-    lang: str | None = None
-    hit_langs: tuple[str, ...] = ()
-    filters: tuple[Filter, ...] = ()
-    rerank_depth: int | None = None
-    rerank_weight: float | None = None
-    passages: bool = False
-    nprobe: int | None = None
-    ef_search: int | None = None
-    keyword_stats: str = KEYWORD_STATS[0]
+    k: int = setting(10, "Results per query.", ge=1)
+    mode: str = setting(
+        HYBRID,
+        f"hybrid: vectors and BM25 fused by {S.fusion} (dense on an index built without a keyword index); "
+        "dense: vectors; keyword: BM25 (SQLite FTS5).",
+        choices=MODES,
+    )
+    fusion: str = setting(
+        "zscore",
+        f"How hybrid fuses: zscore (each list's scores standardised, weighted by {S.fusion_weight}), convex (min-max "
+        "normalised, weighted likewise) or rrf (reciprocal rank fusion); all language-aware.",
+        choices=FUSIONS,
+    )
+    fusion_weight: float | None = setting(
+        None,
+        "Hybrid: the dense scores' weight α in α·dense + (1−α)·BM25 (default: the weight tuned on judgments for the "
+        "index's model, encodr tune --recipe judged; else the fusion's own: zscore weighs prose "
+        f"{ZSCORE_ALPHA:g} and source code {CODE_ALPHA:g}, convex {CONVEX_ALPHA:g}).",
+        ge=0,
+        le=1,
+    )
+    lang: str | None = setting(
+        None, f"Query language, ISO 639-3 (for {S.pcr} indexes; default: detected among the index's languages)."
+    )
+    hit_lang: tuple[str, ...] = setting(
+        (), "Only hits in these languages, ISO 639-3, comma-separated or repeated (e.g. spa,fra)."
+    )
+    filter: tuple[Filter, ...] = setting((), FILTER_HELP)
+    rerank_depth: int | None = setting(
+        None,
+        f"With {S.rerank}: first-stage hits the cross-encoder re-scores per query (default: the depth tuned with the "
+        f"re-ranker, else {RERANK_DEPTH}).",
+        ge=1,
+    )
+    rerank_weight: float | None = setting(
+        None,
+        f"With {S.rerank}: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits (1: the "
+        f"cross-encoder's order alone; 0: the first stage's; default: the weight tuned with the re-ranker, else {RERANK_WEIGHT:g}).",
+        ge=0,
+        le=1,
+    )
+    passages: bool = setting(
+        False,
+        "Rank passages; by default an index of long documents split into passages ranks each document once, by its best passage.",
+    )
+    nprobe: int | None = setting(
+        None,
+        "IVF indexes: lists visited per query (default {} for ivf, {} for ivfpq); more: slower, closer to exact.".format(
+            IVF_NPROBE["ivf"], IVF_NPROBE["ivfpq"]
+        ),
+        ge=1,
+    )
+    ef_search: int | None = setting(
+        None, f"HNSW indexes: candidate list size (default {HNSW_EF_SEARCH}); more: slower, closer to exact.", ge=1
+    )
+    keyword_stats: str = setting(
+        KEYWORD_STATS[0],
+        "Sharded indexes: the term statistics of BM25. shard: each shard's own (fast; a term rare in one shard scores "
+        "higher there); global: gathered from every shard first, so keyword and hybrid rank as one index would (one "
+        "more round trip, and each shard scores all its matching texts).",
+        choices=KEYWORD_STATS,
+    )
 
     def __post_init__(self):
-        one_of("mode", self.mode, MODES)
-        one_of("keyword_stats", self.keyword_stats, KEYWORD_STATS)
-        one_of("fusion", self.fusion, FUSIONS)
-        for name in ("k", "rerank_depth", "nprobe", "ef_search"):
-            at_least(name, getattr(self, name), 1)
-        for name in ("rerank_weight", "fusion_weight"):
-            if getattr(self, name) is not None:
-                between(name, getattr(self, name), 0, 1)
-        object.__setattr__(self, "hit_langs", tuple(self.hit_langs or ()))
-        object.__setattr__(self, "filters", tuple(self.filters or ()))
+        check(self)
+        object.__setattr__(self, "hit_lang", tuple(_comma_list(self.hit_lang)))
+        object.__setattr__(self, "filter", tuple(parse_all(self.filter)))
+        for name, codes in (("lang", [self.lang] if self.lang else []), ("hit_lang", self.hit_lang)):
+            for code in codes:
+                check_code(code, name)
 
     @classmethod
     def default(cls, name: str):
@@ -150,7 +209,7 @@ WRITE_MEANINGS = {  # BuildOptions.write: what a build does to its output folder
     "add": "Add the documents read to an existing index: new ones added, changed ones replaced (texts already in it are "
     "not encoded again); none removed.",
     "sync": "Make the index hold exactly the documents now under CORPUS: add new ones, re-encode changed ones, remove "
-    "those whose file is gone; documents of other paths are kept. Builds the index when --out does not exist.",
+    f"those whose file is gone; documents of other paths are kept. Builds the index when {S.out} does not exist.",
     "overwrite": "Rebuild an existing index (only a folder encodr wrote: an index; never a folder of other files).",
 }
 WRITES = tuple(WRITE_MEANINGS)  # new, add, sync, overwrite
@@ -209,57 +268,98 @@ class BuildOptions:
             ``window`` below 1, naming the field.
     """
 
-    model: str | Encoder | None = None
-    index_type: str = "auto"
-    quantize: str = "none"
-    dim: int | None = None
-    on_disk: bool = False
-    write: str = "new"
-    pcr: bool = False
-    pcr_variant: str = DEFAULT_VARIANT
-    lang: str | None = None
-    backend: str = AUTO_BACKEND
-    batch_size: int | None = None
-    processes: int = 1
-    engine: str = "local"
-    address: str | None = None
-    window: int = WINDOW
-    glob: str | None = None
-    whole: bool = False
+    model: str | Encoder | None = setting(None, f"Model (default: minilm; with {S('write', 'add')}, the index's model).")
+    index_type: str = setting(
+        "auto",
+        f"The FAISS index: auto is flat up to {FLAT_MAX:,} vectors, hnsw up to {HNSW_MAX:,}, ivfpq above.",
+        choices=INDEX_TYPES,
+    )
+    quantize: str = setting(
+        "none",
+        "Vectors kept as: none (float32); int8 (4× smaller: FAISS's 8-bit scalar quantiser); binary (32× smaller in "
+        "memory: sign bits searched by Hamming distance, the best candidates rescored by int8 vectors kept on disk; a "
+        "flat scan).",
+        choices=QUANTIZE,
+    )
+    dim: int | None = setting(
+        None,
+        "Keep the first N dimensions of each vector, renormalised (Matryoshka truncation: N/d of the memory; for a "
+        f"model trained with matryoshka_dims; default: all). {S('write', 'add')} keeps the index's.",
+        ge=1,
+    )
+    on_disk: bool = setting(
+        False,
+        f"With {S.index_type} ivf or ivfpq: keep the IVF lists in a file beside the index, built in blocks and merged "
+        "(FAISS merge_ondisk), memory-mapped on search: neither needs the lists in memory.",
+    )
+    write: str = setting("new", f"What the build does to {S.out}.", choices=WRITE_MEANINGS)
+    pcr: bool = setting(False, "Remove each language's first principal component (language-agnostic search, CMLM §5.2).")
+    pcr_variant: str = setting(
+        DEFAULT_VARIANT,
+        f"With {S.pcr}: centred (PCA of the covariance) or uncentred (CMLM §5.2: first singular vector; the default).",
+        choices=PCR_VARIANTS,
+    )
+    lang: str | None = setting(None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).")
+    backend: str = setting(
+        AUTO_BACKEND,
+        BACKEND_HELP + " auto: torch-bf16 on a CPU with AMX, where its quality equals float32's; else onnx (float32, "
+        f"checked against torch); without onnxruntime, torch-bf16 on a CPU with AVX512-BF16, else torch; with {S('write', 'add')}, "
+        "the index's own.",
+        choices=(AUTO_BACKEND, *BACKENDS),
+    )
+    batch_size: int | None = setting(None, "Texts per forward pass (default: per backend and device).", ge=1)
+    processes: int = setting(
+        1,
+        "Encode on N processes: one per GPU (cuda:0…) when CUDA is visible, else CPU processes sharing the cores. Torch backend.",
+        ge=1,
+    )
+    engine: str = setting(
+        "local",
+        f"local: this machine; ray: a Ray Data pipeline (files read on Ray tasks, encoded on {S.processes} actors; a "
+        f"local Ray, or the cluster at {S.address}; pip install 'encodr[ray]').",
+        choices=ENGINES,
+    )
+    address: str | None = setting(
+        None,
+        f"With {S.engine} ray: the Ray cluster's address (e.g. ray://head:10001; default: RAY_ADDRESS, else a local Ray).",
+    )
+    window: int = setting(WINDOW, ge=1)
+    glob: str | None = setting(
+        None,
+        "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).",
+    )
+    whole: bool = setting(
+        False, "Index each text whole, cut at the model's window, instead of splitting longer texts into passages."
+    )
     layout: Layout = Layout()
-    shards: int | None = None
+    shards: int | None = setting(
+        None,
+        "Split a new index into N shards, each document in the shard its id hashes to (each shard an ordinary index; "
+        f"{S.engine} ray builds them in parallel; encodr serve {S.engine} ray serves one deployment a shard). {S('write', 'add')}, "
+        f"{S('write', 'sync')} and delete go to the shards they touch.",
+        ge=1,
+    )
     shard: tuple[int, int] | None = None
 
     def __post_init__(self):
-        from ..errors import at_least, one_of
-        from .engines import ENGINES
-        from .quantized import QUANTIZE
-
-        one_of("index_type", self.index_type, INDEX_TYPES)
-        one_of("quantize", self.quantize, QUANTIZE)
-        one_of("engine", self.engine, ENGINES)
-        one_of("write", self.write, WRITES)
-        for name in ("dim", "processes", "window", "batch_size", "shards"):
-            at_least(name, getattr(self, name), 1)
-        check_backend(self.backend, auto=True)
+        check(self)
         check_engine(self.engine, self.address)
         if self.processes > 1 and self.backend not in ("torch", AUTO_BACKEND) and self.engine == "local":
             raise EncodrError(
-                f"--processes works with --backend torch (sentence-transformers' pool runs its own float32 pass; onnxruntime "
-                f"already uses every core): drop --processes for {self.backend}",
+                f"{S.processes} works with {S.backend} torch (sentence-transformers' pool runs its own float32 pass; onnxruntime "
+                f"already uses every core): drop {S.processes} for {self.backend}",
                 field="processes",
             )
         if self.lang is not None:
             check_code(self.lang)
-        check_variant(self.pcr_variant)
         check_quantize(self.quantize, self.index_type)
         if self.on_disk and self.index_type not in ("ivf", "ivfpq"):
             raise EncodrError(
-                "--on-disk keeps an IVF index's lists in a file; pass --index-type ivf or ivfpq with it, or drop --on-disk",
+                f"{S.on_disk} keeps an IVF index's lists in a file; pass {S.index_type} ivf or ivfpq with it, or drop {S.on_disk}",
                 field="on_disk",
             )
         if self.write == "sync" and self.engine != "local":
             raise EncodrError(
-                "--sync reads and compares the documents on this machine: drop --engine ray for it (a full build can use Ray)",
+                f"{S('write', 'sync')} reads and compares the documents on this machine: drop {S.engine} ray for it (a full build can use Ray)",
                 field="engine",
             )

@@ -34,7 +34,7 @@ from typing import Iterable
 import numpy as np
 
 from ..data.language import UNDETERMINED
-from ..errors import EncodrError, at_least
+from ..errors import EncodrError, S, at_least
 from ..models.encoder import truncated
 from ..models.pcr import POOLED, remove_per_language
 from ..outputs import SHARDED_RECORD, current_generation, hold_generation, release_generation
@@ -204,7 +204,7 @@ class IndexReader(QueryEncoding):
         path = locate(path)
         if path.is_file():
             raise EncodrError(
-                f"{path} is a file; --index takes an index directory (built by encodr index) or a workspace index name"
+                f"{path} is a file; {S.index} takes an index directory (built by encodr index) or a workspace index name"
             )
         if not path.is_dir():
             raise EncodrError(
@@ -307,7 +307,7 @@ class IndexReader(QueryEncoding):
                     with np.load(folder / PCR_FILE) as z:
                         components = {k: z[k] for k in z.files}
                 except (OSError, ValueError):
-                    raise EncodrError(f"{folder / PCR_FILE} is missing or corrupted; rebuild the index with --pcr") from None
+                    raise EncodrError(f"{folder / PCR_FILE} is missing or corrupted; rebuild the index with {S.pcr}") from None
             on_error.pop_all()  # opened: the reader owns the store now
         return cls(path, folder, meta, index, components, texts, hold, (nprobe, ef_search))
 
@@ -414,7 +414,9 @@ class IndexReader(QueryEncoding):
         """
         if not self.components:
             if isinstance(langs, str):
-                raise EncodrError(f"index {self.path} was built without --pcr, so a query language changes nothing; drop --lang")
+                raise EncodrError(
+                    f"index {self.path} was built without {S.pcr}, so a query language changes nothing; drop {S.lang}"
+                )
             return vectors
         if langs is None or isinstance(langs, str):
             langs = [langs or self.meta.default_lang] * len(vectors)
@@ -423,7 +425,7 @@ class IndexReader(QueryEncoding):
         except KeyError as missing:
             named = ", ".join(sorted(c for c in self.components if c != POOLED))
             raise EncodrError(
-                f"index {self.path} has no principal component for language '{missing.args[0]}'; use --lang with one of {named}"
+                f"index {self.path} has no principal component for language '{missing.args[0]}'; use {S.lang} with one of {named}"
             ) from None
 
     def search(
@@ -685,7 +687,7 @@ class IndexReader(QueryEncoding):
         """Raises EncodrError: this generation has no keyword index (built by an older encodr)."""
         if not self.has_keywords:
             raise EncodrError(
-                f"index {self.path} has no keyword index (built by an older encodr); rebuild it with encodr index, or use --mode dense",
+                f"index {self.path} has no keyword index (built by an older encodr); rebuild it with encodr index, or use {S.mode} dense",
                 field="mode",
             )
 

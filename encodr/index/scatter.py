@@ -38,7 +38,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from .manifest import joined, read_manifest, route, shard_folders
 from .meta import IndexMeta
 from .reader import IndexReader, QueryEncoding, locate
@@ -222,7 +222,7 @@ class ShardedIndex(QueryEncoding):
         metas = [m for m, _ in states]
         if len({m.fingerprint for m in metas}) > 1:
             raise EncodrError(
-                f"sharded index {self.path}: its shards hold vectors of different models; rebuild it with --overwrite",
+                f"sharded index {self.path}: its shards hold vectors of different models; rebuild it with {S('write', 'overwrite')}",
                 field="index",
             )
         self._counts = [n for _, n in states]

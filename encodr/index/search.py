@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..data.language import UNDETERMINED, check_code, detect_languages
-from ..errors import EncodrError
+from ..errors import EncodrError, S, Said
 from ..models import Encoder, load_encoder
 from ..timing import phase
 from .adapter import read_adapter
@@ -90,25 +90,25 @@ def check_languages(index: IndexReader, options: SearchOptions) -> None:
     """Refuse languages an index cannot serve, from the index alone (no model needed).
 
     Raises:
-        EncodrError: a ``hit_langs`` code the index has no text in; a query ``lang`` where it
+        EncodrError: a ``hit_lang`` code the index has no text in; a query ``lang`` where it
             changes nothing (an index without PCR searched densely, or without a keyword index);
             a code that is not ISO 639-3.
     """
     stored = index.meta.languages
-    for code in options.hit_langs:
+    for code in options.hit_lang:
         check_code(code, "hit_lang")
-    missing = [c for c in options.hit_langs if c not in stored]
+    missing = [c for c in options.hit_lang if c not in stored]
     if missing:
         raise EncodrError(
-            f"--hit-lang {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
+            f"{S.hit_lang} {','.join(missing)}: index {index.path} has no texts in that language; it has {', '.join(stored)}",
             field="hit_lang",
         )
     if options.lang is not None:
         check_code(options.lang)
         if not index.components and (options.mode == DENSE or not index.has_keywords):
             raise EncodrError(
-                f"index {index.path} was built without --pcr, so a query language changes nothing in {options.mode} search; "
-                "drop --lang, or search with --mode keyword or hybrid",
+                f"index {index.path} was built without {S.pcr}, so a query language changes nothing in {options.mode} search; "
+                f"drop {S.lang}, or search with {S.mode} keyword or hybrid",
                 field="lang",
             )
 
@@ -272,8 +272,10 @@ class Searcher:
         self.warnings: list[str] = []
         if encoder is None and backend is not None and backend != built:
             self.warnings.append(
-                f"index {self.index.path} was built with --backend {built}; searching it with {backend} "
-                "gives slightly different vectors, so scores and ranks may move a little"
+                Said(
+                    f"index {self.index.path} was built with {S.backend} {built}; searching it with {backend} "
+                    "gives slightly different vectors, so scores and ranks may move a little"
+                )
             )
         if callable(encoder) and not hasattr(encoder, "encode"):  # a function that gives the encoder
             encoder = encoder(meta.model, built)
@@ -283,7 +285,7 @@ class Searcher:
             self.index.close()
             raise EncodrError(
                 f"model '{model or meta.model}' is not the model index {index_dir} was built with "
-                f"({meta.model}, pooling {meta.pooling}); search it without --model, or rebuild the index"
+                f"({meta.model}, pooling {meta.pooling}); search it without {S.model}, or rebuild the index"
             )
         self.tuned = tuned_search(self.index)
         self.adapter = read_adapter(self.index.path, self.fingerprint)  # a query adapter learned on judgments (:mod:`.adapter`)
@@ -383,7 +385,7 @@ class Searcher:
             (q language codes, q lists of at most k :class:`Hit` s).
 
         Raises:
-            EncodrError: a ``hit_langs`` code the index has no text in, a keyword mode on an
+            EncodrError: a ``hit_lang`` code the index has no text in, a keyword mode on an
                 index without a keyword index; see :meth:`query_languages` and
                 :meth:`IndexReader.prepare_queries`.
         """
@@ -405,7 +407,7 @@ class Searcher:
         self, index: IndexReader, queries: list[str], options: SearchOptions, reranker
     ) -> tuple[list[str], list[list[Hit]]]:
         """:meth:`query` on one generation, its options checked."""
-        k, where = options.k, Where(options.hit_langs, options.filters)
+        k, where = options.k, Where(options.hit_lang, options.filter)
         if not options.passages and index.meta.split_documents:
             return self._documents(index, queries, options, reranker)
         if reranker is not None:
@@ -494,7 +496,7 @@ class Searcher:
         with phase("encode"):  # PCR, where the index has it, is part of making the query's vector
             vectors = index.prepare_queries(query_vectors, langs)
         with phase("dense"), one_faiss_thread():
-            found = index.search(vectors, options.k, Where(options.hit_langs, options.filters), options.nprobe, options.ef_search)
+            found = index.search(vectors, options.k, Where(options.hit_lang, options.filter), options.nprobe, options.ef_search)
         return self._rows_to_hits(index, *found)
 
     @staticmethod

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from ..outputs import atomic_dir, atomic_file, check_target, current_generation
 from ..progress import ProgressEvent, ProgressFn, silent
 from .lock import index_lock
@@ -124,7 +124,7 @@ def build_sharded(
         documents = sum(m.get("documents", 0) or 0 for m in metas)
         if n > documents:
             raise EncodrError(
-                f"--shards {n}: more shards than documents ({documents}); pass --shards {max(1, documents)} or fewer",
+                f"{S.shards} {n}: more shards than documents ({documents}); pass {S.shards} {max(1, documents)} or fewer",
                 field="shards",
             )
         manifest = {
@@ -153,7 +153,7 @@ def _build_shards(
     from .engines import ray_session
 
     if not isinstance(options.model, (str, type(None))):
-        raise EncodrError("--engine ray loads the model on each task: give the model by name or path", field="model")
+        raise EncodrError(f"{S.engine} ray loads the model on each task: give the model by name or path", field="model")
     with ray_session(options.address) as ray:
         task = ray.remote(_build_one)
         pending = [
@@ -209,12 +209,14 @@ def _update(files: list[str], root: Path, options: BuildOptions, progress, warn,
     n = int(manifest["shards"])
     if options.shards is not None and options.shards != n:
         raise EncodrError(
-            f"--shards {options.shards}: index {root} has {n} shards and keeps them on --add and --sync; "
-            f"drop --shards, or rebuild it with --overwrite --shards {options.shards}",
+            f"{S.shards} {options.shards}: index {root} has {n} shards and keeps them on {S('write', 'add')} and {S('write', 'sync')}; "
+            f"drop {S.shards}, or rebuild it with {S('write', 'overwrite')} {S.shards} {options.shards}",
             field="shards",
         )
     if options.engine == "ray":
-        raise EncodrError("--engine ray builds a new sharded index; drop it for --add and --sync", field="engine")
+        raise EncodrError(
+            f"{S.engine} ray builds a new sharded index; drop it for {S('write', 'add')} and {S('write', 'sync')}", field="engine"
+        )
     with index_lock(root):
         return _each_shard(
             root,
@@ -262,7 +264,7 @@ def delete_sharded(root: str | Path, ids, sources, filters, warn: Callable[[str]
     for doc in ids:
         by_shard.setdefault(route(doc, n), []).append(doc)
     if not by_shard:
-        raise EncodrError("name the documents to delete: IDs, --source GLOB or --filter FIELD=VALUE", field="ids")
+        raise EncodrError(f"name the documents to delete: IDs, {S.source} GLOB or {S.filter} FIELD=VALUE", field="ids")
     started = time.time()
     with index_lock(root):
         result = _touched(

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from ..outputs import SHARDED_RECORD, current_generation, generation, written_by_encodr
 from .format import FORMAT, require_current
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
@@ -50,7 +50,7 @@ def upgrade(path: str | Path) -> dict:
             meta = json.loads((source / META_FILE).read_text())
         except FileNotFoundError:
             raise EncodrError(
-                f"{path} is not an encodr index (no index.json in it); pass an index folder to --upgrade", field="upgrade"
+                f"{path} is not an encodr index (no index.json in it); pass an index folder to {S.upgrade}", field="upgrade"
             ) from None
         except ValueError:
             raise EncodrError(
@@ -63,7 +63,7 @@ def upgrade(path: str | Path) -> dict:
             or not (source / STORE_FILE).is_file()
         ):
             raise EncodrError(
-                f"{path} is not an index encodr wrote (its index.json, vectors.faiss and texts.db); --upgrade converts only those, "
+                f"{path} is not an index encodr wrote (its index.json, vectors.faiss and texts.db); {S.upgrade} converts only those, "
                 "and leaves this folder as it is",
                 field="upgrade",
             )

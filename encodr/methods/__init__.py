@@ -14,7 +14,7 @@ import pkgutil
 from pathlib import Path
 from typing import Any
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from ..training.run import RunCancelled, TuneJob, run
 from . import recipe as recipes
 from .base import Method, fit_report, load_dev
@@ -69,12 +69,12 @@ def check_request(recipe, request: TuneJob) -> None:
     for key in INPUTS:
         if given[key] and key not in method.inputs:
             what = {
-                "dev": "--dev",
-                "bitext": "--bitext",
+                "dev": f"{S.dev}",
+                "bitext": f"{S.bitext}",
                 "report": "a report set",
-                "models": "several --model values (mutual distillation)",
-                "index": "--index (an index's judgments)",
-                "no_dev": "--no-dev",
+                "models": f"several {S.model} values (mutual distillation)",
+                "index": f"{S.index} (an index's judgments)",
+                "no_dev": f"{S.no_dev}",
             }[key]
             takers = [m.name for m in methods().values() if key in m.inputs]
             raise EncodrError(

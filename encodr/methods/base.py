@@ -8,9 +8,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from ..models.encoder import POOLINGS, RAW_POOLINGS
-from ..training.args import OptimArgs, Rules, field_rules, like, setting
+from ..settings import Rules, field_rules, like, setting
+from ..training.args import OptimArgs
 from ..training.run import Outcome, RunContext
 
 
@@ -18,7 +19,7 @@ from ..training.run import Outcome, RunContext
 class Recipe:
     """The fields every method's recipe has; a method's recipe class extends it (or
     :class:`SingleRunRecipe`) with its own fields, and re-declares a shared field to change its
-    default. Each field is declared once (:func:`~encodr.training.args.setting`): its default,
+    default. Each field is declared once (:func:`~encodr.settings.setting`): its default,
     meaning and rule; :meth:`rules` gathers the rules ``--set`` and a recipe file are checked by."""
 
     name: str = setting("custom", "Recipe name (the file's stem).")
@@ -35,11 +36,9 @@ class Recipe:
     pooling: str = setting(
         "auto",
         "Sentence-vector pooling: cls, mean, or auto (the base model's own pooling when it has one, else raw_pooling).",
-        (lambda v: v in POOLINGS, " | ".join(POOLINGS)),
+        choices=POOLINGS,
     )
-    raw_pooling: str = setting(
-        "cls", "Pooling for a raw MLM that ships none.", (lambda v: v in RAW_POOLINGS, " | ".join(RAW_POOLINGS))
-    )
+    raw_pooling: str = setting("cls", "Pooling for a raw MLM that ships none.", choices=RAW_POOLINGS)
     seed: int = like(OptimArgs, "seed")
     amp: str = like(OptimArgs, "amp")
     default_data: str = setting("none", "Bundled training data used when no FILE is given.")
@@ -48,7 +47,7 @@ class Recipe:
     @classmethod
     def rules(cls) -> Rules:
         """Field → ``(accepts, words)``: each rule of the class's declarations
-        (:func:`~encodr.training.args.field_rules`)."""
+        (:func:`~encodr.settings.field_rules`)."""
         return field_rules(cls)
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,7 +99,7 @@ class Method:
     preflight: Callable[[Any, Any], None] | None = None
 
 
-def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role: str = "--dev"):
+def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role: str = f"{S.dev}"):
     """The evaluation set a method selects on (``role`` ``--dev``) or reports on.
 
     Args:
@@ -125,8 +124,8 @@ def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role:
         raise EncodrError(
             f"{role} {spec} is scored by {found.metric}; recipe '{ctx.recipe.name}' selects on {metric}, e.g. stsb-dev or a scored-pairs file"
         )
-    if role == "--dev" and found.split == "test":
-        ctx.warn(f"--dev {found.name} is a test set: selecting on it makes its score optimistic; report another set")
+    if role == f"{S.dev}" and found.split == "test":
+        ctx.warn(f"{S.dev} {found.name} is a test set: selecting on it makes its score optimistic; report another set")
     return found
 
 
@@ -191,7 +190,7 @@ def fit_report(ctx: RunContext, result, dev) -> tuple[dict, dict, tuple[str, ...
     given = ctx.request.dev
     named = given or (dev.name if dev else None)  # a method's own dev set (held-out bitext) when --dev is not given
     if result.kept_start:
-        where = "the label-free dev set (--dev auto)" if given == "auto" else named
+        where = f"the label-free dev set ({S.dev} auto)" if given == "auto" else named
         ctx.warn(
             f"no training step beat the starting model on {where} ({dev.metric} {result.dev_curve[0]['dev']:.2f}); "
             "saved the starting weights unchanged"

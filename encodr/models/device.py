@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 
 
 def pick_device(device: str | None = None) -> str:
@@ -22,7 +22,7 @@ def pick_device(device: str | None = None) -> str:
     try:
         kind = torch.device(device)
     except RuntimeError:
-        raise EncodrError(f"unknown device '{device}'; use cpu, cuda, cuda:N or mps, or leave --device out") from None
+        raise EncodrError(f"unknown device '{device}'; use cpu, cuda, cuda:N or mps, or leave {S.device} out") from None
     available = {
         "cpu": True,
         "cuda": torch.cuda.is_available() and (kind.index or 0) < torch.cuda.device_count(),
@@ -30,7 +30,7 @@ def pick_device(device: str | None = None) -> str:
     }
     if not available.get(kind.type, False):
         raise EncodrError(
-            f"device '{device}' is not available on this machine (torch {torch.__version__}); leave --device out to use "
+            f"device '{device}' is not available on this machine (torch {torch.__version__}); leave {S.device} out to use "
             f"{'cuda' if torch.cuda.is_available() else 'the CPU'}"
         )
     return device

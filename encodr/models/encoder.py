@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import EncodrError, one_of
+from ..errors import EncodrError, S, one_of
 from .aliases import DEFAULT_MODEL  # noqa: F401  (re-exported)
 from .device import pick_device  # noqa: F401  (re-exported: models.cross and models.loading import it from here)
 from .resolution import ModelRef, resolve  # noqa: F401  (re-exported)
@@ -24,6 +24,11 @@ from .varlen import KWARG as VARLEN
 from .varlen import Unpadding, undo_varlen, use_varlen
 
 BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
+BACKEND_HELP = (
+    "The forward pass: torch-bf16 multiplies in bfloat16 (faster on a CPU with AVX512-BF16 or AMX, slower elsewhere); "
+    "onnx runs onnxruntime on the CPU; onnx-int8 adds dynamic int8 quantisation (faster; the docs' benchmarks give "
+    "speed and quality)."
+)
 AUTO_BACKEND = "auto"  # encodr index's default: torch-bf16 on an AMX CPU, else onnx, else torch-bf16 or torch (choose_backend)
 POOLINGS = ("auto", "cls", "mean")  # --pooling: auto keeps the model's own pooling (a raw MLM: RAW_POOLINGS' choice)
 RAW_POOLINGS = ("cls", "mean")  # the recipe field raw_pooling: for a checkpoint that ships no pooling
@@ -429,7 +434,7 @@ class Encoder:
         full = int(self.st.get_embedding_dimension())
         if dim is not None and not 1 <= dim <= full:
             raise EncodrError(
-                f"--dim {dim} is outside what {self.name} gives (1 to {full}); pass a --dim from 1 to {full}, or drop it"
+                f"{S.dim} {dim} is outside what {self.name} gives (1 to {full}); pass a {S.dim} from 1 to {full}, or drop it"
             )
         self.truncate_dim = None if dim is None or dim == full else int(dim)
 

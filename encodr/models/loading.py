@@ -5,7 +5,7 @@ the loader that chooses it import in one direction: loading → onnx → encoder
 
 from __future__ import annotations
 
-from ..errors import EncodrError, first_line
+from ..errors import EncodrError, S, first_line
 from .encoder import Encoder, TorchForward, check_backend, is_onnx, is_static, pick_device, resolve, saved_settings
 from .logs import quiet
 
@@ -65,7 +65,7 @@ def load_encoder(
     if ref.encoder_type == "cross":
         raise EncodrError(
             f"'{ref.spec}' is a cross-encoder: it scores pairs but does not embed texts; use a bi-encoder here "
-            "(a Trans-Encoder run saves one in bi/), or pass --cross to encodr score / eval sts / eval pairs"
+            f"(a Trans-Encoder run saves one in bi/), or pass {S.cross} to encodr score / eval sts / eval pairs"
         )
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
 
@@ -73,7 +73,7 @@ def load_encoder(
     if is_static(st):
         if pooling != "auto":
             raise EncodrError(
-                f"'{ref.spec}' is a static embedding model: it averages its token vectors, so --pooling {pooling} does not apply; drop --pooling"
+                f"'{ref.spec}' is a static embedding model: it averages its token vectors, so {S.pooling} {pooling} does not apply; drop {S.pooling}"
             )
         st.float()  # model2vec saves float16 vectors; averaged and trained in float32
         encoder = Encoder(st, ref.spec)  # StaticForward, float32: a table lookup has no matrix products for bfloat16 to speed up

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import EncodrError, first_line
+from ..errors import EncodrError, S, first_line
 from ..outputs import atomic_file
 from .encoder import Encoder, tokenize
 
@@ -104,7 +104,7 @@ def export(encoder: Encoder, backend: str) -> Path:
                 )
             except Exception as exc:
                 raise EncodrError(
-                    f"could not quantise {source} to int8 ({first_line(exc)}); use --backend onnx or torch"
+                    f"could not quantise {source} to int8 ({first_line(exc)}); use {S.backend} onnx or torch"
                 ) from None
             finally:
                 root.setLevel(level)
@@ -139,11 +139,11 @@ def export(encoder: Encoder, backend: str) -> Path:
                 dynamo=False,
             )
         except Exception as exc:
-            raise EncodrError(f"could not export {encoder.name} to ONNX ({first_line(exc)}); use --backend torch") from None
+            raise EncodrError(f"could not export {encoder.name} to ONNX ({first_line(exc)}); use {S.backend} torch") from None
         agreement = _agreement(encoder, tmp)
         if agreement < AGREEMENT:  # the file is not kept: the next use tries again, and fails the same way
             raise EncodrError(
-                f"the ONNX export of {encoder.name} gives other vectors than torch (cosine {agreement:.5f} < {AGREEMENT}); use --backend torch"
+                f"the ONNX export of {encoder.name} gives other vectors than torch (cosine {agreement:.5f} < {AGREEMENT}); use {S.backend} torch"
             )
     return target
 
@@ -216,7 +216,7 @@ def _check_onnxruntime(backend: str) -> None:
         import onnxruntime  # noqa: F401
     except ImportError:
         raise EncodrError(
-            f"--backend {backend} needs onnxruntime: pip install onnxruntime onnx (or use --backend torch)"
+            f"{S.backend} {backend} needs onnxruntime: pip install onnxruntime onnx (or use {S.backend} torch)"
         ) from None
 
 
@@ -247,7 +247,7 @@ def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None) -> Enco
     if encoder.static:
         raise NotExportable(
             f"'{encoder.name}' is a static embedding model, which runs in torch (a table lookup, nothing for ONNX to speed up); "
-            "use --backend torch or auto",
+            f"use {S.backend} torch or auto",
             encoder,
         )
     path = export(encoder, backend)

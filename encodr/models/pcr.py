@@ -16,7 +16,7 @@ from typing import Collection
 
 import numpy as np
 
-from ..errors import EncodrError, one_of
+from ..errors import EncodrError, S, one_of
 
 PCR_VARIANTS = ("centred", "uncentred")
 DEFAULT_VARIANT = "uncentred"  # chosen on Tatoeba dev with bench/pcr_variants.py (docs/benchmarks/pcr_variants.md)
@@ -91,7 +91,7 @@ def fit_and_remove(
     lone = [code for code, n in counts.items() if n < 2]
     if lone and strict:
         raise EncodrError(
-            f"language '{lone[0]}' has only 1 distinct text; --pcr fits a principal component per language and needs at least 2 (add texts, or drop --pcr)"
+            f"language '{lone[0]}' has only 1 distinct text; {S.pcr} fits a principal component per language and needs at least 2 (add texts, or drop {S.pcr})"
         )
     components[POOLED] = _pooled_component(vectors, variant)  # fitted before any row changes
     for code in counts:

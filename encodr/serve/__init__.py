@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Callable
 
@@ -56,7 +57,9 @@ def load(
             served.models[spec] = (load_cross(spec), None)
         else:
             encoder = load_encoder(spec, backend=backend)
-            batcher = DynamicBatcher(encoder, limits.batch_wait, limits.batch_tokens, limits.batching, limits.workers)
+            batcher = DynamicBatcher(
+                encoder, limits.batch_wait_ms / 1000, limits.batch_tokens, not limits.no_batching, limits.workers
+            )
             served.models[spec] = (BatchedEncoder(encoder, batcher), batcher)
         announce(f"serving model {spec}")
 
@@ -79,14 +82,7 @@ def load(
 
 def limits_of(request) -> Limits:
     """The :class:`Limits` a :class:`~encodr.core.requests.ServeRequest` asks for."""
-    return Limits(
-        request.max_texts,
-        request.max_chars,
-        request.batch_wait_ms / 1000,
-        request.batch_tokens,
-        not request.no_batching,
-        request.workers,
-    )
+    return Limits(**{f.name: getattr(request, f.name) for f in dataclasses.fields(Limits)})
 
 
 def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:

@@ -1,62 +1,21 @@
-"""Optimisation settings shared by every method, and the one way a setting is declared.
+"""Optimisation settings shared by every method.
 
-A setting (an :class:`OptimArgs` field, a recipe's field) is declared once, with
-:func:`setting`: its default, what it means and what it accepts. The rules ``--set`` applies
-(:func:`field_rules`), the recipes reference and the TUI's hints (:func:`described`) are read
-from that declaration, as sentence-transformers reads its training arguments from
-``field(default=…, metadata={"help": …})``. A subclass that re-declares a field only to change
-its default (``epochs: int = 2``) keeps the meaning and the rule of the class it extends.
+An :class:`OptimArgs` field, like a recipe's, is declared once with
+:func:`encodr.settings.setting`: its default, what it means and what it accepts. The rules
+``--set`` applies (:func:`~encodr.settings.field_rules`), the recipes reference and the TUI's
+hints (:func:`~encodr.settings.described`) are read from that declaration, as
+sentence-transformers reads its training arguments from ``field(default=…, metadata={"help": …})``.
+A subclass that re-declares a field only to change its default (``epochs: int = 2``) keeps the
+meaning and the rule of the class it extends.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable
+from dataclasses import dataclass, fields
+
+from ..settings import setting
 
 AMP_MODES = ("auto", "bf16", "fp16", "no")
-
-# (accepts the coerced value?, what is allowed, as an error message says it)
-Rule = tuple[Callable[[Any], bool], str]
-# key → its rule
-Rules = dict[str, Rule]
-
-
-def setting(default: Any, help: str = "", rule: Rule | None = None) -> Any:
-    """The one declaration of a setting: a dataclass field with its ``default``, its meaning
-    (``help``: one or more sentences, shown by the recipes reference and the TUI) and its
-    ``rule`` (``(accepts, words)``: ``accepts(value)`` after type coercion, ``words`` what an
-    error says is allowed). ``help`` and ``rule`` may be left out to keep those of the class the
-    field's class extends."""
-    return field(default=default, metadata={"help": help, "rule": rule})
-
-
-def described(cls: type, name: str) -> tuple[str, Rule | None]:
-    """Field ``name``'s meaning and rule: each from the nearest class of ``cls``'s MRO whose
-    declaration gives one (``("", None)`` for a field declared without them)."""
-    help_text, rule = "", None
-    for klass in cls.__mro__:
-        declared = getattr(klass, "__dataclass_fields__", {}).get(name)
-        if declared is None:
-            continue
-        help_text = help_text or declared.metadata.get("help", "")
-        rule = rule or declared.metadata.get("rule")
-        if help_text and rule:
-            break
-    return help_text, rule
-
-
-def field_rules(cls: type) -> Rules:
-    """Every field of dataclass ``cls`` that has a rule (:func:`described`) → that rule."""
-    found = {f.name: described(cls, f.name)[1] for f in fields(cls)}
-    return {name: rule for name, rule in found.items() if rule is not None}
-
-
-def like(cls: type, name: str, default: Any = None) -> Any:
-    """A field declared as ``cls``'s field ``name`` is (meaning and rule), with its default or
-    ``default``: a recipe's ``lr`` is :class:`OptimArgs`'s ``lr``."""
-    declared = cls.__dataclass_fields__[name]
-    help_text, rule = described(cls, name)
-    return setting(declared.default if default is None else default, help_text, rule)
 
 
 @dataclass(frozen=True)
@@ -86,7 +45,7 @@ class OptimArgs:
         "auto",
         "Mixed precision: auto (bf16 on GPUs that have it, else fp16 with a gradient scaler; fp32 on CPU), bf16 "
         "(also on CPU), fp16 (CUDA only) or no.",
-        (lambda v: v in AMP_MODES, " | ".join(AMP_MODES)),
+        choices=AMP_MODES,
     )
     grad_accum: int = setting(
         1,

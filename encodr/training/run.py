@@ -18,7 +18,7 @@ from typing import Any, Callable
 import yaml
 
 from .. import registry, signals
-from ..errors import EncodrError
+from ..errors import EncodrError, Said
 from ..outputs import atomic_dir, check_target, os_fault
 from ..progress import ProgressFn, silent
 from .trainer import Trainer
@@ -78,7 +78,7 @@ class RunContext:
     def warn(self, message: str) -> None:
         """A one-line warning, shown once (by the main process)."""
         if self.trainer.is_main:
-            self.request.warn(message)
+            self.request.warn(Said(message))
 
     def progress(self, event) -> None:
         """Forward a progress event (main process only)."""

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .. import signals
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from ..progress import ProgressEvent, ProgressFn, silent
 from .args import OptimArgs
 
@@ -54,7 +54,7 @@ def mixed_precision(amp: str, device_type: str) -> str:
             return "no"
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     if amp == "fp16" and device_type == "cpu":
-        raise EncodrError("amp fp16 needs a CUDA GPU; on the CPU use amp bf16 or no (--amp bf16)")
+        raise EncodrError(f"amp fp16 needs a CUDA GPU; on the CPU use amp bf16 or no ({S.amp} bf16)")
     return amp
 
 
@@ -397,8 +397,8 @@ class Trainer:
         if got.type != wanted.type or (wanted.index is not None and got.index != wanted.index and self.world == 1):
             self.close()
             raise EncodrError(
-                f"--device {device} cannot be honoured: this process would train on {got}; "
-                + ("set CUDA_VISIBLE_DEVICES to choose the GPU" if wanted.type == "cuda" else "leave --device out")
+                f"{S.device} {device} cannot be honoured: this process would train on {got}; "
+                + ("set CUDA_VISIBLE_DEVICES to choose the GPU" if wanted.type == "cuda" else f"leave {S.device} out")
             )
         self.precision = {"no": "fp32"}.get(precision, precision)
 

@@ -376,7 +376,7 @@ class EncodrApp(App):
 
         self.call_from_thread(self.set_status, f"opening {path} …")
         try:
-            searcher = dispatch.open_searcher(SearchRequest(index=str(path)))
+            searcher = dispatch.open_searcher(SearchRequest(index=str(path)), "tui")
             try:
                 warming = self.search_thread.submit(
                     searcher.warm
@@ -427,7 +427,7 @@ class EncodrApp(App):
         if spec:
             self.call_from_thread(self.set_status, f"loading the re-ranker {spec} …")
         try:
-            reranker = dispatch.open_reranker(spec or None)
+            reranker = dispatch.open_reranker(spec or None, "tui")
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return

@@ -16,6 +16,7 @@ from encodr.core import requests as rq  # noqa: E402
 from encodr.core.fields import schema  # noqa: E402
 from encodr.core.requests import IndexRequest  # noqa: E402
 from encodr.core.served import Served  # noqa: E402
+from encodr.core.session import Session  # noqa: E402
 from encodr.mcp import TOOLS, Agents  # noqa: E402
 
 
@@ -75,10 +76,10 @@ def test_each_tools_input_schema_is_the_http_bodys_for_the_fields_they_share():
 def test_writing_tools_need_writable_and_change_what_search_sees(kb, tiny_model):
     from encodr.index import Searcher
 
-    reading = Agents(Served({"kb": Searcher(kb)}))
+    reading = Agents(Served(Session({"kb": Searcher(kb)})))
     with pytest.raises(Exception, match="no tool 'add_documents'"):
         reading.call("add_documents", {"index": "kb", "documents": [{"id": "n1", "text": "night shift pump manual"}]})
-    agents = Agents(Served({"kb": Searcher(kb)}, writable=True))
+    agents = Agents(Served(Session({"kb": Searcher(kb)}), writable=True))
     added = agents.call("add_documents", {"index": "kb", "documents": [{"id": "n1", "text": "night shift pump manual"}]})
     assert added["added"] == 1
     hits = agents.call("search", {"index": "kb", "query": "night shift", "mode": "keyword"})["results"][0]["hits"]
@@ -92,7 +93,7 @@ def test_refused_tool_calls_name_the_field_in_the_apis_words(kb, tmp_path):
     from encodr.errors import EncodrError
     from encodr.index import Searcher
 
-    agents = Agents(Served({"kb": Searcher(kb)}, writable=True))
+    agents = Agents(Served(Session({"kb": Searcher(kb)}), writable=True))
     cases = [
         (("get_document", {"index": "kb", "id": "nowhere.md"}), "id", 404, "has no document 'nowhere.md'"),
         (("get_document", {"index": "kb", "id": "pump.md", "lines": "9-2"}), "lines", 422, "'9-2' is not LINE or FIRST-LAST"),
@@ -120,7 +121,7 @@ def test_refused_tool_calls_name_the_field_in_the_apis_words(kb, tmp_path):
 def test_get_document_reads_the_lines_a_hit_names_by_its_path(kb):
     from encodr.index import Searcher
 
-    agents = Agents(Served({"kb": Searcher(kb)}))
+    agents = Agents(Served(Session({"kb": Searcher(kb)})))
     hit = agents.call("search", {"index": "kb", "query": "pump pressure", "mode": "keyword"})["results"][0]["hits"][0]
     assert (hit["path"], hit["snippet_line"]) == ("pump.md", 6)  # the file's line, front matter counted
     found = agents.call("get_document", {"index": "kb", "id": hit["path"], "lines": str(hit["snippet_line"])})
@@ -130,7 +131,7 @@ def test_get_document_reads_the_lines_a_hit_names_by_its_path(kb):
 def test_sync_index_brings_a_served_index_in_step_with_its_folder(kb, tmp_path):
     from encodr.index import Searcher
 
-    agents = Agents(Served({"kb": Searcher(kb)}, writable=True))
+    agents = Agents(Served(Session({"kb": Searcher(kb)}), writable=True))
     docs = tmp_path / "docs"
     (docs / "valve.md").unlink()
     (docs / "fan.md").write_text("# Fan\n\nClean the fan blades every week.\n")
@@ -162,10 +163,11 @@ def test_an_agent_judges_a_hit_with_writable_and_encodr_judgments_lists_it(kb):
     }  # both moved up at once, marked
     listed = commands.judgments(rq.JudgmentsRequest(index=str(kb))).payload()
     assert [(r["doc"], r["grade"], r["front"]) for r in listed] == [(hit["ext_id"], 2, "mcp"), (other["ext_id"], 2, "mcp")]
-    assert "judge" not in Agents(Served(served.searchers, writable=False)).tools()
+    assert "judge" not in Agents(Served(served.session, writable=False)).tools()
 
 
 def test_mcp_over_http_beyond_this_machine_needs_no_auth_said_outright():
+    from encodr.core.dispatch import prepare
     from encodr.core.fields import build
     from encodr.core.requests import McpRequest
     from encodr.errors import EncodrError
@@ -173,7 +175,7 @@ def test_mcp_over_http_beyond_this_machine_needs_no_auth_said_outright():
     with pytest.raises(
         EncodrError, match="--host 0.0.0.0 serves the indexes beyond this machine and the MCP server asks no key"
     ) as refused:
-        build(McpRequest, {"port": 8765, "host": "0.0.0.0"}).check()
+        prepare(McpRequest, {"port": 8765, "host": "0.0.0.0"}, "cli")  # the CLI's words
     assert refused.value.field == "host"
     build(McpRequest, {"port": 8765, "host": "0.0.0.0", "no_auth": True}).check()
     build(McpRequest, {"port": 8765}).check()  # 127.0.0.1
@@ -181,13 +183,13 @@ def test_mcp_over_http_beyond_this_machine_needs_no_auth_said_outright():
 
 
 def test_mcp_forwarding_to_a_server_is_refused_in_one_line_when_it_cannot_be(capsys, monkeypatch):
-    from encodr.core.fields import build
+    from encodr.core.dispatch import prepare
     from encodr.core.requests import McpRequest
     from encodr.errors import EncodrError
     from tests.conftest import run_cli
 
     with pytest.raises(EncodrError, match="drop --index and --writable") as refused:
-        build(McpRequest, {"server": "http://127.0.0.1:9", "writable": True}).check()
+        prepare(McpRequest, {"server": "http://127.0.0.1:9", "writable": True}, "cli")
     assert refused.value.field == "server"
     code, _, err = run_cli(["mcp", "--server", "http://127.0.0.1:9"], capsys, monkeypatch)  # nothing listens on port 9
     lines = [line for line in err.strip().splitlines() if line.strip()]

@@ -249,7 +249,7 @@ def test_the_drift_checks_fail_when_a_front_end_restates_a_default(monkeypatch):
     """A front end that states the mode's default itself ("dense") drifts from the declaration ("hybrid")."""
 
     class Drifted(rq.SearchRequest):
-        mode: str = option("dense", rq.MODE_HELP, choices=("dense", "keyword", "hybrid"))
+        mode: str = option("dense", rq.SearchRequest.model_fields["mode"].description, choices=("dense", "keyword", "hybrid"))
 
     assert cli_drift(Drifted, ("search",)) == ["mode"]  # the CLI's help says [default: hybrid]: not this declaration's
     HTTP_ROUTES["/v1/search"], saved = Drifted, HTTP_ROUTES["/v1/search"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from encodr.core import commands
+from encodr.core import session
 from encodr.index.meta import IndexMeta
 
 
@@ -49,7 +49,7 @@ def test_the_detectors_a_search_will_run_are_preloaded_and_no_others(monkeypatch
     monkeypatch.setattr(
         language, "preload", lambda candidates=None: calls.append(None if candidates is None else tuple(candidates))
     )
-    commands.preload_languages(None if meta is None else IndexMeta.from_dict(meta), lang, mode)
+    session.preload_languages(None if meta is None else IndexMeta.from_dict(meta), lang, mode)
     assert calls == loaded
 
 

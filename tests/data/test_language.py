@@ -84,10 +84,10 @@ def test_index_detects_languages_and_search_filters_them(mixed_file, tiny_model,
     )
     assert langs == ["deu", "eng"]
     assert hits[0][0].text == MIXED["deu"][0] and hits[1][0].text == MIXED["eng"][1]  # a tiny random model: the exact text first
-    only = s.search([MIXED["deu"][0]], SearchOptions(k=20, hit_langs=["spa"], mode="dense"))[0]
+    only = s.search([MIXED["deu"][0]], SearchOptions(k=20, hit_lang=["spa"], mode="dense"))[0]
     assert len(only) == 6 and {h.lang for h in only} == {"spa"}
     with pytest.raises(EncodrError, match="no texts in that language"):
-        s.search(["x"], SearchOptions(hit_langs=["fra"], mode="dense"))
+        s.search(["x"], SearchOptions(hit_lang=["fra"], mode="dense"))
 
 
 def test_add_detects_among_the_index_languages(mixed_file, tiny_model, tmp_path):

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from encodr.core.fields import words
 from encodr.data.records import Layout, read_records
 from encodr.errors import EncodrError
 
@@ -23,9 +24,9 @@ def test_csv_and_tsv_columns_can_be_named(tmp_path):
 @pytest.mark.parametrize(
     "layout, option",
     [
-        (Layout(text_column="body"), "--text-column"),
-        (Layout(id_column="key"), "--id-column"),
-        (Layout(title_column="heading"), "--title-column"),
+        (Layout(text_column="body"), "text_column"),
+        (Layout(id_column="key"), "id_column"),
+        (Layout(title_column="heading"), "title_column"),
     ],
 )
 def test_a_named_column_that_is_missing_is_one_error_naming_the_option(tmp_path, layout, option):
@@ -34,8 +35,10 @@ def test_a_named_column_that_is_missing_is_one_error_naming_the_option(tmp_path,
         (tmp_path / name).write_text(f"text{sep}id\nhello{sep}1\n")
         with pytest.raises(
             EncodrError, match=rf"{name}: no column '\w+' in its header \(text, id\); pass {option} with one of them"
-        ):
+        ) as refused:
             list(read_records(tmp_path / name, None, layout))
+        flag = "--" + option.replace("_", "-")
+        assert f"pass {flag} with one of them" in words(refused.value, "cli")  # the CLI names its flag
 
 
 def test_jsonl_text_field_can_be_named(tmp_path):

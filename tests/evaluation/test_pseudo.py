@@ -40,7 +40,7 @@ def test_pseudo_queries_are_cut_out_of_their_documents_and_never_left_in_the_cor
 
 
 def test_documents_too_short_for_a_pseudo_query_are_one_error():
-    with pytest.raises(EncodrError, match=r"--dev auto cuts a sentence of 5\+ words out of documents of 3\+ sentences"):
+    with pytest.raises(EncodrError, match=r"dev auto cuts a sentence of 5\+ words out of documents of 3\+ sentences"):
         pseudo_dev([Record("one line only", "x", 1, "a"), Record("another", "x", 2, "b")], 3)
 
 

@@ -111,7 +111,7 @@ def test_ray_missing_is_named(monkeypatch):
         "__import__",
         lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name)) if name == "ray" else real(name, *a, **k),
     )
-    with pytest.raises(EncodrError, match=r"--engine ray needs Ray Data; install it with pip install 'encodr\[ray\]'"):
+    with pytest.raises(EncodrError, match=r"engine ray needs Ray Data; install it with pip install 'encodr\[ray\]'"):
         check_engine("ray", None)
 
 

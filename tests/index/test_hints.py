@@ -1,6 +1,6 @@
 """A query in another language than an English-only index and model gets one hint naming the multilingual model."""
 
-from encodr.core.commands import language_hints, model_language_hints
+from encodr.index.hints import language_hints, model_language_hints
 from encodr.index.meta import IndexMeta
 
 

@@ -136,7 +136,7 @@ def test_an_index_without_a_keyword_index_says_how_to_get_one(index):
     conn.execute("drop table texts_fts")
     conn.commit()
     conn.close()
-    with pytest.raises(EncodrError, match="has no keyword index .* or use --mode dense"):
+    with pytest.raises(EncodrError, match="has no keyword index .* or use mode dense"):
         Searcher(index).search(["pump"], SearchOptions(mode="keyword"))
 
 

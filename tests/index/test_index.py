@@ -79,7 +79,7 @@ def test_tsv_corpus_with_id_and_lang(tmp_path, tiny_model):
     assert [(r.ext_id, r.text, r.lang, r.line) for r in recs] == [("a1", "hola mundo", "spa", 2), ("a2", "hello world", "eng", 3)]
     bad = tmp_path / "bad.tsv"
     bad.write_text("id\tsentence\n1\tx\n")
-    with pytest.raises(EncodrError, match=r"no column 'text' in its header \(id, sentence\); pass --text-column"):
+    with pytest.raises(EncodrError, match=r"no column 'text' in its header \(id, sentence\); pass text_column"):
         list(read_records(bad))
 
 
@@ -157,10 +157,10 @@ def test_add_to_a_pcr_index_refuses_a_language_without_a_component(tmp_path, tin
 def test_pcr_needs_two_texts_per_language_and_lang_needs_pcr(tmp_path, tiny_model, built):
     f = tmp_path / "c.tsv"
     f.write_text("text\tlang\n" + "\n".join(f"{t}\teng" for t in TEXTS[:5]) + "\nhola mundo\tspa\n")
-    with pytest.raises(EncodrError, match="language 'spa' has only 1 distinct text; --pcr"):
+    with pytest.raises(EncodrError, match="language 'spa' has only 1 distinct text; pcr"):
         build([str(f)], tmp_path / "p", BuildOptions(model=str(tiny_model), pcr=True))
     assert not (tmp_path / "p").exists()
-    with pytest.raises(EncodrError, match="built without --pcr, so a query language changes nothing in dense search"):
+    with pytest.raises(EncodrError, match="built without pcr, so a query language changes nothing in dense search"):
         Searcher(built).search(["x"], SearchOptions(lang="eng", mode="dense"))
     # in keyword and hybrid search it picks the query's stemmer, so it is taken there
     s = Searcher(built)
@@ -268,7 +268,7 @@ def test_a_workspace_index_is_found_by_name(corpus, tiny_model, workspace, tmp_p
     assert code == 0 and [(r["name"], r["count"]) for r in json.loads(out)] == [("notes", 21)]
     with pytest.raises(EncodrError, match="index missing does not exist \\(nor in the workspace"):
         Index.open("missing")
-    with pytest.raises(EncodrError, match="more.txt is a file; --index takes an index directory"):
+    with pytest.raises(EncodrError, match="more.txt is a file; index takes an index directory"):
         Index.open(more)
 
 

@@ -115,7 +115,7 @@ def test_dim_keeps_the_first_dimensions_renormalised_for_texts_and_queries(corpu
     more.write_text("\n".join(TEXTS[20:30]) + "\n")
     added = build([str(more)], tmp_path / "d8", BuildOptions(write="add"))
     assert added["count"] == 30 and added["dimension"] == 8  # --add keeps the index's truncation
-    with pytest.raises(Exception, match="--dim 16 differs from index .* 8 dimensions"):
+    with pytest.raises(Exception, match="dim 16 differs from index .* 8 dimensions"):
         build([str(more)], tmp_path / "d8", BuildOptions(write="add", dim=16))
 
 

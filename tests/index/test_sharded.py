@@ -100,7 +100,7 @@ def test_global_keyword_statistics_give_one_index_keyword_ranking(scifact_sample
     for a, b in zip(one, exact):
         assert np.allclose([h.score for h in a], [h.score for h in b], rtol=1e-6)
     assert ranked(shard_local) != ranked(one)  # each shard's own statistics rank otherwise
-    filtered = SearchOptions(k=5, mode="keyword", passages=True, keyword_stats="global", hit_langs=("eng",))
+    filtered = SearchOptions(k=5, mode="keyword", passages=True, keyword_stats="global", hit_lang=("eng",))
     assert ranked(Searcher(tmp_path / "sharded").search(queries, filtered)) == ranked(
         Searcher(tmp_path / "one").search(queries, filtered)
     )

@@ -35,7 +35,7 @@ def all_texts(index_dir) -> list[str]:
 
 
 def keyword(index_dir, query, k=10, filters=()):
-    return Searcher(index_dir).query([query], SearchOptions(k=k, mode="keyword", filters=[parse(f) for f in filters]))[1][0]
+    return Searcher(index_dir).query([query], SearchOptions(k=k, mode="keyword", filter=[parse(f) for f in filters]))[1][0]
 
 
 @pytest.fixture
@@ -258,7 +258,7 @@ def test_filters_run_inside_the_search_so_k_hits_come_back(jsonl, tiny_model, tm
     for filters, kept in cases.items():
         assert sum(all(_passes(row, f) for f in filters) for row in rows.values()) == kept
         for mode in ("dense", "keyword", "hybrid"):
-            hits = s.query(["pump manual page"], SearchOptions(k=10, mode=mode, filters=[parse(f) for f in filters]))[1][0]
+            hits = s.query(["pump manual page"], SearchOptions(k=10, mode=mode, filter=[parse(f) for f in filters]))[1][0]
             assert len(hits) == min(10, kept), (filters, mode)
             for h in hits:
                 row = rows[h.ext_id]

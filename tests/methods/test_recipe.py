@@ -72,7 +72,7 @@ def test_every_field_is_declared_once_with_its_meaning(name):
     """A field's meaning and rule come from its one declaration (setting()); a field declared
     without a meaning anywhere in its class's bases fails here, as the recipes reference and the
     TUI's tooltip would show it blank."""
-    from encodr.training.args import described
+    from encodr.settings import described
 
     recipe = load_recipe(name)
     blank = [key for key in recipe.to_dict() if not described(type(recipe), key)[0]]

@@ -275,7 +275,7 @@ def test_an_onnx_export_whose_vectors_differ_is_refused_and_auto_falls_back_to_t
     )  # a real export agrees
     monkeypatch.setenv("ENCODR_HOME", str(tmp_path / "elsewhere"))  # no cached export: the next one is made and checked
     monkeypatch.setattr(onnx, "_agreement", lambda encoder, path: 0.9)
-    with pytest.raises(EncodrError, match=r"gives other vectors than torch \(cosine 0.90000 < 0.9999\); use --backend torch"):
+    with pytest.raises(EncodrError, match=r"gives other vectors than torch \(cosine 0.90000 < 0.9999\); use backend torch"):
         load_encoder(str(tiny_model), backend="onnx")
     monkeypatch.setattr(
         importlib.import_module("encodr.index.build"), "choose_backend", lambda backend, device: "onnx"
@@ -285,7 +285,7 @@ def test_an_onnx_export_whose_vectors_differ_is_refused_and_auto_falls_back_to_t
     lines = []
     meta = build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"), warn=lines.append)
     assert meta["backend"] == "torch" and any(
-        "--backend auto: the ONNX export" in line and "encoding with torch" in line for line in lines
+        "backend auto: the ONNX export" in line and "encoding with torch" in line for line in lines
     )
 
 

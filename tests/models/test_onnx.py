@@ -102,7 +102,7 @@ def test_index_records_backend_and_search_with_another_warns(tiny_model, tmp_pat
     same = Searcher(out)
     assert same.encoder.backend == "onnx-int8" and same.warnings == []
     other = Searcher(out, backend="torch")
-    assert other.encoder.backend == "torch" and len(other.warnings) == 1 and "built with --backend onnx-int8" in other.warnings[0]
+    assert other.encoder.backend == "torch" and len(other.warnings) == 1 and "built with backend onnx-int8" in other.warnings[0]
     assert other.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]  # compatible vectors
 
 

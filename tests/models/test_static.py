@@ -156,7 +156,7 @@ def test_what_a_static_model_cannot_do_is_one_line(tiny_static, tmp_path, capsys
     from encodr.methods import load_recipe
     from encodr.models import load_encoder
 
-    with pytest.raises(EncodrError, match="static embedding model.*--pooling cls does not apply"):
+    with pytest.raises(EncodrError, match="static embedding model.*pooling cls does not apply"):
         load_encoder(str(tiny_static), pooling="cls")
     with pytest.raises(EncodrError, match="static model already"):
         run_tune(None, load_recipe("static"), str(tiny_static), tmp_path / "out")

@@ -130,15 +130,16 @@ def test_concurrent_searches_during_50_writes_see_no_error(client):
 
 def test_a_writable_server_needs_a_key_and_watch_one_index(monkeypatch):
     monkeypatch.delenv("ENCODR_API_KEY", raising=False)
+    from encodr.core.dispatch import prepare
     from encodr.core.fields import build
     from encodr.core.requests import ServeRequest
     from encodr.errors import EncodrError
 
     with pytest.raises(EncodrError, match="--writable lets clients change indexes: give it a key with --api-key") as refused:
-        build(ServeRequest, {"index": ["kb"], "writable": True}).check()
+        prepare(ServeRequest, {"index": ["kb"], "writable": True}, "cli")  # in the CLI's words
     assert refused.value.field == "writable"
     with pytest.raises(EncodrError, match="--watch syncs one index"):
-        build(ServeRequest, {"index": ["a", "b"], "api_key": "k", "watch": ["docs"]}).check()
+        prepare(ServeRequest, {"index": ["a", "b"], "api_key": "k", "watch": ["docs"]}, "cli")
     build(
         ServeRequest, {"index": ["kb"], "api_key": "k", "writable": True, "watch": ["docs"]}
     ).check()  # both rules kept: accepted
@@ -194,6 +195,7 @@ def test_judgments_over_http_are_written_listed_and_deleted_with_writable_and_th
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::", "search.example.org"])
 def test_serving_beyond_this_machine_needs_a_key_or_no_auth(monkeypatch, host):
     monkeypatch.delenv("ENCODR_API_KEY", raising=False)
+    from encodr.core.dispatch import prepare
     from encodr.core.fields import build
     from encodr.core.requests import ServeRequest
     from encodr.errors import EncodrError
@@ -203,7 +205,7 @@ def test_serving_beyond_this_machine_needs_a_key_or_no_auth(monkeypatch, host):
         match=r"serves the indexes beyond this machine: give a key with --api-key KEY \(or ENCODR_API_KEY\), "
         r"or pass --no-auth",
     ) as refused:
-        build(ServeRequest, {"host": host}).check()
+        prepare(ServeRequest, {"host": host}, "cli")
     assert refused.value.field == "host"
     build(ServeRequest, {"host": host, "api_key": "k"}).check()  # a key: accepted
     build(ServeRequest, {"host": host, "no_auth": True}).check()  # said outright: accepted

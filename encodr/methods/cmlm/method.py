@@ -12,7 +12,7 @@ from torch import nn
 
 from ...data.adjacent import read_documents
 from ...data.bitext import Translation, hold_out, read_bitext_any
-from ...errors import EncodrError
+from ...errors import EncodrError, S
 from ...losses import AdditiveMarginLoss, CachedLoss
 from ...models import Encoder, load_encoder, resolve
 from ...paths import bundled
@@ -153,7 +153,7 @@ def held_out_dev(pairs: Sequence[Translation]):
     from ...evaluation import DevSet
     from ...evaluation.bitext import BitextEvaluator
 
-    name = f"{len(pairs)} held-out --bitext pairs"
+    name = f"{len(pairs)} held-out bitext pairs"
     return DevSet(name, BitextEvaluator(name, list(pairs)), "acc@1", "dev")
 
 
@@ -180,7 +180,7 @@ def run(ctx: RunContext) -> Outcome:
     translations = [t for path in bitext for t in read_bitext_any(path)] if recipe.bitext_weight > 0 else []
     if documents is None and not translations:
         raise EncodrError(
-            "the multilingual recipe needs documents (TEXT) or --bitext FILE with a weight above 0; pass TEXT, --bitext, or both"
+            f"the multilingual recipe needs documents (TEXT) or {S.bitext} FILE with a weight above 0; pass TEXT, {S.bitext}, or both"
         )
     dev = load_dev(ctx, request.dev)
     held: list[Translation] = []

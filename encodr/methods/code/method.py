@@ -8,6 +8,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from ...errors import S
 from ...models import load_encoder
 from ...training import Outcome, RunContext
 from .pairs import code_stream, dev_folder, in_dev, mine_negatives, read_units
@@ -43,7 +44,7 @@ def run(ctx: RunContext) -> Outcome:
         ctx.warn(
             f"only {len(documented)} documented definitions (a documentation of at least {recipe.min_words} words; at least "
             f"{recipe.min_documented} to hold out a dev fold): saved the starting model unchanged"
-            f"{'' if request.no_dev else ' (pass --no-dev to train on them without selection)'}"
+            f"{'' if request.no_dev else f' (pass {S.no_dev} to train on them without selection)'}"
         )
         ctx.save(".", encoder.save)
         return Outcome(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ...training.args import OptimArgs, Rule, setting
+from ...settings import Rule, setting
+from ...training.args import OptimArgs
 from ..base import SingleRunRecipe
 
 

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import EncodrError
+from ...errors import EncodrError, S
 from ...index.judgments import CURRENT, Judgment, corpus_of, read_import, with_status, write_beir
 
 TRAIN, DEV = "train", "dev"
@@ -52,10 +52,10 @@ def check_source(index: str | None, data: str | None) -> None:
 
     if bool(index) == bool(data):
         raise EncodrError(
-            "the judged recipe learns from judgments: pass --index INDEX (its judgments) or a BEIR folder (its train qrels), "
+            f"the judged recipe learns from judgments: pass {S.index} INDEX (its judgments) or a BEIR folder (its train qrels), "
             "not both"
             if index
-            else "the judged recipe learns from judgments: pass --index INDEX (its judgments, encodr judge) "
+            else f"the judged recipe learns from judgments: pass {S.index} INDEX (its judgments, encodr judge) "
             "or a BEIR folder (FILE: corpus.jsonl, queries.jsonl, qrels/train.tsv)",
             field="index",
         )
@@ -66,7 +66,7 @@ def check_source(index: str | None, data: str | None) -> None:
         if is_sharded(index):
             raise EncodrError(
                 f"index {index} is sharded; the judged recipe learns from one index's judgments: tune on an index built "
-                "without --shards over the same documents, with its judgments",
+                f"without {S.shards} over the same documents, with its judgments",
                 field="index",
             )
         Index.open(index).close()

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...errors import EncodrError
+from ...errors import EncodrError, S
 from ...models import load_encoder
 from ...progress import ProgressEvent
 from ...training import FitOptions, Outcome, RunContext, Stream, to_device
@@ -376,7 +376,7 @@ def run(ctx: RunContext) -> Outcome:
         if (len(train_q) + len(dev_q) < recipe.min_queries or not dev_q or not train_q) and not request.no_dev:
             ctx.warn(
                 f"only {len(train_q) + len(dev_q)} judged queries ({len(dev_q)} in the dev fold): too few to hold out a dev fold (at least "
-                f"{recipe.min_queries}); saved the starting model unchanged (judge more queries, or pass --no-dev to train without selection)"
+                f"{recipe.min_queries}); saved the starting model unchanged (judge more queries, or pass {S.no_dev} to train without selection)"
             )
             ctx.save(".", encoder.save)
             return Outcome(
@@ -454,7 +454,7 @@ def _train_bi_encoder(ctx: RunContext, data: JudgedData, encoder, folds: tuple[s
         return items, result, first
     options = FitOptions(progress=ctx.progress, on_step=ctx.request.on_step, description="bi-encoder")
     result = ctx.trainer.fit(encoder.module, [stream], recipe.optim(), options)
-    return items, result, Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (--no-dev)")
+    return items, result, Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (no_dev)")
 
 
 def _adapt(ctx: RunContext, dev: DevIndex, data: JudgedData) -> Component:

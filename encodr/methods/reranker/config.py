@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...training.args import setting
+from ...settings import setting
 from ..trans_encoder.config import TransEncoderRecipe
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...data.files import passage_splitter
 from ...data.pairs import PairData
-from ...errors import EncodrError
+from ...errors import EncodrError, S
 from ...progress import ProgressEvent, ProgressFn, silent
 from ...training import Outcome, RunContext, Stream
 from ..retrieval.method import read_documents
@@ -136,7 +136,7 @@ def listwise_stream(
 class RerankerRun(TransEncoderRun):
     """Trans-Encoder on pairs mined from documents (see :mod:`encodr.methods.reranker`)."""
 
-    NO_DEV = "the re-ranker recipe keeps the last cycle's cross-encoder (it takes no --dev); score it with encodr eval retrieval --rerank"
+    NO_DEV = f"the re-ranker recipe keeps the last cycle's cross-encoder (it takes no {S.dev}); score it with encodr eval retrieval --rerank"
 
     def read_pairs(self) -> PairData:
         self.documents, skipped = read_documents(self.request.data, self.request.limit)

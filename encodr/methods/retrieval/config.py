@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import EncodrError
-from ...training.args import setting
+from ...settings import setting
 from ..base import SingleRunRecipe
 
 SIGNALS = ("ict", "crop", "title")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 
-from ...errors import EncodrError
+from ...errors import EncodrError, S
 from ...models import load_encoder
 from ...progress import ProgressEvent
 from ...training.run import Outcome, RunContext
@@ -45,7 +45,7 @@ def run(ctx: RunContext) -> Outcome:
     pooling = POOLINGS.get(encoder.pooling)
     if pooling is None:
         raise EncodrError(
-            f"'{encoder.name}' pools with {encoder.pooling}; distillation takes a mean- or CLS-pooled model (set --set pooling=mean)"
+            f"'{encoder.name}' pools with {encoder.pooling}; distillation takes a mean- or CLS-pooled model (set {S.set} pooling=mean)"
         )
     from model2vec.distill import distill_from_model
     from sentence_transformers import SentenceTransformer

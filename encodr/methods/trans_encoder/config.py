@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...training.args import OptimArgs, Rule, described, setting
+from ...settings import Rule, described, setting
+from ...training.args import OptimArgs
 from ..base import Recipe
 
 LENGTH: Rule = (lambda v: v >= 3, "an integer ≥ 3")

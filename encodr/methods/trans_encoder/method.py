@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from ...data.pairs import PairData, mine_pairs, read_pairs, stsb_pairs
-from ...errors import EncodrError
+from ...errors import EncodrError, S
 from ...models import CrossScorer, Encoder, load_encoder, new_cross_encoder, resolve
 from ...progress import ProgressEvent
 from ...training import FitOptions, Outcome, RunContext, Stream, to_device
@@ -156,9 +156,7 @@ class TransEncoderRun:
     sets it (float (P,), cosines the starting bi-encoder already computed while mining), is the
     first bi-encoder labelling, so the pairs are not encoded a second time (one chain only)."""
 
-    NO_DEV = (
-        "no --dev file: kept the last cycle's bi- and cross-encoder (pass --dev stsb-dev or a scored file to select the best)"
-    )
+    NO_DEV = f"no {S.dev} file: kept the last cycle's bi- and cross-encoder (pass {S.dev} stsb-dev or a scored file to select the best)"
 
     def __init__(self, ctx: RunContext):
         self.ctx, self.recipe, self.request = ctx, ctx.recipe, ctx.request
@@ -346,7 +344,9 @@ class TransEncoderRun:
             "pairs": len(self.pairs),
             "phases": self.timings,
             "chains": chains,
-            "selection": f"best dev Spearman on {request.dev}" if request.dev else "no --dev: the last cycle's models were kept",
+            "selection": f"best dev Spearman on {request.dev}"
+            if request.dev
+            else "no dev set: the last cycle's models were kept",
         }
         rows = [
             {

@@ -91,7 +91,7 @@ def test_multilingual_recipe_end_to_end_with_bitext_and_dev(tiny_multilingual, t
         s["cmlm_pairs"] == 20 and s["bitext_pairs"] == 18 and s["bitext_dev_pairs"] == 2 and s["steps"] == 2 * 3
     )  # 20 CMLM pairs / 8 → 3 steps an epoch
     assert (
-        s["dev"] == "2 held-out --bitext pairs"
+        s["dev"] == "2 held-out bitext pairs"
         and s["dev_metric"] == "acc@1"
         and s["dev_curve"][0]["step"] == 0
         and s["best"] is not None

@@ -57,7 +57,7 @@ def test_too_few_judged_queries_give_the_start_back_in_one_line(tmp_path, tiny_m
     warnings = []
     summary = run_tune(data, load_recipe("judged", FAST), str(tiny_model), tmp_path / "m", warn=warnings.append)
     assert summary["kept"] == "start"
-    assert len(warnings) == 1 and "too few to hold out a dev fold" in warnings[0] and "--no-dev" in warnings[0]
+    assert len(warnings) == 1 and "too few to hold out a dev fold" in warnings[0] and "pass no_dev to train" in warnings[0]
     from encodr.models import load_encoder
 
     base = load_encoder(str(tiny_model), "auto", "mean", 32)  # the saved model encodes as the starting model does

@@ -208,7 +208,7 @@ def test_one_cycle_writes_both_models_and_the_cross_encoder_learns_its_pseudo_la
     learned = load_cross(str(out / "cross"), device="cpu").pair_scores(a, b)
     assert spearmanr(learned, labels).statistic > 0.5
 
-    assert summary["selection"].startswith("no --dev") and [h["phase"] for h in summary["chains"][0]["history"]] == [
+    assert summary["selection"].startswith("no dev set") and [h["phase"] for h in summary["chains"][0]["history"]] == [
         "cross",
         "bi",
     ]
