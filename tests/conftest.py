@@ -196,7 +196,7 @@ async def settle(app, pilot) -> None:
 
 
 async def search_with(app, pilot, box: str, value: str, query: str):
-    """In the TUI's Search tab: set the box ``box`` (``#hit-lang``, ``#search-filter``) to
+    """In the TUI's Search tab: set the box ``box`` (``#search-hit-lang``, ``#search-filter``) to
     ``value``, search ``query``, wait for the answer; returns the results table."""
     app.query_one(box).value = value
     await pilot.click("#query")

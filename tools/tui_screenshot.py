@@ -80,7 +80,7 @@ async def shoot(out: Path, work: Path, query: str, only: set[str]) -> list[Path]
         # Train
         await pilot.press("f5")
         await pilot.pause()
-        app.query_one("#train-data").value = str(words)
+        app.query_one("#train-file").value = str(words)
         app.query_one("TrainPane").preview(words)
         app.query_one("#train-dev").value = "wordsim353"
         app.query_one("#train-out").value = str(work / "word-minilm")
@@ -90,7 +90,7 @@ async def shoot(out: Path, work: Path, query: str, only: set[str]) -> list[Path]
         await snap("train")
         # Index → Search
         await pilot.press("f6")
-        app.query_one("#index-files").value = str(wiki)
+        app.query_one("#index-corpus").value = str(wiki)
         app.query_one("#index-out").value = str(work / "wiki-index")
         await pilot.click("#index-build")
         await settle(app, pilot)
@@ -104,9 +104,9 @@ async def shoot(out: Path, work: Path, query: str, only: set[str]) -> list[Path]
         await snap("search")
         # Compare
         await pilot.press("f3")
-        await pilot.click("#text-a")
+        await pilot.click("#compare-a")
         await pilot.press(*"a heart attack")
-        await pilot.click("#text-b")
+        await pilot.click("#compare-b")
         await pilot.press(*"myocardial infarction", "enter")
         await settle(app, pilot)
         await snap("compare")

@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Markdown, Select, 
 from ..core.requests import CompareRequest, SearchRequest
 from ..core.results import judged_mark, own_title, reads_as_markdown, where
 from ..errors import EncodrError
-from .forms import choice_select
+from .forms import choice_select, widget_id
 from .panes import EvalPane, IndexPane
 from .runs import RunsPane
 from .train import TrainPane
@@ -209,10 +209,10 @@ class EncodrApp(App):
 
     TITLE = "encodr"
     CSS = """
-    #query, #text-a, #text-b { margin: 0 1; }
+    #query, #compare-a, #compare-b { margin: 0 1; }
     #query-row { height: auto; }
     #query { width: 3fr; }
-    #hit-lang, #search-filter { width: 1fr; margin: 0 1 0 0; }
+    #search-hit-lang, #search-filter { width: 1fr; margin: 0 1 0 0; }
     #search-mode { width: 16; }
     #search-rerank { width: 1fr; }
     #cosine { padding: 0 2; height: 3; content-align: left middle; text-style: bold; }
@@ -266,14 +266,18 @@ class EncodrApp(App):
             with TabPane("Search", id="search"):
                 with Horizontal(id="query-row"):
                     yield TextBox(placeholder="type a query…", id="query")
-                    yield TextBox(placeholder="languages: spa,fra (blank: all)", id="hit-lang")
-                    yield TextBox(placeholder="filter: year>=2020; source=notes/*.md", id="search-filter")
-                    yield choice_select(SearchRequest, "mode", "search-mode")
-                    yield TextBox(self.rerank or "", placeholder="re-rank: a CrossEncoder (blank: none)", id="search-rerank")
+                    yield TextBox(placeholder="languages: spa,fra (blank: all)", id=widget_id(SearchRequest, "hit_lang"))
+                    yield TextBox(placeholder="filter: year>=2020; source=notes/*.md", id=widget_id(SearchRequest, "filter"))
+                    yield choice_select(SearchRequest, "mode")
+                    yield TextBox(
+                        self.rerank or "",
+                        placeholder="re-rank: a CrossEncoder (blank: none)",
+                        id=widget_id(SearchRequest, "rerank"),
+                    )
                 yield Table(id="results", cursor_type="row", zebra_stripes=True)
             with TabPane("Compare", id="compare"):
-                yield TextBox(placeholder="text A", id="text-a")
-                yield TextBox(placeholder="text B (Enter to compare)", id="text-b")
+                yield TextBox(placeholder="text A", id=widget_id(CompareRequest, "a"))
+                yield TextBox(placeholder="text B (Enter to compare)", id=widget_id(CompareRequest, "b"))
                 yield Static("cosine: –", id="cosine")
                 with Horizontal():
                     with Vertical():
@@ -407,7 +411,7 @@ class EncodrApp(App):
     def query_submitted(self, event: Input.Submitted) -> None:
         self.run_search(event.value, 0.0)
 
-    @on(Input.Submitted, "#hit-lang")
+    @on(Input.Submitted, "#search-hit-lang")
     @on(Input.Submitted, "#search-filter")
     @on(Select.Changed, "#search-mode")
     def search_again(self, event) -> None:
@@ -441,7 +445,7 @@ class EncodrApp(App):
 
     def hit_langs(self) -> list[str] | None:
         """The language filter box as ``--hit-lang`` takes it."""
-        codes = [c.strip() for c in self.query_one("#hit-lang", Input).value.split(",") if c.strip()]
+        codes = [c.strip() for c in self.query_one("#search-hit-lang", Input).value.split(",") if c.strip()]
         return codes or None
 
     def request(self, query: str) -> SearchRequest:
@@ -685,11 +689,11 @@ class EncodrApp(App):
         self.call_from_thread(self.run_search, self.query_one("#query", Input).value, 0.0)
 
     # ── compare ──────────────────────────────────────────────────────────────
-    @on(Input.Submitted, "#text-a")
-    @on(Input.Submitted, "#text-b")
+    @on(Input.Submitted, "#compare-a")
+    @on(Input.Submitted, "#compare-b")
     def compare_submitted(self, event: Input.Submitted) -> None:
-        a = self.query_one("#text-a", Input).value
-        b = self.query_one("#text-b", Input).value
+        a = self.query_one("#compare-a", Input).value
+        b = self.query_one("#compare-b", Input).value
         if a.strip() and b.strip():
             self.run_compare(a, b)
 

@@ -1,9 +1,10 @@
 """The TUI's forms over the core's requests (:mod:`encodr.core.requests`): which widget of a
 pane renders which request field, and reading a pane's widgets into a request's values.
 
-``tests/core/test_fronts.py`` checks that every field a request declares for the TUI has a
-widget here; the panes build their requests only through :func:`values`, so a field without
-a widget cannot reach the core from the TUI.
+A widget's id is derived from its field (:func:`widget_id`): no map from fields to widgets is
+kept by hand. ``tests/core/test_fronts.py`` checks that every field a request declares for the
+TUI has a widget; the panes build their requests only through :func:`values`, so a field
+without a widget cannot reach the core from the TUI.
 """
 
 from __future__ import annotations
@@ -22,89 +23,37 @@ from ..core.requests import (
 )
 from .widgets import TextBox
 
-# request class → {field: widget id}: the widget a pane reads the field from (the Search tab's
-# requests take a hit's document, grade and passage from the results table, and the index from
-# the one opened in the Workspace's index table)
-FORMS = {
-    SearchRequest: {
-        "query": "query",
-        "index": "indexes",
-        "mode": "search-mode",
-        "hit_lang": "hit-lang",
-        "filter": "search-filter",
-        "rerank": "search-rerank",
-    },
-    JudgeRequest: {"query": "query", "doc": "results", "grade": "results", "passage": "results", "index": "indexes"},
-    UnjudgeRequest: {"query": "judgments-table", "doc": "judgments-table"},
-    JudgmentsRequest: {"index": "indexes"},
-    CompareRequest: {"a": "text-a", "b": "text-b", "index": "indexes"},
-    IndexRequest: {
-        "corpus": "index-files",
-        "model": "index-model",
-        "out": "index-out",
-        "index_type": "index-type",
-        "quantize": "index-quantize",
-        "dim": "index-dim",
-        "on_disk": "index-on-disk",
-        "write": "index-write",
-        "meta_columns": "index-meta-columns",
-        "pcr": "index-pcr",
-        "pcr_variant": "index-pcr-variant",
-        "lang": "index-lang",
-        "batch_size": "index-batch-size",
-        "backend": "index-backend",
-        "processes": "index-processes",
-        "engine": "index-engine",
-        "address": "index-address",
-        "shards": "index-shards",
-        "glob": "index-glob",
-        "whole": "index-whole",
-        "documents": "index-documents",
-        "records": "index-records",
-        "text_field": "index-text-field",
-        "text_column": "index-text-column",
-        "id_column": "index-id-column",
-        "title_column": "index-title-column",
-    },
-    EvalRequest: {
-        "suite": "eval-suite",
-        "data": "eval-data",
-        "model": "eval-model",
-        "compare": "eval-compare",
-        "cross": "eval-cross",
-        "compare_cross": "eval-compare-cross",
-        "pcr": "eval-pcr",
-        "pcr_variant": "eval-pcr-variant",
-        "limit": "eval-limit",
-        "backend": "eval-backend",
-        "split": "eval-split",
-        "mode": "eval-mode",
-        "fusion": "eval-fusion",
-        "rerank": "eval-rerank",
-        "rerank_weight": "eval-rerank-weight",
-        "whole": "eval-whole",
-        "no_cache": "eval-no-cache",
-        "index": "eval-index",
-        "queries": "eval-queries",
-        "qrels": "eval-qrels",
-        "filter": "eval-filter",
-    },
-    TuneRequest: {
-        "file": "train-data",
-        "recipe": "train-recipe",
-        "model": "train-model",
-        "dev": "train-dev",
-        "bitext": "train-bitext",
-        "out": "train-out",
-        "set": "train-fields",
-        "index": "train-index",
-        "no_dev": "train-no-dev",
-    },
-}
+PANES = {SearchRequest: "search", CompareRequest: "compare", IndexRequest: "index", EvalRequest: "eval", TuneRequest: "train"}
+# the widgets several requests read a field from, not a form's own: the Search tab's query box and the
+# Workspace's table of indexes (the open one); and the table whose selected row a request takes
+SHARED = {"query": "query", "index": "indexes"}
+ROWS = {JudgeRequest: "results", UnjudgeRequest: "judgments-table"}
+SEARCH_TAB = (SearchRequest, CompareRequest, JudgeRequest, JudgmentsRequest)  # their query and index: SHARED
 
 
-def choice_select(model, name: str, widget_id: str, label: str = "") -> Select:
-    """A Select over field ``name`` of request class ``model``: its declared choices, set to its
+def widget_id(model, name: str) -> str:
+    """The id of the widget the TUI reads field ``name`` of request class ``model`` from, derived
+    from the field as harlequin derives a widget from its option: ``PANE-field-name`` (``index-batch-size``,
+    ``search-mode``); the Search tab's requests read ``query`` and ``index`` from :data:`SHARED`,
+    and a judgment's other fields come from the table row it was made on (:data:`ROWS`)."""
+    if model in SEARCH_TAB and name in SHARED:
+        return SHARED[name]
+    if model in ROWS:
+        return ROWS[model]
+    return f"{PANES[model]}-{name.replace('_', '-')}"
+
+
+def forms() -> dict:
+    """Request class → {field: widget id}: every field each request offers the TUI
+    (:func:`encodr.core.fields.fields_for`) and the widget it is read from (:func:`widget_id`)."""
+    from ..core.fields import fields_for
+
+    models = (*PANES, JudgeRequest, UnjudgeRequest, JudgmentsRequest)
+    return {model: {name: widget_id(model, name) for name in fields_for(model, "tui")} for model in models}
+
+
+def choice_select(model, name: str, label: str = "") -> Select:
+    """A Select over field ``name`` of request class ``model`` (its id: :func:`widget_id`): its declared choices, set to its
     declared default (the first of a list's), or blank with a prompt when it has none. ``label``
     prefixes each option (``engine: local``)."""
     from ..core.fields import default, rendering
@@ -117,19 +66,19 @@ def choice_select(model, name: str, widget_id: str, label: str = "") -> Select:
         return Select(
             options,
             prompt=f"choose the {label or name}" if required else f"{label or name.replace('_', ' ')} (default)",
-            id=widget_id,
+            id=widget_id(model, name),
         )
-    return Select(options, value=value, allow_blank=False, id=widget_id)
+    return Select(options, value=value, allow_blank=False, id=widget_id(model, name))
 
 
-def field_input(model, name: str, widget_id: str, label: str) -> Input:
+def field_input(model, name: str, label: str) -> Input:
     """An Input for field ``name`` of ``model``: blank, its placeholder the ``label`` and the
     field's declared default (blank leaves the default to the request)."""
     from ..core.fields import default
 
     value = default(model, name)
     shown = " ".join(map(str, value)) if isinstance(value, list) else value
-    return TextBox(placeholder=f"{label} (default: {shown})" if shown not in (None, "") else label, id=widget_id)
+    return TextBox(placeholder=f"{label} (default: {shown})" if shown not in (None, "") else label, id=widget_id(model, name))
 
 
 def values(pane, model, skip: tuple[str, ...] = ()) -> dict:
@@ -138,13 +87,13 @@ def values(pane, model, skip: tuple[str, ...] = ()) -> dict:
     Checkbox's state, a Select's value (blank: left out). ``skip``: fields the pane reads itself."""
     import typing
 
-    from ..core.fields import default
+    from ..core.fields import default, fields_for
 
     out = {}
-    for name, widget_id in FORMS[model].items():
+    for name in fields_for(model, "tui"):
         if name in skip:
             continue
-        widget = pane.query_one(f"#{widget_id}")
+        widget = pane.query_one(f"#{widget_id(model, name)}")
         if isinstance(widget, Checkbox):
             out[name] = widget.value
         elif isinstance(widget, Select):

@@ -1,6 +1,6 @@
 """The Index and Eval panes: forms over the core's ``index`` and ``eval`` commands
-(:func:`encodr.core.commands.index`, :func:`encodr.core.commands.evaluate` through :mod:`encodr.core.dispatch`; their fields in
-:data:`encodr.tui.forms.FORMS`), run in worker threads, with a progress bar, the result's
+(:func:`encodr.core.commands.index`, :func:`encodr.core.commands.evaluate` through :mod:`encodr.core.dispatch`; each widget's id
+derived from its field: :func:`encodr.tui.forms.widget_id`), run in worker threads, with a progress bar, the result's
 table and a bar chart."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from textual_plotext import PlotextPlot
 from ..core import dispatch
 from ..core.requests import EvalRequest, IndexRequest
 from ..errors import EncodrError
-from .forms import choice_select, field_input, values
+from .forms import choice_select, field_input, values, widget_id
 from .widgets import Table, TextBox
 
 
@@ -30,7 +30,7 @@ class IndexPane(VerticalScroll):
     BINDINGS = [Binding("o", "open_search", "Open in Search")]
     DEFAULT_CSS = """
     IndexPane Input, IndexPane Select { width: 80; }
-    IndexPane #index-type, IndexPane #index-backend, IndexPane #index-pcr-variant, IndexPane #index-quantize { width: 22; }
+    IndexPane #index-index-type, IndexPane #index-backend, IndexPane #index-pcr-variant, IndexPane #index-quantize { width: 22; }
     IndexPane #index-processes, IndexPane #index-engine, IndexPane #index-shards, IndexPane #index-write { width: 22; }
     IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-address, IndexPane #index-glob { width: 30; }
     IndexPane #index-dim { width: 26; }
@@ -48,42 +48,42 @@ class IndexPane(VerticalScroll):
     def compose(self) -> ComposeResult:
         R = IndexRequest
         yield Label("corpus: files or folders, space-separated (documents, notes, source code, CSV, JSONL)")
-        yield TextBox(placeholder="corpus.txt", id="index-files")
+        yield TextBox(placeholder="corpus.txt", id=widget_id(IndexRequest, "corpus"))
         yield Label("model (alias, folder or hub id; ignored with append)")
-        yield field_input(R, "model", "index-model", "model")
+        yield field_input(R, "model", "model")
         yield Label("index: a folder, or a name in the workspace (blank: named after the first file)")
-        yield TextBox(placeholder="my-index", id="index-out")
+        yield TextBox(placeholder="my-index", id=widget_id(IndexRequest, "out"))
         with Horizontal(classes="row"):
-            yield choice_select(R, "index_type", "index-type")
-            yield choice_select(R, "quantize", "index-quantize", "vectors")
-            yield choice_select(R, "backend", "index-backend")
-            yield choice_select(R, "pcr_variant", "index-pcr-variant", "PCR variant")
+            yield choice_select(R, "index_type")
+            yield choice_select(R, "quantize", "vectors")
+            yield choice_select(R, "backend")
+            yield choice_select(R, "pcr_variant", "PCR variant")
         with Horizontal(classes="row"):
-            yield Checkbox("--pcr", id="index-pcr")
-            yield Checkbox("IVF lists on disk", id="index-on-disk")
-            yield choice_select(R, "write", "index-write", "write")
+            yield Checkbox("--pcr", id=widget_id(IndexRequest, "pcr"))
+            yield Checkbox("IVF lists on disk", id=widget_id(IndexRequest, "on_disk"))
+            yield choice_select(R, "write", "write")
         with Horizontal(classes="row"):
-            yield field_input(R, "lang", "index-lang", "language, blank: detected")
-            yield field_input(R, "batch_size", "index-batch-size", "batch size, blank: auto")
-            yield field_input(R, "dim", "index-dim", "dimensions, blank: all")
+            yield field_input(R, "lang", "language, blank: detected")
+            yield field_input(R, "batch_size", "batch size, blank: auto")
+            yield field_input(R, "dim", "dimensions, blank: all")
         with Horizontal(classes="row"):
-            yield field_input(R, "processes", "index-processes", "processes")
-            yield choice_select(R, "engine", "index-engine", "engine")
-            yield TextBox(placeholder="Ray address (blank: local)", id="index-address")
+            yield field_input(R, "processes", "processes")
+            yield choice_select(R, "engine", "engine")
+            yield TextBox(placeholder="Ray address (blank: local)", id=widget_id(IndexRequest, "address"))
         with Horizontal(classes="row"):
-            yield TextBox(placeholder="in folders, only: *.pdf", id="index-glob")
-            yield Checkbox("whole texts (no passages)", id="index-whole")
-            yield field_input(R, "shards", "index-shards", "shards, blank: one index")
+            yield TextBox(placeholder="in folders, only: *.pdf", id=widget_id(IndexRequest, "glob"))
+            yield Checkbox("whole texts (no passages)", id=widget_id(IndexRequest, "whole"))
+            yield field_input(R, "shards", "shards, blank: one index")
         with Horizontal(classes="row"):
-            yield Checkbox("text files: blank-line blocks", id="index-documents")
-            yield Checkbox("text files in folders: a text a line", id="index-records")
+            yield Checkbox("text files: blank-line blocks", id=widget_id(IndexRequest, "documents"))
+            yield Checkbox("text files in folders: a text a line", id=widget_id(IndexRequest, "records"))
         with Horizontal(classes="row"):
-            yield field_input(R, "text_field", "index-text-field", "JSONL text field")
-            yield field_input(R, "text_column", "index-text-column", "CSV text column")
-            yield TextBox(placeholder="CSV id column (id)", id="index-id-column")
+            yield field_input(R, "text_field", "JSONL text field")
+            yield field_input(R, "text_column", "CSV text column")
+            yield TextBox(placeholder="CSV id column (id)", id=widget_id(IndexRequest, "id_column"))
         with Horizontal(classes="row"):
-            yield TextBox(placeholder="CSV title column (title)", id="index-title-column")
-            yield TextBox(placeholder="CSV metadata columns, for filters", id="index-meta-columns")
+            yield TextBox(placeholder="CSV title column (title)", id=widget_id(IndexRequest, "title_column"))
+            yield TextBox(placeholder="CSV metadata columns, for filters", id=widget_id(IndexRequest, "meta_columns"))
         with Horizontal(classes="row"):
             yield Button("Build", id="index-build", variant="success")
             yield Button("Sync", id="index-sync-now", variant="primary")
@@ -95,19 +95,19 @@ class IndexPane(VerticalScroll):
         """The form set to an open index's settings (its :class:`~encodr.index.meta.IndexMeta`):
         its folders and files, model, path, index type, vectors, backend, PCR and IVF-on-disk, so
         that Sync and Build (append) act on it as it was built."""
-        self.query_one("#index-files", Input).value = " ".join(meta.sources)
+        self.query_one("#index-corpus", Input).value = " ".join(meta.sources)
         self.query_one("#index-model", Input).value = meta.model
         self.query_one("#index-out", Input).value = str(path)
         from ..core.fields import rendering
 
-        for widget_id, key, value in (
-            ("#index-type", "index_type", meta.index_type),
-            ("#index-quantize", "quantize", meta.quantize),
-            ("#index-backend", "backend", meta.backend),
-            ("#index-pcr-variant", "pcr_variant", meta.pcr_variant),
+        for key, value in (
+            ("index_type", meta.index_type),
+            ("quantize", meta.quantize),
+            ("backend", meta.backend),
+            ("pcr_variant", meta.pcr_variant),
         ):
             if value in rendering(IndexRequest, key).choices:
-                self.query_one(widget_id, Select).value = value
+                self.query_one(f"#{widget_id(IndexRequest, key)}", Select).value = value
         self.query_one("#index-pcr", Checkbox).value = meta.pcr
         self.query_one("#index-on-disk", Checkbox).value = meta.on_disk
 
@@ -179,37 +179,37 @@ class EvalPane(Vertical):
     def compose(self) -> ComposeResult:
         R = EvalRequest
         yield Label("suite")
-        yield choice_select(R, "suite", "eval-suite")
+        yield choice_select(R, "suite")
         yield Label("model")
-        yield field_input(R, "model", "eval-model", "model")
+        yield field_input(R, "model", "model")
         yield Label("compare with (optional)")
-        yield TextBox(placeholder="a second model", id="eval-compare")
+        yield TextBox(placeholder="a second model", id=widget_id(EvalRequest, "compare"))
         yield Label(
             "data (optional; space-separated files, BEIR folders for retrieval, or bundled names, else the suite's bundled sets)"
         )
-        yield TextBox(placeholder="", id="eval-data")
+        yield TextBox(placeholder="", id=widget_id(EvalRequest, "data"))
         with Horizontal(classes="row"):
-            yield choice_select(R, "backend", "eval-backend")
-            yield Checkbox("--pcr (bitext)", id="eval-pcr")
+            yield choice_select(R, "backend")
+            yield Checkbox("--pcr (bitext)", id=widget_id(EvalRequest, "pcr"))
             yield Button("Evaluate", id="eval-run", variant="success")
         with Horizontal(classes="row"):
-            yield Checkbox("cross-encoder", id="eval-cross")
-            yield Checkbox("compare is a cross-encoder", id="eval-compare-cross")
-            yield choice_select(R, "pcr_variant", "eval-pcr-variant", "PCR variant")
-            yield TextBox(placeholder="limit (items per dataset)", id="eval-limit")
-            yield TextBox(placeholder="split (retrieval: test)", id="eval-split")
+            yield Checkbox("cross-encoder", id=widget_id(EvalRequest, "cross"))
+            yield Checkbox("compare is a cross-encoder", id=widget_id(EvalRequest, "compare_cross"))
+            yield choice_select(R, "pcr_variant", "PCR variant")
+            yield TextBox(placeholder="limit (items per dataset)", id=widget_id(EvalRequest, "limit"))
+            yield TextBox(placeholder="split (retrieval: test)", id=widget_id(EvalRequest, "split"))
         with Horizontal(classes="row"):
-            yield choice_select(R, "mode", "eval-mode", "retrieval mode")
-            yield choice_select(R, "fusion", "eval-fusion", "fusion")
-            yield TextBox(placeholder="retrieval: re-rank with a cross-encoder", id="eval-rerank")
-            yield field_input(R, "rerank_weight", "eval-rerank-weight", "its weight w")
-            yield Checkbox("whole documents", id="eval-whole")
-            yield Checkbox("index anew (no cache)", id="eval-no-cache")
+            yield choice_select(R, "mode", "retrieval mode")
+            yield choice_select(R, "fusion", "fusion")
+            yield TextBox(placeholder="retrieval: re-rank with a cross-encoder", id=widget_id(EvalRequest, "rerank"))
+            yield field_input(R, "rerank_weight", "its weight w")
+            yield Checkbox("whole documents", id=widget_id(EvalRequest, "whole"))
+            yield Checkbox("index anew (no cache)", id=widget_id(EvalRequest, "no_cache"))
         with Horizontal(classes="row"):
-            yield TextBox(placeholder="retrieval: an existing index (alone: its judgments)", id="eval-index")
-            yield TextBox(placeholder="its queries.jsonl (blank: its judgments)", id="eval-queries")
-            yield TextBox(placeholder="its qrels .tsv (blank: its judgments)", id="eval-qrels")
-            yield TextBox(placeholder="filter: FIELD=VALUE …", id="eval-filter")
+            yield TextBox(placeholder="retrieval: an existing index (alone: its judgments)", id=widget_id(EvalRequest, "index"))
+            yield TextBox(placeholder="its queries.jsonl (blank: its judgments)", id=widget_id(EvalRequest, "queries"))
+            yield TextBox(placeholder="its qrels .tsv (blank: its judgments)", id=widget_id(EvalRequest, "qrels"))
+            yield TextBox(placeholder="filter: FIELD=VALUE …", id=widget_id(EvalRequest, "filter"))
         yield Static("", id="eval-status")
         yield Table(id="eval-table", zebra_stripes=True)
         yield PlotextPlot(id="eval-chart")

@@ -21,6 +21,7 @@ from textual_plotext import PlotextPlot
 from ..core.fields import default
 from ..core.requests import TuneRequest
 from ..errors import EncodrError
+from .forms import widget_id
 from .widgets import TextBox
 
 HIDDEN_FIELDS = ("name", "method", "description")
@@ -46,7 +47,7 @@ class TrainPane(Vertical):
     TrainPane .field-input { width: 18; }
     TrainPane .field-check { width: 1fr; padding: 1 0 0 1; color: $text-muted; }
     TrainPane .field-check.bad { color: $error; }
-    TrainPane #train-fields { height: 12; border: round $panel; }
+    TrainPane #train-set { height: 12; border: round $panel; }
     TrainPane #train-tree { height: 8; }
     TrainPane #train-preview { height: 4; color: $text-muted; }
     TrainPane #train-loss { height: 1fr; min-height: 10; }
@@ -79,31 +80,35 @@ class TrainPane(Vertical):
                 yield Label("base model (alias or Hugging Face cache) — or a folder / hub id below")
                 base = default(TuneRequest, "model")[0]  # the declared default base model, when it is installed
                 yield (
-                    Select(models, value=base, id="train-model")
+                    Select(models, value=base, id=widget_id(TuneRequest, "model"))
                     if any(v == base for _, v in models)
-                    else Select(models, id="train-model")
+                    else Select(models, id=widget_id(TuneRequest, "model"))
                 )
                 yield TextBox(placeholder="model folder or hub id (overrides the list)", id="train-model-path")
                 yield Label("recipe — or a YAML file below")
-                yield Select(recipes, value=default(TuneRequest, "recipe"), id="train-recipe", allow_blank=False)
+                yield Select(
+                    recipes, value=default(TuneRequest, "recipe"), id=widget_id(TuneRequest, "recipe"), allow_blank=False
+                )
                 yield TextBox(placeholder="recipe YAML file (overrides the list)", id="train-recipe-file")
-                yield VerticalScroll(id="train-fields")
+                yield VerticalScroll(id=widget_id(TuneRequest, "set"))
                 yield Label("data file (Enter on a file in the tree, or type a path; blank: the recipe's bundled data)")
-                yield TextBox(placeholder="text file", id="train-data")
+                yield TextBox(placeholder="text file", id=widget_id(TuneRequest, "file"))
                 yield DirectoryTree(".", id="train-tree")
                 yield Static("", id="train-preview")
                 yield Label("dev set (optional: keeps the best checkpoint)")
-                yield Select(devs, id="train-dev")
+                yield Select(devs, id=widget_id(TuneRequest, "dev"))
                 yield Label("bitext (optional: translation-pair files, space-separated, for recipes that learn from bitext)")
-                yield TextBox(placeholder="pairs.tsv", id="train-bitext")
+                yield TextBox(placeholder="pairs.tsv", id=widget_id(TuneRequest, "bitext"))
                 yield Label("output folder")
-                yield TextBox(placeholder="blank: encodr-runs/RECIPE-TIME, as encodr tune", id="train-out")
+                yield TextBox(placeholder="blank: encodr-runs/RECIPE-TIME, as encodr tune", id=widget_id(TuneRequest, "out"))
                 with Horizontal(classes="field-row"):
                     yield Button("Start", id="train-start", variant="success")
                     yield Button("Cancel", id="train-cancel", variant="error", disabled=True)
                 yield Label("judged recipe: the index whose judgments it learns from (blank: the data file, a BEIR folder)")
-                yield TextBox(placeholder="index folder or workspace name", id="train-index")
-                yield Checkbox("no dev fold (too few judged queries: train without selection)", id="train-no-dev")
+                yield TextBox(placeholder="index folder or workspace name", id=widget_id(TuneRequest, "index"))
+                yield Checkbox(
+                    "no dev fold (too few judged queries: train without selection)", id=widget_id(TuneRequest, "no_dev")
+                )
             with Vertical(id="train-monitor"):
                 yield ProgressBar(id="train-bar", show_eta=False)
                 yield Static("not started", id="train-stats")
@@ -133,7 +138,7 @@ class TrainPane(Vertical):
         """One input per recipe field, filled with the recipe's value, its meaning and rule as its tooltip."""
         from ..core import dispatch
 
-        box = self.query_one("#train-fields", VerticalScroll)
+        box = self.query_one("#train-set", VerticalScroll)
         box.remove_children()
         try:
             fields, notes = dispatch.recipe_fields(self.recipe_spec()), dispatch.recipe_notes(self.recipe_spec())
@@ -179,10 +184,10 @@ class TrainPane(Vertical):
     # ── data file ────────────────────────────────────────────────────────────
     @on(DirectoryTree.FileSelected, "#train-tree")
     def file_picked(self, event: DirectoryTree.FileSelected) -> None:
-        self.query_one("#train-data", Input).value = str(event.path)
+        self.query_one("#train-file", Input).value = str(event.path)
         self.preview(event.path)
 
-    @on(Input.Submitted, "#train-data")
+    @on(Input.Submitted, "#train-file")
     def data_typed(self, event: Input.Submitted) -> None:
         if event.value.strip():
             self.preview(Path(event.value.strip()))

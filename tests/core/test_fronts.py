@@ -85,18 +85,34 @@ def http_fields(route: str) -> set[str]:
 
 
 def tui_fields(model) -> set[str]:
-    """The fields of ``model`` that a TUI pane has a widget for: mapped in ``tui/forms.py`` to a
-    widget id that a pane composes."""
-    import re
+    """The fields of ``model`` that a TUI pane has a widget for: its widget id
+    (:func:`encodr.tui.forms.widget_id`, derived from the field) among the ids the panes compose,
+    read from their source: ``id=widget_id(Request, "field")``, ``choice_select(R, "field")``,
+    ``field_input(R, "field", …)`` (``R`` as the function names it), or a shared widget's ``id="…"``."""
+    import ast
 
     import encodr.tui
-    from encodr.tui.forms import FORMS
+    from encodr.core import requests
+    from encodr.tui.forms import forms, widget_id
 
-    source = "".join(p.read_text() for p in Path(encodr.tui.__file__).parent.glob("*.py") if p.name != "forms.py")
-    composed = set(re.findall(r'id="([a-z-]+)"', source)) | set(
-        re.findall(r'(?:choice_select|field_input)\([^)]*"([a-z]+(?:-[a-z]+)+)"', source)
-    )
-    return {name for name, widget in FORMS[model].items() if widget in composed}
+    composed = set()
+    for path in Path(encodr.tui.__file__).parent.glob("*.py"):
+        for function in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)):
+            aliases = {
+                t.id: n.value.id
+                for n in ast.walk(function)
+                if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+                for t in n.targets
+                if isinstance(t, ast.Name)
+            }
+            for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
+                name = getattr(call.func, "id", getattr(call.func, "attr", ""))
+                composed |= {k.value.value for k in call.keywords if k.arg == "id" and isinstance(k.value, ast.Constant)}
+                if name in ("widget_id", "choice_select", "field_input") and len(call.args) >= 2:
+                    owner, field = call.args[0], call.args[1]
+                    if isinstance(owner, ast.Name) and isinstance(field, ast.Constant):
+                        composed.add(widget_id(getattr(requests, aliases.get(owner.id, owner.id)), field.value))
+    return {name for name, widget in forms()[model].items() if widget in composed}
 
 
 @pytest.mark.parametrize("path", list(CLI_COMMANDS), ids=" ".join)
@@ -181,10 +197,10 @@ def tui_drift(app, model) -> list[str]:
     other than the declaration's: a Select's options or initial value, an Input's initial text."""
     from textual.widgets import Input, Select
 
-    from encodr.tui.forms import FORMS
+    from encodr.tui.forms import forms
 
     drift = []
-    for name, widget_id in FORMS[model].items():
+    for name, widget_id in forms()[model].items():
         widget, declared = app.query_one(f"#{widget_id}"), default(model, name)
         first = declared[0] if isinstance(declared, list) and declared else declared
         if isinstance(widget, Select):
@@ -233,11 +249,11 @@ def test_the_http_api_states_no_default_or_choice_of_its_own(route):
 
 async def test_the_tui_states_no_default_or_choice_of_its_own():
     from encodr.tui import EncodrApp
-    from encodr.tui.forms import FORMS
+    from encodr.tui.forms import forms
 
     app = EncodrApp()
     async with app.run_test(size=(180, 60)):
-        assert {model.__name__: tui_drift(app, model) for model in FORMS} == {model.__name__: [] for model in FORMS}
+        assert {model.__name__: tui_drift(app, model) for model in forms()} == {model.__name__: [] for model in forms()}
         mode = app.query_one("#search-mode")
         assert (
             mode.value == default(rq.SearchRequest, "mode")

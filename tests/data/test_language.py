@@ -127,7 +127,7 @@ async def test_tui_language_column_and_filter(mixed_file, tiny_model, tmp_path):
     build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
     async with app.run_test(size=(140, 40)) as pilot:
-        table = await search_with(app, pilot, "#hit-lang", "deu", "Los niños juegan")
+        table = await search_with(app, pilot, "#search-hit-lang", "deu", "Los niños juegan")
         assert table.row_count == 6 and {table.get_row_at(i)[3] for i in range(6)} == {"deu"}
         assert "query language spa" in str(app.query_one("#status").render())
 

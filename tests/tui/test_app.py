@@ -162,9 +162,9 @@ async def test_enter_searches_and_compare_view(searcher):
         await pilot.pause()
         assert not isinstance(app.screen, DocumentScreen)
         await pilot.press("f3")
-        app.query_one("#text-a").value = "the cat sat on the mat"
-        app.query_one("#text-b").value = "the cat sat on the mat"
-        await pilot.click("#text-b")
+        app.query_one("#compare-a").value = "the cat sat on the mat"
+        app.query_one("#compare-b").value = "the cat sat on the mat"
+        await pilot.click("#compare-b")
         await pilot.press("enter")
         await settle(app, pilot)
         assert "cosine: 1.000" in str(app.query_one("#cosine").render())
@@ -340,7 +340,7 @@ async def test_a_sharded_index_is_searched_as_one_index(tmp_path, tiny_model):
     app = EncodrApp(index_dir=str(tmp_path / "sharded"), debounce=0.0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
-        table = await search_with(app, pilot, "#hit-lang", "", "stock markets fell sharply")
+        table = await search_with(app, pilot, "#search-hit-lang", "", "stock markets fell sharply")
         assert table.row_count == 4
         assert hit_text(table.get_row_at(0)) == "stock markets fell sharply" and hit_where(table.get_row_at(0)) == "c.txt:2"
         assert "4 texts" in str(app.query_one("#status").render())

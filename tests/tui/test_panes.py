@@ -23,7 +23,7 @@ async def _fill_train(app, pilot, tiny_model, data, out, batch="16"):
     app.query_one("#train-recipe").value = "word"
     await pilot.pause()  # the recipe's fields are drawn anew
     app.query_one("#train-model-path").value = str(tiny_model)
-    app.query_one("#train-data").value = str(data)
+    app.query_one("#train-file").value = str(data)
     app.query_one("#train-out").value = str(out)
     for _ in range(100):  # under load the recipe's fields may be drawn anew after the first pause: set the batch until it holds
         field = next(i for i in pane.query(".field-input") if i.name == "batch_size")
@@ -106,7 +106,7 @@ async def test_an_error_naming_a_path_in_brackets_shows_the_path(tmp_path):
     app = EncodrApp()
     async with app.run_test(size=(180, 60)) as pilot:
         await pilot.press("f6")
-        app.query_one("#index-files").value = str(missing)
+        app.query_one("#index-corpus").value = str(missing)
         app.query_one("#index-out").value = str(tmp_path / "idx")
         await pilot.click("#index-build")
         await settle(app, pilot)
@@ -120,7 +120,7 @@ async def test_index_pane_builds_then_opens_search(tiny_model, tmp_path):
     app = EncodrApp()
     async with app.run_test(size=(180, 60)) as pilot:
         await pilot.press("f6")
-        app.query_one("#index-files").value = str(corpus)
+        app.query_one("#index-corpus").value = str(corpus)
         app.query_one("#index-model").value = str(tiny_model)
         app.query_one("#index-out").value = str(tmp_path / "idx")
         app.query_one("#index-backend").value = "onnx-int8"
@@ -188,7 +188,7 @@ async def test_train_pane_runs_the_retrieval_recipe_on_a_label_free_dev_set(tiny
         await pilot.pause()
         app.query_one("#train-dev").value = "auto"
         app.query_one("#train-model-path").value = str(tiny_model)
-        app.query_one("#train-data").value = str(docs)
+        app.query_one("#train-file").value = str(docs)
         app.query_one("#train-out").value = str(tmp_path / "out")
         for name, value in (("batch_size", "8"), ("max_length", "48"), ("dev_queries", "6"), ("eval_steps", "2")):
             next(i for i in pane.query(".field-input") if i.name == name).value = value
@@ -234,8 +234,8 @@ async def test_the_index_pane_fits_100_columns_and_starts_from_the_open_index(ti
         pane = app.query_one("IndexPane")
         for widget in pane.query("Input, Select, Checkbox, Button"):
             assert widget.region.right <= 100, widget.id  # on screen, none cut at the right edge
-        assert app.query_one("#index-files").value == str(words)
+        assert app.query_one("#index-corpus").value == str(words)
         assert app.query_one("#index-model").value == str(tiny_model) and app.query_one("#index-out").value == str(
             tmp_path / "idx"
         )
-        assert app.query_one("#index-type").value == "hnsw"
+        assert app.query_one("#index-index-type").value == "hnsw"
