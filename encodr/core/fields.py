@@ -287,19 +287,3 @@ def words(exc: EncodrError, front: str, model: type[BaseModel] | None = None) ->
     if isinstance(exc, OptionError):
         return str(exc)
     return exc.words(namer(front, model))
-
-
-def front_fields(front: str) -> set[str]:
-    """The names of the fields any request declares for front end ``front``."""
-    seen, stack, names = set(), [BaseModel], set()
-    while stack:
-        for cls in stack.pop().__subclasses__():
-            if cls not in seen:
-                seen.add(cls)
-                stack.append(cls)
-                names.update(
-                    n
-                    for n in cls.model_fields
-                    if isinstance(cls.model_fields[n].json_schema_extra, Hints) and front in rendering(cls, n).fronts
-                )
-    return names

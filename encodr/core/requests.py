@@ -120,7 +120,7 @@ class SearchRequest(Request):
     format: str = option(
         "table",
         "How hits print: table (rank, score, the snippet and path:line); grep (path:line:column: snippet, one line a "
-        f"hit, as ripgrep's {S.vimgrep} prints for editors); files (each hit's path once).",
+        "hit, as ripgrep's --vimgrep prints for editors); files (each hit's path once).",
         choices=("table", "grep", "files"),
         fronts=CLI,
     )
@@ -320,7 +320,7 @@ class IndexRequest(Request):
                 if name != "upgrade" and getattr(self, name) != spec.get_default(call_default_factory=True)
             ]
             if given:
-                named = "CORPUS" if given[0] == "corpus" else "--" + given[0].replace("_", "-")
+                named = "CORPUS" if given[0] == "corpus" else S(given[0])
                 raise EncodrError(
                     f"{S.upgrade} converts an existing index and reads no documents: pass it alone, without {named} "
                     f"(then {S('write', 'add')} or {S('write', 'sync')} as usual)",
@@ -338,7 +338,7 @@ class IndexRequest(Request):
         for name in ("text_field", "text_column", "id_column", "title_column"):
             value = getattr(self, name)
             if value is not None and not value.strip():
-                raise EncodrError(f"--{name.replace('_', '-')} is blank; name a field or column of the corpus", field=name)
+                raise EncodrError(f"{S(name)} is blank; name a field or column of the corpus", field=name)
 
     def write_mode(self) -> str:
         """What the build does to ``out`` (:data:`encodr.index.options.WRITES`): ``write``, or ``sync`` with ``watch``."""
@@ -755,7 +755,7 @@ class EvalRequest(Request):
 
         if self.suite != "retrieval":
             raise EncodrError(
-                f"--{given[0]} scores an existing index with 'eval retrieval', not '{self.suite}'; drop it", field=given[0]
+                f"{S(given[0])} scores an existing index with 'eval retrieval', not '{self.suite}'; drop it", field=given[0]
             )
         if given != ["index"] and len(given) < 3:
             missing = next(n for n in ("index", "queries", "qrels") if n not in given)
@@ -779,7 +779,9 @@ class EvalRequest(Request):
             ("plot", "score distributions of pairs"),
         ):
             if getattr(self, name):
-                raise EncodrError(f"--{name} gives {why}, but {S.index} scores an index already built; drop --{name}", field=name)
+                raise EncodrError(
+                    f"{S(name)} gives {why}, but {S.index} scores an index already built; drop {S(name)}", field=name
+                )
         if self.backend != "torch":
             raise EncodrError(
                 f"{S.index} encodes the queries with the index's own model and backend; drop {S.backend}", field="backend"
@@ -905,9 +907,7 @@ class TuneRequest(Request):
         fields = sorted(f for f in recipe.to_dict() if f not in ("name", "method", "description"))
         for key in given:
             if key not in fields:
-                named = (
-                    f"--{key.replace('_', '-')}" if key in OVERRIDES and getattr(self, key) is not None else f"{S.set} {key}=…"
-                )
+                named = S(key) if key in OVERRIDES and getattr(self, key) is not None else f"{S.set} {key}=…"
                 raise EncodrError(
                     f"recipe '{recipe.name}' (method {recipe.method}) has no field '{key}' ({named}); its fields: {', '.join(fields)}; "
                     f"set one with {S.set} KEY=VALUE",

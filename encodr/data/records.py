@@ -45,21 +45,10 @@ class Record:
 
 @dataclass(frozen=True)
 class Layout:
-    """Where a record file keeps its fields, when not where a BEIR corpus keeps them.
-
-    Attributes:
-        text_field: JSONL: the field holding the text (default ``text``).
-        text_column / id_column / title_column: TSV and CSV: the header's columns holding the
-            text, the document id and the title (default ``text``, ``id``, ``title``; a column
-            named here must exist, the default id and title columns are optional). Matched
-            without regard to case.
-        documents: plain text: each blank-line-separated block (a file without blank lines:
-            the whole file) is one document, not each line.
-        meta_columns: TSV and CSV: the columns kept as each document's metadata (searchable
-            with ``--filter``); each must exist. A JSONL object keeps all its other fields.
-        records: a plain text file found in a folder is read one record a line (as a text
-            file given by itself is), not as one document of paragraphs.
-    """
+    """Where a record file keeps its fields, when not where a BEIR corpus keeps them. Each
+    field's default and meaning are in its declaration below. Columns are matched without regard
+    to case; a column named here must exist, while the default id and title columns are optional.
+    A JSONL object keeps all its other fields as metadata."""
 
     text_field: str = setting("text", "JSONL: the field that holds the text.")
     text_column: str = setting("text", "CSV / TSV: the header's column that holds the text.")

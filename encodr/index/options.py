@@ -44,37 +44,22 @@ def _comma_list(value) -> list[str]:
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """The settings of one search, validated when built.
+    """The settings of one search, validated when built (:func:`encodr.settings.check`). Each
+    field's default, meaning, range and choices are in its declaration below, the one the front
+    ends render. What the declarations do not say:
 
-    Attributes:
-        k: hits per query (≥ 1).
-        mode: ``hybrid`` (vectors and BM25 fused by ``fusion``), ``dense`` (cosine of the
-            vectors) or ``keyword`` (BM25 over SQLite FTS5). ``hybrid`` on an index built
-            without a keyword index searches it ``dense`` (:meth:`for_index`).
-        fusion: ``zscore`` (z-scores, weighted by ``fusion_weight``), ``convex`` (min-max
-            normalised scores, weighted likewise) or ``rrf`` (reciprocal rank fusion, Cormack et
-            al. 2009), all language-aware (:mod:`.fusion`).
-        fusion_weight: α, the dense scores' weight in [0, 1]; ``None``: the weight tuned on
-            judgments for the index's model (:meth:`resolved`), else the declared ones
-            (:func:`~.fusion.fuse`: by kind of text for ``zscore``).
-        lang: the queries' language, ISO 639-3 (default: detected among the index's languages).
-        hit_langs: keep only hits in these languages (ISO 639-3).
-        filters: keep only texts of documents that pass all of these (:mod:`.filters`).
-        rerank_depth: first-stage hits a cross-encoder re-scores per query (≥ 1); ``None``: the
-            depth tuned with the re-ranker (:meth:`resolved`), else :data:`RERANK_DEPTH`.
-        rerank_weight: w in w·ŝ_cross + (1 − w)·ŝ_first (:func:`.fusion.interpolate`), in [0, 1];
-            ``None``: the weight tuned with the re-ranker, else :data:`RERANK_WEIGHT`.
-        passages: rank passages; by default an index of split documents ranks each document
-            once, at its best passage.
-        nprobe: IVF lists visited per query (default: the index's, :mod:`.faiss_types`).
-        ef_search: HNSW candidate list size (default: the index's).
-        keyword_stats: the term statistics of BM25 in a sharded index: ``shard`` (each shard's
-            own, one round trip; Elasticsearch's default) or ``global`` (gathered from every
-            shard first, so keyword scores are one index's: :mod:`.termstats`). One index has
-            only its own, so both give the same there.
+    - ``hybrid`` on an index built without a keyword index searches it ``dense`` (:meth:`for_index`);
+      the fusions are :mod:`.fusion`'s (RRF: Cormack et al. 2009), all language-aware.
+    - ``fusion_weight``, ``rerank_depth`` and ``rerank_weight`` left ``None`` are filled by
+      :meth:`resolved` from the settings tuned on judgments, else the declared defaults;
+      ``rerank_weight`` is w in w·ŝ_cross + (1 − w)·ŝ_first (:func:`.fusion.interpolate`).
+    - ``hit_lang`` takes ``"spa,fra"`` or a list; ``filter`` takes :class:`~.filters.Filter` s,
+      ``"FIELD=VALUE"`` texts or HTTP's mapping (:func:`.filters.parse_all`); both are kept as tuples.
+    - ``keyword_stats`` matters only in a sharded index (:mod:`.termstats`); one index has only its own.
 
     Raises:
-        OptionError: a value out of its range or not among its choices, naming the field.
+        OptionError: a value out of its range or not among its choices, naming the field;
+            EncodrError: a filter that does not parse, a language code that is not ISO 639-3.
     """
 
     k: int = setting(10, "Results per query.", ge=1)
@@ -221,51 +206,28 @@ WINDOW = 8192  # texts read, deduplicated and encoded together (length-sorted wi
 
 @dataclass(frozen=True)
 class BuildOptions:
-    """How :func:`build` builds, appends to or syncs an index, validated when made; every
-    default lives here (the core's :class:`~encodr.core.requests.IndexRequest` renders them).
+    """How :func:`build` builds, appends to or syncs an index, validated when made
+    (:func:`encodr.settings.check`). Each field's default, meaning, range and choices are in its
+    declaration below, the one :class:`~encodr.core.requests.IndexRequest` renders. What the
+    declarations do not say:
 
-    Attributes:
-        model: a model spec, or an already loaded :class:`~encodr.models.Encoder` (a new index
-            only: ``encodr eval retrieval`` indexes with the model it scores); with ``add``, a
-            spec that must match the index's model (or ``None``). Default: ``minilm``.
-        index_type: ``auto``, ``flat``, ``hnsw``, ``ivf`` or ``ivfpq`` (:data:`~.faiss_types.INDEX_TYPES`).
-        quantize: ``none``, ``int8`` (FAISS's 8-bit scalar quantiser: 4× smaller; ``flat``,
-            ``hnsw``, ``ivf``) or ``binary`` (sign bits searched by Hamming distance, the
-            candidates rescored by int8 vectors kept on disk: 32× smaller in memory; ``flat``,
-            which ``auto`` then means at any size); :mod:`~.quantized`. ``add`` keeps the index's.
-        dim: keep the first ``dim`` dimensions of each vector, renormalised (Matryoshka
-            truncation, :meth:`~encodr.models.encoder.Encoder.truncate`); ``add`` keeps the
-            index's (a different ``dim`` is an error).
-        on_disk: an IVF index (``ivf`` or ``ivfpq``, a new index) whose inverted lists are added
-            in blocks and merged into ``lists.ivfdata`` beside it, memory-mapped on search (:mod:`~.ondisk`).
-        write: what happens to ``out`` (:data:`WRITES`): ``new`` builds an index where none is;
-            ``add`` appends to the existing index: new documents added, changed ones replaced,
-            none removed; ``sync`` makes the index hold exactly the documents now under the
-            files given (:mod:`.documents`), and builds it when ``out`` does not exist;
-            ``overwrite`` replaces an existing index (one encodr wrote; never another folder).
-        pcr: fit and apply per-language principal-component removal (CMLM §5.2).
-        pcr_variant: ``centred`` or ``uncentred`` first component (:mod:`encodr.models.pcr`).
-        lang: language of texts without a ``lang`` column, ISO 639-3 (default: detected).
-        backend: ``torch``, ``torch-bf16``, ``onnx``, ``onnx-int8`` or ``auto``
-            (:func:`~encodr.models.encoder.choose_backend`; with ``add``, the index's own).
-        batch_size: texts per forward pass (default: the encoder's, per backend and device).
-        processes: encode on this many processes (one per GPU when CUDA is visible, else CPU
-            processes), or with ``engine`` ``ray`` this many Ray Data encoder actors.
-        engine: ``local`` or ``ray`` (read and split on Ray tasks, encode on Ray actors: :mod:`~.dataflow`).
-        address: with ``ray``, the cluster's address (default: ``RAY_ADDRESS``, else a local Ray).
-        window: texts read, deduplicated and encoded together (bounds memory).
-        glob: in folders, read only the files whose name matches (``*.pdf``).
-        whole: index each text whole, cut at the model's window, instead of splitting a longer
-            text into passages (:func:`encodr.data.files.passage_splitter`).
-        layout: where record files keep their fields (:class:`encodr.data.records.Layout`).
-        shards: a new index split into this many shards (:mod:`.sharded`); None: one index.
-            An update of a sharded index keeps its own count.
-        shard: ``(i, n)``: keep only the documents whose id routes to shard ``i`` of ``n``
-            (:func:`.sharded.route`); set by a sharded index's writes, not by a person.
+    - ``model`` may be a loaded :class:`~encodr.models.Encoder` (a new index only: ``encodr eval
+      retrieval`` indexes with the model it scores); with ``add``, a spec must match the index's.
+    - ``add`` and ``sync`` keep the index's ``quantize``, ``dim`` and ``backend``; a ``sync`` of a
+      missing index builds it (:mod:`.documents` decides what a sync adds, updates and removes);
+      ``overwrite`` replaces only a folder encodr wrote.
+    - ``quantize``: :mod:`~.quantized` (``binary`` is a flat scan, which ``auto`` then means at any
+      size); ``dim``: :meth:`~encodr.models.encoder.Encoder.truncate`; ``on_disk``: :mod:`~.ondisk`;
+      ``backend`` ``auto``: :func:`~encodr.models.encoder.choose_backend`; ``engine`` ``ray``: :mod:`~.dataflow`.
+    - ``window``: texts read, deduplicated and encoded together (bounds memory); ``layout``: where
+      record files keep their fields (:class:`encodr.data.records.Layout`); ``shard``: ``(i, n)``,
+      keep only the documents whose id routes to shard ``i`` of ``n`` (:func:`.sharded.route`), set
+      by a sharded index's writes, not by a person.
 
     Raises:
-        OptionError: an unknown index type, quantisation or engine, a ``dim``, ``processes`` or
-            ``window`` below 1, naming the field.
+        OptionError: a value out of its range or not among its choices, naming the field;
+            EncodrError: a combination the build cannot run (``processes`` off torch, ``on_disk``
+            off IVF, ``sync`` on Ray), naming the field.
     """
 
     model: str | Encoder | None = setting(None, f"Model (default: minilm; with {S('write', 'add')}, the index's model).")
