@@ -37,7 +37,8 @@ CONFIGS = ("torch fp32", "torch bf16 autocast", "torch bf16 weights", "onnx fp32
 
 
 def cpu_flags() -> list[str]:
-    """The CPU flags that matter for bf16 and int8, of those :func:`encodr.models.encoder.cpu_flags` reads (empty elsewhere than Linux)."""
+    """The CPU flags that matter for bf16 and int8, of those :func:`encodr.models.encoder.cpu_flags` reads (empty elsewhere
+    than Linux)."""
     from encodr.models.encoder import cpu_flags as flags
 
     wanted = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8")

@@ -91,7 +91,8 @@ def percentiles(ms: list[float]) -> dict:
 
 
 def row(corpus: int, front: str, mode: str, rerank: bool, ms: list[float], phases: list[dict]) -> dict:
-    """One table row: the percentiles of ``ms`` and each phase's mean (``render``: the wall time the phases do not account for)."""
+    """One table row: the percentiles of ``ms`` and each phase's mean (``render``: the wall time the phases do not account
+    for)."""
     out = {
         "corpus": corpus,
         "front end": front,

@@ -59,7 +59,8 @@ def encodr(*args: str) -> tuple[str, float]:
     return done.stdout, time.perf_counter() - started
 
 
-# python -m bench run mixed_language_search --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+# python -m bench run mixed_language_search --quick: a small run that checks the benchmark still runs (its JSON to a
+# temporary folder)
 QUICK = ["--verses", "50", "--model", "minilm", "--out", "{tmp}/mixed_language_search.json"]
 
 

@@ -38,7 +38,8 @@ def vectors_by_line(index_dir: Path) -> np.ndarray:
     return index.faiss.reconstruct_n(0, len(index))[np.argsort(lines)]
 
 
-# python -m bench run multiprocess_index --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)
+# python -m bench run multiprocess_index --quick: a small run that checks the benchmark still runs (its JSON to a
+# temporary folder)
 QUICK = ["--limit", "200", "--processes", "2", "--out", "{tmp}/multiprocess_index.json"]
 
 

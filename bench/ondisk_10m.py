@@ -363,7 +363,8 @@ def main() -> None:
         "on disk (GiB)": size / 2**30,
         "B/vector": size / b["ntotal"],
         "RSS open (MiB)": s["rss_open_mb"],
-        "anon / file after 1k queries (MiB)": f"{s.get('anon_after_queries_mb', float('nan')):.0f} / {s.get('file_after_queries_mb', float('nan')):.0f}",
+        "anon / file after 1k queries (MiB)": f"{s.get('anon_after_queries_mb', float('nan')):.0f} / "
+        f"{s.get('file_after_queries_mb', float('nan')):.0f}",
         "p50 ms": s["p50_ms"],
         "p99 ms": s["p99_ms"],
         "recall@10": s["recall_at_10"],

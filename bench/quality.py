@@ -78,7 +78,8 @@ def main() -> None:
         type=int,
         default=0,
         metavar="N",
-        help="also score the dev task every N training steps (encodr tune --dev: the run then keeps its best dev checkpoint; stored as dev_trace)",
+        help="also score the dev task every N training steps (encodr tune --dev: the run then keeps its best dev "
+        "checkpoint; stored as dev_trace)",
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
     args = parser.parse_args()

@@ -139,7 +139,8 @@ def main() -> None:
         meta = build([str(corpus)], scratch / "flat", BuildOptions(model=args.model, index_type="flat", backend=args.backend))
         build_s = time.perf_counter() - t
         print(
-            f"encodr index: {meta['count']:,} texts in {build_s:.0f} s ({meta['count'] / build_s:.0f} texts/s, backend {args.backend})",
+            f"encodr index: {meta['count']:,} texts in {build_s:.0f} s ({meta['count'] / build_s:.0f} texts/s, backend "
+            f"{args.backend})",
             flush=True,
         )
         searcher = Searcher(scratch / "flat")

@@ -300,10 +300,14 @@ def main() -> None:
     )
     print(
         f"{max(args.clients)} single-text clients: {single16['texts_per_s']:.1f} texts/s = {ratio:.2f}× offline at batch {best} "
-        f"({speeds[best]:.1f} texts/s), {single16['texts_per_s'] / in_order:.2f}× offline {max(args.clients)} at a time in arrival order "
-        f"({in_order:.1f} texts/s), {single16['texts_per_s'] / schedule:.2f}× the server's schedule offline ({schedule:.1f} texts/s); "
-        f"a pass of two one-word texts {anchor['pass_ms']:.1f} ms; one pass at a time (--workers 1) {one_worker['texts_per_s']:.1f} texts/s = "
-        f"{one_worker['texts_per_s'] / speeds[best]:.2f}×; without batching {unbatched['texts_per_s']:.1f} texts/s = {unbatched['texts_per_s'] / speeds[best]:.2f}×"
+        f"({speeds[best]:.1f} texts/s), {single16['texts_per_s'] / in_order:.2f}× offline {max(args.clients)} at a "
+        "time in arrival order "
+        f"({in_order:.1f} texts/s), {single16['texts_per_s'] / schedule:.2f}× the server's schedule offline "
+        f"({schedule:.1f} texts/s); "
+        f"a pass of two one-word texts {anchor['pass_ms']:.1f} ms; one pass at a time (--workers 1) "
+        f"{one_worker['texts_per_s']:.1f} texts/s = "
+        f"{one_worker['texts_per_s'] / speeds[best]:.2f}×; without batching {unbatched['texts_per_s']:.1f} texts/s = "
+        f"{unbatched['texts_per_s'] / speeds[best]:.2f}×"
     )
     from cpu_precision import cpu_flags
 

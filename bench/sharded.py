@@ -315,7 +315,8 @@ def model(local: list[dict], overhead: list[dict], ondisk: dict) -> tuple[list[d
         )
     assumptions = [
         "a shard is bench/ondisk_10m.py's 10M-vector on-disk IVF-PQ index (MiniLM, d = 384), searched with one FAISS thread",
-        f"index bytes a vector {disk_per_vector:.0f} (its FAISS file and lists), all of it in the page cache of the node holding the shard",
+        f"index bytes a vector {disk_per_vector:.0f} (its FAISS file and lists), all of it in the page cache of the "
+        "node holding the shard",
         "text store 1,100 bytes a passage (SQLite texts and FTS5; SciFact's passages here), read only for the hits kept",
         "4 shards a 64 GiB node: 4 × 4.4 GiB index pages + the text pages the queries touch, with room for the OS",
         f"fan-out = Ray Serve's fixed cost ({fixed:.0f} ms here: 1 shard on Ray Serve against one process over HTTP) + per shard "
@@ -325,7 +326,8 @@ def model(local: list[dict], overhead: list[dict], ondisk: dict) -> tuple[list[d
         "shares 2 cores with the ingress: an upper end",
         "p99 is a lower bound: the slowest of S shards is slower than one shard's p99 (tail at scale, Dean & Barroso 2013); "
         "with S shards the answer waits for each shard's 1 − 0.01/S quantile, which bench/ondisk_10m.py did not measure",
-        "replicas: a shard replica answers 1000 / p50 queries a second on one core; 100 q/s needs that many replicas of every shard",
+        "replicas: a shard replica answers 1000 / p50 queries a second on one core; 100 q/s needs that many replicas "
+        "of every shard",
         "to be measured on a real cluster: network round trips, per-shard tail latency at 10M, page-cache misses under load, "
         "and the ingress's encoding throughput on a GPU",
     ]

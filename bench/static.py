@@ -13,7 +13,8 @@ Per model and dataset: nDCG@10 × 100 of dense, keyword (SQLite FTS5 BM25: the s
 model) and hybrid (RRF) search, each document ranked by its best passage as ``encodr eval
 retrieval`` ranks them; and the index build of the corpus (``encodr index``'s code, one process,
 model already loaded): seconds and passages per second. Every model cuts passages at 256 tokens
-(MiniLM's window, and a static model's), the tuned one too, which saves its training length (50). Datasets: SciFact (its 809 train queries)
+(MiniLM's window, and a static model's), the tuned one too, which saves its training length (50). Datasets: SciFact (its
+809 train queries)
 and XQuAD-en (test; nothing here is tuned on either).
 
     python bench/static.py [--data scifact xquad-en] [--limit N] [--strings N]
@@ -92,7 +93,9 @@ def main() -> None:
             evaluator.cache = True  # the index built for the speed column is the one searched
             for label, spec in specs.items():
                 encoder = load_encoder(spec, backend="torch")
-                encoder.max_length = 256  # one window for all: the sentence recipe trains (and saves) 50 tokens; MiniLM's and a static model's are 256
+                # one window for all: the sentence recipe trains (and saves) 50 tokens; MiniLM's and a static model's
+                # are 256
+                encoder.max_length = 256
                 row = {
                     "model": label,
                     "data": name,

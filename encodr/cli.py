@@ -352,7 +352,8 @@ SERVER = inspect.Parameter(
     default=typer.Option(
         None,
         "--server",
-        help="Ask a running encodr serve at this URL (e.g. http://127.0.0.1:8000) instead of loading the model here; ENCODR_API_KEY is sent as its key.",
+        help="Ask a running encodr serve at this URL (e.g. http://127.0.0.1:8000) instead of loading the model here; "
+        "ENCODR_API_KEY is sent as its key.",
     ),
 )
 

@@ -30,7 +30,8 @@ SHARDED_RECORD = "sharded.json"  # a sharded index's manifest (encodr.index.shar
 def written_by_encodr(folder: Path) -> str | None:
     """What encodr wrote at ``folder``: ``"index"`` (a ``current`` link naming a generation that
     holds ``index.json``, an index from before generations with ``index.json`` and
-    ``vectors.faiss``, or a sharded index's ``sharded.json``), ``"model"`` (a tuned model: ``encodr.json``, the run record, naming its
+    ``vectors.faiss``, or a sharded index's ``sharded.json``), ``"model"`` (a tuned model: ``encodr.json``, the run
+    record, naming its
     method), or ``None`` for any other folder. Only these may be replaced by ``--overwrite``."""
     folder = Path(folder)
     gen = current_generation(folder)

@@ -38,7 +38,8 @@ for i in range(adds):
     f = folder / f"add-{tag}-{i}.txt"
     f.write_text("".join(f"text {tag} {i} {j}\n" for j in range(3)))
     if overwrite_every and i % overwrite_every == overwrite_every - 1:
-        build([str(base)], out, BuildOptions(model=model, write="overwrite", lang="eng", batch_size=1), progress=lambda e: print("event", flush=True))
+        options = BuildOptions(model=model, write="overwrite", lang="eng", batch_size=1)
+        build([str(base)], out, options, progress=lambda e: print("event", flush=True))
     else:
         build([str(f)], out, BuildOptions(write="add", lang="eng", batch_size=1), progress=lambda e: print("event", flush=True))
     print("written", flush=True)

@@ -72,7 +72,8 @@ def test_the_check_fails_on_a_long_signature_and_a_long_body(tmp_path):
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_LINES))
     (tmp_path / "probe").mkdir()
     (tmp_path / "probe" / "m.py").write_text(
-        f'def wide(a, b, c, d, e, f, g, h, i):\n    """Nine."""\n\n\nclass K:\n    def long(self):\n        """Doc."""\n{body.replace("    ", "        ")}\n'
+        'def wide(a, b, c, d, e, f, g, h, i):\n    """Nine."""\n\n\nclass K:\n    def long(self):\n        '
+        f'"""Doc."""\n{body.replace("    ", "        ")}\n'
     )
     assert shape(tmp_path / "probe") == {"parameters": {"probe.m.wide": 9}, "lines": {"probe.m.K.long": MAX_LINES + 1}}
 

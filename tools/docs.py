@@ -378,7 +378,8 @@ def headline() -> str:
     )
     splits = ", ".join(f"{name}: its {split} queries" for name, split in splits.items())
     return (
-        f"{HEADLINE[0]}\nnDCG@10 × 100 (`python bench/retrieval.py`; queries: {splits}; machine: {cell(data.get('machine'))}):\n\n"
+        f"{HEADLINE[0]}\nnDCG@10 × 100 (`python bench/retrieval.py`; queries: {splits}; machine: "
+        f"{cell(data.get('machine'))}):\n\n"
         f"{text}\n{HEADLINE[1]}"
     )
 

@@ -262,7 +262,10 @@ def interrupted_index(request: IndexRequest) -> str:
     )
     finished, size = Shards.finished(shards_folder(out))
     if finished:
-        kept += f"; {finished} encoded window(s), {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and the same command reuses them"
+        kept += (
+            f"; {finished} encoded window(s), {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and the "
+            "same command reuses them"
+        )
     return kept
 
 
@@ -571,7 +574,8 @@ def unjudge(request: UnjudgeRequest, index: str, searcher=None) -> RecordResult:
         store = Judgments(current.path)
         if not store.remove(request.query, request.doc):
             raise EncodrError(
-                f"index {current.path.name} has no judgment of document '{request.doc}' for that query; GET its judgments to see them",
+                f"index {current.path.name} has no judgment of document '{request.doc}' for that query; GET its "
+                "judgments to see them",
                 field="doc",
                 status=404,
             )
@@ -914,7 +918,8 @@ def run(request: RunRequest) -> RecordResult:
         fields.append(
             (
                 "loss",
-                f"{log[0]['loss']:.4f} (step {log[0]['step']}) → {log[-1]['loss']:.4f} (step {log[-1]['step']}), {len(log)} points",
+                f"{log[0]['loss']:.4f} (step {log[0]['step']}) → {log[-1]['loss']:.4f} (step {log[-1]['step']}), "
+                f"{len(log)} points",
             )
         )
     if request.plot is not None:

@@ -263,7 +263,11 @@ class IndexRequest(Request):
 
     corpus: list[str] = option(
         [],
-        "Files or folders (read recursively): Markdown, HTML, PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument (.odt, .ods, .odp), EPUB, RTF and e-mail (.eml) documents; source code (.py .js .ts .go .rs .java .c .cpp .rb .sh and more: a section per function, method or class); text files (in a folder, one document each; given alone, one text a line), TSV or CSV files with a header with a 'text' column (optional id, lang), "
+        "Files or folders (read recursively): Markdown, HTML, PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), "
+        "OpenDocument (.odt, .ods, .odp), EPUB, RTF and e-mail (.eml) documents; source code (.py .js .ts .go .rs "
+        ".java .c .cpp .rb .sh and more: a section per function, method or class); text files (in a folder, one "
+        "document each; given alone, one text a line), TSV or CSV files with a header with a 'text' column (optional "
+        "id, lang), "
         "or JSONL (one object a line: text, optional _id / id, title, lang; a BEIR corpus.jsonl).",
         argument=True,
         fronts=CLI_TUI,
@@ -277,7 +281,8 @@ class IndexRequest(Request):
     model: str | None = declared(BuildOptions, "model", flags=("--model", "-m"), fronts=CLI_TUI)
     out: str | None = option(
         None,
-        f"Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with {S('write', 'add')}, a workspace index name works too).",
+        f"Index directory (default: $ENCODR_HOME/indexes/NAME of the first file; with {S('write', 'add')}, a workspace "
+        "index name works too).",
         flags=("--out", "-o"),
         fronts=CLI_TUI,
     )
@@ -332,7 +337,8 @@ class IndexRequest(Request):
         pcr_variant(self.pcr, self.pcr_variant)
         if self.watch and self.write in ("add", "overwrite"):
             raise EncodrError(
-                f"{S.watch} keeps the index in step with CORPUS by syncing it; drop {S('write', 'add')} / {S('write', 'overwrite')} (the first pass is a {S('write', 'sync')})",
+                f"{S.watch} keeps the index in step with CORPUS by syncing it; drop {S('write', 'add')} / "
+                f"{S('write', 'overwrite')} (the first pass is a {S('write', 'sync')})",
                 field="watch",
             )
         for name in ("text_field", "text_column", "id_column", "title_column"):
@@ -374,7 +380,8 @@ LAYOUT_SETTINGS = tuple(name for name in IndexRequest.model_fields if name in La
 
 
 class DeleteRequest(Request):
-    """Delete documents from an index: by id, by source glob, or by metadata filter (their texts go, unless another document holds them)."""
+    """Delete documents from an index: by id, by source glob, or by metadata filter (their texts go, unless another
+    document holds them)."""
 
     ids: list[str] = option(
         [],
@@ -444,7 +451,8 @@ class UpsertRequest(Request):
             )
 
     def records(self) -> list:
-        """The documents as records (:class:`encodr.data.records.Record`), one each, source :data:`encodr.index.documents.API_SOURCE`."""
+        """The documents as records (:class:`encodr.data.records.Record`), one each, source
+        :data:`encodr.index.documents.API_SOURCE`."""
         from ..data.language import check_code
         from ..data.records import Record
         from ..index.documents import API_SOURCE
@@ -481,7 +489,8 @@ class DocumentRequest(Request):
 
 
 class ShowRequest(Request):
-    """Print a document of an index, or a range of its lines, as the index holds it (qmd's get): PATH as a hit shows it, PATH:LINE or PATH:FIRST-LAST."""
+    """Print a document of an index, or a range of its lines, as the index holds it (qmd's get): PATH as a hit shows it,
+    PATH:LINE or PATH:FIRST-LAST."""
 
     target: str = option(
         ..., "The document: its path as a hit shows it (or its id), optionally :LINE or :FIRST-LAST.", argument=True, fronts=CLI
@@ -585,7 +594,8 @@ class JudgmentsRequest(Request):
 
 
 class SyncRequest(Request):
-    """Bring a served index in step with the files under some paths (as ``encodr index --sync``): new documents added, changed ones
+    """Bring a served index in step with the files under some paths (as ``encodr index --sync``): new documents added,
+    changed ones
     re-encoded, those whose file is gone removed."""
 
     index: str = option(..., "The served index.", fronts=MCP)
@@ -671,7 +681,8 @@ class EvalRequest(Request):
     )
     qrels: str | None = option(
         None,
-        f"retrieval, with {S.index}: the judgments, a BEIR qrels TSV (query-id, corpus-id, score) naming the index's document ids.",
+        f"retrieval, with {S.index}: the judgments, a BEIR qrels TSV (query-id, corpus-id, score) naming the index's "
+        "document ids.",
         fronts=CLI_TUI,
     )
     no_cache: bool = option(
@@ -717,7 +728,8 @@ class EvalRequest(Request):
                 there = splits(task.file())
                 if self.retrieval_split not in there:
                     raise EncodrError(
-                        f"{task.path}: no qrels/{self.retrieval_split}.tsv; its splits are {', '.join(there) or 'none'} (use {S.split})",
+                        f"{task.path}: no qrels/{self.retrieval_split}.tsv; its splits are "
+                        f"{', '.join(there) or 'none'} (use {S.split})",
                         field="split",
                     )
         if (self.cross or self.compare_cross) and self.suite not in CROSS_SUITES:
@@ -741,7 +753,8 @@ class EvalRequest(Request):
         if self.plot is not None:
             if self.suite not in ("sts", "words", "pairs"):
                 raise EncodrError(
-                    f"{S.plot} draws the scores of gold-scored pairs; it works with eval sts, words and pairs, not '{self.suite}'",
+                    f"{S.plot} draws the scores of gold-scored pairs; it works with eval sts, words and pairs, "
+                    f"not '{self.suite}'",
                     field="plot",
                 )
             from ..plots import check_png
@@ -760,13 +773,15 @@ class EvalRequest(Request):
         if given != ["index"] and len(given) < 3:
             missing = next(n for n in ("index", "queries", "qrels") if n not in given)
             raise EncodrError(
-                f"scoring an existing index needs {S.index} alone (its own judgments) or {S.index}, {S.queries} and {S.qrels} together; "
+                f"scoring an existing index needs {S.index} alone (its own judgments) or {S.index}, {S.queries} and "
+                f"{S.qrels} together; "
                 f"pass --{missing} too",
                 field=missing,
             )
         if given == ["index"] and self.split is not None and self.split not in (*FOLDS, ALL_FOLDS):
             raise EncodrError(
-                f"{S.split} {self.split}: an index's judgments fall in the folds {', '.join(FOLDS)}; pass one of them or {ALL_FOLDS}",
+                f"{S.split} {self.split}: an index's judgments fall in the folds {', '.join(FOLDS)}; pass one of them "
+                f"or {ALL_FOLDS}",
                 field="split",
             )
         for name, why in (
@@ -825,7 +840,8 @@ class TuneRequest(Request):
 
     file: str | None = option(
         None,
-        "Training data: UTF-8 text, one string a line (Trans-Encoder: pairs or sentences; retrieval: a file or folder of documents). "
+        "Training data: UTF-8 text, one string a line (Trans-Encoder: pairs or sentences; retrieval: a file or folder "
+        "of documents). "
         "Default: the recipe's bundled data.",
         argument=True,
         fronts=CLI_TUI,
@@ -840,7 +856,8 @@ class TuneRequest(Request):
     dev: str | None = option(
         None,
         "Keep the best checkpoint on this set: a bundled one (stsb-dev, mesh-dev, wordsim353), a scored-pairs file, "
-        "a BEIR folder (nDCG@10 on its dev or train queries), or auto (retrieval recipe: pseudo-queries cut from your documents).",
+        "a BEIR folder (nDCG@10 on its dev or train queries), or auto (retrieval recipe: pseudo-queries cut from your "
+        "documents).",
         fronts=CLI_TUI,
     )
     bitext: list[str] = option(
@@ -909,7 +926,8 @@ class TuneRequest(Request):
             if key not in fields:
                 named = S(key) if key in OVERRIDES and getattr(self, key) is not None else f"{S.set} {key}=…"
                 raise EncodrError(
-                    f"recipe '{recipe.name}' (method {recipe.method}) has no field '{key}' ({named}); its fields: {', '.join(fields)}; "
+                    f"recipe '{recipe.name}' (method {recipe.method}) has no field '{key}' ({named}); its fields: "
+                    f"{', '.join(fields)}; "
                     f"set one with {S.set} KEY=VALUE",
                     field=key if key in OVERRIDES else "set",
                 )
@@ -973,8 +991,10 @@ def _backends() -> tuple[str, ...]:
 
 
 class ServeRequest(Request):
-    """Serve models and indexes over HTTP: OpenAI-compatible POST /v1/embeddings, POST /v1/search, POST /v1/score, POST /v1/rerank,
-    GET /v1/models, /v1/indexes, /v1/indexes/NAME/judgments, /v1/runs, /health; with --writable, POST and DELETE /v1/indexes/NAME/documents and /v1/indexes/NAME/judgments. Models and indexes
+    """Serve models and indexes over HTTP: OpenAI-compatible POST /v1/embeddings, POST /v1/search, POST /v1/score, POST
+    /v1/rerank,
+    GET /v1/models, /v1/indexes, /v1/indexes/NAME/judgments, /v1/runs, /health; with --writable, POST and DELETE
+    /v1/indexes/NAME/documents and /v1/indexes/NAME/judgments. Models and indexes
     are loaded once and kept warm."""
 
     model: list[str] = option(
@@ -1068,13 +1088,15 @@ class ServeRequest(Request):
         """
         if not loopback(self.host) and not self.key() and not self.no_auth:
             raise EncodrError(
-                f"{S.host} {self.host} serves the indexes beyond this machine: give a key with {S.api_key} KEY (or ENCODR_API_KEY), "
+                f"{S.host} {self.host} serves the indexes beyond this machine: give a key with {S.api_key} KEY (or "
+                "ENCODR_API_KEY), "
                 f"or pass {S.no_auth} to serve them to anyone who can reach the port",
                 field="host",
             )
         if self.writable and not self.key():
             raise EncodrError(
-                f"{S.writable} lets clients change indexes: give it a key with {S.api_key} KEY (or ENCODR_API_KEY), even on 127.0.0.1",
+                f"{S.writable} lets clients change indexes: give it a key with {S.api_key} KEY (or ENCODR_API_KEY), "
+                "even on 127.0.0.1",
                 field="writable",
             )
         if self.watch and len(self.index) != 1:
@@ -1095,8 +1117,10 @@ def loopback(host: str) -> bool:
 
 
 class McpRequest(Request):
-    """Serve indexes to AI agents over the Model Context Protocol: tools to search, get a document, list indexes and their sources,
-    and with --writable add, sync and delete documents and judge hits. stdio by default (for an agent that starts encodr); streamable HTTP with --port."""
+    """Serve indexes to AI agents over the Model Context Protocol: tools to search, get a document, list indexes and their
+    sources,
+    and with --writable add, sync and delete documents and judge hits. stdio by default (for an agent that starts encodr);
+    streamable HTTP with --port."""
 
     index: list[str] = option(
         [],
@@ -1141,7 +1165,8 @@ class McpRequest(Request):
             )
         if self.port is not None and not loopback(self.host) and not self.no_auth:
             raise EncodrError(
-                f"{S.host} {self.host} serves the indexes beyond this machine and the MCP server asks no key: keep it on 127.0.0.1 "
+                f"{S.host} {self.host} serves the indexes beyond this machine and the MCP server asks no key: keep it "
+                "on 127.0.0.1 "
                 f"(behind a proxy that authenticates), or pass {S.no_auth}",
                 field="host",
             )

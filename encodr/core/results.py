@@ -429,7 +429,10 @@ def _run_result(r: dict) -> str:
         text = f"loss {m['final_loss']:.4f} (mean of last 10 steps)"
         if m.get("dev_metric"):  # selected on --dev: the kept checkpoint's score
             best = m["best"]
-            text += f" · dev {m['dev_metric']} {best['dev']:.2f} ({'start kept' if best['step'] == 0 else 'step ' + str(best['step'])})"
+            text += (
+                f" · dev {m['dev_metric']} {best['dev']:.2f} "
+                f"({'start kept' if best['step'] == 0 else 'step ' + str(best['step'])})"
+            )
         return text
     if m.get("kept"):  # the judged recipe: which components beat what they replace on dev
         return f"kept: {m['kept']}"

@@ -195,7 +195,10 @@ def partial_line(missing: list[int], shards: int) -> str:
 
 def empty_line(path) -> str:
     """The one line every front end shows for a search of an index that holds no document."""
-    return f"index {short_path(str(path))} is empty (no documents); add some with: encodr index DOCS --out {short_path(str(path))} --add"
+    return (
+        f"index {short_path(str(path))} is empty (no documents); add some with: encodr index DOCS --out "
+        f"{short_path(str(path))} --add"
+    )
 
 
 def preload_languages(meta, lang: str | None, mode: str) -> None:

@@ -56,7 +56,8 @@ def read_documents(path: str | Path) -> Documents:
             columns = [c.strip().lower() for c in line.split("\t")]
             if "text" not in columns or not set(DOC_ID_COLUMNS) & set(columns):
                 raise EncodrError(
-                    f"{path}: a .tsv of documents needs a header with 'text' and a document-id column ({', '.join(DOC_ID_COLUMNS)})"
+                    f"{path}: a .tsv of documents needs a header with 'text' and a document-id column "
+                    f"({', '.join(DOC_ID_COLUMNS)})"
                 )
             continue
         if columns is None:
@@ -77,6 +78,7 @@ def read_documents(path: str | Path) -> Documents:
     found = Documents([d for d in docs if d], str(path), digest.hexdigest())
     if not found.adjacent_pairs():
         raise EncodrError(
-            f"{path} has no document with two sentences; adjacent-sentence methods need documents of 2+ lines (blank line between documents)"
+            f"{path} has no document with two sentences; adjacent-sentence methods need documents of 2+ lines (blank "
+            "line between documents)"
         )
     return found

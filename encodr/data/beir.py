@@ -140,7 +140,8 @@ def read_retrieval(folder: str | Path) -> RetrievalSet:
 
         repeated = [d for d, n in Counter(listed).items() if n > 1]
         raise EncodrError(
-            f"{corpus_file}: {len(listed) - len(doc_ids):,} documents repeat an _id ({len(repeated):,} ids, first {', '.join(repeated[:3])}); "
+            f"{corpus_file}: {len(listed) - len(doc_ids):,} documents repeat an _id ({len(repeated):,} ids, first "
+            f"{', '.join(repeated[:3])}); "
             "give each document its own _id",
             field="data",
         )

@@ -45,7 +45,8 @@ def read_bitext(path: str | Path) -> list[Translation]:
         found.setdefault((cells[0], cells[1]), Translation(cells[0], cells[1], *langs))
     if len(found) < 2:
         raise EncodrError(
-            f"{path} has {len(found)} distinct translation pair{'s' * (len(found) != 1)}; bitext retrieval needs at least 2 (in-batch negatives)"
+            f"{path} has {len(found)} distinct translation pair{'s' * (len(found) != 1)}; bitext retrieval needs at "
+            "least 2 (in-batch negatives)"
         )
     return list(found.values())
 

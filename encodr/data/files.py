@@ -468,7 +468,8 @@ def document_passages(
     record: Record, split: Splitter | None, pages: tuple[int, ...] = (), sections: tuple[tuple[int, int, str], ...] | None = None
 ) -> Iterator[Record]:
     """The passages of one document: its sections (:func:`section_bounds`; for a PDF, also
-    its pages; for source code, ``sections``: its definitions), each cut by ``split`` where it is longer than the window, so that no passage
+    its pages; for source code, ``sections``: its definitions), each cut by ``split`` where it is longer than the window,
+    so that no passage
     crosses a heading or a page. Each passage carries its heading path (``section``), its
     character offset in the document (``start``), the lines of the file it spans (``line``,
     ``end_line``, 1-based, counted from ``record.line``, where the document's text starts)

@@ -50,7 +50,8 @@ def check_code(code: str, where: str = "lang") -> str:
 
 DETECTOR = (
     "lingua-language-detector: among all languages (high-accuracy mode up to 10,000 texts; when the corpus is one window, "
-    "an evenly spaced sample of 1,000 in low-accuracy mode, then high-accuracy among the languages found), then high-accuracy among the corpus's"
+    "an evenly spaced sample of 1,000 in low-accuracy mode, then high-accuracy among the languages found), then "
+    "high-accuracy among the corpus's"
 )
 SMALL_CORPUS = 10_000  # up to this many texts, the first pass runs in high-accuracy mode
 SAMPLE = 1_000  # texts of a one-window corpus labelled among all languages to find its languages

@@ -76,7 +76,8 @@ def read_pairs(path: str | Path) -> PairData:
         sentences = list(dict.fromkeys(line.strip() for _, line in rows))
         if len(sentences) < 3:
             raise EncodrError(
-                f"{path} has {len(sentences)} distinct sentence{'' if len(sentences) == 1 else 's'}; mining pairs needs at least 3: add more lines"
+                f"{path} has {len(sentences)} distinct sentence{'' if len(sentences) == 1 else 's'}; mining pairs "
+                "needs at least 3: add more lines"
             )
         return PairData([], sentences, str(path), sha, mined=True)
     if 0 in tabs:

@@ -157,7 +157,8 @@ def read_linking(path: str | Path, split: str = "all") -> LinkingSet:
     missing = set(columns) - set(reader.fieldnames or [])
     if missing:
         raise EncodrError(
-            f"{path}: a linking file needs a tab-separated header with mesh_id, name and canonical (missing: {', '.join(sorted(missing))})"
+            f"{path}: a linking file needs a tab-separated header with mesh_id, name and canonical (missing: "
+            f"{', '.join(sorted(missing))})"
         )
     rows = []
     for row in reader:
@@ -227,13 +228,15 @@ def read_binary_pairs(path: str | Path) -> list[LabelledPair]:
         a, b, y = 1, 2, 0
     else:
         raise EncodrError(
-            f"{path}: unknown pairs layout; use label<TAB>sentence1<TAB>sentence2 (label 0 or 1), or a QQP, QNLI or MRPC file with its header"
+            f"{path}: unknown pairs layout; use label<TAB>sentence1<TAB>sentence2 (label 0 or 1), or a QQP, QNLI or "
+            "MRPC file with its header"
         )
     pairs = []
     for number, row in body:
         if len(row) <= max(a, b, y):
             raise EncodrError(
-                f"{path}: line {number} has {len(row)} tab-separated column{'' if len(row) == 1 else 's'}, fewer than the layout's {max(a, b, y) + 1}"
+                f"{path}: line {number} has {len(row)} tab-separated column{'' if len(row) == 1 else 's'}, fewer than "
+                f"the layout's {max(a, b, y) + 1}"
             )
         if row[y].strip().lower() not in _BINARY_LABELS:
             raise EncodrError(

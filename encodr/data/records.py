@@ -211,7 +211,8 @@ def _read_table(p: Path, default_lang: str | None, layout: Layout, suffix: str) 
                     else ("field", "quote a field that holds a comma")
                 )
                 raise EncodrError(
-                    f"{p}, line {rows.line_num}: {len(values)} {unit}{'s' * (len(values) != 1)} where the header has {len(header)} "
+                    f"{p}, line {rows.line_num}: {len(values)} {unit}{'s' * (len(values) != 1)} where the header has "
+                    f"{len(header)} "
                     f"({', '.join(c.strip().lower() for c in header)}); {fix}"
                 )
             record = _row(p, rows.line_num, values, columns, default_lang)

@@ -186,7 +186,8 @@ def dev_set(spec: str) -> DevSet:
             dev = ", ".join(n for n, t in TASKS.items() if t.split == "dev")
             auto = f" ({S.dev} auto works with the retrieval recipe only)" if spec == "auto" else ""
             raise EncodrError(
-                f"{S.dev} {spec}: no such file or bundled evaluation set{auto}; pass a scored-pairs file, a BEIR folder or one of: {dev}"
+                f"{S.dev} {spec}: no such file or bundled evaluation set{auto}; pass a scored-pairs file, a BEIR "
+                f"folder or one of: {dev}"
             )
         task = Task(p.name, "", "sts", str(p.resolve()), "user", str(p))
     return DevSet(task.name, task.evaluator(), PRIMARY[task.type], task.split)

@@ -55,7 +55,8 @@ class RetrievalEvaluator(Evaluator):
     a BEIR-layout set (:mod:`encodr.data.beir`).
 
     The corpus is indexed as ``encodr index`` indexes it — a document longer than the model's
-    window split into passages and ranked by its best passage, unless ``whole`` — with the encoder being scored (exact ``flat`` index by default, so
+    window split into passages and ranked by its best passage, unless ``whole`` — with the encoder being scored (exact
+    ``flat`` index by default, so
     the score is the model's, not an approximate index's), each judged query of ``split``
     retrieves its top :data:`DEPTH` documents in ``mode`` (``dense``, ``keyword`` or
     ``hybrid`` with ``fusion``: :meth:`encodr.index.Searcher.query`), and the metrics are computed by
@@ -69,7 +70,8 @@ class RetrievalEvaluator(Evaluator):
     the two agree. sentence-transformers' MAP@k divides by min(k, relevant documents).
     """
 
-    filters: tuple = ()  # metadata filters every search applies (:mod:`encodr.index.filters`; ``eval retrieval --index --filter``)
+    # metadata filters every search applies (:mod:`encodr.index.filters`; ``eval retrieval --index --filter``)
+    filters: tuple = ()
 
     def __init__(
         self,
@@ -171,7 +173,8 @@ class RetrievalEvaluator(Evaluator):
         return same_text
 
     def _reranker(self, reranker):
-        """``reranker``, else the cross-encoder ``rerank`` names (loaded before any indexing, so a bad path fails first), else None."""
+        """``reranker``, else the cross-encoder ``rerank`` names (loaded before any indexing, so a bad path fails first),
+        else None."""
         if reranker is None and self.rerank:
             from ..models import load_cross
 

@@ -56,7 +56,8 @@ class PairSimilarityEvaluator(_PairEvaluator):
         if len({p.score for p in pairs}) < 2:
             raise EncodrError(
                 f"{name}: Spearman ρ needs pairs with at least two different gold scores; "
-                f"it has {len(pairs)} pair{'s' * (len(pairs) != 1)}{' all scored ' + format(pairs[0].score, 'g') if pairs else ''}"
+                f"it has {len(pairs)} pair{'s' * (len(pairs) != 1)}"
+                f"{' all scored ' + format(pairs[0].score, 'g') if pairs else ''}"
             )
         super().__init__(name, pairs)
 

@@ -201,7 +201,8 @@ def tasks_for(suite: str, data: list[str] | None = None) -> list[Task]:
             raise EncodrError(
                 f"{item} is a directory; pass an evaluation file"
                 if p.is_dir()
-                else f"{item} is a file; 'eval retrieval' takes a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)"
+                else f"{item} is a file; 'eval retrieval' takes a BEIR-layout folder (corpus.jsonl, queries.jsonl, "
+                "qrels/SPLIT.tsv)"
             )
         chosen.append(Task(p.name, suite, suite, str(p.resolve()), "user", str(p)))
     return chosen

@@ -159,7 +159,8 @@ def build(
     if o.shard is None and (o.shards is not None or sharded):
         if update and not sharded and written_by_encodr(out) == "index":
             raise EncodrError(
-                f"{S.shards}: index {out} is one index, not sharded; rebuild it sharded with {S('write', 'overwrite')} {S.shards} {o.shards}",
+                f"{S.shards}: index {out} is one index, not sharded; rebuild it sharded with {S('write', 'overwrite')} "
+                f"{S.shards} {o.shards}",
                 field="shards",
             )
         if not update and o.engine == "local" and not isinstance(o.model, Encoder) and files:
@@ -207,7 +208,10 @@ def build(
             kept = "the previous index is unchanged" if out.exists() else "no index was written"
             finished, size = Shards.finished(shards_folder(out))  # only whole shards: a partial one is deleted there
             if finished:
-                kept += f"; {finished} encoded window(s), {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and the same command reuses them"
+                kept += (
+                    f"; {finished} encoded window(s), {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and "
+                    "the same command reuses them"
+                )
             raise os_fault(exc, where, kept=kept) from None
 
 
@@ -223,7 +227,8 @@ def _check_updatable(out: Path, inputs: list[str], sync: bool) -> None:
     flag = f"{S('write', 'sync')}" if sync else f"{S('write', 'add')}"
     if not out.exists():
         raise EncodrError(
-            f"index {out} does not exist (nor in the workspace, see encodr indexes); build it first with encodr index CORPUS --out {out}"
+            f"index {out} does not exist (nor in the workspace, see encodr indexes); build it first with encodr index "
+            f"CORPUS --out {out}"
         )
     check_inputs_outside(out, inputs, "index")
     if written_by_encodr(out) != "index":
@@ -312,12 +317,14 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
     )
     if encoder.fingerprint != old.meta.fingerprint:
         raise EncodrError(
-            f"model '{model}' differs from the model index {out} was built with ({old.meta.model}); drop {S.model} or build a new index"
+            f"model '{model}' differs from the model index {out} was built with ({old.meta.model}); drop {S.model} or "
+            "build a new index"
         )
     kept = old.meta.truncate_dim
     if spec.options.dim is not None and spec.options.dim != (kept or old.meta.dimension):
         raise EncodrError(
-            f"{S.dim} {spec.options.dim} differs from index {out}'s {old.meta.dimension} dimensions; drop {S.dim} ({S('write', 'add')} keeps the index's)"
+            f"{S.dim} {spec.options.dim} differs from index {out}'s {old.meta.dimension} dimensions; drop {S.dim} "
+            f"({S('write', 'add')} keeps the index's)"
         )
     encoder.truncate(kept)
     return encoder, lang or old.meta.default_lang
@@ -553,12 +560,14 @@ def _check_matryoshka(encoder: Encoder, warn: Callable[[str], None]) -> None:
     dim = encoder.truncate_dim
     if dims is None:
         warn(
-            f"{encoder.name} was not trained with a Matryoshka loss: its first {dim} dimensions lose more quality than a model tuned "
+            f"{encoder.name} was not trained with a Matryoshka loss: its first {dim} dimensions lose more quality than "
+            "a model tuned "
             f"with matryoshka_dims; drop {S.dim} to keep them all"
         )
     elif dims and dim not in dims:
         warn(
-            f"{encoder.name} was trained to be truncated to {', '.join(map(str, dims))} dimensions, not {dim}; pass one of those to {S.dim}"
+            f"{encoder.name} was trained to be truncated to {', '.join(map(str, dims))} dimensions, not {dim}; pass "
+            f"one of those to {S.dim}"
         )
 
 

@@ -54,7 +54,8 @@ def _check_reachable(address: str) -> None:
     host, _, port = address.split("://", 1)[-1].rpartition(":")
     if not host or not port.isdigit():
         raise EncodrError(
-            f"{S.address} {address}: give HOST:PORT (the head's GCS, e.g. head:6379) or ray://HOST:PORT (Ray Client, e.g. ray://head:10001)",
+            f"{S.address} {address}: give HOST:PORT (the head's GCS, e.g. head:6379) or ray://HOST:PORT (Ray Client, "
+            "e.g. ray://head:10001)",
             field="address",
         )
     try:
@@ -89,7 +90,8 @@ def ray_session(address: str | None):
             ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise EncodrError(
-                f"{S.address} {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with ray start --head, "
+                f"{S.address} {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with ray "
+                "start --head, "
                 f"or drop {S.address} for a local Ray",
                 field="address",
             ) from None

@@ -153,9 +153,11 @@ def check_quantize(quantize: str, index_type: str) -> None:
         one_of("quantize", quantize, QUANTIZE)
     if quantize == "binary" and index_type not in ("auto", "flat"):
         raise EncodrError(
-            f"{S.quantize} binary searches every vector's bits (a flat Hamming scan); drop {S.index_type} {index_type} or pass {S.index_type} flat"
+            f"{S.quantize} binary searches every vector's bits (a flat Hamming scan); drop {S.index_type} {index_type} "
+            f"or pass {S.index_type} flat"
         )
     if quantize == "int8" and index_type == "ivfpq":
         raise EncodrError(
-            f"{S.index_type} ivfpq already compresses vectors (PQ codes); use {S.quantize} int8 with flat, hnsw or ivf, or drop {S.quantize}"
+            f"{S.index_type} ivfpq already compresses vectors (PQ codes); use {S.quantize} int8 with flat, hnsw or "
+            f"ivf, or drop {S.quantize}"
         )

@@ -148,7 +148,10 @@ def sql(filters: list[Filter]) -> tuple[str | None, list, str | None, list]:
                 docs.append(f"{column} {f.op} ?")
             dparams += values
         else:  # a metadata field: a scalar, or any element of a list
-            any_of = f"exists (select 1 from json_each(d.meta, '$.\"{f.field}\"') where json_each.value in ({','.join('?' * len(values))}))"
+            any_of = (
+                f"exists (select 1 from json_each(d.meta, '$.\"{f.field}\"') where json_each.value in "
+                f"({','.join('?' * len(values))}))"
+            )
             docs.append(f"not {any_of}" if f.op == "!=" else any_of)
             dparams += values
     return (" and ".join(docs) or None, dparams, " and ".join(texts) or None, tparams)

@@ -6,7 +6,9 @@ another language (:func:`language_hints`). Every front end shows them as they ar
 from __future__ import annotations
 
 HINT_WORDS, HINT_CONFIDENCE = 3, 0.8  # a query gets the language hint when it has this many words and the detector is this sure
-HINT_ENGLISH_AT_MOST = 0.01  # … and finds English this unlikely: short English queries read as another language ("white matter in newborns": Swedish 0.89, English 0.045)
+# … and finds English this unlikely: short English queries read as another language ("white matter in newborns": Swedish
+# 0.89, English 0.045)
+HINT_ENGLISH_AT_MOST = 0.01
 
 
 def hint_applies(model: str, languages: list[str]) -> bool:

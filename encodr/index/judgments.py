@@ -137,7 +137,8 @@ class Judgments:
             return None
         if write and not os.access(self.path if self.path.exists() else self.root, os.W_OK):
             raise EncodrError(
-                f"index {self.root} cannot be written ({self.path.name if self.path.exists() else 'its folder'} is read-only), so "
+                f"index {self.root} cannot be written ({self.path.name if self.path.exists() else 'its folder'} is "
+                "read-only), so "
                 "no judgment was written; make it writable, or judge a copy of the index"
             )
         mode = "rwc" if write else "ro"
@@ -309,7 +310,8 @@ def import_files(source: str, split: str | None) -> tuple[Path, Path]:
     folder = Path(source)
     if not folder.is_dir():
         raise EncodrError(
-            f"{S.import_from} {source}: no such folder; pass a BEIR folder (queries.jsonl, qrels/SPLIT.tsv), or QUERIES.jsonl,QRELS.tsv",
+            f"{S.import_from} {source}: no such folder; pass a BEIR folder (queries.jsonl, qrels/SPLIT.tsv), or "
+            "QUERIES.jsonl,QRELS.tsv",
             field="import",
         )
     there = splits(folder)

@@ -211,6 +211,7 @@ def build_keywords(conn) -> None:
     )
     conn.execute(f"insert into {KEYWORD_TABLE}({KEYWORD_TABLE}) values ('delete-all')")
     conn.execute(
-        f"insert into {KEYWORD_TABLE}(rowid, text) select id, encodr_keyword_text(coalesce(section || ' ', '') || text, lang) from texts"
+        f"insert into {KEYWORD_TABLE}(rowid, text) select id, encodr_keyword_text(coalesce(section || ' ', '') || "
+        "text, lang) from texts"
     )  # the heading path's words count
     conn.commit()

@@ -99,7 +99,8 @@ class SearchOptions:
     rerank_weight: float | None = setting(
         None,
         f"With {S.rerank}: w in w·cross + (1−w)·first stage, each score min-max normalised over the re-scored hits (1: the "
-        f"cross-encoder's order alone; 0: the first stage's; default: the weight tuned with the re-ranker, else {RERANK_WEIGHT:g}).",
+        "cross-encoder's order alone; 0: the first stage's; default: the weight tuned with the re-ranker, else "
+        f"{RERANK_WEIGHT:g}).",
         ge=0,
         le=1,
     )
@@ -265,7 +266,8 @@ class BuildOptions:
     backend: str = setting(
         AUTO_BACKEND,
         BACKEND_HELP + " auto: torch-bf16 on a CPU with AMX, where its quality equals float32's; else onnx (float32, "
-        f"checked against torch); without onnxruntime, torch-bf16 on a CPU with AVX512-BF16, else torch; with {S('write', 'add')}, "
+        "checked against torch); without onnxruntime, torch-bf16 on a CPU with AVX512-BF16, else torch; with "
+        f"{S('write', 'add')}, "
         "the index's own.",
         choices=(AUTO_BACKEND, *BACKENDS),
     )
@@ -297,7 +299,8 @@ class BuildOptions:
     shards: int | None = setting(
         None,
         "Split a new index into N shards, each document in the shard its id hashes to (each shard an ordinary index; "
-        f"{S.engine} ray builds them in parallel; encodr serve {S.engine} ray serves one deployment a shard). {S('write', 'add')}, "
+        f"{S.engine} ray builds them in parallel; encodr serve {S.engine} ray serves one deployment a shard). "
+        f"{S('write', 'add')}, "
         f"{S('write', 'sync')} and delete go to the shards they touch.",
         ge=1,
     )
@@ -317,11 +320,13 @@ class BuildOptions:
         check_quantize(self.quantize, self.index_type)
         if self.on_disk and self.index_type not in ("ivf", "ivfpq"):
             raise EncodrError(
-                f"{S.on_disk} keeps an IVF index's lists in a file; pass {S.index_type} ivf or ivfpq with it, or drop {S.on_disk}",
+                f"{S.on_disk} keeps an IVF index's lists in a file; pass {S.index_type} ivf or ivfpq with it, "
+                f"or drop {S.on_disk}",
                 field="on_disk",
             )
         if self.write == "sync" and self.engine != "local":
             raise EncodrError(
-                f"{S('write', 'sync')} reads and compares the documents on this machine: drop {S.engine} ray for it (a full build can use Ray)",
+                f"{S('write', 'sync')} reads and compares the documents on this machine: drop {S.engine} ray for it (a "
+                "full build can use Ray)",
                 field="engine",
             )

@@ -208,7 +208,8 @@ class IndexReader(QueryEncoding):
             )
         if not path.is_dir():
             raise EncodrError(
-                f"index {path} does not exist (nor in the workspace, see encodr indexes); build one with: encodr index CORPUS --out {path}"
+                f"index {path} does not exist (nor in the workspace, see encodr indexes); build one with: encodr index "
+                f"CORPUS --out {path}"
             )
         for name, value in (("nprobe", nprobe), ("ef_search", ef_search)):
             at_least(name, value, 1)
@@ -220,7 +221,8 @@ class IndexReader(QueryEncoding):
                 if hold is None:
                     if current_generation(path) == folder:  # not superseded: the link names a missing folder
                         raise EncodrError(
-                            f"index {path} names generation {folder.name}, which is missing; rebuild it with encodr index --overwrite"
+                            f"index {path} names generation {folder.name}, which is missing; rebuild it with encodr "
+                            "index --overwrite"
                         )
                     continue  # superseded and removed before we held it: resolve again
             try:
@@ -687,7 +689,8 @@ class IndexReader(QueryEncoding):
         """Raises EncodrError: this generation has no keyword index (built by an older encodr)."""
         if not self.has_keywords:
             raise EncodrError(
-                f"index {self.path} has no keyword index (built by an older encodr); rebuild it with encodr index, or use {S.mode} dense",
+                f"index {self.path} has no keyword index (built by an older encodr); rebuild it with encodr index, or "
+                f"use {S.mode} dense",
                 field="mode",
             )
 

@@ -222,7 +222,8 @@ class ShardedIndex(QueryEncoding):
         metas = [m for m, _ in states]
         if len({m.fingerprint for m in metas}) > 1:
             raise EncodrError(
-                f"sharded index {self.path}: its shards hold vectors of different models; rebuild it with {S('write', 'overwrite')}",
+                f"sharded index {self.path}: its shards hold vectors of different models; rebuild it with "
+                f"{S('write', 'overwrite')}",
                 field="index",
             )
         self._counts = [n for _, n in states]

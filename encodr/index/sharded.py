@@ -209,7 +209,8 @@ def _update(files: list[str], root: Path, options: BuildOptions, progress, warn,
     n = int(manifest["shards"])
     if options.shards is not None and options.shards != n:
         raise EncodrError(
-            f"{S.shards} {options.shards}: index {root} has {n} shards and keeps them on {S('write', 'add')} and {S('write', 'sync')}; "
+            f"{S.shards} {options.shards}: index {root} has {n} shards and keeps them on {S('write', 'add')} and "
+            f"{S('write', 'sync')}; "
             f"drop {S.shards}, or rebuild it with {S('write', 'overwrite')} {S.shards} {options.shards}",
             field="shards",
         )

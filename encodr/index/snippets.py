@@ -27,7 +27,8 @@ _WORD = re.compile(r"\w+")
 
 
 _ABBREVIATIONS = frozenset(
-    "dr mr mrs ms prof st nr no ca bzw vgl etc usw sog inkl evtl ggf geb gest hl jr sr vs al approx dept est inc ltd co corp vol fig ed eds "
+    "dr mr mrs ms prof st nr no ca bzw vgl etc usw sog inkl evtl ggf geb gest hl jr sr vs al approx dept est inc ltd "
+    "co corp vol fig ed eds "
     "pp engl franz lat griech span port ital sp esp núm pág sra sr dña mme mlle".split()
 )  # a period after one of these (any case) ends no sentence
 _WORD_BEFORE = re.compile(r"(\w+)\W*$")

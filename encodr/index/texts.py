@@ -177,7 +177,8 @@ class TextStore:
         if rows:
             with self._lock:
                 self.conn.executemany(
-                    f"insert or replace into documents({', '.join(DOCUMENT_COLUMNS)}) values ({', '.join('?' * len(DOCUMENT_COLUMNS))})",
+                    f"insert or replace into documents({', '.join(DOCUMENT_COLUMNS)}) values "
+                    f"({', '.join('?' * len(DOCUMENT_COLUMNS))})",
                     [tuple(r.get(c) for c in DOCUMENT_COLUMNS) for r in rows],
                 )
                 self.conn.commit()
@@ -226,7 +227,8 @@ class TextStore:
             c.execute("delete from members where doc in (select id from gone_docs)")
             c.executemany("delete from documents where id = ?", [(d,) for d in removed])
             c.execute(
-                "insert into members(doc, text_id, line, start) select s.doc, t.id, s.line, s.start from staged s join texts t on t.hash = s.hash"
+                "insert into members(doc, text_id, line, start) select s.doc, t.id, s.line, s.start from staged s join "
+                "texts t on t.hash = s.hash"
             )
             c.execute("delete from staged")
             orphans = np.array(
@@ -238,7 +240,8 @@ class TextStore:
             c.execute(f"""update texts set (ext_id, source, line, start, title) = (
                             select m.doc, d.source, m.line, m.start, d.title from members m join documents d on d.id = m.doc
                             where m.text_id = texts.id order by m.rowid limit 1)
-                          where id in (select id from maybe) and not exists (select 1 from members m where m.text_id = texts.id and m.doc = {doc})""")
+                          where id in (select id from maybe)
+                            and not exists (select 1 from members m where m.text_id = texts.id and m.doc = {doc})""")
             c.commit()
         return orphans
 
@@ -451,7 +454,10 @@ class TextStore:
         selects: the filter is part of the FTS5 query, so ``k`` hits come back whenever ``k``
         matching texts pass it."""
         where, params = _keyword_where(langs, scope)
-        sql = f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order by bm25({KEYWORD_TABLE}) limit ?"
+        sql = (
+            f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order "
+            f"by bm25({KEYWORD_TABLE}) limit ?"
+        )
         return self._all(sql, (expression, *params, k))
 
     def keyword_matches(
@@ -499,7 +505,8 @@ def _keyword_where(langs: list[str] | None, scope: tuple[str, list] | None) -> t
     where = f" and rowid in (select id from texts where lang in ({','.join('?' * len(langs))}))" if langs else ""
     params = [*(langs or [])]
     if scope is not None:
-        where += f" and +rowid in ({scope[0]})"  # "+": filter the MATCH scan; a rowid IN would make FTS5 evaluate the MATCH once per listed id
+        # "+": filter the MATCH scan; a rowid IN would make FTS5 evaluate the MATCH once per listed id
+        where += f" and +rowid in ({scope[0]})"
         params += scope[1]
     return where, params
 
@@ -518,7 +525,8 @@ def _varint(blob: bytes, at: int) -> tuple[int, int]:
 
 def upgrade_store(path: Path) -> None:
     """Bring a ``texts.db`` written by an older encodr (:mod:`.upgrade`) to the current tables, in
-    place: the ``title``, ``start``, ``section``, ``end_line``, ``page`` and ``path`` columns added where missing (empty), and, where it has no
+    place: the ``title``, ``start``, ``section``, ``end_line``, ``page`` and ``path`` columns added where missing (empty),
+    and, where it has no
     document tables, every stored text made the one passage of a document named as it is shown
     (its id, else ``source:line``), with no content hash and its source resolved against the
     current folder, so that the next sync reads its file once.

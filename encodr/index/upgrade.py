@@ -63,7 +63,8 @@ def upgrade(path: str | Path) -> dict:
             or not (source / STORE_FILE).is_file()
         ):
             raise EncodrError(
-                f"{path} is not an index encodr wrote (its index.json, vectors.faiss and texts.db); {S.upgrade} converts only those, "
+                f"{path} is not an index encodr wrote (its index.json, vectors.faiss and texts.db); {S.upgrade} "
+                "converts only those, "
                 "and leaves this folder as it is",
                 field="upgrade",
             )

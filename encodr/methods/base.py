@@ -122,7 +122,8 @@ def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role:
     found = dev_set(spec)
     if metric and found.metric != metric:
         raise EncodrError(
-            f"{role} {spec} is scored by {found.metric}; recipe '{ctx.recipe.name}' selects on {metric}, e.g. stsb-dev or a scored-pairs file"
+            f"{role} {spec} is scored by {found.metric}; recipe '{ctx.recipe.name}' selects on {metric}, e.g. stsb-dev "
+            "or a scored-pairs file"
         )
     if role == f"{S.dev}" and found.split == "test":
         ctx.warn(f"{S.dev} {found.name} is a test set: selecting on it makes its score optimistic; report another set")

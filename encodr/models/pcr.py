@@ -91,7 +91,8 @@ def fit_and_remove(
     lone = [code for code, n in counts.items() if n < 2]
     if lone and strict:
         raise EncodrError(
-            f"language '{lone[0]}' has only 1 distinct text; {S.pcr} fits a principal component per language and needs at least 2 (add texts, or drop {S.pcr})"
+            f"language '{lone[0]}' has only 1 distinct text; {S.pcr} fits a principal component per language and needs "
+            f"at least 2 (add texts, or drop {S.pcr})"
         )
     components[POOLED] = _pooled_component(vectors, variant)  # fitted before any row changes
     for code in counts:

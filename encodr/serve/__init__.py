@@ -142,7 +142,8 @@ def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
     )
     writes = "; POST and DELETE /v1/indexes/NAME/documents" if request.writable else ""
     listening = (
-        f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score, /v1/rerank; GET /v1/models, /v1/indexes, /v1/runs, "
+        f"listening on http://{host}:{port} (POST /v1/embeddings, /v1/search, /v1/score, /v1/rerank; GET /v1/models, "
+        "/v1/indexes, /v1/runs, "
         f"/health{writes})" + ("; requests need the API key" if api_key else "")
     )
     lines = [listening] + (

@@ -203,7 +203,8 @@ def _browser_guard(app: FastAPI, hosts: list[str] | None, origins: list[str]) ->
 
 
 def _error_handlers(app: FastAPI) -> None:
-    """Every error in OpenAI's shape: a refusal (its field in the API's words), an unknown route or method, a body FastAPI cannot validate."""
+    """Every error in OpenAI's shape: a refusal (its field in the API's words), an unknown route or method, a body FastAPI
+    cannot validate."""
 
     @app.exception_handler(EncodrError)
     async def refused(_, exc: EncodrError):
@@ -304,7 +305,8 @@ def _document_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
 
     @api.delete("/indexes/{name}/documents", openapi_extra=_body_doc(rq.DocumentIdsRequest))
     async def delete_documents(name: str, request: Request):
-        """Delete documents by id (``{"ids": [...]}``); ids the index lacks are listed in ``not_found``. Needs --writable and the API key."""
+        """Delete documents by id (``{"ids": [...]}``); ids the index lacks are listed in ``not_found``. Needs --writable
+        and the API key."""
         writable()
         searcher_named(name)
         req = await parse(request, rq.DocumentIdsRequest)

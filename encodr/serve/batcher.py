@@ -70,7 +70,9 @@ class DynamicBatcher:
         self.passes = self.texts = 0
         self._inflight = 0  # requests submitted and not yet answered
         self._running = 0  # passes running now
-        self._expect = 1  # a worker's share of the requests live at the end of the last pass: a batch waits (at most ``wait``) until as many are gathered
+        # a worker's share of the requests live at the end of the last pass: a batch waits (at most ``wait``) until as
+        # many are gathered
+        self._expect = 1
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._carry: _Job | None = None
         self._gathering = threading.Lock()  # one worker gathers at a time
@@ -175,7 +177,9 @@ class DynamicBatcher:
             )  # in the encoder's own batches, longest first: a pass of 128 texts is slower per text on a CPU than 4 of 32
         except BaseException as exc:  # every waiting request gets the error, and the worker goes on
             vectors = exc
-        with self._counting:  # requests live as the pass ends (its own, whose clients come back, other workers', those queued), shared among the workers
+        # requests live as the pass ends (its own, whose clients come back, other workers', those queued), shared among
+        # the workers
+        with self._counting:
             self._expect = -(-self._inflight // self.workers)
             self._inflight -= len(batch)
             if not isinstance(vectors, BaseException):

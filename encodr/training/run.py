@@ -147,7 +147,8 @@ def _summary(recipe, outcome: Outcome, trainer: Trainer, started: float) -> dict
 
 
 def _write_run_files(tmp: Path, recipe, outcome: Outcome, summary: dict) -> None:
-    """``recipe.yaml``, ``train_log.jsonl`` (when the method logged steps) and ``encodr.json`` in the output's temporary folder."""
+    """``recipe.yaml``, ``train_log.jsonl`` (when the method logged steps) and ``encodr.json`` in the output's temporary
+    folder."""
     (tmp / "recipe.yaml").write_text(yaml.safe_dump(recipe.to_dict(), sort_keys=False))
     if outcome.log is not None:
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in outcome.log))

@@ -49,7 +49,8 @@ HELP = (  # (key, what it does), a heading where the key is empty; a key is shor
     ("Workspace Enter", "open the selected index"),
     (
         "Train",
-        "Start tunes with the form's model, recipe, data, dev set and output; Cancel writes nothing; Enter on a file in the tree uses it as the data",
+        "Start tunes with the form's model, recipe, data, dev set and output; Cancel writes nothing; Enter on a file "
+        "in the tree uses it as the data",
     ),
     ("Index", "Build or append (--add), then o opens it in Search; Sync brings it in step with its files (--sync)"),
     ("Eval", "Evaluate a suite on a model, optionally against a second; an index with no queries is scored on its judgments"),
@@ -384,7 +385,9 @@ class EncodrApp(App):
             try:
                 warming = self.search_thread.submit(
                     searcher.warm
-                )  # on the search thread: the first query typed does not pay for the first forward pass, the first reads or that thread's set-up
+                    # on the search thread: the first query typed does not pay for the first forward pass, the first reads
+                    # or that thread's set-up
+                )
             except RuntimeError:  # the app closed while the index opened (its search thread is shut down)
                 return
             warming.result()
@@ -724,7 +727,8 @@ class EncodrApp(App):
 
     # ── chrome ───────────────────────────────────────────────────────────────
     def set_status(self, text: str) -> None:
-        """The status line's text; its box is one line the screen's width (CSS), so no layout pass follows (one per query otherwise)."""
+        """The status line's text; its box is one line the screen's width (CSS), so no layout pass follows (one per query
+        otherwise)."""
         self.query_one("#status", Static).update(text, layout=False)
 
     def update_status(self) -> None:
@@ -735,7 +739,8 @@ class EncodrApp(App):
         self.set_status(
             f"model {meta.model} ({meta.pooling}) · index {s.index.path.name}: {len(s.index):,} texts, {meta.index_type}"
             f"{' + PCR' if meta.pcr else ''} · languages {', '.join(meta.languages or ['?'])}"
-            f"{f' · query language {self.last_lang}' if self.last_lang else ''}{f' · re-ranked by {self.rerank}' if self.reranker else ''}"
+            f"{f' · query language {self.last_lang}' if self.last_lang else ''}"
+            f"{f' · re-ranked by {self.rerank}' if self.reranker else ''}"
             f" · last query {self.last_ms:.1f} ms" + "".join(f" · {note}" for note in self.notes)
         )
 

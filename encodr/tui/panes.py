@@ -34,7 +34,8 @@ class IndexPane(VerticalScroll):
     IndexPane #index-processes, IndexPane #index-engine, IndexPane #index-shards, IndexPane #index-write { width: 22; }
     IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-address, IndexPane #index-glob { width: 30; }
     IndexPane #index-dim { width: 26; }
-    IndexPane #index-text-field, IndexPane #index-text-column, IndexPane #index-id-column, IndexPane #index-title-column { width: 30; }
+    IndexPane #index-text-field, IndexPane #index-text-column, IndexPane #index-id-column, IndexPane #index-title-column {
+    width: 30; }
     IndexPane #index-meta-columns { width: 56; }
     IndexPane .row { height: 3; }
     IndexPane #index-result { height: auto; padding: 1 0; }
@@ -169,7 +170,8 @@ class EvalPane(Vertical):
 
     DEFAULT_CSS = """
     EvalPane Input, EvalPane Select { width: 80; }
-    EvalPane #eval-backend, EvalPane #eval-pcr-variant, EvalPane #eval-limit, EvalPane #eval-split, EvalPane #eval-mode, EvalPane #eval-fusion { width: 24; }
+    EvalPane #eval-backend, EvalPane #eval-pcr-variant, EvalPane #eval-limit, EvalPane #eval-split, EvalPane #eval-mode,
+    EvalPane #eval-fusion { width: 24; }
     EvalPane #eval-index, EvalPane #eval-queries, EvalPane #eval-qrels { width: 40; }
     EvalPane .row { height: 3; }
     EvalPane #eval-table { height: auto; max-height: 14; }

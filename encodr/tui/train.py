@@ -291,7 +291,8 @@ class TrainPane(Vertical):
             elapsed = time.perf_counter() - self.started
             eta = elapsed / event.completed * (event.total - event.completed) if event.total and event.completed else None
             self.query_one("#train-stats", Static).update(
-                f"{event.task} · step {event.completed}/{event.total} · loss {fields['loss']:.4f} · {fields.get('ex/s', 0):.0f} ex/s · ETA {fmt_eta(eta)}"
+                f"{event.task} · step {event.completed}/{event.total} · loss {fields['loss']:.4f} · "
+                f"{fields.get('ex/s', 0):.0f} ex/s · ETA {fmt_eta(eta)}"
             )
             self.draw_loss()
 

@@ -376,7 +376,10 @@ def test_a_presentations_slides_are_its_pages_and_a_hit_names_its_slide(tmp_path
 def test_heading_paths_follow_the_outline_and_skip_code_and_the_title():
     from encodr.data.files import heading_paths
 
-    text = "# Boiler handbook\n\nIntro.\n\n## Install\n\nWall.\n\n```\n# not a heading\n```\n\n### GPU\n\nFour bar.\n\n## Service\n\nAutumn.\n"
+    text = (
+        "# Boiler handbook\n\nIntro.\n\n## Install\n\nWall.\n\n```\n# not a heading\n```\n\n### GPU\n\nFour "
+        "bar.\n\n## Service\n\nAutumn.\n"
+    )
     paths = [path for _, path in heading_paths(text, "Boiler handbook")]
     assert paths == [
         "",

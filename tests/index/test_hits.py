@@ -72,7 +72,10 @@ def test_an_index_with_no_documents_answers_with_no_hits(tmp_path, tiny_model, c
 
 
 def test_grep_format_files_and_show_open_a_hit_where_it_is(tmp_path, tiny_model, capsys, monkeypatch):
-    text = "# Boiler\n\nThe boiler sits in the cellar.\n\n## Valve\n\nThe relief valve opens at three bar.\nService it every autumn.\n"
+    text = (
+        "# Boiler\n\nThe boiler sits in the cellar.\n\n## Valve\n\nThe relief valve opens at three bar.\nService it "
+        "every autumn.\n"
+    )
     out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"house/boiler.md": text, "other.md": "# Other\n\nNothing here.\n"})
     code, stdout, _ = run_cli(
         ["search", "relief valve", "--index", str(out), "--mode", "keyword", "--format", "grep"], capsys, monkeypatch
@@ -99,8 +102,14 @@ def test_grep_format_files_and_show_open_a_hit_where_it_is(tmp_path, tiny_model,
 
 
 def test_search_context_prints_the_lines_around_each_hit_as_grep_does(tmp_path, tiny_model, capsys, monkeypatch):
-    code_text = "import os\n\n\nclass Pump:\n    '''A pump.'''\n\n    def bleed(self):\n        '''Open the relief valve.'''\n        return os.sep\n"
-    text = "# Boiler\n\nThe boiler sits in the cellar.\n\n## Valve\n\nThe relief valve opens at three bar.\nService it every autumn.\n"
+    code_text = (
+        "import os\n\n\nclass Pump:\n    '''A pump.'''\n\n    def bleed(self):\n        '''Open the relief "
+        "valve.'''\n        return os.sep\n"
+    )
+    text = (
+        "# Boiler\n\nThe boiler sits in the cellar.\n\n## Valve\n\nThe relief valve opens at three bar.\nService it "
+        "every autumn.\n"
+    )
     out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"house/boiler.md": text, "src/pump.py": code_text})
     code, stdout, _ = run_cli(
         ["search", "relief valve", "--index", str(out), "--mode", "keyword", "-C", "1"], capsys, monkeypatch
@@ -132,7 +141,10 @@ def test_keyword_scores_decide_a_snippet_only_with_a_clear_lead():
 def test_sentences_are_not_cut_after_an_abbreviation_an_initial_or_a_days_number():
     from encodr.index.snippets import sentence_spans
 
-    text = 'Brown v. Board of Education was decided. Dr. Smith came on 5. April to the U.S. Army. It was 1985. "Then," he said. (Aside.) End'
+    text = (
+        'Brown v. Board of Education was decided. Dr. Smith came on 5. April to the U.S. Army. It was 1985. "Then," '
+        "he said. (Aside.) End"
+    )
     assert [text[a:b] for a, b in sentence_spans(text)] == [
         "Brown v. Board of Education was decided.",
         "Dr. Smith came on 5. April to the U.S. Army.",

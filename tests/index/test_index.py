@@ -371,7 +371,8 @@ def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_sa
     out = tmp_path / "idx"
     with pytest.raises(
         EncodrError,
-        match=r"no index was written; 2 encoded window\(s\), 0\.0 MB, are kept in .*\.idx\.shards, and the same command reuses them",
+        match=r"no index was written; 2 encoded window\(s\), 0\.0 MB, are kept in .*\.idx\.shards, and the same "
+        r"command reuses them",
     ):
         build([str(corpus)], out, BuildOptions(model=encoder, window=8))
     assert not out.exists() and Shards.finished(shards_folder(out))[0] == 2

@@ -142,7 +142,8 @@ def test_a_client_that_disconnects_mid_request_harms_no_one(tiny_model, index_di
                 )
         with socket.create_connection(("127.0.0.1", server.port)) as s:  # and one that leaves mid-body
             s.sendall(
-                b'POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999\r\n\r\n{"model":'
+                b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                b'99999\r\n\r\n{"model":'
             )
         r = httpx.post(server.url + "/v1/embeddings", json={"model": str(tiny_model), "input": "still here"}, timeout=60)
         assert r.status_code == 200 and len(r.json()["data"]) == 1

@@ -274,7 +274,8 @@ async def test_a_markdown_hit_opens_its_document_rendered_as_markdown_at_the_pas
     filler = " ".join(f"word{i}" for i in range(300))
     doc = tmp_path / "guide.md"
     doc.write_text(
-        f"# Guide\n\n## Install\n\n{filler}\n\n| part | bar |\n| --- | --- |\n| pump | 4 |\n\n## Service\n\nBleed the radiators every autumn. {filler}\n"
+        f"# Guide\n\n## Install\n\n{filler}\n\n| part | bar |\n| --- | --- |\n| pump | 4 |\n\n## Service\n\nBleed the "
+        f"radiators every autumn. {filler}\n"
     )
     build([str(doc)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
     app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)

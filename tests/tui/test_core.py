@@ -36,7 +36,9 @@ PRESENTATION_ONLY = {
     (
         "encodr.core.results",
         "judged_mark",
-    ),  # a hit a judgment moved, as the CLI's table marks it  # a hit's title where it says more than its path, as the CLI's table shows it
+        # a hit a judgment moved, as the CLI's table marks it  # a hit's title where it says more than its path, as the
+        # CLI's table shows it
+    ),
     ("encodr.core.results", "reads_as_markdown"),  # the document view renders a document read as Markdown
 }
 

@@ -180,7 +180,8 @@ def run(ctx: RunContext) -> Outcome:
     translations = [t for path in bitext for t in read_bitext_any(path)] if recipe.bitext_weight > 0 else []
     if documents is None and not translations:
         raise EncodrError(
-            f"the multilingual recipe needs documents (TEXT) or {S.bitext} FILE with a weight above 0; pass TEXT, {S.bitext}, or both"
+            f"the multilingual recipe needs documents (TEXT) or {S.bitext} FILE with a weight above 0; pass TEXT, "
+            f"{S.bitext}, or both"
         )
     dev = load_dev(ctx, request.dev)
     held: list[Translation] = []

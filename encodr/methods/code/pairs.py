@@ -90,7 +90,8 @@ def read_units(source: str, recipe: CodeRecipe) -> list[Unit]:
             units.append(Unit(rel, d.name, text[d.start : d.end], query, d.code, seen[d.name]))
     if not units:
         raise EncodrError(
-            f"{source}: no function, method or class found in a source file; the code recipe reads {' '.join(CODE_SUFFIXES[:8])} …"
+            f"{source}: no function, method or class found in a source file; the code recipe reads "
+            f"{' '.join(CODE_SUFFIXES[:8])} …"
         )
     return units
 

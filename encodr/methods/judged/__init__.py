@@ -21,5 +21,6 @@ METHOD = Method(
     run,
     inputs=("index", "no_dev"),
     preflight=lambda recipe, job: check_source(job.index, job.data),
-    summary="Judged: learn from relevance judgments (the index's or a BEIR folder's): bi-encoder, fusion weight, re-ranker, each kept only if dev improves",
+    summary="Judged: learn from relevance judgments (the index's or a BEIR folder's): bi-encoder, fusion weight, "
+    "re-ranker, each kept only if dev improves",
 )

@@ -163,7 +163,8 @@ def held_out(
 ) -> dict:
     """Each query's nDCG@10 × 100 in each of ``modes``, searched with an adapter fitted on the
     queries of the other folds (``folds``: int (n,), a fold per query; the recipe's rank, scale
-    and seed, and ``schedule``: :func:`fit`'s): {mode: float64 (n,)}, NaN for a query whose fold has fewer than 2 others to fit on.
+    and seed, and ``schedule``: :func:`fit`'s): {mode: float64 (n,)}, NaN for a query whose fold has fewer than 2 others
+    to fit on.
     ``seconds``, when given, gathers the time spent fitting (``fit``) and searching (``search``).
     ``searcher`` must hold no adapter; it holds none after."""
     import time

@@ -375,8 +375,10 @@ def run(ctx: RunContext) -> Outcome:
         base = {"base_model": encoder.name, "data": data.source, **counts}
         if (len(train_q) + len(dev_q) < recipe.min_queries or not dev_q or not train_q) and not request.no_dev:
             ctx.warn(
-                f"only {len(train_q) + len(dev_q)} judged queries ({len(dev_q)} in the dev fold): too few to hold out a dev fold (at least "
-                f"{recipe.min_queries}); saved the starting model unchanged (judge more queries, or pass {S.no_dev} to train without selection)"
+                f"only {len(train_q) + len(dev_q)} judged queries ({len(dev_q)} in the dev fold): too few to hold out "
+                "a dev fold (at least "
+                f"{recipe.min_queries}); saved the starting model unchanged (judge more queries, or pass {S.no_dev} to "
+                "train without selection)"
             )
             ctx.save(".", encoder.save)
             return Outcome(
@@ -406,7 +408,8 @@ def run(ctx: RunContext) -> Outcome:
     kept = [c.name for c in components if c.kept]
     if dev and not kept:
         ctx.warn(
-            f"nothing beat the starting model on the dev fold ({len(dev_q)} judged queries, p < {recipe.significance:g}): saved the starting "
+            f"nothing beat the starting model on the dev fold ({len(dev_q)} judged queries, p < "
+            f"{recipe.significance:g}): saved the starting "
             "model unchanged, with the declared search defaults"
         )
     if request.index and search and ctx.trainer.is_main:

@@ -135,13 +135,15 @@ def run(ctx: RunContext) -> Outcome:
     if truncated or corpus.long_lines:
         first = f" (first: line {corpus.long_lines[0]})" if corpus.long_lines else ""
         ctx.warn(
-            f"{max(truncated, len(corpus.long_lines))} strings are longer than max_length={recipe.max_length} tokens and were truncated{first}"
+            f"{max(truncated, len(corpus.long_lines))} strings are longer than max_length={recipe.max_length} tokens "
+            f"and were truncated{first}"
         )
     guide = encoder.encode(corpus.strings, batch_size=256) if recipe.false_negative_cos > 0 else None  # frozen base model
     hooks = []
     if encoder.static:  # a table of token vectors: no dropout or heads; the two views differ by the deleted span alone
         ctx.warn(
-            "a static model has no dropout or attention heads: its two views differ by span masking alone (span_mask deletes the span)"
+            "a static model has no dropout or attention heads: its two views differ by span masking alone (span_mask "
+            "deletes the span)"
         )
     else:
         set_dropout(encoder.transformer, recipe.dropout)

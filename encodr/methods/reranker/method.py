@@ -136,7 +136,10 @@ def listwise_stream(
 class RerankerRun(TransEncoderRun):
     """Trans-Encoder on pairs mined from documents (see :mod:`encodr.methods.reranker`)."""
 
-    NO_DEV = f"the re-ranker recipe keeps the last cycle's cross-encoder (it takes no {S.dev}); score it with encodr eval retrieval --rerank"
+    NO_DEV = (
+        f"the re-ranker recipe keeps the last cycle's cross-encoder (it takes no {S.dev}); score it with encodr "
+        "eval retrieval --rerank"
+    )
 
     def read_pairs(self) -> PairData:
         self.documents, skipped = read_documents(self.request.data, self.request.limit)
@@ -167,7 +170,8 @@ class RerankerRun(TransEncoderRun):
                     break
         if len(queries) < 2:
             raise EncodrError(
-                f"{self.request.data}: {len(queries)} passage(s) of two or more sentences; the re-ranker's pseudo-queries need at least 2"
+                f"{self.request.data}: {len(queries)} passage(s) of two or more sentences; the re-ranker's "
+                "pseudo-queries need at least 2"
             )
         pairs: list[tuple[str, str]] = []
         labels: list[float] = []

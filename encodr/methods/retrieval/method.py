@@ -28,7 +28,8 @@ def read_documents(data: str | None, limit: int | None = None) -> tuple[list[Rec
     """
     if not data:
         raise EncodrError(
-            "the retrieval recipe learns from your documents; pass a file or folder: encodr tune DOCS --recipe retrieval --dev auto"
+            "the retrieval recipe learns from your documents; pass a file or folder: encodr tune DOCS --recipe "
+            "retrieval --dev auto"
         )
     files, skipped = expand([str(data)])
     found = set(files) - {str(data)}
@@ -75,7 +76,8 @@ def run(ctx: RunContext) -> Outcome:
             )  # the pseudo-queries (or their documents) are never trained on
             if len(documents) < 2:
                 raise EncodrError(
-                    f"dev_holdout documents leaves {len(documents)} document(s) to train on; lower dev_queries or use dev_holdout sentences"
+                    f"dev_holdout documents leaves {len(documents)} document(s) to train on; lower dev_queries or use "
+                    "dev_holdout sentences"
                 )
             dev = load_dev(ctx, str(held.write(Path(tmp) / "auto-dev")), "ndcg@10")
         else:

@@ -40,12 +40,14 @@ def run(ctx: RunContext) -> Outcome:
     encoder = load_encoder(request.models[0], recipe.pooling, recipe.raw_pooling, None, ctx.trainer.device)
     if encoder.static:
         raise EncodrError(
-            f"'{encoder.name}' is a static model already; distil from a transformer bi-encoder (minilm, mpnet, me5 or a tuned one)"
+            f"'{encoder.name}' is a static model already; distil from a transformer bi-encoder (minilm, mpnet, me5 or "
+            "a tuned one)"
         )
     pooling = POOLINGS.get(encoder.pooling)
     if pooling is None:
         raise EncodrError(
-            f"'{encoder.name}' pools with {encoder.pooling}; distillation takes a mean- or CLS-pooled model (set {S.set} pooling=mean)"
+            f"'{encoder.name}' pools with {encoder.pooling}; distillation takes a mean- or CLS-pooled model (set "
+            f"{S.set} pooling=mean)"
         )
     from model2vec.distill import distill_from_model
     from sentence_transformers import SentenceTransformer

@@ -156,7 +156,10 @@ class TransEncoderRun:
     sets it (float (P,), cosines the starting bi-encoder already computed while mining), is the
     first bi-encoder labelling, so the pairs are not encoded a second time (one chain only)."""
 
-    NO_DEV = f"no {S.dev} file: kept the last cycle's bi- and cross-encoder (pass {S.dev} stsb-dev or a scored file to select the best)"
+    NO_DEV = (
+        f"no {S.dev} file: kept the last cycle's bi- and cross-encoder (pass {S.dev} stsb-dev or a scored file to "
+        "select the best)"
+    )
 
     def __init__(self, ctx: RunContext):
         self.ctx, self.recipe, self.request = ctx, ctx.recipe, ctx.request

@@ -29,7 +29,8 @@ def corpus(path, n=24):
         {
             "_id": f"doc{i}",
             "title": f"On the {TOPICS[i % 12]}",
-            "text": f"The {TOPICS[i % 12]} number {i} is described here in words. It has a long history of {TOPICS[(i + 1) % 12]} visits. "
+            "text": f"The {TOPICS[i % 12]} number {i} is described here in words. It has a long history of "
+            f"{TOPICS[(i + 1) % 12]} visits. "
             f"People say the {TOPICS[i % 12]} {i} changed every year since then. The end of note {i} is here.",
         }
         for i in range(n)
