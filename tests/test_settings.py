@@ -87,6 +87,7 @@ def test_a_search_request_builds_its_options_once_by_the_same_names():
     options = request.options()
     assert options is request.options()
     assert (options.k, options.hit_lang, [str(f) for f in options.filter]) == (3, ("spa", "fra"), ["year>=2020"])
+    assert request.model_copy(update={"k": 7}).options().k == 7 and request.options().k == 3  # a copy builds its own
 
 
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")

@@ -148,7 +148,7 @@ class SearchRequest(Request):
 
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
     _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)
-    _options: SearchOptions | None = PrivateAttr(None)
+    _options: tuple[dict, SearchOptions] | None = PrivateAttr(None)
 
     def filters(self) -> list:
         """The parsed filters (:mod:`encodr.index.filters`), ANDed; empty without any."""
@@ -156,14 +156,15 @@ class SearchRequest(Request):
 
     def options(self) -> SearchOptions:
         """The search's settings (:class:`encodr.index.options.SearchOptions`): this request's
-        fields of the same names, built once (a request is not changed once built).
+        fields of the same names, built once for those values.
 
         Raises:
             OptionError: a value out of range, naming the field; EncodrError: a filter that does not parse.
         """
-        if self._options is None:
-            self._options = SearchOptions.given(**{name: getattr(self, name) for name in SEARCH_SETTINGS})
-        return self._options
+        values = {name: getattr(self, name) for name in SEARCH_SETTINGS}
+        if self._options is None or self._options[0] != values:  # a copy with other values builds its own
+            self._options = (values, SearchOptions.given(**values))
+        return self._options[1]
 
     def check(self) -> None:
         self.options()  # cheap checks, before any model loads
