@@ -1,13 +1,19 @@
 """One declaration per option, rendered by every front end.
 
-A request field is declared once, with :func:`option`: its name, type, default, help and
-constraints (pydantic), plus how the front ends show it — the CLI's flags, whether it is a
+A request field is declared once, with :func:`option`, or with :func:`declared` where it is a
+library setting (:func:`encodr.settings.setting`), whose default, help, range and choices it
+takes as declared: its name, type, default, help and constraints (pydantic), plus how the front
+ends show it — the CLI's flags, whether it is a
 positional argument, and which front ends offer it at all. The CLI derives its Typer options
 from it (``encodr.cli``), the HTTP server its JSON schema (FastAPI reads the pydantic model),
 the TUI its form fields; ``tests/core/test_fronts.py`` fails when a front end that renders a
 command lacks one of the command's fields. The model of this is harlequin's
 ``AbstractOption.to_click()`` / ``to_widgets()``; unlike harlequin, the option is a pydantic
 field, so the server needs no rendering code of its own.
+
+Each front end names a setting in its own words (:func:`namer`): the CLI by its flag, HTTP and
+MCP by the field, the TUI by its label; a message or a help text written with
+:data:`encodr.errors.S` is worded so (:func:`words`, :func:`help_words`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The requests of every command, each field declared once (:func:`~.fields.option`).
+"""The requests of every command, each field declared once: a library setting taken as its
+options class declares it (:func:`~.fields.declared`: ``SearchOptions``, ``BuildOptions``,
+``Layout``, ``Limits``, ``OptimArgs``), an option only the front ends have with :func:`~.fields.option`.
 
 A request is a pydantic model: types, defaults, help and ranges are checked when it is built
 (:func:`~.fields.build`), and the rules that tie fields together live in its ``check()``,
