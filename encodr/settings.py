@@ -16,6 +16,7 @@ the TUI as its label (:func:`encodr.errors.render`), so no layer below the front
 
 from __future__ import annotations
 
+import functools
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Callable
 
@@ -68,6 +69,7 @@ def setting(
     return field(default=default, metadata=meta)
 
 
+@functools.lru_cache(maxsize=None)  # classes are declared once: a search builds its options per query
 def declared(cls: type, name: str) -> Declared:
     """Field ``name`` of dataclass ``cls`` as declared: its default, and its meaning, choices,
     range and rule each from the nearest class of ``cls``'s MRO that gives one.
