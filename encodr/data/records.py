@@ -145,12 +145,12 @@ def _columns(p: Path, header: list[str], layout: Layout) -> dict[str, int]:
     columns = [c.strip().lower() for c in header]
     names = {"text": layout.text_column, "id": layout.id_column or "id", "title": layout.title_column or "title", "lang": "lang"}
     named = {
-        "text": f"{S.text_column}",
-        "id": f"{S.id_column}" if layout.id_column else None,
-        "title": f"{S.title_column}" if layout.title_column else None,
+        "text": S.text_column,
+        "id": S.id_column if layout.id_column else None,
+        "title": S.title_column if layout.title_column else None,
     }
     names.update({f"meta:{c}": c for c in layout.meta_columns})
-    named.update({f"meta:{c}": f"{S.meta_columns}" for c in layout.meta_columns})
+    named.update({f"meta:{c}": S.meta_columns for c in layout.meta_columns})
     found = {}
     for key, name in names.items():
         if name.lower() in columns:

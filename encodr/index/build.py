@@ -224,7 +224,7 @@ def _check_updatable(out: Path, inputs: list[str], sync: bool) -> None:
     """
     from ..outputs import check_inputs_outside, written_by_encodr
 
-    flag = f"{S('write', 'sync')}" if sync else f"{S('write', 'add')}"
+    flag = S("write", "sync") if sync else S("write", "add")
     if not out.exists():
         raise EncodrError(
             f"index {out} does not exist (nor in the workspace, see encodr indexes); build it first with encodr index "

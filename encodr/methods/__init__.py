@@ -69,12 +69,12 @@ def check_request(recipe, request: TuneJob) -> None:
     for key in INPUTS:
         if given[key] and key not in method.inputs:
             what = {
-                "dev": f"{S.dev}",
-                "bitext": f"{S.bitext}",
+                "dev": S.dev,
+                "bitext": S.bitext,
                 "report": "a report set",
                 "models": f"several {S.model} values (mutual distillation)",
                 "index": f"{S.index} (an index's judgments)",
-                "no_dev": f"{S.no_dev}",
+                "no_dev": S.no_dev,
             }[key]
             takers = [m.name for m in methods().values() if key in m.inputs]
             raise EncodrError(

@@ -99,7 +99,7 @@ class Method:
     preflight: Callable[[Any, Any], None] | None = None
 
 
-def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role: str = f"{S.dev}"):
+def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role: str = S.dev):
     """The evaluation set a method selects on (``role`` ``--dev``) or reports on.
 
     Args:
@@ -125,7 +125,7 @@ def load_dev(ctx: RunContext, spec: str | None, metric: str | None = None, role:
             f"{role} {spec} is scored by {found.metric}; recipe '{ctx.recipe.name}' selects on {metric}, e.g. stsb-dev "
             "or a scored-pairs file"
         )
-    if role == f"{S.dev}" and found.split == "test":
+    if role == S.dev and found.split == "test":
         ctx.warn(f"{S.dev} {found.name} is a test set: selecting on it makes its score optimistic; report another set")
     return found
 
