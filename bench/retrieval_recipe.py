@@ -23,8 +23,8 @@ the real queries are still never read by training).
 
     python bench/retrieval_recipe.py --data scifact --model minilm
     python bench/retrieval_recipe.py --data xquad-en --model me5 --eval-steps 5
-    python bench/retrieval_recipe.py --data scifact --searched 1000 --train-searched --eval-steps 7 --set batch_size=32
-    dev_documents=1000
+    python bench/retrieval_recipe.py --data scifact --searched 1000 --train-searched --eval-steps 7 \\
+        --set batch_size=32 dev_documents=1000
 
 Prints a table and writes bench/results/retrieval_recipe_DATA_MODEL.json.
 """
