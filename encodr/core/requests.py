@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
 
 from ..data.records import Layout
 from ..errors import EncodrError, S
-from ..index.options import BuildOptions, SearchOptions
+from ..index.options import BuildOptions, SearchOptions, comma_list
 from ..models.encoder import BACKEND_HELP, POOLINGS
 from ..models.pcr import PCR_VARIANTS
 from ..training.args import OptimArgs
@@ -65,11 +65,8 @@ class Request(BaseModel):
 
 
 def _comma_list(value):
-    """``"spa,fra"`` or ``["spa,fra", "deu"]`` → ``["spa", "fra", "deu"]`` (``None`` stays)."""
-    if value is None:
-        return None
-    items = [value] if isinstance(value, str) else list(value)
-    return [c.strip() for item in items for c in str(item).split(",") if c.strip()] or None
+    """:func:`encodr.index.options.comma_list`, with ``None`` (or nothing) kept as ``None``: the field left unset."""
+    return comma_list(value) or None
 
 
 def pcr_variant(pcr: bool, variant: str | None) -> str | None:
@@ -151,10 +148,6 @@ class SearchRequest(Request):
     _query = field_validator("query", mode="before")(lambda v: [v] if isinstance(v, str) else v)
     _hit_lang = field_validator("hit_lang", mode="before")(_comma_list)
     _options: tuple[dict, SearchOptions] | None = PrivateAttr(None)
-
-    def filters(self) -> list:
-        """The parsed filters (:mod:`encodr.index.filters`), ANDed; empty without any."""
-        return parse_filters(self.filter)
 
     def options(self) -> SearchOptions:
         """The search's settings (:class:`encodr.index.options.SearchOptions`): this request's

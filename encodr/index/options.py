@@ -36,7 +36,7 @@ FILTER_HELP = (
 )
 
 
-def _comma_list(value) -> list[str]:
+def comma_list(value) -> list[str]:
     """``"spa,fra"`` or ``["spa,fra", "deu"]`` → ``["spa", "fra", "deu"]`` (``None``: ``[]``)."""
     items = [] if value is None else [value] if isinstance(value, str) else list(value)
     return [c.strip() for item in items for c in str(item).split(",") if c.strip()]
@@ -128,7 +128,7 @@ class SearchOptions:
 
     def __post_init__(self):
         check(self)
-        object.__setattr__(self, "hit_lang", tuple(_comma_list(self.hit_lang)))
+        object.__setattr__(self, "hit_lang", tuple(comma_list(self.hit_lang)))
         object.__setattr__(self, "filter", tuple(parse_all(self.filter)))
         for name, codes in (("lang", [self.lang] if self.lang else []), ("hit_lang", self.hit_lang)):
             for code in codes:
