@@ -881,13 +881,15 @@ class TuneRequest(Request):
     )
     index: str | None = option(
         None,
-        "judged recipe: learn from this index's judgments (encodr judge; its train fold, selected on its dev fold).",
+        "judged recipe: learn from this index's judgments (encodr judge; every judged query, each component kept "
+        "by cross-validation).",
         flags=("--index", "-i"),
         fronts=CLI_TUI,
     )
     no_dev: bool = option(
         False,
-        "judged recipe: with too few judged queries to hold out a dev fold, train anyway, without selection.",
+        "judged and code recipes: with too few judged queries or documented definitions to select on, train "
+        "anyway, without selection.",
         fronts=CLI_TUI,
     )
 

@@ -1,13 +1,16 @@
 """Learning from relevance judgments (the ``judged`` recipe): a person's or an agent's grades of
 search hits (:mod:`encodr.index.judgments`), or a BEIR folder's train qrels, teach the
-bi-encoder, the hybrid fusion weight and a re-ranker; each is kept only when it beats what it
-replaces on the judged queries of the dev fold, which training never sees.
+bi-encoder, the hybrid fusion weight, a query adapter and, when asked, a re-ranker; each is kept
+only when it beats what it replaces in k-fold cross-validation over the judged queries, and the
+final model learns from all of them.
 
 - :mod:`.config`: the recipe (``recipes/judged.yaml``);
-- :mod:`.data`: the judgments as train and dev folds over a corpus;
+- :mod:`.data`: the judgments over a corpus, as a BEIR folder;
+- :mod:`.crossval`: the folds, the held-out scores and the nested choice of a grid's setting;
 - :mod:`.method`: the bi-encoder (MNRL with mined hard negatives), the cross-encoder and the
-  seeded distillation loop (AugSBERT / Trans-Encoder with MarginMSE), the fusion weight and
-  the re-ranker's depth and weight chosen on dev, and ``run``.
+  seeded distillation loop (AugSBERT / Trans-Encoder with MarginMSE), the keep decisions, the
+  final training, and ``run``;
+- :mod:`.adapter`: the query adapter and its own cross-validation.
 """
 
 from ..base import Method
@@ -22,5 +25,5 @@ METHOD = Method(
     inputs=("index", "no_dev"),
     preflight=lambda recipe, job: check_source(job.index, job.data),
     summary="Judged: learn from relevance judgments (the index's or a BEIR folder's): bi-encoder, fusion weight, "
-    "re-ranker, each kept only if dev improves",
+    "query adapter, re-ranker, each kept only if cross-validation says it helps",
 )

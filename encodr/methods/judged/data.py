@@ -10,6 +10,7 @@ from ...errors import EncodrError, S
 from ...index.judgments import CURRENT, Judgment, corpus_of, read_import, with_status, write_beir
 
 TRAIN, DEV = "train", "dev"
+JUDGED = "judged"  # the run folder's one split: every judged query of the train and dev folds
 
 
 @dataclass
@@ -18,8 +19,9 @@ class JudgedData:
 
     Attributes:
         folder: a BEIR-layout folder written for the run: ``corpus.jsonl`` (every document),
-            ``queries.jsonl`` and ``qrels/train.tsv`` / ``qrels/dev.tsv`` (the train and dev
-            folds; the test fold is never written, so nothing the run does can read it).
+            ``queries.jsonl`` and ``qrels/judged.tsv`` (the train and dev folds of
+            :mod:`encodr.index.judgments`, which cross-validation splits again; the test fold
+            is never written, so nothing the run does can read it).
         corpus: document id → its text (title and text joined, as ``encodr index`` reads it).
         judgments: the usable judgments (status ``current``) of the train and dev folds.
         source: what was read (the index, or the BEIR folder's qrels file).
@@ -32,13 +34,9 @@ class JudgedData:
     source: str
     unused: dict[str, int] = field(default_factory=dict)
 
-    def fold(self, name: str) -> list[Judgment]:
-        """The judgments of fold ``name``."""
-        return [j for j in self.judgments if j.fold == name]
-
-    def queries(self, name: str) -> list[str]:
-        """The queries of fold ``name`` with at least one relevant (grade > 0) document, in order."""
-        return list(dict.fromkeys(j.query for j in self.fold(name) if j.grade > 0))
+    def queries(self) -> list[str]:
+        """The judged queries with at least one relevant (grade > 0) document, in order."""
+        return list(dict.fromkeys(j.query for j in self.judgments if j.grade > 0))
 
 
 def check_source(index: str | None, data: str | None) -> None:
@@ -113,8 +111,8 @@ def read_judged(index: str | None, data: str | None, out: Path) -> JudgedData:
         "orphaned": sum(j.status == "orphaned" for j in found),
         "test": sum(j.status == CURRENT and j.fold == "test" for j in found),
     }
-    write_beir(corpus, usable, out, {TRAIN: (TRAIN,), DEV: (DEV,)})  # the test fold is never written
+    write_beir(corpus, usable, out, {JUDGED: (TRAIN, DEV)})  # the test fold is never written
     return JudgedData(out, corpus, usable, source, unused)
 
 
-__all__ = ["DEV", "TRAIN", "JudgedData", "check_source", "read_judged"]
+__all__ = ["DEV", "JUDGED", "TRAIN", "JudgedData", "check_source", "read_judged"]

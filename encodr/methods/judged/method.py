@@ -1,14 +1,18 @@
-"""The judged recipe's run: the judgments' train fold teaches a bi-encoder, a re-ranker and the
-seeds' distillation loop; the dev fold keeps each one only when it beats what it replaces, and
-chooses the hybrid fusion weight and the re-ranker's depth and weight.
+"""The judged recipe's run: every judged query teaches a bi-encoder (and, when asked, a
+re-ranker and the seeds' distillation loop); k-fold cross-validation over the queries
+(:mod:`.crossval`) keeps each component only when it beats what it replaces on queries its model
+never saw, and chooses the hybrid fusion weight and the re-ranker's depth and weight; the final
+model is trained on every judged query with the kept components.
 
-Each component is compared on the dev fold's judged queries, through a real index of the
-corpus (:class:`~encodr.evaluation.retrieval.RetrievalEvaluator`), by nDCG@10:
+Each component is compared through a real index of the corpus
+(:class:`~encodr.evaluation.retrieval.RetrievalEvaluator`), by cross-validated nDCG@10:
 
-1. bi-encoder: dense search, the starting model a candidate (the trainer's ``keep_start``);
-2. re-ranker: its re-ranking of the first stage against the first stage alone;
-3. the seeded loop: dense search, the bi-encoder before the loop a candidate;
-4. fusion weight: hybrid search with the chosen α against the declared default α.
+1. bi-encoder: dense search against the starting model's;
+2. the seeded loop: dense search against the bi-encoder before the loop;
+3. fusion weight: hybrid search with α chosen on the other folds against the declared fusion;
+4. re-ranker: its re-ranking of the first stage, at the depth and weight chosen on the other
+   folds, against the first stage alone;
+5. the query adapter: its own cross-validation (:mod:`.adapter`) on the final model's index.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,9 +30,10 @@ import torch
 from ...errors import EncodrError, S
 from ...models import load_encoder
 from ...progress import ProgressEvent
-from ...training import FitOptions, Outcome, RunContext, Stream, to_device
-from .config import JudgedRecipe, number_list
-from .data import DEV, TRAIN, JudgedData, read_judged
+from ...training import Outcome, RunContext, Stream, to_device
+from .config import JudgedRecipe
+from .crossval import Folds, Plan, each_fold, nested
+from .data import JUDGED, JudgedData, read_judged
 
 EXTRA_MINED = 8  # candidates mined beyond those kept, so that judged-relevant documents can be dropped
 
@@ -57,17 +63,16 @@ class Component:
         """``dense nDCG@10 61.20 → 63.40 (p 0.01), kept`` (or why not)."""
         if self.before is None:
             return f"{self.metric}: {self.note}"
-        verdict = (
-            "kept" if self.kept else ("not kept: no better on dev" if self.after <= self.before else "not kept: not significant")
-        )
+        verdict = "kept" if self.kept else ("not kept: no better" if self.after <= self.before else "not kept: not significant")
         return f"{self.metric} {self.before:.2f} → {self.after:.2f} (p {self.p:.3f}), {verdict}" + (
             f"; {self.note}" if self.note else ""
         )
 
     @classmethod
     def compared(cls, name: str, metric: str, before, after, level: float, note: str = "") -> "Component":
-        """A component kept when ``after`` (per-query scores) beats ``before`` on average with a
-        one-sided paired randomization test's p below ``level`` (:mod:`encodr.evaluation.significance`)."""
+        """A component kept when ``after`` (per-query scores, float (n,)) beats ``before`` on
+        average with a one-sided paired randomization test's p below ``level``
+        (:mod:`encodr.evaluation.significance`)."""
         from ...evaluation.significance import improvement_p
 
         p = improvement_p(before, after)
@@ -82,20 +87,21 @@ class Component:
         )
 
 
-def examples(data: JudgedData, encoder, recipe: JudgedRecipe, folds: tuple[str, ...], wanted: int) -> list[Example]:
-    """One :class:`Example` per (query, relevant document) of ``folds``, each with up to
+def examples(data: JudgedData, encoder, recipe: JudgedRecipe, wanted: int) -> list[Example]:
+    """One :class:`Example` per judged (query, relevant document), each with up to
     ``wanted`` negatives: the query's documents judged not relevant (grade 0), then hard
     negatives mined from the corpus by ``encoder`` (sentence-transformers' ``mine_hard_negatives``,
-    ``relative_margin`` = ``recipe.margin``: near-duplicates of the positive skipped), leaving out
-    every document judged relevant to the query (and texts equal to one).
+    ``relative_margin`` = ``recipe.margin``: near-duplicates of the positive skipped; in bfloat16
+    where :func:`bf16_scoring`), leaving out every document judged relevant to the query (and
+    texts equal to one).
 
     Raises:
-        EncodrError: no relevant judgment in ``folds``.
+        EncodrError: no judgment grades a document relevant.
     """
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
 
-    judged = [j for j in data.judgments if j.fold in folds]
+    judged = data.judgments
     relevant: dict[str, set[str]] = {}
     rejected: dict[str, list[str]] = {}
     for j in judged:
@@ -105,13 +111,12 @@ def examples(data: JudgedData, encoder, recipe: JudgedRecipe, folds: tuple[str, 
             rejected.setdefault(j.query, []).append(j.doc)
     pairs = [(q, data.corpus[d]) for q, docs in relevant.items() for d in sorted(docs)]
     if not pairs:
-        raise EncodrError(
-            f"no judgment in the {'/'.join(folds)} fold grades a document relevant (grade 1 or 2); judge some hits relevant"
-        )
+        raise EncodrError("no judgment grades a document relevant (grade 1 or 2); judge some hits relevant")
     mined: list[list[str]] = [[] for _ in pairs]
     if wanted:
         dataset = Dataset.from_dict({"query": [q for q, _ in pairs], "positive": [p for _, p in pairs]})
-        with contextlib.redirect_stderr(io.StringIO()):  # its encode bars: encodr draws its own progress
+        fast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16_scoring(encoder))  # a ranking only
+        with contextlib.redirect_stderr(io.StringIO()), fast:  # its encode bars: encodr draws its own progress
             found = mine_hard_negatives(
                 dataset,
                 encoder.st,
@@ -229,7 +234,7 @@ class CachedScores:
 
 
 class DevIndex:
-    """The dev fold's judged queries searched in an index of the corpus built by one encoder
+    """The judged queries searched in an index of the corpus built by one encoder
     (:class:`~encodr.evaluation.retrieval.RetrievalEvaluator`'s index and metrics)."""
 
     def __init__(self, folder: Path, encoder, where: Path):
@@ -237,7 +242,8 @@ class DevIndex:
         from ...evaluation.retrieval import RetrievalEvaluator
         from ...index import BuildOptions, Searcher, build
 
-        self.evaluator = RetrievalEvaluator("dev", read_retrieval(folder), split=DEV)
+        self.evaluator = RetrievalEvaluator("judged", read_retrieval(folder), split=JUDGED)
+        self.parts: dict[tuple[str, ...], RetrievalEvaluator] = {}
         build(
             [str(folder / "corpus.jsonl")],
             where,
@@ -247,80 +253,60 @@ class DevIndex:
         self.same = self.evaluator.same_text()
         self.has_keywords = self.searcher.index.has_keywords
 
-    def per_query(self, options, reranker=None) -> np.ndarray:
-        """nDCG@10 × 100 of each dev-fold query with ``options`` (re-ranked by ``reranker`` at
-        its depth and weight): float64 (queries,) (:meth:`~encodr.evaluation.retrieval.RetrievalEvaluator.per_query`)."""
-        from ...evaluation.retrieval import DEPTH
+    def per_query(self, options, reranker=None, only: tuple[str, ...] | None = None) -> np.ndarray:
+        """nDCG@10 × 100 of each judged query (only the query ids ``only``, in the evaluator's
+        order, when given) with ``options`` (re-ranked by ``reranker`` at its depth and weight):
+        float64 (queries,) (:meth:`~encodr.evaluation.retrieval.RetrievalEvaluator.per_query`)."""
+        from ...evaluation.retrieval import DEPTH, RetrievalEvaluator
 
-        options = replace(options, k=DEPTH)
-        ranked = self.evaluator._rank(self.searcher, (options,), reranker, self.same)
-        return self.evaluator.per_query(next(iter(ranked.values())))
+        evaluator = self.evaluator
+        if only is not None:
+            if only not in self.parts:
+                keep = set(only)
+                data = replace(evaluator.data, queries={q: t for q, t in evaluator.data.queries.items() if q in keep})
+                self.parts[only] = RetrievalEvaluator("judged", data, split=JUDGED)
+            evaluator = self.parts[only]
+        ranked = evaluator._rank(self.searcher, (replace(options, k=DEPTH),), reranker, self.same)
+        return evaluator.per_query(next(iter(ranked.values())))
 
     def close(self) -> None:
         self.searcher.index.close()
 
 
-class DevFold:
-    """The dev fold's judged queries: per-query nDCG@10 of an encoder's dense search, each
-    through an index of the corpus built for it (:class:`DevIndex`)."""
+def bf16_scoring(encoder) -> bool:
+    """Whether the run's own indexes and mining should encode with ``encoder`` in bfloat16: on a
+    CPU that multiplies bfloat16 natively (:func:`~encodr.models.encoder.cpu_has_bf16`), where it
+    is faster and ranks as float32 does (``bench/cpu_precision.py``: SciFact nDCG@10). The saved
+    model and the user's indexes are untouched; every ranking a comparison reads is scored alike."""
+    from ...models.encoder import cpu_has_bf16
 
-    def __init__(self, folder: Path):
-        self.folder = folder
+    return hasattr(encoder, "bf16") and encoder.st.device.type == "cpu" and cpu_has_bf16()
 
-    @contextlib.contextmanager
-    def index(self, encoder):
-        """A :class:`DevIndex` of ``encoder``'s vectors, removed after the block."""
+
+@contextlib.contextmanager
+def corpus_index(folder: Path, encoder):
+    """A :class:`DevIndex` of ``encoder``'s vectors of the run's corpus (in bfloat16 where
+    :func:`bf16_scoring`), removed after the block; ``encoder``'s precision is restored after."""
+    was = getattr(encoder, "bf16", False)
+    if bf16_scoring(encoder):
+        encoder.bf16 = True
+    try:
         with tempfile.TemporaryDirectory(prefix="encodr-judged-dev-") as where:
-            found = DevIndex(self.folder, encoder, Path(where) / "index")
+            found = DevIndex(folder, encoder, Path(where) / "index")
             try:
                 yield found
             finally:
                 found.close()
-
-    def dense(self, encoder) -> np.ndarray:
-        """Per-query dense nDCG@10 × 100 of ``encoder``."""
-        from ...index.options import DENSE, SearchOptions
-
-        with self.index(encoder) as dev:
-            return dev.per_query(SearchOptions(mode=DENSE))
-
-    def fit(self, ctx: RunContext, encoder, stream: Stream, optim, name: str, description: str, note: str = "") -> tuple:
-        """Train ``encoder`` on ``stream`` with the dev fold scored at the start and every
-        evaluation, keep the best weights only when they beat the start significantly
-        (:meth:`Component.compared`; else the start's weights come back). Returns (the
-        trainer's result, the :class:`Component`)."""
-        start = {k: v.detach().to("cpu", copy=True) for k, v in encoder.st.state_dict().items()}
-        curve: list[np.ndarray] = []
-
-        def evaluate() -> float:
-            curve.append(self.dense(encoder))
-            return float(curve[-1].mean())
-
-        result = ctx.trainer.fit(
-            encoder.module,
-            [stream],
-            optim,
-            FitOptions(
-                evaluate=evaluate,
-                dev_metric="ndcg@10",
-                eval_steps=ctx.recipe.eval_steps,
-                progress=ctx.progress,
-                on_step=ctx.request.on_step,
-                description=description,
-            ),
-        )
-        best = next(i for i, point in enumerate(result.dev_curve) if point["step"] == result.best["step"])
-        component = Component.compared(name, "dense nDCG@10", curve[0], curve[best], ctx.recipe.significance, note)
-        if not component.kept and best > 0:
-            encoder.st.load_state_dict(start)
-        return result, component
+    finally:
+        if hasattr(encoder, "bf16"):
+            encoder.bf16 = was
 
 
 def distill_triplets(
-    data: JudgedData, encoder, cross, recipe: JudgedRecipe, folds: tuple[str, ...], progress
+    data: JudgedData, encoder, cross, recipe: JudgedRecipe, queries: set[str], progress
 ) -> list[tuple[str, str, str, float]]:
-    """(query, passage, passage, σ-margin) labelled by ``cross``: the judged queries of ``folds``
-    and ``recipe.distill_queries`` pseudo-queries cut from the corpus (inverse cloze: a sentence
+    """(query, passage, passage, σ-margin) labelled by ``cross``: the judged ``queries`` and
+    ``recipe.distill_queries`` pseudo-queries cut from the corpus (inverse cloze: a sentence
     of a document), each against the ``distill_candidates`` documents ``encoder`` ranks highest
     (a judged query's relevant document among them); the passage the cross-encoder scores highest
     is paired with each other one (AugSBERT's silver labels, GPL's margins)."""
@@ -330,26 +316,26 @@ def distill_triplets(
 
     rng = np.random.default_rng(recipe.seed)
     texts = list(dict.fromkeys(data.corpus.values()))
-    judged = {j.query: data.corpus[j.doc] for j in data.judgments if j.fold in folds and j.grade > 0}
-    queries = list(judged)
+    judged = {j.query: data.corpus[j.doc] for j in data.judgments if j.query in queries and j.grade > 0}
+    asked_texts = list(judged)
     for i in rng.permutation(len(texts))[: recipe.distill_queries]:
         pair = ict_pair(Passage.of(texts[int(i)][:2000]), rng, 0.0)
         if pair:
-            queries.append(pair[0])
+            asked_texts.append(pair[0])
     vectors = encoder.encode(texts, prompt=encoder.prompt("document"))
-    asked = encoder.encode(queries, prompt=encoder.prompt("query"))
+    asked = encoder.encode(asked_texts, prompt=encoder.prompt("query"))
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(np.ascontiguousarray(vectors, dtype=np.float32))
     _, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min(recipe.distill_candidates, len(texts)))
     out = []
-    for n, (query, row) in enumerate(zip(queries, top)):
+    for n, (query, row) in enumerate(zip(asked_texts, top)):
         candidates = list(dict.fromkeys(([judged[query]] if query in judged else []) + [texts[int(j)] for j in row if j >= 0]))
         scores = cross.query_scores(query, candidates)
         best = int(np.argmax(scores))
         out += [
             (query, candidates[best], c, float(scores[best] - s)) for c, s in zip(candidates, scores) if c != candidates[best]
         ]
-        progress(ProgressEvent("label pairs", n + 1, len(queries)))
+        progress(ProgressEvent("label pairs", n + 1, len(asked_texts)))
     return out
 
 
@@ -359,58 +345,39 @@ def run(ctx: RunContext) -> Outcome:
     ``encodr.json`` (and, with ``--index``, with the index: :func:`encodr.index.judgments.write_tuned`).
 
     Raises:
-        EncodrError: no judgments, none relevant in the train fold; see :func:`.data.read_judged`.
+        EncodrError: no judgments, none relevant; see :func:`.data.read_judged`.
     """
     request, recipe = ctx.request, ctx.recipe
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="encodr-judged-") as tmp:
         data = read_judged(request.index, request.data, Path(tmp) / "judged")
         encoder = load_encoder(request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
-        train_q, dev_q = data.queries(TRAIN), data.queries(DEV)
-        counts = {
+        queries = data.queries()
+        base = {
+            "base_model": encoder.name,
+            "data": data.source,
             "judgments": len(data.judgments),
-            "train_queries": len(train_q),
-            "dev_queries": len(dev_q),
+            "queries": len(queries),
+            "folds": None if request.no_dev else recipe.folds,
             "left_out": data.unused,
         }
-        base = {"base_model": encoder.name, "data": data.source, **counts}
-        if (len(train_q) + len(dev_q) < recipe.min_queries or not dev_q or not train_q) and not request.no_dev:
-            ctx.warn(
-                f"only {len(train_q) + len(dev_q)} judged queries ({len(dev_q)} in the dev fold): too few to hold out "
-                "a dev fold (at least "
-                f"{recipe.min_queries}); saved the starting model unchanged (judge more queries, or pass {S.no_dev} to "
-                "train without selection)"
-            )
-            ctx.save(".", encoder.save)
-            return Outcome(
-                {**base, "kept": "start"},
-                [_row(encoder, data, {"kept": "start"})],
-                None,
-                ("base_model", "data", "judgments", "kept"),
-            )
-        folds = (TRAIN, DEV) if request.no_dev else (TRAIN,)
-        dev = None if request.no_dev else DevFold(data.folder)
-        items, result, first = _train_bi_encoder(ctx, data, encoder, folds, dev)
-        components, log = [first], list(result.log)
-        cross = None
-        if recipe.cross and dev:
-            cross, loop = _cross_and_loop(ctx, data, encoder, items, folds, dev, log)
-            components += loop
-        search: dict = {}
-        if dev:
-            with dev.index(encoder) as chosen:
-                components += _choose_search(chosen, recipe, cross, search)
-                if recipe.adapter:
-                    components.append(_adapt(ctx, chosen, data))
+        if len(queries) < recipe.min_queries and not request.no_dev:
+            return _start_kept(ctx, data, encoder, base, len(queries))
+        items = _mine(ctx, data, encoder)
+        if request.no_dev:
+            run_ = _without_selection(ctx, encoder, items)
+        else:
+            run_ = _cross_validated(ctx, data, encoder, items)
         ctx.save(".", encoder.save)
-        if cross is not None and "rerank" in search:
-            cross.tuned = search.pop("rerank")
-            ctx.save("cross", cross.save)
+        if run_.cross is not None and "rerank" in run_.search:
+            run_.cross.tuned = run_.search.pop("rerank")
+            ctx.save("cross", run_.cross.save)
+    components, search = run_.components, run_.search
     kept = [c.name for c in components if c.kept]
-    if dev and not kept:
+    if not request.no_dev and not kept:
         ctx.warn(
-            f"nothing beat the starting model on the dev fold ({len(dev_q)} judged queries, p < "
-            f"{recipe.significance:g}): saved the starting "
-            "model unchanged, with the declared search defaults"
+            f"nothing beat the starting model in {recipe.folds}-fold cross-validation over {len(queries)} judged queries "
+            f"(a gain with p < {recipe.significance:g}): saved the starting model unchanged, with the declared search defaults"
         )
     if request.index and search and ctx.trainer.is_main:
         from ...index import locate
@@ -424,47 +391,215 @@ def run(ctx: RunContext) -> Outcome:
         "components": [c.__dict__ for c in components],
         "kept": kept or "start",
         "search": search,
-        "steps": result.steps,
-        "train_seconds": round(result.seconds, 2),
-        "precision": result.precision,
-        "device": result.device,
+        "seconds": {**run_.seconds, "total": round(time.perf_counter() - started, 2)},
+        "device": ctx.trainer.device,
     }
     return Outcome(
         summary,
         [_row(encoder, data, {**lines, "kept": ", ".join(kept) or "start"})],
-        log,
-        ("base_model", "data", "judgments", "train_queries", "dev_queries", *lines, "kept", "train_seconds", "device"),
+        run_.log,
+        ("base_model", "data", "judgments", "queries", "folds", *lines, "kept"),
     )
 
 
-def _train_bi_encoder(ctx: RunContext, data: JudgedData, encoder, folds: tuple[str, ...], dev: "DevFold | None"):
-    """Mine each judged query's negatives in ``folds`` and train the bi-encoder on them (MNRL),
-    kept only where it beats the start on ``dev`` (:meth:`DevFold.fit`); without a dev fold
-    (``--no-dev``) trained and kept as it ends.
+@dataclass
+class Judged:
+    """What a judged run chose: its :class:`Component` s, the search settings kept, the
+    re-ranker (None unless kept), the training log and the seconds of each phase."""
 
-    Returns:
-        (the mined examples, the fit's result, the bi-encoder's :class:`Component`).
-    """
+    components: list[Component]
+    search: dict
+    cross: object | None
+    log: list
+    seconds: dict
+
+
+def _start_kept(ctx: RunContext, data: JudgedData, encoder, base: dict, n: int) -> Outcome:
+    """Too few judged queries: the starting model saved unchanged, said in one line."""
+    recipe = ctx.recipe
+    ctx.warn(
+        f"only {n} judged queries: too few to cross-validate (at least {recipe.min_queries}); saved the starting "
+        f"model unchanged (judge more queries, or pass {S.no_dev} to train without selection)"
+    )
+    ctx.save(".", encoder.save)
+    return Outcome(
+        {**base, "kept": "start"}, [_row(encoder, data, {"kept": "start"})], None, ("base_model", "data", "judgments", "kept")
+    )
+
+
+def _mine(ctx: RunContext, data: JudgedData, encoder) -> list[Example]:
+    """Every judged pair with its negatives, mined once by the starting model (:func:`examples`)."""
     recipe = ctx.recipe
     wanted = max(recipe.negatives, recipe.cross_negatives if recipe.cross else 0)
     ctx.progress(ProgressEvent("mine negatives", 0, 1))
-    items = examples(data, encoder, recipe, folds, wanted)
+    items = examples(data, encoder, recipe, wanted)
     ctx.progress(ProgressEvent("mine negatives", 1, 1))
-    negatives = min(recipe.negatives, min(len(e.negatives) for e in items))
-    stream = mnrl_stream(encoder, items, recipe, ctx.trainer.world, negatives)
-    if dev:
-        result, first = dev.fit(ctx, encoder, stream, recipe.optim(), "bi-encoder", "bi-encoder")
-        return items, result, first
-    options = FitOptions(progress=ctx.progress, on_step=ctx.request.on_step, description="bi-encoder")
-    result = ctx.trainer.fit(encoder.module, [stream], recipe.optim(), options)
-    return items, result, Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (no_dev)")
+    return items
 
 
-def _adapt(ctx: RunContext, dev: DevIndex, data: JudgedData) -> Component:
-    """Learn the query adapter from every judged query of the train and dev folds, kept by
-    cross-validation (:func:`.adapter.cross_validated`); with ``--index``, store it with the
-    index (:func:`encodr.index.adapter.write_adapter`), or remove the one stored there for this
-    model when it is not kept. Returns its :class:`Component`."""
+def _bi_stream(ctx: RunContext, encoder, items: list[Example]) -> Stream:
+    """MNRL over ``items`` with as many hard negatives as the recipe asks and every item has."""
+    recipe = ctx.recipe
+    negatives = min(recipe.negatives, min((len(e.negatives) for e in items), default=0))
+    return mnrl_stream(encoder, items, recipe, ctx.trainer.world, negatives)
+
+
+def _without_selection(ctx: RunContext, encoder, items: list[Example]) -> Judged:
+    """``--no-dev``: the bi-encoder trained on every judged pair and kept as it ends."""
+    folds = Folds(Plan([], [], np.zeros(0, dtype=int), [], []))
+    folds.fit(ctx, encoder.module, _bi_stream(ctx, encoder, items), ctx.recipe.optim(), "final train", "bi-encoder")
+    component = Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (no_dev)")
+    return Judged([component], {}, None, folds.log, folds.seconds)
+
+
+def _train_cross(ctx: RunContext, folds: Folds, items: list[Example], phase: str, label: str):
+    """A re-ranker (a cross-encoder from the base model) trained on ``items``' judged pairs and
+    their first ``cross_negatives`` negatives (BCE)."""
+    from ...models.cross import new_cross_encoder
+    from ..trans_encoder.method import cross_stream
+
+    recipe = ctx.recipe
+    cross = new_cross_encoder(ctx.request.models[0], recipe.cross_max_length, ctx.trainer.device, seed=recipe.seed)
+    pairs = [(e.query, e.positive) for e in items] + [(e.query, n) for e in items for n in e.negatives[: recipe.cross_negatives]]
+    labels = np.asarray([1.0] * len(items) + [0.0] * (len(pairs) - len(items)), dtype=np.float32)
+    stream = cross_stream(cross, pairs, labels, recipe.cross_batch_size, symmetric=False)
+    folds.fit(ctx, cross.ce, stream, recipe.cross_optim(), phase, f"re-ranker, {label}")
+    return cross
+
+
+def _one_fold(ctx: RunContext, data: JudgedData, work, items: list[Example], state: dict, start_dev, folds: Folds):
+    """The body of each fold: the components trained from the start on the other folds' queries,
+    and the fold's queries scored with them (:class:`~.crossval.Folds`)."""
+    from ...index.judgments import query_key
+
+    recipe = ctx.recipe
+    fold_of = {query_key(t): f for t, f in zip(folds.plan.texts, folds.plan.folds.tolist())}
+
+    def body(f: int, label: str) -> None:
+        work.st.load_state_dict(state)
+        train = [e for e in items if fold_of.get(query_key(e.query), -1) != f]
+        folds.fit(ctx, work.module, _bi_stream(ctx, work, train), recipe.optim(), "train", f"bi-encoder, {label}")
+        cross = _train_cross(ctx, folds, train, "train", label) if recipe.cross else None
+        if cross is not None:
+            folds.score_reranker(start_dev, f, CachedScores(cross))
+        _score_index(folds, data, work, f)
+        if cross is not None and recipe.distill:
+            triplets = distill_triplets(data, work, cross, recipe, {e.query for e in train}, ctx.progress)
+            folds.fit(ctx, work.module, margin_stream(work, triplets, recipe), recipe.distill_optim(), "train", f"loop, {label}")
+            _score_index(folds, data, work, f, ("dense",), {"dense": "loop"})
+
+    return body
+
+
+def _score_index(folds: Folds, data: JudgedData, encoder, fold: int, keys=None, rename=None) -> None:
+    """Index the corpus with ``encoder`` and score fold ``fold``'s queries (:meth:`~.crossval.Folds.score_fold`)."""
+    started = time.perf_counter()
+    with corpus_index(data.folder, encoder) as dev:
+        folds.timed("index", started)
+        folds.score_fold(dev, fold, keys, rename)
+
+
+def _cross_validated(ctx: RunContext, data: JudgedData, encoder, items: list[Example]) -> Judged:
+    """k-fold cross-validation of every component (:mod:`.crossval`), then the final model
+    trained on every judged query with the kept components, and the query adapter on its index."""
+    recipe = ctx.recipe
+    state = {k: v.detach().to("cpu", copy=True) for k, v in encoder.st.state_dict().items()}
+    frozen = load_encoder(ctx.request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
+    started = time.perf_counter()
+    with corpus_index(data.folder, frozen) as start_dev:
+        folds = Folds(Plan.of(start_dev, recipe))
+        folds.timed("index", started)
+        folds.score_start(start_dev)
+        each_fold(ctx, folds, _one_fold(ctx, data, encoder, items, state, start_dev, folds))
+        encoder.st.load_state_dict(state)
+        components, search = _decide(folds, recipe, start_dev.has_keywords)
+        cross = _final(ctx, data, encoder, items, folds, {c.name for c in components if c.kept})
+        if recipe.adapter:
+            if any(c.kept for c in components if c.name in ("bi-encoder", "seeded loop")):
+                started = time.perf_counter()
+                with corpus_index(data.folder, encoder) as final:
+                    folds.timed("index", started)
+                    components.append(_adapt(ctx, final, data, folds))
+            else:
+                components.append(_adapt(ctx, start_dev, data, folds))
+    return Judged(components, search, cross, folds.log, folds.seconds)
+
+
+def _final(ctx: RunContext, data: JudgedData, encoder, items: list[Example], folds: Folds, kept: set[str]):
+    """The final model on every judged query, with the kept components only: the bi-encoder,
+    the re-ranker (trained also when the loop needs its labels) and the seeded loop. Returns
+    the re-ranker, or None."""
+    recipe = ctx.recipe
+    if "bi-encoder" in kept:
+        folds.fit(ctx, encoder.module, _bi_stream(ctx, encoder, items), recipe.optim(), "final train", "bi-encoder, all")
+    cross = None
+    if "re-ranker" in kept or "seeded loop" in kept:
+        cross = _train_cross(ctx, folds, items, "final train", "all")
+    if "seeded loop" in kept:
+        triplets = distill_triplets(data, encoder, cross, recipe, {e.query for e in items}, ctx.progress)
+        stream = margin_stream(encoder, triplets, recipe)
+        folds.fit(ctx, encoder.module, stream, recipe.distill_optim(), "final train", "loop, all")
+    return cross if "re-ranker" in kept else None
+
+
+def _decide(folds: Folds, recipe: JudgedRecipe, keywords: bool) -> tuple[list[Component], dict]:
+    """Each component's cross-validated comparison (:meth:`Component.compared`, at the recipe's
+    ``significance``) and the search settings kept (``fusion_weight``; ``rerank``: depth and
+    weight)."""
+    from ...index.fusion import CODE_ALPHA, ZSCORE_ALPHA
+
+    start, held, plan, level = folds.scores.start, folds.scores.held, folds.plan, recipe.significance
+    bi = Component.compared("bi-encoder", "cross-validated dense nDCG@10", start["dense"], held["dense"], level)
+    out = [bi]
+    if "loop" in held:
+        loop = Component.compared("seeded loop", "cross-validated dense nDCG@10", held["dense"], held["loop"], level)
+        if loop.kept and not bi.kept:
+            loop.kept, loop.note = False, "it builds on the bi-encoder, which was not kept"
+        out.append(loop)
+    search: dict = {}
+    source = held if bi.kept else start
+    if keywords:
+        grid = {k: v for k, v in source.items() if k.startswith("hybrid@")}
+        chosen, pick = nested({"hybrid": source["hybrid"], **grid}, plan.folds)
+        fusion = Component.compared(
+            "fusion weight",
+            "cross-validated hybrid nDCG@10",
+            source["hybrid"],
+            chosen,
+            level,
+            f"α {pick.split('@')[1]} (declared {ZSCORE_ALPHA:g}, source code {CODE_ALPHA:g})"
+            if pick != "hybrid"
+            else f"the declared α ({ZSCORE_ALPHA:g}, source code {CODE_ALPHA:g})",
+        )
+        fusion.kept = fusion.kept and pick != "hybrid"
+        if fusion.kept:
+            search["fusion_weight"] = float(pick.split("@")[1])
+        out.append(fusion)
+    reranked = {k: v for k, v in held.items() if k.startswith("rerank@")}
+    if reranked:
+        first = "hybrid" if keywords else "dense"
+        chosen, pick = nested({first: start[first], **reranked}, plan.folds)
+        depth, weight = pick.split("@")[1].split(",") if pick != first else ("", "")
+        reranker = Component.compared(
+            "re-ranker",
+            f"cross-validated {first} nDCG@10 re-ranked",
+            start[first],
+            chosen,
+            level,
+            f"depth {depth}, weight {weight}" if depth else "no re-ranking",
+        )
+        reranker.kept = reranker.kept and pick != first
+        if reranker.kept:
+            search["rerank"] = {"depth": int(depth), "weight": float(weight)}
+        out.append(reranker)
+    return out, search
+
+
+def _adapt(ctx: RunContext, dev: DevIndex, data: JudgedData, folds: Folds) -> Component:
+    """Learn the query adapter from every judged query, kept by its own cross-validation
+    (:func:`.adapter.cross_validated`) on ``dev``, the final model's index; with ``--index``,
+    store it with the index (:func:`encodr.index.adapter.write_adapter`), or remove the one stored
+    there for this model when it is not kept. Returns its :class:`Component`."""
     from ...index import locate
     from ...index.adapter import read_adapter, remove_adapter, write_adapter
     from .adapter import cross_validated
@@ -474,7 +609,9 @@ def _adapt(ctx: RunContext, dev: DevIndex, data: JudgedData) -> Component:
         if j.grade > 0:
             judged.setdefault(j.query, set()).add(j.doc)
     ctx.progress(ProgressEvent("query adapter", 0, 1))
+    started = time.perf_counter()
     adapter, report = cross_validated(dev.searcher, judged, ctx.recipe)
+    folds.timed("query adapter", started)
     ctx.progress(ProgressEvent("query adapter", 1, 1))
     note = f"{report['queries']} queries, {report['folds']}-fold cross-validation, rank {report['rank']}"
     if ctx.request.index and ctx.trainer.is_main:
@@ -498,88 +635,3 @@ def _row(encoder, data: JudgedData, metrics: dict) -> dict:
         "out": ".",
         "metrics": metrics,
     }
-
-
-def _cross_and_loop(
-    ctx: RunContext, data: JudgedData, encoder, items: list[Example], folds: tuple[str, ...], dev: DevFold, log: list
-) -> tuple:
-    """Train the re-ranker on the judged pairs and mined negatives (BCE), then the seeded loop
-    (the bi-encoder on its margins, MarginMSE), kept when dense dev nDCG@10 improves.
-    Returns (the re-ranker, [the loop's :class:`Component`])."""
-    from ...models.cross import new_cross_encoder
-    from ..trans_encoder.method import cross_stream
-
-    recipe = ctx.recipe
-    cross = new_cross_encoder(ctx.request.models[0], recipe.cross_max_length, ctx.trainer.device, seed=recipe.seed)
-    pairs = [(e.query, e.positive) for e in items] + [(e.query, n) for e in items for n in e.negatives[: recipe.cross_negatives]]
-    labels = np.asarray([1.0] * len(items) + [0.0] * (len(pairs) - len(items)), dtype=np.float32)
-    ctx.trainer.fit(
-        cross.ce,
-        [cross_stream(cross, pairs, labels, recipe.cross_batch_size, symmetric=False)],
-        recipe.cross_optim(),
-        FitOptions(progress=ctx.progress, on_step=ctx.request.on_step, description="re-ranker"),
-    )
-    if not recipe.distill:
-        return cross, []
-    triplets = distill_triplets(data, encoder, cross, recipe, folds, ctx.progress)
-    result, loop = dev.fit(
-        ctx,
-        encoder,
-        margin_stream(encoder, triplets, recipe),
-        recipe.distill_optim(),
-        "seeded loop",
-        "seeded loop (cross → bi)",
-        f"{len(triplets)} labelled triplets",
-    )
-    log += [{**r, "phase": "distill"} for r in result.log]
-    return cross, [loop]
-
-
-def _choose_search(dev: DevIndex, recipe: JudgedRecipe, cross, search: dict) -> list[Component]:
-    """Choose the hybrid fusion's dense weight α (the default fusion's: one α for every text, in
-    place of the declared per-kind ones), then the re-ranker's depth and weight, on the dev fold;
-    each goes into ``search`` only when it beats the declared default (no re-ranking, for the
-    re-ranker) significantly (:meth:`Component.compared`). Returns their :class:`Component` s."""
-    from ...index.fusion import CODE_ALPHA, ZSCORE_ALPHA
-    from ...index.options import DENSE, HYBRID, SearchOptions
-
-    out = []
-    first = SearchOptions(mode=DENSE)
-    if dev.has_keywords:
-        declared = dev.per_query(SearchOptions(mode=HYBRID))
-        scored = {
-            a: dev.per_query(SearchOptions(mode=HYBRID, fusion_weight=a)) for a in sorted(set(number_list(recipe.fusion_weights)))
-        }
-        alpha = max(scored, key=lambda a: scored[a].mean()) if scored else None
-        best = scored[alpha] if alpha is not None and scored[alpha].mean() > declared.mean() else declared
-        fusion = Component.compared(
-            "fusion weight",
-            "hybrid nDCG@10",
-            declared,
-            best,
-            recipe.significance,
-            f"α {alpha:g} (declared {ZSCORE_ALPHA:g}, source code {CODE_ALPHA:g})"
-            if best is not declared
-            else f"the declared α ({ZSCORE_ALPHA:g}, source code {CODE_ALPHA:g})",
-        )
-        if fusion.kept and best is not declared:
-            search["fusion_weight"] = alpha
-        out.append(fusion)
-        first = SearchOptions(mode=HYBRID, fusion_weight=alpha if fusion.kept and best is not declared else None)
-    if cross is None:
-        return out
-    plain = dev.per_query(first)
-    cached = CachedScores(cross)
-    grid = {
-        (int(d), w): dev.per_query(replace(first, rerank_depth=int(d), rerank_weight=w), cached)
-        for d in number_list(recipe.rerank_depths)
-        for w in number_list(recipe.rerank_weights)
-    }
-    (depth, weight), best = max(grid.items(), key=lambda kv: kv[1].mean())
-    reranker = Component.compared(
-        "re-ranker", f"{first.label} nDCG@10 re-ranked", plain, best, recipe.significance, f"depth {depth}, weight {weight:g}"
-    )
-    if reranker.kept:
-        search["rerank"] = {"depth": depth, "weight": weight}
-    out.append(reranker)
-    return out
