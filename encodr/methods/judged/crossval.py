@@ -84,6 +84,12 @@ class Scores:
     def put(self, key: str, rows: np.ndarray, values: np.ndarray, n: int) -> None:
         self.held.setdefault(key, np.full(n, np.nan))[rows] = values
 
+    def filled(self) -> dict[str, np.ndarray]:
+        """``held`` with the queries of a fold that was not scored (no other fold to train on)
+        given the start's scores of the same ranking (its first stage, for a re-ranking)."""
+        first = self.start.get("hybrid", self.start.get("dense"))
+        return {k: np.where(np.isnan(v), self.start.get(k, first), v) for k, v in self.held.items()}
+
 
 def rankings(dev, plan: Plan) -> dict:
     """The first-stage rankings scored, by key: dense, and with a keyword index the declared

@@ -403,7 +403,7 @@ def run(ctx: RunContext) -> Outcome:
 
 
 @dataclass
-class Judged:
+class Chosen:
     """What a judged run chose: its :class:`Component` s, the search settings kept, the
     re-ranker (None unless kept), the training log and the seconds of each phase."""
 
@@ -444,12 +444,12 @@ def _bi_stream(ctx: RunContext, encoder, items: list[Example]) -> Stream:
     return mnrl_stream(encoder, items, recipe, ctx.trainer.world, negatives)
 
 
-def _without_selection(ctx: RunContext, encoder, items: list[Example]) -> Judged:
+def _without_selection(ctx: RunContext, encoder, items: list[Example]) -> Chosen:
     """``--no-dev``: the bi-encoder trained on every judged pair and kept as it ends."""
     folds = Folds(Plan([], [], np.zeros(0, dtype=int), [], []))
     folds.fit(ctx, encoder.module, _bi_stream(ctx, encoder, items), ctx.recipe.optim(), "final train", "bi-encoder")
     component = Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (no_dev)")
-    return Judged([component], {}, None, folds.log, folds.seconds)
+    return Chosen([component], {}, None, folds.log, folds.seconds)
 
 
 def _train_cross(ctx: RunContext, folds: Folds, items: list[Example], phase: str, label: str):
@@ -476,8 +476,10 @@ def _one_fold(ctx: RunContext, data: JudgedData, work, items: list[Example], sta
     fold_of = {query_key(t): f for t, f in zip(folds.plan.texts, folds.plan.folds.tolist())}
 
     def body(f: int, label: str) -> None:
-        work.st.load_state_dict(state)
         train = [e for e in items if fold_of.get(query_key(e.query), -1) != f]
+        if len(train) < 2:  # every query in this fold: its queries keep the start's scores (:meth:`Folds.filled`)
+            return
+        work.st.load_state_dict(state)
         folds.fit(ctx, work.module, _bi_stream(ctx, work, train), recipe.optim(), "train", f"bi-encoder, {label}")
         cross = _train_cross(ctx, folds, train, "train", label) if recipe.cross else None
         if cross is not None:
@@ -499,7 +501,7 @@ def _score_index(folds: Folds, data: JudgedData, encoder, fold: int, keys=None, 
         folds.score_fold(dev, fold, keys, rename)
 
 
-def _cross_validated(ctx: RunContext, data: JudgedData, encoder, items: list[Example]) -> Judged:
+def _cross_validated(ctx: RunContext, data: JudgedData, encoder, items: list[Example]) -> Chosen:
     """k-fold cross-validation of every component (:mod:`.crossval`), then the final model
     trained on every judged query with the kept components, and the query adapter on its index."""
     recipe = ctx.recipe
@@ -522,7 +524,7 @@ def _cross_validated(ctx: RunContext, data: JudgedData, encoder, items: list[Exa
                     components.append(_adapt(ctx, final, data, folds))
             else:
                 components.append(_adapt(ctx, start_dev, data, folds))
-    return Judged(components, search, cross, folds.log, folds.seconds)
+    return Chosen(components, search, cross, folds.log, folds.seconds)
 
 
 def _final(ctx: RunContext, data: JudgedData, encoder, items: list[Example], folds: Folds, kept: set[str]):
@@ -548,7 +550,7 @@ def _decide(folds: Folds, recipe: JudgedRecipe, keywords: bool) -> tuple[list[Co
     weight)."""
     from ...index.fusion import CODE_ALPHA, ZSCORE_ALPHA
 
-    start, held, plan, level = folds.scores.start, folds.scores.held, folds.plan, recipe.significance
+    start, held, plan, level = folds.scores.start, folds.scores.filled(), folds.plan, recipe.significance
     bi = Component.compared("bi-encoder", "cross-validated dense nDCG@10", start["dense"], held["dense"], level)
     out = [bi]
     if "loop" in held:
