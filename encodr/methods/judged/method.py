@@ -363,7 +363,9 @@ def run(ctx: RunContext) -> Outcome:
         }
         if len(queries) < recipe.min_queries and not request.no_dev:
             return _start_kept(ctx, data, encoder, base, len(queries))
+        mining = time.perf_counter()
         items = _mine(ctx, data, encoder)
+        mining = round(time.perf_counter() - mining, 2)
         if request.no_dev:
             run_ = _without_selection(ctx, encoder, items)
         else:
@@ -391,7 +393,7 @@ def run(ctx: RunContext) -> Outcome:
         "components": [c.__dict__ for c in components],
         "kept": kept or "start",
         "search": search,
-        "seconds": {**run_.seconds, "total": round(time.perf_counter() - started, 2)},
+        "seconds": {"mine negatives": mining, **run_.seconds, "total": round(time.perf_counter() - started, 2)},
         "device": ctx.trainer.device,
     }
     return Outcome(
