@@ -10,6 +10,15 @@ from ..base import SingleRunRecipe
 QUERIES = ("summary", "docstring")
 
 
+def _weights(value: str) -> bool:
+    """A comma-separated grid of numbers in [0, 1]."""
+    try:
+        found = [float(part) for part in str(value).replace(" ", "").split(",") if part]
+    except ValueError:
+        return False
+    return bool(found) and all(0 <= v <= 1 for v in found)
+
+
 @dataclass(frozen=True)
 class CodeRecipe(SingleRunRecipe):
     """Settings of the code recipe: the shared fields (``batch_size``: pairs per step, every other
@@ -51,6 +60,13 @@ class CodeRecipe(SingleRunRecipe):
     )
     query_max_length: int = setting(64, "Tokens of a query.", (lambda v: v >= 4, "an integer ≥ 4"))
     max_length: int = setting(256, "Tokens of a definition's code (longer code is cut).", (lambda v: v >= 16, "an integer ≥ 16"))
+    fusion_weights: str = setting(
+        "0.5,0.6,0.7,0.8,0.9,1",
+        "The hybrid fusion weights α tried on the dev fold with the tuned model; one that beats the declared "
+        "source-code α there is saved as the model's search.fusion_weight (encodr.json), which an index built with "
+        "the model uses unless a search gives its own.",
+        (_weights, "comma-separated numbers in [0, 1]"),
+    )
     batch_size: int = setting(32, rule=(lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"))
     epochs: int = 3
     lr: float = 2e-5

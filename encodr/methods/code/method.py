@@ -14,6 +14,29 @@ from ...training import Outcome, RunContext
 from .pairs import code_stream, dev_folder, in_dev, mine_negatives, read_units
 
 
+def choose_fusion(evaluator, encoder, weights: str) -> tuple[dict, str]:
+    """The hybrid fusion weight α for an index of code built with the tuned ``encoder``, chosen on
+    the dev fold (``evaluator``: its :class:`~encodr.evaluation.retrieval.RetrievalEvaluator`)
+    among ``weights`` (comma-separated) and the declared source-code α
+    (:data:`~encodr.index.fusion.CODE_ALPHA`), by mean hybrid nDCG@10; ties keep the declared one.
+
+    Returns:
+        (``{"fusion_weight": α}`` when another α beats the declared one, else ``{}``; a line
+        saying the dev fold's hybrid nDCG@10 at the declared α and at the chosen one).
+    """
+    from ...index.fusion import CODE_ALPHA
+    from ...index.options import HYBRID, SearchOptions
+
+    alphas = sorted({float(w) for w in weights.replace(" ", "").split(",") if w} | {CODE_ALPHA})
+    ranked = evaluator.ranked(encoder, tuple(SearchOptions(mode=HYBRID, fusion_weight=a) for a in alphas))
+    means = {a: float(evaluator.per_query(r).mean()) for a, r in zip(alphas, ranked.values())}
+    best = max(alphas, key=lambda a: (means[a], a == CODE_ALPHA))
+    line = f"dev hybrid nDCG@10 {means[CODE_ALPHA]:.2f} at the declared α {CODE_ALPHA:g}"
+    if best == CODE_ALPHA:
+        return {}, line + ", kept"
+    return {"fusion_weight": best}, line + f", {means[best]:.2f} at α {best:g}, saved"
+
+
 def run(ctx: RunContext) -> Outcome:
     """Fine-tune ``ctx.request.models[0]`` on the documented definitions of the source folder
     ``ctx.request.data``.
@@ -72,6 +95,7 @@ def run(ctx: RunContext) -> Outcome:
         result = fit_selected(
             ctx, encoder, [code_stream(encoder, train, negatives, recipe, ctx.trainer.world)], recipe, devset, report
         )
+        search, fusion = choose_fusion(devset.evaluator, encoder, recipe.fusion_weights) if devset else ({}, None)
     ctx.save(".", encoder.save)
     summary, metrics, shown = fit_report(ctx, result, devset)
     curve = [p["dev"] for p in result.dev_curve]
@@ -85,6 +109,8 @@ def run(ctx: RunContext) -> Outcome:
         "dev_after": max(curve) if curve else None,
         **summary,
         "dev": "the dev fold of the documented definitions" if dev else None,
+        "fusion_weight": fusion,
+        "search": search,
     }
     rows = [
         {"kind": "tune", "model": encoder.name, "data": str(request.data), "strings": len(train), "out": ".", "metrics": metrics}
@@ -93,5 +119,5 @@ def run(ctx: RunContext) -> Outcome:
         summary,
         rows,
         result.log,
-        ("base_model", "data", "definitions", "pairs", "dev_queries", "dev_before", "dev_after", *shown),
+        ("base_model", "data", "definitions", "pairs", "dev_queries", "dev_before", "dev_after", "fusion_weight", *shown),
     )

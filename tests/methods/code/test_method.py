@@ -111,6 +111,7 @@ def test_tune_code_saves_a_sentence_transformer_with_its_dev_figures(tiny_model,
         and summary["dev_after"] >= summary["dev_before"]
     )
     assert summary["dev_curve"][0]["step"] == 0  # the starting model is a candidate
+    assert summary["fusion_weight"].startswith("dev hybrid nDCG@10") and set(summary["search"]) <= {"fusion_weight"}
     assert SentenceTransformer(str(out), device="cpu").encode(["measure a river"]).shape == (1, 32)
     code, _, err = run_cli(
         ["index", str(tmp_path / "src"), "--model", str(out), "--out", str(tmp_path / "idx")], capsys, monkeypatch
