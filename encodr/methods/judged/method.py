@@ -87,13 +87,45 @@ class Component:
         )
 
 
+def _judged(data: JudgedData) -> tuple[dict[str, set[str]], dict[str, list[str]], list[tuple[str, str]]]:
+    """(query → its relevant document ids, query → its documents judged not relevant, every
+    (query, relevant document id) pair).
+
+    Raises:
+        EncodrError: no judgment grades a document relevant.
+    """
+    relevant: dict[str, set[str]] = {}
+    rejected: dict[str, list[str]] = {}
+    for j in data.judgments:
+        if j.grade > 0:
+            relevant.setdefault(j.query, set()).add(j.doc)
+        else:
+            rejected.setdefault(j.query, []).append(j.doc)
+    pairs = [(q, d) for q, docs in relevant.items() for d in sorted(docs)]
+    if not pairs:
+        raise EncodrError("no judgment grades a document relevant (grade 1 or 2); judge some hits relevant")
+    return relevant, rejected, pairs
+
+
+def _assembled(data: JudgedData, judged: tuple, mined: list[list[str]], wanted: int) -> list[Example]:
+    """One :class:`Example` per pair of ``judged`` (:func:`_judged`): the query's documents judged not
+    relevant first, then its ``mined`` texts, leaving out texts equal to a relevant document's."""
+    relevant, rejected, pairs = judged
+    out = []
+    for (query, doc), candidates in zip(pairs, mined):
+        bad = {data.corpus[d] for d in relevant[query]}
+        first = [data.corpus[d] for d in rejected.get(query, []) if d in data.corpus]
+        negatives = list(dict.fromkeys(t for t in first + candidates if t not in bad))[:wanted]
+        out.append(Example(query, data.corpus[doc], negatives))
+    return out
+
+
 def examples(data: JudgedData, encoder, recipe: JudgedRecipe, wanted: int) -> list[Example]:
     """One :class:`Example` per judged (query, relevant document), each with up to
     ``wanted`` negatives: the query's documents judged not relevant (grade 0), then hard
     negatives mined from the corpus by ``encoder`` (sentence-transformers' ``mine_hard_negatives``,
-    ``relative_margin`` = ``recipe.margin``: near-duplicates of the positive skipped; in bfloat16
-    where :func:`bf16_scoring`), leaving out every document judged relevant to the query (and
-    texts equal to one).
+    ``relative_margin`` = ``recipe.margin``: near-duplicates of the positive skipped), leaving out
+    every document judged relevant to the query (and texts equal to one).
 
     Raises:
         EncodrError: no judgment grades a document relevant.
@@ -101,22 +133,12 @@ def examples(data: JudgedData, encoder, recipe: JudgedRecipe, wanted: int) -> li
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
 
-    judged = data.judgments
-    relevant: dict[str, set[str]] = {}
-    rejected: dict[str, list[str]] = {}
-    for j in judged:
-        if j.grade > 0:
-            relevant.setdefault(j.query, set()).add(j.doc)
-        else:
-            rejected.setdefault(j.query, []).append(j.doc)
-    pairs = [(q, data.corpus[d]) for q, docs in relevant.items() for d in sorted(docs)]
-    if not pairs:
-        raise EncodrError("no judgment grades a document relevant (grade 1 or 2); judge some hits relevant")
+    judged = _judged(data)
+    pairs = [(q, data.corpus[d]) for q, d in judged[2]]
     mined: list[list[str]] = [[] for _ in pairs]
     if wanted:
         dataset = Dataset.from_dict({"query": [q for q, _ in pairs], "positive": [p for _, p in pairs]})
-        fast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16_scoring(encoder))  # a ranking only
-        with contextlib.redirect_stderr(io.StringIO()), fast:  # its encode bars: encodr draws its own progress
+        with contextlib.redirect_stderr(io.StringIO()):  # its encode bars: encodr draws its own progress
             found = mine_hard_negatives(
                 dataset,
                 encoder.st,
@@ -133,13 +155,39 @@ def examples(data: JudgedData, encoder, recipe: JudgedRecipe, wanted: int) -> li
         columns = [c for c in found.column_names if c.startswith("negative")]
         by_pair = {(row["query"], row["positive"]): [row[c] for c in columns if row[c]] for row in found}
         mined = [by_pair.get(pair, []) for pair in pairs]
-    out = []
-    for (query, positive), candidates in zip(pairs, mined):
-        bad = {data.corpus[d] for d in relevant[query]}
-        first = [data.corpus[d] for d in rejected.get(query, []) if d in data.corpus]
-        negatives = list(dict.fromkeys(t for t in first + candidates if t not in bad))[:wanted]
-        out.append(Example(query, positive, negatives))
-    return out
+    return _assembled(data, judged, mined, wanted)
+
+
+def indexed_examples(data: JudgedData, dev: "DevIndex", recipe: JudgedRecipe, wanted: int) -> list[Example]:
+    """:func:`examples`, its negatives mined from ``dev`` (the starting model's index of the
+    corpus, which cross-validation builds anyway) instead of a second encoding of the corpus:
+    each query's documents in the order of its dense search (best passage), with the rule of
+    sentence-transformers' ``mine_hard_negatives`` ("top", ``relative_margin``): a candidate whose
+    cosine exceeds (1 − ``recipe.margin``) × the positive's (its whole text, encoded by the same
+    model) is a near-duplicate and skipped.
+
+    Raises:
+        EncodrError: no judgment grades a document relevant.
+    """
+    from ...index.options import DENSE, SearchOptions
+
+    judged = _judged(data)
+    relevant, _, pairs = judged
+    if not wanted:
+        return _assembled(data, judged, [[] for _ in pairs], wanted)
+    queries = list(relevant)
+    depth = wanted + EXTRA_MINED + max(len(d) for d in relevant.values())
+    _, hits = dev.searcher.query(queries, SearchOptions(mode=DENSE, k=depth))
+    found = dict(zip(queries, hits))
+    encoder = dev.searcher.encoder
+    asked = encoder.encode([q for q, _ in pairs], prompt=encoder.prompt("query"))
+    positive = encoder.encode([data.corpus[d] for _, d in pairs], prompt=encoder.prompt("document"))
+    ceiling = (asked * positive).sum(axis=1) * (1 - recipe.margin)
+    mined = [
+        [data.corpus[h.ext_id] for h in found[q] if h.ext_id in data.corpus and h.ext_id not in relevant[q] and h.score <= top]
+        for (q, _), top in zip(pairs, ceiling)
+    ]
+    return _assembled(data, judged, mined, wanted)
 
 
 def mnrl_stream(encoder, items: list[Example], recipe, world: int, negatives: int, name: str = "judged") -> Stream:
@@ -363,13 +411,10 @@ def run(ctx: RunContext) -> Outcome:
         }
         if len(queries) < recipe.min_queries and not request.no_dev:
             return _start_kept(ctx, data, encoder, base, len(queries))
-        mining = time.perf_counter()
-        items = _mine(ctx, data, encoder)
-        mining = round(time.perf_counter() - mining, 2)
         if request.no_dev:
-            run_ = _without_selection(ctx, encoder, items)
+            run_ = _without_selection(ctx, encoder, _mine(ctx, data, encoder))
         else:
-            run_ = _cross_validated(ctx, data, encoder, items)
+            run_ = _cross_validated(ctx, data, encoder)
         ctx.save(".", encoder.save)
         if run_.cross is not None and "rerank" in run_.search:
             run_.cross.tuned = run_.search.pop("rerank")
@@ -393,7 +438,7 @@ def run(ctx: RunContext) -> Outcome:
         "components": [c.__dict__ for c in components],
         "kept": kept or "start",
         "search": search,
-        "seconds": {"mine negatives": mining, **run_.seconds, "total": round(time.perf_counter() - started, 2)},
+        "seconds": {**run_.seconds, "total": round(time.perf_counter() - started, 2)},
         "device": ctx.trainer.device,
     }
     return Outcome(
@@ -429,12 +474,14 @@ def _start_kept(ctx: RunContext, data: JudgedData, encoder, base: dict, n: int) 
     )
 
 
-def _mine(ctx: RunContext, data: JudgedData, encoder) -> list[Example]:
-    """Every judged pair with its negatives, mined once by the starting model (:func:`examples`)."""
+def _mine(ctx: RunContext, data: JudgedData, encoder, dev: "DevIndex | None" = None) -> list[Example]:
+    """Every judged pair with its negatives, mined once by the starting model: from ``dev``, its
+    index of the corpus, when there is one (:func:`indexed_examples`), else by encoding the corpus
+    (:func:`examples`)."""
     recipe = ctx.recipe
     wanted = max(recipe.negatives, recipe.cross_negatives if recipe.cross else 0)
     ctx.progress(ProgressEvent("mine negatives", 0, 1))
-    items = examples(data, encoder, recipe, wanted)
+    items = indexed_examples(data, dev, recipe, wanted) if dev is not None else examples(data, encoder, recipe, wanted)
     ctx.progress(ProgressEvent("mine negatives", 1, 1))
     return items
 
@@ -503,9 +550,10 @@ def _score_index(folds: Folds, data: JudgedData, encoder, fold: int, keys=None, 
         folds.score_fold(dev, fold, keys, rename)
 
 
-def _cross_validated(ctx: RunContext, data: JudgedData, encoder, items: list[Example]) -> Chosen:
-    """k-fold cross-validation of every component (:mod:`.crossval`), then the final model
-    trained on every judged query with the kept components, and the query adapter on its index."""
+def _cross_validated(ctx: RunContext, data: JudgedData, encoder) -> Chosen:
+    """The starting model's index of the corpus, every judged pair's negatives mined from it,
+    k-fold cross-validation of every component (:mod:`.crossval`), then the final model trained
+    on every judged query with the kept components, and the query adapter on its index."""
     recipe = ctx.recipe
     state = {k: v.detach().to("cpu", copy=True) for k, v in encoder.st.state_dict().items()}
     frozen = load_encoder(ctx.request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
@@ -513,6 +561,9 @@ def _cross_validated(ctx: RunContext, data: JudgedData, encoder, items: list[Exa
     with corpus_index(data.folder, frozen) as start_dev:
         folds = Folds(Plan.of(start_dev, recipe))
         folds.timed("index", started)
+        started = time.perf_counter()
+        items = _mine(ctx, data, frozen, start_dev)
+        folds.timed("mine negatives", started)
         folds.score_start(start_dev)
         each_fold(ctx, folds, _one_fold(ctx, data, encoder, items, state, start_dev, folds))
         encoder.st.load_state_dict(state)

@@ -175,3 +175,25 @@ def test_tuned_search_settings_are_the_defaults_a_search_uses(tmp_path, tiny_mod
         fresh.resolve(SearchOptions(rerank_depth=3), again).rerank_depth == 3
         and fresh.resolve(SearchOptions(), cross).rerank_depth == 50
     )
+
+
+def test_negatives_mined_from_the_start_index_are_never_judged_relevant(tmp_path, tiny_model):
+    from encodr.methods.judged.data import read_judged
+    from encodr.methods.judged.method import corpus_index, indexed_examples
+    from encodr.models import load_encoder
+
+    root = toy_beir(tmp_path / "beir", 40)
+    lines = (root / "qrels" / "train.tsv").read_text().splitlines()
+    rejected = [f"{line.split()[0]}\td59\t0" for line in lines[1:] if line.split()[1] != "d59"]
+    (root / "qrels" / "train.tsv").write_text("\n".join([*lines, *rejected]) + "\n")  # d59 judged not relevant
+    data = read_judged(None, str(root), tmp_path / "judged")
+    recipe = load_recipe("judged", FAST)
+    with corpus_index(data.folder, load_encoder(str(tiny_model), "auto", "mean", 32)) as dev:
+        items = indexed_examples(data, dev, recipe, 3)
+    relevant = {}
+    for j in data.judgments:
+        if j.grade > 0:
+            relevant.setdefault(j.query, set()).add(data.corpus[j.doc])
+    assert items and all(len(e.negatives) <= 3 and not relevant[e.query] & set(e.negatives) for e in items)
+    other = [e for e in items if data.corpus["d59"] not in relevant[e.query]]
+    assert other and all(e.negatives[0] == data.corpus["d59"] for e in other)  # the one judged not relevant comes first
