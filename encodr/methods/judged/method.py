@@ -322,10 +322,11 @@ class DevIndex:
 
 
 def bf16_scoring(encoder) -> bool:
-    """Whether the run's own indexes and mining should encode with ``encoder`` in bfloat16: on a
-    CPU that multiplies bfloat16 natively (:func:`~encodr.models.encoder.cpu_has_bf16`), where it
-    is faster and ranks as float32 does (``bench/cpu_precision.py``: SciFact nDCG@10). The saved
-    model and the user's indexes are untouched; every ranking a comparison reads is scored alike."""
+    """Whether the run's own indexes (and so its mining) should encode with ``encoder`` in
+    bfloat16: on a CPU that multiplies bfloat16 natively (:func:`~encodr.models.encoder.cpu_has_bf16`),
+    where it ranks as float32 does (``bench/cpu_precision.py``: SciFact nDCG@10) and is not slower
+    (faster with AMX: ``bench/backend_choice.py``). The saved model and the user's indexes are
+    untouched; every ranking a comparison reads is scored alike."""
     from ...models.encoder import cpu_has_bf16
 
     return hasattr(encoder, "bf16") and encoder.st.device.type == "cpu" and cpu_has_bf16()
