@@ -373,7 +373,7 @@ def read_tuned(root: Path, fingerprint: str) -> dict:
 
 
 def write_tuned(root: Path, fingerprint: str, search: dict, model: str) -> None:
-    """Store ``search`` (settings chosen on the dev fold) with the index at ``root``, for the
+    """Store ``search`` (settings chosen by cross-validation over the judgments) with the index at ``root``, for the
     model of weights ``fingerprint`` (``model``: its path, for people), atomically.
 
     Raises:

@@ -46,7 +46,7 @@ class TuneJob:
         announce: receives the one start line (``tuning MODEL with recipe NAME → OUT``), in
             the main process only, once the processes are up.
         index: an index whose judgments a method learns from (the ``judged`` recipe).
-        no_dev: train without holding out a dev fold, so without selection (the ``judged`` recipe).
+        no_dev: train without selection: no cross-validation (the ``judged`` recipe) or dev fold (``code``).
     """
 
     out: Path

@@ -107,7 +107,8 @@ class TrainPane(Vertical):
                 yield Label("judged recipe: the index whose judgments it learns from (blank: the data file, a BEIR folder)")
                 yield TextBox(placeholder="index folder or workspace name", id=widget_id(TuneRequest, "index"))
                 yield Checkbox(
-                    "no dev fold (too few judged queries: train without selection)", id=widget_id(TuneRequest, "no_dev")
+                    "no selection (too few judged queries or documented definitions: train on them all)",
+                    id=widget_id(TuneRequest, "no_dev"),
                 )
             with Vertical(id="train-monitor"):
                 yield ProgressBar(id="train-bar", show_eta=False)

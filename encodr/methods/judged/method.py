@@ -49,7 +49,7 @@ class Example:
 
 @dataclass
 class Component:
-    """One component's dev comparison: nDCG@10 × 100 on the dev fold before and after, and whether it was kept."""
+    """One component's comparison: cross-validated nDCG@10 × 100 before and after, and whether it was kept."""
 
     name: str
     metric: str
