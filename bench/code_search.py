@@ -202,8 +202,8 @@ def prose(label: str, name: str, model: str | None) -> dict:
 
 def tune(folders: list[Path], out: Path) -> tuple[str, dict]:
     """``encodr tune FOLDER --recipe code --out OUT`` on the folders given (several: copied into one);
-    returns the model's path and what its run says of itself: the wall time (s), the pairs, and the
-    dev fold's nDCG@10 before and after (from its ``encodr.json``)."""
+    returns the model's path and what its run says of itself: the wall time (s), the pairs, the dev
+    fold's nDCG@10 before and after, and the hybrid α it chose there (from its ``encodr.json``)."""
     import shutil
 
     from typer.testing import CliRunner
@@ -222,7 +222,8 @@ def tune(folders: list[Path], out: Path) -> tuple[str, dict]:
     seconds = time.perf_counter() - start
     meta = json.loads((out / "encodr.json").read_text()) if (out / "encodr.json").exists() else {}
     summary = meta.get("summary", meta)
-    info = {"tune_s": round(seconds, 1), **{k: summary.get(k) for k in ("pairs", "dev_queries", "dev_before", "dev_after")}}
+    kept = ("pairs", "dev_queries", "dev_before", "dev_after", "fusion_weight")
+    info = {"tune_s": round(seconds, 1), **{k: summary.get(k) for k in kept}}
     print(f"tuned {out.name} in {seconds:.0f} s: {info}", file=sys.stderr, flush=True)
     return str(out), info
 
