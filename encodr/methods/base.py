@@ -10,9 +10,29 @@ from typing import Any, Callable
 
 from ..errors import EncodrError, S
 from ..models.encoder import POOLINGS, RAW_POOLINGS
-from ..settings import Rules, field_rules, like, setting
+from ..settings import Rule, Rules, field_rules, like, setting
 from ..training.args import OptimArgs
 from ..training.run import Outcome, RunContext
+
+
+def number_list(value: str) -> list[float]:
+    """The numbers of a comma-separated grid (``"0.3,0.5,0.7"``), in order. Raises ValueError
+    on a part that is not a number."""
+    return [float(part) for part in str(value).replace(" ", "").split(",") if part]
+
+
+def grid_rule(low: float, high: float | None, says: str) -> Rule:
+    """The rule of a recipe setting that is a comma-separated grid (:func:`number_list`): at least
+    one number, each in [``low``, ``high``] (``high`` None: no upper bound); ``says`` names it."""
+
+    def ok(value: str) -> bool:
+        try:
+            found = number_list(value)
+        except ValueError:
+            return False
+        return bool(found) and all(v >= low and (high is None or v <= high) for v in found)
+
+    return (ok, says)
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...settings import setting
-from ..base import SingleRunRecipe
+from ..base import SingleRunRecipe, grid_rule
 
 QUERIES = ("summary", "docstring")
-
-
-def _weights(value: str) -> bool:
-    """A comma-separated grid of numbers in [0, 1]."""
-    try:
-        found = [float(part) for part in str(value).replace(" ", "").split(",") if part]
-    except ValueError:
-        return False
-    return bool(found) and all(0 <= v <= 1 for v in found)
 
 
 @dataclass(frozen=True)
@@ -65,7 +56,7 @@ class CodeRecipe(SingleRunRecipe):
         "The hybrid fusion weights α tried on the dev fold with the tuned model; one that beats the declared "
         "source-code α there is saved as the model's search.fusion_weight (encodr.json), which an index built with "
         "the model uses unless a search gives its own.",
-        (_weights, "comma-separated numbers in [0, 1]"),
+        grid_rule(0, 1, "comma-separated numbers in [0, 1]"),
     )
     batch_size: int = setting(32, rule=(lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"))
     epochs: int = 3

@@ -26,8 +26,9 @@ def choose_fusion(evaluator, encoder, weights: str) -> tuple[dict, str]:
     """
     from ...index.fusion import CODE_ALPHA
     from ...index.options import HYBRID, SearchOptions
+    from ..base import number_list
 
-    alphas = sorted({float(w) for w in weights.replace(" ", "").split(",") if w} | {CODE_ALPHA})
+    alphas = sorted(set(number_list(weights)) | {CODE_ALPHA})
     ranked = evaluator.ranked(encoder, tuple(SearchOptions(mode=HYBRID, fusion_weight=a) for a in alphas))
     means = {a: float(evaluator.per_query(r).mean()) for a, r in zip(alphas, ranked.values())}
     best = max(alphas, key=lambda a: (means[a], a == CODE_ALPHA))

@@ -6,24 +6,7 @@ from dataclasses import dataclass, replace
 
 from ...settings import Rule, setting
 from ...training.args import OptimArgs
-from ..base import SingleRunRecipe
-
-
-def number_list(value: str) -> list[float]:
-    """The numbers of a comma-separated grid (``"0.3,0.5,0.7"``), in order. Raises ValueError
-    on a part that is not a number."""
-    return [float(part) for part in str(value).replace(" ", "").split(",") if part]
-
-
-def _grid(low: float, high: float | None):
-    def ok(value: str) -> bool:
-        try:
-            found = number_list(value)
-        except ValueError:
-            return False
-        return bool(found) and all(v >= low and (high is None or v <= high) for v in found)
-
-    return ok
+from ..base import SingleRunRecipe, grid_rule
 
 
 def _length(low: int) -> Rule:
@@ -113,11 +96,11 @@ class JudgedRecipe(SingleRunRecipe):
         "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1",
         "The hybrid fusion weights α tried, one α for every text, against the fusion's declared weights (each "
         "fold's queries ranked with the α best on the other folds).",
-        (_grid(0, 1), "comma-separated numbers in [0, 1]"),
+        grid_rule(0, 1, "comma-separated numbers in [0, 1]"),
     )
-    rerank_depths: str = setting("10,20,50", "The re-ranker's depths tried.", (_grid(1, None), "comma-separated integers ≥ 1"))
+    rerank_depths: str = setting("10,20,50", "The re-ranker's depths tried.", grid_rule(1, None, "comma-separated integers ≥ 1"))
     rerank_weights: str = setting(
-        "0.25,0.5,0.75,1", "The re-ranker's weights tried.", (_grid(0, 1), "comma-separated numbers in [0, 1]")
+        "0.25,0.5,0.75,1", "The re-ranker's weights tried.", grid_rule(0, 1, "comma-separated numbers in [0, 1]")
     )
     adapter: bool = setting(
         True,

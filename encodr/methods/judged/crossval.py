@@ -32,8 +32,9 @@ import numpy as np
 
 from ...progress import ProgressEvent
 from ...training import FitOptions, RunContext
+from ..base import number_list
 from .adapter import document_folds
-from .config import JudgedRecipe, number_list
+from .config import JudgedRecipe
 
 
 @dataclass
@@ -165,7 +166,8 @@ class Folds:
         self.timed("search", started)
 
     def fit(self, ctx: RunContext, module, stream, optim, phase: str, description: str) -> None:
-        """Train ``module`` on ``stream`` without selection; its steps go to the log under ``phase``."""
+        """Train ``module`` on ``stream`` without selection; its time counts toward ``phase`` and its
+        steps go to the log with ``description`` as their ``phase``."""
         started = time.perf_counter()
         result = ctx.trainer.fit(
             module, [stream], optim, FitOptions(progress=ctx.progress, on_step=ctx.request.on_step, description=description)
