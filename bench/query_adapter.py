@@ -5,7 +5,7 @@ The set: SciFact's shared train judgments (``../shared/data/retrieval/scifact``:
 809 queries). As the judged recipe does, only the train and dev folds of
 ``encodr.index.judgments.fold`` (a hash of the query: 80 % of the queries) are read; the test fold
 and SciFact's test split are never read. The corpus is indexed once (``encodr.index.build``, flat,
-the model's default backend). The queries are split into the recipe's ``adapter_folds`` folds by
+the model's default backend). The queries are split into 5 folds (``FOLDS``) by
 ``encodr.methods.judged.adapter.fold_of``; each fold is searched with an adapter fitted on the
 others (``fit``, the recipe's rank and scale), and the per-query nDCG@10 (documents by their best
 passage, binary relevance) is compared with the model alone, dense and hybrid (the default fusion):
@@ -36,6 +36,7 @@ from common import RESULTS, print_table, write_json  # noqa: E402
 from cpu_precision import cpu_flags  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval" / "scifact"
+FOLDS = 5  # the folds of this bench's cross-validation (the judged recipe's adapter is scored on the recipe's own folds)
 QUICK = ["--documents", "300", "--queries", "40", "--out", "{tmp}/query_adapter.json"]
 
 
@@ -85,8 +86,8 @@ def measure(searcher, judged: dict[str, set[str]], recipe, config: tuple | None 
     rank, *schedule = config or (recipe.adapter_rank, *SCHEDULE)
     before = {m: searched_ndcg(searcher, queries, relevant, m) for m in modes}
     protocols = {
-        "by query": np.asarray([fold_of(q, recipe.adapter_folds) for q in queries]),
-        "by document": np.asarray(document_folds(queries, relevant, recipe.adapter_folds)),
+        "by query": np.asarray([fold_of(q, FOLDS) for q in queries]),
+        "by document": np.asarray(document_folds(queries, relevant, FOLDS)),
     }
     rows = []
     judged_set = Judged(queries, relevant, pairs)
@@ -160,7 +161,7 @@ def main() -> None:
         {
             "model": args.model,
             "data": "scifact qrels/train.tsv, folds train+dev",
-            "folds": recipe.adapter_folds,
+            "folds": FOLDS,
             "rank": recipe.adapter_rank,
             "documents": args.documents or "all",
             "cpu_flags": cpu_flags(),

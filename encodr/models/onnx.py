@@ -68,12 +68,14 @@ def _input_names(encoder: Encoder) -> list[str]:
     return [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in keys]
 
 
-def export(encoder: Encoder, backend: str) -> Path:
+def export(encoder: Encoder, backend: str, folder: Path | None = None) -> Path:
     """The ONNX file of ``encoder`` for ``backend``, exported (and quantised) on first use.
 
     Args:
         encoder: a torch :class:`~encodr.models.Encoder`.
         backend: ``onnx`` or ``onnx-int8``.
+        folder: where the file goes; default the workspace's cache (:func:`export_dir`). A run
+            that exports models it will not keep (the judged recipe's folds) passes a temporary one.
 
     Returns:
         Path of the cached ``.onnx`` file.
@@ -83,7 +85,7 @@ def export(encoder: Encoder, backend: str) -> Path:
     """
     import torch
 
-    folder = export_dir(encoder)
+    folder = export_dir(encoder) if folder is None else folder
     target = folder / FILES[backend]
     if target.is_file():
         return target
@@ -91,7 +93,7 @@ def export(encoder: Encoder, backend: str) -> Path:
     if backend == "onnx-int8":
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        source = export(encoder, "onnx")
+        source = export(encoder, "onnx", folder)
         root = logging.getLogger()
         level = root.level
         root.setLevel(
@@ -234,11 +236,11 @@ class NotExportable(EncodrError):
         self.encoder = encoder
 
 
-def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None) -> Encoder:
+def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None, folder: Path | None = None) -> Encoder:
     """``encoder`` with its forward pass in onnxruntime (``backend``: ``onnx`` or ``onnx-int8``),
-    exported on first use (:func:`export`). With ``key`` (:func:`source_key`), the export's
-    tokenizer and record are saved too, so that :func:`exported_encoder` opens this model
-    without torch next time.
+    exported on first use (:func:`export`, into ``folder`` when given). With ``key``
+    (:func:`source_key`), the export's tokenizer and record are saved too, so that
+    :func:`exported_encoder` opens this model without torch next time.
 
     Raises:
         EncodrError: onnxruntime is not installed, the export fails, or ``encoder`` is a static
@@ -251,7 +253,7 @@ def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None) -> Enco
             f"use {S.backend} torch or auto",
             encoder,
         )
-    path = export(encoder, backend)
+    path = export(encoder, backend, folder)
     if key is not None:
         _remember(encoder, key)
     return Encoder(encoder.st, encoder.name, OnnxForward(encoder.st, backend, path))

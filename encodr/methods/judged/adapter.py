@@ -8,14 +8,14 @@ scale s = 1/τ, full batch, Adam, ``V`` under weight decay so the map stays near
 Chroma's and LlamaIndex's adapters train a full linear map on (query, document) pairs; this one is
 low-rank and residual, and is judged on queries it did not see before it is kept.
 
-Selection (:func:`cross_validated`): the queries are split into ``adapter_folds`` folds, queries
-that share a relevant document in the same fold (:func:`document_folds`), so that a held-out
-query's documents were never a training query's: an adapter that only learned the judged
-documents (which lifts queries about them and lowers the others) is not kept. Each fold's dense
-nDCG@10 is measured with an adapter fitted on the other folds and compared query by query with
-the model alone; the adapter fitted on every query is kept when that cross-validated gain is
-positive with a one-sided paired randomization test's p below ``adapter_keep_p``, measured in
-the search the index gives by default (hybrid where it has a keyword index).
+Selection (:meth:`~.crossval.Folds.score_adapter`): on the recipe's cross-validation folds
+(:func:`document_folds`: queries that share a relevant document in one fold, so that a held-out
+query's documents were never a training query's, and an adapter that only learned the judged
+documents is not kept), each fold's queries are searched with an adapter fitted on the other
+folds' queries, on the starting model's index and on the index of the fold's own model; the
+adapter is kept by the recipe's rule, against the same model without it, in the search the
+index gives by default (hybrid where it has a keyword index). :func:`held_out` scores other
+splits (``bench/query_adapter.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +45,10 @@ class Pairs:
     positives: np.ndarray
     negatives: np.ndarray
     mask: np.ndarray
+
+    def subset(self, rows: np.ndarray) -> "Pairs":
+        """The pairs of the queries at ``rows`` (int (m,))."""
+        return Pairs(self.queries[rows], self.positives[rows], self.negatives[rows], self.mask[rows])
 
 
 def fold_of(query: str, folds: int) -> int:
@@ -176,7 +180,7 @@ def held_out(
         if len(train) < 2:
             continue
         started = time.perf_counter()
-        u, v = fit(_subset(judged.pairs, train), recipe.adapter_rank, recipe.scale, recipe.seed, schedule)
+        u, v = fit(judged.pairs.subset(train), recipe.adapter_rank, recipe.scale, recipe.seed, schedule)
         seconds["fit"] = seconds.get("fit", 0.0) + time.perf_counter() - started
         started = time.perf_counter()
         searcher.adapter = QueryAdapter(u, v, searcher.fingerprint, {})
@@ -187,42 +191,3 @@ def held_out(
             searcher.adapter = None
         seconds["search"] = seconds.get("search", 0.0) + time.perf_counter() - started
     return after
-
-
-def cross_validated(searcher, judged: dict[str, set[str]], recipe) -> tuple[QueryAdapter | None, dict]:
-    """The adapter fitted on every query of ``judged`` (query → its relevant documents), and its
-    report: the cross-validated per-query nDCG@10 of the index's default search (hybrid where it
-    has a keyword index, else dense) before and after (means), the gain's p,
-    the queries and folds, and whether it is kept (:data:`recipe.adapter_keep_p`). The adapter is
-    None when it is not kept. ``searcher`` must hold no adapter; it holds none after."""
-    from ...evaluation.significance import improvement_p
-    from ...index.options import DENSE, HYBRID
-
-    mode = HYBRID if searcher.index.has_keywords else DENSE  # the index's default search
-    queries = list(judged)
-    relevant = [judged[q] for q in queries]
-    pairs = mine(searcher, queries, relevant)
-    before = searched_ndcg(searcher, queries, relevant, mode)
-    folds = np.asarray(document_folds(queries, relevant, recipe.adapter_folds))
-    after = held_out(searcher, Judged(queries, relevant, pairs), folds, recipe, (mode,))[mode]
-    after = np.where(np.isnan(after), before, after)  # a fold with too few others to fit keeps the model's scores
-    p = improvement_p(before, after)
-    kept = float(after.mean()) > float(before.mean()) and p < recipe.adapter_keep_p
-    report = {
-        "mode": mode,
-        "queries": len(queries),
-        "folds": recipe.adapter_folds,
-        "rank": recipe.adapter_rank,
-        "cv_before": round(float(before.mean()), 2),
-        "cv_after": round(float(after.mean()), 2),
-        "p": round(p, 4),
-        "kept": kept,
-    }
-    if not kept:
-        return None, report
-    u, v = fit(pairs, recipe.adapter_rank, recipe.scale, recipe.seed)
-    return QueryAdapter(u, v, searcher.fingerprint, report), report
-
-
-def _subset(pairs: Pairs, rows: np.ndarray) -> Pairs:
-    return Pairs(pairs.queries[rows], pairs.positives[rows], pairs.negatives[rows], pairs.mask[rows])

@@ -111,6 +111,11 @@ def first_stage(dev):
     return SearchOptions(mode=HYBRID if dev.has_keywords else DENSE)
 
 
+def _default_key(dev) -> str:
+    """The :class:`Scores` key of ``dev``'s default search: ``hybrid`` with a keyword index, else ``dense``."""
+    return "hybrid" if dev.has_keywords else "dense"
+
+
 def nested(candidates: dict[str, np.ndarray], folds: np.ndarray) -> tuple[np.ndarray, str]:
     """Each fold's rows scored by the candidate whose mean is best on the other folds' rows
     (nested choice), and the candidate best on every row (the final choice). ``candidates``:
@@ -164,6 +169,40 @@ class Folds:
             found = start_dev.per_query(options, cached, only=qids)
             self.scores.put(f"rerank@{depth},{weight:g}", rows, found, len(self.plan.qids))
         self.timed("search", started)
+
+    def score_adapter(self, dev, fold: int | None, recipe: JudgedRecipe):
+        """The query adapter's per-query scores in ``dev``'s default search (:func:`first_stage`),
+        each query searched with an adapter fitted on the other folds' queries
+        (:func:`.adapter.fit`, pairs mined by :func:`.adapter.mine`). With ``fold`` None, ``dev``
+        is the starting model's index and every fold is scored (``start["adapter"]``); returns
+        the pairs of every query (the final adapter's when the start is kept). With a fold,
+        ``dev`` is that fold's model's index, and its queries are scored (``held["adapter"]``);
+        returns None."""
+        from .adapter import fit, mine
+
+        started = time.perf_counter()
+        plan, n = self.plan, len(self.plan.qids)
+        relevant = [set(dev.evaluator.judged[q]) for q in plan.qids]
+        present = sorted(set(plan.folds.tolist())) if fold is None else [fold]
+        mined = mine(dev.searcher, plan.texts, relevant) if fold is None else None
+        scores = np.full(n, np.nan)
+        for f in present:
+            held, train = np.flatnonzero(plan.folds == f), np.flatnonzero(plan.folds != f)
+            if len(train) < 2:
+                continue
+            if mined is not None:
+                pairs = mined.subset(train)
+            else:
+                pairs = mine(dev.searcher, [plan.texts[i] for i in train], [relevant[i] for i in train])
+            u, v = fit(pairs, recipe.adapter_rank, recipe.scale, recipe.seed)
+            with dev.adapted(u, v):
+                scores[held] = dev.per_query(first_stage(dev), only=tuple(plan.qids[i] for i in held))
+        if fold is None:
+            self.scores.start["adapter"] = np.where(np.isnan(scores), self.scores.start[_default_key(dev)], scores)
+        else:
+            self.scores.put("adapter", np.flatnonzero(plan.folds == fold), scores[plan.folds == fold], n)
+        self.timed("query adapter", started)
+        return mined
 
     def fit(self, ctx: RunContext, module, stream, optim, phase: str, description: str) -> None:
         """Train ``module`` on ``stream`` without selection; its time counts toward ``phase`` and its

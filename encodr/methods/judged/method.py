@@ -281,6 +281,29 @@ class CachedScores:
         return np.asarray([self.seen[(query, t)] for t in texts], dtype=np.float32)
 
 
+def remembered(keyword_search):
+    """``keyword_search`` (:meth:`~encodr.index.reader.IndexReader.keyword_search`) answering a
+    call it has answered before from memory: a run's index does not change while it is open, and
+    its keyword side is the same for every fusion weight a grid tries, so each ranking after the
+    first pays for its dense side and fusion only. Calls with gathered statistics (not a plain
+    value) are not remembered."""
+    seen: dict = {}
+
+    def search(queries, k, where=None, query_langs=None, stats="shard"):
+        if not isinstance(stats, str):
+            return keyword_search(queries, k, where, query_langs, stats)
+        key = (tuple(queries), k, where, tuple(query_langs) if query_langs is not None else None, stats)
+        try:
+            hash(key)
+        except TypeError:  # a filter holding a list
+            return keyword_search(queries, k, where, query_langs, stats)
+        if key not in seen:
+            seen[key] = keyword_search(queries, k, where, query_langs, stats)
+        return seen[key]
+
+    return search
+
+
 class DevIndex:
     """The judged queries searched in an index of the corpus built by one encoder
     (:class:`~encodr.evaluation.retrieval.RetrievalEvaluator`'s index and metrics)."""
@@ -300,6 +323,8 @@ class DevIndex:
         self.searcher = Searcher(where, encoder=encoder)
         self.same = self.evaluator.same_text()
         self.has_keywords = self.searcher.index.has_keywords
+        if self.has_keywords:
+            self.searcher.index.keyword_search = remembered(self.searcher.index.keyword_search)
 
     def per_query(self, options, reranker=None, only: tuple[str, ...] | None = None) -> np.ndarray:
         """nDCG@10 × 100 of each judged query (only the query ids ``only``, in the evaluator's
@@ -317,38 +342,49 @@ class DevIndex:
         ranked = evaluator._rank(self.searcher, (replace(options, k=DEPTH),), reranker, self.same)
         return evaluator.per_query(next(iter(ranked.values())))
 
+    @contextlib.contextmanager
+    def adapted(self, u: np.ndarray, v: np.ndarray):
+        """This index's searches, inside the block, with the query adapter ``u``, ``v``
+        (float32 (d, r) each, :class:`~encodr.index.adapter.QueryAdapter`)."""
+        from ...index.adapter import QueryAdapter
+
+        self.searcher.adapter = QueryAdapter(u, v, self.searcher.fingerprint, {})
+        try:
+            yield
+        finally:
+            self.searcher.adapter = None
+
     def close(self) -> None:
         self.searcher.index.close()
 
 
-def bf16_scoring(encoder) -> bool:
-    """Whether the run's own indexes (and so its mining) should encode with ``encoder`` in
-    bfloat16: on a CPU that multiplies bfloat16 natively (:func:`~encodr.models.encoder.cpu_has_bf16`),
-    where it ranks as float32 does (``bench/cpu_precision.py``: SciFact nDCG@10) and is not slower
-    (faster with AMX: ``bench/backend_choice.py``). The saved model and the user's indexes are
-    untouched; every ranking a comparison reads is scored alike."""
-    from ...models.encoder import cpu_has_bf16
+def scoring_encoder(encoder, where: Path):
+    """The encoder the run's own indexes (and so its mining and its searches) use: on a CPU,
+    ``encoder``'s weights exported to ONNX float32 in ``where`` (a temporary folder,
+    :func:`~encodr.models.onnx.onnx_encoder`), whose vectors are torch's (the export is checked
+    against them) and which encodes long passages about twice as fast on a CPU
+    (``bench/notes/judged.md``); else, or where the export cannot be made, ``encoder`` itself.
+    The returned encoder shares ``encoder``'s modules: it serves until they are trained again."""
+    from ...models.onnx import onnx_encoder
 
-    return hasattr(encoder, "bf16") and encoder.st.device.type == "cpu" and cpu_has_bf16()
+    if getattr(encoder, "backend", None) != "torch" or encoder.st.device.type != "cpu" or encoder.static:
+        return encoder
+    try:
+        return onnx_encoder(encoder, "onnx", folder=where)
+    except EncodrError:
+        return encoder
 
 
 @contextlib.contextmanager
 def corpus_index(folder: Path, encoder):
-    """A :class:`DevIndex` of ``encoder``'s vectors of the run's corpus (in bfloat16 where
-    :func:`bf16_scoring`), removed after the block; ``encoder``'s precision is restored after."""
-    was = getattr(encoder, "bf16", False)
-    if bf16_scoring(encoder):
-        encoder.bf16 = True
-    try:
-        with tempfile.TemporaryDirectory(prefix="encodr-judged-dev-") as where:
-            found = DevIndex(folder, encoder, Path(where) / "index")
-            try:
-                yield found
-            finally:
-                found.close()
-    finally:
-        if hasattr(encoder, "bf16"):
-            encoder.bf16 = was
+    """A :class:`DevIndex` of the run's corpus encoded by ``encoder`` (through
+    :func:`scoring_encoder`), removed after the block."""
+    with tempfile.TemporaryDirectory(prefix="encodr-judged-dev-") as where:
+        found = DevIndex(folder, scoring_encoder(encoder, Path(where) / "onnx"), Path(where) / "index")
+        try:
+            yield found
+        finally:
+            found.close()
 
 
 def distill_triplets(
@@ -534,7 +570,7 @@ def _one_fold(ctx: RunContext, data: JudgedData, work, items: list[Example], sta
         cross = _train_cross(ctx, folds, train, "train", label) if recipe.cross else None
         if cross is not None:
             folds.score_reranker(start_dev, f, CachedScores(cross))
-        _score_index(folds, data, work, f)
+        _score_index(folds, data, work, f, adapter=recipe if recipe.adapter else None)
         if cross is not None and recipe.distill:
             triplets = distill_triplets(data, work, cross, recipe, {e.query for e in train}, ctx.progress)
             folds.fit(ctx, work.module, margin_stream(work, triplets, recipe), recipe.distill_optim(), "train", f"loop, {label}")
@@ -543,18 +579,23 @@ def _one_fold(ctx: RunContext, data: JudgedData, work, items: list[Example], sta
     return body
 
 
-def _score_index(folds: Folds, data: JudgedData, encoder, fold: int, keys=None, rename=None) -> None:
-    """Index the corpus with ``encoder`` and score fold ``fold``'s queries (:meth:`~.crossval.Folds.score_fold`)."""
+def _score_index(folds: Folds, data: JudgedData, encoder, fold: int, keys=None, rename=None, adapter=None) -> None:
+    """Index the corpus with ``encoder`` and score fold ``fold``'s queries
+    (:meth:`~.crossval.Folds.score_fold`; with ``adapter``, the recipe, also with a query
+    adapter at its settings, :meth:`~.crossval.Folds.score_adapter`)."""
     started = time.perf_counter()
     with corpus_index(data.folder, encoder) as dev:
         folds.timed("index", started)
         folds.score_fold(dev, fold, keys, rename)
+        if adapter is not None:
+            folds.score_adapter(dev, fold, adapter)
 
 
 def _cross_validated(ctx: RunContext, data: JudgedData, encoder) -> Chosen:
     """The starting model's index of the corpus, every judged pair's negatives mined from it,
-    k-fold cross-validation of every component (:mod:`.crossval`), then the final model trained
-    on every judged query with the kept components, and the query adapter on its index."""
+    k-fold cross-validation of every component (:mod:`.crossval`; the query adapter on the same
+    folds), then the final model trained on every judged query with the kept components, and
+    the final adapter when it was kept."""
     recipe = ctx.recipe
     state = {k: v.detach().to("cpu", copy=True) for k, v in encoder.st.state_dict().items()}
     frozen = load_encoder(ctx.request.models[0], recipe.pooling, recipe.raw_pooling, recipe.max_length, ctx.trainer.device)
@@ -566,18 +607,14 @@ def _cross_validated(ctx: RunContext, data: JudgedData, encoder) -> Chosen:
         items = _mine(ctx, data, frozen, start_dev)
         folds.timed("mine negatives", started)
         folds.score_start(start_dev)
+        start_pairs = folds.score_adapter(start_dev, None, recipe) if recipe.adapter else None
         each_fold(ctx, folds, _one_fold(ctx, data, encoder, items, state, start_dev, folds))
         encoder.st.load_state_dict(state)
         components, search = _decide(folds, recipe, start_dev.has_keywords)
         cross = _final(ctx, data, encoder, items, folds, {c.name for c in components if c.kept})
         if recipe.adapter:
-            if any(c.kept for c in components if c.name in ("bi-encoder", "seeded loop")):
-                started = time.perf_counter()
-                with corpus_index(data.folder, encoder) as final:
-                    folds.timed("index", started)
-                    components.append(_adapt(ctx, final, data, folds))
-            else:
-                components.append(_adapt(ctx, start_dev, data, folds))
+            tuned = any(c.kept for c in components if c.name == "bi-encoder")
+            _store_adapter(ctx, data, encoder, (start_dev, start_pairs, tuned), folds, components[-1])
     return Chosen(components, search, cross, folds.log, folds.seconds)
 
 
@@ -648,38 +685,49 @@ def _decide(folds: Folds, recipe: JudgedRecipe, keywords: bool) -> tuple[list[Co
         if reranker.kept:
             search["rerank"] = {"depth": int(depth), "weight": float(weight)}
         out.append(reranker)
+    if "adapter" in source:
+        out.append(_adapter_component(folds, recipe, source, "hybrid" if keywords else "dense", source is start))
     return out, search
 
 
-def _adapt(ctx: RunContext, dev: DevIndex, data: JudgedData, folds: Folds) -> Component:
-    """Learn the query adapter from every judged query, kept by its own cross-validation
-    (:func:`.adapter.cross_validated`) on ``dev``, the final model's index; with ``--index``,
-    store it with the index (:func:`encodr.index.adapter.write_adapter`), or remove the one stored
-    there for this model when it is not kept. Returns its :class:`Component`."""
-    from ...index import locate
-    from ...index.adapter import read_adapter, remove_adapter, write_adapter
-    from .adapter import cross_validated
+def _adapter_component(folds: Folds, recipe: JudgedRecipe, source: dict, key: str, start: bool) -> Component:
+    """The query adapter's comparison: ``source[key]`` (the default search of the model kept,
+    ``start`` or the folds' models) against the same with the adapter fitted on the other folds."""
+    note = f"{len(folds.plan.qids)} queries, rank {recipe.adapter_rank}, on the {'starting' if start else 'tuned'} model"
+    return Component.compared(
+        "query adapter", f"cross-validated {key} nDCG@10", source[key], source["adapter"], recipe.adapter_keep_p, note
+    )
 
-    judged: dict[str, set[str]] = {}
-    for j in data.judgments:
-        if j.grade > 0:
-            judged.setdefault(j.query, set()).add(j.doc)
-    ctx.progress(ProgressEvent("query adapter", 0, 1))
-    started = time.perf_counter()
-    adapter, report = cross_validated(dev.searcher, judged, ctx.recipe)
-    folds.timed("query adapter", started)
-    ctx.progress(ProgressEvent("query adapter", 1, 1))
-    note = f"{report['queries']} queries, {report['folds']}-fold cross-validation, rank {report['rank']}"
-    if ctx.request.index and ctx.trainer.is_main:
-        root = locate(ctx.request.index)
-        if adapter is not None:
-            write_adapter(root, adapter)
-        elif read_adapter(root, dev.searcher.fingerprint) is not None:
+
+def _store_adapter(ctx: RunContext, data: JudgedData, encoder, start: tuple, folds: Folds, component: Component) -> None:
+    """With ``--index``, store the adapter fitted on every judged query with the saved model
+    (:func:`encodr.index.adapter.write_adapter`) when ``component`` kept it, or remove the one
+    stored there for this model when it is not kept. ``start``: the starting model's index, its
+    mined pairs and whether the model was tuned; the adapter is fitted on those pairs when it
+    was not, else on pairs mined from an index of the corpus by the final model."""
+    from ...index import locate
+    from ...index.adapter import QueryAdapter, read_adapter, remove_adapter, write_adapter
+    from .adapter import fit, mine
+
+    if not ctx.request.index or not ctx.trainer.is_main:
+        return
+    root, recipe = locate(ctx.request.index), ctx.recipe
+    if not component.kept:
+        if read_adapter(root, encoder.fingerprint) is not None:
             remove_adapter(root)
-            note += "; the adapter stored with the index before is removed"
-    before, after, kept = report["cv_before"], report["cv_after"], report["kept"]
-    metric = f"cross-validated {report['mode']} nDCG@10"
-    return Component("query adapter", metric, before, after, kept, note, report["p"])
+            component.note += "; the adapter stored with the index before is removed"
+        return
+    started = time.perf_counter()
+    report = {"kept": True, "cv_before": component.before, "cv_after": component.after, "p": component.p}
+    dev, pairs, tuned = start
+    with contextlib.ExitStack() as stack:
+        if tuned:
+            dev = stack.enter_context(corpus_index(data.folder, encoder))
+            relevant = [set(dev.evaluator.judged[q]) for q in folds.plan.qids]
+            pairs = mine(dev.searcher, folds.plan.texts, relevant)
+        u, v = fit(pairs, recipe.adapter_rank, recipe.scale, recipe.seed)
+        write_adapter(root, QueryAdapter(u, v, dev.searcher.fingerprint, report))
+    folds.timed("query adapter", started)
 
 
 def _row(encoder, data: JudgedData, metrics: dict) -> dict:
