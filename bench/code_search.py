@@ -28,11 +28,12 @@ nDCG@10 before and after (the recipe's selection, on documented functions only).
 With ``--prose`` too, each package's own tuned model and the starting one are scored on prose
 search: dense nDCG@10 of SciFact's 809 shared train claims over its abstracts (``encodr eval
 retrieval``'s pipeline; never its test split), to ask whether a model tuned on code searches prose
-worse.
+worse. ``--set KEY=VALUE`` passes the code recipe's settings to every tune (``general=2000``:
+general sentences held in place while it learns code, ``encodr.methods.code.general``).
 
 The folders are written to a temporary folder and removed after the run.
 
-    python bench/code_search.py [--packages rich,sentence_transformers] [--label after] [--tune [--prose]]
+    python bench/code_search.py [--packages rich,sentence_transformers] [--label after] [--tune [--prose] [--set K=V]]
 
 Prints a table and writes bench/results/code_search.json (``--label`` names the row set; rows
 of other labels already in the file are kept, so a run of the code before a change sits beside
@@ -200,8 +201,8 @@ def prose(label: str, name: str, model: str | None) -> dict:
     }
 
 
-def tune(folders: list[Path], out: Path) -> tuple[str, dict]:
-    """``encodr tune FOLDER --recipe code --out OUT`` on the folders given (several: copied into one);
+def tune(folders: list[Path], out: Path, overrides: list[str]) -> tuple[str, dict]:
+    """``encodr tune FOLDER --recipe code --out OUT [--set KEY=VALUE…]`` on the folders given (several: copied into one);
     returns the model's path and what its run says of itself: the wall time (s), the pairs, the dev
     fold's nDCG@10 before and after, and the hybrid α it chose there (from its ``encodr.json``)."""
     import shutil
@@ -216,13 +217,14 @@ def tune(folders: list[Path], out: Path) -> tuple[str, dict]:
         for f in folders:
             shutil.copytree(f, source / f.name)
     start = time.perf_counter()
-    done = CliRunner().invoke(app, ["tune", str(source), "--recipe", "code", "--out", str(out)])
+    sets = [part for o in overrides for part in ("--set", o)]
+    done = CliRunner().invoke(app, ["tune", str(source), "--recipe", "code", "--out", str(out), *sets])
     if done.exit_code != 0:
         raise SystemExit(f"encodr tune failed: {done.output.strip()[-400:]}")
     seconds = time.perf_counter() - start
     meta = json.loads((out / "encodr.json").read_text()) if (out / "encodr.json").exists() else {}
     summary = meta.get("summary", meta)
-    kept = ("pairs", "dev_queries", "dev_before", "dev_after", "fusion_weight")
+    kept = ("pairs", "dev_queries", "dev_before", "dev_after", "fusion_weight", "general")
     info = {"tune_s": round(seconds, 1), **{k: summary.get(k) for k in kept}}
     print(f"tuned {out.name} in {seconds:.0f} s: {info}", file=sys.stderr, flush=True)
     return str(out), info
@@ -240,6 +242,7 @@ def main() -> None:
         help="also tune the code recipe on each package's documented half, and on the other packages",
     )
     parser.add_argument("--prose", action="store_true", help="with --tune: score the tuned models on SciFact's train claims")
+    parser.add_argument("--set", nargs="*", default=[], help="with --tune: the code recipe's overrides KEY=VALUE")
     parser.add_argument("--out", type=Path, default=RESULTS / "code_search.json")
     args = parser.parse_args()
     rows = []
@@ -248,7 +251,7 @@ def main() -> None:
         tmp = Path(tmp)
         written = {p: write_package(p, tmp / p, args.files)[: args.limit] for p in packages}
         # its documented half: the held-out functions are undocumented in its folder
-        own = {p: tune([tmp / p], tmp / f"{p}.code") for p in packages} if args.tune else {}
+        own = {p: tune([tmp / p], tmp / f"{p}.code", args.set) for p in packages} if args.tune else {}
         for package in packages:
             folder, queries = tmp / package, written[package]
             rows.extend({"label": args.label, **row} for row in measure(package, folder, queries, tmp / f"{package}.idx"))
@@ -263,7 +266,7 @@ def main() -> None:
                 continue
             # one other package: its own model is the model tuned on the other packages
             general, info = (
-                own[others[0]] if len(others) == 1 else tune([tmp / p for p in others], tmp / f"{package}.others.code")
+                own[others[0]] if len(others) == 1 else tune([tmp / p for p in others], tmp / f"{package}.others.code", args.set)
             )
             rows.extend(
                 {"label": f"{args.label}, tuned on the other packages", **row, **info}

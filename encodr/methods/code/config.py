@@ -58,6 +58,18 @@ class CodeRecipe(SingleRunRecipe):
         "the model uses unless a search gives its own.",
         grid_rule(0, 1, "comma-separated numbers in [0, 1]"),
     )
+    general: int = setting(
+        0,
+        "General English sentences (a sample of the bundled Wikipedia sentences) held where the starting model puts "
+        "them while the code is learnt: each step adds general_weight × the mean 1 − cos between the model's vectors "
+        "of a batch of them and the starting model's (learning without forgetting); 0: off.",
+        (lambda v: v >= 0, "an integer ≥ 0"),
+    )
+    general_weight: float = setting(
+        1.0,
+        "The weight of the general sentences' term in each step's loss (the code pairs' is 1).",
+        (lambda v: v > 0, "a number > 0"),
+    )
     batch_size: int = setting(32, rule=(lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"))
     epochs: int = 3
     lr: float = 2e-5

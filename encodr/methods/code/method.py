@@ -11,6 +11,7 @@ from pathlib import Path
 from ...errors import S
 from ...models import load_encoder
 from ...training import Outcome, RunContext
+from .general import general_sentences, general_stream
 from .pairs import code_stream, dev_folder, in_dev, mine_negatives, read_units
 
 
@@ -93,9 +94,10 @@ def run(ctx: RunContext) -> Outcome:
             load_dev(ctx, str(dev_folder(units, dev, Path(tmp) / "code-dev")), "ndcg@10", role="the dev fold") if dev else None
         )
         report = load_dev(ctx, request.report, "ndcg@10", role="the report set")
-        result = fit_selected(
-            ctx, encoder, [code_stream(encoder, train, negatives, recipe, ctx.trainer.world)], recipe, devset, report
-        )
+        streams = [code_stream(encoder, train, negatives, recipe, ctx.trainer.world)]
+        if recipe.general:
+            streams.append(general_stream(encoder, general_sentences(recipe.general, recipe.seed), recipe))
+        result = fit_selected(ctx, encoder, streams, recipe, devset, report)
         search, fusion = choose_fusion(devset.evaluator, encoder, recipe.fusion_weights) if devset else ({}, None)
     ctx.save(".", encoder.save)
     summary, metrics, shown = fit_report(ctx, result, devset)
@@ -106,6 +108,7 @@ def run(ctx: RunContext) -> Outcome:
         "pairs": len(train),
         "dev_queries": len(dev),
         "hard_negatives": recipe.hard_negatives,
+        "general": recipe.general,
         "dev_before": curve[0] if curve else None,
         "dev_after": max(curve) if curve else None,
         **summary,

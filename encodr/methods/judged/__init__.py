@@ -10,7 +10,7 @@ final model learns from all of them.
 - :mod:`.method`: the bi-encoder (MNRL with mined hard negatives), the cross-encoder and the
   seeded distillation loop (AugSBERT / Trans-Encoder with MarginMSE), the keep decisions, the
   final training, and ``run``;
-- :mod:`.adapter`: the query adapter and its own cross-validation.
+- :mod:`.adapter`: the query adapter: its training pairs, its fit and its held-out scores.
 """
 
 from ..base import Method

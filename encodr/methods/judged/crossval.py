@@ -17,9 +17,10 @@ final model is then trained on every judged query, with the kept components only
 
 How this differs from one train/dev split: every judged query trains the final model and every
 one is a held-out query once; the price is ``folds`` + 1 trainings and ``folds`` + 1 corpus
-encodings. The re-ranker's grid is scored on the starting model's first stage (its index stays
-open through the folds), and the seeded loop's on its dense search, both approximations of the
-final pipeline that avoid more encodings of the corpus.
+encodings (one more when a query adapter is kept for a tuned model: the final model's index).
+The re-ranker's grid is scored on the starting model's first stage (its index stays open
+through the folds), and the seeded loop's on its dense search, both approximations of the final
+pipeline that avoid more encodings of the corpus.
 """
 
 from __future__ import annotations

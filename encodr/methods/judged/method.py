@@ -12,7 +12,9 @@ Each component is compared through a real index of the corpus
 3. fusion weight: hybrid search with α chosen on the other folds against the declared fusion;
 4. re-ranker: its re-ranking of the first stage, at the depth and weight chosen on the other
    folds, against the first stage alone;
-5. the query adapter: its own cross-validation (:mod:`.adapter`) on the final model's index.
+5. the query adapter: the default search with an adapter fitted on the other folds' queries
+   against the same model without it (:meth:`~.crossval.Folds.score_adapter`), on each fold's
+   model's index (the starting model's, when the bi-encoder is not kept).
 """
 
 from __future__ import annotations

@@ -98,6 +98,8 @@ def test_tune_code_saves_a_sentence_transformer_with_its_dev_figures(tiny_model,
             "lr=1e-3",
             "--set",
             "min_documented=10",
+            "--set",
+            "general=16",
             "--json",
         ],
         capsys,
@@ -111,6 +113,7 @@ def test_tune_code_saves_a_sentence_transformer_with_its_dev_figures(tiny_model,
         and summary["dev_after"] >= summary["dev_before"]
     )
     assert summary["dev_curve"][0]["step"] == 0  # the starting model is a candidate
+    assert summary["general"] == 16
     assert summary["fusion_weight"].startswith("dev hybrid nDCG@10") and set(summary["search"]) <= {"fusion_weight"}
     assert SentenceTransformer(str(out), device="cpu").encode(["measure a river"]).shape == (1, 32)
     code, _, err = run_cli(
@@ -160,3 +163,23 @@ def test_too_few_documented_definitions_keep_the_start_unless_no_dev(tiny_model,
     assert code == 0, err
     summary = json.loads((tmp_path / "b" / "encodr.json").read_text())
     assert summary["pairs"] == 27 and summary["dev_queries"] == 0 and summary["steps"] >= 1
+
+
+def test_general_sentences_cost_nothing_where_the_start_puts_them_and_something_once_the_model_moves(tiny_model):
+    import torch
+
+    from encodr.methods.code.general import general_sentences, general_stream
+    from encodr.models import load_encoder
+
+    recipe = load_recipe("code", {"general": 8, "general_weight": 0.5, "batch_size": 4})
+    encoder = load_encoder(str(tiny_model), "auto", "mean", 32)
+    sentences = general_sentences(recipe.general, recipe.seed)
+    assert len(sentences) == 8 and len(set(sentences)) == 8
+    stream = general_stream(encoder, sentences, recipe)
+    assert stream.name == "general" and stream.weight == 0.5 and stream.batch_size == 4
+    module = encoder.st.eval()  # no dropout: the model is still the teacher
+    with torch.no_grad():
+        assert float(stream.loss(module, stream.collate([0, 1, 2, 3], 0))) < 1e-5
+        for p in module.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+        assert float(stream.loss(module, stream.collate([0, 1, 2, 3], 0))) > 1e-3
