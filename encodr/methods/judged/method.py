@@ -614,9 +614,10 @@ def _cross_validated(ctx: RunContext, data: JudgedData, encoder) -> Chosen:
         encoder.st.load_state_dict(state)
         components, search = _decide(folds, recipe, start_dev.has_keywords)
         cross = _final(ctx, data, encoder, items, folds, {c.name for c in components if c.kept})
-        if recipe.adapter:
+        adapter = next((c for c in components if c.name == "query adapter"), None)
+        if adapter is not None:
             tuned = any(c.kept for c in components if c.name == "bi-encoder")
-            _store_adapter(ctx, data, encoder, (start_dev, start_pairs, tuned), folds, components[-1])
+            _store_adapter(ctx, data, encoder, (start_dev, start_pairs, tuned), folds, adapter)
     return Chosen(components, search, cross, folds.log, folds.seconds)
 
 
@@ -720,7 +721,16 @@ def _store_adapter(ctx: RunContext, data: JudgedData, encoder, start: tuple, fol
             component.note += "; the adapter stored with the index before is removed"
         return
     started = time.perf_counter()
-    report = {"kept": True, "cv_before": component.before, "cv_after": component.after, "p": component.p}
+    report = {
+        "kept": True,
+        "metric": component.metric,
+        "queries": len(folds.plan.qids),
+        "folds": recipe.folds,
+        "rank": recipe.adapter_rank,
+        "cv_before": component.before,
+        "cv_after": component.after,
+        "p": component.p,
+    }
     dev, pairs, tuned = start
     with contextlib.ExitStack() as stack:
         if tuned:
