@@ -234,7 +234,9 @@ def mnrl_stream(encoder, items: list[Example], recipe, world: int, negatives: in
         device = next(module.parameters()).device
         return losses[id(module)]([to_device(f, device) for f in features], labels=None)
 
-    return Stream(name, len(usable), batch, loss, min(recipe.batch_size, max(2, len(usable))), min_batch=2)
+    size = min(recipe.batch_size, max(2, len(usable)))
+    size = max(world, size - size % world)  # a global batch splits evenly across the processes
+    return Stream(name, len(usable), batch, loss, size, min_batch=2)
 
 
 def margin_stream(encoder, triplets: list[tuple[str, str, str, float]], recipe: JudgedRecipe) -> Stream:

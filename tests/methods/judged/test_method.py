@@ -267,3 +267,14 @@ def test_a_kept_adapter_is_stored_with_the_index_for_the_saved_model_and_one_not
         dropped = Component("query adapter", "cross-validated hybrid nDCG@10", 50.0, 49.0, False, "", 0.9)
         _store_adapter(ctx, data, encoder, (dev, pairs, False), folds, dropped)
     assert read_adapter(tmp_path / "idx", encoder.fingerprint) is None and "removed" in dropped.note
+
+
+def test_a_folds_batch_splits_evenly_across_processes(tiny_model):
+    from encodr.methods.judged.method import Example, mnrl_stream
+    from encodr.models import load_encoder
+
+    encoder = load_encoder(str(tiny_model), "auto", "mean", 32)
+    items = [Example(f"query {i}", f"passage {i}", []) for i in range(23)]  # a fold's 23 training queries
+    recipe = load_recipe("judged", FAST)
+    assert mnrl_stream(encoder, items, recipe, 1, 0).batch_size == 23
+    assert mnrl_stream(encoder, items, recipe, 2, 0).batch_size == 22  # torchrun --nproc_per_node 2 refused 23
