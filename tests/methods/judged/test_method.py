@@ -266,7 +266,11 @@ def test_a_kept_adapter_is_stored_with_the_index_for_the_saved_model_and_one_not
         assert stored is not None and stored.report["cv_after"] == 52.0
         dropped = Component("query adapter", "cross-validated hybrid nDCG@10", 50.0, 49.0, False, "", 0.9)
         _store_adapter(ctx, data, encoder, (dev, pairs, False), folds, dropped)
-    assert read_adapter(tmp_path / "idx", encoder.fingerprint) is None and "removed" in dropped.note
+        assert read_adapter(tmp_path / "idx", encoder.fingerprint) is None and "removed" in dropped.note
+        # a tuned model: its adapter is fitted on pairs mined from an index built by that model
+        _store_adapter(ctx, data, encoder, (dev, None, True), folds, kept)
+    stored = read_adapter(tmp_path / "idx", encoder.fingerprint)
+    assert stored is not None and stored.u.shape == (32, recipe.adapter_rank) and stored.report["folds"] == recipe.folds
 
 
 def test_a_folds_batch_splits_evenly_across_processes(tiny_model):
