@@ -425,21 +425,21 @@ def line_range(spec: str | None, field: str = "lines") -> tuple[int, int] | None
     return int(m.group(1)), int(m.group(2) or m.group(1))
 
 
-def _one_document(index, target: str) -> str:
+def _one_document(index, target: str, field: str = "id") -> str:
     """The id of the document of ``index`` that ``target`` (an id, a path as hits show it, a source) names.
 
     Raises:
-        EncodrError: none, or several (naming them), field ``id``.
+        EncodrError: none (404), or several (naming them), naming ``field``.
     """
     found = index.find_documents(target)
     if not found:
         raise EncodrError(
             f"index {index.path.name} has no document '{target}'; a hit's document id or its path names one",
-            field="id",
+            field=field,
             status=404,
         )
     if len(found) > 1:
-        raise EncodrError(f"'{target}' names {len(found)} documents ({', '.join(found[:3])}); give one of their ids", field="id")
+        raise EncodrError(f"'{target}' names {len(found)} documents ({', '.join(found[:3])}); give one of their ids", field=field)
     return found[0]
 
 
@@ -540,22 +540,16 @@ def judge(request: JudgeRequest, front: str, searcher=None) -> RecordResult:
 
     Raises:
         EncodrError: see :meth:`JudgeRequest.check`; a document the index lacks (404, field
-            ``doc``); judgments that cannot be written (nothing is written).
+            ``doc``: ``doc`` is a document's id, or its path as a hit shows it, or its source), or
+            a path that names several; judgments that cannot be written (nothing is written).
     """
     from ..index.judgments import Judgment, Judgments
 
     with _current(request.index, searcher) as index:
-        held = index.texts.document_hashes([request.doc])
-        if request.doc not in held:
-            raise EncodrError(
-                f"index {index.path.name} has no document '{request.doc}'; judge a document a hit names (its document id)",
-                field="doc",
-                status=404,
-            )
+        doc = _one_document(index, request.doc, "doc")
+        held = index.texts.document_hashes([doc])
         store = Judgments(index.path)
-        judgment = Judgment(
-            " ".join(request.query.split()), request.doc, request.grade, request.passage, front, doc_hash=held[request.doc]
-        )
+        judgment = Judgment(" ".join(request.query.split()), doc, request.grade, request.passage, front, doc_hash=held.get(doc))
         store.put([judgment])
         count = store.count()
     record = {**judgment.to_dict(), "judgments": count}

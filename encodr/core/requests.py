@@ -534,7 +534,7 @@ class JudgeRequest(Request):
     encodr eval retrieval --index measures the index on its judgments, and encodr tune --recipe judged learns from them."""
 
     query: str = option(..., "The query the document was found for.", argument=True)
-    doc: str = option(..., "The document's id, as a hit shows it.", argument=True)
+    doc: str = option(..., "The document: its path as a hit shows it (relative to the folder indexed), or its id.", argument=True)
     index: str | None = option(None, INDEX_HELP, flags=("--index", "-i"), fronts=CLI_TUI_MCP)
     grade: int = option(1, GRADE_HELP, ge=0, le=2)
     passage: str | None = option(None, "The passage judged (a hit's text), kept beside the grade.")

@@ -75,6 +75,13 @@ def test_the_cli_judges_lists_and_replaces_a_grade(kb, capsys, monkeypatch):
     assert_one_line_error(code, err, "has no judgment of document")
 
 
+def test_a_judgment_names_its_document_by_the_path_a_hit_shows(kb, capsys, monkeypatch):
+    code, _, err = run_cli(["judge", "pump pressure", "pump.md", "--index", str(kb), "--grade", "2"], capsys, monkeypatch)
+    assert code == 0, err
+    rows = listed(kb)
+    assert len(rows) == 1 and rows[0]["doc"] == doc_id(kb, "pump.md") != "pump.md" and rows[0]["grade"] == 2
+
+
 @pytest.mark.parametrize(
     "args, words",
     [

@@ -41,7 +41,8 @@ class JudgedData:
 
 def check_source(index: str | None, data: str | None) -> None:
     """Refuse, before any model loads, a run with neither or both of an index and a BEIR folder,
-    an index that cannot be opened, or a folder that is not BEIR's or has no train split.
+    an index that cannot be opened or holds no judgment, or a folder that is not BEIR's or has no
+    train split.
 
     Raises:
         EncodrError: naming the problem and the fix.
@@ -67,7 +68,15 @@ def check_source(index: str | None, data: str | None) -> None:
                 f"without {S.shards} over the same documents, with its judgments",
                 field="index",
             )
-        Index.open(index).close()
+        from ...index.judgments import Judgments
+
+        with Index.open(index) as opened:
+            if not Judgments(opened.path).count():
+                raise EncodrError(
+                    f"index {index} has no judgments to learn from: judge some hits first (encodr judge QUERY DOC "
+                    f"{S.index} {index}, the TUI's keys 0, 1 and 2 on a hit, or POST /v1/indexes/NAME/judgments), then tune",
+                    field="index",
+                )
     elif "train" not in splits(data):
         raise EncodrError(
             f"{data}: no qrels/train.tsv; the judged recipe learns from a BEIR folder's train split "

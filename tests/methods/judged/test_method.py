@@ -282,3 +282,17 @@ def test_a_folds_batch_splits_evenly_across_processes(tiny_model):
     recipe = load_recipe("judged", FAST)
     assert mnrl_stream(encoder, items, recipe, 1, 0).batch_size == 23
     assert mnrl_stream(encoder, items, recipe, 2, 0).batch_size == 22  # torchrun --nproc_per_node 2 refused 23
+
+
+def test_a_judged_run_on_an_index_without_judgments_is_one_line_and_writes_nothing(tmp_path, tiny_model, capsys, monkeypatch):
+    from encodr.core import commands
+    from encodr.core.requests import IndexRequest
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the pump pressure\nvalve grease\nboiler water\n")
+    commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="eng"))
+    args = ["tune", "--recipe", "judged", "--index", str(tmp_path / "idx"), "--model", str(tiny_model)]
+    code, _, err = run_cli([*args, "--out", str(tmp_path / "m")], capsys, monkeypatch)
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "has no judgments to learn from" in lines[0] and "encodr judge" in lines[0], err
+    assert not (tmp_path / "m").exists()
