@@ -67,7 +67,7 @@ TOOLS = {
     "delete_documents": Tool(rq.DocumentIdsRequest, "Delete documents from an index by id.", writes=True),
     "judge": Tool(
         rq.JudgeRequest,
-        "Say whether a search hit helped: grade how relevant a document (a hit's document id) is to the query "
+        "Say whether a search hit helped: grade how relevant a document (a hit's path or document id) is to the query "
         "it was found for (0 not relevant, 1 relevant, 2 highly relevant); encodr measures and tunes the index "
         "on these judgments.",
         writes=True,

@@ -320,8 +320,8 @@ def _judgment_routes(api: APIRouter, served: Served, guard: _Guard) -> None:
 
     @api.post("/indexes/{name}/judgments", openapi_extra=_body_doc(rq.JudgeRequest))
     async def judge(name: str, request: Request):
-        """Judge a hit: ``query``, ``doc`` (its document id), ``grade`` (0, 1, 2) and optional ``passage``, kept with the index;
-        judging the pair again replaces the grade. Needs --writable and the API key."""
+        """Judge a hit: ``query``, ``doc`` (its path as a hit shows it, or its id), ``grade`` (0, 1, 2) and optional
+        ``passage``, kept with the index; judging the pair again replaces the grade. Needs --writable and the API key."""
         writable()
         searcher = searcher_named(name)
         req = await parse(request, rq.JudgeRequest, {"index": name})
