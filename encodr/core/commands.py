@@ -546,8 +546,9 @@ def judge(request: JudgeRequest, front: str, searcher=None) -> RecordResult:
     from ..index.judgments import Judgment, Judgments
 
     with _current(request.index, searcher) as index:
-        doc = _one_document(index, request.doc, "doc")
-        held = index.texts.document_hashes([doc])
+        held = index.texts.document_hashes([request.doc])  # an id (a record's too, which has no path of its own)
+        doc = request.doc if request.doc in held else _one_document(index, request.doc, "doc")
+        held = held if doc in held else index.texts.document_hashes([doc])
         store = Judgments(index.path)
         judgment = Judgment(" ".join(request.query.split()), doc, request.grade, request.passage, front, doc_hash=held.get(doc))
         store.put([judgment])
