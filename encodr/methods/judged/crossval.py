@@ -45,6 +45,7 @@ class Plan:
     Attributes:
         qids: the judged query ids, in the order of the evaluator's per-query scores.
         texts: their texts (row i of each array is query i).
+        relevant: each one's documents judged relevant, by id.
         folds: int (n,), each query's fold.
         alphas: the fusion weights α tried.
         grid: the re-ranker's (depth, weight) pairs tried.
@@ -52,6 +53,7 @@ class Plan:
 
     qids: list[str]
     texts: list[str]
+    relevant: list[set[str]]
     folds: np.ndarray
     alphas: list[float]
     grid: list[tuple[int, float]]
@@ -65,7 +67,7 @@ class Plan:
         folds = np.asarray(document_folds(texts, relevant, recipe.folds))
         alphas = sorted(set(number_list(recipe.fusion_weights)))
         grid = [(int(d), w) for d in number_list(recipe.rerank_depths) for w in number_list(recipe.rerank_weights)]
-        return cls(qids, texts, folds, alphas, grid)
+        return cls(qids, texts, relevant, folds, alphas, grid)
 
     def members(self, fold: int) -> tuple[np.ndarray, tuple[str, ...]]:
         """Fold ``fold``'s rows and query ids."""
@@ -112,9 +114,9 @@ def first_stage(dev):
     return SearchOptions(mode=HYBRID if dev.has_keywords else DENSE)
 
 
-def _default_key(dev) -> str:
-    """The :class:`Scores` key of ``dev``'s default search: ``hybrid`` with a keyword index, else ``dense``."""
-    return "hybrid" if dev.has_keywords else "dense"
+def default_key(keywords: bool) -> str:
+    """The :class:`Scores` key of an index's default search: ``hybrid`` with a keyword index (``keywords``), else ``dense``."""
+    return "hybrid" if keywords else "dense"
 
 
 def nested(candidates: dict[str, np.ndarray], folds: np.ndarray) -> tuple[np.ndarray, str]:
@@ -183,9 +185,8 @@ class Folds:
 
         started = time.perf_counter()
         plan, n = self.plan, len(self.plan.qids)
-        relevant = [set(dev.evaluator.judged[q]) for q in plan.qids]
         present = sorted(set(plan.folds.tolist())) if fold is None else [fold]
-        mined = mine(dev.searcher, plan.texts, relevant) if fold is None else None
+        mined = mine(dev.searcher, plan.texts, plan.relevant) if fold is None else None
         scores = np.full(n, np.nan)
         for f in present:
             held, train = np.flatnonzero(plan.folds == f), np.flatnonzero(plan.folds != f)
@@ -194,12 +195,12 @@ class Folds:
             if mined is not None:
                 pairs = mined.subset(train)
             else:
-                pairs = mine(dev.searcher, [plan.texts[i] for i in train], [relevant[i] for i in train])
+                pairs = mine(dev.searcher, [plan.texts[i] for i in train], [plan.relevant[i] for i in train])
             u, v = fit(pairs, recipe.adapter_rank, recipe.scale, recipe.seed)
             with dev.adapted(u, v):
                 scores[held] = dev.per_query(first_stage(dev), only=tuple(plan.qids[i] for i in held))
         if fold is None:
-            self.scores.start["adapter"] = np.where(np.isnan(scores), self.scores.start[_default_key(dev)], scores)
+            self.scores.start["adapter"] = np.where(np.isnan(scores), self.scores.start[default_key(dev.has_keywords)], scores)
         else:
             self.scores.put("adapter", np.flatnonzero(plan.folds == fold), scores[plan.folds == fold], n)
         self.timed("query adapter", started)
@@ -225,4 +226,4 @@ def each_fold(ctx: RunContext, folds: Folds, body: Callable[[int, str], None]) -
     ctx.progress(ProgressEvent("cross-validation", len(present), len(present)))
 
 
-__all__ = ["Folds", "Plan", "Scores", "each_fold", "first_stage", "nested", "rankings"]
+__all__ = ["Folds", "Plan", "Scores", "default_key", "each_fold", "first_stage", "nested", "rankings"]

@@ -34,7 +34,7 @@ from ...models import load_encoder
 from ...progress import ProgressEvent
 from ...training import Outcome, RunContext, Stream, to_device
 from .config import JudgedRecipe
-from .crossval import Folds, Plan, each_fold, nested
+from .crossval import Folds, Plan, default_key, each_fold, nested
 from .data import JUDGED, JudgedData, read_judged
 
 EXTRA_MINED = 8  # candidates mined beyond those kept, so that judged-relevant documents can be dropped
@@ -536,7 +536,7 @@ def _bi_stream(ctx: RunContext, encoder, items: list[Example]) -> Stream:
 
 def _without_selection(ctx: RunContext, encoder, items: list[Example]) -> Chosen:
     """``--no-dev``: the bi-encoder trained on every judged pair and kept as it ends."""
-    folds = Folds(Plan([], [], np.zeros(0, dtype=int), [], []))
+    folds = Folds(Plan([], [], [], np.zeros(0, dtype=int), [], []))
     folds.fit(ctx, encoder.module, _bi_stream(ctx, encoder, items), ctx.recipe.optim(), "final train", "bi-encoder")
     component = Component("bi-encoder", "dense nDCG@10", None, None, True, "trained without selection (no_dev)")
     return Chosen([component], {}, None, folds.log, folds.seconds)
@@ -675,7 +675,7 @@ def _decide(folds: Folds, recipe: JudgedRecipe, keywords: bool) -> tuple[list[Co
         out.append(fusion)
     reranked = {k: v for k, v in held.items() if k.startswith("rerank@")}
     if reranked:
-        first = "hybrid" if keywords else "dense"
+        first = default_key(keywords)
         chosen, pick = nested({first: start[first], **reranked}, plan.folds)
         depth, weight = pick.split("@")[1].split(",") if pick != first else ("", "")
         reranker = Component.compared(
@@ -691,7 +691,7 @@ def _decide(folds: Folds, recipe: JudgedRecipe, keywords: bool) -> tuple[list[Co
             search["rerank"] = {"depth": int(depth), "weight": float(weight)}
         out.append(reranker)
     if "adapter" in source:
-        out.append(_adapter_component(folds, recipe, source, "hybrid" if keywords else "dense", source is start))
+        out.append(_adapter_component(folds, recipe, source, default_key(keywords), source is start))
     return out, search
 
 
@@ -737,8 +737,7 @@ def _store_adapter(ctx: RunContext, data: JudgedData, encoder, start: tuple, fol
     with contextlib.ExitStack() as stack:
         if tuned:
             dev = stack.enter_context(corpus_index(data.folder, encoder))
-            relevant = [set(dev.evaluator.judged[q]) for q in folds.plan.qids]
-            pairs = mine(dev.searcher, folds.plan.texts, relevant)
+            pairs = mine(dev.searcher, folds.plan.texts, folds.plan.relevant)
         u, v = fit(pairs, recipe.adapter_rank, recipe.scale, recipe.seed)
         write_adapter(root, QueryAdapter(u, v, dev.searcher.fingerprint, report))
     folds.timed("query adapter", started)
