@@ -594,13 +594,40 @@ def main() -> None:
     )  # one progress style: encodr's bars (ProgressEvent), not sentence-transformers' unlabelled tqdm bars
     install()
     try:
-        app()
+        code = app(standalone_mode=False, prog_name="encodr")  # Click's errors come back here, to be told in one line
+    except _CLICK_ERRORS[0] as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `encodr` alone: the help, as Click prints it
+            exc.show()
+            sys.exit(exc.exit_code)
+        _fail(_usage(exc))
+    except _CLICK_ERRORS[1] as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        _fail("aborted; nothing was written")
     except EncodrError as exc:
         _fail(words(exc, "cli"))
     except OSError as exc:
         _fail(str(os_fault(exc)))
     except KeyboardInterrupt as exc:
         _fail(f"{_interruption(exc)}; nothing was written")
+    if code:  # typer.Exit(N), or Click's 130 for Ctrl-C
+        sys.exit(code)
+
+
+# Click's UsageError and ClickException, as the installed typer has them (its own copy of Click
+# from 0.22 on, Click itself before): both are bases of typer.BadParameter.
+_CLICK_ERRORS = tuple(next(c for c in typer.BadParameter.__mro__ if c.__name__ == n) for n in ("UsageError", "ClickException"))
+
+
+def _usage(exc: Exception) -> str:
+    """Click's usage error as one line: the problem, then where the help is (and, for
+    ``--set a=1 b=2``, that each KEY=VALUE takes its own ``--set``)."""
+    message = exc.format_message().rstrip(".")
+    command = exc.ctx.command_path if exc.ctx is not None else "encodr"
+    if "unexpected extra argument" in message and "=" in message:
+        message += "; give each KEY=VALUE its own --set (--set a=1 --set b=2)"
+    return f"{command}: {message[:1].lower()}{message[1:]}; see '{command} --help'"
 
 
 def _fail(message: str) -> None:

@@ -439,3 +439,15 @@ def test_compare_gives_the_cosine_and_each_texts_nearest_passages(capsys, monkey
 def test_an_unknown_keyword_statistics_choice_is_one_line(capsys, monkeypatch, tmp_path):
     code, _, err = run_cli(["search", "pump", "--index", str(tmp_path / "idx"), "--keyword-stats", "both"], capsys, monkeypatch)
     assert_one_line_error(code, err, "--keyword-stats both: not one of shard, global")
+
+
+def test_a_usage_error_is_one_line_naming_the_problem_and_the_help(capsys, monkeypatch):
+    code, _, err = run_cli(["tune", "data.txt", "--set", "a=1", "b=2"], capsys, monkeypatch)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "(b=2)" in err and "its own --set (--set a=1 --set b=2)" in err and "see 'encodr tune --help'" in err
+    code, _, err = run_cli(["search", "q", "--bogus"], capsys, monkeypatch)
+    assert code == 2 and err.strip().splitlines() == [
+        "encodr: error: encodr search: no such option: --bogus; see 'encodr search --help'"
+    ]
+    code, out, err = run_cli([], capsys, monkeypatch)  # encodr alone: its help, as Click prints it
+    assert "Commands:" in out + err and "error" not in out + err

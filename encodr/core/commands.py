@@ -425,19 +425,32 @@ def line_range(spec: str | None, field: str = "lines") -> tuple[int, int] | None
     return int(m.group(1)), int(m.group(2) or m.group(1))
 
 
+def _named_documents(index, target: str, field: str = "id", lines: tuple[int, int] | None = None) -> list[str]:
+    """The ids of the documents of ``index`` that ``target`` (an id, a path as hits show it, a
+    source) names: one, or the records of a one-record-a-line file (those on ``lines`` when given).
+
+    Raises:
+        EncodrError: none (404), naming ``field``.
+    """
+    found = index.find_documents(target, lines)
+    if not found:
+        raise EncodrError(
+            f"index {index.path.name} has no document '{target}'"
+            + (f" on lines {lines[0]}-{lines[1]}" if lines and index.find_documents(target) else "")
+            + "; a hit's document id or its path names one",
+            field=field,
+            status=404,
+        )
+    return found
+
+
 def _one_document(index, target: str, field: str = "id") -> str:
-    """The id of the document of ``index`` that ``target`` (an id, a path as hits show it, a source) names.
+    """The id of the one document of ``index`` that ``target`` names (:func:`_named_documents`).
 
     Raises:
         EncodrError: none (404), or several (naming them), naming ``field``.
     """
-    found = index.find_documents(target)
-    if not found:
-        raise EncodrError(
-            f"index {index.path.name} has no document '{target}'; a hit's document id or its path names one",
-            field=field,
-            status=404,
-        )
+    found = _named_documents(index, target, field)
     if len(found) > 1:
         raise EncodrError(f"'{target}' names {len(found)} documents ({', '.join(found[:3])}); give one of their ids", field=field)
     return found[0]
@@ -446,15 +459,25 @@ def _one_document(index, target: str, field: str = "id") -> str:
 def document_lines(index, target: str, lines: tuple[int, int] | None) -> dict:
     """Document ``target`` of ``index`` (an :class:`~encodr.index.IndexReader`) as the index holds
     it: its id, path, title and its numbered lines (all, or ``lines``' range, clipped to the
-    document) as ``[{"line": n, "text": …}]``.
+    document) as ``[{"line": n, "text": …}]``. A range of a one-record-a-line file gives the
+    records on it, each on its own line.
 
     Raises:
         EncodrError: see :func:`_one_document`.
     """
-    found = index.document_lines(_one_document(index, target))
-    first, text = found.pop("first_line"), found.pop("lines")
-    low, high = lines or (first, first + len(text) - 1)
-    return {**found, "lines": [{"line": first + i, "text": t} for i, t in enumerate(text) if low <= first + i <= high]}
+    found = _named_documents(index, target, lines=lines) if lines else [_one_document(index, target)]
+    parts = [index.document_lines(doc) for doc in found]
+    spans = sorted((p["first_line"], p["first_line"] + len(p["lines"]) - 1) for p in parts)
+    if len(parts) > 1 and (
+        len({p["path"] for p in parts}) > 1 or any(end >= start for (_, end), (start, _) in zip(spans, spans[1:]))
+    ):  # several documents whose lines overlap: not one file's records
+        _one_document(index, target)
+    numbered = sorted((p["first_line"] + i, t) for p in parts for i, t in enumerate(p["lines"]))
+    low, high = lines or (numbered[0][0] if numbered else 1, numbered[-1][0] if numbered else 0)
+    head = {k: v for k, v in parts[0].items() if k not in ("first_line", "lines")}
+    if len(parts) > 1:
+        head = {**head, "id": target, "title": None}
+    return {**head, "lines": [{"line": n, "text": t} for n, t in numbered if low <= n <= high]}
 
 
 def show(request: ShowRequest) -> DocumentLines:

@@ -575,9 +575,10 @@ class IndexReader(QueryEncoding):
             end = max(end, start + len(piece))
         return {**found, "first_line": first, "lines": text.split("\n")}
 
-    def find_documents(self, path: str) -> list[str]:
-        """The ids of the documents at ``path``: its path as hits show it, its source, or its id."""
-        return self.texts.documents_at(path)
+    def find_documents(self, path: str, lines: tuple[int, int] | None = None) -> list[str]:
+        """The ids of the documents at ``path``: its path as hits show it, its source, or its id
+        (:meth:`~.texts.TextStore.documents_at`; ``lines`` keeps a one-record-a-line file's records on them)."""
+        return self.texts.documents_at(path, lines)
 
     def document_ids(self) -> set[str]:
         """Every document id stored (``ext_id``; a text stored once for several documents keeps

@@ -106,9 +106,9 @@ class LocalShard:
         """:meth:`~.reader.IndexReader.document_lines`."""
         return self.current().document_lines(ext_id)
 
-    def find_documents(self, path: str) -> list[str]:
+    def find_documents(self, path: str, lines: tuple[int, int] | None = None) -> list[str]:
         """:meth:`~.reader.IndexReader.find_documents`."""
-        return self.current().find_documents(path)
+        return self.current().find_documents(path, lines)
 
     def document_hashes(self, docs: list[str]) -> dict[str, str | None]:
         """:meth:`~.texts.TextStore.document_hashes`: the content hash of each of ``docs`` held here."""
@@ -338,9 +338,10 @@ class ShardedIndex(QueryEncoding):
         found = self._one(route(ext_id, len(self.shards)), "document_lines", (ext_id,))
         return found or {"id": ext_id, "path": ext_id, "title": None, "first_line": 1, "lines": []}
 
-    def find_documents(self, path: str) -> list[str]:
-        """The ids of the documents at ``path``, over every shard."""
-        return sorted({doc for found in self._all("find_documents", (path,)) for doc in (found or [])})
+    def find_documents(self, path: str, lines: tuple[int, int] | None = None) -> list[str]:
+        """The ids of the documents at ``path``, over every shard (``lines``: see
+        :meth:`~.reader.IndexReader.find_documents`)."""
+        return sorted({doc for found in self._all("find_documents", (path, lines)) for doc in (found or [])})
 
     def __enter__(self) -> "ShardedIndex":
         return self

@@ -9,6 +9,7 @@ through it. Row id i is vector i of the generation's FAISS index.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -369,12 +370,7 @@ class TextStore:
     def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
         """(character offset, text) of every stored passage of the document ``ext_id``, in
         document order (whole texts, with no offset, at 0)."""
-        return [
-            (int(s), t)
-            for s, t in self._all(
-                "select coalesce(start, 0), text from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,)
-            )
-        ]
+        return [(s, t) for s, t, _ in self.passage_lines(ext_id)]
 
     def first_passage(self, ext_id: str) -> int | None:
         """The id of document ``ext_id``'s first passage (or of a whole text with that id), None when none is stored."""
@@ -382,28 +378,38 @@ class TextStore:
         return int(found[0][0]) if found else None
 
     def passage_lines(self, ext_id: str) -> list[tuple[int, str, int]]:
-        """(character offset, text, first line) of every stored passage of document ``ext_id``, in order."""
-        return [
-            (int(s), t, int(n))
-            for s, t, n in self._all(
-                "select coalesce(start, 0), text, line from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,)
-            )
-        ]
+        """(character offset, text, first line) of every stored passage of document ``ext_id``, in
+        order: its members (:data:`DOCUMENT_SCHEMA`), which also hold a passage whose text another
+        document stored first and a record of a one-record-a-line file (no ``ext_id`` of its own)."""
+        found = self._all(
+            "select coalesce(m.start, t.start, 0), t.text, coalesce(m.line, t.line) from members m "
+            "join texts t on t.id = m.text_id where m.doc = ? order by coalesce(m.start, t.start, 0), t.id",
+            (ext_id,),
+        ) or self._all("select coalesce(start, 0), text, line from texts where ext_id = ? order by coalesce(start, 0)", (ext_id,))
+        return [(int(s), t, int(n or 1)) for s, t, n in found]
 
     def document_path(self, ext_id: str) -> str | None:
         """Document ``ext_id``'s path as hits show it (None: not stored, an older index)."""
-        found = self._all("select path from texts where ext_id = ? and path is not null limit 1", (ext_id,))
+        found = self._all("select path from texts where ext_id = ? and path is not null limit 1", (ext_id,)) or self._all(
+            "select t.path from members m join texts t on t.id = m.text_id where m.doc = ? and t.path is not null limit 1",
+            (ext_id,),
+        )
         return found[0][0] if found else None
 
-    def documents_at(self, path: str) -> list[str]:
-        """The ids of the documents whose path as shown (relative to the folder indexed), source or id is ``path``."""
-        return [
-            str(d)
-            for (d,) in self._all(
-                "select distinct ext_id from texts where ext_id is not null and (path = ? or source = ? or ext_id = ?)",
-                (path, path, path),
-            )
-        ]
+    def documents_at(self, path: str, lines: tuple[int, int] | None = None) -> list[str]:
+        """The ids of the documents whose path as shown (relative to the folder indexed), source or
+        id is ``path``: a file's document, or each record of a one-record-a-line file (only those
+        on ``lines``, first and last, 1-based, when given), in natural order."""
+        found = self._all(
+            "select distinct ext_id from texts where ext_id is not null and (path = ? or source = ? or ext_id = ?)",
+            (path, path, path),
+        ) or self._all(
+            "select id from documents where id = ? union select distinct m.doc from members m join texts t on t.id = m.text_id "
+            "where t.ext_id is null and (t.path = ? or t.source = ?)"
+            + (" and coalesce(m.line, t.line) between ? and ?" if lines else ""),
+            (path, path, path, *(lines or ())),
+        )
+        return sorted({str(d) for (d,) in found}, key=lambda d: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", d)])
 
     def document_row(self, ext_id: str) -> dict | None:
         """The stored record of document ``ext_id``: ``id``, ``path``, ``source``, ``title``,

@@ -101,6 +101,29 @@ def test_grep_format_files_and_show_open_a_hit_where_it_is(tmp_path, tiny_model,
     assert code == 2 and "'0' is not LINE or FIRST-LAST" in err and len(err.strip().splitlines()) == 1
 
 
+def test_show_opens_a_record_of_a_one_record_a_line_file_and_a_passage_another_file_stored_first(
+    tmp_path, tiny_model, capsys, monkeypatch
+):
+    (tmp_path / "recs.txt").write_text("alpha one\nbeta two\ngamma three\n")
+    code, _, err = run_cli(
+        ["index", str(tmp_path / "recs.txt"), "--model", str(tiny_model), "--out", str(tmp_path / "ri"), "--lang", "eng"],
+        capsys,
+        monkeypatch,
+    )
+    assert code == 0, err
+    code, stdout, _ = run_cli(["show", "recs.txt:2", "--index", str(tmp_path / "ri"), "--json"], capsys, monkeypatch)
+    assert code == 0 and [(r["line"], r["text"]) for r in json.loads(stdout)["lines"]] == [(2, "beta two")]
+    code, stdout, _ = run_cli(["show", "recs.txt:1-2", "--index", str(tmp_path / "ri"), "--json"], capsys, monkeypatch)
+    assert code == 0 and [(r["line"], r["text"]) for r in json.loads(stdout)["lines"]] == [(1, "alpha one"), (2, "beta two")]
+    code, _, err = run_cli(["show", "recs.txt", "--index", str(tmp_path / "ri")], capsys, monkeypatch)
+    assert code == 2 and "names 3 documents" in err and "recs.txt:3" in err
+    shared = "# Shared\n\nThe same paragraph in two files.\n"
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"a.md": shared, "b.md": shared + "\n## Own\n\nOnly in b.\n"})
+    code, stdout, _ = run_cli(["show", "b.md", "--index", str(out), "--json"], capsys, monkeypatch)
+    lines = [r["text"] for r in json.loads(stdout)["lines"]]
+    assert code == 0 and "The same paragraph in two files." in lines and "Only in b." in lines
+
+
 def test_search_context_prints_the_lines_around_each_hit_as_grep_does(tmp_path, tiny_model, capsys, monkeypatch):
     code_text = (
         "import os\n\n\nclass Pump:\n    '''A pump.'''\n\n    def bleed(self):\n        '''Open the relief "
