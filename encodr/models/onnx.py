@@ -14,7 +14,7 @@ signed int8 weights, one scale per output channel, MatMul only (embeddings, Laye
 softmax stay float32). Measured on 2,000 Wikipedia sentences with MiniLM, the mean cosine between
 int8 and float32 vectors is 0.993 per channel and 0.963 with one scale per tensor.
 
-Exports are cached in the workspace, ``$ENCODR_HOME/onnx/<weights fingerprint>/model.onnx`` and
+Exports are cached in the workspace, ``$ENCODR_HOME/onnx/v<EXPORT_VERSION>/<weights fingerprint>/model.onnx`` and
 ``model_qint8.onnx``, keyed by the weights (a re-tuned model in the same folder gets a new
 export), and written atomically (a temporary file renamed into place).
 
@@ -33,6 +33,7 @@ new folder swapped in) changes its key, so it is exported again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -47,6 +48,7 @@ from .encoder import Encoder, tokenize
 
 FILES = {"onnx": "model.onnx", "onnx-int8": "model_qint8.onnx"}
 OPSET = 17
+EXPORT_VERSION = 2  # in the cache's path: a change to how graphs are exported makes new ones (2: eager attention)
 RECORD = "encoder.json"  # beside the graphs: what an ExportedEncoder needs
 TOKENIZER = "tokenizer.json"
 
@@ -59,7 +61,7 @@ def export_dir(encoder: Encoder) -> Path:
 def _folder(fingerprint: str) -> Path:
     from ..paths import home
 
-    return home() / "onnx" / fingerprint
+    return home() / "onnx" / f"v{EXPORT_VERSION}" / fingerprint
 
 
 def _input_names(encoder: Encoder) -> list[str]:
@@ -127,7 +129,7 @@ def export(encoder: Encoder, backend: str, folder: Path | None = None) -> Path:
 
     sample = encoder.tokenizer(["an example", "a slightly longer example sentence"], padding=True, return_tensors="pt")
     axes = {name: {0: "batch", 1: "tokens"} for name in names}
-    with atomic_file(target, suffix=".onnx") as tmp, torch.no_grad(), warnings.catch_warnings():
+    with atomic_file(target, suffix=".onnx") as tmp, torch.no_grad(), warnings.catch_warnings(), _eager_attention(st):
         warnings.simplefilter("ignore")  # the tracer's notes on Python branches: they take the same side for any batch
         try:
             torch.onnx.export(
@@ -149,6 +151,30 @@ def export(encoder: Encoder, backend: str, folder: Path | None = None) -> Path:
                 f"{AGREEMENT}); use {S.backend} torch"
             )
     return target
+
+
+@contextlib.contextmanager
+def _eager_attention(st):
+    """Trace ``st``'s transformers models with their plain ("eager") attention, then give back
+    the one they had: traced, the scaled-dot-product attention becomes a graph that onnxruntime
+    runs slower than the plain one (``bench/notes/index_process.md``); the vectors are the same
+    (the export's agreement check, :data:`AGREEMENT`)."""
+    models = [m for m in st.modules() if hasattr(m, "set_attn_implementation") and hasattr(m, "config")]
+    before = [getattr(m.config, "_attn_implementation", None) for m in models]
+    try:
+        for m in models:
+            try:
+                m.set_attn_implementation("eager")
+            except (ValueError, TypeError, AttributeError):  # a model without it keeps its own
+                pass
+        yield
+    finally:
+        for m, name in zip(models, before):
+            if name is not None:
+                try:
+                    m.set_attn_implementation(name)
+                except (ValueError, TypeError, AttributeError):
+                    m.config._attn_implementation = name
 
 
 AGREEMENT = 0.9999  # the least cosine between an fp32 export's vectors and torch's, on AGREEMENT_TEXTS
