@@ -58,6 +58,12 @@ class CodeRecipe(SingleRunRecipe):
         "the model uses unless a search gives its own.",
         grid_rule(0, 1, "comma-separated numbers in [0, 1]"),
     )
+    comments: int = setting(
+        0,
+        "Comment → block pairs from inside the definitions (a run of whole-line comments and the code lines "
+        "right after it), at most this many, trained as a second stream beside the documented definitions; 0: off.",
+        (lambda v: v >= 0, "an integer ≥ 0"),
+    )
     general: int = setting(
         0,
         "General English sentences (a sample of the bundled Wikipedia sentences) held where the starting model puts "

@@ -12,7 +12,7 @@ from ...errors import S
 from ...models import load_encoder
 from ...training import Outcome, RunContext
 from .general import general_sentences, general_stream
-from .pairs import code_stream, dev_folder, in_dev, mine_negatives, read_units
+from .pairs import code_stream, comment_pairs, comment_stream, dev_folder, in_dev, mine_negatives, read_units
 
 
 def choose_fusion(evaluator, encoder, weights: str) -> tuple[dict, str]:
@@ -95,6 +95,9 @@ def run(ctx: RunContext) -> Outcome:
         )
         report = load_dev(ctx, request.report, "ndcg@10", role="the report set")
         streams = [code_stream(encoder, train, negatives, recipe, ctx.trainer.world)]
+        comments = comment_pairs(units, recipe) if recipe.comments else []
+        if len(comments) >= 2:
+            streams.append(comment_stream(encoder, comments, recipe, ctx.trainer.world))
         if recipe.general:
             streams.append(general_stream(encoder, general_sentences(recipe.general, recipe.seed), recipe))
         result = fit_selected(ctx, encoder, streams, recipe, devset, report)
@@ -108,6 +111,7 @@ def run(ctx: RunContext) -> Outcome:
         "pairs": len(train),
         "dev_queries": len(dev),
         "hard_negatives": recipe.hard_negatives,
+        "comment_pairs": len(comments),
         "general": recipe.general,
         "dev_before": curve[0] if curve else None,
         "dev_after": max(curve) if curve else None,

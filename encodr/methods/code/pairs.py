@@ -4,6 +4,9 @@ negatives mined from the same repository, and the InfoNCE training stream."""
 from __future__ import annotations
 
 import hashlib
+import random
+import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,6 +142,73 @@ def mine_negatives(encoder, train: list[Unit], units: list[Unit], dev: set[str])
         else:
             out.append("")
     return out
+
+
+HASH_COMMENTS = {"python", "bash", "ruby", "perl", "r", "elixir", "julia", "nim", "powershell"}  # else // (or -- below)
+DASH_COMMENTS = {"lua", "haskell", "elisp"}
+NOT_PROSE = re.compile(  # a comment line that is a pragma, a note to self, or code commented out
+    r"^(noqa|type:|pragma|pylint|fmt:|eslint|isort|mypy|nosec|-\*-|TODO\b|FIXME\b|XXX\b)|[=;{}]|\w\(.*\)\s*$|"
+    r"^(def|class|return|import|from|if|for|while|function|const|let|var)\b",
+    re.IGNORECASE,
+)
+BLOCK_LINES = 12  # a comment's block ends at a blank line, a comment, a dedent, or after this many lines
+
+
+def comment_blocks(code: str, language: str | None, min_words: int) -> list[tuple[str, str]]:
+    """The (comment, block) pairs of a definition's code: each run of whole-line comments at one
+    indentation, and the code lines right after it (to the next blank line, comment or
+    dedent; at most :data:`BLOCK_LINES`), dedented. A comment line that is a pragma
+    (``# noqa``, ``# type:``), a ``TODO`` or code commented out (:data:`NOT_PROSE`) is left out of
+    its run; a run left with fewer than ``min_words`` words of two letters or more, or with no
+    code after it, gives no pair."""
+    marker = "#" if language in HASH_COMMENTS else "--" if language in DASH_COMMENTS else "//"
+    comment = re.compile(rf"^(\s*){re.escape(marker)}(?![!/])\s?(.*)$")
+    lines, out, i = code.splitlines(), [], 0
+    while i < len(lines):
+        head = comment.match(lines[i])
+        if not head:
+            i += 1
+            continue
+        indent, words, j = head.group(1), [], i
+        while j < len(lines) and (m := comment.match(lines[j])) and m.group(1) == indent:
+            words.append("" if NOT_PROSE.search(m.group(2).strip()) else m.group(2).strip())
+            j += 1
+        k = j
+        while (
+            k < len(lines)
+            and k - j < BLOCK_LINES
+            and lines[k].strip()
+            and not comment.match(lines[k])
+            and lines[k].startswith(indent)
+        ):
+            k += 1
+        text = " ".join(" ".join(words).split())
+        if k > j and len(re.findall(r"\b[A-Za-z]{2,}\b", text)) >= min_words:
+            out.append((text, textwrap.dedent("\n".join(lines[j:k]))))
+        i = k if k > j else j
+    return out
+
+
+def comment_pairs(units: list[Unit], recipe: CodeRecipe) -> list[tuple[str, str]]:
+    """Up to ``recipe.comments`` (comment, block) pairs from inside every definition's code
+    (:func:`comment_blocks`; a seeded sample when there are more): what the repository's own
+    comments say of the lines they stand above, a second kind of documentation to learn from.
+    The dev fold's definitions give theirs too: their comments are in the code that is searched,
+    as an undocumented function's are."""
+    found = [pair for u in units for pair in comment_blocks(u.bare or u.text, code_language(u.path), recipe.min_words)]
+    return random.Random(recipe.seed).sample(found, recipe.comments) if len(found) > recipe.comments else found
+
+
+def comment_stream(encoder, pairs: list[tuple[str, str]], recipe: CodeRecipe, world: int = 1) -> Stream:
+    """The comment → block pairs as a second InfoNCE stream beside the documented ones
+    (:func:`code_stream`'s loss, in-batch negatives only), one batch of them each step.
+
+    Returns:
+        A :class:`~encodr.training.Stream` named ``comments``.
+    """
+    from ..judged.method import Example, mnrl_stream
+
+    return mnrl_stream(encoder, [Example(c, block, []) for c, block in pairs], recipe, world, 0, name="comments")
 
 
 def code_stream(encoder, train: list[Unit], negatives: list[str] | None, recipe: CodeRecipe, world: int = 1) -> Stream:

@@ -5,7 +5,7 @@ import json
 
 from encodr.data.code import definitions, summary
 from encodr.methods import load_recipe
-from encodr.methods.code.pairs import in_dev, mine_negatives, read_units
+from encodr.methods.code.pairs import comment_blocks, comment_pairs, in_dev, mine_negatives, read_units
 from tests.conftest import run_cli
 
 TOPICS = [
@@ -32,7 +32,7 @@ def source(folder, n=24):
             topic = TOPICS[i % 12]
             parts.append(
                 f'def measure_{topic}_{i}(value):\n    """Measure the {topic} number {i} in metres.\n\n    More words.\n    """\n'
-                f"    {topic} = value * {i}\n    return {topic}\n"
+                f"    # scale the {topic} by its number\n    {topic} = value * {i}\n    return {topic}\n"
             )
         parts.append("def helper(x):\n    return x\n")  # undocumented: in the corpus, not a pair
         parts.append(
@@ -54,6 +54,32 @@ def test_definitions_carry_their_documentation_and_their_code_without_it():
     assert add.doc == "Adds two numbers." and add.code == "function add(a, b) { return a + b; }"
 
 
+def test_comment_blocks_pair_a_comment_with_the_lines_it_stands_above():
+    code = (
+        "def f(rows):\n"
+        "    # drop the rows nobody asked for\n"
+        "    # (the filter keeps order)\n"
+        "    rows = [r for r in rows if r]\n"
+        "    total = sum(rows)\n"
+        "\n"
+        "    # x = old(y)\n"  # commented-out code: not prose
+        "    # noqa: the linter is wrong about this line\n"  # a pragma
+        "    y = 2\n"
+        "    # a comment with no code after it\n"
+        "\n"
+        "    # sum each part\n"
+        "    for r in rows:\n"
+        "        total += r\n"
+        "    return total\n"
+    )
+    assert comment_blocks(code, "python", 3) == [
+        ("drop the rows nobody asked for (the filter keeps order)", "rows = [r for r in rows if r]\ntotal = sum(rows)"),
+        ("sum each part", "for r in rows:\n    total += r\nreturn total"),
+    ]
+    js = "function g(a) {\n  // clamp the value into range\n  a = Math.max(0, a);\n  return a;\n}\n"
+    assert comment_blocks(js, "javascript", 3) == [("clamp the value into range", "a = Math.max(0, a);\nreturn a;")]
+
+
 def test_units_the_dev_fold_and_negatives_from_the_same_repository(tmp_path, tiny_model):
     from encodr.models import load_encoder
 
@@ -67,6 +93,8 @@ def test_units_the_dev_fold_and_negatives_from_the_same_repository(tmp_path, tin
         and documented[0].query == "Measure the river number 0 in metres."
     )
     assert "Measure the" not in documented[0].bare and "river = value * 0" in documented[0].bare
+    pairs = comment_pairs(units, load_recipe("code", {"comments": 5}))
+    assert len(pairs) == 5 and all(c.startswith("scale the ") and "= value *" in block for c, block in pairs)
     dev = {u.key for u in documented if in_dev(u, 0.2)}
     assert 0 < len(dev) < 27 and dev == {u.key for u in documented if in_dev(u, 0.2)}  # a hash: the same fold every time
     train = [u for u in documented if u.key not in dev]
@@ -100,6 +128,8 @@ def test_tune_code_saves_a_sentence_transformer_with_its_dev_figures(tiny_model,
             "min_documented=10",
             "--set",
             "general=16",
+            "--set",
+            "comments=12",
             "--json",
         ],
         capsys,
@@ -113,7 +143,7 @@ def test_tune_code_saves_a_sentence_transformer_with_its_dev_figures(tiny_model,
         and summary["dev_after"] >= summary["dev_before"]
     )
     assert summary["dev_curve"][0]["step"] == 0  # the starting model is a candidate
-    assert summary["general"] == 16
+    assert summary["general"] == 16 and summary["comment_pairs"] == 12
     assert summary["fusion_weight"].startswith("dev hybrid nDCG@10") and set(summary["search"]) <= {"fusion_weight"}
     assert SentenceTransformer(str(out), device="cpu").encode(["measure a river"]).shape == (1, 32)
     code, _, err = run_cli(
