@@ -436,7 +436,7 @@ def _named_documents(index, target: str, field: str = "id", lines: tuple[int, in
     if not found:
         raise EncodrError(
             f"index {index.path.name} has no document '{target}'"
-            + (f" on lines {lines[0]}-{lines[1]}" if lines and index.find_documents(target) else "")
+            + (f" on line {'-'.join(dict.fromkeys(map(str, lines)))}" if lines and index.find_documents(target) else "")
             + "; a hit's document id or its path names one",
             field=field,
             status=404,
