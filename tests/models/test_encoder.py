@@ -308,3 +308,26 @@ def test_a_model_left_in_training_mode_still_encodes_in_eval_mode(tiny_model):
     enc.st.train()  # dropout on: a pass in this mode would differ from pass to pass
     assert abs(enc.encode(TEXTS_OF_MANY_LENGTHS, batch_size=2) - expected).max() < 1e-6
     assert enc.st.training is False
+
+
+def test_the_onnx_export_traces_eager_attention_and_gives_the_model_its_own_back(tiny_model, tmp_path, monkeypatch):
+    import onnx as onnx_format
+    import torch
+
+    import encodr.models.onnx as onnx
+    from encodr.models import load_encoder
+
+    encoder = load_encoder(str(tiny_model))
+    model = next(m for m in encoder.st.modules() if hasattr(m, "set_attn_implementation"))
+    model.set_attn_implementation("sdpa")
+    seen, original = [], torch.onnx.export
+
+    def spy(*args, **kwargs):
+        seen.append(model.config._attn_implementation)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(torch.onnx, "export", spy)
+    path = onnx.export(encoder, "onnx", tmp_path / "export")
+    assert seen == ["eager"] and model.config._attn_implementation == "sdpa"  # traced eager, then given back
+    ops = {node.op_type for node in onnx_format.load(str(path)).graph.node}
+    assert "Softmax" in ops and "MatMul" in ops  # attention written out as products and a softmax
