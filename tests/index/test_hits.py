@@ -117,6 +117,10 @@ def test_show_opens_a_record_of_a_one_record_a_line_file_and_a_passage_another_f
     assert code == 0 and [(r["line"], r["text"]) for r in json.loads(stdout)["lines"]] == [(1, "alpha one"), (2, "beta two")]
     code, _, err = run_cli(["show", "recs.txt", "--index", str(tmp_path / "ri")], capsys, monkeypatch)
     assert code == 2 and "names 3 documents" in err and "recs.txt:3" in err
+    code, _, err = run_cli(["show", "recs.txt:7", "--index", str(tmp_path / "ri")], capsys, monkeypatch)
+    assert code == 2 and err.strip().splitlines() == [
+        "encodr: error: index ri has no document 'recs.txt' on line 7; a hit's document id or its path names one"
+    ]
     shared = "# Shared\n\nThe same paragraph in two files.\n"
     out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"a.md": shared, "b.md": shared + "\n## Own\n\nOnly in b.\n"})
     code, stdout, _ = run_cli(["show", "b.md", "--index", str(out), "--json"], capsys, monkeypatch)
