@@ -129,19 +129,20 @@ def export(encoder: Encoder, backend: str, folder: Path | None = None) -> Path:
 
     sample = encoder.tokenizer(["an example", "a slightly longer example sentence"], padding=True, return_tensors="pt")
     axes = {name: {0: "batch", 1: "tokens"} for name in names}
-    with atomic_file(target, suffix=".onnx") as tmp, torch.no_grad(), warnings.catch_warnings(), _eager_attention(st):
+    with atomic_file(target, suffix=".onnx") as tmp, torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on Python branches: they take the same side for any batch
         try:
-            torch.onnx.export(
-                Pipeline(),
-                tuple(sample[n] for n in names),
-                str(tmp),
-                input_names=names,
-                output_names=["sentence_embedding"],
-                dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
-                opset_version=OPSET,
-                dynamo=False,
-            )
+            with _eager_attention(st):  # traced eager; the agreement below is checked against the model as it runs
+                torch.onnx.export(
+                    Pipeline(),
+                    tuple(sample[n] for n in names),
+                    str(tmp),
+                    input_names=names,
+                    output_names=["sentence_embedding"],
+                    dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
+                    opset_version=OPSET,
+                    dynamo=False,
+                )
         except Exception as exc:
             raise EncodrError(f"could not export {encoder.name} to ONNX ({first_line(exc)}); use {S.backend} torch") from None
         agreement = _agreement(encoder, tmp)
