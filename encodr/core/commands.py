@@ -452,8 +452,13 @@ def _one_document(index, target: str, field: str = "id") -> str:
     """
     found = _named_documents(index, target, field)
     if len(found) > 1:
-        raise EncodrError(f"'{target}' names {len(found)} documents ({', '.join(found[:3])}); give one of their ids", field=field)
+        _refuse_several(target, found, field)
     return found[0]
+
+
+def _refuse_several(target: str, found: list[str], field: str = "id") -> None:
+    """Raise: ``target`` names several documents (``found``, the first three named)."""
+    raise EncodrError(f"'{target}' names {len(found)} documents ({', '.join(found[:3])}); give one of their ids", field=field)
 
 
 def document_lines(index, target: str, lines: tuple[int, int] | None) -> dict:
@@ -471,7 +476,7 @@ def document_lines(index, target: str, lines: tuple[int, int] | None) -> dict:
     if len(parts) > 1 and (
         len({p["path"] for p in parts}) > 1 or any(end >= start for (_, end), (start, _) in zip(spans, spans[1:]))
     ):  # several documents whose lines overlap: not one file's records
-        _one_document(index, target)
+        _refuse_several(target, found)
     numbered = sorted((p["first_line"] + i, t) for p in parts for i, t in enumerate(p["lines"]))
     low, high = lines or (numbered[0][0] if numbered else 1, numbered[-1][0] if numbered else 0)
     head = {k: v for k, v in parts[0].items() if k not in ("first_line", "lines")}
