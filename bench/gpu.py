@@ -30,6 +30,11 @@ timed on its second call (the first warms every shape the data makes, as a long 
   already on the GPU, in its precision and in fp32: the ceiling;
 - a summary: the pipeline against sentence-transformers' best fp32 batch and against the ceiling.
 
+Rows of ``--parts index`` (``gpu_index.json``): ``encodr index FILE`` as a whole process on the
+GPU against a sentence-transformers script (load, ``encode`` at batch 32 and 256, ``np.save``),
+on the same sets, one text a line; and the build's own seconds. It needs encodr's dependencies
+on the GPU machine (bench/notes/gpu.md says what travelled).
+
 Rows of the first run's parts (``--parts encode profile train tune``; ``gpu.json``):
 
 - ``encode``: texts/s and non-padding tokens/s of sentence-transformers' ``encode`` (sorted by
@@ -411,6 +416,76 @@ def pipeline_rows(models: dict[str, Path], sets: dict[str, list[str]], budgets: 
     return rows, summary
 
 
+ST_SCRIPT = """
+import sys
+import numpy as np
+from sentence_transformers import SentenceTransformer
+texts = [t for t in open(sys.argv[2], encoding="utf-8").read().splitlines() if t.strip()]
+model = SentenceTransformer(sys.argv[1], device=sys.argv[5])
+vectors = model.encode(texts, batch_size=int(sys.argv[4]), normalize_embeddings=True)
+np.save(sys.argv[3], vectors)
+"""
+
+
+def process_seconds(command: list[str]) -> tuple[float, str]:
+    """Wall seconds of ``command`` as a fresh process, from its start to its exit, and its stdout
+    (raises ``RuntimeError`` with its stderr's end when it fails)."""
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode:
+        raise RuntimeError(f"{command[:4]} failed: {done.stderr[-2000:]}")
+    return seconds, done.stdout
+
+
+def index_rows(models: dict[str, Path], sets: dict[str, list[str]], work: Path, rounds: int, save) -> list[dict]:
+    """``encodr index FILE`` as a whole process on the GPU (``auto``: torch, the pipeline of
+    :mod:`encodr.models.pipeline`) against a script that loads the model with
+    sentence-transformers on the GPU and calls ``encode`` (fp32, batch 32 and 256), its vectors
+    saved with ``np.save``: the fixed costs (imports, CUDA start, model load, SQLite, FAISS,
+    the keyword index) and the encoding together, in one run, configurations interleaved per
+    round; the best of ``rounds`` each. ``encodr build (own seconds)`` is the build's own
+    ``seconds`` (from ``--json``: reading to the settled index, without the imports and the
+    model load). ``save(rows)`` is called after each model and text set."""
+    rows = []
+    for name, path in models.items():
+        for set_name, texts in sets.items():
+            corpus = work / f"{name}-{len(texts)}.txt"
+            corpus.write_text("\n".join(" ".join(t.split()) for t in texts) + "\n", encoding="utf-8")
+            runs: dict[str, list[float]] = {}
+            built: dict = {}
+            for r in range(rounds):
+                for batch in (32, 256):
+                    cmd = [sys.executable, "-c", ST_SCRIPT, str(path), str(corpus), str(work / "st.npy"), str(batch), DEVICE]
+                    runs.setdefault(f"st script (batch {batch})", []).append(process_seconds(cmd)[0])
+                out = work / f"index-{name}-{r}"
+                shutil.rmtree(out, ignore_errors=True)
+                seconds, stdout = process_seconds(
+                    [sys.executable, "-m", "encodr", "index", str(corpus), "--out", str(out), "--model", str(path), "--json"]
+                )
+                runs.setdefault("encodr index", []).append(seconds)
+                built = json.loads(stdout)
+                runs.setdefault("encodr build (own seconds)", []).append(float(built["seconds"]))
+            best_st = min(min(v) for k, v in runs.items() if k.startswith("st script"))
+            for impl, seconds in runs.items():
+                rows.append(
+                    {
+                        "model": name,
+                        "texts": set_name,
+                        "n": len(texts),
+                        "impl": impl,
+                        "seconds": min(seconds),
+                        "all_seconds": [round(s, 2) for s in seconds],
+                        "texts_per_s": len(texts) / min(seconds),
+                        "x st script": best_st / min(seconds),
+                        "vectors": built.get("count") if impl.startswith("encodr") else len(texts),
+                    }
+                )
+                print(rows[-1], flush=True)
+            save(rows)
+    return rows
+
+
 def ict_pairs(texts: list[str], n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     """Inverse-cloze pairs: a random sentence of an abstract → the abstract without it."""
     import random
@@ -531,6 +606,7 @@ def run(
     recipes: list[str],
     budgets: list[int],
     limit: int | None = None,
+    rounds: int = 2,
 ) -> None:
     import torch
 
@@ -545,6 +621,18 @@ def run(
         sets = {name: texts[:limit] for name, texts in sets.items()}
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none (a trial run)"
     result = {"machine": machine(), "gpu": gpu, "torch": torch.__version__, "weights": "random (same arithmetic)"}
+    if "index" in parts:  # its own file
+
+        def save_index(rows: list[dict]) -> None:
+            payload = {"gpu": gpu, "torch": torch.__version__, "weights": "random (same arithmetic)", "rows": rows}
+            write_json(out / "gpu_index.json", {**payload, "cpu_flags": cpu_flags()})
+
+        rows = index_rows(models, sets, work, rounds, save_index)
+        columns = ["model", "texts", "impl", "seconds", "texts_per_s", "x st script", "vectors"]
+        print_table(f"encodr index against a sentence-transformers script on {gpu}", rows, columns)
+        parts = [p for p in parts if p != "index"]
+        if not parts:
+            return
     if "pipeline" in parts:  # its own file: gpu.json keeps the first run's rows
 
         def save(rows: list[dict], summary: list[dict]) -> None:
@@ -662,14 +750,15 @@ def main() -> None:
         "--parts",
         nargs="+",
         default=["pipeline"],
-        choices=["pipeline", "encode", "profile", "train", "tune"],
-        help="pipeline: gpu_pipeline.json; the others: gpu.json (the first run's parts)",
+        choices=["pipeline", "index", "encode", "profile", "train", "tune"],
+        help="pipeline: gpu_pipeline.json; index: gpu_index.json; the others: gpu.json (the first run's parts)",
     )
     parser.add_argument("--device", default="cuda", help="the pipeline rows' device: cpu only to try the script")
     parser.add_argument(
         "--lean", action="store_true", help="the pipeline part's rows at their defaults only (a short device call)"
     )
     parser.add_argument("--limit", type=int, help="texts per set (a trial run)")
+    parser.add_argument("--rounds", type=int, default=2, help="the index part's rounds (the best is kept)")
     parser.add_argument(
         "--budgets", type=int, nargs="+", default=[32_768, 131_072], help="the pipeline's token budgets tried beside its default"
     )
@@ -685,7 +774,7 @@ def main() -> None:
         os.environ.setdefault("TQDM_DISABLE", "1")
         global DEVICE, LEAN
         DEVICE, LEAN = args.device, args.lean
-        run(args.folder, args.out, args.batches, args.steps, args.parts, args.recipes, args.budgets, args.limit)
+        run(args.folder, args.out, args.batches, args.steps, args.parts, args.recipes, args.budgets, args.limit, args.rounds)
 
 
 if __name__ == "__main__":
