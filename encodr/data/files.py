@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..errors import EncodrError
 from .code import CODE_SUFFIXES, code_language, code_sections
@@ -35,6 +37,8 @@ MARKDOWN_SUFFIXES = (
     *CONVERTED_SUFFIXES,
 )  # documents whose text is Markdown (headings, lists, tables)
 OVERLAP = 32  # tokens shared by consecutive passages of a document
+SPLIT_BATCH = 256  # records split together, spread over threads (split_records)
+SPLIT_THREADS = 16  # at most this many splitting threads
 
 NOT_READ = "not a kind encodr reads"  # why a file of a folder is left out (encodr index --help lists the kinds it reads)
 Splitter = Callable[[str], list[tuple[int, str]]]
@@ -454,8 +458,7 @@ def iter_records(
         record = Record(doc.text, str(path), doc.first_line, str(path), lang, doc.title, meta=doc.meta or None)
         yield from document_passages(record, split, doc.pages, doc.sections)
         return
-    for record in read_records(path, lang, layout):
-        yield from _passages(record, split)
+    yield from split_records(read_records(path, lang, layout), split)
 
 
 def iter_passages(record: Record, split: Splitter | None) -> Iterator[Record]:
@@ -575,11 +578,43 @@ def heading_paths(text: str, title: str | None = None) -> list[tuple[int, str]]:
     return found
 
 
-def _passages(record: Record, split: Splitter | None) -> Iterator[Record]:
+def split_records(records: Iterable[Record], split: Splitter | None, batch: int = SPLIT_BATCH) -> Iterator[Record]:
+    """Each of ``records`` whole, or its passages where ``split`` cuts it, in order. ``batch``
+    records at a time are split on as many threads as the process may use (at most
+    :data:`SPLIT_THREADS`): semantic-text-splitter's ``chunk_indices`` releases the GIL, and cutting
+    long texts one at a time on one core made it the longest part of a build on a GPU machine
+    (bench/notes/gpu.md). Records read before an error of ``records`` are still yielded, then
+    the error is raised, as when they are split one by one."""
     if split is None:
-        yield record
+        yield from records
         return
-    parts = split(record.text)
+    threads = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, SPLIT_THREADS)
+    if threads < 2:
+        for record in records:
+            yield from _passages(record, split(record.text))
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="encodr-split") as pool:
+        failed, source = None, iter(records)
+        while failed is None:
+            group: list[Record] = []
+            try:
+                for record in source:
+                    group.append(record)
+                    if len(group) >= batch:
+                        break
+            except Exception as exc:  # noqa: BLE001 - raised again below, after the records read before it
+                failed = exc
+            if not group and failed is None:
+                return
+            slices = [group[i::threads] for i in range(threads)]  # interleaved: long and short texts spread evenly
+            cuts = list(pool.map(lambda part: [split(r.text) for r in part], slices))
+            for i, record in enumerate(group):
+                yield from _passages(record, cuts[i % threads][i // threads])
+        raise failed
+
+
+def _passages(record: Record, parts: list[tuple[int, str]]) -> Iterator[Record]:
+    """``record`` whole where ``parts`` (its ``split``) is one passage, else a record per passage."""
     if len(parts) == 1:
         yield record
         return

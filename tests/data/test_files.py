@@ -225,6 +225,31 @@ def test_a_hit_opens_its_whole_document_at_the_passage(tmp_path, tiny_model):
     assert term_spans("Die Pumpen verloren Druck", "pumpe") == []  # no language: no stems
 
 
+@pytest.mark.parametrize("cores", [1, 4])
+def test_records_split_on_threads_come_out_in_order_and_an_error_after_what_was_read(monkeypatch, cores):
+    from encodr.data.files import split_records
+    from encodr.data.records import Record
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    texts = [("long " * (i % 5)).strip() or f"t{i}" for i in range(23)]
+
+    def split(text):  # a text of n words: n one-word passages
+        words = text.split()
+        return [(i, w) for i, w in enumerate(words)] if len(words) > 1 else [(0, text)]
+
+    def records():
+        for i, text in enumerate(texts):
+            yield Record(text, "f.jsonl", i + 1, f"r{i}")
+        raise EncodrError("f.jsonl, line 24: broken")
+
+    out = []
+    with pytest.raises(EncodrError, match="line 24"):
+        for record in split_records(records(), split, batch=4):
+            out.append(record)
+    expected = [(f"r{i}", w) for i, t in enumerate(texts) for _, w in split(t)]
+    assert [(r.document_id, r.text) for r in out] == expected
+
+
 def test_malformed_records_name_their_line(tmp_path):
     from encodr.data.records import read_records
 
