@@ -141,7 +141,8 @@ def serve_on_ray(request, settings: dict, announce: Callable[[str], None]) -> No
     where it listens, and serve until SIGTERM or Ctrl-C; then delete the application.
 
     Raises:
-        EncodrError: see :func:`check_servable`; no Ray cluster at ``--address``.
+        EncodrError: see :func:`check_servable`; no Ray cluster at ``--address``; Ray Serve
+            did not start (:func:`_deploy`).
     """
     from ray import serve
 
@@ -151,8 +152,7 @@ def serve_on_ray(request, settings: dict, announce: Callable[[str], None]) -> No
     path = check_servable(request)
     check_engine("ray", request.address)
     with ray_session(request.address):
-        serve.start(http_options={"host": request.host, "port": request.port})
-        serve.run(application(path, request, settings), name="encodr", route_prefix="/", blocking=False)
+        _deploy(serve, application(path, request, settings), request)
         announce(
             f"serving sharded index {path.name} on Ray Serve: {len(shard_folders(path))} shard deployment(s) × "
             f"{request.replicas} replica(s) and an ingress"
@@ -168,3 +168,30 @@ def serve_on_ray(request, settings: dict, announce: Callable[[str], None]) -> No
             serve.delete("encodr")
             serve.shutdown()
     announce("stopped")
+
+
+def _deploy(serve, app, request) -> None:
+    """Start Ray Serve's HTTP proxy on ``request.host``:``request.port`` and run ``app`` as the
+    application ``encodr``; what Ray raises when it cannot (a proxy or replica actor that died:
+    the port taken, the machine out of memory or cores) is one line, after Serve is shut down.
+
+    Raises:
+        EncodrError: Ray Serve did not start, naming Ray's reason.
+    """
+    from ray.exceptions import RayError
+    from ray.serve.exceptions import RayServeException
+
+    try:
+        serve.start(http_options={"host": request.host, "port": request.port})
+        serve.run(app, name="encodr", route_prefix="/", blocking=False)
+    except (RayError, RayServeException, RuntimeError, TimeoutError) as exc:
+        reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        try:
+            serve.shutdown()
+        except Exception:  # noqa: BLE001 - the first failure is the one to report
+            pass
+        raise EncodrError(
+            f"Ray Serve did not start on {request.host}:{request.port} ({reason[:200]}); check that the port is free "
+            "and that Ray has the memory and cores for a proxy and a replica per shard, then run again",
+            field="port",
+        ) from None
