@@ -86,6 +86,66 @@ def prepare(dest: Path) -> None:
     print(f"prepared {dest}: {sorted(p.name for p in dest.iterdir())}")
 
 
+# encodr's dependencies that the lent GPU machines' image lacks (bench/notes/gpu.md), as wheels for
+# its Python 3.12; lingua and wordfreq travel as a stand-in and an English-only copy instead
+DEVICE_WHEELS = (
+    "faiss-cpu", "pydantic", "pydantic_core", "annotated-types", "typing-inspection", "PyStemmer",
+    "semantic-text-splitter", "sqlite-utils", "sqlite-fts4", "click-default-group", "datasets", "dill",
+    "multiprocess", "langcodes", "ftfy", "wcwidth", "sniffio", "bm25s", "locate",
+)  # fmt: skip
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+
+
+def device(dest: Path) -> None:
+    """Two folders for two calls of the device tool (each carries at most 64 MiB with the
+    repository): ``dest/a``, the real MiniLM with float16 weights and SciFact's corpus (gzip),
+    queries and train judgments, which the first call unpacks into ``/root/stash`` (float32
+    again); ``dest/b``, the wheels of :data:`DEVICE_WHEELS` at this environment's versions, the
+    lingua stand-in and wordfreq's English lists, :func:`prepare`'s model folders and
+    ``run.sh``, which the second call runs while the machine is still warm."""
+    import gzip
+    import importlib.metadata as metadata
+
+    import wordfreq
+    from safetensors.torch import load_file, save_file
+
+    from encodr.models import resolve
+
+    here, data = Path(__file__).resolve().parent, Path(__file__).resolve().parents[2] / "shared/data/retrieval/scifact"
+    shutil.rmtree(dest, ignore_errors=True)
+    minilm, stubs = dest / "a" / "minilm", dest / "b" / "stubs"
+    shutil.copytree(resolve("minilm").path, minilm, ignore=lambda d, names: [n for n in names if WEIGHTS.match(n) or n == "onnx"])
+    weights = load_file(str(resolve("minilm").path / "model.safetensors"))
+    save_file(
+        {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in weights.items()},
+        str(minilm / "model.safetensors"),
+    )
+    (dest / "a" / "scifact" / "qrels").mkdir(parents=True)
+    (dest / "a" / "scifact" / "corpus.jsonl.gz").write_bytes(gzip.compress((data / "corpus.jsonl").read_bytes()))
+    shutil.copy(data / "queries.jsonl", dest / "a" / "scifact")
+    shutil.copy(data / "qrels" / "train.tsv", dest / "a" / "scifact" / "qrels")
+    specs = [f"{name}=={metadata.version(name)}" for name in DEVICE_WHEELS]
+    platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
+         "--implementation", "cp", *platforms, "-d", str(dest / "b" / "whl"), *specs],
+        check=True,
+    )  # fmt: skip
+    (stubs / "lingua").mkdir(parents=True)
+    shutil.copy(here / "device" / "lingua_english.py", stubs / "lingua" / "__init__.py")
+    source = Path(wordfreq.__file__).parent
+    shutil.copytree(
+        source,
+        stubs / "wordfreq",
+        ignore=lambda d, names: [n for n in names if n == "__pycache__" or (Path(d).name == "data" and "_en." not in n)],
+    )
+    prepare(dest / "b" / "gpu")
+    (dest / "b" / "gpu" / "scifact.jsonl").unlink()  # the first call carries it, compressed
+    shutil.copy(here / "device" / "run.sh", dest / "b" / "run.sh")
+    sizes = {part: sum(f.stat().st_size for f in (dest / part).rglob("*") if f.is_file()) / 2**20 for part in ("a", "b")}
+    print(f"prepared {dest}: a {sizes['a']:.1f} MiB, b {sizes['b']:.1f} MiB (each with the repository: at most 64 MiB a call)")
+
+
 def build(arch: Path, out: Path) -> Path:
     """A sentence-transformers folder with the architecture of ``arch`` and random weights."""
     import torch
@@ -741,7 +801,10 @@ QUICK = ["prepare", "{tmp}/gpu"]  # the step a machine without CUDA can run; `ru
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "step", choices=["prepare", "run", "half"], help="half: float16 against float32 with the real weights, on this CPU"
+        "step",
+        choices=["prepare", "device", "run", "half"],
+        help="device: the folders of two device calls (bench/notes/gpu.md); half: float16 against float32 with the "
+        "real weights, on this CPU",
     )
     parser.add_argument("folder", type=Path, help="what travels: configs, tokenizers, the SciFact corpus")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
@@ -765,7 +828,9 @@ def main() -> None:
     parser.add_argument("--recipes", nargs="+", default=["word", "sentence"], help="bench/train_speed.py's recipes")
     parser.add_argument("--steps", type=int, default=22, help="training steps per row, 2 of them warm-up")
     args = parser.parse_args()
-    if args.step == "prepare":
+    if args.step == "device":
+        device(args.folder)
+    elif args.step == "prepare":
         args.folder.mkdir(parents=True, exist_ok=True)
         prepare(args.folder)
     elif args.step == "half":
