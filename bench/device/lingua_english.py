@@ -1,6 +1,7 @@
 """A stand-in for lingua on a lent GPU machine, copied there as ``lingua`` by
 ``python bench/gpu.py device DIR`` (lingua's models, 96 MB, do not travel in 64 MiB): every text is
 English, with confidence 1. For English corpora (SciFact) only; never on a user's machine."""
+
 from types import SimpleNamespace
 
 
