@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from ..cpus import usable_cpus
 from ..errors import EncodrError
 from .code import CODE_SUFFIXES, code_language, code_sections
 from .records import Layout, Record, read_records
@@ -588,7 +588,7 @@ def split_records(records: Iterable[Record], split: Splitter | None, batch: int 
     if split is None:
         yield from records
         return
-    threads = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, SPLIT_THREADS)
+    threads = min(usable_cpus(), SPLIT_THREADS)
     if threads < 2:
         for record in records:
             yield from _passages(record, split(record.text))

@@ -26,6 +26,8 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..cpus import usable_cpus
+
 TOKEN_BUDGET = 65_536  # padded tokens per forward pass on a GPU (bench/gpu.py --budgets)
 MOST_TEXTS = 2_048  # texts per forward pass at most, however short
 CHUNK_TEXTS = 256  # texts per tokenizer task
@@ -43,7 +45,7 @@ def tokenizer_workers(cpus: int | None = None) -> int:
     one for the thread that drives the GPU, at least 1 (text-embeddings-inference's default is
     the CPU count)."""
     if cpus is None:
-        mine = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        mine = usable_cpus()
         cpus = mine // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
     return max(1, cpus - 1)
 

@@ -26,7 +26,6 @@ rather than one of sixteen, and a lone client still gets every core.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import time
@@ -34,6 +33,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..cpus import usable_cpus
 
 CHARS_PER_TOKEN = 4  # a rough mean for English word-piece tokens, for the budget only
 
@@ -118,7 +119,7 @@ class DynamicBatcher:
             and hasattr(self.encoder, "use_threads")
             and str(getattr(self.encoder, "device", "cpu")).startswith("cpu")
         )
-        cores = _cores()
+        cores = usable_cpus()
         threads = None
         while True:
             with self._gathering:
@@ -195,15 +196,11 @@ class DynamicBatcher:
             start += len(job.texts)
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def default_workers(encoder) -> int:
     """Passes a batcher runs at once by default: 2 for an encoder on a CPU with at least 2 cores
     (each pass on half of them while the other runs), else 1 (one GPU runs one pass at a time)."""
     cpu = str(getattr(encoder, "device", "")).startswith("cpu") and hasattr(encoder, "use_threads")
-    return 2 if cpu and _cores() >= 2 else 1
+    return 2 if cpu and usable_cpus() >= 2 else 1
 
 
 class BatchedEncoder:

@@ -86,7 +86,7 @@ class PassGatedEncoder:
 
 
 def test_two_workers_share_the_requests_and_the_cores(monkeypatch):
-    monkeypatch.setattr(batcher_module, "_cores", lambda: 4)
+    monkeypatch.setattr(batcher_module, "usable_cpus", lambda: 4)
     encoder = PassGatedEncoder()
     batcher = DynamicBatcher(encoder, wait=60.0)
     assert batcher.workers == 2  # the default on a CPU with 2 cores or more
