@@ -96,7 +96,7 @@ DEVICE_WHEELS = (
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 
 
-def device(dest: Path) -> None:
+def device_folders(dest: Path) -> None:
     """Two folders for two calls of the device tool (each carries at most 64 MiB with the
     repository): ``dest/a``, the real MiniLM with float16 weights and SciFact's corpus (gzip),
     queries and train judgments, which the first call unpacks into ``/root/stash`` (float32
@@ -657,18 +657,25 @@ def cpu_flags() -> list[str]:
     return [f for f in flags() if f.startswith(("avx", "amx"))]
 
 
-def run(
-    src: Path,
-    out: Path,
-    batches: list[int],
-    steps: int,
-    parts: list[str],
-    recipes: list[str],
-    budgets: list[int],
-    limit: int | None = None,
-    rounds: int = 2,
-) -> None:
+def index_part(models: dict[str, Path], sets: dict[str, list[str]], work: Path, path: Path, rounds: int, gpu: str) -> None:
+    """:func:`index_rows`, written to ``path`` after each model and set, then printed."""
     import torch
+
+    def save(rows: list[dict]) -> None:
+        payload = {"gpu": gpu, "torch": torch.__version__, "weights": "random (same arithmetic)", "rows": rows}
+        write_json(path, {**payload, "cpu_flags": cpu_flags()})
+
+    rows = index_rows(models, sets, work, rounds, save)
+    columns = ["model", "texts", "impl", "seconds", "texts_per_s", "x st script", "vectors"]
+    print_table(f"encodr index against a sentence-transformers script on {gpu}", rows, columns)
+
+
+def run(src: Path, out: Path, args: argparse.Namespace) -> None:
+    """Every part of ``args.parts`` (with ``args``' batches, steps, recipes, budgets, limit and
+    rounds) on the models and sets of ``src``, each part's rows written under ``out``."""
+    import torch
+
+    batches, steps, parts, recipes, budgets = args.batches, args.steps, args.parts, args.recipes, args.budgets
 
     work = Path("/tmp/encodr-gpu")
     shutil.rmtree(work, ignore_errors=True)
@@ -677,19 +684,12 @@ def run(
     from encodr.data.bundled import default_corpus
 
     sets = {"wiki sentences": list(default_corpus("wiki").strings), "SciFact abstracts": scifact_texts(src / "scifact.jsonl")}
-    if limit:
-        sets = {name: texts[:limit] for name, texts in sets.items()}
+    if args.limit:
+        sets = {name: texts[: args.limit] for name, texts in sets.items()}
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none (a trial run)"
     result = {"machine": machine(), "gpu": gpu, "torch": torch.__version__, "weights": "random (same arithmetic)"}
     if "index" in parts:  # its own file
-
-        def save_index(rows: list[dict]) -> None:
-            payload = {"gpu": gpu, "torch": torch.__version__, "weights": "random (same arithmetic)", "rows": rows}
-            write_json(out / "gpu_index.json", {**payload, "cpu_flags": cpu_flags()})
-
-        rows = index_rows(models, sets, work, rounds, save_index)
-        columns = ["model", "texts", "impl", "seconds", "texts_per_s", "x st script", "vectors"]
-        print_table(f"encodr index against a sentence-transformers script on {gpu}", rows, columns)
+        index_part(models, sets, work, out / "gpu_index.json", args.rounds, gpu)
         parts = [p for p in parts if p != "index"]
         if not parts:
             return
@@ -829,7 +829,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=22, help="training steps per row, 2 of them warm-up")
     args = parser.parse_args()
     if args.step == "device":
-        device(args.folder)
+        device_folders(args.folder)
     elif args.step == "prepare":
         args.folder.mkdir(parents=True, exist_ok=True)
         prepare(args.folder)
@@ -839,7 +839,7 @@ def main() -> None:
         os.environ.setdefault("TQDM_DISABLE", "1")
         global DEVICE, LEAN
         DEVICE, LEAN = args.device, args.lean
-        run(args.folder, args.out, args.batches, args.steps, args.parts, args.recipes, args.budgets, args.limit, args.rounds)
+        run(args.folder, args.out, args)
 
 
 if __name__ == "__main__":
