@@ -93,6 +93,7 @@ DEVICE_WHEELS = (
     "semantic-text-splitter", "sqlite-utils", "sqlite-fts4", "click-default-group", "datasets", "dill",
     "multiprocess", "langcodes", "ftfy", "wcwidth", "sniffio", "bm25s", "locate",
 )  # fmt: skip
+DEVICE_MARK = ".encodr-device"  # the device step replaces only a folder holding this file
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 
 
@@ -102,7 +103,8 @@ def device_folders(dest: Path) -> None:
     queries and train judgments, which the first call unpacks into ``/root/stash`` (float32
     again); ``dest/b``, the wheels of :data:`DEVICE_WHEELS` at this environment's versions, the
     lingua stand-in and wordfreq's English lists, :func:`prepare`'s model folders and
-    ``run.sh``, which the second call runs while the machine is still warm."""
+    ``run.sh``, which the second call runs while the machine is still warm. ``dest`` is replaced
+    only where this step wrote it (:data:`DEVICE_MARK`); any other existing folder is refused."""
     import gzip
     import importlib.metadata as metadata
 
@@ -112,6 +114,8 @@ def device_folders(dest: Path) -> None:
     from encodr.models import resolve
 
     here, data = Path(__file__).resolve().parent, Path(__file__).resolve().parents[2] / "shared/data/retrieval/scifact"
+    if dest.exists() and not (dest / DEVICE_MARK).is_file():
+        sys.exit(f"{dest} exists and was not written by this step: name a new folder (it is replaced on each run)")
     shutil.rmtree(dest, ignore_errors=True)
     minilm, stubs = dest / "a" / "minilm", dest / "b" / "stubs"
     shutil.copytree(resolve("minilm").path, minilm, ignore=lambda d, names: [n for n in names if WEIGHTS.match(n) or n == "onnx"])
@@ -142,6 +146,7 @@ def device_folders(dest: Path) -> None:
     prepare(dest / "b" / "gpu")
     (dest / "b" / "gpu" / "scifact.jsonl").unlink()  # the first call carries it, compressed
     shutil.copy(here / "device" / "run.sh", dest / "b" / "run.sh")
+    (dest / DEVICE_MARK).write_text("written by python bench/gpu.py device; replaced on each run\n")
     sizes = {part: sum(f.stat().st_size for f in (dest / part).rglob("*") if f.is_file()) / 2**20 for part in ("a", "b")}
     print(f"prepared {dest}: a {sizes['a']:.1f} MiB, b {sizes['b']:.1f} MiB (each with the repository: at most 64 MiB a call)")
 
