@@ -72,4 +72,4 @@ def pinned(hits: list, grades: dict[str, int], k: int, fetch: Callable[[str], ob
 
     order = sorted(range(len(pool)), key=lambda i: (place(pool[i]), i))
     out = [replace(pool[i], judged=grades.get(pool[i].document)) for i in order][:k]
-    return [replace(h, rank=r) for r, h in enumerate(out, 1)]
+    return [h.at(r) for r, h in enumerate(out, 1)]

@@ -180,3 +180,16 @@ def test_sentences_are_not_cut_after_an_abbreviation_an_initial_or_a_days_number
         "(Aside.)",
         "End",
     ]
+
+
+def test_a_hit_moved_to_another_rank_is_a_new_hit_equal_to_replace_and_the_first_is_unchanged():
+    from dataclasses import replace
+
+    from encodr.index.search import Hit, best_passages
+
+    hit = Hit(3, 0.5, "text", "a.md", 4, 7, "eng", "doc-a", "A", 10, "A › B", 6, 2, "docs/a.md", judged=2)
+    moved = hit.at(1)
+    assert moved == replace(hit, rank=1) and moved is not hit and hit.rank == 3
+    assert hit.at(3) is hit
+    hits = [Hit(r, 1.0 - r / 10, f"t{r}", "a.md", r, r, ext_id=doc) for r, doc in enumerate(["x", "x", "y", "x", "z"], 1)]
+    assert [(h.rank, h.ext_id, h.text) for h in best_passages(hits, 3)] == [(1, "x", "t1"), (2, "y", "t3"), (3, "z", "t5")]
