@@ -589,10 +589,6 @@ def split_records(records: Iterable[Record], split: Splitter | None, batch: int 
         yield from records
         return
     threads = min(usable_cpus(), SPLIT_THREADS)
-    if threads < 2:
-        for record in records:
-            yield from _passages(record, split(record.text))
-        return
     with ThreadPoolExecutor(threads, thread_name_prefix="encodr-split") as pool:
         failed, source = None, iter(records)
         while failed is None:
