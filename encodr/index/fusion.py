@@ -32,7 +32,9 @@ another language reaches a keyword list only through the words the two languages
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
+
+import numpy as np
 
 FUSIONS = ("zscore", "convex", "rrf")
 RRF_K = 60  # Cormack et al. 2009
@@ -50,17 +52,13 @@ def fuse(
     alpha: float | None = None,
     code: set[int] | frozenset = frozenset(),
 ) -> list[tuple[int, float]]:
-    """One ranking from a dense and a keyword ranking of the same corpus.
+    """One ranking from a dense and a keyword ranking of the same corpus: :func:`fuse_arrays`
+    on lists of pairs.
 
     Args:
         dense: (text id, cosine) best first.
         keyword: (text id, BM25 score, ≥ 0) best first.
-        fusion: ``zscore``, ``convex`` or ``rrf``.
-        query_lang: the query's language (ISO 639-3), or None / ``und``: no language-aware step.
-        lang_of: text id → stored language, for every candidate.
-        alpha: the dense weight in [0, 1] (``zscore``, ``convex``); None: the declared ones
-            (:data:`ZSCORE_ALPHA` and :data:`CODE_ALPHA`, :data:`CONVEX_ALPHA`).
-        code: the candidates that are passages of source code (``zscore``'s :data:`CODE_ALPHA`).
+        fusion, query_lang, lang_of, alpha, code: as :func:`fuse_arrays` takes them.
 
     Returns:
         (text id, fused score) over the union of both lists, best first (ties: dense order first);
@@ -69,66 +67,144 @@ def fuse(
     Raises:
         ValueError: an unknown fusion.
     """
+    ids, scores = fuse_arrays(_pairs(dense), _pairs(keyword), fusion, query_lang, lang_of, alpha, code)
+    return list(zip(ids.tolist(), scores.tolist()))
+
+
+def fuse_arrays(
+    dense: tuple[np.ndarray, np.ndarray],
+    keyword: tuple[np.ndarray, np.ndarray],
+    fusion: str,
+    query_lang: str | None = None,
+    lang_of: dict[int, str | None] | None = None,
+    alpha: float | None = None,
+    code: set[int] | frozenset = frozenset(),
+) -> tuple[np.ndarray, np.ndarray]:
+    """One ranking from a dense and a keyword ranking of the same corpus (the module's three
+    fusions), computed over arrays: a query's candidates are scored at once, not one by one.
+
+    Args:
+        dense: (ids, cosines), int (n,) and float (n,), best first, ids distinct.
+        keyword: (ids, BM25 scores ≥ 0), int (m,) and float (m,), best first, ids distinct.
+        fusion: ``zscore``, ``convex`` or ``rrf``.
+        query_lang: the query's language (ISO 639-3), or None / ``und``: no language-aware step.
+        lang_of: text id → stored language, for every candidate.
+        alpha: the dense weight in [0, 1] (``zscore``, ``convex``); None: the declared ones
+            (:data:`ZSCORE_ALPHA` and :data:`CODE_ALPHA`, :data:`CONVEX_ALPHA`).
+        code: the candidates that are passages of source code (``zscore``'s :data:`CODE_ALPHA`).
+
+    Returns:
+        (ids int64 (u,), fused scores float64 (u,)) over the union of both lists, best first
+        (ties: the order of the union, the dense list's ids before the keyword list's others).
+
+    Raises:
+        ValueError: an unknown fusion.
+    """
     if fusion not in FUSIONS:
         raise ValueError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
-    lang_of = lang_of or {}
-
-    def other_language(i: int) -> bool:
-        lang = lang_of.get(i)
-        return bool(query_lang and query_lang != "und" and lang and lang != "und" and lang != query_lang)
-
-    order = list(dict.fromkeys([i for i, _ in dense] + [i for i, _ in keyword]))
+    union = _Union.of(dense, keyword)
+    other = union.other_language(query_lang, lang_of or {})
     if fusion == "rrf":
-        d_rank = {i: r for r, (i, _) in enumerate(dense, 1)}
-        k_rank = {i: r for r, (i, _) in enumerate(keyword, 1)}
-        for i, r in d_rank.items():
-            if other_language(i):
-                k_rank[i] = min(r, k_rank.get(i, r))
-        score = {
-            i: (1 / (RRF_K + d_rank[i]) if i in d_rank else 0.0) + (1 / (RRF_K + k_rank[i]) if i in k_rank else 0.0)
-            for i in order
-        }
+        d_rank, k_rank = union.ranks()
+        k_rank = np.where(other & ~np.isnan(d_rank), np.fmin(d_rank, k_rank), k_rank)
+        score = np.nan_to_num(1 / (RRF_K + d_rank)) + np.nan_to_num(1 / (RRF_K + k_rank))
     elif fusion == "zscore":
-        d_z, k_z = _z_scores(dense, keyword, order)
-        for i in order:
-            if other_language(i):
-                k_z[i] = max(k_z[i], d_z[i])
-        weight = {i: alpha if alpha is not None else CODE_ALPHA if i in code else ZSCORE_ALPHA for i in order}
-        score = {i: _logistic(weight[i] * d_z[i] + (1 - weight[i]) * k_z[i]) for i in order}
+        d, k = union.values()
+        floor = union.scores[0].min() if len(union.scores[0]) else 0.0  # absent from the dense list: its lowest cosine
+        d_z = _standardised(np.where(np.isnan(d), floor, d))
+        k_z = _standardised(np.maximum(np.nan_to_num(k), 0.0))
+        k_z = np.where(other, np.maximum(k_z, d_z), k_z)
+        weight = np.full(len(union.ids), alpha) if alpha is not None else _code_weights(union.ids, code)
+        score = _logistic(weight * d_z + (1 - weight) * k_z)
     else:
         a = CONVEX_ALPHA if alpha is None else alpha
-        d_norm, k_norm = _min_max(dense), _min_max(keyword)
-        for i, s in d_norm.items():
-            if other_language(i):
-                k_norm[i] = max(s, k_norm.get(i, s))
-        score = {i: a * d_norm.get(i, 0.0) + (1 - a) * k_norm.get(i, 0.0) for i in order}
-    position = {i: p for p, i in enumerate(order)}
-    return sorted(((i, score[i]) for i in order), key=lambda pair: (-pair[1], position[pair[0]]))
+        d, k = union.values(_scaled)
+        k = np.where(other & ~np.isnan(d), np.fmax(d, k), k)
+        score = a * np.nan_to_num(d) + (1 - a) * np.nan_to_num(k)
+    order = np.lexsort((np.arange(len(score)), -score))
+    return union.ids[order], score[order]
 
 
-def _z_scores(
-    dense: list[tuple[int, float]], keyword: list[tuple[int, float]], order: list[int]
-) -> tuple[dict[int, float], dict[int, float]]:
-    """Each candidate's dense and keyword z-score over ``order`` (the union): absent from the
-    keyword list, BM25 0; absent from the dense list, the list's lowest cosine; a list whose
-    values are all equal gives 0 to all."""
-    d, k = dict(dense), dict(keyword)
-    floor = min(d.values(), default=0.0)
-    return _standardised({i: d.get(i, floor) for i in order}), _standardised({i: max(k.get(i, 0.0), 0.0) for i in order})
+@dataclass(frozen=True)
+class _Union:
+    """The candidates of a dense and a keyword list: ``ids`` in first-seen order (the dense
+    list's, then the keyword list's others), and where each list's entries sit among them."""
+
+    ids: np.ndarray  # int64 (u,)
+    at: tuple[np.ndarray, np.ndarray]  # each list's positions in ids: int (n,), int (m,)
+    scores: tuple[np.ndarray, np.ndarray]  # each list's scores: float64 (n,), (m,)
+
+    @classmethod
+    def of(cls, dense: tuple[np.ndarray, np.ndarray], keyword: tuple[np.ndarray, np.ndarray]) -> "_Union":
+        both = np.concatenate([np.asarray(dense[0], dtype=np.int64), np.asarray(keyword[0], dtype=np.int64)])
+        unique, first, inverse = np.unique(both, return_index=True, return_inverse=True)
+        seen = np.argsort(first, kind="stable")  # unique ids in the order first seen
+        place = np.empty(len(unique), dtype=np.int64)
+        place[seen] = np.arange(len(unique))
+        at = place[inverse]
+        n = len(dense[0])
+        scores = (np.asarray(dense[1], dtype=np.float64), np.asarray(keyword[1], dtype=np.float64))
+        return cls(unique[seen], (at[:n], at[n:]), scores)
+
+    def values(self, scale=lambda s: s) -> tuple[np.ndarray, np.ndarray]:
+        """Each candidate's score in each list (float64 (u,) each), passed through ``scale`` over
+        the list's own scores; NaN where absent."""
+        return tuple(self._spread(at, scale(s)) for at, s in zip(self.at, self.scores))
+
+    def ranks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each candidate's rank (from 1) in each list; NaN where absent."""
+        return tuple(self._spread(at, np.arange(1, len(at) + 1, dtype=np.float64)) for at in self.at)
+
+    def _spread(self, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+        out = np.full(len(self.ids), np.nan)
+        out[at] = values
+        return out
+
+    def other_language(self, query_lang: str | None, lang_of: dict) -> np.ndarray:
+        """bool (u,): a candidate whose language is known and is not the query's."""
+        if not query_lang or query_lang == "und" or not lang_of:
+            return np.zeros(len(self.ids), dtype=bool)
+        return np.fromiter(
+            (bool(lang and lang != "und" and lang != query_lang) for lang in map(lang_of.get, self.ids.tolist())),
+            dtype=bool,
+            count=len(self.ids),
+        )
 
 
-def _logistic(x: float) -> float:
+def _pairs(ranked: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids int64, scores float64) of a list of (id, score)."""
+    n = len(ranked)
+    return np.fromiter((i for i, _ in ranked), np.int64, n), np.fromiter((s for _, s in ranked), np.float64, n)
+
+
+def _code_weights(ids: np.ndarray, code) -> np.ndarray:
+    """float64 (u,): :data:`CODE_ALPHA` for a candidate that is source code, else :data:`ZSCORE_ALPHA`."""
+    if not code:
+        return np.full(len(ids), ZSCORE_ALPHA)
+    return np.where(np.isin(ids, np.fromiter(code, np.int64, len(code))), CODE_ALPHA, ZSCORE_ALPHA)
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
     """1 / (1 + e^−x): a fused z-score shown in (0, 1), in the same order (a table's score column
-    keeps its width, as the other fusions' scores do)."""
-    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+    keeps its width, as the other fusions' scores do); computed without overflow for any x."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-def _standardised(values: dict[int, float]) -> dict[int, float]:
-    if not values:
-        return {}
-    mean = sum(values.values()) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values.values()) / len(values))
-    return {i: (v - mean) / sd if sd > 0 else 0.0 for i, v in values.items()}
+def _standardised(values: np.ndarray) -> np.ndarray:
+    """z-scores over ``values`` (population standard deviation); all 0 when they are all equal."""
+    if not len(values):
+        return values
+    sd = values.std()
+    return (values - values.mean()) / sd if sd > 0 else np.zeros_like(values)
+
+
+def _scaled(scores: np.ndarray) -> np.ndarray:
+    """Scores mapped to [0, 1] over the list (all 1 when they are equal): :func:`_min_max` on an array."""
+    if not len(scores):
+        return scores
+    low, high = scores.min(), scores.max()
+    return (scores - low) / (high - low) if high > low else np.ones_like(scores)
 
 
 def interpolate(cross: list[float], first: list[float], weight: float) -> list[float]:

@@ -20,7 +20,7 @@ from ..models import Encoder, load_encoder
 from ..timing import phase
 from .adapter import read_adapter
 from .filters import Where
-from .fusion import fuse, interpolate
+from .fusion import fuse_arrays, interpolate
 from .meta import IndexMeta
 from .options import DENSE, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
 from .reader import IndexReader
@@ -145,6 +145,15 @@ class Hit:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def made(cls, rank: int, score: float, fields: dict) -> "Hit":
+        """A hit at ``rank`` with ``score`` and every other field from ``fields`` (all of them,
+        as :func:`_stored_fields` gives them), set without the frozen dataclass's ``__init__``
+        (a setattr a field): a search at evaluation depth makes hundreds of hits a query."""
+        made = object.__new__(cls)  # a frozen dataclass is set through its __dict__, as its own __init__ does
+        made.__dict__.update(fields, rank=rank, score=score)
+        return made
+
     def at(self, rank: int) -> "Hit":
         """This hit at ``rank``: ``dataclasses.replace(self, rank=rank)`` without its per-call
         look at every field (itself, where the rank is already ``rank``); a ranking of documents
@@ -154,6 +163,29 @@ class Hit:
         moved = object.__new__(type(self))  # a frozen dataclass is set through its __dict__, as its own __init__ does
         moved.__dict__.update(self.__dict__, rank=rank)
         return moved
+
+
+_UNSET = {"snippet": None, "snippet_line": None, "snippet_column": None, "context": None, "judged": None}
+
+
+def _stored_fields(row: dict) -> dict:
+    """The :class:`Hit` fields of a stored row (:meth:`IndexReader.rows`), those a search
+    fills later (snippet, context, judgment) unset; for :meth:`Hit.made`."""
+    return {
+        "text": row["text"],
+        "source": row["source"],
+        "line": row["line"],
+        "id": row["id"],
+        "lang": row["lang"],
+        "ext_id": row["ext_id"],
+        "title": row["title"],
+        "start": row["start"],
+        "section": row["section"],
+        "end_line": row["end_line"],
+        "page": row["page"],
+        "path": row["path"] or row["source"],
+        **_UNSET,
+    }
 
 
 def tuned_search(index: IndexReader) -> dict:
@@ -468,7 +500,7 @@ class Searcher:
         keyword: tuple[np.ndarray, np.ndarray],
         options: SearchOptions,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(q, k) fused scores and ids of the dense and keyword (scores, ids) lists (:func:`~.fusion.fuse`; id −1: no hit)."""
+        """(q, k) fused scores and ids of the dense and keyword (scores, ids) lists (:func:`~.fusion.fuse_arrays`; id −1: no hit)."""
         (d_scores, d_ids), (k_scores, k_ids), k = dense, keyword, options.k
         from ..data.code import CODE_SUFFIXES
 
@@ -480,17 +512,17 @@ class Searcher:
         fused_scores = np.full((len(langs), k), -np.inf, dtype=np.float32)
         fused_ids = np.full((len(langs), k), -1, dtype=np.int64)
         for q in range(len(langs)):
-            ranked = fuse(
-                [(int(i), float(s)) for s, i in zip(d_scores[q], d_ids[q]) if i >= 0],
-                [(int(i), float(s)) for s, i in zip(k_scores[q], k_ids[q]) if i >= 0],
+            d, kw = d_ids[q] >= 0, k_ids[q] >= 0
+            ids, scores = fuse_arrays(
+                (d_ids[q][d], d_scores[q][d]),
+                (k_ids[q][kw], k_scores[q][kw]),
                 options.fusion,
                 langs[q],
                 lang_of,
                 options.fusion_weight,
                 code,
-            )[:k]
-            for col, (i, s) in enumerate(ranked):
-                fused_ids[q, col], fused_scores[q, col] = i, s
+            )
+            fused_ids[q, : min(k, len(ids))], fused_scores[q, : min(k, len(ids))] = ids[:k], scores[:k]
         return fused_scores, fused_ids
 
     def _hits(
@@ -513,33 +545,11 @@ class Searcher:
     def _rows_to_hits(index: IndexReader, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
         """:class:`Hit` lists from (q, k) score and id arrays (id −1: no hit)."""
         with phase("hits"):
-            rows = index.rows(np.unique(ids))
+            stored = {i: _stored_fields(r) for i, r in index.rows(np.unique(ids)).items()}
             results = []
-            for qs, qi in zip(scores, ids):
-                hits = []
-                for score, i in zip(qs, qi):
-                    if i < 0:
-                        continue
-                    r = rows[int(i)]
-                    hits.append(
-                        Hit(
-                            len(hits) + 1,
-                            float(score),
-                            r["text"],
-                            r["source"],
-                            r["line"],
-                            r["id"],
-                            r["lang"],
-                            r["ext_id"],
-                            r["title"],
-                            r["start"],
-                            r["section"],
-                            r["end_line"],
-                            r["page"],
-                            r["path"] or r["source"],
-                        )
-                    )
-                results.append(hits)
+            for qs, qi in zip(scores.tolist(), ids.tolist()):
+                found = [(s, i) for s, i in zip(qs, qi) if i >= 0]
+                results.append([Hit.made(rank, s, stored[i]) for rank, (s, i) in enumerate(found, 1)])
             return results
 
     def _encode_queries(self, index: IndexReader, queries: list[str]) -> np.ndarray:

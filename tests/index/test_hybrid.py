@@ -1,8 +1,11 @@
+import math
+
+import numpy as np
 import pytest
 
 from encodr.errors import EncodrError
 from encodr.index import BuildOptions, Searcher, build
-from encodr.index.fusion import RRF_K, fuse
+from encodr.index.fusion import RRF_K, fuse, fuse_arrays
 from encodr.index.options import SearchOptions
 from tests.conftest import run_cli
 
@@ -66,6 +69,22 @@ def test_rrf_arithmetic():
     fused = dict(fuse([(1, 0.9), (2, 0.8)], [(2, 12.0), (3, 5.0)], "rrf"))
     assert fused[2] == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
     assert fused[1] == pytest.approx(1 / (RRF_K + 1)) and fused[3] == pytest.approx(1 / (RRF_K + 2))
+
+
+def test_zscore_arithmetic_over_arrays_and_lists():
+    dense, keyword = [(1, 0.9), (2, 0.5)], [(2, 4.0), (3, 2.0)]
+    # union 1, 2, 3; dense 0.9, 0.5 and 3's floor 0.5; BM25 0 (absent), 4, 2
+    d = np.array([0.9, 0.5, 0.5])
+    k = np.array([0.0, 4.0, 2.0])
+    z = 0.5 * (d - d.mean()) / d.std() + 0.5 * (k - k.mean()) / k.std()
+    expected = sorted(zip([1, 2, 3], (1 / (1 + math.exp(-x)) for x in z)), key=lambda p: -p[1])
+    fused = fuse(dense, keyword, "zscore")
+    assert [i for i, _ in fused] == [i for i, _ in expected] == [2, 1, 3]
+    assert [s for _, s in fused] == pytest.approx([s for _, s in expected])
+    ids, scores = fuse_arrays((np.array([1, 2]), np.array([0.9, 0.5])), (np.array([2, 3]), np.array([4.0, 2.0])), "zscore")
+    assert ids.tolist() == [2, 1, 3] and scores.tolist() == pytest.approx([s for _, s in expected])
+    tied = fuse([(5, 0.7), (6, 0.7)], [(7, 1.0), (8, 1.0)], "rrf")  # equal scores keep the union's order
+    assert [i for i, _ in tied] == [5, 7, 6, 8]
 
 
 def test_fusion_does_not_demote_a_cross_lingual_hit_that_dense_ranks_first():
