@@ -150,8 +150,10 @@ class Hit:
         """A hit at ``rank`` with ``score`` and every other field from ``fields`` (all of them,
         as :func:`_stored_fields` gives them), set without the frozen dataclass's ``__init__``
         (a setattr a field): a search at evaluation depth makes hundreds of hits a query."""
-        made = object.__new__(cls)  # a frozen dataclass is set through its __dict__, as its own __init__ does
-        made.__dict__.update(fields, rank=rank, score=score)
+        values = fields.copy()  # one allocation of the right size; filling an empty __dict__ grows it several times
+        values["rank"], values["score"] = rank, score
+        made = object.__new__(cls)
+        object.__setattr__(made, "__dict__", values)  # a frozen dataclass is set through object, as its own __init__ does
         return made
 
     def at(self, rank: int) -> "Hit":
@@ -500,7 +502,8 @@ class Searcher:
         keyword: tuple[np.ndarray, np.ndarray],
         options: SearchOptions,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(q, k) fused scores and ids of the dense and keyword (scores, ids) lists (:func:`~.fusion.fuse_arrays`; id −1: no hit)."""
+        """(q, k) fused scores and ids of the dense and keyword (scores, ids) lists
+        (:func:`~.fusion.fuse_arrays`; id −1: no hit)."""
         (d_scores, d_ids), (k_scores, k_ids), k = dense, keyword, options.k
         from ..data.code import CODE_SUFFIXES
 
