@@ -178,28 +178,43 @@ def served_hosts(host: str, allowed: list[str] = ()) -> list[str]:
 def _browser_guard(app: FastAPI, hosts: list[str] | None, origins: list[str]) -> None:
     """Requests a web page in a browser could send on its own are refused: another ``Host``
     (DNS rebinding) and another site's ``Origin``, unless allowed (see :func:`create_app`)."""
-    from urllib.parse import urlsplit
-
     from fastapi.middleware.cors import CORSMiddleware
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
     if origins:
         app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["*"], allow_headers=["*"])
-
-    @app.middleware("http")
-    async def same_origin(request: Request, call_next):
-        origin = request.headers.get("origin")
-        if origin and "*" not in origins and origin not in origins and urlsplit(origin).netloc != request.headers.get("host", ""):
-            return error(
-                403,
-                f"Origin {origin} is another site's: encodr serve answers a browser only from its own origin, "
-                "or from one given with --allow-origin",
-                "Origin",
-            )
-        return await call_next(request)
-
+    app.add_middleware(_SameOrigin, origins=origins)
     if hosts is not None and "*" not in hosts:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts)
+
+
+class _SameOrigin:
+    """ASGI middleware: a request whose ``Origin`` is another site's than its ``Host`` gets 403,
+    unless the origin is one of ``origins`` (``*``: any). A plain ASGI class rather than
+    ``@app.middleware("http")``, whose request and response wrappers every request would pay for."""
+
+    def __init__(self, app, origins: list[str]):
+        self.app, self.origins = app, origins
+
+    async def __call__(self, scope, receive, send) -> None:
+        from urllib.parse import urlsplit
+
+        from starlette.datastructures import Headers
+
+        if scope["type"] == "http":
+            headers = Headers(scope=scope)
+            origin = headers.get("origin")
+            if origin and "*" not in self.origins and origin not in self.origins:
+                if urlsplit(origin).netloc != headers.get("host", ""):
+                    refused = error(
+                        403,
+                        f"Origin {origin} is another site's: encodr serve answers a browser only from its own origin, "
+                        "or from one given with --allow-origin",
+                        "Origin",
+                    )
+                    await refused(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
 
 
 def _error_handlers(app: FastAPI) -> None:
