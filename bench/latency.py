@@ -78,7 +78,7 @@ QUICK = [
     "--out",
     "{tmp}/latency.json",
 ]
-PHASES = ("language", "encode", "dense", "keyword", "fusion", "rerank", "hits", "highlights")
+PHASES = ("language", "encode", "dense", "keyword", "fusion", "rerank", "hits", "snippets", "highlights")
 WARM = 5
 
 

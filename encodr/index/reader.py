@@ -526,10 +526,11 @@ class IndexReader(QueryEncoding):
             return refine
         return params
 
-    def rows(self, ids: Iterable[int]) -> dict[int, dict]:
-        """Stored rows by id (:meth:`~.texts.TextStore.rows`); negative ids (FAISS's padding) are skipped."""
+    def rows(self, ids: Iterable[int], keys: tuple[str, ...] | None = None) -> dict[int, dict]:
+        """Stored rows by id, all their fields or ``id`` and ``keys`` (:meth:`~.texts.TextStore.rows`);
+        negative ids (FAISS's padding) are skipped."""
         ids = [int(i) for i in ids if i >= 0]
-        return self.texts.rows(ids) if ids else {}
+        return self.texts.rows(ids, keys) if ids else {}
 
     def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
         """(character offset, text) of every stored passage of the document ``ext_id``, in document order."""

@@ -94,9 +94,9 @@ class LocalShard:
         """This shard's term statistics for ``queries`` (:meth:`~.reader.IndexReader.keyword_stats`)."""
         return self.current().keyword_stats(queries, query_langs)
 
-    def rows(self, ids: list[int]) -> dict[int, dict]:
+    def rows(self, ids: list[int], keys: tuple[str, ...] | None = None) -> dict[int, dict]:
         """Stored rows by local id (:meth:`~.reader.IndexReader.rows`)."""
-        return self.current().rows(ids)
+        return self.current().rows(ids, keys)
 
     def document(self, ext_id: str) -> dict | None:
         """:meth:`~.reader.IndexReader.document`."""
@@ -311,15 +311,16 @@ class ShardedIndex(QueryEncoding):
             return _empty(q)
         return merged([f for _, f in answered], [i for i, _ in answered], len(self.shards), k)
 
-    def rows(self, ids) -> dict[int, dict]:
-        """Stored rows by global id (each ``id`` field global too); negative ids skipped."""
+    def rows(self, ids, keys: tuple[str, ...] | None = None) -> dict[int, dict]:
+        """Stored rows by global id (each ``id`` field global too), all their fields or ``id``
+        and ``keys``; negative ids skipped."""
         n = len(self.shards)
         wanted: dict[int, list[int]] = {}
         for gid in (int(i) for i in ids if i >= 0):
             wanted.setdefault(gid % n, []).append(gid // n)
         out: dict[int, dict] = {}
         shards = sorted(wanted)
-        pending = [(shard, self.call(self.shards[shard], "rows", (wanted[shard],))) for shard in shards]
+        pending = [(shard, self.call(self.shards[shard], "rows", (wanted[shard], keys))) for shard in shards]
         for shard, rows in zip(shards, self._awaited(pending)):
             for local, row in (rows or {}).items():
                 out[local * n + shard] = {**row, "id": local * n + shard}

@@ -6,6 +6,7 @@ text → model (:class:`~encodr.models.Encoder`) → vector → PCR (optional) �
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from dataclasses import asdict, dataclass, replace
@@ -165,6 +166,15 @@ class Hit:
         moved = object.__new__(type(self))  # a frozen dataclass is set through its __dict__, as its own __init__ does
         moved.__dict__.update(self.__dict__, rank=rank)
         return moved
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_code(source: str | None) -> bool:
+    """Whether a stored text's ``source`` is a file of source code (by its suffix); a fusion asks
+    it of every candidate, most of them from a few files."""
+    from ..data.code import CODE_SUFFIXES
+
+    return os.path.splitext(source or "")[1].lower() in CODE_SUFFIXES
 
 
 _UNSET = {"snippet": None, "snippet_line": None, "snippet_column": None, "context": None, "judged": None}
@@ -505,13 +515,9 @@ class Searcher:
         """(q, k) fused scores and ids of the dense and keyword (scores, ids) lists
         (:func:`~.fusion.fuse_arrays`; id −1: no hit)."""
         (d_scores, d_ids), (k_scores, k_ids), k = dense, keyword, options.k
-        from ..data.code import CODE_SUFFIXES
-
-        rows = index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()])))
+        rows = index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()])), ("lang", "source"))
         lang_of = {i: r["lang"] for i, r in rows.items()}
-        code = {
-            i for i, r in rows.items() if os.path.splitext(r["source"] or "")[1].lower() in CODE_SUFFIXES
-        }  # source code: its own weight
+        code = {i for i, r in rows.items() if _is_code(r["source"])}  # source code: its own weight
         fused_scores = np.full((len(langs), k), -np.inf, dtype=np.float32)
         fused_ids = np.full((len(langs), k), -1, dtype=np.int64)
         for q in range(len(langs)):

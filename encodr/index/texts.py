@@ -61,6 +61,9 @@ create table if not exists tombstones (id integer primary key);
 DOCUMENT_COLUMNS = ("id", "path", "source", "title", "hash", "meta", "modified", "size", "lang")
 
 
+ROW_KEYS = ("id", "ext_id", "text", "source", "line", "lang", "title", "start", "section", "end_line", "page", "path")
+
+
 class TextStore:
     """``texts.db`` of one generation, for writing (:meth:`create`) or reading (:meth:`open`).
 
@@ -360,10 +363,13 @@ class TextStore:
             [i for (i,) in self._all(f"select id from texts where lang in ({','.join('?' * len(langs))})", langs)], dtype=np.int64
         )
 
-    def rows(self, ids: list[int]) -> dict[int, dict]:
-        """Stored rows by id: ``text``, ``source``, ``line``, ``lang``, ``ext_id``, ``title``,
-        ``start``, ``section``, ``end_line``, ``page`` and ``path``."""
-        keys = ["id", "ext_id", "text", "source", "line", "lang", "title", "start", "section", "end_line", "page", "path"]
+    def rows(self, ids: list[int], keys: tuple[str, ...] | None = None) -> dict[int, dict]:
+        """Stored rows by id: ``id``, ``text``, ``source``, ``line``, ``lang``, ``ext_id``, ``title``,
+        ``start``, ``section``, ``end_line``, ``page`` and ``path``; only ``id`` and ``keys``
+        when given (a fusion reads the languages and sources of hundreds of candidates)."""
+        keys = ["id", *(keys or ROW_KEYS[1:])]
+        if not set(keys) <= set(ROW_KEYS):
+            raise ValueError(f"unknown row fields {sorted(set(keys) - set(ROW_KEYS))}")
         found = self._all(f"select {', '.join(keys)} from texts where id in ({','.join('?' * len(ids))})", ids)
         return {r[0]: dict(zip(keys, r)) for r in found}
 

@@ -49,6 +49,12 @@ def test_a_store_written_then_read(tmp_path):
     assert reader.count() == 3 and reader.langs() == ["eng", "spa", "fra"] and reader.languages() == ["eng", "fra", "spa"]
     assert reader.ids_in(["fra", "spa"]).tolist() == [1, 2]
     assert reader.rows([2])[2]["text"] == "le chat" and reader.rows([2])[2]["start"] == 0
+    assert reader.rows([1, 2], ("lang", "source")) == {
+        1: {"id": 1, "lang": "spa", "source": "f.txt"},
+        2: {"id": 2, "lang": "fra", "source": "f.txt"},
+    }
+    with pytest.raises(ValueError, match="unknown row fields"):
+        reader.rows([1], ("colour",))
     assert reader.passages_of("d1") == [(0, "le chat"), (40, "el gato")] and reader.document_ids() == {"d1"}
     assert reader.has_keywords and [i for i, _ in reader.keyword_hits(keyword_expression("gato", "spa"), 5)] == [1]
     assert [i for i, _ in reader.keyword_hits(keyword_expression("gato chat", "fra"), 5, langs=["fra"])] == [2]
