@@ -200,7 +200,7 @@ def _standardised(values: np.ndarray) -> np.ndarray:
 
 
 def _scaled(scores: np.ndarray) -> np.ndarray:
-    """Scores mapped to [0, 1] over the list (all 1 when they are equal): :func:`_min_max` on an array."""
+    """float64 scores mapped to [0, 1] over the array (all 1 when they are equal)."""
     if not len(scores):
         return scores
     low, high = scores.min(), scores.max()
@@ -228,8 +228,6 @@ def interpolate(cross: list[float], first: list[float], weight: float) -> list[f
 
 
 def _min_max(ranked: list[tuple[int, float]]) -> dict[int, float]:
-    """Scores mapped to [0, 1] over the list (all 1 when they are equal)."""
-    if not ranked:
-        return {}
-    low, high = min(s for _, s in ranked), max(s for _, s in ranked)
-    return {i: (s - low) / (high - low) if high > low else 1.0 for i, s in ranked}
+    """Scores mapped to [0, 1] over the list (all 1 when they are equal), by id (:func:`_scaled`)."""
+    scaled = _scaled(np.fromiter((s for _, s in ranked), np.float64, len(ranked)))
+    return {i: float(v) for (i, _), v in zip(ranked, scaled)}

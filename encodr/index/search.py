@@ -531,7 +531,8 @@ class Searcher:
                 options.fusion_weight,
                 code,
             )
-            fused_ids[q, : min(k, len(ids))], fused_scores[q, : min(k, len(ids))] = ids[:k], scores[:k]
+            n = min(k, len(ids))
+            fused_ids[q, :n], fused_scores[q, :n] = ids[:n], scores[:n]
         return fused_scores, fused_ids
 
     def _hits(

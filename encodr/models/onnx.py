@@ -205,7 +205,9 @@ class OnnxForward:
         self.st, self.backend, self.path = st, backend, path
         self.session = self._session(None)
         self.inputs = [i.name for i in self.session.get_inputs()]
-        self._local = threading.local()  # a thread's own session, where use_threads made one
+        self._local = threading.local()  # the session a thread's use_threads chose
+        self._sessions: dict[int, object] = {}  # thread count → its session, shared by the threads that ask for it
+        self._making = threading.Lock()
 
     def _session(self, threads: int | None):
         import onnxruntime as ort
@@ -220,13 +222,16 @@ class OnnxForward:
         return ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
 
     def use_threads(self, n: int) -> None:
-        """Run the calling thread's passes on ``n`` CPU threads: a session of its own for each
-        ``n`` it asks for (the graph loaded again, once), since onnxruntime's thread count is a
-        session's."""
-        sessions = self._local.__dict__.setdefault("sessions", {})
-        if int(n) not in sessions:
-            sessions[int(n)] = self._session(int(n))
-        self._local.session = sessions[int(n)]
+        """Run the calling thread's passes on ``n`` CPU threads: on a session made for ``n``
+        (the graph loaded again, once per ``n``), since onnxruntime's thread count is a session's.
+        Threads that ask for the same ``n`` share its session (onnxruntime runs concurrent calls
+        of one session): a server's batching threads that take turns at one query a time then
+        run it on one session, whose weights are warm, rather than on one each."""
+        n = int(n)
+        with self._making:
+            if n not in self._sessions:
+                self._sessions[n] = self._session(n)
+        self._local.session = self._sessions[n]
 
     def __call__(self, features: dict[str, list[list[int]]]) -> np.ndarray:
         """float32 (B, d) unit vectors of one batch of unpadded token lists."""

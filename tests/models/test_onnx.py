@@ -265,6 +265,11 @@ def test_a_thread_on_fewer_cpu_threads_gets_the_same_vectors(tiny_model, backend
         assert got["threads"] == 1 and torch.get_num_threads() == threads_before  # the calling thread's count only
     else:
         assert got["session"] is not encoder.forward.session and got["session"].get_session_options().intra_op_num_threads == 1
+        first = got["session"]
+        again = threading.Thread(target=worker)  # another thread asking for 1 thread: the same session, not a new one
+        again.start()
+        again.join()
+        assert got["session"] is first
 
 
 OPENS = """
