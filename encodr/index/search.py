@@ -148,9 +148,10 @@ class Hit:
 
     @classmethod
     def made(cls, rank: int, score: float, fields: dict) -> "Hit":
-        """A hit at ``rank`` with ``score`` and every other field from ``fields`` (all of them,
-        as :func:`_stored_fields` gives them), set without the frozen dataclass's ``__init__``
-        (a setattr a field): a search at evaluation depth makes hundreds of hits a query."""
+        """A hit at ``rank`` with ``score`` and every other field from ``fields`` (all of them, as
+        :func:`_stored_fields` gives them, or another hit's ``__dict__``), set without the frozen
+        dataclass's ``__init__`` (a setattr a field): a search at evaluation depth makes hundreds
+        of hits a query."""
         values = fields.copy()  # one allocation of the right size; filling an empty __dict__ grows it several times
         values["rank"], values["score"] = rank, score
         made = object.__new__(cls)
@@ -161,11 +162,7 @@ class Hit:
         """This hit at ``rank``: ``dataclasses.replace(self, rank=rank)`` without its per-call
         look at every field (itself, where the rank is already ``rank``); a ranking of documents
         at evaluation depth renumbers hundreds of passages a query."""
-        if rank == self.rank:
-            return self
-        moved = object.__new__(type(self))  # a frozen dataclass is set through its __dict__, as its own __init__ does
-        moved.__dict__.update(self.__dict__, rank=rank)
-        return moved
+        return self if rank == self.rank else self.made(rank, self.score, self.__dict__)
 
 
 @functools.lru_cache(maxsize=4096)

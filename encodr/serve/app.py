@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 
 from ..core import dispatch
@@ -197,10 +199,6 @@ class _SameOrigin:
         self.app, self.origins = app, origins
 
     async def __call__(self, scope, receive, send) -> None:
-        from urllib.parse import urlsplit
-
-        from starlette.datastructures import Headers
-
         if scope["type"] == "http":
             headers = Headers(scope=scope)
             origin = headers.get("origin")
