@@ -199,19 +199,22 @@ class _SameOrigin:
         self.app, self.origins = app, origins
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "http":
-            headers = Headers(scope=scope)
-            origin = headers.get("origin")
-            if origin and "*" not in self.origins and origin not in self.origins:
-                if urlsplit(origin).netloc != headers.get("host", ""):
-                    refused = error(
-                        403,
-                        f"Origin {origin} is another site's: encodr serve answers a browser only from its own origin, "
-                        "or from one given with --allow-origin",
-                        "Origin",
-                    )
-                    await refused(scope, receive, send)
-                    return
+        headers = Headers(scope=scope) if scope["type"] == "http" else {}
+        origin = headers.get("origin")
+        if (
+            origin
+            and "*" not in self.origins
+            and origin not in self.origins
+            and urlsplit(origin).netloc != headers.get("host", "")
+        ):
+            refused = error(
+                403,
+                f"Origin {origin} is another site's: encodr serve answers a browser only from its own origin, "
+                "or from one given with --allow-origin",
+                "Origin",
+            )
+            await refused(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
 
