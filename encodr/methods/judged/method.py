@@ -362,17 +362,33 @@ class DevIndex:
         self.searcher.index.close()
 
 
-def scoring_encoder(encoder, where: Path):
-    """The encoder the run's own indexes (and so its mining and its searches) use: on a CPU,
-    ``encoder``'s weights exported to ONNX float32 in ``where`` (a temporary folder,
-    :func:`~encodr.models.onnx.onnx_encoder`), whose vectors are torch's (the export is checked
-    against them) and which encodes long passages about twice as fast on a CPU
-    (``bench/notes/judged.md``); else, or where the export cannot be made, ``encoder`` itself.
-    The returned encoder shares ``encoder``'s modules: it serves until they are trained again."""
-    from ...models.onnx import onnx_encoder
+def scoring_encoder(encoder, where: Path, has_bf16=None):
+    """The encoder the run's own indexes (and so its mining and its searches) use, on a CPU: the
+    fastest that keeps ``encoder``'s vectors, sharing its modules (it serves until they are
+    trained again).
+
+    - On a CPU with native bfloat16 products (``has_bf16``, default
+      :func:`~encodr.models.encoder.cpu_has_bf16`): ``encoder``'s modules under bfloat16
+      autocast (backend ``torch-bf16``), when their vectors of
+      :data:`~encodr.models.onnx.AGREEMENT_TEXTS` are within cosine
+      :data:`~encodr.models.onnx.AGREEMENT` of float32's: long passages encode faster than in
+      ONNX float32 there (``bench/notes/judged.md``), and nothing is exported.
+    - Else ``encoder``'s weights exported to ONNX float32 in ``where`` (a temporary folder,
+      :func:`~encodr.models.onnx.onnx_encoder`), whose vectors are torch's (the export is
+      checked against them) and which encodes long passages about twice as fast as torch.
+    - On a GPU, for a static or an already exported model, or where the export cannot be made:
+      ``encoder`` itself.
+    """
+    from ...models.encoder import Encoder, TorchForward, cpu_has_bf16
+    from ...models.onnx import AGREEMENT, AGREEMENT_TEXTS, onnx_encoder
 
     if getattr(encoder, "backend", None) != "torch" or encoder.st.device.type != "cpu" or encoder.static:
         return encoder
+    if (has_bf16 or cpu_has_bf16)():
+        half = Encoder(encoder.st, encoder.name, TorchForward(encoder.st, bf16=True))
+        texts = list(AGREEMENT_TEXTS)
+        if np.min(np.sum(half.encode(texts) * encoder.encode(texts), axis=1)) >= AGREEMENT:
+            return half
     try:
         return onnx_encoder(encoder, "onnx", folder=where)
     except EncodrError:

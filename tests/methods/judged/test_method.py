@@ -208,11 +208,34 @@ def test_the_runs_own_indexes_encode_through_onnx_with_torchs_vectors_and_leave_
     monkeypatch.setenv("ENCODR_HOME", str(tmp_path / "home"))
     encoder = load_encoder(str(tiny_model), "auto", "mean", 32)
     texts = ["the pump lost pressure", "valve grease and a boiler", "a"]
-    scoring = scoring_encoder(encoder, tmp_path / "run" / "onnx")
+    scoring = scoring_encoder(encoder, tmp_path / "run" / "onnx", has_bf16=lambda: False)
     assert scoring.backend == "onnx" and scoring.fingerprint == encoder.fingerprint
     assert np.min(np.sum(scoring.encode(texts) * encoder.encode(texts), axis=1)) > 0.9999
     assert (tmp_path / "run" / "onnx" / "model.onnx").is_file()
     assert not list((tmp_path / "home").rglob("*.onnx"))  # a fold's model is not cached for later runs
+
+
+def test_on_a_bfloat16_cpu_the_runs_own_indexes_encode_in_bfloat16_only_where_it_keeps_the_vectors(tmp_path, tiny_model):
+    from encodr.methods.judged import method
+    from encodr.models import load_encoder
+
+    encoder = load_encoder(str(tiny_model), "auto", "mean", 32)
+    texts = ["the pump lost pressure", "valve grease and a boiler", "a"]
+    scoring = method.scoring_encoder(encoder, tmp_path / "onnx", has_bf16=lambda: True)
+    assert scoring.backend == "torch-bf16" and scoring.st is encoder.st and scoring.fingerprint == encoder.fingerprint
+    assert np.min(np.sum(scoring.encode(texts) * encoder.encode(texts), axis=1)) > 0.999
+    assert not (tmp_path / "onnx").exists()  # nothing exported
+
+    import encodr.models.encoder as encoders
+
+    class Moved(encoders.TorchForward):  # bfloat16 that moves the vectors
+        def __call__(self, features):
+            vectors = super().__call__(features)
+            return np.roll(vectors, 1, axis=1) if self.bf16 else vectors
+
+    with pytest.MonkeyPatch.context() as patch:  # … is not used: ONNX float32 instead
+        patch.setattr(encoders, "TorchForward", Moved)
+        assert method.scoring_encoder(encoder, tmp_path / "onnx", has_bf16=lambda: True).backend == "onnx"
 
 
 def test_the_keyword_side_is_searched_once_for_every_fusion_weight():
