@@ -272,17 +272,42 @@ def margin_stream(encoder, triplets: list[tuple[str, str, str, float]], recipe: 
 
 
 class CachedScores:
-    """A re-ranker whose (query, text) scores are computed once: the depth and weight grid reads them many times."""
+    """A re-ranker whose (query, text) scores are computed once: the depth and weight grid reads
+    them many times. With ``bf16``, scored under bfloat16 autocast (:func:`bf16_keeps_scores`)."""
 
-    def __init__(self, scorer):
-        self.scorer, self.seen = scorer, {}
+    def __init__(self, scorer, bf16: bool = False):
+        self.scorer, self.seen, self.bf16 = scorer, {}, bf16
 
     def query_scores(self, query: str, texts: list[str]) -> np.ndarray:
         todo = [t for t in dict.fromkeys(texts) if (query, t) not in self.seen]
         if todo:
-            for t, s in zip(todo, self.scorer.query_scores(query, todo)):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+                scores = self.scorer.query_scores(query, todo)
+            for t, s in zip(todo, scores):
                 self.seen[(query, t)] = float(s)
         return np.asarray([self.seen[(query, t)] for t in texts], dtype=np.float32)
+
+
+CROSS_AGREEMENT = 0.005  # the largest difference of a re-ranker's σ scores under bfloat16 autocast from float32's
+
+
+def bf16_keeps_scores(cross, has_bf16=None) -> bool:
+    """Whether ``cross`` (a :class:`~encodr.models.cross.CrossScorer`) may score the run's
+    re-ranking under bfloat16 autocast: on a CPU with native bfloat16 products (``has_bf16``,
+    default :func:`~encodr.models.encoder.cpu_has_bf16`), when its scores of every pair of
+    :data:`~encodr.models.onnx.AGREEMENT_TEXTS` stay within :data:`CROSS_AGREEMENT` of float32's.
+    The scores rank the same passages at a fraction of the cost of float32 on such a CPU
+    (``bench/notes/judged.md``)."""
+    from ...models.encoder import cpu_has_bf16
+    from ...models.onnx import AGREEMENT_TEXTS
+
+    if cross.ce.device.type != "cpu" or not (has_bf16 or cpu_has_bf16)():
+        return False
+    texts = list(AGREEMENT_TEXTS)
+    exact = np.concatenate([cross.query_scores(q, texts) for q in texts])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        fast = np.concatenate([cross.query_scores(q, texts) for q in texts])
+    return bool(np.max(np.abs(fast.astype(np.float32) - exact)) <= CROSS_AGREEMENT)
 
 
 def remembered(keyword_search):
@@ -427,15 +452,17 @@ def distill_triplets(
         pair = ict_pair(Passage.of(texts[int(i)][:2000]), rng, 0.0)
         if pair:
             asked_texts.append(pair[0])
-    vectors = encoder.encode(texts, prompt=encoder.prompt("document"))
-    asked = encoder.encode(asked_texts, prompt=encoder.prompt("query"))
+    with tempfile.TemporaryDirectory(prefix="encodr-judged-distill-") as where:
+        fast = scoring_encoder(encoder, Path(where) / "onnx")
+        vectors = fast.encode(texts, prompt=encoder.prompt("document"))
+        asked = fast.encode(asked_texts, prompt=encoder.prompt("query"))
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(np.ascontiguousarray(vectors, dtype=np.float32))
     _, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min(recipe.distill_candidates, len(texts)))
-    out = []
+    out, labeller = [], CachedScores(cross, bf16_keeps_scores(cross))
     for n, (query, row) in enumerate(zip(asked_texts, top)):
         candidates = list(dict.fromkeys(([judged[query]] if query in judged else []) + [texts[int(j)] for j in row if j >= 0]))
-        scores = cross.query_scores(query, candidates)
+        scores = labeller.query_scores(query, candidates)
         best = int(np.argmax(scores))
         out += [
             (query, candidates[best], c, float(scores[best] - s)) for c, s in zip(candidates, scores) if c != candidates[best]
@@ -589,7 +616,7 @@ def _one_fold(ctx: RunContext, data: JudgedData, work, items: list[Example], sta
         folds.fit(ctx, work.module, _bi_stream(ctx, work, train), recipe.optim(), "train", f"bi-encoder, {label}")
         cross = _train_cross(ctx, folds, train, "train", label) if recipe.cross else None
         if cross is not None:
-            folds.score_reranker(start_dev, f, CachedScores(cross))
+            folds.score_reranker(start_dev, f, CachedScores(cross, bf16_keeps_scores(cross)))
         _score_index(folds, data, work, f, adapter=recipe if recipe.adapter else None)
         if cross is not None and recipe.distill:
             triplets = distill_triplets(data, work, cross, recipe, {e.query for e in train}, ctx.progress)

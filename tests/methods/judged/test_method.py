@@ -238,6 +238,24 @@ def test_on_a_bfloat16_cpu_the_runs_own_indexes_encode_in_bfloat16_only_where_it
         assert method.scoring_encoder(encoder, tmp_path / "onnx", has_bf16=lambda: True).backend == "onnx"
 
 
+def test_a_rerankers_run_scores_in_bfloat16_only_on_a_bfloat16_cpu_and_only_where_its_scores_hold(tiny_cross):
+    from encodr.methods.judged import method
+    from encodr.models.cross import load_cross
+
+    cross = load_cross(str(tiny_cross), device="cpu")
+    texts = ["the pump lost pressure", "valve grease and a boiler", "a"]
+    assert not method.bf16_keeps_scores(cross, has_bf16=lambda: False)
+    assert method.bf16_keeps_scores(cross, has_bf16=lambda: True)
+    fast, exact = method.CachedScores(cross, bf16=True), method.CachedScores(cross)
+    scored = fast.query_scores("pump", texts)
+    assert scored.dtype == np.float32 and np.max(np.abs(scored - exact.query_scores("pump", texts))) <= method.CROSS_AGREEMENT
+    assert fast.query_scores("pump", texts[::-1])[0] == scored[-1]  # computed once, read again
+
+    with pytest.MonkeyPatch.context() as patch:  # bfloat16 that moves the scores: float32 kept
+        patch.setattr(method, "CROSS_AGREEMENT", -1.0)
+        assert not method.bf16_keeps_scores(cross, has_bf16=lambda: True)
+
+
 def test_the_keyword_side_is_searched_once_for_every_fusion_weight():
     from encodr.index.filters import Where
     from encodr.methods.judged.method import remembered
