@@ -187,12 +187,17 @@ AGREEMENT_TEXTS = (
 )
 
 
+def agreement(first: Encoder, second: Encoder) -> float:
+    """The least cosine between two encoders' vectors of :data:`AGREEMENT_TEXTS`: how far another
+    forward pass of the same model (an export, a lower precision) moves its vectors."""
+    texts = list(AGREEMENT_TEXTS)
+    return float(np.min(np.sum(first.encode(texts) * second.encode(texts), axis=1)))
+
+
 def _agreement(encoder: Encoder, path: Path) -> float:
-    """The least cosine between the vectors of :data:`AGREEMENT_TEXTS` from the ONNX file at
-    ``path`` and from ``encoder``'s torch forward pass (a check of the export, made once)."""
-    torch_vectors = encoder.encode(list(AGREEMENT_TEXTS))
-    onnx_vectors = Encoder(encoder.st, encoder.name, OnnxForward(encoder.st, "onnx", path)).encode(list(AGREEMENT_TEXTS))
-    return float(np.min(np.sum(torch_vectors * onnx_vectors, axis=1)))
+    """:func:`agreement` of ``encoder``'s torch forward pass and the ONNX file at ``path`` (a
+    check of the export, made once)."""
+    return agreement(encoder, Encoder(encoder.st, encoder.name, OnnxForward(encoder.st, "onnx", path)))
 
 
 class OnnxForward:

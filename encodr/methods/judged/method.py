@@ -303,11 +303,8 @@ def bf16_keeps_scores(cross, has_bf16=None) -> bool:
 
     if cross.ce.device.type != "cpu" or not (has_bf16 or cpu_has_bf16)():
         return False
-    texts = list(AGREEMENT_TEXTS)
-    exact = np.concatenate([cross.query_scores(q, texts) for q in texts])
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        fast = np.concatenate([cross.query_scores(q, texts) for q in texts])
-    return bool(np.max(np.abs(fast.astype(np.float32) - exact)) <= CROSS_AGREEMENT)
+    texts, exact, fast = list(AGREEMENT_TEXTS), CachedScores(cross), CachedScores(cross, bf16=True)
+    return all(np.max(np.abs(fast.query_scores(q, texts) - exact.query_scores(q, texts))) <= CROSS_AGREEMENT for q in texts)
 
 
 def remembered(keyword_search):
@@ -405,14 +402,13 @@ def scoring_encoder(encoder, where: Path, has_bf16=None):
       ``encoder`` itself.
     """
     from ...models.encoder import Encoder, TorchForward, cpu_has_bf16
-    from ...models.onnx import AGREEMENT, AGREEMENT_TEXTS, onnx_encoder
+    from ...models.onnx import AGREEMENT, agreement, onnx_encoder
 
     if getattr(encoder, "backend", None) != "torch" or encoder.st.device.type != "cpu" or encoder.static:
         return encoder
     if (has_bf16 or cpu_has_bf16)():
         half = Encoder(encoder.st, encoder.name, TorchForward(encoder.st, bf16=True))
-        texts = list(AGREEMENT_TEXTS)
-        if np.min(np.sum(half.encode(texts) * encoder.encode(texts), axis=1)) >= AGREEMENT:
+        if agreement(encoder, half) >= AGREEMENT:
             return half
     try:
         return onnx_encoder(encoder, "onnx", folder=where)
