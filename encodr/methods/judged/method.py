@@ -307,6 +307,11 @@ def bf16_keeps_scores(cross, has_bf16=None) -> bool:
     return all(np.max(np.abs(fast.query_scores(q, texts) - exact.query_scores(q, texts))) <= CROSS_AGREEMENT for q in texts)
 
 
+def cached_scores(cross) -> CachedScores:
+    """``cross``'s scores, computed once each, in bfloat16 where :func:`bf16_keeps_scores` allows."""
+    return CachedScores(cross, bf16_keeps_scores(cross))
+
+
 def remembered(keyword_search):
     """``keyword_search`` (:meth:`~encodr.index.reader.IndexReader.keyword_search`) answering a
     call it has answered before from memory: a run's index does not change while it is open, and
@@ -429,9 +434,10 @@ def corpus_index(folder: Path, encoder):
 
 
 def distill_triplets(
-    data: JudgedData, encoder, cross, recipe: JudgedRecipe, queries: set[str], progress
+    data: JudgedData, encoder, labeller: CachedScores, recipe: JudgedRecipe, queries: set[str], progress
 ) -> list[tuple[str, str, str, float]]:
-    """(query, passage, passage, σ-margin) labelled by ``cross``: the judged ``queries`` and
+    """(query, passage, passage, σ-margin) labelled by a re-ranker's ``labeller``
+    (:func:`cached_scores`, whose scores the run's re-ranking may have computed): the judged ``queries`` and
     ``recipe.distill_queries`` pseudo-queries cut from the corpus (inverse cloze: a sentence
     of a document), each against the ``distill_candidates`` documents ``encoder`` ranks highest
     (a judged query's relevant document among them); the passage the cross-encoder scores highest
@@ -455,7 +461,7 @@ def distill_triplets(
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(np.ascontiguousarray(vectors, dtype=np.float32))
     _, top = index.search(np.ascontiguousarray(asked, dtype=np.float32), min(recipe.distill_candidates, len(texts)))
-    out, labeller = [], CachedScores(cross, bf16_keeps_scores(cross))
+    out = []
     for n, (query, row) in enumerate(zip(asked_texts, top)):
         candidates = list(dict.fromkeys(([judged[query]] if query in judged else []) + [texts[int(j)] for j in row if j >= 0]))
         scores = labeller.query_scores(query, candidates)
@@ -610,12 +616,12 @@ def _one_fold(ctx: RunContext, data: JudgedData, work, items: list[Example], sta
             return
         work.st.load_state_dict(state)
         folds.fit(ctx, work.module, _bi_stream(ctx, work, train), recipe.optim(), "train", f"bi-encoder, {label}")
-        cross = _train_cross(ctx, folds, train, "train", label) if recipe.cross else None
-        if cross is not None:
-            folds.score_reranker(start_dev, f, CachedScores(cross, bf16_keeps_scores(cross)))
+        scores = cached_scores(_train_cross(ctx, folds, train, "train", label)) if recipe.cross else None
+        if scores is not None:
+            folds.score_reranker(start_dev, f, scores)
         _score_index(folds, data, work, f, adapter=recipe if recipe.adapter else None)
-        if cross is not None and recipe.distill:
-            triplets = distill_triplets(data, work, cross, recipe, {e.query for e in train}, ctx.progress)
+        if scores is not None and recipe.distill:
+            triplets = distill_triplets(data, work, scores, recipe, {e.query for e in train}, ctx.progress)
             folds.fit(ctx, work.module, margin_stream(work, triplets, recipe), recipe.distill_optim(), "train", f"loop, {label}")
             _score_index(folds, data, work, f, ("dense",), {"dense": "loop"})
 
@@ -673,7 +679,7 @@ def _final(ctx: RunContext, data: JudgedData, encoder, items: list[Example], fol
     if "re-ranker" in kept or "seeded loop" in kept:
         cross = _train_cross(ctx, folds, items, "final train", "all")
     if "seeded loop" in kept:
-        triplets = distill_triplets(data, encoder, cross, recipe, {e.query for e in items}, ctx.progress)
+        triplets = distill_triplets(data, encoder, cached_scores(cross), recipe, {e.query for e in items}, ctx.progress)
         stream = margin_stream(encoder, triplets, recipe)
         folds.fit(ctx, encoder.module, stream, recipe.distill_optim(), "final train", "loop, all")
     return cross if "re-ranker" in kept else None
