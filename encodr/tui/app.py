@@ -79,8 +79,13 @@ def help_table():
 GRADE_MARKS = {0: "✗ 0", 1: "✓ 1", 2: "✓✓ 2"}  # a judged hit's grade, in the results' last column
 RESULT_COLUMNS = ("rank", "score", "", "lang", "hit", "grade")  # "hit": its snippet, then its title and path:line › section
 HIT_COLUMN, GRADE_COLUMN = 4, 5
-FIXED_WIDTH = 4 + 6 + 10 + 4 + 5 + 2 * len(RESULT_COLUMNS) + 2  # the other columns, each cell's padding, the scroll bar
+# Each column's width, the hit's set to what the terminal leaves it (RESULT_WIDTHS's None): fixed widths and a
+# fixed row height keep the table's virtual size the same from one query to the next with as many hits, so a
+# new query redraws the table's cells without laying the screen out again.
+RESULT_WIDTHS = (4, 7, 10, 4, None, 5)
+FIXED_WIDTH = sum(w for w in RESULT_WIDTHS if w) + 2 * len(RESULT_COLUMNS) + 2  # the others, cells' padding, scroll bar
 SNIPPET_ROWS = 2  # lines of a hit's snippet in the results; its location takes one more
+HIT_HEIGHT = SNIPPET_ROWS + 1
 GRADE_WORDS = {0: "not relevant", 1: "relevant", 2: "highly relevant"}
 
 
@@ -309,7 +314,9 @@ class EncodrApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#results", DataTable).add_columns(*RESULT_COLUMNS)
+        results = self.query_one("#results", DataTable)
+        for label, width in zip(RESULT_COLUMNS, RESULT_WIDTHS):
+            results.add_column(label, width=width or self.hit_width())
         for table_id in ("#near-a", "#near-b"):
             self.query_one(table_id, DataTable).add_columns("rank", "score", "text")
         self.refresh_workspace()
@@ -518,7 +525,8 @@ class EncodrApp(App):
         self.hits, self.query_lang = hits, lang
         grades = self.grades(query)
         top = max([1.0, *(h.score for h in hits)])  # a cosine fills the bar at 1; BM25 and fused scores at the best hit's
-        width = max(30, self.size.width - FIXED_WIDTH)
+        width = self.hit_width()
+        table.ordered_columns[HIT_COLUMN].width = width  # the terminal's width may have changed (on_resize)
         for h in hits:
             cell = hit_cell(h, query, width, self.console, lang)
             table.add_row(
@@ -528,14 +536,18 @@ class EncodrApp(App):
                 h.lang or "",
                 cell,
                 GRADE_MARKS.get(grades.get(h.document), ""),
-                height=len(cell.plain.split("\n")),
+                height=HIT_HEIGHT,  # a shorter snippet is padded: the table keeps its height (RESULT_WIDTHS)
             )
         self.update_status()
 
+    def hit_width(self) -> int:
+        """The hit column's width in cells: what the terminal leaves the other columns, at least 30."""
+        return max(30, self.size.width - FIXED_WIDTH)
+
     def on_resize(self, event) -> None:
-        """The hits drawn again to the new width (their snippets wrap to it)."""
+        """The hits drawn again to the new width (their snippets wrap to it), once the app has its new size."""
         if self.hits:
-            self.show_hits(self.query_one("#query", Input).value, self.hits, self.query_lang)
+            self.call_after_refresh(self.show_hits, self.query_one("#query", Input).value, self.hits, self.query_lang)
 
     def grades(self, query: str) -> dict[str, int]:
         """Document id → the grade judged for ``query`` (whitespace and case aside) in the open index."""

@@ -6,7 +6,7 @@ import pytest
 from encodr.index import BuildOptions, Searcher, build
 from encodr.index.options import SearchOptions
 from encodr.tui import EncodrApp, score_bar
-from encodr.tui.app import HELP
+from encodr.tui.app import FIXED_WIDTH, HELP, HIT_COLUMN  # noqa
 from tests.conftest import search_with, settle
 
 TEXTS = ["the cat sat on the mat", "stock markets fell sharply", "it rained all day in london", "a dog chased the cat"]
@@ -85,6 +85,30 @@ async def test_typing_in_the_query_box_lays_out_nothing_and_a_long_query_scrolls
         assert (
             box.cursor_position == len(box.value) and box.scroll_x > 0
         )  # the cursor, at the end of a text wider than the box, is in view
+
+
+async def test_a_new_query_with_as_many_hits_redraws_the_results_without_a_layout(tmp_path, tiny_model):
+    long = "the harbour committee met again on tuesday to weigh the ferry timetable against the fishing fleet's needs"
+    f = tmp_path / "c.txt"
+    f.write_text("\n".join([*TEXTS, long]))
+    build([str(f)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
+    app = EncodrApp(searcher=Searcher(tmp_path / "idx"), k=1, debounce=0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        layouts = []
+        app.screen.screen_layout_refresh_signal.subscribe(app, layouts.append)
+        app.query_one("#query").value = "stock markets"
+        await settle(app, pilot)
+        table = app.query_one("#results")
+        first = table.virtual_size
+        assert hit_text(table.get_row_at(0)).strip() == TEXTS[1]
+        layouts.clear()
+        app.query_one("#query").value = "harbour committee ferry timetable"  # one hit again, a longer one
+        await settle(app, pilot)
+        assert hit_text(table.get_row_at(0)).startswith("the harbour")  # drawn again, on two lines
+        assert table.virtual_size == first and layouts == []  # each hit 3 lines, the columns fixed: no layout pass
+        await pilot.resize_terminal(100, 40)
+        await settle(app, pilot)
+        assert table.ordered_columns[HIT_COLUMN].width == 100 - FIXED_WIDTH  # the hit column follows the terminal
 
 
 async def test_searches_run_off_the_event_loop_on_one_thread(searcher):
