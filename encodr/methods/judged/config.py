@@ -80,7 +80,7 @@ class JudgedRecipe(SingleRunRecipe):
         True,
         "The seeds' loop (AugSBERT / Trans-Encoder §2.3), with cross: the cross-encoder labels unjudged (query, "
         "passage) pairs and the bi-encoder learns the margins (MarginMSE), kept when it beats the bi-encoder before "
-        "it in cross-validation.",
+        "it in cross-validation; on SciFact's judgments it did not pass (bench/notes/judged.md).",
     )
     distill_queries: int = setting(
         500,
