@@ -6,7 +6,7 @@ import pytest
 from encodr.index import BuildOptions, Searcher, build
 from encodr.index.options import SearchOptions
 from encodr.tui import EncodrApp, score_bar
-from encodr.tui.app import FIXED_WIDTH, HELP, HIT_COLUMN  # noqa
+from encodr.tui.app import FIXED_WIDTH, HELP, HIT_COLUMN
 from tests.conftest import search_with, settle
 
 TEXTS = ["the cat sat on the mat", "stock markets fell sharply", "it rained all day in london", "a dog chased the cat"]
