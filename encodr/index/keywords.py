@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Callable
 
 KEYWORD_TABLE = "texts_fts"
 # FTS5's Unicode tokenizer, after keyword_terms: splits on spaces, folds case, drops diacritics.
@@ -173,7 +174,7 @@ def keyword_text(text: str, lang: str | None) -> str:
 _PHRASE = re.compile(r'"([^"]+)"')
 
 
-def keyword_expression(query: str, lang: str | None = None) -> str:
+def keyword_expression(query: str, lang: str | None = None, weightless: Callable[[list[str]], set[str]] | None = None) -> str:
     """An FTS5 MATCH expression for a free-text query: each distinct term as a quoted string,
     joined by OR, so no character of the query is read as FTS5 syntax; a part of the query in
     double quotes is a phrase, its terms in order, which every hit must hold
@@ -183,15 +184,25 @@ def keyword_expression(query: str, lang: str | None = None) -> str:
     Args:
         query: the user's text.
         lang: its language (the stemmer of :func:`keyword_terms`).
+        weightless: given the query's terms, those that ``bm25()`` weighs at nothing
+            (:meth:`~.texts.TextStore.weightless_terms`): left out of a query without phrases
+            when another term remains. Each would add at most 10⁻⁶·(k1 + 1) to a text's score,
+            yet FTS5 would score every text holding it (``the``: most of an English index). The
+            ranking changes only among texts within that much of each other, and drops the
+            texts that hold none of the other terms (their scores are that small).
     """
     phrases = [
         " ".join(keyword_terms(p, lang, identifiers=False)) for p in _PHRASE.findall(query)
     ]  # a text's whole codes sit after its words
-    terms = " OR ".join(f'"{t}"' for t in dict.fromkeys(keyword_terms(_PHRASE.sub(" ", query), lang)))
+    terms = list(dict.fromkeys(keyword_terms(_PHRASE.sub(" ", query), lang)))
+    if weightless is not None and terms and not any(phrases):
+        left_out = weightless(terms)
+        terms = [t for t in terms if t not in left_out] or terms
+    alternatives = " OR ".join(f'"{t}"' for t in terms)
     required = " AND ".join(f'"{p}"' for p in phrases if p)
-    if required and terms:
-        return f"{required} AND ({terms})"
-    return required or terms
+    if required and alternatives:
+        return f"{required} AND ({alternatives})"
+    return required or alternatives
 
 
 def build_keywords(conn) -> None:

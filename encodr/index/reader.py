@@ -602,7 +602,9 @@ class IndexReader(QueryEncoding):
         """Top-k texts of each query by BM25 (SQLite FTS5: k1 = 1.2, b = 0.75), best first.
 
         Args:
-            queries: q free-text queries (:func:`~.keywords.keyword_expression`).
+            queries: q free-text queries (:func:`~.keywords.keyword_expression`; with this
+                index's own statistics, the terms ``bm25()`` weighs at nothing are left out:
+                :meth:`~.texts.TextStore.weightless_terms`).
             k: hits per query.
             langs: keep only texts whose stored language is one of these, or a
                 :class:`~.filters.Where` (its filters become a condition of the FTS5 query).
@@ -629,14 +631,18 @@ class IndexReader(QueryEncoding):
         ids = np.full((len(queries), k), -1, dtype=np.int64)
         local = self.texts.keyword_totals() if isinstance(stats, KeywordStats) else None  # this index's (N, tokens)
         for row, query in enumerate(queries):
-            expression = keyword_expression(query, query_langs[row] if query_langs else None)
+            lang = query_langs[row] if query_langs else None
+            expression = keyword_expression(query, lang)
             if not expression:
                 continue
             filters = (None if scope else list(where.langs) or None, scope)  # a scope holds the languages too
             if isinstance(stats, KeywordStats):
-                found = self._scored_by(expression, k, filters, (stats, row), local)
+                weightless = stats.weightless(row)
+                run = lambda e: self._scored_by(e, k, filters, (stats, row), local)  # noqa: E731
             else:
-                found = self.texts.keyword_hits(expression, k, *filters)
+                weightless = self.texts.weightless_terms
+                run = lambda e: self.texts.keyword_hits(e, k, *filters)  # noqa: E731
+            found = _lean_first(keyword_expression(query, lang, weightless), expression, k, run)
             for col, (i, score) in enumerate(found):
                 ids[row, col], scores[row, col] = i, score
         return scores, ids
@@ -736,3 +742,15 @@ def list_indexes(root: Path | None = None) -> list[dict]:
         except OSError as exc:
             found.append({**where, "error": f"{META_FILE} cannot be read ({exc.strerror})"})
     return found
+
+
+def _lean_first(lean: str, expression: str, k: int, run) -> list[tuple[int, float]]:
+    """The keyword hits of a query without the terms ``bm25()`` weighs at nothing (``lean``,
+    :func:`~.keywords.keyword_expression` with ``weightless``), which FTS5 would otherwise score
+    in most texts for nothing; when fewer than ``k`` texts hold the other terms, the texts that
+    the whole ``expression`` ranks next fill ``k``. ``run``: expression → (id, score) best first."""
+    found = run(lean)
+    if len(found) >= k or lean == expression:
+        return found
+    have = {i for i, _ in found}
+    return found + [hit for hit in run(expression) if hit[0] not in have][: k - len(found)]

@@ -66,6 +66,11 @@ class KeywordStats:
         """Average tokens per row (1.0 for an empty index)."""
         return self.tokens / self.rows if self.rows else 1.0
 
+    def weightless(self, query: int):
+        """A ``weightless`` for :func:`~.keywords.keyword_expression` of query number ``query``:
+        given terms, those whose phrase is in at least half the rows (idf at its floor)."""
+        return lambda terms: {t for t in terms if self.rows and 2 * self.hits[query].get(f'"{t}"', 0) >= self.rows}
+
     def idf(self, query: int, phrase: str) -> float:
         """idf(p) of ``phrase`` of query number ``query`` (the module's formula)."""
         return idf(self.rows, self.hits[query].get(phrase, 0))

@@ -80,6 +80,7 @@ class TextStore:
         self._lock = threading.Lock()
         self.has_keywords = conn.execute("select 1 from sqlite_master where name = ?", (KEYWORD_TABLE,)).fetchone() is not None
         self._scopes = 0  # temporary id tables made (:meth:`scope_table`)
+        self._frequencies: tuple[tuple[int, int], dict[str, int]] | None = None  # (totals, n(t)): :meth:`weightless_terms`
 
     @classmethod
     def create(cls, path: Path) -> "TextStore":
@@ -490,6 +491,31 @@ class TextStore:
         rows, at = _varint(found[0][0], 0)
         tokens, _ = _varint(found[0][0], at)
         return rows, tokens
+
+    def weightless_terms(self, terms: list[str]) -> set[str]:
+        """The terms of ``terms`` (FTS5 terms, :func:`~.keywords.keyword_terms`) that FTS5's
+        ``bm25()`` weighs at nothing: those held by at least half the texts, whose IDF
+        log((N − n(t) + 0.5) / (n(t) + 0.5)) is not positive and which FTS5 clamps to 10⁻⁶.
+
+        n(t) is read from an ``fts5vocab`` table (this connection's own, so a read-only store can
+        hold it) and kept until the keyword index's totals change. A term the index folds
+        differently from how it is written here (diacritics) is not found, so it is kept.
+        """
+        totals = self.keyword_totals()
+        if self._frequencies is None or self._frequencies[0] != totals:
+            self._frequencies = (totals, {})
+        known = self._frequencies[1]
+        missing = [t for t in dict.fromkeys(terms) if t not in known]
+        if missing:
+            with self._lock:
+                vocab = f"fts5vocab(main, {KEYWORD_TABLE}, row)"
+                self.conn.execute(f"create virtual table if not exists temp.encodr_vocab using {vocab}")
+                for term in missing:
+                    found = self.conn.execute("select doc from temp.encodr_vocab where term = ?", (term,)).fetchone()
+                    known[term] = found[0] if found else 0
+            if len(known) > 65536:  # a long-lived server's vocabulary of queries: start again
+                self._frequencies = (totals, {t: known[t] for t in terms})
+        return {t for t in terms if totals[0] and 2 * known.get(t, 0) >= totals[0]}
 
     def phrase_rows(self, phrases: list[str]) -> list[int]:
         """n(p) of each FTS5 phrase (a quoted string): the texts holding it, as FTS5's

@@ -14,7 +14,8 @@ one pass rather than splitting into groups that alternate, and a lone client nev
 This is the scheme of text-embeddings-inference and infinity; unlike them, the token count is
 estimated from characters (no tokenizer call on the event loop), and a request larger than the
 budget runs alone rather than being split across passes. Encoding runs on the worker threads,
-never on the event loop.
+never on the event loop; a lone blocking request (:meth:`DynamicBatcher.encode`, a search's
+query on its worker thread) runs on its own thread, as nothing could share its pass.
 
 On a CPU, ``workers`` threads (default 2) take turns gathering, each up to its share of the
 requests live at the end of the last pass, and each runs its passes on its share of the cores
@@ -98,8 +99,26 @@ class DynamicBatcher:
         return future
 
     def encode(self, texts: list[str], **_) -> np.ndarray:
-        """Blocking :meth:`submit` (for worker threads, e.g. a search's queries)."""
-        return self.submit(texts).result()
+        """Blocking :meth:`submit` (for worker threads, e.g. a search's queries). When no other
+        request is in flight and no pass is running, the pass runs on the calling thread at once
+        (on every core, as a lone request would on a batching thread): there is no one to batch
+        with, and the hand-off to a batching thread and back would be the query's only wait.
+        A request that comes meanwhile is batched as usual, its pass running beside this one."""
+        with self._counting:
+            alone = self._inflight == 0 and self._running == 0
+            if alone:
+                self._running += 1
+        if not alone:
+            return self.submit(texts).result()
+        try:
+            vectors = self.encoder.encode(list(texts))
+        finally:
+            with self._counting:
+                self._running -= 1
+        with self._counting:
+            self.passes += 1
+            self.texts += len(texts)
+        return vectors
 
     def close(self) -> None:
         """Finish the queued requests, then stop the workers."""

@@ -90,3 +90,21 @@ def test_an_exact_code_finds_the_document_that_holds_it_and_a_quoted_phrase_is_a
 
     assert top("HX-7731")[0] == "order.md"
     assert top('"relief valve"') == ["relief.md"]  # valve.md holds both words, not the phrase
+
+
+def test_terms_in_half_the_texts_are_left_out_of_the_query_unless_k_hits_need_them(tmp_path, tiny_model):
+    """FTS5's bm25() weighs a term held by at least half the texts at 10⁻⁶: the query leaves it
+    out, and the hits are those of the whole query, k of them whenever k texts match it."""
+    docs = [{"_id": f"d{i}", "text": f"the report number {i} on the weather", "lang": "eng"} for i in range(6)]
+    docs += [{"_id": "valve", "text": "a relief valve opened", "lang": "eng"}]
+    searcher = indexed(docs, tmp_path, tiny_model)
+    store = searcher.index.texts
+    assert store.weightless_terms(["the", "weather", "valv", "report"]) == {"the", "weather", "report"}
+    weightless = store.weightless_terms
+    assert keyword_expression("the relief valve", "eng", weightless) == '"relief" OR "valv"'
+    assert keyword_expression("the weather", "eng", weightless) == '"the" OR "weather"'  # nothing would be left
+    assert keyword_expression('"the valve" weather', "eng", weightless) == '"the valv" AND ("weather")'
+    hits = searcher.query(["the relief valve"], SearchOptions(k=1, mode="keyword", lang=None))[1][0]
+    assert [h.ext_id for h in hits] == ["valve"]
+    hits = searcher.query(["the relief valve"], SearchOptions(k=3, mode="keyword", lang=None))[1][0]
+    assert [h.ext_id for h in hits][:1] == ["valve"] and len(hits) == 3  # the texts holding only "the" fill k

@@ -109,3 +109,35 @@ def test_two_workers_share_the_requests_and_the_cores(monkeypatch):
         for gate in encoder.gates:
             gate.release(10)
         batcher.close()
+
+
+def test_a_lone_blocking_request_runs_on_its_own_thread_and_a_busy_one_is_batched():
+    encoder = PassGatedEncoder()
+    ran_on: list[str] = []
+    gated = encoder.encode
+    encoder.encode = lambda texts: ran_on.append(threading.current_thread().name) or gated(texts)
+    batcher = DynamicBatcher(encoder, workers=1)
+    try:
+        encoder.gates[0].release()
+        assert batcher.encode(["a"]).tolist() == [[1.0]]  # nothing in flight: no hand-off to the batching thread
+        assert encoder.started.acquire(timeout=30)
+        busy = batcher.submit(["bb"])
+        assert encoder.started.acquire(timeout=30)  # its pass runs on the batching thread, held at the gate
+        queued, submit = threading.Event(), batcher.submit
+        batcher.submit = lambda texts: (submit(texts), queued.set())[0]
+        answer: list = []
+        caller = threading.Thread(target=lambda: answer.append(batcher.encode(["ccc"])), name="search-worker")
+        caller.start()
+        assert queued.wait(timeout=30)  # a pass is running: the request went to the queue
+        encoder.gates[1].release()
+        assert busy.result(timeout=30).tolist() == [[2.0]]
+        assert encoder.started.acquire(timeout=30)
+        encoder.gates[2].release()
+        caller.join(timeout=30)
+        assert answer[0].tolist() == [[3.0]]
+        assert ran_on == [threading.current_thread().name, "encodr-batcher-0", "encodr-batcher-0"]
+        assert (batcher.passes, batcher.texts) == (3, 3)
+    finally:
+        for gate in encoder.gates:
+            gate.release(10)
+        batcher.close()
