@@ -32,6 +32,11 @@ re-ranking, hits, highlights; ``render``: the rest of what the front end does):
 - the anchor: txtai's ``Embeddings(hybrid=True, content=True)`` over the same ``--front-size``
   texts with the same MiniLM, ``search(query, 10)`` in this process.
 
+With ``--corpus scifact`` the corpus is SciFact's 5,183 abstracts instead (``../shared/data/retrieval``;
+a passage of several sentences each, as a person's documents have, where the short texts above
+are mostly one sentence) and the queries its first ``--queries`` *train* claims, in English;
+give ``--sizes 5183 --front-size 5183``.
+
     python bench/latency.py                           # ≈ 30 min on 2 CPU cores
     python bench/latency.py --sizes 20000 --fronts http --no-rerank   # one corpus, the library and HTTP rows
 
@@ -62,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, print_table, write_json  # noqa: E402
 from cpu_precision import cpu_flags  # noqa: E402
-from search import corpus_texts, held_out  # noqa: E402
+from search import DATA, corpus_texts, held_out  # noqa: E402
 
 QUICK = [
     "--sizes",
@@ -107,6 +112,18 @@ def row(corpus: int, front: str, mode: str, rerank: bool, ms: list[float], phase
         out["render"] = round(float(np.mean([max(0.0, w - p.get("total", 0.0)) for w, p in zip(ms, phases)])), 2)
     print(out, flush=True)
     return out
+
+
+def scifact(queries: int) -> tuple[list[tuple[str, str]], list[str]]:
+    """SciFact's abstracts as (text, language) and its first ``queries`` train claims
+    (``../shared/data/retrieval/scifact``); tabs and line breaks become spaces (the TSV)."""
+    data = DATA / "retrieval" / "scifact"
+    flat = lambda text: " ".join(text.split())  # noqa: E731
+    with (data / "corpus.jsonl").open(encoding="utf-8") as f:
+        texts = [(flat(json.loads(line)["text"]), "eng") for line in f if line.strip()]
+    with (data / "queries.jsonl").open(encoding="utf-8") as f:
+        claims = [flat(json.loads(line)["text"]) for line in f if line.strip()]
+    return texts, claims[:queries]
 
 
 def build_index(texts: list[tuple[str, str]], out: Path, random_dense: bool, backend: str = "torch") -> dict:
@@ -423,6 +440,9 @@ def main() -> None:
         choices=["torch", "auto", "torch-bf16", "onnx"],
         help="the indexes' forward pass, which encodes their queries (auto: encodr index's default on this CPU)",
     )
+    parser.add_argument(
+        "--corpus", default="mixed", choices=["mixed", "scifact"], help="bench/search.py's short texts, or SciFact's abstracts"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "latency.json")
     args = parser.parse_args()
 
@@ -430,8 +450,11 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     os.environ["ENCODR_HOME"] = str(work / "home")  # the servers' workspace: nothing of the user's is served
     sizes = sorted(set(args.sizes) | {args.front_size})
-    texts_all, pools = corpus_texts(max(sizes))
-    queries = held_out(pools, args.queries, {t for t, _ in texts_all}, random.Random(0))
+    if args.corpus == "scifact":
+        texts_all, queries = scifact(args.queries)
+    else:
+        texts_all, pools = corpus_texts(max(sizes))
+        queries = held_out(pools, args.queries, {t for t, _ in texts_all}, random.Random(0))
     cross = make_cross(work / "cross")
     rows, cold, builds = [], [], {}
     try:
@@ -457,6 +480,7 @@ def main() -> None:
         args.out,
         {
             "cpu_flags": flags,
+            "corpus": args.corpus,
             "backend": args.backend,
             "queries": len(queries),
             "rerank_queries": args.rerank_queries,

@@ -578,13 +578,15 @@ class Searcher:
         """``results`` with each hit's ``snippet``, ``snippet_line`` and ``snippet_column``
         filled (:mod:`.snippets`): the sentences of its passage that best answer its query, by
         keyword matches and, where they do not decide (:func:`~.snippets.decided`), the cosine
-        of the query's vector and each sentence's (one forward pass for all those hits; the
-        queries' vectors are the search's own where it made them: :meth:`_encode_queries`).
+        of the query's vector and each sentence's, for the first such hit of each query and the
+        next ones within a budget of tokens (:func:`~.snippets.within_budget`; one forward pass
+        for all those hits; the queries' vectors are the search's own where it made them:
+        :meth:`_encode_queries`).
 
         Args:
             queries: q texts; langs: their q languages; results: q hit lists.
         """
-        from .snippets import choose, decided, keyword_scores, line_and_column, sentence_spans
+        from .snippets import choose, decided, keyword_scores, line_and_column, sentence_spans, within_budget
 
         index = self.index
         spans = [[sentence_spans(h.text) for h in hits] for hits in results]
@@ -593,9 +595,8 @@ class Searcher:
             for q, hits in enumerate(results)
         ]
         cosines: dict[tuple[int, int], list[float]] = {}
-        wanted = [
-            (q, i) for q, hits in enumerate(results) for i in range(len(hits)) if len(spans[q][i]) > 1 and not decided(kws[q][i])
-        ]
+        undecided = [(q, i) for q, kw in enumerate(kws) for i, scores in enumerate(kw) if len(scores) > 1 and not decided(scores)]
+        wanted = within_budget(undecided, spans)
         if wanted:
             with phase("snippets"):
                 vectors = index.encode_passages(

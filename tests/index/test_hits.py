@@ -165,6 +165,21 @@ def test_keyword_scores_decide_a_snippet_only_with_a_clear_lead():
     assert decided([0.9, 0.9 - DECISIVE]) and decided([1.0]) and not decided([0.5, 0.4, 0.0]) and not decided([0.0, 0.0])
 
 
+def test_sentence_cosines_are_computed_for_each_querys_first_undecided_hit_then_within_the_budget():
+    from encodr.index.snippets import CHARS_PER_TOKEN, COSINE_BUDGET, within_budget
+
+    def hit(tokens: int) -> list[tuple[int, int]]:  # two sentences of tokens estimated tokens in all (2 special each)
+        half = (tokens // 2 - 2) * CHARS_PER_TOKEN
+        return [(0, half), (half + 1, 2 * half + 1)]
+
+    big, small = hit(COSINE_BUDGET + 100), hit(COSINE_BUDGET // 4)
+    spans = [[big, small, big, small], [small, small, small, small, small]]
+    wanted = [(q, i) for q in (0, 1) for i in range(len(spans[q]))]
+    # query 0: its first undecided hit is over the budget alone, so no other fits; query 1: four quarters, not a fifth
+    assert within_budget(wanted, spans) == [(0, 0), (1, 0), (1, 1), (1, 2), (1, 3)]
+    assert within_budget([(0, 1), (0, 2), (0, 3)], spans) == [(0, 1), (0, 3)]  # a hit that does not fit is skipped, not the rest
+
+
 def test_sentences_are_not_cut_after_an_abbreviation_an_initial_or_a_days_number():
     from encodr.index.snippets import sentence_spans
 
