@@ -115,14 +115,15 @@ def row(corpus: int, front: str, mode: str, rerank: bool, ms: list[float], phase
 
 
 def scifact(queries: int) -> tuple[list[tuple[str, str]], list[str]]:
-    """SciFact's abstracts as (text, language) and its first ``queries`` train claims
-    (``../shared/data/retrieval/scifact``); tabs and line breaks become spaces (the TSV)."""
+    """SciFact's abstracts as (text, language) and its first ``queries`` distinct train claims
+    (``../shared/data/retrieval/scifact``; some claims are there twice, and the TUI row cannot set
+    its box to the text it already holds); tabs and line breaks become spaces (the TSV)."""
     data = DATA / "retrieval" / "scifact"
     flat = lambda text: " ".join(text.split())  # noqa: E731
     with (data / "corpus.jsonl").open(encoding="utf-8") as f:
         texts = [(flat(json.loads(line)["text"]), "eng") for line in f if line.strip()]
     with (data / "queries.jsonl").open(encoding="utf-8") as f:
-        claims = [flat(json.loads(line)["text"]) for line in f if line.strip()]
+        claims = list(dict.fromkeys(flat(json.loads(line)["text"]) for line in f if line.strip()))
     return texts, claims[:queries]
 
 
@@ -333,7 +334,10 @@ def tui_row(index: Path, size: int, queries: list[str]) -> dict:
                 ready.clear()
                 started = time.perf_counter()
                 box.value = q
-                await ready.wait()
+                try:  # a query that shows no hits (an error in the status line) would leave the pilot waiting
+                    await asyncio.wait_for(ready.wait(), 60)
+                except TimeoutError:
+                    raise RuntimeError(f"the TUI showed no hits for {q!r}: {app.query_one('#status').render()}") from None
                 if i >= WARM:
                     ms.append((drawn[-1] - started) * 1000)
         return ms
