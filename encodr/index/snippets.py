@@ -127,27 +127,28 @@ def decided(scores: list[float]) -> bool:
 
 
 COSINE_BUDGET = 256  # estimated tokens of sentences a query's snippets encode beyond its first undecided hit
-CHARS_PER_TOKEN = 4  # a rough mean for word-piece tokens, for the budget only
 
 
 def within_budget(wanted: list[tuple[int, int]], spans: list[list[list[tuple[int, int]]]]) -> list[tuple[int, int]]:
     """The hits whose sentences' cosines are computed for their snippets, of ``wanted`` (the
     undecided (query, hit) pairs, in rank order within each query): each query's first one,
     then, in rank order, each whose sentences still fit in :data:`COSINE_BUDGET` estimated
-    tokens (characters / :data:`CHARS_PER_TOKEN`, plus the two special tokens of each
-    sentence). Encoding every sentence of every hit costs as much as encoding the hits
-    themselves (ten abstracts: hundreds of milliseconds on a CPU), so the hits past the budget
-    choose their snippet by keywords alone, as decided hits do; the first hit, the one a
-    person reads first, always has its sentences compared with the query.
+    tokens (:func:`~encodr.models.encoder.estimated_tokens`). Encoding every sentence of
+    every hit costs as much as encoding the hits themselves (ten abstracts: hundreds of
+    milliseconds on a CPU), so the hits past the budget choose their snippet by keywords
+    alone, as decided hits do; the first hit, the one a person reads first, always has its
+    sentences compared with the query.
 
     Args:
         wanted: (query number, hit number) pairs, in rank order within each query.
         spans: per query, per hit, the (start, end) character ranges of its sentences.
     """
+    from ..models.encoder import estimated_tokens
+
     used: dict[int, int] = {}
     kept = []
     for q, i in wanted:
-        cost = sum((e - s) // CHARS_PER_TOKEN + 2 for s, e in spans[q][i])
+        cost = sum(estimated_tokens(e - s) for s, e in spans[q][i])
         if q in used and used[q] + cost > COSINE_BUDGET:
             continue
         used[q] = used.get(q, 0) + cost

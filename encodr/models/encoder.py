@@ -51,6 +51,13 @@ def is_onnx(backend: str) -> bool:
 
 
 _TOKENIZING = threading.Lock()
+CHARS_PER_TOKEN = 4  # a rough mean for English word-piece tokens: for estimates (a batch's budget) only
+
+
+def estimated_tokens(chars: int) -> int:
+    """The word-piece tokens of a text of ``chars`` characters, estimated without calling a
+    tokenizer: characters / :data:`CHARS_PER_TOKEN`, plus the two special tokens ([CLS], [SEP])."""
+    return chars // CHARS_PER_TOKEN + 2
 
 
 def tokenize(st, texts: list[str]) -> dict[str, list[list[int]]]:

@@ -36,8 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cpus import usable_cpus
-
-CHARS_PER_TOKEN = 4  # a rough mean for English word-piece tokens, for the budget only
+from ..models.encoder import estimated_tokens
 
 
 @dataclass
@@ -86,9 +85,9 @@ class DynamicBatcher:
             thread.start()
 
     def tokens(self, texts: list[str]) -> int:
-        """Estimated tokens of ``texts`` (characters / :data:`CHARS_PER_TOKEN` + 2 each, capped at the model's maximum)."""
+        """Estimated tokens of ``texts`` (:func:`~encodr.models.encoder.estimated_tokens` each, capped at the model's maximum)."""
         cap = int(getattr(self.encoder, "max_length", 512))
-        return sum(min(cap, len(t) // CHARS_PER_TOKEN + 2) for t in texts)
+        return sum(min(cap, estimated_tokens(len(t))) for t in texts)
 
     def submit(self, texts: list[str]) -> Future:
         """Queue ``texts``; the future gives float32 (len(texts), d) unit vectors, or the encoder's exception."""

@@ -166,7 +166,8 @@ def test_keyword_scores_decide_a_snippet_only_with_a_clear_lead():
 
 
 def test_sentence_cosines_are_computed_for_each_querys_first_undecided_hit_then_within_the_budget():
-    from encodr.index.snippets import CHARS_PER_TOKEN, COSINE_BUDGET, within_budget
+    from encodr.index.snippets import COSINE_BUDGET, within_budget
+    from encodr.models.encoder import CHARS_PER_TOKEN
 
     def hit(tokens: int) -> list[tuple[int, int]]:  # two sentences of tokens estimated tokens in all (2 special each)
         half = (tokens // 2 - 2) * CHARS_PER_TOKEN
