@@ -118,12 +118,13 @@ def scifact(queries: int) -> tuple[list[tuple[str, str]], list[str]]:
     """SciFact's abstracts as (text, language) and its first ``queries`` distinct train claims
     (``../shared/data/retrieval/scifact``; some claims are there twice, and the TUI row cannot set
     its box to the text it already holds); tabs and line breaks become spaces (the TSV)."""
+    from encodr.data.beir import read_queries
+
     data = DATA / "retrieval" / "scifact"
     flat = lambda text: " ".join(text.split())  # noqa: E731
     with (data / "corpus.jsonl").open(encoding="utf-8") as f:
         texts = [(flat(json.loads(line)["text"]), "eng") for line in f if line.strip()]
-    with (data / "queries.jsonl").open(encoding="utf-8") as f:
-        claims = list(dict.fromkeys(flat(json.loads(line)["text"]) for line in f if line.strip()))
+    claims = list(dict.fromkeys(flat(text) for text in read_queries(data / "queries.jsonl").values()))
     return texts, claims[:queries]
 
 
