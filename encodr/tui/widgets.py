@@ -13,14 +13,65 @@ def literal(cell):
     return escape(cell) if isinstance(cell, str) else cell
 
 
+class _Pinned:
+    """A component's styles (:class:`~textual.css.styles.RenderStyles`) whose Rich style is read once."""
+
+    def __init__(self, styles):
+        self._styles, self.rich_style = styles, styles.rich_style
+
+    def __getattr__(self, name: str):
+        return getattr(self._styles, name)
+
+
 class Table(DataTable):
-    """A :class:`~textual.widgets.DataTable` whose string cells are text, not markup.
+    """A :class:`~textual.widgets.DataTable` whose string cells are text, not markup, and whose
+    repaint reads its styles once.
 
     Textual reads a ``str`` cell as Rich markup, so a title such as ``[draft] plan`` or a source
     such as ``notes/[old].md`` would lose its bracketed word; here every string cell has its
     brackets escaped (:func:`rich.markup.escape`), so it shows as it is. A cell read back with
-    ``get_row_at`` is that escaped string. Everything else is DataTable's.
+    ``get_row_at`` is that escaped string.
+
+    DataTable asks, for every line it draws, for its own Rich style and its components' (header,
+    zebra rows), and Textual computes each by walking the widget's ancestors; those styles cannot
+    change while one repaint (:meth:`render_lines`) runs, so here each is computed once a repaint
+    and the next repaint reads them afresh. Everything else is DataTable's.
     """
+
+    _pass_styles: dict | None = None  # the styles read during the repaint under way; None between repaints
+
+    def render_lines(self, crop):
+        self._pass_styles = {}
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass_styles = None
+
+    @property
+    def rich_style(self):
+        memo = self._pass_styles
+        if memo is None:
+            return super().rich_style
+        if "rich_style" not in memo:
+            memo["rich_style"] = super().rich_style
+        return memo["rich_style"]
+
+    @property
+    def background_colors(self):
+        memo = self._pass_styles
+        if memo is None:
+            return super().background_colors
+        if "background_colors" not in memo:
+            memo["background_colors"] = super().background_colors
+        return memo["background_colors"]
+
+    def get_component_styles(self, *names: str):
+        memo = self._pass_styles
+        if memo is None:
+            return super().get_component_styles(*names)
+        if names not in memo:
+            memo[names] = _Pinned(super().get_component_styles(*names))
+        return memo[names]
 
     def add_row(self, *cells, **kwargs):
         return super().add_row(*map(literal, cells), **kwargs)
