@@ -203,3 +203,10 @@ async def search_with(app, pilot, box: str, value: str, query: str):
     await pilot.press(*query, "enter")
     await settle(app, pilot)
     return app.query_one("#results")
+
+
+def hit_fields(row) -> tuple[str, str, str]:
+    """A TUI results row's first cell read back: the hit's rank, its score as shown, its language."""
+    first, bar, lang = row[0].plain.split("\n")
+    rank, score = first.split()
+    return rank, score, lang

@@ -77,12 +77,15 @@ def help_table():
 
 
 GRADE_MARKS = {0: "✗ 0", 1: "✓ 1", 2: "✓✓ 2"}  # a judged hit's grade, in the results' last column
-RESULT_COLUMNS = ("rank", "score", "", "lang", "hit", "grade")  # "hit": its snippet, then its title and path:line › section
-HIT_COLUMN, GRADE_COLUMN = 4, 5
+# "rank score": the hit's rank and score, its bar, its language (score_cell); "hit": its snippet, then its title
+# and path:line › section (hit_cell). Three cells a row, not one a field: the table's repaint renders each cell
+# of each row, and a narrow first column leaves the snippet most of an 80-column terminal.
+RESULT_COLUMNS = ("rank score", "hit", "grade")
+HIT_COLUMN, GRADE_COLUMN = 1, 2
 # Each column's width, the hit's set to what the terminal leaves it (RESULT_WIDTHS's None): fixed widths and a
 # fixed row height keep the table's virtual size the same from one query to the next with as many hits, so a
 # new query redraws the table's cells without laying the screen out again.
-RESULT_WIDTHS = (4, 7, 10, 4, None, 5)
+RESULT_WIDTHS = (11, None, 5)
 FIXED_WIDTH = sum(w for w in RESULT_WIDTHS if w) + 2 * len(RESULT_COLUMNS) + 2  # the others, cells' padding, scroll bar
 SNIPPET_ROWS = 2  # lines of a hit's snippet in the results; its location takes one more
 HIT_HEIGHT = SNIPPET_ROWS + 1
@@ -99,6 +102,16 @@ def score_bar(score: float, width: int = 10, top: float = 1.0) -> str:
     (unbounded) against the best hit's; negative scores show empty."""
     filled = max(0, min(width, round(score / (top or 1.0) * width)))
     return "█" * filled + "·" * (width - filled)
+
+
+def score_cell(hit, top: float):
+    """A hit's first cell, :data:`HIT_HEIGHT` lines: its rank and score, the score's bar
+    (:func:`score_bar`, against ``top``), and its language, dim."""
+    from rich.text import Text
+
+    return Text("\n").join(
+        [Text(f"{hit.rank:<2} {hit.score:.4f}"), Text(score_bar(hit.score, top=top)), Text(hit.lang or "", style="dim")]
+    )
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -528,13 +541,9 @@ class EncodrApp(App):
         width = self.hit_width()
         table.ordered_columns[HIT_COLUMN].width = width  # the terminal's width may have changed (on_resize)
         for h in hits:
-            cell = hit_cell(h, query, width, self.console, lang)
             table.add_row(
-                str(h.rank),
-                f"{h.score:.4f}",
-                score_bar(h.score, top=top),
-                h.lang or "",
-                cell,
+                score_cell(h, top),
+                hit_cell(h, query, width, self.console, lang),
                 GRADE_MARKS.get(grades.get(h.document), ""),
                 height=HIT_HEIGHT,  # a shorter snippet is padded: the table keeps its height (RESULT_WIDTHS)
             )

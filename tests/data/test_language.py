@@ -12,7 +12,7 @@ from encodr.index import BuildOptions, Searcher, build
 from encodr.index.options import SearchOptions
 from encodr.models.pcr import POOLED, fit_and_remove
 from encodr.tui import EncodrApp
-from tests.conftest import run_cli, search_with
+from tests.conftest import hit_fields, run_cli, search_with
 
 # Six sentences in each of three languages, long enough for the detector to be sure
 MIXED = {
@@ -128,7 +128,7 @@ async def test_tui_language_column_and_filter(mixed_file, tiny_model, tmp_path):
     app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
     async with app.run_test(size=(140, 40)) as pilot:
         table = await search_with(app, pilot, "#search-hit-lang", "deu", "Los niños juegan")
-        assert table.row_count == 6 and {table.get_row_at(i)[3] for i in range(6)} == {"deu"}
+        assert table.row_count == 6 and {hit_fields(table.get_row_at(i))[2] for i in range(6)} == {"deu"}
         assert "query language spa" in str(app.query_one("#status").render())
 
 

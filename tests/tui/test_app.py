@@ -6,8 +6,8 @@ import pytest
 from encodr.index import BuildOptions, Searcher, build
 from encodr.index.options import SearchOptions
 from encodr.tui import EncodrApp, score_bar
-from encodr.tui.app import FIXED_WIDTH, HELP, HIT_COLUMN
-from tests.conftest import search_with, settle
+from encodr.tui.app import FIXED_WIDTH, GRADE_COLUMN, HELP, HIT_COLUMN
+from tests.conftest import hit_fields, search_with, settle
 
 TEXTS = ["the cat sat on the mat", "stock markets fell sharply", "it rained all day in london", "a dog chased the cat"]
 
@@ -22,12 +22,12 @@ def searcher(tmp_path, tiny_model):
 
 def hit_text(row) -> str:
     """A results row's snippet: its hit cell's lines but the last (where the hit is), joined."""
-    return " ".join(row[4].plain.split("\n")[:-1])
+    return " ".join(row[HIT_COLUMN].plain.split("\n")[:-1])
 
 
 def hit_where(row) -> str:
     """A results row's location line: its title and ``path:line › section``."""
-    return row[4].plain.split("\n")[-1]
+    return row[HIT_COLUMN].plain.split("\n")[-1]
 
 
 def test_score_bar():
@@ -44,8 +44,8 @@ async def test_typing_a_query_fills_the_results_table(searcher):
         table = app.query_one("#results")
         assert table.row_count == 4
         first = table.get_row_at(0)
-        assert first[0] == "1" and hit_text(first) == "stock markets fell sharply" and hit_where(first) == "c.txt:2"
-        assert [first[4].plain[s.start : s.end] for s in first[4].spans if s.style == "bold yellow"] == [
+        assert hit_fields(first)[0] == "1" and hit_text(first) == "stock markets fell sharply" and hit_where(first) == "c.txt:2"
+        assert [first[HIT_COLUMN].plain[s.start : s.end] for s in first[HIT_COLUMN].spans if s.style == "bold yellow"] == [
             "stock",
             "markets",
             "fell",
@@ -147,7 +147,7 @@ async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, t
         assert [hit_text(table.get_row_at(r)) for r in range(table.row_count)] == [
             TEXTS[i] for i in np.argsort(-expected, kind="stable")
         ]
-        assert [float(table.get_row_at(r)[1]) for r in range(table.row_count)] == pytest.approx(
+        assert [float(hit_fields(table.get_row_at(r))[1]) for r in range(table.row_count)] == pytest.approx(
             sorted(expected, reverse=True), abs=1e-4
         )
         assert f"re-ranked by {tiny_cross}" in str(app.query_one("#status").render())
@@ -163,7 +163,7 @@ async def test_the_rerank_box_rescores_the_hits_with_a_cross_encoder(searcher, t
         await settle(app, pilot)
         assert app.reranker is None and "re-ranked" not in str(app.query_one("#status").render())
         first_stage = searcher.search(["a cat"], SearchOptions(k=10, mode="hybrid"))[0]
-        assert [table.get_row_at(r)[1] for r in range(table.row_count)] == [
+        assert [hit_fields(table.get_row_at(r))[1] for r in range(table.row_count)] == [
             f"{h.score:.4f}" for h in first_stage
         ]  # not re-ranked again
 
@@ -279,7 +279,7 @@ async def test_keys_judge_the_selected_hit_and_the_judgments_tab_deletes_one(sea
         await settle(app, pilot)
         rows = commands.judgments(JudgmentsRequest(index=str(searcher.index.path))).payload()
         assert [(r["query"], r["doc"], r["grade"], r["front"]) for r in rows] == [("stock 1", app.hits[0].document, 2, "tui")]
-        assert table.get_row_at(0)[5] == "✓✓ 2"
+        assert table.get_row_at(0)[GRADE_COLUMN] == "✓✓ 2"
         await pilot.press("f9")
         await settle(app, pilot)
         listed = app.query_one("#judgments-table")
