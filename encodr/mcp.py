@@ -194,6 +194,7 @@ def run(request, announce: Callable[[str], None] = lambda line: None) -> None:
         announce(f"forwarding searches to {request.server}")
     else:
         served.open_indexes(request.index, announce)
+        served.warm()
     agents = Agents(served, remote=request.server)
     app = server(agents)
     if request.port is None:

@@ -108,6 +108,12 @@ class Served:
         """
         return self.session.reranker(spec)
 
+    def warm(self) -> None:
+        """Make each served index's searcher ready before the first request
+        (:meth:`encodr.index.Searcher.warm`: its snippets' int8 encoder, a throwaway query)."""
+        for searcher in self.searchers.values():
+            searcher.warm()
+
     @property
     def searchers(self) -> dict:
         """Index name → its searcher as last kept (:attr:`.session.Session.searchers`)."""

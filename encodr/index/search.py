@@ -295,6 +295,8 @@ class Searcher:
     Attributes:
         warnings: one-line notes for the user (``encodr search`` prints them).
         tuned: the search settings learned on judgments for the index's model (:func:`tuned_search`).
+        sentence_encoder: what encodes the sentences a snippet is chosen among: the query
+            encoder, or after :meth:`warm` its int8 twin.
 
     Raises:
         EncodrError: the index cannot be opened (see :meth:`IndexReader.open`), or ``model``
@@ -343,6 +345,7 @@ class Searcher:
         self._reopen = threading.Lock()
         self._last_queries = threading.local()  # each thread's last queries and their vectors (:meth:`_encode_queries`)
         self._judged_cache: dict = {}  # (model, judged query) → its vector (:meth:`_judged_vectors`)
+        self.sentence_encoder = self.encoder  # what encodes the snippets' sentences (:meth:`warm` may set a faster one)
 
     def refresh(self) -> bool:
         """Open the index again when another generation has become current (an ``--add`` or
@@ -399,10 +402,16 @@ class Searcher:
         return detect_languages(queries, languages)
 
     def warm(self) -> None:
-        """Run one throwaway query through every phase a default search takes (the model's first
-        forward pass, the language detector, FAISS's and SQLite's first reads), so that the first
-        query a person types is as fast as the next ones (the TUI calls it when it opens an index).
-        Its hits are dropped."""
+        """Make this searcher ready for a front end that keeps it (the TUI, ``encodr serve``,
+        ``encodr mcp``): its snippets' sentences are encoded by the query encoder's int8 twin
+        (:func:`~encodr.models.onnx.quantised_twin`; where there is none, by the query encoder),
+        which a one-off ``encodr search`` does not load; then one throwaway query runs through
+        every phase a default search takes (the model's first forward pass, the language
+        detector, FAISS's and SQLite's first reads), so that the first query a person types is
+        as fast as the next ones. Its hits are dropped."""
+        from ..models.onnx import quantised_twin
+
+        self.sentence_encoder = quantised_twin(self.encoder) or self.encoder
         self.query(["warm up"], SearchOptions(k=1))
 
     def search(self, queries: list[str], options: SearchOptions = SearchOptions(), reranker=None) -> list[list[Hit]]:
@@ -580,8 +589,8 @@ class Searcher:
         keyword matches and, where they do not decide (:func:`~.snippets.decided`), the cosine
         of the query's vector and each sentence's, for the first such hit of each query and the
         next ones within a budget of tokens (:func:`~.snippets.within_budget`; one forward pass
-        for all those hits; the queries' vectors are the search's own where it made them:
-        :meth:`_encode_queries`).
+        for all those hits, by :attr:`sentence_encoder`; the queries' vectors are the search's
+        own where it made them: :meth:`_encode_queries`).
 
         Args:
             queries: q texts; langs: their q languages; results: q hit lists.
@@ -600,7 +609,7 @@ class Searcher:
         if wanted:
             with phase("snippets"):
                 vectors = index.encode_passages(
-                    self.encoder, [results[q][i].text[s:e] for q, i in wanted for s, e in spans[q][i]]
+                    self.sentence_encoder, [results[q][i].text[s:e] for q, i in wanted for s, e in spans[q][i]]
                 )
                 asked = self._encode_queries(index, queries)
             at = 0

@@ -296,6 +296,34 @@ def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None, folder:
     return Encoder(encoder.st, encoder.name, OnnxForward(encoder.st, backend, path))
 
 
+def quantised_twin(encoder) -> Encoder | None:
+    """``encoder`` with its ONNX float32 graph quantised to int8 (:func:`export`, ``onnx-int8``,
+    quantised once and cached beside the float32 file), for vectors that are only ranked against
+    one another, never stored or compared with an index's: a snippet's sentences
+    (:meth:`encodr.index.Searcher.warm`). Its vectors are not within the cosine of float32 that
+    a query's must keep (:data:`AGREEMENT`); ``bench/sentence_twin.py`` measures how often the
+    snippets it chooses are the float32 ones. A batched encoder (the server's) gives its own
+    encoder's twin, which runs on the caller's thread, outside the batcher.
+
+    Returns:
+        the twin (the same tokenizer, prompts and truncation), or None where ``encoder`` does not
+        run ONNX float32 (torch, bf16, int8 already, a static model) or the quantiser refuses.
+    """
+    import copy
+
+    base = getattr(encoder, "unbatched", encoder)
+    forward = getattr(base, "forward", None)
+    if not isinstance(forward, OnnxForward) or forward.backend != "onnx":
+        return None
+    try:
+        path = export(base, "onnx-int8", forward.path.parent)
+        twin = copy.copy(base)
+        twin.forward = OnnxForward(base.st, "onnx-int8", path)
+    except Exception:  # a refusal (EncodrError) or onnxruntime's own: the snippets keep the float32 encoder
+        return None
+    return twin
+
+
 def source_key(folder: Path, pooling: str, raw_pooling: str) -> str:
     """SHA-256 (first 16 hex digits) of a model folder's files — each one's path inside it, size
     and modification time in ns, recursively, symbolic links followed — and the pooling asked

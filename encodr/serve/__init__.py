@@ -116,6 +116,7 @@ def serve(request, announce: Callable[[str], None] = lambda line: None) -> None:
     try:
         served = load(request.model, request.index, limits_of(request), api_key, announce, request.backend)
         served.writable = request.writable
+        served.warm()
     except BaseException:
         sock.close()
         raise

@@ -231,6 +231,11 @@ class BatchedEncoder:
     def __getattr__(self, name):
         return getattr(self._encoder, name)
 
+    @property
+    def unbatched(self):
+        """The encoder itself, for work kept off the batcher (:func:`encodr.models.onnx.quantised_twin`)."""
+        return self._encoder
+
     def encode(
         self, texts, batch_size: int | None = None, progress: bool = False, on_batch=None, prompt: str | None = None
     ) -> np.ndarray:

@@ -357,3 +357,40 @@ def test_a_torch_index_queries_through_onnx_on_a_cpu(tiny_model, tmp_path):
     assert meta["backend"] == "torch" and searcher.encoder.backend == "onnx" and searcher.warnings == []
     assert searcher.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]
     assert Searcher(out, backend="torch").encoder.backend == "torch"
+
+
+def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder(tiny_model, tmp_path, monkeypatch):
+    """quantised_twin: the ONNX float32 encoder's int8 graph (the same dimension, the base left
+    as it is; none for torch); a warm searcher encodes its snippets' sentences with it, and a
+    one-off searcher with its query encoder. A batched encoder's twin is its own encoder's."""
+    from encodr.models.onnx import quantised_twin
+    from encodr.serve.batcher import BatchedEncoder
+
+    out = tmp_path / "idx"
+    long_passage = (
+        ". ".join(t.capitalize() for t in TEXTS[:6]) + "."
+    )  # sentences that hold none of the query's words: the keywords do not choose
+    build([str(lines(tmp_path, [long_passage]))], out, BuildOptions(model=str(tiny_model), lang="eng", backend="torch"))
+    assert quantised_twin(load_encoder(str(tiny_model), backend="torch")) is None
+    searcher = Searcher(out)
+    base = searcher.encoder
+    assert searcher.sentence_encoder is base  # a one-off search loads nothing more
+    twin = quantised_twin(BatchedEncoder(base, batcher=None))
+    assert twin.backend == "onnx-int8" and base.backend == "onnx" and twin.encode(TEXTS[:3]).shape == (3, base.dimension)
+    seen = []
+    original = type(searcher.index).encode_passages
+    monkeypatch.setattr(
+        type(searcher.index),
+        "encode_passages",
+        lambda self, encoder, texts: seen.append(encoder.backend) or original(self, encoder, texts),
+    )
+    from encodr.core.commands import search
+    from encodr.core.requests import SearchRequest
+
+    request = SearchRequest(query=["purple quiet evening"], index=str(out), k=1, mode="dense")
+    search(request, searcher=searcher)
+    assert seen == ["onnx"]
+    searcher.warm()
+    seen.clear()
+    hits = search(request, searcher=searcher).results[0].hits
+    assert searcher.sentence_encoder.backend == "onnx-int8" and seen == ["onnx-int8"] and hits[0].snippet
