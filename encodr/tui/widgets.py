@@ -47,31 +47,27 @@ class Table(DataTable):
         finally:
             self._pass_styles = None
 
-    @property
-    def rich_style(self):
+    def _once(self, key, read):
+        """``read()``, kept for the rest of the repaint under way (read afresh outside one)."""
         memo = self._pass_styles
         if memo is None:
-            return super().rich_style
-        if "rich_style" not in memo:
-            memo["rich_style"] = super().rich_style
-        return memo["rich_style"]
+            return read()
+        if key not in memo:
+            memo[key] = read()
+        return memo[key]
+
+    @property
+    def rich_style(self):
+        return self._once("rich_style", lambda: super(Table, self).rich_style)
 
     @property
     def background_colors(self):
-        memo = self._pass_styles
-        if memo is None:
-            return super().background_colors
-        if "background_colors" not in memo:
-            memo["background_colors"] = super().background_colors
-        return memo["background_colors"]
+        return self._once("background_colors", lambda: super(Table, self).background_colors)
 
     def get_component_styles(self, *names: str):
-        memo = self._pass_styles
-        if memo is None:
+        if self._pass_styles is None:  # outside a repaint: Textual's own object, as DataTable gives it
             return super().get_component_styles(*names)
-        if names not in memo:
-            memo[names] = _Pinned(super().get_component_styles(*names))
-        return memo[names]
+        return self._once(names, lambda: _Pinned(super(Table, self).get_component_styles(*names)))
 
     def add_row(self, *cells, **kwargs):
         return super().add_row(*map(literal, cells), **kwargs)
