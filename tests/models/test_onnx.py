@@ -362,7 +362,8 @@ def test_a_torch_index_queries_through_onnx_on_a_cpu(tiny_model, tmp_path):
 def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder(tiny_model, tmp_path, monkeypatch):
     """quantised_twin: the ONNX float32 encoder's int8 graph (the same dimension, the base left
     as it is; none for torch); a warm searcher encodes its snippets' sentences with it, and a
-    one-off searcher with its query encoder. A batched encoder's twin is its own encoder's."""
+    one-off searcher with its query encoder; where the quantiser refuses, a warm one too. A batched
+    encoder's twin is its own encoder's."""
     from encodr.models.onnx import quantised_twin
     from encodr.serve.batcher import BatchedEncoder
 
@@ -394,3 +395,11 @@ def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder
     seen.clear()
     hits = search(request, searcher=searcher).results[0].hits
     assert searcher.sentence_encoder.backend == "onnx-int8" and seen == ["onnx-int8"] and hits[0].snippet
+
+    def refused(*args, **kwargs):
+        raise EncodrError("could not quantise the model")
+
+    monkeypatch.setattr("encodr.models.onnx.export", refused)  # the quantiser refuses: the snippets keep float32
+    again = Searcher(out)
+    again.warm()
+    assert again.sentence_encoder is again.encoder and again.encoder.backend == "onnx"
