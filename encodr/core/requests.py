@@ -1021,7 +1021,8 @@ class ServeRequest(Request):
     backend: str = option(
         "torch",
         f"Forward pass of each {S.model} bi-encoder (torch-bf16: bfloat16 matrix products; onnx, onnx-int8: onnxruntime "
-        "on the CPU); an index's model runs on its index's backend.",
+        "on the CPU); an index's model runs as encodr search runs it (its index's backend; ONNX for a torch "
+        "index on a CPU).",
         choices=_backends,
         fronts=CLI,
     )

@@ -32,13 +32,16 @@ def load(
         indexes: index directories or workspace names; default, with no model either: every
             index of the workspace.
         backend: the forward pass of each bi-encoder in ``models`` (``torch``, ``onnx``,
-            ``onnx-int8``); an index's model runs on the backend the index was built with.
+            ``onnx-int8``); an index's model runs on the backend a search of that index takes
+            (:func:`~encodr.index.search.query_encoder`: ONNX float32 for a torch float32 index
+            on a CPU, else the backend the index was built with).
 
     Raises:
         EncodrError: a model or index that cannot be loaded, or an unknown backend (one line,
             before the server binds).
     """
     from ..core.served import workspace_indexes
+    from ..index.search import query_encoder
     from ..models import load_cross, load_encoder, resolve
     from ..models.encoder import check_backend
     from .batcher import BatchedEncoder, DynamicBatcher
@@ -50,13 +53,15 @@ def load(
         indexes = workspace_indexes()
     served = Served(limits=limits, api_key=api_key)
 
-    def add_model(spec: str, backend: str = "torch") -> None:
+    def add_model(spec: str, backend: str = "torch", built: str | None = None) -> None:
+        """Serve ``spec`` on ``backend``; or, for an index built with ``built``, on the backend a
+        search of that index takes (:func:`~encodr.index.search.query_encoder`, as ``encodr search``)."""
         if spec in served.models:
             return
         if resolve(spec).encoder_type == "cross":
             served.models[spec] = (load_cross(spec), None)
         else:
-            encoder = load_encoder(spec, backend=backend)
+            encoder = query_encoder(spec, None, built) if built else load_encoder(spec, backend=backend)
             batcher = DynamicBatcher(
                 encoder, limits.batch_wait_ms / 1000, limits.batch_tokens, not limits.no_batching, limits.workers
             )
@@ -66,8 +71,8 @@ def load(
     for spec in models:
         add_model(spec, backend)
 
-    def encoder_for(model: str, backend: str):
-        add_model(model, backend)
+    def encoder_for(model: str, built: str):
+        add_model(model, built=built)
         scorer, batcher = served.models[model]
         if batcher is None:
             raise EncodrError(

@@ -293,3 +293,19 @@ def test_a_page_elsewhere_cannot_read_the_indexes(served):
     )
     answer = allowed.post("/v1/search", json=body, headers={"Origin": "http://app.lan"})
     assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == "http://app.lan"
+
+
+def test_an_index_built_in_torch_is_served_on_the_backend_its_searches_take(tmp_path, tiny_model):
+    """A float32 torch index's queries run where ``encodr search`` runs them (ONNX float32 on a
+    CPU, :func:`encodr.index.search.query_encoder`), not on torch because the build did."""
+    from encodr.index import Searcher
+
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    out = tmp_path / "torch-index"
+    commands.index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(out), lang="eng", backend="torch"))
+    served = load([], [str(out)], Limits())
+    try:
+        assert served.searchers["torch-index"].encoder.backend == Searcher(out).encoder.backend == "onnx"
+    finally:
+        served.close()
