@@ -403,18 +403,14 @@ class Searcher:
 
     def warm(self) -> None:
         """Make this searcher ready for a front end that keeps it (the TUI, ``encodr serve``,
-        ``encodr mcp``): an ONNX query encoder's passes keep their threads spinning
-        (:meth:`~encodr.models.onnx.OnnxForward.for_queries`), and its snippets' sentences are
-        encoded by its int8 twin (:func:`~encodr.models.onnx.quantised_twin`; where there is
-        none, by the query encoder), neither of which a one-off ``encodr search`` loads; then
-        one throwaway query runs through every phase a default search takes (the model's first
-        forward pass, the language detector, FAISS's and SQLite's first reads), so that the
-        first query a person types is as fast as the next ones. Its hits are dropped."""
-        from ..models.onnx import OnnxForward, quantised_twin
+        ``encodr mcp``): its snippets' sentences are encoded by the query encoder's int8 twin
+        (:func:`~encodr.models.onnx.quantised_twin`; where there is none, by the query encoder),
+        which a one-off ``encodr search`` does not load; then one throwaway query runs through
+        every phase a default search takes (the model's first forward pass, the language
+        detector, FAISS's and SQLite's first reads), so that the first query a person types is
+        as fast as the next ones. Its hits are dropped."""
+        from ..models.onnx import quantised_twin
 
-        forward = getattr(self.encoder, "forward", None)
-        if isinstance(forward, OnnxForward):
-            forward.for_queries()
         self.sentence_encoder = quantised_twin(self.encoder) or self.encoder
         self.query(["warm up"], SearchOptions(k=1))
 

@@ -206,8 +206,8 @@ class OnnxForward:
 
     device = "cpu"
 
-    def __init__(self, st, backend: str, path: Path, spinning: bool = False):
-        self.st, self.backend, self.path, self.spinning = st, backend, path, spinning
+    def __init__(self, st, backend: str, path: Path):
+        self.st, self.backend, self.path = st, backend, path
         self.session = self._session(None)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self._local = threading.local()  # the session a thread's use_threads chose
@@ -222,22 +222,9 @@ class OnnxForward:
         if threads is not None:
             options.intra_op_num_threads = threads
         # idle threads sleep rather than spin, for a whole index build too: a spinning thread holds a core that a second
-        # program (or the tokenizer, or FAISS) wants, and bench/index_process.py --load 1 measured spinning's cost there;
-        # a warm searcher's query passes spin (for_queries)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spinning else "0")
+        # program (or the tokenizer, or FAISS) wants, and bench/index_process.py --load 1 measured spinning's cost there
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
-
-    def for_queries(self) -> None:
-        """Let the passes of threads that did not ask for a thread count (:meth:`use_threads`: a
-        server's batching threads do) keep their idle threads spinning between operators rather
-        than sleeping: a query's pass is a few milliseconds of short operators, and waking
-        sleeping threads for each costs a share of it. An index build's passes (and batched
-        ones) keep sleeping threads, which leave the cores to a second program between
-        batches. Loads the graph again (once): for a searcher kept warm
-        (:meth:`encodr.index.Searcher.warm`), not for a one-off search."""
-        if not self.spinning:
-            self.spinning = True
-            self.session = self._session(None)
 
     def use_threads(self, n: int) -> None:
         """Run the calling thread's passes on ``n`` CPU threads: on a session made for ``n``
@@ -331,7 +318,7 @@ def quantised_twin(encoder) -> Encoder | None:
     try:
         path = export(base, "onnx-int8", forward.path.parent)
         twin = copy.copy(base)
-        twin.forward = OnnxForward(base.st, "onnx-int8", path, spinning=True)  # a query's work (for_queries)
+        twin.forward = OnnxForward(base.st, "onnx-int8", path)
     except Exception:  # a refusal (EncodrError) or onnxruntime's own: the snippets keep the float32 encoder
         return None
     return twin

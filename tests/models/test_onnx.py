@@ -361,9 +361,9 @@ def test_a_torch_index_queries_through_onnx_on_a_cpu(tiny_model, tmp_path):
 
 def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder(tiny_model, tmp_path, monkeypatch):
     """quantised_twin: the ONNX float32 encoder's int8 graph (the same dimension, the base left
-    as it is; none for torch); a warm searcher encodes its snippets' sentences with it (and its
-    query passes spin, giving the same vectors), and a one-off searcher with its query encoder;
-    where the quantiser refuses, a warm one too. A batched encoder's twin is its own encoder's."""
+    as it is; none for torch); a warm searcher encodes its snippets' sentences with it, and a
+    one-off searcher with its query encoder; where the quantiser refuses, a warm one too. A batched
+    encoder's twin is its own encoder's."""
     from encodr.models.onnx import quantised_twin
     from encodr.serve.batcher import BatchedEncoder
 
@@ -390,11 +390,8 @@ def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder
 
     request = SearchRequest(query=["purple quiet evening"], index=str(out), k=1, mode="dense")
     search(request, searcher=searcher)
-    before = base.encode(TEXTS)
-    assert seen == ["onnx"] and not base.forward.spinning
+    assert seen == ["onnx"]
     searcher.warm()
-    assert base.forward.spinning and twin.forward.spinning  # a warm searcher's passes spin; the vectors stay
-    np.testing.assert_array_equal(base.encode(TEXTS), before)
     seen.clear()
     hits = search(request, searcher=searcher).results[0].hits
     assert searcher.sentence_encoder.backend == "onnx-int8" and seen == ["onnx-int8"] and hits[0].snippet
