@@ -38,6 +38,7 @@ import logging
 import os
 import threading
 import warnings
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -303,7 +304,8 @@ def quantised_twin(encoder) -> Encoder | None:
     (:meth:`encodr.index.Searcher.warm`). Its vectors are not within the cosine of float32 that
     a query's must keep (:data:`AGREEMENT`); ``bench/sentence_twin.py`` measures how often the
     snippets it chooses are the float32 ones. A batched encoder (the server's) gives its own
-    encoder's twin, which runs on the caller's thread, outside the batcher.
+    encoder's twin, which runs on the caller's thread, outside the batcher. One twin an encoder:
+    a server's searchers of several indexes of one model share it.
 
     Returns:
         the twin (the same tokenizer, prompts and truncation), or None where ``encoder`` does not
@@ -315,13 +317,20 @@ def quantised_twin(encoder) -> Encoder | None:
     forward = getattr(base, "forward", None)
     if not isinstance(forward, OnnxForward) or forward.backend != "onnx":
         return None
-    try:
-        path = export(base, "onnx-int8", forward.path.parent)
-        twin = copy.copy(base)
-        twin.forward = OnnxForward(base.st, "onnx-int8", path)
-    except Exception:  # a refusal (EncodrError) or onnxruntime's own: the snippets keep the float32 encoder
-        return None
-    return twin
+    with _TWINS_LOCK:
+        if base not in _TWINS:
+            try:
+                path = export(base, "onnx-int8", forward.path.parent)
+                twin = copy.copy(base)
+                twin.forward = OnnxForward(base.st, "onnx-int8", path)
+            except Exception:  # a refusal (EncodrError) or onnxruntime's own: the snippets keep the float32 encoder
+                twin = None
+            _TWINS[base] = twin
+        return _TWINS[base]
+
+
+_TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # encoder → its quantised_twin (None: refused)
+_TWINS_LOCK = threading.Lock()
 
 
 def source_key(folder: Path, pooling: str, raw_pooling: str) -> str:

@@ -363,7 +363,7 @@ def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder
     """quantised_twin: the ONNX float32 encoder's int8 graph (the same dimension, the base left
     as it is; none for torch); a warm searcher encodes its snippets' sentences with it, and a
     one-off searcher with its query encoder; where the quantiser refuses, a warm one too. A batched
-    encoder's twin is its own encoder's."""
+    encoder's twin is its own encoder's, made once."""
     from encodr.models.onnx import quantised_twin
     from encodr.serve.batcher import BatchedEncoder
 
@@ -378,6 +378,7 @@ def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder
     assert searcher.sentence_encoder is base  # a one-off search loads nothing more
     twin = quantised_twin(BatchedEncoder(base, batcher=None))
     assert twin.backend == "onnx-int8" and base.backend == "onnx" and twin.encode(TEXTS[:3]).shape == (3, base.dimension)
+    assert quantised_twin(base) is twin  # one twin an encoder, for every searcher that queries through it
     seen = []
     original = type(searcher.index).encode_passages
     monkeypatch.setattr(
