@@ -308,12 +308,15 @@ def mcp_row(index: Path, size: int, queries: list[str], mode: str = "hybrid") ->
 def tui_row(index: Path, size: int, queries: list[str]) -> dict:
     """The Search tab: from the query set in its box (no debounce) to the screen refreshed with its
     hits (a callback after the refresh that follows the table's update). The pilot waits on an
-    event that callback sets, so nothing polls the app's loop while the query runs."""
+    event that callback sets, so nothing polls the app's loop while the query runs. The phases are
+    the search's own (the app's ``last_timings``, where it keeps them); ``render`` is then what the
+    TUI adds: handing the query to its search thread and back, building the hits' cells, the repaint."""
     from encodr.tui.app import EncodrApp
 
-    async def go() -> list[float]:
+    async def go() -> tuple[list[float], list[dict]]:
         app = EncodrApp(index_dir=index, debounce=0.0)
         drawn: list[float] = []
+        searched: list[dict] = []
         ready = asyncio.Event()
         show_hits = app.show_hits
 
@@ -322,6 +325,7 @@ def tui_row(index: Path, size: int, queries: list[str]) -> dict:
             ready.set()
 
         def shown(*args, **kwargs):  # the app's own method, then a stamp once the screen is refreshed with its table
+            searched.append(dict(getattr(app, "last_timings", None) or {}))
             show_hits(*args, **kwargs)
             app.call_after_refresh(stamp)
 
@@ -341,10 +345,10 @@ def tui_row(index: Path, size: int, queries: list[str]) -> dict:
                     raise RuntimeError(f"the TUI showed no hits for {q!r}: {app.query_one('#status').render()}") from None
                 if i >= WARM:
                     ms.append((drawn[-1] - started) * 1000)
-        return ms
+        return ms, searched[-len(ms) :] if all(searched[-len(ms) :]) else []
 
-    ms = asyncio.run(go())
-    return row(size, "tui", "hybrid", False, ms, [])
+    ms, phases = asyncio.run(go())
+    return row(size, "tui", "hybrid", False, ms, phases)
 
 
 def cold_rows(index: Path, size: int, queries: list[str], runs: int) -> list[dict]:

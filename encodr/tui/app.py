@@ -274,6 +274,7 @@ class EncodrApp(App):
         self.query_lang: str | None = None  # their query's language (its stems are highlighted)
         self.last_lang: str | None = None  # the last search's query language, its time (ms) and its hints
         self.last_ms = 0.0
+        self.last_timings: dict = {}
         self.notes: list[str] = []  # and caption, as encodr search prints them: shown on the status line
         self.search_thread = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="encodr-search"
@@ -525,7 +526,8 @@ class EncodrApp(App):
             self.set_status(f"error: {exc}")
             return
         answer = result.results[0]
-        self.last_lang, self.last_ms = answer.lang, (result.timings or {}).get("total", 0.0)
+        self.last_timings = dict(result.timings or {})  # each phase's ms (encodr.timing.PHASES) and the total
+        self.last_lang, self.last_ms = answer.lang, self.last_timings.get("total", 0.0)
         self.notes = [*result.hints, *([result.caption] if result.caption else [])]
         self.show_hits(query, answer.hits, answer.lang)
 
