@@ -69,7 +69,7 @@ class KeywordStats:
     def weightless(self, query: int):
         """A ``weightless`` for :func:`~.keywords.keyword_expression` of query number ``query``:
         given terms, those whose phrase is in at least half the rows (idf at its floor)."""
-        return lambda terms: {t for t in terms if self.rows and 2 * self.hits[query].get(f'"{t}"', 0) >= self.rows}
+        return lambda terms: {t for t in terms if weighs_nothing(self.rows, self.hits[query].get(f'"{t}"', 0))}
 
     def idf(self, query: int, phrase: str) -> float:
         """idf(p) of ``phrase`` of query number ``query`` (the module's formula)."""
@@ -80,6 +80,12 @@ def idf(rows: int, hits: int) -> float:
     """FTS5's idf: ln((N − n + 0.5) / (n + 0.5)), floored at :data:`IDF_FLOOR`."""
     value = math.log((rows - hits + 0.5) / (hits + 0.5)) if rows else 0.0
     return value if value > 0.0 else IDF_FLOOR
+
+
+def weighs_nothing(rows: int, hits: int) -> bool:
+    """Whether :func:`idf` of a term held by ``hits`` of ``rows`` texts is at its floor: held by at
+    least half of them (ln((N − n + 0.5) / (n + 0.5)) ≤ 0), so ``bm25()`` weighs it at nothing."""
+    return bool(rows) and 2 * hits >= rows
 
 
 def saturation(freq: np.ndarray, length: np.ndarray, avgdl: float) -> np.ndarray:

@@ -501,6 +501,8 @@ class TextStore:
         hold it) and kept until the keyword index's totals change. A term the index folds
         differently from how it is written here (diacritics) is not found, so it is kept.
         """
+        from .termstats import weighs_nothing
+
         totals = self.keyword_totals()
         if self._frequencies is None or self._frequencies[0] != totals:
             self._frequencies = (totals, {})
@@ -515,7 +517,7 @@ class TextStore:
                     known[term] = found[0] if found else 0
             if len(known) > 65536:  # a long-lived server's vocabulary of queries: start again
                 self._frequencies = (totals, {t: known[t] for t in terms})
-        return {t for t in terms if totals[0] and 2 * known.get(t, 0) >= totals[0]}
+        return {t for t in terms if weighs_nothing(totals[0], known.get(t, 0))}
 
     def phrase_rows(self, phrases: list[str]) -> list[int]:
         """n(p) of each FTS5 phrase (a quoted string): the texts holding it, as FTS5's

@@ -273,8 +273,7 @@ class EncodrApp(App):
         self.hits: list = []  # the hits shown, by row
         self.query_lang: str | None = None  # their query's language (its stems are highlighted)
         self.last_lang: str | None = None  # the last search's query language, its time (ms) and its hints
-        self.last_ms = 0.0
-        self.last_timings: dict = {}
+        self.last_timings: dict = {}  # the last search's phases and total, in ms (run_search)
         self.notes: list[str] = []  # and caption, as encodr search prints them: shown on the status line
         self.search_thread = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="encodr-search"
@@ -527,7 +526,7 @@ class EncodrApp(App):
             return
         answer = result.results[0]
         self.last_timings = dict(result.timings or {})  # each phase's ms (encodr.timing.PHASES) and the total
-        self.last_lang, self.last_ms = answer.lang, self.last_timings.get("total", 0.0)
+        self.last_lang = answer.lang
         self.notes = [*result.hints, *([result.caption] if result.caption else [])]
         self.show_hits(query, answer.hits, answer.lang)
 
@@ -764,7 +763,7 @@ class EncodrApp(App):
             f"{' + PCR' if meta.pcr else ''} · languages {', '.join(meta.languages or ['?'])}"
             f"{f' · query language {self.last_lang}' if self.last_lang else ''}"
             f"{f' · re-ranked by {self.rerank}' if self.reranker else ''}"
-            f" · last query {self.last_ms:.1f} ms" + "".join(f" · {note}" for note in self.notes)
+            f" · last query {self.last_timings.get('total', 0.0):.1f} ms" + "".join(f" · {note}" for note in self.notes)
         )
 
     def action_help(self) -> None:
