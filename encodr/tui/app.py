@@ -26,7 +26,7 @@ from .forms import choice_select, widget_id
 from .panes import EvalPane, IndexPane
 from .runs import RunsPane
 from .train import TrainPane
-from .widgets import Table, TextBox
+from .widgets import LineTable, Table, TextBox
 
 HELP = (  # (key, what it does), a heading where the key is empty; a key is short, so its column never wraps at 80 columns
     ("", "Anywhere"),
@@ -78,8 +78,8 @@ def help_table():
 
 GRADE_MARKS = {0: "✗ 0", 1: "✓ 1", 2: "✓✓ 2"}  # a judged hit's grade, in the results' last column
 # "rank score": the hit's rank and score, its bar, its language (score_cell); "hit": its snippet, then its title
-# and path:line › section (hit_cell). Three cells a row, not one a field: the table's repaint renders each cell
-# of each row, and a narrow first column leaves the snippet most of an 80-column terminal.
+# and path:line › section (hit_cell). Three cells a row, each already cut into its lines (a LineTable draws them as
+# given), and a narrow first column leaves the snippet most of an 80-column terminal.
 RESULT_COLUMNS = ("rank score", "hit", "grade")
 HIT_COLUMN, GRADE_COLUMN = 1, 2
 # Each column's width, the hit's set to what the terminal leaves it (RESULT_WIDTHS's None): fixed widths and a
@@ -293,7 +293,11 @@ class EncodrApp(App):
                         placeholder="re-rank: a CrossEncoder (blank: none)",
                         id=widget_id(SearchRequest, "rerank"),
                     )
-                yield Table(id="results", cursor_type="row", zebra_stripes=True)
+                yield LineTable(
+                    [(label, width or 30) for label, width in zip(RESULT_COLUMNS, RESULT_WIDTHS)],
+                    row_height=HIT_HEIGHT,
+                    id="results",
+                )
             with TabPane("Compare", id="compare"):
                 yield TextBox(placeholder="text A", id=widget_id(CompareRequest, "a"))
                 yield TextBox(placeholder="text B (Enter to compare)", id=widget_id(CompareRequest, "b"))
@@ -327,9 +331,7 @@ class EncodrApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
-        results = self.query_one("#results", DataTable)
-        for label, width in zip(RESULT_COLUMNS, RESULT_WIDTHS):
-            results.add_column(label, width=width or self.hit_width())
+        self.query_one("#results", LineTable).set_width(HIT_COLUMN, self.hit_width())
         for table_id in ("#near-a", "#near-b"):
             self.query_one(table_id, DataTable).add_columns("rank", "score", "text")
         self.refresh_workspace()
@@ -420,7 +422,7 @@ class EncodrApp(App):
 
     def index_opened(self) -> None:
         """A new index is open: the old index's hits go, and the query in the box is searched again."""
-        self.query_one("#results", DataTable).clear()
+        self.query_one("#results", LineTable).clear()
         self.query_one(IndexPane).load(self.index_dir or self.searcher.index.path, self.searcher.index.meta)
         self.update_status()
         self.run_search(self.query_one("#query", Input).value, 0.0)
@@ -534,20 +536,16 @@ class EncodrApp(App):
         if query != self.query_one("#query", Input).value:
             return  # a stale answer for an older query
         self.searches += 1
-        table = self.query_one("#results", DataTable)
-        table.clear()
+        table = self.query_one("#results", LineTable)
         self.hits, self.query_lang = hits, lang
         grades = self.grades(query)
         top = max([1.0, *(h.score for h in hits)])  # a cosine fills the bar at 1; BM25 and fused scores at the best hit's
         width = self.hit_width()
-        table.ordered_columns[HIT_COLUMN].width = width  # the terminal's width may have changed (on_resize)
-        for h in hits:
-            table.add_row(
-                score_cell(h, top),
-                hit_cell(h, query, width, self.console, lang),
-                GRADE_MARKS.get(grades.get(h.document), ""),
-                height=HIT_HEIGHT,  # a shorter snippet is padded: the table keeps its height (RESULT_WIDTHS)
-            )
+        table.set_width(HIT_COLUMN, width)  # the terminal's width may have changed (on_resize)
+        table.set_rows(
+            (score_cell(h, top), hit_cell(h, query, width, self.console, lang), GRADE_MARKS.get(grades.get(h.document), ""))
+            for h in hits
+        )
         self.update_status()
 
     def hit_width(self) -> int:
@@ -578,7 +576,7 @@ class EncodrApp(App):
     def action_judge(self, grade: int) -> None:
         """0, 1 or 2 on a hit of the Search tab (the results focused): judge it for the query in
         the box (``encodr judge``); its grade column shows the grade."""
-        table = self.query_one("#results", DataTable)
+        table = self.query_one("#results", LineTable)
         if self.focused is not table or self.searcher is None or not self.hits or table.cursor_row >= len(self.hits):
             return
         hit, row = self.hits[table.cursor_row], table.cursor_row
@@ -608,7 +606,7 @@ class EncodrApp(App):
         self.call_from_thread(self.judged, row, grade)
 
     def judged(self, row: int, grade: int) -> None:
-        table = self.query_one("#results", DataTable)
+        table = self.query_one("#results", LineTable)
         if row < table.row_count:
             table.update_cell_at((row, GRADE_COLUMN), GRADE_MARKS[grade])
         self.notify(f"judged {GRADE_WORDS[grade]} (grade {grade})")
@@ -641,7 +639,7 @@ class EncodrApp(App):
     def on_key(self, event) -> None:
         """Down in the query box: into the hits (Enter then opens one); Up on the first hit: back
         to the query box. Delete on the Judgments tab's table: remove the selected judgment."""
-        results, box = self.query_one("#results", DataTable), self.query_one("#query", Input)
+        results, box = self.query_one("#results", LineTable), self.query_one("#query", Input)
         if event.key == "down" and self.focused is box and results.row_count:
             event.stop()
             results.focus()
@@ -675,8 +673,8 @@ class EncodrApp(App):
                 return
             self.refresh_judgments()
 
-    @on(DataTable.RowSelected, "#results")
-    def open_hit(self, event: DataTable.RowSelected) -> None:
+    @on(LineTable.RowSelected, "#results")
+    def open_hit(self, event: LineTable.RowSelected) -> None:
         """Enter on a hit: its whole document, at the passage."""
         if self.searcher is None or event.cursor_row >= len(self.hits):
             return
@@ -688,7 +686,7 @@ class EncodrApp(App):
     def action_delete_hit(self) -> None:
         """Ctrl+D on a hit of the Search tab: once the user says yes (:class:`ConfirmScreen`), delete its
         document (``encodr delete ID``), then search again."""
-        table = self.query_one("#results", DataTable)
+        table = self.query_one("#results", LineTable)
         if self.searcher is None or not self.hits or table.cursor_row >= len(self.hits):
             return
         document = self.hits[table.cursor_row].document

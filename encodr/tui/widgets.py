@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from rich.markup import escape
-from textual.geometry import Size
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
 from textual.reactive import Reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widgets import DataTable, Input
 
 
@@ -89,3 +98,241 @@ class TextBox(Input):
     """
 
     virtual_size = Reactive(Size(0, 0), layout=False)
+
+
+class LineTable(ScrollView, can_focus=True):
+    """A table of rows of one fixed height, each cell drawn line by line as given: the Search
+    tab's hits.
+
+    Textual's :class:`~textual.widgets.DataTable` lays each cell out again through Rich (its
+    padding, its wrapping, its styles) whenever a new row is drawn, and a query replaces every
+    row; that repaint took longer than the search it shows. Here a cell is a
+    :class:`~rich.text.Text` (or a ``str``, shown as it is, not as markup) already cut into
+    lines no wider than its column, a row's lines are joined into strips once, when the row is
+    first drawn, and each repaint only styles them (the cursor, the zebra stripes) and crops them
+    to the scroll. So unlike DataTable it neither wraps nor measures: a line wider than its column
+    is cut, a cell of fewer lines than the row is padded, and columns keep the widths given.
+    Keys, cursor and messages follow DataTable's row cursor: up, down, page up, page down, home
+    and end move the cursor (:attr:`cursor_row`); Enter or a click on a row posts
+    :class:`RowSelected`.
+    """
+
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Select", show=False),
+        Binding("up", "cursor_up", "Cursor up", show=False),
+        Binding("down", "cursor_down", "Cursor down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "scroll_home", "Top", show=False),
+        Binding("end", "scroll_end", "Bottom", show=False),
+    ]
+    COMPONENT_CLASSES = {"line-table--header", "line-table--cursor", "line-table--even-row"}
+    DEFAULT_CSS = """
+    LineTable {
+        background: $surface;
+        color: $foreground;
+        height: auto;
+        max-height: 100%;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .line-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .line-table--header { background-tint: $foreground 5%; }
+        }
+        &:dark > .line-table--even-row { background: $surface-darken-1 40%; }
+        & > .line-table--header { text-style: bold; background: $panel; color: $foreground; }
+        &:ansi > .line-table--header { background: ansi_bright_blue; color: ansi_default; }
+        & > .line-table--even-row { background: $surface-lighten-1 50%; }
+        & > .line-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+    cursor_row: Reactive[int] = Reactive(0, repaint=False)
+
+    class RowSelected(Message):
+        """Enter or a click on a row: ``cursor_row`` is its index."""
+
+        def __init__(self, table: LineTable, cursor_row: int):
+            super().__init__()
+            self.table, self.cursor_row = table, cursor_row
+
+        @property
+        def control(self) -> LineTable:
+            return self.table
+
+    def __init__(self, columns: Sequence[tuple[str, int]], row_height: int = 1, **kwargs):
+        """``columns``: each column's label and width in cells (padding aside: a cell has one
+        blank cell each side); ``row_height``: every row's lines."""
+        super().__init__(**kwargs)
+        self.labels, self.widths = [label for label, _ in columns], [width for _, width in columns]
+        self.row_height = row_height
+        self._rows: list[list] = []
+        self._strips: dict[int, list[Strip]] = {}  # a row's lines, joined, drawn once (row_strips)
+        self._paint: dict[str, Style] | None = None  # the styles of the repaint under way (render_lines)
+        self._sync_size()
+
+    # ── rows ───────────────────────────────────────────────────────────────
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    def set_rows(self, rows: Iterable[Sequence]) -> None:
+        """The table's rows, in place of the ones it had; the cursor goes back to the first."""
+        self._rows, self._strips = [list(cells) for cells in rows], {}
+        self.cursor_row = 0
+        self.scroll_to(y=0, animate=False)
+        self._sync_size()
+        self.refresh()
+
+    def clear(self) -> None:
+        """No rows."""
+        self.set_rows([])
+
+    def get_row_at(self, row: int) -> list:
+        """Row ``row``'s cells, as given. Raises IndexError past the last row."""
+        return list(self._rows[row])
+
+    def update_cell_at(self, coordinate: tuple[int, int], value) -> None:
+        """Cell (row, column) replaced by ``value``; the row is drawn again."""
+        row, column = coordinate
+        self._rows[row][column] = value
+        self._strips.pop(row, None)
+        self.refresh()
+
+    def set_width(self, column: int, width: int) -> None:
+        """Column ``column`` ``width`` cells wide; every row is drawn again."""
+        if self.widths[column] != width:
+            self.widths[column], self._strips = width, {}
+            self._sync_size()
+            self.refresh()
+
+    def _sync_size(self) -> None:
+        width = sum(w + 2 * CELL_PADDING for w in self.widths)
+        self.virtual_size = Size(width, 1 + len(self._rows) * self.row_height)  # a header line, then the rows
+
+    # ── drawing ────────────────────────────────────────────────────────────
+    def row_strips(self, row: int) -> list[Strip]:
+        """Row ``row`` as :attr:`row_height` unstyled strips, each the table's whole width."""
+        strips = self._strips.get(row)
+        if strips is None:
+            strips = self._strips[row] = self._join([cell_lines(c, self.row_height) for c in self._rows[row]])
+        return strips
+
+    def _join(self, cells: list[list[Text]]) -> list[Strip]:
+        console, pad = self.app.console, Segment(" " * CELL_PADDING)
+        strips = []
+        for line in zip(*cells):
+            segments: list[Segment] = []
+            for text, width in zip(line, self.widths):
+                drawn = Segment.adjust_line_length(list(text.render(console)), width, pad=True)
+                segments += [pad, *drawn, pad]
+            strips.append(Strip(segments, sum(w + 2 * CELL_PADDING for w in self.widths)))
+        return strips
+
+    def _paints(self) -> dict[str, Style]:
+        """The Rich styles a repaint applies: the widget's own, and its header's, even rows' and cursor's on it."""
+        base = self.rich_style
+        cursor = self.get_component_rich_style("line-table--cursor")
+        return {
+            "row": base,
+            "header": base + self.get_component_rich_style("line-table--header"),
+            "even": base + self.get_component_rich_style("line-table--even-row"),
+            "cursor": base + cursor,
+            "cursor over": Style.from_color(cursor.color, cursor.bgcolor),  # over the cells' own colours, as DataTable
+        }
+
+    def render_lines(self, crop):
+        self._paint = self._paints()  # read once a repaint: they cannot change while it runs
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint = None
+
+    def render_line(self, y: int) -> Strip:
+        paint = self._paint or self._paints()
+        if y == 0:
+            return self._styled(self.header_strip(), paint["header"])
+        row, line = divmod(y - 1 + int(self.scroll_y), self.row_height)
+        if row >= len(self._rows):
+            return Strip.blank(self.size.width, paint["row"])
+        if row == self.cursor_row:
+            return self._styled(self.row_strips(row)[line], paint["cursor"], paint["cursor over"])
+        return self._styled(self.row_strips(row)[line], paint["even"] if row % 2 == 0 else paint["row"])
+
+    def header_strip(self) -> Strip:
+        """The columns' labels, cut to their widths, as one unstyled strip."""
+        pad = " " * CELL_PADDING
+        return Strip([Segment(pad + label[:w].ljust(w) + pad) for label, w in zip(self.labels, self.widths)])
+
+    def _styled(self, strip: Strip, style: Style, over: Style | None = None) -> Strip:
+        """``strip`` cropped to the scroll, ``style`` under its own styles (``over`` above them), filled to the width."""
+        x, width = int(self.scroll_x), self.size.width
+        return Strip(Segment.apply_style(strip.crop(x, x + width), style, over)).adjust_cell_length(width, style)
+
+    # ── cursor ─────────────────────────────────────────────────────────────
+    def watch_cursor_row(self, old: int, new: int) -> None:
+        for row in (old, new):
+            self.refresh(Region(0, 1 + row * self.row_height - int(self.scroll_y), self.size.width, self.row_height))
+        self.scroll_to_row(new)
+
+    def move_cursor(self, row: int) -> None:
+        """The cursor on ``row``, kept within the rows."""
+        self.cursor_row = max(0, min(row, len(self._rows) - 1))
+
+    def scroll_to_row(self, row: int) -> None:
+        """Scrolled so that ``row`` shows below the header."""
+        top, shown = row * self.row_height, max(self.row_height, self.size.height - 1)
+        if top < self.scroll_y:
+            self.scroll_to(y=top, animate=False)
+        elif top + self.row_height > self.scroll_y + shown:
+            self.scroll_to(y=top + self.row_height - shown, animate=False)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(self.cursor_row - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(self.cursor_row + 1)
+
+    def action_page_up(self) -> None:
+        self.move_cursor(self.cursor_row - max(1, (self.size.height - 1) // self.row_height))
+
+    def action_page_down(self) -> None:
+        self.move_cursor(self.cursor_row + max(1, (self.size.height - 1) // self.row_height))
+
+    def action_scroll_home(self) -> None:
+        self.move_cursor(0)
+
+    def action_scroll_end(self) -> None:
+        self.move_cursor(len(self._rows) - 1)
+
+    def action_select_cursor(self) -> None:
+        if self._rows:
+            self.post_message(self.RowSelected(self, self.cursor_row))
+
+    def on_click(self, event) -> None:
+        if event.y < 1:
+            return
+        row = (event.y - 1 + int(self.scroll_y)) // self.row_height
+        if row < len(self._rows):
+            self.move_cursor(row)
+            self.post_message(self.RowSelected(self, row))
+
+
+CELL_PADDING = 1  # blank cells each side of a LineTable cell, as DataTable's cell_padding
+
+
+def cell_lines(cell, height: int) -> list[Text]:
+    """A :class:`LineTable` cell as ``height`` lines of Text: a ``str`` as plain text (not
+    markup), cut at its newlines; past its last line, empty lines."""
+    text = cell if isinstance(cell, Text) else Text(str(cell))
+    if "\t" in text.plain:  # a tab is drawn as spaces, as Rich draws it
+        text = text.copy()
+        text.expand_tabs()
+    lines = text.split("\n", allow_blank=True)[:height]
+    return [*lines, *(Text() for _ in range(height - len(lines)))]

@@ -108,7 +108,7 @@ async def test_a_new_query_with_as_many_hits_redraws_the_results_without_a_layou
         assert table.virtual_size == first and layouts == []  # each hit 3 lines, the columns fixed: no layout pass
         await pilot.resize_terminal(100, 40)
         await settle(app, pilot)
-        assert table.ordered_columns[HIT_COLUMN].width == 100 - FIXED_WIDTH  # the hit column follows the terminal
+        assert table.widths[HIT_COLUMN] == 100 - FIXED_WIDTH  # the hit column follows the terminal
 
 
 async def test_searches_run_off_the_event_loop_on_one_thread(searcher):
