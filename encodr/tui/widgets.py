@@ -273,7 +273,12 @@ class LineTable(ScrollView, can_focus=True):
     def _styled(self, strip: Strip, style: Style, over: Style | None = None) -> Strip:
         """``strip`` cropped to the scroll, ``style`` under its own styles (``over`` above them), filled to the width."""
         x, width = int(self.scroll_x), self.size.width
-        return Strip(Segment.apply_style(strip.crop(x, x + width), style, over)).adjust_cell_length(width, style)
+        if x or strip.cell_length > width:
+            strip = strip.crop(x, x + width)
+        segments = list(Segment.apply_style(strip, style, over))
+        if strip.cell_length < width:
+            segments.append(Segment(" " * (width - strip.cell_length), style))
+        return Strip(segments, max(width, strip.cell_length))
 
     # ── cursor ─────────────────────────────────────────────────────────────
     def watch_cursor_row(self, old: int, new: int) -> None:
