@@ -5,9 +5,25 @@ from __future__ import annotations
 
 from ..errors import EncodrError, S
 
+GPU_NODES = ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg")  # CUDA's, ROCm's and WSL2's device files on Linux
+
+
+def no_gpu_here(nodes: tuple[str, ...] = GPU_NODES) -> bool:
+    """True when this machine surely shows torch no GPU, known without importing torch (a second or
+    more, which a build or search on the CPU's ONNX pass never needs): on Linux, no CUDA, ROCm or
+    WSL2 GPU device file (``nodes``) exists, or ``CUDA_VISIBLE_DEVICES`` hides every GPU. False
+    (ask torch) anywhere else."""
+    import os
+    import sys
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return True
+    return sys.platform.startswith("linux") and not any(os.path.exists(node) for node in nodes)
+
 
 def pick_device(device: str | None = None) -> str:
-    """``device`` if given and usable here, else ``cuda`` when a GPU is visible, else ``cpu``.
+    """``device`` if given and usable here, else ``cuda`` when a GPU is visible, else ``cpu``
+    (without importing torch where :func:`no_gpu_here` knows there is none).
 
     Args:
         device: ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; ``None`` picks one.
@@ -15,6 +31,8 @@ def pick_device(device: str | None = None) -> str:
     Raises:
         EncodrError: a device torch does not know, or one this machine does not have.
     """
+    if not device and no_gpu_here():
+        return "cpu"
     import torch
 
     if not device:

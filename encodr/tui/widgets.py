@@ -106,7 +106,7 @@ class LineTable(ScrollView, can_focus=True):
 
     Textual's :class:`~textual.widgets.DataTable` lays each cell out again through Rich (its
     padding, its wrapping, its styles) whenever a new row is drawn, and a query replaces every
-    row; that repaint took longer than the search it shows. Here a cell is a
+    row, so that work is the larger part of what the TUI adds to a search. Here a cell is a
     :class:`~rich.text.Text` (or a ``str``, shown as it is, not as markup) already cut into
     lines no wider than its column, a row's lines are joined into strips once, when the row is
     first drawn, and each repaint only styles them (the cursor, the zebra stripes) and crops them
