@@ -9,10 +9,10 @@ GPU_NODES = ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg")  # CUDA's
 
 
 def no_gpu_here(nodes: tuple[str, ...] = GPU_NODES) -> bool:
-    """True when this machine surely shows torch no GPU, known without importing torch (a second or
-    more, which a build or search on the CPU's ONNX pass never needs): on Linux, no CUDA, ROCm or
-    WSL2 GPU device file (``nodes``) exists, or ``CUDA_VISIBLE_DEVICES`` hides every GPU. False
-    (ask torch) anywhere else."""
+    """True when this machine surely shows torch no GPU, known without importing torch (which a
+    build or search on the CPU's ONNX pass never needs): on Linux, no CUDA, ROCm or WSL2 GPU device
+    file (``nodes``) exists, or ``CUDA_VISIBLE_DEVICES`` hides every GPU. False (ask torch) anywhere
+    else."""
     import os
     import sys
 
