@@ -26,7 +26,7 @@ from .forms import choice_select, widget_id
 from .panes import EvalPane, IndexPane
 from .runs import RunsPane
 from .train import TrainPane
-from .widgets import LineTable, Table, TextBox
+from .widgets import CELL_PADDING, LineTable, Table, TextBox
 
 HELP = (  # (key, what it does), a heading where the key is empty; a key is short, so its column never wraps at 80 columns
     ("", "Anywhere"),
@@ -86,7 +86,8 @@ HIT_COLUMN, GRADE_COLUMN = 1, 2
 # fixed row height keep the table's virtual size the same from one query to the next with as many hits, so a
 # new query redraws the table's cells without laying the screen out again.
 RESULT_WIDTHS = (11, None, 5)
-FIXED_WIDTH = sum(w for w in RESULT_WIDTHS if w) + 2 * len(RESULT_COLUMNS) + 2  # the others, cells' padding, scroll bar
+# the other columns, every cell's padding, the scroll bar
+FIXED_WIDTH = sum(w for w in RESULT_WIDTHS if w) + 2 * CELL_PADDING * len(RESULT_COLUMNS) + 2
 SNIPPET_ROWS = 2  # lines of a hit's snippet in the results; its location takes one more
 HIT_HEIGHT = SNIPPET_ROWS + 1
 GRADE_WORDS = {0: "not relevant", 1: "relevant", 2: "highly relevant"}

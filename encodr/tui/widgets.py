@@ -123,8 +123,8 @@ class LineTable(ScrollView, can_focus=True):
         Binding("down", "cursor_down", "Cursor down", show=False),
         Binding("pageup", "page_up", "Page up", show=False),
         Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "scroll_home", "Top", show=False),
-        Binding("end", "scroll_end", "Bottom", show=False),
+        Binding("home", "scroll_top", "Top", show=False),
+        Binding("end", "scroll_bottom", "Bottom", show=False),
     ]
     COMPONENT_CLASSES = {"line-table--header", "line-table--cursor", "line-table--even-row"}
     DEFAULT_CSS = """
@@ -212,9 +212,13 @@ class LineTable(ScrollView, can_focus=True):
             self._sync_size()
             self.refresh()
 
+    @property
+    def content_width(self) -> int:
+        """The columns' widths and their cells' padding, in cells."""
+        return sum(w + 2 * CELL_PADDING for w in self.widths)
+
     def _sync_size(self) -> None:
-        width = sum(w + 2 * CELL_PADDING for w in self.widths)
-        self.virtual_size = Size(width, 1 + len(self._rows) * self.row_height)  # a header line, then the rows
+        self.virtual_size = Size(self.content_width, 1 + len(self._rows) * self.row_height)  # a header line, then the rows
 
     # ── drawing ────────────────────────────────────────────────────────────
     def row_strips(self, row: int) -> list[Strip]:
@@ -232,7 +236,7 @@ class LineTable(ScrollView, can_focus=True):
             for text, width in zip(line, self.widths):
                 drawn = Segment.adjust_line_length(list(text.render(console)), width, pad=True)
                 segments += [pad, *drawn, pad]
-            strips.append(Strip(segments, sum(w + 2 * CELL_PADDING for w in self.widths)))
+            strips.append(Strip(segments, self.content_width))
         return strips
 
     def _paints(self) -> dict[str, Style]:
@@ -278,7 +282,7 @@ class LineTable(ScrollView, can_focus=True):
         segments = list(Segment.apply_style(strip, style, over))
         if strip.cell_length < width:
             segments.append(Segment(" " * (width - strip.cell_length), style))
-        return Strip(segments, max(width, strip.cell_length))
+        return Strip(segments, width)
 
     # ── cursor ─────────────────────────────────────────────────────────────
     def watch_cursor_row(self, old: int, new: int) -> None:
@@ -310,10 +314,10 @@ class LineTable(ScrollView, can_focus=True):
     def action_page_down(self) -> None:
         self.move_cursor(self.cursor_row + max(1, (self.size.height - 1) // self.row_height))
 
-    def action_scroll_home(self) -> None:
+    def action_scroll_top(self) -> None:
         self.move_cursor(0)
 
-    def action_scroll_end(self) -> None:
+    def action_scroll_bottom(self) -> None:
         self.move_cursor(len(self._rows) - 1)
 
     def action_select_cursor(self) -> None:
