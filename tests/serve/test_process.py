@@ -24,10 +24,18 @@ TEXTS = [
 ]
 
 
+RAY_PORTS = {6379, 8000, 8076, 8265, 10001, 52365, 52366}  # Ray's own defaults (GCS, Serve, dashboard and its agent…)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port on 127.0.0.1, never one a local Ray takes for itself once started (the server
+    under test may start Ray, whose dashboard agent then binds 52365 before Serve's proxy binds ours)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in RAY_PORTS:
+            return port
 
 
 class Server:
