@@ -94,7 +94,7 @@ def build(
     with the default window; the vectors of a new index go to a file on disk until the end.
     What stays in memory at the end is the FAISS index itself: 4·d bytes per vector for
     ``flat`` and ``hnsw`` (plus HNSW's links), the PQ code size for ``ivfpq``
-    (:data:`~.faiss_types.PQ_BYTES`) plus its 8-bit re-ranking copy (d bytes), and a training sample
+    (:func:`~.faiss_types.pq_codes` bytes) plus its 8-bit re-ranking copy (d bytes), and a training sample
     (:func:`training_sample`).
 
     The index type follows the size (exact ``flat`` up to :data:`FLAT_MAX` vectors, ``hnsw``

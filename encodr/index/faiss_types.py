@@ -41,6 +41,13 @@ IVF_NPROBE = {"ivf": 32, "ivfpq": 128}
 PQ_BYTES, REFINE_K_FACTOR = 48, 32
 
 
+# …and each sub-quantiser codes at least PQ_MIN_SUB dimensions: a one-byte code of 1–3 dimensions
+# compresses no better than the 8-bit copy, and FAISS trains such narrow sub-quantisers far more
+# slowly (its k-means does not batch them into matrix products). Only vectors under 192 dimensions
+# get fewer than PQ_BYTES codes from it.
+PQ_MIN_SUB = 4
+
+
 TRAIN_SAMPLE = 100_000  # vectors quantisers train on at least (a seeded sample; build.training_sample)
 
 
@@ -77,12 +84,22 @@ def new_faiss(kind: str, dim: int, n: int, sample: np.ndarray | None, quantize: 
     elif kind == "ivf":
         index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
     else:  # ivfpq: PQ codes, re-ranked from 8-bit scalar-quantised vectors
-        m = max(
-            d for d in range(1, min(dim, PQ_BYTES) + 1) if dim % d == 0
-        )  # PQ_BYTES sub-quantisers, or the most that divide dim
-        index = faiss.index_factory(dim, f"IVF{nlist},PQ{m}x8,Refine(SQ8)", faiss.METRIC_INNER_PRODUCT)
+        index = faiss.index_factory(dim, f"IVF{nlist},PQ{pq_codes(dim)}x8,Refine(SQ8)", faiss.METRIC_INNER_PRODUCT)
+        # FAISS's factory turns on polysemous training (codes reordered so that Hamming distances
+        # between them approximate true ones), which serves only a Hamming pre-filter
+        # (polysemous_ht), never set here, and costs most of the training time.
+        faiss.downcast_index(faiss.extract_index_ivf(index)).do_polysemous_training = False
     index.train(sample)
     return index
+
+
+def pq_codes(dim: int) -> int:
+    """The number of PQ sub-quantisers (one-byte codes a vector) for ``dim``-dimensional vectors:
+    the most that divide ``dim``, at most :data:`PQ_BYTES`, each of at least :data:`PQ_MIN_SUB`
+    dimensions where ``dim`` allows it (1 for ``dim`` under 4). ``dim`` 384 → 48, 768 → 48,
+    1024 → 32, 64 → 16, 32 → 8."""
+    fits = [m for m in range(1, min(dim, PQ_BYTES) + 1) if dim % m == 0 and dim // m >= PQ_MIN_SUB]
+    return max(fits, default=1)
 
 
 def ivf_lists(n: int) -> int:

@@ -10,7 +10,7 @@ import pytest
 
 from encodr.errors import EncodrError
 from encodr.index import BuildOptions, Index, Searcher, build
-from encodr.index.faiss_types import auto_index_type
+from encodr.index.faiss_types import auto_index_type, pq_codes
 from encodr.index.options import SearchOptions
 from encodr.models import load_encoder
 from encodr.models.onnx import export_dir
@@ -170,6 +170,25 @@ def test_ivfpq_builds_compresses_and_finds_near_exact_neighbours(tiny_model, tmp
         # the tiny random model's vectors are nearly parallel, so ties abound: the first hit must score
         # (exactly) within 0.005 of the best, read from the file or memory-mapped alike
         assert np.all(found >= best - 0.005) and len(set(ids[:, 0])) > 1
+
+
+def test_pq_codes_divide_the_dimension_in_sub_vectors_of_four_or_more():
+    dims = (3, 8, 32, 64, 128, 312, 384, 768, 1024)
+    assert [pq_codes(d) for d in dims] == [1, 2, 8, 16, 32, 39, 48, 48, 32]
+    assert all(d % pq_codes(d) == 0 and (d < 4 or d // pq_codes(d) >= 4) for d in range(1, 2049))
+
+
+def test_ivfpq_trains_no_polysemous_codes_it_would_never_use():
+    """FAISS's factory trains polysemous codes by default; they serve only a Hamming pre-filter,
+    which an encodr index never turns on, and would cost most of the training time."""
+    import faiss
+
+    from encodr.index.faiss_types import new_faiss
+
+    sample = np.random.default_rng(0).standard_normal((400, 16)).astype(np.float32)
+    index = new_faiss("ivfpq", 16, 400, sample)  # held: the IVF part below points into it
+    ivfpq = faiss.downcast_index(faiss.extract_index_ivf(index))
+    assert ivfpq.is_trained and ivfpq.pq.M == 4 and not ivfpq.do_polysemous_training and ivfpq.polysemous_ht == 0
 
 
 def test_ivfpq_needs_enough_texts_and_auto_picks_by_size(tiny_model, tmp_path):

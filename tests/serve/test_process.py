@@ -77,12 +77,11 @@ def corpus(tmp_path):
 
 @pytest.fixture
 def index_dir(tmp_path, tiny_model, corpus):
+    """An index of :func:`corpus`, built here (the process under test is the server, not the builder)."""
+    from encodr.index import BuildOptions, build
+
     out = tmp_path / "docs"
-    subprocess.run(
-        [sys.executable, "-m", "encodr", "index", str(corpus), "--model", str(tiny_model), "--out", str(out), "--lang", "eng"],
-        check=True,
-        capture_output=True,
-    )
+    build([str(corpus)], out, BuildOptions(model=str(tiny_model), lang="eng"))
     return out
 
 
