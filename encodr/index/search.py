@@ -9,6 +9,7 @@ import contextlib
 import functools
 import os
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -48,6 +49,36 @@ def one_faiss_thread():
         yield
     finally:
         faiss.omp_set_num_threads(before)
+
+
+_KEYWORD_THREADS = 4  # hybrid searches whose keyword half can run at once, beside their callers' dense halves
+
+
+@functools.cache
+def _keyword_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(_KEYWORD_THREADS, thread_name_prefix="encodr-keyword")
+
+
+os.register_at_fork(after_in_child=_keyword_pool.cache_clear)  # a forked child has none of the parent's threads
+
+
+def beside(keyword_search: Callable, *args) -> Future:
+    """Start ``keyword_search(*args)`` (:meth:`IndexReader.keyword_search`) on a worker thread and
+    return its future, timed as the ``keyword`` phase of the caller's collection
+    (:mod:`encodr.timing`, whose context the thread runs in).
+
+    A hybrid search's BM25 half (SQLite, which lets go of the GIL while a query runs) then
+    overlaps its dense half (the query's forward pass and FAISS, which do too), as a search
+    engine runs a query's independent clauses at once; on one core they take turns, as before.
+    At most :data:`_KEYWORD_THREADS` run at once (a server's concurrent searches): the others wait
+    their turn. The caller waits for the future before it returns, an error's included."""
+    import contextvars
+
+    def timed():
+        with phase("keyword"):
+            return keyword_search(*args)
+
+    return _keyword_pool().submit(contextvars.copy_context().run, timed)
 
 
 def best_passages(hits: list[Hit], k: int) -> list[Hit]:
@@ -485,12 +516,15 @@ class Searcher:
                 encoded = self._encode_queries(index, queries)
             return langs, self._hits(encoded, langs, index, options)
         depth = options.depth()
-        with phase("encode"):
-            vectors = index.prepare_queries(self._encode_queries(index, queries), langs)
-        with phase("dense"), one_faiss_thread():
-            d_scores, d_ids = index.search(vectors, depth, where, options.nprobe, options.ef_search)
-        with phase("keyword"):
-            k_scores, k_ids = index.keyword_search(queries, depth, where, langs, options.keyword_stats)
+        keyword = beside(index.keyword_search, queries, depth, where, langs, options.keyword_stats)
+        try:
+            with phase("encode"):
+                vectors = index.prepare_queries(self._encode_queries(index, queries), langs)
+            with phase("dense"), one_faiss_thread():
+                d_scores, d_ids = index.search(vectors, depth, where, options.nprobe, options.ef_search)
+        finally:
+            wait([keyword])  # the keyword half never outlives the search, an error's included
+        k_scores, k_ids = keyword.result()
         with phase("fusion"):
             fused_scores, fused_ids = self._fused(index, langs, (d_scores, d_ids), (k_scores, k_ids), options)
         return langs, self._rows_to_hits(index, fused_scores, fused_ids)

@@ -1,4 +1,5 @@
 import math
+import os
 
 import numpy as np
 import pytest
@@ -54,6 +55,50 @@ def test_hybrid_is_the_fusion_of_the_dense_and_keyword_rankings(index):
         expected = fuse(dense, keyword, fusion, "eng", {i: "eng" for i, _ in dense + keyword})
         assert [(h.id, pytest.approx(h.score)) for h in hits] == [(i, pytest.approx(s)) for i, s in expected]
         assert [h.rank for h in hits] == list(range(1, 7))
+
+
+def test_a_hybrid_search_runs_its_keyword_half_beside_its_dense_half(index, monkeypatch):
+    """The BM25 half runs on another thread while this one encodes the query and searches FAISS;
+    its hits are fused as before, and its error reaches the caller as it was raised."""
+    import threading
+
+    from encodr.index.reader import IndexReader
+
+    searcher, keyword_search, threads = Searcher(index), IndexReader.keyword_search, []
+
+    def recorded(self, *args, **kwargs):
+        threads.append(threading.get_ident())
+        return keyword_search(self, *args, **kwargs)
+
+    monkeypatch.setattr(IndexReader, "keyword_search", recorded)
+    hits = searcher.search(["pump error XJ4471"], SearchOptions(k=3, mode="hybrid"))[0]
+    assert threads and threads[0] != threading.get_ident() and hits[0].text == TEXTS[0]
+
+    def failing(self, *args, **kwargs):
+        raise EncodrError("the keyword index is unreadable")
+
+    monkeypatch.setattr(IndexReader, "keyword_search", failing)
+    with pytest.raises(EncodrError, match="the keyword index is unreadable"):
+        searcher.search(["pump"], SearchOptions(k=3, mode="hybrid"))
+
+
+def _hybrid_search_exits(index) -> None:
+    hits = Searcher(index).search(["pump error XJ4471"], SearchOptions(k=3, mode="hybrid"))[0]
+    os._exit(0 if hits and hits[0].text == TEXTS[0] else 1)
+
+
+def test_a_process_forked_after_a_hybrid_search_searches_too(index):
+    """A forked child has none of its parent's threads: it gets a keyword pool of its own
+    instead of waiting for one that no longer runs."""
+    import multiprocessing
+
+    Searcher(index).search(["pump"], SearchOptions(k=3, mode="hybrid"))  # the parent's pool is running
+    child = multiprocessing.get_context("fork").Process(target=_hybrid_search_exits, args=(index,))
+    child.start()
+    child.join(120)
+    if child.exitcode is None:
+        child.kill()
+    assert child.exitcode == 0
 
 
 def test_add_updates_the_keyword_index_with_the_vectors(index, tmp_path):
