@@ -8,7 +8,8 @@ HNSW and IVF-PQ indexes over ≥ 300,000 real texts, and the automatic choice.
    onnx-int8 by default: the CPU encodes 336k texts in about 20 min instead of 50) builds it;
    its stored vectors are exact, and the same vectors then go into an HNSW and an IVF-PQ index
    made by encodr's own builder (``new_faiss``, as ``--index-type auto`` does above
-   250,000 vectors), each timed.
+   250,000 vectors), each timed. The anchor beside them: the same IVF-PQ index as FAISS's
+   factory makes it by default (polysemous codes trained too), timed and searched alike.
 3. 1,000 held-out queries: Wikipedia sentences, MeSH names and Bible verses (in their own
    languages) with every fourth word dropped, none of them in the corpus; k = 10. p50 and p99
    of the vector search, one query at a time on one FAISS thread (as ``encodr search`` runs),
@@ -97,6 +98,21 @@ def held_out(pools: dict[str, list[str]], count: int, corpus: set[str], rng: ran
     return out
 
 
+ANCHOR = "ivfpq-faiss"  # the IVF-PQ index as FAISS's factory makes it by default: polysemous codes trained too
+
+
+def faiss_default_ivfpq(dim: int, n: int, sample: np.ndarray):
+    """encodr's IVF-PQ index (its lists, codes and re-ranking copy) as FAISS's factory makes and
+    trains it by default, polysemous training included, which ``new_faiss`` turns off."""
+    import faiss
+
+    from encodr.index.faiss_types import ivf_lists, pq_codes
+
+    index = faiss.index_factory(dim, f"IVF{ivf_lists(n)},PQ{pq_codes(dim)}x8,Refine(SQ8)", faiss.METRIC_INNER_PRODUCT)
+    index.train(sample)
+    return index
+
+
 def timed(fn, queries: np.ndarray) -> tuple[list[float], list[np.ndarray]]:
     ms, ids = [], []
     for q in queries:
@@ -154,9 +170,13 @@ def main() -> None:
         sample = training_sample(vectors)  # as encodr index draws it
         built = {"flat": (flat, 0.0)}
         faiss.omp_set_num_threads(os.cpu_count() or 1)
-        for kind in ("hnsw", "ivfpq"):
+        for kind in ("hnsw", "ivfpq", ANCHOR):
             t = time.perf_counter()
-            index = new_faiss(kind, dim, n, sample if kind == "ivfpq" else None)
+            index = (
+                faiss_default_ivfpq(dim, n, sample)
+                if kind == ANCHOR
+                else new_faiss(kind, dim, n, sample if kind == "ivfpq" else None)
+            )
             for start in range(0, n, 10_000):
                 index.add(vectors[start : start + 10_000])
             built[kind] = (index, time.perf_counter() - t)
@@ -176,17 +196,23 @@ def main() -> None:
             ("ivfpq", 64),
             ("ivfpq", IVF_NPROBE["ivfpq"]),
             ("ivfpq", 256),
+            (ANCHOR, IVF_NPROBE["ivfpq"]),
         ]
         for kind, setting in settings:
             index, seconds = built[kind]
             # encodr's own search parameters for this setting (IndexReader.search_params), on the FAISS index alone
             holder = SimpleNamespace(
-                faiss=index, nprobe=setting if kind == "ivfpq" else None, ef_search=setting if kind == "hnsw" else None
+                faiss=index, nprobe=setting if kind in ("ivfpq", ANCHOR) else None, ef_search=setting if kind == "hnsw" else None
             )
             params = Index.search_params(holder)
             ms, got = timed(lambda q: index.search(q, k, params=params)[1][0], qv)
             recall = float(np.mean([len(exact[i] & set(g.tolist())) / k for i, g in enumerate(got)]))
-            label = {"flat": "flat (exact)", "hnsw": f"hnsw, efSearch {setting}", "ivfpq": f"ivfpq, nprobe {setting}"}[kind]
+            label = {
+                "flat": "flat (exact)",
+                "hnsw": f"hnsw, efSearch {setting}",
+                "ivfpq": f"ivfpq, nprobe {setting}",
+                ANCHOR: f"anchor: FAISS's default ivfpq, nprobe {setting}",
+            }[kind]
             default = setting in (None, HNSW_EF_SEARCH, IVF_NPROBE["ivfpq"])
             rows.append(
                 {
