@@ -42,9 +42,8 @@ PQ_BYTES, REFINE_K_FACTOR = 48, 32
 
 
 # …and each sub-quantiser codes at least PQ_MIN_SUB dimensions: a one-byte code of 1–3 dimensions
-# compresses no better than the 8-bit copy, and FAISS trains such narrow sub-quantisers far more
-# slowly (its k-means does not batch them into matrix products). Only vectors under 192 dimensions
-# get fewer than PQ_BYTES codes from it.
+# compresses little or no better than the 8-bit copy, and each sub-quantiser is one more k-means to
+# train. It changes nothing from 192 dimensions up (48 codes of at least 4 dimensions each).
 PQ_MIN_SUB = 4
 
 
