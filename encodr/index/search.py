@@ -51,12 +51,9 @@ def one_faiss_thread():
         faiss.omp_set_num_threads(before)
 
 
-_KEYWORD_THREADS = 4  # hybrid searches whose keyword half can run at once, beside their callers' dense halves
-
-
 @functools.cache
 def _keyword_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(_KEYWORD_THREADS, thread_name_prefix="encodr-keyword")
+    return ThreadPoolExecutor(thread_name_prefix="encodr-keyword")  # Python's default size: min(32, CPUs + 4)
 
 
 os.register_at_fork(after_in_child=_keyword_pool.cache_clear)  # a forked child has none of the parent's threads
@@ -70,8 +67,9 @@ def beside(keyword_search: Callable, *args) -> Future:
     A hybrid search's BM25 half (SQLite, which lets go of the GIL while a query runs) then
     overlaps its dense half (the query's forward pass and FAISS, which do too), as a search
     engine runs a query's independent clauses at once; on one core they take turns, as before.
-    At most :data:`_KEYWORD_THREADS` run at once (a server's concurrent searches): the others wait
-    their turn. The caller waits for the future before it returns, an error's included."""
+    A server's concurrent searches share one pool of the standard library's default size
+    (min(32, CPUs + 4)): beyond it, keyword halves wait their turn. The caller waits for the
+    future before it returns, an error's included."""
     import contextvars
 
     def timed():
