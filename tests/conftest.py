@@ -3,6 +3,8 @@ isolated encodr workspace per test."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -12,12 +14,38 @@ TINY = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "in
 
 
 @pytest.fixture(autouse=True)
-def workspace(tmp_path, monkeypatch):
-    """Every test gets its own ENCODR_HOME and runs offline."""
+def workspace(tmp_path, monkeypatch, request):
+    """Every test gets its own ENCODR_HOME and runs offline. A test that uses :func:`tiny_model`
+    finds its ONNX exports already in that workspace (:func:`tiny_exports`), as a person's
+    workspace holds them after a first index, rather than exporting them again in every test."""
     home = tmp_path / "home"
+    if "tiny_model" in request.fixturenames:
+        shutil.copytree(request.getfixturevalue("tiny_exports"), home / "onnx", copy_function=os.link)
     monkeypatch.setenv("ENCODR_HOME", str(home))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return home
+
+
+@pytest.fixture(scope="session")
+def tiny_exports(tmp_path_factory, tiny_model) -> Path:
+    """The ``onnx`` folder of a workspace holding :func:`tiny_model`'s float32 and int8 exports,
+    made once a session. Tests get hard links to its files: encodr replaces an export's files
+    by renaming new ones into place, never by writing into them, so no test changes another's;
+    a test that damages an export on purpose must write a new file, not into a linked one."""
+    from encodr.models import load_encoder
+
+    home = tmp_path_factory.mktemp("exports-home")
+    before = os.environ.get("ENCODR_HOME")
+    os.environ["ENCODR_HOME"] = str(home)
+    try:
+        for backend in ("onnx", "onnx-int8"):
+            load_encoder(str(tiny_model), backend=backend)
+    finally:
+        if before is None:
+            del os.environ["ENCODR_HOME"]
+        else:
+            os.environ["ENCODR_HOME"] = before
+    return home / "onnx"
 
 
 @pytest.fixture(scope="session")

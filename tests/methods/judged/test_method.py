@@ -205,14 +205,14 @@ def test_the_runs_own_indexes_encode_through_onnx_with_torchs_vectors_and_leave_
     from encodr.methods.judged.method import scoring_encoder
     from encodr.models import load_encoder
 
-    monkeypatch.setenv("ENCODR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ENCODR_HOME", str(tmp_path / "empty-home"))  # not the test's workspace, which holds tiny_model's exports
     encoder = load_encoder(str(tiny_model), "auto", "mean", 32)
     texts = ["the pump lost pressure", "valve grease and a boiler", "a"]
     scoring = scoring_encoder(encoder, tmp_path / "run" / "onnx", has_bf16=lambda: False)
     assert scoring.backend == "onnx" and scoring.fingerprint == encoder.fingerprint
     assert np.min(np.sum(scoring.encode(texts) * encoder.encode(texts), axis=1)) > 0.9999
     assert (tmp_path / "run" / "onnx" / "model.onnx").is_file()
-    assert not list((tmp_path / "home").rglob("*.onnx"))  # a fold's model is not cached for later runs
+    assert not list((tmp_path / "empty-home").rglob("*.onnx"))  # a fold's model is not cached for later runs
 
 
 def test_on_a_bfloat16_cpu_the_runs_own_indexes_encode_in_bfloat16_only_where_it_keeps_the_vectors(tmp_path, tiny_model):
