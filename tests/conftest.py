@@ -35,16 +35,10 @@ def tiny_exports(tmp_path_factory, tiny_model) -> Path:
     from encodr.models import load_encoder
 
     home = tmp_path_factory.mktemp("exports-home")
-    before = os.environ.get("ENCODR_HOME")
-    os.environ["ENCODR_HOME"] = str(home)
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ENCODR_HOME", str(home))
         for backend in ("onnx", "onnx-int8"):
             load_encoder(str(tiny_model), backend=backend)
-    finally:
-        if before is None:
-            del os.environ["ENCODR_HOME"]
-        else:
-            os.environ["ENCODR_HOME"] = before
     return home / "onnx"
 
 
