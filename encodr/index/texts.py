@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .keywords import KEYWORD_TABLE, build_keywords
+from .postings import Postings, alternatives
 
 # The one table: vector i of the FAISS index is row id i. lang_detected = 1: the language came
 # from the detector (a build may settle it again), not from the input; lang_confidence: the
@@ -81,6 +82,8 @@ class TextStore:
         self.has_keywords = conn.execute("select 1 from sqlite_master where name = ?", (KEYWORD_TABLE,)).fetchone() is not None
         self._scopes = 0  # temporary id tables made (:meth:`scope_table`)
         self._frequencies: tuple[tuple[int, int], dict[str, int]] | None = None  # (totals, n(t)): :meth:`weightless_terms`
+        self.read_only = False  # opened by :meth:`open`
+        self._postings: Postings | None = None  # a reader's keyword postings held in memory (:meth:`keyword_hits`)
 
     @classmethod
     def create(cls, path: Path) -> "TextStore":
@@ -103,7 +106,9 @@ class TextStore:
         """Open ``path`` read-only, waiting up to ``timeout`` seconds for a writer's lock."""
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout, check_same_thread=False)
         try:
-            return cls(conn)
+            store = cls(conn)
+            store.read_only = True  # a generation never changes: its keyword postings may be held (:mod:`.postings`)
+            return store
         except BaseException:
             conn.close()
             raise
@@ -465,13 +470,52 @@ class TextStore:
         among texts whose language is one of ``langs`` (all when None) and, with ``scope``
         (an SQL ``select`` of text ids and its parameters, :mod:`.filters`), among those it
         selects: the filter is part of the FTS5 query, so ``k`` hits come back whenever ``k``
-        matching texts pass it."""
+        matching texts pass it.
+
+        A reader scores an unfiltered query of alternatives (no quoted phrase) from the postings
+        it holds, fetching from FTS5 those it lacks (:class:`~.postings.Postings`: the same hits
+        and scores, ties by id), unless a phrase is too big to hold; FTS5 scores every other query."""
+        phrases = alternatives(expression) if self.read_only and langs is None and scope is None else None
+        if phrases is not None:
+            found = self.postings().top(phrases, k)
+            if found is not None:
+                return found
         where, params = _keyword_where(langs, scope)
         sql = (
             f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?{where} order "
             f"by bm25({KEYWORD_TABLE}) limit ?"
         )
         return self._all(sql, (expression, *params, k))
+
+    def postings(self) -> Postings:
+        """This reader's :class:`~.postings.Postings` (made at first use), from FTS5's own
+        totals, rows and scores; n(t) of the terms :meth:`weightless_terms` has looked up tells
+        a phrase too big to hold before it is fetched."""
+        if self._postings is None:
+            rows, tokens = self.keyword_totals()
+
+            def known_rows(phrase: str) -> int | None:
+                frequencies = self._frequencies
+                return frequencies[1].get(phrase[1:-1]) if frequencies else None
+
+            self._postings = Postings(rows, tokens, self.phrase_hits, self.row_lengths, known_rows)
+        return self._postings
+
+    def phrase_hits(self, phrase: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every text holding the FTS5 ``phrase``, with the phrase alone's −``bm25()``: (ids
+        int64, scores float64), (m,)."""
+        found = self._all(f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?", (phrase,))
+        ids = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
+        return ids, np.fromiter((r[1] for r in found), dtype=np.float64, count=len(found))
+
+    def row_lengths(self) -> np.ndarray:
+        """Each keyword row's tokens |d| (``texts_fts_docsize``, as ``bm25()`` reads them),
+        float64 indexed by text id (max id + 1,), 0 where no row is."""
+        found = self._all(f"select id, sz from {KEYWORD_TABLE}_docsize")
+        ids = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
+        lengths = np.zeros(int(ids.max()) + 1 if len(ids) else 0, dtype=np.float64)
+        lengths[ids] = np.fromiter((_varint(r[1], 0)[0] for r in found), dtype=np.float64, count=len(found))
+        return lengths
 
     def keyword_matches(
         self, expression: str, langs: list[str] | None = None, scope: tuple[str, list] | None = None
