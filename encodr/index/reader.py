@@ -645,6 +645,7 @@ class IndexReader(QueryEncoding):
             found = _lean_first(keyword_expression(query, lang, weightless), expression, k, run)
             for col, (i, score) in enumerate(found):
                 ids[row, col], scores[row, col] = i, score
+        self.texts.hold_postings()  # a reader searched again is kept open: its next searches read held postings
         return scores, ids
 
     def keyword_stats(self, queries: list[str], query_langs: list[str] | None = None) -> KeywordStats:

@@ -83,6 +83,7 @@ class TextStore:
         self._scopes = 0  # temporary id tables made (:meth:`scope_table`)
         self._frequencies: tuple[tuple[int, int], dict[str, int]] | None = None  # (totals, n(t)): :meth:`weightless_terms`
         self.read_only = False  # opened by :meth:`open`
+        self.holds_postings = False  # keyword_hits scores from held postings (:meth:`hold_postings`)
         self._postings: Postings | None = None  # a reader's keyword postings held in memory (:meth:`keyword_hits`)
 
     @classmethod
@@ -472,10 +473,10 @@ class TextStore:
         selects: the filter is part of the FTS5 query, so ``k`` hits come back whenever ``k``
         matching texts pass it.
 
-        A reader scores an unfiltered query of alternatives (no quoted phrase) from the postings
-        it holds, fetching from FTS5 those it lacks (:class:`~.postings.Postings`: the same hits
+        A reader that holds postings (:meth:`hold_postings`) scores an unfiltered query of
+        alternatives (no quoted phrase) from them, fetching from FTS5 those it lacks (:class:`~.postings.Postings`: the same hits
         and scores, ties by id), unless a phrase is too big to hold; FTS5 scores every other query."""
-        phrases = alternatives(expression) if self.read_only and langs is None and scope is None else None
+        phrases = alternatives(expression) if self.holds_postings and langs is None and scope is None else None
         if phrases is not None:
             found = self.postings().top(phrases, k)
             if found is not None:
@@ -486,6 +487,13 @@ class TextStore:
             f"by bm25({KEYWORD_TABLE}) limit ?"
         )
         return self._all(sql, (expression, *params, k))
+
+    def hold_postings(self) -> None:
+        """From now on, a reader's keyword searches score from postings held in memory
+        (:mod:`.postings`); a store being written never does. :meth:`.reader.IndexReader.keyword_search`
+        calls it after a reader's first search: a one-off search is left to FTS5, which answers
+        one query faster than its postings are fetched, and a reader kept open holds them."""
+        self.holds_postings = self.read_only
 
     def postings(self) -> Postings:
         """This reader's :class:`~.postings.Postings` (made at first use), from FTS5's own

@@ -22,8 +22,12 @@ def store(tmp_path, texts: list[str]) -> TextStore:
         ]
     )
     writer.build_keywords()
+    writer.hold_postings()  # a store being written never holds them
+    assert not writer.holds_postings
     writer.close()
-    return TextStore.open(path, timeout=1)
+    reader = TextStore.open(path, timeout=1)
+    reader.hold_postings()
+    return reader
 
 
 def texts() -> list[str]:
