@@ -89,15 +89,25 @@ def _detector(candidates: tuple[str, ...] | None, accurate: bool = False):
     if candidates is None:  # all 75: high accuracy loads 1 GB of models (4 s), low accuracy 90 MB
         builder = lingua.LanguageDetectorBuilder.from_all_languages()
         return (builder if accurate else builder.with_low_accuracy_mode()).build()
-    unknown = [c for c in candidates if c not in known]
+    languages = _languages_of(candidates, known)
+    if len(candidates) == 1:
+        return candidates[0]
+    # high-accuracy mode, which short texts need (the models of a few languages are small)
+    return lingua.LanguageDetectorBuilder.from_languages(*languages).build()
+
+
+def _languages_of(codes: Iterable[str], known: dict[str, object]) -> list:
+    """lingua's ``Language`` of each ISO 639-3 code (``known``: :func:`known_languages`).
+
+    Raises:
+        EncodrError: an unknown code.
+    """
+    unknown = [c for c in codes if c not in known]
     if unknown:
         raise EncodrError(
             f"unknown language code(s) {', '.join(unknown)}; use ISO 639-3 codes such as eng, spa, fra, deu, rus, ara, vie"
         )
-    if len(candidates) == 1:
-        return candidates[0]
-    # high-accuracy mode, which short texts need (the models of a few languages are small)
-    return lingua.LanguageDetectorBuilder.from_languages(*[known[c] for c in candidates]).build()
+    return [known[c] for c in codes]
 
 
 def preload(candidates: Iterable[str] | None = None) -> None:
@@ -115,6 +125,28 @@ def preload(candidates: Iterable[str] | None = None) -> None:
             pass
 
     threading.Thread(target=load, name="encodr-language-preload", daemon=True).start()
+
+
+def load_models(candidates: Iterable[str] | None = None) -> None:
+    """Read now every model the detector among ``candidates`` (``None``: all languages, in
+    low-accuracy mode, as :func:`detect_against` detects) can use. lingua otherwise reads a
+    language's models the first time a text might be in it (its script allows it), so the first
+    query in a new script waits for them (a Cyrillic query after Latin ones: about a tenth of a
+    second); lingua keeps the models for the whole process, so every detector built later uses
+    them. For a front end that keeps its searcher (:meth:`encodr.index.Searcher.warm`).
+
+    Raises:
+        EncodrError: an unknown language code.
+    """
+    lingua = _lingua()
+    if candidates is None:
+        builder = lingua.LanguageDetectorBuilder.from_all_languages().with_low_accuracy_mode()
+    else:
+        codes = tuple(sorted({c for c in candidates if c != UNDETERMINED}))
+        if len(codes) < 2:  # no detection, no model
+            return
+        builder = lingua.LanguageDetectorBuilder.from_languages(*_languages_of(codes, known_languages()))
+    builder.with_preloaded_language_models().build()
 
 
 def detect_languages(texts: list[str], candidates: Iterable[str] | None = None, accurate: bool = False) -> list[str]:

@@ -24,7 +24,7 @@ from .adapter import read_adapter
 from .filters import Where
 from .fusion import fuse_arrays, interpolate
 from .meta import IndexMeta
-from .options import DENSE, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
+from .options import DENSE, HYBRID, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
 from .reader import IndexReader
 
 __all__ = ["MODES", "Hit", "SearchOptions", "Searcher", "best_passages", "rerank_hits"]
@@ -437,10 +437,18 @@ class Searcher:
         which a one-off ``encodr search`` does not load; then one throwaway query runs through
         every phase a default search takes (the model's first forward pass, the language
         detector, FAISS's and SQLite's first reads), so that the first query a person types is
-        as fast as the next ones. Its hits are dropped."""
+        as fast as the next ones. Its hits are dropped. The language detectors' models are all
+        read first (:func:`~encodr.data.language.load_models`), so that the first query in
+        another script does not wait for them either."""
+        from ..data.language import load_models
         from ..models.onnx import quantised_twin
+        from .hints import hint_applies
 
         self.sentence_encoder = quantised_twin(self.encoder) or self.encoder
+        meta = self.index.meta
+        load_models(detected_among(meta, HYBRID))  # the query's language, and the hint's detector: every model
+        if hint_applies(meta.model, meta.languages):
+            load_models(None)
         self.query(["warm up"], SearchOptions(k=1))
 
     def search(self, queries: list[str], options: SearchOptions = SearchOptions(), reranker=None) -> list[list[Hit]]:

@@ -204,3 +204,43 @@ def test_a_dense_search_without_pcr_detects_no_language(mixed_file, tiny_model, 
     assert calls == [] and langs == ["und"]
     langs, _ = s.query([MIXED["deu"][0]], SearchOptions(k=3, mode="hybrid"))
     assert calls == [[MIXED["deu"][0]]] and langs == ["deu"]
+
+
+def test_load_models_reads_every_model_of_the_detectors_a_search_uses(monkeypatch):
+    """lingua reads a language's models when a text first might be in it; load_models builds the
+    detector with every model preloaded (lingua keeps them for the process)."""
+    import lingua
+
+    from encodr.data import language
+
+    built = []
+
+    class Builder:
+        def __init__(self, how):
+            self.how = [how]
+
+        def with_low_accuracy_mode(self):
+            self.how.append("low accuracy")
+            return self
+
+        def with_preloaded_language_models(self):
+            self.how.append("preloaded")
+            return self
+
+        def build(self):
+            built.append(self.how)
+
+    class Fake:
+        Language = lingua.Language
+
+        class LanguageDetectorBuilder:
+            from_all_languages = staticmethod(lambda: Builder("all"))
+            from_languages = staticmethod(lambda *langs: Builder(sorted(lang.iso_code_639_3.name.lower() for lang in langs)))
+
+    monkeypatch.setattr(language, "_lingua", lambda: Fake)
+    language.load_models(None)
+    language.load_models(["rus", "eng", "und"])
+    language.load_models(["eng", "und"])  # one language: nothing is detected, nothing read
+    assert built == [["all", "low accuracy", "preloaded"], [["eng", "rus"], "preloaded"]]
+    with pytest.raises(EncodrError, match="unknown language code"):
+        language.load_models(["eng", "xx"])
