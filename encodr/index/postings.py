@@ -9,14 +9,16 @@ each phrase's postings, the rows holding it and its BM25 term per row, and sums 
 The score is FTS5's ``bm25()`` term for term (:mod:`.termstats`: the same idf with its floor,
 the same saturation, the phrases summed in the query's order, in float64), so the hits and
 their scores are FTS5's own; ties are broken by the lower row id. Each phrase's postings come
-from FTS5 itself (:meth:`.texts.TextStore.phrase_scores`: its rows, the phrase alone's
-``bm25()`` and their lengths, from which the phrase's frequency is recovered exactly,
-:func:`~.termstats.frequencies`), so this module needs no tokenizer of its own.
+from FTS5 itself, so this module needs no tokenizer of its own: a plain one-term phrase's
+counts read from FTS5's index (:meth:`.texts.TextStore.term_counts`), any other phrase's rows
+with the phrase alone's ``bm25()`` (:meth:`.texts.TextStore.phrase_hits`), from which its
+frequency in each row is recovered exactly (:func:`~.termstats.frequencies`); each row's length
+is FTS5's (:meth:`.texts.TextStore.row_lengths`).
 
 How ours differs from a search engine's postings (Lucene's, bm25s's precomputed sparse
 matrix): nothing is written to disk or built with the index; a phrase is fetched from FTS5
 the first time a query needs it and kept while it fits a budget (least recently used first
-out). That first fetch costs about what FTS5's own scoring of the phrase costs; every later
+out). That first fetch costs more than FTS5's own scoring of the phrase; every later
 query holding the phrase reads it from memory.
 
 A generation never changes (:mod:`.reader`), so what is held stays true while its reader is open.
@@ -37,7 +39,7 @@ BUDGET = 1 << 22  # postings held at most (row id and score: 16 bytes each, 64 M
 _ALTERNATIVES = re.compile(r'"[^"]+"(?: OR "[^"]+")*')
 _QUOTED = re.compile(r'"[^"]+"')
 
-Fetch = Callable[[str], "tuple[np.ndarray, np.ndarray]"]
+Fetch = Callable[[str], "tuple[np.ndarray, np.ndarray] | None"]
 
 
 def alternatives(expression: str) -> list[str] | None:
@@ -62,13 +64,25 @@ class Postings:
         known_rows: phrase → n(p) where already known (None otherwise): a phrase known to be
             held by more rows than a quarter of ``budget`` is left to FTS5, unfetched.
         budget: postings held at most; a phrase of more than a quarter of it is never held.
+        counts: phrase → (ids int64 ascending, f(p, d) float64) where FTS5's index gives them
+            without scoring (a one-term phrase, :meth:`.texts.TextStore.term_counts`), else
+            None; then ``fetch`` serves, and f(p, d) is recovered from its scores.
 
     Thread-safe: queries may run on several threads at once.
     """
 
-    def __init__(self, rows: int, tokens: int, fetch: Fetch, lengths: Callable[[], np.ndarray], known_rows, budget: int = BUDGET):
+    def __init__(
+        self,
+        rows: int,
+        tokens: int,
+        fetch: Fetch,
+        lengths: Callable[[], np.ndarray],
+        known_rows,
+        budget: int = BUDGET,
+        counts: Fetch = lambda phrase: None,
+    ):
         self.rows, self.avgdl = rows, tokens / rows if rows else 1.0
-        self._fetch, self._lengths, self._known_rows = fetch, lengths, known_rows
+        self._fetch, self._lengths, self._known_rows, self._counts = fetch, lengths, known_rows, counts
         self.budget = budget
         self._held: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()  # phrase → (ids, BM25 term)
         self._big: set[str] = set()  # phrases too big to hold: FTS5 scores them
@@ -122,16 +136,17 @@ class Postings:
 
     def _postings(self, phrase: str) -> tuple[np.ndarray, np.ndarray]:
         """(ids int64 ascending, the phrase's BM25 term in each row, float64) from FTS5."""
-        ids, scores = self._fetch(phrase)
+        counted = self._counts(phrase)
+        ids, values = counted if counted is not None else self._fetch(phrase)
         order = np.argsort(ids, kind="stable")
-        ids, scores = ids[order], scores[order]
+        ids, values = ids[order], values[order]
         if not len(ids):
-            return ids, scores
+            return ids, values
         if self._row_lengths is None:
             self._row_lengths = self._lengths()
         lengths = self._row_lengths[ids]
         phrase_idf = idf(self.rows, len(ids))
-        freq = frequencies(scores, lengths, phrase_idf, self.avgdl)
+        freq = values if counted is not None else frequencies(values, lengths, phrase_idf, self.avgdl)
         return ids, phrase_idf * saturation(freq, lengths, self.avgdl)
 
     def _keep(self, phrase: str, postings: tuple[np.ndarray, np.ndarray]) -> None:

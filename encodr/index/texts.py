@@ -506,13 +506,29 @@ class TextStore:
                 frequencies = self._frequencies
                 return frequencies[1].get(phrase[1:-1]) if frequencies else None
 
-            self._postings = Postings(rows, tokens, self.phrase_hits, self.row_lengths, known_rows)
+            self._postings = Postings(rows, tokens, self.phrase_hits, self.row_lengths, known_rows, counts=self.term_counts)
         return self._postings
 
     def phrase_hits(self, phrase: str) -> tuple[np.ndarray, np.ndarray]:
         """Every text holding the FTS5 ``phrase``, with the phrase alone's −``bm25()``: (ids
         int64, scores float64), (m,)."""
         found = self._all(f"select rowid, -bm25({KEYWORD_TABLE}) from {KEYWORD_TABLE} where {KEYWORD_TABLE} match ?", (phrase,))
+        ids = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
+        return ids, np.fromiter((r[1] for r in found), dtype=np.float64, count=len(found))
+
+    def term_counts(self, phrase: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """For a quoted phrase of one term that FTS5 stores as it is written (lower-case ASCII
+        letters and digits: ``unicode61`` neither splits nor folds it), every text holding it and
+        its count there, read from the FTS5 index itself (an ``fts5vocab`` instance table)
+        without scoring: (ids int64 ascending, counts float64), (m,). None for any other phrase."""
+        if not _PLAIN_TERM.fullmatch(phrase):
+            return None
+        with self._lock:
+            vocab = f"fts5vocab(main, {KEYWORD_TABLE}, instance)"
+            self.conn.execute(f"create virtual table if not exists temp.encodr_instances using {vocab}")
+            found = self.conn.execute(
+                "select doc, count(*) from temp.encodr_instances where term = ? group by doc order by doc", (phrase[1:-1],)
+            ).fetchall()
         ids = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
         return ids, np.fromiter((r[1] for r in found), dtype=np.float64, count=len(found))
 
@@ -589,6 +605,9 @@ class TextStore:
         scores = np.array([r[1] for r in found], dtype=np.float64)
         lengths = np.array([_varint(r[2], 0)[0] for r in found], dtype=np.float64)
         return ids, scores, lengths
+
+
+_PLAIN_TERM = re.compile(r'"[a-z0-9]+"')  # a phrase of one term that FTS5's unicode61 keeps as it is
 
 
 def _keyword_where(langs: list[str] | None, scope: tuple[str, list] | None) -> tuple[str, list]:

@@ -55,6 +55,9 @@ def test_a_reader_scores_from_postings_exactly_as_fts5_and_holds_them(tmp_path, 
         expression = keyword_expression(query, "eng")
         assert reader.keyword_hits(expression, k) == fts5(reader, expression, k)  # ids, order and scores, bit for bit
     assert reader.postings().size > 0  # the phrases were held
+    ids, counts = reader.term_counts('"the"')  # counted in FTS5's index, unscored: a plain term
+    assert len(ids) == len(fts5(reader, '"the"', 100)) and set(counts) == {1.0, 2.0}
+    assert reader.term_counts('"café"') is None and reader.term_counts('"pump seal"') is None  # folded, or two tokens
     reader.close()
 
 
