@@ -474,8 +474,9 @@ class TextStore:
         matching texts pass it.
 
         A reader that holds postings (:meth:`hold_postings`) scores an unfiltered query of
-        alternatives (no quoted phrase) from them, fetching from FTS5 those it lacks (:class:`~.postings.Postings`: the same hits
-        and scores, ties by id), unless a phrase is too big to hold; FTS5 scores every other query."""
+        alternatives (no quoted phrase) from them, fetching from FTS5 those it lacks
+        (:class:`~.postings.Postings`: the same hits and scores, ties by id), unless a phrase is
+        too big to hold; FTS5 scores every other query."""
         phrases = alternatives(expression) if self.holds_postings and langs is None and scope is None else None
         if phrases is not None:
             found = self.postings().top(phrases, k)
