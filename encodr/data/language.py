@@ -96,6 +96,11 @@ def _detector(candidates: tuple[str, ...] | None, accurate: bool = False):
     return lingua.LanguageDetectorBuilder.from_languages(*languages).build()
 
 
+def _codes(candidates: Iterable[str]) -> tuple[str, ...]:
+    """The distinct codes a detection is among, sorted (one detector per set), ``und`` left out."""
+    return tuple(sorted({c for c in candidates if c != UNDETERMINED}))
+
+
 def _languages_of(codes: Iterable[str], known: dict[str, object]) -> list:
     """lingua's ``Language`` of each ISO 639-3 code (``known``: :func:`known_languages`).
 
@@ -142,7 +147,7 @@ def load_models(candidates: Iterable[str] | None = None) -> None:
     if candidates is None:
         builder = lingua.LanguageDetectorBuilder.from_all_languages().with_low_accuracy_mode()
     else:
-        codes = tuple(sorted({c for c in candidates if c != UNDETERMINED}))
+        codes = _codes(candidates)
         if len(codes) < 2:  # no detection, no model
             return
         builder = lingua.LanguageDetectorBuilder.from_languages(*_languages_of(codes, known_languages()))
@@ -176,7 +181,7 @@ def detect_with_confidence(
         EncodrError: an unknown code among ``candidates``, or none left.
     """
     if candidates is not None:
-        candidates = tuple(sorted({c for c in candidates if c != UNDETERMINED}))
+        candidates = _codes(candidates)
         if not candidates:
             raise EncodrError(f"no language to detect among; give {S.lang}, or index texts in a known language")
     detector = _detector(candidates, accurate and candidates is None)

@@ -525,13 +525,20 @@ class TextStore:
         if not _PLAIN_TERM.fullmatch(phrase):
             return None
         with self._lock:
-            vocab = f"fts5vocab(main, {KEYWORD_TABLE}, instance)"
-            self.conn.execute(f"create virtual table if not exists temp.encodr_instances using {vocab}")
+            vocab = self._vocab("instance")
             found = self.conn.execute(
-                "select doc, count(*) from temp.encodr_instances where term = ? group by doc order by doc", (phrase[1:-1],)
+                f"select doc, count(*) from {vocab} where term = ? group by doc order by doc", (phrase[1:-1],)
             ).fetchall()
         ids = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
         return ids, np.fromiter((r[1] for r in found), dtype=np.float64, count=len(found))
+
+    def _vocab(self, kind: str) -> str:
+        """The name of this connection's ``fts5vocab`` table of ``kind`` (``row``: n(t) per
+        term; ``instance``: one row per occurrence) over the keyword index, made at first use
+        (a temporary table, so a read-only store can hold it). Call it under the lock."""
+        name = f"temp.encodr_vocab_{kind}"
+        self.conn.execute(f"create virtual table if not exists {name} using fts5vocab(main, {KEYWORD_TABLE}, {kind})")
+        return name
 
     def row_lengths(self) -> np.ndarray:
         """Each keyword row's tokens |d| (``texts_fts_docsize``, as ``bm25()`` reads them),
@@ -579,10 +586,9 @@ class TextStore:
         missing = [t for t in dict.fromkeys(terms) if t not in known]
         if missing:
             with self._lock:
-                vocab = f"fts5vocab(main, {KEYWORD_TABLE}, row)"
-                self.conn.execute(f"create virtual table if not exists temp.encodr_vocab using {vocab}")
+                vocab = self._vocab("row")
                 for term in missing:
-                    found = self.conn.execute("select doc from temp.encodr_vocab where term = ?", (term,)).fetchone()
+                    found = self.conn.execute(f"select doc from {vocab} where term = ?", (term,)).fetchone()
                     known[term] = found[0] if found else 0
             if len(known) > 65536:  # a long-lived server's vocabulary of queries: start again
                 self._frequencies = (totals, {t: known[t] for t in terms})
