@@ -229,6 +229,6 @@ async def search_with(app, pilot, box: str, value: str, query: str):
 
 def hit_fields(row) -> tuple[str, str, str]:
     """A TUI results row's first cell read back: the hit's rank, its score as shown, its language."""
-    first, bar, lang = row[0].plain.split("\n")
+    first, bar, lang = (str(line) for line in row[0])
     rank, score = first.split()
     return rank, score, lang

@@ -8,6 +8,7 @@ rendered for people by :func:`human` (no Python reprs: lists joined, yes/no, uni
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass, field
@@ -98,24 +99,38 @@ def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: 
         Sorted (start, end) character offsets into ``text``, end exclusive.
     """
     import re
-    import unicodedata
 
     from ..index.keywords import stem_words
 
-    def fold(s: str) -> str:
-        if s.isascii():  # no accent to strip: casefold is lower
-            return s.lower()
-        return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
+    wanted = _wanted(query, query_lang)
+    found = list(re.finditer(r"\w+", text))
+    stems = stem_words([m.group().lower() for m in found], text_lang)
+    return [(m.start(), m.end()) for m, stem in zip(found, stems) if _fold(m.group()) in wanted or _fold(stem) in wanted]
 
+
+def _fold(s: str) -> str:
+    """``s`` case- and accent-folded, as the keyword index compares words."""
+    import unicodedata
+
+    if s.isascii():  # no accent to strip: casefold is lower
+        return s.lower()
+    return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
+
+
+@functools.lru_cache(maxsize=64)
+def _wanted(query: str, query_lang: str | None) -> frozenset[str]:
+    """The folded words and stems of ``query`` that :func:`term_spans` marks: its telling words
+    (a word as common as "the" marks nothing, unless the query has no other), kept for the
+    query's next hits (each looks its words' frequencies up)."""
+    import re
+
+    from ..index.keywords import stem_words
     from ..index.snippets import word_weight
 
     query_words = re.findall(r"\w+", query)
     telling = [w for w in query_words if word_weight(w.lower(), query_lang) >= STOP_WEIGHT]  # "the", "of", "is" mark nothing
     query_words = telling or query_words
-    wanted = {fold(w) for w in query_words} | {fold(w) for w in stem_words([w.lower() for w in query_words], query_lang)}
-    found = list(re.finditer(r"\w+", text))
-    stems = stem_words([m.group().lower() for m in found], text_lang)
-    return [(m.start(), m.end()) for m, stem in zip(found, stems) if fold(m.group()) in wanted or fold(stem) in wanted]
+    return frozenset(_fold(w) for w in [*query_words, *stem_words([w.lower() for w in query_words], query_lang)])
 
 
 def record_table(title: str, record: dict, keys: tuple[str, ...] | list[str], caption: str = "") -> Table:

@@ -110,9 +110,13 @@ class Served:
 
     def warm(self) -> None:
         """Make each served index's searcher ready before the first request
-        (:meth:`encodr.index.Searcher.warm`: its snippets' int8 encoder, a throwaway query)."""
+        (:meth:`encodr.index.Searcher.warm`: its snippets' int8 encoder, a throwaway query), then
+        leave what the server now holds out of the garbage collector's full passes (:func:`.session.settle`)."""
+        from .session import settle
+
         for searcher in self.searchers.values():
             searcher.warm()
+        settle()  # what is warm now lives as long as the server: no full collection walks it again
 
     @property
     def searchers(self) -> dict:

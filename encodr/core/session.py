@@ -173,6 +173,22 @@ class Session:
 SESSION = Session()  # the process's session: the CLI's and the TUI's (a server holds its own)
 
 
+def settle() -> None:
+    """Tell Python's cyclic garbage collector that what the process holds now, it holds for its
+    life: collect once, then move every object still alive to the permanent generation
+    (:func:`gc.freeze`), which no later collection walks. A front end that keeps warm searchers
+    (the TUI, ``encodr serve``, ``encodr mcp``) holds a few hundred thousand such objects (its
+    models', indexes' and widgets' Python objects), and a full collection walks every one of them,
+    in the middle of whichever query set it off; after this it walks only what came since. Called
+    again (another index opened), it unfreezes first, so that what was held before and no longer
+    is can be collected."""
+    import gc
+
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
 def caption(index, passages: bool) -> str:
     """The line above a search's hits of an index of split documents ranked by document (empty
     otherwise, and with ``passages``)."""

@@ -105,14 +105,14 @@ def score_bar(score: float, width: int = 10, top: float = 1.0) -> str:
     return "█" * filled + "·" * (width - filled)
 
 
-def score_cell(hit, top: float):
-    """A hit's first cell, :data:`HIT_HEIGHT` lines: its rank and score, the score's bar
+def score_cell(hit, top: float) -> list:
+    """A hit's first cell, its :data:`HIT_HEIGHT` lines: its rank and score, the score's bar
     (:func:`score_bar`, against ``top``), and its language, dim."""
     from rich.text import Text
 
-    return Text("\n").join(
-        [Text(f"{hit.rank:<2} {hit.score:.4f}"), Text(score_bar(hit.score, top=top)), Text(hit.lang or "", style="dim")]
-    )
+    dim = Text(hit.lang or "")
+    dim.stylize("dim")  # a span, as a Text joined from styled parts has: a LineTable draws a span, not a line's style
+    return [f"{hit.rank:<2} {hit.score:.4f}", score_bar(hit.score, top=top), dim]
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -162,8 +162,8 @@ def marked(text: str, query: str, width: int | None = None, query_lang: str | No
     return shown
 
 
-def hit_cell(hit, query: str, width: int, console, query_lang: str | None = None):
-    """A hit as the results table shows it, ``width`` characters wide: its snippet (the chosen
+def hit_cell(hit, query: str, width: int, console, query_lang: str | None = None) -> list:
+    """A hit as the results table shows it, as lines ``width`` characters wide: its snippet (the chosen
     sentences, else its text around the query's words) on :data:`SNIPPET_ROWS` lines, the query's
     words in bold, then on a dim line its title where it says more than its path, and where the
     answer is (``path:line › section``, :func:`~encodr.core.results.where`), cut to fit."""
@@ -171,9 +171,9 @@ def hit_cell(hit, query: str, width: int, console, query_lang: str | None = None
 
     body = marked(hit.snippet or hit.text, query, SNIPPET_ROWS * width - SNIPPET_ROWS, query_lang, hit.lang)
     lines = list(body.wrap(console, width))[:SNIPPET_ROWS]
-    located = " · ".join(x for x in (own_title(hit), where(hit)) if x) + judged_mark(hit)
-    shown = Text("\n").join([*lines, Text(clip(located, width), style="dim")])
-    return shown
+    located = Text(clip(" · ".join(x for x in (own_title(hit), where(hit)) if x) + judged_mark(hit), width))
+    located.stylize("dim")
+    return [*lines, located]
 
 
 class DocumentScreen(ModalScreen):
@@ -401,6 +401,7 @@ class EncodrApp(App):
     def open_index(self, path: Path) -> None:
         from ..core import dispatch
         from ..core.requests import SearchRequest
+        from ..core.session import settle
 
         self.call_from_thread(self.set_status, f"opening {path} …")
         try:
@@ -414,6 +415,7 @@ class EncodrApp(App):
             except RuntimeError:  # the app closed while the index opened (its search thread is shut down)
                 return
             warming.result()
+            settle()  # the app and its warm searcher live as long as it does: no full collection walks them again
         except EncodrError as exc:
             self.call_from_thread(self.set_status, f"error: {exc}")
             return

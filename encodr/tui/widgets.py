@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from rich.cells import cell_len
+from rich.containers import Lines
 from rich.markup import escape
 from rich.segment import Segment
 from rich.style import Style
@@ -108,7 +110,8 @@ class LineTable(ScrollView, can_focus=True):
     padding, its wrapping, its styles) whenever a new row is drawn, and a query replaces every
     row, so that work is the larger part of what the TUI adds to a search. Here a cell is a
     :class:`~rich.text.Text` (or a ``str``, shown as it is, not as markup) already cut into
-    lines no wider than its column, a row's lines are joined into strips once, when the row is
+    lines no wider than its column (at its newlines, or given as a list of lines: :func:`cell_lines`),
+    a row's lines are joined into segments once (:func:`line_segments`), when the row is
     first drawn, and each repaint only styles them (the cursor, the zebra stripes) and crops them
     to the scroll. So unlike DataTable it neither wraps nor measures: a line wider than its column
     is cut, a cell of fewer lines than the row is padded, and columns keep the widths given.
@@ -221,23 +224,17 @@ class LineTable(ScrollView, can_focus=True):
         self.virtual_size = Size(self.content_width, 1 + len(self._rows) * self.row_height)  # a header line, then the rows
 
     # ── drawing ────────────────────────────────────────────────────────────
-    def row_strips(self, row: int) -> list[Strip]:
-        """Row ``row`` as :attr:`row_height` unstyled strips, each the table's whole width."""
-        strips = self._strips.get(row)
-        if strips is None:
-            strips = self._strips[row] = self._join([cell_lines(c, self.row_height) for c in self._rows[row]])
-        return strips
-
-    def _join(self, cells: list[list[Text]]) -> list[Strip]:
-        console, pad = self.app.console, Segment(" " * CELL_PADDING)
-        strips = []
-        for line in zip(*cells):
-            segments: list[Segment] = []
-            for text, width in zip(line, self.widths):
-                drawn = Segment.adjust_line_length(list(text.render(console)), width, pad=True)
-                segments += [pad, *drawn, pad]
-            strips.append(Strip(segments, self.content_width))
-        return strips
+    def row_strips(self, row: int) -> list[list[Segment]]:
+        """Row ``row`` as :attr:`row_height` lines of unstyled segments, each the table's whole width."""
+        lines = self._strips.get(row)
+        if lines is None:
+            console, pad = self.app.console, Segment(" " * CELL_PADDING)
+            cells = [cell_lines(c, self.row_height) for c in self._rows[row]]
+            lines = self._strips[row] = [
+                [s for text, width in zip(line, self.widths) for s in (pad, *line_segments(text, width, console), pad)]
+                for line in zip(*cells)
+            ]
+        return lines
 
     def _paints(self) -> dict[str, Style]:
         """The Rich styles a repaint applies: the widget's own, and its header's, even rows' and cursor's on it."""
@@ -261,7 +258,7 @@ class LineTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         paint = self._paint or self._paints()
         if y == 0:
-            return self._styled(self.header_strip(), paint["header"])
+            return self._styled(list(self.header_strip()), paint["header"])
         row, line = divmod(y - 1 + int(self.scroll_y), self.row_height)
         if row >= len(self._rows):
             return Strip.blank(self.size.width, paint["row"])
@@ -274,15 +271,23 @@ class LineTable(ScrollView, can_focus=True):
         pad = " " * CELL_PADDING
         return Strip([Segment(pad + label[:w].ljust(w) + pad) for label, w in zip(self.labels, self.widths)])
 
-    def _styled(self, strip: Strip, style: Style, over: Style | None = None) -> Strip:
-        """``strip`` cropped to the scroll, ``style`` under its own styles (``over`` above them), filled to the width."""
-        x, width = int(self.scroll_x), self.size.width
-        if x or strip.cell_length > width:
-            strip = strip.crop(x, x + width)
-        segments = list(Segment.apply_style(strip, style, over))
-        if strip.cell_length < width:
-            segments.append(Segment(" " * (width - strip.cell_length), style))
-        return Strip(segments, width)
+    def _styled(self, segments: list[Segment], style: Style, over: Style | None = None) -> Strip:
+        """A line's ``segments`` cropped to the scroll, ``style`` under their own styles (``over``
+        above them), filled to the width: what ``Segment.apply_style`` gives, one sum a segment."""
+        x, width, length = int(self.scroll_x), self.size.width, self.content_width
+        if x or length > width:
+            strip = Strip(segments, length).crop(x, x + width)
+            segments, length = list(strip), strip.cell_length
+        summed: dict[int, Style] = {}  # a line's few styles, each summed once (a Style hashes in Python; its id in C)
+        styled = []
+        for text, own, _ in segments:
+            paint = summed.get(id(own))
+            if paint is None:
+                paint = summed[id(own)] = style + own if over is None else style + own + over
+            styled.append(Segment(text, paint))
+        if length < width:
+            styled.append(Segment(" " * (width - length), style))
+        return Strip(styled, width)
 
     # ── cursor ─────────────────────────────────────────────────────────────
     def watch_cursor_row(self, old: int, new: int) -> None:
@@ -337,11 +342,52 @@ CELL_PADDING = 1  # blank cells each side of a LineTable cell, as DataTable's ce
 
 
 def cell_lines(cell, height: int) -> list[Text]:
-    """A :class:`LineTable` cell as ``height`` lines of Text: a ``str`` as plain text (not
-    markup), cut at its newlines; past its last line, empty lines."""
-    text = cell if isinstance(cell, Text) else Text(str(cell))
-    if "\t" in text.plain:  # a tab is drawn as spaces, as Rich draws it
-        text = text.copy()
-        text.expand_tabs()
-    lines = text.split("\n", allow_blank=True)[:height]
+    """A :class:`LineTable` cell as ``height`` lines of Text: a list of lines (each a Text or
+    a ``str``; or Rich's ``Lines``) as they are; a ``str`` as plain text (not markup), cut at its newlines, as a Text
+    is; past its last line, empty lines. A tab is drawn as spaces, as Rich draws it."""
+    if isinstance(cell, (list, tuple, Lines)):
+        lines = [line if isinstance(line, Text) else Text(str(line)) for line in cell[:height]]
+    else:
+        lines = (cell if isinstance(cell, Text) else Text(str(cell))).split("\n", allow_blank=True)[:height]
+    lines = [_expanded(line) if "\t" in line.plain else line for line in lines]
     return [*lines, *(Text() for _ in range(height - len(lines)))]
+
+
+def _expanded(line: Text) -> Text:
+    """A copy of ``line`` with its tabs expanded to spaces."""
+    line = line.copy()
+    line.expand_tabs()
+    return line
+
+
+def line_segments(line: Text, width: int, console) -> list[Segment]:
+    """One line of a cell as ``Text.render`` draws it, cut or padded to ``width`` cells as
+    ``Segment.adjust_line_length`` does: a segment a run between the starts and ends of its
+    spans, each styled by the line's style plus its span's. Rich's render keeps a stack of the
+    spans open at each offset and sorts and combines it at every boundary; a cell's line (a hit's
+    snippet with its matches, a location line) has spans that do not overlap, and then each run
+    has at most one span over the line's style, so here each run is one slice and one sum. Lines
+    whose spans overlap are left to Rich's render."""
+    plain, null = line.plain, Style.null()
+    spans = sorted((s for s in line.spans if s.end > s.start), key=lambda s: s.start)
+    if any(a.end > b.start for a, b in zip(spans, spans[1:])):
+        return Segment.adjust_line_length(list(line.render(console)), width, pad=True)
+    if not line.spans:  # as Rich draws it: one segment, unstyled
+        segments = [Segment(plain)]
+    else:
+        base, segments, at = console.get_style(line.style, default=null), [], 0
+        for span in spans:
+            start, end = min(span.start, len(plain)), min(span.end, len(plain))
+            if start > at:
+                segments.append(Segment(plain[at:start], base))
+            if end > start:
+                segments.append(Segment(plain[start:end], base + console.get_style(span.style, default=null)))
+            at = max(at, end)
+        if at < len(plain):
+            segments.append(Segment(plain[at:], base))
+    length = cell_len(plain)
+    if length == width:
+        return segments
+    if length < width:
+        return [*segments, Segment(" " * (width - length))]
+    return Segment.adjust_line_length(segments, width, pad=True)

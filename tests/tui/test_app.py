@@ -22,12 +22,12 @@ def searcher(tmp_path, tiny_model):
 
 def hit_text(row) -> str:
     """A results row's snippet: its hit cell's lines but the last (where the hit is), joined."""
-    return " ".join(row[HIT_COLUMN].plain.split("\n")[:-1])
+    return " ".join(line.plain for line in row[HIT_COLUMN][:-1])
 
 
 def hit_where(row) -> str:
     """A results row's location line: its title and ``path:line › section``."""
-    return row[HIT_COLUMN].plain.split("\n")[-1]
+    return row[HIT_COLUMN][-1].plain
 
 
 def test_score_bar():
@@ -45,7 +45,7 @@ async def test_typing_a_query_fills_the_results_table(searcher):
         assert table.row_count == 4
         first = table.get_row_at(0)
         assert hit_fields(first)[0] == "1" and hit_text(first) == "stock markets fell sharply" and hit_where(first) == "c.txt:2"
-        assert [first[HIT_COLUMN].plain[s.start : s.end] for s in first[HIT_COLUMN].spans if s.style == "bold yellow"] == [
+        assert [line.plain[s.start : s.end] for line in first[HIT_COLUMN] for s in line.spans if s.style == "bold yellow"] == [
             "stock",
             "markets",
             "fell",

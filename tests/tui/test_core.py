@@ -40,6 +40,8 @@ PRESENTATION_ONLY = {
         # CLI's table shows it
     ),
     ("encodr.core.results", "reads_as_markdown"),  # the document view renders a document read as Markdown
+    # not a command: the process keeps its warm searcher for life, as `encodr serve` and `encodr mcp` do (Served.warm)
+    ("encodr.core.session", "settle"),
 }
 
 

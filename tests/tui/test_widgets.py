@@ -135,3 +135,51 @@ async def test_line_table_cursor_moves_scrolls_and_selects_as_datatable_rows_do(
         table.clear()
         await pilot.press("enter")
         assert table.row_count == 0 and app.selected == [6, 1] and texts(table)[1].strip() == ""
+
+
+def test_a_cells_line_is_drawn_as_rich_draws_it():
+    """line_segments gives what Rich's own render and line fitting give, segment for segment:
+    spans at the edges, past the end, empty, on a styled line, overlapping (left to Rich), wide
+    characters, lines cut and padded."""
+    from rich.console import Console
+    from rich.segment import Segment
+    from rich.style import Style
+
+    from encodr.tui.widgets import line_segments
+
+    def styled(text: str, style: str = "", *spans) -> Text:
+        line = Text(text, style=style)
+        for span in spans:
+            line.stylize(*span)
+        return line
+
+    lines = [
+        Text(""),
+        Text("plain words"),
+        Text("a styled line, no spans", style="dim"),
+        styled("a bold word and an italic one", "", ("bold yellow", 2, 6), ("italic", 19, 25)),
+        styled("span at the end", "", ("bold", 12, 15)),
+        styled("span past the end", "", ("bold", 5, 40)),
+        styled("an empty span", "", ("bold", 3, 3)),
+        styled("styled under a span", "dim", (Style(bold=True), 0, 6)),
+        styled("overlapping spans here", "blue", ("bold", 0, 9), ("red", 5, 15)),
+        styled("日本語のテキスト and more", "", ("bold", 0, 3)),
+    ]
+    console = Console(width=100)
+    for width in (4, 12, 25, 40):
+        for line in lines:
+            assert line_segments(line, width, console) == Segment.adjust_line_length(
+                list(line.render(console)), width, pad=True
+            ), (line, width)
+
+
+async def test_line_table_takes_a_cell_as_its_lines():
+    """A cell given as a list of lines (Text or str) draws as the same Text joined by newlines."""
+    app = Hits()
+    async with app.run_test(size=(60, 24)) as pilot:
+        table = app.query_one(LineTable)
+        await pilot.pause()
+        joined = texts(table)
+        table.set_rows([(rank, hit.split("\n"), grade) for rank, hit, grade in Hits.ROWS])
+        await pilot.pause()
+        assert texts(table) == joined and table.get_row_at(0)[1][1].plain == "notes/[old].md:1"
