@@ -200,14 +200,28 @@ def search_call():
     return lambda values: dispatch.call(SearchRequest, values, "cli").payload()
 
 
+def fresh_searchers() -> None:
+    """Let go of the searchers this process keeps (the CLI's and TUI's session), so that the next
+    row opens its own, as a new process would: a searcher keeps what its queries fetched (the
+    keyword postings of their words), and a row must not start with what an earlier row's same
+    queries left there."""
+    try:
+        from encodr.core.session import SESSION
+    except ImportError:  # an older encodr (a "before" tree)
+        return
+    SESSION.searchers.clear()
+
+
 def library_rows(
     index: Path, size: int, queries: list[str], cross: str, rerank_queries: int, modes: list[str], rerank: bool
 ) -> list[dict]:
-    """The ``library`` rows of one corpus: each mode, without and (``rerank``) with the re-ranker."""
+    """The ``library`` rows of one corpus: each mode, without and (``rerank``) with the re-ranker,
+    each on a searcher of its own (:func:`fresh_searchers`)."""
     call, timings = search_call(), timed_search()
     rows = []
     for mode in modes:
         for reranked in (False, True) if rerank else (False,):
+            fresh_searchers()
             asked = queries[: rerank_queries if reranked else None]
             values = {
                 "index": str(index),
@@ -312,6 +326,8 @@ def tui_row(index: Path, size: int, queries: list[str]) -> dict:
     the search's own (the app's ``last_timings``, where it keeps them); ``render`` is then what the
     TUI adds: handing the query to its search thread and back, building the hits' cells, the repaint."""
     from encodr.tui.app import EncodrApp
+
+    fresh_searchers()  # the app opens and warms its own, as `encodr tui` does
 
     async def go() -> tuple[list[float], list[dict]]:
         app = EncodrApp(index_dir=index, debounce=0.0)
