@@ -110,11 +110,12 @@ class LineTable(ScrollView, can_focus=True):
     padding, its wrapping, its styles) whenever a new row is drawn, and a query replaces every
     row, so that work is the larger part of what the TUI adds to a search. Here a cell is a
     :class:`~rich.text.Text` (or a ``str``, shown as it is, not as markup) already cut into
-    lines no wider than its column (at its newlines, or given as a list of lines: :func:`cell_lines`),
-    a row's lines are joined into segments once (:func:`line_segments`), when the row is
-    first drawn, and each repaint only styles them (the cursor, the zebra stripes) and crops them
-    to the scroll. So unlike DataTable it neither wraps nor measures: a line wider than its column
-    is cut, a cell of fewer lines than the row is padded, and columns keep the widths given.
+    lines no wider than its column (at its newlines, or given as a list of lines:
+    :func:`cell_lines`), a row's lines are joined into segments once (:func:`line_segments`),
+    when the row is first drawn, and each repaint only styles them (the cursor, the zebra
+    stripes) and crops them to the scroll. So unlike DataTable it neither wraps nor measures: a
+    line wider than its column is cut, a cell of fewer lines than the row is padded, and columns
+    keep the widths given.
     Keys, cursor and messages follow DataTable's row cursor: up, down, page up, page down, home
     and end move the cursor (:attr:`cursor_row`); Enter or a click on a row posts
     :class:`RowSelected`.
@@ -176,7 +177,7 @@ class LineTable(ScrollView, can_focus=True):
         self.labels, self.widths = [label for label, _ in columns], [width for _, width in columns]
         self.row_height = row_height
         self._rows: list[list] = []
-        self._strips: dict[int, list[Strip]] = {}  # a row's lines, joined, drawn once (row_strips)
+        self._strips: dict[int, list[list[Segment]]] = {}  # a row's lines, joined, drawn once (row_strips)
         self._paint: dict[str, Style] | None = None  # the styles of the repaint under way (render_lines)
         self._sync_size()
 
@@ -342,9 +343,10 @@ CELL_PADDING = 1  # blank cells each side of a LineTable cell, as DataTable's ce
 
 
 def cell_lines(cell, height: int) -> list[Text]:
-    """A :class:`LineTable` cell as ``height`` lines of Text: a list of lines (each a Text or
-    a ``str``; or Rich's ``Lines``) as they are; a ``str`` as plain text (not markup), cut at its newlines, as a Text
-    is; past its last line, empty lines. A tab is drawn as spaces, as Rich draws it."""
+    """A :class:`LineTable` cell as ``height`` lines of Text: a list of lines (each a Text or a
+    ``str``; or Rich's ``Lines``) as they are; a Text cut at its newlines, and a ``str`` as a Text
+    of plain text (not markup); past its last line, empty lines. A tab is drawn as spaces, as Rich
+    draws it."""
     if isinstance(cell, (list, tuple, Lines)):
         lines = [line if isinstance(line, Text) else Text(str(line)) for line in cell[:height]]
     else:
