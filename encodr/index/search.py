@@ -26,6 +26,7 @@ from .fusion import fuse_arrays, interpolate
 from .meta import IndexMeta
 from .options import DENSE, HYBRID, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
 from .reader import IndexReader
+from .snippets import SentenceVectors
 
 __all__ = ["MODES", "Hit", "SearchOptions", "Searcher", "best_passages", "rerank_hits"]
 
@@ -375,6 +376,7 @@ class Searcher:
         self._last_queries = threading.local()  # each thread's last queries and their vectors (:meth:`_encode_queries`)
         self._judged_cache: dict = {}  # (model, judged query) → its vector (:meth:`_judged_vectors`)
         self.sentence_encoder = self.encoder  # what encodes the snippets' sentences (:meth:`warm` may set a faster one)
+        self.sentences = SentenceVectors()  # their vectors, a passage's together, kept for the next searches (:meth:`snippets`)
 
     def refresh(self) -> bool:
         """Open the index again when another generation has become current (an ``--add`` or
@@ -628,9 +630,10 @@ class Searcher:
         filled (:mod:`.snippets`): the sentences of its passage that best answer its query, by
         keyword matches and, where they do not decide (:func:`~.snippets.decided`), the cosine
         of the query's vector and each sentence's, for the first such hit of each query and the
-        next ones within a budget of tokens (:func:`~.snippets.within_budget`; one forward pass
-        for all those hits, by :attr:`sentence_encoder`; the queries' vectors are the search's
-        own where it made them: :meth:`_encode_queries`).
+        next ones within a budget of tokens (:func:`~.snippets.within_budget`; a forward pass a
+        hit, by :attr:`sentence_encoder`, for the passages this searcher has not met before:
+        :attr:`sentences`; the queries' vectors are the search's own where it made them:
+        :meth:`_encode_queries`).
 
         Args:
             queries: q texts; langs: their q languages; results: q hit lists.
@@ -648,15 +651,11 @@ class Searcher:
         wanted = within_budget(undecided, spans)
         if wanted:
             with phase("snippets"):
-                vectors = index.encode_passages(
-                    self.sentence_encoder, [results[q][i].text[s:e] for q, i in wanted for s, e in spans[q][i]]
-                )
+                passages = [tuple(results[q][i].text[s:e] for s, e in spans[q][i]) for q, i in wanted]
+                vectors = self.sentences.encode(index, self.sentence_encoder, passages)
                 asked = self._encode_queries(index, queries)
-            at = 0
-            for q, i in wanted:
-                n = len(spans[q][i])
-                cosines[(q, i)] = [float(x) for x in vectors[at : at + n] @ asked[q]]
-                at += n
+            for (q, i), sentences in zip(wanted, vectors):
+                cosines[(q, i)] = [float(x) for x in sentences @ asked[q]]
         out = []
         for q, hits in enumerate(results):
             shown = []

@@ -173,3 +173,52 @@ def line_and_column(text: str, line: int, offset: int) -> tuple[int, int]:
     file line ``line`` (the column counted from the passage's start on its first line)."""
     before = text[:offset]
     return line + before.count("\n"), offset - (before.rfind("\n") + 1) + 1
+
+
+PASSAGES_KEPT = 1024  # passages whose sentence vectors a searcher keeps for its next snippets (SentenceVectors)
+
+
+class SentenceVectors:
+    """The vectors of the sentences of the passages a searcher's snippets compared with their
+    queries, kept for its next snippets, least recently used out past ``kept`` passages: a person
+    typing a query searches at each pause and meets the same hits again, and a server meets its
+    popular hits again, so each passage's sentences are encoded once.
+
+    A passage's sentences are encoded as a batch of their own, not with the other hits' (one
+    forward pass a passage): an int8 encoder quantises its activations over the whole batch, so a
+    sentence's vector would otherwise depend on the passages it was batched with, and a hit's
+    snippet on which hits came with it, or before it. The vectors are kept for one encoder,
+    document prompt and dimension; asked with another, it lets them all go. Thread-safe (a
+    server's searches run at once)."""
+
+    def __init__(self, kept: int = PASSAGES_KEPT):
+        import threading
+        from collections import OrderedDict
+
+        self.kept = kept
+        self._vectors: OrderedDict = OrderedDict()  # a passage's sentences → float32 (n, d)
+        self._for: tuple | None = None  # (encoder, prompt, dimension) they were made with
+        self._lock = threading.Lock()
+
+    def encode(self, index, encoder, passages: list[tuple[str, ...]]) -> list:
+        """Each passage's float32 (n, d) unit vectors of its n sentences, as ``index`` encodes its
+        passages (:meth:`~.reader.QueryEncoding.encode_passages`, by ``encoder``): those met
+        before read back, the others encoded, a passage a batch, and kept."""
+        made_with = (encoder, index.meta.document_prompt, index.meta.dimension)
+        with self._lock:
+            if self._for is None or self._for[0] is not encoder or self._for[1:] != made_with[1:]:
+                self._vectors.clear()
+                self._for = made_with
+            made_with = self._for  # what a search with another encoder may replace while this one encodes
+            found = {passage: self._vectors.get(passage) for passage in passages}
+            for passage, vectors in found.items():
+                if vectors is not None:
+                    self._vectors.move_to_end(passage)
+        for passage in [p for p, vectors in found.items() if vectors is None]:
+            found[passage] = vectors = index.encode_passages(encoder, list(passage))
+            with self._lock:
+                if self._for is made_with:
+                    self._vectors[passage] = vectors
+                while len(self._vectors) > self.kept:
+                    self._vectors.popitem(last=False)
+        return [found[passage] for passage in passages]
