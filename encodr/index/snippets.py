@@ -175,12 +175,12 @@ def line_and_column(text: str, line: int, offset: int) -> tuple[int, int]:
     return line + before.count("\n"), offset - (before.rfind("\n") + 1) + 1
 
 
-PASSAGES_KEPT = 1024  # passages whose sentence vectors a searcher keeps for its next snippets (SentenceVectors)
+SENTENCES_KEPT = 8192  # sentence vectors a searcher keeps for its next snippets (SentenceVectors; 12 MiB at 384 dimensions)
 
 
 class SentenceVectors:
     """The vectors of the sentences of the passages a searcher's snippets compared with their
-    queries, kept for its next snippets, least recently used out past ``kept`` passages: a person
+    queries, kept for its next snippets, least recently used passage out past ``kept`` sentences: a person
     typing a query searches at each pause and meets the same hits again, and a server meets its
     popular hits again, so each passage's sentences are encoded once.
 
@@ -191,12 +191,13 @@ class SentenceVectors:
     document prompt and dimension; asked with another, it lets them all go. Thread-safe (a
     server's searches run at once)."""
 
-    def __init__(self, kept: int = PASSAGES_KEPT):
+    def __init__(self, kept: int = SENTENCES_KEPT):
         import threading
         from collections import OrderedDict
 
         self.kept = kept
         self._vectors: OrderedDict = OrderedDict()  # a passage's sentences → float32 (n, d)
+        self.size = 0  # sentence vectors kept
         self._for: tuple | None = None  # (encoder, prompt, dimension) they were made with
         self._lock = threading.Lock()
 
@@ -208,7 +209,7 @@ class SentenceVectors:
         with self._lock:
             if self._for is None or self._for[0] is not encoder or self._for[1:] != made_with[1:]:
                 self._vectors.clear()
-                self._for = made_with
+                self._for, self.size = made_with, 0
             made_with = self._for  # what a search with another encoder may replace while this one encodes
             found = {passage: self._vectors.get(passage) for passage in passages}
             for passage, vectors in found.items():
@@ -217,8 +218,9 @@ class SentenceVectors:
         for passage in [p for p, vectors in found.items() if vectors is None]:
             found[passage] = vectors = index.encode_passages(encoder, list(passage))
             with self._lock:
-                if self._for is made_with:
+                if self._for is made_with and passage not in self._vectors:
                     self._vectors[passage] = vectors
-                while len(self._vectors) > self.kept:
-                    self._vectors.popitem(last=False)
+                    self.size += len(vectors)
+                while self.size > self.kept:
+                    self.size -= len(self._vectors.popitem(last=False)[1])
         return [found[passage] for passage in passages]

@@ -21,14 +21,15 @@ class Passages:
 
 
 def test_a_passage_is_encoded_alone_once_and_read_back_the_same():
-    index, encoder, kept = Passages(), object(), SentenceVectors(kept=2)
+    index, encoder, kept = Passages(), object(), SentenceVectors(kept=5)
     cat, dog, owl = ("a cat.", "it sat."), ("a dog.",), ("an owl.", "it flew.", "away.")
     first = kept.encode(index, encoder, [cat, dog, cat])
     assert index.asked == [list(cat), list(dog)]  # a batch a passage, each once
     assert first[0].shape == (2, 3) and (first[0] == first[2]).all()
     again = kept.encode(index, encoder, [dog, owl])
     assert index.asked[2:] == [list(owl)] and (again[0] == first[1]).all()  # read back, not encoded with the owl
-    kept.encode(index, encoder, [cat])  # two kept: the cat went when the owl came, the dog when the cat came back
+    assert kept.size == 4  # over five sentences kept, the least recently used passage (the cat's two) went
+    kept.encode(index, encoder, [cat])  # and the dog's when the cat's came back
     kept.encode(index, encoder, [dog])
     assert index.asked[3:] == [list(cat), list(dog)]
 
