@@ -25,7 +25,9 @@ re-ranking, hits, highlights; ``render``: the rest of what the front end does):
 - ``http``: ``POST /v1/search`` to ``encodr serve --index`` (a subprocess; one keep-alive
   connection), ``mcp``: the ``search`` tool of ``encodr mcp --index`` over stdio (the official
   MCP client), ``tui``: the Search tab through Textual's pilot, from setting the query to the
-  table drawn. At ``--front-size`` (20,000), hybrid (the default mode).
+  table drawn. At ``--front-size`` (20,000), hybrid (the default mode). Each row opens a
+  searcher of its own, as a new process would (one row does not start with the keyword postings
+  an earlier row's same queries fetched).
 - ``cold CLI``: ``encodr search QUERY --index IDX --json --timings`` as a new process, 5 times,
   split into start-up (``encodr --help``), model load (loading MiniLM in a fresh interpreter,
   its imports included), the query (its timings' total) and the rest (opening the index).
