@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
 from typing import Callable
 
 import numpy as np
 
+from .kept import Kept
 from .termstats import frequencies, idf, saturation
 
 BUDGET = 1 << 22  # postings held at most (row id and score: 16 bytes each, 64 MiB)
@@ -84,11 +84,15 @@ class Postings:
         self.rows, self.avgdl = rows, tokens / rows if rows else 1.0
         self._fetch, self._lengths, self._known_rows, self._counts = fetch, lengths, known_rows, counts
         self.budget = budget
-        self._held: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()  # phrase → (ids, BM25 term)
+        self._held = Kept(budget)  # phrase → (ids, BM25 term), counted by its postings
         self._big: set[str] = set()  # phrases too big to hold: FTS5 scores them
         self._row_lengths: np.ndarray | None = None
-        self.size = 0  # postings held
         self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        """The postings held."""
+        return self._held.size
 
     def top(self, phrases: list[str], k: int) -> list[tuple[int, float]] | None:
         """The top ``k`` rows by FTS5's ``bm25()`` of the OR of ``phrases`` (quoted FTS5
@@ -124,9 +128,6 @@ class Postings:
             if any(p in self._big or (self._known_rows(p) or 0) > self.budget // 4 for p in phrases):
                 return None
             found = {p: self._held.get(p) for p in phrases}
-            for phrase in phrases:
-                if found[phrase] is not None:
-                    self._held.move_to_end(phrase)
         for phrase, postings in found.items():
             if postings is None:
                 found[phrase] = postings = self._postings(phrase)
@@ -155,10 +156,4 @@ class Postings:
         if len(postings[0]) > self.budget // 4:
             self._big.add(phrase)
             return
-        if phrase in self._held:
-            return
-        self._held[phrase] = postings
-        self.size += len(postings[0])
-        while self.size > self.budget:
-            _, (ids, _) = self._held.popitem(last=False)
-            self.size -= len(ids)
+        self._held.put(phrase, postings, len(postings[0]))

@@ -193,13 +193,17 @@ class SentenceVectors:
 
     def __init__(self, kept: int = SENTENCES_KEPT):
         import threading
-        from collections import OrderedDict
 
-        self.kept = kept
-        self._vectors: OrderedDict = OrderedDict()  # a passage's sentences → float32 (n, d)
-        self.size = 0  # sentence vectors kept
+        from .kept import Kept
+
+        self._vectors = Kept(kept)  # a passage's sentences → float32 (n, d), counted by its sentences
         self._for: tuple | None = None  # (encoder, prompt, dimension) they were made with
         self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        """The sentence vectors kept."""
+        return self._vectors.size
 
     def encode(self, index, encoder, passages: list[tuple[str, ...]]) -> list:
         """Each passage's float32 (n, d) unit vectors of its n sentences, as ``index`` encodes its
@@ -209,18 +213,12 @@ class SentenceVectors:
         with self._lock:
             if self._for is None or self._for[0] is not encoder or self._for[1:] != made_with[1:]:
                 self._vectors.clear()
-                self._for, self.size = made_with, 0
+                self._for = made_with
             made_with = self._for  # what a search with another encoder may replace while this one encodes
             found = {passage: self._vectors.get(passage) for passage in passages}
-            for passage, vectors in found.items():
-                if vectors is not None:
-                    self._vectors.move_to_end(passage)
         for passage in [p for p, vectors in found.items() if vectors is None]:
             found[passage] = vectors = index.encode_passages(encoder, list(passage))
             with self._lock:
-                if self._for is made_with and passage not in self._vectors:
-                    self._vectors[passage] = vectors
-                    self.size += len(vectors)
-                while self.size > self.kept:
-                    self.size -= len(self._vectors.popitem(last=False)[1])
+                if self._for is made_with:
+                    self._vectors.put(passage, vectors, len(vectors))
         return [found[passage] for passage in passages]
