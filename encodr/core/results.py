@@ -98,14 +98,12 @@ def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: 
     Returns:
         Sorted (start, end) character offsets into ``text``, end exclusive.
     """
-    import re
-
-    from ..index.keywords import stem_words
+    from ..index.keywords import stem_words, words
 
     wanted = _wanted(query, query_lang)
-    found = list(re.finditer(r"\w+", text))
-    stems = stem_words([m.group().lower() for m in found], text_lang)
-    return [(m.start(), m.end()) for m, stem in zip(found, stems) if _fold(m.group()) in wanted or _fold(stem) in wanted]
+    found = words(text)
+    stems = stem_words([text[a:b].lower() for a, b in found], text_lang)
+    return [(a, b) for (a, b), stem in zip(found, stems) if _fold(text[a:b]) in wanted or _fold(stem) in wanted]
 
 
 def _fold(s: str) -> str:
@@ -122,12 +120,10 @@ def _wanted(query: str, query_lang: str | None) -> frozenset[str]:
     """The folded words and stems of ``query`` that :func:`term_spans` marks: its telling words
     (a word as common as "the" marks nothing, unless the query has no other), kept for the
     query's next hits (each looks its words' frequencies up)."""
-    import re
-
-    from ..index.keywords import stem_words
+    from ..index.keywords import stem_words, words
     from ..index.snippets import word_weight
 
-    query_words = re.findall(r"\w+", query)
+    query_words = [query[a:b] for a, b in words(query)]
     telling = [w for w in query_words if word_weight(w.lower(), query_lang) >= STOP_WEIGHT]  # "the", "of", "is" mark nothing
     query_words = telling or query_words
     return frozenset(_fold(w) for w in [*query_words, *stem_words([w.lower() for w in query_words], query_lang)])

@@ -122,6 +122,8 @@ class Session:
         """
         from .. import timing
         from ..index.hints import language_hints
+        from ..index.options import DENSE
+        from ..index.upgrade import keywords_stale
 
         searcher = searcher or self.open(request)
         reranker = reranker if reranker is not None else self.reranker(request.rerank)
@@ -137,6 +139,9 @@ class Session:
                 hints = language_hints(request.query, searcher.index.meta)
         down = searcher.index.missing()
         hints += [empty_line(searcher.index.path)] if len(searcher.index) == 0 else []
+        hints += (
+            [stale_keywords_line(searcher.index.path)] if request.mode != DENSE and keywords_stale(searcher.index.meta) else []
+        )
         hints += [partial_line(down, searcher.index.meta.shards)] if down else []
         shown = {name: round(spent[name], 3) for name in (*timing.PHASES, "total") if name in spent}
         return SearchResult(
@@ -214,6 +219,15 @@ def empty_line(path) -> str:
     return (
         f"index {short_path(str(path))} is empty (no documents); add some with: encodr index DOCS --out "
         f"{short_path(str(path))} --add"
+    )
+
+
+def stale_keywords_line(path) -> str:
+    """The one line every front end shows for a search of an index whose keyword index an older
+    analysis made (:func:`encodr.index.upgrade.keywords_stale`)."""
+    return (
+        f"index {short_path(str(path))} has keywords analysed by an older encodr (an identifier's parts are now "
+        f"stemmed apart); bring them up to date with: encodr index --upgrade {short_path(str(path))}"
     )
 
 

@@ -5,8 +5,10 @@ word matches a text word when both reduce to the same term in their languages.
 
 Analysis, in order (Lucene's and Elasticsearch's language analyzers do the same steps):
 
-1. lower-case, then split into words (``\\w+``, any script) and runs of the scripts written
-   without spaces: CJK (Han, kana, Hangul), Thai, Lao, Khmer and Burmese;
+1. split into words (letters and digits, any script) and runs of the scripts written without
+   spaces: CJK (Han, kana, Hangul), Thai, Lao, Khmer and Burmese; an identifier's parts are
+   words of their own (``get_console`` → ``get console``, ``ConsolePrint`` → ``console print``:
+   :func:`words`), then lower-case;
 2. a Thai run is cut into words by PyThaiNLP's ``newmm`` dictionary segmenter (what
    Elasticsearch's ``thai`` tokenizer and Lucene's ``ThaiTokenizer`` do with ICU's dictionary):
    ``เครื่องสูบน้ำต้องมีแรงดัน`` → ``เครื่องสูบน้ำ ต้อง มี แรงดัน``; a CJK, Lao, Khmer or Burmese
@@ -32,7 +34,9 @@ from typing import Callable
 KEYWORD_TABLE = "texts_fts"
 # FTS5's Unicode tokenizer, after keyword_terms: splits on spaces, folds case, drops diacritics.
 KEYWORD_TOKENIZER = "unicode61 remove_diacritics 2"
-ANALYZER = "snowball-stems+cjk-bigrams+thai-newmm"  # recorded in index.json (an older index gets it from encodr index --upgrade)
+# recorded in index.json; an index made by another analysis gets a hint, and encodr index --upgrade
+# builds its keywords again (encodr.index.upgrade.keywords_stale)
+ANALYZER = "snowball-stems+identifier-parts+cjk-bigrams+thai-newmm"
 
 # ISO 639-3 → Snowball stemmer (PyStemmer's algorithm names)
 STEMMERS = {
@@ -78,7 +82,7 @@ STEMMERS = {
 _CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
 _BIGRAMS = _CJK + "\u0e80-\u0eff\u1780-\u17ff\u1000-\u109f"  # … and Lao, Khmer, Burmese: bigrams
 _THAI = "\u0e00-\u0e7f"
-_WORDS = re.compile(f"([{_BIGRAMS}]+)|([{_THAI}]+)|([^\\W{_BIGRAMS}{_THAI}]+)")
+_WORDS = re.compile(f"([{_BIGRAMS}]+)|([{_THAI}]+)|([^\\W_{_BIGRAMS}{_THAI}]+)")  # "_" joins an identifier's parts
 
 
 @functools.lru_cache(maxsize=None)
@@ -105,36 +109,52 @@ def keyword_terms(text: str, lang: str | None, identifiers: bool = True) -> list
     """
     words: list[str] = []
     terms: list[str] = []
-    for run, thai, word in _WORDS.findall(text.lower()):
+    for m in _WORDS.finditer(text):
+        run, thai, word = m.groups()
         if run:
+            run = run.lower()
             terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
         elif thai:
             terms.extend(thai_words(thai))
         else:
-            words.append(word)
+            words.extend(text[a:b].lower() for a, b in _parts(word, m.start()))
     return stem_words(words, lang) + terms + (identifier_terms(text) if identifiers else [])
+
+
+def words(text: str) -> list[tuple[int, int]]:
+    """The (start, end) character offsets of the words of ``text`` as step 1 of the analysis
+    cuts them: letters and digits, an identifier's parts each a word (``get_console`` → ``get``,
+    ``console``; ``ConsolePrint`` → ``Console``, ``Print``), and each run of a script written
+    without spaces whole; for the front ends' highlights and the snippets' word matches."""
+    return [span for m in _WORDS.finditer(text) for span in (_parts(m.group(3), m.start()) if m.group(3) else [m.span()])]
+
+
+def _parts(word: str, at: int) -> list[tuple[int, int]]:
+    """The spans of ``word`` (found at offset ``at``), cut at its CamelCase boundaries
+    (``getHTTPServer`` → ``get``, ``HTTP``, ``Server``); itself where it has none (``URLs``)."""
+    if not _CAMEL.search(word):
+        return [(at, at + len(word))]
+    return [(at + m.start(), at + m.end()) for m in _CAMEL_PARTS.finditer(word)]
 
 
 _CODE = re.compile(r"\w+(?:[-.:/]\w+)+")  # HX-7731, v2.3.1, os.path.join, a/b
 _IDENTIFIER = re.compile(r"\w*(?:[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9])\w*")  # CamelCase, snake_case
 _CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_CAMEL = re.compile(r"[a-z][A-Z]")  # a CamelCase boundary (getConsole; not URLs, or HTTPServer alone: an acronym's plural)
 
 
 def identifier_terms(text: str) -> list[str]:
     """The codes and identifiers of ``text`` kept whole, as one term each, beside the words
     they are split into by step 1 (FTS5's tokenizer would cut them at ``-``, ``.``, ``_``):
-    ``HX-7731`` → ``hx7731``, ``v2.3.1`` → ``v231``, ``get_console`` → ``getconsole`` (its
-    words ``get`` and ``console`` are terms already), ``ConsolePrint`` → ``consoleprint``,
-    ``console`` and ``print``. A query's code then matches the text that holds it exactly
-    above texts holding only its parts (each whole term is rarer than its parts)."""
+    ``HX-7731`` → ``hx7731``, ``v2.3.1`` → ``v231``, ``get_console`` → ``getconsole``,
+    ``ConsolePrint`` → ``consoleprint`` (their words, ``get`` and ``console``, ``console`` and
+    ``print``, are stemmed terms already). A query's code then matches the text that holds it
+    exactly above texts holding only its parts (each whole term is rarer than its parts)."""
     out: list[str] = []
     for m in _CODE.finditer(text):
         out.append(re.sub(r"\W|_", "", m.group()).lower())
     for m in _IDENTIFIER.finditer(text):
-        word = m.group()
-        out.append(word.replace("_", "").lower())
-        if any(c.isupper() for c in word[1:]):
-            out.extend(p.lower() for part in word.split("_") for p in _CAMEL_PARTS.findall(part))
+        out.append(m.group().replace("_", "").lower())
     return out
 
 

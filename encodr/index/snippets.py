@@ -23,7 +23,6 @@ import re
 
 SNIPPET_CHARS = 320  # the most characters a snippet holds (a front end shows what fits)
 _SENTENCE_END = re.compile(r"(?<=[.!?;。！？])[\"'”’)\]]*\s+|\n\s*")
-_WORD = re.compile(r"\w+")
 
 
 _ABBREVIATIONS = frozenset(
@@ -98,8 +97,9 @@ def keyword_scores(query: str, text: str, spans: list[tuple[int, int]], lang: st
     """Each sentence's share, in [0, 1], of the query's word weight (:func:`word_weight`) that it
     holds, words compared by their stems in ``lang``."""
     from .keywords import stem_words
+    from .keywords import words as word_spans
 
-    words = [w.lower() for w in _WORD.findall(query)]
+    words = [query[a:b].lower() for a, b in word_spans(query)]
     if not words:
         return [0.0] * len(spans)
     weights: dict[str, float] = {}
@@ -108,7 +108,7 @@ def keyword_scores(query: str, text: str, spans: list[tuple[int, int]], lang: st
     total = sum(weights.values()) or 1.0
     scores = []
     for s, e in spans:
-        found = [w.lower() for w in _WORD.findall(text[s:e])]
+        found = [text[s + a : s + b].lower() for a, b in word_spans(text[s:e])]
         held = set(found) | set(stem_words(found, lang))
         scores.append(sum(w for stem, w in weights.items() if stem in held) / total)
     return scores

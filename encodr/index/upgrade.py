@@ -21,7 +21,9 @@ def upgrade(path: str | Path) -> dict:
     generations, ``texts.db`` its current tables (each stored text the one passage of a document
     named as it is shown, :func:`~.texts.upgrade_store`), the keyword index is built
     with the current analysis, and ``index.json`` records the prompts (none, as the index was
-    encoded) and the format. The vectors are kept as they are.
+    encoded) and the format. An index of the current format whose keywords an older analysis
+    made (:func:`keywords_stale`) gets its keyword index built again. The vectors are kept as
+    they are.
 
     Returns:
         ``path``, ``from`` and ``to`` (formats), ``upgraded`` (False: it was current already);
@@ -70,7 +72,7 @@ def upgrade(path: str | Path) -> dict:
             )
         meta = IndexMeta.from_dict(meta)
         found = meta.format
-        if found >= FORMAT:
+        if found > FORMAT or (found == FORMAT and not keywords_stale(meta)):
             require_current(path, found)  # a newer one is refused
             return {"path": str(path.resolve()), "from": found, "to": FORMAT, "upgraded": False}
         with generation(path, legacy=INDEX_FILES) as tmp:  # a flat index's files are removed once the generation is current
@@ -88,3 +90,13 @@ def upgrade(path: str | Path) -> dict:
             meta.format = FORMAT
             meta.write(tmp)
     return {"path": str(path.resolve()), "from": found, "to": FORMAT, "upgraded": True}
+
+
+def keywords_stale(meta: IndexMeta) -> bool:
+    """Whether the index ``meta`` describes has a keyword index made by an analysis other than
+    this encodr's (:data:`~.keywords.ANALYZER`): its texts' terms and a query's may then differ
+    (an identifier's parts, stemmed apart since, were stemmed as one word). Every write
+    (``--add``, ``--sync``, a deletion) builds the keyword index again, and so does
+    :func:`upgrade`."""
+    keywords = getattr(meta, "keywords", None)  # a sharded index's record has none of its own
+    return bool(keywords) and keywords.get("analyzer") != ANALYZER

@@ -66,7 +66,7 @@ def test_codes_and_identifiers_are_kept_whole_beside_their_parts():
     from encodr.index.keywords import keyword_terms
 
     terms = keyword_terms("Order HX-7731 via get_console or ConsolePrint in v2.3.1", "eng")
-    assert {"hx7731", "getconsole", "consoleprint", "console", "print", "v231", "hx", "7731"} <= set(terms)
+    assert {"hx7731", "getconsole", "consoleprint", "consol", "print", "v231", "hx", "7731"} <= set(terms)  # parts stemmed
 
 
 def test_an_exact_code_finds_the_document_that_holds_it_and_a_quoted_phrase_is_a_phrase(
@@ -111,3 +111,35 @@ def test_terms_in_half_the_texts_are_left_out_of_the_query_unless_k_hits_need_th
     assert [h.ext_id for h in hits] == ["valve"]
     hits = searcher.query(["the relief valve"], SearchOptions(k=3, mode="keyword", lang=None))[1][0]
     assert [h.ext_id for h in hits][:1] == ["valve"] and len(hits) == 3  # the texts holding only "the" fill k
+
+
+def test_an_identifiers_parts_are_stemmed_marked_and_scored_as_words():
+    """``keyword_scores`` holds the words ``keyword`` and ``scores``: the keyword index stems each
+    (``score``, as the query's ``scores`` is stemmed, not ``scor`` as the whole name stemmed and
+    then cut gave), the highlights mark them, and a snippet scores the line that holds them."""
+    from encodr.core.results import term_spans
+    from encodr.index.keywords import keyword_terms, stem_words
+    from encodr.index.snippets import keyword_scores
+
+    terms = set(keyword_terms("def keyword_scores(): keywords_list = getConsoles()", "eng"))
+    assert set(stem_words(["keyword", "scores", "keywords", "list", "get", "consoles"], "eng")) <= terms
+    assert {"keywordscores", "keywordslist", "getconsoles"} <= terms and "scor" not in terms
+    text = "def keyword_scores(query):\n    from .keywords import stem_words"
+    assert [text[a:b] for a, b in term_spans(text, "keyword scores", "eng", "eng")] == ["keyword", "scores", "keywords"]
+    signature, imports = keyword_scores("how are keyword scores fused", text, [(0, 26), (31, len(text))], "eng")
+    assert signature > imports > 0  # the import line holds "keywords" only
+
+
+def test_a_word_finds_the_code_that_names_it_inside_an_identifier(tmp_path, tiny_model, capsys, monkeypatch):
+    import json
+
+    from tests.conftest import run_cli
+
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "scoring.py").write_text('def keyword_scores(query):\n    """Each line\'s share."""\n    return 1\n')
+    (code / "rows.py").write_text('def fetch_rows(ids):\n    """Rows by id."""\n    return ids\n')
+    out = tmp_path / "idx"
+    assert run_cli(["index", str(code), "--model", str(tiny_model), "--out", str(out)], capsys, monkeypatch)[0] == 0
+    _, stdout, _ = run_cli(["search", "scores", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    assert [h["path"] for h in json.loads(stdout)["results"][0]["hits"]] == ["scoring.py"]

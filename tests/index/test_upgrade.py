@@ -129,3 +129,28 @@ def test_an_old_index_with_generations_is_upgraded_by_a_relative_path(tmp_path, 
     assert code == 0 and json.loads(text)["upgraded"] is True, err
     with Index.open(tmp_path / "idx") as index:
         assert index.meta.format == FORMAT and len(index) == 1
+
+
+def test_keywords_an_older_analysis_made_get_a_hint_and_are_built_again_by_upgrade(tmp_path, tiny_model, capsys, monkeypatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "scoring.py").write_text('def keyword_scores(query):\n    """Each line\'s share."""\n    return 1\n')
+    out = tmp_path / "idx"
+    build([str(docs)], out, BuildOptions(model=str(tiny_model), lang="eng"))
+    record = out / "current" / "index.json"
+    meta = json.loads(record.read_text())
+    meta["keywords"]["analyzer"] = "snowball-stems+cjk-bigrams+thai-newmm"  # as encodr analysed before identifiers' parts
+    record.write_text(json.dumps(meta))
+
+    def hints(*extra):
+        code, text, _ = run_cli(["search", "scores", "--index", str(out), "--json", *extra], capsys, monkeypatch)
+        assert code == 0
+        return json.loads(text)["hints"]
+
+    assert [h for h in hints() if "encodr index --upgrade" in h and "older encodr" in h]
+    assert hints("--mode", "dense") == []  # a dense search reads no keyword
+    code, text, _ = run_cli(["index", "--upgrade", str(out), "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(text)["upgraded"] is True
+    assert hints() == []
+    code, text, _ = run_cli(["index", "--upgrade", str(out), "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(text)["upgraded"] is False
