@@ -40,7 +40,7 @@ FUSIONS = ("zscore", "convex", "rrf")
 RRF_K = 60  # Cormack et al. 2009
 CONVEX_ALPHA = 0.5  # weight of the dense scores (convex)
 ZSCORE_ALPHA = 0.5  # weight of the dense z-scores of prose (zscore)
-CODE_ALPHA = 0.8  # … of a passage of source code
+CODE_ALPHA = 0.85  # … of a passage of source code
 
 
 def fuse(

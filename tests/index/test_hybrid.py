@@ -178,7 +178,7 @@ def test_zscore_fusion_weighs_a_passage_of_source_code_toward_its_cosine():
     dense = [(1, 0.7), (2, 0.5), (3, 0.45), (4, 0.4)]
     keyword = [(2, 9.0), (1, 1.0)]  # BM25 favours 2, the cosine 1
     assert fuse(dense, keyword, "zscore")[0][0] == 2  # prose: α 0.5, BM25's clear lead wins
-    assert fuse(dense, keyword, "zscore", code={1, 2, 3, 4})[0][0] == 1  # code: α 0.8, the cosine leads
+    assert fuse(dense, keyword, "zscore", code={1, 2, 3, 4})[0][0] == 1  # code: α 0.85, the cosine leads
     assert fuse(dense, keyword, "zscore", alpha=0.5, code={1, 2, 3, 4})[0][0] == 2  # a weight given holds for every text
 
 
