@@ -102,8 +102,9 @@ def term_spans(text: str, query: str, query_lang: str | None = None, text_lang: 
 
     wanted = _wanted(query, query_lang)
     found = words(text)
-    stems = stem_words([text[a:b].lower() for a, b in found], text_lang)
-    return [(a, b) for (a, b), stem in zip(found, stems) if _fold(text[a:b]) in wanted or _fold(stem) in wanted]
+    tokens = [text[a:b] for a, b in found]
+    stems = stem_words([t.lower() for t in tokens], text_lang)
+    return [span for span, token, stem in zip(found, tokens, stems) if _fold(token) in wanted or _fold(stem) in wanted]
 
 
 def _fold(s: str) -> str:

@@ -109,6 +109,7 @@ def keyword_terms(text: str, lang: str | None, identifiers: bool = True) -> list
     """
     words: list[str] = []
     terms: list[str] = []
+    camel = _CAMEL.search(text) is not None  # most prose has no CamelCase name: no word to cut
     for m in _WORDS.finditer(text):
         run, thai, word = m.groups()
         if run:
@@ -116,8 +117,10 @@ def keyword_terms(text: str, lang: str | None, identifiers: bool = True) -> list
             terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
         elif thai:
             terms.extend(thai_words(thai))
-        else:
+        elif camel and _CAMEL.search(word):
             words.extend(text[a:b].lower() for a, b in _parts(word, m.start()))
+        else:
+            words.append(word.lower())
     return stem_words(words, lang) + terms + (identifier_terms(text) if identifiers else [])
 
 
@@ -126,6 +129,8 @@ def words(text: str) -> list[tuple[int, int]]:
     cuts them: letters and digits, an identifier's parts each a word (``get_console`` → ``get``,
     ``console``; ``ConsolePrint`` → ``Console``, ``Print``), and each run of a script written
     without spaces whole; for the front ends' highlights and the snippets' word matches."""
+    if not _CAMEL.search(text):  # most prose has no CamelCase name: each match is a word
+        return [m.span() for m in _WORDS.finditer(text)]
     return [span for m in _WORDS.finditer(text) for span in (_parts(m.group(3), m.start()) if m.group(3) else [m.span()])]
 
 
