@@ -225,10 +225,8 @@ def empty_line(path) -> str:
 def stale_keywords_line(path) -> str:
     """The one line every front end shows for a search of an index whose keyword index an older
     analysis made (:func:`encodr.index.upgrade.keywords_stale`)."""
-    return (
-        f"index {short_path(str(path))} has keywords analysed by an older encodr (an identifier's parts are now "
-        f"stemmed apart); bring them up to date with: encodr index --upgrade {short_path(str(path))}"
-    )
+    shown = short_path(str(path))
+    return f"index {shown}'s keywords were analysed by an older encodr; update them with: encodr index --upgrade {shown}"
 
 
 def preload_languages(meta, lang: str | None, mode: str) -> None:
