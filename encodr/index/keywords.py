@@ -107,7 +107,7 @@ def keyword_terms(text: str, lang: str | None, identifiers: bool = True) -> list
     Returns:
         Terms, lower-case, possibly repeated (BM25 counts them).
     """
-    words: list[str] = []
+    to_stem: list[str] = []  # the words, each stemmed below
     terms: list[str] = []
     camel = _CAMEL.search(text) is not None  # most prose has no CamelCase name: no word to cut
     for m in _WORDS.finditer(text):
@@ -118,10 +118,10 @@ def keyword_terms(text: str, lang: str | None, identifiers: bool = True) -> list
         elif thai:
             terms.extend(thai_words(thai))
         elif camel and _CAMEL.search(word):
-            words.extend(text[a:b].lower() for a, b in _parts(word, m.start()))
+            to_stem.extend(text[a:b].lower() for a, b in _parts(word, m.start()))
         else:
-            words.append(word.lower())
-    return stem_words(words, lang) + terms + (identifier_terms(text) if identifiers else [])
+            to_stem.append(word.lower())
+    return stem_words(to_stem, lang) + terms + (identifier_terms(text) if identifiers else [])
 
 
 def words(text: str) -> list[tuple[int, int]]:
