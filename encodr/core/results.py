@@ -251,10 +251,10 @@ def own_title(hit: Hit) -> str:
 
 
 def where(hit: Hit) -> str:
-    """Where a hit's answer is, as a person opens it: its path relative to the folder indexed
-    and the line its snippet starts on (``guide/install.md:42``, what an editor's ``file:line``
-    opens), the PDF page (``p. 3``) or the presentation's slide (``slide 3``) and the section it
-    sits under (``› Install › GPU``)."""
+    """Where a hit's answer is, as a person opens it: its path from the folder indexed (after
+    that folder's name in an index of several) and the line its snippet starts on
+    (``guide/install.md:42``, what an editor's ``file:line`` opens), the PDF page (``p. 3``) or
+    the presentation's slide (``slide 3``) and the section it sits under (``› Install › GPU``)."""
     at = f"{hit.path or hit.source}:{hit.snippet_line or hit.line}"
     slides = Path(hit.source or "").suffix.lower() in (".pptx", ".odp")
     page = f" {'slide' if slides else 'p.'} {hit.page}" if hit.page else ""

@@ -189,10 +189,8 @@ class Ingest:
         roots: list[str] | None = None,
     ):
         self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
-        roots = (
-            roots or []
-        )  # the paths given: a file is shown relative to the deepest folder among them holding it (looked at once, not per text)
-        self.folders = sorted((r for r in roots if os.path.isdir(r)), key=len, reverse=True)
+        # the paths given, and the folders the index was built, added to and synced from: a file's shown path (shown_roots)
+        self.folders = shown_roots([*(roots or []), *((old.meta.sources or []) if old is not None else [])])
         self.detected = 0  # texts whose language came from the detector
         self.texts = TextStore.create(tmp / STORE_FILE)
         self.next_id = self.texts.next_id()
@@ -299,14 +297,38 @@ class Ingest:
         self.texts.insert(rows)
 
 
-def shown_path(source: str, folders: list[str]) -> str:
-    """``source`` as a person reads it: relative to the deepest of ``folders`` (absolute paths of
-    the folders indexed, deepest first) that holds it, with ``/`` between parts; a file given
-    by itself, or a document given whole (an upsert), its own name."""
+def shown_roots(roots: list[str]) -> list[tuple[str, str]]:
+    """The folders a file's shown path (:func:`shown_path`) starts from, each with the prefix it
+    gives its files: the outermost folders among ``roots`` (absolute paths; files, missing paths
+    and folders inside another one left out). With one such folder there is no prefix: a file
+    shows relative to it (``projects/todo.md``). With several, each file's path starts with its
+    folder's name (``notes/todo.md``, ``code/main.py``), or, where two of them share a name, with
+    the folder's path from their common parent, so that two files never show the same path (as
+    ripgrep shows the paths it was given)."""
+
+    def inside(folder: str, other: str) -> bool:
+        return folder.startswith(other.rstrip(os.sep) + os.sep)
+
+    folders = sorted({os.path.normpath(r) for r in roots if os.path.isdir(r)}, key=lambda f: (len(f), f))
+    top = [f for i, f in enumerate(folders) if not any(inside(f, g) for g in folders[:i])]
+    if len(top) <= 1:
+        return [(f, "") for f in top]
+    names = [os.path.basename(f) or f for f in top]
+    if len(set(names)) < len(names):
+        common = os.path.commonpath(top)
+        names = [Path(os.path.relpath(f, common)).as_posix() for f in top]
+    return list(zip(top, names))
+
+
+def shown_path(source: str, folders: list[tuple[str, str]]) -> str:
+    """``source`` as a person reads it: relative to the folder of ``folders`` (:func:`shown_roots`)
+    that holds it, after that folder's prefix, with ``/`` between parts; a file given by itself,
+    or a document given whole (an upsert), its own name."""
     full = os.path.abspath(source)
-    for root in folders:
+    for root, prefix in folders:
         if full.startswith(root.rstrip(os.sep) + os.sep):
-            return Path(os.path.relpath(full, root)).as_posix()
+            shown = Path(os.path.relpath(full, root)).as_posix()
+            return f"{prefix}/{shown}" if prefix else shown
     return Path(source).name  # a file given by itself (an upsert's source, "api", reads the same)
 
 

@@ -73,15 +73,20 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 @functools.lru_cache(maxsize=64)
 def _two_letter(lang: str | None) -> str:
-    """The ISO 639-1 code wordfreq knows a language by (English when it has none)."""
+    """The ISO 639-1 code of the wordfreq list a language's words are weighed by: its own where
+    wordfreq has one, else English's (a language wordfreq lacks, such as Somali, would make it
+    print a warning line to stderr, or raise ``LookupError``)."""
     if not lang or lang == "und":
         return "en"
+    from wordfreq import available_languages
+
     try:
         from ..data.language import known_languages
 
-        return known_languages()[lang].iso_code_639_1.name.lower()
+        code = known_languages()[lang].iso_code_639_1.name.lower()
     except Exception:  # a language the detector does not know
         return "en"
+    return code if code in available_languages() else "en"
 
 
 @functools.lru_cache(maxsize=65536)

@@ -209,3 +209,20 @@ def test_a_hit_moved_to_another_rank_is_a_new_hit_equal_to_replace_and_the_first
     assert hit.at(3) is hit
     hits = [Hit(r, 1.0 - r / 10, f"t{r}", "a.md", r, r, ext_id=doc) for r, doc in enumerate(["x", "x", "y", "x", "z"], 1)]
     assert [(h.rank, h.ext_id, h.text) for h in best_passages(hits, 3)] == [(1, "x", "t1"), (2, "y", "t3"), (3, "z", "t5")]
+
+
+def test_two_folders_files_of_one_name_show_apart(tmp_path, tiny_model, capsys, monkeypatch):
+    for folder, colour in (("a", "red"), ("b", "blue"), ("c", "green")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "README.md").write_text(f"# {folder}\n\nThe project uses a {colour} widget.\n")
+    out, common = tmp_path / "idx", ["--model", str(tiny_model), "--lang", "eng", "--out", str(tmp_path / "idx")]
+    code, _, err = run_cli(["index", str(tmp_path / "a"), str(tmp_path / "b"), *common], capsys, monkeypatch)
+    assert code == 0, err
+    code, _, err = run_cli(["index", str(tmp_path / "c"), *common, "--add"], capsys, monkeypatch)  # a folder added later
+    assert code == 0, err
+    code, stdout, _ = run_cli(
+        ["search", "widget", "--index", str(out), "--mode", "keyword", "--format", "files"], capsys, monkeypatch
+    )
+    assert sorted(stdout.splitlines()) == ["a/README.md", "b/README.md", "c/README.md"]
+    code, stdout, _ = run_cli(["show", "b/README.md:3", "--index", str(out), "--json"], capsys, monkeypatch)
+    assert code == 0 and [r["text"] for r in json.loads(stdout)["lines"]] == ["The project uses a blue widget."]

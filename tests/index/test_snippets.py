@@ -1,0 +1,33 @@
+"""Snippets' word weights and shown paths: what a hit prints, whatever languages and folders an index holds."""
+
+import logging
+
+import wordfreq
+
+from encodr.index import snippets
+from encodr.index.ingest import shown_path, shown_roots
+
+
+def test_a_language_wordfreq_lacks_weighs_words_as_english_without_a_warning(caplog):
+    snippets._two_letter.cache_clear()
+    snippets.word_weight.cache_clear()
+    wordfreq.get_frequency_list.cache_clear()
+    text = "The alpha project uses a red widget. Nothing else."
+    spans = snippets.sentence_spans(text)
+    with caplog.at_level(logging.WARNING):
+        somali = snippets.keyword_scores("red widget", text, spans, "som")  # Somali: the detector knows it, wordfreq not
+    assert not [r for r in caplog.records if r.name.startswith("wordfreq")]
+    assert somali == snippets.keyword_scores("red widget", text, spans, "eng") and somali[0] > somali[1]
+
+
+def test_paths_show_from_the_folder_indexed_and_with_its_name_when_there_are_several(tmp_path):
+    for folder in ("a", "b", "a/sub", "x/docs", "y/docs"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    a, b, sub = str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "a/sub")
+    one = shown_roots([a, sub])  # a folder inside another adds nothing: its files show from the outer one
+    assert shown_path(f"{sub}/README.md", one) == "sub/README.md" and shown_path(f"{a}/README.md", one) == "README.md"
+    two = shown_roots([a, b, str(tmp_path / "a.md")])  # a file given by itself is no folder
+    assert [shown_path(f"{f}/README.md", two) for f in (a, b)] == ["a/README.md", "b/README.md"]
+    assert shown_path(str(tmp_path / "a.md"), two) == "a.md"
+    same = shown_roots([str(tmp_path / "x/docs"), str(tmp_path / "y/docs")])  # two folders of one name
+    assert [shown_path(str(tmp_path / f"{f}/docs/n.md"), same) for f in "xy"] == ["x/docs/n.md", "y/docs/n.md"]
