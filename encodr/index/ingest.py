@@ -309,7 +309,7 @@ def shown_roots(roots: list[str]) -> list[tuple[str, str]]:
     def inside(folder: str, other: str) -> bool:
         return folder.startswith(other.rstrip(os.sep) + os.sep)
 
-    folders = sorted({os.path.normpath(r) for r in roots if os.path.isdir(r)}, key=lambda f: (len(f), f))
+    folders = sorted({os.path.abspath(r) for r in roots if os.path.isdir(r)}, key=lambda f: (len(f), f))
     top = [f for i, f in enumerate(folders) if not any(inside(f, g) for g in folders[:i])]
     if len(top) <= 1:
         return [(f, "") for f in top]
