@@ -264,7 +264,9 @@ def corpus_languages(
     confidence ≥ :data:`CONFIDENT`: the detector's mistakes (Latin for an English sentence
     full of species names) are mostly unsure. A language below the thresholds is most likely
     the detector's mistake on a text of one of the others. When none qualifies (a tiny
-    corpus), the most common label is kept.
+    corpus), the label the detector is surest of is kept: the one whose confidences sum highest
+    (a label given, not detected, counts 1), or without ``confidences`` the most common one; a
+    heading of one letter labelled Somali then does not outweigh a sentence labelled English.
 
     Returns:
         ISO 639-3 codes, sorted; empty only when every label is ``und``.
@@ -282,5 +284,9 @@ def corpus_languages(
             kept = [c for c in kept if counts[c] >= MAJOR_SHARE * total or sure[c] >= min_share * sure_total]
     kept = sorted(kept)
     if not kept and counts:
-        kept = [counts.most_common(1)[0][0]]
+        weight = Counter()
+        for label, c in zip(labels, confidences if confidences is not None else [1.0] * len(labels)):
+            if label != UNDETERMINED:
+                weight[label] += 1.0 if c is None else c
+        kept = [max(weight, key=lambda label: (weight[label], counts[label]))]
     return kept

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from encodr.data.language import corpus_languages, detect_languages
+from encodr.data.language import corpus_languages, detect_languages, sampled_languages
 from encodr.errors import EncodrError
 from encodr.index import BuildOptions, Searcher, build
 from encodr.index.options import SearchOptions
@@ -66,6 +66,16 @@ def test_corpus_languages_drop_rare_labels():
     labels = ["eng"] * 300 + ["spa"] * 200 + ["sot"] * 2 + ["tgl"] * 4 + ["und"] * 9
     assert corpus_languages(labels) == ["eng", "spa"]  # tgl: 4 texts but under 1 %
     assert corpus_languages(["ita", "ita", "fra"]) == ["ita"]  # nothing reaches 3 texts: the most common
+
+
+def test_a_tiny_corpus_keeps_the_language_the_detector_is_surest_of():
+    """Two one-letter headings ("# X", "# Y") and a sentence: the detector's labels and confidences
+    as lingua gives them in high-accuracy mode; the first label, Somali, made the whole corpus Somali."""
+    labels, sure = ["som", "cym", "eng"], [0.198, 0.118, 0.378]
+    assert corpus_languages(labels, confidences=sure) == ["eng"]
+    assert corpus_languages(["som", "som", "eng"], confidences=[0.2, 0.2, 0.9]) == ["eng"]
+    assert corpus_languages(["som", "eng"], confidences=[0.3, None]) == ["eng"]  # a label given, not detected, counts 1
+    assert sampled_languages(["# X", "# Y", "# Alpha\n\nThe alpha project uses a red widget for calibration."]) == ["eng"]
 
 
 def test_index_detects_languages_and_search_filters_them(mixed_file, tiny_model, tmp_path):
