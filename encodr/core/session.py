@@ -129,9 +129,7 @@ class Session:
         reranker = reranker if reranker is not None else self.reranker(request.rerank)
         searcher.index.reset_missing()  # a sharded index: the shards that did not answer are counted from here
         with timing.collect() as spent:
-            langs, results = searcher.query(request.query, request.options(), reranker)
-            if not request.no_judgments:
-                results = searcher.judged(request.query, results, request.k)
+            langs, results, changed = fresh_hits(searcher, request, reranker)
             results = searcher.snippets(request.query, langs, results)
             if request.context:
                 results = searcher.context(results, request.context)
@@ -143,6 +141,7 @@ class Session:
             [stale_keywords_line(searcher.index.path)] if request.mode != DENSE and keywords_stale(searcher.index.meta) else []
         )
         hints += [partial_line(down, searcher.index.meta.shards)] if down else []
+        hints += [changed_line(changed, searcher.index)] if changed else []
         shown = {name: round(spent[name], 3) for name in (*timing.PHASES, "total") if name in spent}
         return SearchResult(
             index=str(searcher.index.path),
@@ -192,6 +191,51 @@ def settle() -> None:
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+
+
+FRESH_ROUNDS = 4  # searches, ever deeper, that fresh_hits makes at most to find k hits of unchanged files
+
+
+def fresh_hits(searcher, request: SearchRequest, reranker=None):
+    """``request``'s hits, with the judged documents moved (unless ``no_judgments``), and
+    without the hits of documents whose file was edited or deleted since the index read it
+    (:meth:`encodr.index.Searcher.changed`): their stored text is no longer the file's, so no
+    front end shows it. The search is run again, deeper by the hits left out, until each query
+    has ``k`` hits, no new document is found changed, or :data:`FRESH_ROUNDS` searches ran.
+
+    Returns:
+        (the queries' languages, their hit lists (at most k each, ranks from 1), document id →
+        (its path as hits show it, ``edited`` or ``deleted``) for the documents left out).
+    """
+    from dataclasses import replace
+
+    options, k, changed = request.options(), request.k, {}
+    for _ in range(FRESH_ROUNDS):
+        langs, results = searcher.query(request.query, options, reranker)
+        if not request.no_judgments:
+            results = searcher.judged(request.query, results, options.k)
+        found = searcher.changed(results)
+        new = found.keys() - changed.keys()
+        shown = {h.document: h.path or h.document for hits in results for h in hits}
+        changed.update({doc: (shown[doc], what) for doc, what in found.items() if doc in new})
+        kept = [[h for h in hits if h.document not in changed] for hits in results]
+        if not new or all(len(hits) >= k for hits in kept):
+            break
+        options = replace(options, k=options.k + max(len(r) - len(h) for r, h in zip(results, kept)))
+    return langs, [[h.at(rank) for rank, h in enumerate(hits[:k], 1)] for hits in kept], changed
+
+
+def changed_line(changed: dict[str, tuple[str, str]], index) -> str:
+    """The one line every front end shows when a search left out hits of files edited or deleted
+    since ``index`` read them (:func:`fresh_hits`): the first few documents, and the command that
+    reads them again."""
+    named = [f"{path} {what}" for path, what in sorted(changed.values())[:3]]
+    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    sources = " ".join(short_path(s) for s in (index.meta.sources or [])) or "FOLDER"
+    return (
+        f"left out {len(changed)} document(s) changed since the index read them ({', '.join(named)}{more}); "
+        f"read them again with: encodr index {sources} --out {short_path(str(index.path))} --sync"
+    )
 
 
 def caption(index, passages: bool) -> str:

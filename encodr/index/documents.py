@@ -51,6 +51,41 @@ def unchanged_files(store: TextStore, files: list[str]) -> set[str]:
     return found
 
 
+EDITED, DELETED = "edited", "deleted"  # what became of a document's file since it was indexed (changed_documents)
+
+
+def changed_documents(states: dict[str, tuple[str | None, str | None, int | None]], roots: Iterable[str]) -> dict[str, str]:
+    """The documents whose file is no longer as it was indexed, by the test a sync makes
+    (:func:`unchanged_files`: size and modification time): :data:`EDITED` where the file's are
+    not those stored, :data:`DELETED` where it is gone. A file counts as gone only where one of
+    ``roots`` (the folders and files the index was built from) can be seen from here, itself or
+    the folder that held it: an index read on a machine (or in a container) that does not hold
+    its files says nothing of them, rather than calling every one deleted.
+
+    Args:
+        states: document id → (absolute path, modified, size) as indexed
+            (:meth:`~.texts.TextStore.document_states`); documents without a file are skipped.
+        roots: the index's sources (:attr:`~.meta.IndexMeta.sources`), absolute paths.
+
+    Returns:
+        document id → :data:`EDITED` or :data:`DELETED`, for the changed ones only.
+    """
+    seen = [r.rstrip(os.sep) for r in roots if os.path.exists(r) or os.path.isdir(os.path.dirname(r))]
+    now: dict[str, tuple[str | None, int | None]] = {}
+    changed = {}
+    for doc, (path, modified, size) in states.items():
+        if not path or modified is None:
+            continue
+        if path not in now:
+            now[path] = file_state(path)
+        if now[path] == (None, None):
+            if any(path == r or path.startswith(r + os.sep) for r in seen):
+                changed[doc] = DELETED
+        elif now[path] != (modified, size):
+            changed[doc] = EDITED
+    return changed
+
+
 def document_hash(records: list[Record]) -> str:
     """SHA-1 of a document's content: its passages (text and offset), title and metadata."""
     h = hashlib.sha1()

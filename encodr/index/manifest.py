@@ -69,8 +69,8 @@ def shard_folders(root: Path) -> list[Path]:
 
 def joined(metas: list[IndexMeta], count: int) -> IndexMeta:
     """One record for the shards' ``metas`` (shard 0's settings; ``count``, ``documents`` and
-    ``split_documents`` summed, the languages joined, ``keywords`` only when every shard has
-    them, ``shards`` set): see :attr:`~.scatter.ShardedIndex.meta`."""
+    ``split_documents`` summed, the languages and sources joined, ``keywords`` only when every
+    shard has them, ``shards`` set): see :attr:`~.scatter.ShardedIndex.meta`."""
     first = metas[0]
     detected = sorted({lang for m in metas for lang in m.detected_languages})
     return first.copy(
@@ -81,6 +81,7 @@ def joined(metas: list[IndexMeta], count: int) -> IndexMeta:
         lang_detection={**first.lang_detection, "languages": detected} if first.lang_detection else None,
         languages=sorted({lang for m in metas for lang in m.languages}) or list(first.languages),
         keywords=first.keywords if all(m.has_keywords for m in metas) else None,
+        sources=sorted({source for m in metas for source in m.sources}),
         shards=len(metas),
     )
 

@@ -114,6 +114,10 @@ class LocalShard:
         """:meth:`~.texts.TextStore.document_hashes`: the content hash of each of ``docs`` held here."""
         return self.current().texts.document_hashes(docs)
 
+    def document_states(self, docs: list[str]) -> dict[str, tuple[str | None, str | None, int | None]]:
+        """:meth:`~.texts.TextStore.document_states`: each of ``docs`` held here, its file as indexed."""
+        return self.current().texts.document_states(docs)
+
     def first_passage(self, doc: str) -> int | None:
         """:meth:`~.texts.TextStore.first_passage`: the local id of ``doc``'s first passage."""
         return self.current().texts.first_passage(doc)
@@ -367,12 +371,21 @@ class ShardedTexts:
 
     def document_hashes(self, docs) -> dict[str, str | None]:
         """The content hash of each of ``docs`` that a shard holds (see :meth:`LocalShard.document_hashes`)."""
+        return self._routed("document_hashes", docs)
+
+    def document_states(self, docs) -> dict[str, tuple[str | None, str | None, int | None]]:
+        """The file, as indexed, of each of ``docs`` that a shard holds (see :meth:`LocalShard.document_states`)."""
+        return self._routed("document_states", docs)
+
+    def _routed(self, name: str, docs) -> dict:
+        """``name`` asked of the shard each of ``docs`` routes to, the answers merged (a shard that
+        does not answer adds nothing)."""
         n, wanted = len(self.index.shards), {}
         for doc in docs:
             wanted.setdefault(route(doc, n), []).append(doc)
-        held: dict[str, str | None] = {}
+        held: dict = {}
         for shard, asked in wanted.items():
-            held.update(self.index._one(shard, "document_hashes", (asked,)) or {})
+            held.update(self.index._one(shard, name, (asked,)) or {})
         return held
 
     def first_passage(self, doc: str) -> int | None:

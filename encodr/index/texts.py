@@ -444,6 +444,18 @@ class TextStore:
             found.update({str(d): h for d, h in self._all(f"select id, hash from documents where id in ({marks})", chunk)})
         return found
 
+    def document_states(self, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None, int | None]]:
+        """(path, modified, size) of each of ``ids`` the store holds: the absolute path of the
+        file it was read from and that file's modification time (ISO 8601 UTC) and size in bytes
+        then (:func:`~.documents.file_state`); Nones for a document not read from a file."""
+        ids, found = list(dict.fromkeys(str(i) for i in ids)), {}
+        for start in range(0, len(ids), 900):  # below SQLite's limit on parameters
+            chunk = ids[start : start + 900]
+            marks = ",".join("?" * len(chunk))
+            rows = self._all(f"select id, path, modified, size from documents where id in ({marks})", chunk)
+            found.update({str(d): (path, modified, size) for d, path, modified, size in rows})
+        return found
+
     def document_ids(self) -> set[str]:
         """Every stored document id (``ext_id``)."""
         return {str(d) for (d,) in self._all("select distinct ext_id from texts where ext_id is not null")}

@@ -226,3 +226,25 @@ def test_two_folders_files_of_one_name_show_apart(tmp_path, tiny_model, capsys, 
     assert sorted(stdout.splitlines()) == ["a/README.md", "b/README.md", "c/README.md"]
     code, stdout, _ = run_cli(["show", "b/README.md:3", "--index", str(out), "--json"], capsys, monkeypatch)
     assert code == 0 and [r["text"] for r in json.loads(stdout)["lines"]] == ["The project uses a blue widget."]
+
+
+def test_a_file_edited_or_deleted_since_it_was_indexed_is_left_out_with_one_line_saying_so(
+    tmp_path, tiny_model, capsys, monkeypatch
+):
+    files = {f"{name}.md": f"# {name}\n\nThe pump of the {name} house needs a new valve.\n" for name in ("a", "b", "c")}
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, files)
+    (tmp_path / "docs" / "a.md").write_text("# a\n\nThe pump of the a house was replaced last week.\n")
+    (tmp_path / "docs" / "b.md").unlink()
+    for k in ("3", "1"):  # one hit asked for: the search goes deeper than the two changed documents
+        code, stdout, err = run_cli(
+            ["search", "pump valve", "--index", str(out), "--mode", "keyword", "-k", k, "--json"], capsys, monkeypatch
+        )
+        answer = json.loads(stdout)
+        assert code == 0 and [(h["path"], h["rank"]) for h in answer["results"][0]["hits"]] == [("c.md", 1)]
+        assert "left out 2 document(s) changed since the index read them (a.md edited, b.md deleted)" in answer["hints"][0]
+        assert "--sync" in answer["hints"][0] and "Traceback" not in err
+    code, _, err = run_cli(["index", str(tmp_path / "docs"), "--out", str(out), "--sync"], capsys, monkeypatch)
+    assert code == 0, err
+    code, stdout, _ = run_cli(["search", "pump", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    answer = json.loads(stdout)
+    assert sorted(h["path"] for h in answer["results"][0]["hits"]) == ["a.md", "c.md"] and not answer.get("hints")

@@ -31,3 +31,19 @@ def test_paths_show_from_the_folder_indexed_and_with_its_name_when_there_are_sev
     assert shown_path(str(tmp_path / "a.md"), two) == "a.md"
     same = shown_roots([str(tmp_path / "x/docs"), str(tmp_path / "y/docs")])  # two folders of one name
     assert [shown_path(str(tmp_path / f"{f}/docs/n.md"), same) for f in "xy"] == ["x/docs/n.md", "y/docs/n.md"]
+
+
+def test_a_file_counts_as_changed_by_its_size_and_time_and_as_deleted_only_where_its_folder_is_seen(tmp_path):
+    from encodr.index.documents import DELETED, EDITED, changed_documents, file_state
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name in ("same", "edited", "gone"):
+        (folder / f"{name}.md").write_text(f"{name}\n")
+    states = {name: (str(folder / f"{name}.md"), *file_state(str(folder / f"{name}.md"))) for name in ("same", "edited", "gone")}
+    states["record"] = (None, None, None)  # a document not read from a file
+    (folder / "edited.md").write_text("edited, and longer now\n")
+    (folder / "gone.md").unlink()
+    assert changed_documents(states, [str(folder)]) == {"edited": EDITED, "gone": DELETED}
+    elsewhere = {"gone": ("/nowhere/notes/gone.md", "2026-01-01T00:00:00+00:00", 5)}  # an index read where its files are not
+    assert changed_documents(elsewhere, ["/nowhere/notes"]) == {}
