@@ -275,7 +275,8 @@ class EncodrApp(App):
         self.query_lang: str | None = None  # their query's language (its stems are highlighted)
         self.last_lang: str | None = None  # the last search's query language, its time (ms) and its hints
         self.last_timings: dict = {}  # the last search's phases and total, in ms (run_search)
-        self.notes: list[str] = []  # and caption, as encodr search prints them: shown on the status line
+        self.notes: list[str] = []  # its hint lines, as encodr search prints them: first on the status line
+        self.caption = ""  # and its caption: last on the status line
         self.search_thread = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="encodr-search"
         )  # every search runs here (run_search)
@@ -532,7 +533,7 @@ class EncodrApp(App):
         answer = result.results[0]
         self.last_timings = dict(result.timings or {})  # each phase's ms (encodr.timing.PHASES) and the total
         self.last_lang = answer.lang
-        self.notes = [*result.hints, *([result.caption] if result.caption else [])]
+        self.notes, self.caption = list(result.hints), result.caption or ""
         self.show_hits(query, answer.hits, answer.lang)
 
     def show_hits(self, query: str, hits, lang: str | None = None) -> None:
@@ -759,12 +760,13 @@ class EncodrApp(App):
         if s is None:
             return
         meta = s.index.meta
-        self.set_status(
-            f"model {meta.model} ({meta.pooling}) · index {s.index.path.name}: {len(s.index):,} texts, {meta.index_type}"
+        self.set_status(  # the hints first: the line is one row, cut at the terminal's width
+            "".join(f"{note} · " for note in self.notes)
+            + f"model {meta.model} ({meta.pooling}) · index {s.index.path.name}: {len(s.index):,} texts, {meta.index_type}"
             f"{' + PCR' if meta.pcr else ''} · languages {', '.join(meta.languages or ['?'])}"
             f"{f' · query language {self.last_lang}' if self.last_lang else ''}"
             f"{f' · re-ranked by {self.rerank}' if self.reranker else ''}"
-            f" · last query {self.last_timings.get('total', 0.0):.1f} ms" + "".join(f" · {note}" for note in self.notes)
+            f" · last query {self.last_timings.get('total', 0.0):.1f} ms" + (f" · {self.caption}" if self.caption else "")
         )
 
     def action_help(self) -> None:

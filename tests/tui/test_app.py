@@ -369,3 +369,21 @@ async def test_a_sharded_index_is_searched_as_one_index(tmp_path, tiny_model):
         assert table.row_count == 4
         assert hit_text(table.get_row_at(0)) == "stock markets fell sharply" and hit_where(table.get_row_at(0)) == "c.txt:2"
         assert "4 texts" in str(app.query_one("#status").render())
+
+
+async def test_a_deleted_files_hit_is_left_out_and_the_status_line_starts_with_why(tmp_path, tiny_model):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("boiler", "garden"):
+        (docs / f"{name}.md").write_text(f"# {name}\n\nThe {name} radiators need bleeding every autumn.\n")
+    build([str(docs)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
+    (docs / "boiler.md").unlink()
+    app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.query_one("#search-mode").value = "keyword"
+        await pilot.click("#query")
+        await pilot.press(*"radiators", "enter")
+        await settle(app, pilot)
+        assert [h.path for h in app.hits] == ["garden.md"]
+        status = str(app.query_one("#status").render())
+        assert status.startswith("left out 1 document(s) changed since the index read them (boiler.md deleted)")
