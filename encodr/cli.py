@@ -467,7 +467,10 @@ def compare(values: dict, as_json: bool) -> None:
 
 @command(app, rq.ShowRequest, "show")
 def show(values: dict, as_json: bool) -> None:
-    _show(dispatch.call(rq.ShowRequest, values, "cli"), as_json)
+    result = dispatch.call(rq.ShowRequest, values, "cli")
+    for line in result.hints:
+        err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
+    _show(result, as_json)
 
 
 @command(app, rq.JudgeRequest, "judge")

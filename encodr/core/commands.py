@@ -59,6 +59,7 @@ from .results import (
     TuneResult,
     Usage,
     short_path,
+    sync_command,
 )
 from .session import SESSION
 
@@ -464,8 +465,9 @@ def _refuse_several(target: str, found: list[str], field: str = "id") -> None:
 def document_lines(index, target: str, lines: tuple[int, int] | None) -> dict:
     """Document ``target`` of ``index`` (an :class:`~encodr.index.IndexReader`) as the index holds
     it: its id, path, title and its numbered lines (all, or ``lines``' range, clipped to the
-    document) as ``[{"line": n, "text": …}]``. A range of a one-record-a-line file gives the
-    records on it, each on its own line.
+    document) as ``[{"line": n, "text": …}]``, and ``changed``: ``edited`` or ``deleted`` where its
+    file is no longer as the index read it (:func:`~encodr.index.documents.changed_documents`),
+    else None. A range of a one-record-a-line file gives the records on it, each on its own line.
 
     Raises:
         EncodrError: see :func:`_one_document`.
@@ -482,7 +484,17 @@ def document_lines(index, target: str, lines: tuple[int, int] | None) -> dict:
     head = {k: v for k, v in parts[0].items() if k not in ("first_line", "lines")}
     if len(parts) > 1:
         head = {**head, "id": target, "title": None}
-    return {**head, "lines": [{"line": n, "text": t} for n, t in numbered if low <= n <= high]}
+    changed = _changed(index, found)
+    return {**head, "lines": [{"line": n, "text": t} for n, t in numbered if low <= n <= high], "changed": changed}
+
+
+def _changed(index, docs: list[str]) -> str | None:
+    """``edited`` or ``deleted`` where the file of any of ``docs`` is no longer as ``index`` read
+    it (:func:`~encodr.index.documents.changed_documents`), else None."""
+    from ..index.documents import changed_documents
+
+    found = changed_documents(index.texts.document_states(docs), index.meta.sources or [])
+    return next(iter(found.values()), None)
 
 
 def show(request: ShowRequest) -> DocumentLines:
@@ -507,11 +519,21 @@ def show(request: ShowRequest) -> DocumentLines:
             request.target
         ):  # an id that ends in :N itself (notes.txt:12, a record's id)
             target, lines = request.target, None
-        return DocumentLines(**document_lines(index, target, lines))
+        found = document_lines(index, target, lines)
+        hints = (
+            [
+                f"{found['path']} was {found['changed']} since the index read it: these are its lines as the index holds "
+                f"them; read it again with: {sync_command(index)}"
+            ]
+            if found["changed"]
+            else []
+        )
+        return DocumentLines(**found, hints=hints)
 
 
 def document(request: DocumentRequest, searcher) -> RecordResult:
-    """Document ``request.id`` of ``searcher``'s index (a served one), whole (:meth:`encodr.index.Index.document`).
+    """Document ``request.id`` of ``searcher``'s index (a served one), whole (:meth:`encodr.index.Index.document`),
+    with ``changed`` (``edited``, ``deleted`` or None: its file since the index read it, :func:`_changed`).
 
     Raises:
         EncodrError: the index holds no such document (404), naming the field ``id``.
@@ -521,11 +543,17 @@ def document(request: DocumentRequest, searcher) -> RecordResult:
     found = searcher.index.document(doc_id) if request.lines is None else None
     if found is None:  # lines asked for, or not an id: a path as hits show it (document_lines refuses what names no document)
         found = document_lines(searcher.index, doc_id, line_range(request.lines))
-        return RecordResult(title=f"document {found['path']}", record=found, keys=["id", "path", "title", "lines"])
+        keys = ["id", "path", "title", "lines", *(["changed"] if found["changed"] else [])]
+        return RecordResult(title=f"document {found['path']}", record=found, keys=keys)
+    found = {**found, "changed": _changed(searcher.index, [doc_id])}  # its file edited or deleted since: the agent is told
     return RecordResult(
         title=f"document {doc_id}",
         record=found,
-        keys=[k for k in ("id", "title", "source", "lang", "modified", "text") if k in found],
+        keys=[
+            k
+            for k in ("id", "title", "source", "lang", "modified", "changed", "text")
+            if k in found and (k != "changed" or found[k])
+        ],
     )
 
 

@@ -59,6 +59,14 @@ def short_path(value: str) -> str:
         return value
 
 
+def sync_command(index) -> str:
+    """The command that reads an index's files again (``encodr index SOURCES --out IDX --sync``),
+    its paths as :func:`short_path` shows them; ``index``: an opened index (its ``meta.sources``
+    and ``path``)."""
+    sources = " ".join(short_path(s) for s in (index.meta.sources or [])) or "FOLDER"
+    return f"encodr index {sources} --out {short_path(str(index.path))} --sync"
+
+
 @dataclass
 class Table:
     """A table of text cells, for a front end to draw.
@@ -533,12 +541,15 @@ class RecordResult(Result):
 
 class DocumentLines(Result):
     """A document's lines as the index holds them (``encodr show``): its id, path, title and
-    ``lines``, each ``{"line": n, "text": …}``."""
+    ``lines``, each ``{"line": n, "text": …}``; ``changed``: ``edited`` or ``deleted`` where its
+    file is no longer as the index read it (the lines are then the file's as it was)."""
 
     id: str
     path: str
     title: str | None = None
     lines: list[dict]
+    changed: str | None = None
+    hints: list[str] = []  # one line each: a file changed since the index read it
 
     def tables(self) -> list[Table]:
         named = self.title and self.title not in (

@@ -16,7 +16,7 @@ from typing import Callable
 
 from ..errors import EncodrError
 from .requests import CompareRequest, SearchRequest
-from .results import CompareResult, QueryHits, SearchResult, short_path
+from .results import CompareResult, QueryHits, SearchResult, short_path, sync_command
 
 
 class Session:
@@ -231,10 +231,9 @@ def changed_line(changed: dict[str, tuple[str, str]], index) -> str:
     reads them again."""
     named = [f"{path} {what}" for path, what in sorted(changed.values())[:3]]
     more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-    sources = " ".join(short_path(s) for s in (index.meta.sources or [])) or "FOLDER"
     return (
         f"left out {len(changed)} document(s) changed since the index read them ({', '.join(named)}{more}); "
-        f"read them again with: encodr index {sources} --out {short_path(str(index.path))} --sync"
+        f"read them again with: {sync_command(index)}"
     )
 
 

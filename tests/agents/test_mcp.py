@@ -128,6 +128,17 @@ def test_get_document_reads_the_lines_a_hit_names_by_its_path(kb):
     assert found["lines"] == [{"line": 6, "text": "The pump pressure must stay below 4 bar."}]
 
 
+def test_an_agent_is_never_answered_with_a_files_old_text_and_is_told_when_it_reads_one(kb, tmp_path):
+    from encodr.index import Searcher
+
+    agents = Agents(Served(Session({"kb": Searcher(kb)})))
+    (tmp_path / "docs" / "valve.md").write_text("# Valve\n\nValve maintenance: replace the whole valve.\n")
+    found = agents.call("search", {"index": "kb", "query": "valve stem", "mode": "keyword"})
+    assert found["results"][0]["hits"] == [] and "valve.md edited" in found["hints"][0]
+    doc = agents.call("get_document", {"index": "kb", "id": "valve.md", "lines": "3"})
+    assert doc["changed"] == "edited" and doc["lines"] == [{"line": 3, "text": "Valve maintenance: grease the stem every month."}]
+
+
 def test_sync_index_brings_a_served_index_in_step_with_its_folder(kb, tmp_path):
     from encodr.index import Searcher
 

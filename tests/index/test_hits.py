@@ -243,6 +243,9 @@ def test_a_file_edited_or_deleted_since_it_was_indexed_is_left_out_with_one_line
         assert code == 0 and [(h["path"], h["rank"]) for h in answer["results"][0]["hits"]] == [("c.md", 1)]
         assert "left out 2 document(s) changed since the index read them (a.md edited, b.md deleted)" in answer["hints"][0]
         assert "--sync" in answer["hints"][0] and "Traceback" not in err
+    code, stdout, err = run_cli(["show", "a.md", "--index", str(out), "--json"], capsys, monkeypatch)
+    shown = json.loads(stdout)  # a person who asks for the document sees it as indexed, and is told
+    assert code == 0 and shown["changed"] == "edited" and "a.md was edited since the index read it" in err
     code, _, err = run_cli(["index", str(tmp_path / "docs"), "--out", str(out), "--sync"], capsys, monkeypatch)
     assert code == 0, err
     code, stdout, _ = run_cli(["search", "pump", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
