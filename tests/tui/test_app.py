@@ -30,6 +30,14 @@ def hit_where(row) -> str:
     return row[HIT_COLUMN][-1].plain
 
 
+async def keyword_search(app, pilot, query: str) -> None:
+    """``query`` typed into the Search tab's box in keyword mode, Enter, and its hits shown."""
+    app.query_one("#search-mode").value = "keyword"
+    await pilot.click("#query")
+    await pilot.press(*query, "enter")
+    await settle(app, pilot)
+
+
 def test_score_bar():
     assert score_bar(0.5) == "█████·····" and score_bar(-0.2) == "··········" and score_bar(1.0, 4) == "████"
 
@@ -304,10 +312,7 @@ async def test_a_markdown_hit_opens_its_document_rendered_as_markdown_at_the_pas
     build([str(doc)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
     app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.query_one("#search-mode").value = "keyword"
-        await pilot.click("#query")
-        await pilot.press(*"radiators", "enter")
-        await settle(app, pilot)
+        await keyword_search(app, pilot, "radiators")
         assert "guide.md:13 › Service" in hit_where(
             app.query_one("#results").get_row_at(0)
         )  # the snippet's line and the hit's section
@@ -380,10 +385,7 @@ async def test_a_deleted_files_hit_is_left_out_and_the_status_line_starts_with_w
     (docs / "boiler.md").unlink()
     app = EncodrApp(searcher=Searcher(tmp_path / "idx"), debounce=0.0)
     async with app.run_test(size=(100, 30)) as pilot:
-        app.query_one("#search-mode").value = "keyword"
-        await pilot.click("#query")
-        await pilot.press(*"radiators", "enter")
-        await settle(app, pilot)
+        await keyword_search(app, pilot, "radiators")
         assert [h.path for h in app.hits] == ["garden.md"]
         status = str(app.query_one("#status").render())
         assert status.startswith("left out 1 document(s) changed since the index read them (boiler.md deleted)")
