@@ -490,11 +490,10 @@ def document_lines(index, target: str, lines: tuple[int, int] | None) -> dict:
 
 def _changed(index, docs: list[str]) -> str | None:
     """``edited`` or ``deleted`` where the file of any of ``docs`` is no longer as ``index`` read
-    it (:func:`~encodr.index.documents.changed_documents`), else None."""
-    from ..index.documents import changed_documents
+    it (:func:`~encodr.index.documents.changed_in`), else None."""
+    from ..index.documents import changed_in
 
-    found = changed_documents(index.texts.document_states(docs), index.meta.sources or [])
-    return next(iter(found.values()), None)
+    return next(iter(changed_in(index, docs).values()), None)
 
 
 def show(request: ShowRequest) -> DocumentLines:

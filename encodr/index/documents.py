@@ -86,6 +86,15 @@ def changed_documents(states: dict[str, tuple[str | None, str | None, int | None
     return changed
 
 
+def changed_in(index, docs: Iterable[str]) -> dict[str, str]:
+    """:func:`changed_documents` of ``docs`` in an opened ``index`` (an
+    :class:`~.reader.IndexReader` or a sharded one): their stored states, its sources."""
+    docs = set(docs)
+    if not docs:
+        return {}
+    return changed_documents(index.texts.document_states(docs), index.meta.sources or [])
+
+
 def document_hash(records: list[Record]) -> str:
     """SHA-1 of a document's content: its passages (text and offset), title and metadata."""
     h = hashlib.sha1()

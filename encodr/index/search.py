@@ -672,12 +672,9 @@ class Searcher:
         """The documents among ``results``' hits whose file was edited or deleted since the index
         read it (:func:`~.documents.changed_documents`): document id → ``edited`` or ``deleted``.
         One read of the store and one ``stat`` a file, for the hits' documents only."""
-        from .documents import changed_documents
+        from .documents import changed_in
 
-        docs = {h.document for hits in results for h in hits}
-        if not docs:
-            return {}
-        return changed_documents(self.index.texts.document_states(docs), self.index.meta.sources or [])
+        return changed_in(self.index, (h.document for hits in results for h in hits))
 
     def judged(self, queries: list[str], results: list[list[Hit]], k: int) -> list[list[Hit]]:
         """``results`` with the index's judgments applied at once (:mod:`.pinning`): each query's
