@@ -671,7 +671,10 @@ class Searcher:
     def changed(self, results: list[list[Hit]]) -> dict[str, str]:
         """The documents among ``results``' hits whose file was edited or deleted since the index
         read it (:func:`~.documents.changed_documents`): document id → ``edited`` or ``deleted``.
-        One read of the store and one ``stat`` a file, for the hits' documents only."""
+        One read of the store and one ``stat`` a file, for the hits' documents only. The reader
+        is handed over whole, so it is held while its store is read: a store reached through
+        ``self.index.texts`` alone is closed under the read when a concurrent :meth:`refresh`
+        drops the last reference to its reader (a served index written while it is searched)."""
         from .documents import changed_in
 
         return changed_in(self.index, (h.document for hits in results for h in hits))
