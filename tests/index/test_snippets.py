@@ -1,4 +1,5 @@
-"""Snippets' word weights and shown paths: what a hit prints, whatever languages and folders an index holds."""
+"""Snippets' word weights, shown paths and changed files: what a hit prints, whatever languages and folders an index
+holds and whatever became of its files."""
 
 import logging
 
@@ -47,3 +48,29 @@ def test_a_file_counts_as_changed_by_its_size_and_time_and_as_deleted_only_where
     assert changed_documents(states, [str(folder)]) == {"edited": EDITED, "gone": DELETED}
     elsewhere = {"gone": ("/nowhere/notes/gone.md", "2026-01-01T00:00:00+00:00", 5)}  # an index read where its files are not
     assert changed_documents(elsewhere, ["/nowhere/notes"]) == {}
+
+
+def test_the_changed_check_holds_its_reader_while_a_refresh_drops_it(tmp_path, tiny_model, monkeypatch):
+    """A served index written while it is searched: a refresh swaps the searcher's reader, and
+    the old one, dropped, closes its store; the check must still read that store."""
+    import gc
+
+    from encodr.index import BuildOptions, Searcher, build
+    from encodr.index.options import SearchOptions
+    from encodr.index.reader import IndexReader
+    from encodr.index.texts import TextStore
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "pump.md").write_text("# Pump\n\nThe pump pressure must stay below 4 bar.\n")
+    build([str(tmp_path / "docs")], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
+    searcher = Searcher(tmp_path / "idx")
+    _, results = searcher.query(["pump"], SearchOptions(mode="keyword"))
+    read = TextStore.document_states
+
+    def refreshed_meanwhile(store, ids):
+        searcher.index = IndexReader.open(tmp_path / "idx")  # as a concurrent refresh does
+        gc.collect()
+        return read(store, ids)
+
+    monkeypatch.setattr(TextStore, "document_states", refreshed_meanwhile)
+    assert searcher.changed(results) == {}
