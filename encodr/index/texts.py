@@ -437,24 +437,22 @@ class TextStore:
     def document_hashes(self, ids: Iterable[str]) -> dict[str, str | None]:
         """Content hash (:func:`~.documents.document_hash`) of each of ``ids`` the store holds
         (``None``: a document whose hash is unknown, one an upgrade converted)."""
-        ids, found = list(dict.fromkeys(str(i) for i in ids)), {}
-        for start in range(0, len(ids), 900):  # below SQLite's limit on parameters
-            chunk = ids[start : start + 900]
-            marks = ",".join("?" * len(chunk))
-            found.update({str(d): h for d, h in self._all(f"select id, hash from documents where id in ({marks})", chunk)})
-        return found
+        return {str(d): h for d, h in self._documents_by_id("hash", ids)}
 
     def document_states(self, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None, int | None]]:
         """(path, modified, size) of each of ``ids`` the store holds: the absolute path of the
         file it was read from and that file's modification time (ISO 8601 UTC) and size in bytes
         then (:func:`~.documents.file_state`); Nones for a document not read from a file."""
-        ids, found = list(dict.fromkeys(str(i) for i in ids)), {}
-        for start in range(0, len(ids), 900):  # below SQLite's limit on parameters
+        return {str(d): (path, modified, size) for d, path, modified, size in self._documents_by_id("path, modified, size", ids)}
+
+    def _documents_by_id(self, columns: str, ids: Iterable[str]) -> list[tuple]:
+        """``id`` and ``columns`` of the stored documents among ``ids``, asked 900 ids at a time
+        (below SQLite's limit on parameters)."""
+        ids, rows = list(dict.fromkeys(str(i) for i in ids)), []
+        for start in range(0, len(ids), 900):
             chunk = ids[start : start + 900]
-            marks = ",".join("?" * len(chunk))
-            rows = self._all(f"select id, path, modified, size from documents where id in ({marks})", chunk)
-            found.update({str(d): (path, modified, size) for d, path, modified, size in rows})
-        return found
+            rows += self._all(f"select id, {columns} from documents where id in ({','.join('?' * len(chunk))})", chunk)
+        return rows
 
     def document_ids(self) -> set[str]:
         """Every stored document id (``ext_id``)."""
