@@ -244,7 +244,7 @@ def caption(index, passages: bool) -> str:
     if not n or passages or len(index) == 0:
         return ""
     return (
-        f"documents ranked by their best passage ({n:,} long document{' is' if n == 1 else 's are'} split into passages; "
+        f"documents ranked by their best passage ({n:,} document{' is' if n == 1 else 's are'} split into passages; "
         "--passages ranks passages)"
     )
 

@@ -251,3 +251,12 @@ def test_a_file_edited_or_deleted_since_it_was_indexed_is_left_out_with_one_line
     code, stdout, _ = run_cli(["search", "pump", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
     answer = json.loads(stdout)
     assert sorted(h["path"] for h in answer["results"][0]["hits"]) == ["a.md", "c.md"] and not answer.get("hints")
+
+
+def test_the_caption_counts_the_documents_split_into_passages_without_calling_a_short_note_long(
+    tmp_path, tiny_model, capsys, monkeypatch
+):
+    note = "# Note\n\n## Pump\n\nPump at four bar.\n\n## Valve\n\nValve every autumn.\n"  # a passage a section
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"note.md": note})
+    code, stdout, _ = run_cli(["search", "pump", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
+    assert json.loads(stdout)["caption"].startswith("documents ranked by their best passage (1 document is split into")
