@@ -102,10 +102,25 @@ def ask(args: list[str], width: int = 80) -> str:
 
 
 ROW = re.compile(r"^│\s*(\d+)\s*│")
+CARD = re.compile(r"^ {0,3}(\d+)  (\S.*?)(?:\s+-?\d+\.\d{4})?\s*$")  # a card's heading: rank, path · title · lang, score
 
 
 def top_hit(output: str) -> tuple[list[str], int]:
-    """The printed text of the first hit (its cell lines, borders stripped) and the number of hits."""
+    """The printed text of the first hit and the number of hits: a card's heading (rank and
+    score left out) and its indented lines, as the CLI prints hits; or, in the bordered table
+    older code printed, the hit's cell lines, borders stripped."""
+    if "│" not in output:
+        hits, current = [], None
+        for line in output.splitlines():
+            m = CARD.match(line)
+            if m:
+                current = [m.group(2)]
+                hits.append(current)
+            elif current is not None and line.startswith("    "):
+                current.append(line.strip())
+            else:
+                current = None
+        return (hits[0] if hits else []), len(hits)
     hits, current, column = [], None, -1
     for line in output.splitlines():
         if line.startswith("┃"):

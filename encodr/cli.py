@@ -96,7 +96,10 @@ class _Bars:
 
 SHORT = 24  # a column whose cells are all at most this wide is drawn whole (names, numbers, dates): never wrapped
 SNIPPET_LINES = 4  # a hit's snippet fills at most this many lines of its column
-MAIN = 60  # a table's main column (a hit's snippet) gets at least this many characters a line, or the others move under it
+MAIN = 60  # a table's main column (a hit's snippet) gets at least this many characters a line, or its rows print as cards
+CARD_INDENT = 4  # a card's main text (a hit's snippet) starts this far in, under its heading line (:func:`_cards`)
+CARD_TEXT = 40  # cards need this many characters a line for their main text; a narrower terminal prints blocks
+CARD_WIDTH = 120  # cards are at most this wide: a wider terminal leaves the rest blank, a snippet's lines stay readable
 
 
 def _show(result, as_json: bool) -> None:
@@ -112,12 +115,13 @@ def _show(result, as_json: bool) -> None:
 def _layout(t, width: int):
     """A rich renderable of core table ``t`` at most ``width`` columns wide, no word broken:
 
-    1. as a table, short columns (every cell ≤ :data:`SHORT` characters) whole and long ones
-       wrapped at spaces, where that fits;
-    2. else with the columns ``t.under`` names moved to a line under each row's ``t.main`` cell
-       (a hit's title, language and source under its snippet), where that fits;
-    3. else one small two-column block per row (``column  value``), as ``gh`` prints records
-       on a narrow terminal.
+    1. a table with ``t.main`` and ``t.under`` (hits): one card a row (:func:`_cards`), a
+       heading line, then the ``t.main`` cell over the width (at most :data:`CARD_WIDTH`), as
+       ripgrep's ``--heading`` prints matches;
+    2. else as a table, short columns (every cell ≤ :data:`SHORT` characters) whole and long
+       ones wrapped at spaces, where that fits;
+    3. else (a terminal too narrow for either) one small two-column block per row
+       (``column  value``), as ``gh`` prints records.
     """
     from rich.console import Group
     from rich.text import Text
@@ -136,19 +140,10 @@ def _layout(t, width: int):
         for start, end in spans:
             cells[mr][mc].stylize("bold yellow", start, end)
     every = list(range(len(t.columns)))
+    if t.under and t.main in t.columns and width - CARD_INDENT >= CARD_TEXT:
+        return _cards(t, cells, min(width, CARD_WIDTH))
     if need(every, cells) <= width:
         return _table(t, every, cells)
-    under = [c for c in every if t.columns[c] in t.under]
-    if under and t.main in t.columns:
-        main = t.columns.index(t.main)
-        moved = [list(row) for row in cells]
-        for row in moved:
-            extra = [row[c].plain for c in under if row[c].plain]
-            if extra:
-                row[main] = Text.assemble(row[main], "\n", (" · ".join(extra), "dim"))
-        kept = [c for c in every if c not in under]
-        if need(kept, moved) <= width:
-            return _table(t, kept, moved)
     blocks = [Text(t.title, style="italic")] if t.title else []
     for row in cells:
         grid = Table.grid(padding=(0, 2))
@@ -161,6 +156,57 @@ def _layout(t, width: int):
     if t.caption:
         blocks.append(Text(t.caption, style="dim"))
     return Group(*blocks)
+
+
+def _cards(t, cells: list[list], width: int):
+    """Core table ``t``'s rows (``cells``: rich Text, one list a row) as cards, one a row, a blank
+    line between: a heading line with the first column (a hit's rank) at the left, the ``t.under``
+    columns in their order joined by `` · `` (a hit's ``path:line``, title and language; the
+    later ones clipped to keep the heading on one ``width``-column line, the first, a path,
+    folded, never cut) and the other columns at the right (its score), then the ``t.main`` cell
+    indented by :data:`CARD_INDENT` over the rest of the width, as ripgrep's ``--heading`` and
+    qmd print matches: no borders or columns take width from a snippet."""
+    from rich.console import Group
+    from rich.constrain import Constrain
+    from rich.padding import Padding
+    from rich.text import Text
+
+    main = t.columns.index(t.main)
+    under = [t.columns.index(name) for name in t.under if name in t.columns]
+    side = [c for c in range(1, len(t.columns)) if c != main and c not in under]
+    blocks = [Text(t.title, style="italic")] if t.title else []
+    for row in cells:
+        right = "  ".join(row[c].plain for c in side)
+        parts = _fitted([row[c].plain for c in under], width - CARD_INDENT - len(right) - 2)
+        heading = Table.grid(expand=True, padding=(0, 2))
+        heading.add_column(justify="right", min_width=CARD_INDENT - 2, no_wrap=True, style="bold")
+        heading.add_column(ratio=1, overflow="fold")
+        heading.add_column(justify="right", no_wrap=True)
+        meta = Text(" · ").join(Text(part, style="dim" if i else "magenta") for i, part in enumerate(parts) if part)
+        heading.add_row(row[0], meta, Text(right, style="dim"))
+        blocks += [heading, Padding(row[main], (0, 0, 0, CARD_INDENT)), Text("")]
+    if t.caption:
+        blocks.append(Text(t.caption, style="dim"))
+    return Constrain(Group(*blocks), width)
+
+
+def _fitted(parts: list[str], room: int) -> list[str]:
+    """``parts`` (a heading's fields, the first a path) fitted to ``room`` characters joined by
+    `` · ``: the longest of the others is clipped (``…`` at the cut), or left out where fewer
+    than 8 of its characters would stay, until they fit or only the first is left; the first is
+    never cut."""
+    from .core.results import clipped
+
+    parts = list(parts)
+    over = len(" · ".join(p for p in parts if p)) - room
+    while over > 0:
+        longest = max(range(1, len(parts)), key=lambda i: len(parts[i]), default=None)
+        if longest is None or not parts[longest]:
+            break
+        keep = len(parts[longest]) - over
+        parts[longest] = clipped(parts[longest], keep) if keep >= 8 else ""
+        over = len(" · ".join(p for p in parts if p)) - room
+    return parts
 
 
 def _table(t, columns: list[int], rows: list[list]):
@@ -444,10 +490,8 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     if not values.get("query"):
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
     result = _answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local)
-    width = (
-        out_console.width
-    )  # below 120 columns a hit's language, title and source go under its snippet (_layout): rank, score and borders take 20
-    result.snippet = 0 if values.get("full") else SNIPPET_LINES * (width - 45 if width >= 120 else max(MAIN, width - 20))
+    width = min(out_console.width, CARD_WIDTH) - CARD_INDENT  # hits print as cards (_layout), snippets under a heading
+    result.snippet = 0 if values.get("full") else SNIPPET_LINES * max(CARD_TEXT, width)
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
     form = (

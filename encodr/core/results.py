@@ -86,7 +86,7 @@ class Table:
         default_factory=dict
     )  # (row, column) → character spans to highlight
     main: str = ""  # the column that takes the ``under`` columns below its text when the table is too wide for them
-    under: tuple[str, ...] = ()  # columns that may move to a line under ``main`` on a narrow terminal (a hit's title and source)
+    under: tuple[str, ...] = ()  # columns a narrow terminal shows on a heading line over ``main`` (a hit's source and title)
 
 
 STOP_WEIGHT = 1.5  # a query word this common (:func:`encodr.index.snippets.word_weight`; Zipf ≥ 6.5) is not highlighted
@@ -350,7 +350,7 @@ class SearchResult(Result):
                     right=("rank", "score"),
                     marks=marks,
                     main="text",
-                    under=("lang", "title", "source"),
+                    under=("source", "title", "lang"),
                 )
             )
         if self.timings is not None:
