@@ -165,7 +165,7 @@ def _cards(t, cells: list[list], width: int):
     later ones clipped to keep the heading on one ``width``-column line, the first, a path,
     folded, never cut) and the other columns at the right (its score), then the ``t.main`` cell
     indented by :data:`CARD_INDENT` over the rest of the width, as ripgrep's ``--heading`` and
-    qmd print matches: no borders or columns take width from a snippet."""
+    qmd print matches: no borders or columns take width from a snippet. No rows: ``no hits``."""
     from rich.console import Group
     from rich.constrain import Constrain
     from rich.padding import Padding
@@ -185,7 +185,9 @@ def _cards(t, cells: list[list], width: int):
         meta = Text(" · ").join(Text(part, style="dim" if i else "magenta") for i, part in enumerate(parts) if part)
         heading.add_row(row[0], meta, Text(right, style="dim"))
         blocks += [heading, Padding(row[main], (0, 0, 0, CARD_INDENT)), Text("")]
-    if t.caption:
+    if not cells:
+        blocks.append(Text("no hits", style="dim"))
+    elif t.caption:  # how the hits were ranked: nothing to say of none
         blocks.append(Text(t.caption, style="dim"))
     return Constrain(Group(*blocks), width)
 

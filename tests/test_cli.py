@@ -400,6 +400,10 @@ def test_tables_read_at_80_columns_without_a_broken_word(capsys, monkeypatch, tm
     snippet = lines[heading + 1].rstrip()
     assert snippet.startswith("    the circulation pump") and len(snippet) > 70, outputs["search"]
     assert "│" not in outputs["search"]
+    code, out, _ = run_cli(
+        ["search", "pump", "--index", str(tmp_path / "indexes" / "manual"), "--filter", "source=none*"], capsys, monkeypatch
+    )
+    assert code == 0 and "no hits" in out  # a search that matches nothing says so
 
 
 def test_the_write_flags_are_one_setting(capsys, monkeypatch, tmp_path):
