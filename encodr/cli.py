@@ -494,6 +494,7 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     result = _answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local)
     width = min(out_console.width, CARD_WIDTH) - CARD_INDENT  # hits print as cards (_layout), snippets under a heading
     result.snippet = 0 if values.get("full") else SNIPPET_LINES * max(CARD_TEXT, width)
+    result.line_width = max(CARD_TEXT, width)  # a code hit shows its lines, cut to this
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
     form = (

@@ -207,6 +207,63 @@ def snippet(text: str, spans: list[tuple[int, int]], width: int, around: bool = 
     return head + flat[start:end] + tail, inside
 
 
+def code_snippet(
+    text: str, spans: list[tuple[int, int]], lines: int, width: int, first_indented: bool = True
+) -> tuple[str, list[tuple[int, int]]]:
+    """Source code shown as code: the first ``lines`` non-blank lines of ``text``, their common
+    indentation removed (a tab counts 4 columns), each cut to ``width`` characters with ``…``;
+    :func:`snippet` would fold them into one run of words. ripgrep prints matched lines so.
+
+    Args:
+        text: a hit's code from the start of a line.
+        spans: (start, end) character offsets into ``text`` to highlight.
+        lines, width: the most lines shown and characters a line (``width`` ≥ 2).
+        first_indented: whether ``text``'s first line holds its own indentation; a passage's
+            stored text starts at its first word, so without it the first line is taken to sit
+            one level (4 columns) left of the lines after it when it opens a block (ends with
+            ``:``, ``{``, ``(`` or ``[``: a ``def``, a ``func``), else level with them.
+
+    Returns:
+        (the lines joined by ``\n``, the spans inside them, moved to match). Inside a line a
+        tab shows as one space.
+    """
+    rows, at = [], 0
+    for line in text.split("\n"):
+        if line.strip():
+            rows.append((at + len(line) - len(line.lstrip()), at + len(line.rstrip())))  # its words' start and end
+        at += len(line) + 1
+    rows = rows[:lines]
+    if not rows:
+        return "", []
+    levels = [_indentation(text[text.rfind("\n", 0, s) + 1 : s + 1]) for s, _ in rows]
+    if not first_indented:
+        below = min(levels[1:], default=0)
+        levels[0] = max(0, below - 4) if text[rows[0][0] : rows[0][1]].endswith((":", "{", "(", "[")) else below
+    indent = min(levels)
+    shown, inside, at = [], [], 0
+    for (s, e), level in zip(rows, levels):
+        pad = level - indent
+        line = " " * pad + text[s:e].replace("\t", " ")
+        kept = len(line) if len(line) <= width else len(line[: width - 1].rstrip())  # the characters before a "…"
+        shown.append(line if len(line) <= width else line[:kept] + "…")
+        inside += [(at + pad + a - s, at + pad + b - s) for a, b in spans if s <= a and b <= e and pad + b - s <= kept]
+        at += len(shown[-1]) + 1
+    return "\n".join(shown), inside
+
+
+def _indentation(line: str) -> int:
+    """The columns of ``line``'s leading spaces and tabs (a tab to the next multiple of 4)."""
+    column = 0
+    for ch in line:
+        if ch == " ":
+            column += 1
+        elif ch == "\t":
+            column += 4 - column % 4
+        else:
+            break
+    return column
+
+
 def _folded(text: str) -> tuple[str, list[int]]:
     """``text`` with each run of whitespace that holds a line break folded to one space (a code
     line's indentation, a blank line), and where each of its offsets (0 to ``len(text)``) lands."""
@@ -258,12 +315,13 @@ def own_title(hit: Hit) -> str:
     return "" if not hit.title or hit.title in (name.name, name.stem) else hit.title
 
 
-def where(hit: Hit) -> str:
+def where(hit: Hit, whole: bool = False) -> str:
     """Where a hit's answer is, as a person opens it: its path from the folder indexed (after
     that folder's name in an index of several) and the line its snippet starts on
-    (``guide/install.md:42``, what an editor's ``file:line`` opens), the PDF page (``p. 3``) or
-    the presentation's slide (``slide 3``) and the section it sits under (``› Install › GPU``)."""
-    at = f"{hit.path or hit.source}:{hit.snippet_line or hit.line}"
+    (``guide/install.md:42``, what an editor's ``file:line`` opens; with ``whole``, shown with
+    its whole passage, the passage's first line), the PDF page (``p. 3``) or the presentation's
+    slide (``slide 3``) and the section it sits under (``› Install › GPU``)."""
+    at = f"{hit.path or hit.source}:{hit.line if whole else hit.snippet_line or hit.line}"
     slides = Path(hit.source or "").suffix.lower() in (".pptx", ".odp")
     page = f" {'slide' if slides else 'p.'} {hit.page}" if hit.page else ""
     return f"{at}{page}" + (f" › {hit.section}" if hit.section else "")
@@ -281,6 +339,7 @@ class SearchResult(Result):
     snippet: int = Field(
         0, exclude=True
     )  # a table shows at most this many characters of a hit, around its matched words (0: all)
+    line_width: int = Field(0, exclude=True)  # a table's line for a hit's text: code hits show their lines cut to it (0: folded)
     hints: list[str] = []  # one line each, for what the user may not know (a query in a language the model was not trained on)
     timings: dict[str, float] | None = None  # with --timings: milliseconds of each phase (encodr.timing.PHASES) and the total
     partial: bool = False  # a sharded index's shard did not answer in time: these hits leave its documents out
@@ -329,14 +388,16 @@ class SearchResult(Result):
             titles = [clipped(own_title(h), TITLE_WIDTH if self.snippet else 0) for h in q.hits]
             titled = any(titles)
             columns = ["rank", "score", "lang", *(["title"] if titled else []), "text", "source"]
-            width = self.snippet  # the characters a hit's text may take: the snippet, cut around its matches
-            texts = [h.text if not width or h.snippet is None else h.snippet for h in q.hits]
-            shown = [
-                snippet(text, term_spans(text, q.query, q.lang, h.lang), width, around=h.snippet is None)
-                for h, text in zip(q.hits, texts)
-            ]
+            shown = [self._shown(h, q) for h in q.hits]
             rows = [
-                [str(h.rank), f"{h.score:.4f}", h.lang or "", *([title] if titled else []), text, where(h) + judged_mark(h)]
+                [
+                    str(h.rank),
+                    f"{h.score:.4f}",
+                    h.lang or "",
+                    *([title] if titled else []),
+                    text,
+                    where(h, not self.snippet) + judged_mark(h),
+                ]
                 for h, title, (text, _) in zip(q.hits, titles, shown)
             ]
             at = columns.index("text")
@@ -358,6 +419,23 @@ class SearchResult(Result):
                 Table("timings (ms)", ["phase", "ms"], [[name, f"{ms:.2f}"] for name, ms in self.timings.items()], right=("ms",))
             )
         return out
+
+    def _shown(self, h: Hit, q: QueryHits) -> tuple[str, list[tuple[int, int]]]:
+        """A hit's text as a table shows it, and the spans of the query's words in it: its snippet
+        in at most :attr:`snippet` characters (:func:`snippet`; all of its text with 0); a hit
+        from source code as its lines (:func:`code_snippet`), from its snippet's first line on,
+        as many as :attr:`snippet` holds lines of :attr:`line_width` characters."""
+        from ..data.code import code_language
+
+        if self.line_width and code_language(h.source or ""):
+            start = h.text.find(h.snippet) if h.snippet and self.snippet else -1
+            line = h.text.rfind("\n", 0, start) + 1 if start >= 0 else 0  # the snippet's line, or the passage's first
+            text = h.text[line:]
+            lines, width = (self.snippet // self.line_width, self.line_width) if self.snippet else (len(text), len(text) + 1)
+            spans = term_spans(text, q.query, q.lang, h.lang)
+            return code_snippet(text, spans, max(lines, 1), max(width, 2), first_indented=line > 0)
+        text = h.text if not self.snippet or h.snippet is None else h.snippet
+        return snippet(text, term_spans(text, q.query, q.lang, h.lang), self.snippet, around=h.snippet is None)
 
 
 class ScoreResult(Result):

@@ -1,6 +1,6 @@
 """A hit as a table shows it: a snippet around its matched words, as wide as asked, spans moved with it."""
 
-from encodr.core.results import snippet
+from encodr.core.results import code_snippet, snippet
 
 
 def test_a_snippet_is_cut_around_the_first_match_and_keeps_its_highlights():
@@ -14,3 +14,16 @@ def test_a_snippet_is_cut_around_the_first_match_and_keeps_its_highlights():
 def test_a_short_text_or_width_zero_is_whole():
     assert snippet("a cat\non a mat", [(2, 5)], 0) == ("a cat on a mat", [(2, 5)])
     assert snippet("a cat", [(2, 5)], 60) == ("a cat", [(2, 5)])
+
+
+def test_code_shows_as_its_lines_dedented_tabs_expanded_and_cut_to_the_width():
+    text = '    def bleed(self):\n\n        """Open the relief valve of the pump."""\n        return self.valve.open()\n'
+    marks = [(text.index(w), text.index(w) + len(w)) for w in ("bleed", "relief", "pump", "open")]
+    shown, spans = code_snippet(text, marks, 2, 30)
+    assert shown.split("\n") == ["def bleed(self):", '    """Open the relief valve…']  # blank line skipped; two lines
+    assert [shown[s:e] for s, e in spans] == ["bleed", "relief"]  # "pump" was cut off, "open" is on a third line
+    shown, _ = code_snippet("\tfunc main() {\n\t\tfmt.Println(1)\n\t}\n", [], 5, 40)
+    assert shown == "func main() {\n    fmt.Println(1)\n}"  # a tab is 4 columns, the common one removed
+    # a passage's stored text starts at its first word: a line that opens a block sits a level left of the next
+    assert code_snippet("def f(x):\n        return x\n", [], 4, 40, first_indented=False)[0] == "def f(x):\n    return x"
+    assert code_snippet("'''Docs.'''\n        return x\n", [], 4, 40, first_indented=False)[0] == "'''Docs.'''\nreturn x"

@@ -159,6 +159,31 @@ def test_search_context_prints_the_lines_around_each_hit_as_grep_does(tmp_path, 
     ]
 
 
+def test_a_code_hit_prints_as_its_lines_from_its_snippets_line_and_whole_from_its_passages(
+    tmp_path, tiny_model, capsys, monkeypatch
+):
+    from encodr import cli
+
+    monkeypatch.setattr(cli.out_console, "width", 80)
+    code_text = (
+        'import os\n\n\nclass Pump:\n    """A pump."""\n\n'
+        '    def bleed(self):\n        """Open the relief valve."""\n        return os.sep\n'
+    )
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"src/pump.py": code_text})
+    code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword"], capsys, monkeypatch)
+    lines = [line.rstrip() for line in stdout.splitlines()]
+    at = next(i for i, line in enumerate(lines) if "src/pump.py:8" in line)
+    assert code == 0 and lines[at + 1 : at + 3] == ['    """Open the relief valve."""', "    return os.sep"], stdout
+    code, stdout, _ = run_cli(["search", "relief valve", "--index", str(out), "--mode", "keyword", "--full"], capsys, monkeypatch)
+    lines = [line.rstrip() for line in stdout.splitlines()]
+    at = next(i for i, line in enumerate(lines) if "src/pump.py:" in line)
+    assert "src/pump.py:7" in lines[at] and lines[at + 1 : at + 4] == [
+        "    def bleed(self):",
+        '        """Open the relief valve."""',
+        "        return os.sep",
+    ], stdout  # the whole passage, from its own first line
+
+
 def test_keyword_scores_decide_a_snippet_only_with_a_clear_lead():
     from encodr.index.snippets import DECISIVE, decided
 
