@@ -251,6 +251,24 @@ def code_snippet(
     return "\n".join(shown), inside
 
 
+def code_lines(
+    hit: Hit, query: str, lines: int, width: int, query_lang: str | None = None
+) -> tuple[str, list[tuple[int, int]]] | None:
+    """A hit from source code as its lines (:func:`code_snippet`), the query's words marked
+    (:func:`term_spans`): from its snippet's line, ``lines`` of at most ``width`` characters;
+    with ``lines`` 0 its whole passage, lines uncut. None for a hit from any other file (see
+    :func:`snippet`), so a front end can ask first."""
+    from ..data.code import code_language
+
+    if not code_language(hit.source or ""):
+        return None
+    start = hit.text.find(hit.snippet) if hit.snippet and lines else -1
+    line = hit.text.rfind("\n", 0, start) + 1 if start >= 0 else 0  # the snippet's line, or the passage's first
+    text = hit.text[line:]
+    spans = term_spans(text, query, query_lang, hit.lang)
+    return code_snippet(text, spans, lines or len(text), max(width, 2) if lines else len(text) + 1, first_indented=line > 0)
+
+
 def _indentation(line: str) -> int:
     """The columns of ``line``'s leading spaces and tabs (a tab to the next multiple of 4)."""
     column = 0
@@ -423,17 +441,13 @@ class SearchResult(Result):
     def _shown(self, h: Hit, q: QueryHits) -> tuple[str, list[tuple[int, int]]]:
         """A hit's text as a table shows it, and the spans of the query's words in it: its snippet
         in at most :attr:`snippet` characters (:func:`snippet`; all of its text with 0); a hit
-        from source code as its lines (:func:`code_snippet`), from its snippet's first line on,
-        as many as :attr:`snippet` holds lines of :attr:`line_width` characters."""
-        from ..data.code import code_language
-
-        if self.line_width and code_language(h.source or ""):
-            start = h.text.find(h.snippet) if h.snippet and self.snippet else -1
-            line = h.text.rfind("\n", 0, start) + 1 if start >= 0 else 0  # the snippet's line, or the passage's first
-            text = h.text[line:]
-            lines, width = (self.snippet // self.line_width, self.line_width) if self.snippet else (len(text), len(text) + 1)
-            spans = term_spans(text, q.query, q.lang, h.lang)
-            return code_snippet(text, spans, max(lines, 1), max(width, 2), first_indented=line > 0)
+        from source code as its lines (:func:`code_lines`), as many as :attr:`snippet` holds
+        lines of :attr:`line_width` characters."""
+        if self.line_width:  # a front end that draws lines: code as its lines
+            lines = max(self.snippet // self.line_width, 1) if self.snippet else 0
+            code = code_lines(h, q.query, lines, self.line_width, q.lang)
+            if code is not None:
+                return code
         text = h.text if not self.snippet or h.snippet is None else h.snippet
         return snippet(text, term_spans(text, q.query, q.lang, h.lang), self.snippet, around=h.snippet is None)
 

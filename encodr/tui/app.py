@@ -164,12 +164,21 @@ def marked(text: str, query: str, width: int | None = None, query_lang: str | No
 
 def hit_cell(hit, query: str, width: int, console, query_lang: str | None = None) -> list:
     """A hit as the results table shows it, as lines ``width`` characters wide: its snippet (the chosen
-    sentences, else its text around the query's words) on :data:`SNIPPET_ROWS` lines, the query's
+    sentences, else its text around the query's words; source code as its lines, :func:`~encodr.core.results.code_lines`)
+    on :data:`SNIPPET_ROWS` lines, the query's
     words in bold, then on a dim line its title where it says more than its path, and where the
     answer is (``path:line › section``, :func:`~encodr.core.results.where`), cut to fit."""
     from rich.text import Text
 
-    body = marked(hit.snippet or hit.text, query, SNIPPET_ROWS * width - SNIPPET_ROWS, query_lang, hit.lang)
+    from ..core.results import code_lines
+
+    code = code_lines(hit, query, SNIPPET_ROWS, width, query_lang)  # a hit from source code: its lines
+    if code is not None:
+        body = Text(code[0])
+        for start, end in code[1]:
+            body.stylize("bold yellow", start, end)
+    else:
+        body = marked(hit.snippet or hit.text, query, SNIPPET_ROWS * width - SNIPPET_ROWS, query_lang, hit.lang)
     lines = list(body.wrap(console, width))[:SNIPPET_ROWS]
     located = Text(clip(" · ".join(x for x in (own_title(hit), where(hit)) if x) + judged_mark(hit), width))
     located.stylize("dim")

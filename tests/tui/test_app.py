@@ -389,3 +389,15 @@ async def test_a_deleted_files_hit_is_left_out_and_the_status_line_starts_with_w
         assert [h.path for h in app.hits] == ["garden.md"]
         status = str(app.query_one("#status").render())
         assert status.startswith("left out 1 document(s) changed since the index read them (boiler.md deleted)")
+
+
+def test_a_code_hit_shows_its_lines_in_the_results():
+    from rich.console import Console
+
+    from encodr.index.search import Hit
+    from encodr.tui.app import hit_cell
+
+    text = 'def bleed(self):\n        """Open the relief valve."""\n        return os.sep'
+    hit = Hit(1, 0.9, text, "src/pump.py", 7, 1, snippet=text[text.index('"""') :], snippet_line=8, path="src/pump.py")
+    lines = [line.plain for line in hit_cell(hit, "relief valve", 40, Console(width=40))]
+    assert lines[:2] == ['"""Open the relief valve."""', "return os.sep"] and "src/pump.py:8" in lines[2]
