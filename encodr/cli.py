@@ -108,7 +108,9 @@ def _show(result, as_json: bool) -> None:
     if as_json:
         _emit_json(result.payload())
         return
-    for t in result.tables():
+    for n, t in enumerate(result.tables()):
+        if n:
+            out_console.print()  # a blank line between two tables (two queries' hits, a search and its timings)
         out_console.print(_layout(t, out_console.width))
 
 

@@ -22,6 +22,7 @@ import functools
 import re
 
 SNIPPET_CHARS = 320  # the most characters a snippet holds (a front end shows what fits)
+_HEADING = re.compile(r"#{1,6}\s")  # a Markdown heading line's start
 _SENTENCE_END = re.compile(r"(?<=[.!?;。！？])[\"'”’)\]]*\s+|\n\s*")
 
 
@@ -161,11 +162,19 @@ def within_budget(wanted: list[tuple[int, int]], spans: list[list[list[tuple[int
     return kept
 
 
-def choose(text: str, spans: list[tuple[int, int]], scores: list[float], budget: int = SNIPPET_CHARS) -> tuple[int, int]:
+def choose(
+    text: str, spans: list[tuple[int, int]], scores: list[float], budget: int = SNIPPET_CHARS, markdown: bool = False
+) -> tuple[int, int]:
     """The (start, end) of ``text`` a snippet shows: the best-scored sentence of ``spans``, then
     the sentences after it while the whole stays within ``budget`` characters; the best sentence
     alone when it is longer (a front end cuts it). The snippet starts at the best sentence, so
-    its line is that sentence's line and a front end that shows only its first line shows it."""
+    its line is that sentence's line and a front end that shows only its first line shows it.
+    In ``markdown`` text a heading line (``# …``) starts no snippet unless every sentence is one:
+    a hit names its heading path as its section already, and what answers sits under it."""
+    if markdown:
+        headings = [bool(_HEADING.match(text, a)) for a, _ in spans]
+        if not all(headings):
+            scores = [float("-inf") if heading else score for heading, score in zip(headings, scores)]
     best = max(range(len(spans)), key=lambda i: (scores[i], -i))
     last = best
     while last + 1 < len(spans) and spans[last + 1][1] - spans[best][0] <= budget:

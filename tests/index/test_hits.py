@@ -285,3 +285,14 @@ def test_the_caption_counts_the_documents_split_into_passages_without_calling_a_
     out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"note.md": note})
     code, stdout, _ = run_cli(["search", "pump", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
     assert json.loads(stdout)["caption"].startswith("documents ranked by their best passage (1 document is split into")
+
+
+def test_a_markdown_heading_starts_no_snippet_unless_the_passage_is_all_headings():
+    from encodr.index.snippets import choose, sentence_spans
+
+    text = "# Pumps\n\nThe relief valve opens at three bar."
+    spans = sentence_spans(text)
+    assert text[slice(*choose(text, spans, [1.0, 0.5], markdown=True))] == "The relief valve opens at three bar."
+    assert text[slice(*choose(text, spans, [1.0, 0.5]))] == text  # code: "# a comment" is a line like any other
+    only = "# Pumps\n## Valves"
+    assert choose(only, sentence_spans(only), [0.2, 0.9], markdown=True) == (8, len(only))
