@@ -8,11 +8,11 @@ between. Articles 0–5 are written as Word files (``.docx``, python-docx: a hea
 paragraph each) and 6–11 as plain text (``.txt``, the title on the first line), the rest as
 Markdown. Each folder is indexed with ``encodr index FOLDER --out IDX``; ``--questions``
 questions a language (a seeded sample) are asked with ``encodr search Q --index IDX -k 5``, the
-CLI's own code drawing its table at 80 columns (in this process: Typer's test runner, the
+CLI's own code drawing its hits at 80 columns (in this process: Typer's test runner, the
 console 80 wide), and that text is read:
 
 - ``file@1``: the top hit's path is the article's file;
-- ``visible``: the answer's text (whitespace folded) is in the top hit's cell as printed;
+- ``visible``: the answer's text (whitespace folded) is in the top hit's card (its heading and snippet) as printed;
 - ``line``: the line the top hit shows (``path:LINE``) is the line of the file the answer sits
   on (Markdown and text files; a Word file has no lines of its own and is left out);
 - ``k5``: the output has 5 hits;
