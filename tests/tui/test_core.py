@@ -32,6 +32,7 @@ PRESENTATION_ONLY = {
         "snippet",
     ),  # the Search tab's passages, cut around the match as SearchResult.tables cuts them for the CLI
     ("encodr.core.results", "where"),  # a hit's source and offset, as the CLI's table shows it
+    ("encodr.core.results", "code_lines"),  # a code hit's lines, as SearchResult.tables shows them for the CLI
     ("encodr.core.results", "own_title"),
     (
         "encodr.core.results",
