@@ -199,17 +199,17 @@ def _fitted(parts: list[str], room: int) -> list[str]:
     `` · ``: the longest of the others is clipped (``…`` at the cut), or left out where fewer
     than 8 of its characters would stay, until they fit or only the first is left; the first is
     never cut."""
-    from .core.results import clipped
+    from rich.cells import cell_len, set_cell_size
 
     parts = list(parts)
-    over = len(" · ".join(p for p in parts if p)) - room
+    over = cell_len(" · ".join(p for p in parts if p)) - room  # terminal cells: a CJK character takes two
     while over > 0:
-        longest = max(range(1, len(parts)), key=lambda i: len(parts[i]), default=None)
+        longest = max(range(1, len(parts)), key=lambda i: cell_len(parts[i]), default=None)
         if longest is None or not parts[longest]:
             break
-        keep = len(parts[longest]) - over
-        parts[longest] = clipped(parts[longest], keep) if keep >= 8 else ""
-        over = len(" · ".join(p for p in parts if p)) - room
+        keep = cell_len(parts[longest]) - over
+        parts[longest] = set_cell_size(parts[longest], keep - 1).rstrip() + "…" if keep >= 8 else ""
+        over = cell_len(" · ".join(p for p in parts if p)) - room
     return parts
 
 

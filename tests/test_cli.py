@@ -460,3 +460,19 @@ def test_a_usage_error_is_one_line_naming_the_problem_and_the_help(capsys, monke
     ]
     code, out, err = run_cli([], capsys, monkeypatch)  # encodr alone: its help, as Click prints it
     assert "Commands:" in out + err and "error" not in out + err
+
+
+def test_a_cards_heading_clips_the_title_before_the_path_and_counts_wide_characters_as_two():
+    from encodr.cli import _fitted
+
+    assert _fitted(["docs/guide.md:9", "Intergovernmental Panel on Climate Change", "eng"], 40) == [
+        "docs/guide.md:9",
+        "Intergovernment…",
+        "eng",
+    ]
+    assert _fitted(["notes.md:3", "東京都の歴史と文化", "jpn"], 30)[1] == "東京都の歴…"  # 11 cells: a character takes two
+    assert _fitted(["a/very/long/path/longer/than/the/room.md:9", "Title", "eng"], 20) == [
+        "a/very/long/path/longer/than/the/room.md:9",
+        "",
+        "",
+    ]  # the path is never cut: it folds
