@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..data.files import reads_as_markdown  # noqa: F401  (the TUI's document view asks it here)
 from ..index.search import Hit
 
 # How some fields read in a table (their JSON keeps the plain number).
@@ -85,8 +86,8 @@ class Table:
     marks: dict[tuple[int, int], list[tuple[int, int]]] = field(
         default_factory=dict
     )  # (row, column) → character spans to highlight
-    main: str = ""  # the column that takes the ``under`` columns below its text when the table is too wide for them
-    under: tuple[str, ...] = ()  # columns a narrow terminal shows on a heading line over ``main`` (a hit's source and title)
+    main: str = ""  # with ``under``, rows print as cards: this column's text under a heading line (a hit's snippet)
+    under: tuple[str, ...] = ()  # the columns a card's heading line shows, in this order (a hit's source, title, language)
 
 
 STOP_WEIGHT = 1.5  # a query word this common (:func:`encodr.index.snippets.word_weight`; Zipf ≥ 6.5) is not highlighted
@@ -308,14 +309,6 @@ TITLE_WIDTH = 24  # characters of a title a snippet table shows
 def clipped(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters with an ellipsis (0: whole)."""
     return text if not width or len(text) <= width else text[: width - 1] + "…"
-
-
-def reads_as_markdown(source: str | None) -> bool:
-    """Whether a hit's document was read as Markdown (Markdown, HTML, Office and e-book files:
-    :data:`encodr.data.files.MARKDOWN_SUFFIXES`), so that a front end may render it as such."""
-    from ..data.files import MARKDOWN_SUFFIXES
-
-    return Path(source or "").suffix.lower() in MARKDOWN_SUFFIXES
 
 
 JUDGED = {0: "not relevant", 1: "relevant", 2: "highly relevant"}

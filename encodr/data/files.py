@@ -405,6 +405,13 @@ def passage_splitter(tokenizer, max_tokens: int, overlap: int = OVERLAP) -> Spli
     return split
 
 
+def reads_as_markdown(source: str | None) -> bool:
+    """Whether a document at ``source`` is read as Markdown (Markdown, HTML, Office and e-book
+    files: :data:`MARKDOWN_SUFFIXES`), so that its headings are headings and a front end may
+    render it as such."""
+    return Path(source or "").suffix.lower() in MARKDOWN_SUFFIXES
+
+
 def reads_as_document(path: str, in_folder: bool = False, layout: Layout = Layout()) -> bool:
     """Whether ``path`` is read as one document (passages by section, lines kept) rather than
     as records: a document file (:data:`DOCUMENT_SUFFIXES`), and a plain text file (``.txt``)

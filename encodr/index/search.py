@@ -638,7 +638,7 @@ class Searcher:
         Args:
             queries: q texts; langs: their q languages; results: q hit lists.
         """
-        from ..data.files import MARKDOWN_SUFFIXES
+        from ..data.files import reads_as_markdown
         from .snippets import choose, decided, keyword_scores, line_and_column, sentence_spans, within_budget
 
         index = self.index
@@ -663,8 +663,7 @@ class Searcher:
             for i, h in enumerate(hits):
                 kw = kws[q][i]
                 cos = cosines.get((q, i), [0.0] * len(kw))
-                markdown = Path(h.source or "").suffix.lower() in MARKDOWN_SUFFIXES
-                start, end = choose(h.text, spans[q][i], [a + b for a, b in zip(kw, cos)], markdown=markdown)
+                start, end = choose(h.text, spans[q][i], [a + b for a, b in zip(kw, cos)], markdown=reads_as_markdown(h.source))
                 line, column = line_and_column(h.text, h.line, start)
                 shown.append(replace(h, snippet=h.text[start:end], snippet_line=line, snippet_column=column))
             out.append(shown)

@@ -149,13 +149,19 @@ def marked(text: str, query: str, width: int | None = None, query_lang: str | No
     """``text`` as rich Text with the query's words in bold yellow, matched as the keyword index
     matches them (:func:`~encodr.core.results.term_spans`, the languages' stems); with ``width``,
     the snippet of that many characters around the first match (:func:`~encodr.core.results.snippet`)."""
-    from rich.text import Text
 
     from ..core.results import snippet, term_spans
 
     spans = term_spans(text, query, query_lang, text_lang)
     if width:
         text, spans = snippet(text, spans, width)
+    return highlighted(text, spans)
+
+
+def highlighted(text: str, spans: list[tuple[int, int]]):
+    """``text`` as rich Text, its ``spans`` (character offsets) in bold yellow."""
+    from rich.text import Text
+
     shown = Text(text)
     for start, end in spans:
         shown.stylize("bold yellow", start, end)
@@ -163,20 +169,18 @@ def marked(text: str, query: str, width: int | None = None, query_lang: str | No
 
 
 def hit_cell(hit, query: str, width: int, console, query_lang: str | None = None) -> list:
-    """A hit as the results table shows it, as lines ``width`` characters wide: its snippet (the chosen
-    sentences, else its text around the query's words; source code as its lines, :func:`~encodr.core.results.code_lines`)
-    on :data:`SNIPPET_ROWS` lines, the query's
-    words in bold, then on a dim line its title where it says more than its path, and where the
-    answer is (``path:line › section``, :func:`~encodr.core.results.where`), cut to fit."""
+    """A hit as the results table shows it, as lines ``width`` characters wide: its snippet (the
+    chosen sentences, else its text around the query's words; source code as its lines,
+    :func:`~encodr.core.results.code_lines`) on :data:`SNIPPET_ROWS` lines, the query's words in
+    bold, then on a dim line its title where it says more than its path, and where the answer is
+    (``path:line › section``, :func:`~encodr.core.results.where`), cut to fit."""
     from rich.text import Text
 
     from ..core.results import code_lines
 
     code = code_lines(hit, query, SNIPPET_ROWS, width, query_lang)  # a hit from source code: its lines
     if code is not None:
-        body = Text(code[0])
-        for start, end in code[1]:
-            body.stylize("bold yellow", start, end)
+        body = highlighted(*code)
     else:
         body = marked(hit.snippet or hit.text, query, SNIPPET_ROWS * width - SNIPPET_ROWS, query_lang, hit.lang)
     lines = list(body.wrap(console, width))[:SNIPPET_ROWS]
