@@ -638,11 +638,12 @@ class Searcher:
         Args:
             queries: q texts; langs: their q languages; results: q hit lists.
         """
+        from ..data.code import code_language
         from ..data.files import reads_as_markdown
         from .snippets import choose, decided, keyword_scores, line_and_column, sentence_spans, within_budget
 
         index = self.index
-        spans = [[sentence_spans(h.text) for h in hits] for hits in results]
+        spans = [[sentence_spans(h.text, wrapped=not code_language(h.source or "")) for h in hits] for hits in results]
         kws = [
             [keyword_scores(queries[q], h.text, spans[q][i], langs[q] if langs else h.lang) for i, h in enumerate(hits)]
             for q, hits in enumerate(results)

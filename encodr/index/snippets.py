@@ -23,7 +23,8 @@ import re
 
 SNIPPET_CHARS = 320  # the most characters a snippet holds (a front end shows what fits)
 _HEADING = re.compile(r"#{1,6}\s")  # a Markdown heading line's start
-_SENTENCE_END = re.compile(r"(?<=[.!?;。！？])[\"'”’)\]]*\s+|\n\s*")
+_BLOCK = re.compile(r"#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|\||>|```|~~~")  # a line that starts a Markdown block
+_SENTENCE_END = re.compile(r"(?<=[.!?;。！？])[\"'”’)\]]*\s+|(?P<bare>\n\s*)")  # bare: a line break after no stop
 
 
 _ABBREVIATIONS = frozenset(
@@ -47,15 +48,31 @@ def _ends_sentence(text: str, stop: int, after: int) -> bool:
     return not (len(word) == 1 or word.casefold() in _ABBREVIATIONS or (word.isdigit() and len(word) <= 2))
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
+def _line_start(text: str, at: int) -> int:
+    """The offset where the line holding offset ``at`` of ``text`` starts."""
+    return text.rfind("\n", 0, at) + 1
+
+
+def sentence_spans(text: str, wrapped: bool = False) -> list[tuple[int, int]]:
     """The sentences of ``text`` as (start, end) character ranges, end exclusive, stripped of
     the spaces around them: cut after ``. ! ? ;`` (and CJK full stops) followed by a space,
     unless the period closes an abbreviation, an initial or a day's number, or the next word
     starts in lower case (:func:`_ends_sentence`), and at every line break (a heading, a list
-    item, a table row is a sentence of its own)."""
+    item, a table row, a line of code is a sentence of its own).
+
+    With ``wrapped`` (prose whose paragraphs may be wrapped: Markdown, text, a PDF's lines), a
+    line break inside a paragraph is a space: it ends a sentence only as a space would, or before
+    a blank line or a line that starts a block (:data:`_BLOCK`: a heading, a list item, a table
+    row, a quote, a code fence) and after a heading, so a sentence wrapped over three lines is one
+    sentence."""
     spans, at = [], 0
     for m in _SENTENCE_END.finditer(text):
-        if "\n" not in m.group() and m.start() > 0 and not _ends_sentence(text, m.start(), m.end()):
+        breaks = m.group().count("\n")
+        if wrapped and breaks == 1 and not _BLOCK.match(text, m.end()) and not _HEADING.match(text, _line_start(text, m.start())):
+            breaks = 0  # a wrapped line: the break is a space
+            if m.group("bare") is not None:
+                continue  # no stop before it
+        if not breaks and m.start() > 0 and not _ends_sentence(text, m.start(), m.end()):
             continue
         closing = len(m.group()) - len(m.group().lstrip("\"'”’)]"))  # a closing quote or bracket stays with its sentence
         spans.append((at, m.start() + closing))

@@ -296,3 +296,31 @@ def test_a_markdown_heading_starts_no_snippet_unless_the_passage_is_all_headings
     assert text[slice(*choose(text, spans, [1.0, 0.5]))] == text  # code: "# a comment" is a line like any other
     only = "# Pumps\n## Valves"
     assert choose(only, sentence_spans(only), [0.2, 0.9], markdown=True) == (8, len(only))
+
+
+def test_a_wrapped_paragraphs_sentences_run_over_its_line_breaks_and_a_block_still_breaks_them():
+    from encodr.index.snippets import sentence_spans
+
+    text = "The relief valve opens at\nthree bar. Service it every\nautumn.\n\n# Valves\nCheck:\n- the seal\n- the spring"
+    wrapped = [text[a:b] for a, b in sentence_spans(text, wrapped=True)]
+    assert wrapped == [
+        "The relief valve opens at\nthree bar.",
+        "Service it every\nautumn.",
+        "# Valves",
+        "Check:",
+        "- the seal",
+        "- the spring",
+    ]
+    assert [text[a:b] for a, b in sentence_spans(text)][:2] == ["The relief valve opens at", "three bar."]  # code: a line each
+
+
+def test_a_snippet_in_a_hard_wrapped_note_starts_where_its_sentence_starts(tmp_path, tiny_model, capsys, monkeypatch):
+    note = (
+        "# Boiler\n\nThe boiler sits in the cellar and heats the water for the whole house all year. The relief\n"
+        "valve opens at three bar of pressure. Service it every autumn.\n"
+    )
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"boiler.md": note})
+    code, stdout, _ = run_cli(["search", "relief valve pressure", "--index", str(out), "--json"], capsys, monkeypatch)
+    hit = json.loads(stdout)["results"][0]["hits"][0]
+    assert code == 0 and hit["snippet"].startswith("The relief\nvalve opens at three bar of pressure.")
+    assert (hit["snippet_line"], hit["snippet_column"]) == (3, 81)  # the sentence's start, on the line before the match
