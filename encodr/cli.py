@@ -96,7 +96,7 @@ class _Bars:
 
 SHORT = 24  # a column whose cells are all at most this wide is drawn whole (names, numbers, dates): never wrapped
 SNIPPET_LINES = 4  # a hit's snippet fills at most this many lines of its column
-MAIN = 60  # a table's main column (a hit's snippet) gets at least this many characters a line, or its rows print as cards
+MAIN = 60  # a table's main column gets at least this many characters a line, or the table prints as blocks
 CARD_INDENT = 4  # a card's main text (a hit's snippet) starts this far in, under its heading line (:func:`_cards`)
 CARD_TEXT = 40  # cards need this many characters a line for their main text; a narrower terminal prints blocks
 CARD_WIDTH = 120  # cards are at most this wide: a wider terminal leaves the rest blank, a snippet's lines stay readable
@@ -195,10 +195,10 @@ def _cards(t, cells: list[list], width: int):
 
 
 def _fitted(parts: list[str], room: int) -> list[str]:
-    """``parts`` (a heading's fields, the first a path) fitted to ``room`` characters joined by
-    `` · ``: the longest of the others is clipped (``…`` at the cut), or left out where fewer
-    than 8 of its characters would stay, until they fit or only the first is left; the first is
-    never cut."""
+    """``parts`` (a heading's fields, the first a path) fitted to ``room`` terminal cells joined
+    by `` · ``: the longest of the others is clipped (``…`` at the cut), or left out where fewer
+    than 8 of its cells would stay, until they fit or only the first is left; the first is never
+    cut."""
     from rich.cells import cell_len, set_cell_size
 
     parts = list(parts)
