@@ -118,8 +118,9 @@ class SearchRequest(Request):
     )
     format: str = option(
         "table",
-        "How hits print: table (rank, score, the snippet and path:line); grep (path:line:column: snippet, one line a "
-        "hit, as ripgrep's --vimgrep prints for editors); files (each hit's path once).",
+        "How hits print: table (a heading line a hit, its rank, path:line and score, its snippet under it); grep "
+        "(path:line:column: snippet, one line a hit, as ripgrep's --vimgrep prints for editors); files (each hit's "
+        "path once).",
         choices=("table", "grep", "files"),
         fronts=CLI,
     )
