@@ -443,6 +443,16 @@ def test_compare_gives_the_cosine_and_each_texts_nearest_passages(capsys, monkey
     assert answer["results"][0]["hits"][0]["text"] == "the pump holds pressure"  # a tiny random model: exact text ranks first
     code, _, err = run_cli(["compare", "the pump", " ", "--index", str(tmp_path / "idx")], capsys, monkeypatch)
     assert_one_line_error(code, err, "compare needs two texts")
+    from encodr import cli
+
+    monkeypatch.setattr(cli.out_console, "width", 80)
+    long = "the circulation pump of the heating system keeps four bar of pressure when the boiler runs at full load"
+    corpus.write_text(long + "\n")
+    run_cli(
+        ["index", str(corpus), "--out", str(tmp_path / "idx2"), "--model", str(tiny_model), "--lang", "eng"], capsys, monkeypatch
+    )
+    code, out, _ = run_cli(["compare", "pump", "boiler", "--index", str(tmp_path / "idx2")], capsys, monkeypatch)
+    assert code == 0 and "runs at full load" in out  # a nearest passage's text past 60 characters, on a card's second line
 
 
 def test_an_unknown_keyword_statistics_choice_is_one_line(capsys, monkeypatch, tmp_path):

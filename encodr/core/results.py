@@ -573,6 +573,9 @@ class RunsResult(ListResult):
         return [table]
 
 
+NEAREST_CHARS = 150  # characters of a nearest passage `encodr compare` prints: two lines of a card at 80 columns
+
+
 class CompareResult(Result):
     """Two texts compared in an index (``encodr compare``, the TUI's Compare tab): their cosine
     and each one's nearest passages (``results``: a's, then b's)."""
@@ -592,7 +595,7 @@ class CompareResult(Result):
             )
         ]
         for label, q in zip("ab", self.results):
-            rows = [[str(h.rank), f"{h.score:.4f}", clipped(" ".join(h.text.split()), 60), where(h)] for h in q.hits]
+            rows = [[str(h.rank), f"{h.score:.4f}", clipped(" ".join(h.text.split()), NEAREST_CHARS), where(h)] for h in q.hits]
             out.append(
                 Table(
                     f"nearest to {label}: {clipped(q.query, 60)}  [{q.lang}]",
