@@ -64,6 +64,7 @@ MIN_TEXTS = 3  # …and at least 3 texts to be kept as one of its languages
 # bench/language_detection.py measures the rule.
 CONFIDENT = 0.7
 MAJOR_SHARE = 0.10
+PROSE = 0.6  # a text under this share of letters among its non-space characters is not prose (see prose_confidence)
 
 
 def _lingua():
@@ -247,7 +248,21 @@ def sampled_languages(texts: list[str], size: int | None = None) -> list[str] | 
     if len(sample) >= size:  # low accuracy among all proposes, where a 1 % share is ≥ 10 texts
         proposed = corpus_languages(detect_languages(sample)) or None
     found = detect_with_confidence(sample, proposed, accurate=True)
-    return corpus_languages([code for code, _ in found], confidences=[sure for _, sure in found]) or None
+    sure = [prose_confidence(text, c) for text, (_, c) in zip(sample, found)]
+    return corpus_languages([code for code, _ in found], confidences=sure) or None
+
+
+def prose_confidence(text: str, confidence: float | None) -> float | None:
+    """``confidence``, the detector's in ``text``'s label, or 0.0 where the text is not prose:
+    fewer than :data:`PROSE` of its non-space characters are letters (a table of contents'
+    dot leaders and page numbers, a table of figures, an identifier list). The detector guesses
+    on such texts as surely as on sentences (a contents page of an English manual: Latin, 0.99),
+    so :func:`corpus_languages` counts their labels as unsure. None stays None (a label given)."""
+    if confidence is None:
+        return None
+    chars = [c for c in text if not c.isspace()]
+    letters = sum(c.isalpha() for c in chars)
+    return confidence if chars and letters >= PROSE * len(chars) else 0.0
 
 
 def corpus_languages(

@@ -16,7 +16,14 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ..data.files import Skipped, iter_passages, iter_records
-from ..data.language import DETECTOR, corpus_languages, detect_languages, detect_with_confidence, sampled_languages
+from ..data.language import (
+    DETECTOR,
+    corpus_languages,
+    detect_languages,
+    detect_with_confidence,
+    prose_confidence,
+    sampled_languages,
+)
 from ..data.records import Record
 from ..errors import EncodrError, S
 from ..models.pcr import POOLED, fit_and_remove, remove_per_language
@@ -255,8 +262,8 @@ class Ingest:
             texts = [fresh[i][0].text for i in unknown]
             if whole_corpus and self.old is None:  # a new index's corpus in one window: its languages from a sample of it
                 self.candidates = sampled_languages(texts)
-            for i, (code, sure) in zip(unknown, detect_with_confidence(texts, self.candidates, self.accurate)):
-                langs[i], confidence[i] = code, sure
+            for i, text, (code, sure) in zip(unknown, texts, detect_with_confidence(texts, self.candidates, self.accurate)):
+                langs[i], confidence[i] = code, prose_confidence(text, sure)  # a contents page's label counts as unsure
             self.detected += len(unknown)
         guessed = set(unknown)
         rows = [

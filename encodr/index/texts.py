@@ -22,7 +22,8 @@ from .postings import Postings, alternatives
 
 # The one table: vector i of the FAISS index is row id i. lang_detected = 1: the language came
 # from the detector (a build may settle it again), not from the input; lang_confidence: the
-# detector's confidence; start: a passage's character offset in its document; section: its heading path.
+# detector's confidence (0 for a text that is not prose: data.language.prose_confidence); start: a
+# passage's character offset in its document; section: its heading path.
 TEXTS_COLUMNS = {
     "id": int,
     "ext_id": str,

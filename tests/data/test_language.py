@@ -254,3 +254,14 @@ def test_load_models_reads_every_model_of_the_detectors_a_search_uses(monkeypatc
     assert built == [["all", "low accuracy", "preloaded"], [["eng", "rus"], "preloaded"]]
     with pytest.raises(EncodrError, match="unknown language code"):
         language.load_models(["eng", "xx"])
+
+
+def test_a_contents_pages_labels_count_as_unsure_so_a_manual_stays_english():
+    from encodr.data.language import corpus_languages, prose_confidence
+
+    texts = ["The library decodes DER data and reports each error by its code."] * 144
+    texts += ["4.3 DER functions . . . . . . . . . . . . 15", "Function and Data Index" + " ." * 26 + " 33"] * 2
+    labels = ["eng"] * 144 + ["lat"] * 4  # what the detector said, surely, of the contents lines too
+    assert corpus_languages(labels, confidences=[0.99] * len(labels)) == ["eng", "lat"]
+    assert corpus_languages(labels, confidences=[prose_confidence(t, 0.99) for t in texts]) == ["eng"]
+    assert prose_confidence("東京都の歴史と文化について。", 0.9) == 0.9 and prose_confidence("12 . 34", None) is None
