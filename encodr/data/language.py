@@ -260,9 +260,8 @@ def prose_confidence(text: str, confidence: float | None) -> float | None:
     so :func:`corpus_languages` counts their labels as unsure. None stays None (a label given)."""
     if confidence is None:
         return None
-    chars = [c for c in text if not c.isspace()]
-    letters = sum(c.isalpha() for c in chars)
-    return confidence if chars and letters >= PROSE * len(chars) else 0.0
+    shown = len(text) - sum(map(str.isspace, text))  # non-space characters (counted in C: a passage each text indexed)
+    return confidence if shown and sum(map(str.isalpha, text)) >= PROSE * shown else 0.0
 
 
 def corpus_languages(

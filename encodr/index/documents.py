@@ -51,6 +51,12 @@ def unchanged_files(store: TextStore, files: list[str]) -> set[str]:
     return found
 
 
+def within(path: str, folder: str) -> bool:
+    """Whether absolute ``path`` is ``folder`` or lies under it (compared as text, part by part)."""
+    folder = folder.rstrip(os.sep)
+    return path == folder or path.startswith(folder + os.sep)
+
+
 EDITED, DELETED = "edited", "deleted"  # what became of a document's file since it was indexed (changed_documents)
 
 
@@ -70,7 +76,7 @@ def changed_documents(states: dict[str, tuple[str | None, str | None, int | None
     Returns:
         document id → :data:`EDITED` or :data:`DELETED`, for the changed ones only.
     """
-    seen = [r.rstrip(os.sep) for r in roots if os.path.exists(r) or os.path.isdir(os.path.dirname(r))]
+    seen = [r for r in roots if os.path.exists(r) or os.path.isdir(os.path.dirname(r))]
     now: dict[str, tuple[str | None, int | None]] = {}
     changed = {}
     for doc, (path, modified, size) in states.items():
@@ -79,7 +85,7 @@ def changed_documents(states: dict[str, tuple[str | None, str | None, int | None
         if path not in now:
             now[path] = file_state(path)
         if now[path] == (None, None):
-            if any(path == r or path.startswith(r + os.sep) for r in seen):
+            if any(within(path, r) for r in seen):
                 changed[doc] = DELETED
         elif now[path] != (modified, size):
             changed[doc] = EDITED

@@ -27,7 +27,7 @@ from ..data.language import (
 from ..data.records import Record
 from ..errors import EncodrError, S
 from ..models.pcr import POOLED, fit_and_remove, remove_per_language
-from .documents import Reconcile
+from .documents import Reconcile, within
 from .faiss_types import add_vectors, auto_index_type, new_faiss, training_sample, write_faiss
 from .meta import IndexMeta, new_meta
 from .ondisk import add_on_disk, extend_trained
@@ -312,12 +312,8 @@ def shown_roots(roots: list[str]) -> list[tuple[str, str]]:
     folder's name (``notes/todo.md``, ``code/main.py``), or, where two of them share a name, with
     the folder's path from their common parent, so that two files never show the same path (as
     ripgrep shows the paths it was given)."""
-
-    def inside(folder: str, other: str) -> bool:
-        return folder.startswith(other.rstrip(os.sep) + os.sep)
-
     folders = sorted({os.path.abspath(r) for r in roots if os.path.isdir(r)}, key=lambda f: (len(f), f))
-    top = [f for i, f in enumerate(folders) if not any(inside(f, g) for g in folders[:i])]
+    top = [f for i, f in enumerate(folders) if not any(within(f, g) for g in folders[:i])]
     if len(top) <= 1:
         return [(f, "") for f in top]
     names = [os.path.basename(f) or f for f in top]
@@ -333,7 +329,7 @@ def shown_path(source: str, folders: list[tuple[str, str]]) -> str:
     or a document given whole (an upsert), its own name."""
     full = os.path.abspath(source)
     for root, prefix in folders:
-        if full.startswith(root.rstrip(os.sep) + os.sep):
+        if within(full, root):
             shown = Path(os.path.relpath(full, root)).as_posix()
             return f"{prefix}/{shown}" if prefix else shown
     return Path(source).name  # a file given by itself (an upsert's source, "api", reads the same)
