@@ -16,6 +16,9 @@ console 80 wide), and that text is read:
 - ``line``: the line the top hit shows (``path:LINE``) is the line of the file the answer sits
   on (Markdown and text files; a Word file has no lines of its own and is left out);
 - ``k5``: the output has 5 hits;
+- ``screen``: the answer's text is in any hit's snippet on the output's first 23 lines (a
+  terminal of 80 × 24 after the command's own line), from whichever file: what a person sees
+  without scrolling;
 - ``full visible``: the ceiling, the answer in the top hit's ``--full`` text.
 
 The folders are written to a temporary folder and removed after the run.
@@ -142,6 +145,11 @@ def fold(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+def first_screen(output: str, rows: int = 23) -> str:
+    """The snippets' text (a card's indented lines, folded) on the first ``rows`` lines of ``output``."""
+    return fold(" ".join(line for line in output.splitlines()[:rows] if line.startswith("    ")))
+
+
 def located(cell: list[str]) -> tuple[str | None, int | None]:
     """The file and line a hit's cell names (its ``path:LINE``, the last one printed)."""
     found = re.findall(r"([^\s·:]+\.(?:md|txt|docx)):(\d+)", " ".join(cell))
@@ -157,9 +165,11 @@ def measure(lang: str, questions: int, articles: int | None, seed: int, model: s
         asked = asked[:questions]
         index = str(Path(tmp) / "idx")
         ask(["index", str(folder), "--out", index, *(["--model", model] if model else [])])
-        counts = {"file@1": 0, "visible": 0, "line": 0, "line_asked": 0, "k5": 0, "full visible": 0}
+        counts = {"file@1": 0, "visible": 0, "line": 0, "line_asked": 0, "k5": 0, "screen": 0, "full visible": 0}
         for q in asked:
-            cell, n = top_hit(ask(["search", q["question"], "--index", index, "-k", "5"]))
+            output = ask(["search", q["question"], "--index", index, "-k", "5"])
+            cell, n = top_hit(output)
+            counts["screen"] += any(fold(a) in first_screen(output) for a in q["answers"])
             path, line = located(cell)
             text = fold(" ".join(cell))
             counts["file@1"] += path == q["file"]
@@ -179,6 +189,7 @@ def measure(lang: str, questions: int, articles: int | None, seed: int, model: s
         "visible": 100 * counts["visible"] / n,
         "line": 100 * counts["line"] / max(counts["line_asked"], 1),
         "k5": 100 * counts["k5"] / n,
+        "screen": 100 * counts["screen"] / n,
         "full visible": 100 * counts["full visible"] / n,
     }
 
@@ -197,7 +208,7 @@ def main() -> None:
         {"label": args.label, **measure(lang, args.questions, args.articles, args.seed, args.model)}
         for lang in args.langs.split(",")
     ]
-    columns = ["label", "lang", "model", "questions", "file@1", "visible", "line", "k5", "full visible"]
+    columns = ["label", "lang", "model", "questions", "file@1", "visible", "line", "k5", "screen", "full visible"]
     print_table("A question of a folder: what the default output shows at 80 columns (% of questions)", rows, columns)
     kept = []
     if args.out.exists():

@@ -95,7 +95,8 @@ class _Bars:
 
 
 SHORT = 24  # a column whose cells are all at most this wide is drawn whole (names, numbers, dates): never wrapped
-SNIPPET_LINES = 4  # a hit's snippet fills at most this many lines of its column
+SNIPPET_LINES = 3  # a hit's snippet fills at most this many lines of its column
+FIRST_SNIPPET_LINES = 6  # the first hit's, the one read first: its answer often sits a sentence or two past the best one
 MAIN = 60  # a table's main column gets at least this many characters a line, or the table prints as blocks
 CARD_INDENT = 4  # a card's main text (a hit's snippet) starts this far in, under its heading line (:func:`_cards`)
 CARD_TEXT = 40  # cards need this many characters a line for their main text; a narrower terminal prints blocks
@@ -495,8 +496,8 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
     result = _answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local)
     width = min(out_console.width, CARD_WIDTH) - CARD_INDENT  # hits print as cards (_layout), snippets under a heading
-    result.snippet = 0 if values.get("full") else SNIPPET_LINES * max(CARD_TEXT, width)
-    result.line_width = max(CARD_TEXT, width)  # a code hit shows its lines, cut to this
+    result.snippet, result.first_snippet = (0, 0) if values.get("full") else (SNIPPET_LINES, FIRST_SNIPPET_LINES)
+    result.line_width = max(CARD_TEXT, width)  # snippets wrap at this, a code hit's lines are cut to it
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
     form = (

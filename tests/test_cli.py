@@ -406,6 +406,29 @@ def test_tables_read_at_80_columns_without_a_broken_word(capsys, monkeypatch, tm
     assert code == 0 and "no hits" in out  # a search that matches nothing says so
 
 
+def test_the_first_hit_shows_six_lines_the_others_three_each_filled_to_the_width(capsys, monkeypatch, tmp_path, tiny_model):
+    """At 80 columns a hit's snippet fills whole wrapped lines of 76 cells, at most 3, the first
+    hit's at most 6 (the one read first: its answer often sits past the sentence that matched), and
+    never spills onto one more: a character budget left wrapped lines short and a fifth line."""
+    from encodr import cli
+    from encodr.index import BuildOptions, build
+
+    monkeypatch.setattr(cli.out_console, "width", 80)
+    sentence = "The circulation pump of the heating system keeps four bar of pressure when the boiler runs hot. "
+    for name in ("a", "b"):  # two documents (the same text twice would be one)
+        (tmp_path / f"{name}.txt").write_text(f"Manual {name}. " + sentence * 12)
+    build([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
+    code, out, _ = run_cli(["search", "pump pressure", "--index", str(tmp_path / "idx"), "-k", "2"], capsys, monkeypatch)
+    lines = out.splitlines()
+    headings = [n for n, line in enumerate(lines) if re.match(r" *[12]  [ab]\.txt:", line)]
+    assert code == 0 and len(headings) == 2, out
+    bodies = [lines[n + 1 : lines.index("", n)] for n in headings]
+    assert [len(body) for body in bodies] == [6, 3], out
+    for body in bodies:
+        assert all(line.startswith("    ") and len(line.rstrip()) > 66 for line in body), body  # filled, not cut short
+        assert body[-1].rstrip().endswith("…")
+
+
 def test_the_write_flags_are_one_setting(capsys, monkeypatch, tmp_path):
     """--add, --sync and --overwrite are the values of one setting, IndexRequest.write: one flag
     sets it, two together are refused in one line, and --watch refuses all but a sync."""

@@ -182,30 +182,81 @@ class QueryHits(BaseModel):
     hits: list[Hit]  # encodr.index.Hit, a dataclass pydantic reads and writes as it is
 
 
-def snippet(text: str, spans: list[tuple[int, int]], width: int, around: bool = True) -> tuple[str, list[tuple[int, int]]]:
+def snippet(
+    text: str, spans: list[tuple[int, int]], width: int, around: bool = True, lines: int = 0
+) -> tuple[str, list[tuple[int, int]]]:
     """At most ``width`` characters of ``text`` around its first matched span (a third of the
     width before it; from the start without ``around``: a hit's chosen snippet), a line break
-    and the indentation around it shown as one space, ``…`` where text was cut, and the spans moved to match; the whole text
-    (line breaks as spaces) when it fits or ``width`` is 0.
+    and the indentation around it shown as one space, ``…`` where text was cut, and the spans
+    moved to match; the whole text (line breaks as spaces) when it fits or ``width`` is 0.
+
+    With ``lines``, ``width`` is a line's width in terminal cells and the snippet is what fills at
+    most ``lines`` such lines once wrapped at its spaces (:func:`wrapped_end`: greedy, as rich
+    and Textual wrap), its ``…`` included: a character budget of ``lines × width`` leaves a
+    wrapped text spilling onto one line more, or a short last line.
 
     Returns:
         (the snippet, the (start, end) spans inside it).
     """
     flat, at = _folded(text)
     spans = [(at[s], at[e]) for s, e in spans]
-    if width <= 0 or len(flat) <= width:
+    budget = width * lines if lines else width
+    if budget <= 0 or (len(flat) <= budget and (not lines or wrapped_end(flat, 0, lines, width) == len(flat))):
         return flat, list(spans)
     centre = spans[0][0] if spans and around else 0
-    start = max(0, min(centre - width // 3, len(flat) - width))
+    start = max(0, min(centre - budget // 3, len(flat) - budget))
     if start:
         start = flat.rfind(" ", 0, start + 1) + 1 or start  # from a word's start
-    end = min(len(flat), start + width - (start > 0) - 1)
+    end = min(len(flat), start + budget - (start > 0) - 1)
     cut = flat.rfind(" ", start, end)
-    end = cut if end < len(flat) and cut > start + width // 2 else end
+    end = cut if end < len(flat) and cut > start + budget // 2 else end
+    end = wrapped_end(flat, start, lines, width) if lines else end
     head, tail = ("…" if start else ""), ("…" if end < len(flat) else "")
     shift = len(head) - start
     inside = [(s + shift, e + shift) for s, e in spans if s >= start and e <= end]
     return head + flat[start:end] + tail, inside
+
+
+def wrapped_end(flat: str, start: int, lines: int, width: int) -> int:
+    """Where a snippet of one-line text ``flat`` that starts at offset ``start`` ends so that it
+    fills at most ``lines`` lines of ``width`` terminal cells (a CJK character two) once wrapped
+    at its spaces, greedily (rich's and Textual's wrap: a word goes to the next line when it
+    does not fit, a word wider than a line is folded), with ``…`` before it when ``start`` > 0
+    and after it when it ends before ``flat`` does. ``len(flat)`` when the rest fits whole; inside
+    the first word when not even it fits (a CJK sentence has no spaces to wrap at).
+
+    Raises:
+        ValueError: ``lines`` or ``width`` under 1.
+    """
+    import re
+
+    from rich.cells import cell_len
+
+    if lines < 1 or width < 1:
+        raise ValueError(f"a snippet needs at least one line of one cell, not {lines} of {width}")
+    row, used, last, fitted = 1, 0, start, []  # fitted: (end of a word, the cells its line then holds)
+    for m in re.finditer(r"\S+", flat[start:]):
+        cells = cell_len(m.group()) + (1 if start and not fitted else 0)  # the leading "…" sits on the first word
+        gap = m.start() - last
+        if used and used + gap + cells <= width:
+            used += gap + cells
+        else:
+            row, used = (row + 1 if used else row), cells
+            row, used = row + (used - 1) // width, (used - 1) % width + 1  # a word wider than a line folds
+        if row > lines:
+            break
+        last = m.end()
+        fitted.append((start + m.end(), used, row))
+    else:
+        return len(flat)
+    for end, used, row in reversed(fitted):  # the closing "…" needs a cell on the last line
+        if used < width or row < lines:
+            return end
+    room, end = lines * width - (2 if start else 1), start  # not a whole word fits (CJK has no spaces): cut inside it
+    while end < len(flat) and room - cell_len(flat[end]) >= 0:
+        room -= cell_len(flat[end])
+        end += 1
+    return end
 
 
 def code_snippet(
@@ -347,10 +398,9 @@ class SearchResult(Result):
     model: str
     results: list[QueryHits]
     caption: str = ""  # how the hits are ranked, when it needs saying (documents by their best passage)
-    snippet: int = Field(
-        0, exclude=True
-    )  # a table shows at most this many characters of a hit, around its matched words (0: all)
-    line_width: int = Field(0, exclude=True)  # a table's line for a hit's text: code hits show their lines cut to it (0: folded)
+    snippet: int = Field(0, exclude=True)  # a table shows at most this many lines of a hit's text, wrapped (0: all of it)
+    first_snippet: int = Field(0, exclude=True)  # lines for each query's first hit, the one read first (0: as snippet)
+    line_width: int = Field(40, exclude=True)  # a table's line for a hit's text, in terminal cells: snippets wrap at it
     hints: list[str] = []  # one line each, for what the user may not know (a query in a language the model was not trained on)
     timings: dict[str, float] | None = None  # with --timings: milliseconds of each phase (encodr.timing.PHASES) and the total
     partial: bool = False  # a sharded index's shard did not answer in time: these hits leave its documents out
@@ -399,7 +449,7 @@ class SearchResult(Result):
             titles = [clipped(own_title(h), TITLE_WIDTH if self.snippet else 0) for h in q.hits]
             titled = any(titles)
             columns = ["rank", "score", "lang", *(["title"] if titled else []), "text", "source"]
-            shown = [self._shown(h, q) for h in q.hits]
+            shown = [self._shown(h, q, first=i == 0) for i, h in enumerate(q.hits)]
             rows = [
                 [
                     str(h.rank),
@@ -431,18 +481,20 @@ class SearchResult(Result):
             )
         return out
 
-    def _shown(self, h: Hit, q: QueryHits) -> tuple[str, list[tuple[int, int]]]:
-        """A hit's text as a table shows it, and the spans of the query's words in it: its snippet
-        in at most :attr:`snippet` characters (:func:`snippet`; all of its text with 0); a hit
-        from source code as its lines (:func:`code_lines`), as many as :attr:`snippet` holds
-        lines of :attr:`line_width` characters."""
-        if self.line_width:  # a front end that draws lines: code as its lines
-            lines = max(self.snippet // self.line_width, 1) if self.snippet else 0
-            code = code_lines(h, q.query, lines, self.line_width, q.lang)
-            if code is not None:
-                return code
-        text = h.text if not self.snippet or h.snippet is None else h.snippet
-        return snippet(text, term_spans(text, q.query, q.lang, h.lang), self.snippet, around=h.snippet is None)
+    def _shown(self, h: Hit, q: QueryHits, first: bool = False) -> tuple[str, list[tuple[int, int]]]:
+        """A hit's text as a table shows it, and the spans of the query's words in it: from its
+        snippet's start (around its first matched word when it has none) as much of its passage
+        as fills :attr:`snippet` lines of :attr:`line_width` cells (:func:`snippet`), or
+        :attr:`first_snippet` lines when it is its query's ``first`` hit; all of its text when
+        :attr:`snippet` is 0. A hit from source code shows as its lines (:func:`code_lines`)."""
+        lines = (self.first_snippet or self.snippet) if first and self.snippet else self.snippet
+        code = code_lines(h, q.query, lines, self.line_width, q.lang)
+        if code is not None:
+            return code
+        text = h.text
+        start = text.find(h.snippet) if lines and h.snippet else -1
+        text = text[start:] if start >= 0 else text  # the chosen sentences first, then what follows them
+        return snippet(text, term_spans(text, q.query, q.lang, h.lang), self.line_width if lines else 0, start < 0, lines)
 
 
 class ScoreResult(Result):

@@ -27,3 +27,30 @@ def test_code_shows_as_its_lines_dedented_tabs_expanded_and_cut_to_the_width():
     # a passage's stored text starts at its first word: a line that opens a block sits a level left of the next
     assert code_snippet("def f(x):\n        return x\n", [], 4, 40, first_indented=False)[0] == "def f(x):\n    return x"
     assert code_snippet("'''Docs.'''\n        return x\n", [], 4, 40, first_indented=False)[0] == "'''Docs.'''\nreturn x"
+
+
+def _rows(shown: str, width: int) -> list[str]:
+    """``shown`` as a terminal draws it ``width`` cells wide: rich's own wrap."""
+    from rich.console import Console
+    from rich.text import Text
+
+    return [line.plain for line in Text(shown).wrap(Console(width=width), width)]
+
+
+def test_a_snippet_of_n_lines_fills_them_when_wrapped_and_never_spills_onto_one_more():
+    """``lines``: what fills that many wrapped lines, its ``…`` included. A budget of lines ×
+    width characters spilled onto one line more (word wrap leaves each line short of the width)."""
+    words = "a pump of the heating circuit keeps four bar when the boiler runs at full load in winter".split()
+    text = " ".join(words[i % len(words)] * (1 + i % 2) for i in range(200))  # words of 1 to 14 letters
+    for width, lines in ((20, 1), (20, 3), (33, 2), (76, 3), (76, 6)):
+        shown, _ = snippet(text, [], width, around=False, lines=lines)
+        rows = _rows(shown, width)
+        assert len(rows) == lines and shown.endswith("…") and text.startswith(shown[:-1]), (width, lines, rows)
+        longer = text[: text.index(" ", len(shown)) if " " in text[len(shown) :] else len(text)] + "…"
+        assert len(_rows(longer, width)) > lines  # one word more would not fit
+    shown, _ = snippet(text[20:], [], 30, around=True, lines=2)  # from its first matched word, "…" before it
+    assert len(_rows(shown, 30)) <= 2
+    wide = "東京都の水道局は" * 10  # CJK: two cells a character, no spaces to wrap at
+    shown, _ = snippet(wide, [], 10, lines=2)
+    assert shown.endswith("…") and len(_rows(shown, 10)) == 2
+    assert snippet("a cat on a mat", [(2, 5)], 20, lines=1) == ("a cat on a mat", [(2, 5)])  # it fits: whole
