@@ -321,6 +321,26 @@ def code_lines(
     return code_snippet(text, spans, lines or len(text), max(width, 2) if lines else len(text) + 1, first_indented=line > 0)
 
 
+def hit_snippet(hit: Hit, query: str, lines: int, width: int, query_lang: str | None = None) -> tuple[str, list[tuple[int, int]]]:
+    """What a front end that draws lines shows of a hit, and the spans of the query's words in it
+    (:func:`term_spans`): from its snippet's start (its text around the query's first matched word
+    when it has none) as much of its passage as fills ``lines`` lines of ``width`` terminal cells
+    once wrapped (:func:`snippet`), so the lines hold the chosen sentences and what follows them;
+    all of its text (line breaks as spaces) with ``lines`` 0. A hit from source code shows as its
+    lines (:func:`code_lines`)."""
+    code = code_lines(hit, query, lines, width, query_lang)
+    if code is not None:
+        return code
+    text = hit.text
+    start = text.find(hit.snippet) if lines and hit.snippet else -1
+    if start >= 0:  # the chosen sentences first, then what follows them
+        text, room = text[start:], lines * width
+        cut = text.rfind(" ", 0, room + width)  # what cannot show is left unread (finding the query's words costs most)
+        if len(text) > room + width and cut > 0 and len(" ".join(text[:cut].split())) > room:
+            text = text[:cut]  # whole words, more than the lines hold: the snippet is still cut, its "…" kept
+    return snippet(text, term_spans(text, query, query_lang, hit.lang), width if lines else 0, start < 0, lines)
+
+
 def _indentation(line: str) -> int:
     """The columns of ``line``'s leading spaces and tabs (a tab to the next multiple of 4)."""
     column = 0
@@ -482,19 +502,12 @@ class SearchResult(Result):
         return out
 
     def _shown(self, h: Hit, q: QueryHits, first: bool = False) -> tuple[str, list[tuple[int, int]]]:
-        """A hit's text as a table shows it, and the spans of the query's words in it: from its
-        snippet's start (around its first matched word when it has none) as much of its passage
-        as fills :attr:`snippet` lines of :attr:`line_width` cells (:func:`snippet`), or
+        """A hit's text as a table shows it, and the spans of the query's words in it
+        (:func:`hit_snippet`): :attr:`snippet` lines of :attr:`line_width` cells, or
         :attr:`first_snippet` lines when it is its query's ``first`` hit; all of its text when
-        :attr:`snippet` is 0. A hit from source code shows as its lines (:func:`code_lines`)."""
+        :attr:`snippet` is 0."""
         lines = (self.first_snippet or self.snippet) if first and self.snippet else self.snippet
-        code = code_lines(h, q.query, lines, self.line_width, q.lang)
-        if code is not None:
-            return code
-        text = h.text
-        start = text.find(h.snippet) if lines and h.snippet else -1
-        text = text[start:] if start >= 0 else text  # the chosen sentences first, then what follows them
-        return snippet(text, term_spans(text, q.query, q.lang, h.lang), self.line_width if lines else 0, start < 0, lines)
+        return hit_snippet(h, q.query, lines, self.line_width, q.lang)
 
 
 class ScoreResult(Result):

@@ -145,17 +145,13 @@ class HelpScreen(ModalScreen):
             yield Static(help_table(), id="help")
 
 
-def marked(text: str, query: str, width: int | None = None, query_lang: str | None = None, text_lang: str | None = None):
+def marked(text: str, query: str, query_lang: str | None = None, text_lang: str | None = None):
     """``text`` as rich Text with the query's words in bold yellow, matched as the keyword index
-    matches them (:func:`~encodr.core.results.term_spans`, the languages' stems); with ``width``,
-    the snippet of that many characters around the first match (:func:`~encodr.core.results.snippet`)."""
+    matches them (:func:`~encodr.core.results.term_spans`, the languages' stems)."""
 
-    from ..core.results import snippet, term_spans
+    from ..core.results import term_spans
 
-    spans = term_spans(text, query, query_lang, text_lang)
-    if width:
-        text, spans = snippet(text, spans, width)
-    return highlighted(text, spans)
+    return highlighted(text, term_spans(text, query, query_lang, text_lang))
 
 
 def highlighted(text: str, spans: list[tuple[int, int]]):
@@ -169,20 +165,16 @@ def highlighted(text: str, spans: list[tuple[int, int]]):
 
 
 def hit_cell(hit, query: str, width: int, console, query_lang: str | None = None) -> list:
-    """A hit as the results table shows it, as lines ``width`` characters wide: its snippet (the
-    chosen sentences, else its text around the query's words; source code as its lines,
-    :func:`~encodr.core.results.code_lines`) on :data:`SNIPPET_ROWS` lines, the query's words in
+    """A hit as the results table shows it, as lines ``width`` cells wide: its snippet (the chosen
+    sentences and what follows them, else its text around the query's words; source code as its
+    lines: :func:`~encodr.core.results.hit_snippet`) on :data:`SNIPPET_ROWS` lines, the query's words in
     bold, then on a dim line its title where it says more than its path, and where the answer is
     (``path:line › section``, :func:`~encodr.core.results.where`), cut to fit."""
     from rich.text import Text
 
-    from ..core.results import code_lines
+    from ..core.results import hit_snippet
 
-    code = code_lines(hit, query, SNIPPET_ROWS, width, query_lang)  # a hit from source code: its lines
-    if code is not None:
-        body = highlighted(*code)
-    else:
-        body = marked(hit.snippet or hit.text, query, SNIPPET_ROWS * width - SNIPPET_ROWS, query_lang, hit.lang)
+    body = highlighted(*hit_snippet(hit, query, SNIPPET_ROWS, width, query_lang))  # lines that fill the rows, "…" at a cut
     lines = list(body.wrap(console, width))[:SNIPPET_ROWS]
     located = Text(clip(" · ".join(x for x in (own_title(hit), where(hit)) if x) + judged_mark(hit), width))
     located.stylize("dim")
@@ -213,7 +205,7 @@ class DocumentScreen(ModalScreen):
         with VerticalScroll(id="document"):
             yield Static(Text(self.heading, style="bold"))
             if not self.markdown:
-                body = marked(self.text, self.query_text, None, *self.langs)
+                body = marked(self.text, self.query_text, *self.langs)
                 body.stylize("reverse", self.at, self.at + self.length)  # the passage that matched
                 yield Static(body, id="document-text")
                 return
@@ -221,7 +213,7 @@ class DocumentScreen(ModalScreen):
             if before.strip():
                 yield Markdown(before, id="document-before")
             yield Static(
-                marked(self.text[self.at : self.at + self.length], self.query_text, None, *self.langs),
+                marked(self.text[self.at : self.at + self.length], self.query_text, *self.langs),
                 id="document-text",
                 classes="passage",
             )

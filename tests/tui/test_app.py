@@ -401,3 +401,19 @@ def test_a_code_hit_shows_its_lines_in_the_results():
     hit = Hit(1, 0.9, text, "src/pump.py", 7, 1, snippet=text[text.index('"""') :], snippet_line=8, path="src/pump.py")
     lines = [line.plain for line in hit_cell(hit, "relief valve", 40, Console(width=40))]
     assert lines[:2] == ['"""Open the relief valve."""', "return os.sep"] and "src/pump.py:8" in lines[2]
+
+
+def test_a_hits_rows_in_the_results_are_filled_and_end_in_an_ellipsis_where_text_goes_on():
+    """A prose hit's two rows hold its chosen sentences and what follows them, wrapped to fill
+    the width, and the second ends in ``…`` where the passage goes on: a character budget left
+    the rows short, or cut a third row off without saying so."""
+    from rich.console import Console
+
+    from encodr.index.search import Hit
+    from encodr.tui.app import hit_cell
+
+    text = "Intro. The relief valve opens at four bar. " + "The pump then slows down and the pressure falls again. " * 4
+    hit = Hit(1, 0.9, text, "pump.md", 3, 1, snippet="The relief valve opens at four bar.", snippet_line=3, path="pump.md")
+    lines = [line.plain.rstrip() for line in hit_cell(hit, "relief valve", 40, Console(width=40))]
+    assert lines[0].startswith("The relief valve opens at four bar. The")  # from the snippet on, past its end
+    assert len(lines[0]) > 36 and lines[1].endswith("…") and "pump.md:3" in lines[2], lines

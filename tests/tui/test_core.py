@@ -27,12 +27,11 @@ PRESENTATION_ONLY = {
     ("encodr.core.dispatch", "cancelled"),  # Cancel: raised from the step callback; the CLI's Ctrl-C ends the same way
     ("encodr.core.results", "human"),  # the Workspace's cells, rendered for people as the CLI's tables are (Result.tables)
     ("encodr.core.results", "term_spans"),
+    ("encodr.core.results", "where"),  # a hit's source and offset, as the CLI's table shows it
     (
         "encodr.core.results",
-        "snippet",
-    ),  # the Search tab's passages, cut around the match as SearchResult.tables cuts them for the CLI
-    ("encodr.core.results", "where"),  # a hit's source and offset, as the CLI's table shows it
-    ("encodr.core.results", "code_lines"),  # a code hit's lines, as SearchResult.tables shows them for the CLI
+        "hit_snippet",
+    ),  # a hit as lines (a code hit as its lines), as SearchResult.tables shows them for the CLI
     ("encodr.core.results", "own_title"),
     (
         "encodr.core.results",
