@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -333,12 +334,36 @@ def hit_snippet(hit: Hit, query: str, lines: int, width: int, query_lang: str | 
         return code
     text = hit.text
     start = text.find(hit.snippet) if lines and hit.snippet else -1
+    block = fenced_block(text, start) if start >= 0 and reads_as_markdown(hit.source or "") else None
+    if block is not None:  # a Markdown code block: its lines, as a code hit's
+        return code_snippet(block, term_spans(block, query, query_lang, hit.lang), lines, max(width, 2))
     if start >= 0:  # the chosen sentences first, then what follows them
         text, room = text[start:], lines * width
         cut = text.rfind(" ", 0, room + width)  # what cannot show is left unread (finding the query's words costs most)
         if len(text) > room + width and cut > 0 and len(" ".join(text[:cut].split())) > room:
             text = text[:cut]  # whole words, more than the lines hold: the snippet is still cut, its "…" kept
     return snippet(text, term_spans(text, query, query_lang, hit.lang), width if lines else 0, start < 0, lines)
+
+
+FENCE = re.compile(r"^ {0,3}(```|~~~)", re.M)  # a Markdown code fence's line (CommonMark: at most 3 spaces in)
+
+
+def fenced_block(text: str, start: int) -> str | None:
+    """The lines of the Markdown code block (```` ``` ```` or ``~~~`` fences) that offset ``start``
+    of ``text`` starts in or opens, from ``start``'s line (its opening fence left out) to its
+    closing fence or the text's end; None when ``start`` is in prose (an even number of fences
+    before its line, its line no fence) or on a closing fence, or when the block holds nothing. A
+    command block's lines folded into one run of words read as prose they are not."""
+    line = text.rfind("\n", 0, start) + 1
+    inside = len(FENCE.findall(text, 0, line)) % 2 == 1  # an odd number of fences before its line
+    opens = FENCE.match(text, line) is not None
+    if inside == opens:  # prose, or a block's closing fence
+        return None
+    first = text.find("\n", line) + 1 if opens else line  # the opening fence's line left out
+    body = text[first:] if first > 0 else ""
+    closing = FENCE.search(body)
+    body = body[: closing.start()] if closing else body
+    return body if body.strip() else None
 
 
 def _indentation(line: str) -> int:

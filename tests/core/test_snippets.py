@@ -54,3 +54,26 @@ def test_a_snippet_of_n_lines_fills_them_when_wrapped_and_never_spills_onto_one_
     shown, _ = snippet(wide, [], 10, lines=2)
     assert shown.endswith("…") and len(_rows(shown, 10)) == 2
     assert snippet("a cat on a mat", [(2, 5)], 20, lines=1) == ("a cat on a mat", [(2, 5)])  # it fits: whole
+
+
+def test_a_markdown_code_block_shows_as_its_lines_not_as_prose():
+    """A hit whose snippet starts at a fenced block (or inside one) shows the block's lines as a
+    code hit does, its fence left out, up to its closing fence; prose around it stays prose."""
+    from encodr.core.results import fenced_block, hit_snippet
+    from encodr.index.search import Hit
+
+    text = (
+        "Keep the index in step:\n\n```bash\nencodr index notes/ --sync   # new added, gone removed\n"
+        "encodr index notes/ --watch  # sync on every change\n```\n\nThen search it."
+    )
+    fence, inside, after = text.index("```bash"), text.index("encodr index notes/ --watch"), text.index("Then")
+    assert fenced_block(text, fence) == text[text.index("encodr") : text.index("```\n\nThen")]
+    assert fenced_block(text, inside).startswith("encodr index notes/ --watch")
+    assert fenced_block(text, 0) is None and fenced_block(text, after) is None
+    assert fenced_block(text, text.index("```\n\nThen")) is None  # the closing fence
+    hit = Hit(1, 0.9, text, "notes/search.md", 1, 1, snippet=text[fence:], snippet_line=3, path="notes/search.md")
+    shown, spans = hit_snippet(hit, "watch", 3, 40)
+    assert shown.split("\n") == ["encodr index notes/ --sync   # new adde…", "encodr index notes/ --watch  # sync on…"]
+    assert [shown[a:b] for a, b in spans] == ["watch"]
+    hit = Hit(1, 0.9, text, "notes/search.txt", 1, 1, snippet=text[fence:], snippet_line=3, path="notes/search.txt")
+    assert "\n" not in hit_snippet(hit, "watch", 3, 40)[0]  # a text file is not read as Markdown: prose
