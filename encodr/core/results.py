@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..data.files import reads_as_markdown  # noqa: F401  (the TUI's document view asks it here)
+from ..data.files import FENCE, reads_as_markdown  # reads_as_markdown: the TUI's document view asks it here too
 from ..index.search import Hit
 
 # How some fields read in a table (their JSON keeps the plain number).
@@ -208,10 +208,12 @@ def snippet(
     start = max(0, min(centre - budget // 3, len(flat) - budget))
     if start:
         start = flat.rfind(" ", 0, start + 1) + 1 or start  # from a word's start
-    end = min(len(flat), start + budget - (start > 0) - 1)
-    cut = flat.rfind(" ", start, end)
-    end = cut if end < len(flat) and cut > start + budget // 2 else end
-    end = wrapped_end(flat, start, lines, width) if lines else end
+    if lines:
+        end = wrapped_end(flat, start, lines, width)
+    else:
+        end = min(len(flat), start + budget - (start > 0) - 1)
+        cut = flat.rfind(" ", start, end)
+        end = cut if end < len(flat) and cut > start + budget // 2 else end
     head, tail = ("…" if start else ""), ("…" if end < len(flat) else "")
     shift = len(head) - start
     inside = [(s + shift, e + shift) for s, e in spans if s >= start and e <= end]
@@ -229,8 +231,6 @@ def wrapped_end(flat: str, start: int, lines: int, width: int) -> int:
     Raises:
         ValueError: ``lines`` or ``width`` under 1.
     """
-    import re
-
     from rich.cells import cell_len
 
     if lines < 1 or width < 1:
@@ -345,9 +345,6 @@ def hit_snippet(hit: Hit, query: str, lines: int, width: int, query_lang: str | 
     return snippet(text, term_spans(text, query, query_lang, hit.lang), width if lines else 0, start < 0, lines)
 
 
-FENCE = re.compile(r"^ {0,3}(```|~~~)", re.M)  # a Markdown code fence's line (CommonMark: at most 3 spaces in)
-
-
 def fenced_block(text: str, start: int) -> str | None:
     """The lines of the Markdown code block (```` ``` ```` or ``~~~`` fences) that offset ``start``
     of ``text`` starts in or opens, from ``start``'s line (its opening fence left out) to its
@@ -382,8 +379,6 @@ def _indentation(line: str) -> int:
 def _folded(text: str) -> tuple[str, list[int]]:
     """``text`` with each run of whitespace that holds a line break folded to one space (a code
     line's indentation, a blank line), and where each of its offsets (0 to ``len(text)``) lands."""
-    import re
-
     parts, at, pos, out_len = [], [], 0, 0
     for m in re.finditer(r"[ \t\r\f\v]*\n\s*", text):
         keep = text[pos : m.start()]

@@ -561,7 +561,7 @@ def section_bounds(text: str, title: str | None = None, pages: tuple[int, ...] =
 
 SECTION_SEPARATOR = " › "
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^[ \t]*(```|~~~)", re.M)  # a Markdown code fence's line (a code block opens or closes)
 
 
 def heading_paths(text: str, title: str | None = None) -> list[tuple[int, str]]:
@@ -572,7 +572,7 @@ def heading_paths(text: str, title: str | None = None) -> list[tuple[int, str]]:
     ``title`` is left out of the path (the title is shown on its own)."""
     found, open_headings, fenced, offset = [], [], False, 0
     for line in text.splitlines(keepends=True):
-        if _FENCE.match(line):
+        if FENCE.match(line):
             fenced = not fenced
         elif not fenced and (m := _HEADING.match(line.rstrip("\r\n"))):
             level, words = len(m.group(1)), " ".join(m.group(2).split())
