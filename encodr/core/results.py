@@ -202,7 +202,7 @@ def snippet(
     flat, at = _folded(text)
     spans = [(at[s], at[e]) for s, e in spans]
     budget = width * lines if lines else width
-    if budget <= 0 or (len(flat) <= budget and (not lines or wrapped_end(flat, 0, lines, width) == len(flat))):
+    if budget <= 0 or len(flat) <= budget and _fits(flat, lines, width):
         return flat, list(spans)
     centre = spans[0][0] if spans and around else 0
     start = max(0, min(centre - budget // 3, len(flat) - budget))
@@ -218,6 +218,12 @@ def snippet(
     shift = len(head) - start
     inside = [(s + shift, e + shift) for s, e in spans if s >= start and e <= end]
     return head + flat[start:end] + tail, inside
+
+
+def _fits(flat: str, lines: int, width: int) -> bool:
+    """Whether all of ``flat`` shows: without ``lines`` (a character budget it is within), or
+    wrapped onto at most ``lines`` lines of ``width`` cells (one line of ASCII needs no wrapping)."""
+    return not lines or (len(flat) <= width and flat.isascii()) or wrapped_end(flat, 0, lines, width) == len(flat)
 
 
 def wrapped_end(flat: str, start: int, lines: int, width: int) -> int:
@@ -237,7 +243,8 @@ def wrapped_end(flat: str, start: int, lines: int, width: int) -> int:
         raise ValueError(f"a snippet needs at least one line of one cell, not {lines} of {width}")
     row, used, last, fitted = 1, 0, start, []  # fitted: (end of a word, the cells its line then holds)
     for m in re.finditer(r"\S+", flat[start:]):
-        cells = cell_len(m.group()) + (1 if start and not fitted else 0)  # the leading "…" sits on the first word
+        word = m.group()
+        cells = (len(word) if word.isascii() else cell_len(word)) + (1 if start and not fitted else 0)  # "…" before the first
         gap = m.start() - last
         if used and used + gap + cells <= width:
             used += gap + cells
