@@ -423,11 +423,44 @@ def dense_text(record: Record) -> str:
     return record.text
 
 
-def _read_here(spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconcile, step: Callable[[int], None]) -> None:
+class RecordTotal:
+    """A progress bar's total while files are read, in records (the unit its steps count: texts
+    encoded, duplicates passed over): a file's records once it is read, and until then its lines
+    (:func:`~.ingest.count_lines`) times the records a line gave in the files read so far. Exact
+    once every file is read. Lines alone are a poor total: a PDF's bytes and a Markdown file's
+    short lines count many times the records they give, so such a bar would jump from a few per
+    cent to full at the end.
+
+    Args:
+        files, counts: the files to read and their lines, in the same order.
+    """
+
+    def __init__(self, files: list[str], counts: list[int]):
+        self.lines = dict(zip(files, counts))
+        self.unread_lines = sum(counts)
+        self.read_lines = self.records = 0
+
+    def read(self, path: str, records: int) -> None:
+        """``path`` is read and gave ``records`` records (each file once)."""
+        lines = self.lines.pop(path, 0)
+        self.unread_lines -= lines
+        self.read_lines += lines
+        self.records += records
+
+    @property
+    def value(self) -> int:
+        """The records the files read gave, and the estimate for the rest."""
+        per_line = self.records / self.read_lines if self.read_lines else 1.0
+        return self.records + round(self.unread_lines * per_line)
+
+
+def _read_here(
+    spec: IndexSpec, plan: _Plan, ingest: "Ingest", reconcile: Reconcile, step: Callable[[int], None], total: RecordTotal
+) -> None:
     """Read ``plan.files`` in windows, encode each window's new texts in this process (or its pool) and store them;
-    a window encoded before a crash is taken from ``plan.shards``."""
+    a window encoded before a crash is taken from ``plan.shards``; ``total`` hears of each file read."""
     with encoding(plan.encoder, spec, plan.prompts["document"]) as encode:
-        for n, records in enumerate(read_windows(plan.files, spec, plan.lang, plan.split, reconcile)):
+        for n, records in enumerate(read_windows(plan.files, spec, plan.lang, plan.split, reconcile, total.read)):
             fresh = ingest.fresh(records)
             step(len(records) - len(fresh))  # duplicates count as done
             if not fresh:
@@ -451,8 +484,8 @@ class _Unchanged(Exception):
 def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: ProgressFn) -> dict:
     """Write the new generation of ``spec.out`` (from ``old``'s, with ``--add``) and make it current."""
     plan = _plan(spec, old)
-    total, out = plan.total, spec.out
-    progress(ProgressEvent("indexing", 0, total))  # inputs checked and model loaded: the work starts
+    total, out = RecordTotal(plan.files, plan.counts), spec.out
+    progress(ProgressEvent("indexing", 0, total.value))  # inputs checked and model loaded: the work starts
     started = time.time()
     candidates = old.meta.detected_languages or None if old is not None else None
     done = 0
@@ -460,7 +493,7 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
     def step(n: int) -> None:
         nonlocal done
         done += n
-        progress(ProgressEvent("indexing", min(done, total), total))
+        progress(ProgressEvent("indexing", min(done, total.value), total.value))
 
     try:
         with generation(out) as tmp:
@@ -470,16 +503,16 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
                     if (old.folder / name).exists():
                         shutil.copy2(old.folder / name, tmp / name)
             with Ingest(
-                tmp, plan.encoder, plan.lang, old, candidates, accurate=total <= SMALL_CORPUS, roots=spec.roots
+                tmp, plan.encoder, plan.lang, old, candidates, accurate=plan.total <= SMALL_CORPUS, roots=spec.roots
             ) as ingest:
                 reconcile = Reconcile(ingest.texts, plan.roots, text_hash, unread=set(plan.unread))
                 if spec.options.engine == "ray":
                     _read_on_ray(spec, plan, ingest, reconcile, step, old)
                 else:
-                    _read_here(spec, plan, ingest, reconcile, step)
-            # every input is read: the bar ends full although a file's lines (a PDF's, an HTML page's,
-            # a CSV's header) are not its records, the unit ``step`` counts
-            progress(ProgressEvent("indexing", total, total))
+                    _read_here(spec, plan, ingest, reconcile, step, total)
+            # every input is read: the bar ends full (on Ray a file's lines, its total's unit there, are not its records)
+            end = max(total.value, done)
+            progress(ProgressEvent("indexing", end, end))
             meta, keyword_seconds = _settle(tmp, spec, plan, ingest, reconcile, old)
             changed = ingest.added or any(getattr(reconcile.counts, name) for name in ("added", "updated", "removed"))
             if old is not None and not changed:  # nothing to write: the current generation stays (a shard a sync did not touch)

@@ -80,14 +80,21 @@ def owned(spec: IndexSpec, records: Iterable[Record]) -> Iterable[Record]:
 
 
 def read_windows(
-    files: list[str], spec: IndexSpec, lang: str | None, split=None, reconcile: Reconcile | None = None
+    files: list[str],
+    spec: IndexSpec,
+    lang: str | None,
+    split=None,
+    reconcile: Reconcile | None = None,
+    on_file: Callable[[str, int], None] | None = None,
 ) -> Iterator[list[Record]]:
     """The records of ``files`` (passages, with ``split``), then ``spec.records``, in lists of
     ``spec.options.window``; a document file among ``spec.found`` that cannot be read is added to
     ``spec.skipped`` instead of raising.
     With ``reconcile`` (:class:`~.documents.Reconcile`), only new and changed documents'
     records pass, and a record file among ``found`` that vanishes or fails while it is read is
-    skipped too (its stored documents are kept, or removed when the file is gone)."""
+    skipped too (its stored documents are kept, or removed when the file is gone). ``on_file(path,
+    n)`` hears of each file once it is read, with the records it gave (a progress total's estimate:
+    :class:`~.build.RecordTotal`)."""
     from .documents import file_state
 
     size, found, skipped, layout, given = spec.options.window, spec.found, spec.skipped, spec.options.layout, spec.records
@@ -98,9 +105,11 @@ def read_windows(
         records = owned(spec, iter_records(f, lang, split, skipped if f in found else None, layout, in_folder=f in found))
         if reconcile is not None:
             records = reconcile.documents(records, state)
+        read = 0
         try:
             for record in records:
                 window.append(record)
+                read += 1
                 if len(window) >= size:
                     yield window
                     window = []
@@ -108,6 +117,8 @@ def read_windows(
             if f not in found or skipped is None:
                 raise
             skipped.append(Skipped(f, str(exc).removeprefix(f"{f}: ").removeprefix(f"{f}, ")))
+        if on_file is not None:
+            on_file(f, read)
         if reconcile is None:
             continue
         if skipped is not None and len(skipped) > before:  # unreadable now: its documents stay as they were, unless it is gone

@@ -130,8 +130,25 @@ def test_the_index_bar_ends_full_though_a_files_lines_are_not_its_records(mixed_
     events = []
     build([str(mixed_folder)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"), progress=events.append)
     counted = [e for e in events if e.task == "indexing"]
-    assert counted[-1].completed == counted[-1].total > 7  # the PDF's and the HTML page's lines outnumber their records
+    assert counted[-1].completed == counted[-1].total
     assert counted[0].completed == 0 and all(a.completed <= b.completed for a, b in zip(counted, counted[1:]))
+    # the total is in records once the files are read: the PDF's and the HTML page's lines far outnumber
+    # their records, and a bar counted against lines stood at a few per cent until it jumped to full
+    before_end = counted[-2]
+    assert before_end.total == counted[-1].total and before_end.completed == before_end.total, counted[-3:]
+
+
+def test_the_index_bars_total_becomes_records_as_files_are_read(tmp_path):
+    """A file's lines stand for its records until it is read, scaled by what the files read gave."""
+    from encodr.index.build import RecordTotal
+
+    total = RecordTotal(["a.pdf", "b.pdf", "c.md"], [400, 400, 100])
+    assert total.value == 900  # nothing read: a line a record
+    total.read("a.pdf", 4)
+    assert total.value == 4 + round(500 * 4 / 400)  # 4 read, 5 estimated
+    total.read("b.pdf", 6)
+    total.read("c.md", 3)
+    assert total.value == 13  # every file read: exact
 
 
 def test_a_file_named_on_the_command_line_is_an_error_not_a_skip(mixed_folder, tmp_path, tiny_model, capsys, monkeypatch):
