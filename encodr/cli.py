@@ -198,8 +198,9 @@ def _cards(t, cells: list[list], width: int):
 def _fitted(parts: list[str], room: int) -> list[str]:
     """``parts`` (a heading's fields, the first a path) fitted to ``room`` terminal cells joined
     by `` · ``: the longest of the others is clipped (``…`` at the cut), or left out where fewer
-    than 8 of its cells would stay, until they fit or only the first is left; the first is never
-    cut."""
+    than 8 of its cells would stay, until they fit or only the first is left; then the first's
+    section path (after `` › ``) is clipped so, or left out. The path and line are never cut
+    (a path longer than the room folds)."""
     from rich.cells import cell_len, set_cell_size
 
     parts = list(parts)
@@ -211,6 +212,10 @@ def _fitted(parts: list[str], room: int) -> list[str]:
         keep = cell_len(parts[longest]) - over
         parts[longest] = set_cell_size(parts[longest], keep - 1).rstrip() + "…" if keep >= 8 else ""
         over = cell_len(" · ".join(p for p in parts if p)) - room
+    if over > 0 and " › " in parts[0]:  # a long section path: clipped, or left out, after the path and line
+        at, section = parts[0].split(" › ", 1)
+        keep = cell_len(section) - over
+        parts[0] = f"{at} › {set_cell_size(section, keep - 1).rstrip()}…" if keep >= 8 else at
     return parts
 
 

@@ -509,3 +509,10 @@ def test_a_cards_heading_clips_the_title_before_the_path_and_counts_wide_charact
         "",
         "",
     ]  # the path is never cut: it folds
+    long_section = "notes/tune.md:143 › Code search on your own repository: `--recipe code`"
+    assert _fitted([long_section, "Tune", "eng"], 50) == [
+        "notes/tune.md:143 › Code search on your own repos…",
+        "",
+        "",
+    ]  # 50 cells
+    assert _fitted([long_section, "", ""], 22) == ["notes/tune.md:143", "", ""]  # under 8 cells of it: left out
