@@ -232,7 +232,9 @@ def wrapped_end(flat: str, start: int, lines: int, width: int) -> int:
     at its spaces, greedily (rich's and Textual's wrap: a word goes to the next line when it
     does not fit, a word wider than a line is folded), with ``…`` before it when ``start`` > 0
     and after it when it ends before ``flat`` does. ``len(flat)`` when the rest fits whole; inside
-    the first word when not even it fits (a CJK sentence has no spaces to wrap at).
+    the first word when not even it fits (a CJK sentence has no spaces to wrap at). rich's
+    ``Text.wrap`` gives the lines of a text, not where a text that must end in ``…`` should stop,
+    so this follows its rule (``tests/core/test_snippets.py`` checks the two agree).
 
     Raises:
         ValueError: ``lines`` or ``width`` under 1.
