@@ -192,6 +192,8 @@ def _cards(t, cells: list[list], width: int):
         blocks.append(Text("no hits", style="dim"))
     elif t.caption:  # how the hits were ranked: nothing to say of none
         blocks.append(Text(t.caption, style="dim"))
+    else:  # the last card's blank line: the blank line between two tables (_show) follows
+        blocks.pop()
     return Constrain(Group(*blocks), width)
 
 

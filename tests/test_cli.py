@@ -1,5 +1,6 @@
 """Bad input: one line naming the problem and the fix, exit status 2, no traceback."""
 
+import io
 import json
 import re
 
@@ -427,6 +428,22 @@ def test_the_first_hit_shows_six_lines_the_others_three_each_filled_to_the_width
     for body in bodies:
         assert all(line.startswith("    ") and len(line.rstrip()) > 66 for line in body), body  # filled, not cut short
         assert body[-1].rstrip().endswith("…")
+
+
+def test_two_queries_hits_are_one_blank_line_apart(capsys, monkeypatch, tmp_path, tiny_model):
+    """Cards of two queries, ranked as passages (no caption under them): one blank line between
+    the first query's last card and the second query's title, as between two cards, not two."""
+    from encodr import cli
+    from encodr.index import BuildOptions, build
+
+    monkeypatch.setattr(cli.out_console, "width", 80)
+    (tmp_path / "a.txt").write_text("the pump holds pressure\nthe valve needs grease\n")
+    build([str(tmp_path / "a.txt")], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("pump\nvalve\n"))
+    code, out, _ = run_cli(["search", "--index", str(tmp_path / "idx"), "-k", "2", "--passages"], capsys, monkeypatch)
+    lines = out.rstrip("\n").splitlines()
+    second = next(n for n, line in enumerate(lines) if line.startswith("valve"))
+    assert code == 0 and lines[second - 1] == "" and lines[second - 2].strip() != "", out
 
 
 def test_the_write_flags_are_one_setting(capsys, monkeypatch, tmp_path):
