@@ -519,7 +519,9 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
 
 @command(app, rq.CompareRequest, "compare")
 def compare(values: dict, as_json: bool) -> None:
-    _show(dispatch.call(rq.CompareRequest, values, "cli"), as_json)
+    result = dispatch.call(rq.CompareRequest, values, "cli")
+    result.line_width = max(CARD_TEXT, min(out_console.width, CARD_WIDTH) - CARD_INDENT)  # nearest passages as cards
+    _show(result, as_json)
 
 
 @command(app, rq.ShowRequest, "show")

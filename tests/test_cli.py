@@ -493,6 +493,17 @@ def test_compare_gives_the_cosine_and_each_texts_nearest_passages(capsys, monkey
     )
     code, out, _ = run_cli(["compare", "pump", "boiler", "--index", str(tmp_path / "idx2")], capsys, monkeypatch)
     assert code == 0 and "runs at full load" in out  # a nearest passage's text past 60 characters, on a card's second line
+    corpus.write_text((long + ". ") * 3 + "\n")
+    run_cli(
+        ["index", str(corpus), "--out", str(tmp_path / "idx3"), "--model", str(tiny_model), "--lang", "eng"], capsys, monkeypatch
+    )
+    code, out, _ = run_cli(["compare", "pump", "boiler", "--index", str(tmp_path / "idx3"), "-k", "1"], capsys, monkeypatch)
+    lines = out.splitlines()
+    heading = next(n for n, line in enumerate(lines) if line.lstrip().startswith("1  "))
+    card = [line.rstrip() for line in lines[heading + 1 : heading + 3]]
+    assert all(len(line) > 66 for line in card) and card[1].endswith("…"), out  # filled to the width
+    assert card[1][:-1].split()[-1] in long.split()  # cut after a whole word, not inside one
+    assert not lines[heading + 3].startswith("    ")  # two lines, then the card ends
 
 
 def test_an_unknown_keyword_statistics_choice_is_one_line(capsys, monkeypatch, tmp_path):

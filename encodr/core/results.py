@@ -667,7 +667,8 @@ class RunsResult(ListResult):
         return [table]
 
 
-NEAREST_CHARS = 150  # characters of a nearest passage `encodr compare` prints: two lines of a card at 80 columns
+NEAREST_CHARS = 150  # characters of a nearest passage `encodr compare` prints where no line width is set
+NEAREST_LINES = 2  # lines of a nearest passage `encodr compare` prints as a card, filled to its width
 
 
 class CompareResult(Result):
@@ -678,6 +679,14 @@ class CompareResult(Result):
     model: str
     cosine: float
     results: list[QueryHits]
+    line_width: int = Field(0, exclude=True)  # a card's line in terminal cells: a passage fills NEAREST_LINES of them
+
+    def _nearest(self, h: Hit) -> str:
+        """A nearest passage's text as its card shows it: :data:`NEAREST_LINES` lines of
+        :attr:`line_width` cells (:func:`snippet`), or :data:`NEAREST_CHARS` characters."""
+        if self.line_width:
+            return snippet(h.text, [], self.line_width, around=False, lines=NEAREST_LINES)[0]
+        return clipped(" ".join(h.text.split()), NEAREST_CHARS)
 
     def tables(self) -> list[Table]:
         out = [
@@ -689,7 +698,7 @@ class CompareResult(Result):
             )
         ]
         for label, q in zip("ab", self.results):
-            rows = [[str(h.rank), f"{h.score:.4f}", clipped(" ".join(h.text.split()), NEAREST_CHARS), where(h)] for h in q.hits]
+            rows = [[str(h.rank), f"{h.score:.4f}", self._nearest(h), where(h)] for h in q.hits]
             out.append(
                 Table(
                     f"nearest to {label}: {clipped(q.query, 60)}  [{q.lang}]",
