@@ -336,11 +336,15 @@ def hit_snippet(hit: Hit, query: str, lines: int, width: int, query_lang: str | 
     (:func:`term_spans`): from its snippet's start (its text around the query's first matched word
     when it has none) as much of its passage as fills ``lines`` lines of ``width`` terminal cells
     once wrapped (:func:`snippet`), so the lines hold the chosen sentences and what follows them;
-    all of its text (line breaks as spaces) with ``lines`` 0. A hit from source code shows as its
-    lines (:func:`code_lines`)."""
+    all of its text with ``lines`` 0, its line breaks kept in a Markdown passage (a code block, a
+    list, a table read as written) and shown as spaces in any other (a PDF's or a wrapped note's
+    lines join into paragraphs). A hit from source code shows as its lines (:func:`code_lines`)."""
     code = code_lines(hit, query, lines, width, query_lang)
     if code is not None:
         return code
+    if not lines and reads_as_markdown(hit.source or ""):  # whole: a Markdown passage's lines (code blocks, lists, tables)
+        text = hit.text.strip()
+        return text, term_spans(text, query, query_lang, hit.lang)
     text = hit.text
     start = text.find(hit.snippet) if lines and hit.snippet else -1
     block = fenced_block(text, start) if start >= 0 and reads_as_markdown(hit.source or "") else None

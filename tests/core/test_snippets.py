@@ -75,5 +75,8 @@ def test_a_markdown_code_block_shows_as_its_lines_not_as_prose():
     shown, spans = hit_snippet(hit, "watch", 3, 40)
     assert shown.split("\n") == ["encodr index notes/ --sync   # new adde…", "encodr index notes/ --watch  # sync on…"]
     assert [shown[a:b] for a, b in spans] == ["watch"]
+    whole, spans = hit_snippet(hit, "watch", 0, 40)  # --full: the passage's lines as written
+    assert whole == text and [whole[a:b] for a, b in spans] == ["watch"]
     hit = Hit(1, 0.9, text, "notes/search.txt", 1, 1, snippet=text[fence:], snippet_line=3, path="notes/search.txt")
     assert "\n" not in hit_snippet(hit, "watch", 3, 40)[0]  # a text file is not read as Markdown: prose
+    assert "\n" not in hit_snippet(hit, "watch", 0, 40)[0]  # its lines join, whole too
