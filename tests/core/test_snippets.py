@@ -1,5 +1,7 @@
 """A hit as a table shows it: a snippet around its matched words, as wide as asked, spans moved with it."""
 
+import pytest
+
 from encodr.core.results import code_snippet, snippet
 
 
@@ -54,6 +56,10 @@ def test_a_snippet_of_n_lines_fills_them_when_wrapped_and_never_spills_onto_one_
     shown, _ = snippet(wide, [], 10, lines=2)
     assert shown.endswith("…") and len(_rows(shown, 10)) == 2
     assert snippet("a cat on a mat", [(2, 5)], 20, lines=1) == ("a cat on a mat", [(2, 5)])  # it fits: whole
+    from encodr.core.results import wrapped_end
+
+    with pytest.raises(ValueError, match="at least one line of one cell, not 0 of 20"):
+        wrapped_end("a cat", 0, 0, 20)
 
 
 def test_a_markdown_code_block_shows_as_its_lines_not_as_prose():
