@@ -103,6 +103,12 @@ CARD_TEXT = 40  # cards need this many characters a line for their main text; a 
 CARD_WIDTH = 120  # cards are at most this wide: a wider terminal leaves the rest blank, a snippet's lines stay readable
 
 
+def _card_line() -> int:
+    """The terminal cells of a card's text line (:func:`_cards`: hits print as cards, their text
+    indented under a heading, at most :data:`CARD_WIDTH` wide), at least :data:`CARD_TEXT`."""
+    return max(CARD_TEXT, min(out_console.width, CARD_WIDTH) - CARD_INDENT)
+
+
 def _show(result, as_json: bool) -> None:
     """A core result as JSON (``--json``: what the HTTP API returns too) or as rich tables that
     fit the terminal without breaking a word (:func:`_layout`)."""
@@ -502,9 +508,8 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     if not values.get("query"):
         values["query"] = [line.strip() for line in sys.stdin if line.strip()]
     result = _answer(rq.SearchRequest, values, server, "/v1/search", SearchResult, local)
-    width = min(out_console.width, CARD_WIDTH) - CARD_INDENT  # hits print as cards (_layout), snippets under a heading
     result.snippet, result.first_snippet = (0, 0) if values.get("full") else (SNIPPET_LINES, FIRST_SNIPPET_LINES)
-    result.line_width = max(CARD_TEXT, width)  # snippets wrap at this, a code hit's lines are cut to it
+    result.line_width = _card_line()  # snippets wrap at this, a code hit's lines are cut to it
     for line in result.hints:
         err_console.print(f"[cyan]encodr: hint:[/] {line}", highlight=False, soft_wrap=True)
     form = (
@@ -520,7 +525,7 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
 @command(app, rq.CompareRequest, "compare")
 def compare(values: dict, as_json: bool) -> None:
     result = dispatch.call(rq.CompareRequest, values, "cli")
-    result.line_width = max(CARD_TEXT, min(out_console.width, CARD_WIDTH) - CARD_INDENT)  # nearest passages as cards
+    result.line_width = _card_line()  # nearest passages fill lines of their cards
     _show(result, as_json)
 
 

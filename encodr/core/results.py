@@ -202,7 +202,7 @@ def snippet(
     flat, at = _folded(text)
     spans = [(at[s], at[e]) for s, e in spans]
     budget = width * lines if lines else width
-    if budget <= 0 or len(flat) <= budget and _fits(flat, lines, width):
+    if budget <= 0 or len(flat) <= budget and (not lines or (len(flat) <= width and flat.isascii())):  # one ASCII line: whole
         return flat, list(spans)
     centre = spans[0][0] if spans and around else 0
     start = max(0, min(centre - budget // 3, len(flat) - budget))
@@ -218,12 +218,6 @@ def snippet(
     shift = len(head) - start
     inside = [(s + shift, e + shift) for s, e in spans if s >= start and e <= end]
     return head + flat[start:end] + tail, inside
-
-
-def _fits(flat: str, lines: int, width: int) -> bool:
-    """Whether all of ``flat`` shows: without ``lines`` (a character budget it is within), or
-    wrapped onto at most ``lines`` lines of ``width`` cells (one line of ASCII needs no wrapping)."""
-    return not lines or (len(flat) <= width and flat.isascii()) or wrapped_end(flat, 0, lines, width) == len(flat)
 
 
 def wrapped_end(flat: str, start: int, lines: int, width: int) -> int:
