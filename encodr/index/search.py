@@ -94,6 +94,20 @@ def best_passages(hits: list[Hit], k: int) -> list[Hit]:
     return out
 
 
+def _first_of_each(found: list[tuple[float, int]], owner: dict[int, str], k: int) -> list[tuple[float, int]]:
+    """The first ``k`` of ``found`` ((score, row id) in rank order) whose documents (``owner``:
+    row id → document) come first in it: :func:`best_passages` before hits are made."""
+    seen: set[str] = set()
+    out: list[tuple[float, int]] = []
+    for score, i in found:
+        if owner[i] not in seen:
+            seen.add(owner[i])
+            out.append((score, i))
+            if len(out) == k:
+                break
+    return out
+
+
 def rerank_hits(query: str, hits: list[Hit], reranker, k: int, weight: float) -> list[Hit]:
     """The top ``k`` of ``hits`` by a cross-encoder's score of (query, hit text), ranks renumbered
     and each score replaced by the one they are ranked by (ties keep the first-stage order).
@@ -506,23 +520,30 @@ class Searcher:
         self, index: IndexReader, queries: list[str], options: SearchOptions, reranker
     ) -> tuple[list[str], list[list[Hit]]]:
         """:meth:`query` on one generation, its options checked."""
-        k, where = options.k, Where(options.hit_lang, options.filter)
         if not options.passages and index.meta.split_documents:
             return self._documents(index, queries, options, reranker)
         if reranker is not None:
+            k = options.k
             langs, first = self._query(index, queries, replace(options, k=max(k, options.rerank_depth), passages=True), None)
             with phase("rerank"):
                 return langs, [rerank_hits(q, hits, reranker, k, options.rerank_weight) for q, hits in zip(queries, first)]
+        langs, scores, ids = self._ranked(index, queries, options)
+        return langs, self._rows_to_hits(index, scores, ids)
+
+    def _ranked(self, index: IndexReader, queries: list[str], options: SearchOptions) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The top ``options.k`` passages of each query by ``options.mode``, before any
+        re-ranker: (q language codes, float32 (q, k) scores, int64 (q, k) row ids, −1 where
+        there is no hit)."""
+        k, where = options.k, Where(options.hit_lang, options.filter)
         with phase("language"):
             langs = self.query_languages(queries, options.lang, index, options.mode)
         if options.mode == KEYWORD:
             with phase("keyword"):
-                found = index.keyword_search(queries, k, where, langs, options.keyword_stats)
-            return langs, self._rows_to_hits(index, *found)
+                return langs, *index.keyword_search(queries, k, where, langs, options.keyword_stats)
         if options.mode == DENSE:
             with phase("encode"):
                 encoded = self._encode_queries(index, queries)
-            return langs, self._hits(encoded, langs, index, options)
+            return langs, *self._dense_rows(encoded, langs, index, options)
         depth = options.depth()
         keyword = beside(index.keyword_search, queries, depth, where, langs, options.keyword_stats)
         try:
@@ -534,21 +555,27 @@ class Searcher:
             wait([keyword])  # the keyword half never outlives the search, an error's included
         k_scores, k_ids = keyword.result()
         with phase("fusion"):
-            fused_scores, fused_ids = self._fused(index, langs, (d_scores, d_ids), (k_scores, k_ids), options)
-        return langs, self._rows_to_hits(index, fused_scores, fused_ids)
+            return langs, *self._fused(index, langs, (d_scores, d_ids), (k_scores, k_ids), options)
 
     def _documents(
         self, index: IndexReader, queries: list[str], options: SearchOptions, reranker
     ) -> tuple[list[str], list[list[Hit]]]:
         """The top ``options.k`` documents of each query, each at its best passage: passages
         fetched ever deeper (×4 a round) until k distinct documents are among them or the
-        index has no more, as Elasticsearch's ``collapse`` fetches until it has k groups."""
+        index has no more, as Elasticsearch's ``collapse`` fetches until it has k groups.
+        Without a re-ranker the passages are collapsed by their row ids, and a :class:`Hit` is
+        made only for a passage kept."""
         k, depth, total = options.k, options.k * PASSAGES_PER_DOCUMENT, len(index)
         while True:
-            langs, found = self._query(index, queries, replace(options, k=depth, passages=True), reranker)
-            with phase("hits"):
-                kept = [best_passages(hits, k) for hits in found]
-            if all(len(docs) >= k or len(hits) < depth for docs, hits in zip(kept, found)) or depth >= total:
+            deeper = replace(options, k=depth, passages=True)
+            if reranker is None:
+                langs, scores, ids = self._ranked(index, queries, deeper)
+                kept, found = self._rows_to_hits(index, scores, ids, documents=k), (ids >= 0).sum(axis=1).tolist()
+            else:
+                langs, hits = self._query(index, queries, deeper, reranker)
+                with phase("hits"):
+                    kept, found = [best_passages(row, k) for row in hits], [len(row) for row in hits]
+            if all(len(docs) >= k or n < depth for docs, n in zip(kept, found)) or depth >= total:
                 return langs, kept
             depth = min(depth * 4, total)
 
@@ -566,6 +593,7 @@ class Searcher:
         rows = index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()])), ("lang", "source"))
         lang_of = {i: r["lang"] for i, r in rows.items()}
         code = {i for i, r in rows.items() if _is_code(r["source"])}  # source code: its own weight
+        present = set(lang_of.values()) - {None, UNDETERMINED}  # one language, the query's: no candidate is in another
         fused_scores = np.full((len(langs), k), -np.inf, dtype=np.float32)
         fused_ids = np.full((len(langs), k), -1, dtype=np.int64)
         for q in range(len(langs)):
@@ -575,7 +603,7 @@ class Searcher:
                 (k_ids[q][kw], k_scores[q][kw]),
                 options.fusion,
                 langs[q],
-                lang_of,
+                lang_of if present - {langs[q]} else None,
                 options.fusion_weight,
                 code,
             )
@@ -593,20 +621,33 @@ class Searcher:
         """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR) in ``index``
         (default: the current one), ``options.k`` each, in its languages and filters."""
         index = index or self.index
+        return self._rows_to_hits(index, *self._dense_rows(query_vectors, langs, index, options))
+
+    @staticmethod
+    def _dense_rows(
+        query_vectors: np.ndarray, langs: list[str], index: IndexReader, options: SearchOptions
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_hits`' (q, k) scores and row ids (−1: no hit), before they are made hits."""
         with phase("encode"):  # PCR, where the index has it, is part of making the query's vector
             vectors = index.prepare_queries(query_vectors, langs)
         with phase("dense"), one_faiss_thread():
-            found = index.search(vectors, options.k, Where(options.hit_lang, options.filter), options.nprobe, options.ef_search)
-        return self._rows_to_hits(index, *found)
+            return index.search(vectors, options.k, Where(options.hit_lang, options.filter), options.nprobe, options.ef_search)
 
     @staticmethod
-    def _rows_to_hits(index: IndexReader, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
-        """:class:`Hit` lists from (q, k) score and id arrays (id −1: no hit)."""
+    def _rows_to_hits(index: IndexReader, scores: np.ndarray, ids: np.ndarray, documents: int | None = None) -> list[list[Hit]]:
+        """:class:`Hit` lists from (q, k) score and id arrays (id −1: no hit); with ``documents``,
+        each query's first ``documents`` documents, each at its first (best) passage, ranks
+        counted among them (:func:`best_passages` on the rows: no hit is made for a passage
+        left out)."""
         with phase("hits"):
             stored = {i: _stored_fields(r) for i, r in index.rows(np.unique(ids)).items()}
+            if documents is not None:
+                owner = {i: f["ext_id"] or f"{f['source']}:{f['line']}" for i, f in stored.items()}  # Hit.document
             results = []
             for qs, qi in zip(scores.tolist(), ids.tolist()):
                 found = [(s, i) for s, i in zip(qs, qi) if i >= 0]
+                if documents is not None:
+                    found = _first_of_each(found, owner, documents)
                 results.append([Hit.made(rank, s, stored[i]) for rank, (s, i) in enumerate(found, 1)])
             return results
 

@@ -35,6 +35,23 @@ def test_k_documents_come_back_when_one_document_holds_the_best_passages(tmp_pat
     assert len(json.loads(stdout)["results"][0]["hits"]) == 7  # all the index holds
 
 
+def test_a_document_search_is_the_best_passage_of_each_document_of_a_passage_search(tmp_path, tiny_model, capsys, monkeypatch):
+    from encodr.index import Searcher
+    from encodr.index.options import SearchOptions
+    from encodr.index.search import best_passages
+
+    manual = "# Manual\n\n" + "".join(f"## Part {i}\n\nThe pump pump valve {i} turns.\n\n" for i in range(30))
+    others = {f"note{i}.md": f"# Note {i}\n\nA pump once, a valve twice, among other words {i}.\n" for i in range(8)}
+    searcher = Searcher(_index(tmp_path, tiny_model, capsys, monkeypatch, {"manual.md": manual, **others}))
+    queries = ["pump valve", "words among notes"]
+    for mode in ("keyword", "dense", "hybrid"):
+        k = 4
+        _, documents = searcher.query(queries, SearchOptions(k=k, mode=mode))
+        _, passages = searcher.query(queries, SearchOptions(k=len(searcher.index), mode=mode, passages=True))
+        assert documents == [best_passages(row, k) for row in passages], mode
+        assert all(len(row) == k and len({h.document for h in row}) == k for row in documents), mode
+
+
 def test_a_hit_shows_the_sentence_that_answers_and_its_line(tmp_path, tiny_model, capsys, monkeypatch):
     text = (
         "# Boiler\n\nThe boiler sits in the cellar. It was installed in 1998 by the previous owner.\n"
