@@ -156,6 +156,17 @@ def located(cell: list[str]) -> tuple[str | None, int | None]:
     return (Path(found[-1][0]).name, int(found[-1][1])) if found else (None, None)
 
 
+def _model_of(index: str) -> str:
+    """The model ``index`` was built with (without ``--model``: the one encodr index chose)."""
+    from encodr.index.search import open_index
+
+    opened = open_index(index)
+    try:
+        return opened.meta.model
+    finally:
+        opened.close()
+
+
 def measure(lang: str, questions: int, articles: int | None, seed: int, model: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"encodr-answers-{lang}-") as tmp:
         folder = Path(tmp) / lang
@@ -165,6 +176,7 @@ def measure(lang: str, questions: int, articles: int | None, seed: int, model: s
         asked = asked[:questions]
         index = str(Path(tmp) / "idx")
         ask(["index", str(folder), "--out", index, *(["--model", model] if model else [])])
+        built = _model_of(index)
         counts = {"file@1": 0, "visible": 0, "line": 0, "line_asked": 0, "k5": 0, "screen": 0, "full visible": 0}
         for q in asked:
             output = ask(["search", q["question"], "--index", index, "-k", "5"])
@@ -183,7 +195,7 @@ def measure(lang: str, questions: int, articles: int | None, seed: int, model: s
     n = len(asked)
     return {
         "lang": lang,
-        "model": model or "minilm",
+        "model": built,
         "questions": n,
         "file@1": 100 * counts["file@1"] / n,
         "visible": 100 * counts["visible"] / n,
@@ -201,7 +213,7 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=None, help="only the first N articles (a quick run)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--label", default="after")
-    parser.add_argument("--model", default=None, help="the index's model (default: encodr index's own, minilm)")
+    parser.add_argument("--model", default=None, help="the index's model (default: the one encodr index chooses for the folder)")
     parser.add_argument("--out", type=Path, default=RESULTS / "answers.json")
     args = parser.parse_args()
     rows = [

@@ -252,6 +252,24 @@ def sampled_languages(texts: list[str], size: int | None = None) -> list[str] | 
     return corpus_languages([code for code, _ in found], confidences=sure) or None
 
 
+def language_shares(texts: list[str]) -> dict[str, float]:
+    """Each language's share of ``texts``' characters: the prose among them (at least
+    :data:`PROSE` of a text's non-space characters letters) labelled among all languages in
+    low-accuracy mode (:func:`detect_languages`), each label weighed by its text's length.
+
+    Returns:
+        ISO 639-3 code → share in (0, 1], the shares summing to 1; empty where no text is prose
+        or every label is ``und``.
+    """
+    prose = [t for t in texts if prose_confidence(t, 1.0)]
+    weights: Counter = Counter()
+    for text, code in zip(prose, detect_languages(prose) if prose else []):
+        if code != UNDETERMINED:
+            weights[code] += len(text)
+    total = sum(weights.values())
+    return {code: n / total for code, n in weights.most_common()} if total else {}
+
+
 def prose_confidence(text: str, confidence: float | None) -> float | None:
     """``confidence``, the detector's in ``text``'s label, or 0.0 where the text is not prose:
     fewer than :data:`PROSE` of its non-space characters are letters (a table of contents'

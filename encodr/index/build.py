@@ -306,7 +306,7 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
 
     model, out, lang = spec.options.model, spec.out, spec.options.lang
     if old is None:
-        encoder = model if isinstance(model, Encoder) else _load_auto(spec, model, backend)
+        encoder = model if isinstance(model, Encoder) else _load_auto(spec, model or _chosen_model(spec), backend)
         if spec.options.dim is not None:  # else the model's own (a model saved truncated stays so)
             encoder.truncate(spec.options.dim)
         if encoder.truncate_dim is not None:
@@ -328,6 +328,32 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
         )
     encoder.truncate(kept)
     return encoder, lang or old.meta.default_lang
+
+
+def _chosen_model(spec: IndexSpec) -> str:
+    """The model of a new index built without one (:func:`~encodr.models.aliases.default_model_for`):
+    by ``lang`` when given, else by the languages of a sample of the corpus
+    (:func:`~.ingest.prose_sample`, :func:`~encodr.data.language.language_shares`). Where the
+    multilingual model is chosen, one line says so and why; where its package is missing, one
+    line names it and the English model is used."""
+    from ..data.language import language_shares
+    from ..models import resolve
+    from ..models.aliases import DEFAULT_MODEL, default_model_for
+    from .ingest import prose_sample
+
+    lang = spec.options.lang
+    shares = {lang: 1.0} if lang else language_shares(prose_sample(spec))
+    chosen = default_model_for(shares)
+    if chosen == DEFAULT_MODEL:
+        return chosen
+    found = ", ".join(f"{code} {share:.0%}" for code, share in list(shares.items())[:3] if share >= 0.005)
+    try:
+        resolve(chosen)
+    except EncodrError as exc:
+        spec.warn(Said(f"the corpus reads as {found}, and the default model {DEFAULT_MODEL} reads English only: {exc}"))
+        return DEFAULT_MODEL
+    spec.warn(Said(f"model {chosen}, multilingual: the corpus reads as {found} ({S.model} {DEFAULT_MODEL}: English only)"))
+    return chosen
 
 
 def _load_auto(spec: IndexSpec, model: str | None, backend: str) -> Encoder:

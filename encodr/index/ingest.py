@@ -79,6 +79,59 @@ def owned(spec: IndexSpec, records: Iterable[Record]) -> Iterable[Record]:
     return (r for r in records if route(r.document_id, shards) == shard)
 
 
+SAMPLE_FILES = 8  # files read for the corpus's languages before a new index's model is chosen (prose_sample)
+SAMPLE_CHARS = 4_000  # characters read of each
+SAMPLE_PIECE = 300  # characters in a piece whose language is detected
+
+
+def prose_sample(spec: IndexSpec) -> list[str]:
+    """Pieces of about :data:`SAMPLE_PIECE` characters of the corpus's text, for its languages
+    before a model is chosen (:func:`~.build.build`): the first :data:`SAMPLE_CHARS` characters
+    of up to :data:`SAMPLE_FILES` files evenly spaced among ``spec.files`` that are not source
+    code, then of ``spec.records``. A file that cannot be read is left out here (reading
+    reports it later)."""
+    from ..data.code import code_language
+
+    files = [f for f in spec.files if code_language(f) is None]
+    if len(files) > SAMPLE_FILES:
+        files = [files[round(i * (len(files) - 1) / (SAMPLE_FILES - 1))] for i in range(SAMPLE_FILES)]
+    found, texts = set(spec.found), []
+    for path in files:
+        try:
+            records = iter_records(path, None, None, [], spec.options.layout, path in found)
+            texts.append(_first_chars((r.text for r in records), SAMPLE_CHARS))
+        except (EncodrError, OSError, UnicodeError):
+            continue
+    if spec.records:
+        texts.append(_first_chars((r.text for r in spec.records), SAMPLE_CHARS))
+    return [piece for text in texts for piece in _pieces(text, SAMPLE_PIECE)]
+
+
+def _first_chars(texts: Iterable[str], n: int) -> str:
+    """The first ``n`` characters of ``texts`` joined by newlines, reading no more of them."""
+    out, got = [], 0
+    for text in texts:
+        out.append(text[: n - got])
+        got += len(out[-1])
+        if got >= n:
+            break
+    return "\n".join(out)
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    """``text``'s words in runs of about ``size`` characters (a run ends at the first word past it)."""
+    pieces, words, got = [], [], 0
+    for word in text.split():
+        words.append(word)
+        got += len(word) + 1
+        if got >= size:
+            pieces.append(" ".join(words))
+            words, got = [], 0
+    if words:
+        pieces.append(" ".join(words))
+    return pieces
+
+
 def read_windows(
     files: list[str],
     spec: IndexSpec,

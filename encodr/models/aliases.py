@@ -11,6 +11,19 @@ from ..errors import EncodrError
 DEFAULT_MODEL = "minilm"
 ENGLISH_ONLY = ("minilm", "mpnet")  # aliases of models trained on English text only
 MULTILINGUAL = "me5"  # the alias to name when a query is in another language
+ENGLISH_SHARE = 0.75  # a new index keeps DEFAULT_MODEL when at least this share of its prose is English
+
+
+def default_model_for(shares: dict[str, float]) -> str:
+    """The model a new index is built with when none is named: :data:`DEFAULT_MODEL`, trained
+    on English text only, when English (``eng``) makes up at least :data:`ENGLISH_SHARE` of the
+    corpus's prose, or when it has none (``shares`` empty: source code, tables); else
+    :data:`MULTILINGUAL`, whose vectors place the other languages' texts, and queries in any
+    language, in one space. ``shares``: ISO 639-3 code → share of the prose's characters
+    (:func:`encodr.data.language.language_shares`). Returns an alias of :data:`ALIASES`."""
+    if not shares or shares.get("eng", 0.0) >= ENGLISH_SHARE:
+        return DEFAULT_MODEL
+    return MULTILINGUAL
 
 
 def _minilm_path(prepare: bool = True) -> Path:
