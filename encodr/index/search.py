@@ -12,7 +12,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, TypeVar
 
 import numpy as np
 
@@ -80,32 +80,33 @@ def beside(keyword_search: Callable, *args) -> Future:
     return _keyword_pool().submit(contextvars.copy_context().run, timed)
 
 
+T = TypeVar("T")
+
+
 def best_passages(hits: list[Hit], k: int) -> list[Hit]:
     """The first ``k`` documents of a passage ranking, each at its best (first) passage,
     ranks renumbered."""
+    return [hit.at(rank) for rank, hit in enumerate(first_of_each(hits, lambda hit: hit.document, k), 1)]
+
+
+def first_of_each(items: Iterable[T], key: Callable[[T], str], k: int) -> list[T]:
+    """The first ``k`` of ``items`` (in rank order) whose ``key`` (the document) is not an
+    earlier one's: a passage ranking collapsed to documents, on hits (:func:`best_passages`) or
+    on row ids before any hit is made."""
     seen: set[str] = set()
-    out: list[Hit] = []
-    for hit in hits:
-        if hit.document not in seen:
-            seen.add(hit.document)
-            out.append(hit.at(len(out) + 1))
+    out: list[T] = []
+    for item in items:
+        if key(item) not in seen:
+            seen.add(key(item))
+            out.append(item)
             if len(out) == k:
                 break
     return out
 
 
-def _first_of_each(found: list[tuple[float, int]], owner: dict[int, str], k: int) -> list[tuple[float, int]]:
-    """The first ``k`` of ``found`` ((score, row id) in rank order) whose documents (``owner``:
-    row id → document) come first in it: :func:`best_passages` before hits are made."""
-    seen: set[str] = set()
-    out: list[tuple[float, int]] = []
-    for score, i in found:
-        if owner[i] not in seen:
-            seen.add(owner[i])
-            out.append((score, i))
-            if len(out) == k:
-                break
-    return out
+def document_of(ext_id: str | None, source: str | None, line: int | None) -> str:
+    """The id of the document a stored text belongs to: its id, else ``source:line``."""
+    return ext_id or f"{source}:{line}"
 
 
 def rerank_hits(query: str, hits: list[Hit], reranker, k: int, weight: float) -> list[Hit]:
@@ -184,8 +185,8 @@ class Hit:
 
     @property
     def document(self) -> str:
-        """The id of the document this text belongs to: its id, else ``source:line``."""
-        return self.ext_id or f"{self.source}:{self.line}"
+        """The id of the document this text belongs to (:func:`document_of`)."""
+        return document_of(self.ext_id, self.source, self.line)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -642,12 +643,12 @@ class Searcher:
         with phase("hits"):
             stored = {i: _stored_fields(r) for i, r in index.rows(np.unique(ids)).items()}
             if documents is not None:
-                owner = {i: f["ext_id"] or f"{f['source']}:{f['line']}" for i, f in stored.items()}  # Hit.document
+                owner = {i: document_of(f["ext_id"], f["source"], f["line"]) for i, f in stored.items()}
             results = []
             for qs, qi in zip(scores.tolist(), ids.tolist()):
                 found = [(s, i) for s, i in zip(qs, qi) if i >= 0]
                 if documents is not None:
-                    found = _first_of_each(found, owner, documents)
+                    found = first_of_each(found, lambda row: owner[row[1]], documents)
                 results.append([Hit.made(rank, s, stored[i]) for rank, (s, i) in enumerate(found, 1)])
             return results
 
