@@ -330,6 +330,9 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
     return encoder, lang or old.meta.default_lang
 
 
+SHOWN_SHARE = 0.1  # a language named in the line that says why a new index's model was chosen
+
+
 def _chosen_model(spec: IndexSpec) -> str:
     """The model of a new index built without one (:func:`~encodr.models.aliases.default_model_for`):
     by ``lang`` when given, else by the languages of a sample of the corpus
@@ -346,13 +349,13 @@ def _chosen_model(spec: IndexSpec) -> str:
     chosen = default_model_for(shares)
     if chosen == DEFAULT_MODEL:
         return chosen
-    found = ", ".join(f"{code} {share:.0%}" for code, share in list(shares.items())[:3] if share >= 0.005)
+    found = ", ".join(f"{code} {share:.0%}" for code, share in list(shares.items())[:2] if share >= SHOWN_SHARE)
     try:
         resolve(chosen)
     except EncodrError as exc:
-        spec.warn(Said(f"the corpus reads as {found}, and the default model {DEFAULT_MODEL} reads English only: {exc}"))
+        spec.warn(Said(f"the text is {found}, {DEFAULT_MODEL} reads English only: {exc}"))
         return DEFAULT_MODEL
-    spec.warn(Said(f"model {chosen}, multilingual: the corpus reads as {found} ({S.model} {DEFAULT_MODEL}: English only)"))
+    spec.warn(Said(f"model {chosen}: the text is {found}; {S.model} {DEFAULT_MODEL} for English"))
     return chosen
 
 
