@@ -677,7 +677,8 @@ def index_part(models: dict[str, Path], sets: dict[str, list[str]], work: Path, 
 
 def run(src: Path, out: Path, args: argparse.Namespace) -> None:
     """Every part of ``args.parts`` (with ``args``' batches, steps, recipes, budgets, limit and
-    rounds) on the models and sets of ``src``, each part's rows written under ``out``."""
+    rounds) on the models and sets of ``src`` that ``args.models`` and ``args.sets`` name, each
+    part's rows written under ``out``."""
     import torch
 
     batches, steps, parts, recipes, budgets = args.batches, args.steps, args.parts, args.recipes, args.budgets
@@ -685,10 +686,17 @@ def run(src: Path, out: Path, args: argparse.Namespace) -> None:
     work = Path("/tmp/encodr-gpu")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    models = {name: build(src / name, work / name) for name in ARCHES}
+    models = {name: build(src / name, work / name) for name in args.models}
     from encodr.data.bundled import default_corpus
 
-    sets = {"wiki sentences": list(default_corpus("wiki").strings), "SciFact abstracts": scifact_texts(src / "scifact.jsonl")}
+    sets = {
+        name: read()
+        for name, read in (
+            ("wiki sentences", lambda: list(default_corpus("wiki").strings)),
+            ("SciFact abstracts", lambda: scifact_texts(src / "scifact.jsonl")),
+        )
+        if name.split()[-1] in args.sets
+    }
     if args.limit:
         sets = {name: texts[: args.limit] for name, texts in sets.items()}
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none (a trial run)"
@@ -827,6 +835,10 @@ def main() -> None:
     )
     parser.add_argument("--limit", type=int, help="texts per set (a trial run)")
     parser.add_argument("--rounds", type=int, default=2, help="the index part's rounds (the best is kept)")
+    parser.add_argument("--models", nargs="+", default=list(ARCHES), choices=ARCHES, help="the architectures measured")
+    parser.add_argument(
+        "--sets", nargs="+", default=["sentences", "abstracts"], choices=["sentences", "abstracts"], help="the texts measured"
+    )
     parser.add_argument(
         "--budgets", type=int, nargs="+", default=[32_768, 131_072], help="the pipeline's token budgets tried beside its default"
     )
