@@ -165,7 +165,8 @@ def build(
             )
         if not update and o.engine == "local" and not isinstance(o.model, Encoder) and files:
             check_target(out, o.write == "overwrite", inputs=files, kind="index")  # before the model loads (seconds)
-            loading = IndexSpec([], out, o, warn)
+            expanded = expand(list(files), o.glob)[0]  # what a model is chosen by, when none is named (_chosen_model)
+            loading = IndexSpec(expanded, out, o, warn, [f for f in expanded if f not in files])
             o = replace(o, model=_encoder_for(loading, None, _backend(loading, None))[0])  # loaded once, for every shard
         return build_sharded(files, out, o, progress, warn, build)
     if not files:

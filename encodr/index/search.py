@@ -96,8 +96,9 @@ def first_of_each(items: Iterable[T], key: Callable[[T], str], k: int) -> list[T
     seen: set[str] = set()
     out: list[T] = []
     for item in items:
-        if key(item) not in seen:
-            seen.add(key(item))
+        owner = key(item)
+        if owner not in seen:
+            seen.add(owner)
             out.append(item)
             if len(out) == k:
                 break

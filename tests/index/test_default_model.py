@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from encodr.errors import EncodrError
 from encodr.index.ingest import IndexSpec, prose_sample
 from encodr.index.options import BuildOptions
@@ -91,3 +93,23 @@ def test_a_file_that_cannot_be_read_is_left_out_of_the_sample(tmp_path):
     files = [str(tmp_path / "broken.pdf"), *_folder(tmp_path, {"a.md": ENGLISH})]
     spec = IndexSpec(files, tmp_path, BuildOptions(), found=list(files))
     assert " ".join(prose_sample(spec)).startswith("The town lies")
+
+
+def test_a_sharded_build_chooses_by_the_folder_too(tmp_path, monkeypatch):
+    import importlib
+
+    module = importlib.import_module("encodr.index.build")  # encodr.index.build is also the package's function
+    monkeypatch.setattr("encodr.models.resolve", lambda spec: None)
+    asked = []
+
+    def load(spec, model, backend):
+        asked.append(model)
+        raise EncodrError("stop here: the model is what this test asks about")
+
+    monkeypatch.setattr(module, "_load_auto", load)
+    folder = tmp_path / "notizen"
+    folder.mkdir()
+    _folder(folder, {f"notiz{i}.md": f"# Notiz {i}\n\n{GERMAN}\n" for i in range(3)})
+    with pytest.raises(EncodrError, match="stop here"):
+        module.build([str(folder)], tmp_path / "idx", BuildOptions(shards=2))
+    assert asked == [MULTILINGUAL]
