@@ -48,8 +48,11 @@ def _emit_json(payload) -> None:
 
 
 def _interactive_threads() -> None:
-    """For query-at-a-time commands: idle OpenMP threads sleep instead of spinning, so torch and
-    FAISS do not steal each other's cores. Must run before torch or faiss is imported."""
+    """Idle OpenMP threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``, unless the
+    environment says otherwise): for query-at-a-time commands, so torch and FAISS do not steal
+    each other's cores; for ``encodr index``, so a build beside another program does not wait
+    on a spinning thread that has no core (torch's two threads lost several times their quiet
+    speed there; docs/benchmarks/index_process.md). Must run before torch or faiss is imported."""
     import os
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -475,6 +478,7 @@ def score(values: dict, as_json: bool, server: Optional[str]) -> None:
 
 @command(app, rq.IndexRequest, "index")
 def index_cmd(values: dict, as_json: bool) -> None:
+    _interactive_threads()
     request = dispatch.prepare(rq.IndexRequest, values, "cli")
     try:
         with _Bars(enabled=not as_json) as bars:

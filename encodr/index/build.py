@@ -361,8 +361,9 @@ def _chosen_model(spec: IndexSpec) -> str:
 
 
 def _load_auto(spec: IndexSpec, model: str | None, backend: str) -> Encoder:
-    """``load_encoder(model, backend=backend)``; where ``auto`` chose ``onnx`` and the export is
-    refused (its vectors differ from torch's, :func:`~encodr.models.onnx.export`), ``torch``
+    """``load_encoder(model, backend=backend)``; where ``auto`` chose ``onnx`` or ``openvino`` and
+    it is refused (its vectors differ from torch's, :func:`~encodr.models.onnx.onnx_encoder`),
+    ``torch`` (``torch-bf16`` in place of ``openvino``, auto's choice on such a CPU without it)
     instead, with one warning line; for a static model, which no ONNX backend runs, ``torch``
     quietly (the model the refusal loaded, not loaded again)."""
     from ..models import load_encoder
@@ -371,14 +372,15 @@ def _load_auto(spec: IndexSpec, model: str | None, backend: str) -> Encoder:
     try:
         return load_encoder(model, backend=backend)
     except EncodrError as exc:
-        if spec.options.backend != AUTO_BACKEND or backend != "onnx":
+        if spec.options.backend != AUTO_BACKEND or backend not in ("onnx", "openvino"):
             raise
         if isinstance(exc, NotExportable):  # a static model: torch is auto's choice for it, nothing to say
             if exc.encoder is not None:
                 return exc.encoder
-        else:
-            spec.warn(Said(f"{S.backend} auto: {exc}; encoding with torch"))
-        return load_encoder(model, backend="torch")
+            return load_encoder(model, backend="torch")
+        instead = "torch-bf16" if backend == "openvino" else "torch"
+        spec.warn(Said(f"{S.backend} auto: {exc}; encoding with {instead}"))
+        return load_encoder(model, backend=instead)
 
 
 def _plan(spec: IndexSpec, old: IndexReader | None) -> _Plan:

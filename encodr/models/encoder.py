@@ -23,13 +23,13 @@ from .resolution import ModelRef, resolve  # noqa: F401  (re-exported)
 from .varlen import KWARG as VARLEN
 from .varlen import Unpadding, undo_varlen, use_varlen
 
-BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8", "openvino")
 BACKEND_HELP = (
     "The forward pass: torch-bf16 multiplies in bfloat16 (faster on a CPU with AVX512-BF16 or AMX, slower elsewhere); "
     "onnx runs onnxruntime on the CPU; onnx-int8 adds dynamic int8 quantisation (faster; the docs' benchmarks give "
-    "speed and quality)."
+    "speed and quality); openvino runs the ONNX export in OpenVINO, in bfloat16 where the CPU has it."
 )
-AUTO_BACKEND = "auto"  # encodr index's default: torch-bf16 on an AMX CPU, else onnx, else torch-bf16 or torch (choose_backend)
+AUTO_BACKEND = "auto"  # encodr index's default: openvino (else torch-bf16) on an AMX CPU, else onnx, … (choose_backend)
 POOLINGS = ("auto", "cls", "mean")  # --pooling: auto keeps the model's own pooling (a raw MLM: RAW_POOLINGS' choice)
 RAW_POOLINGS = ("cls", "mean")  # the recipe field raw_pooling: for a checkpoint that ships no pooling
 # Texts per forward pass by (backend, device type), chosen with bench/encode_speed.py --batch-sizes
@@ -42,12 +42,14 @@ BATCH_SIZES = {
     ("torch-bf16", "cuda"): 256,
     ("onnx", "cpu"): 16,
     ("onnx-int8", "cpu"): 16,
+    ("openvino", "cpu"): 32,  # scratch, 2,000 sentences on AMX: 16, 32, 64 within 8 % of each other
 }
 
 
 def is_onnx(backend: str) -> bool:
-    """Whether ``backend`` (one of :data:`BACKENDS`) runs in onnxruntime on the CPU."""
-    return backend.startswith("onnx")
+    """Whether ``backend`` (one of :data:`BACKENDS`) runs the model's ONNX export on the CPU
+    (onnxruntime's ``onnx`` and ``onnx-int8``, OpenVINO's ``openvino``: :mod:`encodr.models.onnx`)."""
+    return backend.startswith("onnx") or backend == "openvino"
 
 
 _TOKENIZING = threading.Lock()
@@ -794,22 +796,27 @@ def choose_backend(
     has_bf16: Callable[[], bool] | None = None,
     has_onnx: Callable[[], bool] | None = None,
     has_amx: Callable[[], bool] | None = None,
+    has_openvino: Callable[[], bool] | None = None,
 ) -> str:
     """The backend ``auto`` stands for (any other ``backend`` is returned as it is): the fastest
     that keeps the vectors, on this machine, as ``bench/index_process.py`` measured them (whole
     ``encodr index`` processes; docs/benchmarks/index_process.md).
 
     - On a GPU: ``torch`` (float32, the vectors ``SentenceTransformer.encode`` gives).
-    - On a CPU with AMX (``has_amx``, default :func:`cpu_has_amx`): ``torch-bf16``, which keeps
-      quality within 0.5 of float32's on STS-B and SciFact nDCG@10 (``bench/cpu_precision.py``;
-      docs/benchmarks/cpu_precision.md).
+    - On a CPU with AMX (``has_amx``, default :func:`cpu_has_amx`): ``openvino`` where it is
+      installed (``has_openvino``, default :func:`openvino_available`): OpenVINO runs the ONNX
+      export in bfloat16 on AMX's tiles, without importing torch, and its vectors are checked
+      against torch's (cosine ≥ :data:`~encodr.models.onnx.AGREEMENT`) once per model and
+      precision, and refused otherwise (:func:`~encodr.models.onnx.onnx_encoder`). Else
+      ``torch-bf16``, which keeps quality within 0.5 of float32's on STS-B and SciFact nDCG@10
+      (``bench/cpu_precision.py``; docs/benchmarks/cpu_precision.md).
     - Else, where onnxruntime is installed (``has_onnx``, default :func:`onnx_available`):
       ``onnx`` (float32). On a CPU with AVX512-BF16 but no AMX a whole ``encodr index`` of 5,000
       texts ends sooner with it than with ``torch-bf16`` (no torch to import and load), and a query
       encodes faster, though ``torch-bf16`` encodes a long corpus faster there
-      (``bench/backend_choice.py``); on every CPU without AMX measured it is faster than ``torch``
-      (with AMX it is slower than both torch backends). Its export is checked against the torch vectors,
-      cosine ≥ :data:`~encodr.models.onnx.AGREEMENT`, and refused otherwise
+      (``bench/backend_choice.py``); on every CPU without AMX measured it is faster than ``torch``.
+      Its export is checked against the torch vectors, cosine ≥
+      :data:`~encodr.models.onnx.AGREEMENT`, and refused otherwise
       (:func:`~encodr.models.onnx.export`), when a build falls back to ``torch``.
     - Else ``torch-bf16`` on a CPU with native bfloat16 products (``has_bf16``, default
       :func:`cpu_has_bf16`), and ``torch`` where bfloat16 would be emulated (several times slower).
@@ -817,17 +824,24 @@ def choose_backend(
     Args:
         backend: one of :data:`BACKENDS` or :data:`AUTO_BACKEND`.
         device: the device the model runs on (``cpu``, ``cuda:0``…).
-        has_bf16, has_onnx, has_amx: what this machine has (defaults: read from it).
+        has_bf16, has_onnx, has_amx, has_openvino: what this machine has (defaults: read from it).
     """
     if backend != AUTO_BACKEND:
         return backend
     if not str(device).startswith("cpu"):
         return "torch"
     if (has_amx or cpu_has_amx)():
-        return "torch-bf16"
+        return "openvino" if (has_openvino or openvino_available)() else "torch-bf16"
     if (has_onnx or onnx_available)():
         return "onnx"
     return "torch-bf16" if (has_bf16 or cpu_has_bf16)() else "torch"
+
+
+def openvino_available() -> bool:
+    """Whether OpenVINO can be imported (found, not imported: no start-up cost)."""
+    import importlib.util
+
+    return importlib.util.find_spec("openvino") is not None
 
 
 def onnx_available() -> bool:

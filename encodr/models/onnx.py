@@ -1,5 +1,6 @@
-"""ONNX Runtime backends for a bi-encoder: ``onnx`` (float32) and ``onnx-int8`` (dynamic int8
-quantisation of the matrix multiplications), for fast encoding on a CPU.
+"""Backends that run a bi-encoder's ONNX export on a CPU: onnxruntime's ``onnx`` (float32) and
+``onnx-int8`` (dynamic int8 quantisation of the matrix multiplications), and ``openvino`` (the
+float32 graph compiled by OpenVINO, which runs it in bfloat16 on a CPU with AMX or AVX512-BF16).
 
 Route, and why. sentence-transformers has its own ONNX backend
 (``SentenceTransformer(path, backend="onnx")``) and ``export_dynamic_quantized_onnx_model``, but
@@ -47,7 +48,8 @@ from ..errors import EncodrError, S, first_line
 from ..outputs import atomic_file
 from .encoder import Encoder, tokenize
 
-FILES = {"onnx": "model.onnx", "onnx-int8": "model_qint8.onnx"}
+FILES = {"onnx": "model.onnx", "onnx-int8": "model_qint8.onnx", "openvino": "model.onnx"}  # openvino: the float32 graph
+OPENVINO_RECORD = "openvino.json"  # beside the graphs: OpenVINO's agreement with torch, per inference precision
 OPSET = 17
 EXPORT_VERSION = 2  # in the cache's path: a change to how graphs are exported makes new ones (2: eager attention)
 RECORD = "encoder.json"  # beside the graphs: what an ExportedEncoder needs
@@ -76,7 +78,7 @@ def export(encoder: Encoder, backend: str, folder: Path | None = None) -> Path:
 
     Args:
         encoder: a torch :class:`~encodr.models.Encoder`.
-        backend: ``onnx`` or ``onnx-int8``.
+        backend: ``onnx``, ``onnx-int8`` or ``openvino`` (which runs the ``onnx`` file).
         folder: where the file goes; default the workspace's cache (:func:`export_dir`). A run
             that exports models it will not keep (the judged recipe's folds) passes a temporary one.
 
@@ -216,6 +218,8 @@ class OnnxForward:
         self._making = threading.Lock()
 
     def _session(self, threads: int | None):
+        if self.backend == "openvino":
+            return OpenVinoSession(self.path, threads)
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -252,7 +256,50 @@ class OnnxForward:
         return self(tokenize(self.st, [prompt + text for text in batch]))
 
 
+class OpenVinoSession:
+    """What :class:`OnnxForward` uses of an onnxruntime session (``get_inputs``, ``run``), over
+    OpenVINO's CPU plugin compiling the same ONNX file: its ``auto`` inference precision, which is
+    bfloat16 on a CPU with AMX or AVX512-BF16 and float32 elsewhere, on ``threads`` threads (None:
+    OpenVINO's choice). Ours differs from sentence-transformers' OpenVINO backend, which goes
+    through optimum-intel (not installable beside transformers 5), in running encodr's own export.
+    Calls from several threads are safe: each thread has its own inference request."""
+
+    def __init__(self, path: Path, threads: int | None):
+        import openvino as ov
+
+        config = {"PERFORMANCE_HINT": "LATENCY"}
+        if threads is not None:
+            config["INFERENCE_NUM_THREADS"] = int(threads)
+        self.compiled = ov.Core().compile_model(str(path), "CPU", config)
+        self._local = threading.local()
+
+    @property
+    def precision(self) -> str:
+        """The precision OpenVINO runs the matrix products in on this CPU (``bf16``, ``f32``…)."""
+        return self.compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
+
+    def get_inputs(self) -> list:
+        """The graph's inputs, each with a ``name`` (as onnxruntime's ``NodeArg``)."""
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(name=i.any_name) for i in self.compiled.inputs]
+
+    def run(self, _outputs, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """``[(B, d) float32 vectors]`` of one padded batch (``feeds``: int64 (B, T) arrays by input name)."""
+        request = getattr(self._local, "request", None)
+        if request is None:
+            request = self._local.request = self.compiled.create_infer_request()
+        return [request.infer(feeds)[0]]  # a copy: the request's own buffer is reused by its next call
+
+
 def _check_onnxruntime(backend: str) -> None:
+    """Raises EncodrError naming the package ``backend`` needs when it cannot be imported."""
+    if backend == "openvino":
+        try:
+            import openvino  # noqa: F401
+        except ImportError:
+            raise EncodrError(f"{S.backend} openvino needs OpenVINO: pip install openvino (or use {S.backend} onnx)") from None
+        return
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
@@ -275,14 +322,18 @@ class NotExportable(EncodrError):
 
 
 def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None, folder: Path | None = None) -> Encoder:
-    """``encoder`` with its forward pass in onnxruntime (``backend``: ``onnx`` or ``onnx-int8``),
-    exported on first use (:func:`export`, into ``folder`` when given). With ``key``
-    (:func:`source_key`), the export's tokenizer and record are saved too, so that
-    :func:`exported_encoder` opens this model without torch next time.
+    """``encoder`` with its forward pass on its ONNX export (``backend``: ``onnx`` or ``onnx-int8``
+    in onnxruntime, ``openvino`` in OpenVINO), exported on first use (:func:`export`, into
+    ``folder`` when given). With ``key`` (:func:`source_key`), the export's tokenizer and record
+    are saved too, so that :func:`exported_encoder` opens this model without torch next time.
+    For ``openvino``, whose precision is the CPU's (bfloat16 where it has it), the vectors are
+    checked against ``encoder``'s (torch) once per precision and the result kept beside the
+    export (:data:`OPENVINO_RECORD`).
 
     Raises:
-        EncodrError: onnxruntime is not installed, the export fails, or ``encoder`` is a static
-            model (a table lookup, which ONNX would not speed up).
+        EncodrError: the backend's runtime is not installed, the export fails, OpenVINO's vectors
+            are not within cosine :data:`AGREEMENT` of torch's, or ``encoder`` is a static model
+            (a table lookup, which ONNX would not speed up).
     """
     _check_onnxruntime(backend)
     if encoder.static:
@@ -292,9 +343,50 @@ def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None, folder:
             encoder,
         )
     path = export(encoder, backend, folder)
+    result = Encoder(encoder.st, encoder.name, OnnxForward(encoder.st, backend, path))
+    if backend == "openvino":
+        _check_openvino(encoder, result, path.parent)
     if key is not None:
         _remember(encoder, key)
-    return Encoder(encoder.st, encoder.name, OnnxForward(encoder.st, backend, path))
+    return result
+
+
+def _check_openvino(torch_encoder: Encoder, encoder: Encoder, folder: Path) -> None:
+    """Measure :func:`agreement` of OpenVINO's vectors (``encoder``) with torch's at the
+    precision it runs here, and keep it in ``folder``'s :data:`OPENVINO_RECORD` (written
+    atomically; a folder that cannot be written only loses the record).
+
+    Raises:
+        EncodrError: the agreement is under :data:`AGREEMENT`, naming it and the fix.
+    """
+    import json
+
+    precision = encoder.forward.session.precision
+    measured = agreement(torch_encoder, encoder)
+    try:
+        kept = json.loads((folder / OPENVINO_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        kept = {}
+    with contextlib.suppress(OSError):
+        with atomic_file(folder / OPENVINO_RECORD) as tmp:
+            tmp.write_text(json.dumps({**kept, precision: measured}), encoding="utf-8")
+    if measured < AGREEMENT:
+        raise EncodrError(
+            f"OpenVINO's {precision} vectors of {torch_encoder.name} differ from torch's (cosine {measured:.5f} < "
+            f"{AGREEMENT}); use {S.backend} onnx"
+        )
+
+
+def _openvino_agreed(forward: OnnxForward) -> bool:
+    """Whether OpenVINO's vectors at the precision ``forward`` runs were checked and kept
+    (:func:`_check_openvino`): without that record the model is loaded in torch to check them."""
+    import json
+
+    try:
+        kept = json.loads((forward.path.parent / OPENVINO_RECORD).read_text(encoding="utf-8"))
+        return float(kept[forward.session.precision]) >= AGREEMENT
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def quantised_twin(encoder) -> Encoder | None:
@@ -512,18 +604,19 @@ class ExportedEncoder(Encoder):
 
 def exported_encoder(key: str, name: str, backend: str, full) -> ExportedEncoder | None:
     """The encoder whose folder has ``key`` (:func:`source_key`), opened from its export for
-    ``backend`` (``onnx``, ``onnx-int8``) without torch; None when that export, its tokenizer or
-    its record is missing (the caller loads the model and exports it).
+    ``backend`` (``onnx``, ``onnx-int8``, ``openvino``) without torch; None when that export, its
+    tokenizer or its record is missing, or OpenVINO's vectors at this CPU's precision were never
+    checked (the caller loads the model and exports or checks it).
 
     Args:
         key: the model folder's :func:`source_key`.
         name: the spec the model was asked for by (:attr:`Encoder.name`).
-        backend: ``onnx`` or ``onnx-int8``.
+        backend: ``onnx``, ``onnx-int8`` or ``openvino``.
         full: a callable that loads the full SentenceTransformer (torch, on the CPU), called
             only when something beyond encoding needs it.
 
     Raises:
-        EncodrError: onnxruntime is not installed.
+        EncodrError: the backend's runtime (onnxruntime, OpenVINO) is not installed.
     """
     import json
 
@@ -544,4 +637,7 @@ def exported_encoder(key: str, name: str, backend: str, full) -> ExportedEncoder
     except Exception:
         return None
     st = ExportedModel(record, tokenizer, full)
-    return ExportedEncoder(st, name, OnnxForward(st, backend, graph), record)
+    forward = OnnxForward(st, backend, graph)
+    if backend == "openvino" and not _openvino_agreed(forward):
+        return None
+    return ExportedEncoder(st, name, forward, record)

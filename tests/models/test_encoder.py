@@ -218,7 +218,7 @@ def test_the_bf16_backend_runs_in_bfloat16_and_gives_float32_unit_vectors_near_t
     assert np.array_equal(fp32.encode(texts), load_encoder(str(tiny_model), pooling="mean").encode(texts))  # torch stays float32
 
 
-def test_auto_is_bf16_with_amx_else_onnx_else_bf16_where_native_else_torch(tmp_path):
+def test_auto_is_openvino_or_bf16_with_amx_else_onnx_else_bf16_where_native_else_torch(tmp_path):
     from encodr.models.encoder import choose_backend, cpu_has_amx, cpu_has_bf16
 
     with_bf16, without = tmp_path / "with", tmp_path / "without"
@@ -227,7 +227,10 @@ def test_auto_is_bf16_with_amx_else_onnx_else_bf16_where_native_else_torch(tmp_p
     without.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n")
     assert cpu_has_bf16(with_bf16) and not cpu_has_bf16(without) and not cpu_has_bf16(tmp_path / "missing")
     assert cpu_has_amx(tmp_path / "amx") and not cpu_has_amx(with_bf16)
-    assert choose_backend("auto", "cpu", lambda: True, lambda: True, lambda: True) == "torch-bf16"  # AMX
+    assert choose_backend("auto", "cpu", lambda: True, lambda: True, lambda: True, lambda: True) == "openvino"  # AMX
+    assert (
+        choose_backend("auto", "cpu", lambda: True, lambda: True, lambda: True, lambda: False) == "torch-bf16"
+    )  # AMX without OpenVINO installed
     assert (
         choose_backend("auto", "cpu", lambda: True, lambda: True, lambda: False) == "onnx"
     )  # AVX512-BF16 alone: onnxruntime's float32 is faster

@@ -302,7 +302,7 @@ print(json.dumps({"type": type(encoder).__name__, "fingerprint": encoder.fingerp
 """
 
 
-@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8", "openvino"])
 def test_a_second_load_opens_the_export_without_torch_and_gives_the_same_vectors(tiny_model, tmp_path, backend):
     import subprocess
     import sys
@@ -423,3 +423,28 @@ def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder
     again = Searcher(out)
     again.warm()
     assert again.sentence_encoder is again.encoder and again.encoder.backend == "onnx"
+
+
+def test_openvino_keeps_the_vectors_it_was_checked_for(tiny_model):
+    pytest.importorskip("openvino")
+    from encodr.models.onnx import AGREEMENT, OPENVINO_RECORD
+
+    expected = load_encoder(str(tiny_model), device="cpu").encode(TEXTS)
+    encoder = load_encoder(str(tiny_model), backend="openvino")
+    kept = json.loads((encoder.forward.path.parent / OPENVINO_RECORD).read_text())
+    assert encoder.backend == "openvino" and kept[encoder.forward.session.precision] >= AGREEMENT  # checked at this precision
+    assert np.sum(encoder.encode(TEXTS) * expected, axis=1).min() > 0.999
+
+
+def test_openvino_is_refused_where_its_vectors_differ_and_auto_then_takes_torch_bf16(tiny_model, tmp_path, capsys, monkeypatch):
+    import importlib
+
+    pytest.importorskip("openvino")
+    monkeypatch.setattr(importlib.import_module("encodr.models.onnx"), "agreement", lambda first, second: 0.99)
+    with pytest.raises(EncodrError, match="OpenVINO's .* differ from torch's .*; use .*backend onnx"):
+        load_encoder(str(tiny_model), backend="openvino")
+    monkeypatch.setattr(importlib.import_module("encodr.index.build"), "choose_backend", lambda backend, device: "openvino")
+    args = ["index", str(lines(tmp_path, TEXTS)), "--model", str(tiny_model), "--out", str(tmp_path / "idx"), "--lang", "eng"]
+    code, out, err = run_cli([*args, "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(out)["backend"] == "torch-bf16", err
+    assert "OpenVINO" in err and "encoding with torch-bf16" in err  # one warning line says why
