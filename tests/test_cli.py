@@ -544,3 +544,17 @@ def test_a_cards_heading_clips_the_title_before_the_path_and_counts_wide_charact
         "",
     ]  # 50 cells
     assert _fitted([long_section, "", ""], 22) == ["notes/tune.md:143", "", ""]  # under 8 cells of it: left out
+
+
+def test_index_lets_idle_openmp_threads_sleep_unless_the_environment_says_otherwise(tiny_model, tmp_path, capsys, monkeypatch):
+    import os
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat\nthe dog ran\n")
+    args = ["index", str(corpus), "--model", str(tiny_model), "--out", str(tmp_path / "idx"), "--lang", "eng", "--overwrite"]
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    code, _, err = run_cli(args, capsys, monkeypatch)
+    assert code == 0 and os.environ.get("OMP_WAIT_POLICY") == "PASSIVE", err  # a build beside a busy program
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    code, _, err = run_cli(args, capsys, monkeypatch)
+    assert code == 0 and os.environ["OMP_WAIT_POLICY"] == "ACTIVE", err  # a person's own setting is kept
