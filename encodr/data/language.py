@@ -64,6 +64,10 @@ MIN_TEXTS = 3  # …and at least 3 texts to be kept as one of its languages
 # bench/language_detection.py measures the rule.
 CONFIDENT = 0.7
 MAJOR_SHARE = 0.10
+# In a corpus too small for MIN_TEXTS texts of each language (a folder of a few notes), a language is
+# also kept where its confident texts hold MAJOR_SHARE of the corpus's characters and at least
+# MIN_CHARS of them: a whole note in another language, not a heading the detector guessed at.
+MIN_CHARS = 80  # about a sentence: lingua labels texts this long well; a heading is shorter
 PROSE = 0.6  # a text under this share of letters among its non-space characters is not prose (see prose_confidence)
 
 
@@ -249,7 +253,7 @@ def sampled_languages(texts: list[str], size: int | None = None) -> list[str] | 
         proposed = corpus_languages(detect_languages(sample)) or None
     found = detect_with_confidence(sample, proposed, accurate=True)
     sure = [prose_confidence(text, c) for text, (_, c) in zip(sample, found)]
-    return corpus_languages([code for code, _ in found], confidences=sure) or None
+    return corpus_languages([code for code, _ in found], confidences=sure, sizes=[len(text) for text in sample]) or None
 
 
 def language_shares(texts: list[str]) -> dict[str, float]:
@@ -270,6 +274,19 @@ def language_shares(texts: list[str]) -> dict[str, float]:
     return {code: n / total for code, n in weights.most_common()} if total else {}
 
 
+def _large_shares(labels: list[str], confidences: Iterable[float | None] | None, sizes: list[int]) -> list[str]:
+    """The languages whose confident texts (confidence ≥ :data:`CONFIDENT`, or a label given)
+    hold at least :data:`MIN_CHARS` characters and :data:`MAJOR_SHARE` of all labelled texts'
+    characters (``sizes``: each text's, in ``labels``' order)."""
+    confidences = list(confidences) if confidences is not None else [None] * len(labels)
+    total = sum(n for label, n in zip(labels, sizes) if label != UNDETERMINED)
+    chars: Counter = Counter()
+    for label, confidence, n in zip(labels, confidences, sizes):
+        if label != UNDETERMINED and (confidence is None or confidence >= CONFIDENT):
+            chars[label] += n
+    return [label for label, n in chars.items() if n >= MIN_CHARS and n >= MAJOR_SHARE * total]
+
+
 def prose_confidence(text: str, confidence: float | None) -> float | None:
     """``confidence``, the detector's in ``text``'s label, or 0.0 where the text is not prose:
     fewer than :data:`PROSE` of its non-space characters are letters (a table of contents'
@@ -287,6 +304,7 @@ def corpus_languages(
     min_share: float = MIN_SHARE,
     min_texts: int = MIN_TEXTS,
     confidences: Iterable[float | None] | None = None,
+    sizes: Iterable[int] | None = None,
 ) -> list[str]:
     """The languages that make up a corpus, from its detected labels: those that label at
     least ``min_texts`` texts and at least ``min_share`` of them (``und`` never).
@@ -299,6 +317,11 @@ def corpus_languages(
     corpus), the label the detector is surest of is kept: the one whose confidences sum highest
     (a label given, not detected, counts 1), or without ``confidences`` the most common one; a
     heading of one letter labelled Somali then does not outweigh a sentence labelled English.
+
+    With ``sizes`` (each text's length in characters), a language with fewer texts is kept too
+    where its confident texts hold :data:`MAJOR_SHARE` of the corpus's characters and at least
+    :data:`MIN_CHARS` (:func:`_large_shares`): in a folder of three notes, one English and two
+    German, the English one is English, not a German text the second pass relabels.
 
     Returns:
         ISO 639-3 codes, sorted; empty only when every label is ``und``.
@@ -314,6 +337,8 @@ def corpus_languages(
         sure_total = sum(sure.values())
         if sure_total:
             kept = [c for c in kept if counts[c] >= MAJOR_SHARE * total or sure[c] >= min_share * sure_total]
+    if sizes is not None:
+        kept = set(kept) | set(_large_shares(labels, confidences, list(sizes)))
     kept = sorted(kept)
     if not kept and counts:
         weight = Counter()

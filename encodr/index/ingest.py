@@ -404,9 +404,11 @@ def settle_languages(texts: TextStore) -> list[str]:
     the languages that make up the corpus's confident labels (:func:`~encodr.data.language.corpus_languages`)
     and in high-accuracy mode, the texts whose language was detected. Returns those
     languages. (Nothing to do when every text got the one same label.)"""
-    pairs = texts.detected_labels()
-    kept = corpus_languages([code for code, _ in pairs], confidences=[sure for _, sure in pairs])
-    if not kept or {code for code, _ in pairs} == set(kept) == {kept[0]}:
+    labels = texts.detected_labels()
+    kept = corpus_languages(
+        [code for code, _, _ in labels], confidences=[sure for _, sure, _ in labels], sizes=[n for _, _, n in labels]
+    )
+    if not kept or {code for code, _, _ in labels} == set(kept) == {kept[0]}:
         return kept
     texts.relabel_detected(lambda batch: detect_languages(batch, kept))
     return kept

@@ -298,9 +298,9 @@ class TextStore:
             sqlite_utils.Database(self.conn)["texts"].insert_all(rows, alter=True)
             self.conn.commit()
 
-    def detected_labels(self) -> list[tuple[str, float | None]]:
-        """(language, confidence) of every text whose language came from the detector."""
-        return self._all("select lang, lang_confidence from texts where lang_detected = 1")
+    def detected_labels(self) -> list[tuple[str, float | None, int]]:
+        """(language, confidence, length in characters) of every text whose language came from the detector."""
+        return self._all("select lang, lang_confidence, length(text) from texts where lang_detected = 1")
 
     def relabel_detected(self, detect: Callable[[list[str]], list[str]], chunk: int = 10_000) -> None:
         """Give every detected text the language ``detect`` (texts → ISO 639-3 codes) finds,

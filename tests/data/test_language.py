@@ -78,6 +78,35 @@ def test_a_tiny_corpus_keeps_the_language_the_detector_is_surest_of():
     assert sampled_languages(["# X", "# Y", "# Alpha\n\nThe alpha project uses a red widget for calibration."]) == ["eng"]
 
 
+def test_a_whole_note_in_another_language_is_kept_in_a_folder_of_a_few_notes(tiny_model, tmp_path):
+    """One English note and two German ones: too few texts for the English to reach 3, but it holds a
+    third of the folder's text, confidently; a short heading the detector guessed at is still dropped."""
+    labels, sure = ["deu", "eng", "deu"], [1.0, 0.97, 1.0]
+    assert corpus_languages(labels, confidences=sure) == ["deu"]  # by texts alone, English is folded into German
+    assert corpus_languages(labels, confidences=sure, sizes=[118, 180, 169]) == ["deu", "eng"]
+    assert corpus_languages(["som", "eng", "eng", "eng"], confidences=[0.99, 0.9, 0.9, 0.9], sizes=[12, 300, 300, 300]) == [
+        "eng"
+    ]  # twelve characters of "Somali" are a heading, not a note
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "garden.md").write_text(
+        "# Garden notes\n\nThe tomatoes need water every morning in the summer. Cut the roses back in early spring, "
+        "and keep the hedge low along the path so the neighbours can see the street.\n"
+    )
+    (notes / "heizung.md").write_text(
+        "# Heizung\n\nDer Druck der Heizung sollte zwischen 1,5 und 2 bar liegen. Wenn er unter 1 bar fällt, muss "
+        "Wasser nachgefüllt werden. Der Kessel hängt im Keller an der Wand.\n"
+    )
+    (notes / "einkauf.md").write_text(
+        "# Einkaufsliste\n\nBrot, Milch, Käse und Äpfel für die Woche. Am Samstag auf den Markt gehen und frisches "
+        "Gemüse kaufen.\n"
+    )
+    meta = build([str(notes)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
+    assert meta["languages"] == ["deu", "eng"]
+    [hits] = Searcher(tmp_path / "idx").search(["the tomatoes need water"], SearchOptions(k=3, mode="keyword"))
+    assert hits and hits[0].path.endswith("garden.md") and hits[0].lang == "eng"
+
+
 def test_index_detects_languages_and_search_filters_them(mixed_file, tiny_model, tmp_path):
     meta = build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model), pcr=True))
     assert meta["languages"] == ["deu", "eng", "spa", "und"]
