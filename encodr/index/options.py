@@ -269,8 +269,8 @@ class BuildOptions:
     lang: str | None = setting(None, "Language of texts without a lang column, ISO 639-3 (default: detected per text).")
     backend: str = setting(
         AUTO_BACKEND,
-        BACKEND_HELP + " auto: torch-bf16 on a CPU with AMX, where its quality equals float32's; else onnx (float32, "
-        "checked against torch); without onnxruntime, torch-bf16 on a CPU with AVX512-BF16, else torch; with "
+        BACKEND_HELP + " auto: openvino on a CPU with AMX (torch-bf16 without OpenVINO), checked against torch; else onnx "
+        "(float32, checked against torch); without onnxruntime, torch-bf16 on a CPU with AVX512-BF16, else torch; with "
         f"{S('write', 'add')}, "
         "the index's own.",
         choices=(AUTO_BACKEND, *BACKENDS),

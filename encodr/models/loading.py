@@ -31,8 +31,9 @@ def load_encoder(
         device: ``cpu``, ``cuda``…; default: CUDA when available.
         backend: ``torch``; ``torch-bf16`` (the same modules, matrix products in bfloat16
             under ``torch.autocast``: faster on a CPU with AVX512-BF16 or AMX,
-            slower elsewhere); or ``onnx`` / ``onnx-int8`` (onnxruntime on the CPU,
-            :mod:`encodr.models.onnx`; the model is exported on first use and cached). Default:
+            slower elsewhere); or ``onnx`` / ``onnx-int8`` (onnxruntime on the CPU) or
+            ``openvino`` (OpenVINO, bfloat16 where the CPU has it; :mod:`encodr.models.onnx`;
+            the model is exported on first use and cached). Default:
             the one :meth:`Encoder.save` recorded with the model, else ``torch``.
 
     A model saved with a Matryoshka ``truncate_dim`` (:meth:`Encoder.save`, or
