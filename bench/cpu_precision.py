@@ -10,7 +10,9 @@ Rows, all on the same model and texts:
 - ``torch bf16 weights``: the model cast to bf16 (``st.to(torch.bfloat16)``), pooled vectors
   back in fp32;
 - ``onnx fp32`` and ``onnx-int8``: onnxruntime (``--backend onnx`` / ``onnx-int8``; its CPU
-  provider has no bf16 kernels for these graphs, so there is no ONNX bf16 row).
+  provider has no bf16 kernels for these graphs, so there is no onnxruntime bf16 row);
+- ``openvino``: the float32 export in OpenVINO (``--backend openvino``), in the precision it
+  chooses on this CPU (bf16 with AMX or AVX512-BF16, else fp32), where OpenVINO is installed.
 
 For each: texts/s encoding ``--texts`` Wikipedia sentences (the best of ``--repeats`` passes,
 the configurations interleaved within each round so drifting machine load hits all of them), the
@@ -33,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, print_table, write_json  # noqa: E402
 
-CONFIGS = ("torch fp32", "torch bf16 autocast", "torch bf16 weights", "onnx fp32", "onnx-int8")
+CONFIGS = ("torch fp32", "torch bf16 autocast", "torch bf16 weights", "onnx fp32", "onnx-int8", "openvino")
 
 
 def cpu_flags() -> list[str]:
@@ -50,17 +52,21 @@ def encoders(model: str) -> dict:
     import torch
 
     from encodr.models import load_encoder
+    from encodr.models.encoder import openvino_available
 
     fp32 = load_encoder(model, device="cpu")
     weights = load_encoder(model, device="cpu")
     weights.st.to(torch.bfloat16)
-    return {
+    configs = {
         "torch fp32": (fp32, contextlib.nullcontext),
         "torch bf16 autocast": (fp32, lambda: torch.autocast("cpu", dtype=torch.bfloat16)),
         "torch bf16 weights": (weights, contextlib.nullcontext),
         "onnx fp32": (load_encoder(model, backend="onnx"), contextlib.nullcontext),
         "onnx-int8": (load_encoder(model, backend="onnx-int8"), contextlib.nullcontext),
     }
+    if openvino_available():
+        configs["openvino"] = (load_encoder(model, backend="openvino"), contextlib.nullcontext)
+    return configs
 
 
 # python -m bench run cpu_precision --quick: a small run that checks the benchmark still runs (its JSON to a temporary folder)

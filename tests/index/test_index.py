@@ -523,6 +523,9 @@ def test_the_auto_backend_is_chosen_by_the_cpu_recorded_and_kept_by_add(tmp_path
     (tmp_path / "a.txt").write_text("\n".join(TEXTS[:10]) + "\n")
     (tmp_path / "b.txt").write_text("\n".join(TEXTS[10:20]) + "\n")
     monkeypatch.setattr(encoder_module, "cpu_has_amx", lambda cpuinfo="/proc/cpuinfo": True)
+    monkeypatch.setattr(encoder_module, "openvino_available", lambda: True)
+    assert build([str(tmp_path / "a.txt")], tmp_path / "ov", BuildOptions(model=str(tiny_model)))["backend"] == "openvino"
+    monkeypatch.setattr(encoder_module, "openvino_available", lambda: False)  # AMX without OpenVINO
     assert build([str(tmp_path / "a.txt")], tmp_path / "bf16", BuildOptions(model=str(tiny_model)))["backend"] == "torch-bf16"
     assert (
         build([str(tmp_path / "a.txt")], tmp_path / "named", BuildOptions(model=str(tiny_model), backend="torch"))["backend"]

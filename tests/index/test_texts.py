@@ -38,7 +38,7 @@ def test_a_store_written_then_read(tmp_path):
         ]
     )
     assert store.next_id() == 3 and store.known(["h0", "h2", "h9"]) == {"h0", "h2"}
-    assert store.detected_labels() == [("spa", 0.5), ("eng", 0.5)]
+    assert store.detected_labels() == [("spa", 0.5, 7), ("eng", 0.5, 7)]  # label, confidence, characters
     store.relabel_detected(
         lambda texts: ["fra" if t.startswith("le ") else "spa" for t in texts], chunk=1
     )  # one text a chunk: the chunks are walked
