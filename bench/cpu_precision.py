@@ -5,8 +5,8 @@ AMX; elsewhere oneDNN emulates it).
 Rows, all on the same model and texts:
 
 - ``torch fp32``: encodr's forward pass as shipped (``--backend torch``);
-- ``torch bf16 autocast``: the same pass under ``torch.autocast("cpu", dtype=torch.bfloat16)``
-  (weights fp32, matrix products in bf16);
+- ``torch bf16 autocast``: ``--backend torch-bf16``, the same pass under
+  ``torch.autocast("cpu", dtype=torch.bfloat16)`` (weights fp32, matrix products in bf16);
 - ``torch bf16 weights``: the model cast to bf16 (``st.to(torch.bfloat16)``), pooled vectors
   back in fp32;
 - ``onnx fp32`` and ``onnx-int8``: onnxruntime (``--backend onnx`` / ``onnx-int8``; its CPU
@@ -59,7 +59,8 @@ def encoders(model: str) -> dict:
     weights.st.to(torch.bfloat16)
     configs = {
         "torch fp32": (fp32, contextlib.nullcontext),
-        "torch bf16 autocast": (fp32, lambda: torch.autocast("cpu", dtype=torch.bfloat16)),
+        # encodr's own torch-bf16 backend (its autocast is the encoder's: an outer one would be switched off inside it)
+        "torch bf16 autocast": (load_encoder(model, device="cpu", backend="torch-bf16"), contextlib.nullcontext),
         "torch bf16 weights": (weights, contextlib.nullcontext),
         "onnx fp32": (load_encoder(model, backend="onnx"), contextlib.nullcontext),
         "onnx-int8": (load_encoder(model, backend="onnx-int8"), contextlib.nullcontext),
