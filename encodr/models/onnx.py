@@ -292,7 +292,7 @@ class OpenVinoSession:
         return [request.infer(feeds)[0]]  # a copy: the request's own buffer is reused by its next call
 
 
-def _check_onnxruntime(backend: str) -> None:
+def _check_runtime(backend: str) -> None:
     """Raises EncodrError naming the package ``backend`` needs when it cannot be imported."""
     if backend == "openvino":
         try:
@@ -335,7 +335,7 @@ def onnx_encoder(encoder: Encoder, backend: str, key: str | None = None, folder:
             are not within cosine :data:`AGREEMENT` of torch's, or ``encoder`` is a static model
             (a table lookup, which ONNX would not speed up).
     """
-    _check_onnxruntime(backend)
+    _check_runtime(backend)
     if encoder.static:
         raise NotExportable(
             f"'{encoder.name}' is a static embedding model, which runs in torch (a table lookup, nothing for ONNX to speed up); "
@@ -629,7 +629,7 @@ def exported_encoder(key: str, name: str, backend: str, full) -> ExportedEncoder
     graph, tokenizer_file = folder / FILES[backend], folder / TOKENIZER
     if not graph.is_file() or not tokenizer_file.is_file() or record.get("fingerprint") != fingerprint:
         return None
-    _check_onnxruntime(backend)
+    _check_runtime(backend)
     try:
         tokenizer = ExportedTokenizer(
             tokenizer_file, record["pad_token_id"], record.get("pad_token_type_id", 0), record.get("padding_side", "right")

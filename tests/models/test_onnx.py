@@ -448,3 +448,32 @@ def test_openvino_is_refused_where_its_vectors_differ_and_auto_then_takes_torch_
     code, out, err = run_cli([*args, "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(out)["backend"] == "torch-bf16", err
     assert "OpenVINO" in err and "encoding with torch-bf16" in err  # one warning line says why
+
+
+@pytest.mark.parametrize("fault", ["differs", "missing"])
+def test_encodr_index_with_openvino_refused_says_why_in_one_line_and_writes_nothing(
+    fault, tiny_model, tmp_path, capsys, monkeypatch
+):
+    import importlib
+    import sys
+
+    if fault == "differs":
+        pytest.importorskip("openvino")
+        monkeypatch.setattr(importlib.import_module("encodr.models.onnx"), "agreement", lambda first, second: 0.99)
+        expected = "differ from torch's (cosine 0.99000 < 0.9999); use --backend onnx"
+    else:
+        monkeypatch.setitem(sys.modules, "openvino", None)  # not installed: importing it raises ImportError
+        expected = "--backend openvino needs OpenVINO: pip install openvino (or use --backend onnx)"
+    args = [
+        "index",
+        str(lines(tmp_path, TEXTS)),
+        "--model",
+        str(tiny_model),
+        "--out",
+        str(tmp_path / "i"),
+        "--backend",
+        "openvino",
+    ]
+    code, _, err = run_cli(args, capsys, monkeypatch)
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "i").exists()
