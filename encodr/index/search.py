@@ -277,28 +277,29 @@ def detected_among(meta: IndexMeta, mode: str) -> list[str]:
 
 def query_encoder(model: str, asked: str | None, built: str) -> Encoder:
     """The encoder a search's queries go through: the backend ``asked`` for; else, for an index
-    built with ``torch`` (float32) and searched on a CPU where onnxruntime is installed,
-    ``onnx`` (float32), whose export is refused unless its vectors are within cosine
-    :data:`~encodr.models.onnx.AGREEMENT` (0.9999) of torch's, and which encodes a short
-    query about three times as fast (``bench/latency.py``); else the index's own ``built``
-    backend (``torch-bf16``, chosen where it is the fastest, stays). The first search of a
-    torch-built index exports the model once (cached beside it), and any refusal falls back to
-    ``built``.
+    built in torch (``torch`` or ``torch-bf16``) and searched on a CPU, the backend ``auto``
+    takes on this CPU where it runs the model's ONNX export (:func:`~encodr.models.encoder.choose_backend`:
+    ``openvino`` on an AMX CPU, else ``onnx``, float32), whose vectors are refused unless within
+    cosine :data:`~encodr.models.onnx.AGREEMENT` (0.9999) of torch's float32 ones (a
+    ``torch-bf16`` index's are as close), and which encodes a short query several times as fast
+    as torch (``bench/latency.py``); else the index's own ``built`` backend. The first search of
+    a torch-built index exports the model once (cached), and any refusal falls back to ``built``.
 
     Raises:
         EncodrError: ``model`` cannot be loaded with ``asked`` or ``built``.
     """
-    if asked is None and built == "torch":
+    if asked is None and built in ("torch", "torch-bf16"):
         from ..models import pick_device
-        from ..models.encoder import onnx_available
+        from ..models.encoder import AUTO_BACKEND, choose_backend, is_onnx
 
-        if pick_device() == "cpu" and onnx_available():
+        fast = choose_backend(AUTO_BACKEND, pick_device())
+        if is_onnx(fast):
             from ..models.onnx import NotExportable
 
             try:
-                return load_encoder(model, backend="onnx")
+                return load_encoder(model, backend=fast)
             except NotExportable as exc:  # a static model: the torch model its refusal loaded
-                if exc.encoder is not None:
+                if exc.encoder is not None and built == "torch":
                     return exc.encoder
             except EncodrError:
                 pass

@@ -545,7 +545,7 @@ def test_the_auto_backend_is_chosen_by_the_cpu_recorded_and_kept_by_add(tmp_path
     with Index.open(tmp_path / "bf16") as index:
         assert index.meta.backend == "torch-bf16" and index.meta.count == 20
     searcher = Searcher(tmp_path / "bf16")
-    assert searcher.encoder.backend == "torch-bf16" and not searcher.warnings  # queries on the index's backend, no warning
+    assert searcher.encoder.backend == "onnx" and not searcher.warnings  # queries on auto's ONNX backend here, no warning
     assert searcher.search([TEXTS[12]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[12]
 
 

@@ -106,11 +106,20 @@ def test_index_records_backend_and_search_with_another_warns(tiny_model, tmp_pat
     assert other.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]  # compatible vectors
 
 
-def test_an_index_built_in_bf16_searches_in_bf16(tiny_model, tmp_path):
+def test_an_index_built_in_bf16_queries_through_autos_onnx_backend_else_in_bf16(tiny_model, tmp_path, monkeypatch):
+    import encodr.models.encoder as encoder_module
+
     out = tmp_path / "idx"
     meta = build([str(lines(tmp_path, TEXTS))], out, BuildOptions(model=str(tiny_model), lang="eng", backend="torch-bf16"))
-    searcher = Searcher(out)
-    assert meta["backend"] == "torch-bf16" and searcher.encoder.backend == "torch-bf16" and searcher.warnings == []
+    monkeypatch.setattr(encoder_module, "cpu_has_amx", lambda cpuinfo="/proc/cpuinfo": False)
+    monkeypatch.setattr(encoder_module, "onnx_available", lambda: True)
+    searcher = Searcher(out)  # a short query runs faster on onnxruntime than in torch, at float32's vectors
+    assert meta["backend"] == "torch-bf16" and searcher.encoder.backend == "onnx" and searcher.warnings == []
+    assert searcher.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]
+    monkeypatch.setattr(encoder_module, "onnx_available", lambda: False)
+    monkeypatch.setattr(encoder_module, "cpu_has_bf16", lambda cpuinfo="/proc/cpuinfo": True)
+    searcher = Searcher(out)  # no ONNX backend for auto here: the index's own
+    assert searcher.encoder.backend == "torch-bf16" and searcher.warnings == []
     assert searcher.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]
 
 
@@ -367,15 +376,21 @@ def test_a_model_rewritten_in_its_folder_is_exported_again_and_the_full_model_lo
     )
 
 
-def test_a_torch_index_queries_through_onnx_on_a_cpu(tiny_model, tmp_path):
+def test_a_torch_index_queries_through_onnx_on_a_cpu(tiny_model, tmp_path, monkeypatch):
     """Queries of a float32 torch index run on the checked ONNX export (cosine ≥ 0.9999 of
     torch's), with no warning; a backend asked for is kept."""
+    import encodr.models.encoder as encoder_module
+
     out = tmp_path / "idx"
     meta = build([str(lines(tmp_path, TEXTS))], out, BuildOptions(model=str(tiny_model), lang="eng", backend="torch"))
+    monkeypatch.setattr(encoder_module, "cpu_has_amx", lambda cpuinfo="/proc/cpuinfo": False)
     searcher = Searcher(out)
     assert meta["backend"] == "torch" and searcher.encoder.backend == "onnx" and searcher.warnings == []
     assert searcher.search([TEXTS[3]], SearchOptions(k=1, mode="dense"))[0][0].text == TEXTS[3]
     assert Searcher(out, backend="torch").encoder.backend == "torch"
+    if encoder_module.openvino_available():  # on an AMX CPU, auto's backend there: OpenVINO
+        monkeypatch.setattr(encoder_module, "cpu_has_amx", lambda cpuinfo="/proc/cpuinfo": True)
+        assert Searcher(out).encoder.backend == "openvino"
 
 
 def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder(tiny_model, tmp_path, monkeypatch):
@@ -383,9 +398,11 @@ def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder
     as it is; none for torch); a warm searcher encodes its snippets' sentences with it, and a
     one-off searcher with its query encoder; where the quantiser refuses, a warm one too. A batched
     encoder's twin is its own encoder's, made once."""
+    import encodr.models.encoder as encoder_module
     from encodr.models.onnx import quantised_twin
     from encodr.serve.batcher import BatchedEncoder
 
+    monkeypatch.setattr(encoder_module, "cpu_has_amx", lambda cpuinfo="/proc/cpuinfo": False)  # queries on onnx, not openvino
     out = tmp_path / "idx"
     long_passage = (
         ". ".join(t.capitalize() for t in TEXTS[:6]) + "."
