@@ -356,7 +356,7 @@ def _chosen_model(spec: IndexSpec) -> str:
     except EncodrError as exc:
         spec.warn(Said(f"the text is {found}, {DEFAULT_MODEL} reads English only: {exc}"))
         return DEFAULT_MODEL
-    spec.warn(Said(f"model {chosen}: the text is {found}; {S.model} {DEFAULT_MODEL} for English"))
+    spec.warn(Said(f"model {chosen}: text {found}; {S.model} {DEFAULT_MODEL} for English"))  # 80 columns with two languages
     return chosen
 
 

@@ -50,7 +50,7 @@ def test_a_german_folder_gets_the_multilingual_model_and_one_line_says_why(tmp_p
     files = _folder(tmp_path, notes | {"tool.py": "def f():\n    pass\n"})
     lines: list[str] = []
     assert _chosen(files, lines) == MULTILINGUAL and resolved == [MULTILINGUAL]
-    assert len(lines) == 1 and lines[0] == "model me5: the text is deu 100%; model minilm for English"
+    assert len(lines) == 1 and lines[0] == "model me5: text deu 100%; model minilm for English"
 
 
 def test_an_english_folder_keeps_the_default_model_without_a_word(tmp_path):
