@@ -837,15 +837,18 @@ def choose_backend(
     return "torch-bf16" if (has_bf16 or cpu_has_bf16)() else "torch"
 
 
-def openvino_available() -> bool:
-    """Whether OpenVINO can be imported (found, not imported: no start-up cost)."""
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported (found, not imported: no start-up cost)."""
     import importlib.util
 
-    return importlib.util.find_spec("openvino") is not None
+    return importlib.util.find_spec(module) is not None
+
+
+def openvino_available() -> bool:
+    """Whether OpenVINO can be imported (:func:`_installed`)."""
+    return _installed("openvino")
 
 
 def onnx_available() -> bool:
-    """Whether onnxruntime can be imported (found, not imported: no start-up cost)."""
-    import importlib.util
-
-    return importlib.util.find_spec("onnxruntime") is not None
+    """Whether onnxruntime can be imported (:func:`_installed`)."""
+    return _installed("onnxruntime")

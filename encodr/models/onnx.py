@@ -292,20 +292,22 @@ class OpenVinoSession:
         return [request.infer(feeds)[0]]  # a copy: the request's own buffer is reused by its next call
 
 
+RUNTIMES = {  # backend → (module it imports, the package to install, the backend to use instead)
+    "openvino": ("openvino", "OpenVINO: pip install openvino", "onnx"),
+    "onnx": ("onnxruntime", "onnxruntime: pip install onnxruntime onnx", "torch"),
+    "onnx-int8": ("onnxruntime", "onnxruntime: pip install onnxruntime onnx", "torch"),
+}
+
+
 def _check_runtime(backend: str) -> None:
-    """Raises EncodrError naming the package ``backend`` needs when it cannot be imported."""
-    if backend == "openvino":
-        try:
-            import openvino  # noqa: F401
-        except ImportError:
-            raise EncodrError(f"{S.backend} openvino needs OpenVINO: pip install openvino (or use {S.backend} onnx)") from None
-        return
+    """Raises EncodrError naming the package ``backend`` needs (:data:`RUNTIMES`) when it cannot be imported."""
+    import importlib
+
+    module, package, instead = RUNTIMES[backend]
     try:
-        import onnxruntime  # noqa: F401
+        importlib.import_module(module)
     except ImportError:
-        raise EncodrError(
-            f"{S.backend} {backend} needs onnxruntime: pip install onnxruntime onnx (or use {S.backend} torch)"
-        ) from None
+        raise EncodrError(f"{S.backend} {backend} needs {package} (or use {S.backend} {instead})") from None
 
 
 class NotExportable(EncodrError):
