@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -119,6 +120,7 @@ def is_static(st) -> bool:
     return len(st) > 0 and isinstance(st[0], StaticEmbedding)
 
 
+STREAM_BATCHES = 32  # an encode of at least this many batches runs them on the forward pass's streams (Encoder._streams)
 PACK_GAIN = 0.97  # pack a batch when that costs at most this fraction of padding it (:meth:`TorchForward._packable`)
 HALF_AGREEMENT = (
     0.999  # on a GPU, float16 products are kept where every vector of the first batch is within this cosine of float32's
@@ -615,7 +617,9 @@ class Encoder:
         padded to its longest text and run through the model's own modules. Unlike
         ``SentenceTransformer.encode``, which sorts by characters and tokenizes batch by batch,
         it sorts by tokens, reports each batch through ``on_batch`` (the index's progress bar),
-        and runs any backend's forward pass (:attr:`forward`). On a GPU the texts go through
+        and runs any backend's forward pass (:attr:`forward`); an ONNX or OpenVINO pass given
+        :data:`STREAM_BATCHES` batches or more runs several at once, on its streams
+        (:func:`streamed`), each batch's vectors the same as one at a time. On a GPU the texts go through
         :func:`.pipeline.encode_pipelined` instead: tokenizer processes ahead of the forward pass,
         batches of a token budget (``batch_size`` does not apply), float16 where it keeps the
         vectors (:class:`TorchForward`). A model with a ``default_prompt_name`` goes through
@@ -645,21 +649,30 @@ class Encoder:
         features = self._tokenize(texts)
         lengths = np.fromiter((len(x) for x in features["input_ids"]), dtype=np.int64, count=len(texts))
         order = np.argsort(-lengths, kind="stable")
-        starts = range(0, len(texts), batch_size)
+        batches = [order[start : start + batch_size] for start in range(0, len(texts), batch_size)]
         if progress:
             from tqdm.auto import tqdm
 
-            starts = tqdm(starts, desc="Batches")
-        for start in starts:
-            rows = order[start : start + batch_size]
+            batches = tqdm(batches, desc="Batches")
+
+        def run(rows: np.ndarray) -> np.ndarray:
             if prompted:
-                vectors = self.forward.prompted([texts[i] for i in rows])
-            else:
-                vectors = self.forward({name: [values[i] for i in rows] for name, values in features.items()})
+                return self.forward.prompted([texts[i] for i in rows])
+            return self.forward({name: [values[i] for i in rows] for name, values in features.items()})
+
+        streams = 1 if prompted or len(batches) < STREAM_BATCHES else self._streams()
+        passes = ((rows, run(rows)) for rows in batches) if streams == 1 else streamed(run, batches, streams, self.forward)
+        for rows, vectors in passes:
             out[rows] = vectors if self.truncate_dim is None else truncated(vectors, self.truncate_dim)
             if on_batch is not None:
                 on_batch(len(rows))
         return out
+
+    def _streams(self) -> int:
+        """How many batches the forward pass runs at once in a bulk encode (its ``streams()``;
+        1 for one without, torch's)."""
+        streams = getattr(self.forward, "streams", None)
+        return 1 if streams is None else int(streams())
 
     def _gpu_pool(self):
         """The :class:`~.pipeline.TokenizerPool` that feeds this encoder's GPU, made on first
@@ -740,6 +753,30 @@ class Encoder:
             self.st.truncate_dim = before
             self.max_length = running
         (Path(path) / SAVED).write_text(json.dumps({"backend": self.backend, "truncate_dim": self.truncate_dim}) + "\n")
+
+
+def streamed(run: Callable[[np.ndarray], np.ndarray], batches: Sequence[np.ndarray], streams: int, forward) -> Iterator:
+    """``(rows, run(rows))`` for each batch, in order, the passes running on ``streams`` worker
+    threads at once (each first calls ``forward.enter_stream(i)``, i < streams), at most
+    2·``streams`` batches ahead of the consumer; a pass's error is raised at its turn, and the
+    passes not started are dropped. onnxruntime and OpenVINO release the GIL in a pass."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    ids = itertools.count()
+    pool = ThreadPoolExecutor(streams, "encodr-stream", initializer=lambda: forward.enter_stream(next(ids)))
+    pending: deque = deque()
+    try:
+        for rows in batches:
+            pending.append((rows, pool.submit(run, rows)))
+            if len(pending) >= 2 * streams:
+                rows, future = pending.popleft()
+                yield rows, future.result()
+        while pending:
+            rows, future = pending.popleft()
+            yield rows, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def check_backend(backend: str, auto: bool = False) -> None:

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cpus import usable_cpus
 from ..errors import EncodrError, S, first_line
 from ..outputs import atomic_file
 from .encoder import Encoder, tokenize
@@ -215,6 +216,7 @@ class OnnxForward:
         self.inputs = [i.name for i in self.session.get_inputs()]
         self._local = threading.local()  # the session a thread's use_threads chose
         self._sessions: dict[int, object] = {}  # thread count → its session, shared by the threads that ask for it
+        self._streams: list | None = None  # a bulk encode's sessions, one a stream (streams)
         self._making = threading.Lock()
 
     def _session(self, threads: int | None):
@@ -243,6 +245,38 @@ class OnnxForward:
                 self._sessions[n] = self._session(n)
         self._local.session = self._sessions[n]
 
+    def streams(self) -> int:
+        """How many batches a bulk encode (:meth:`~encodr.models.Encoder.encode`) runs at once,
+        each on one worker thread that first calls :meth:`enter_stream`: 1 on one CPU, or on a
+        thread that chose its threads (:meth:`use_threads`: a server's batcher); else OpenVINO's
+        choice for its throughput mode (``OPTIMAL_NUMBER_OF_INFER_REQUESTS``: one compiled model
+        whose streams split the cores), and for onnxruntime 2, each on half the cores (one shared
+        single-threaded session on 2 CPUs, else a session each). Two streams on 2 cores keep both
+        busy through the single-threaded parts of a pass (softmax, layer norms, the Python
+        between calls) and lose less to a second program than 2 threads that wait for each other
+        in every operator (``bench/notes/index_process.md``). The sessions are made on the first
+        call (compiled once more, for OpenVINO) and kept."""
+        if usable_cpus() < 2 or getattr(self._local, "session", None) is not None:
+            return 1
+        with self._making:
+            if self._streams is None:
+                self._streams = self._stream_sessions()
+        return len(self._streams)
+
+    def _stream_sessions(self) -> list:
+        if self.backend == "openvino":
+            session = OpenVinoSession(self.path, None, hint="THROUGHPUT")
+            return [session] * max(1, int(session.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
+        threads = usable_cpus() // 2
+        if threads == 1:  # one thread a call: concurrent runs of one session each run on their caller's thread
+            return [self._session(1)] * 2
+        return [self._session(threads) for _ in range(2)]
+
+    def enter_stream(self, stream: int) -> None:
+        """Make the calling (worker) thread's passes those of stream ``stream`` (0 ≤ stream <
+        :meth:`streams`, which must have been called)."""
+        self._local.session = self._streams[stream]
+
     def __call__(self, features: dict[str, list[list[int]]]) -> np.ndarray:
         """float32 (B, d) unit vectors of one batch of unpadded token lists."""
         padded = self.st.tokenizer.pad(features, return_tensors="np")
@@ -260,14 +294,16 @@ class OpenVinoSession:
     """What :class:`OnnxForward` uses of an onnxruntime session (``get_inputs``, ``run``), over
     OpenVINO's CPU plugin compiling the same ONNX file: its ``auto`` inference precision, which is
     bfloat16 on a CPU with AMX or AVX512-BF16 and float32 elsewhere, on ``threads`` threads (None:
-    OpenVINO's choice). Ours differs from sentence-transformers' OpenVINO backend, which goes
-    through optimum-intel (not installable beside transformers 5), in running encodr's own export.
+    OpenVINO's choice), compiled for one pass at a time (``hint`` ``LATENCY``) or for several at
+    once on streams that split the cores (``THROUGHPUT``: :meth:`OnnxForward.streams`). Ours
+    differs from sentence-transformers' OpenVINO backend, which goes through optimum-intel (not
+    installable beside transformers 5), in running encodr's own export.
     Calls from several threads are safe: each thread has its own inference request."""
 
-    def __init__(self, path: Path, threads: int | None):
+    def __init__(self, path: Path, threads: int | None, hint: str = "LATENCY"):
         import openvino as ov
 
-        config = {"PERFORMANCE_HINT": "LATENCY"}
+        config = {"PERFORMANCE_HINT": hint}
         if threads is not None:
             config["INFERENCE_NUM_THREADS"] = int(threads)
         self.compiled = ov.Core().compile_model(str(path), "CPU", config)

@@ -494,3 +494,76 @@ def test_encodr_index_with_openvino_refused_says_why_in_one_line_and_writes_noth
     code, _, err = run_cli(args, capsys, monkeypatch)
     assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "i").exists()
+
+
+@pytest.mark.parametrize(("backend", "cpus"), [("onnx", 2), ("onnx-int8", 4), ("openvino", 2)])
+def test_a_bulk_encode_runs_its_batches_on_streams_with_the_vectors_of_one_at_a_time(tiny_model, backend, cpus, monkeypatch):
+    if backend == "openvino":
+        pytest.importorskip("openvino")
+    import encodr.models.encoder as encoder_module
+    import encodr.models.onnx as onnx_module
+
+    encoder = load_encoder(str(tiny_model), backend=backend)
+    texts = TEXTS * 3
+    expected = encoder.encode(texts, batch_size=4)  # 15 batches, under STREAM_BATCHES: one at a time, on this thread
+    monkeypatch.setattr(encoder_module, "STREAM_BATCHES", 2)
+    monkeypatch.setattr(onnx_module, "usable_cpus", lambda: cpus)
+    passes, run = [], onnx_module.OnnxForward.__call__
+
+    def recorded(self, features):
+        passes.append((threading.current_thread().name, self._local.session))
+        return run(self, features)
+
+    monkeypatch.setattr(onnx_module.OnnxForward, "__call__", recorded)
+    done = []
+    got = encoder.encode(texts, batch_size=4, on_batch=done.append)
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert sum(done) == len(texts) and len(done) == 15
+    sessions = encoder.forward._streams
+    assert len(passes) == 15 and all(name.startswith("encodr-stream") for name, _ in passes)
+    assert {id(s) for _, s in passes} <= {id(s) for s in sessions}
+    if backend == "openvino":
+        assert str(sessions[0].compiled.get_property("PERFORMANCE_HINT")) == "THROUGHPUT"
+    else:  # two streams on half the cores each: one single-threaded session shared on 2 CPUs, one each on more
+        assert len(sessions) == 2 and len({id(s) for s in sessions}) == (1 if cpus == 2 else 2)
+        assert {s.get_session_options().intra_op_num_threads for s in sessions} == {cpus // 2}
+
+
+def test_a_thread_that_chose_its_threads_runs_its_batches_itself(tiny_model, monkeypatch):
+    import encodr.models.onnx as onnx_module
+
+    monkeypatch.setattr(onnx_module, "usable_cpus", lambda: 2)
+    encoder = load_encoder(str(tiny_model), backend="onnx")
+    got = {}
+
+    def worker():
+        encoder.use_threads(1)  # as a server's batcher does
+        got["streams"] = encoder.forward.streams()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert got["streams"] == 1 and encoder.forward.streams() == 2
+
+
+def test_streamed_passes_come_in_order_and_a_failing_one_raises_at_its_turn():
+    from encodr.models.encoder import streamed
+
+    class Forward:
+        entered = []
+
+        def enter_stream(self, stream):
+            self.entered.append(stream)
+
+    def run(rows):
+        if rows[0] == 6:
+            raise ValueError("pass 3 failed")
+        return rows * 10
+
+    batches = [np.array([i, i + 1]) for i in range(0, 20, 2)]
+    got = []
+    with pytest.raises(ValueError, match="pass 3 failed"):
+        for rows, vectors in streamed(run, batches, 2, Forward()):
+            got.append((rows.tolist(), vectors.tolist()))
+    assert got == [([0, 1], [0, 10]), ([2, 3], [20, 30]), ([4, 5], [40, 50])]
+    assert len(Forward.entered) == len(set(Forward.entered)) and set(Forward.entered) <= {0, 1}  # a stream a thread
