@@ -1,5 +1,7 @@
 """The run registry: one SQLite row per training run (``$ENCODR_HOME/registry.db``),
-through sqlite-utils. Listed by ``encodr runs``."""
+through sqlite-utils, listed by ``encodr runs``; and the indexes built anywhere, listed by
+``encodr indexes``, recorded through ``sqlite3`` alone (every build records one, and
+sqlite-utils imports pandas where it is installed, a third of a second)."""
 
 from __future__ import annotations
 
@@ -7,30 +9,39 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from .errors import EncodrError, first_line
 from .paths import home
 
+if TYPE_CHECKING:
+    import sqlite_utils
+
 TIMEOUT = 10.0  # seconds a registry write waits for a lock another process holds
 
 
-def database(path: Path | None = None) -> sqlite_utils.Database:
+def database(path: Path | None = None) -> "sqlite_utils.Database":
     """Open (and create) the registry database.
 
     Raises:
         EncodrError: the workspace cannot be created, or the file is not a SQLite database.
     """
+    import sqlite_utils
+
+    return sqlite_utils.Database(_connect(path))
+
+
+def _connect(path: Path | None = None) -> sqlite3.Connection:
+    """The registry's SQLite connection (:func:`database`'s errors), its header read."""
     path = path or home() / "registry.db"
     try:
-        db = sqlite_utils.Database(sqlite3.connect(str(path), timeout=TIMEOUT))
-        db.table_names()  # reads the header: a corrupt or foreign file fails here
+        conn = sqlite3.connect(str(path), timeout=TIMEOUT)
+        conn.execute("select name from sqlite_master limit 1").fetchall()  # a corrupt or foreign file fails here
     except sqlite3.DatabaseError as exc:
         if "locked" in str(exc) or "unable to open" in str(exc):
             raise _unwritable(path, exc) from None
         raise EncodrError(f"run registry {path} cannot be read ({exc}); move it away and encodr starts a new one") from None
-    return db
+    return conn
 
 
 def check_writable(path: Path | None = None) -> None:
@@ -145,11 +156,19 @@ def remember_index(folder: Path, path: Path | None = None) -> None:
     Raises:
         EncodrError: the registry cannot be opened or written.
     """
-    db = database(path)
+    conn = _connect(path)
     try:
-        db["indexes"].upsert({"path": str(Path(folder).resolve()), "written": time.strftime("%Y-%m-%d %H:%M:%S")}, pk="path")
+        with conn:  # the table as sqlite-utils' upsert made it before
+            conn.execute('create table if not exists "indexes" ("path" TEXT PRIMARY KEY, "written" TEXT)')
+            conn.execute(
+                'insert into "indexes" ("path", "written") values (?, ?) '
+                'on conflict ("path") do update set "written" = excluded."written"',
+                (str(Path(folder).resolve()), time.strftime("%Y-%m-%d %H:%M:%S")),
+            )
     except (sqlite3.Error, OSError) as exc:
         raise _unwritable(path or home() / "registry.db", exc) from None
+    finally:
+        conn.close()
 
 
 def seen_indexes(path: Path | None = None) -> list[Path]:

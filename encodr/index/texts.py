@@ -1,5 +1,6 @@
-"""The texts of one index generation: ``texts.db``, an SQLite table (sqlite-utils) and its
-keyword index (FTS5, :mod:`.keywords`).
+"""The texts of one index generation: ``texts.db``, an SQLite table and its keyword index
+(FTS5, :mod:`.keywords`), through the standard library's ``sqlite3`` (sqlite-utils, which the
+registry uses, imports pandas where it is installed: a third of a second of every build).
 
 Guarantee: this is the one module that knows the table's schema and speaks SQL to it; builds
 (:mod:`.build`) write through :class:`TextStore`, searches (:class:`~.reader.IndexReader`) read
@@ -43,6 +44,7 @@ TEXTS_COLUMNS = {
 }
 # end_line: the file line where the text ends (line: where it starts); page: a PDF's page;
 # path: the document's path as a person reads it, relative to the folder that was indexed.
+SQL_TYPES = {int: "INTEGER", str: "TEXT", float: "REAL"}  # as sqlite-utils typed them, which wrote the stores before
 SQLITE_PARAMETERS = 900  # values bound per statement at most (SQLite's limit is 999 on older builds)
 
 # Documents (the unit a sync, a delete and a filter work on) and their passages. A text (a
@@ -92,13 +94,16 @@ class TextStore:
         """Open ``path`` for writing, creating the tables (:data:`TEXTS_COLUMNS` with unique text
         hashes, :data:`DOCUMENT_SCHEMA`) where they are missing (a new index; ``--add`` opens a
         copy of the old store)."""
-        import sqlite_utils
-
         conn = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
-        db = sqlite_utils.Database(conn)
-        if "texts" not in db.table_names():
-            db["texts"].create(TEXTS_COLUMNS, pk="id")
-            db["texts"].create_index(["hash"], unique=True)
+        columns = ", ".join(
+            f'"{name}" {SQL_TYPES[kind]}' + (" PRIMARY KEY" if name == "id" else "") for name, kind in TEXTS_COLUMNS.items()
+        )
+        conn.execute(f'create table if not exists "texts" ({columns})')
+        conn.execute('create unique index if not exists "idx_texts_hash" on "texts" ("hash")')
+        have = {row[1] for row in conn.execute('pragma table_info("texts")')}
+        for name, kind in TEXTS_COLUMNS.items():  # a copy of a store from before a column was added (--add)
+            if name not in have:
+                conn.execute(f'alter table "texts" add column "{name}" {SQL_TYPES[kind]}')
         conn.executescript(DOCUMENT_SCHEMA)
         conn.commit()
         return cls(conn)
@@ -292,10 +297,10 @@ class TextStore:
 
     def insert(self, rows: list[dict]) -> None:
         """Store ``rows`` (dicts of :data:`TEXTS_COLUMNS`' keys) and commit."""
-        import sqlite_utils
-
+        names = list(TEXTS_COLUMNS)
+        sql = f"insert into texts ({', '.join(names)}) values ({', '.join('?' * len(names))})"
         with self._lock:
-            sqlite_utils.Database(self.conn)["texts"].insert_all(rows, alter=True)
+            self.conn.executemany(sql, [tuple(row.get(name) for name in names) for row in rows])
             self.conn.commit()
 
     def detected_labels(self) -> list[tuple[str, float | None, int]]:

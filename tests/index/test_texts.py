@@ -61,3 +61,22 @@ def test_a_store_written_then_read(tmp_path):
     with pytest.raises(sqlite3.OperationalError):  # read-only: a reader cannot write
         reader.insert([row(3, "a dog", "eng")])
     reader.close()
+
+
+def test_a_store_from_before_a_column_was_added_gets_it_and_keeps_its_rows(tmp_path):
+    path = tmp_path / "texts.db"
+    with sqlite3.connect(path) as conn:  # as sqlite-utils wrote a store before section, end_line, page and path
+        conn.execute(
+            'create table "texts" ("id" INTEGER PRIMARY KEY, "ext_id" TEXT, "text" TEXT, "source" TEXT, "line" INTEGER, '
+            '"lang" TEXT, "hash" TEXT, "lang_detected" INTEGER, "lang_confidence" REAL, "title" TEXT, "start" INTEGER)'
+        )
+        conn.execute('create unique index "idx_texts_hash" on "texts" ("hash")')
+        conn.execute("insert into texts (id, text, source, line, lang, hash) values (0, 'the cat', 'f.txt', 1, 'eng', 'h0')")
+    store = TextStore.create(path)
+    store.insert([{**row(1, "the dog", "eng"), "section": "Pets", "page": 2, "path": "f.txt"}])
+    columns = {r[1]: r[2] for r in store.conn.execute('pragma table_info("texts")')}
+    assert columns["section"] == "TEXT" and columns["page"] == "INTEGER" and columns["end_line"] == "INTEGER"
+    got = store.conn.execute("select id, text, section, page from texts order by id").fetchall()
+    assert got == [(0, "the cat", None, None), (1, "the dog", "Pets", 2)]
+    with pytest.raises(sqlite3.IntegrityError):  # a text hash is stored once
+        store.insert([row(2, "the dog again", "eng") | {"hash": "h1"}])
