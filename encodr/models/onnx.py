@@ -17,7 +17,8 @@ int8 and float32 vectors is 0.993 per channel and 0.963 with one scale per tenso
 
 Exports are cached in the workspace, ``$ENCODR_HOME/onnx/v<EXPORT_VERSION>/<weights fingerprint>/model.onnx`` and
 ``model_qint8.onnx``, keyed by the weights (a re-tuned model in the same folder gets a new
-export), and written atomically (a temporary file renamed into place).
+export), and written atomically (a temporary file renamed into place); OpenVINO keeps its
+compiled models beside them (:data:`OPENVINO_CACHE`).
 
 Opening without torch. Beside the graphs, the first export saves the model's tokenizer
 (``tokenizer.json``, the Rust tokenizer the Hugging Face one wraps) and a record of what
@@ -51,6 +52,7 @@ from .encoder import Encoder, tokenize
 
 FILES = {"onnx": "model.onnx", "onnx-int8": "model_qint8.onnx", "openvino": "model.onnx"}  # openvino: the float32 graph
 OPENVINO_RECORD = "openvino.json"  # beside the graphs: OpenVINO's agreement with torch, per inference precision
+OPENVINO_CACHE = "openvino_cache"  # beside the graphs: OpenVINO's compiled models (its CACHE_DIR), read on later loads
 OPSET = 17
 EXPORT_VERSION = 2  # in the cache's path: a change to how graphs are exported makes new ones (2: eager attention)
 RECORD = "encoder.json"  # beside the graphs: what an ExportedEncoder needs
@@ -297,7 +299,9 @@ class OpenVinoSession:
     OpenVINO's choice), compiled for one pass at a time (``hint`` ``LATENCY``) or for several at
     once on streams that split the cores (``THROUGHPUT``: :meth:`OnnxForward.streams`). Ours
     differs from sentence-transformers' OpenVINO backend, which goes through optimum-intel (not
-    installable beside transformers 5), in running encodr's own export.
+    installable beside transformers 5), in running encodr's own export. The compiled model is
+    kept in :data:`OPENVINO_CACHE` beside the file (OpenVINO's ``CACHE_DIR``; not where the
+    folder cannot be written), so a later load reads it rather than compiling again.
     Calls from several threads are safe: each thread has its own inference request."""
 
     def __init__(self, path: Path, threads: int | None, hint: str = "LATENCY"):
@@ -306,6 +310,8 @@ class OpenVinoSession:
         config = {"PERFORMANCE_HINT": hint}
         if threads is not None:
             config["INFERENCE_NUM_THREADS"] = int(threads)
+        if os.access(path.parent, os.W_OK):
+            config["CACHE_DIR"] = str(path.parent / OPENVINO_CACHE)
         self.compiled = ov.Core().compile_model(str(path), "CPU", config)
         self._local = threading.local()
 

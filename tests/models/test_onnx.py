@@ -444,13 +444,19 @@ def test_a_warm_searcher_chooses_snippets_with_the_int8_twin_of_its_onnx_encoder
 
 def test_openvino_keeps_the_vectors_it_was_checked_for(tiny_model):
     pytest.importorskip("openvino")
-    from encodr.models.onnx import AGREEMENT, OPENVINO_RECORD
+    from encodr.models.onnx import AGREEMENT, OPENVINO_CACHE, OPENVINO_RECORD
 
     expected = load_encoder(str(tiny_model), device="cpu").encode(TEXTS)
     encoder = load_encoder(str(tiny_model), backend="openvino")
     kept = json.loads((encoder.forward.path.parent / OPENVINO_RECORD).read_text())
     assert encoder.backend == "openvino" and kept[encoder.forward.session.precision] >= AGREEMENT  # checked at this precision
-    assert np.sum(encoder.encode(TEXTS) * expected, axis=1).min() > 0.999
+    got = encoder.encode(TEXTS)
+    assert np.sum(got * expected, axis=1).min() > 0.999
+    cache = encoder.forward.path.parent / OPENVINO_CACHE
+    assert any(cache.iterdir())  # the compiled model, kept for the next load
+    again = load_encoder(str(tiny_model), backend="openvino")  # compiled from the cache: the same vectors
+    assert again.forward.session.precision == encoder.forward.session.precision
+    np.testing.assert_allclose(again.encode(TEXTS), got, atol=1e-6)
 
 
 def test_openvino_is_refused_where_its_vectors_differ_and_auto_then_takes_torch_bf16(tiny_model, tmp_path, capsys, monkeypatch):
