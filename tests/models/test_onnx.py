@@ -526,11 +526,16 @@ def test_a_bulk_encode_runs_its_batches_on_streams_with_the_vectors_of_one_at_a_
     np.testing.assert_allclose(got, expected, atol=1e-5)
     assert sum(done) == len(texts) and len(done) == 15
     sessions = encoder.forward._streams
-    assert len(passes) == 15 and all(name.startswith("encodr-stream") for name, _ in passes)
+    assert len(passes) == 15
+    if backend == "openvino":  # its throughput mode's streams, as many as OpenVINO asks for on this machine's cores
+        assert str(sessions[0].compiled.get_property("PERFORMANCE_HINT")) == "THROUGHPUT" and len(set(map(id, sessions))) == 1
+        if len(sessions) == 1:  # one stream (a one-core machine): the passes run on the calling thread
+            return
+    assert all(name.startswith("encodr-stream") for name, _ in passes)
     assert {id(s) for _, s in passes} <= {id(s) for s in sessions}
-    if backend == "openvino":
-        assert str(sessions[0].compiled.get_property("PERFORMANCE_HINT")) == "THROUGHPUT"
-    else:  # two streams on half the cores each: one single-threaded session shared on 2 CPUs, one each on more
+    if (
+        backend != "openvino"
+    ):  # two streams on half the cores each: one single-threaded session shared on 2 CPUs, one each on more
         assert len(sessions) == 2 and len({id(s) for s in sessions}) == (1 if cpus == 2 else 2)
         assert {s.get_session_options().intra_op_num_threads for s in sessions} == {cpus // 2}
 
