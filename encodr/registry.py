@@ -1,7 +1,7 @@
 """The run registry: one SQLite row per training run (``$ENCODR_HOME/registry.db``),
 through sqlite-utils, listed by ``encodr runs``; and the indexes built anywhere, listed by
-``encodr indexes``, recorded through ``sqlite3`` alone (every build records one, and
-sqlite-utils imports pandas where it is installed, a third of a second)."""
+``encodr indexes``, recorded through ``sqlite3`` alone: every build records one, and
+sqlite-utils imports pandas where it is installed."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The texts of one index generation: ``texts.db``, an SQLite table and its keyword index
-(FTS5, :mod:`.keywords`), through the standard library's ``sqlite3`` (sqlite-utils, which the
-registry uses, imports pandas where it is installed: a third of a second of every build).
+(FTS5, :mod:`.keywords`), through the standard library's ``sqlite3``: sqlite-utils, which the
+run registry uses, imports pandas where it is installed, which every build would pay for.
 
 Guarantee: this is the one module that knows the table's schema and speaks SQL to it; builds
 (:mod:`.build`) write through :class:`TextStore`, searches (:class:`~.reader.IndexReader`) read
