@@ -65,6 +65,26 @@ def sampled_high_accuracy(texts: list[str]) -> list[str]:
     return corpus_languages([code for code, _ in found], confidences=[sure for _, sure in found])
 
 
+def settled(texts: list[str]) -> list[str]:
+    """What ``encodr index`` does for a one-window corpus: its texts labelled among the sampled
+    languages, then the settle step's rule (``settled_languages``: confident labels, a minority
+    label most of whose texts read as the major language counted as unsure)."""
+    from encodr.data.language import detect_with_confidence, prose_confidence, sampled_languages, settled_languages
+
+    found = detect_with_confidence(texts, sampled_languages(texts))
+    labels = [code for code, _ in found]
+    by_label: dict[str, list[str]] = {}
+    for text, code in zip(texts, labels):
+        by_label.setdefault(code, []).append(text)
+
+    def texts_of(code: str, n: int) -> list[str]:
+        some = by_label.get(code, [])
+        return some[:: max(1, len(some) // n)][:n]
+
+    sure = [prose_confidence(text, c) for text, (_, c) in zip(texts, found)]
+    return settled_languages(labels, sure, [len(t) for t in texts], texts_of)
+
+
 QUICK = ["--texts", "200", "--out", "{tmp}/language_detection.json"]
 
 
@@ -102,8 +122,14 @@ def main() -> None:
                 sampled_high_accuracy(texts),
             ),
             (
-                f"an even sample of {SAMPLE:,}: low-accuracy, then confident labels among those found (one-window corpus, now)",
+                f"an even sample of {SAMPLE:,}: low-accuracy, then confident labels among those found "
+                "(one-window corpus, before)",
                 sampled_languages(texts),
+            ),
+            (
+                "labelled among the sample's languages, then confident labels with minority labels that read as the major "
+                "language (wordfreq) unsure (one-window corpus, now)",
+                settled(texts),
             ),
         ):
             second = detect_languages(texts, kept)

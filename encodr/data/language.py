@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import lru_cache
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..errors import EncodrError, OptionError, S
 
@@ -285,6 +285,87 @@ def _large_shares(labels: list[str], confidences: Iterable[float | None] | None,
         if label != UNDETERMINED and (confidence is None or confidence >= CONFIDENT):
             chars[label] += n
     return [label for label, n in chars.items() if n >= MIN_CHARS and n >= MAJOR_SHARE * total]
+
+
+COMMON_ZIPF = 3.0  # a word a language uses at least once a million words (wordfreq's Zipf scale): its common words
+READS_AS = 0.8  # a text whose words are at least this share of a language's common words reads as that language
+MISREAD_SAMPLE = 200  # texts of a minority label checked against the major language (settle: ingest.settle_languages)
+_WORDFREQ_ALIASES = {"tl": "fil", "hr": "sh", "sr": "sh", "bs": "sh"}  # ISO 639-1 → wordfreq's list for it
+
+
+def _wordfreq_code(code: str) -> str | None:
+    """wordfreq's code for ISO 639-3 ``code``, or None where wordfreq has no word list for it (Latin, Welsh, Yoruba…)."""
+    import wordfreq
+
+    language = known_languages().get(code)
+    if language is None:
+        return None
+    short = language.iso_code_639_1.name.lower()
+    short = _WORDFREQ_ALIASES.get(short, short)
+    return short if short in wordfreq.available_languages() else None
+
+
+def common_share(text: str, code: str) -> float | None:
+    """The share of ``text``'s words that are common words of language ``code`` (ISO 639-3):
+    wordfreq's Zipf frequency ≥ :data:`COMMON_ZIPF` (its word lists, from Wikipedia, subtitles,
+    books, the web…, tokenized as wordfreq does for that language). None where wordfreq has no
+    list for ``code``, cannot tokenize it here, or the text has no word."""
+    import wordfreq
+
+    short = _wordfreq_code(code)
+    if short is None:
+        return None
+    try:
+        words = [w for w in wordfreq.tokenize(text, short) if any(map(str.isalpha, w))]
+    except Exception:  # a tokenizer wordfreq needs for the language and lacks here (MeCab for Japanese)
+        return None
+    if not words:
+        return None
+    return sum(wordfreq.zipf_frequency(w, short) >= COMMON_ZIPF for w in words) / len(words)
+
+
+def reads_as(text: str, major: str, label: str) -> bool:
+    """Whether ``text``, labelled ``label`` by the detector, reads as ``major`` instead: at least
+    :data:`READS_AS` of its words are common ``major`` words and, where wordfreq knows
+    ``label``, more of them than of ``label``'s. A second opinion on lingua, whose n-gram
+    probabilities can run away on a long sentence: "According to anarchist scholar Simon
+    Critchley, contemporary anarchism can be seen as a powerful critique…" is Latin at 0.9994
+    among English and Latin, while each half of it is English. Word lists decide between two
+    languages that share few common words; a French sentence is mostly common English words too
+    (de, la, table), so a label wordfreq knows must also lose on its own list."""
+    share = common_share(text, major)
+    if share is None or share < READS_AS:
+        return False
+    own = common_share(text, label)
+    return own is None or share > own
+
+
+def misread_languages(major: str, texts_by_label: dict[str, list[str]]) -> set[str]:
+    """The labels (ISO 639-3) in ``texts_by_label`` (label → some of the texts the detector gave
+    it) that are the detector's mistakes on the corpus's ``major`` language: those most of whose
+    texts :func:`reads_as` ``major``. :func:`corpus_languages` then counts their labels as unsure."""
+    misread = set()
+    for label, texts in texts_by_label.items():
+        if label in (major, UNDETERMINED) or not texts:
+            continue
+        if sum(reads_as(text, major, label) for text in texts) > len(texts) / 2:
+            misread.add(label)
+    return misread
+
+
+def settled_languages(
+    labels: list[str], confidences: list[float | None], sizes: list[int], texts_of: Callable[[str, int], list[str]]
+) -> list[str]:
+    """The languages of a corpus from its first pass (:func:`corpus_languages` of its detected
+    ``labels``, their ``confidences`` and texts' ``sizes``), where a minority label most of whose
+    texts read as the major language (:func:`misread_languages`) counts as unsure.
+    ``texts_of(label, n)``: up to n texts labelled ``label``, spread over the corpus."""
+    counts = Counter(code for code in labels if code != UNDETERMINED)
+    if len(counts) > 1:
+        major = counts.most_common(1)[0][0]
+        misread = misread_languages(major, {code: texts_of(code, MISREAD_SAMPLE) for code in counts if code != major})
+        confidences = [0.0 if code in misread else sure for code, sure in zip(labels, confidences)]
+    return corpus_languages(labels, confidences=confidences, sizes=sizes)
 
 
 def prose_confidence(text: str, confidence: float | None) -> float | None:

@@ -18,11 +18,11 @@ import numpy as np
 from ..data.files import Skipped, iter_passages, iter_records
 from ..data.language import (
     DETECTOR,
-    corpus_languages,
     detect_languages,
     detect_with_confidence,
     prose_confidence,
     sampled_languages,
+    settled_languages,
 )
 from ..data.records import Record
 from ..errors import EncodrError, S
@@ -403,10 +403,13 @@ def settle_languages(texts: TextStore) -> list[str]:
     """Second pass of language detection over a new index's store: detect again, among
     the languages that make up the corpus's confident labels (:func:`~encodr.data.language.corpus_languages`)
     and in high-accuracy mode, the texts whose language was detected. Returns those
-    languages. (Nothing to do when every text got the one same label.)"""
+    languages. (Nothing to do when every text got the one same label.) A minority label most of
+    whose texts read as the corpus's major language (:func:`~encodr.data.language.misread_languages`:
+    wordfreq's common words, a second opinion on lingua) counts as unsure, so the second pass
+    gives those texts one of the corpus's languages."""
     labels = texts.detected_labels()
-    kept = corpus_languages(
-        [code for code, _, _ in labels], confidences=[sure for _, sure, _ in labels], sizes=[n for _, _, n in labels]
+    kept = settled_languages(
+        [code for code, _, _ in labels], [sure for _, sure, _ in labels], [n for _, _, n in labels], texts.detected_texts
     )
     if not kept or {code for code, _, _ in labels} == set(kept) == {kept[0]}:
         return kept
