@@ -294,3 +294,50 @@ def test_a_contents_pages_labels_count_as_unsure_so_a_manual_stays_english():
     assert corpus_languages(labels, confidences=[0.99] * len(labels)) == ["eng", "lat"]
     assert corpus_languages(labels, confidences=[prose_confidence(t, 0.99) for t in texts]) == ["eng"]
     assert prose_confidence("東京都の歴史と文化について。", 0.9) == 0.9 and prose_confidence("12 . 34", None) is None
+
+
+# English sentences lingua 2 labels Latin among English and Latin, surely (its n-gram
+# probabilities run away on the whole sentence; each half of the first is English)
+LATINATE = [
+    'According to anarchist scholar Simon Critchley, "contemporary anarchism can be seen as a powerful critique of the '
+    "pseudo-libertarianism of contemporary neo-liberalism ...",
+    "In 1955 the Anarcho-Communist Federation of Argentina renamed itself as the Argentine Libertarian Federation.",
+    "It is home to nearly 4,000 pteridophyte and spermatophyte plant species.",
+]
+
+
+def test_a_minority_label_whose_texts_read_as_the_major_language_is_misread():
+    from encodr.data.language import detect_with_confidence, misread_languages, reads_as
+
+    assert [code for code, _ in detect_with_confidence(LATINATE, ["eng", "lat"])] == ["lat"] * 3  # the mistake
+    latin = (
+        "Gallia est omnis divisa in partes tres, quarum unam incolunt Belgae, aliam Aquitani, tertiam qui ipsorum lingua Celtae."
+    )
+    french = "Le chat est sur la table de la cuisine."  # its words are common English words too: French's own list decides
+    assert [reads_as(t, "eng", "lat") for t in LATINATE] == [True] * 3
+    assert not reads_as(latin, "eng", "lat") and not reads_as(french, "eng", "fra")
+    assert not reads_as(MIXED["spa"][0], "eng", "spa") and not reads_as(MIXED["deu"][0], "eng", "deu")
+    assert misread_languages("eng", {"lat": LATINATE + [latin], "spa": MIXED["spa"], "fra": [french]}) == {"lat"}
+    assert misread_languages("eng", {"lat": [latin] * 2 + LATINATE[:1]}) == set()  # most of them Latin: a real minority
+
+
+def test_english_sentences_labelled_latin_are_settled_as_english_and_keep_their_stems(tmp_path):
+    from encodr.index.ingest import settle_languages
+    from encodr.index.keywords import keyword_text
+    from encodr.index.texts import TextStore
+
+    store = TextStore.create(tmp_path / "texts.db")
+    english = [f"{text} It happened in year {i}." for i in range(40) for text in MIXED["eng"][:2]]
+    rows = [(text, "eng") for text in english] + [(text, "lat") for text in LATINATE]
+    store.insert(
+        [
+            {"id": i, "text": text, "source": "f.txt", "line": i + 1, "lang": lang, "hash": f"h{i}", "lang_detected": 1}
+            | {"lang_confidence": 0.99}
+            for i, (text, lang) in enumerate(rows)
+        ]
+    )
+    labels = store.detected_labels()
+    assert corpus_languages([c for c, _, _ in labels], confidences=[s for _, s, _ in labels]) == ["eng", "lat"]  # by labels alone
+    assert settle_languages(store) == ["eng"]
+    assert {lang for (lang,) in store.conn.execute("select lang from texts")} == {"eng"}
+    assert "feder" in keyword_text(LATINATE[1], "eng").split()  # stemmed as English: "federations" finds it
