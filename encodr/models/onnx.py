@@ -314,6 +314,17 @@ class OpenVinoSession:
             config["CACHE_DIR"] = str(path.parent / OPENVINO_CACHE)
         self.compiled = ov.Core().compile_model(str(path), "CPU", config)
         self._local = threading.local()
+        self._warm()
+
+    def _warm(self) -> None:
+        """One pass of a two-token text on the calling thread. OpenVINO's Python binding fills an
+        input tensor through a function whose static initialisation deadlocks when two threads
+        run it first at once (each blocks in ``__cxa_guard_acquire``: a bulk encode's streams
+        hung); once it has run anywhere in the process, concurrent passes are safe."""
+        feeds = {i.name: np.zeros((1, 2), dtype=np.int64) for i in self.get_inputs()}
+        if "attention_mask" in feeds:
+            feeds["attention_mask"][:] = 1
+        self.run(None, feeds)
 
     @property
     def precision(self) -> str:

@@ -578,3 +578,44 @@ def test_streamed_passes_come_in_order_and_a_failing_one_raises_at_its_turn():
             got.append((rows.tolist(), vectors.tolist()))
     assert got == [([0, 1], [0, 10]), ([2, 3], [20, 30]), ([4, 5], [40, 50])]
     assert len(Forward.entered) == len(set(Forward.entered)) and set(Forward.entered) <= {0, 1}  # a stream a thread
+
+
+RACE = """
+import sys, threading, numpy as np
+from pathlib import Path
+from encodr.models.onnx import OpenVinoSession
+session = OpenVinoSession(Path(sys.argv[1]), None, hint="THROUGHPUT")
+feeds = {i.name: np.ones((4, 9), np.int64) for i in session.get_inputs()}
+barrier = threading.Barrier(2)
+def first_pass():
+    barrier.wait()  # both threads' first passes at once, as a bulk encode's streams start
+    session.run(None, feeds)
+threads = [threading.Thread(target=first_pass) for _ in range(2)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print("done")
+"""
+
+
+def test_an_openvino_session_runs_once_where_it_is_made_so_its_streams_first_passes_do_not_deadlock(tiny_model, monkeypatch):
+    pytest.importorskip("openvino")
+    import subprocess
+    import sys
+
+    import encodr.models.onnx as onnx_module
+
+    encoder = load_encoder(str(tiny_model), backend="openvino")
+    calls, run = [], onnx_module.OpenVinoSession.run
+
+    def recorded(self, outputs, feeds):
+        calls.append(threading.get_ident())
+        return run(self, outputs, feeds)
+
+    monkeypatch.setattr(onnx_module.OpenVinoSession, "run", recorded)
+    onnx_module.OpenVinoSession(encoder.forward.path, None, hint="THROUGHPUT")
+    assert calls == [threading.get_ident()]  # the warm-up pass, on the thread that made it
+    for _ in range(3):  # without it, about 1 fresh process in 7 hung here (two threads in OpenVINO's static initialisation)
+        done = subprocess.run(
+            [sys.executable, "-c", RACE, str(encoder.forward.path)], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0 and done.stdout.strip().endswith("done"), done.stderr
