@@ -77,9 +77,8 @@ def settled(texts: list[str]) -> list[str]:
     for text, code in zip(texts, labels):
         by_label.setdefault(code, []).append(text)
 
-    def texts_of(code: str, n: int) -> list[str]:
-        some = by_label.get(code, [])
-        return some[:: max(1, len(some) // n)][:n]
+    def texts_of(codes: list[str], n: int) -> dict[str, list[str]]:
+        return {code: by_label[code][:: max(1, len(by_label[code]) // n)][:n] for code in codes}
 
     sure = [prose_confidence(text, c) for text, (_, c) in zip(texts, found)]
     return settled_languages(labels, sure, [len(t) for t in texts], texts_of)

@@ -354,16 +354,19 @@ def misread_languages(major: str, texts_by_label: dict[str, list[str]]) -> set[s
 
 
 def settled_languages(
-    labels: list[str], confidences: list[float | None], sizes: list[int], texts_of: Callable[[str, int], list[str]]
+    labels: list[str],
+    confidences: list[float | None],
+    sizes: list[int],
+    texts_of: Callable[[list[str], int], dict[str, list[str]]],
 ) -> list[str]:
     """The languages of a corpus from its first pass (:func:`corpus_languages` of its detected
     ``labels``, their ``confidences`` and texts' ``sizes``), where a minority label most of whose
     texts read as the major language (:func:`misread_languages`) counts as unsure.
-    ``texts_of(label, n)``: up to n texts labelled ``label``, spread over the corpus."""
+    ``texts_of(labels, n)``: label → up to n texts it labels, spread over the corpus."""
     counts = Counter(code for code in labels if code != UNDETERMINED)
     if len(counts) > 1:
         major = counts.most_common(1)[0][0]
-        misread = misread_languages(major, {code: texts_of(code, MISREAD_SAMPLE) for code in counts if code != major})
+        misread = misread_languages(major, texts_of([code for code in counts if code != major], MISREAD_SAMPLE))
         confidences = [0.0 if code in misread else sure for code, sure in zip(labels, confidences)]
     return corpus_languages(labels, confidences=confidences, sizes=sizes)
 

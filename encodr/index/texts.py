@@ -307,12 +307,18 @@ class TextStore:
         """(language, confidence, length in characters) of every text whose language came from the detector."""
         return self._all("select lang, lang_confidence, length(text) from texts where lang_detected = 1")
 
-    def detected_texts(self, lang: str, limit: int) -> list[str]:
-        """Up to ``limit`` texts the detector labelled ``lang``, spread over the store (every k-th by id)."""
-        (n,) = self._all("select count(*) from texts where lang_detected = 1 and lang = ?", (lang,))[0]
-        step = max(1, n // max(1, limit))
-        rows = self._all("select text from texts where lang_detected = 1 and lang = ? order by id", (lang,))
-        return [text for (text,) in rows[::step][:limit]]
+    def detected_texts(self, langs: list[str], limit: int) -> dict[str, list[str]]:
+        """Up to ``limit`` texts the detector labelled each of ``langs``, spread over the store
+        (every k-th by id), read in one pass over the table."""
+        found: dict[str, list[str]] = {lang: [] for lang in langs}
+        for start in range(0, len(langs), SQLITE_PARAMETERS):
+            part = langs[start : start + SQLITE_PARAMETERS]
+            marks = ",".join("?" * len(part))
+            for lang, text in self._all(
+                f"select lang, text from texts where lang_detected = 1 and lang in ({marks}) order by id", part
+            ):
+                found[lang].append(text)
+        return {lang: texts[:: max(1, len(texts) // max(1, limit))][:limit] for lang, texts in found.items()}
 
     def relabel_detected(self, detect: Callable[[list[str]], list[str]], chunk: int = 10_000) -> None:
         """Give every detected text the language ``detect`` (texts → ISO 639-3 codes) finds,
