@@ -293,6 +293,7 @@ MISREAD_SAMPLE = 200  # texts of a minority label checked against the major lang
 _WORDFREQ_ALIASES = {"tl": "fil", "hr": "sh", "sr": "sh", "bs": "sh"}  # ISO 639-1 → wordfreq's list for it
 
 
+@lru_cache(maxsize=None)
 def _wordfreq_code(code: str) -> str | None:
     """wordfreq's code for ISO 639-3 ``code``, or None where wordfreq has no word list for it (Latin, Welsh, Yoruba…)."""
     import wordfreq

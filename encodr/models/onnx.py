@@ -241,11 +241,15 @@ class OnnxForward:
         Threads that ask for the same ``n`` share its session (onnxruntime runs concurrent calls
         of one session): a server's batching threads that take turns at one query a time then
         run it on one session, whose weights are warm, rather than on one each."""
-        n = int(n)
         with self._making:
-            if n not in self._sessions:
-                self._sessions[n] = self._session(n)
-        self._local.session = self._sessions[n]
+            self._local.session = self._shared(int(n))
+
+    def _shared(self, n: int):
+        """The session for ``n`` threads that the threads asking for ``n`` share, made on first
+        use (the caller holds ``_making``)."""
+        if n not in self._sessions:
+            self._sessions[n] = self._session(n)
+        return self._sessions[n]
 
     def streams(self) -> int:
         """How many batches a bulk encode (:meth:`~encodr.models.Encoder.encode`) runs at once,
@@ -271,7 +275,7 @@ class OnnxForward:
             return [session] * max(1, int(session.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
         threads = usable_cpus() // 2
         if threads == 1:  # one thread a call: concurrent runs of one session each run on their caller's thread
-            return [self._session(1)] * 2
+            return [self._shared(1)] * 2
         return [self._session(threads) for _ in range(2)]
 
     def enter_stream(self, stream: int) -> None:
