@@ -67,6 +67,7 @@ MAJOR_SHARE = 0.10
 # In a corpus too small for MIN_TEXTS texts of each language (a folder of a few notes), a language is
 # also kept where its confident texts hold MAJOR_SHARE of the corpus's characters and at least
 # MIN_CHARS of them: a whole note in another language, not a heading the detector guessed at.
+DETECT_CHUNK = 64  # texts a detector call takes: lingua holds the GIL through a call, so encoding threads wait at most one chunk
 MIN_CHARS = 80  # about a sentence: lingua labels texts this long well; a heading is shorter
 PROSE = 0.6  # a text under this share of letters among its non-space characters is not prose (see prose_confidence)
 
@@ -192,8 +193,15 @@ def detect_with_confidence(
     detector = _detector(candidates, accurate and candidates is None)
     if isinstance(detector, str):
         return [(detector, 1.0)] * len(texts)
-    found = detector.compute_language_confidence_values_in_parallel(list(texts))
-    return [_top(values) for values in found]
+    return [_top(values) for values in _confidence_values(detector, texts)]
+
+
+def _confidence_values(detector, texts: list[str]) -> Iterable[list]:
+    """lingua's confidence values of each text, :data:`DETECT_CHUNK` texts a call: lingua keeps
+    the GIL for a whole call (on all cores), so a long one stalls every other Python thread of
+    the process (a build's encoding threads, which label a window's texts alongside)."""
+    for start in range(0, len(texts), DETECT_CHUNK):
+        yield from detector.compute_language_confidence_values_in_parallel(list(texts[start : start + DETECT_CHUNK]))
 
 
 def detect_against(texts: list[str], code: str) -> list[tuple[str, float, float]]:
@@ -208,7 +216,7 @@ def detect_against(texts: list[str], code: str) -> list[tuple[str, float, float]
     check_code(code)
     detector = _detector(None, False)
     out = []
-    for values in detector.compute_language_confidence_values_in_parallel(list(texts)):
+    for values in _confidence_values(detector, list(texts)):
         top, p = _top(values)
         own = next((float(v.value) for v in values if v.language.iso_code_639_3.name.lower() == code), 0.0)
         out.append((top, p, own))

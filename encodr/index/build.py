@@ -86,8 +86,8 @@ def build(
 
     Texts stream through in windows of ``window`` texts: read → deduplicate (a text already
     in the index is stored once) → encode, longest first in batches of ``batch_size`` (so a
-    batch is mostly real tokens, not padding) → store. Storing a window (language detection,
-    SQLite, the vectors) runs in a second thread while the next window is encoded.
+    batch is mostly real tokens, not padding) → store. Storing runs in a second thread: a
+    window's language detection and SQLite rows while it is encoded, its vectors while the next is.
 
     Memory is bounded whatever the corpus size: two windows at most are alive (one encoding,
     one being stored), about ``2 × window × (4·d + text bytes)`` — 30 MB for MiniLM (d = 384)
@@ -498,15 +498,15 @@ def _read_here(
             if not fresh:
                 continue
             window_key = digest([h for _, h in fresh])
+            # a first window not full is the only one; its texts are labelled and written while they encode
+            ingest.admit(fresh, whole_corpus=n == 0 and len(records) < spec.options.window)
             vectors = plan.shards.get(n, window_key)  # a rerun after a crash: this window was encoded then
             if vectors is None:
                 vectors = encode([dense_text(r) for r, _ in fresh], spec.options.batch_size, step)
                 plan.shards.put(n, window_key, vectors)
             else:
                 step(len(fresh))
-            ingest.store(
-                fresh, vectors, whole_corpus=n == 0 and len(records) < spec.options.window
-            )  # a first window not full is the only one
+            ingest.store(fresh, vectors)
 
 
 class _Unchanged(Exception):

@@ -1,6 +1,7 @@
 """Reading a corpus into a new generation of an index: windows of records read and deduplicated,
-encoded (here, on a process pool, or by Ray Data: :mod:`.dataflow`), their languages detected,
-and stored (texts in SQLite, vectors on disk) by a second thread while the next window encodes."""
+encoded (here, on a process pool, or by Ray Data: :mod:`.dataflow`), and stored by a second thread:
+a window's languages detected and its texts written to SQLite while it encodes, its vectors written
+to disk while the next window encodes."""
 
 from __future__ import annotations
 
@@ -244,10 +245,11 @@ class Ingest:
     """Texts into the store, vectors into the FAISS index (``--add``) or a raw float32 file
     (a new index, whose type and PCR are fitted on all vectors at the end).
 
-    :meth:`fresh` runs in the caller's thread; :meth:`store` hands the window to a writer
-    thread (language detection, PCR on ``--add``, SQLite, vectors) and returns once the
-    previous window is stored, so one window is stored while the next is encoded. A failure
-    in the writer comes out of the next :meth:`store` or the ``with`` block's end."""
+    :meth:`fresh` runs in the caller's thread; :meth:`admit` hands a window's texts to a writer
+    thread (language detection, SQLite rows) before they are encoded, so they are labelled while
+    the encoder works; :meth:`store` hands it their vectors (PCR on ``--add``, FAISS or the raw
+    file) and returns once the previous window is stored. A failure in the writer comes out of
+    the next :meth:`store` or the ``with`` block's end."""
 
     def __init__(
         self,
@@ -271,6 +273,7 @@ class Ingest:
         self.split_documents: set[str] = set()  # ids of the documents stored as several passages
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-store")
         self.pending: Future | None = None
+        self.admitted: tuple[Future, int] | None = None  # the window admit queued: its labels' future, its first id
         self.pending_hashes: set[str] = set()
 
     def __enter__(self) -> "Ingest":
@@ -306,19 +309,29 @@ class Ingest:
             fresh.append((r, h))
         return fresh
 
-    def store(self, fresh: list[tuple[Record, str]], vectors: np.ndarray, whole_corpus: bool = False) -> None:
-        """Queue the window for the writer thread, once the previous one is stored
-        (``whole_corpus``: this window is all the corpus, so a sample of it is one of the corpus)."""
-        if self.pending is not None:
-            self.pending.result()
+    def admit(self, fresh: list[tuple[Record, str]], whole_corpus: bool = False) -> None:
+        """Queue the window's texts for the writer thread: their languages detected and their rows
+        written while the caller encodes them; :meth:`store` then takes their vectors, in the same
+        order (``whole_corpus``: this window is all the corpus, so a sample of it is one of the corpus)."""
         first = self.next_id
         self.next_id += len(fresh)
         self.added += len(fresh)
         self.passages += sum(r.start is not None for r, _ in fresh)
         self.pending_hashes = {h for _, h in fresh}
-        self.pending = self.writer.submit(self._write, fresh, vectors, first, whole_corpus)
+        self.admitted = self.writer.submit(self._label, fresh, first, whole_corpus), first
 
-    def _write(self, fresh: list[tuple[Record, str]], vectors: np.ndarray, first: int, whole_corpus: bool = False) -> None:
+    def store(self, fresh: list[tuple[Record, str]], vectors: np.ndarray, whole_corpus: bool = False) -> None:
+        """Queue the window's vectors (float32 (len(fresh), d)) for the writer thread, once the
+        previous window is stored; its texts too, unless :meth:`admit` queued them."""
+        if self.pending is not None:
+            self.pending.result()
+        if self.admitted is None:
+            self.admit(fresh, whole_corpus)
+        (labels, first), self.admitted = self.admitted, None
+        self.pending = self.writer.submit(self._vectors, labels, vectors, first)
+
+    def _label(self, fresh: list[tuple[Record, str]], first: int, whole_corpus: bool) -> list[str]:
+        """Detect the languages the records lack and write their rows; each record's language."""
         langs = [r.lang or self.lang for r, _ in fresh]
         confidence: list[float | None] = [None] * len(fresh)
         unknown = [i for i, code in enumerate(langs) if code is None]
@@ -351,21 +364,25 @@ class Ingest:
             for i, (r, h) in enumerate(fresh)
         ]
         self.split_documents.update(r.ext_id for r, _ in fresh if r.start is not None)
-        if self.old is not None:
-            if self.old.components:
-                try:
-                    vectors = remove_per_language(vectors, langs, self.old.components, self.old.pooled_for)
-                except KeyError as missing:
-                    have = ", ".join(sorted(c for c in self.old.components if c != POOLED))
-                    raise EncodrError(
-                        f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
-                        f"rebuild it with {S.pcr} over all languages, or give {S.lang}"
-                    ) from None
+        self.texts.insert(rows)
+        return langs
+
+    def _vectors(self, labels: Future, vectors: np.ndarray, first: int) -> None:
+        """Store the vectors of the window whose rows ``labels`` wrote (the writer ran that first)."""
+        langs = labels.result()
+        if self.old is not None and self.old.components:
+            try:
+                vectors = remove_per_language(vectors, langs, self.old.components, self.old.pooled_for)
+            except KeyError as missing:
+                have = ", ".join(sorted(c for c in self.old.components if c != POOLED))
+                raise EncodrError(
+                    f"index {self.old.path} has no principal component for language '{missing.args[0]}' (it has {have}); "
+                    f"rebuild it with {S.pcr} over all languages, or give {S.lang}"
+                ) from None
         if self.old is not None and not self.old.meta.on_disk:
             add_vectors(self.old.faiss, vectors, first)
         else:  # a new index, or one whose lists are on disk: the vectors wait in the raw file (see extended_on_disk)
             vectors.tofile(self.raw)
-        self.texts.insert(rows)
 
 
 def shown_roots(roots: list[str]) -> list[tuple[str, str]]:

@@ -54,6 +54,10 @@ FILES = {"onnx": "model.onnx", "onnx-int8": "model_qint8.onnx", "openvino": "mod
 OPENVINO_RECORD = "openvino.json"  # beside the graphs: OpenVINO's agreement with torch, per inference precision
 OPENVINO_CACHE = "openvino_cache"  # beside the graphs: OpenVINO's compiled models (its CACHE_DIR), read on later loads
 OPSET = 17
+# onnxruntime's graph fusions a session leaves out: its fused SkipLayerNormalization CPU kernel runs about five times
+# slower than the Add and LayerNormalization it replaces (bench/notes/index_process.md). The float32 graph has none to
+# fuse; in the int8 graph the sum's float32 rounding can move an activation by one int8 step (its quantisation noise)
+DISABLED_FUSIONS = ("SkipLayerNormFusion",)
 EXPORT_VERSION = 2  # in the cache's path: a change to how graphs are exported makes new ones (2: eager attention)
 RECORD = "encoder.json"  # beside the graphs: what an ExportedEncoder needs
 TOKENIZER = "tokenizer.json"
@@ -233,7 +237,9 @@ class OnnxForward:
         # idle threads sleep rather than spin, for a whole index build too: a spinning thread holds a core that a second
         # program (or the tokenizer, or FAISS) wants, and bench/index_process.py --load 1 measured spinning's cost there
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(
+            str(self.path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(DISABLED_FUSIONS)
+        )
 
     def use_threads(self, n: int) -> None:
         """Run the calling thread's passes on ``n`` CPU threads: on a session made for ``n``

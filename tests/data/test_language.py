@@ -341,3 +341,60 @@ def test_english_sentences_labelled_latin_are_settled_as_english_and_keep_their_
     assert settle_languages(store) == ["eng"]
     assert {lang for (lang,) in store.conn.execute("select lang from texts")} == {"eng"}
     assert "feder" in keyword_text(LATINATE[1], "eng").split()  # stemmed as English: "federations" finds it
+
+
+def test_detection_runs_a_chunk_a_call_with_the_labels_of_one_call(monkeypatch):
+    """lingua holds the GIL through a call: a long corpus is detected a chunk a call, which
+    changes no label, and a confidence only in its last bits."""
+    from encodr.data import language
+
+    texts = [text for code in MIXED for text in MIXED[code]] + ["12345"]
+    whole = language.detect_with_confidence(texts, ["eng", "spa", "deu"])
+    real, calls = language._detector, []
+
+    class Counting:
+        def __init__(self, detector):
+            self.detector = detector
+
+        def compute_language_confidence_values_in_parallel(self, chunk):
+            calls.append(len(chunk))
+            return self.detector.compute_language_confidence_values_in_parallel(chunk)
+
+    monkeypatch.setattr(language, "_detector", lambda *a: Counting(real(*a)))
+    monkeypatch.setattr(language, "DETECT_CHUNK", 4)
+    chunked = language.detect_with_confidence(texts, ["eng", "spa", "deu"])
+    assert [code for code, _ in chunked] == [code for code, _ in whole]
+    assert [sure for _, sure in chunked] == pytest.approx([sure for _, sure in whole], abs=1e-9)
+    assert calls == [4, 4, 4, 4, 3]
+
+
+def test_a_build_labels_a_windows_texts_while_it_encodes_them(mixed_file, tiny_model, tmp_path, monkeypatch):
+    """The writer thread detects a window's languages and writes its rows while the window
+    encodes, not after: the encode sees the detection done."""
+    import importlib
+    import threading
+
+    from encodr.models.encoder import Encoder
+
+    building = importlib.import_module("encodr.index.ingest")
+    labelled, seen = threading.Event(), []
+    detect, encode = building.detect_with_confidence, Encoder.encode
+    corpus = set(mixed_file.read_text(encoding="utf-8").splitlines())
+
+    def detecting(*args, **kwargs):
+        found = detect(*args, **kwargs)
+        labelled.set()
+        return found
+
+    def encoding(self, texts, *args, **kwargs):
+        if set(texts) == corpus:  # the window's encode (not a probe's)
+            seen.append(labelled.wait(30))  # set by the writer thread, were the texts handed to it first
+        return encode(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(building, "detect_with_confidence", detecting)
+    monkeypatch.setattr(Encoder, "encode", encoding)
+    build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
+    assert seen == [True]
+    s = Searcher(tmp_path / "idx")
+    rows = s.index.rows(range(len(s.index)))
+    assert all(rows[i]["text"] in MIXED[rows[i]["lang"]] for i in rows if rows[i]["text"] != "12345")

@@ -619,3 +619,27 @@ def test_an_openvino_session_runs_once_where_it_is_made_so_its_streams_first_pas
             [sys.executable, "-c", RACE, str(encoder.forward.path)], capture_output=True, text=True, timeout=120
         )
         assert done.returncode == 0 and done.stdout.strip().endswith("done"), done.stderr
+
+
+def test_the_int8_session_keeps_add_and_layer_norm_unfused(tiny_model, tmp_path, monkeypatch):
+    """onnxruntime's fused SkipLayerNormalization is slower on a CPU than the Add and
+    LayerNormalization it would replace: the session a load makes leaves them apart."""
+    import onnxruntime as ort
+
+    from encodr.models import onnx as exported
+
+    made, real = [], ort.InferenceSession
+
+    def session(path, options, *args, **kwargs):
+        options.optimized_model_filepath = str(tmp_path / f"optimized{len(made)}.onnx")  # the graph it runs, written out
+        made.append(options.optimized_model_filepath)
+        return real(path, options, *args, **kwargs)
+
+    monkeypatch.setattr(ort, "InferenceSession", session)
+    load_encoder(str(tiny_model), backend="onnx-int8").encode(TEXTS[:2])
+    ops = {n.op_type for n in onnx.load(made[0]).graph.node}
+    assert "SkipLayerNormalization" not in ops and {"LayerNormalization", "DynamicQuantizeMatMul"} <= ops
+    monkeypatch.setattr(exported, "DISABLED_FUSIONS", ())
+    made.clear()
+    load_encoder(str(tiny_model), backend="onnx-int8").encode(TEXTS[:2])
+    assert "SkipLayerNormalization" in {n.op_type for n in onnx.load(made[0]).graph.node}  # what onnxruntime fuses unasked
