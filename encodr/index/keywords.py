@@ -142,10 +142,14 @@ def _parts(word: str, at: int) -> list[tuple[int, int]]:
     return [(at + m.start(), at + m.end()) for m in _CAMEL_PARTS.finditer(word)]
 
 
-_CODE = re.compile(r"\w+(?:[-.:/]\w+)+")  # HX-7731, v2.3.1, os.path.join, a/b
-_IDENTIFIER = re.compile(r"\w*(?:[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9])\w*")  # CamelCase, snake_case
+# each from a word's start (no backtracking into a word; the matches of \w+(?:[-.:/]\w+)+ and of
+# \w*(?:[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9])\w*, found without trying every character of every word)
+_CODE = re.compile(r"(?<!\w)\w++(?:[-.:/]\w++)+")  # HX-7731, v2.3.1, os.path.join, a/b
+_IDENTIFIER = re.compile(r"(?<!\w)\w*?(?:[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9])\w*")  # CamelCase, snake_case
 _CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _CAMEL = re.compile(r"[a-z][A-Z]")  # a CamelCase boundary (getConsole; not URLs, or HTTPServer alone: an acronym's plural)
+# the pair of characters every code or identifier holds: a text without one (most prose) needs neither pattern tried
+_CODE_OR_IDENTIFIER = re.compile(r"\w[-.:/]\w|[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9]")
 
 
 def identifier_terms(text: str) -> list[str]:
@@ -156,6 +160,8 @@ def identifier_terms(text: str) -> list[str]:
     ``print``, are stemmed terms already). A query's code then matches the text that holds it
     exactly above texts holding only its parts (each whole term is rarer than its parts)."""
     out: list[str] = []
+    if not _CODE_OR_IDENTIFIER.search(text):
+        return out
     for m in _CODE.finditer(text):
         out.append(re.sub(r"\W|_", "", m.group()).lower())
     for m in _IDENTIFIER.finditer(text):

@@ -218,16 +218,26 @@ class OnnxForward:
 
     def __init__(self, st, backend: str, path: Path):
         self.st, self.backend, self.path = st, backend, path
-        self.session = self._session(None)
-        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.inputs: list[str] = []  # the graph's input names, read from the first session made
+        self._default = None  # the session on all the cores (session), made on first use
         self._local = threading.local()  # the session a thread's use_threads chose
         self._sessions: dict[int, object] = {}  # thread count → its session, shared by the threads that ask for it
         self._streams: list | None = None  # a bulk encode's sessions, one a stream (streams)
         self._making = threading.Lock()
 
-    def _session(self, threads: int | None):
+    @property
+    def session(self):
+        """The session of a pass on all the cores (OpenVINO's: one pass at a time), made on first
+        use: a bulk encode on streams (:meth:`streams`) never needs it, and a build that loads it
+        only to run on streams would load the graph twice."""
+        with self._making:
+            if self._default is None:
+                self._default = self._session(None)
+            return self._default
+
+    def _session(self, threads: int | None, hint: str = "LATENCY"):
         if self.backend == "openvino":
-            return OpenVinoSession(self.path, threads)
+            return self._with_inputs(OpenVinoSession(self.path, threads, hint=hint))
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -237,9 +247,17 @@ class OnnxForward:
         # idle threads sleep rather than spin, for a whole index build too: a spinning thread holds a core that a second
         # program (or the tokenizer, or FAISS) wants, and bench/index_process.py --load 1 measured spinning's cost there
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return ort.InferenceSession(
-            str(self.path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(DISABLED_FUSIONS)
+        return self._with_inputs(
+            ort.InferenceSession(
+                str(self.path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(DISABLED_FUSIONS)
+            )
         )
+
+    def _with_inputs(self, session):
+        """``session``, whose input names fill :attr:`inputs` if no session made before did."""
+        if not self.inputs:
+            self.inputs = [i.name for i in session.get_inputs()]
+        return session
 
     def use_threads(self, n: int) -> None:
         """Run the calling thread's passes on ``n`` CPU threads: on a session made for ``n``
@@ -277,7 +295,7 @@ class OnnxForward:
 
     def _stream_sessions(self) -> list:
         if self.backend == "openvino":
-            session = OpenVinoSession(self.path, None, hint="THROUGHPUT")
+            session = self._session(None, hint="THROUGHPUT")
             return [session] * max(1, int(session.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
         threads = usable_cpus() // 2
         if threads == 1:  # one thread a call: concurrent runs of one session each run on their caller's thread
@@ -292,7 +310,7 @@ class OnnxForward:
     def __call__(self, features: dict[str, list[list[int]]]) -> np.ndarray:
         """float32 (B, d) unit vectors of one batch of unpadded token lists."""
         padded = self.st.tokenizer.pad(features, return_tensors="np")
-        session = getattr(self._local, "session", self.session)
+        session = getattr(self._local, "session", None) or self.session
         (vectors,) = session.run(None, {name: padded[name].astype(np.int64) for name in self.inputs})
         return np.asarray(vectors, dtype=np.float32)
 
@@ -340,6 +358,14 @@ class OpenVinoSession:
     def precision(self) -> str:
         """The precision OpenVINO runs the matrix products in on this CPU (``bf16``, ``f32``…)."""
         return self.compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
+
+    @staticmethod
+    def cpu_precision() -> str:
+        """:attr:`precision` as the CPU plugin's default, read without compiling a model (what a
+        session made without a precision runs: a load checks its record before making one)."""
+        import openvino as ov
+
+        return ov.Core().get_property("CPU", "INFERENCE_PRECISION_HINT").to_string()
 
     def get_inputs(self) -> list:
         """The graph's inputs, each with a ``name`` (as onnxruntime's ``NodeArg``)."""
@@ -449,7 +475,7 @@ def _openvino_agreed(forward: OnnxForward) -> bool:
 
     try:
         kept = json.loads((forward.path.parent / OPENVINO_RECORD).read_text(encoding="utf-8"))
-        return float(kept[forward.session.precision]) >= AGREEMENT
+        return float(kept[OpenVinoSession.cpu_precision()]) >= AGREEMENT
     except (OSError, ValueError, KeyError, TypeError):
         return False
 

@@ -69,6 +69,30 @@ def test_codes_and_identifiers_are_kept_whole_beside_their_parts():
     assert {"hx7731", "getconsole", "consoleprint", "consol", "print", "v231", "hx", "7731"} <= set(terms)  # parts stemmed
 
 
+def test_identifier_terms_are_those_of_the_plain_patterns_tried_at_every_character():
+    """The anchored patterns (and the check that skips a text with no code or identifier) find
+    what the plain ones find, on prose, code and runs of word and code characters."""
+    import random
+    import re
+
+    from encodr.index.keywords import identifier_terms
+
+    def plain(text):
+        codes = [re.sub(r"\W|_", "", m.group()).lower() for m in re.finditer(r"\w+(?:[-.:/]\w+)+", text)]
+        return codes + [
+            m.group().replace("_", "").lower() for m in re.finditer(r"\w*(?:[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9])\w*", text)
+        ]
+
+    rng = random.Random(0)
+    texts = [
+        "Order HX-7731 via get_console or ConsolePrint in v2.3.1.",
+        "The U.S. army moved 3.5 km at 10:30 on a/b roads; __init__ _x x_ getHTTPServer é_Ä.",
+        "Plain prose, with no code at all.",
+    ] + ["".join(rng.choice("aZb_9-./: xYé_Ä") for _ in range(rng.randint(0, 30))) for _ in range(5000)]
+    assert [identifier_terms(t) for t in texts] == [plain(t) for t in texts]
+    assert identifier_terms(texts[0]) == ["hx7731", "v231", "getconsole", "consoleprint"]
+
+
 def test_an_exact_code_finds_the_document_that_holds_it_and_a_quoted_phrase_is_a_phrase(
     tmp_path, tiny_model, capsys, monkeypatch
 ):
