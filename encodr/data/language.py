@@ -314,6 +314,18 @@ def _wordfreq_code(code: str) -> str | None:
     return short if short in wordfreq.available_languages() else None
 
 
+def warm_word_lists(codes: Iterable[str]) -> None:
+    """Read now the wordfreq word lists :func:`common_share` uses for ``codes`` (ISO 639-3; those
+    wordfreq lacks are passed over), and wordfreq itself: a build's writer thread reads them
+    while the corpus encodes, so its settle step (:func:`settled_languages`) need not."""
+    import wordfreq
+
+    for code in set(codes) - {UNDETERMINED}:
+        short = _wordfreq_code(code)
+        if short is not None:
+            wordfreq.get_frequency_dict(short, "best")  # as zipf_frequency calls it: the list it caches
+
+
 def common_share(text: str, code: str) -> float | None:
     """The share of ``text``'s words that are common words of language ``code`` (ISO 639-3):
     wordfreq's Zipf frequency ≥ :data:`COMMON_ZIPF` (its word lists, from Wikipedia, subtitles,

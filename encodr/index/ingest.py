@@ -19,11 +19,13 @@ import numpy as np
 from ..data.files import Skipped, iter_passages, iter_records
 from ..data.language import (
     DETECTOR,
+    UNDETERMINED,
     detect_languages,
     detect_with_confidence,
     prose_confidence,
     sampled_languages,
     settled_languages,
+    warm_word_lists,
 )
 from ..data.records import Record
 from ..errors import EncodrError, S
@@ -342,6 +344,8 @@ class Ingest:
             for i, text, (code, sure) in zip(unknown, texts, detect_with_confidence(texts, self.candidates, self.accurate)):
                 langs[i], confidence[i] = code, prose_confidence(text, sure)  # a contents page's label counts as unsure
             self.detected += len(unknown)
+            if self.old is None and len(set(langs) - {UNDETERMINED}) > 1:  # settle_languages will read their word lists
+                warm_word_lists(langs)
         guessed = set(unknown)
         rows = [
             {

@@ -398,3 +398,26 @@ def test_a_build_labels_a_windows_texts_while_it_encodes_them(mixed_file, tiny_m
     s = Searcher(tmp_path / "idx")
     rows = s.index.rows(range(len(s.index)))
     assert all(rows[i]["text"] in MIXED[rows[i]["lang"]] for i in rows if rows[i]["text"] != "12345")
+
+
+def test_word_lists_are_read_while_the_corpus_encodes_under_the_key_the_settle_step_reads(
+    mixed_file, tiny_model, tmp_path, monkeypatch
+):
+    import importlib
+    import threading
+
+    import wordfreq
+
+    from encodr.data.language import common_share, warm_word_lists
+
+    wordfreq.get_frequency_dict.cache_clear()
+    warm_word_lists(["eng", "lat", "und"])  # Latin: no wordfreq list, passed over
+    misses = wordfreq.get_frequency_dict.cache_info().misses
+    assert common_share("the children are playing", "eng") == 1.0
+    assert wordfreq.get_frequency_dict.cache_info().misses == misses  # the settle step finds the list read
+
+    building = importlib.import_module("encodr.index.ingest")
+    warmed = []
+    monkeypatch.setattr(building, "warm_word_lists", lambda codes: warmed.append((threading.current_thread().name, set(codes))))
+    build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
+    assert [(name.startswith("encodr-store"), codes - {"und"}) for name, codes in warmed] == [(True, {"eng", "spa", "deu"})]
