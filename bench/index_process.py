@@ -17,6 +17,11 @@ interleaved within each round so drifting machine load hits all of them; the med
   by loading the model with that backend: a first use's cost, not every build's; later loads
   open the export without torch, :class:`encodr.models.onnx.ExportedEncoder`).
 
+Every encodr checkout timed has its modules compiled to bytecode first (``compileall``), as
+``pip install`` compiles an installed package's and the libraries' the script imports: a checkout
+run from source under ``PYTHONDONTWRITEBYTECODE`` (set on this project's machines) would
+otherwise compile every module it imports at each start, which no installed encodr does.
+
 ``× script`` is the anchor's seconds over the row's, the anchor run in the same conditions: above
 1, encodr is faster. ``--load N`` runs every row a second time beside N busy processes (each
 keeps one core busy: a second program), rows marked ``| N busy``. ``--before DIR``
@@ -64,6 +69,17 @@ def busy(n: int):
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
+
+
+def compile_checkout(root: Path) -> str:
+    """Compile the ``encodr`` package of the checkout at ``root`` to bytecode (its ``__pycache__``
+    folders, ignored by git), as ``pip install`` does; the package's path."""
+    import compileall
+
+    package = root / "encodr"
+    if not compileall.compile_dir(str(package), quiet=1):
+        raise SystemExit(f"could not compile {package}")
+    return str(package)
 
 
 def timed(command: list[str], env: dict, cwd: Path) -> float:
@@ -142,6 +158,9 @@ def main() -> None:
             for backend in args.before_backends:
                 name = f"encodr index --backend {backend} (before: {args.before})"
                 runs[name], envs[name] = index(backend, f"before-{backend}"), before
+        compiled = [compile_checkout(Path(__file__).resolve().parents[1])]
+        if args.before is not None:
+            compiled.append(compile_checkout(args.before.resolve()))
         for round_ in range(args.repeats):
             for load in sorted({0, args.load}):
                 with busy(load):
@@ -178,6 +197,7 @@ def main() -> None:
             "repeats": args.repeats,
             "tag": args.tag,
             "busy_processes": args.load,
+            "bytecode": {"compiled": compiled, "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE")},
             "seconds": seconds,
             "rows": rows,
         },
