@@ -126,3 +126,14 @@ def beir_subset(folder: Path, split: str, documents: int, queries: int, out: Pat
         "".join("\t".join(r) + "\n" for r in ([header] if header else []) + rows), encoding="utf-8"
     )
     return out
+
+
+def compile_checkout(root: Path) -> str:
+    """Compile the ``encodr`` package of the checkout at ``root`` to bytecode (its ``__pycache__``
+    folders, ignored by git), as ``pip install`` does; the package's path."""
+    import compileall
+
+    package = root / "encodr"
+    if not compileall.compile_dir(str(package), quiet=1):
+        raise SystemExit(f"could not compile {package}")
+    return str(package)

@@ -8,15 +8,17 @@ The corpus is the first ``--texts`` of the bundled Wikipedia sentences (as
   for before anything is read);
 - the phases, from one ``encodr.index.build`` in a fresh process, each timed by wrapping the
   function that does it (wall time, summed over calls, in whichever thread runs it): ``model load``
-  (``build._encoder_for``: the weights, or the ONNX session); ``read & split``
+  (``build._encoder_for``: the weights, or the ONNX session, and ``OnnxForward._stream_sessions``:
+  the sessions of a bulk encode's streams, made at its start); ``read & split``
   (``build.read_windows``: files, records, passages, deduplication hashes); ``tokenize``
   (``models.encoder.tokenize``); ``forward`` (the backend's forward pass, padding included);
   ``language sample`` (``ingest.sampled_languages``: a new index's candidate languages, from a
   sample of its texts, with every language's detector loaded); ``languages``
-  (``ingest.detect_with_confidence``: each text's language among them); ``store`` (``Ingest._write``: SQLite rows and
-  the vectors, languages included; it runs in a writer thread beside the next window's encoding,
-  so it overlaps the main thread); ``settle`` (``build._settle``: the FAISS index, the keyword
-  index, ``index.json``); ``build`` the whole call.
+  (``ingest.detect_with_confidence``: each text's language among them); ``store`` (``Ingest._label`` and ``Ingest._vectors``:
+  SQLite rows and the vectors, the languages above included; they run in a writer thread, a
+  window's rows while it encodes and its vectors while the next one does, so they overlap the main
+  thread); ``forward`` sums the passes of a bulk encode's streams, which run at once; ``settle``
+  (``build._settle``: the FAISS index, the keyword index, ``index.json``); ``build`` the whole call.
 
 The ONNX export is made once before the timings (a first use's cost, not every build's). The
 anchor, from the same run: ``SentenceTransformer.encode`` (fp32, its default batch of 32) on the
@@ -41,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, print_table, write_json  # noqa: E402
+from common import RESULTS, compile_checkout, print_table, write_json  # noqa: E402
 from cpu_precision import cpu_flags  # noqa: E402
 
 QUICK = ["--texts", "200", "--backends", "torch", "--out", "{tmp}/index_phases.json"]
@@ -93,7 +95,9 @@ timed(enc.TorchForward, "__call__", "forward")
 timed(onnx.OnnxForward, "__call__", "forward")
 timed(ing, "detect_with_confidence", "languages")
 timed(ing, "sampled_languages", "language sample")
-timed(ing.Ingest, "_write", "store")
+timed(ing.Ingest, "_label", "store")
+timed(ing.Ingest, "_vectors", "store")
+timed(onnx.OnnxForward, "_stream_sessions", "model load")
 timed(b, "_settle", "settle")
 corpus, out, backend = sys.argv[1], sys.argv[2], sys.argv[3]
 t = time.perf_counter()
@@ -125,6 +129,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="encodr-phases-") as tmp:
         corpus = Path(tmp) / "wiki.txt"
         corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
+        compile_checkout(Path(__file__).resolve().parents[1])  # as pip install does (see bench/index_process.py)
         imports = wall([sys.executable, "-c", "import encodr.cli"])
         for backend in args.backends.split(","):
             load_encoder("minilm", backend=backend)  # an ONNX export is made here, once, before the timings

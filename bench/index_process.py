@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine, print_table, write_json  # noqa: E402
+from common import RESULTS, compile_checkout, machine, print_table, write_json  # noqa: E402
 from cpu_precision import cpu_flags  # noqa: E402  (the flags that decide which backend auto takes, and its speed)
 
 SCRIPT = """
@@ -69,17 +69,6 @@ def busy(n: int):
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-
-
-def compile_checkout(root: Path) -> str:
-    """Compile the ``encodr`` package of the checkout at ``root`` to bytecode (its ``__pycache__``
-    folders, ignored by git), as ``pip install`` does; the package's path."""
-    import compileall
-
-    package = root / "encodr"
-    if not compileall.compile_dir(str(package), quiet=1):
-        raise SystemExit(f"could not compile {package}")
-    return str(package)
 
 
 def timed(command: list[str], env: dict, cwd: Path) -> float:
