@@ -55,6 +55,7 @@ DETECTOR = (
 )
 SMALL_CORPUS = 10_000  # up to this many texts, the first pass runs in high-accuracy mode
 SAMPLE = 1_000  # texts of a one-window corpus labelled among all languages to find its languages
+DETECT_CHUNK = 64  # texts a detector call takes: lingua holds the GIL through a call, so encoding threads wait at most one chunk
 MIN_SHARE = 0.01  # a detected language must label at least 1 % of a corpus…
 MIN_TEXTS = 3  # …and at least 3 texts to be kept as one of its languages
 # A language that labels under MAJOR_SHARE of a corpus must also make up MIN_SHARE of the labels
@@ -67,7 +68,6 @@ MAJOR_SHARE = 0.10
 # In a corpus too small for MIN_TEXTS texts of each language (a folder of a few notes), a language is
 # also kept where its confident texts hold MAJOR_SHARE of the corpus's characters and at least
 # MIN_CHARS of them: a whole note in another language, not a heading the detector guessed at.
-DETECT_CHUNK = 64  # texts a detector call takes: lingua holds the GIL through a call, so encoding threads wait at most one chunk
 MIN_CHARS = 80  # about a sentence: lingua labels texts this long well; a heading is shorter
 PROSE = 0.6  # a text under this share of letters among its non-space characters is not prose (see prose_confidence)
 

@@ -286,7 +286,7 @@ class Ingest:
             if self.pending is not None and kind is None:
                 self.pending.result()
         finally:
-            self.writer.shutdown(wait=True)
+            self.writer.shutdown(wait=True, cancel_futures=kind is not None)  # a failed build drops what is queued
             self.raw.close()
             if kind is not None:  # a failed build: its generation is dropped; on success the build reads on, then closes
                 self.texts.close()

@@ -230,10 +230,11 @@ class OnnxForward:
         """The session of a pass on all the cores (OpenVINO's: one pass at a time), made on first
         use: a bulk encode on streams (:meth:`streams`) never needs it, and a build that loads it
         only to run on streams would load the graph twice."""
-        with self._making:
-            if self._default is None:
-                self._default = self._session(None)
-            return self._default
+        if self._default is None:
+            with self._making:
+                if self._default is None:
+                    self._default = self._session(None)
+        return self._default
 
     def _session(self, threads: int | None, hint: str = "LATENCY"):
         if self.backend == "openvino":
@@ -469,7 +470,8 @@ def _check_openvino(torch_encoder: Encoder, encoder: Encoder, folder: Path) -> N
 
 
 def _openvino_agreed(forward: OnnxForward) -> bool:
-    """Whether OpenVINO's vectors at the precision ``forward`` runs were checked and kept
+    """Whether OpenVINO's vectors at the precision ``forward``'s sessions run (the CPU plugin's
+    default: :meth:`OpenVinoSession.cpu_precision`, read without compiling one) were checked and kept
     (:func:`_check_openvino`): without that record the model is loaded in torch to check them."""
     import json
 
