@@ -308,17 +308,23 @@ class TextStore:
         return self._all("select lang, lang_confidence, length(text) from texts where lang_detected = 1")
 
     def detected_texts(self, langs: list[str], limit: int) -> dict[str, list[str]]:
-        """Up to ``limit`` texts the detector labelled each of ``langs``, spread over the store
-        (every k-th by id), read in one pass over the table."""
+        """Up to ``limit`` texts the detector labelled each of ``langs``, spread over the store:
+        of a label's n texts by id, every (n // limit)-th from the first, in one pass over the
+        table; SQLite picks them (a window function), so only the picked texts reach Python,
+        however many a label has."""
         found: dict[str, list[str]] = {lang: [] for lang in langs}
         for start in range(0, len(langs), SQLITE_PARAMETERS):
             part = langs[start : start + SQLITE_PARAMETERS]
             marks = ",".join("?" * len(part))
-            for lang, text in self._all(
-                f"select lang, text from texts where lang_detected = 1 and lang in ({marks}) order by id", part
-            ):
+            rows = self._all(
+                "select lang, text from (select lang, text, row_number() over (partition by lang order by id) - 1 as i, "
+                "max(1, count(*) over (partition by lang) / ?) as step from texts "
+                f"where lang_detected = 1 and lang in ({marks})) where i % step = 0 and i / step < ? order by lang, i",
+                [max(1, limit), *part, limit],
+            )
+            for lang, text in rows:
                 found[lang].append(text)
-        return {lang: texts[:: max(1, len(texts) // max(1, limit))][:limit] for lang, texts in found.items()}
+        return found
 
     def relabel_detected(self, detect: Callable[[list[str]], list[str]], chunk: int = 10_000) -> None:
         """Give every detected text the language ``detect`` (texts → ISO 639-3 codes) finds,

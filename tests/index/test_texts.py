@@ -80,3 +80,16 @@ def test_a_store_from_before_a_column_was_added_gets_it_and_keeps_its_rows(tmp_p
     assert got == [(0, "the cat", None, None), (1, "the dog", "Pets", 2)]
     with pytest.raises(sqlite3.IntegrityError):  # a text hash is stored once
         store.insert([row(2, "the dog again", "eng") | {"hash": "h1"}])
+
+
+def test_a_labels_detected_texts_are_every_kth_by_id_up_to_the_limit(tmp_path):
+    """Of a label's n detected texts, every (n // limit)-th from the first, at most ``limit``: a
+    given label's texts only, none the detector did not label."""
+    store = TextStore.create(tmp_path / "texts.db")
+    langs = ["lat", "eng", "lat", "fra"] * 25  # 50 Latin, 25 English, 25 French
+    store.insert([row(i, f"t{i}", lang, detected=i != 2) for i, lang in enumerate(langs)])  # text 2 given, not detected
+    latin = [f"t{i}" for i, lang in enumerate(langs) if lang == "lat" and i != 2]  # 49
+    found = store.detected_texts(["lat", "fra", "deu"], 10)
+    assert found["lat"] == latin[::4][:10] and found["fra"] == [f"t{i}" for i in range(3, 100, 4)][::2][:10]
+    assert found["deu"] == [] and store.detected_texts(["lat"], 100)["lat"] == latin
+    assert store.detected_texts(["lat"], 0) == {"lat": []}
