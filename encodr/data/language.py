@@ -196,12 +196,13 @@ def detect_with_confidence(
     return [_top(values) for values in _confidence_values(detector, texts)]
 
 
-def _confidence_values(detector, texts: list[str]) -> Iterable[list]:
+def _confidence_values(detector, texts: Iterable[str]) -> Iterable[list]:
     """lingua's confidence values of each text, :data:`DETECT_CHUNK` texts a call: lingua keeps
     the GIL for a whole call (on all cores), so a long one stalls every other Python thread of
     the process (a build's encoding threads, which label a window's texts alongside)."""
+    texts = list(texts)
     for start in range(0, len(texts), DETECT_CHUNK):
-        yield from detector.compute_language_confidence_values_in_parallel(list(texts[start : start + DETECT_CHUNK]))
+        yield from detector.compute_language_confidence_values_in_parallel(texts[start : start + DETECT_CHUNK])
 
 
 def detect_against(texts: list[str], code: str) -> list[tuple[str, float, float]]:
@@ -216,7 +217,7 @@ def detect_against(texts: list[str], code: str) -> list[tuple[str, float, float]
     check_code(code)
     detector = _detector(None, False)
     out = []
-    for values in _confidence_values(detector, list(texts)):
+    for values in _confidence_values(detector, texts):
         top, p = _top(values)
         own = next((float(v.value) for v in values if v.language.iso_code_639_3.name.lower() == code), 0.0)
         out.append((top, p, own))
