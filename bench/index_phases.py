@@ -12,9 +12,10 @@ The corpus is the first ``--texts`` of the bundled Wikipedia sentences (as
   the sessions of a bulk encode's streams, made at its start); ``read & split``
   (``build.read_windows``: files, records, passages, deduplication hashes); ``tokenize``
   (``models.encoder.tokenize``); ``forward`` (the backend's forward pass, padding included);
-  ``language sample`` (``ingest.sampled_languages``: a new index's candidate languages, from a
-  sample of its texts, with every language's detector loaded); ``languages``
-  (``ingest.detect_with_confidence``: each text's language among them); ``store`` (``Ingest._label`` and ``Ingest._vectors``:
+  ``languages`` (``LanguageWorker.call``: a new index's candidate languages from a sample of
+  its texts, each text's language among them, the word lists and the settle step's checks; in a
+  worker process where the build starts one, so this is the time the build's threads wait for
+  it, not the CPU time it spends); ``store`` (``Ingest._label`` and ``Ingest._vectors``:
   SQLite rows and the vectors, the languages above included; they run in a writer thread, a
   window's rows while it encodes and its vectors while the next one does, so they overlap the main
   thread); ``forward`` sums the passes of a bulk encode's streams, which run at once; ``settle``
@@ -47,7 +48,7 @@ from common import RESULTS, compile_checkout, print_table, write_json  # noqa: E
 from cpu_precision import cpu_flags  # noqa: E402
 
 QUICK = ["--texts", "200", "--backends", "torch", "--out", "{tmp}/index_phases.json"]
-PHASES = ("model load", "read & split", "tokenize", "forward", "language sample", "languages", "store", "settle", "build")
+PHASES = ("model load", "read & split", "tokenize", "forward", "languages", "store", "settle", "build")
 
 CHILD = r"""
 import json, sys, threading, time
@@ -93,8 +94,7 @@ timed_generator(b, "read_windows", "read & split")
 timed(enc, "tokenize", "tokenize")
 timed(enc.TorchForward, "__call__", "forward")
 timed(onnx.OnnxForward, "__call__", "forward")
-timed(ing, "detect_with_confidence", "languages")
-timed(ing, "sampled_languages", "language sample")
+timed(ing.LanguageWorker, "call", "languages")
 timed(ing.Ingest, "_label", "store")
 timed(ing.Ingest, "_vectors", "store")
 timed(onnx.OnnxForward, "_stream_sessions", "model load")

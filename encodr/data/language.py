@@ -160,13 +160,15 @@ def load_models(candidates: Iterable[str] | None = None) -> None:
     builder.with_preloaded_language_models().build()
 
 
-def detect_languages(texts: list[str], candidates: Iterable[str] | None = None, accurate: bool = False) -> list[str]:
+def detect_languages(
+    texts: list[str], candidates: Iterable[str] | None = None, accurate: bool = False, parallel: bool = True
+) -> list[str]:
     """The language of each text (see :func:`detect_with_confidence`)."""
-    return [code for code, _ in detect_with_confidence(texts, candidates, accurate)]
+    return [code for code, _ in detect_with_confidence(texts, candidates, accurate, parallel)]
 
 
 def detect_with_confidence(
-    texts: list[str], candidates: Iterable[str] | None = None, accurate: bool = False
+    texts: list[str], candidates: Iterable[str] | None = None, accurate: bool = False, parallel: bool = True
 ) -> list[tuple[str, float]]:
     """The language of each text, and the detector's confidence in it.
 
@@ -177,6 +179,10 @@ def detect_with_confidence(
             candidates the detector always runs in high-accuracy mode.
         accurate: among all 75 languages too (1 GB of models; for small corpora, whose
             short texts the low-accuracy mode gets wrong: "the cat sat" → Maori).
+        parallel: on every core (lingua's threads), :data:`DETECT_CHUNK` texts a call; False:
+            one text a call, on the calling thread only, for work beside a build's encoding,
+            which keeps every core busy: lingua's threads then contend with the encoder's and
+            spend more CPU time on the same labels.
 
     Returns:
         n (ISO 639-3 code, confidence in [0, 1]) pairs: lingua's confidence values, the top one;
@@ -193,13 +199,17 @@ def detect_with_confidence(
     detector = _detector(candidates, accurate and candidates is None)
     if isinstance(detector, str):
         return [(detector, 1.0)] * len(texts)
-    return [_top(values) for values in _confidence_values(detector, texts)]
+    return [_top(values) for values in _confidence_values(detector, texts, parallel)]
 
 
-def _confidence_values(detector, texts: Iterable[str]) -> Iterable[list]:
-    """lingua's confidence values of each text, :data:`DETECT_CHUNK` texts a call: lingua keeps
-    the GIL for a whole call (on all cores), so a long one stalls every other Python thread of
-    the process (a build's encoding threads, which label a window's texts alongside)."""
+def _confidence_values(detector, texts: Iterable[str], parallel: bool = True) -> Iterable[list]:
+    """lingua's confidence values of each text, :data:`DETECT_CHUNK` texts a call on all cores
+    (``parallel``) or one a call on this thread: lingua keeps the GIL for a whole call, so a
+    long one stalls every other Python thread of the process (a build's encoding threads,
+    which label a window's texts alongside)."""
+    if not parallel:
+        yield from map(detector.compute_language_confidence_values, texts)
+        return
     texts = list(texts)
     for start in range(0, len(texts), DETECT_CHUNK):
         yield from detector.compute_language_confidence_values_in_parallel(texts[start : start + DETECT_CHUNK])
@@ -232,7 +242,7 @@ def _top(values) -> tuple[str, float]:
     return values[0].language.iso_code_639_3.name.lower(), float(values[0].value)
 
 
-def sampled_languages(texts: list[str], size: int | None = None) -> list[str] | None:
+def sampled_languages(texts: list[str], size: int | None = None, parallel: bool = True) -> list[str] | None:
     """The languages of a corpus, found on ``size`` evenly spaced texts of it, in two steps:
     the sample is labelled in low-accuracy mode among all languages (90 MB of models instead of
     1 GB: the loading is most of the time a small corpus spends on detection), and the
@@ -250,6 +260,7 @@ def sampled_languages(texts: list[str], size: int | None = None) -> list[str] | 
         texts: the corpus, n strings, in its order (a sample of a language-sorted corpus spans
             all its blocks).
         size: texts in the sample (all when n ≤ size; default :data:`SAMPLE`).
+        parallel: see :func:`detect_with_confidence`.
 
     Returns:
         ISO 639-3 codes, sorted; ``None`` when the sample has no label (all ``und``).
@@ -259,10 +270,30 @@ def sampled_languages(texts: list[str], size: int | None = None) -> list[str] | 
     sample = [texts[i] for i in picked]
     proposed = None  # a smaller corpus: its texts in high-accuracy mode among all languages
     if len(sample) >= size:  # low accuracy among all proposes, where a 1 % share is ≥ 10 texts
-        proposed = corpus_languages(detect_languages(sample)) or None
-    found = detect_with_confidence(sample, proposed, accurate=True)
+        proposed = corpus_languages(detect_languages(sample, parallel=parallel)) or None
+    found = detect_with_confidence(sample, proposed, accurate=True, parallel=parallel)
     sure = [prose_confidence(text, c) for text, (_, c) in zip(sample, found)]
     return corpus_languages([code for code, _ in found], confidences=sure, sizes=[len(text) for text in sample]) or None
+
+
+def labelled(
+    texts: list[str], candidates: list[str] | None, accurate: bool, sample: bool
+) -> tuple[list[str] | None, list[tuple[str, float]]]:
+    """A first pass of detection over a window of a corpus, beside its encoding (one text a
+    detector call: ``parallel=False``): the candidates it labels among (``candidates``, or with
+    ``sample`` those :func:`sampled_languages` finds in ``texts``: the window is all of a new
+    corpus), and each text's :func:`detect_with_confidence` among them (``accurate``: as there).
+
+    Returns:
+        (the candidates, ISO 639-3 codes or ``None`` for all languages; n (code, confidence)
+        pairs, in ``texts``' order).
+
+    Raises:
+        EncodrError: an unknown code among ``candidates``.
+    """
+    if sample:
+        candidates = sampled_languages(texts, parallel=False)
+    return candidates, detect_with_confidence(texts, candidates, accurate, parallel=False)
 
 
 def language_shares(texts: list[str]) -> dict[str, float]:
@@ -380,15 +411,18 @@ def settled_languages(
     confidences: list[float | None],
     sizes: list[int],
     texts_of: Callable[[list[str], int], dict[str, list[str]]],
+    misread_of: Callable[[str, dict[str, list[str]]], set[str]] | None = None,
 ) -> list[str]:
     """The languages of a corpus from its first pass (:func:`corpus_languages` of its detected
     ``labels``, their ``confidences`` and texts' ``sizes``), where a minority label most of whose
-    texts read as the major language (:func:`misread_languages`) counts as unsure.
-    ``texts_of(labels, n)``: label → up to n texts it labels, spread over the corpus."""
+    texts read as the major language (:func:`misread_languages`, or ``misread_of`` that runs
+    it elsewhere) counts as unsure. ``texts_of(labels, n)``: label → up to n texts it labels,
+    spread over the corpus."""
     counts = Counter(code for code in labels if code != UNDETERMINED)
     if len(counts) > 1:
         major = counts.most_common(1)[0][0]
-        misread = misread_languages(major, texts_of([code for code in counts if code != major], MISREAD_SAMPLE))
+        by_label = texts_of([code for code in counts if code != major], MISREAD_SAMPLE)
+        misread = (misread_of or misread_languages)(major, by_label)
         confidences = [0.0 if code in misread else sure for code, sure in zip(labels, confidences)]
     return corpus_languages(labels, confidences=confidences, sizes=sizes)
 

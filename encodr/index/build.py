@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import shutil
 import sqlite3
@@ -17,6 +18,7 @@ from typing import Callable
 
 from ..data.files import DOCUMENT_SUFFIXES, expand, passage_splitter
 from ..data.language import SMALL_CORPUS
+from ..data.language_worker import WORKER_BYTES, LanguageWorker
 from ..data.records import Record, read_records
 from ..errors import EncodrError, S, Said
 from ..models.encoder import AUTO_BACKEND, Encoder, choose_backend
@@ -513,8 +515,33 @@ class _Unchanged(Exception):
     """An update that changed nothing: its new generation is dropped, the current one stays."""
 
 
+def _language_worker(spec: IndexSpec, old: IndexReader | None) -> LanguageWorker:
+    """Where a write's language detection runs: a worker process for a new index whose
+    languages are detected (no ``--lang``) and whose inputs hold :data:`WORKER_BYTES` or more,
+    started now so that it reads the detector's models while the encoder loads; else this process
+    (``--add`` and sync detect among the index's few languages, whose models a long-lived process keeps)."""
+    if old is not None or spec.options.lang is not None:
+        return LanguageWorker(start=False)
+    sizes = itertools.accumulate(_file_size(f) for f in spec.files)  # stops at the threshold: a folder of many files
+    return LanguageWorker(preload=None, start=any(size >= WORKER_BYTES for size in sizes))
+
+
+def _file_size(path: str) -> int:
+    """Bytes of ``path``; 0 where it is gone (reading it will say so)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: ProgressFn) -> dict:
     """Write the new generation of ``spec.out`` (from ``old``'s, with ``--add``) and make it current."""
+    with _language_worker(spec, old) as detector:
+        return _write_generation(spec, old, progress, detector)
+
+
+def _write_generation(spec: IndexSpec, old: IndexReader | None, progress: ProgressFn, detector: LanguageWorker) -> dict:
+    """:func:`_build_generation` with its language ``detector``."""
     plan = _plan(spec, old)
     total, out = RecordTotal(plan.files, plan.counts), spec.out
     progress(ProgressEvent("indexing", 0, total.value))  # inputs checked and model loaded: the work starts
@@ -535,7 +562,14 @@ def _build_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
                     if (old.folder / name).exists():
                         shutil.copy2(old.folder / name, tmp / name)
             with Ingest(
-                tmp, plan.encoder, plan.lang, old, candidates, accurate=plan.total <= SMALL_CORPUS, roots=spec.roots
+                tmp,
+                plan.encoder,
+                plan.lang,
+                old,
+                candidates,
+                accurate=plan.total <= SMALL_CORPUS,
+                roots=spec.roots,
+                detector=detector,
             ) as ingest:
                 reconcile = Reconcile(ingest.texts, plan.roots, text_hash, unread=set(plan.unread))
                 if spec.options.engine == "ray":
@@ -576,7 +610,7 @@ def _settle(
     """Once every input is stored: remove replaced texts, build or extend the FAISS index, the
     keyword index and ``index.json`` in ``tmp``; the record written and the keyword index's seconds."""
     deleted = ingest.texts.settle_members(reconcile.replaced, reconcile.finish())
-    detected = ingest.detected and old is None and settle_languages(ingest.texts)
+    detected = ingest.detected and old is None and settle_languages(ingest.texts, ingest.detector)
     on_disk = spec.options.on_disk if old is None else bool(old.meta.on_disk)
     with (
         ray_adding(spec.options.address) if on_disk and spec.options.engine == "ray" else contextlib.nullcontext() as add_blocks

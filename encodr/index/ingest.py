@@ -20,13 +20,10 @@ from ..data.files import Skipped, iter_passages, iter_records
 from ..data.language import (
     DETECTOR,
     UNDETERMINED,
-    detect_languages,
-    detect_with_confidence,
     prose_confidence,
-    sampled_languages,
     settled_languages,
-    warm_word_lists,
 )
+from ..data.language_worker import LanguageWorker
 from ..data.records import Record
 from ..errors import EncodrError, S
 from ..models.pcr import POOLED, fit_and_remove, remove_per_language
@@ -262,8 +259,10 @@ class Ingest:
         candidates: list[str] | None = None,
         accurate: bool = False,
         roots: list[str] | None = None,
+        detector: LanguageWorker | None = None,
     ):
         self.encoder, self.lang, self.old, self.candidates, self.accurate = encoder, lang, old, candidates, accurate
+        self.detector = detector or LanguageWorker(start=False)  # where the detector runs (a worker process, or here)
         # the paths given, and the folders the index was built, added to and synced from: a file's shown path (shown_roots)
         self.folders = shown_roots([*(roots or []), *((old.meta.sources or []) if old is not None else [])])
         self.detected = 0  # texts whose language came from the detector
@@ -339,13 +338,13 @@ class Ingest:
         unknown = [i for i, code in enumerate(langs) if code is None]
         if unknown:
             texts = [fresh[i][0].text for i in unknown]
-            if whole_corpus and self.old is None:  # a new index's corpus in one window: its languages from a sample of it
-                self.candidates = sampled_languages(texts)
-            for i, text, (code, sure) in zip(unknown, texts, detect_with_confidence(texts, self.candidates, self.accurate)):
+            sample = whole_corpus and self.old is None  # a new index's corpus in one window: its languages from a sample of it
+            self.candidates, found = self.detector.call("labelled", texts, self.candidates, self.accurate, sample)
+            for i, text, (code, sure) in zip(unknown, texts, found):
                 langs[i], confidence[i] = code, prose_confidence(text, sure)  # a contents page's label counts as unsure
             self.detected += len(unknown)
             if self.old is None and len(set(langs) - {UNDETERMINED}) > 1:  # settle_languages will read their word lists
-                warm_word_lists(langs)
+                self.detector.call("warm_word_lists", langs)
         guessed = set(unknown)
         rows = [
             {
@@ -420,21 +419,27 @@ def shown_path(source: str, folders: list[tuple[str, str]]) -> str:
     return Path(source).name  # a file given by itself (an upsert's source, "api", reads the same)
 
 
-def settle_languages(texts: TextStore) -> list[str]:
+def settle_languages(texts: TextStore, detector: LanguageWorker | None = None) -> list[str]:
     """Second pass of language detection over a new index's store: detect again, among
     the languages that make up the corpus's confident labels (:func:`~encodr.data.language.corpus_languages`)
     and in high-accuracy mode, the texts whose language was detected. Returns those
     languages. (Nothing to do when every text got the one same label.) A minority label most of
     whose texts read as the corpus's major language (:func:`~encodr.data.language.misread_languages`:
     wordfreq's common words, a second opinion on lingua) counts as unsure, so the second pass
-    gives those texts one of the corpus's languages."""
+    gives those texts one of the corpus's languages. ``detector``: where the detection runs (this
+    process by default)."""
+    detector = detector or LanguageWorker(start=False)
     labels = texts.detected_labels()
     kept = settled_languages(
-        [code for code, _, _ in labels], [sure for _, sure, _ in labels], [n for _, _, n in labels], texts.detected_texts
+        [code for code, _, _ in labels],
+        [sure for _, sure, _ in labels],
+        [n for _, _, n in labels],
+        texts.detected_texts,
+        lambda major, by_label: detector.call("misread_languages", major, by_label),
     )
     if not kept or {code for code, _, _ in labels} == set(kept) == {kept[0]}:
         return kept
-    texts.relabel_detected(lambda batch: detect_languages(batch, kept))
+    texts.relabel_detected(lambda batch: detector.call("detect_languages", batch, kept))
     return kept
 
 

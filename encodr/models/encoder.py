@@ -646,6 +646,8 @@ class Encoder:
         prompted = prompt is None and getattr(self.st, "default_prompt_name", None) is not None
         if not prompted and self._gpu_pool() is not None:
             return self._encode_pipelined(texts, out, on_batch)
+        if not prompted and -(-len(texts) // batch_size) >= STREAM_BATCHES and hasattr(self.forward, "prepare_streams"):
+            self.forward.prepare_streams()  # its sessions made while the texts are tokenized
         features = self._tokenize(texts)
         lengths = np.fromiter((len(x) for x in features["input_ids"]), dtype=np.int64, count=len(texts))
         order = np.argsort(-lengths, kind="stable")

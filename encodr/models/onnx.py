@@ -289,10 +289,28 @@ class OnnxForward:
         call (compiled once more, for OpenVINO) and kept."""
         if usable_cpus() < 2 or getattr(self._local, "session", None) is not None:
             return 1
+        return len(self._made_streams())
+
+    def _made_streams(self) -> list:
         with self._making:
             if self._streams is None:
                 self._streams = self._stream_sessions()
-        return len(self._streams)
+            return self._streams
+
+    def prepare_streams(self) -> None:
+        """Start making the sessions :meth:`streams` would make, on a thread of their own, and
+        return: a bulk encode calls it before it tokenizes its texts, which it does meanwhile
+        (onnxruntime and OpenVINO load a graph without holding the GIL). Nothing where
+        :meth:`streams` would make none or they are made. An error is left to :meth:`streams`,
+        which makes them again and raises it."""
+        if usable_cpus() < 2 or getattr(self._local, "session", None) is not None or self._streams is not None:
+            return
+
+        def make() -> None:
+            with contextlib.suppress(Exception):
+                self._made_streams()
+
+        threading.Thread(target=make, name="encodr-sessions", daemon=True).start()
 
     def _stream_sessions(self) -> list:
         if self.backend == "openvino":

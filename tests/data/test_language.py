@@ -183,22 +183,18 @@ def test_a_small_share_must_hold_among_confident_labels():
 
 
 def test_a_one_window_corpus_finds_its_languages_on_an_even_sample(mixed_file, tiny_model, tmp_path, monkeypatch):
-    import importlib
 
     from encodr.data import language
-
-    building = importlib.import_module("encodr.index.ingest")  # where a build detects its texts' languages
 
     seen = []  # the texts of each detection among all languages
     detect = language.detect_with_confidence
 
-    def spy(texts, candidates=None, accurate=False):
+    def spy(texts, candidates=None, accurate=False, parallel=True):
         if candidates is None:
             seen.append(list(texts))
-        return detect(texts, candidates, accurate)
+        return detect(texts, candidates, accurate, parallel)
 
-    for module in (language, building):
-        monkeypatch.setattr(module, "detect_with_confidence", spy)
+    monkeypatch.setattr(language, "detect_with_confidence", spy)  # a small corpus is labelled in this process
     monkeypatch.setattr(language, "SAMPLE", 12)
     build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     lines = mixed_file.read_text(encoding="utf-8").splitlines()
@@ -371,14 +367,13 @@ def test_detection_runs_a_chunk_a_call_with_the_labels_of_one_call(monkeypatch):
 def test_a_build_labels_a_windows_texts_while_it_encodes_them(mixed_file, tiny_model, tmp_path, monkeypatch):
     """The writer thread detects a window's languages and writes its rows while the window
     encodes, not after: the encode sees the detection done."""
-    import importlib
     import threading
 
+    from encodr.data import language
     from encodr.models.encoder import Encoder
 
-    building = importlib.import_module("encodr.index.ingest")
     labelled, seen = threading.Event(), []
-    detect, encode = building.detect_with_confidence, Encoder.encode
+    detect, encode = language.detect_with_confidence, Encoder.encode
     corpus = set(mixed_file.read_text(encoding="utf-8").splitlines())
 
     def detecting(*args, **kwargs):
@@ -391,7 +386,7 @@ def test_a_build_labels_a_windows_texts_while_it_encodes_them(mixed_file, tiny_m
             seen.append(labelled.wait(30))  # set by the writer thread, were the texts handed to it first
         return encode(self, texts, *args, **kwargs)
 
-    monkeypatch.setattr(building, "detect_with_confidence", detecting)
+    monkeypatch.setattr(language, "detect_with_confidence", detecting)  # a small corpus is labelled in this process
     monkeypatch.setattr(Encoder, "encode", encoding)
     build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     assert seen == [True]
@@ -403,7 +398,6 @@ def test_a_build_labels_a_windows_texts_while_it_encodes_them(mixed_file, tiny_m
 def test_word_lists_are_read_while_the_corpus_encodes_under_the_key_the_settle_step_reads(
     mixed_file, tiny_model, tmp_path, monkeypatch
 ):
-    import importlib
     import threading
 
     import wordfreq
@@ -416,8 +410,11 @@ def test_word_lists_are_read_while_the_corpus_encodes_under_the_key_the_settle_s
     assert common_share("the children are playing", "eng") == 1.0
     assert wordfreq.get_frequency_dict.cache_info().misses == misses  # the settle step finds the list read
 
-    building = importlib.import_module("encodr.index.ingest")
+    from encodr.data import language_worker
+
     warmed = []
-    monkeypatch.setattr(building, "warm_word_lists", lambda codes: warmed.append((threading.current_thread().name, set(codes))))
+    monkeypatch.setitem(
+        language_worker.CALLS, "warm_word_lists", lambda codes: warmed.append((threading.current_thread().name, set(codes)))
+    )
     build([str(mixed_file)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
     assert [(name.startswith("encodr-store"), codes - {"und"}) for name, codes in warmed] == [(True, {"eng", "spa", "deu"})]

@@ -540,6 +540,51 @@ def test_a_bulk_encode_runs_its_batches_on_streams_with_the_vectors_of_one_at_a_
         assert {s.get_session_options().intra_op_num_threads for s in sessions} == {cpus // 2}
 
 
+def test_a_bulk_encode_makes_its_stream_sessions_on_a_thread_while_it_tokenizes(tiny_model, monkeypatch):
+    import encodr.models.encoder as encoder_module
+    import encodr.models.onnx as onnx_module
+
+    encoder = load_encoder(str(tiny_model), backend="onnx-int8")
+    texts = TEXTS * 3
+    expected = encoder.encode(texts, batch_size=4)  # one batch at a time: no streams
+    monkeypatch.setattr(encoder_module, "STREAM_BATCHES", 2)
+    monkeypatch.setattr(onnx_module, "usable_cpus", lambda: 2)
+    made, making = threading.Event(), []
+    stream_sessions, tokenize = onnx_module.OnnxForward._stream_sessions, encoder_module.Encoder._tokenize
+
+    def sessions(self):
+        making.append(threading.current_thread().name)
+        made.set()
+        return stream_sessions(self)
+
+    def tokenizing(self, texts):
+        making.append(made.wait(30))  # the sessions are made meanwhile, on their own thread
+        return tokenize(self, texts)
+
+    monkeypatch.setattr(onnx_module.OnnxForward, "_stream_sessions", sessions)
+    monkeypatch.setattr(encoder_module.Encoder, "_tokenize", tokenizing)
+    np.testing.assert_allclose(encoder.encode(texts, batch_size=4), expected, atol=1e-5)
+    assert making == ["encodr-sessions", True] and len(encoder.forward._streams) == 2
+    encoder.encode(texts, batch_size=4)  # made once: the next bulk encode waits for nothing
+    assert making == ["encodr-sessions", True, True]
+
+
+def test_stream_sessions_that_fail_on_their_thread_fail_the_encode(tiny_model, monkeypatch):
+    import encodr.models.encoder as encoder_module
+    import encodr.models.onnx as onnx_module
+
+    encoder = load_encoder(str(tiny_model), backend="onnx")
+    monkeypatch.setattr(encoder_module, "STREAM_BATCHES", 2)
+    monkeypatch.setattr(onnx_module, "usable_cpus", lambda: 2)
+
+    def failing(self):
+        raise RuntimeError("no session")
+
+    monkeypatch.setattr(onnx_module.OnnxForward, "_stream_sessions", failing)
+    with pytest.raises(RuntimeError, match="no session"):
+        encoder.encode(TEXTS * 3, batch_size=4)
+
+
 def test_a_thread_that_chose_its_threads_runs_its_batches_itself(tiny_model, monkeypatch):
     import encodr.models.onnx as onnx_module
 
