@@ -55,7 +55,10 @@ class LanguageWorker:
             self._start(None if preload is None else sorted(preload))
 
     def _start(self, preload: list[str] | None) -> None:
-        """Start the child (nothing raised: without one, calls run here)."""
+        """Start the child (nothing raised: without one, calls run here). POSIX only: the
+        child reads and writes the pipes' descriptors it inherits."""
+        if os.name != "posix":
+            return
         reads, requests = os.pipe()  # this process writes requests, the child reads them
         answers, writes = os.pipe()  # the child writes answers, this process reads them
         root = str(Path(__file__).resolve().parents[2])  # the folder encodr is imported from, for the child too
