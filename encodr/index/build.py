@@ -571,7 +571,7 @@ def _write_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
                 roots=spec.roots,
                 detector=detector,
             ) as ingest:
-                reconcile = Reconcile(ingest.texts, plan.roots, text_hash, unread=set(plan.unread))
+                reconcile = Reconcile(ingest.texts, plan.roots, text_hash, new=old is None, unread=set(plan.unread))
                 if spec.options.engine == "ray":
                     _read_on_ray(spec, plan, ingest, reconcile, step, old)
                 else:

@@ -142,11 +142,14 @@ class Reconcile:
         roots: with ``sync``, the absolute paths given: a stored document whose file lies under
             one of them and was not seen is removed. ``None``: nothing is removed (``--add``).
         hash_text: the text hash the store deduplicates by (``ingest.text_hash``).
+        new: the store held no document when the write began (a new index): no document is
+            looked up in it, since only this write's can be there (and :attr:`seen` holds those).
     """
 
     store: TextStore
     roots: list[str] | None
     hash_text: Callable[[str], str]
+    new: bool = False
     counts: Counts = field(default_factory=Counts)
     replaced: list[str] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
@@ -191,7 +194,7 @@ class Reconcile:
         if doc in self.seen:  # the same id twice in one read: both occurrences' passages are the document's
             yield from self._stage(doc, records)
             return
-        old = self.store.documents_info([doc]).get(doc)
+        old = None if self.new else self.store.documents_info([doc]).get(doc)
         self.seen.add(doc)
         if old is not None and old[0] == content:
             self.counts.unchanged += 1

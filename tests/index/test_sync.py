@@ -152,6 +152,23 @@ def test_a_changed_document_keeps_its_unchanged_passages_encoded_once(tmp_path, 
     assert [h.ext_id for h in keyword(out, "document", filters=["year=2024"])] == ["d3"]
 
 
+def test_a_new_index_looks_up_no_stored_document_and_a_sync_does(tmp_path, tiny_model, monkeypatch):
+    from encodr.index.texts import TextStore
+
+    corpus = tmp_path / "c.jsonl"
+    rows = [{"_id": f"d{i}", "text": f"document {i} text"} for i in range(4)] + [{"_id": "d1", "text": "more of d1"}]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    looked_up, info = [], TextStore.documents_info
+    monkeypatch.setattr(TextStore, "documents_info", lambda self, ids: looked_up.extend(ids) or info(self, ids))
+    meta = build([str(corpus)], tmp_path / "idx", BuildOptions(model=str(tiny_model)))
+    assert looked_up == [] and (meta["added"], meta["count"]) == (4, 5)  # d1 read twice: one document, both its texts
+    rows[2]["text"] = "document 2 has new words"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    meta = build([str(corpus)], tmp_path / "idx", BuildOptions(write="sync"))
+    assert sorted(looked_up) == ["d0", "d1", "d2", "d3"]
+    assert (meta["unchanged"], meta["updated"], meta["encoded"]) == (3, 1, 1)
+
+
 def test_a_text_shared_by_two_documents_goes_with_the_last(tmp_path, tiny_model):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(
