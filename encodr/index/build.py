@@ -633,7 +633,7 @@ def _settle(
     meta.languages = ingest.texts.languages()
     meta.updated = time.strftime("%Y-%m-%d %H:%M:%S")
     keywords_started = time.time()
-    ingest.texts.build_keywords()
+    ingest.texts.build_keywords(written=old is None and not len(deleted))  # a new index's entries were written as it read
     meta.keywords = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
     meta.prompts = plan.prompts
     keyword_seconds = round(time.time() - keywords_started, 2)

@@ -367,7 +367,7 @@ class Ingest:
             for i, (r, h) in enumerate(fresh)
         ]
         self.split_documents.update(r.ext_id for r, _ in fresh if r.start is not None)
-        self.texts.insert(rows)
+        self.texts.insert(rows, keywords=self.old is None)  # a new index's keyword entries too, while it encodes
         return langs
 
     def _vectors(self, labels: Future, vectors: np.ndarray, first: int) -> None:

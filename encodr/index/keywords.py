@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Callable
+from typing import Callable, Iterable
 
 KEYWORD_TABLE = "texts_fts"
 # FTS5's Unicode tokenizer, after keyword_terms: splits on spaces, folds case, drops diacritics.
@@ -236,21 +236,52 @@ def keyword_expression(query: str, lang: str | None = None, weightless: Callable
     return required or alternatives
 
 
+def keyword_table(conn) -> None:
+    """Make the keyword index's table of a store where it is missing: SQLite FTS5, external
+    content (``content='texts'``: the analysed terms are indexed, the text itself is stored once,
+    in ``texts``)."""
+    conn.execute(
+        f"create virtual table if not exists {KEYWORD_TABLE} using fts5(text, content='texts', content_rowid='id', "
+        f"tokenize='{KEYWORD_TOKENIZER}')"
+    )
+
+
+def indexed_text(text: str, section: str | None) -> str:
+    """The text a row's keyword entry analyses: its heading path's words, then its own."""
+    return text if section is None else f"{section} {text}"
+
+
+def keyword_entries(rows: Iterable[tuple[int, str, str | None]]) -> list[tuple[int, str]]:
+    """(id, :func:`keyword_text`) of each row given as (id, :func:`indexed_text`, language): the
+    entries :func:`add_keywords` writes (the analysis, kept apart from the write so that a writer
+    does it outside the store's lock)."""
+    return [(i, keyword_text(text, lang)) for i, text, lang in rows]
+
+
+def add_keywords(conn, entries: Iterable[tuple[int, str]]) -> None:
+    """Write the keyword entries (:func:`keyword_entries`) of rows just stored, making the table
+    where it is missing (:func:`build_keywords` writes the same for every row)."""
+    keyword_table(conn)
+    conn.executemany(f"insert into {KEYWORD_TABLE}(rowid, text) values (?, ?)", entries)
+
+
+def drop_keywords(conn, entries: Iterable[tuple[int, str]]) -> None:
+    """Take out the keyword entries (id, the analysed text they were written with) of rows
+    still stored: FTS5 takes an external-content row's entry out given the terms it indexed."""
+    conn.executemany(f"insert into {KEYWORD_TABLE}({KEYWORD_TABLE}, rowid, text) values ('delete', ?, ?)", entries)
+
+
 def build_keywords(conn) -> None:
-    """(Re)build the keyword index of a store: an SQLite FTS5 table whose rows are the
-    :func:`keyword_text` of ``texts.text`` in each row's language, ranked by ``bm25()``
-    (k1 = 1.2, b = 0.75). External content (``content='texts'``): the analysed terms are
-    indexed, the text itself is stored once, in ``texts``. Runs inside the generation being
-    written, so it changes atomically with the vectors.
+    """(Re)build the keyword index of a store: an SQLite FTS5 table (:func:`keyword_table`)
+    whose rows are the :func:`keyword_text` of ``texts.text`` in each row's language, ranked by
+    ``bm25()`` (k1 = 1.2, b = 0.75). Runs inside the generation being written, so it changes
+    atomically with the vectors.
 
     Args:
         conn: an ``sqlite3.Connection`` to the store being written.
     """
     conn.create_function("encodr_keyword_text", 2, keyword_text, deterministic=True)
-    conn.execute(
-        f"create virtual table if not exists {KEYWORD_TABLE} using fts5(text, content='texts', content_rowid='id', "
-        f"tokenize='{KEYWORD_TOKENIZER}')"
-    )
+    keyword_table(conn)
     conn.execute(f"insert into {KEYWORD_TABLE}({KEYWORD_TABLE}) values ('delete-all')")
     conn.execute(
         f"insert into {KEYWORD_TABLE}(rowid, text) select id, encodr_keyword_text(coalesce(section || ' ', '') || "

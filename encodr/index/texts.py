@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .keywords import KEYWORD_TABLE, build_keywords
+from .keywords import KEYWORD_TABLE, add_keywords, build_keywords, drop_keywords, indexed_text, keyword_entries
 from .postings import Postings, alternatives
 
 # The one table: vector i of the FAISS index is row id i. lang_detected = 1: the language came
@@ -86,6 +86,7 @@ class TextStore:
         self._scopes = 0  # temporary id tables made (:meth:`scope_table`)
         self._frequencies: tuple[tuple[int, int], dict[str, int]] | None = None  # (totals, n(t)): :meth:`weightless_terms`
         self.read_only = False  # opened by :meth:`open`
+        self.keywords_written = False  # keyword entries written with the texts (insert(keywords=True))
         self.holds_postings = False  # keyword_hits scores from held postings (:meth:`hold_postings`)
         self._postings: Postings | None = None  # a reader's keyword postings held in memory (:meth:`keyword_hits`)
 
@@ -295,12 +296,19 @@ class TextStore:
             found.update(h for (h,) in self._all(f"select hash from texts where hash in ({','.join('?' * len(part))})", part))
         return found
 
-    def insert(self, rows: list[dict]) -> None:
-        """Store ``rows`` (dicts of :data:`TEXTS_COLUMNS`' keys) and commit."""
+    def insert(self, rows: list[dict], keywords: bool = False) -> None:
+        """Store ``rows`` (dicts of :data:`TEXTS_COLUMNS`' keys) and commit; with ``keywords``,
+        their keyword entries too (:func:`~.keywords.add_keywords`: a new index's writer thread
+        analyses them while the corpus encodes; :meth:`build_keywords` then keeps them)."""
         names = list(TEXTS_COLUMNS)
         sql = f"insert into texts ({', '.join(names)}) values ({', '.join('?' * len(names))})"
+        rows_in = ((row["id"], indexed_text(row["text"], row.get("section")), row.get("lang")) for row in rows)
+        entries = keyword_entries(rows_in) if keywords else []
         with self._lock:
             self.conn.executemany(sql, [tuple(row.get(name) for name in names) for row in rows])
+            if keywords:
+                add_keywords(self.conn, entries)
+                self.keywords_written = True
             self.conn.commit()
 
     def detected_labels(self) -> list[tuple[str, float | None, int]]:
@@ -328,23 +336,36 @@ class TextStore:
 
     def relabel_detected(self, detect: Callable[[list[str]], list[str]], chunk: int = 10_000) -> None:
         """Give every detected text the language ``detect`` (texts → ISO 639-3 codes) finds,
-        ``chunk`` texts at a time (the second detection pass of a build), and commit."""
+        ``chunk`` texts at a time (the second detection pass of a build), and commit; keyword
+        entries written with the texts (:meth:`insert`) are analysed again where the language
+        changed."""
         last = self._all("select max(id) from texts")[0][0]
         for start in range(0, (last or 0) + 1, chunk):
-            rows = self._all("select id, text from texts where lang_detected = 1 and id >= ? and id < ?", (start, start + chunk))
+            rows = self._all(
+                "select id, text, section, lang from texts where lang_detected = 1 and id >= ? and id < ?", (start, start + chunk)
+            )
             if rows:
-                codes = detect([text for _, text in rows])
+                codes = detect([text for _, text, _, _ in rows])
+                changed = [(i, indexed_text(text, section), old, new) for (i, text, section, old), new in zip(rows, codes)]
+                changed = [row for row in changed if row[2] != row[3]]
+                if self.keywords_written:  # the entries written with the old languages, and the new ones
+                    was = keyword_entries((i, text, old) for i, text, old, _ in changed)
+                    now = keyword_entries((i, text, new) for i, text, _, new in changed)
                 with self._lock:
-                    self.conn.executemany(
-                        "update texts set lang = ? where id = ?", [(code, i) for code, (i, _) in zip(codes, rows)]
-                    )
+                    self.conn.executemany("update texts set lang = ? where id = ?", [(new, i) for i, _, _, new in changed])
+                    if self.keywords_written:
+                        drop_keywords(self.conn, was)
+                        add_keywords(self.conn, now)
         with self._lock:
             self.conn.commit()
 
-    def build_keywords(self) -> None:
-        """(Re)build the keyword index over every stored text (:func:`~.keywords.build_keywords`)."""
-        with self._lock:
-            build_keywords(self.conn)
+    def build_keywords(self, written: bool = False) -> None:
+        """(Re)build the keyword index over every stored text (:func:`~.keywords.build_keywords`),
+        or with ``written`` keep the entries :meth:`insert` wrote with every text (a new index
+        none of whose texts was deleted since)."""
+        if not (written and self.keywords_written):
+            with self._lock:
+                build_keywords(self.conn)
         self.has_keywords = True
 
     # reading

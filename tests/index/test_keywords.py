@@ -167,3 +167,55 @@ def test_a_word_finds_the_code_that_names_it_inside_an_identifier(tmp_path, tiny
     assert run_cli(["index", str(code), "--model", str(tiny_model), "--out", str(out)], capsys, monkeypatch)[0] == 0
     _, stdout, _ = run_cli(["search", "scores", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch)
     assert [h["path"] for h in json.loads(stdout)["results"][0]["hits"]] == ["scoring.py"]
+
+
+def _keyword_instances(store) -> list[tuple]:
+    """Every (term, row, column, offset) the store's keyword index holds."""
+    store.conn.execute("create virtual table if not exists temp.instances using fts5vocab(main, texts_fts, instance)")
+    return sorted(store.conn.execute("select term, doc, col, offset from temp.instances"))
+
+
+def test_keyword_entries_written_with_the_texts_are_a_rebuilds_after_a_relabel(tmp_path):
+    from encodr.index.texts import TextStore
+
+    store = TextStore.create(tmp_path / "texts.db")
+    texts = [
+        ("The federations renamed themselves.", "lat", "History › Argentina"),
+        ("Studies of plant species", "eng", None),
+        ("Die Häuser am Fluss", "deu", ""),
+        ("The anarchists studied libertarian federations.", "lat", None),
+    ]
+    rows = [
+        {"id": i, "text": t, "lang": lang, "section": section, "hash": f"h{i}", "lang_detected": 1, "source": "f", "line": i}
+        for i, (t, lang, section) in enumerate(texts)
+    ]
+    store.insert(rows[:2], keywords=True)
+    store.insert(rows[2:], keywords=True)  # a window at a time, as a build's writer stores them
+    assert store.keywords_written
+    store.relabel_detected(lambda batch: ["deu" if "Häuser" in t else "eng" for t in batch])  # Latin → English
+    store.build_keywords(written=True)
+    written = _keyword_instances(store)
+    assert ("feder", 0, "text", 3) in written and ("histori", 0, "text", 0) in written  # stemmed as English, heading first
+    store.build_keywords()  # every entry analysed again from the stored rows
+    assert _keyword_instances(store) == written
+
+
+def test_a_new_index_keeps_the_keyword_entries_its_writer_made(tmp_path, tiny_model, monkeypatch):
+    import shutil
+
+    from encodr.index import texts as texts_module
+    from encodr.index.reader import STORE_FILE
+    from encodr.outputs import current_generation
+
+    rebuilt = []
+    build_keywords = texts_module.build_keywords
+    monkeypatch.setattr(texts_module, "build_keywords", lambda conn: rebuilt.append(1) or build_keywords(conn))
+    docs = [{"_id": f"d{i}", "text": f"Pumps and valves, page {i}", "lang": "eng"} for i in range(6)]
+    searcher = indexed(docs, tmp_path, tiny_model)
+    hits = searcher.query(["valve 4"], SearchOptions(k=2, mode="keyword", lang=None))[1][0]
+    assert rebuilt == [] and hits[0].ext_id == "d4"
+    shutil.copy(current_generation(tmp_path / "idx") / STORE_FILE, tmp_path / "copy.db")
+    copy = texts_module.TextStore.create(tmp_path / "copy.db")
+    written = _keyword_instances(copy)
+    copy.build_keywords()
+    assert rebuilt == [1] and _keyword_instances(copy) == written and len(written) == 6 * 5
