@@ -273,18 +273,17 @@ def drop_keywords(conn, entries: Iterable[tuple[int, str]]) -> None:
 
 def build_keywords(conn) -> None:
     """(Re)build the keyword index of a store: an SQLite FTS5 table (:func:`keyword_table`)
-    whose rows are the :func:`keyword_text` of ``texts.text`` in each row's language, ranked by
-    ``bm25()`` (k1 = 1.2, b = 0.75). Runs inside the generation being written, so it changes
-    atomically with the vectors.
+    whose rows are the :func:`keyword_text` of each row's :func:`indexed_text` (its heading
+    path's words count) in its language, ranked by ``bm25()`` (k1 = 1.2, b = 0.75). Runs inside
+    the generation being written, so it changes atomically with the vectors.
 
     Args:
         conn: an ``sqlite3.Connection`` to the store being written.
     """
-    conn.create_function("encodr_keyword_text", 2, keyword_text, deterministic=True)
+    conn.create_function(
+        "encodr_keyword_text", 3, lambda text, section, lang: keyword_text(indexed_text(text, section), lang), deterministic=True
+    )
     keyword_table(conn)
     conn.execute(f"insert into {KEYWORD_TABLE}({KEYWORD_TABLE}) values ('delete-all')")
-    conn.execute(
-        f"insert into {KEYWORD_TABLE}(rowid, text) select id, encodr_keyword_text(coalesce(section || ' ', '') || "
-        "text, lang) from texts"
-    )  # the heading path's words count
+    conn.execute(f"insert into {KEYWORD_TABLE}(rowid, text) select id, encodr_keyword_text(text, section, lang) from texts")
     conn.commit()
