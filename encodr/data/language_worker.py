@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -123,7 +124,9 @@ class LanguageWorker:
 def serve(reads: int, writes: int, preload: list[str] | None) -> None:
     """The child's loop: read the models ``preload`` names, then answer each request
     ``(name, args)`` with ``(True, result)``, or ``(False, None)`` where the call raised, until
-    the requests' pipe closes."""
+    the requests' pipe closes. Ctrl-C, which the terminal sends the build's whole process group,
+    is left to the build: it stops the child as it stops (:meth:`LanguageWorker.close`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     requests, answers = Connection(reads, writable=False), Connection(writes, readable=False)
     try:
         language.load_models(preload)

@@ -48,6 +48,16 @@ def test_an_error_in_the_worker_is_raised_here_as_the_function_raises_it(worker)
     assert worker.call("detect_languages", ["Die Kinder spielen im Garten."], ["eng", "deu"]) == ["deu"]  # still serving
 
 
+def test_ctrl_c_is_left_to_the_build_which_stops_the_worker(worker):
+    import os
+    import signal
+
+    assert worker.call("detect_languages", ["Die Kinder spielen im Garten."], ["eng", "deu"]) == ["deu"]  # its loop is on
+    os.kill(worker.process.pid, signal.SIGINT)  # what the terminal sends the build's process group
+    assert worker.call("detect_languages", ["The children play in the garden."], ["eng", "deu"]) == ["eng"]
+    assert worker.process is not None and worker.process.poll() is None  # answered by the worker, still running
+
+
 def test_calls_run_here_once_the_worker_died():
     detector = LanguageWorker(preload=["eng", "deu"])
     detector.process.kill()
