@@ -29,7 +29,9 @@ from typing import Iterable
 
 from . import language
 
-WORKER_BYTES = 100_000  # inputs of this many bytes (about 1,000 sentences) or more get a worker (fewer: it costs more)
+# inputs of this many bytes or more get a worker: about language.SAMPLE sentences, from where a new index's first pass
+# uses the low-accuracy models the worker reads as it starts (fewer texts are labelled in high-accuracy mode)
+WORKER_BYTES = 100_000
 CALLS = {  # what a worker may be asked to run
     "labelled": language.labelled,
     "detect_languages": language.detect_languages,
