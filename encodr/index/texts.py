@@ -346,8 +346,9 @@ class TextStore:
             )
             if rows:
                 codes = detect([text for _, text, _, _ in rows])
-                changed = [(i, indexed_text(text, section), old, new) for (i, text, section, old), new in zip(rows, codes)]
-                changed = [row for row in changed if row[2] != row[3]]
+                changed = [
+                    (i, indexed_text(text, section), old, new) for (i, text, section, old), new in zip(rows, codes) if old != new
+                ]
                 if self.keywords_written:  # the entries written with the old languages, and the new ones
                     was = keyword_entries((i, text, old) for i, text, old, _ in changed)
                     now = keyword_entries((i, text, new) for i, text, _, new in changed)

@@ -646,7 +646,8 @@ class Encoder:
         prompted = prompt is None and getattr(self.st, "default_prompt_name", None) is not None
         if not prompted and self._gpu_pool() is not None:
             return self._encode_pipelined(texts, out, on_batch)
-        if not prompted and -(-len(texts) // batch_size) >= STREAM_BATCHES and hasattr(self.forward, "prepare_streams"):
+        bulk = not prompted and -(-len(texts) // batch_size) >= STREAM_BATCHES  # batches enough to run on streams
+        if bulk and hasattr(self.forward, "prepare_streams"):
             self.forward.prepare_streams()  # its sessions made while the texts are tokenized
         features = self._tokenize(texts)
         lengths = np.fromiter((len(x) for x in features["input_ids"]), dtype=np.int64, count=len(texts))
@@ -662,7 +663,7 @@ class Encoder:
                 return self.forward.prompted([texts[i] for i in rows])
             return self.forward({name: [values[i] for i in rows] for name, values in features.items()})
 
-        streams = 1 if prompted or len(batches) < STREAM_BATCHES else self._streams()
+        streams = self._streams() if bulk else 1
         passes = ((rows, run(rows)) for rows in batches) if streams == 1 else streamed(run, batches, streams, self.forward)
         for rows, vectors in passes:
             out[rows] = vectors if self.truncate_dim is None else truncated(vectors, self.truncate_dim)

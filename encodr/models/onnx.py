@@ -287,9 +287,11 @@ class OnnxForward:
         between calls) and lose less to a second program than 2 threads that wait for each other
         in every operator (``bench/notes/index_process.md``). The sessions are made on the first
         call (compiled once more, for OpenVINO) and kept."""
-        if usable_cpus() < 2 or getattr(self._local, "session", None) is not None:
-            return 1
-        return len(self._made_streams())
+        return 1 if self._one_stream() else len(self._made_streams())
+
+    def _one_stream(self) -> bool:
+        """Whether a bulk encode runs one pass at a time: one CPU, or a thread that chose its threads."""
+        return usable_cpus() < 2 or getattr(self._local, "session", None) is not None
 
     def _made_streams(self) -> list:
         with self._making:
@@ -303,7 +305,7 @@ class OnnxForward:
         (onnxruntime and OpenVINO load a graph without holding the GIL). Nothing where
         :meth:`streams` would make none or they are made. An error is left to :meth:`streams`,
         which makes them again and raises it."""
-        if usable_cpus() < 2 or getattr(self._local, "session", None) is not None or self._streams is not None:
+        if self._one_stream() or self._streams is not None:
             return
 
         def make() -> None:
