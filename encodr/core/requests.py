@@ -299,6 +299,8 @@ class IndexRequest(Request):
     batch_size: int | None = declared(BuildOptions, "batch_size", fronts=CLI_TUI)
     backend: str = declared(BuildOptions, "backend", fronts=CLI_TUI)
     glob: str | None = declared(BuildOptions, "glob", fronts=CLI_TUI)
+    no_ignore: bool = declared(BuildOptions, "no_ignore", fronts=CLI_TUI)
+    max_file_size: int = declared(BuildOptions, "max_file_size", fronts=CLI_TUI)
     whole: bool = declared(BuildOptions, "whole", fronts=CLI_TUI)
     documents: bool = declared(Layout, "documents", fronts=CLI_TUI)
     records: bool = declared(Layout, "records", fronts=CLI_TUI)

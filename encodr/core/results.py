@@ -501,7 +501,7 @@ class SearchResult(Result):
                 [
                     str(h.rank),
                     f"{h.score:.4f}",
-                    h.lang or "",
+                    shown_lang(h),
                     *([title] if titled else []),
                     text,
                     where(h, not self.snippet) + judged_mark(h),
@@ -535,6 +535,14 @@ class SearchResult(Result):
         :attr:`snippet` is 0."""
         lines = (self.first_snippet or self.snippet) if first and self.snippet else self.snippet
         return hit_snippet(h, q.query, lines, self.line_width, q.lang)
+
+
+def shown_lang(hit: Hit) -> str:
+    """The language a hit's card shows: its text's, and none for source code, whose words are
+    analysed as English (:data:`encodr.data.code.CODE_LANG`) without being prose in it."""
+    from ..data.code import code_language
+
+    return "" if code_language(hit.source or "") else hit.lang or ""
 
 
 class ScoreResult(Result):

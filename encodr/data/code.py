@@ -71,7 +71,79 @@ CODE_LANGUAGES = {
     ".groovy": "groovy",
     ".vue": "vue",
     ".svelte": "svelte",
+    # Cython is Python with C declarations: no grammar of its own; Python's recovers around them
+    ".pyx": "python",
+    ".pxd": "python",
+    ".pxi": "python",
+    ".ada": "ada",
+    ".adb": "ada",
+    ".ads": "ada",
+    ".as": "actionscript",
+    ".cls": "apex",
+    ".ino": "arduino",
+    ".asm": "asm",
+    ".s": "asm",
+    ".astro": "astro",
+    ".cairo": "cairo",
+    ".clar": "clarity",
+    ".lisp": "commonlisp",
+    ".cl": "commonlisp",
+    ".cu": "cuda",
+    ".cuh": "cuda",
+    ".d": "d",
+    ".elm": "elm",
+    ".fnl": "fennel",
+    ".f": "fortran",
+    ".f90": "fortran",
+    ".f95": "fortran",
+    ".f03": "fortran",
+    ".fs": "fsharp",
+    ".fsx": "fsharp",
+    ".fsi": "fsharp_signature",
+    ".gd": "gdscript",
+    ".gleam": "gleam",
+    ".glsl": "glsl",
+    ".vert": "glsl",
+    ".frag": "glsl",
+    ".hack": "hack",
+    ".ha": "hare",
+    ".hx": "haxe",
+    ".hlsl": "hlsl",
+    ".janet": "janet",
+    ".luau": "luau",
+    ".m": "objc",
+    ".mm": "objc",
+    ".mli": "ocaml_interface",
+    ".odin": "odin",
+    ".pas": "pascal",
+    ".pony": "pony",
+    ".purs": "purescript",
+    ".rkt": "racket",
+    ".scm": "scheme",
+    ".ss": "scheme",
+    ".sol": "solidity",
+    ".nut": "squirrel",
+    ".bzl": "starlark",
+    ".star": "starlark",
+    ".tcl": "tcl",
+    ".sv": "verilog",
+    ".svh": "verilog",
+    ".vhd": "vhdl",
+    ".vhdl": "vhdl",
+    ".wgsl": "wgsl",
+    ".sql": "sql",
+    ".proto": "proto",
+    ".thrift": "thrift",
+    ".graphql": "graphql",
+    ".nix": "nix",
+    ".tf": "hcl",
+    ".hcl": "hcl",
 }
+# Left unread, each for its reason: data and configuration (JSON, YAML, TOML, INI, CSV, XML: no
+# definitions to cut along, and mostly values, not words), style sheets (CSS, SCSS), files named
+# without a suffix (Makefile, Dockerfile), Verilog's and V's shared ``.v`` and MATLAB's ``.m``
+# (Objective-C's here) where one suffix names two languages, and Markdown, HTML and
+# reStructuredText, which are read as documents.
 CODE_SUFFIXES = tuple(CODE_LANGUAGES)
 
 # definitions that hold others: their methods are sections of their own
@@ -121,6 +193,10 @@ WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
 # the nodes that hold a definition's members (a class body, a Rust impl's list, a Ruby body)
 BODIES = ("block", "class_body", "declaration_list", "body_statement", "field_declaration_list", "statement_block")
 SEPARATOR = "."
+# the language a passage of source code is labelled with, never detected: its identifiers and
+# comments are analysed (stemmed) as English, as code is mostly written; a front end shows no
+# language for it (it is not prose in English)
+CODE_LANG = "eng"
 _WORD = re.compile(r"\w")
 
 
@@ -177,17 +253,43 @@ def _walk(node, prefix: str, data: bytes, cuts: list[tuple[int, str]]) -> None:
     name) and where the code after it starts again (with ``prefix``, the enclosing name)."""
     for child in node.named_children:
         inner = _unwrapped(child)
-        if inner.type not in CONTAINERS and inner.type not in LEAVES:
+        assigned = _assigned_name(inner, data)
+        if inner.type not in CONTAINERS and inner.type not in LEAVES and assigned is None:
             if inner.type not in ("comment", "block_comment", "line_comment"):
                 _walk_body(child, prefix, data, cuts)
             continue
-        name = _name(inner, data)
+        name = assigned or _name(inner, data)
         qualified = f"{prefix}{SEPARATOR}{name}" if prefix and name else (name or prefix)
         start = _leading_comments(child, data)
         cuts.append((start, qualified))
         if inner.type in CONTAINERS:
             _walk(inner, qualified, data, cuts)
         cuts.append((child.end_byte, prefix))
+
+
+ASSIGNED_FUNCTIONS = ("function_expression", "function", "arrow_function", "generator_function")
+
+
+def _assigned_name(node, data: bytes) -> str | None:
+    """The name a function is assigned to, where ``node`` is such a statement and the tree
+    says so: JavaScript's ``res.redirect = function redirect(url) {…}`` (``res.redirect``; a
+    chain ``a = b = function…`` is named by its first target) and ``const parse = (s) => …``
+    (``parse``); None for any other node."""
+    target, value = None, None
+    if node.type == "expression_statement" and node.named_children:
+        expr = node.named_children[0]
+        if expr.type == "assignment_expression":
+            target = expr.child_by_field_name("left")
+            value = expr.child_by_field_name("right")
+            while value is not None and value.type == "assignment_expression":
+                value = value.child_by_field_name("right")
+    elif node.type in ("lexical_declaration", "variable_declaration") and len(node.named_children) == 1:
+        declarator = node.named_children[0]
+        if declarator.type == "variable_declarator":
+            target, value = declarator.child_by_field_name("name"), declarator.child_by_field_name("value")
+    if target is None or value is None or value.type not in ASSIGNED_FUNCTIONS or target.end_byte - target.start_byte > 120:
+        return None
+    return data[target.start_byte : target.end_byte].decode("utf-8", "replace")
 
 
 def _walk_body(node, prefix: str, data: bytes, cuts: list[tuple[int, str]]) -> None:
@@ -208,10 +310,15 @@ def _unwrapped(node):
 
 
 def _leading_comments(node, data: bytes) -> int:
-    """Where ``node``'s definition starts with the comments directly above it (no blank line)."""
+    """Where ``node``'s definition starts with the comments directly above it (no blank line;
+    a ``/**`` doc comment may stand one blank line above, as JSDoc often does)."""
     start = node.start_byte
     prev = node.prev_named_sibling
-    while prev is not None and "comment" in prev.type and data[prev.end_byte : start].count(b"\n") <= 1:
+    while (
+        prev is not None
+        and "comment" in prev.type
+        and data[prev.end_byte : start].count(b"\n") <= (2 if data[prev.start_byte : prev.start_byte + 3] == b"/**" else 1)
+    ):
         start = prev.start_byte
         prev = prev.prev_named_sibling
     return start
@@ -291,11 +398,12 @@ def definitions(text: str, language: str) -> list[Definition]:
     def visit(node, prefix: str) -> None:
         for child in node.named_children:
             inner = _unwrapped(child)
-            if inner.type not in CONTAINERS and inner.type not in LEAVES:
+            assigned = _assigned_name(inner, data)
+            if inner.type not in CONTAINERS and inner.type not in LEAVES and assigned is None:
                 if child.type in BODIES:
                     visit(child, prefix)
                 continue
-            name = _name(inner, data)
+            name = assigned or _name(inner, data)
             qualified = f"{prefix}{SEPARATOR}{name}" if prefix and name else (name or prefix)
             start, end = to_char(_leading_comments(child, data)), to_char(child.end_byte)
             doc_start, doc_end, doc = _documentation(inner, child, data, to_char)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ..cpus import usable_cpus
-from ..errors import EncodrError
+from ..errors import EncodrError, S
 from .code import CODE_SUFFIXES, code_language, code_sections
 from .records import Layout, Record, read_records
 
@@ -41,6 +41,10 @@ SPLIT_BATCH = 256  # records split together, spread over threads (split_records)
 SPLIT_THREADS = 16  # at most this many splitting threads
 
 NOT_READ = "not a kind encodr reads"  # why a file of a folder is left out (encodr index --help lists the kinds it reads)
+EMPTY = "empty"  # a file with no text: counted, not a failure
+BINARY = "binary (a NUL byte in its first 8 kB)"
+TOO_LARGE = "over the size limit"
+TEXT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".txt", *CODE_SUFFIXES)  # size limit and binary probe apply
 Splitter = Callable[[str], list[tuple[int, str]]]
 
 
@@ -52,18 +56,30 @@ class Skipped:
     reason: str
 
 
-def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[Skipped]]:
+def expand(
+    paths: list[str], glob: str | None = None, no_ignore: bool = False, max_bytes: int | None = None
+) -> tuple[list[str], list[Skipped]]:
     """The files that ``paths`` name: files as given; folders walked recursively in sorted
-    order, keeping the files whose name matches ``glob`` (default: every kind encodr reads,
-    :data:`RECORD_SUFFIXES` and :data:`DOCUMENT_SUFFIXES`); hidden files and folders are left out.
+    order (:func:`.walk.walk`: ``.gitignore``, ``.ignore`` and ``.encodrignore`` honoured,
+    dependency and build folders and hidden files left out, unless ``no_ignore``), keeping the
+    files whose name matches ``glob`` (default: every kind encodr reads, :data:`RECORD_SUFFIXES`
+    and :data:`DOCUMENT_SUFFIXES`).
+
+    Args:
+        max_bytes: a file of a folder larger than this (source code, Markdown, HTML, plain
+            text) is skipped (:data:`TOO_LARGE`); None: no limit. A file named by itself is read
+            whatever its size.
 
     Returns:
-        (file paths, files of a folder skipped: another kind of file, e.g. an image).
+        (file paths, files of a folder skipped: another kind of file (:data:`NOT_READ`), an
+        empty one (:data:`EMPTY`), a binary one (:data:`BINARY`), one over ``max_bytes``).
 
     Raises:
         EncodrError: a path that does not exist, a file named here of a kind encodr does not
             read (naming the kinds it reads), or a folder with no file to read.
     """
+    from .walk import walk
+
     files: list[str] = []
     skipped: list[Skipped] = []
     for spec in paths:
@@ -75,10 +91,9 @@ def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[S
                 raise EncodrError(f"{spec}: not a kind encodr reads; it reads {kinds_read()} (rename a plain-text file to .txt)")
             files.append(str(p))
             continue
+        walked = walk(p, no_ignore, max_bytes, sized=lambda f: f.suffix.lower() in TEXT_SUFFIXES)
         found = 0
-        for f in sorted(x for x in p.rglob("*") if x.is_file()):
-            if any(part.startswith(".") for part in f.relative_to(p).parts):
-                continue
+        for f in map(Path, walked.files):
             if glob is not None:
                 if fnmatch.fnmatch(f.name, glob) or fnmatch.fnmatch(str(f.relative_to(p)), glob):
                     files.append(str(f))
@@ -88,9 +103,14 @@ def expand(paths: list[str], glob: str | None = None) -> tuple[list[str], list[S
                 found += 1
             else:
                 skipped.append(Skipped(str(f), NOT_READ))
+        skipped += [Skipped(f, EMPTY) for f in walked.empty if glob is None or fnmatch.fnmatch(Path(f).name, glob)]
+        skipped += [Skipped(f, BINARY) for f in walked.binary]
+        skipped += [Skipped(f, f"{TOO_LARGE} ({size / 1e6:.1f} MB)") for f, size in walked.large]
         if not found:
+            left = f" ({walked.ignored} left out by ignore rules; {S.no_ignore} reads them)" if walked.ignored else ""
             raise EncodrError(
-                f"{spec}: no file to read in this folder{f' matching {glob!r}' if glob else ''}; encodr reads {kinds_read()}"
+                f"{spec}: no file to read in this folder{f' matching {glob!r}' if glob else ''}{left}; "
+                f"encodr reads {kinds_read()}"
             )
     return files, skipped
 
@@ -460,7 +480,8 @@ def iter_records(
         if not doc.text.strip():
             if skipped is None:
                 raise EncodrError(f"{path}: no text in it (an empty document, or a PDF of scanned images); leave it out")
-            skipped.append(Skipped(path, "no text in it (an empty document, or a PDF of scanned images)"))
+            text_kind = Path(path).suffix.lower() in TEXT_SUFFIXES
+            skipped.append(Skipped(path, EMPTY if text_kind else "no text in it (an empty document, or a PDF of scanned images)"))
             return
         record = Record(doc.text, str(path), doc.first_line, str(path), lang, doc.title, meta=doc.meta or None)
         yield from document_passages(record, split, doc.pages, doc.sections)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from ..data.files import DOCUMENT_SUFFIXES, expand, passage_splitter
+from ..data.files import DOCUMENT_SUFFIXES, EMPTY, expand, passage_splitter
 from ..data.language import SMALL_CORPUS
 from ..data.language_worker import WORKER_BYTES, LanguageWorker
 from ..data.records import Record, read_records
@@ -67,6 +67,7 @@ SUMMARY = (
     "unchanged",
     "encoded",
     "skipped_duplicates",
+    "empty_files",
     "resumed",
     "passages",
     "split_documents",
@@ -167,7 +168,8 @@ def build(
             )
         if not update and o.engine == "local" and not isinstance(o.model, Encoder) and files:
             check_target(out, o.write == "overwrite", inputs=files, kind="index")  # before the model loads (seconds)
-            expanded = expand(list(files), o.glob)[0]  # what a model is chosen by, when none is named (_chosen_model)
+            # what a model is chosen by, when none is named (_chosen_model)
+            expanded = expand(list(files), o.glob, o.no_ignore, o.max_file_size)[0]
             loading = IndexSpec(expanded, out, o, warn, [f for f in expanded if f not in files])
             o = replace(o, model=_encoder_for(loading, None, _backend(loading, None))[0])  # loaded once, for every shard
         return build_sharded(files, out, o, progress, warn, build)
@@ -184,7 +186,7 @@ def build(
         check_target(out, o.write == "overwrite", inputs=files, kind="index")
     given = [f for f in files if Path(f).is_file()]
     given_paths = list(files)
-    files, skipped = expand(list(files), o.glob)
+    files, skipped = expand(list(files), o.glob, o.no_ignore, o.max_file_size)
     firsts = [
         next(iter(read_records(f, None, o.layout)), None) for f in given if Path(f).suffix.lower() not in DOCUMENT_SUFFIXES
     ]  # fail before any work
@@ -590,7 +592,7 @@ def _write_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
         keyword_seconds = 0.0
         sweep_generations(out)  # what a write would have swept: a killed write's folder, generations no reader holds now
     plan.shards.remove()  # the new generation is current: nothing left to resume
-    files_skipped = [{"path": s.path, "reason": s.reason} for s in spec.skipped]
+    files_skipped = [{"path": s.path, "reason": s.reason} for s in spec.skipped if s.reason != EMPTY]
     return {
         **meta.to_dict(),
         **reconcile.counts.as_dict(),
@@ -598,6 +600,7 @@ def _write_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
         "skipped_duplicates": ingest.skipped,
         "resumed": plan.shards.reused,
         "skipped_files": files_skipped,
+        "empty_files": sum(s.reason == EMPTY for s in spec.skipped),
         "seconds": round(time.time() - started, 2),
         "keyword_seconds": keyword_seconds,
         "path": str(out.resolve()),

@@ -16,6 +16,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from ..data.code import CODE_LANG, code_language
 from ..data.files import Skipped, iter_passages, iter_records
 from ..data.language import (
     DETECTOR,
@@ -333,7 +334,7 @@ class Ingest:
 
     def _label(self, fresh: list[tuple[Record, str]], first: int, whole_corpus: bool) -> list[str]:
         """Detect the languages the records lack and write their rows; each record's language."""
-        langs = [r.lang or self.lang for r, _ in fresh]
+        langs = [r.lang or self.lang or (CODE_LANG if code_language(r.source or "") else None) for r, _ in fresh]
         confidence: list[float | None] = [None] * len(fresh)
         unknown = [i for i, code in enumerate(langs) if code is None]
         if unknown:

@@ -26,6 +26,7 @@ MODES = ("dense", "keyword", "hybrid")
 DENSE, KEYWORD, HYBRID = MODES
 HYBRID_DEPTH = 100  # candidates taken from each list before fusion
 RERANK_DEPTH, RERANK_WEIGHT = 50, 1.0  # a re-ranker's depth and weight, unless given or tuned with it (SearchOptions.resolved)
+MAX_FILE_SIZE = 1_000_000  # bytes: a minified bundle or a data dump, not a file a person wrote
 KEYWORD_STATS = ("shard", "global")  # the term statistics BM25 scores by in a sharded index
 PASSAGES_PER_DOCUMENT = 4  # passages fetched per document asked for, before keeping each document's best
 FILTER_HELP = (
@@ -295,6 +296,16 @@ class BuildOptions:
     glob: str | None = setting(
         None,
         "In folders, read only files whose name matches this pattern (e.g. '*.pdf'; default: every kind encodr reads).",
+    )
+    no_ignore: bool = setting(
+        False,
+        "In folders, also read files .gitignore, .ignore and .encodrignore leave out, and dependency and build folders "
+        "(node_modules, vendor, dist, build, target, virtual environments).",
+    )
+    max_file_size: int = setting(
+        MAX_FILE_SIZE,
+        "In folders, skip source, Markdown, HTML and text files larger than this many bytes (one summary line).",
+        ge=1,
     )
     whole: bool = setting(
         False, "Index each text whole, cut at the model's window, instead of splitting longer texts into passages."
