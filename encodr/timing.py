@@ -17,7 +17,7 @@ from typing import Iterator
 
 # The phases of a search, in the order a query goes through them (a phase may be absent: no
 # keyword search in a dense one, no re-ranking without a re-ranker).
-PHASES = ("language", "encode", "dense", "keyword", "fusion", "rerank", "hits", "snippets", "highlights")
+PHASES = ("language", "encode", "dense", "keyword", "fusion", "ranking", "rerank", "hits", "snippets", "highlights")
 
 _open: ContextVar[dict[str, float] | None] = ContextVar("encodr_timings", default=None)
 

@@ -110,6 +110,7 @@ class SearchRequest(Request):
     rerank_depth: int | None = declared(SearchOptions, "rerank_depth", fronts=CLI_HTTP_MCP)
     rerank_weight: float | None = declared(SearchOptions, "rerank_weight", fronts=CLI_HTTP_MCP)
     passages: bool = declared(SearchOptions, "passages", fronts=CLI_HTTP_MCP)
+    code_ranking: bool = declared(SearchOptions, "code_ranking", fronts=CLI_HTTP_MCP)
     filter: list[str] | dict[str, Any] | None = declared(SearchOptions, "filter", None)
     full: bool = option(
         False,

@@ -632,6 +632,7 @@ def _settle(
     meta.deleted = len(ingest.texts.tombstones())
     meta.sources = sorted(set(meta.sources) | set(spec.roots or []))  # what it was built, added to and synced from
     meta.split_documents += len(ingest.split_documents)
+    meta.code = bool(meta.code) or ingest.code
     meta.passages += ingest.passages
     meta.languages = ingest.texts.languages()
     meta.updated = time.strftime("%Y-%m-%d %H:%M:%S")

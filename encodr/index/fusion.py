@@ -79,6 +79,7 @@ def fuse_arrays(
     lang_of: dict[int, str | None] | None = None,
     alpha: float | None = None,
     code: set[int] | frozenset = frozenset(),
+    code_alpha: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One ranking from a dense and a keyword ranking of the same corpus (the module's three
     fusions), computed over arrays: a query's candidates are scored at once, not one by one.
@@ -92,6 +93,8 @@ def fuse_arrays(
         alpha: the dense weight in [0, 1] (``zscore``, ``convex``); None: the declared ones
             (:data:`ZSCORE_ALPHA` and :data:`CODE_ALPHA`, :data:`CONVEX_ALPHA`).
         code: the candidates that are passages of source code (``zscore``'s :data:`CODE_ALPHA`).
+        code_alpha: ``zscore``'s dense weight for ``code`` in place of :data:`CODE_ALPHA`
+            (an identifier-shaped query: :mod:`.ranking`); ``alpha``, when given, wins.
 
     Returns:
         (ids int64 (u,), fused scores float64 (u,)) over the union of both lists, best first
@@ -114,7 +117,7 @@ def fuse_arrays(
         d_z = _standardised(np.where(np.isnan(d), floor, d))
         k_z = _standardised(np.maximum(np.nan_to_num(k), 0.0))
         k_z = np.where(other, np.maximum(k_z, d_z), k_z)
-        weight = np.full(len(union.ids), alpha) if alpha is not None else _code_weights(union.ids, code)
+        weight = np.full(len(union.ids), alpha) if alpha is not None else _code_weights(union.ids, code, code_alpha)
         score = _logistic(weight * d_z + (1 - weight) * k_z)
     else:
         a = CONVEX_ALPHA if alpha is None else alpha
@@ -177,11 +180,13 @@ def _pairs(ranked: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
     return np.fromiter((i for i, _ in ranked), np.int64, n), np.fromiter((s for _, s in ranked), np.float64, n)
 
 
-def _code_weights(ids: np.ndarray, code) -> np.ndarray:
-    """float64 (u,): :data:`CODE_ALPHA` for a candidate that is source code, else :data:`ZSCORE_ALPHA`."""
+def _code_weights(ids: np.ndarray, code, code_alpha: float | None = None) -> np.ndarray:
+    """float64 (u,): ``code_alpha`` (default :data:`CODE_ALPHA`) for a candidate that is source
+    code, else :data:`ZSCORE_ALPHA`."""
     if not code:
         return np.full(len(ids), ZSCORE_ALPHA)
-    return np.where(np.isin(ids, np.fromiter(code, np.int64, len(code))), CODE_ALPHA, ZSCORE_ALPHA)
+    alpha = CODE_ALPHA if code_alpha is None else code_alpha
+    return np.where(np.isin(ids, np.fromiter(code, np.int64, len(code))), alpha, ZSCORE_ALPHA)
 
 
 def _logistic(x: np.ndarray) -> np.ndarray:

@@ -273,6 +273,7 @@ class Ingest:
         self.raw = open(self.raw_path, "wb")
         self.added = self.skipped = self.passages = 0
         self.split_documents: set[str] = set()  # ids of the documents stored as several passages
+        self.code = False  # a passage of source code was stored
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-store")
         self.pending: Future | None = None
         self.admitted: tuple[Future, int] | None = None  # the window admit queued: its labels' future, its first id
@@ -334,7 +335,9 @@ class Ingest:
 
     def _label(self, fresh: list[tuple[Record, str]], first: int, whole_corpus: bool) -> list[str]:
         """Detect the languages the records lack and write their rows; each record's language."""
-        langs = [r.lang or self.lang or (CODE_LANG if code_language(r.source or "") else None) for r, _ in fresh]
+        code = [code_language(r.source or "") is not None for r, _ in fresh]
+        self.code = self.code or any(code)
+        langs = [r.lang or self.lang or (CODE_LANG if c else None) for (r, _), c in zip(fresh, code)]
         confidence: list[float | None] = [None] * len(fresh)
         unknown = [i for i, code in enumerate(langs) if code is None]
         if unknown:

@@ -78,6 +78,7 @@ def joined(metas: list[IndexMeta], count: int) -> IndexMeta:
         deleted=0,
         documents=sum(m.documents for m in metas),
         split_documents=sum(m.split_documents for m in metas),
+        code=any(m.code for m in metas) if all(m.code is not None for m in metas) else None,
         lang_detection={**first.lang_detection, "languages": detected} if first.lang_detection else None,
         languages=sorted({lang for m in metas for lang in m.languages}) or list(first.languages),
         keywords=first.keywords if all(m.has_keywords for m in metas) else None,

@@ -39,7 +39,9 @@ class IndexMeta:
             the languages it chose among (None with ``--lang``).
         backend: the forward pass the index was built with (its queries' default).
         count: vectors in the FAISS index (tombstones included); ``deleted``: tombstones;
-            ``documents``, ``passages`` and ``split_documents`` (documents cut into passages).
+            ``documents``, ``passages`` and ``split_documents`` (documents cut into passages);
+            ``code``: source code was indexed (its search runs the code-ranking stage; None:
+            not recorded, an index made before it was).
         sources: the folders and files indexed; ``languages``: the languages of the stored texts.
         keywords: the keyword index (engine, analyzer, tokenizer), None without one.
         prompts: ``{"query": …, "document": …}`` the model's prompts.
@@ -70,6 +72,7 @@ class IndexMeta:
     documents: int = 0
     passages: int = 0
     split_documents: int = 0
+    code: bool | None = None
     sources: list[str] = field(default_factory=list)
     languages: list[str] = field(default_factory=list)
     keywords: dict | None = None

@@ -105,6 +105,11 @@ class SearchOptions:
         ge=0,
         le=1,
     )
+    code_ranking: bool = setting(
+        True,
+        "Rank source code by the symbols it defines, its path and its file's other passages; tests, docs and copies "
+        "below the source (off: first-stage order).",
+    )
     passages: bool = setting(
         False,
         "Rank passages; by default an index of long documents split into passages ranks each document once, by its best passage.",

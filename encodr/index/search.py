@@ -211,6 +211,21 @@ class Hit:
         return self if rank == self.rank else self.made(rank, self.score, self.__dict__)
 
 
+def code_ranked(index: IndexReader, options: SearchOptions) -> bool:
+    """Whether a search of ``index`` with ``options`` runs the code-ranking stage: asked for
+    (``code_ranking``) and an index that holds source code, or may (made before it was recorded)."""
+    return options.code_ranking and index.meta.code is not False
+
+
+def identifier_alpha(query: str) -> float | None:
+    """The dense weight of source code in a hybrid search of ``query``: the code-ranking stage's
+    :attr:`~.ranking.CodeWeights.identifier_alpha` for an identifier-shaped query, else None
+    (the fusion's own)."""
+    from .ranking import WEIGHTS, read_query
+
+    return WEIGHTS.identifier_alpha if read_query(query).identifier else None
+
+
 @functools.lru_cache(maxsize=4096)
 def _is_code(source: str | None) -> bool:
     """Whether a stored text's ``source`` is a file of source code (by its suffix); a fusion asks
@@ -537,16 +552,19 @@ class Searcher:
         """The top ``options.k`` passages of each query by ``options.mode``, before any
         re-ranker: (q language codes, float32 (q, k) scores, int64 (q, k) row ids, −1 where
         there is no hit)."""
-        k, where = options.k, Where(options.hit_lang, options.filter)
+        where, ranked = Where(options.hit_lang, options.filter), code_ranked(index, options)
+        k = max(options.k, options.depth()) if ranked else options.k  # candidates for the code-ranking stage
         with phase("language"):
             langs = self.query_languages(queries, options.lang, index, options.mode)
         if options.mode == KEYWORD:
             with phase("keyword"):
-                return langs, *index.keyword_search(queries, k, where, langs, options.keyword_stats)
+                scores, ids = index.keyword_search(queries, k, where, langs, options.keyword_stats)
+            return langs, *self._code_ranked(index, queries, scores, ids, options)
         if options.mode == DENSE:
             with phase("encode"):
                 encoded = self._encode_queries(index, queries)
-            return langs, *self._dense_rows(encoded, langs, index, options)
+            scores, ids = self._dense_rows(encoded, langs, index, replace(options, k=k))
+            return langs, *self._code_ranked(index, queries, scores, ids, options)
         depth = options.depth()
         keyword = beside(index.keyword_search, queries, depth, where, langs, options.keyword_stats)
         try:
@@ -558,7 +576,31 @@ class Searcher:
             wait([keyword])  # the keyword half never outlives the search, an error's included
         k_scores, k_ids = keyword.result()
         with phase("fusion"):
-            return langs, *self._fused(index, langs, (d_scores, d_ids), (k_scores, k_ids), options)
+            fused = self._fused(index, queries, langs, (d_scores, d_ids), (k_scores, k_ids), options, ranked)
+        return langs, *self._code_ranked(index, queries, *fused, options)
+
+    @staticmethod
+    def _code_ranked(
+        index: IndexReader, queries: list[str], scores: np.ndarray, ids: np.ndarray, options: SearchOptions
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``options.k`` of each query's candidates ((q, n) scores and ids, −1: none)
+        after the code-ranking stage (:func:`.ranking.rank_code`), where it applies
+        (:func:`code_ranked`) and a query's candidates hold source code; else as given, cut to k."""
+        k = options.k
+        if not code_ranked(index, options):
+            return scores[:, :k], ids[:, :k]
+        from .ranking import rank_code
+
+        with phase("ranking"):
+            rows = index.rows(np.unique(ids), ("source", "path", "section"))
+            out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+            out_ids = np.full((len(queries), k), -1, dtype=np.int64)
+            for q, query in enumerate(queries):
+                found = ids[q] >= 0
+                ranked_ids, ranked_scores = rank_code(query, ids[q][found], scores[q][found], rows, _is_code)
+                n = min(k, len(ranked_ids))
+                out_ids[q, :n], out_scores[q, :n] = ranked_ids[:n], ranked_scores[:n]
+        return out_scores, out_ids
 
     def _documents(
         self, index: IndexReader, queries: list[str], options: SearchOptions, reranker
@@ -585,14 +627,19 @@ class Searcher:
     @staticmethod
     def _fused(
         index: IndexReader,
+        queries: list[str],
         langs: list[str],
         dense: tuple[np.ndarray, np.ndarray],
         keyword: tuple[np.ndarray, np.ndarray],
         options: SearchOptions,
+        ranked: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
         """(q, k) fused scores and ids of the dense and keyword (scores, ids) lists
-        (:func:`~.fusion.fuse_arrays`; id −1: no hit)."""
-        (d_scores, d_ids), (k_scores, k_ids), k = dense, keyword, options.k
+        (:func:`~.fusion.fuse_arrays`; id −1: no hit); with ``ranked`` (the code-ranking stage
+        follows), every candidate of both lists, and an identifier-shaped query's source code
+        fused with :attr:`.ranking.CodeWeights.identifier_alpha` (its keywords lead)."""
+        (d_scores, d_ids), (k_scores, k_ids) = dense, keyword
+        k = d_ids.shape[1] + k_ids.shape[1] if ranked else options.k
         rows = index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()])), ("lang", "source"))
         lang_of = {i: r["lang"] for i, r in rows.items()}
         code = {i for i, r in rows.items() if _is_code(r["source"])}  # source code: its own weight
@@ -609,6 +656,7 @@ class Searcher:
                 lang_of if present - {langs[q]} else None,
                 options.fusion_weight,
                 code,
+                identifier_alpha(queries[q]) if ranked else None,
             )
             n = min(k, len(ids))
             fused_ids[q, :n], fused_scores[q, :n] = ids[:n], scores[:n]
