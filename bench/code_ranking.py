@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def candidates(work: Path, repo: dict, modes: list[str]) -> dict:
     for q in repo["questions"]:
         entry = {}
         for mode in modes:
-            weights = GRID["identifier_alpha"] if mode == "hybrid" and read_query(q["q"]).identifier else (None,)
+            weights = (None, *GRID["identifier_alpha"]) if mode == "hybrid" and read_query(q["q"]).identifier else (None,)
             for alpha in weights:
                 options = SearchOptions(k=DEPTH, mode=mode, passages=True, code_ranking=False, fusion_weight=alpha)
                 hits = searcher.search([q["q"]], options)[0]
@@ -110,10 +111,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, required=True, help="repo_questions.py's --work folder (its indexes)")
     parser.add_argument("--out", type=Path, default=RESULTS / "code_ranking.json")
+    # the candidates are kept in --work/code_ranking_candidates.pkl: delete it after rebuilding the indexes
     args = parser.parse_args()
     repos = json.loads(SET.read_text())["repos"]
     modes = ["hybrid", "dense", "keyword"]
-    found = {r["name"]: candidates(args.work, r, modes) for r in repos}
+    cache = args.work / "code_ranking_candidates.pkl"
+    if cache.exists():
+        found = pickle.loads(cache.read_bytes())
+    else:
+        found = {r["name"]: candidates(args.work, r, modes) for r in repos}
+        cache.write_bytes(pickle.dumps(found))
     chosen, fitted = ascend(repos, found, WEIGHTS)
     folds = []
     for held in repos:
@@ -124,6 +131,7 @@ def main() -> None:
                 "held_out": held["name"],
                 "defaults": score_repo(held, found[held["name"]], WEIGHTS, "hybrid"),
                 "fitted on the others": score_repo(held, found[held["name"]], fold_weights, "hybrid"),
+                "weights": {k: v for k, v in dataclasses.asdict(fold_weights).items() if v != getattr(WEIGHTS, k)},
             }
         )
     rows = []
@@ -139,7 +147,10 @@ def main() -> None:
     for row in rows:
         print(f"{row['mode']:8} off {row['stage off']:.2f}  defaults {row['defaults']:.2f}  chosen {row['chosen']:.2f}")
     for fold in folds:
-        print(f"held out {fold['held_out']:15} defaults {fold['defaults']:.2f}  fitted on the others {fold['fitted on the others']:.2f}")
+        print(
+            f"held out {fold['held_out']:15} defaults {fold['defaults']:.2f}  "
+            f"fitted on the others {fold['fitted on the others']:.2f}  {fold['weights']}"
+        )
     loro = sum(f["fitted on the others"] for f in folds) / len(folds)
     print(f"leave-one-repository-out mean {loro:.2f} (in-sample {fitted:.2f})")
     print("chosen:", dataclasses.asdict(chosen))

@@ -352,6 +352,8 @@ def _params(model) -> list[inspect.Parameter]:
             continue
         flags = r.flags or ("--" + name.replace("_", "-"),)
         if kind is bool:
+            if field.default is True and not r.flags:  # on by default: the flag that turns it off too
+                flags = (f"{flags[0]}/--no-{flags[0][2:]}",)
             info = typer.Option(field.default, *flags, help=help_text(model, name), show_default=False)
         else:
             info = typer.Option(

@@ -43,7 +43,9 @@ TOOLS = {
     "search": Tool(
         rq.SearchRequest,
         "Search an index for the passages and documents nearest to one or more queries (dense, keyword or hybrid "
-        "search, filters, languages, re-ranking). Each hit has its document id, title, source and text.",
+        "search, filters, languages, re-ranking). Each hit has its document id, title, source and text; with "
+        "max_tokens, its path:first-last › symbol and a snippet trimmed to the budget. With defined, only the code "
+        "that defines the name asked for (where is NAME defined).",
     ),
     "get_document": Tool(
         rq.DocumentRequest,

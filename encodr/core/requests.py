@@ -111,6 +111,13 @@ class SearchRequest(Request):
     rerank_weight: float | None = declared(SearchOptions, "rerank_weight", fronts=CLI_HTTP_MCP)
     passages: bool = declared(SearchOptions, "passages", fronts=CLI_HTTP_MCP)
     code_ranking: bool = declared(SearchOptions, "code_ranking", fronts=CLI_HTTP_MCP)
+    defined: bool = declared(SearchOptions, "defined", fronts=CLI_HTTP_MCP)
+    max_tokens: int | None = option(
+        None,
+        "A budget for the answer: each hit as path:first-last › symbol and its snippet, trimmed to fit about this many tokens.",
+        ge=20,
+        fronts=HTTP_MCP,
+    )
     filter: list[str] | dict[str, Any] | None = declared(SearchOptions, "filter", None)
     full: bool = option(
         False,

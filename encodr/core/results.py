@@ -452,8 +452,11 @@ class SearchResult(Result):
     timings: dict[str, float] | None = None  # with --timings: milliseconds of each phase (encodr.timing.PHASES) and the total
     partial: bool = False  # a sharded index's shard did not answer in time: these hits leave its documents out
     missing_shards: list[int] = []  # which shards did not answer (Elasticsearch's _shards.failed)
+    max_tokens: int | None = Field(None, exclude=True)  # an agent's budget: the payload is the budgeted one
 
     def payload(self) -> Any:
+        if self.max_tokens is not None:
+            return self.budgeted(self.max_tokens)
         started = time.perf_counter()
         out = self.model_dump(mode="json", exclude={"timings"})
         for q, shown in zip(self.results, out["results"]):
@@ -489,6 +492,24 @@ class SearchResult(Result):
             out.append(hit)
             out += [f"{path}-{n}-{text}" for n, text in h.context if n > last]
         return out
+
+    def budgeted(self, max_tokens: int) -> dict:
+        """The payload for an agent with a budget of ``max_tokens`` tokens (about
+        :data:`CHARS_PER_TOKEN` characters each): each hit's ``ref`` (:func:`hit_ref`), ``id``,
+        ``score`` and its snippet (its text where it has none) trimmed so that the texts of every
+        query's hits share the budget, the first hits first (:func:`trimmed`)."""
+        budget = max_tokens * CHARS_PER_TOKEN
+        total = sum(len(q.hits) for q in self.results)
+        left = max(budget - sum(len(hit_ref(h)) + 24 for q in self.results for h in q.hits), 0)  # 24: id, score, quotes
+        out, done = [], 0
+        for q in self.results:
+            shown = []
+            for h in q.hits:
+                text = trimmed(h.snippet or h.text, left // (total - done))
+                left, done = left - len(text), done + 1
+                shown.append({"ref": hit_ref(h), "id": h.id, "score": round(h.score, 4), "text": text})
+            out.append({"query": q.query, "lang": q.lang, "hits": shown})
+        return {"index": self.index, "model": self.model, "max_tokens": max_tokens, "results": out, "hints": self.hints}
 
     def tables(self) -> list[Table]:
         out = []
@@ -543,6 +564,24 @@ def shown_lang(hit: Hit) -> str:
     from ..data.code import code_language
 
     return "" if code_language(hit.source or "") else hit.lang or ""
+
+
+CHARS_PER_TOKEN = 4  # a budget in tokens is counted in characters, as OpenAI's rule of thumb for English and code
+
+
+def hit_ref(h: Hit) -> str:
+    """``path:first-last › symbol``: where a hit is, as an agent opens it (its section when it has one)."""
+    lines = f"{h.line}-{h.end_line}" if h.end_line and h.end_line != h.line else f"{h.line}"
+    return f"{h.path or h.source}:{lines}" + (f" › {h.section}" if h.section else "")
+
+
+def trimmed(text: str, chars: int) -> str:
+    """``text`` cut to at most ``chars`` characters at a line end where one falls in its last
+    third, else at ``chars``, with ``…`` where it was cut."""
+    if len(text) <= chars:
+        return text
+    cut = text.rfind("\n", 0, chars)
+    return text[: cut if cut > chars * 2 // 3 else max(chars - 1, 0)].rstrip() + "…"
 
 
 class ScoreResult(Result):

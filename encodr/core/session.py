@@ -149,6 +149,7 @@ class Session:
             caption=caption(searcher.index, request.passages),
             hints=hints,
             timings=shown if request.timings else None,
+            max_tokens=request.max_tokens,
             partial=bool(down),
             missing_shards=down,
             results=[QueryHits(query=q, lang=code, hits=hits) for q, code, hits in zip(request.query, langs, results)],

@@ -110,6 +110,9 @@ class SearchOptions:
         "Rank source code by the symbols it defines, its path and its file's other passages; tests, docs and copies "
         "below the source (off: first-stage order).",
     )
+    defined: bool = setting(
+        False, "Only source code that defines the name the query gives: where is NAME defined (code indexes)."
+    )
     passages: bool = setting(
         False,
         "Rank passages; by default an index of long documents split into passages ranks each document once, by its best passage.",

@@ -211,10 +211,13 @@ class Hit:
         return self if rank == self.rank else self.made(rank, self.score, self.__dict__)
 
 
+RANKED_KEYS = ("source", "path", "section")  # what the code-ranking stage reads of each candidate
+
+
 def code_ranked(index: IndexReader, options: SearchOptions) -> bool:
     """Whether a search of ``index`` with ``options`` runs the code-ranking stage: asked for
     (``code_ranking``) and an index that holds source code, or may (made before it was recorded)."""
-    return options.code_ranking and index.meta.code is not False
+    return (options.code_ranking or options.defined) and index.meta.code is not False
 
 
 def identifier_alpha(query: str) -> float | None:
@@ -576,28 +579,36 @@ class Searcher:
             wait([keyword])  # the keyword half never outlives the search, an error's included
         k_scores, k_ids = keyword.result()
         with phase("fusion"):
-            fused = self._fused(index, queries, langs, (d_scores, d_ids), (k_scores, k_ids), options, ranked)
-        return langs, *self._code_ranked(index, queries, *fused, options)
+            *fused, rows = self._fused(index, queries, langs, (d_scores, d_ids), (k_scores, k_ids), options, ranked)
+        return langs, *self._code_ranked(index, queries, *fused, options, rows)
 
     @staticmethod
     def _code_ranked(
-        index: IndexReader, queries: list[str], scores: np.ndarray, ids: np.ndarray, options: SearchOptions
+        index: IndexReader,
+        queries: list[str],
+        scores: np.ndarray,
+        ids: np.ndarray,
+        options: SearchOptions,
+        rows: dict[int, dict] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The first ``options.k`` of each query's candidates ((q, n) scores and ids, −1: none)
         after the code-ranking stage (:func:`.ranking.rank_code`), where it applies
-        (:func:`code_ranked`) and a query's candidates hold source code; else as given, cut to k."""
+        (:func:`code_ranked`) and a query's candidates hold source code; else as given, cut to k.
+        ``rows``: the candidates' stored rows with :data:`RANKED_KEYS`, where already read."""
         k = options.k
-        if not code_ranked(index, options):
+        if not code_ranked(index, options) and not options.defined:
             return scores[:, :k], ids[:, :k]
         from .ranking import rank_code
 
         with phase("ranking"):
-            rows = index.rows(np.unique(ids), ("source", "path", "section"))
+            rows = rows if rows is not None else index.rows(np.unique(ids), RANKED_KEYS)
             out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
             out_ids = np.full((len(queries), k), -1, dtype=np.int64)
             for q, query in enumerate(queries):
                 found = ids[q] >= 0
-                ranked_ids, ranked_scores = rank_code(query, ids[q][found], scores[q][found], rows, _is_code)
+                ranked_ids, ranked_scores = rank_code(
+                    query, ids[q][found], scores[q][found], rows, _is_code, only_definitions=options.defined
+                )
                 n = min(k, len(ranked_ids))
                 out_ids[q, :n], out_scores[q, :n] = ranked_ids[:n], ranked_scores[:n]
         return out_scores, out_ids
@@ -633,14 +644,16 @@ class Searcher:
         keyword: tuple[np.ndarray, np.ndarray],
         options: SearchOptions,
         ranked: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, dict[int, dict]]:
         """(q, k) fused scores and ids of the dense and keyword (scores, ids) lists
-        (:func:`~.fusion.fuse_arrays`; id −1: no hit); with ``ranked`` (the code-ranking stage
-        follows), every candidate of both lists, and an identifier-shaped query's source code
-        fused with :attr:`.ranking.CodeWeights.identifier_alpha` (its keywords lead)."""
+        (:func:`~.fusion.fuse_arrays`; id −1: no hit), and the candidates' rows as read (with
+        :data:`RANKED_KEYS` when ``ranked``); with ``ranked`` (the code-ranking stage follows),
+        every candidate of both lists, and an identifier-shaped query's source code fused with
+        :attr:`.ranking.CodeWeights.identifier_alpha` (its keywords lead)."""
         (d_scores, d_ids), (k_scores, k_ids) = dense, keyword
         k = d_ids.shape[1] + k_ids.shape[1] if ranked else options.k
-        rows = index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()])), ("lang", "source"))
+        keys = ("lang", *RANKED_KEYS) if ranked else ("lang", "source")
+        rows = index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()])), keys)
         lang_of = {i: r["lang"] for i, r in rows.items()}
         code = {i for i, r in rows.items() if _is_code(r["source"])}  # source code: its own weight
         present = set(lang_of.values()) - {None, UNDETERMINED}  # one language, the query's: no candidate is in another
@@ -660,7 +673,7 @@ class Searcher:
             )
             n = min(k, len(ids))
             fused_ids[q, :n], fused_scores[q, :n] = ids[:n], scores[:n]
-        return fused_scores, fused_ids
+        return fused_scores, fused_ids, rows
 
     def _hits(
         self,
@@ -720,7 +733,8 @@ class Searcher:
     def snippets(self, queries: list[str], langs: list[str], results: list[list[Hit]]) -> list[list[Hit]]:
         """``results`` with each hit's ``snippet``, ``snippet_line`` and ``snippet_column``
         filled (:mod:`.snippets`): the sentences of its passage that best answer its query, by
-        keyword matches and, where they do not decide (:func:`~.snippets.decided`), the cosine
+        keyword matches and, where they do not decide (:func:`~.snippets.decided`) and the passage
+        is prose (source code: its words alone, else its first lines), the cosine
         of the query's vector and each sentence's, for the first such hit of each query and the
         next ones within a budget of tokens (:func:`~.snippets.within_budget`; a forward pass a
         hit, by :attr:`sentence_encoder`, for the passages this searcher has not met before:
@@ -741,7 +755,12 @@ class Searcher:
             for q, hits in enumerate(results)
         ]
         cosines: dict[tuple[int, int], list[float]] = {}
-        undecided = [(q, i) for q, kw in enumerate(kws) for i, scores in enumerate(kw) if len(scores) > 1 and not decided(scores)]
+        undecided = [
+            (q, i)
+            for q, kw in enumerate(kws)
+            for i, scores in enumerate(kw)
+            if len(scores) > 1 and not decided(scores) and not _is_code(results[q][i].source)
+        ]  # source code's lines are chosen by the query's words alone: no sentence is encoded for it
         wanted = within_budget(undecided, spans)
         if wanted:
             with phase("snippets"):

@@ -34,6 +34,7 @@ class IndexPane(VerticalScroll):
     IndexPane #index-processes, IndexPane #index-engine, IndexPane #index-shards, IndexPane #index-write { width: 22; }
     IndexPane #index-lang, IndexPane #index-batch-size, IndexPane #index-address, IndexPane #index-glob { width: 30; }
     IndexPane #index-dim { width: 26; }
+    IndexPane #index-max-file-size { width: 40; }
     IndexPane #index-text-field, IndexPane #index-text-column, IndexPane #index-id-column, IndexPane #index-title-column {
     width: 30; }
     IndexPane #index-meta-columns { width: 56; }
@@ -75,6 +76,9 @@ class IndexPane(VerticalScroll):
             yield TextBox(placeholder="in folders, only: *.pdf", id=widget_id(IndexRequest, "glob"))
             yield Checkbox("whole texts (no passages)", id=widget_id(IndexRequest, "whole"))
             yield field_input(R, "shards", "shards, blank: one index")
+        with Horizontal(classes="row"):
+            yield Checkbox("ignored files too", id=widget_id(IndexRequest, "no_ignore"))
+            yield field_input(R, "max_file_size", "max file bytes")
         with Horizontal(classes="row"):
             yield Checkbox("text files: blank-line blocks", id=widget_id(IndexRequest, "documents"))
             yield Checkbox("text files in folders: a text a line", id=widget_id(IndexRequest, "records"))

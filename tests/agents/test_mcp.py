@@ -205,3 +205,26 @@ def test_mcp_forwarding_to_a_server_is_refused_in_one_line_when_it_cannot_be(cap
     code, _, err = run_cli(["mcp", "--server", "http://127.0.0.1:9"], capsys, monkeypatch)  # nothing listens on port 9
     lines = [line for line in err.strip().splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "--server http://127.0.0.1:9: no encodr server answers there" in lines[0], err
+
+
+@pytest.fixture
+def repo_index(tmp_path, tiny_model):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    doc = " ".join(["Keeps a pool of open sockets to each host until they expire."] * 6)
+    (repo / "connector.py").write_text(f'class TCPConnector:\n    """{doc}"""\n\n    limit = 100\n')
+    (repo / "client.py").write_text("from connector import TCPConnector\n\n\ndef session():\n    return TCPConnector()\n")
+    commands.index(IndexRequest(corpus=[str(repo)], model=str(tiny_model), out=str(tmp_path / "code")))
+    return tmp_path / "code"
+
+
+def test_an_agent_asks_where_a_name_is_defined_within_a_token_budget(repo_index):
+    from encodr.index import Searcher
+
+    agents = Agents(Served(Session({"code": Searcher(repo_index)})))
+    found = agents.call("search", {"index": "code", "query": "TCPConnector", "defined": True, "max_tokens": 40})
+    hits = found["results"][0]["hits"]
+    assert [h["ref"] for h in hits] == ["connector.py:1-4 › TCPConnector"]  # the definition alone, not its use
+    assert set(hits[0]) == {"ref", "id", "score", "text"} and len(hits[0]["text"]) <= 40 * 4 and hits[0]["text"].endswith("…")
+    whole = agents.call("search", {"index": "code", "query": "TCPConnector"})["results"][0]["hits"]
+    assert len(whole) == 2 and "snippet" in whole[0]  # without them: every hit, the full payload

@@ -111,8 +111,9 @@ def test_index_a_mixed_folder_in_one_command_and_find_the_pdf(mixed_folder, tmp_
     )
     assert code == 0, err
     meta = json.loads(stdout)
-    assert sorted(s["path"].rsplit("/", 1)[-1] for s in meta["skipped_files"]) == ["broken.pdf", "empty.md", "photo.png"]
-    assert "3 file(s) skipped" in err and "broken.pdf: not a PDF that can be read" in err
+    assert sorted(s["path"].rsplit("/", 1)[-1] for s in meta["skipped_files"]) == ["broken.pdf", "photo.png"]
+    assert meta["empty_files"] == 1  # empty.md: counted as empty, not a failure
+    assert "2 file(s) skipped" in err and "broken.pdf: not a PDF that can be read" in err
     assert (
         meta["count"] == 6
     )  # the note (a .txt in a folder is one document), the guide, the page, the manual, the violin, the planets

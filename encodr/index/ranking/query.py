@@ -47,6 +47,15 @@ class QueryIntent:
     asks: frozenset[str]
 
 
+def as_name(intent: QueryIntent) -> QueryIntent:
+    """``intent`` read as naming one symbol, whatever its shape (``definition``: a lower-case
+    ``render`` names the function ``render``): an identifier query of its symbols, else of its
+    one word."""
+    if intent.identifier or len(intent.words) != 1:
+        return QueryIntent(True, intent.symbols or intent.words, intent.words, intent.asks)
+    return QueryIntent(True, intent.words, intent.words, intent.asks)
+
+
 def is_identifier(token: str, alone: bool) -> bool:
     """Whether ``token`` is shaped as a name in code (``alone``: it is the whole query, where one
     capitalised word counts too)."""
