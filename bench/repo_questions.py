@@ -228,9 +228,20 @@ def main() -> None:
     kept = []
     if args.out.exists():
         kept = [r for r in json.loads(args.out.read_text()).get("rows", []) if r.get("label") != args.label]
+    misses = {f"{r['label']}/{r['repo']}/{r['mode']}": r.pop("misses") for r in rows if r.get("misses")}
+    for r in rows:
+        r.pop("misses", None)
+    old_misses = json.loads(args.out.read_text()).get("misses", {}) if args.out.exists() else {}
+    old_misses = {key: m for key, m in old_misses.items() if not key.startswith(f"{args.label}/")}
     write_json(
         args.out,
-        {"bench": "repo_questions", "cpu_flags": cpu_flags(), "k": 10, "rows": kept + rows + means},
+        {
+            "bench": "repo_questions",
+            "cpu_flags": cpu_flags(),
+            "k": 10,
+            "rows": kept + rows + means,
+            "misses": {**old_misses, **misses},  # the questions each row scored under 0.5, with its top 3 files
+        },
     )
 
 

@@ -119,7 +119,7 @@ def walk(root: str | Path, no_ignore: bool = False, max_bytes: int | None = None
             if entry.name.startswith("."):
                 continue
             path = Path(entry.path)
-            is_dir = entry.is_dir(follow_symlinks=True)
+            is_dir = entry.is_dir(follow_symlinks=False)  # a linked folder is not followed (ripgrep's default): no cycles
             if not no_ignore and (_ignored(rules, path, is_dir) or (is_dir and is_default_ignored(path))):
                 out.ignored += 1
                 continue

@@ -216,8 +216,10 @@ RANKED_KEYS = ("source", "path", "section")  # what the code-ranking stage reads
 
 def code_ranked(index: IndexReader, options: SearchOptions) -> bool:
     """Whether a search of ``index`` with ``options`` runs the code-ranking stage: asked for
-    (``code_ranking``) and an index that holds source code, or may (made before it was recorded)."""
-    return (options.code_ranking or options.defined) and index.meta.code is not False
+    (``code_ranking``, or ``defined``, which keeps only its definitions) and an index that holds
+    source code, or may (made before it was recorded). ``defined`` on an index without code
+    finds nothing, as no passage of it defines a name."""
+    return options.defined or (options.code_ranking and index.meta.code is not False)
 
 
 def identifier_alpha(query: str) -> float | None:
@@ -596,7 +598,7 @@ class Searcher:
         (:func:`code_ranked`) and a query's candidates hold source code; else as given, cut to k.
         ``rows``: the candidates' stored rows with :data:`RANKED_KEYS`, where already read."""
         k = options.k
-        if not code_ranked(index, options) and not options.defined:
+        if not code_ranked(index, options):
             return scores[:, :k], ids[:, :k]
         from .ranking import rank_code
 
