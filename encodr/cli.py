@@ -523,7 +523,7 @@ def search(values: dict, as_json: bool, server: Optional[str]) -> None:
     )  # -C N: grep's form
     if form != "table" and not as_json:
         for line in result.lines(form):
-            out_console.print(line, highlight=False, markup=False, soft_wrap=True)
+            out_console.print(line, highlight=False, markup=False, emoji=False, soft_wrap=True)  # :100: is a line
         return
     _show(result, as_json)
 

@@ -88,6 +88,15 @@ def test_an_index_with_no_documents_answers_with_no_hits(tmp_path, tiny_model, c
         assert "Traceback" not in err
 
 
+def test_grep_format_prints_line_100_as_a_number_not_an_emoji(tmp_path, tiny_model, capsys, monkeypatch):
+    text = "# Docker\n" + "\n" * 98 + "Mount the socket read-only.\n"  # the sentence on line 100
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, {"docker.md": text})
+    code, stdout, _ = run_cli(
+        ["search", "socket", "--index", str(out), "--mode", "keyword", "--format", "grep"], capsys, monkeypatch
+    )
+    assert code == 0 and stdout.splitlines()[0] == "docker.md:100:1: Mount the socket read-only."  # rich's :100: is 💯
+
+
 def test_grep_format_files_and_show_open_a_hit_where_it_is(tmp_path, tiny_model, capsys, monkeypatch):
     text = (
         "# Boiler\n\nThe boiler sits in the cellar.\n\n## Valve\n\nThe relief valve opens at three bar.\nService it "
