@@ -52,7 +52,7 @@ GRID = {
 
 def candidates(work: Path, repo: dict, modes: list[str]) -> dict:
     """Per question and mode: the candidates (ids, scores) with the stage off, and the rows."""
-    from encodr.index import SearchOptions, Searcher
+    from encodr.index import Searcher, SearchOptions
     from encodr.index.ranking import read_query
 
     searcher = Searcher(str(work / "idx" / repo["name"]))

@@ -60,8 +60,16 @@ def test_prose_alone_is_ranked_as_it_was():
 
 @pytest.mark.parametrize(
     "path,kind",
-    [("tests/test_a.py", "tests"), ("a_test.go", "tests"), ("pydantic/v1/main.py", "copy"), ("docs/x.md", "docs"),
-     ("examples/a/index.js", "examples"), ("api_pb2.py", "generated"), ("click/testing.py", None), ("doc/man.go", None)],
+    [
+        ("tests/test_a.py", "tests"),
+        ("a_test.go", "tests"),
+        ("pydantic/v1/main.py", "copy"),
+        ("docs/x.md", "docs"),
+        ("examples/a/index.js", "examples"),
+        ("api_pb2.py", "generated"),
+        ("click/testing.py", None),
+        ("doc/man.go", None),
+    ],
 )
 def test_path_kinds(path, kind):
     assert path_kind(path) == kind
