@@ -624,6 +624,8 @@ class Searcher:
         Without a re-ranker the passages are collapsed by their row ids, and a :class:`Hit` is
         made only for a passage kept."""
         k, depth, total = options.k, options.k * PASSAGES_PER_DOCUMENT, len(index)
+        if code_ranked(index, options):  # the stage ranks options.depth() candidates anyway: keep them all at once
+            depth = max(depth, options.depth())
         while True:
             deeper = replace(options, k=depth, passages=True)
             if reranker is None:

@@ -36,7 +36,7 @@ def definition_hit(intent: QueryIntent, section: str | None, weights) -> float:
 def path_hit(intent: QueryIntent, path: str, weights) -> float:
     """The gain of a passage at ``path`` for the query's words its file's stem names
     (``weights.stem`` each, at most :data:`MAX_STEM_WORDS`) and a folder names (``weights.folder``)."""
-    if not intent.words:
+    if not intent.words or not (weights.stem or weights.folder):
         return 0.0
     stem, folders = path_words(path)
     in_stem = sum(word_matches(w, stem) for w in intent.words)
