@@ -28,12 +28,10 @@ DEFAULT_IGNORED = frozenset(
         "target",
         "__pycache__",
         "site-packages",
-        "venv",
-        "env",
         "_build",
     }
 )
-VENV_MARKER = "pyvenv.cfg"  # a folder holding it is a Python virtual environment, whatever its name
+VENV_MARKER = "pyvenv.cfg"  # a folder holding it is a Python virtual environment, whatever its name (venv, env, .venv…)
 MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".min.css")  # generated, one line of code: nothing a person reads
 BINARY_PROBE = 8192  # bytes read to tell a binary file (a NUL byte among them), as ripgrep and git do
 

@@ -20,6 +20,7 @@ def repo(tmp_path):
         "build/lib/app.py": "def main():\n    return 1\n",
         "venv2/pyvenv.cfg": "home = /usr\n",
         "venv2/lib/site.py": "x = 1\n",
+        "env/setup.md": "# Setup\n\nSet the variables.\n",  # a folder named env, not a virtual environment
         "docs/guide.md": "# Guide\n\nHow to use it.\n",
         "docs/notes.md": "notes\n",
         "logo.png": "png",
@@ -36,7 +37,7 @@ def repo(tmp_path):
 def test_a_gitignored_file_and_default_folders_are_not_read(repo):
     files, skipped = expand([str(repo)])
     read = {p.removeprefix(str(repo) + "/") for p in files}
-    assert read == {"src/app.py", "src/fast.pyx", "src/keep.log.py", "docs/guide.md"}  # .pyx is code; ! re-includes
+    assert read == {"src/app.py", "src/fast.pyx", "src/keep.log.py", "docs/guide.md", "env/setup.md"}  # .pyx is code
     assert {s.reason for s in skipped if s.path.endswith("__init__.py")} == {EMPTY}  # empty, not failed
     assert {s.reason for s in skipped if s.path.endswith("logo.png")} == {NOT_READ}
 
