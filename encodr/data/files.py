@@ -94,18 +94,14 @@ def expand(
         walked = walk(p, no_ignore, max_bytes, sized=lambda f: f.suffix.lower() in TEXT_SUFFIXES)
         found = 0
         for f in map(Path, walked.files):
-            if glob is not None:
-                if fnmatch.fnmatch(f.name, glob) or fnmatch.fnmatch(str(f.relative_to(p)), glob):
-                    files.append(str(f))
-                    found += 1
-            elif f.suffix.lower() in RECORD_SUFFIXES + DOCUMENT_SUFFIXES:
+            if _wanted(f, p, glob):
                 files.append(str(f))
                 found += 1
-            else:
+            elif glob is None:
                 skipped.append(Skipped(str(f), NOT_READ))
-        skipped += [Skipped(f, EMPTY) for f in walked.empty if glob is None or fnmatch.fnmatch(Path(f).name, glob)]
-        skipped += [Skipped(f, BINARY) for f in walked.binary]
-        skipped += [Skipped(f, f"{TOO_LARGE} ({size / 1e6:.1f} MB)") for f, size in walked.large]
+        skipped += [Skipped(f, EMPTY) for f in walked.empty if _wanted(Path(f), p, glob)]
+        skipped += [Skipped(f, BINARY) for f in walked.binary if _wanted(Path(f), p, glob)]
+        skipped += [Skipped(f, f"{TOO_LARGE} ({size / 1e6:.1f} MB)") for f, size in walked.large if _wanted(Path(f), p, glob)]
         if not found:
             left = f" ({walked.ignored} left out by ignore rules; {S.no_ignore} reads them)" if walked.ignored else ""
             raise EncodrError(
@@ -113,6 +109,14 @@ def expand(
                 f"encodr reads {kinds_read()}"
             )
     return files, skipped
+
+
+def _wanted(f: Path, folder: Path, glob: str | None) -> bool:
+    """Whether file ``f`` of ``folder`` is read: its name or its path in the folder matches
+    ``glob``, or without one, it is of a kind encodr reads."""
+    if glob is not None:
+        return fnmatch.fnmatch(f.name, glob) or fnmatch.fnmatch(str(f.relative_to(folder)), glob)
+    return f.suffix.lower() in RECORD_SUFFIXES + DOCUMENT_SUFFIXES
 
 
 def kinds_read() -> str:
