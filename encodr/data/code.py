@@ -253,12 +253,11 @@ def _walk(node, prefix: str, data: bytes, cuts: list[tuple[int, str]]) -> None:
     name) and where the code after it starts again (with ``prefix``, the enclosing name)."""
     for child in node.named_children:
         inner = _unwrapped(child)
-        assigned = _assigned_name(inner, data)
-        if inner.type not in CONTAINERS and inner.type not in LEAVES and assigned is None:
+        name = _definition_name(inner, data)
+        if name is None:
             if inner.type not in ("comment", "block_comment", "line_comment"):
                 _walk_body(child, prefix, data, cuts)
             continue
-        name = assigned or _name(inner, data)
         qualified = f"{prefix}{SEPARATOR}{name}" if prefix and name else (name or prefix)
         start = _leading_comments(child, data)
         cuts.append((start, qualified))
@@ -268,6 +267,15 @@ def _walk(node, prefix: str, data: bytes, cuts: list[tuple[int, str]]) -> None:
 
 
 ASSIGNED_FUNCTIONS = ("function_expression", "function", "arrow_function", "generator_function")
+
+
+def _definition_name(node, data: bytes) -> str | None:
+    """``node``'s name where it is a definition (a container, a leaf, or a function assigned to a
+    name: :func:`_assigned_name`; ``""`` for one without a name), None where it is not one."""
+    assigned = _assigned_name(node, data)
+    if assigned is not None:
+        return assigned
+    return _name(node, data) if node.type in CONTAINERS or node.type in LEAVES else None
 
 
 def _assigned_name(node, data: bytes) -> str | None:
@@ -398,12 +406,11 @@ def definitions(text: str, language: str) -> list[Definition]:
     def visit(node, prefix: str) -> None:
         for child in node.named_children:
             inner = _unwrapped(child)
-            assigned = _assigned_name(inner, data)
-            if inner.type not in CONTAINERS and inner.type not in LEAVES and assigned is None:
+            name = _definition_name(inner, data)
+            if name is None:
                 if child.type in BODIES:
                     visit(child, prefix)
                 continue
-            name = assigned or _name(inner, data)
             qualified = f"{prefix}{SEPARATOR}{name}" if prefix and name else (name or prefix)
             start, end = to_char(_leading_comments(child, data)), to_char(child.end_byte)
             doc_start, doc_end, doc = _documentation(inner, child, data, to_char)

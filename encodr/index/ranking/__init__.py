@@ -62,7 +62,6 @@ class CodeWeights:
 
 WEIGHTS = CodeWeights()
 STRONG = 0.5  # a candidate's normalised score from which it counts towards its file's coherence
-ASKED_KIND = {"tests": "tests", "docs": "docs", "examples": "examples"}  # a path kind → the word kind a query asks with
 
 
 def rank_code(
@@ -108,7 +107,7 @@ def rank_code(
     files = [rows[i]["path"] or rows[i]["source"] or "" for i in ids.tolist()]
     for n, (i, path) in enumerate(zip(ids.tolist(), files)):
         kind = path_kind(path)
-        if kind is not None and ASKED_KIND.get(kind) not in intent.asks:
+        if kind is not None and kind not in intent.asks:  # a query asks for tests, docs or examples by these names
             gain[n] -= getattr(weights, kind)
         if code[n]:
             gain[n] += definition_hit(intent, rows[i]["section"], weights) + path_hit(intent, path, weights)
