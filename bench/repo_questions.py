@@ -122,14 +122,20 @@ def ndcg10(files: list[str], wanted: set[str]) -> float:
     return dcg / ideal if ideal else 0.0
 
 
-def run_checkout(checkout: Path, folder: Path, index: Path, questions: list[str], modes: list[str]) -> tuple[float, dict]:
-    """Index ``folder`` with ``checkout``'s encodr, then ask ``questions``: (index seconds, driver JSON)."""
+def run_checkout(
+    checkout: Path, folder: Path, index: Path, questions: list[str], modes: list[str], extra: list[str]
+) -> tuple[float, dict]:
+    """Index ``folder`` with ``checkout``'s encodr (``extra``: more ``encodr index`` arguments), then ask
+    ``questions``: (index seconds, driver JSON)."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     if index.exists():
         shutil.rmtree(index)
     t = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "encodr", "index", str(folder), "--out", str(index)], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "encodr", "index", str(folder), "--out", str(index), *extra],
+        env=env,
+        capture_output=True,
+        text=True,
     )
     seconds = time.perf_counter() - t
     if done.returncode != 0:
@@ -178,6 +184,7 @@ def main() -> None:
     parser.add_argument("--repos", default=None, help="comma-separated repository names (default: all)")
     parser.add_argument("--modes", default="hybrid,dense,keyword")
     parser.add_argument("--work", type=Path, default=None, help="where the folders and indexes go (default: a temp dir)")
+    parser.add_argument("--index-args", default="", help="more arguments to encodr index, e.g. '--model PATH'")
     parser.add_argument("--keep", action="store_true", help="keep --work's folders and indexes")
     parser.add_argument("--out", type=Path, default=RESULTS / "repo_questions.json")
     parser.add_argument("--dry", action="store_true", help="print the scores only, write no results file")
@@ -192,7 +199,12 @@ def main() -> None:
             folder, version = materialize(repo, work / "repos")
             load = os.getloadavg()[0]
             seconds, answers = run_checkout(
-                args.checkout.resolve(), folder, work / "idx" / repo["name"], [q["q"] for q in repo["questions"]], modes
+                args.checkout.resolve(),
+                folder,
+                work / "idx" / repo["name"],
+                [q["q"] for q in repo["questions"]],
+                modes,
+                args.index_args.split(),
             )
             for mode in modes:
                 rows.append(

@@ -19,6 +19,7 @@ The best sentence is kept, then the ones after it, while the snippet stays withi
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 SNIPPET_CHARS = 320  # the most characters a snippet holds (a front end shows what fits)
@@ -107,18 +108,35 @@ def _two_letter(lang: str | None) -> str:
     return code if code in available_languages() else "en"
 
 
+SEGMENTED = ("zh", "ja", "ko")  # wordfreq cuts these languages' text into words with an extra (jieba, MeCab)
+
+
 @functools.lru_cache(maxsize=65536)
 def word_weight(word: str, lang: str | None) -> float:
     """How much a query word says, from 0 (``the``) to 8 (a word wordfreq has not seen): 8
-    minus its Zipf frequency in ``lang`` (ISO 639-3), floored at 0."""
-    from wordfreq import zipf_frequency
+    minus its Zipf frequency in ``lang`` (ISO 639-3), floored at 0.
 
-    return max(0.0, 8.0 - zipf_frequency(word, _two_letter(lang)))
+    Chinese, Japanese and Korean words are looked up in wordfreq's list as they are: wordfreq's
+    own lookup first cuts them into words with jieba or MeCab, extras that are not installed."""
+    from wordfreq import get_frequency_dict, zipf_frequency
+
+    short = _two_letter(lang)
+    if short in SEGMENTED or not word.isascii() and any(_is_cjk(c) for c in word):
+        frequency = get_frequency_dict(short if short in SEGMENTED else "zh", "best").get(word, 0.0)
+        return max(0.0, 8.0 - (math.log10(frequency) + 9 if frequency > 0 else 0.0))
+    return max(0.0, 8.0 - zipf_frequency(word, short))
+
+
+def _is_cjk(char: str) -> bool:
+    """Whether ``char`` is a CJK ideograph, kana or Hangul syllable (wordfreq segments their text)."""
+    point = ord(char)
+    return 0x3040 <= point <= 0x30FF or 0x3400 <= point <= 0x9FFF or 0xAC00 <= point <= 0xD7AF or 0xF900 <= point <= 0xFAFF
 
 
 def keyword_scores(query: str, text: str, spans: list[tuple[int, int]], lang: str | None = None) -> list[float]:
     """Each sentence's share, in [0, 1], of the query's word weight (:func:`word_weight`) that it
-    holds, words compared by their stems in ``lang``."""
+    holds, words compared by their stems in ``lang``; a word of Chinese, Japanese or Korean
+    characters (written without spaces between words) is held where the sentence contains it."""
     from .keywords import stem_words
     from .keywords import words as word_spans
 
@@ -133,7 +151,10 @@ def keyword_scores(query: str, text: str, spans: list[tuple[int, int]], lang: st
     for s, e in spans:
         found = [text[s + a : s + b].lower() for a, b in word_spans(text[s:e])]
         held = set(found) | set(stem_words(found, lang))
-        scores.append(sum(w for stem, w in weights.items() if stem in held) / total)
+        sentence = text[s:e].lower()
+        scores.append(
+            sum(w for stem, w in weights.items() if stem in held or any(map(_is_cjk, stem)) and stem in sentence) / total
+        )
     return scores
 
 

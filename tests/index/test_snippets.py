@@ -21,6 +21,20 @@ def test_a_language_wordfreq_lacks_weighs_words_as_english_without_a_warning(cap
     assert somali == snippets.keyword_scores("red widget", text, spans, "eng") and somali[0] > somali[1]
 
 
+def test_chinese_japanese_and_korean_query_words_are_weighed_without_a_segmenter(monkeypatch):
+    import sys
+
+    for extra in ("jieba", "MeCab"):  # wordfreq's segmenters, not installed with encodr: importing one fails
+        monkeypatch.setitem(sys.modules, extra, None)
+    snippets.word_weight.cache_clear()
+    text = "神秘博士是一部英国电视剧。它讲述了一位时间领主的故事。"
+    spans = [(0, 12), (12, len(text))]
+    assert snippets.keyword_scores("神秘博士", text, spans, "cmn")[0] > 0
+    assert snippets.word_weight("的", "cmn") < snippets.word_weight("神秘博士", "cmn") == 8.0
+    assert snippets.word_weight("関数", "jpn") < 8.0 and snippets.word_weight("함수", "kor") < 8.0
+    assert snippets.word_weight("関数", "eng") <= 8.0  # a CJK word in an English index's query
+
+
 def test_paths_show_from_the_folder_indexed_and_with_its_name_when_there_are_several(tmp_path):
     for folder in ("a", "b", "a/sub", "x/docs", "y/docs"):
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
