@@ -124,22 +124,30 @@ def ndcg10(files: list[str], wanted: set[str]) -> float:
 
 def run_checkout(
     checkout: Path, folder: Path, index: Path, questions: list[str], modes: list[str], extra: list[str]
-) -> tuple[float, dict]:
+) -> tuple[float, float, dict]:
     """Index ``folder`` with ``checkout``'s encodr (``extra``: more ``encodr index`` arguments), then ask
-    ``questions``: (index seconds, driver JSON)."""
+    ``questions``: (seconds until the index answers a search, until the command exits, driver JSON)."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     if index.exists():
         shutil.rmtree(index)
     t = time.perf_counter()
-    done = subprocess.run(
+    process = subprocess.Popen(
         [sys.executable, "-m", "encodr", "index", str(folder), "--out", str(index), *extra],
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
+    first = None
+    record = index / "current" / "index.json"
+    while process.poll() is None:  # the first generation published: the index answers searches from here
+        if first is None and record.exists():
+            first = time.perf_counter() - t
+        time.sleep(0.02)
+    out, err = process.communicate()
     seconds = time.perf_counter() - t
-    if done.returncode != 0:
-        raise SystemExit(f"encodr index {folder} failed: {(done.stderr or done.stdout).strip()[-400:]}")
+    if process.returncode != 0:
+        raise SystemExit(f"encodr index {folder} failed: {(err or out).strip()[-400:]}")
     for _ in range(2):  # a process that dies by a signal (seen once in 12 runs, no output) is run again
         asked = subprocess.run(
             [sys.executable, "-c", DRIVER, str(index), ",".join(modes)],
@@ -154,7 +162,7 @@ def run_checkout(
         print(f"searching {index} failed (exit {asked.returncode}): {asked.stderr.strip()[-800:]}", file=sys.stderr)
     else:
         raise SystemExit(f"searching {index} failed twice")
-    return seconds, json.loads(asked.stdout.strip().splitlines()[-1])
+    return first or seconds, seconds, json.loads(asked.stdout.strip().splitlines()[-1])
 
 
 def score(repo: dict, answers: dict, mode: str) -> dict:
@@ -198,7 +206,7 @@ def main() -> None:
         for repo in repos:
             folder, version = materialize(repo, work / "repos")
             load = os.getloadavg()[0]
-            seconds, answers = run_checkout(
+            first, seconds, answers = run_checkout(
                 args.checkout.resolve(),
                 folder,
                 work / "idx" / repo["name"],
@@ -215,6 +223,8 @@ def main() -> None:
                         "version": version,
                         "mode": mode,
                         "index s": seconds,
+                        "first s": first,
+                        "MB": sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20,
                         "load": load,
                         **score(repo, answers, mode),
                     }
@@ -230,10 +240,13 @@ def main() -> None:
                 "label": args.label,
                 "repo": "mean",
                 "mode": mode,
-                **{k: sum(r[k] for r in mine) / len(mine) for k in ("nDCG@10", *CATEGORIES, "p50 ms", "index s")},
+                **{
+                    k: sum(r[k] for r in mine) / len(mine)
+                    for k in ("nDCG@10", *CATEGORIES, "p50 ms", "index s", "first s", "MB")
+                },
             }
         )
-    columns = ["repo", "mode", "nDCG@10", *CATEGORIES, "p50 ms", "index s"]
+    columns = ["repo", "mode", "nDCG@10", *CATEGORIES, "p50 ms", "first s", "index s", "MB"]
     print_table(f"repository questions, NDCG@10 × 100 ({args.label}; cpu {' '.join(cpu_flags())})", rows + means, columns)
     if args.dry:
         return

@@ -310,6 +310,7 @@ class IndexRequest(Request):
     no_ignore: bool = declared(BuildOptions, "no_ignore", fronts=CLI_TUI)
     max_file_size: int = declared(BuildOptions, "max_file_size", fronts=CLI_TUI)
     whole: bool = declared(BuildOptions, "whole", fronts=CLI_TUI)
+    fast_stage: bool = declared(BuildOptions, "fast_stage", fronts=CLI_TUI)
     documents: bool = declared(Layout, "documents", fronts=CLI_TUI)
     records: bool = declared(Layout, "records", fronts=CLI_TUI)
     text_field: str = declared(Layout, "text_field", fronts=CLI_TUI)

@@ -445,6 +445,7 @@ class SearchResult(Result):
     model: str
     results: list[QueryHits]
     caption: str = ""  # how the hits are ranked, when it needs saying (documents by their best passage)
+    stage: str = "full"  # which stage of the index answered: fast (a static model's vectors, encodr.index.stages) or full
     snippet: int = Field(0, exclude=True)  # a table shows at most this many lines of a hit's text, wrapped (0: all of it)
     first_snippet: int = Field(0, exclude=True)  # lines for each query's first hit, the one read first (0: as snippet)
     line_width: int = Field(40, exclude=True)  # a table's line for a hit's text, in terminal cells: snippets wrap at it
@@ -509,7 +510,14 @@ class SearchResult(Result):
                 left, done = left - len(text), done + 1
                 shown.append({"ref": hit_ref(h), "id": h.id, "score": round(h.score, 4), "text": text})
             out.append({"query": q.query, "lang": q.lang, "hits": shown})
-        return {"index": self.index, "model": self.model, "max_tokens": max_tokens, "results": out, "hints": self.hints}
+        return {
+            "index": self.index,
+            "model": self.model,
+            "stage": self.stage,
+            "max_tokens": max_tokens,
+            "results": out,
+            "hints": self.hints,
+        }
 
     def tables(self) -> list[Table]:
         out = []

@@ -142,11 +142,14 @@ class Session:
         )
         hints += [partial_line(down, searcher.index.meta.shards)] if down else []
         hints += [changed_line(changed, searcher.index)] if changed else []
+        stage = searcher.index.meta.stage or FULL
+        hints += [fast_stage_line(searcher.index.meta.full_model)] if stage != FULL else []
         shown = {name: round(spent[name], 3) for name in (*timing.PHASES, "total") if name in spent}
         return SearchResult(
             index=str(searcher.index.path),
             model=searcher.index.meta.model,
             caption=caption(searcher.index, request.passages),
+            stage=stage,
             hints=hints,
             timings=shown if request.timings else None,
             max_tokens=request.max_tokens,
@@ -247,6 +250,17 @@ def caption(index, passages: bool) -> str:
     return (
         f"documents ranked by their best passage ({n:,} document{' is' if n == 1 else 's are'} split into passages; "
         "--passages ranks passages)"
+    )
+
+
+FULL = "full"  # SearchResult.stage of an index searched with its own model's vectors
+
+
+def fast_stage_line(full_model: str | None) -> str:
+    """The one line every front end shows for an answer from an index's fast stage (:mod:`encodr.index.stages`)."""
+    return (
+        f"answered by the fast stage (a static model distilled from {full_model}); {full_model}'s own vectors replace it "
+        "when encodr index finishes"
     )
 
 

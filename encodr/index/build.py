@@ -49,6 +49,7 @@ from .quantized import RESCORE_FILE
 from .reader import META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, IndexReader, locate
 from .sharded import build_sharded, is_sharded, upsert_sharded
 from .shards import Shards, digest, shards_folder
+from .stages import FAST, fast_plan, fast_spec, full_spec, wants_fast_stage
 
 # The fields of build()'s result that `encodr index` and the TUI's Index pane show.
 SUMMARY = (
@@ -243,13 +244,28 @@ def _check_updatable(out: Path, inputs: list[str], sync: bool) -> None:
 
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
-    """:func:`build` once the inputs are checked and the index is locked."""
+    """:func:`build` once the inputs are checked and the index is locked: in two stages where
+    :func:`~.stages.wants_fast_stage` (:mod:`.stages`)."""
     old = IndexReader.open(spec.out) if spec.update else None
+    if old is not None and old.meta.stage == FAST:  # the second stage did not finish: this write makes it, whole
+        model = spec.options.model or old.meta.full_model
+        old.close()
+        old, spec = None, replace(spec, options=replace(spec.options, model=model, write="overwrite"))
     try:
         with (
             ray_session(spec.options.address) if spec.options.engine == "ray" else contextlib.nullcontext()
         ):  # one Ray for reading, encoding and adding
-            return _build_generation(spec, old, progress)
+            first = None
+            if old is None and wants_fast_stage(spec):
+                plan = fast_plan(spec, spec.options.model or _chosen_model(spec), lambda name: _load_auto(spec, name, "torch"))
+                if plan is not None:
+                    first = _build_generation(fast_spec(spec, plan), None, progress)
+                    spec.warn(Said(f"searchable after {first['seconds']:.1f} s (fast stage); encoding with {plan.full_model}"))
+                    spec = full_spec(spec, plan)
+            built = _build_generation(spec, old, progress)
+            if first is not None:
+                built["fast_stage_seconds"] = first["seconds"]
+            return built
     finally:
         if old is not None:
             old.close()  # release the old generation before the sweep (if not already)
@@ -307,7 +323,7 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
     Raises:
         EncodrError: a model or ``--dim`` that differs from the index's.
     """
-    from ..models import load_encoder
+    from ..models import open_encoder
 
     model, out, lang = spec.options.model, spec.out, spec.options.lang
     if old is None:
@@ -318,7 +334,7 @@ def _encoder_for(spec: IndexSpec, old: IndexReader | None, backend: str) -> tupl
             _check_matryoshka(encoder, spec.warn)
         return encoder, lang
     encoder = (
-        model if model is not None and not isinstance(model, str) else load_encoder(model or old.meta.model, backend=backend)
+        model if model is not None and not isinstance(model, str) else open_encoder(model or old.meta.model, backend=backend)
     )
     if encoder.fingerprint != old.meta.fingerprint:
         raise EncodrError(
@@ -365,14 +381,18 @@ def _chosen_model(spec: IndexSpec) -> str:
 
 
 def _load_auto(spec: IndexSpec, model: str | None, backend: str) -> Encoder:
-    """``load_encoder(model, backend=backend)``; where ``auto`` chose ``onnx`` or ``openvino`` and
+    """``load_encoder(model, backend=backend)`` (a static model run by torch or chosen by ``auto``:
+    its table, :func:`~encodr.models.loading.table_encoder`); where ``auto`` chose ``onnx`` or ``openvino`` and
     it is refused (its vectors differ from torch's, :func:`~encodr.models.onnx.onnx_encoder`),
     ``torch`` (``torch-bf16`` in place of ``openvino``, auto's choice on such a CPU without it)
     instead, with one warning line; for a static model, which no ONNX backend runs, ``torch``
     quietly (the model the refusal loaded, not loaded again)."""
     from ..models import load_encoder
+    from ..models.loading import table_encoder
     from ..models.onnx import NotExportable
 
+    if (backend in ("torch", "torch-bf16") or spec.options.backend == AUTO_BACKEND) and (table := table_encoder(model)):
+        return table  # a static model: its table, no torch (no ONNX backend runs one)
     try:
         return load_encoder(model, backend=backend)
     except EncodrError as exc:
@@ -640,6 +660,7 @@ def _settle(
     ingest.texts.build_keywords(written=old is None and not len(deleted))  # a new index's entries were written as it read
     meta.keywords = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
     meta.prompts = plan.prompts
+    meta.stage, meta.full_model = (FAST, spec.full_model) if spec.full_model else (None, None)
     keyword_seconds = round(time.time() - keywords_started, 2)
     ingest.texts.close()
     write_faiss(index, tmp / VECTORS_FILE)

@@ -61,6 +61,7 @@ class IndexSpec:
     skipped: list[Skipped] = field(default_factory=list)  # files left out, and why (filled while reading)
     roots: list[str] | None = None  # the absolute paths given (with sync: whose documents the index must hold exactly)
     records: list[Record] | None = None  # documents given as records (an HTTP upsert), read after the files
+    full_model: str | None = None  # set: this generation is the fast stage (meta.stage) of a build with this model
 
     @property
     def update(self) -> bool:

@@ -47,6 +47,8 @@ class IndexMeta:
         prompts: ``{"query": …, "document": …}`` the model's prompts.
         bytes_per_vector, rescore_bytes_per_vector: disk bytes a vector (None before a build settles them).
         created, updated: local times, ``YYYY-MM-DD HH:MM:SS``.
+        stage: ``fast`` for a generation whose vectors are a static model's, distilled from
+            ``full_model``, that a second stage replaces with ``full_model``'s (None: the model's own).
         shards: a sharded index's shard count (only in the record joined from its shards).
         extra: keys this encodr does not know, kept as read.
     """
@@ -81,6 +83,8 @@ class IndexMeta:
     rescore_bytes_per_vector: float | None = None
     created: str | None = None
     updated: str | None = None
+    stage: str | None = None
+    full_model: str | None = None
     shards: int | None = None
     extra: dict = field(default_factory=dict)
 
@@ -110,8 +114,9 @@ class IndexMeta:
     def to_dict(self) -> dict:
         """The record as ``index.json`` holds it (unknown keys last; ``shards`` only when set)."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
-        if out["shards"] is None:
-            del out["shards"]
+        for key in ("shards", "stage", "full_model"):
+            if out[key] is None:
+                del out[key]
         return {**out, **self.extra}
 
     def write(self, folder: Path) -> None:

@@ -315,6 +315,11 @@ class BuildOptions:
         "In folders, skip source, Markdown, HTML and text files larger than this many bytes (one summary line).",
         ge=1,
     )
+    fast_stage: bool = setting(
+        True,
+        "A new index of source code over 200 kB is searchable first with a static model distilled from the model "
+        "(made once, cached), then with the model itself.",
+    )
     whole: bool = setting(
         False, "Index each text whole, cut at the model's window, instead of splitting longer texts into passages."
     )

@@ -308,6 +308,12 @@ def query_encoder(model: str, asked: str | None, built: str) -> Encoder:
     Raises:
         EncodrError: ``model`` cannot be loaded with ``asked`` or ``built``.
     """
+    if asked in (None, "torch") and built == "torch":
+        from ..models.loading import table_encoder
+
+        table = table_encoder(model)  # a static model: its table, no torch
+        if table is not None:
+            return table
     if asked is None and built in ("torch", "torch-bf16"):
         from ..models import pick_device
         from ..models.encoder import AUTO_BACKEND, choose_backend, is_onnx

@@ -6,7 +6,7 @@ from .aliases import ALIASES, DEFAULT_MODEL, list_models
 from .cross import CrossScorer, load_cross, new_cross_encoder
 from .device import pick_device
 from .encoder import BACKENDS, Encoder, EncodingSpec
-from .loading import load_encoder
+from .loading import load_encoder, open_encoder
 from .resolution import ModelRef, resolve
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "list_models",
     "load_cross",
     "load_encoder",
+    "open_encoder",
     "new_cross_encoder",
     "pick_device",
     "resolve",

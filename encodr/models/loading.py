@@ -99,6 +99,40 @@ def load_encoder(
     return encoder
 
 
+def open_encoder(spec: str | None = None, backend: str | None = None) -> Encoder:
+    """The encoder an index is built or searched with: :func:`load_encoder`'s, except that a
+    static model run by torch is opened from its table (:func:`table_encoder`).
+
+    Raises:
+        EncodrError: as :func:`load_encoder`.
+    """
+    if backend in (None, "torch", "torch-bf16"):
+        encoder = table_encoder(spec)
+        if encoder is not None:
+            return encoder
+    return load_encoder(spec, backend=backend)
+
+
+def table_encoder(spec: str | None):
+    """``spec``'s static model opened from its table (:class:`~.table.TableEncoder`: the same
+    vectors and fingerprint as :func:`load_encoder`'s, without importing torch until something
+    beyond encoding needs it); None where ``spec`` is not a static model saved to run in torch.
+
+    Raises:
+        EncodrError: ``spec`` cannot be resolved (:func:`resolve`).
+    """
+    ref = resolve(spec)
+    saved = saved_settings(ref.path) if ref.path is not None else {}
+    if ref.path is None or ref.encoder_type == "cross" or (saved.get("backend") or "torch") != "torch":
+        return None
+    from .table import open_table
+
+    encoder = open_table(ref.path, ref.spec, lambda: load_encoder(spec, backend="torch", device="cpu").st)
+    if encoder is not None:
+        encoder.truncate(saved.get("truncate_dim"))
+    return encoder
+
+
 def _sentence_transformer(ref, pooling: str, raw_pooling: str, device: str):
     """``ref``'s model as a ``SentenceTransformer`` on ``device``: a sentence-transformers folder
     as saved, a raw checkpoint with ``raw_pooling`` (``pooling`` unless ``auto``) and a

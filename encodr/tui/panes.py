@@ -16,6 +16,7 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Label, ProgressB
 from textual_plotext import PlotextPlot
 
 from ..core import dispatch
+from ..core.fields import default
 from ..core.requests import EvalRequest, IndexRequest
 from ..errors import EncodrError
 from .forms import choice_select, field_input, values, widget_id
@@ -79,6 +80,9 @@ class IndexPane(VerticalScroll):
         with Horizontal(classes="row"):
             yield Checkbox("ignored files too", id=widget_id(IndexRequest, "no_ignore"))
             yield field_input(R, "max_file_size", "max file bytes")
+            yield Checkbox(
+                "code: fast stage first", value=default(IndexRequest, "fast_stage"), id=widget_id(IndexRequest, "fast_stage")
+            )
         with Horizontal(classes="row"):
             yield Checkbox("text files: blank-line blocks", id=widget_id(IndexRequest, "documents"))
             yield Checkbox("text files in folders: a text a line", id=widget_id(IndexRequest, "records"))
