@@ -241,8 +241,7 @@ def main() -> None:
                 "repo": "mean",
                 "mode": mode,
                 **{
-                    k: sum(r[k] for r in mine) / len(mine)
-                    for k in ("nDCG@10", *CATEGORIES, "p50 ms", "index s", "first s", "MB")
+                    k: sum(r[k] for r in mine) / len(mine) for k in ("nDCG@10", *CATEGORIES, "p50 ms", "index s", "first s", "MB")
                 },
             }
         )
