@@ -13,9 +13,7 @@ breaks at blank lines and line ends first.
 
 from __future__ import annotations
 
-import bisect
 import functools
-import itertools
 import re
 from dataclasses import dataclass
 
@@ -372,8 +370,11 @@ def _char_offsets(text: str, data: bytes):
     """byte offset in ``data`` (``text`` as UTF-8) → character offset in ``text``."""
     if len(data) == len(text):
         return lambda b: b
-    ends = list(itertools.accumulate(len(c.encode("utf-8")) for c in text))  # byte where each character ends
-    return lambda b: bisect.bisect_right(ends, b)
+    import numpy as np
+
+    starts = np.flatnonzero((np.frombuffer(data, dtype=np.uint8) & 0xC0) != 0x80)  # UTF-8: a byte that is no continuation
+    ends = np.append(starts[1:], len(data))  # byte where each character ends
+    return lambda b: int(np.searchsorted(ends, b, side="right"))
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ EMPTY = "empty"  # a file with no text: counted, not a failure
 BINARY = "binary (a NUL byte in its first 8 kB)"
 TOO_LARGE = "over the size limit"
 TEXT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".txt", *CODE_SUFFIXES)  # size limit and binary probe apply
-Splitter = Callable[[str], list[tuple[int, str]]]
+Splitter = Callable[..., list[tuple[int, str]]]  # (text, lines=False) → [(offset, passage)]
 
 
 @dataclass(frozen=True)
@@ -399,10 +399,14 @@ def _html_text(raw: str, fallback: str) -> tuple[str, str]:
     return (parser.title.strip() or parser.h1 or fallback), text
 
 
+FITS_CHARS = 8  # a text up to this many characters a token of room is counted before it is split (most fit whole)
+
+
 def passage_splitter(tokenizer, max_tokens: int, overlap: int = OVERLAP) -> Splitter:
     """``text → [(character offset, passage)]`` with passages of at most ``max_tokens`` tokens of
     ``tokenizer`` (a Hugging Face fast tokenizer), consecutive ones sharing up to ``overlap``
-    tokens; a text that fits comes back whole, at offset 0.
+    tokens; a text that fits comes back whole, at offset 0. ``split(text, lines=True)`` cuts
+    source code between lines (:func:`_line_passages`).
 
     Raises:
         EncodrError: the tokenizer is not a fast (Rust) one, which the splitter needs.
@@ -417,16 +421,60 @@ def passage_splitter(tokenizer, max_tokens: int, overlap: int = OVERLAP) -> Spli
     counter = Tokenizer.from_str(backend.to_str())  # a copy without the truncation a model's tokenizer.json may carry,
     counter.no_truncation()  # which would count every long text as fitting
     counter.no_padding()
-    splitter = TextSplitter.from_huggingface_tokenizer(
-        counter, capacity=max_tokens, overlap=min(overlap, max_tokens // 4), trim=True
-    )
+    overlap = min(overlap, max_tokens // 4)
+    splitter = TextSplitter.from_huggingface_tokenizer(counter, capacity=max_tokens, overlap=overlap, trim=True)
 
-    def split(text: str) -> list[tuple[int, str]]:
+    def library(text: str) -> list[tuple[int, str]]:
+        return [(offset, chunk) for offset, chunk in splitter.chunk_indices(text) if chunk.strip()]
+
+    def split(text: str, lines: bool = False) -> list[tuple[int, str]]:
         if len(text) <= max_tokens:  # no token is shorter than a character: it fits
             return [(0, text)]
-        return [(offset, chunk) for offset, chunk in splitter.chunk_indices(text) if chunk.strip()] or [(0, text)]
+        if len(text) <= FITS_CHARS * max_tokens and len(counter.encode(text, add_special_tokens=False)) <= max_tokens:
+            return [(0, text)]  # counted once: the splitter would search for cuts in a text that has none
+        if lines:
+            return _line_passages(text, counter, max_tokens, overlap, library) or [(0, text)]
+        return library(text) or [(0, text)]
 
     return split
+
+
+def _line_passages(text: str, counter, room: int, overlap: int, library: Splitter) -> list[tuple[int, str]]:
+    """Source code cut between lines: consecutive lines packed while their tokens fit ``room``,
+    the next passage starting with the last lines of the one before that fit ``overlap`` tokens.
+    Each line is tokenized once (``counter``, a ``tokenizers.Tokenizer``), where
+    semantic-text-splitter tokenizes candidate chunks again at every level it tries (seconds for a
+    megabyte of code); a passage's tokens are the sum of its lines' (exact for tokenizers that
+    split words at whitespace, within a token a line for SentencePiece's). A line longer than
+    ``room`` is cut by ``library`` (semantic-text-splitter)."""
+    starts = [0, *(m.end() for m in re.finditer("\n", text))]
+    ends = [*starts[1:], len(text)]
+    counts = [len(e.ids) for e in counter.encode_batch([text[a:b] for a, b in zip(starts, ends)], add_special_tokens=False)]
+    pieces: list[tuple[int, str]] = []
+    i, n = 0, len(starts)
+    while i < n:
+        j, total = i, 0
+        while j < n and total + counts[j] <= room:
+            total += counts[j]
+            j += 1
+        if j == i:  # one line over the window
+            pieces += [(starts[i] + offset, chunk) for offset, chunk in library(text[starts[i] : ends[i]])]
+            i += 1
+            continue
+        pieces.append((starts[i], text[starts[i] : ends[j - 1]]))
+        if j == n:
+            break
+        back, k = 0, j
+        while k - 1 > i and back + counts[k - 1] <= overlap:
+            back += counts[k - 1]
+            k -= 1
+        i = k
+    trimmed = []
+    for offset, piece in pieces:
+        body = piece.strip()
+        if body:
+            trimmed.append((offset + len(piece) - len(piece.lstrip()), body))
+    return trimmed
 
 
 def reads_as_markdown(source: str | None) -> bool:
@@ -536,7 +584,7 @@ def document_passages(
         body = chunk.strip()
         if not body:
             continue
-        for offset, piece in split(body) if split is not None else [(0, body)]:
+        for offset, piece in split(body, lines=sections is not None) if split is not None else [(0, body)]:
             at = start + lead + offset
             page = bisect.bisect_right(pages, at) if pages else None
             out.append(

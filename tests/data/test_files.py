@@ -93,6 +93,23 @@ def test_a_long_text_becomes_overlapping_passages_that_fit(tiny_model):
     assert {r.ext_id for r in records} == {"doc-1"} and [r.start for r in records] == [o for o, _ in parts]
 
 
+def test_source_code_is_cut_between_lines_into_overlapping_passages_that_fit(tiny_model):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model))
+    code = "".join(f"    total_{i} = compute(item_{i})\n" for i in range(80))
+    code += "    x = " + " + ".join(f"term_{i}" for i in range(200)) + "\n"  # one line over the window
+    parts = passage_splitter(tokenizer, 60, overlap=20)(code, lines=True)
+    assert len(parts) > 8
+    for offset, chunk in parts:
+        assert code[offset : offset + len(chunk)] == chunk
+        assert len(tokenizer(chunk, add_special_tokens=False)["input_ids"]) <= 60
+    lines = [chunk for _, chunk in parts if chunk.startswith("total_")]
+    assert len(lines) > 4 and all(chunk.endswith(")") for chunk in lines)  # whole lines only
+    assert parts[1][0] < parts[0][0] + len(parts[0][1])  # consecutive passages share lines
+    assert "term_199" in parts[-1][1]
+
+
 def iter_records_of(text, split):
     import tempfile
     from pathlib import Path
