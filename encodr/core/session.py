@@ -258,10 +258,7 @@ FULL = "full"  # SearchResult.stage of an index searched with its own model's ve
 
 def fast_stage_line(full_model: str | None) -> str:
     """The one line every front end shows for an answer from an index's fast stage (:mod:`encodr.index.stages`)."""
-    return (
-        f"answered by the fast stage (a static model distilled from {full_model}); {full_model}'s own vectors replace it "
-        "when encodr index finishes"
-    )
+    return f"fast stage (static {full_model}) answered; full quality when encodr index ends"
 
 
 def partial_line(missing: list[int], shards: int) -> str:

@@ -430,26 +430,34 @@ def passage_splitter(tokenizer, max_tokens: int, overlap: int = OVERLAP) -> Spli
     def split(text: str, lines: bool = False) -> list[tuple[int, str]]:
         if len(text) <= max_tokens:  # no token is shorter than a character: it fits
             return [(0, text)]
+        if lines:
+            tokens = counter.encode(text, add_special_tokens=False)
+            if len(tokens.ids) <= max_tokens:
+                return [(0, text)]
+            return _line_passages(text, tokens.offsets, max_tokens, overlap, library) or [(0, text)]
         if len(text) <= FITS_CHARS * max_tokens and len(counter.encode(text, add_special_tokens=False)) <= max_tokens:
             return [(0, text)]  # counted once: the splitter would search for cuts in a text that has none
-        if lines:
-            return _line_passages(text, counter, max_tokens, overlap, library) or [(0, text)]
         return library(text) or [(0, text)]
 
     return split
 
 
-def _line_passages(text: str, counter, room: int, overlap: int, library: Splitter) -> list[tuple[int, str]]:
+def _line_passages(text: str, offsets: list, room: int, overlap: int, library: Splitter) -> list[tuple[int, str]]:
     """Source code cut between lines: consecutive lines packed while their tokens fit ``room``,
     the next passage starting with the last lines of the one before that fit ``overlap`` tokens.
-    Each line is tokenized once (``counter``, a ``tokenizers.Tokenizer``), where
+    The text is tokenized once (``offsets``: each token's character span, ``tokenizers``'
+    ``Encoding.offsets``) and each line holds the tokens that start in it, where
     semantic-text-splitter tokenizes candidate chunks again at every level it tries (seconds for a
-    megabyte of code); a passage's tokens are the sum of its lines' (exact for tokenizers that
-    split words at whitespace, within a token a line for SentencePiece's). A line longer than
-    ``room`` is cut by ``library`` (semantic-text-splitter)."""
+    megabyte of code); a passage's tokens, tokenized alone, are then its lines' (exact for
+    tokenizers that split words at whitespace, within a token a line for SentencePiece's). A line
+    longer than ``room`` is cut by ``library`` (semantic-text-splitter)."""
+    import numpy as np
+
     starts = [0, *(m.end() for m in re.finditer("\n", text))]
     ends = [*starts[1:], len(text)]
-    counts = [len(e.ids) for e in counter.encode_batch([text[a:b] for a, b in zip(starts, ends)], add_special_tokens=False)]
+    token_starts = np.fromiter((a for a, _ in offsets), dtype=np.int64, count=len(offsets))
+    line_of = np.searchsorted(np.asarray(starts), token_starts, side="right") - 1
+    counts = np.bincount(line_of, minlength=len(starts)).tolist()
     pieces: list[tuple[int, str]] = []
     i, n = 0, len(starts)
     while i < n:
