@@ -242,7 +242,7 @@ def _top(values) -> tuple[str, float]:
     return values[0].language.iso_code_639_3.name.lower(), float(values[0].value)
 
 
-def sampled_languages(texts: list[str], size: int | None = None, parallel: bool = True) -> list[str] | None:
+def sampled_languages(texts: list[str], size: int | None = None, parallel: bool = True, quick: bool = False) -> list[str] | None:
     """The languages of a corpus, found on ``size`` evenly spaced texts of it, in two steps:
     the sample is labelled in low-accuracy mode among all languages (90 MB of models instead of
     1 GB: the loading is most of the time a small corpus spends on detection), and the
@@ -261,6 +261,8 @@ def sampled_languages(texts: list[str], size: int | None = None, parallel: bool 
             all its blocks).
         size: texts in the sample (all when n ≤ size; default :data:`SAMPLE`).
         parallel: see :func:`detect_with_confidence`.
+        quick: the first step only, whatever the sample's size (low accuracy: an index's fast
+            stage, which its second stage labels again).
 
     Returns:
         ISO 639-3 codes, sorted; ``None`` when the sample has no label (all ``und``).
@@ -268,6 +270,8 @@ def sampled_languages(texts: list[str], size: int | None = None, parallel: bool 
     n, size = len(texts), size or SAMPLE
     picked = sorted({round(i * (n - 1) / (size - 1)) for i in range(size)}) if n > size > 1 else range(n)
     sample = [texts[i] for i in picked]
+    if quick:
+        return corpus_languages(detect_languages(sample, parallel=parallel)) or None
     proposed = None  # a smaller corpus: its texts in high-accuracy mode among all languages
     if len(sample) >= size:  # low accuracy among all proposes, where a 1 % share is ≥ 10 texts
         proposed = corpus_languages(detect_languages(sample, parallel=parallel)) or None
@@ -277,12 +281,13 @@ def sampled_languages(texts: list[str], size: int | None = None, parallel: bool 
 
 
 def labelled(
-    texts: list[str], candidates: list[str] | None, accurate: bool, sample: bool
+    texts: list[str], candidates: list[str] | None, accurate: bool | None, sample: bool
 ) -> tuple[list[str] | None, list[tuple[str, float]]]:
     """A first pass of detection over a window of a corpus, beside its encoding (one text a
     detector call: ``parallel=False``): the candidates it labels among (``candidates``, or with
     ``sample`` those :func:`sampled_languages` finds in ``texts``: the window is all of a new
-    corpus), and each text's :func:`detect_with_confidence` among them (``accurate``: as there).
+    corpus), and each text's :func:`detect_with_confidence` among them (``accurate``: as there;
+    ``None``: low accuracy, the sample's too, :func:`sampled_languages`'s ``quick``).
 
     Returns:
         (the candidates, ISO 639-3 codes or ``None`` for all languages; n (code, confidence)
@@ -292,8 +297,8 @@ def labelled(
         EncodrError: an unknown code among ``candidates``.
     """
     if sample:
-        candidates = sampled_languages(texts, parallel=False)
-    return candidates, detect_with_confidence(texts, candidates, accurate, parallel=False)
+        candidates = sampled_languages(texts, parallel=False, quick=accurate is None)
+    return candidates, detect_with_confidence(texts, candidates, bool(accurate), parallel=False)
 
 
 def language_shares(texts: list[str]) -> dict[str, float]:

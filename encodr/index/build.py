@@ -589,7 +589,7 @@ def _write_generation(spec: IndexSpec, old: IndexReader | None, progress: Progre
                 plan.lang,
                 old,
                 candidates,
-                accurate=plan.total <= SMALL_CORPUS,
+                accurate=None if spec.full_model else plan.total <= SMALL_CORPUS,  # the fast stage: low accuracy
                 roots=spec.roots,
                 detector=detector,
             ) as ingest:

@@ -250,7 +250,9 @@ class Ingest:
     thread (language detection, SQLite rows) before they are encoded, so they are labelled while
     the encoder works; :meth:`store` hands it their vectors (PCR on ``--add``, FAISS or the raw
     file) and returns once the previous window is stored. A failure in the writer comes out of
-    the next :meth:`store` or the ``with`` block's end."""
+    the next :meth:`store` or the ``with`` block's end. ``accurate``: texts labelled in
+    high-accuracy mode (a small corpus); None: low accuracy throughout (an index's fast stage,
+    :func:`~encodr.data.language.labelled`)."""
 
     def __init__(
         self,
@@ -259,7 +261,7 @@ class Ingest:
         lang: str | None,
         old: IndexReader | None,
         candidates: list[str] | None = None,
-        accurate: bool = False,
+        accurate: bool | None = False,
         roots: list[str] | None = None,
         detector: LanguageWorker | None = None,
     ):

@@ -62,6 +62,23 @@ def test_detector_codes_and_candidates():
         detect_languages(["x"], ["english"])
 
 
+def test_an_index_fast_stage_labels_its_texts_without_the_high_accuracy_models(monkeypatch):
+    from encodr.data import language
+
+    asked = []
+    real = language._detector
+    monkeypatch.setattr(
+        language, "_detector", lambda candidates, accurate=False: asked.append(accurate) or real(candidates, accurate)
+    )
+    texts = ["The command runs its hooks before it executes.", "Der Befehl führt seine Haken aus, bevor er läuft."]
+    candidates, found = language.labelled(texts, None, None, sample=True)
+    assert asked and not any(asked)  # low accuracy, the sample's too (no 1 GB of models for a fast stage)
+    assert "eng" in candidates and [code for code, _ in found][0] == "eng"
+    asked.clear()
+    language.labelled(texts, None, False, sample=True)
+    assert any(asked)  # a full build's small corpus: its sample in high-accuracy mode
+
+
 def test_corpus_languages_drop_rare_labels():
     labels = ["eng"] * 300 + ["spa"] * 200 + ["sot"] * 2 + ["tgl"] * 4 + ["und"] * 9
     assert corpus_languages(labels) == ["eng", "spa"]  # tgl: 4 texts but under 1 %
