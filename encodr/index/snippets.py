@@ -147,14 +147,15 @@ def keyword_scores(query: str, text: str, spans: list[tuple[int, int]], lang: st
     for word, stem in zip(words, stem_words(words, lang)):
         weights[stem] = max(weights.get(stem, 0.0), word_weight(word, lang))
     total = sum(weights.values()) or 1.0
+    unspaced = [stem for stem in weights if not stem.isascii() and any(map(_is_cjk, stem))]  # held where contained
     scores = []
     for s, e in spans:
         found = [text[s + a : s + b].lower() for a, b in word_spans(text[s:e])]
         held = set(found) | set(stem_words(found, lang))
-        sentence = text[s:e].lower()
-        scores.append(
-            sum(w for stem, w in weights.items() if stem in held or any(map(_is_cjk, stem)) and stem in sentence) / total
-        )
+        if unspaced:
+            sentence = text[s:e].lower()
+            held |= {stem for stem in unspaced if stem in sentence}
+        scores.append(sum(w for stem, w in weights.items() if stem in held) / total)
     return scores
 
 
