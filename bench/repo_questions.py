@@ -18,7 +18,13 @@ repository's questions, then over repositories (and by category). "p50 ms" is th
 of a warm single-question search (each question once, after one warm-up), snippets included.
 
     python bench/repo_questions.py [--checkout PATH] [--label after] [--repos cobra,express]
-        [--modes hybrid,dense,keyword] [--work DIR] [--keep]
+        [--modes hybrid,dense,keyword] [--work DIR] [--keep] [--index-args="--model PATH"]
+        [--search '{"fusion_weight": 0.5}']
+
+``--index-args`` passes more arguments to ``encodr index`` (``--reuse``: search the indexes a kept
+``--work`` holds, as they are); ``--search`` more settings to each search. "first s" is the time
+until the index answers a search (its first generation is published: the fast stage of a code
+index, :mod:`encodr.index.stages`), "index s" until ``encodr index`` exits.
 
 ``--checkout`` runs another encodr checkout (e.g. a worktree of the commit before a change) on the
 same folders, so its row sits beside this one's in bench/results/repo_questions.json (rows of
@@ -54,10 +60,11 @@ import json, sys, time
 from encodr.core import commands
 from encodr.core.requests import SearchRequest
 index, modes, questions = sys.argv[1], sys.argv[2].split(","), json.loads(sys.stdin.read())
+settings = json.loads(sys.argv[3])
 out = {}
 for mode in modes:
     def ask(q):
-        request = SearchRequest(query=[q], index=index, k=10, mode=mode)
+        request = SearchRequest(query=[q], index=index, k=10, mode=mode, **settings)
         return commands.search(request).results[0].hits
     ask(questions[0])
     files, times = [], []
@@ -123,17 +130,21 @@ def ndcg10(files: list[str], wanted: set[str]) -> float:
 
 
 def run_checkout(
-    checkout: Path, folder: Path, index: Path, questions: list[str], modes: list[str], extra: list[str]
+    checkout: Path, folder: Path, index: Path, questions: list[str], modes: list[str], extra: list[str], search: dict
 ) -> tuple[float, float, dict]:
-    """Index ``folder`` with ``checkout``'s encodr (``extra``: more ``encodr index`` arguments), then ask
-    ``questions``: (seconds until the index answers a search, until the command exits, driver JSON)."""
+    """Index ``folder`` with ``checkout``'s encodr (``extra``: more ``encodr index`` arguments; ``["--reuse"]``: the
+    index there as it is), then ask ``questions`` (``search``: more search settings): (seconds until the index
+    answers a search, until the command exits, driver JSON)."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
+    if extra == ["--reuse"]:
+        return 0.0, 0.0, ask_all(env, folder, index, questions, modes, search)
     if index.exists():
         shutil.rmtree(index)
     t = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "encodr", "index", str(folder), "--out", str(index), *extra],
         env=env,
+        cwd=str(folder.parent),  # not this checkout's folder: python -m finds the package in its cwd before PYTHONPATH
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -148,9 +159,14 @@ def run_checkout(
     seconds = time.perf_counter() - t
     if process.returncode != 0:
         raise SystemExit(f"encodr index {folder} failed: {(err or out).strip()[-400:]}")
+    return first or seconds, seconds, ask_all(env, folder, index, questions, modes, search)
+
+
+def ask_all(env: dict, folder: Path, index: Path, questions: list[str], modes: list[str], search: dict) -> dict:
+    """The driver's answers to ``questions`` on ``index``, in a process of its own."""
     for _ in range(2):  # a process that dies by a signal (seen once in 12 runs, no output) is run again
         asked = subprocess.run(
-            [sys.executable, "-c", DRIVER, str(index), ",".join(modes)],
+            [sys.executable, "-c", DRIVER, str(index), ",".join(modes), json.dumps(search)],
             env=env,
             input=json.dumps(questions),
             capture_output=True,
@@ -162,7 +178,7 @@ def run_checkout(
         print(f"searching {index} failed (exit {asked.returncode}): {asked.stderr.strip()[-800:]}", file=sys.stderr)
     else:
         raise SystemExit(f"searching {index} failed twice")
-    return first or seconds, seconds, json.loads(asked.stdout.strip().splitlines()[-1])
+    return json.loads(asked.stdout.strip().splitlines()[-1])
 
 
 def score(repo: dict, answers: dict, mode: str) -> dict:
@@ -193,6 +209,7 @@ def main() -> None:
     parser.add_argument("--modes", default="hybrid,dense,keyword")
     parser.add_argument("--work", type=Path, default=None, help="where the folders and indexes go (default: a temp dir)")
     parser.add_argument("--index-args", default="", help="more arguments to encodr index, e.g. '--model PATH'")
+    parser.add_argument("--search", default="{}", help="more search settings, JSON: '{\"fusion_weight\": 0.5}'")
     parser.add_argument("--keep", action="store_true", help="keep --work's folders and indexes")
     parser.add_argument("--out", type=Path, default=RESULTS / "repo_questions.json")
     parser.add_argument("--dry", action="store_true", help="print the scores only, write no results file")
@@ -204,7 +221,8 @@ def main() -> None:
     rows = []
     try:
         for repo in repos:
-            folder, version = materialize(repo, work / "repos")
+            reuse = args.index_args.split() == ["--reuse"] and (work / "repos" / repo["name"]).exists()
+            folder, version = (work / "repos" / repo["name"], "reused") if reuse else materialize(repo, work / "repos")
             load = os.getloadavg()[0]
             first, seconds, answers = run_checkout(
                 args.checkout.resolve(),
@@ -213,6 +231,7 @@ def main() -> None:
                 [q["q"] for q in repo["questions"]],
                 modes,
                 args.index_args.split(),
+                json.loads(args.search),
             )
             for mode in modes:
                 rows.append(

@@ -42,14 +42,14 @@ from .ingest import (
 )
 from .keywords import ANALYZER, KEYWORD_TOKENIZER
 from .lock import index_lock
-from .meta import IndexMeta
+from .meta import FAST, IndexMeta
 from .ondisk import ONDISK_FILE
 from .options import UPDATES, BuildOptions
 from .quantized import RESCORE_FILE
 from .reader import META_FILE, PCR_FILE, STORE_FILE, VECTORS_FILE, IndexReader, locate
 from .sharded import build_sharded, is_sharded, upsert_sharded
 from .shards import Shards, digest, shards_folder
-from .stages import FAST, fast_plan, fast_spec, full_spec, wants_fast_stage
+from .stages import fast_plan, fast_spec, full_spec, wants_fast_stage
 
 # The fields of build()'s result that `encodr index` and the TUI's Index pane show.
 SUMMARY = (

@@ -41,6 +41,7 @@ RRF_K = 60  # Cormack et al. 2009
 CONVEX_ALPHA = 0.5  # weight of the dense scores (convex)
 ZSCORE_ALPHA = 0.5  # weight of the dense z-scores of prose (zscore)
 CODE_ALPHA = 0.85  # … of a passage of source code
+FAST_STAGE_ALPHA = 0.1  # … of every candidate of an index at its fast stage (a static model's vectors: keywords lead)
 
 
 def fuse(

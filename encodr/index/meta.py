@@ -19,6 +19,7 @@ from ..outputs import INDEX_RECORD
 from .format import FORMAT
 
 META_FILE = INDEX_RECORD
+FAST = "fast"  # IndexMeta.stage of a first-stage generation (encodr.index.stages)
 
 
 @dataclass

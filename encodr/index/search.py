@@ -22,8 +22,8 @@ from ..models import Encoder, load_encoder
 from ..timing import phase
 from .adapter import read_adapter
 from .filters import Where
-from .fusion import fuse_arrays, interpolate
-from .meta import IndexMeta
+from .fusion import FAST_STAGE_ALPHA, fuse_arrays, interpolate
+from .meta import FAST, IndexMeta
 from .options import DENSE, HYBRID, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
 from .reader import IndexReader
 from .snippets import SentenceVectors
@@ -659,8 +659,12 @@ class Searcher:
         (:func:`~.fusion.fuse_arrays`; id −1: no hit), and the candidates' rows as read (with
         :data:`RANKED_KEYS` when ``ranked``); with ``ranked`` (the code-ranking stage follows),
         every candidate of both lists, and an identifier-shaped query's source code fused with
-        :attr:`.ranking.CodeWeights.identifier_alpha` (its keywords lead)."""
+        :attr:`.ranking.CodeWeights.identifier_alpha` (its keywords lead). An index at its fast
+        stage (:mod:`.stages`) fuses with :data:`~.fusion.FAST_STAGE_ALPHA` unless a weight is given."""
         (d_scores, d_ids), (k_scores, k_ids) = dense, keyword
+        weight = options.fusion_weight
+        if weight is None and index.meta.stage == FAST:
+            weight = FAST_STAGE_ALPHA
         k = d_ids.shape[1] + k_ids.shape[1] if ranked else options.k
         keys = ("lang", *RANKED_KEYS) if ranked else ("lang", "source")
         rows = index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()])), keys)
@@ -677,7 +681,7 @@ class Searcher:
                 options.fusion,
                 langs[q],
                 lang_of if present - {langs[q]} else None,
-                options.fusion_weight,
+                weight,
                 code,
                 identifier_alpha(queries[q]) if ranked else None,
             )

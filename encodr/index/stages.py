@@ -20,7 +20,6 @@ from ..errors import EncodrError, Said
 from ..models.encoder import Encoder
 from .ingest import IndexSpec
 
-FAST = "fast"  # IndexMeta.stage of a first-stage generation
 FAST_STAGE_MIN_BYTES = 200_000  # source bytes below which the model itself indexes within seconds: one stage
 CODE_SHARE = 0.5  # the share of the bytes read that must be source code
 
