@@ -66,6 +66,7 @@ def test_a_code_folder_is_searchable_at_its_fast_stage_and_then_at_its_models(
 ):
     from encodr.core import commands
     from encodr.core.requests import SearchRequest
+    from encodr.index.fusion import FAST_STAGE_ALPHA
 
     index = tmp_path / "idx"
     between = []
@@ -74,6 +75,7 @@ def test_a_code_folder_is_searchable_at_its_fast_stage_and_then_at_its_models(
     def second_stage(spec, plan):  # the first stage is published: a search now reads it
         ask = SearchRequest(query=["follow redirects"], index=str(index), k=2)
         between.append(commands.search(ask))
+        between.append(commands.search(ask.model_copy(update={"fusion_weight": FAST_STAGE_ALPHA})))
         return real(spec, plan)
 
     monkeypatch.setattr(importlib.import_module("encodr.index.build"), "full_spec", second_stage)
@@ -82,8 +84,9 @@ def test_a_code_folder_is_searchable_at_its_fast_stage_and_then_at_its_models(
     )
     assert code == 0, err
     assert "searchable after" in err and "fast stage" in err and json.loads(out)["model"] == str(tiny_model)
-    [fast] = between
+    fast, weighted = between
     assert fast.stage == "fast" and fast.results[0].hits and any("fast stage" in line for line in fast.hints)
+    assert [h.score for h in fast.results[0].hits] == [h.score for h in weighted.results[0].hits]  # keywords lead
     done = commands.search(SearchRequest(query=["follow redirects"], index=str(index), k=2))
     assert done.stage == "full" and not any("fast stage" in line for line in done.hints)
     assert json.loads(out)["fast_stage_seconds"] >= 0
