@@ -420,7 +420,7 @@ def _plan(spec: IndexSpec, old: IndexReader | None) -> _Plan:
     # documents are encoded with the model's document prompt (E5: "passage: "); --add keeps the index's own
     prompts = old.meta.prompts if old is not None else {role: encoder.prompt(role) for role in ("query", "document")}
     room = encoder.max_length - 2 - len(encoder.tokenizer.tokenize(prompts["document"]))  # the prompt's tokens share the window
-    split = None if spec.options.whole else passage_splitter(encoder.tokenizer, room)
+    split = None if spec.options.whole else passage_splitter(encoder.tokenizer, room, quick=spec.full_model is not None)
     key = {
         "fingerprint": encoder.fingerprint,
         "backend": backend,

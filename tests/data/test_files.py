@@ -99,7 +99,7 @@ def test_source_code_is_cut_between_lines_into_overlapping_passages_that_fit(tin
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_model))
     code = "".join(f"    total_{i} = compute(item_{i})\n" for i in range(80))
     code += "    x = " + " + ".join(f"term_{i}" for i in range(200)) + "\n"  # one line over the window
-    parts = passage_splitter(tokenizer, 60, overlap=20)(code, lines=True)
+    parts = passage_splitter(tokenizer, 60, overlap=20, quick=True)(code, code=True)
     assert len(parts) > 8
     for offset, chunk in parts:
         assert code[offset : offset + len(chunk)] == chunk
