@@ -108,8 +108,10 @@ class Agents:
             if arguments:
                 raise EncodrError(f"{name} takes no arguments; got {', '.join(arguments)}", field=next(iter(arguments)))
             return {"indexes": self.served.index_rows()}
-        request = dispatch.prepare(tool.request, arguments, "mcp")
         served = self.served
+        if "index" not in arguments and "index" in tool.request.model_fields and len(served.searchers) == 1:
+            arguments = {**arguments, "index": next(iter(served.searchers))}  # the one index served
+        request = dispatch.prepare(tool.request, arguments, "mcp")
         searcher = served.searcher(request.index)
         if tool.writes and name != "judge":  # documents: one write at a time, then the searcher opens the new generation
             same = (
@@ -138,11 +140,16 @@ FORWARDED = {"search": "/v1/search", "list_indexes": "/v1/indexes"}  # tool → 
 
 def input_schemas(agents: Agents) -> dict[str, dict]:
     """Each offered tool's input schema, as ``tools/list`` answers it: the fields its request
-    declares for MCP (:func:`encodr.core.fields.schema`); a tool without a request takes nothing."""
-    return {
-        name: schema(tool.request, "mcp") if tool.request is not None else {"type": "object", "properties": {}}
-        for name, tool in agents.tools().items()
-    }
+    declares for MCP (:func:`encodr.core.fields.schema`); a tool without a request takes nothing.
+    Where one index is served, ``index`` may be left out (:meth:`Agents.call` fills it in)."""
+    out = {}
+    one = not agents.remote and len(agents.served.searchers) == 1
+    for name, tool in agents.tools().items():
+        found = schema(tool.request, "mcp") if tool.request is not None else {"type": "object", "properties": {}}
+        if one and "index" in found.get("required", []):
+            found = {**found, "required": [f for f in found["required"] if f != "index"]}
+        out[name] = found
+    return out
 
 
 def server(agents: Agents):

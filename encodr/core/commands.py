@@ -547,6 +547,22 @@ def show(request: ShowRequest) -> DocumentLines:
         return DocumentLines(**found, hints=hints)
 
 
+def hit_document(index, row: int) -> str:
+    """The id of the document whose passage is a hit's ``id`` ``row`` in ``index``.
+
+    Raises:
+        EncodrError: no text of the index has that id (404, field ``id``).
+    """
+    import numpy as np
+
+    from ..index.search import document_of
+
+    found = index.rows(np.array([row], dtype=np.int64), ("ext_id", "source", "line")).get(row)
+    if found is None:
+        raise EncodrError(f"no hit of index {index.path} has id {row}; pass a hit's document or path", field="id", status=404)
+    return document_of(found["ext_id"], found["source"], found["line"])
+
+
 def document(request: DocumentRequest, searcher) -> RecordResult:
     """Document ``request.id`` of ``searcher``'s index (a served one), whole (:meth:`encodr.index.Index.document`),
     with ``changed`` (``edited``, ``deleted`` or None: its file since the index read it, :func:`_changed`).
@@ -554,8 +570,8 @@ def document(request: DocumentRequest, searcher) -> RecordResult:
     Raises:
         EncodrError: the index holds no such document (404), naming the field ``id``.
     """
-    doc_id = request.id
     searcher.refresh()
+    doc_id = request.id if isinstance(request.id, str) else hit_document(searcher.index, request.id)
     found = searcher.index.document(doc_id) if request.lines is None else None
     if found is None:  # lines asked for, or not an id: a path as hits show it (document_lines refuses what names no document)
         found = document_lines(searcher.index, doc_id, line_range(request.lines))

@@ -490,7 +490,11 @@ class DocumentRequest(Request):
     metadata; or, with ``lines``, those lines of its file."""
 
     index: str = option(..., "The served index (over HTTP: the path's NAME).", fronts=MCP)
-    id: str = option(..., "The document's id, as a hit's document shows it, or its path as a hit shows it.", fronts=MCP)
+    id: str | int = option(
+        ...,
+        "The document's id, as a hit's document shows it, a hit's own id (an integer), or its path as a hit shows it.",
+        fronts=MCP,
+    )
     lines: str | None = option(
         None, "Only these lines of its file, as a hit gives them: LINE or FIRST-LAST (e.g. 12-40).", fronts=MCP
     )

@@ -118,6 +118,25 @@ def test_refused_tool_calls_name_the_field_in_the_apis_words(kb, tmp_path):
         assert "--" not in words(caught.value, "mcp")
 
 
+def test_with_one_index_served_an_agent_may_leave_it_out_and_read_a_hit_by_its_own_id(kb):
+    from encodr.errors import EncodrError
+    from encodr.index import Searcher
+    from encodr.mcp import input_schemas
+
+    agents = Agents(Served(Session({"kb": Searcher(kb)})))
+    assert "index" not in input_schemas(agents)["search"].get("required", [])
+    hit = agents.call("search", {"query": "pump pressure", "mode": "keyword"})["results"][0]["hits"][0]
+    assert isinstance(hit["id"], int) and "4 bar" in hit["text"]
+    record = agents.call("get_document", {"id": hit["id"]})
+    assert record["id"] == hit["ext_id"] and "4 bar" in record["text"]
+    with pytest.raises(EncodrError, match="no hit of index .* has id 999"):
+        agents.call("get_document", {"id": 999})
+    two = Agents(Served(Session({"kb": Searcher(kb), "kb2": Searcher(kb)})))
+    assert "index" in input_schemas(two)["search"]["required"]
+    with pytest.raises(EncodrError, match="index"):
+        two.call("search", {"query": "pump"})
+
+
 def test_get_document_reads_the_lines_a_hit_names_by_its_path(kb):
     from encodr.index import Searcher
 
