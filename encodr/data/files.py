@@ -233,7 +233,7 @@ def read_document_file(path: str | Path) -> Document:
     if suffix in CODE_SUFFIXES:
         return Document(p.name, raw, {}, 1, (), tuple(code_sections(raw, code_language(p.name))))
     fields, text = front_matter(raw)
-    heading = next((line.lstrip("#").strip() for line in text.splitlines() if line.startswith("# ")), None)
+    heading = next((heading_words(line.lstrip("#")) for line in text.splitlines() if line.startswith("# ")), None)
     title = fields.get("title") if isinstance(fields.get("title"), str) else None
     first = raw[: len(raw) - len(text)].count("\n") + 1  # the lines the front matter took
     return Document(title or heading or p.stem, text, fields, first)
@@ -649,6 +649,16 @@ def section_bounds(text: str, title: str | None = None, pages: tuple[int, ...] =
 
 SECTION_SEPARATOR = " › "
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_ATTRIBUTES = re.compile(r"\s*\{:?\s*[#.][^{}]*\}\s*$")  # a heading's attribute list: { #request-files } (mkdocs, pandoc)
+
+
+def heading_words(raw: str) -> str:
+    """A heading's words as a reader sees them: spaces collapsed, and without the attribute
+    list Python-Markdown's ``attr_list`` (mkdocs) and pandoc put after it (``{ #anchor .class }``),
+    which no rendered page shows."""
+    return " ".join(_ATTRIBUTES.sub("", raw).split())
+
+
 FENCE = re.compile(r"^[ \t]*(```|~~~)", re.M)  # a Markdown code fence's line (a code block opens or closes)
 
 
@@ -663,7 +673,7 @@ def heading_paths(text: str, title: str | None = None) -> list[tuple[int, str]]:
         if FENCE.match(line):
             fenced = not fenced
         elif not fenced and (m := _HEADING.match(line.rstrip("\r\n"))):
-            level, words = len(m.group(1)), " ".join(m.group(2).split())
+            level, words = len(m.group(1)), heading_words(m.group(2))
             open_headings = [(lv, w) for lv, w in open_headings if lv < level] + [(level, words)]
             path = [w for lv, w in open_headings]
             if title and path and path[0].casefold() == title.strip().casefold():

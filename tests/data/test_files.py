@@ -451,6 +451,17 @@ def test_heading_paths_follow_the_outline_and_skip_code_and_the_title():
     assert [text[o : o + 2] for o in offsets] == ["# ", "##", "##", "##"]
 
 
+def test_a_headings_attribute_list_is_not_part_of_its_title_or_section(tmp_path):
+    from encodr.data.files import heading_paths
+
+    page = tmp_path / "request-files.md"
+    page.write_text("# Request Files { #request-files }\n\nUpload.\n\n## Import `File` {: #import .x }\n\nfrom x import File\n")
+    title, text = read_document(str(page))
+    assert title == "Request Files"
+    assert [path for _, path in heading_paths(text, title)] == ["", "Import `File`"]
+    assert heading_paths("# Sets {x}\n\nbody\n") == [(0, "Sets {x}")]  # braces that are words stay
+
+
 def test_a_hit_knows_its_section_in_every_front_end(tmp_path, tiny_model, capsys, monkeypatch):
     """A passage of a long Markdown document records its heading path: the CLI's source column
     and --json show it (HTTP and MCP answer with the same payload), and its words reach BM25."""
