@@ -24,11 +24,21 @@ from ..cpus import usable_cpus
 from ..errors import EncodrError, S
 from .code import CODE_SUFFIXES, code_language, code_sections
 from .records import Layout, Record, read_records
+from .rst import RST_SUFFIXES, rst_sections
 
 RECORD_SUFFIXES = (".txt", ".tsv", ".csv", ".jsonl")
 # converted to Markdown by kreuzberg (one Rust library for all of them, with each file's properties)
 CONVERTED_SUFFIXES = (".docx", ".pptx", ".xlsx", ".odt", ".ods", ".odp", ".epub", ".rtf", ".eml")
-DOCUMENT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf", *CONVERTED_SUFFIXES, *CODE_SUFFIXES)  # source code: .code
+DOCUMENT_SUFFIXES = (
+    ".md",
+    ".markdown",
+    ".html",
+    ".htm",
+    ".pdf",
+    *RST_SUFFIXES,
+    *CONVERTED_SUFFIXES,
+    *CODE_SUFFIXES,
+)  # source code: .code; reStructuredText: .rst
 MARKDOWN_SUFFIXES = (
     ".md",
     ".markdown",
@@ -44,7 +54,7 @@ NOT_READ = "not a kind encodr reads"  # why a file of a folder is left out (enco
 EMPTY = "empty"  # a file with no text: counted, not a failure
 BINARY = "binary (a NUL byte in its first 8 kB)"
 TOO_LARGE = "over the size limit"
-TEXT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".txt", *CODE_SUFFIXES)  # size limit and binary probe apply
+TEXT_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".txt", *RST_SUFFIXES, *CODE_SUFFIXES)  # size limit and binary probe apply
 Splitter = Callable[..., list[tuple[int, str]]]  # (text, code=False) → [(offset, passage)]
 
 
@@ -192,6 +202,8 @@ def read_document_file(path: str | Path) -> Document:
     - Plain text (a note found in a folder): the text as written, titled by the file name.
     - Source code (:data:`.code.CODE_LANGUAGES`): the text as written, titled by the file name,
       with its sections along the syntax tree (a function, method or class each).
+    - reStructuredText (Sphinx's, docutils'): the text as written, with its sections from
+      docutils' parse (:func:`.rst.rst_sections`); the title is its first title, else the file name.
     - HTML: the visible text (Python's ``html.parser``; script and style left out, block
       elements end lines); the title is ``<title>``, else the first ``<h1>``, else the file name.
     - PDF: the text of each page (``pypdf``), pages separated by a blank line; the title is the
@@ -232,6 +244,9 @@ def read_document_file(path: str | Path) -> Document:
         return Document(p.stem, raw, {})
     if suffix in CODE_SUFFIXES:
         return Document(p.name, raw, {}, 1, (), tuple(code_sections(raw, code_language(p.name))))
+    if suffix in RST_SUFFIXES:
+        title, sections = rst_sections(raw)
+        return Document(title or p.stem, raw, {}, 1, (), tuple(sections))
     fields, text = front_matter(raw)
     heading = next((heading_words(line.lstrip("#")) for line in text.splitlines() if line.startswith("# ")), None)
     title = fields.get("title") if isinstance(fields.get("title"), str) else None
@@ -593,13 +608,14 @@ def document_passages(
         return record.line + bisect.bisect_left(newlines, offset)
 
     out: list[Record] = []
+    code = code_language(record.source or "") is not None
     for start, end, section in sections if sections is not None else section_bounds(text, record.title, pages):
         chunk = text[start:end]
         lead = len(chunk) - len(chunk.lstrip())
         body = chunk.strip()
         if not body:
             continue
-        for offset, piece in split(body, code=sections is not None) if split is not None else [(0, body)]:
+        for offset, piece in split(body, code=code) if split is not None else [(0, body)]:
             at = start + lead + offset
             page = bisect.bisect_right(pages, at) if pages else None
             out.append(
