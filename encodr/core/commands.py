@@ -821,6 +821,26 @@ def _evaluate_index(request: EvalRequest, progress: ProgressFn) -> EvalResult:
     )
 
 
+def tuned_models(request: TuneRequest) -> list[str]:
+    """The models a tune starts from: ``request.model``; with ``--index`` and no ``--model``, the
+    model the index was built with (the judgments were made on its hits).
+
+    Raises:
+        EncodrError: the index cannot be found or read.
+    """
+    if request.index is None or "model" in request.model_fields_set:
+        return list(request.model)
+    from ..index import locate
+    from ..index.meta import IndexMeta
+    from ..outputs import current_generation
+
+    folder = locate(request.index)
+    try:
+        return [IndexMeta.read(current_generation(folder) or folder).model]
+    except (OSError, ValueError, TypeError):
+        return list(request.model)  # the recipe's own check names what is wrong with the index
+
+
 def prepare_tune(
     request: TuneRequest,
     progress: ProgressFn = silent,
@@ -840,7 +860,7 @@ def prepare_tune(
     job = TuneJob(
         out=request.target(recipe.name),
         data=request.file,
-        models=list(request.model),
+        models=tuned_models(request),
         overwrite=request.overwrite,
         device=request.device,
         dev=request.dev,

@@ -861,7 +861,8 @@ class TuneRequest(Request):
     recipe: str = option("sentence", "Bundled recipe (encodr recipes) or a .yaml path.", flags=("--recipe", "-r"), fronts=CLI_TUI)
     model: list[str] = option(
         ["minilm"],
-        "Base model: alias, local directory or Hub id. Repeat for Trans-Encoder mutual distillation.",
+        "Base model: alias, local directory or Hub id (with --index: the index's model). Repeat for Trans-Encoder "
+        "mutual distillation.",
         flags=("--model", "-m"),
         fronts=CLI_TUI,
     )

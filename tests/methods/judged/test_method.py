@@ -337,3 +337,27 @@ def test_a_judged_run_on_an_index_without_judgments_is_one_line_and_writes_nothi
     lines = [line for line in err.strip().splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "has no judgments to learn from" in lines[0] and "encodr judge" in lines[0], err
     assert not (tmp_path / "m").exists()
+
+
+def test_a_judged_run_on_an_index_starts_from_the_indexs_model_unless_one_is_named(tmp_path, tiny_model, capsys, monkeypatch):
+    import encodr.methods as methods
+    from encodr.core.commands import index, tuned_models
+    from encodr.core.requests import IndexRequest, TuneRequest
+    from encodr.errors import EncodrError
+    from tests.conftest import run_cli
+
+    corpus = tmp_path / "notes.txt"
+    corpus.write_text("the pump pressure stays below four bar\nthe valve stem is greased monthly\n")
+    index(IndexRequest(corpus=[str(corpus)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="eng"))
+    assert tuned_models(TuneRequest(recipe="judged", index=str(tmp_path / "idx"))) == [str(tiny_model)]
+    assert tuned_models(TuneRequest(recipe="judged", index=str(tmp_path / "idx"), model=["mpnet"])) == ["mpnet"]
+    assert tuned_models(TuneRequest(recipe="sentence")) == ["minilm"]
+    seen = []
+
+    def stop(recipe, job):
+        seen.append(job.models)
+        raise EncodrError("stopped before any work")
+
+    monkeypatch.setattr(methods, "check_request", stop)
+    code, _, err = run_cli(["tune", "--recipe", "judged", "--index", str(tmp_path / "idx")], capsys, monkeypatch)
+    assert code == 2 and "stopped before any work" in err and seen == [[str(tiny_model)]]  # the CLI, as the request
