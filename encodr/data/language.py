@@ -363,6 +363,13 @@ def warm_word_lists(codes: Iterable[str]) -> None:
             wordfreq.get_frequency_dict(short, "best")  # as zipf_frequency calls it: the list it caches
 
 
+def unspaced(char: str) -> bool:
+    """Whether ``char`` is of a script written without spaces between words: a CJK ideograph,
+    kana or a Hangul syllable (whose text wordfreq cuts into words with jieba or MeCab)."""
+    point = ord(char)
+    return 0x3040 <= point <= 0x30FF or 0x3400 <= point <= 0x9FFF or 0xAC00 <= point <= 0xD7AF or 0xF900 <= point <= 0xFAFF
+
+
 def common_share(text: str, code: str) -> float | None:
     """The share of ``text``'s words that are common words of language ``code`` (ISO 639-3):
     wordfreq's Zipf frequency ≥ :data:`COMMON_ZIPF` (its word lists, from Wikipedia, subtitles,

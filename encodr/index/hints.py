@@ -39,7 +39,8 @@ def language_hints(queries: list[str], meta) -> list[str]:
     """One hint line when an index of English texts, built with a model trained on English only
     (:data:`encodr.models.aliases.ENGLISH_ONLY`), is searched with a query in another language
     (detected among all languages, :func:`encodr.data.language.detect_against`: another language
-    at :data:`HINT_CONFIDENCE` or more and English at :data:`HINT_ENGLISH_AT_MOST` or less): it
+    at :data:`HINT_CONFIDENCE` or more and English at :data:`HINT_ENGLISH_AT_MOST` or less, whose
+    common words it holds at least as many of as English's, :func:`_reads_as`): it
     names the multilingual model. Empty otherwise (and for any other model or index). ``meta``:
     the index's :class:`~encodr.index.meta.IndexMeta`."""
     from ..data.language import detect_against
@@ -47,13 +48,13 @@ def language_hints(queries: list[str], meta) -> list[str]:
 
     if not hint_applies(meta.model, meta.languages):
         return []
-    sure = [q for q in queries if len(q.split()) >= HINT_WORDS]  # a word or two is too little to tell a language by
+    sure = [q for q in queries if len(q.split()) >= HINT_WORDS or _unspaced_words(q) >= HINT_WORDS - 1]
     found = detect_against(sure, "eng") if sure else []
     other = sorted(
         {
             code
-            for code, p, english in found
-            if code not in ("eng", "und") and p >= HINT_CONFIDENCE and english <= HINT_ENGLISH_AT_MOST
+            for query, (code, p, english) in zip(sure, found)
+            if code not in ("eng", "und") and p >= HINT_CONFIDENCE and english <= HINT_ENGLISH_AT_MOST and _reads_as(query, code)
         }
     )
     if not other:
@@ -62,3 +63,26 @@ def language_hints(queries: list[str], meta) -> list[str]:
         f"a query looks like {', '.join(other)}, but model {meta.model} was trained on English only: rebuild the index with "
         f"--model {MULTILINGUAL} (multilingual) to search it across languages"
     ]
+
+
+def _unspaced_words(query: str) -> int:
+    """About how many words a query in a script written without spaces holds: its characters of
+    such scripts, two to a word (a Chinese or Japanese word is one to three characters)."""
+    from ..data.language import unspaced
+
+    return sum(map(unspaced, query)) // 2
+
+
+def _reads_as(query: str, code: str) -> bool:
+    """Whether ``query`` reads as language ``code`` at least as well as as English: no more of
+    its words are common English words than common words of ``code`` (wordfreq's lists,
+    :func:`~encodr.data.language.common_share`). The detector reads short English queries as
+    other languages ("okapi zebra events": Maori 0.97), whose words wordfreq then knows as
+    English; a language wordfreq has no list for is not confirmed, unless no word is English."""
+    from ..data.language import common_share
+
+    english = common_share(query, "eng")
+    if not english:
+        return True
+    own = common_share(query, code)
+    return own is not None and own >= english

@@ -211,7 +211,8 @@ class Hit:
         return self if rank == self.rank else self.made(rank, self.score, self.__dict__)
 
 
-RANKED_KEYS = ("source", "path", "section")  # what the code-ranking stage reads of each candidate
+RANKED_KEYS = ("source", "path", "section")
+CODE_CANDIDATES = 160  # passages a list gives the code-ranking stage of a document search (bench/notes/stages.md)  # what the code-ranking stage reads of each candidate
 
 
 def code_ranked(index: IndexReader, options: SearchOptions) -> bool:
@@ -630,8 +631,8 @@ class Searcher:
         Without a re-ranker the passages are collapsed by their row ids, and a :class:`Hit` is
         made only for a passage kept."""
         k, depth, total = options.k, options.k * PASSAGES_PER_DOCUMENT, len(index)
-        if code_ranked(index, options):  # the stage ranks options.depth() candidates anyway: keep them all at once
-            depth = max(depth, options.depth())
+        if code_ranked(index, options):  # the stage ranks this many candidates a list, in one round
+            depth = max(depth, CODE_CANDIDATES)
         while True:
             deeper = replace(options, k=depth, passages=True)
             if reranker is None:

@@ -120,23 +120,20 @@ def word_weight(word: str, lang: str | None) -> float:
     own lookup first cuts them into words with jieba or MeCab, extras that are not installed."""
     from wordfreq import get_frequency_dict, zipf_frequency
 
+    from ..data.language import unspaced
+
     short = _two_letter(lang)
-    if short in SEGMENTED or not word.isascii() and any(_is_cjk(c) for c in word):
+    if short in SEGMENTED or not word.isascii() and any(unspaced(c) for c in word):
         frequency = get_frequency_dict(short if short in SEGMENTED else "zh", "best").get(word, 0.0)
         return max(0.0, 8.0 - (math.log10(frequency) + 9 if frequency > 0 else 0.0))
     return max(0.0, 8.0 - zipf_frequency(word, short))
-
-
-def _is_cjk(char: str) -> bool:
-    """Whether ``char`` is a CJK ideograph, kana or Hangul syllable (wordfreq segments their text)."""
-    point = ord(char)
-    return 0x3040 <= point <= 0x30FF or 0x3400 <= point <= 0x9FFF or 0xAC00 <= point <= 0xD7AF or 0xF900 <= point <= 0xFAFF
 
 
 def keyword_scores(query: str, text: str, spans: list[tuple[int, int]], lang: str | None = None) -> list[float]:
     """Each sentence's share, in [0, 1], of the query's word weight (:func:`word_weight`) that it
     holds, words compared by their stems in ``lang``; a word of Chinese, Japanese or Korean
     characters (written without spaces between words) is held where the sentence contains it."""
+    from ..data.language import unspaced
     from .keywords import stem_words
     from .keywords import words as word_spans
 
@@ -147,14 +144,14 @@ def keyword_scores(query: str, text: str, spans: list[tuple[int, int]], lang: st
     for word, stem in zip(words, stem_words(words, lang)):
         weights[stem] = max(weights.get(stem, 0.0), word_weight(word, lang))
     total = sum(weights.values()) or 1.0
-    unspaced = [stem for stem in weights if not stem.isascii() and any(map(_is_cjk, stem))]  # held where contained
+    contained = [stem for stem in weights if not stem.isascii() and any(map(unspaced, stem))]  # held where contained
     scores = []
     for s, e in spans:
         found = [text[s + a : s + b].lower() for a, b in word_spans(text[s:e])]
         held = set(found) | set(stem_words(found, lang))
-        if unspaced:
+        if contained:
             sentence = text[s:e].lower()
-            held |= {stem for stem in unspaced if stem in sentence}
+            held |= {stem for stem in contained if stem in sentence}
         scores.append(sum(w for stem, w in weights.items() if stem in held) / total)
     return scores
 

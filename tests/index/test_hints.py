@@ -22,6 +22,16 @@ def test_a_short_english_query_the_detector_reads_as_another_language_gets_no_hi
     assert language_hints(["wo leben pinguine in der antarktis"], meta) != []
 
 
+def test_english_words_the_detector_reads_as_maori_or_latin_get_no_hint_and_a_japanese_question_gets_one():
+    meta = IndexMeta(model="minilm", languages=["eng"])
+    for english in ("okapi zebra events", "serve static files StaticFiles", "how do I add CORS"):
+        assert language_hints([english], meta) == [], english  # read as mri, lat, nob: their words are English
+    for other, code in (("関数の引数", "jpn"), ("如何添加跨域支持", "zho"), ("wie funktioniert die Weiterleitung", "deu")):
+        (hint,) = language_hints([other], meta)
+        assert code in hint and "--model me5" in hint
+    assert language_hints(["関数"], meta) == []  # one word: too little to tell
+
+
 def test_an_index_of_other_languages_on_an_english_only_model_names_the_multilingual_one():
     (hint,) = model_language_hints("minilm", ["deu", "eng", "spa", "und"])
     assert "deu, spa" in hint and "--model me5" in hint and "eng" not in hint
