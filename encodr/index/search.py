@@ -211,8 +211,8 @@ class Hit:
         return self if rank == self.rank else self.made(rank, self.score, self.__dict__)
 
 
-RANKED_KEYS = ("source", "path", "section")
-CODE_CANDIDATES = 160  # passages a list gives the code-ranking stage of a document search (bench/notes/stages.md)  # what the code-ranking stage reads of each candidate
+RANKED_KEYS = ("source", "path", "section")  # what the code-ranking stage reads of each candidate
+CODE_CANDIDATES = 160  # passages each list gives the code-ranking stage of a document search, in one round
 
 
 def code_ranked(index: IndexReader, options: SearchOptions) -> bool:
