@@ -3,7 +3,9 @@
 A filter keeps the texts of the documents whose field compares as asked. Fields:
 
 - ``source``: a glob (``*``, ``?``, ``[…]``; SQLite ``GLOB``, case-sensitive, ``*`` crosses
-  ``/``) on the document's source as shown, or on its absolute path;
+  ``/``) on the document's source as given, on its absolute path, or on the end of that path
+  after a ``/`` (``sub/a.md`` and ``sub/*`` match ``/home/me/notes/sub/a.md``, as a hit shows
+  it from the folder indexed; a ``.gitignore`` pattern with a slash matches likewise);
 - ``lang``: the text's language (ISO 639-3);
 - ``id``, ``title``: the document's id and title;
 - ``modified``, ``size``: the file's modification time (ISO 8601, UTC) and size in bytes;
@@ -135,9 +137,9 @@ def sql(filters: list[Filter]) -> tuple[str | None, list, str | None, list]:
             texts.append(f"t.lang {'not in' if f.op == '!=' else 'in'} ({marks})")
             tparams += values
         elif f.field == "source":
-            either = " or ".join("(d.source glob ? or d.path glob ?)" for _ in values)
+            either = " or ".join("(d.source glob ? or d.path glob ? or d.path glob '*/' || ?)" for _ in values)
             docs.append(f"not ({either})" if f.op == "!=" else f"({either})")
-            dparams += [x for v in values for x in (str(v), str(v))]
+            dparams += [x for v in values for x in (str(v), str(v), str(v))]
         elif f.field in COLUMNS or f.op in (">=", "<="):
             column = COLUMNS.get(f.field) or f"json_extract(d.meta, '$.\"{f.field}\"')"
             if f.op == "in":

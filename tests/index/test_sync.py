@@ -314,6 +314,9 @@ def test_filters_on_front_matter_csv_columns_source_and_dates(tmp_path, tiny_mod
     assert [h.ext_id for h in keyword(out, "pump", filters=["year>=2020"])] == ["r1"]
     assert [h.ext_id for h in keyword(out, "pump", filters=["owner=bo"])] == ["r2"]
     assert [h.source for h in keyword(out, "pump", filters=["source=*/old/*"])] == [str(folder / "old" / "b.md")]
+    for shown in ("old/b.md", "old/*", "b.md"):  # the path as a hit shows it, from the folder indexed
+        assert [h.path for h in keyword(out, "pump", filters=[f"source={shown}"])] == ["old/b.md"], shown
+    assert len(keyword(out, "pump", filters=["source!=old/*"])) == 3
     assert len(keyword(out, "pump", filters=["reviewed>=2024-01-01"])) == 1
     assert len(keyword(out, "pump", filters=["modified>=2000-01-01", "lang!=zzz"])) == 4
     with pytest.raises(EncodrError, match="not an ISO 8601 date"):
