@@ -449,25 +449,42 @@ class TextStore:
         return [(int(s), t, int(n or 1)) for s, t, n in found]
 
     def document_path(self, ext_id: str) -> str | None:
-        """Document ``ext_id``'s path as hits show it (None: not stored, an older index)."""
-        found = self._all("select path from texts where ext_id = ? and path is not null limit 1", (ext_id,)) or self._all(
-            "select t.path from members m join texts t on t.id = m.text_id where m.doc = ? and t.path is not null limit 1",
+        """Document ``ext_id``'s path as hits show it (None: not stored, an older index); for a
+        document whose texts another document stored first, its own path shown from the same folder."""
+        found = self._all("select path from texts where ext_id = ? and path is not null limit 1", (ext_id,))
+        if found:
+            return found[0][0]
+        shared = self._all(  # its texts are all stored under another document's name (the same text in two files)
+            "select t.path, t.source, d.source from members m join texts t on t.id = m.text_id join documents d "
+            "on d.id = m.doc where m.doc = ? and t.path is not null limit 1",
             (ext_id,),
         )
-        return found[0][0] if found else None
+        if not shared:
+            return None
+        shown, credited, own = shared[0]
+        root = credited[: len(credited) - len(shown)] if credited and credited.endswith(shown) else None
+        if root is not None and own and own.startswith(root):
+            return own[len(root) :]  # its own path, shown from the folder the other's is shown from
+        return own or shown
 
     def documents_at(self, path: str, lines: tuple[int, int] | None = None) -> list[str]:
         """The ids of the documents whose path as shown (relative to the folder indexed), source or
-        id is ``path``: a file's document, or each record of a one-record-a-line file (only those
+        id is ``path``, else whose absolute path ends with ``/path``: a file's document, or each record of a one-record-a-line file (only those
         on ``lines``, first and last, 1-based, when given), in natural order."""
-        found = self._all(
-            "select distinct ext_id from texts where ext_id is not null and (path = ? or source = ? or ext_id = ?)",
-            (path, path, path),
-        ) or self._all(
-            "select id from documents where id = ? union select distinct m.doc from members m join texts t on t.id = m.text_id "
-            "where t.ext_id is null and (t.path = ? or t.source = ?)"
-            + (" and coalesce(m.line, t.line) between ? and ?" if lines else ""),
-            (path, path, path, *(lines or ())),
+        found = (
+            self._all(
+                "select distinct ext_id from texts where ext_id is not null and (path = ? or source = ? or ext_id = ?)",
+                (path, path, path),
+            )
+            or self._all(
+                "select id from documents where id = ? union select distinct m.doc from members m join texts t on t.id = m.text_id "
+                "where t.ext_id is null and (t.path = ? or t.source = ?)"
+                + (" and coalesce(m.line, t.line) between ? and ?" if lines else ""),
+                (path, path, path, *(lines or ())),
+            )
+            or self._all(  # a document whose texts are all stored under another's name (the same text in two files)
+                "select id from documents where substr(path, -?) = ?", (len(path) + 1, "/" + path)
+            )
         )
         return sorted({str(d) for (d,) in found}, key=lambda d: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", d)])
 

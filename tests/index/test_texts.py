@@ -93,3 +93,22 @@ def test_a_labels_detected_texts_are_every_kth_by_id_up_to_the_limit(tmp_path):
     assert found["lat"] == latin[::4][:10] and found["fra"] == [f"t{i}" for i in range(3, 100, 4)][::2][:10]
     assert found["deu"] == [] and store.detected_texts(["lat"], 100)["lat"] == latin
     assert store.detected_texts(["lat"], 0) == {"lat": []}
+
+
+def test_the_same_text_in_two_files_leaves_each_its_document_path_and_lines(tmp_path, tiny_model):
+    from encodr.core.commands import document_lines
+    from encodr.index import BuildOptions, build
+    from encodr.index.reader import IndexReader
+
+    folder = tmp_path / "repo"
+    for copy in ("src", "build-copy"):
+        (folder / copy).mkdir(parents=True)
+        (folder / copy / "pump.md").write_text("# Pump\n\nThe pump pressure must stay below four bar.\n")
+    build([str(folder)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng", no_ignore=True))
+    index = IndexReader.open(tmp_path / "idx")
+    try:
+        for copy in ("src", "build-copy"):
+            shown = document_lines(index, f"{copy}/pump.md", None)
+            assert shown["path"] == f"{copy}/pump.md" and shown["lines"][2]["text"].startswith("The pump pressure")
+    finally:
+        index.close()
