@@ -469,16 +469,17 @@ class TextStore:
 
     def documents_at(self, path: str, lines: tuple[int, int] | None = None) -> list[str]:
         """The ids of the documents whose path as shown (relative to the folder indexed), source or
-        id is ``path``, else whose absolute path ends with ``/path``: a file's document, or each record of a one-record-a-line file (only those
-        on ``lines``, first and last, 1-based, when given), in natural order."""
+        id is ``path``, else whose absolute path ends with ``/path``: a file's document, or each
+        record of a one-record-a-line file (only those on ``lines``, first and last, 1-based,
+        when given), in natural order."""
         found = (
             self._all(
                 "select distinct ext_id from texts where ext_id is not null and (path = ? or source = ? or ext_id = ?)",
                 (path, path, path),
             )
             or self._all(
-                "select id from documents where id = ? union select distinct m.doc from members m join texts t on t.id = m.text_id "
-                "where t.ext_id is null and (t.path = ? or t.source = ?)"
+                "select id from documents where id = ? union select distinct m.doc from members m join texts t "
+                "on t.id = m.text_id where t.ext_id is null and (t.path = ? or t.source = ?)"
                 + (" and coalesce(m.line, t.line) between ? and ?" if lines else ""),
                 (path, path, path, *(lines or ())),
             )
