@@ -245,9 +245,10 @@ def _check_updatable(out: Path, inputs: list[str], sync: bool) -> None:
 
 def _build_locked(spec: IndexSpec, progress: ProgressFn) -> dict:
     """:func:`build` once the inputs are checked and the index is locked: in two stages where
-    :func:`~.stages.wants_fast_stage` (:mod:`.stages`)."""
+    :func:`~.stages.wants_fast_stage` (:mod:`.stages`). A sync of an index left at its fast stage
+    builds its second stage from the corpus; ``add`` keeps its stage (and its static model)."""
     old = IndexReader.open(spec.out) if spec.update else None
-    if old is not None and old.meta.stage == FAST:  # the second stage did not finish: this write makes it, whole
+    if old is not None and old.meta.stage == FAST and spec.options.write == "sync":  # its second stage, of the whole corpus
         model = spec.options.model or old.meta.full_model
         old.close()
         old, spec = None, replace(spec, options=replace(spec.options, model=model, write="overwrite"))
@@ -660,7 +661,8 @@ def _settle(
     ingest.texts.build_keywords(written=old is None and not len(deleted))  # a new index's entries were written as it read
     meta.keywords = {"engine": "sqlite-fts5 bm25", "analyzer": ANALYZER, "tokenizer": KEYWORD_TOKENIZER}
     meta.prompts = plan.prompts
-    meta.stage, meta.full_model = (FAST, spec.full_model) if spec.full_model else (None, None)
+    if spec.full_model or old is None:  # a new generation's stage; an add to one keeps its own (old.meta's)
+        meta.stage, meta.full_model = (FAST, spec.full_model) if spec.full_model else (None, None)
     keyword_seconds = round(time.time() - keywords_started, 2)
     ingest.texts.close()
     write_faiss(index, tmp / VECTORS_FILE)

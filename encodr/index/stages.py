@@ -6,8 +6,9 @@ The first stage encodes with the model's static counterpart (model2vec's distill
 once per model and cached under ``$ENCODR_HOME/static``; its generation records ``stage: fast``
 and the model it is heading to (``full_model``). The second stage is an ordinary build with the
 model, published over the first in one atomic step; a search reads whichever is current and says
-which stage answered (:class:`~encodr.core.results.SearchResult`'s ``stage``). A write to an index
-left at its fast stage (the second stage interrupted) makes the second stage first.
+which stage answered (:class:`~encodr.core.results.SearchResult`'s ``stage``). A sync of an index
+left at its fast stage (the second stage interrupted) makes the second stage of the whole corpus;
+``add`` adds to it with its static model.
 """
 
 from __future__ import annotations

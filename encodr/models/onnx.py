@@ -49,6 +49,7 @@ from ..cpus import usable_cpus
 from ..errors import EncodrError, S, first_line
 from ..outputs import atomic_file
 from .encoder import Encoder, tokenize
+from .standin import StandIn
 
 FILES = {"onnx": "model.onnx", "onnx-int8": "model_qint8.onnx", "openvino": "model.onnx"}  # openvino: the float32 graph
 OPENVINO_RECORD = "openvino.json"  # beside the graphs: OpenVINO's agreement with torch, per inference precision
@@ -656,16 +657,15 @@ class ExportedTokenizer:
         return out
 
 
-class ExportedModel:
+class ExportedModel(StandIn):
     """What an :class:`ExportedEncoder` holds in place of a SentenceTransformer: its tokenizer,
     ``max_seq_length``, ``prompts``, ``default_prompt_name`` and dimension, from the export's
     record. Any other attribute (``save``, ``encode``, ``start_multi_process_pool``, indexing
     its modules…) loads the full SentenceTransformer on the CPU once (``full``) and is its."""
 
-    device = "cpu"
-
     def __init__(self, record: dict, tokenizer: ExportedTokenizer, full):
-        self.tokenizer, self._record, self._load_full, self._full = tokenizer, record, full, None
+        super().__init__(full)
+        self.tokenizer, self._record = tokenizer, record
         self.max_seq_length = int(record["max_seq_length"])
         self.prompts = dict(record.get("prompts") or {})
         self.default_prompt_name = record.get("default_prompt_name")
@@ -676,24 +676,9 @@ class ExportedModel:
     @property
     def full(self):
         """The SentenceTransformer itself, loaded on first use (torch), at this ``max_seq_length``."""
-        if self._full is None:
-            self._full = self._load_full()
-        self._full.max_seq_length = self.max_seq_length
-        return self._full
-
-    def __getattr__(self, name: str):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.full, name)
-
-    def __getitem__(self, i):
-        return self.full[i]
-
-    def __iter__(self):
-        return iter(self.full)
-
-    def __len__(self) -> int:
-        return len(self.full)
+        model = StandIn.full.fget(self)
+        model.max_seq_length = self.max_seq_length
+        return model
 
 
 class ExportedEncoder(Encoder):

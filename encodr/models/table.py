@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .encoder import STATIC_WINDOW, Encoder
+from .standin import StandIn
 
 STATIC_MODULE = "StaticEmbedding"  # the end of the module type modules.json names for a static model
 WEIGHT = "embedding.weight"  # the table's name in the module's model.safetensors (the state dict's "0.embedding.weight")
@@ -50,42 +51,23 @@ class TableTokenizer:
         return self.backend_tokenizer.encode(text, add_special_tokens=False).tokens
 
 
-class TableModel:
+class TableModel(StandIn):
     """What a :class:`TableEncoder` holds in place of a SentenceTransformer: the table (float32
     (V, d)), the tokenizer, no prompts. Any other attribute loads the full SentenceTransformer
     on the CPU once (``full``) and is its."""
 
-    device = "cpu"
     default_prompt_name = None
 
     def __init__(self, folder: Path, full):
         from safetensors.numpy import load_file
 
+        super().__init__(full)
         self.table = np.ascontiguousarray(load_file(str(folder / "model.safetensors"))[WEIGHT], dtype=np.float32)
         self.tokenizer = TableTokenizer(folder / "tokenizer.json")
         self.prompts: dict = {}
-        self._load_full, self._full = full, None
 
     def get_embedding_dimension(self) -> int:
         return int(self.table.shape[1])
-
-    @property
-    def full(self):
-        """The SentenceTransformer itself, loaded on first use (torch)."""
-        if self._full is None:
-            self._full = self._load_full()
-        return self._full
-
-    def __getattr__(self, name: str):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.full, name)
-
-    def __getitem__(self, i):
-        return self.full[i]
-
-    def __len__(self) -> int:
-        return len(self.full)
 
 
 class TableForward:

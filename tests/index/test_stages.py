@@ -128,6 +128,11 @@ def test_a_sync_of_an_index_left_at_its_fast_stage_makes_the_second_stage(reposi
     meta = IndexMeta.read(current_generation(locate(index)))
     assert meta.stage == "fast" and meta.full_model == str(tiny_model) and meta.model != str(tiny_model)
     monkeypatch.setattr(build, "full_spec", real)
+    extra = repository.parent / "extra.py"
+    extra.write_text("def extra():\n    return 1\n")
+    code, out, err = run_cli(["index", str(extra), "--out", str(index), "--add", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(out)["documents"] == 3, err  # an add keeps what the fast stage holds, and its stage
+    assert IndexMeta.read(current_generation(locate(index))).stage == "fast"
     code, out, err = run_cli(["index", str(repository), "--out", str(index), "--sync", "--json"], capsys, monkeypatch)
     assert code == 0, err
     meta = IndexMeta.read(current_generation(locate(index)))
