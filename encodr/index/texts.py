@@ -469,9 +469,9 @@ class TextStore:
 
     def documents_at(self, path: str, lines: tuple[int, int] | None = None) -> list[str]:
         """The ids of the documents whose path as shown (relative to the folder indexed), source or
-        id is ``path``, else whose absolute path ends with ``/path``: a file's document, or each
-        record of a one-record-a-line file (only those on ``lines``, first and last, 1-based,
-        when given), in natural order."""
+        id is ``path``, else (without ``lines``) whose absolute path ends with ``/path``: a file's
+        document, or each record of a one-record-a-line file (only those on ``lines``, first and
+        last, 1-based, when given), in natural order."""
         found = (
             self._all(
                 "select distinct ext_id from texts where ext_id is not null and (path = ? or source = ? or ext_id = ?)",
@@ -483,8 +483,12 @@ class TextStore:
                 + (" and coalesce(m.line, t.line) between ? and ?" if lines else ""),
                 (path, path, path, *(lines or ())),
             )
-            or self._all(  # a document whose texts are all stored under another's name (the same text in two files)
-                "select id from documents where substr(path, -?) = ?", (len(path) + 1, "/" + path)
+            or (
+                []
+                if lines
+                else self._all(  # a document whose texts are all stored under another's (the same text in two files)
+                    "select id from documents where substr(path, -?) = ?", (len(path) + 1, "/" + path)
+                )
             )
         )
         return sorted({str(d) for (d,) in found}, key=lambda d: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", d)])
