@@ -258,7 +258,7 @@ FULL = "full"  # SearchResult.stage of an index searched with its own model's ve
 
 def fast_stage_line(full_model: str | None) -> str:
     """The one line every front end shows for an answer from an index's fast stage (:mod:`encodr.index.stages`)."""
-    return f"fast stage (static {full_model}) answered; full quality when encodr index ends"
+    return f"fast stage (static {full_model}): full quality once encodr index is done"
 
 
 def partial_line(missing: list[int], shards: int) -> str:
