@@ -831,14 +831,10 @@ def tuned_models(request: TuneRequest) -> list[str]:
     if request.index is None or "model" in request.model_fields_set:
         return list(request.model)
     from ..index import locate
-    from ..index.meta import IndexMeta
-    from ..outputs import current_generation
+    from ..index.manifest import current_meta
 
-    folder = locate(request.index)
-    try:
-        return [IndexMeta.read(current_generation(folder) or folder).model]
-    except (OSError, ValueError, TypeError):
-        return list(request.model)  # the recipe's own check names what is wrong with the index
+    meta = current_meta(locate(request.index))
+    return [meta.model] if meta is not None else list(request.model)  # else the recipe's own check names the fault
 
 
 def prepare_tune(
