@@ -15,7 +15,11 @@ Analysis, in order (Lucene's and Elasticsearch's language analyzers do the same 
    run becomes its overlapping character bigrams (``東京都`` → ``東京 京都``; one character
    stays itself), as Lucene's ``CJKBigramFilter`` does: no dictionary, and a query's bigrams
    match inside longer words (for Lao, Khmer and Burmese, which no kept segmenter here covers,
-   the bigrams are the fallback);
+   the bigrams are the fallback). A text's run also keeps its last character as a term of its
+   own, after the bigrams, and a query of one character asks for the terms it starts (FTS5's
+   prefix query ``"猫"*``: the bigrams it starts and itself): each place the character stands
+   is then found once, where
+   Lucene's filter, without its unigrams, finds none;
 3. every other word is stemmed by the Snowball stemmer of the text's language (PyStemmer's C
    build; :data:`STEMMERS`), when there is one: ``studies`` and ``studied`` both become
    ``studi``. A text of another language, or of none (``und``), is left unstemmed;
@@ -36,7 +40,7 @@ KEYWORD_TABLE = "texts_fts"
 KEYWORD_TOKENIZER = "unicode61 remove_diacritics 2"
 # recorded in index.json; an index made by another analysis gets a hint, and encodr index --upgrade
 # builds its keywords again (encodr.index.upgrade.keywords_stale)
-ANALYZER = "snowball-stems+identifier-parts+cjk-bigrams+thai-newmm"
+ANALYZER = "snowball-stems+identifier-parts+cjk-bigrams+cjk-last-unigram+thai-newmm"
 
 # ISO 639-3 → Snowball stemmer (PyStemmer's algorithm names)
 STEMMERS = {
@@ -93,7 +97,7 @@ def _stemmer(lang: str | None):
     return Stemmer.Stemmer(name) if name else None
 
 
-def keyword_terms(text: str, lang: str | None, identifiers: bool = True) -> list[str]:
+def keyword_terms(text: str, lang: str | None, identifiers: bool = True, query: bool = False) -> list[str]:
     """The terms of ``text`` in language ``lang`` (ISO 639-3, or None) for the keyword index:
     stemmed words and CJK bigrams, in order, before FTS5's case and diacritic folding (see
     the module docstring).
@@ -103,25 +107,35 @@ def keyword_terms(text: str, lang: str | None, identifiers: bool = True) -> list
         lang: its language; selects the stemmer (none for languages without one).
         identifiers: add :func:`identifier_terms` (after the words, so a phrase of words
             matches a text's words in order).
+        query: analyse a query: a run of one character is the prefix term ``猫*`` (FTS5's
+            prefix query: the terms it starts), and a longer run keeps only its bigrams; a
+            text's runs add their last characters (after every bigram, so a phrase's bigrams
+            stay next to each other).
 
     Returns:
         Terms, lower-case, possibly repeated (BM25 counts them).
     """
     to_stem: list[str] = []  # the words, each stemmed below
     terms: list[str] = []
+    lasts: list[str] = []  # each CJK run's last character (a text's)
     camel = _CAMEL.search(text) is not None  # most prose has no CamelCase name: no word to cut
     for m in _WORDS.finditer(text):
         run, thai, word = m.groups()
         if run:
             run = run.lower()
-            terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+            if len(run) == 1:
+                terms.append(run + "*" if query else run)
+                continue
+            terms.extend(run[i : i + 2] for i in range(len(run) - 1))
+            if not query:
+                lasts.append(run[-1])
         elif thai:
             terms.extend(thai_words(thai))
         elif camel and _CAMEL.search(word):
             to_stem.extend(text[a:b].lower() for a, b in _parts(word, m.start()))
         else:
             to_stem.append(word.lower())
-    return stem_words(to_stem, lang) + terms + (identifier_terms(text) if identifiers else [])
+    return stem_words(to_stem, lang) + terms + lasts + (identifier_terms(text) if identifiers else [])
 
 
 def words(text: str) -> list[tuple[int, int]]:
@@ -205,6 +219,11 @@ def keyword_text(text: str, lang: str | None) -> str:
 _PHRASE = re.compile(r'"([^"]+)"')
 
 
+def quoted(term: str) -> str:
+    """``term`` as an FTS5 string: ``"studi"``; the prefix term ``猫*`` as FTS5's prefix query ``"猫"*``."""
+    return f'"{term[:-1]}"*' if term.endswith("*") else f'"{term}"'
+
+
 def keyword_expression(query: str, lang: str | None = None, weightless: Callable[[list[str]], set[str]] | None = None) -> str:
     """An FTS5 MATCH expression for a free-text query: each distinct term as a quoted string,
     joined by OR, so no character of the query is read as FTS5 syntax; a part of the query in
@@ -223,13 +242,14 @@ def keyword_expression(query: str, lang: str | None = None, weightless: Callable
             texts that hold none of the other terms (their scores are that small).
     """
     phrases = [
-        " ".join(keyword_terms(p, lang, identifiers=False)) for p in _PHRASE.findall(query)
+        " ".join(t for t in keyword_terms(p, lang, identifiers=False, query=True) if not t.endswith("*"))
+        for p in _PHRASE.findall(query)
     ]  # a text's whole codes sit after its words
-    terms = list(dict.fromkeys(keyword_terms(_PHRASE.sub(" ", query), lang)))
+    terms = list(dict.fromkeys(keyword_terms(_PHRASE.sub(" ", query), lang, query=True)))
     if weightless is not None and terms and not any(phrases):
         left_out = weightless(terms)
         terms = [t for t in terms if t not in left_out] or terms
-    alternatives = " OR ".join(f'"{t}"' for t in terms)
+    alternatives = " OR ".join(quoted(t) for t in terms)
     required = " AND ".join(f'"{p}"' for p in phrases if p)
     if required and alternatives:
         return f"{required} AND ({alternatives})"

@@ -31,15 +31,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .keywords import quoted
+
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 IDF_FLOOR = 1e-6  # FTS5's floor on a phrase's idf (a phrase in more than half the rows)
-_QUOTED = re.compile(r'"([^"]*)"')
+_QUOTED = re.compile(r'"[^"]*"\*?')  # a phrase, or a prefix query ("猫"*)
 
 
 def expression_phrases(expression: str) -> list[str]:
     """The phrases of an FTS5 expression written by :func:`~.keywords.keyword_expression`, in
-    order, each as its quoted FTS5 string (``'"vitamin d"'``): FTS5's ``bm25()`` sums over these."""
-    return [f'"{p}"' for p in _QUOTED.findall(expression)]
+    order, each as its quoted FTS5 string (``'"vitamin d"'``, a prefix query ``'"猫"*'``): FTS5's
+    ``bm25()`` sums over these."""
+    return _QUOTED.findall(expression)
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ class KeywordStats:
     def weightless(self, query: int):
         """A ``weightless`` for :func:`~.keywords.keyword_expression` of query number ``query``:
         given terms, those whose phrase is in at least half the rows (idf at its floor)."""
-        return lambda terms: {t for t in terms if weighs_nothing(self.rows, self.hits[query].get(f'"{t}"', 0))}
+        return lambda terms: {t for t in terms if weighs_nothing(self.rows, self.hits[query].get(quoted(t), 0))}
 
     def idf(self, query: int, phrase: str) -> float:
         """idf(p) of ``phrase`` of query number ``query`` (the module's formula)."""

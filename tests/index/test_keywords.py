@@ -11,8 +11,9 @@ def test_words_are_stemmed_in_their_language_and_cjk_runs_become_bigrams():
         ["häuser"],
     )  # the text's own language's stemmer
     assert keyword_terms("Studies", "und") == ["studies"]  # no language, no stemming
-    assert keyword_terms("東京都に住む", None) == ["東京", "京都", "都に", "に住", "住む"]
-    assert keyword_terms("서울 中", "kor") == ["서울", "中"]  # a single character stays itself
+    assert keyword_terms("東京都に住む", None) == ["東京", "京都", "都に", "に住", "住む", "む"]  # and the run's last character
+    assert keyword_terms("東京都に住む", None, query=True) == ["東京", "京都", "都に", "に住", "住む"]
+    assert keyword_terms("서울 中", "kor") == ["서울", "中", "울"]  # a single character stays itself
     assert keyword_expression("cafés x OR NEAR(", "fra") == '"caf" OR "x" OR "or" OR "near"'  # no character read as FTS5 syntax
     assert keyword_expression('cafés "x y" NEAR(', "fra") == '"x y" AND ("caf" OR "near")'  # a quoted phrase must hold
     assert keyword_expression("Studies studies", "eng") == '"studi"'
@@ -36,12 +37,28 @@ def test_keyword_search_finds_inflections_and_words_inside_cjk_text(tmp_path, ti
         {"_id": "other", "text": "A note about something else entirely", "lang": "eng"},
     ]
     searcher = indexed(docs, tmp_path, tiny_model)
-    for query, expected in (("study", "en"), ("京都", "ja"), ("北京", "zh"), ("大学", "zh")):
+    for query, expected in (("study", "en"), ("京都", "ja"), ("北京", "zh"), ("大学", "zh"), ("习", "zh"), ("京", "zh")):
         hits = searcher.query([query], SearchOptions(k=2, mode="keyword", lang=None))[1][0]
         assert [h.ext_id for h in hits][:1] == [expected], query
         if query == "study":  # a reader's first search is FTS5's alone; the next ones read postings it holds
             assert searcher.index.texts.holds_postings and searcher.index.texts.postings().size == 0
     assert searcher.index.texts.postings().size > 0
+
+
+def test_a_query_of_one_cjk_character_finds_it_wherever_it_stands_and_counts_each_place_once(tmp_path, tiny_model):
+    """Bigrams alone hold no term ``猫``: a one-character query found nothing (Lucene's
+    CJKBigramFilter without its unigrams does the same). Now it is the prefix query ``"猫"*``
+    over the bigrams it starts and a run's last character."""
+    assert keyword_expression("猫", "zho") == '"猫"*'
+    docs = [
+        {"_id": "end", "text": "我喜欢猫。", "lang": "zho"},  # 猫 ends its run
+        {"_id": "start", "text": "猫很可爱", "lang": "zho"},  # 猫 starts it
+        {"_id": "twice", "text": "猫和猫", "lang": "zho"},  # twice: the best match
+        {"_id": "none", "text": "我喜欢狗。", "lang": "zho"},
+    ]
+    searcher = indexed(docs, tmp_path, tiny_model)
+    hits = searcher.query(["猫"], SearchOptions(k=4, mode="keyword", lang="zho"))[1][0]
+    assert [h.ext_id for h in hits][0] == "twice" and {h.ext_id for h in hits} == {"end", "start", "twice"}
 
 
 def test_thai_text_is_cut_into_words_and_a_thai_word_finds_its_sentence(tmp_path, tiny_model):
@@ -50,7 +67,7 @@ def test_thai_text_is_cut_into_words_and_a_thai_word_finds_its_sentence(tmp_path
     The sentences are written for this test ("The water pump must have a pressure of four bar";
     "Thai is the official language of Thailand"; "Bangkok is the capital city")."""
     assert keyword_terms("เครื่องสูบน้ำต้องมีแรงดันสี่บาร์", "tha") == ["เครื่องสูบน้ำ", "ต้อง", "มี", "แรงดัน", "สี่", "บาร์"]
-    assert keyword_terms("ພາສາລາວ", "lao") == ["ພາ", "າສ", "ສາ", "າລ", "ລາ", "າວ"]  # Lao: no kept segmenter here, bigrams
+    assert keyword_terms("ພາສາລາວ", "lao") == ["ພາ", "າສ", "ສາ", "າລ", "ລາ", "າວ", "ວ"]  # Lao: no kept segmenter here, bigrams
     docs = [
         {"_id": "pump", "text": "เครื่องสูบน้ำต้องมีแรงดันสี่บาร์", "lang": "tha"},
         {"_id": "language", "text": "ภาษาไทยเป็นภาษาราชการของประเทศไทย", "lang": "tha"},
