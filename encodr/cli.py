@@ -60,7 +60,9 @@ def _interactive_threads() -> None:
 
 class _Bars:
     """Draws :class:`~encodr.progress.ProgressEvent` s as rich bars on stderr, one bar per
-    task label; nothing is drawn before the first event (so a bad-input error stays alone)."""
+    task label; nothing is drawn before the first event (so a bad-input error stays alone), and
+    nothing when stderr is not a terminal: rich's live display would hold every warning printed
+    under it until it stops (minutes of an index sent to a file with nothing in it)."""
 
     def __init__(self, enabled: bool = True):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -73,7 +75,7 @@ class _Bars:
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=err_console,
-            disable=not enabled,
+            disable=not enabled or not err_console.is_terminal,
         )
         self.tasks: dict[str, int] = {}
 
@@ -154,9 +156,12 @@ def _layout(t, width: int):
     every = list(range(len(t.columns)))
     if t.under and t.main in t.columns and width - CARD_INDENT >= CARD_TEXT:
         return _cards(t, cells, min(width, CARD_WIDTH))
-    if need(every, cells) <= width:
+    needed = need(every, cells)
+    if needed <= width:
+        if t.title and len(t.title) > needed - 4:  # a title wider than its table: its own lines, at spaces
+            return Group(_title(t.title, width), _table(t, every, cells, titled=False))
         return _table(t, every, cells)
-    blocks = [Text(t.title, style="italic")] if t.title else []
+    blocks = [_title(t.title, width)] if t.title else []
     for row in cells:
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold", no_wrap=True)
@@ -210,8 +215,9 @@ def _fitted(parts: list[str], room: int) -> list[str]:
     """``parts`` (a heading's fields, the first a path) fitted to ``room`` terminal cells joined
     by `` · ``: the longest of the others is clipped (``…`` at the cut), or left out where fewer
     than 8 of its cells would stay, until they fit or only the first is left; then the first's
-    section path (after `` › ``) is clipped so, or left out. The path and line are never cut
-    (a path longer than the room folds)."""
+    section path (after `` › ``) is clipped so, or left out. A path still too long is shortened
+    in its middle (:func:`_middle`): its line number stays on the heading's line, next to its
+    file's name."""
     from rich.cells import cell_len, set_cell_size
 
     parts = list(parts)
@@ -227,12 +233,42 @@ def _fitted(parts: list[str], room: int) -> list[str]:
         at, section = parts[0].split(" › ", 1)
         keep = cell_len(section) - over
         parts[0] = f"{at} › {set_cell_size(section, keep - 1).rstrip()}…" if keep >= 8 else at
+    if cell_len(parts[0]) > room:
+        parts[0] = _middle(parts[0], room)
     return parts
 
 
-def _table(t, columns: list[int], rows: list[list]):
-    """The rich table of ``t``'s ``columns`` with ``rows`` (rich Text cells): short columns whole, long ones wrapped at spaces."""
-    table = Table(title=t.title, caption=t.caption or None)
+def _middle(at: str, room: int) -> str:
+    """``at`` (``path:line``) shortened to ``room`` cells in its middle: the start of its folders,
+    ``…``, then as much of its end as fits (``docs/en/…/deps/yield.md:66``); the file's name
+    and line whole where they fit, else the end of the name."""
+    from rich.cells import cell_len
+
+    name = at.rsplit("/", 1)[-1]
+    end = at[-len(name) - 1 :] if cell_len(name) + 2 <= room else at[-(room - 1) :]
+    while cell_len(end) > room - 1:  # wide characters: take fewer
+        end = end[1:]
+    head, rest = "", at[: len(at) - len(end)]
+    for ch in rest:  # the folders' start, as much as fits before the ellipsis
+        if cell_len(head + ch + end) + 1 > room:
+            break
+        head += ch
+    return head + "…" + end
+
+
+def _title(title: str, width: int):
+    """``title`` as lines of at most ``width`` cells broken at spaces, a word too long for a line
+    (a path) shortened in its middle (:func:`_middle`), never broken inside."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    return Text(" ".join(w if cell_len(w) <= width else _middle(w, width) for w in title.split(" ")), style="italic")
+
+
+def _table(t, columns: list[int], rows: list[list], titled: bool = True):
+    """The rich table of ``t``'s ``columns`` with ``rows`` (rich Text cells): short columns whole,
+    long ones wrapped at spaces; its title above it unless ``titled`` is False."""
+    table = Table(title=t.title if titled else None, caption=t.caption or None)
     for c in columns:
         longest = max([len(t.columns[c]), *(len(row[c].plain) for row in rows)])
         short = longest <= SHORT

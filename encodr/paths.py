@@ -11,6 +11,14 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 DATA_DIR = PACKAGE_DIR / "data"
 
 
+def short_path(value: str) -> str:
+    """``value`` relative to the working directory when it is a path below it, else unchanged."""
+    try:
+        return str(Path(value).relative_to(Path.cwd())) if Path(value).is_absolute() else value
+    except ValueError:
+        return value
+
+
 def recipes_dir() -> Path:
     """Directory of the bundled recipe YAML files.
 

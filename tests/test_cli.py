@@ -532,11 +532,13 @@ def test_a_cards_heading_clips_the_title_before_the_path_and_counts_wide_charact
         "eng",
     ]
     assert _fitted(["notes.md:3", "東京都の歴史と文化", "jpn"], 30)[1] == "東京都の歴…"  # 11 cells: a character takes two
-    assert _fitted(["a/very/long/path/longer/than/the/room.md:9", "Title", "eng"], 20) == [
-        "a/very/long/path/longer/than/the/room.md:9",
+    assert _fitted(["a/very/long/path/longer/than/the/room.md:41", "Title", "eng"], 20) == [
+        "a/very/l…/room.md:41",
         "",
         "",
-    ]  # the path is never cut: it folds
+    ]  # a path too long is shortened in its middle: its line is never folded onto the next line
+    assert _fitted(["a/b/a-file-name-longer-than-the-room.md:41", "T", "eng"], 20)[0] == "…than-the-room.md:41"
+    assert _fitted(["文档/东京都の歴史と文化について/东京都の歴史.md:3"], 30) == ["文档/东京都…/东京都の歴史.md:3"]  # 30 cells
     long_section = "notes/tune.md:143 › Code search on your own repository: `--recipe code`"
     assert _fitted([long_section, "Tune", "eng"], 50) == [
         "notes/tune.md:143 › Code search on your own repos…",
@@ -558,3 +560,31 @@ def test_index_lets_idle_openmp_threads_sleep_unless_the_environment_says_otherw
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     code, _, err = run_cli(args, capsys, monkeypatch)
     assert code == 0 and os.environ["OMP_WAIT_POLICY"] == "ACTIVE", err  # a person's own setting is kept
+
+
+def test_a_tables_title_breaks_at_spaces_and_a_path_too_long_is_shortened_in_its_middle():
+    from rich.console import Console
+
+    from encodr.cli import _layout
+    from encodr.core.results import Table as CoreTable
+
+    path = "/tmp/a-rather-long-folder-name-for-testing/with-more-depth-in-it/docs-index"
+    t = CoreTable(title=f"encodr index → {path}", columns=["field", "value"], rows=[["documents", "50"]])
+    console = Console(width=60, record=True, color_system=None)
+    console.print(_layout(t, 60))
+    lines = console.export_text().splitlines()
+    assert lines[0].strip() == "encodr index →"  # the words of the title whole, never "docs-i" / "ndex"
+    assert lines[1].endswith("/docs-index") and "…" in lines[1] and len(lines[1]) <= 60
+
+
+def test_progress_bars_are_not_drawn_to_a_file_where_they_would_hold_back_every_warning(monkeypatch):
+    """rich's live display holds what is printed under it until it stops: an index sent to a
+    file showed its warnings only at the end, minutes late."""
+    from rich.console import Console
+
+    import encodr.cli as cli
+
+    monkeypatch.setattr(cli, "err_console", Console(stderr=True, force_terminal=False))
+    assert cli._Bars().bars.disable
+    monkeypatch.setattr(cli, "err_console", Console(stderr=True, force_terminal=True))
+    assert not cli._Bars().bars.disable

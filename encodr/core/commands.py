@@ -192,10 +192,10 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
         done = upgrade(request.upgrade)
         title = f"upgraded → {done['path']}" if done["upgraded"] else f"already current → {done['path']}"
         return RecordResult(title=title, record=done, keys=["from", "to", "upgraded"])
-    built = index_with(request, None, progress, warn)
+    told, said = _telling(warn)
+    built = index_with(request, None, progress, told)
     _remember(built["path"], warn)
-    for line in skipped_lines(built.get("skipped_files", [])):
-        warn(line)
+    _say_skipped(built, said, warn)
     if built.get("skipped_files"):
         warn(f"{len(built['skipped_files'])} file(s) skipped (--json lists them); the others are indexed")
     from ..index.hints import model_language_hints
@@ -206,41 +206,25 @@ def index(request: IndexRequest, progress: ProgressFn = silent, warn: WarnFn = l
     return RecordResult(title=f"encodr index → {built['path']}", record=built, keys=keys)
 
 
-SKIPPED_SHOWN = 10  # files skipped for their own reason (damaged, empty) named one a line, at most
+def _telling(warn: WarnFn) -> tuple[WarnFn, set[str]]:
+    """``warn`` that also keeps the lines it passed on, and the set it keeps them in."""
+    said: set[str] = set()
+
+    def told(line: str) -> None:
+        said.add(line)
+        warn(line)
+
+    return told, said
 
 
-def skipped_lines(skipped: list[dict]) -> list[str]:
-    """The lines a person reads about files left out of an index: one a kind for files of a
-    kind encodr does not read (``skipped 30 .bin files: not a kind encodr reads``), one for
-    binary files and one for files over the size limit (naming the first few), and one a file,
-    at most :data:`SKIPPED_SHOWN`, for files that could not be read; the full list is the index
-    result's ``skipped_files`` (``--json``)."""
-    from ..data.files import BINARY, NOT_READ, TOO_LARGE
+def _say_skipped(built: dict, said: set[str], warn: WarnFn) -> None:
+    """Warn the lines of a build's skipped files (:func:`~encodr.data.files.skipped_lines`) it did
+    not say itself as it found them (its walk's; a Ray task's build says nothing here)."""
+    from ..data.files import skipped_lines
 
-    kinds: dict[str, int] = {}
-    grouped: dict[str, list[str]] = {BINARY: [], TOO_LARGE: []}
-    others = []
-    for s in skipped:
-        if s["reason"] == NOT_READ:
-            kind = Path(s["path"]).suffix.lower() or "extensionless"
-            kinds[kind] = kinds.get(kind, 0) + 1
-        elif s["reason"] == BINARY or s["reason"].startswith(TOO_LARGE):
-            grouped[BINARY if s["reason"] == BINARY else TOO_LARGE].append(short_path(s["path"]))
-        else:
-            others.append(f"skipped {short_path(s['path'])}: {s['reason']}")
-    lines = [
-        f"skipped {n} {kind} file{'s' if n > 1 else ''}: {NOT_READ}"
-        for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
-    ]
-    for reason, paths in grouped.items():
-        if paths:
-            named = ", ".join(paths[:3]) + (" …" if len(paths) > 3 else "")
-            n = f"{len(paths)} {'binary ' if reason == BINARY else ''}file{'s' if len(paths) > 1 else ''}"
-            why = "(a NUL byte in the first 8 kB)" if reason == BINARY else f"over the size limit ({S.max_file_size} raises it)"
-            lines.append(f"skipped {n} {why}: {named}")
-    if len(others) > SKIPPED_SHOWN:
-        others = [*others[:SKIPPED_SHOWN], f"… and {len(others) - SKIPPED_SHOWN} more files that could not be read"]
-    return lines + others
+    for line in skipped_lines(built.get("skipped_files", [])):
+        if line not in said:
+            warn(line)
 
 
 def _remember(folder: str, warn: WarnFn) -> None:
@@ -358,12 +342,12 @@ def watch(
 
                     with open_index(synced.target(), mmap=False) as index:
                         encoder = load_encoder(index.meta.model, backend=index.meta.backend)
-                done = index_with(synced, encoder, warn=warn)
+                told, said = _telling(warn)
+                done = index_with(synced, encoder, warn=told)
         except EncodrError as exc:
             warn(f"sync failed: {exc}; watching on")
             return False
-        for line in skipped_lines(done.get("skipped_files", [])):
-            warn(line)
+        _say_skipped(done, said, warn)
         changed = any(done[k] for k in ("added", "updated", "removed")) or done.get("skipped_files")
         if changed or not catch_up:
             on_sync(sync_line(done))

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from ..data.files import FENCE, reads_as_markdown  # reads_as_markdown: the TUI's document view asks it here too
 from ..index.search import Hit
+from ..paths import short_path  # noqa: F401 - a result's paths as a person reads them
 
 # How some fields read in a table (their JSON keeps the plain number).
 UNITS = {
@@ -51,14 +52,6 @@ def human(value: Any, key: str = "") -> str:
     if isinstance(value, dict):
         return json.dumps(value, separators=(", ", ": "), default=str)
     return str(value)
-
-
-def short_path(value: str) -> str:
-    """``value`` relative to the working directory when it is a path below it, else unchanged."""
-    try:
-        return str(Path(value).relative_to(Path.cwd())) if Path(value).is_absolute() else value
-    except ValueError:
-        return value
 
 
 def sync_command(index) -> str:

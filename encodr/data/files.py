@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Iterator
 
 from ..cpus import usable_cpus
 from ..errors import EncodrError, S
+from ..paths import short_path
 from .code import CODE_SUFFIXES, code_language, code_sections
 from .records import Layout, Record, read_records
 from .rst import RST_SUFFIXES, rst_sections
@@ -119,6 +120,41 @@ def expand(
                 f"encodr reads {kinds_read()}"
             )
     return files, skipped
+
+
+SKIPPED_SHOWN = 10  # files skipped for their own reason (damaged, empty) named one a line, at most
+
+
+def skipped_lines(skipped: list[dict]) -> list[str]:
+    """The lines a person reads about files left out of an index: one a kind for files of a
+    kind encodr does not read (``skipped 30 .bin files: not a kind encodr reads``), one for
+    binary files and one for files over the size limit (naming the first few), and one a file,
+    at most :data:`SKIPPED_SHOWN`, for files that could not be read; the full list is the index
+    result's ``skipped_files`` (``--json``)."""
+    kinds: dict[str, int] = {}
+    grouped: dict[str, list[str]] = {BINARY: [], TOO_LARGE: []}
+    others = []
+    for s in skipped:
+        if s["reason"] == NOT_READ:
+            kind = Path(s["path"]).suffix.lower() or "extensionless"
+            kinds[kind] = kinds.get(kind, 0) + 1
+        elif s["reason"] == BINARY or s["reason"].startswith(TOO_LARGE):
+            grouped[BINARY if s["reason"] == BINARY else TOO_LARGE].append(short_path(s["path"]))
+        else:
+            others.append(f"skipped {short_path(s['path'])}: {s['reason']}")
+    lines = [
+        f"skipped {n} {kind} file{'s' if n > 1 else ''}: {NOT_READ}"
+        for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    for reason, paths in grouped.items():
+        if paths:
+            named = ", ".join(paths[:3]) + (" …" if len(paths) > 3 else "")
+            n = f"{len(paths)} {'binary ' if reason == BINARY else ''}file{'s' if len(paths) > 1 else ''}"
+            why = "(a NUL byte in the first 8 kB)" if reason == BINARY else f"over the size limit ({S.max_file_size} raises it)"
+            lines.append(f"skipped {n} {why}: {named}")
+    if len(others) > SKIPPED_SHOWN:
+        others = [*others[:SKIPPED_SHOWN], f"… and {len(others) - SKIPPED_SHOWN} more files that could not be read"]
+    return lines + others
 
 
 def _wanted(f: Path, folder: Path, glob: str | None) -> bool:

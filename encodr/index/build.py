@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from ..data.files import DOCUMENT_SUFFIXES, EMPTY, expand, passage_splitter
+from ..data.files import DOCUMENT_SUFFIXES, EMPTY, expand, passage_splitter, skipped_lines
 from ..data.language import SMALL_CORPUS
 from ..data.language_worker import WORKER_BYTES, LanguageWorker
 from ..data.records import Record, read_records
@@ -188,6 +188,8 @@ def build(
     given = [f for f in files if Path(f).is_file()]
     given_paths = list(files)
     files, skipped = expand(list(files), o.glob, o.no_ignore, o.max_file_size)
+    for line in skipped_lines([{"path": s.path, "reason": s.reason} for s in skipped if s.reason != EMPTY]):
+        warn(line)  # now, not after minutes of encoding
     firsts = [
         next(iter(read_records(f, None, o.layout)), None) for f in given if Path(f).suffix.lower() not in DOCUMENT_SUFFIXES
     ]  # fail before any work

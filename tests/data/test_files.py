@@ -501,3 +501,27 @@ def test_a_hit_knows_its_section_in_every_front_end(tmp_path, tiny_model, capsys
         ["search", "fan spins", "--index", str(out), "--mode", "keyword", "-k", "1", "--passages"], capsys, monkeypatch
     )
     assert code == 0 and "handbook.md:" in stdout and " › Install › Graphics card" in stdout
+
+
+def test_files_the_walk_leaves_out_are_said_before_encoding_starts_and_once(tmp_path, tiny_model):
+    """An index sent to a file printed nothing for minutes: its skipped files were said after
+    the build. Now the walk's are said as it finds them, before the first text is encoded."""
+    from encodr.core import commands
+    from encodr.core.requests import IndexRequest
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pump.md").write_text("# Pump\n\nThe pump pressure must stay below 4 bar.\n")
+    (docs / "blob.bin").write_bytes(b"\x00\x01" * 10)
+    (docs / "big.txt").write_text("word " * 400)
+    events: list[str] = []
+    commands.index(
+        IndexRequest(corpus=[str(docs)], model=str(tiny_model), out=str(tmp_path / "idx"), lang="eng", max_file_size=1000),
+        progress=lambda event: events.append(f"progress {event.task}"),
+        warn=lambda line: events.append(line),
+    )
+    first_progress = next(i for i, e in enumerate(events) if e.startswith("progress"))
+    said = [e for e in events if e.startswith("skipped")]
+    assert said[0] == "skipped 1 .bin file: not a kind encodr reads" and said[1].endswith("big.txt") and len(said) == 2
+    assert all(events.index(line) < first_progress for line in said)  # before the encoding's first event
+    assert len(said) == len(set(said))  # and not again after it
