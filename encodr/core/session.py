@@ -232,9 +232,14 @@ def fresh_hits(searcher, request: SearchRequest, reranker=None):
 def changed_line(changed: dict[str, tuple[str, str]], index) -> str:
     """The one line every front end shows when a search left out hits of files edited or deleted
     since ``index`` read them (:func:`fresh_hits`): the first few documents, and the command that
-    reads them again."""
+    reads them again; when that is every document the index holds, it says so."""
     named = [f"{path} {what}" for path, what in sorted(changed.values())[:3]]
     more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    if len(changed) >= (getattr(index.meta, "documents", 0) or len(changed) + 1):
+        return (
+            f"every document of this index changed since it was read ({', '.join(named)}{more}): "
+            f"nothing left to answer from; read them again with: {sync_command(index)}"
+        )
     return (
         f"left out {len(changed)} document(s) changed since the index read them ({', '.join(named)}{more}); "
         f"read them again with: {sync_command(index)}"

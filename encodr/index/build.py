@@ -654,9 +654,8 @@ def _settle(
     meta.documents = ingest.texts.document_count()
     meta.deleted = len(ingest.texts.tombstones())
     meta.sources = sorted(set(meta.sources) | set(spec.roots or []))  # what it was built, added to and synced from
-    meta.split_documents += len(ingest.split_documents)
+    meta.passages, meta.split_documents = ingest.texts.passage_counts()
     meta.code = bool(meta.code) or ingest.code
-    meta.passages += ingest.passages
     meta.languages = ingest.texts.languages()
     meta.updated = time.strftime("%Y-%m-%d %H:%M:%S")
     keywords_started = time.time()

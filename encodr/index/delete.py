@@ -204,6 +204,7 @@ def _delete_locked(out: Path, old: IndexReader, wanted: list[str], missing: list
             rewritten = index is not old.faiss or removable_now(old.faiss, meta)
             meta.count = int(index.ntotal)
             meta.documents = texts.document_count()
+            meta.passages, meta.split_documents = texts.passage_counts()
             meta.deleted = len(texts.tombstones())
             meta.languages = texts.languages()
             meta.updated = time.strftime("%Y-%m-%d %H:%M:%S")

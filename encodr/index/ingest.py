@@ -274,8 +274,7 @@ class Ingest:
         self.next_id = self.texts.next_id()
         self.raw_path = tmp / RAW_VECTORS_FILE
         self.raw = open(self.raw_path, "wb")
-        self.added = self.skipped = self.passages = 0
-        self.split_documents: set[str] = set()  # ids of the documents stored as several passages
+        self.added = self.skipped = 0
         self.code = False  # a passage of source code was stored
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encodr-store")
         self.pending: Future | None = None
@@ -322,7 +321,6 @@ class Ingest:
         first = self.next_id
         self.next_id += len(fresh)
         self.added += len(fresh)
-        self.passages += sum(r.start is not None for r, _ in fresh)
         self.pending_hashes = {h for _, h in fresh}
         self.admitted = self.writer.submit(self._label, fresh, first, whole_corpus), first
 
@@ -373,7 +371,6 @@ class Ingest:
             }
             for i, (r, h) in enumerate(fresh)
         ]
-        self.split_documents.update(r.ext_id for r, _ in fresh if r.start is not None)
         self.texts.insert(rows, keywords=self.old is None)  # a new index's keyword entries too, while it encodes
         return langs
 

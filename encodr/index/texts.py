@@ -379,6 +379,13 @@ class TextStore:
         """Documents stored."""
         return int(self._all("select count(*) from documents")[0][0])
 
+    def passage_counts(self) -> tuple[int, int]:
+        """(passages, split documents): the texts that are a passage of a longer document, and
+        the documents stored as passages, counted from what the store holds now (an update
+        replaces a document's passages; counting what each build added would count them again)."""
+        row = self._all("select count(distinct text_id), count(distinct doc) from members where start is not null")[0]
+        return int(row[0]), int(row[1])
+
     def ids_where(
         self, documents_sql: str | None, documents_params: list, texts_sql: str | None, texts_params: list
     ) -> np.ndarray:

@@ -304,6 +304,17 @@ def test_a_file_edited_or_deleted_since_it_was_indexed_is_left_out_with_one_line
     assert sorted(h["path"] for h in answer["results"][0]["hits"]) == ["a.md", "c.md"] and not answer.get("hints")
 
 
+def test_a_search_of_an_index_whose_every_document_changed_says_so_and_names_the_sync(tmp_path, tiny_model, capsys, monkeypatch):
+    files = {f"{name}.md": f"# {name}\n\nThe pump of the {name} house needs a new valve.\n" for name in ("a", "b")}
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, files)
+    for name in files:
+        (tmp_path / "docs" / name).write_text("# moved\n\nNothing about it here any more.\n")
+    code, stdout, err = run_cli(["search", "pump valve", "--index", str(out), "--mode", "keyword"], capsys, monkeypatch)
+    assert code == 0 and "no hits" in stdout
+    assert "every document of this index changed since it was read (a.md edited, b.md edited)" in err
+    assert " ".join(err.split()).endswith("--sync")  # the command that reads them again
+
+
 def test_the_caption_counts_the_documents_split_into_passages_without_calling_a_short_note_long(
     tmp_path, tiny_model, capsys, monkeypatch
 ):

@@ -183,6 +183,16 @@ def test_broken_indexes_are_named(built):
         Index.open(built)
 
 
+def test_a_folder_of_documents_given_as_an_index_is_named_a_folder_not_an_index_to_rebuild(tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# A note\n")
+    folder = tmp_path / "notes"
+    with pytest.raises(EncodrError) as caught:
+        Index.open(folder)
+    expected = f"{folder} is a folder, not an encodr index; index it with: encodr index {folder} --out {folder}-index"
+    assert str(caught.value) == expected
+
+
 def test_broken_index_cli_message(built, capsys, monkeypatch):
     with sqlite3.connect(built / "current" / "texts.db") as db:
         db.execute("delete from texts where id = 3")

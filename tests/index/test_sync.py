@@ -152,6 +152,24 @@ def test_a_changed_document_keeps_its_unchanged_passages_encoded_once(tmp_path, 
     assert [h.ext_id for h in keyword(out, "document", filters=["year=2024"])] == ["d3"]
 
 
+def test_syncing_the_same_edit_three_times_keeps_the_counters_of_what_the_index_holds(tmp_path, tiny_model):
+    """``split_documents`` and ``passages`` grew with every sync (131 → 190 → 239 while
+    ``documents`` stayed): each build added its new passages to the old count."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    long = "\n\n".join(f"Paragraph {i} says the pump of house {i} needs a valve and a gauge." for i in range(40))
+    for name in ("a", "b", "c"):
+        (docs / f"{name}.md").write_text(f"# {name}\n\n{long}\n")
+    first = build([str(docs)], tmp_path / "idx", BuildOptions(model=str(tiny_model), lang="eng"))
+    assert first["split_documents"] == 3 and first["passages"] > 3
+    for n in range(3):
+        (docs / "a.md").write_text(f"# a\n\n{long}\n\nEdit {n}.\n")
+        meta = build([str(docs)], tmp_path / "idx", BuildOptions(write="sync"))
+        assert (meta["added"], meta["updated"], meta["removed"]) == (0, 1, 0)
+        assert (meta["documents"], meta["split_documents"]) == (3, 3)
+        assert first["passages"] <= meta["passages"] <= first["passages"] + 1  # a's last passage may hold its edit apart
+
+
 def test_a_new_index_looks_up_no_stored_document_and_a_sync_does(tmp_path, tiny_model, monkeypatch):
     from encodr.index.texts import TextStore
 
