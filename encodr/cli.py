@@ -23,6 +23,7 @@ from .core import dispatch
 from .core import requests as rq
 from .core.fields import namer, rendering, words
 from .errors import EncodrError, render, written
+from .extras import need
 
 app = typer.Typer(
     add_completion=False,
@@ -646,12 +647,9 @@ def runs_show(values: dict, as_json: bool) -> None:
 def serve(values: dict, as_json: bool) -> None:
     request = dispatch.prepare(rq.ServeRequest, values, "cli")
     _interactive_threads()  # the event loop, the batcher and FAISS share the cores with torch: idle OpenMP threads must sleep
-    try:
-        from .serve import serve as run_server
-    except ImportError as exc:
-        raise EncodrError(
-            f"encodr serve needs {exc.name}, which is missing from this environment: pip install 'encodr[serve]'"
-        ) from None
+    need("fastapi")
+    from .serve import serve as run_server
+
     run_server(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))
 
 
@@ -659,12 +657,9 @@ def serve(values: dict, as_json: bool) -> None:
 def mcp_cmd(values: dict, as_json: bool) -> None:
     request = dispatch.prepare(rq.McpRequest, values, "cli")
     _interactive_threads()
-    try:
-        from .mcp import run as run_mcp
-    except ImportError as exc:
-        raise EncodrError(
-            f"encodr mcp needs {exc.name}, which is missing from this environment: pip install 'encodr[mcp]'"
-        ) from None
+    need("mcp")
+    from .mcp import run as run_mcp
+
     run_mcp(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))
 
 

@@ -11,14 +11,12 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import EncodrError
+from .extras import need
 from .outputs import atomic_file
 
 
 def _pyplot():
-    try:
-        import matplotlib
-    except ImportError:  # pragma: no cover - a core dependency
-        raise EncodrError("--plot needs matplotlib: pip install matplotlib") from None
+    matplotlib = need("matplotlib")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

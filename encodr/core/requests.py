@@ -1014,7 +1014,8 @@ class ServeRequest(Request):
 
     model: list[str] = option(
         [],
-        f"A model to serve (alias, directory, Hub id); repeatable. Default: minilm, and each {S.index}'s model.",
+        f"A model to serve (alias, directory, Hub id); repeatable. Default: minilm without {S.index}; each "
+        f"{S.index}'s model is served too, by its name or its folder's.",
         flags=("--model", "-m"),
         fronts=CLI,
     )

@@ -88,11 +88,16 @@ class Served:
         return self.session.keep(name)
 
     def model(self, name: str, field_name: str = "model"):
-        """The (scorer, batcher or ``None``) of served model ``name``.
+        """The (scorer, batcher or ``None``) of served model ``name``: its spec as served
+        (``GET /v1/models``), or a model folder's own name (``my-model`` for
+        ``/models/my-model``, an index's custom model) where one served model has it.
 
         Raises:
             EncodrError: no such model is served (404, naming ``field_name`` and the served models).
         """
+        named = [spec for spec in self.models if "/" in spec and spec.rstrip("/").rsplit("/", 1)[-1] == name]
+        if name not in self.models and len(named) == 1:
+            return self.models[named[0]]
         if name not in self.models:
             raise EncodrError(
                 f"model '{name}' is not served here; served: {', '.join(self.models) or 'none'}", field=field_name, status=404

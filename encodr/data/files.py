@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Iterator
 
 from ..cpus import usable_cpus
 from ..errors import EncodrError, S
+from ..extras import need
 from ..paths import short_path
 from .code import CODE_SUFFIXES, code_language, code_sections
 from .records import Layout, Record, read_records
@@ -302,10 +303,7 @@ def read_document_meta(path: str | Path) -> tuple[str, str, dict]:
 
 def _pdf_pages(p: Path) -> tuple[str, list[str]]:
     """A PDF's title and the text of each of its pages (pypdf), stripped."""
-    try:
-        from pypdf import PdfReader
-    except ImportError:  # pragma: no cover - a core dependency
-        raise EncodrError("reading PDF needs pypdf: pip install pypdf") from None
+    PdfReader = need("pypdf").PdfReader
     quiet = logging.getLogger("pypdf")  # its warnings on a damaged file ("EOF marker not found") are not ours to print
     level = quiet.level
     quiet.setLevel(logging.ERROR)
@@ -328,11 +326,9 @@ def _read_converted(p: Path) -> tuple[str, str, dict]:
     markitdown, which reads no OpenDocument and turns a damaged ``.docx`` into its raw bytes
     as text instead of failing; kreuzberg reads each of these formats, raises on a damaged
     or locked file, and gives the properties (title, authors, created, modified)."""
-    try:
-        from kreuzberg import ExtractionConfig, KreuzbergError, extract_file_sync
-    except ImportError:  # pragma: no cover - a core dependency
-        raise EncodrError(f"{p}: reading {p.suffix} files needs kreuzberg: pip install kreuzberg") from None
-    from kreuzberg import PageConfig
+    kreuzberg = need("kreuzberg")
+    ExtractionConfig, KreuzbergError, PageConfig = kreuzberg.ExtractionConfig, kreuzberg.KreuzbergError, kreuzberg.PageConfig
+    extract_file_sync = kreuzberg.extract_file_sync
 
     marks = PageConfig(extract_pages=False, insert_page_markers=True, marker_format=f"\n\n{PAGE_MARK}{{page_num}}\n\n")
     try:

@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 from ..errors import EncodrError, OptionError, S
+from ..extras import need
 
 UNDETERMINED = "und"
 _CODE = re.compile(r"^[a-z]{3}$")
@@ -73,13 +74,7 @@ PROSE = 0.6  # a text under this share of letters among its non-space characters
 
 
 def _lingua():
-    try:
-        import lingua
-    except ImportError:  # pragma: no cover - a core dependency
-        raise EncodrError(
-            f"language detection needs lingua-language-detector: pip install lingua-language-detector, or give {S.lang}"
-        ) from None
-    return lingua
+    return need("lingua")
 
 
 def known_languages() -> dict[str, object]:

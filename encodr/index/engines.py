@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..errors import EncodrError, S, one_of
+from ..extras import need
 
 ENGINES = ("local", "ray")
 
@@ -33,13 +34,7 @@ def check_engine(engine: str, address: str | None) -> None:
     if address and engine != "ray":
         raise EncodrError(f"{S.address} names a Ray cluster; pass {S.engine} ray too", field="address")
     if engine == "ray":
-        try:
-            import ray  # noqa: F401
-            import ray.data  # noqa: F401  (Ray Data needs pyarrow: ray[data])
-        except ImportError:
-            raise EncodrError(
-                f"{S.engine} ray needs Ray Data; install it with pip install 'encodr[ray]'", field="engine"
-            ) from None
+        need("ray.data", field="engine")  # Ray Data needs pyarrow: ray[data]
     if address and address not in ("auto", "local"):
         _check_reachable(address)
 

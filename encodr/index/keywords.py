@@ -190,12 +190,9 @@ def thai_words(run: str) -> list[str]:
     Raises:
         EncodrError: PyThaiNLP is not installed.
     """
-    try:
-        from pythainlp.tokenize import word_tokenize
-    except ImportError:  # pragma: no cover - a core dependency
-        from ..errors import EncodrError
+    from ..extras import need
 
-        raise EncodrError("Thai keyword analysis needs PyThaiNLP: pip install pythainlp") from None
+    word_tokenize = need("pythainlp.tokenize").word_tokenize
     return [w for w in word_tokenize(run, engine="newmm", keep_whitespace=False) if w.strip()]
 
 

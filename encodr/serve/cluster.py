@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import EncodrError
+from ..extras import need
 
 SHARD_CPUS = 0.25  # the Ray CPUs a shard replica reserves (a replica mostly waits on FAISS and SQLite)
 INGRESS_CPUS = 0.5  # … the ingress, which encodes the queries (a GPU replaces it where the cluster has one)
@@ -108,10 +109,7 @@ def check_servable(request) -> Path:
             "(each replica then opens the new generation): drop --writable and --watch",
             field="writable",
         )
-    try:
-        import ray.serve  # noqa: F401
-    except ImportError:
-        raise EncodrError("--engine ray needs Ray Serve; install it with pip install 'encodr[cluster]'", field="engine") from None
+    need("ray.serve", field="engine")
     return path
 
 
@@ -144,12 +142,11 @@ def serve_on_ray(request, settings: dict, announce: Callable[[str], None]) -> No
         EncodrError: see :func:`check_servable`; no Ray cluster at ``--address``; Ray Serve
             did not start (:func:`_deploy`).
     """
-    from ray import serve
-
     from ..index.engines import check_engine, ray_session
     from ..index.manifest import shard_folders
 
     path = check_servable(request)
+    serve = need("ray.serve", field="engine")
     check_engine("ray", request.address)
     with ray_session(request.address):
         _deploy(serve, application(path, request, settings), request)

@@ -54,6 +54,20 @@ def error_of(response, status, param):
     return body["message"]
 
 
+def test_an_index_served_alone_serves_its_custom_model_by_its_folders_name_too(index_dir, tiny_model):
+    """``serve --index IDX`` of an index built with a model folder answered only to the folder's
+    full path; ``minilm``, which the help named, is not served then (the help now says so)."""
+    served = load([], [str(index_dir)], Limits())
+    try:
+        client = TestClient(create_app(served))
+        named = client.post("/v1/embeddings", json={"model": tiny_model.name, "input": ["pump"]})
+        assert named.status_code == 200, named.text
+        assert [m["id"] for m in client.get("/v1/models").json()["data"]] == [str(tiny_model)]
+        error_of(client.post("/v1/embeddings", json={"model": "minilm", "input": ["pump"]}), 404, "model")
+    finally:
+        served.close()
+
+
 def test_embeddings_equal_sentence_transformers(client, tiny_model):
     from encodr.models import load_encoder
 
