@@ -81,6 +81,7 @@ def fuse_arrays(
     alpha: float | None = None,
     code: set[int] | frozenset = frozenset(),
     code_alpha: float | None = None,
+    pool: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One ranking from a dense and a keyword ranking of the same corpus (the module's three
     fusions), computed over arrays: a query's candidates are scored at once, not one by one.
@@ -96,6 +97,11 @@ def fuse_arrays(
         code: the candidates that are passages of source code (``zscore``'s :data:`CODE_ALPHA`).
         code_alpha: ``zscore``'s dense weight for ``code`` in place of :data:`CODE_ALPHA`
             (an identifier-shaped query: :mod:`.ranking`); ``alpha``, when given, wins.
+        pool: normalise (``zscore``'s mean and deviation, ``convex``'s range, the dense
+            floor) over the candidates among the first ``pool`` of either list, however deep
+            the lists are: a search that fetches more candidates (a larger ``k``, a deeper
+            round for documents) then gives each candidate the score it gave before. None:
+            over all of them.
 
     Returns:
         (ids int64 (u,), fused scores float64 (u,)) over the union of both lists, best first
@@ -110,19 +116,24 @@ def fuse_arrays(
     other = union.other_language(query_lang, lang_of or {})
     if fusion == "rrf":
         d_rank, k_rank = union.ranks()
+        if pool is not None:  # as a first round of pool a list saw them (as_first_round)
+            first = union.first(pool)
+            d_rank = np.where(first & (d_rank > pool), np.nan, d_rank)
+            k_rank = np.where(first & (k_rank > pool), np.nan, k_rank)
         k_rank = np.where(other & ~np.isnan(d_rank), np.fmin(d_rank, k_rank), k_rank)
         score = np.nan_to_num(1 / (RRF_K + d_rank)) + np.nan_to_num(1 / (RRF_K + k_rank))
     elif fusion == "zscore":
-        d, k = union.values()
-        floor = union.scores[0].min() if len(union.scores[0]) else 0.0  # absent from the dense list: its lowest cosine
-        d_z = _standardised(np.where(np.isnan(d), floor, d))
-        k_z = _standardised(np.maximum(np.nan_to_num(k), 0.0))
+        d, k = union.as_first_round(pool)
+        first = union.first(pool)
+        floor = union.scores[0][:pool].min() if len(union.scores[0]) else 0.0  # absent from the dense list: its lowest cosine
+        d_z = _standardised(np.where(np.isnan(d), floor, d), first)
+        k_z = _standardised(np.maximum(np.nan_to_num(k), 0.0), first)
         k_z = np.where(other, np.maximum(k_z, d_z), k_z)
         weight = np.full(len(union.ids), alpha) if alpha is not None else _code_weights(union.ids, code, code_alpha)
         score = _logistic(weight * d_z + (1 - weight) * k_z)
     else:
         a = CONVEX_ALPHA if alpha is None else alpha
-        d, k = union.values(_scaled)
+        d, k = union.values(lambda s: _scaled(s, pool))
         k = np.where(other & ~np.isnan(d), np.fmax(d, k), k)
         score = a * np.nan_to_num(d) + (1 - a) * np.nan_to_num(k)
     order = np.lexsort((np.arange(len(score)), -score))
@@ -154,6 +165,27 @@ class _Union:
         """Each candidate's score in each list (float64 (u,) each), passed through ``scale`` over
         the list's own scores; NaN where absent."""
         return tuple(self._spread(at, scale(s)) for at, s in zip(self.at, self.scores))
+
+    def first(self, pool: int | None) -> np.ndarray:
+        """bool (u,): the candidates among the first ``pool`` of either list (all: None)."""
+        if pool is None:
+            return np.ones(len(self.ids), dtype=bool)
+        out = np.zeros(len(self.ids), dtype=bool)
+        out[self.at[0][:pool]] = out[self.at[1][:pool]] = True
+        return out
+
+    def as_first_round(self, pool: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`values`, except that a candidate among the first ``pool`` of one list has, in
+        the other list, no value where it sits below that list's first ``pool`` (NaN: as a
+        search that fetched ``pool`` a list saw it); deeper candidates keep theirs."""
+        d, k = self.values()
+        if pool is None:
+            return d, k
+        d_rank, k_rank = self.ranks()
+        first = self.first(pool)
+        d = np.where(first & (d_rank > pool), np.nan, d)
+        k = np.where(first & (k_rank > pool), np.nan, k)
+        return d, k
 
     def ranks(self) -> tuple[np.ndarray, np.ndarray]:
         """Each candidate's rank (from 1) in each list; NaN where absent."""
@@ -197,20 +229,23 @@ def _logistic(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-def _standardised(values: np.ndarray) -> np.ndarray:
-    """z-scores over ``values`` (population standard deviation); all 0 when they are all equal."""
+def _standardised(values: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+    """z-scores of ``values`` by the mean and population standard deviation of those ``among``
+    marks (bool, default all); all 0 when they are all equal."""
     if not len(values):
         return values
-    sd = values.std()
-    return (values - values.mean()) / sd if sd > 0 else np.zeros_like(values)
+    sample = values if among is None else values[among]
+    sd = sample.std()
+    return (values - sample.mean()) / sd if sd > 0 else np.zeros_like(values)
 
 
-def _scaled(scores: np.ndarray) -> np.ndarray:
-    """float64 scores mapped to [0, 1] over the array (all 1 when they are equal)."""
+def _scaled(scores: np.ndarray, pool: int | None = None) -> np.ndarray:
+    """float64 scores, best first, mapped to [0, 1] by the range of the first ``pool`` (all:
+    None); deeper ones below it are 0 (all 1 when the range is empty)."""
     if not len(scores):
         return scores
-    low, high = scores.min(), scores.max()
-    return (scores - low) / (high - low) if high > low else np.ones_like(scores)
+    low, high = scores[:pool].min(), scores.max()
+    return np.maximum((scores - low) / (high - low), 0.0) if high > low else np.ones_like(scores)
 
 
 def interpolate(cross: list[float], first: list[float], weight: float) -> list[float]:

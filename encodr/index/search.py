@@ -24,7 +24,7 @@ from .adapter import read_adapter
 from .filters import Where
 from .fusion import FAST_STAGE_ALPHA, fuse_arrays, interpolate
 from .meta import FAST, IndexMeta
-from .options import DENSE, HYBRID, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
+from .options import DENSE, HYBRID, HYBRID_DEPTH, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
 from .reader import IndexReader
 from .snippets import SentenceVectors
 
@@ -685,6 +685,7 @@ class Searcher:
                 weight,
                 code,
                 identifier_alpha(queries[q]) if ranked else None,
+                CODE_CANDIDATES if ranked else HYBRID_DEPTH,  # normalised as a first round's: scores do not move with k
             )
             n = min(k, len(ids))
             fused_ids[q, :n], fused_scores[q, :n] = ids[:n], scores[:n]

@@ -132,6 +132,25 @@ def test_zscore_arithmetic_over_arrays_and_lists():
     assert [i for i, _ in tied] == [5, 7, 6, 8]
 
 
+@pytest.mark.parametrize("fusion", ["zscore", "convex", "rrf"])
+def test_a_candidates_fused_score_does_not_move_when_the_lists_are_fetched_deeper(fusion):
+    """A larger -k fetches deeper lists: normalised over all their candidates, every score moved
+    (and with it which passage a document showed). With ``pool``, the candidates of a first
+    round of ``pool`` a list keep the scores that round gave them."""
+    rng = np.random.default_rng(0)
+    dense_ids, keyword_ids = rng.permutation(400), rng.permutation(400)
+    dense = (dense_ids, np.sort(rng.random(400))[::-1])
+    keyword = (keyword_ids, np.sort(rng.random(400) * 12)[::-1])
+    shallow = fuse_arrays((dense[0][:100], dense[1][:100]), (keyword[0][:100], keyword[1][:100]), fusion, pool=100)
+    deep = fuse_arrays(dense, keyword, fusion, pool=100)
+    before = dict(zip(shallow[0].tolist(), shallow[1].tolist()))
+    after = dict(zip(deep[0].tolist(), deep[1].tolist()))
+    assert all(math.isclose(after[i], score, abs_tol=1e-12) for i, score in before.items())
+    unpooled = dict(zip(*(a.tolist() for a in fuse_arrays(dense, keyword, fusion))))
+    if fusion != "rrf":  # ranks alone: rrf moves only where a list's deeper rank is new
+        assert any(not math.isclose(unpooled[i], score) for i, score in before.items())
+
+
 def test_fusion_does_not_demote_a_cross_lingual_hit_that_dense_ranks_first():
     dense = [(10, 0.9), (11, 0.85), (12, 0.8)]  # 10 is Spanish, the query English
     keyword = [(11, 9.0), (12, 8.0)]  # a keyword list cannot match the Spanish text
