@@ -258,7 +258,7 @@ def interrupted_index(request: IndexRequest) -> str:
     finished, size = Shards.finished(shards_folder(out))
     if finished:
         kept += (
-            f"; {finished} encoded window(s), {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and the "
+            f"; {finished} encoded piece(s) of it, {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and the "
             "same command reuses them"
         )
     return kept

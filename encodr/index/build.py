@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from ..data.files import DOCUMENT_SUFFIXES, EMPTY, expand, passage_splitter, skipped_lines
 from ..data.language import SMALL_CORPUS
 from ..data.language_worker import WORKER_BYTES, LanguageWorker
@@ -217,7 +219,7 @@ def build(
             finished, size = Shards.finished(shards_folder(out))  # only whole shards: a partial one is deleted there
             if finished:
                 kept += (
-                    f"; {finished} encoded window(s), {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and "
+                    f"; {finished} encoded piece(s) of it, {size / 2**20:.1f} MB, are kept in {shards_folder(out)}, and "
                     "the same command reuses them"
                 )
             raise os_fault(exc, where, kept=kept) from None
@@ -524,16 +526,35 @@ def _read_here(
             step(len(records) - len(fresh))  # duplicates count as done
             if not fresh:
                 continue
-            window_key = digest([h for _, h in fresh])
             # a first window not full is the only one; its texts are labelled and written while they encode
             ingest.admit(fresh, whole_corpus=n == 0 and len(records) < spec.options.window)
-            vectors = plan.shards.get(n, window_key)  # a rerun after a crash: this window was encoded then
-            if vectors is None:
-                vectors = encode([dense_text(r) for r, _ in fresh], spec.options.batch_size, step)
-                plan.shards.put(n, window_key, vectors)
-            else:
-                step(len(fresh))
-            ingest.store(fresh, vectors)
+            ingest.store(fresh, _encoded(plan, encode, fresh, n, spec.options.batch_size, step))
+
+
+SHARD_TEXTS = 1024  # texts a kept shard of a window holds: an interrupted build loses at most this much encoding
+
+
+def _encoded(plan: _Plan, encode, fresh: list, n: int, batch_size: int | None, step: Callable[[int], None]) -> np.ndarray:
+    """float32 (len(fresh), d): window ``n``'s new texts encoded in pieces of
+    :data:`SHARD_TEXTS`, shortest first (the pieces keep the window's length-sorted batches),
+    each kept in ``plan.shards`` as it is done and taken from there on a rerun (a build
+    stopped in its first window, a folder of a few thousand passages, kept nothing before)."""
+    texts = [dense_text(r) for r, _ in fresh]
+    order = np.argsort(np.fromiter(map(len, texts), np.int64, len(texts)), kind="stable")
+    out: np.ndarray | None = None
+    for c, start in enumerate(range(0, len(texts), SHARD_TEXTS)):
+        part = order[start : start + SHARD_TEXTS]
+        key, number = digest([fresh[i][1] for i in part]), n * 1000 + c
+        vectors = plan.shards.get(number, key)  # a rerun after a crash: this piece was encoded then
+        if vectors is None:
+            vectors = encode([texts[i] for i in part], batch_size, step)
+            plan.shards.put(number, key, vectors)
+        else:
+            step(len(part))
+        if out is None:
+            out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+        out[part] = vectors
+    return out
 
 
 class _Unchanged(Exception):

@@ -359,6 +359,36 @@ def test_queries_and_documents_are_encoded_with_the_models_prompts(tiny_model, t
     assert not np.allclose(encoder.encode(["river"]), encoder.encode(["query: river"]))  # the prompt changes the vector
 
 
+def test_a_build_stopped_in_its_only_window_keeps_the_pieces_it_encoded_and_resumes_from_them(tmp_path, tiny_model, monkeypatch):
+    """A folder of a few thousand passages is one window: stopped at 1,259 of 3,432 it kept
+    nothing. Its pieces of SHARD_TEXTS texts are kept as they are encoded."""
+    import importlib
+
+    from encodr.index.shards import Shards, shards_folder
+    from encodr.models import load_encoder
+
+    monkeypatch.setattr(importlib.import_module("encodr.index.build"), "SHARD_TEXTS", 8)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")  # 30 texts, one window: pieces of 8, 8, 8, 6
+    encoder, calls = load_encoder(str(tiny_model)), []
+    real = encoder.encode
+
+    def encode(texts, *args, **kwargs):
+        calls.append(len(texts))
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # Ctrl-C in the third piece
+        return real(texts, *args, **kwargs)
+
+    encoder.encode = encode
+    out = tmp_path / "idx"
+    with pytest.raises(KeyboardInterrupt):
+        build([str(corpus)], out, BuildOptions(model=encoder))
+    assert not out.exists() and Shards.finished(shards_folder(out))[0] == 2
+    calls.clear()
+    meta = build([str(corpus)], out, BuildOptions(model=encoder))
+    assert meta["resumed"] == 16 and calls == [8, 6] and meta["count"] == 30
+
+
 def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_same_index(tmp_path, tiny_model):
     from encodr.index.shards import Shards, shards_folder
     from encodr.models import load_encoder
@@ -381,7 +411,7 @@ def test_a_build_that_failed_midway_reuses_its_finished_windows_and_gives_the_sa
     out = tmp_path / "idx"
     with pytest.raises(
         EncodrError,
-        match=r"no index was written; 2 encoded window\(s\), 0\.0 MB, are kept in .*\.idx\.shards, and the same "
+        match=r"no index was written; 2 encoded piece\(s\) of it, 0\.0 MB, are kept in .*\.idx\.shards, and the same "
         r"command reuses them",
     ):
         build([str(corpus)], out, BuildOptions(model=encoder, window=8))
@@ -578,7 +608,7 @@ def test_a_shard_the_disk_could_not_hold_leaves_no_partial_file(tmp_path, tiny_m
 
     monkeypatch.setattr(np, "save", save)
     out = tmp_path / "idx"
-    with pytest.raises(EncodrError, match=r"2 encoded window\(s\), \d+\.\d MB, are kept in"):
+    with pytest.raises(EncodrError, match=r"2 encoded piece\(s\) of it, \d+\.\d MB, are kept in"):
         build([str(corpus)], out, BuildOptions(model=str(tiny_model), window=8))
     left = sorted(p.name for p in shards_folder(out).iterdir())
     assert not [name for name in left if name.endswith(".tmp")] and len([n for n in left if n.endswith(".npy")]) == 2
