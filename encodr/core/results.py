@@ -332,17 +332,39 @@ def hit_snippet(hit: Hit, query: str, lines: int, width: int, query_lang: str | 
     if not lines and reads_as_markdown(hit.source or ""):  # whole: a Markdown passage's lines (code blocks, lists, tables)
         text = hit.text.strip()
         return text, term_spans(text, query, query_lang, hit.lang)
-    text = hit.text
+    text, markdown = hit.text, reads_as_markdown(hit.source or "")
     start = text.find(hit.snippet) if lines and hit.snippet else -1
-    block = fenced_block(text, start) if start >= 0 and reads_as_markdown(hit.source or "") else None
+    at = start if start >= 0 else _first_word(text, query, query_lang, hit.lang) if markdown and lines else -1
+    block = fenced_block(text, at) if at >= 0 and markdown else None
     if block is not None:  # a Markdown code block: its lines, as a code hit's
         return code_snippet(block, term_spans(block, query, query_lang, hit.lang), lines, max(width, 2))
+    if at >= 0 and markdown:  # the prose around it, up to the code blocks: their lines would be folded into prose
+        text, start = _prose_around(text, at, start)
     if start >= 0:  # the chosen sentences first, then what follows them
         text, room = text[start:], lines * width
         cut = text.rfind(" ", 0, room + width)  # what cannot show is left unread (finding the query's words costs most)
         if len(text) > room + width and cut > 0 and len(" ".join(text[:cut].split())) > room:
             text = text[:cut]  # whole words, more than the lines hold: the snippet is still cut, its "…" kept
     return snippet(text, term_spans(text, query, query_lang, hit.lang), width if lines else 0, start < 0, lines)
+
+
+def _first_word(text: str, query: str, query_lang: str | None, lang: str | None) -> int:
+    """Where the query's first matched word sits in a Markdown ``text`` with a code block; −1
+    without one (the snippet then starts as it would)."""
+    if not FENCE.search(text):
+        return -1
+    spans = term_spans(text, query, query_lang, lang)
+    return spans[0][0] if spans else 0
+
+
+def _prose_around(text: str, at: int, start: int) -> tuple[str, int]:
+    """The prose of Markdown ``text`` that offset ``at`` (not in a code block) sits in, from the
+    line after the code block before it to the fence after it, and ``start`` (≥ 0) moved into it."""
+    before = [m.end() for m in FENCE.finditer(text, 0, at)]
+    begin = text.find("\n", before[-1]) + 1 if before else 0
+    after = FENCE.search(text, max(at, begin))
+    end = after.start() if after else len(text)
+    return text[begin:end].rstrip(), (start - begin if start >= 0 else -1)
 
 
 def fenced_block(text: str, start: int) -> str | None:

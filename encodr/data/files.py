@@ -285,6 +285,7 @@ def read_document_file(path: str | Path) -> Document:
         title, sections = rst_sections(raw)
         return Document(title or p.stem, raw, {}, 1, (), tuple(sections))
     fields, text = front_matter(raw)
+    text = markdown_marks(text)
     heading = next((heading_words(line.lstrip("#")) for line in text.splitlines() if line.startswith("# ")), None)
     title = fields.get("title") if isinstance(fields.get("title"), str) else None
     first = raw[: len(raw) - len(text)].count("\n") + 1  # the lines the front matter took
@@ -708,6 +709,34 @@ def heading_words(raw: str) -> str:
 
 
 FENCE = re.compile(r"^[ \t]*(```|~~~)", re.M)  # a Markdown code fence's line (a code block opens or closes)
+
+# mkdocs' markup a rendered page never shows as text: an admonition's marker line (Material's
+# "!!! note" / "??? tip", pymdownx.blocks' "/// info" and its closing "///", a title kept), and an
+# include line (FastAPI's "{* docs_src/app.py hl[3] *}", pymdownx.snippets' '--8<-- "file"').
+_ADMONITION = re.compile(
+    r"^([ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+[\w-]+)*|///(?:[ \t]*[\w-]+)?)"  # the marker and its type
+    r"[ \t]*(?:\|?[ \t]*\"?(.*?)\"?)?[ \t]*$"  # its title, quoted ("!!!") or after "|" ("///")
+)
+_INCLUDE = re.compile(r"^[ \t]*(?:\{\*.*\*\}|-{2}8<-{2}.*)[ \t]*$")
+
+
+def markdown_marks(text: str) -> str:
+    """``text`` (Markdown) with mkdocs' marker lines emptied outside code blocks: admonition
+    markers (their title, where given, kept in their place) and include lines. Every line
+    stays where it was (a hit's ``path:line`` is the file's), and a snippet no longer reads
+    ``/// … ///`` or ``{* docs_src/app.py *}`` as prose."""
+    if "///" not in text and "!!!" not in text and "???" not in text and "{*" not in text and "--8<--" not in text:
+        return text
+    out, fenced = [], False
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and _INCLUDE.match(line):
+            line = ""
+        elif not fenced and (m := _ADMONITION.match(line)):
+            line = m.group(1) + (m.group(2) or "").strip() if m.group(2) else ""
+        out.append(line)
+    return "\n".join(out)
 
 
 def heading_paths(text: str, title: str | None = None) -> list[tuple[int, str]]:

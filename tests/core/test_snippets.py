@@ -86,3 +86,19 @@ def test_a_markdown_code_block_shows_as_its_lines_not_as_prose():
     hit = Hit(1, 0.9, text, "notes/search.txt", 1, 1, snippet=text[fence:], snippet_line=3, path="notes/search.txt")
     assert "\n" not in hit_snippet(hit, "watch", 3, 40)[0]  # a text file is not read as Markdown: prose
     assert "\n" not in hit_snippet(hit, "watch", 0, 40)[0]  # its lines join, whole too
+
+
+def test_prose_before_a_code_block_is_shown_as_prose_without_the_block_folded_into_it():
+    """A hit whose words sit in prose followed by a code block showed the block's fences and
+    lines folded into its sentences (```` ```python from fastapi import … ``` ````)."""
+    from encodr.core.results import hit_snippet
+    from encodr.index.search import Hit
+
+    text = "Import `File` from `fastapi`.\n\n```python\nfrom fastapi import File\napp = FastAPI()\n```\n\nThe end."
+    hit = Hit(1, 0.9, text, "docs/files.md", 1, 1, path="docs/files.md")  # no sentence chosen: around the first word
+    shown, spans = hit_snippet(hit, "import File", 3, 60)
+    assert shown == "Import `File` from `fastapi`." and "```" not in shown
+    hit = Hit(1, 0.9, text, "docs/files.md", 1, 1, snippet="Import `File` from `fastapi`.", path="docs/files.md")
+    assert hit_snippet(hit, "import File", 3, 60)[0] == "Import `File` from `fastapi`."
+    shown, _ = hit_snippet(Hit(1, 0.9, text, "docs/files.md", 1, 1, path="docs/files.md"), "FastAPI app", 3, 60)
+    assert shown.split("\n")[0] == "app = FastAPI()"  # the word is in the block: its lines

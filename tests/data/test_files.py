@@ -462,6 +462,22 @@ def test_a_headings_attribute_list_is_not_part_of_its_title_or_section(tmp_path)
     assert heading_paths("# Sets {x}\n\nbody\n") == [(0, "Sets {x}")]  # braces that are words stay
 
 
+def test_mkdocs_admonition_markers_and_includes_are_not_text_and_every_line_stays_in_place(tmp_path):
+    page = tmp_path / "files.md"
+    raw = (
+        "# Files\n\n/// info | Before you start\n\nInstall `python-multipart`.\n\n///\n\n"
+        '!!! tip "Good to know"\n    A class.\n\n{* ../../docs_src/files/tutorial001.py hl[3] *}\n'
+        '--8<-- "snippet.md"\n\n```text\n///\n!!! kept in code\n```\n'
+    )
+    page.write_text(raw)
+    _, text = read_document(str(page))
+    assert len(text.split("\n")) == len(raw.split("\n"))  # a hit's path:line is the file's
+    lines = text.split("\n")
+    assert lines[2] == "Before you start" and lines[6] == "" and lines[8] == "Good to know" and lines[9] == "    A class."
+    assert lines[11] == "" and lines[12] == "" and "{*" not in text and "--8<--" not in text
+    assert lines[15:17] == ["///", "!!! kept in code"]  # a code block is as written
+
+
 def test_a_hit_knows_its_section_in_every_front_end(tmp_path, tiny_model, capsys, monkeypatch):
     """A passage of a long Markdown document records its heading path: the CLI's source column
     and --json show it (HTTP and MCP answer with the same payload), and its words reach BM25."""
