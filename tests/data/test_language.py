@@ -334,6 +334,25 @@ def test_a_minority_label_whose_texts_read_as_the_major_language_is_misread():
     assert misread_languages("eng", {"lat": [latin] * 2 + LATINATE[:1]}) == set()  # most of them Latin: a real minority
 
 
+def test_a_minority_label_on_tables_and_command_lines_that_read_as_no_language_is_misread():
+    """English docs' tables of benchmark names and numbers and their command lines were
+    labelled German (41 of 1,728 passages of this project's docs), and the index warned that
+    the texts were in German."""
+    from encodr.data.language import misread_languages
+
+    tables = [
+        "| after-stages | rich | hybrid | 242 | 2142 | 35.12 | 45.04 | 41.51 |",
+        "| me5 | wiki sentences | sentence-transformers | fp16 | 256 | 17534 | 4.483 | 3,911 |",
+        "## `latency_amx.json`\n\n- command: `python bench/latency.py --sizes 20000 --modes hybrid --cold 3`",
+    ]
+    assert misread_languages("eng", {"deu": tables}) == {"deu"}
+    german = [
+        "Im Anfang schuf Gott die Himmel und die Erde.",
+        "Und die Erde war wüst und leer, und Finsternis war über der Tiefe.",
+    ]
+    assert misread_languages("eng", {"deu": german + tables[:1]}) == set()  # German sentences: a real minority
+
+
 def test_english_sentences_labelled_latin_are_settled_as_english_and_keep_their_stems(tmp_path):
     from encodr.index.ingest import settle_languages
     from encodr.index.keywords import keyword_text
