@@ -588,3 +588,26 @@ def test_progress_bars_are_not_drawn_to_a_file_where_they_would_hold_back_every_
     assert cli._Bars().bars.disable
     monkeypatch.setattr(cli, "err_console", Console(stderr=True, force_terminal=True))
     assert not cli._Bars().bars.disable
+
+
+def test_the_readmes_eval_table_fits_80_columns_as_a_table():
+    """The README's first command ends in ``encodr eval words --model encodr-runs/word --compare
+    minilm``: its table was 82 columns wide, and printed as three stacked key/value blocks."""
+    from rich.console import Console
+
+    from encodr.cli import _layout
+    from encodr.core.results import EvalResult
+
+    scores = [
+        {"dataset": d, "metric": "spearman", "value": v, "n": n}
+        for d, v, n in (("simlex999", 53.75, 999), ("wordsim353", 77.87, 353))
+    ]
+    reports = [
+        {"model": m, "backend": "torch", "suite": "words", "scores": scores, "mean": 65.8} for m in ("encodr-runs/word", "minilm")
+    ]
+    console = Console(width=80, record=True, color_system=None)
+    for t in EvalResult(suite="words", primary="spearman", reports=reports).tables():
+        console.print(_layout(t, 80))
+    lines = console.export_text().splitlines()
+    assert max(map(len, lines)) <= 80 and any(line.startswith("┃ dataset") for line in lines)
+    assert any("Δ: encodr-runs/word − minilm" in line for line in lines)

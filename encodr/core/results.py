@@ -835,8 +835,9 @@ class EvalResult(Result):
     def tables(self) -> list[Table]:
         compare = len(self.reports) > 1
         heads = [f"{r['model']} ({r['backend']})" if r["backend"] != "torch" else r["model"] for r in self.reports]
-        columns = ["dataset", "metric", "n", *heads] + (["Δ (model − compare)"] if compare else [])
-        table = Table(f"encodr eval {self.suite}", columns, right=("n", *heads, "Δ (model − compare)"))
+        columns = ["dataset", "metric", "n", *heads] + (["Δ"] if compare else [])  # short: the table fits 80 columns
+        table = Table(f"encodr eval {self.suite}", columns, right=("n", *heads, "Δ"))
+        table.caption = f"Δ: {heads[0]} − {heads[1]}" if compare else ""
         for i, s in enumerate(self.reports[0]["scores"]):
             values = [r["scores"][i]["value"] for r in self.reports]
             table.rows.append(
