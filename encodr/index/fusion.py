@@ -68,7 +68,7 @@ def fuse(
     Raises:
         ValueError: an unknown fusion.
     """
-    ids, scores = fuse_arrays(_pairs(dense), _pairs(keyword), fusion, query_lang, lang_of, alpha, code)
+    ids, scores = fuse_arrays(_pairs(dense), _pairs(keyword), fusion, query_lang, lang_of, Weights(alpha, frozenset(code)))
     return list(zip(ids.tolist(), scores.tolist()))
 
 
@@ -78,9 +78,7 @@ def fuse_arrays(
     fusion: str,
     query_lang: str | None = None,
     lang_of: dict[int, str | None] | None = None,
-    alpha: float | None = None,
-    code: set[int] | frozenset = frozenset(),
-    code_alpha: float | None = None,
+    weights: "Weights | None" = None,
     pool: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One ranking from a dense and a keyword ranking of the same corpus (the module's three
@@ -92,11 +90,7 @@ def fuse_arrays(
         fusion: ``zscore``, ``convex`` or ``rrf``.
         query_lang: the query's language (ISO 639-3), or None / ``und``: no language-aware step.
         lang_of: text id → stored language, for every candidate.
-        alpha: the dense weight in [0, 1] (``zscore``, ``convex``); None: the declared ones
-            (:data:`ZSCORE_ALPHA` and :data:`CODE_ALPHA`, :data:`CONVEX_ALPHA`).
-        code: the candidates that are passages of source code (``zscore``'s :data:`CODE_ALPHA`).
-        code_alpha: ``zscore``'s dense weight for ``code`` in place of :data:`CODE_ALPHA`
-            (an identifier-shaped query: :mod:`.ranking`); ``alpha``, when given, wins.
+        weights: the dense weights (:class:`Weights`; default: the declared ones).
         pool: normalise (``zscore``'s mean and deviation, ``convex``'s range, the dense
             floor) over the candidates among the first ``pool`` of either list, however deep
             the lists are: a search that fetches more candidates (a larger ``k``, a deeper
@@ -112,6 +106,8 @@ def fuse_arrays(
     """
     if fusion not in FUSIONS:
         raise ValueError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
+    weights = weights or Weights()
+    alpha = weights.alpha
     union = _Union.of(dense, keyword)
     other = union.other_language(query_lang, lang_of or {})
     if fusion == "rrf":
@@ -129,7 +125,9 @@ def fuse_arrays(
         d_z = _standardised(np.where(np.isnan(d), floor, d), first)
         k_z = _standardised(np.maximum(np.nan_to_num(k), 0.0), first)
         k_z = np.where(other, np.maximum(k_z, d_z), k_z)
-        weight = np.full(len(union.ids), alpha) if alpha is not None else _code_weights(union.ids, code, code_alpha)
+        weight = (
+            np.full(len(union.ids), alpha) if alpha is not None else _code_weights(union.ids, weights.code, weights.code_alpha)
+        )
         score = _logistic(weight * d_z + (1 - weight) * k_z)
     else:
         a = CONVEX_ALPHA if alpha is None else alpha
@@ -138,6 +136,23 @@ def fuse_arrays(
         score = a * np.nan_to_num(d) + (1 - a) * np.nan_to_num(k)
     order = np.lexsort((np.arange(len(score)), -score))
     return union.ids[order], score[order]
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The dense weights of a fusion, in [0, 1].
+
+    Attributes:
+        alpha: one weight for every candidate (``zscore``, ``convex``); None: the declared ones
+            (:data:`ZSCORE_ALPHA` and :data:`CODE_ALPHA`, :data:`CONVEX_ALPHA`).
+        code: the candidates that are passages of source code (``zscore``'s :data:`CODE_ALPHA`).
+        code_alpha: ``zscore``'s weight for ``code`` in place of :data:`CODE_ALPHA` (an
+            identifier-shaped query: :mod:`.ranking`); ``alpha``, when given, wins.
+    """
+
+    alpha: float | None = None
+    code: frozenset = frozenset()
+    code_alpha: float | None = None
 
 
 @dataclass(frozen=True)

@@ -250,7 +250,7 @@ class IndexReader(QueryEncoding):
                 raise _Moved
             if folder == path and not any((folder / n).exists() for n in (META_FILE, VECTORS_FILE, STORE_FILE)):
                 index = f"{str(path).rstrip('/')}-index"  # a folder of documents, never an index: nothing to rebuild
-                return EncodrError(f"{path} is a folder, not an encodr index; index it with: encodr index {path} --out {index}")
+                return EncodrError(f"{path} is a folder, not an encodr index; index it with: encodr index {path} {S.out} {index}")
             return EncodrError(f"index {path} is missing {name}; rebuild it with encodr index")
 
         for name in (META_FILE, VECTORS_FILE, STORE_FILE):

@@ -22,7 +22,7 @@ from ..models import Encoder, load_encoder
 from ..timing import phase
 from .adapter import read_adapter
 from .filters import Where
-from .fusion import FAST_STAGE_ALPHA, fuse_arrays, interpolate
+from .fusion import FAST_STAGE_ALPHA, Weights, fuse_arrays, interpolate
 from .meta import FAST, IndexMeta
 from .options import DENSE, HYBRID, HYBRID_DEPTH, KEYWORD, MODES, PASSAGES_PER_DOCUMENT, SearchOptions
 from .reader import IndexReader
@@ -670,7 +670,7 @@ class Searcher:
         keys = ("lang", *RANKED_KEYS) if ranked else ("lang", "source")
         rows = index.rows(np.unique(np.concatenate([d_ids.ravel(), k_ids.ravel()])), keys)
         lang_of = {i: r["lang"] for i, r in rows.items()}
-        code = {i for i, r in rows.items() if _is_code(r["source"])}  # source code: its own weight
+        code = frozenset(i for i, r in rows.items() if _is_code(r["source"]))  # source code: its own weight
         present = set(lang_of.values()) - {None, UNDETERMINED}  # one language, the query's: no candidate is in another
         fused_scores = np.full((len(langs), k), -np.inf, dtype=np.float32)
         fused_ids = np.full((len(langs), k), -1, dtype=np.int64)
@@ -682,9 +682,7 @@ class Searcher:
                 options.fusion,
                 langs[q],
                 lang_of if present - {langs[q]} else None,
-                weight,
-                code,
-                identifier_alpha(queries[q]) if ranked else None,
+                Weights(weight, code, identifier_alpha(queries[q]) if ranked else None),
                 CODE_CANDIDATES if ranked else HYBRID_DEPTH,  # normalised as a first round's: scores do not move with k
             )
             n = min(k, len(ids))
