@@ -244,6 +244,21 @@ def _is_code(source: str | None) -> bool:
 _UNSET = {"snippet": None, "snippet_line": None, "snippet_column": None, "context": None, "judged": None}
 
 
+def _document(fields: dict) -> str:
+    """The document a hit's fields name (:func:`document_of`)."""
+    return document_of(fields["ext_id"], fields["source"], fields["line"])
+
+
+def _each_file(fields: dict, sharers: list[dict] | None) -> list[dict]:
+    """A stored text's hit fields, then the same text as each other document that holds it
+    (:meth:`~.reader.IndexReader.sharers`) shows it: its id, path, title and line. A filter's
+    sharers name the stored text's own document (``own``) only where it passes."""
+    if not sharers:
+        return [fields]
+    own = next((s["own"] for s in sharers if "own" in s), True)
+    return [fields] * own + [{**fields, **s, "title": s["title"] or fields["title"]} for s in sharers if "own" not in s]
+
+
 def _stored_fields(row: dict) -> dict:
     """The :class:`Hit` fields of a stored row (:meth:`IndexReader.rows`), those a search
     fills later (snippet, context, judgment) unset; for :meth:`Hit.made`."""
@@ -558,7 +573,7 @@ class Searcher:
             with phase("rerank"):
                 return langs, [rerank_hits(q, hits, reranker, k, options.rerank_weight) for q, hits in zip(queries, first)]
         langs, scores, ids = self._ranked(index, queries, options)
-        return langs, self._rows_to_hits(index, scores, ids)
+        return langs, self._rows_to_hits(index, scores, ids, filters=options.filter)
 
     def _ranked(self, index: IndexReader, queries: list[str], options: SearchOptions) -> tuple[list[str], np.ndarray, np.ndarray]:
         """The top ``options.k`` passages of each query by ``options.mode``, before any
@@ -637,7 +652,8 @@ class Searcher:
             deeper = replace(options, k=depth, passages=True)
             if reranker is None:
                 langs, scores, ids = self._ranked(index, queries, deeper)
-                kept, found = self._rows_to_hits(index, scores, ids, documents=k), (ids >= 0).sum(axis=1).tolist()
+                kept = self._rows_to_hits(index, scores, ids, documents=k, filters=options.filter)
+                found = (ids >= 0).sum(axis=1).tolist()
             else:
                 langs, hits = self._query(index, queries, deeper, reranker)
                 with phase("hits"):
@@ -699,7 +715,7 @@ class Searcher:
         """Hits for already-encoded queries (float32 (q, d), unit norm, before PCR) in ``index``
         (default: the current one), ``options.k`` each, in its languages and filters."""
         index = index or self.index
-        return self._rows_to_hits(index, *self._dense_rows(query_vectors, langs, index, options))
+        return self._rows_to_hits(index, *self._dense_rows(query_vectors, langs, index, options), filters=options.filter)
 
     @staticmethod
     def _dense_rows(
@@ -712,21 +728,24 @@ class Searcher:
             return index.search(vectors, options.k, Where(options.hit_lang, options.filter), options.nprobe, options.ef_search)
 
     @staticmethod
-    def _rows_to_hits(index: IndexReader, scores: np.ndarray, ids: np.ndarray, documents: int | None = None) -> list[list[Hit]]:
+    def _rows_to_hits(
+        index: IndexReader, scores: np.ndarray, ids: np.ndarray, documents: int | None = None, filters: tuple = ()
+    ) -> list[list[Hit]]:
         """:class:`Hit` lists from (q, k) score and id arrays (id −1: no hit); with ``documents``,
         each query's first ``documents`` documents, each at its first (best) passage, ranks
         counted among them (:func:`best_passages` on the rows: no hit is made for a passage
         left out)."""
         with phase("hits"):
             stored = {i: _stored_fields(r) for i, r in index.rows(np.unique(ids)).items()}
-            if documents is not None:
-                owner = {i: document_of(f["ext_id"], f["source"], f["line"]) for i, f in stored.items()}
+            shared = index.sharers(list(stored), filters)  # a text two files hold: a hit for each file, the first's first
             results = []
             for qs, qi in zip(scores.tolist(), ids.tolist()):
-                found = [(s, i) for s, i in zip(qs, qi) if i >= 0]
+                found = [(s, fields) for s, i in zip(qs, qi) if i >= 0 for fields in _each_file(stored[i], shared.get(i))]
                 if documents is not None:
-                    found = first_of_each(found, lambda row: owner[row[1]], documents)
-                results.append([Hit.made(rank, s, stored[i]) for rank, (s, i) in enumerate(found, 1)])
+                    found = first_of_each(
+                        found, lambda row: document_of(row[1]["ext_id"], row[1]["source"], row[1]["line"]), documents
+                    )
+                results.append([Hit.made(rank, s, fields) for rank, (s, fields) in enumerate(found, 1)])
             return results
 
     def _encode_queries(self, index: IndexReader, queries: list[str]) -> np.ndarray:

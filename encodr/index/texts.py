@@ -434,6 +434,34 @@ class TextStore:
         found = self._all(f"select {', '.join(keys)} from texts where id in ({','.join('?' * len(ids))})", ids)
         return {r[0]: dict(zip(keys, r)) for r in found}
 
+    def sharers(self, ids: list[int]) -> dict[int, list[dict]]:
+        """The other documents that hold each of ``ids``: a text stored once for the first document
+        that held it (the same text in two files) is also the other files'. text id → their
+        ``ext_id``, ``path``, ``source``, ``title``, ``line`` and ``start``, by document id; ids
+        no other document holds are left out (one look-up by the members' index)."""
+        if not ids:
+            return {}
+        found = self._all(
+            "select m.text_id, m.doc, t.path, t.source, d.source, d.title, coalesce(m.line, t.line), m.start from members m "
+            "join texts t on t.id = m.text_id join documents d on d.id = m.doc "
+            f"where m.text_id in ({','.join('?' * len(ids))}) and t.ext_id is not null and m.doc != t.ext_id "
+            "order by m.text_id, m.doc",
+            list(ids),
+        )
+        out: dict[int, list[dict]] = {}
+        for text_id, doc, shown, credited, own, title, line, start in found:
+            path = _shown_as(shown, credited, own)
+            out.setdefault(int(text_id), []).append(
+                {"ext_id": doc, "path": path, "source": own, "title": title, "line": line, "start": start}
+            )
+        return out
+
+    def documents_passing(self, ids: list[str], documents_sql: str, params: list) -> set[str]:
+        """Those of document ids ``ids`` that ``documents_sql`` (a ``where`` clause over
+        ``documents d``, :func:`~.filters.sql`'s) keeps."""
+        sql = f"select d.id from documents d where d.id in ({','.join('?' * len(ids))}) and {documents_sql}"
+        return {r[0] for r in self._all(sql, [*ids, *params])} if ids else set()
+
     def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
         """(character offset, text) of every stored passage of the document ``ext_id``, in
         document order (whole texts, with no offset, at 0)."""
@@ -468,11 +496,7 @@ class TextStore:
         )
         if not shared:
             return None
-        shown, credited, own = shared[0]
-        root = credited[: len(credited) - len(shown)] if credited and credited.endswith(shown) else None
-        if root is not None and own and own.startswith(root):
-            return own[len(root) :]  # its own path, shown from the folder the other's is shown from
-        return own or shown
+        return _shown_as(*shared[0])
 
     def documents_at(self, path: str, lines: tuple[int, int] | None = None) -> list[str]:
         """The ids of the documents whose path as shown (relative to the folder indexed), source or
@@ -765,3 +789,13 @@ def upgrade_store(path: Path) -> None:
         conn.commit()
     finally:
         conn.close()
+
+
+def _shown_as(shown: str | None, credited: str | None, own: str | None) -> str | None:
+    """A document's path as hits show it, for a document whose texts another document stored
+    first: ``own`` (its source) shown from the folder the other's ``credited`` source is shown
+    from (``shown``: that one's path as shown); else its source, else the other's path."""
+    root = credited[: len(credited) - len(shown)] if credited and shown and credited.endswith(shown) else None
+    if root is not None and own and own.startswith(root):
+        return own[len(root) :]  # its own path, shown from the folder the other's is shown from
+    return own or shown

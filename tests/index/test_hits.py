@@ -154,6 +154,27 @@ def test_show_opens_a_record_of_a_one_record_a_line_file_and_a_passage_another_f
     assert code == 0 and "The same paragraph in two files." in lines and "Only in b." in lines
 
 
+def test_a_text_two_files_hold_is_a_hit_of_each_file(tmp_path, tiny_model, capsys, monkeypatch):
+    """A checkout with ``httpx/_client.py`` and a copy of it: every passage was credited to the
+    file read first, and the other file was never a hit. The text is stored and encoded once;
+    each file is a hit of its own, with its own path."""
+    shared = "# Client\n\nThe client follows redirects when asked to.\n"
+    files = {"a/client.md": shared, "b/client.md": shared, "c/other.md": "# Other\n\nNothing alike.\n"}
+    out = _index(tmp_path, tiny_model, capsys, monkeypatch, files)
+    code, stdout, _ = run_cli(
+        ["search", "follows redirects", "--index", str(out), "--mode", "keyword", "--json"], capsys, monkeypatch
+    )
+    hits = json.loads(stdout)["results"][0]["hits"]
+    assert code == 0 and [h["path"] for h in hits[:2]] == ["a/client.md", "b/client.md"]
+    assert hits[0]["score"] == hits[1]["score"] and hits[0]["line"] == hits[1]["line"] and hits[0]["ext_id"] != hits[1]["ext_id"]
+    code, stdout, _ = run_cli(
+        ["search", "follows redirects", "--index", str(out), "--mode", "keyword", "--filter", "source=b/*", "--json"],
+        capsys,
+        monkeypatch,
+    )
+    assert [h["path"] for h in json.loads(stdout)["results"][0]["hits"]][:1] == ["b/client.md"]
+
+
 def test_search_context_prints_the_lines_around_each_hit_as_grep_does(tmp_path, tiny_model, capsys, monkeypatch):
     code_text = (
         "import os\n\n\nclass Pump:\n    '''A pump.'''\n\n    def bleed(self):\n        '''Open the relief "
