@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, print_table, write_json  # noqa: E402
+from common import RESULTS, print_table, write_labelled  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
 QUICK = ["--questions", "4", "--langs", "en", "--articles", "14", "--out", "{tmp}/answers.json"]
@@ -222,10 +222,7 @@ def main() -> None:
     ]
     columns = ["label", "lang", "model", "questions", "file@1", "visible", "line", "k5", "screen", "full visible"]
     print_table("A question of a folder: what the default output shows at 80 columns (% of questions)", rows, columns)
-    kept = []
-    if args.out.exists():
-        kept = [r for r in json.loads(args.out.read_text()).get("rows", []) if r.get("label") != args.label]
-    write_json(args.out, {"set": "xquad articles as files (md, docx 0-5, txt 6-11)", "rows": kept + rows, "columns": columns})
+    write_labelled(args.out, args.label, rows, {"set": "xquad articles as files (md, docx 0-5, txt 6-11)", "columns": columns})
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ Prints a table and writes bench/results/cjk.json (rows of other labels are kept)
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import sys
@@ -36,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from answers import ask, first_screen, top_hit  # noqa: E402
-from common import RESULTS, print_table, write_json  # noqa: E402
+from common import RESULTS, print_table, write_labelled  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tatoeba"
 QUICK = ["--questions", "6", "--langs", "cmn", "--every", "3", "--out", "{tmp}/cjk.json"]
@@ -165,10 +164,7 @@ def main() -> None:
     ]
     columns = ["label", "lang", "asked in", "model", "questions", "note@1", "visible", "screen", "errors", "http", "mcp"]
     print_table("A sentence of a CJK note: found, and seen at 80 columns (% of questions; errors: count)", rows, columns)
-    kept = []
-    if args.out.exists():
-        kept = [r for r in json.loads(args.out.read_text()).get("rows", []) if r.get("label") != args.label]
-    write_json(args.out, {"set": "tatoeba cmn/jpn/kor as notes of 20 sentences", "rows": kept + rows, "columns": columns})
+    write_labelled(args.out, args.label, rows, {"set": "tatoeba cmn/jpn/kor as notes of 20 sentences", "columns": columns})
 
 
 if __name__ == "__main__":

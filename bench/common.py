@@ -69,6 +69,16 @@ def write_json(path: Path, payload: dict) -> None:
     tmp.replace(path)
 
 
+def write_labelled(path: Path, label: str, rows: list[dict], payload: dict) -> None:
+    """Write ``payload`` with ``rows`` (each with its ``label``) to ``path`` (:func:`write_json`),
+    after the rows of other labels the file already holds: a run of the code before a change
+    sits beside the run after it."""
+    kept = []
+    if path.exists():
+        kept = [r for r in json.loads(path.read_text()).get("rows", []) if r.get("label") != label]
+    write_json(path, {**payload, "rows": kept + rows})
+
+
 def parse_overrides(items: list[str]) -> dict:
     """Recipe overrides from ``KEY=VALUE`` strings (``--set``); values are read as YAML
     scalars (``0.2`` → float, ``2`` → int). Keys and values are checked by ``encodr.methods.load_recipe``."""
