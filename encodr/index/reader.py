@@ -535,22 +535,14 @@ class IndexReader(QueryEncoding):
         ids = [int(i) for i in ids if i >= 0]
         return self.texts.rows(ids, keys) if ids else {}
 
-    def sharers(self, ids: list[int], filters=()) -> dict[int, list[dict]]:
-        """The documents holding each of ``ids`` beside the one that stored it
-        (:meth:`~.texts.TextStore.sharers`); with ``filters``, each text's holders that pass
-        them, the one that stored it first where it passes (a filter kept the text for one of
-        its documents, maybe only another one)."""
-        shared = self.texts.sharers(ids)
+    def sharers(self, ids: list[int]) -> dict[int, list[dict]]:
+        """The other documents holding each of ``ids`` (:meth:`~.texts.TextStore.sharers`)."""
+        return self.texts.sharers(ids)
+
+    def documents_passing(self, ids: list[str], filters) -> set[str] | None:
+        """Those of document ids ``ids`` that pass ``filters`` (None: no filter on documents)."""
         documents_sql, params, _, _ = filter_sql(list(filters))
-        if not shared or documents_sql is None:
-            return shared
-        stored = {i: r["ext_id"] for i, r in self.rows(list(shared), ("ext_id",)).items()}
-        holders = sorted({s["ext_id"] for held in shared.values() for s in held} | set(stored.values()))
-        passing = self.texts.documents_passing(holders, documents_sql, params)
-        return {
-            i: [{"ext_id": stored[i], "own": stored[i] in passing}, *(s for s in held if s["ext_id"] in passing)]
-            for i, held in shared.items()
-        }
+        return None if documents_sql is None else self.texts.documents_passing(ids, documents_sql, params)
 
     def passages_of(self, ext_id: str) -> list[tuple[int, str]]:
         """(character offset, text) of every stored passage of the document ``ext_id``, in document order."""

@@ -249,14 +249,14 @@ def _document(fields: dict) -> str:
     return document_of(fields["ext_id"], fields["source"], fields["line"])
 
 
-def _each_file(fields: dict, sharers: list[dict] | None) -> list[dict]:
+def _each_file(fields: dict, sharers: list[dict] | None, passing: set[str] | None = None) -> list[dict]:
     """A stored text's hit fields, then the same text as each other document that holds it
-    (:meth:`~.reader.IndexReader.sharers`) shows it: its id, path, title and line. A filter's
-    sharers name the stored text's own document (``own``) only where it passes."""
+    (:meth:`~.reader.IndexReader.sharers`) shows it: its id, path, title and line; only the
+    documents in ``passing`` (a filter's: it kept the text for one of them, maybe not the first)."""
     if not sharers:
         return [fields]
-    own = next((s["own"] for s in sharers if "own" in s), True)
-    return [fields] * own + [{**fields, **s, "title": s["title"] or fields["title"]} for s in sharers if "own" not in s]
+    every = [fields, *({**fields, **s, "title": s["title"] or fields["title"]} for s in sharers)]
+    return every if passing is None else [f for f in every if f["ext_id"] in passing]
 
 
 def _stored_fields(row: dict) -> dict:
@@ -737,14 +737,16 @@ class Searcher:
         left out)."""
         with phase("hits"):
             stored = {i: _stored_fields(r) for i, r in index.rows(np.unique(ids)).items()}
-            shared = index.sharers(list(stored), filters)  # a text two files hold: a hit for each file, the first's first
+            shared = index.sharers(list(stored))  # a text two files hold: a hit for each file, the first's first
+            holders = {f["ext_id"] for i in shared for f in _each_file(stored[i], shared[i])}
+            passing = index.documents_passing(sorted(holders), filters) if holders and filters else None
             results = []
             for qs, qi in zip(scores.tolist(), ids.tolist()):
-                found = [(s, fields) for s, i in zip(qs, qi) if i >= 0 for fields in _each_file(stored[i], shared.get(i))]
+                found = [
+                    (s, fields) for s, i in zip(qs, qi) if i >= 0 for fields in _each_file(stored[i], shared.get(i), passing)
+                ]
                 if documents is not None:
-                    found = first_of_each(
-                        found, lambda row: document_of(row[1]["ext_id"], row[1]["source"], row[1]["line"]), documents
-                    )
+                    found = first_of_each(found, lambda row: _document(row[1]), documents)
                 results.append([Hit.made(rank, s, fields) for rank, (s, fields) in enumerate(found, 1)])
             return results
 
