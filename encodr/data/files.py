@@ -734,7 +734,7 @@ def markdown_marks(text: str) -> str:
         elif not fenced and _INCLUDE.match(line):
             line = ""
         elif not fenced and (m := _ADMONITION.match(line)):
-            line = m.group(1) + (m.group(2) or "").strip() if m.group(2) else ""
+            line = m.group(1) + m.group(2).strip() if m.group(2) else ""
         out.append(line)
     return "\n".join(out)
 
