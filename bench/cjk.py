@@ -18,6 +18,8 @@ test runner), and that text is read:
   for every ``--every``-th question: a refusal with a one-line error is an error, a traceback
   is an error.
 
+Run it as:
+
     python bench/cjk.py [--questions 1000] [--langs cmn,jpn,kor] [--label after] [--every 10]
 
 Prints a table and writes bench/results/cjk.json (rows of other labels are kept).
