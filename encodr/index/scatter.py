@@ -98,6 +98,14 @@ class LocalShard:
         """Stored rows by local id (:meth:`~.reader.IndexReader.rows`)."""
         return self.current().rows(ids, keys)
 
+    def sharers(self, ids: list[int]) -> dict[int, list[dict]]:
+        """:meth:`~.reader.IndexReader.sharers` by local id."""
+        return self.current().sharers(ids)
+
+    def documents_passing(self, ids: list[str], filters) -> set[str] | None:
+        """:meth:`~.reader.IndexReader.documents_passing` of documents held here."""
+        return self.current().documents_passing(ids, filters)
+
     def document(self, ext_id: str) -> dict | None:
         """:meth:`~.reader.IndexReader.document`."""
         return self.current().document(ext_id)
@@ -329,6 +337,32 @@ class ShardedIndex(QueryEncoding):
             for local, row in (rows or {}).items():
                 out[local * n + shard] = {**row, "id": local * n + shard}
         return out
+
+    def sharers(self, ids) -> dict[int, list[dict]]:
+        """The other documents holding each of global ``ids`` (:meth:`~.reader.IndexReader.sharers`,
+        asked of the shards that hold them; a document and the texts it holds share a shard)."""
+        n = len(self.shards)
+        wanted: dict[int, list[int]] = {}
+        for gid in (int(i) for i in ids if i >= 0):
+            wanted.setdefault(gid % n, []).append(gid // n)
+        shards = sorted(wanted)
+        pending = [(shard, self.call(self.shards[shard], "sharers", (wanted[shard],))) for shard in shards]
+        return {
+            local * n + shard: held
+            for shard, found in zip(shards, self._awaited(pending))
+            for local, held in (found or {}).items()
+        }
+
+    def documents_passing(self, ids: list[str], filters) -> set[str] | None:
+        """Those of document ``ids`` that pass ``filters``, each asked of the shard it routes to
+        (None: no filter on documents)."""
+        n, by_shard = len(self.shards), {}
+        for doc in ids:
+            by_shard.setdefault(route(doc, n), []).append(doc)
+        shards = sorted(by_shard)
+        pending = [(shard, self.call(self.shards[shard], "documents_passing", (by_shard[shard], filters))) for shard in shards]
+        answers = self._awaited(pending)
+        return None if all(a is None for a in answers) else set().union(*(a or set() for a in answers))
 
     def _one(self, shard: int, name: str, args: tuple):
         return self._all(name, args, [shard])[0]
