@@ -87,7 +87,19 @@ def declared(cls: type, name: str) -> Declared:
     if "rule" not in found and found.get("choices"):  # choices are a rule too (``--set``, a recipe file)
         allowed = found["choices"]
         found["rule"] = (lambda v: v in allowed, " | ".join(map(str, allowed)))
+    if "rule" not in found and ("ge" in found or "le" in found):  # and so is a range: one declaration, one check
+        found["rule"] = range_rule(found.get("ge"), found.get("le"))
     return Declared(name, own.default, **found)
+
+
+def range_rule(ge: float | None, le: float | None) -> Rule:
+    """The rule of a range [``ge``, ``le``] (either may be None: unbounded), worded as
+    :func:`check` words it: ``3 or more``, ``between 0 and 1``, ``1 or less``. NaN is refused."""
+    if ge is not None and le is not None:
+        return (lambda v: ge <= v <= le, f"between {ge:g} and {le:g}")
+    if ge is not None:
+        return (lambda v: v >= ge, f"{ge:g} or more")
+    return (lambda v: v <= le, f"{le:g} or less")
 
 
 def described(cls: type, name: str) -> tuple[str, Rule | None]:

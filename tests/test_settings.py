@@ -116,3 +116,17 @@ def test_no_layer_below_the_core_names_a_flag_in_an_error(tmp_path):
     probe.mkdir()
     (probe / "m.py").write_text('raise EncodrError("drop --dim, or rebuild with: encodr index DOCS --overwrite")\n')
     assert flags_in_errors(probe) == ["probe/m.py:1"]  # the check finds one
+
+
+def test_a_recipe_value_out_of_its_declared_range_is_one_line_from_the_declaration_alone():
+    """A range is declared once (``ge``/``le``) and is the rule a recipe file, ``--set`` and the
+    requests all check: no hand-written ``(lambda v: v >= 3, "an integer ≥ 3")`` beside it."""
+    from encodr.methods import load_recipe
+    from encodr.methods.trans_encoder.config import TransEncoderRecipe
+    from encodr.settings import declared
+
+    assert declared(TransEncoderRecipe, "cross_max_length").ge == 3
+    assert declared(TransEncoderRecipe, "cross_max_length").rule[1] == "3 or more"
+    with pytest.raises(EncodrError) as caught:
+        load_recipe("sentence", {"max_length": 2})
+    assert str(caught.value) == "recipe key 'max_length' must be 3 or more, got 2"

@@ -85,9 +85,7 @@ class SingleRunRecipe(Recipe):
     batch_size: int = like(OptimArgs, "batch_size")
     grad_accum: int = like(OptimArgs, "grad_accum")
     mini_batch: int = like(OptimArgs, "mini_batch")
-    max_length: int = setting(
-        64, "Maximum sequence length in tokens, special tokens included.", (lambda v: v >= 3, "an integer ≥ 3")
-    )
+    max_length: int = setting(64, "Maximum sequence length in tokens, special tokens included.", ge=3)
 
     def optim(self) -> OptimArgs:
         """The optimisation settings the trainer takes."""

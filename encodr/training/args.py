@@ -24,14 +24,14 @@ class OptimArgs:
     meaning and rule are in its declaration."""
 
     lr: float = setting(2e-5, "AdamW learning rate.", (lambda v: 0 < v < 1, "a number in (0, 1)"))
-    epochs: int = setting(1, "Passes over the (first stream's) data.", (lambda v: v >= 1, "an integer ≥ 1"))
+    epochs: int = setting(1, "Passes over the (first stream's) data.", ge=1)
     batch_size: int = setting(
         32,
         "Global examples per optimizer step and stream (split over processes; a contrastive loss sees the whole "
         "global batch as candidates).",
-        (lambda v: v >= 2, "an integer ≥ 2"),
+        ge=2,
     )
-    weight_decay: float = setting(0.01, "AdamW weight decay.", (lambda v: v >= 0, "a number ≥ 0"))
+    weight_decay: float = setting(0.01, "AdamW weight decay.", ge=0)
     max_grad_norm: float = setting(
         0.0, "Clip the global gradient L2 norm to this before each step (0: off).", (lambda v: v >= 0, "a number ≥ 0 (0: off)")
     )
@@ -50,7 +50,7 @@ class OptimArgs:
     grad_accum: int = setting(
         1,
         "Micro-batches per optimizer step, each a full batch (adds no negatives to a contrastive loss: see mini_batch).",
-        (lambda v: v >= 1, "an integer ≥ 1"),
+        ge=1,
     )
     mini_batch: int = setting(
         0,

@@ -19,11 +19,9 @@ class CMLMRecipe(SingleRunRecipe):
     bitext_batch_size: int = setting(
         64,
         "Translation pairs per bitext step, global (the paper uses 2,048, reachable through mini_batch).",
-        (lambda v: v >= 2, "an integer ≥ 2"),
+        ge=2,
     )
-    max_length: int = setting(
-        64, "Tokens per sentence, special tokens included (paper: 256).", (lambda v: v >= 4, "an integer ≥ 4")
-    )
+    max_length: int = setting(64, "Tokens per sentence, special tokens included (paper: 256).", ge=4)
     max_grad_norm: float = 1.0
     warmup: float = 0.1
     mask_rate: float = setting(
@@ -32,12 +30,8 @@ class CMLMRecipe(SingleRunRecipe):
         "token, 10 % unchanged, as in BERT.",
         (lambda v: 0 < v < 1, "a number in (0, 1)"),
     )
-    projections: int = setting(
-        15, "N, the vectors s1 is projected into (paper: 15), one of them s1's own.", (lambda v: v >= 1, "an integer ≥ 1")
-    )
-    margin: float = setting(
-        0.3, "m of the additive-margin softmax of bitext retrieval (paper: 0.3).", (lambda v: v >= 0, "a number ≥ 0")
-    )
+    projections: int = setting(15, "N, the vectors s1 is projected into (paper: 15), one of them s1's own.", ge=1)
+    margin: float = setting(0.3, "m of the additive-margin softmax of bitext retrieval (paper: 0.3).", ge=0)
     scale: float = setting(
         20.0, "s, the cosine scale of that softmax (encodr.losses.AdditiveMarginLoss).", (lambda v: v > 0, "a number > 0")
     )

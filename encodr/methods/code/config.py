@@ -24,14 +24,12 @@ class CodeRecipe(SingleRunRecipe):
         "line; what a person types); docstring, all of it.",
         (lambda v: v in QUERIES, " | ".join(QUERIES)),
     )
-    min_words: int = setting(
-        3, 'A documentation whose query has fewer words is left out ("TODO", "Getter.").', (lambda v: v >= 1, "an integer ≥ 1")
-    )
+    min_words: int = setting(3, 'A documentation whose query has fewer words is left out ("TODO", "Getter.").', ge=1)
     min_documented: int = setting(
         30,
         "Documented definitions needed to train with a dev fold; with fewer, the starting model is saved unchanged "
         "(--no-dev trains on them all, without selection).",
-        (lambda v: v >= 2, "an integer ≥ 2"),
+        ge=2,
     )
     dev_share: float = setting(
         0.2,
@@ -49,8 +47,8 @@ class CodeRecipe(SingleRunRecipe):
     scale: float = setting(
         20.0, "s = 1/τ of the InfoNCE softmax over cosines (sentence-transformers' MNRL: 20).", (lambda v: v > 0, "a number > 0")
     )
-    query_max_length: int = setting(64, "Tokens of a query.", (lambda v: v >= 4, "an integer ≥ 4"))
-    max_length: int = setting(256, "Tokens of a definition's code (longer code is cut).", (lambda v: v >= 16, "an integer ≥ 16"))
+    query_max_length: int = setting(64, "Tokens of a query.", ge=4)
+    max_length: int = setting(256, "Tokens of a definition's code (longer code is cut).", ge=16)
     fusion_weights: str = setting(
         "0.5,0.6,0.7,0.8,0.9,1",
         "The hybrid fusion weights α tried on the dev fold with the tuned model; one that beats the declared "
@@ -62,14 +60,14 @@ class CodeRecipe(SingleRunRecipe):
         0,
         "Comment → block pairs from inside the definitions (a run of whole-line comments and the code lines "
         "right after it), at most this many, trained as a second stream beside the documented definitions; 0: off.",
-        (lambda v: v >= 0, "an integer ≥ 0"),
+        ge=0,
     )
     general: int = setting(
         0,
         "General English sentences (a sample of the bundled Wikipedia sentences) held where the starting model puts "
         "them while the code is learnt: each step adds general_weight × the mean 1 − cos between the model's vectors "
         "of a batch of them and the starting model's (learning without forgetting); 0: off.",
-        (lambda v: v >= 0, "an integer ≥ 0"),
+        ge=0,
     )
     general_weight: float = setting(
         1.0,

@@ -25,7 +25,7 @@ class JudgedRecipe(SingleRunRecipe):
         "Hard negatives per (query, relevant passage) pair for the bi-encoder, mined from the corpus by the starting "
         "model (sentence-transformers' mine_hard_negatives), documents judged relevant to the query left out; "
         "documents judged not relevant (grade 0) come first.",
-        (lambda v: v >= 0, "an integer ≥ 0"),
+        ge=0,
     )
     margin: float = setting(
         0.05,
@@ -46,14 +46,14 @@ class JudgedRecipe(SingleRunRecipe):
         20,
         "Judged queries (with a relevant document) needed to cross-validate; with fewer, the start model is kept "
         "unless --no-dev.",
-        (lambda v: v >= 2, "an integer ≥ 2"),
+        ge=2,
     )
     folds: int = setting(
         2,
         "Folds of the cross-validation over the judged queries (a hash of the query text; queries that share a "
         "relevant document in one fold): each component is trained folds + 1 times, on the other folds and then on "
         "every query.",
-        (lambda v: v >= 2, "an integer ≥ 2"),
+        ge=2,
     )
     significance: float = setting(
         0.1,
@@ -69,10 +69,10 @@ class JudgedRecipe(SingleRunRecipe):
         "negatives, kept when it beats no re-ranking in cross-validation. Off by default: it multiplies the run's "
         "time, and on SciFact's judgments it did not pass (bench/notes/judged.md).",
     )
-    cross_negatives: int = setting(4, "Negatives per judged pair for the cross-encoder.", (lambda v: v >= 1, "an integer ≥ 1"))
+    cross_negatives: int = setting(4, "Negatives per judged pair for the cross-encoder.", ge=1)
     cross_lr: float = setting(2e-5, "The cross-encoder's learning rate.", (lambda v: 0 < v < 1, "a number in (0, 1)"))
-    cross_epochs: int = setting(1, "The cross-encoder's epochs.", (lambda v: v >= 1, "an integer ≥ 1"))
-    cross_batch_size: int = setting(16, "The cross-encoder's pairs per step.", (lambda v: v >= 1, "an integer ≥ 1"))
+    cross_epochs: int = setting(1, "The cross-encoder's epochs.", ge=1)
+    cross_batch_size: int = setting(16, "The cross-encoder's pairs per step.", ge=1)
     cross_max_length: int = setting(
         320, "Tokens of a query and a passage together, as the cross-encoder reads them.", _length(16)
     )
@@ -85,13 +85,11 @@ class JudgedRecipe(SingleRunRecipe):
     distill_queries: int = setting(
         500,
         "Pseudo-queries cut from the corpus's passages (inverse cloze) added to the judged queries for the loop.",
-        (lambda v: v >= 0, "an integer ≥ 0"),
+        ge=0,
     )
-    distill_candidates: int = setting(
-        8, "Passages per query the bi-encoder retrieves for the cross-encoder to label.", (lambda v: v >= 2, "an integer ≥ 2")
-    )
+    distill_candidates: int = setting(8, "Passages per query the bi-encoder retrieves for the cross-encoder to label.", ge=2)
     distill_lr: float = setting(1e-5, "The loop's learning rate for the bi-encoder.", (lambda v: 0 < v < 1, "a number in (0, 1)"))
-    distill_epochs: int = setting(1, "The loop's epochs.", (lambda v: v >= 1, "an integer ≥ 1"))
+    distill_epochs: int = setting(1, "The loop's epochs.", ge=1)
     fusion_weights: str = setting(
         "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1",
         "The hybrid fusion weights α tried, one α for every text, against the fusion's declared weights (each "
@@ -113,7 +111,7 @@ class JudgedRecipe(SingleRunRecipe):
         1,
         "The rank r of the adapter's correction (U Vᵀ, each d × r): higher ranks learn the judged documents rather than "
         "the kind of query (bench/notes/query_adapter.md).",
-        (lambda v: v >= 1, "an integer ≥ 1"),
+        ge=1,
     )
     adapter_keep_p: float = setting(
         0.1,

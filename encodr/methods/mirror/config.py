@@ -29,13 +29,13 @@ class MirrorRecipe(SingleRunRecipe):
     span_mask: int = setting(
         5,
         "k, consecutive tokens replaced by the mask token in one of the two views (0: no span masking).",
-        (lambda v: v >= 0, "an integer ≥ 0"),
+        ge=0,
     )
     max_length: int = 50
     batch_size: int = setting(
         200,
         "Distinct strings per step over all processes (the loss sees 2× as many views, all of them candidates for every anchor).",
-        (lambda v: v >= 2, "an integer ≥ 2"),
+        ge=2,
     )
     dropout: float = setting(
         0.1, "Probability of every nn.Dropout in the encoder during training.", (lambda v: 0 <= v < 1, "a number in [0, 1)")

@@ -19,7 +19,7 @@ class RerankerRecipe(TransEncoderRecipe):
         1000,
         "Inverse-cloze pseudo-queries drawn from the passages (a seeded sample; each is a sentence cut out of its "
         "passage, ORQA §5).",
-        (lambda v: v >= 2, "an integer ≥ 2"),
+        ge=2,
     )
     candidates: int = setting(
         8,
@@ -27,9 +27,7 @@ class RerankerRecipe(TransEncoderRecipe):
         "candidates − 1 other passages the starting bi-encoder ranks highest for it (exact search, FAISS).",
         (lambda v: v >= 2, "an integer ≥ 2 (its passage and at least one other)"),
     )
-    ict_keep: float = setting(
-        0.1, "The share of positives that keep the query sentence (ORQA: 0.1).", (lambda v: 0 <= v <= 1, "a number in [0, 1]")
-    )
+    ict_keep: float = setting(0.1, "The share of positives that keep the query sentence (ORQA: 0.1).", ge=0, le=1)
     positive_label: float = setting(
         1.0,
         "The label every labelling gives a query's own passage (it is known relevant); -1: none, the passage "
@@ -37,9 +35,7 @@ class RerankerRecipe(TransEncoderRecipe):
         (lambda v: v == -1 or 0 <= v <= 1, "a number in [0, 1], or -1 (none)"),
     )
     symmetric: bool = False
-    bi_max_length: int = setting(
-        256, "A passage's tokens (documents are split into passages that fit it).", (lambda v: v >= 16, "an integer ≥ 16")
-    )
+    bi_max_length: int = setting(256, "A passage's tokens (documents are split into passages that fit it).", ge=16)
     cross_max_length: int = setting(320, "A query's and a passage's tokens together.")
     cross_loss: str = setting(
         "listnet",

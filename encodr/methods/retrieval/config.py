@@ -65,7 +65,8 @@ class RetrievalRecipe(SingleRunRecipe):
         0.1,
         "The share of ICT pairs whose positive keeps the query sentence (ORQA: 0.1), so the model also learns to "
         "match words that do appear.",
-        (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+        ge=0,
+        le=1,
     )
     crop_min: float = setting(
         0.1, "Lower bound of a crop's share of the passage's words.", (lambda v: 0 < v <= 1, "a number in (0, 1]")
@@ -78,16 +79,12 @@ class RetrievalRecipe(SingleRunRecipe):
     scale: float = setting(
         20.0, "s = 1/τ of the InfoNCE softmax over cosines (sentence-transformers' MNRL: 20).", (lambda v: v > 0, "a number > 0")
     )
-    query_max_length: int = setting(64, "Tokens of a query.", (lambda v: v >= 4, "an integer ≥ 4"))
-    max_length: int = setting(
-        256, "Tokens of a passage (documents are split into passages that fit it).", (lambda v: v >= 16, "an integer ≥ 16")
-    )
+    query_max_length: int = setting(64, "Tokens of a query.", ge=4)
+    max_length: int = setting(256, "Tokens of a passage (documents are split into passages that fit it).", ge=16)
     batch_size: int = setting(64, rule=(lambda v: v >= 2, "an integer ≥ 2 (in-batch negatives)"))
     lr: float = 2e-5
     warmup: float = 0.1
-    dev_queries: int = setting(
-        200, "Pseudo-queries --dev auto holds out (encodr.evaluation.pseudo.pseudo_dev).", (lambda v: v >= 1, "an integer ≥ 1")
-    )
+    dev_queries: int = setting(200, "Pseudo-queries --dev auto holds out (encodr.evaluation.pseudo.pseudo_dev).", ge=1)
     dev_documents: int = setting(
         5000,
         "Documents --dev auto searches at each evaluation (0: all); the pseudo-queries' own are always among them.",

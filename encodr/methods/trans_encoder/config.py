@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...settings import Rule, described, setting
+from ...settings import described, setting
 from ...training.args import OptimArgs
 from ..base import Recipe
 
-LENGTH: Rule = (lambda v: v >= 3, "an integer ≥ 3")
+LENGTH = 3  # the fewest tokens of a sequence: [CLS], one token, [SEP]
 
 
 def _step(name: str, default, help_text: str):
@@ -23,17 +23,17 @@ class TransEncoderRecipe(Recipe):
     models): the shared fields and Trans-Encoder's own, each declared with its meaning and rule."""
 
     method: str = "trans_encoder"
-    cycles: int = setting(3, "bi → cross → bi distillation cycles (paper: 3 for STS).", (lambda v: v >= 1, "an integer ≥ 1"))
+    cycles: int = setting(3, "bi → cross → bi distillation cycles (paper: 3 for STS).", ge=1)
     cross_lr: float = _step("lr", 2e-5, "Learning rate of the bi → cross step (BCE on soft labels, Eq. 2).")
     cross_batch_size: int = _step(
         "batch_size", 32, "Pairs per step of the bi → cross step (a symmetric pair is read in both orders)."
     )
     cross_epochs: int = _step("epochs", 1, "Epochs of the bi → cross step.")
-    cross_max_length: int = setting(64, "Tokens of the concatenated pair the cross-encoder reads.", LENGTH)
+    cross_max_length: int = setting(64, "Tokens of the concatenated pair the cross-encoder reads.", ge=LENGTH)
     bi_lr: float = _step("lr", 5e-5, "Learning rate of the cross → bi step (MSE on cosine, Eq. 3).")
     bi_batch_size: int = _step("batch_size", 128, "Pairs per step of the cross → bi step.")
     bi_epochs: int = _step("epochs", 10, "Epochs of the cross → bi step (paper: 10).")
-    bi_max_length: int = setting(32, "Tokens per sentence of the bi-encoder.", LENGTH)
+    bi_max_length: int = setting(32, "Tokens per sentence of the bi-encoder.", ge=LENGTH)
     warmup: float = setting(
         0.1,
         "Fraction of each phase's steps with a linear learning-rate warm-up, then linear decay (the schedule of "
@@ -44,15 +44,13 @@ class TransEncoderRecipe(Recipe):
         200,
         "With --dev, evaluate every this many steps and at each epoch end and keep the best checkpoint (paper §4: "
         "every 200 steps).",
-        (lambda v: v >= 1, "an integer ≥ 1"),
+        ge=1,
     )
-    mine_k: int = setting(
-        10, "For plain-text input, neighbours searched per sentence with FAISS.", (lambda v: v >= 1, "an integer ≥ 1")
-    )
+    mine_k: int = setting(10, "For plain-text input, neighbours searched per sentence with FAISS.", ge=1)
     mine_random: float = setting(
         0.25,
         "Random pairs added, as a fraction of the mined ones, so pseudo-labels span the whole similarity range.",
-        (lambda v: v >= 0, "a number ≥ 0"),
+        ge=0,
     )
     max_pairs: int = setting(
         0, "Keep at most this many pairs (seeded sample; 0: all).", (lambda v: v >= 0, "an integer ≥ 0 (0: all)")
