@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..data.beir import RetrievalSet
-from ..data.records import read_records
 from ..errors import S
 from ..index.options import DENSE, KEYWORD, SearchOptions
 from .base import Evaluator, Score
@@ -63,7 +62,8 @@ class RetrievalEvaluator(Evaluator):
     sentence-transformers' ``InformationRetrievalEvaluator.compute_metrics`` on those ranked
     lists, so the numbers are defined exactly as that evaluator defines them. Unlike running
     that evaluator, the vectors come from the index (what ``encodr search`` returns), and
-    documents with the same text — stored once by the index — all take the hit's rank.
+    documents with the same text — stored and encoded once by the index — are each a hit of
+    their own, at the same score (:meth:`encodr.index.Searcher.query`).
 
     Relevance is binary, as in sentence-transformers' evaluator: a qrels grade > 0 is
     relevant. BEIR's pytrec_eval uses the grades in nDCG; on sets graded 0/1 (SciFact, XQuAD)
@@ -112,7 +112,7 @@ class RetrievalEvaluator(Evaluator):
         reranked: tuple[SearchOptions, ...] | None = None,
     ) -> dict[str, list[list[tuple[str, float]]]]:
         """Each judged query's ranked (document id, score) list, at most :data:`DEPTH` long
-        (a little longer where documents share a text), for each of ``searches`` (default:
+        for each of ``searches`` (default:
         this evaluator's), keyed by its :attr:`~encodr.index.SearchOptions.label`, from one
         index built once. With ``reranker`` (a :class:`~encodr.models.CrossScorer`; default:
         loaded from ``rerank``), each ranking's first ``rerank_depth`` hits are re-scored by it
@@ -124,7 +124,6 @@ class RetrievalEvaluator(Evaluator):
         from ..index import BuildOptions, Searcher, build
 
         reranker = self._reranker(reranker)
-        same_text = self.same_text()
         options = BuildOptions(
             model=encoder, index_type=self.index_type, backend=getattr(encoder, "backend", "torch"), whole=self.whole
         )
@@ -134,7 +133,7 @@ class RetrievalEvaluator(Evaluator):
                 build([str(self.data.corpus_file)], where, options)
             searcher = Searcher(where, encoder=encoder)
             try:
-                return self._rank(searcher, searches or self.searches, reranker, same_text, first_stage, reranked)
+                return self._rank(searcher, searches or self.searches, reranker, first_stage, reranked)
             finally:
                 searcher.index.close()
 
@@ -162,16 +161,6 @@ class RetrievalEvaluator(Evaluator):
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
         return home() / "cache" / "retrieval" / f"{self.name}-{digest}"
 
-    def same_text(self) -> dict[str, list[str]]:
-        """The id an index keeps for each text of the corpus (it stores a text once: the first
-        document's id) → the ids of every document with that text, which all take the hit's rank."""
-        same_text: dict[str, list[str]] = {}
-        first: dict[str, str] = {}
-        for record in read_records(self.data.corpus_file):
-            keeper = first.setdefault(record.text, record.ext_id)
-            same_text.setdefault(keeper, []).append(record.ext_id)
-        return same_text
-
     def _reranker(self, reranker):
         """``reranker``, else the cross-encoder ``rerank`` names (loaded before any indexing, so a bad path fails first),
         else None."""
@@ -186,7 +175,6 @@ class RetrievalEvaluator(Evaluator):
         searcher,
         searches: tuple[SearchOptions, ...],
         reranker,
-        same_text: dict[str, list[str]],
         first_stage: bool = False,
         reranked: tuple[SearchOptions, ...] | None = None,
     ) -> dict[str, list[list[tuple[str, float]]]]:
@@ -201,7 +189,7 @@ class RetrievalEvaluator(Evaluator):
             label = options.label
             rerank = reranker is not None and (reranked is None or any(o.label == label for o in reranked))
             if rerank and first_stage:
-                out[label] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
+                out[label] = [[(h.ext_id, h.score) for h in row] for row in hits]
             if rerank:
                 settled = searcher.resolve(options, reranker)
                 depth = settled.rerank_depth
@@ -210,7 +198,7 @@ class RetrievalEvaluator(Evaluator):
                     for q, row in zip(queries, hits)
                 ]
                 label = rerank_label(options)
-            out[label] = [[(doc, h.score) for h in row for doc in same_text.get(h.ext_id, [h.ext_id])] for row in hits]
+            out[label] = [[(h.ext_id, h.score) for h in row] for row in hits]
         return out
 
     def scores(self, ranked: list[list[tuple[str, float]]]) -> list[Score]:

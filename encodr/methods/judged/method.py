@@ -352,7 +352,6 @@ class DevIndex:
             BuildOptions(model=encoder, index_type="flat", backend=getattr(encoder, "backend", "torch")),
         )
         self.searcher = Searcher(where, encoder=encoder)
-        self.same = self.evaluator.same_text()
         self.has_keywords = self.searcher.index.has_keywords
         if self.has_keywords:
             self.searcher.index.keyword_search = remembered(self.searcher.index.keyword_search)
@@ -370,7 +369,7 @@ class DevIndex:
                 data = replace(evaluator.data, queries={q: t for q, t in evaluator.data.queries.items() if q in keep})
                 self.parts[only] = RetrievalEvaluator("judged", data, split=JUDGED)
             evaluator = self.parts[only]
-        ranked = evaluator._rank(self.searcher, (replace(options, k=DEPTH),), reranker, self.same)
+        ranked = evaluator._rank(self.searcher, (replace(options, k=DEPTH),), reranker)
         return evaluator.per_query(next(iter(ranked.values())))
 
     @contextlib.contextmanager
