@@ -647,7 +647,7 @@ def runs_show(values: dict, as_json: bool) -> None:
 def serve(values: dict, as_json: bool) -> None:
     request = dispatch.prepare(rq.ServeRequest, values, "cli")
     _interactive_threads()  # the event loop, the batcher and FAISS share the cores with torch: idle OpenMP threads must sleep
-    need("fastapi")
+    need("fastapi"), need("uvicorn")
     from .serve import serve as run_server
 
     run_server(request, announce=lambda line: err_console.print(f"encodr: {line}", highlight=False))

@@ -22,6 +22,7 @@ OPTIONAL = {
     "lingua": ("language detection without --lang", "lingua-language-detector"),
     "pythainlp.tokenize": ("Thai keyword analysis", "pythainlp"),
     "fastapi": ("encodr serve", "'encodr[serve]'"),
+    "uvicorn": ("encodr serve", "'encodr[serve]'"),
     "mcp": ("encodr mcp", "'encodr[mcp]'"),
 }
 

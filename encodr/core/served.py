@@ -95,14 +95,14 @@ class Served:
         Raises:
             EncodrError: no such model is served (404, naming ``field_name`` and the served models).
         """
+        if name in self.models:
+            return self.models[name]
         named = [spec for spec in self.models if "/" in spec and spec.rstrip("/").rsplit("/", 1)[-1] == name]
-        if name not in self.models and len(named) == 1:
+        if len(named) == 1:
             return self.models[named[0]]
-        if name not in self.models:
-            raise EncodrError(
-                f"model '{name}' is not served here; served: {', '.join(self.models) or 'none'}", field=field_name, status=404
-            )
-        return self.models[name]
+        raise EncodrError(
+            f"model '{name}' is not served here; served: {', '.join(self.models) or 'none'}", field=field_name, status=404
+        )
 
     def reranker(self, spec: str | None):
         """The cross-encoder ``spec`` names (:meth:`.session.Session.reranker`: loaded once,
