@@ -18,8 +18,7 @@ Analysis, in order (Lucene's and Elasticsearch's language analyzers do the same 
    the bigrams are the fallback). A text's run also keeps its last character as a term of its
    own, after the bigrams, and a query of one character asks for the terms it starts (FTS5's
    prefix query ``"猫"*``: the bigrams it starts and itself): each place the character stands
-   is then found once, where
-   Lucene's filter, without its unigrams, finds none;
+   is then found once, where Lucene's filter, without its unigrams, finds none;
 3. every other word is stemmed by the Snowball stemmer of the text's language (PyStemmer's C
    build; :data:`STEMMERS`), when there is one: ``studies`` and ``studied`` both become
    ``studi``. A text of another language, or of none (``und``), is left unstemmed;

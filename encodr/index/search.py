@@ -738,7 +738,7 @@ class Searcher:
         with phase("hits"):
             stored = {i: _stored_fields(r) for i, r in index.rows(np.unique(ids)).items()}
             shared = index.sharers(list(stored))  # a text two files hold: a hit for each file, the first's first
-            holders = {f["ext_id"] for i in shared for f in _each_file(stored[i], shared[i])}
+            holders = {stored[i]["ext_id"] for i in shared} | {h["ext_id"] for held in shared.values() for h in held}
             passing = index.documents_passing(sorted(holders), filters) if holders and filters else None
             results = []
             for qs, qi in zip(scores.tolist(), ids.tolist()):
